@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs every Debian package unhex builds, tests or benchmarks with.
+# Idempotent: when everything is present it returns without touching apt.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config git curl ca-certificates python3
+  librocksdb-dev libprotobuf-c-dev protobuf-c-compiler libcivetweb-dev
+  libdw-dev libelf-dev libdebuginfod-dev libzstd-dev zlib1g-dev libiberty-dev
+  libcmocka-dev clang libclang-rt-14-dev
+  elfutils binutils linux-perf google-perftools libgoogle-perftools-dev
+  golang-go
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

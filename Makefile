@@ -1,0 +1,57 @@
+# unhex - the two commands of the README, plus deps and bench.
+#   make run    install, build, start `unhex serve` on ./data with demo data
+#   make test   install, build, run every test (Release and ASan+UBSan)
+#   make bench  install, build, run the benchmarks (bench/RESULTS.md)
+#   make deps   install the Debian packages (idempotent)
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+DATA       ?= ./data
+LISTEN     ?= 0.0.0.0:4040
+JOBS       ?= $(shell nproc)
+FUZZ_SECONDS ?= 20
+
+.PHONY: all deps build asan fuzz run test test-release test-asan test-fuzz bench demo clean
+
+all: build
+
+deps:
+	@bash .ci/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DUNHEX_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+fuzz: deps
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DUNHEX_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+
+demo: build
+	@$(BUILD)/bench/unhex-workload --out $(BUILD)/demo --services 3 --instances 4 \
+	    --minutes 60 --end now --quiet
+
+run: demo
+	@$(BUILD)/cli/unhex serve --data $(DATA) --listen $(LISTEN) --preload $(BUILD)/demo
+
+test-release: build
+	@cd $(BUILD) && ctest --output-on-failure -j 2
+
+test-asan: asan
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j 2
+
+test-fuzz: fuzz
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) bash tests/fuzz/run.sh
+
+test: test-release test-asan test-fuzz
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,45 @@
+/*
+ * arena.h - a bump allocator for per-request and per-query work.
+ *
+ * Everything allocated from an arena is released at once by arena_release().
+ * An arena has a cap on the bytes it may hold; past it, allocations return
+ * NULL and arena_failed() reports ERR_TOO_LARGE, so a client cannot make the
+ * server allocate without bound.  Not thread-safe: one arena per request.
+ */
+#ifndef UNHEX_BASE_ARENA_H
+#define UNHEX_BASE_ARENA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct arena_block;
+
+struct arena {
+	struct arena_block *head;
+	size_t used;      /* bytes handed out plus block overhead */
+	size_t cap;       /* maximum total block bytes; 0 means SIZE_MAX */
+	int failed;       /* ERR_NOMEM or ERR_TOO_LARGE after a failed alloc */
+};
+
+/* Initializes an empty arena (caller allocates the struct). */
+void arena_init(struct arena *a, size_t cap);
+
+/* Frees every block.  The arena may be reused after arena_init(). */
+void arena_release(struct arena *a);
+
+/* Returns 16-byte aligned memory owned by the arena, or NULL. */
+void *arena_alloc(struct arena *a, size_t n);
+
+/* Like arena_alloc, zero-filled. */
+void *arena_calloc(struct arena *a, size_t count, size_t size);
+
+/* Copies `len` bytes and appends a NUL; returns owned-by-arena memory. */
+char *arena_strndup(struct arena *a, const char *s, size_t len);
+
+/* Returns 0, or the error of the first failed allocation. */
+static inline int arena_failed(const struct arena *a)
+{
+	return a->failed;
+}
+
+#endif

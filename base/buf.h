@@ -1,0 +1,53 @@
+/*
+ * buf.h - a growable byte buffer with a maximum size.
+ *
+ * Growth past `max` fails with ERR_TOO_LARGE and leaves the contents as they
+ * were (curl's dynbuf is the model).  The data is always NUL-terminated one
+ * byte past `len`, so text can be read as a C string.
+ */
+#ifndef UNHEX_BASE_BUF_H
+#define UNHEX_BASE_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf {
+	char *data;  /* owned; NULL until the first append */
+	size_t len;
+	size_t alloc;
+	size_t max;  /* maximum len; 0 means SIZE_MAX / 2 */
+};
+
+void buf_init(struct buf *b, size_t max);
+void buf_release(struct buf *b);
+
+/* Empties the buffer, keeping its allocation. */
+static inline void buf_reset(struct buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+/* Makes room for `extra` more bytes; returns 0, ERR_NOMEM or ERR_TOO_LARGE. */
+int buf_reserve(struct buf *b, size_t extra);
+int buf_append(struct buf *b, const void *p, size_t n);
+int buf_putc(struct buf *b, char c);
+int buf_puts(struct buf *b, const char *s);
+int buf_printf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Appends a uvarint / zigzag varint / fixed-width big-endian integer. */
+int buf_put_uvarint(struct buf *b, uint64_t v);
+int buf_put_svarint(struct buf *b, int64_t v);
+int buf_put_be32(struct buf *b, uint32_t v);
+int buf_put_be64(struct buf *b, uint64_t v);
+
+/* Appends `s` as a JSON string literal, quotes included. */
+int buf_put_json_str(struct buf *b, const char *s, size_t n);
+
+/* Hands the data to the caller (who frees it) and resets the buffer. */
+char *buf_detach(struct buf *b, size_t *len);
+
+#endif

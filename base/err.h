@@ -1,0 +1,59 @@
+/*
+ * err.h - the one error vocabulary of unhex.
+ *
+ * Every fallible function returns an int: 0 on success, one of the negative
+ * ERR_* codes below on failure.  A failed call leaves its outputs untouched
+ * and its object valid.  Human-readable detail for a request travels in a
+ * struct err_msg owned by the caller (like SQLite's zErrMsg), never in hidden
+ * global state.  web/ maps codes to HTTP statuses in one table.
+ */
+#ifndef UNHEX_BASE_ERR_H
+#define UNHEX_BASE_ERR_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+enum {
+	ERR_OK = 0,
+	ERR_NOMEM = -1,       /* allocation failed */
+	ERR_IO = -2,          /* the OS or the store failed to read or write */
+	ERR_CORRUPT = -3,     /* bytes on disk are not what we wrote */
+	ERR_INVALID = -4,     /* bytes or parameters from a client are malformed */
+	ERR_TOO_LARGE = -5,   /* a configured limit was exceeded */
+	ERR_NOT_FOUND = -6,   /* the named thing does not exist */
+	ERR_UNAVAILABLE = -7, /* a dependency is down or we are shutting down */
+	ERR_TIMEOUT = -8,     /* a deadline passed */
+	ERR_CONFLICT = -9,    /* the request contradicts stored state */
+};
+
+/* Returns a static, lower-case name for an error code ("invalid", ...). */
+const char *err_str(int code);
+
+/*
+ * A per-request message buffer.  Functions that can explain a failure take a
+ * `struct err_msg *` (may be NULL) and fill it on the failing path only.
+ */
+struct err_msg {
+	char text[512];
+};
+
+/*
+ * Formats a message into `msg` (if not NULL) and returns `code`, so a failing
+ * path reads `return err_set(msg, ERR_INVALID, "sample %zu: ...", i);`.
+ * The first message set wins: later calls do not overwrite the root cause.
+ */
+int err_set(struct err_msg *msg, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Like err_set but always overwrites. */
+int err_reset(struct err_msg *msg, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Clears the message so a new failure can be recorded. */
+static inline void err_clear(struct err_msg *msg)
+{
+	if (msg)
+		msg->text[0] = '\0';
+}
+
+#endif

@@ -1,0 +1,83 @@
+/*
+ * ingest.h - decoding, validation and normalization of incoming profiles,
+ * and their write into the store.
+ *
+ * Every entry point treats its bytes as hostile: sizes are capped by struct
+ * ingest_limits before anything is allocated for them, every index and id is
+ * checked, and a request is either written whole, in one store transaction,
+ * or not at all.  Failures return ERR_INVALID (malformed), ERR_TOO_LARGE (a
+ * limit) or a storage error, with a message that names the problem
+ * ("profile 0: sample 17: location_id 99 not found").
+ *
+ * Each sample type of a pprof becomes its own profile type, identified as
+ * Pyroscope does: `<__name__>:<sample type>:<sample unit>:<period type>:<period unit>`,
+ * stored as the series label __profile_type__.  Runtime addresses are stored
+ * as file offsets (address - memory_start + file_offset); see normalize.c.
+ *
+ * Threading: all functions are reentrant; the store serializes writers.
+ */
+#ifndef UNHEX_INGEST_INGEST_H
+#define UNHEX_INGEST_INGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct err_msg;
+struct store;
+struct store_label;
+
+struct ingest_limits {
+	size_t max_request_bytes;      /* HTTP body as received (web enforces) */
+	size_t max_decompressed_bytes; /* one pprof after gunzip (gzip bombs) */
+	size_t max_profiles;           /* raw profiles in one request */
+	size_t max_samples;            /* samples in one pprof */
+	size_t max_stack_depth;        /* locations in one sample */
+	size_t max_labels;             /* labels of one series */
+	size_t max_label_bytes;        /* one label name or value */
+};
+
+/* Fills the defaults (documented in docs/ingest.md). */
+void ingest_limits_default(struct ingest_limits *lim);
+
+/* What a successful request wrote. */
+struct ingest_stats {
+	uint64_t profiles; /* stored profiles: one per (pprof, sample type) */
+	uint64_t samples;  /* stored (stack, value) pairs */
+};
+
+/* One raw pprof with the labels of its series. */
+struct ingest_series {
+	const struct store_label *labels; /* borrowed; must include service_name */
+	size_t n_labels;
+	const void *data;                 /* pprof, gzipped or raw; borrowed */
+	size_t len;
+};
+
+/*
+ * Decodes and validates every pprof of `in`, then writes all of them in one
+ * store transaction.  `default_time_ns` is used for profiles without
+ * time_nanos.  On failure nothing is written.
+ */
+int ingest_profiles(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		    const struct ingest_series *in, size_t n, int64_t default_time_ns,
+		    struct ingest_stats *out, struct err_msg *msg);
+
+/*
+ * Pyroscope's legacy `POST /ingest?name=<app>.<kind>{k=v,...}&from=&until=`
+ * with a pprof body.  The app name becomes service_name; a known kind suffix
+ * (cpu, alloc_objects, inuse_space, goroutines, ...) gives __name__.
+ * `from_ns` is used when the pprof carries no time.
+ */
+int ingest_legacy(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		  const char *name, int64_t from_ns, int64_t until_ns, const void *pprof,
+		  size_t len, struct ingest_stats *out, struct err_msg *msg);
+
+/*
+ * Pyroscope's `push.v1.PusherService/Push`: a PushRequest in binary protobuf
+ * (json == 0) or Connect JSON (json != 0).
+ */
+int ingest_push(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		const void *body, size_t len, int json, struct ingest_stats *out,
+		struct err_msg *msg);
+
+#endif

@@ -1,0 +1,66 @@
+/* test_arena.c - arena allocation, alignment and the byte cap. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/err.h"
+
+static void test_alloc_aligned_and_distinct(void **state)
+{
+	struct arena a;
+	(void)state;
+	arena_init(&a, 0);
+	char *p = arena_alloc(&a, 3), *q = arena_alloc(&a, 5);
+	assert_non_null(p);
+	assert_non_null(q);
+	assert_true(((uintptr_t)p & 15) == 0);
+	assert_true(((uintptr_t)q & 15) == 0);
+	assert_ptr_not_equal(p, q);
+	memset(p, 1, 3);
+	memset(q, 2, 5);
+	assert_int_equal(p[2], 1);
+	char *s = arena_strndup(&a, "hello world", 5);
+	assert_string_equal(s, "hello");
+	arena_release(&a);
+}
+
+static void test_many_blocks(void **state)
+{
+	struct arena a;
+	(void)state;
+	arena_init(&a, 0);
+	for (int i = 0; i < 10000; i++) {
+		int *p = arena_calloc(&a, 100, sizeof(int));
+		assert_non_null(p);
+		assert_int_equal(p[99], 0);
+		p[99] = i;
+	}
+	assert_int_equal(arena_failed(&a), 0);
+	arena_release(&a);
+}
+
+static void test_cap(void **state)
+{
+	struct arena a;
+	(void)state;
+	arena_init(&a, 100000);
+	assert_non_null(arena_alloc(&a, 1000));
+	assert_null(arena_alloc(&a, 200000));
+	assert_int_equal(arena_failed(&a), ERR_TOO_LARGE);
+	assert_null(arena_calloc(&a, SIZE_MAX / 2, 4));
+	arena_release(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_alloc_aligned_and_distinct),
+		cmocka_unit_test(test_many_blocks),
+		cmocka_unit_test(test_cap),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

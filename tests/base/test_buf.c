@@ -1,0 +1,95 @@
+/* test_buf.c - growable buffer: appends, varints, JSON strings, the cap. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/varint.h"
+
+static void test_append_printf(void **state)
+{
+	struct buf b;
+	(void)state;
+	buf_init(&b, 0);
+	assert_int_equal(buf_puts(&b, "abc"), 0);
+	assert_int_equal(buf_printf(&b, "-%d-%s", 42, "x"), 0);
+	assert_string_equal(b.data, "abc-42-x");
+	buf_reset(&b);
+	assert_int_equal(b.len, 0);
+	for (int i = 0; i < 10000; i++)
+		assert_int_equal(buf_putc(&b, 'z'), 0);
+	assert_int_equal(b.len, 10000);
+	buf_release(&b);
+}
+
+static void test_cap_leaves_contents(void **state)
+{
+	struct buf b;
+	(void)state;
+	buf_init(&b, 8);
+	assert_int_equal(buf_puts(&b, "12345"), 0);
+	assert_int_equal(buf_puts(&b, "6789"), ERR_TOO_LARGE);
+	assert_string_equal(b.data, "12345");
+	assert_int_equal(buf_puts(&b, "678"), 0);
+	assert_int_equal(b.len, 8);
+	buf_release(&b);
+}
+
+static void test_varints(void **state)
+{
+	static const uint64_t vals[] = { 0, 1, 127, 128, 300, UINT32_MAX, UINT64_MAX };
+	struct buf b;
+	(void)state;
+	buf_init(&b, 0);
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+		assert_int_equal(buf_put_uvarint(&b, vals[i]), 0);
+	assert_int_equal(buf_put_svarint(&b, -5), 0);
+	const uint8_t *p = (const uint8_t *)b.data, *end = p + b.len;
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		uint64_t v;
+		size_t n = varint_get(p, end, &v);
+		assert_true(n > 0);
+		assert_true(v == vals[i]);
+		p += n;
+	}
+	uint64_t z = 0;
+	assert_true(varint_get(p, end, &z) > 0);
+	assert_true(zigzag_decode(z) == -5);
+	/* Truncated and overlong varints are refused. */
+	uint8_t trunc[] = { 0x80, 0x80 };
+	assert_int_equal(varint_get(trunc, trunc + 2, &z), 0);
+	uint8_t over[11];
+	memset(over, 0xff, sizeof(over));
+	assert_int_equal(varint_get(over, over + 11, &z), 0);
+	buf_release(&b);
+}
+
+static void test_json_string(void **state)
+{
+	struct buf b;
+	(void)state;
+	buf_init(&b, 0);
+	assert_int_equal(buf_put_json_str(&b, "a\"b\\c\n\x01", 7), 0);
+	assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\"");
+	size_t len;
+	char *d = buf_detach(&b, &len);
+	assert_int_equal(len, strlen(d));
+	free(d);
+	assert_null(b.data);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_append_printf),
+		cmocka_unit_test(test_cap_leaves_contents),
+		cmocka_unit_test(test_varints),
+		cmocka_unit_test(test_json_string),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
