@@ -1,0 +1,642 @@
+/*
+ * samples.c - columnar sample chunks: adding profiles to a txn, the block
+ * codec, the chunk merge operator and time-range reads.  Layout:
+ * storage_int.h, section 6.
+ */
+#include "storage/storage_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/compress.h"
+#include "base/err.h"
+#include "base/varint.h"
+
+#define ZSTD_LEVEL 1
+#define COMPRESS_MIN 64 /* smaller payloads are stored raw */
+
+/* ---- block codec ----------------------------------------------------------- */
+
+int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n,
+			struct buf *out)
+{
+	struct buf raw;
+	uint64_t prev = 0;
+	int rc;
+
+	buf_init(&raw, STORE_MAX_CHUNK_RAW);
+	rc = buf_put_uvarint(&raw, part);
+	if (!rc)
+		rc = buf_put_uvarint(&raw, n);
+	for (size_t i = 0; i < n && !rc; i++) {
+		uint64_t t = (uint64_t)p[i].meta.time_ns;
+		rc = buf_put_svarint(&raw, (int64_t)(t - prev));
+		prev = t;
+		if (!rc)
+			rc = buf_put_svarint(&raw, p[i].meta.duration_ns);
+		if (!rc)
+			rc = buf_put_svarint(&raw, p[i].meta.period);
+		if (!rc)
+			rc = buf_put_uvarint(&raw, p[i].n);
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		uint32_t last = 0;
+		rc = buf_reserve(&raw, p[i].n * 5);
+		for (size_t j = 0; j < p[i].n && !rc; j++) {
+			raw.len += varint_put((uint8_t *)raw.data + raw.len, p[i].ids[j] - last);
+			last = p[i].ids[j];
+		}
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = buf_reserve(&raw, p[i].n * VARINT_MAX);
+		for (size_t j = 0; j < p[i].n && !rc; j++)
+			raw.len += varint_put((uint8_t *)raw.data + raw.len,
+					      zigzag_encode(p[i].vals[j]));
+	}
+	if (rc)
+		goto out;
+	{
+		uint8_t head[2 + 2 * VARINT_MAX];
+		size_t hlen = 2, at = out->len;
+		struct buf z;
+
+		buf_init(&z, 0);
+		head[0] = CHUNK_MAGIC;
+		head[1] = 0;
+		if (raw.len >= COMPRESS_MIN && zstd_compress_buf(raw.data, raw.len, ZSTD_LEVEL, &z) == 0 &&
+		    z.len < raw.len)
+			head[1] = 1;
+		hlen += varint_put(head + hlen, head[1] ? z.len : raw.len);
+		hlen += varint_put(head + hlen, raw.len);
+		rc = buf_append(out, head, hlen);
+		if (!rc)
+			rc = head[1] ? buf_append(out, z.data, z.len) : buf_append(out, raw.data, raw.len);
+		if (rc)
+			out->len = at;
+		buf_release(&z);
+	}
+out:
+	buf_release(&raw);
+	return rc;
+}
+
+void store__chunk_init(struct chunk *c)
+{
+	memset(c, 0, sizeof(*c));
+	buf_init(&c->raw, STORE_MAX_CHUNK_RAW);
+}
+
+void store__chunk_release(struct chunk *c)
+{
+	free(c->profs);
+	free(c->ids);
+	free(c->vals);
+	buf_release(&c->raw);
+	memset(c, 0, sizeof(*c));
+}
+
+static int chunk_grow(struct chunk *c, size_t profs, size_t samples)
+{
+	if (c->n + profs > c->alloc) {
+		size_t na = c->alloc ? c->alloc : 16;
+		struct chunk_profile *np;
+		while (na < c->n + profs)
+			na *= 2;
+		np = realloc(c->profs, na * sizeof(*np));
+		if (!np)
+			return ERR_NOMEM;
+		c->profs = np;
+		c->alloc = na;
+	}
+	if (c->n_samples + samples > c->alloc_samples) {
+		size_t na = c->alloc_samples ? c->alloc_samples : 1024;
+		uint32_t *ni;
+		int64_t *nv;
+		while (na < c->n_samples + samples)
+			na *= 2;
+		ni = realloc(c->ids, na * sizeof(*ni));
+		if (!ni)
+			return ERR_NOMEM;
+		c->ids = ni;
+		nv = realloc(c->vals, na * sizeof(*nv));
+		if (!nv)
+			return ERR_NOMEM;
+		c->vals = nv;
+		c->alloc_samples = na;
+	}
+	return 0;
+}
+
+/* Decodes one payload, appending its profiles; ids/vals hold offsets until the end. */
+static int decode_payload(struct chunk *c, const uint8_t *p, const uint8_t *end)
+{
+	uint64_t part, n, prev = 0, total = 0;
+	size_t k, first = c->n, base;
+	int rc;
+
+	if (!(k = varint_get(p, end, &part)) || part == 0 || part > UINT32_MAX)
+		return ERR_CORRUPT;
+	p += k;
+	if (!(k = varint_get(p, end, &n)) || n > (uint64_t)(end - p) / 4)
+		return ERR_CORRUPT;
+	p += k;
+	if (c->n && c->part != part)
+		return ERR_CORRUPT; /* one series has one partition */
+	c->part = (uint32_t)part;
+	rc = chunk_grow(c, (size_t)n, 0);
+	if (rc)
+		return rc;
+	for (uint64_t i = 0; i < n; i++) {
+		struct chunk_profile *cp = &c->profs[c->n + i];
+		uint64_t u[4];
+		for (int j = 0; j < 4; j++) {
+			if (!(k = varint_get(p, end, &u[j])))
+				return ERR_CORRUPT;
+			p += k;
+		}
+		prev += (uint64_t)zigzag_decode(u[0]);
+		cp->meta.time_ns = (int64_t)prev;
+		cp->meta.duration_ns = zigzag_decode(u[1]);
+		cp->meta.period = zigzag_decode(u[2]);
+		/* Every pair takes at least two bytes (an id and a value). */
+		if (u[3] > (uint64_t)(end - p) / 2 || total + u[3] > (uint64_t)(end - p) / 2)
+			return ERR_CORRUPT;
+		cp->n = (size_t)u[3];
+		total += u[3];
+	}
+	rc = chunk_grow(c, 0, (size_t)total);
+	if (rc)
+		return rc;
+	base = c->n_samples;
+	for (uint64_t i = 0; i < n; i++) {
+		struct chunk_profile *cp = &c->profs[first + i];
+		uint64_t last = 0, d;
+		cp->ids = (const uint32_t *)(uintptr_t)c->n_samples; /* offset for now */
+		for (size_t j = 0; j < cp->n; j++) {
+			if (!(k = varint_get(p, end, &d)) || (j && d == 0) ||
+			    (last += d) > UINT32_MAX)
+				return ERR_CORRUPT;
+			p += k;
+			c->ids[c->n_samples++] = (uint32_t)last;
+		}
+	}
+	for (size_t i = base; i < c->n_samples; i++) {
+		uint64_t v;
+		if (!(k = varint_get(p, end, &v)))
+			return ERR_CORRUPT;
+		p += k;
+		c->vals[i] = zigzag_decode(v);
+	}
+	if (p != end)
+		return ERR_CORRUPT;
+	c->n += (size_t)n;
+	return 0;
+}
+
+static int prof_cmp(const void *a, const void *b)
+{
+	const struct chunk_profile *x = a, *y = b;
+
+	if (x->meta.time_ns != y->meta.time_ns)
+		return x->meta.time_ns < y->meta.time_ns ? -1 : 1;
+	/* Equal times keep their order: ids hold the (increasing) offsets. */
+	return (uintptr_t)x->ids < (uintptr_t)y->ids ? -1 : (uintptr_t)x->ids > (uintptr_t)y->ids;
+}
+
+/* Parses the block at *p: its codec and payload bounds. */
+static int block_header(const uint8_t **p, const uint8_t *end, int *codec,
+			const uint8_t **payload, uint64_t *stored, uint64_t *raw)
+{
+	const uint8_t *q = *p;
+	size_t k;
+
+	if (end - q < 4 || q[0] != CHUNK_MAGIC || q[1] > 1)
+		return ERR_CORRUPT;
+	*codec = q[1];
+	q += 2;
+	if (!(k = varint_get(q, end, stored)))
+		return ERR_CORRUPT;
+	q += k;
+	if (!(k = varint_get(q, end, raw)))
+		return ERR_CORRUPT;
+	q += k;
+	if (*stored > (uint64_t)(end - q) || *raw > STORE_MAX_CHUNK_RAW ||
+	    (*codec == 0 && *stored != *raw))
+		return ERR_CORRUPT;
+	*payload = q;
+	*p = q + *stored;
+	return 0;
+}
+
+int store__chunk_decode(struct chunk *c, const void *v, size_t len, struct err_msg *msg)
+{
+	const uint8_t *p = v, *end = p + len;
+	size_t blocks = 0;
+	int rc;
+
+	c->n = 0;
+	c->n_samples = 0;
+	if (len == 0)
+		return err_set(msg, ERR_CORRUPT, "sample chunk is empty");
+	while (p < end) {
+		const uint8_t *payload;
+		uint64_t stored, raw;
+		int codec;
+
+		rc = block_header(&p, end, &codec, &payload, &stored, &raw);
+		if (rc)
+			return err_set(msg, rc, "sample chunk: bad block header");
+		if (codec == 1) {
+			buf_reset(&c->raw);
+			rc = zstd_decompress_capped(payload, (size_t)stored, (size_t)raw, &c->raw,
+						    msg);
+			if (rc || c->raw.len != raw)
+				return err_set(msg, ERR_CORRUPT, "sample chunk: bad zstd block");
+			payload = (const uint8_t *)c->raw.data;
+		}
+		rc = decode_payload(c, payload, payload + raw);
+		if (rc)
+			return err_set(msg, rc, "sample chunk: bad block payload");
+		blocks++;
+	}
+	/* Blocks are each sorted by time; several blocks need a merge.  Until
+	 * the sort, ids holds each profile's offset, which keeps equal times
+	 * in insertion order. */
+	if (blocks > 1)
+		qsort(c->profs, c->n, sizeof(*c->profs), prof_cmp);
+	for (size_t i = 0; i < c->n; i++) {
+		size_t off = (size_t)(uintptr_t)c->profs[i].ids;
+		c->profs[i].ids = c->ids + off;
+		c->profs[i].vals = c->vals + off;
+	}
+	return 0;
+}
+
+/* ---- merge operator ---------------------------------------------------------- */
+
+static char *concat(const char *existing, size_t existing_len, const char *const *ops,
+		    const size_t *op_lens, int n_ops, size_t *new_len)
+{
+	size_t total = existing ? existing_len : 0;
+	char *out, *w;
+
+	for (int i = 0; i < n_ops; i++)
+		total += op_lens[i];
+	out = malloc(total ? total : 1);
+	if (!out)
+		return NULL;
+	w = out;
+	if (existing) {
+		memcpy(w, existing, existing_len);
+		w += existing_len;
+	}
+	for (int i = 0; i < n_ops; i++) {
+		memcpy(w, ops[i], op_lens[i]);
+		w += op_lens[i];
+	}
+	*new_len = total;
+	return out;
+}
+
+/* Re-encodes every profile of the window as one block; NULL if anything fails. */
+static char *recode(const char *existing, size_t existing_len, const char *const *ops,
+		    const size_t *op_lens, int n_ops, size_t *new_len)
+{
+	struct buf all, out;
+	struct chunk c;
+	char *res = NULL;
+	int rc = 0;
+
+	buf_init(&all, 0);
+	buf_init(&out, 0);
+	store__chunk_init(&c);
+	if (existing)
+		rc = buf_append(&all, existing, existing_len);
+	for (int i = 0; i < n_ops && !rc; i++)
+		rc = buf_append(&all, ops[i], op_lens[i]);
+	if (!rc)
+		rc = store__chunk_decode(&c, all.data, all.len, NULL);
+	if (!rc && c.n)
+		rc = store__chunk_encode(c.part, c.profs, c.n, &out);
+	if (!rc && c.n)
+		res = buf_detach(&out, new_len);
+	store__chunk_release(&c);
+	buf_release(&all);
+	buf_release(&out);
+	return res;
+}
+
+static char *chunk_full(void *state, const char *key, size_t key_len, const char *existing,
+			size_t existing_len, const char *const *ops, const size_t *op_lens,
+			int n_ops, unsigned char *success, size_t *new_len)
+{
+	char *out;
+
+	(void)state, (void)key, (void)key_len;
+	out = recode(existing, existing_len, ops, op_lens, n_ops, new_len);
+	/* Bytes that do not decode are kept as they are: readers report
+	 * them as corrupt, and the rest of the database stays writable. */
+	if (!out)
+		out = concat(existing, existing_len, ops, op_lens, n_ops, new_len);
+	*success = out != NULL;
+	return out;
+}
+
+static char *chunk_partial(void *state, const char *key, size_t key_len,
+			   const char *const *ops, const size_t *op_lens, int n_ops,
+			   unsigned char *success, size_t *new_len)
+{
+	char *out;
+
+	(void)state, (void)key, (void)key_len;
+	out = concat(NULL, 0, ops, op_lens, n_ops, new_len);
+	*success = out != NULL;
+	return out;
+}
+
+static void chunk_free_value(void *state, const char *value, size_t len)
+{
+	(void)state, (void)len;
+	free((void *)value);
+}
+
+static const char *chunk_name(void *state)
+{
+	(void)state;
+	return "unhex.chunk.v1";
+}
+
+static void chunk_state_free(void *state)
+{
+	(void)state;
+}
+
+rocksdb_mergeoperator_t *store__chunk_merge_operator(void)
+{
+	return rocksdb_mergeoperator_create(NULL, chunk_state_free, chunk_full, chunk_partial,
+					    chunk_free_value, chunk_name);
+}
+
+/* ---- writing ------------------------------------------------------------------ */
+
+struct pair {
+	uint32_t id;
+	int64_t v;
+};
+
+/*
+ * LSD radix sort of pairs by stack id, one byte per pass, skipping the high
+ * bytes that are zero in every id: a profile's stack ids are dense and
+ * small, so this is usually two linear passes.  `tmp` holds 2 * n pairs;
+ * returns where the sorted pairs are.
+ */
+static struct pair *radix_sort(struct pair *tmp, size_t n, uint32_t max_id)
+{
+	struct pair *a = tmp, *b = tmp + n;
+
+	for (unsigned shift = 0; shift < 32 && (max_id >> shift); shift += 8) {
+		size_t count[256] = { 0 }, pos = 0;
+
+		for (size_t i = 0; i < n; i++)
+			count[(a[i].id >> shift) & 0xff]++;
+		for (int d = 0; d < 256; d++) {
+			size_t c = count[d];
+			count[d] = pos;
+			pos += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			b[count[(a[i].id >> shift) & 0xff]++] = a[i];
+		{
+			struct pair *t = a;
+			a = b;
+			b = t;
+		}
+	}
+	return a;
+}
+
+static int txn_reserve_samples(struct store_txn *tx, size_t n)
+{
+	size_t need = tx->n_samples + n, na;
+	uint32_t *ni;
+	int64_t *nv;
+
+	if (need <= tx->alloc_samples)
+		return 0;
+	if (need > STORE_MAX_TXN_SAMPLES)
+		return ERR_TOO_LARGE;
+	na = tx->alloc_samples ? tx->alloc_samples : 4096;
+	while (na < need)
+		na *= 2;
+	ni = realloc(tx->ids, na * sizeof(*ni));
+	if (!ni)
+		return ERR_NOMEM;
+	tx->ids = ni;
+	nv = realloc(tx->vals, na * sizeof(*nv));
+	if (!nv)
+		return ERR_NOMEM;
+	tx->vals = nv;
+	tx->alloc_samples = na;
+	return 0;
+}
+
+/* Copies n pairs sorted by stack id, summing repeats; returns the count kept. */
+static size_t sort_pairs(uint32_t *ids, int64_t *vals, const uint32_t *in_ids,
+			 const int64_t *in_vals, size_t n, struct pair *tmp)
+{
+	size_t k = 0;
+	uint32_t max_id = 0;
+	int sorted = 1;
+
+	for (size_t i = 1; i < n && sorted; i++)
+		sorted = in_ids[i - 1] < in_ids[i];
+	if (sorted) {
+		memcpy(ids, in_ids, n * sizeof(*ids));
+		memcpy(vals, in_vals, n * sizeof(*vals));
+		return n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		tmp[i].id = in_ids[i];
+		tmp[i].v = in_vals[i];
+		if (in_ids[i] > max_id)
+			max_id = in_ids[i];
+	}
+	tmp = radix_sort(tmp, n, max_id);
+	for (size_t i = 0; i < n; i++) {
+		if (k && ids[k - 1] == tmp[i].id) {
+			vals[k - 1] = (int64_t)((uint64_t)vals[k - 1] + (uint64_t)tmp[i].v);
+			continue;
+		}
+		ids[k] = tmp[i].id;
+		vals[k] = tmp[i].v;
+		k++;
+	}
+	return k;
+}
+
+int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
+		      const struct store_profile_meta *meta, const uint32_t *stack_ids,
+		      const int64_t *values, size_t n)
+{
+	struct txn_profile *tp;
+	struct part *p;
+	struct pair *tmp = NULL;
+	uint32_t n_stacks;
+	int rc;
+
+	if (!meta || (n && (!stack_ids || !values)))
+		return ERR_INVALID;
+	if (series_id == 0 || series_id >= tx->t->next_series || part == 0 ||
+	    part >= tx->t->next_part)
+		return ERR_INVALID;
+	rc = store__part_get(tx->st, tx->t, part, &p, NULL);
+	if (rc)
+		return rc;
+	n_stacks = p->tab[SYM_STACK].len;
+	for (size_t i = 0; i < n; i++)
+		if (stack_ids[i] > n_stacks)
+			return ERR_INVALID;
+	if (tx->n_profs == tx->alloc_profs) {
+		size_t na = tx->alloc_profs ? tx->alloc_profs * 2 : 16;
+		struct txn_profile *np = realloc(tx->profs, na * sizeof(*np));
+		if (!np)
+			return ERR_NOMEM;
+		tx->profs = np;
+		tx->alloc_profs = na;
+	}
+	rc = txn_reserve_samples(tx, n);
+	if (rc)
+		return rc;
+	if (n > 1) {
+		tmp = malloc(2 * n * sizeof(*tmp));
+		if (!tmp)
+			return ERR_NOMEM;
+	}
+	tp = &tx->profs[tx->n_profs++];
+	tp->series = series_id;
+	tp->window = floor_div(meta->time_ns, tx->st->window_ns);
+	tp->meta = *meta;
+	tp->part = part;
+	tp->off = tx->n_samples;
+	tp->n = sort_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples, stack_ids, values,
+			   n, tmp);
+	tx->n_samples += tp->n;
+	free(tmp);
+	return 0;
+}
+
+static int txn_prof_cmp(const void *a, const void *b)
+{
+	const struct txn_profile *x = a, *y = b;
+
+	if (x->series != y->series)
+		return x->series < y->series ? -1 : 1;
+	if (x->window != y->window)
+		return x->window < y->window ? -1 : 1;
+	if (x->meta.time_ns != y->meta.time_ns)
+		return x->meta.time_ns < y->meta.time_ns ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void chunk_key(uint8_t *k, uint32_t tenant, uint64_t series, int64_t window)
+{
+	key_tenant_tag(k, tenant, TAG_CHUNK);
+	be64_put(k + 5, series);
+	be64_put(k + 13, (uint64_t)window ^ ((uint64_t)1 << 63));
+}
+
+int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
+{
+	struct chunk_profile *cp;
+	size_t i = 0;
+	int rc = 0;
+
+	if (!tx->n_profs)
+		return 0;
+	cp = malloc(tx->n_profs * sizeof(*cp));
+	if (!cp)
+		return ERR_NOMEM;
+	qsort(tx->profs, tx->n_profs, sizeof(*tx->profs), txn_prof_cmp);
+	while (i < tx->n_profs && !rc) {
+		const struct txn_profile *g = &tx->profs[i];
+		size_t j = i, m = 0;
+		uint8_t k[21];
+
+		for (; j < tx->n_profs && tx->profs[j].series == g->series &&
+		       tx->profs[j].window == g->window; j++) {
+			const struct txn_profile *tp = &tx->profs[j];
+			cp[m].meta = tp->meta;
+			cp[m].n = tp->n;
+			cp[m].ids = tx->ids + tp->off;
+			cp[m].vals = tx->vals + tp->off;
+			m++;
+		}
+		buf_reset(&tx->val);
+		rc = store__chunk_encode(g->part, cp, m, &tx->val);
+		if (rc) {
+			err_set(msg, rc, "encoding the samples of series %llu",
+				(unsigned long long)g->series);
+			break;
+		}
+		chunk_key(k, tx->t->id, g->series, g->window);
+		store__txn_merge(tx, CFI_SAMPLES, k, sizeof(k), tx->val.data, tx->val.len);
+		i = j;
+	}
+	free(cp);
+	if (!rc) {
+		tx->ctr[CTR_PROFILES] += tx->n_profs;
+		tx->ctr[CTR_SAMPLES] += tx->n_samples;
+	}
+	return rc;
+}
+
+/* ---- reading --------------------------------------------------------------------- */
+
+int store_profiles_each(struct store *st, const char *tenant, uint64_t series_id,
+			int64_t from_ns, int64_t until_ns,
+			int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx,
+			struct err_msg *msg)
+{
+	struct tenant *t = store__tenant_find(st, tenant);
+	uint8_t lo[21], hi[21];
+	struct chunk c;
+	struct scan s;
+	int rc;
+
+	if (!t || until_ns <= from_ns)
+		return 0;
+	chunk_key(lo, t->id, series_id, floor_div(from_ns, st->window_ns));
+	chunk_key(hi, t->id, series_id, floor_div(until_ns - 1, st->window_ns) + 1);
+	store__chunk_init(&c);
+	rc = store__scan_open(st, CFI_SAMPLES, &s, lo, sizeof(lo), hi, sizeof(hi));
+	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
+		size_t vlen;
+		const char *v = rocksdb_iter_value(s.it, &vlen);
+
+		rc = store__chunk_decode(&c, v, vlen, msg);
+		if (rc) {
+			err_set(msg, rc, "series %llu of tenant %s: corrupt sample chunk",
+				(unsigned long long)series_id, tenant);
+			break;
+		}
+		for (size_t i = 0; i < c.n && !rc; i++) {
+			struct store_profile_view pv;
+
+			if (c.profs[i].meta.time_ns < from_ns || c.profs[i].meta.time_ns >= until_ns)
+				continue;
+			pv.series_id = series_id;
+			pv.part = c.part;
+			pv.meta = c.profs[i].meta;
+			pv.n = c.profs[i].n;
+			pv.stack_ids = c.profs[i].ids;
+			pv.values = c.profs[i].vals;
+			rc = cb(ctx, &pv);
+		}
+	}
+	if (rc)
+		store__scan_close(&s, NULL);
+	else
+		rc = store__scan_close(&s, msg);
+	store__chunk_release(&c);
+	return rc;
+}

@@ -1,0 +1,581 @@
+/*
+ * series.c - partitions of a tenant, the series index (records and inverted
+ * postings) and the writer's in-memory maps service -> partition and
+ * labels -> series id.  Layouts: storage_int.h, sections 2 and 4.
+ */
+#include "storage/storage_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/varint.h"
+
+#define SERIES_VERSION 1
+
+/* ---- the writer index ---------------------------------------------------- */
+
+int store__scan_parts(struct store *st, struct tenant *t, struct bmap *map, uint32_t *max_id,
+		      struct err_msg *msg)
+{
+	uint8_t lo[5], hi[5];
+	struct scan s;
+	uint32_t max = 0;
+	int rc;
+
+	key_tenant_tag(lo, t->id, TAG_PART);
+	key_tenant_tag(hi, t->id, TAG_PART + 1);
+	rc = store__scan_open(st, CFI_META, &s, lo, 5, hi, 5);
+	if (rc)
+		return rc;
+	for (; rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(s.it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(s.it, &vlen);
+		uint32_t id;
+
+		if (vlen != 4 || (id = be32_get(v)) == 0 || id == UINT32_MAX) {
+			rc = err_set(msg, ERR_CORRUPT, "meta: bad partition record of tenant %s",
+				     t->name);
+			break;
+		}
+		if (id > max)
+			max = id;
+		if (map) {
+			rc = store__bmap_put(map, k + 5, klen - 5, id);
+			if (rc)
+				break;
+		}
+	}
+	if (rc) {
+		store__scan_close(&s, NULL);
+		return rc;
+	}
+	rc = store__scan_close(&s, msg);
+	if (!rc)
+		*max_id = max;
+	return rc;
+}
+
+void store__index_drop(struct tenant *t)
+{
+	store__bmap_release(&t->services);
+	store__bmap_release(&t->series);
+	t->index_loaded = 0;
+}
+
+int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg)
+{
+	uint8_t lo[5], hi[5];
+	struct scan s;
+	uint32_t max_part = 0;
+	uint64_t max_series = 0;
+	int rc;
+
+	store__index_drop(t);
+	rc = store__scan_parts(st, t, &t->services, &max_part, msg);
+	if (rc)
+		goto fail;
+	key_tenant_tag(lo, t->id, TAG_SERIES);
+	key_tenant_tag(hi, t->id, TAG_SERIES + 1);
+	rc = store__scan_open(st, CFI_SERIES, &s, lo, 5, hi, 5);
+	if (rc)
+		goto fail;
+	for (; rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
+		size_t klen, vlen, n;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(s.it, &vlen);
+		uint64_t id, part;
+
+		if (klen != 13 || vlen < 2 || v[0] != SERIES_VERSION ||
+		    !(n = varint_get(v + 1, v + vlen, &part)) || 1 + n >= vlen) {
+			rc = err_set(msg, ERR_CORRUPT, "series: bad record of tenant %s", t->name);
+			break;
+		}
+		id = be64_get(k + 5);
+		if (id > max_series)
+			max_series = id;
+		rc = store__bmap_put(&t->series, v + 1 + n, vlen - 1 - n, id);
+		if (rc)
+			break;
+	}
+	if (rc)
+		store__scan_close(&s, NULL);
+	else
+		rc = store__scan_close(&s, msg);
+	if (rc)
+		goto fail;
+	t->next_part = max_part + 1;
+	t->next_series = max_series + 1;
+	t->index_loaded = 1;
+	return 0;
+fail:
+	store__index_drop(t);
+	return rc;
+}
+
+/* ---- partitions --------------------------------------------------------- */
+
+static int txn_partition(struct store_txn *tx, const char *service, size_t len,
+			 uint32_t *part)
+{
+	struct tenant *t = tx->t;
+	uint8_t k[5 + STORE_MAX_LABEL_BYTES], v[4];
+	uint64_t id;
+	int rc;
+
+	if (store__bmap_get(&t->services, service, len, &id) == 0) {
+		*part = (uint32_t)id;
+		return 0;
+	}
+	if (t->next_part == UINT32_MAX)
+		return ERR_TOO_LARGE;
+	rc = store__bmap_put(&t->services, service, len, t->next_part);
+	if (rc) {
+		tx->failed = 1;
+		return rc;
+	}
+	tx->index_dirty = 1;
+	key_tenant_tag(k, t->id, TAG_PART);
+	memcpy(k + 5, service, len);
+	be32_put(v, t->next_part);
+	store__txn_put(tx, CFI_META, k, 5 + len, v, 4);
+	*part = t->next_part++;
+	return 0;
+}
+
+int store_txn_partition(struct store_txn *tx, const char *service, uint32_t *part)
+{
+	size_t len;
+
+	if (!service || !*service)
+		return ERR_INVALID;
+	len = strlen(service);
+	if (len > STORE_MAX_LABEL_BYTES)
+		return ERR_TOO_LARGE;
+	return txn_partition(tx, service, len, part);
+}
+
+/* ---- series ------------------------------------------------------------- */
+
+/* Sorts label pointers by name and checks the rules of store_txn_series. */
+static int check_labels(const struct store_label *labels, size_t n,
+			const struct store_label **sorted, const char **service,
+			struct err_msg *msg)
+{
+	int have_type = 0;
+
+	if (n == 0)
+		return err_set(msg, ERR_INVALID, "series has no labels");
+	if (n > STORE_MAX_LABELS)
+		return err_set(msg, ERR_TOO_LARGE, "series has %zu labels, at most %d", n,
+			       STORE_MAX_LABELS);
+	*service = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct store_label *l = &labels[i];
+		size_t j;
+
+		if (!l->name || !l->value || !*l->name)
+			return err_set(msg, ERR_INVALID, "label %zu: empty name", i);
+		if (strlen(l->name) > STORE_MAX_LABEL_BYTES ||
+		    strlen(l->value) > STORE_MAX_LABEL_BYTES)
+			return err_set(msg, ERR_TOO_LARGE, "label %zu: longer than %d bytes", i,
+				       STORE_MAX_LABEL_BYTES);
+		if (strcmp(l->name, STORE_LABEL_SERVICE) == 0 && *l->value)
+			*service = l->value;
+		if (strcmp(l->name, STORE_LABEL_PROFILE_TYPE) == 0 && *l->value)
+			have_type = 1;
+		for (j = i; j > 0; j--) {
+			int c = strcmp(sorted[j - 1]->name, l->name);
+			if (c == 0)
+				return err_set(msg, ERR_INVALID, "label %s given twice", l->name);
+			if (c < 0)
+				break;
+			sorted[j] = sorted[j - 1];
+		}
+		sorted[j] = l;
+	}
+	if (!*service)
+		return err_set(msg, ERR_INVALID, "series has no %s label", STORE_LABEL_SERVICE);
+	if (!have_type)
+		return err_set(msg, ERR_INVALID, "series has no %s label",
+			       STORE_LABEL_PROFILE_TYPE);
+	return 0;
+}
+
+static int put_str(struct buf *b, const char *s)
+{
+	size_t len = strlen(s);
+	int rc = buf_put_uvarint(b, len);
+
+	return rc ? rc : buf_append(b, s, len);
+}
+
+static int put_postings(struct store_txn *tx, const struct store_label *const *sorted,
+			size_t n, uint64_t id)
+{
+	struct buf *k = &tx->val;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		uint8_t head[5];
+
+		buf_reset(k);
+		key_tenant_tag(head, tx->t->id, TAG_POSTING);
+		rc = buf_append(k, head, 5);
+		if (!rc)
+			rc = buf_append(k, sorted[i]->name, strlen(sorted[i]->name) + 1);
+		if (!rc)
+			rc = buf_append(k, sorted[i]->value, strlen(sorted[i]->value) + 1);
+		if (!rc)
+			rc = buf_put_be64(k, id);
+		if (!rc)
+			store__txn_put(tx, CFI_SERIES, k->data, k->len, "", 0);
+	}
+	return rc;
+}
+
+int store_txn_series(struct store_txn *tx, const struct store_label *labels, size_t n,
+		     uint64_t *series_id, struct err_msg *msg)
+{
+	const struct store_label *sorted[STORE_MAX_LABELS];
+	struct tenant *t = tx->t;
+	const char *service = NULL;
+	struct buf *lk = &tx->key, *v = &tx->val;
+	uint8_t k[13];
+	uint64_t id;
+	uint32_t part;
+	int rc;
+
+	rc = check_labels(labels, n, sorted, &service, msg);
+	if (rc)
+		return rc;
+	buf_reset(lk);
+	rc = buf_put_uvarint(lk, n);
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = put_str(lk, sorted[i]->name);
+		if (!rc)
+			rc = put_str(lk, sorted[i]->value);
+	}
+	if (rc)
+		return rc;
+	if (store__bmap_get(&t->series, lk->data, lk->len, &id) == 0) {
+		*series_id = id;
+		return 0;
+	}
+	rc = txn_partition(tx, service, strlen(service), &part);
+	if (rc)
+		return rc;
+	id = t->next_series;
+	buf_reset(v);
+	rc = buf_putc(v, SERIES_VERSION);
+	if (!rc)
+		rc = buf_put_uvarint(v, part);
+	if (!rc)
+		rc = buf_append(v, lk->data, lk->len);
+	if (!rc)
+		rc = store__bmap_put(&t->series, lk->data, lk->len, id);
+	if (rc) {
+		tx->failed = 1;
+		return rc;
+	}
+	tx->index_dirty = 1;
+	key_tenant_tag(k, t->id, TAG_SERIES);
+	be64_put(k + 5, id);
+	store__txn_put(tx, CFI_SERIES, k, 13, v->data, v->len);
+	rc = put_postings(tx, sorted, n, id);
+	if (rc) {
+		tx->failed = 1;
+		return rc;
+	}
+	t->next_series++;
+	tx->ctr[CTR_SERIES]++;
+	*series_id = id;
+	return 0;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+struct labels_buf {
+	struct store_label l[STORE_MAX_LABELS];
+	struct buf text;
+};
+
+static int get_str(const uint8_t **p, const uint8_t *end, struct buf *text, size_t *off)
+{
+	uint64_t len;
+	size_t n = varint_get(*p, end, &len);
+
+	if (!n || len > STORE_MAX_LABEL_BYTES || len > (size_t)(end - *p - n))
+		return ERR_CORRUPT;
+	*off = text->len;
+	if (buf_append(text, *p + n, len) || buf_putc(text, '\0'))
+		return ERR_NOMEM;
+	*p += n + len;
+	return 0;
+}
+
+/* Decodes a series record; labels point into lb->text. */
+static int decode_series(const uint8_t *v, size_t vlen, uint32_t *part, struct labels_buf *lb,
+			 size_t *n_out)
+{
+	const uint8_t *p = v + 1, *end = v + vlen;
+	size_t offs[2 * STORE_MAX_LABELS];
+	uint64_t pt, n;
+	size_t c;
+	int rc;
+
+	if (vlen < 2 || v[0] != SERIES_VERSION)
+		return ERR_CORRUPT;
+	if (!(c = varint_get(p, end, &pt)) || pt == 0 || pt > UINT32_MAX)
+		return ERR_CORRUPT;
+	p += c;
+	if (!(c = varint_get(p, end, &n)) || n == 0 || n > STORE_MAX_LABELS)
+		return ERR_CORRUPT;
+	p += c;
+	buf_reset(&lb->text);
+	for (size_t i = 0; i < n; i++) {
+		rc = get_str(&p, end, &lb->text, &offs[2 * i]);
+		if (!rc)
+			rc = get_str(&p, end, &lb->text, &offs[2 * i + 1]);
+		if (rc)
+			return rc;
+	}
+	if (p != end)
+		return ERR_CORRUPT;
+	for (size_t i = 0; i < n; i++) {
+		lb->l[i].name = lb->text.data + offs[2 * i];
+		lb->l[i].value = lb->text.data + offs[2 * i + 1];
+	}
+	*part = (uint32_t)pt;
+	*n_out = (size_t)n;
+	return 0;
+}
+
+static struct labels_buf *labels_buf_new(void)
+{
+	struct labels_buf *lb = malloc(sizeof(*lb));
+
+	if (lb)
+		buf_init(&lb->text, 2 * STORE_MAX_LABELS * (STORE_MAX_LABEL_BYTES + 1));
+	return lb;
+}
+
+static void labels_buf_free(struct labels_buf *lb)
+{
+	if (lb) {
+		buf_release(&lb->text);
+		free(lb);
+	}
+}
+
+int store_series_each(struct store *st, const char *tenant, store_series_cb cb, void *ctx)
+{
+	struct tenant *t = store__tenant_find(st, tenant);
+	struct labels_buf *lb;
+	uint8_t lo[5], hi[5];
+	struct scan s;
+	int rc;
+
+	if (!t)
+		return 0;
+	lb = labels_buf_new();
+	if (!lb)
+		return ERR_NOMEM;
+	key_tenant_tag(lo, t->id, TAG_SERIES);
+	key_tenant_tag(hi, t->id, TAG_SERIES + 1);
+	rc = store__scan_open(st, CFI_SERIES, &s, lo, 5, hi, 5);
+	if (rc)
+		goto out;
+	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
+		size_t klen, vlen, n;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(s.it, &vlen);
+		uint32_t part;
+
+		if (klen != 13)
+			rc = ERR_CORRUPT;
+		if (!rc)
+			rc = decode_series(v, vlen, &part, lb, &n);
+		if (!rc)
+			rc = cb(ctx, be64_get(k + 5), part, lb->l, n);
+	}
+	if (rc)
+		store__scan_close(&s, NULL);
+	else
+		rc = store__scan_close(&s, NULL);
+out:
+	labels_buf_free(lb);
+	return rc;
+}
+
+/* Builds tenant|'P'|name\0[value\0] into b. */
+static int posting_prefix(struct buf *b, uint32_t tenant, const char *name, const char *value)
+{
+	uint8_t head[5];
+	int rc;
+
+	key_tenant_tag(head, tenant, TAG_POSTING);
+	buf_reset(b);
+	rc = buf_append(b, head, 5);
+	if (!rc && name)
+		rc = buf_append(b, name, strlen(name) + 1);
+	if (!rc && value)
+		rc = buf_append(b, value, strlen(value) + 1);
+	return rc;
+}
+
+/* The smallest key above every key that starts with b (b ends in 0x00). */
+static void prefix_end(struct buf *b)
+{
+	b->data[b->len - 1] = 1;
+}
+
+int store_series_with(struct store *st, const char *tenant, const char *name,
+		      const char *value, store_series_cb cb, void *ctx)
+{
+	struct tenant *t = store__tenant_find(st, tenant);
+	struct labels_buf *lb = NULL;
+	struct buf lo, hi;
+	struct scan s = { 0 };
+	int rc;
+
+	if (!t || !name || !value)
+		return 0;
+	buf_init(&lo, 0);
+	buf_init(&hi, 0);
+	lb = labels_buf_new();
+	rc = lb ? posting_prefix(&lo, t->id, name, value) : ERR_NOMEM;
+	if (!rc)
+		rc = posting_prefix(&hi, t->id, name, value);
+	if (rc)
+		goto out;
+	prefix_end(&hi);
+	rc = store__scan_open(st, CFI_SERIES, &s, lo.data, lo.len, hi.data, hi.len);
+	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
+		size_t klen, vlen, n;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
+		uint8_t sk[13];
+		char *err = NULL, *v;
+		uint32_t part;
+
+		if (klen != lo.len + 8) {
+			rc = ERR_CORRUPT;
+			break;
+		}
+		key_tenant_tag(sk, t->id, TAG_SERIES);
+		memcpy(sk + 5, k + lo.len, 8);
+		v = rocksdb_get_cf(st->db, st->ropt, st->cf[CFI_SERIES], (const char *)sk, 13,
+				   &vlen, &err);
+		if (err) {
+			rc = store__rocks_err(NULL, ERR_IO, "series get", err);
+			break;
+		}
+		if (!v) {
+			rc = ERR_CORRUPT; /* a posting without its series */
+			break;
+		}
+		rc = decode_series((const uint8_t *)v, vlen, &part, lb, &n);
+		rocksdb_free(v);
+		if (!rc)
+			rc = cb(ctx, be64_get(k + lo.len), part, lb->l, n);
+	}
+	if (rc)
+		store__scan_close(&s, NULL);
+	else
+		rc = store__scan_close(&s, NULL);
+out:
+	labels_buf_free(lb);
+	buf_release(&lo);
+	buf_release(&hi);
+	return rc;
+}
+
+/*
+ * Walks the distinct strings that follow `lo` in posting keys: each one is
+ * reported once, then the scan seeks past every key that continues it.
+ */
+static int distinct_after(struct store *st, uint32_t tenant, struct buf *lo, struct buf *hi,
+			  int (*cb)(void *ctx, const char *s), void *ctx)
+{
+	size_t base = lo->len;
+	struct buf next;
+	struct scan s;
+	int rc;
+
+	buf_init(&next, 0);
+	rc = store__scan_open(st, CFI_SERIES, &s, lo->data, lo->len, hi->data, hi->len);
+	while (!rc && rocksdb_iter_valid(s.it)) {
+		size_t klen;
+		const char *k = rocksdb_iter_key(s.it, &klen);
+		const char *nul = klen > base ? memchr(k + base, 0, klen - base) : NULL;
+
+		if (!nul) {
+			rc = ERR_CORRUPT;
+			break;
+		}
+		buf_reset(&next);
+		rc = buf_append(&next, k, (size_t)(nul - k) + 1);
+		if (rc)
+			break;
+		rc = cb(ctx, next.data + base);
+		if (rc)
+			break;
+		prefix_end(&next);
+		rocksdb_iter_seek(s.it, next.data, next.len);
+	}
+	(void)tenant;
+	if (rc)
+		store__scan_close(&s, NULL);
+	else
+		rc = store__scan_close(&s, NULL);
+	buf_release(&next);
+	return rc;
+}
+
+int store_label_names(struct store *st, const char *tenant,
+		      int (*cb)(void *ctx, const char *name), void *ctx)
+{
+	struct tenant *t = store__tenant_find(st, tenant);
+	struct buf lo, hi;
+	uint8_t k[5];
+	int rc;
+
+	if (!t)
+		return 0;
+	buf_init(&lo, 0);
+	buf_init(&hi, 0);
+	key_tenant_tag(k, t->id, TAG_POSTING);
+	rc = buf_append(&lo, k, 5);
+	key_tenant_tag(k, t->id, TAG_POSTING + 1);
+	if (!rc)
+		rc = buf_append(&hi, k, 5);
+	if (!rc)
+		rc = distinct_after(st, t->id, &lo, &hi, cb, ctx);
+	buf_release(&lo);
+	buf_release(&hi);
+	return rc;
+}
+
+int store_label_values(struct store *st, const char *tenant, const char *name,
+		       int (*cb)(void *ctx, const char *value), void *ctx)
+{
+	struct tenant *t = store__tenant_find(st, tenant);
+	struct buf lo, hi;
+	int rc;
+
+	if (!t || !name)
+		return 0;
+	buf_init(&lo, 0);
+	buf_init(&hi, 0);
+	rc = posting_prefix(&lo, t->id, name, NULL);
+	if (!rc)
+		rc = posting_prefix(&hi, t->id, name, NULL);
+	if (!rc) {
+		prefix_end(&hi);
+		rc = distinct_after(st, t->id, &lo, &hi, cb, ctx);
+	}
+	buf_release(&lo);
+	buf_release(&hi);
+	return rc;
+}

@@ -1,0 +1,548 @@
+/*
+ * storage_int.h - private design of the store: on-disk layouts, in-memory
+ * tables and the internals shared by the files of storage/ and its tests.
+ *
+ * ==========================================================================
+ * 1. Column families
+ * ==========================================================================
+ *
+ *   name       enum store_cf      merge operator   holds
+ *   ---------  -----------------  ---------------  ---------------------------
+ *   default    STORE_CF_META      -                nothing (RocksDB requires it)
+ *   meta       STORE_CF_META      -                format record, tenants,
+ *                                                  partitions
+ *   counters   STORE_CF_META      unhex.add64.v1   per-tenant statistics
+ *   series     STORE_CF_SERIES    -                series records, postings
+ *   symbols    STORE_CF_SYMBOLS   -                strings, mappings, functions,
+ *                                                  locations, stack trie nodes
+ *   samples    STORE_CF_SAMPLES   unhex.chunk.v1   columnar sample chunks
+ *
+ * Every key starts with a tenant id, u32 big-endian, so that one tenant is one
+ * contiguous key range in every column family ([be32(t), be32(t+1))): sizes
+ * per tenant come from rocksdb_approximate_sizes_cf over that range, and
+ * retention can later drop a range.  Tenant id 0 is reserved for records that
+ * belong to no tenant.  All multi-byte integers in keys are big-endian so that
+ * byte order is numeric order.  "uv" below is a LEB128 varint, "sv" a zigzag
+ * LEB128 varint (base/varint.h).
+ *
+ * ==========================================================================
+ * 2. meta
+ * ==========================================================================
+ *
+ * Format record, written once when the store is created:
+ *
+ *   key   offset size  field
+ *         0      4     tenant = 0
+ *         4      1     'F'
+ *   value 0      4     magic "UNHX"
+ *         4      1     format version (STORE_FORMAT_VERSION = 1)
+ *         5      8     window_ns, u64 BE: the sample chunk window.  The value
+ *                      given at creation is used for the life of the store.
+ *
+ * Tenant name -> id (ids are dense from 1; the next id is max + 1 at open):
+ *
+ *   key   0      4     tenant = 0
+ *         4      1     'T'
+ *         5      n     tenant name (no NUL)
+ *   value 0      4     tenant id, u32 BE
+ *
+ * Partition (tenant, service_name) -> partition id (dense from 1 per tenant):
+ *
+ *   key   0      4     tenant id
+ *         4      1     'R'
+ *         5      n     service name (no NUL)
+ *   value 0      4     partition id, u32 BE
+ *
+ * Id counters are not stored: the next series id is 1 + the last 'S' key of
+ * the tenant, the next symbol id of a kind is 1 + the entries of that kind
+ * (ids are dense), the next partition id is 1 + the largest 'R' value.  They
+ * are derived by the range scans that build the in-memory indexes anyway, so
+ * they can never disagree with the data.
+ *
+ * ==========================================================================
+ * 3. counters (merge operator unhex.add64.v1: wrapping u64 sum)
+ * ==========================================================================
+ *
+ *   key   0      4     tenant id
+ *         4      1     counter kind: enum ctr (CTR_SERIES = 1 ... CTR_MAPPINGS)
+ *   value 0      8     u64 little-endian; each merge operand is the same
+ *
+ * Operands are added in the same write batch as the records they count, so
+ * the counters are exact and survive restarts.  A value of another length is
+ * ignored by the merge (counted as 0) and reported as ERR_CORRUPT on read.
+ *
+ * ==========================================================================
+ * 4. series
+ * ==========================================================================
+ *
+ * Series record (ids dense from 1 per tenant):
+ *
+ *   key   0      4     tenant id
+ *         4      1     'S'
+ *         5      8     series id, u64 BE
+ *   value 0      1     record version = 1
+ *         1      uv    partition id of the series' service_name
+ *         .      uv    n, number of labels (1..STORE_MAX_LABELS)
+ *         .            n times, sorted by name, names unique:
+ *                        uv name length, name bytes, uv value length, value bytes
+ *
+ * The bytes from `n` to the end are the series' *label key*: the in-memory
+ * map labels -> series id of a tenant is keyed by them and rebuilt by one
+ * range scan of the 'S' records the first time a writer uses the tenant.
+ * Because that map holds every series, no separate hash -> id dedup record is
+ * needed on disk: a lookup never touches RocksDB.
+ *
+ * Posting (inverted index), one per label of each series:
+ *
+ *   key   0      4     tenant id
+ *         4      1     'P'
+ *         5      n     label name, then 0x00
+ *         .      m     label value, then 0x00
+ *         .      8     series id, u64 BE
+ *   value              empty
+ *
+ * Names and values cannot hold 0x00 (they are C strings), so the 0x00
+ * terminators make prefix scans exact; the next distinct name or value is
+ * found by seeking past "name\x01" or "name\0value\x01".
+ *
+ * ==========================================================================
+ * 5. symbols
+ * ==========================================================================
+ *
+ *   key   0      4     tenant id
+ *         4      4     partition id, u32 BE
+ *         8      1     kind: SYM_STRING 1, SYM_MAPPING 2, SYM_FUNCTION 3,
+ *                      SYM_LOCATION 4, SYM_STACK 5
+ *         9      4     id, u32 BE, dense from 1 per (partition, kind)
+ *
+ *   SYM_STRING   value = the string bytes (no NUL), at most STORE_MAX_STRING.
+ *   SYM_MAPPING  uv memory_start, uv memory_limit, uv file_offset,
+ *                uv filename string id, uv build_id string id, uv flags
+ *   SYM_FUNCTION uv name string id, uv system_name string id,
+ *                uv filename string id, sv start_line
+ *   SYM_LOCATION uv mapping id (0 = none), uv address, uv n_lines, then per
+ *                line (innermost first): uv function id, sv line, sv column
+ *   SYM_STACK    uv parent stack id (0 = root, always < own id),
+ *                uv location id
+ *
+ * String id 0 is the empty string and is never stored.  The kinds are ordered
+ * so that one range scan of [tenant|part, tenant|part+1) meets every id
+ * before any record that references it; the loader checks every reference
+ * (ERR_CORRUPT otherwise).  Strings are interned, so a file name shared by a
+ * thousand functions is stored once.
+ *
+ * ==========================================================================
+ * 6. samples (merge operator unhex.chunk.v1)
+ * ==========================================================================
+ *
+ * One chunk per (series, time window):
+ *
+ *   key   0      4     tenant id
+ *         4      1     'C'
+ *         5      8     series id, u64 BE
+ *         13     8     window index = floor(time_ns / window_ns), as u64 BE
+ *                      with the sign bit flipped (so negative times sort first)
+ *
+ * A chunk value is a sequence of one or more *blocks*, back to back.  Each
+ * commit adds one block per chunk it touches as a merge operand, so a merge
+ * (in a read, a flush or a compaction) can concatenate blocks without
+ * failing; a full merge re-encodes every profile of the window into ONE block
+ * sorted by time, so compacted chunks are truly columnar.  If any block does
+ * not decode, the full merge keeps the bytes as they are and readers report
+ * ERR_CORRUPT for that chunk.
+ *
+ *   block 0      1     magic 0xC1 (CHUNK_MAGIC)
+ *         1      1     codec: 0 raw, 1 zstd (one frame with content size)
+ *         2      uv    stored length s
+ *         .      uv    raw length r (<= STORE_MAX_CHUNK_RAW)
+ *         .      s     payload (raw length r once decompressed)
+ *
+ *   payload (all varints):
+ *     uv partition id          of every profile in the block
+ *     uv p                     number of profiles
+ *     p times, in time order:
+ *       sv time_ns delta       from the previous profile (first: from 0)
+ *       sv duration_ns
+ *       sv period
+ *       uv n                   number of (stack, value) pairs
+ *     column stack ids, for each profile in turn: its n stack ids, sorted
+ *       ascending and unique, each as uv (id - previous id of the profile;
+ *       the first against 0)
+ *     column values, for each profile in turn: its n values as sv
+ *
+ * Pairs with the same stack id in one profile are summed when the profile is
+ * added, which makes the stack id deltas small and the columns regular.
+ *
+ * ==========================================================================
+ * 7. In memory
+ * ==========================================================================
+ *
+ * struct tenant is created at open (one per 'T' record) or by the commit of
+ * the first txn of a new tenant, and lives until store_close.  Its writer
+ * index (services map, series map, next ids) is touched only under the
+ * store's writer lock; an aborted txn that created series or partitions
+ * drops it and it is rebuilt from disk by the next txn.
+ *
+ * struct part (a symbol partition) is loaded from disk by one range scan the
+ * first time anyone uses it, and lives until store_close.  Its entries live
+ * in segmented arrays (struct segarr) whose segments never move, and strings
+ * and line arrays live in a chunked pool whose chunks never move, so readers
+ * can read any entry below a published count without a lock while the writer
+ * appends past it.  The writer publishes counts with atomic release stores
+ * after the write batch commits; readers snapshot them with acquire loads in
+ * store_symbols_get().  An abort truncates the arrays back to the published
+ * counts, rolls the pool back, and drops the aborted ids from the dedup
+ * tables (struct idtab), which only the writer uses.
+ *
+ * A commit writes the batch and publishes the new counts under the write
+ * side of store.commit_lock; every range scan creates its iterator under the
+ * read side.  So a profile or series visible to a scan was published before
+ * it, and the symbols it references are in any view taken afterwards.
+ */
+#ifndef UNHEX_STORAGE_STORAGE_INT_H
+#define UNHEX_STORAGE_STORAGE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rocksdb/c.h>
+
+#include "base/buf.h"
+#include "storage/storage.h"
+
+#define STORE_FORMAT_VERSION 1
+#define STORE_MAGIC "UNHX"
+#define CHUNK_MAGIC 0xC1
+
+/* Limits on what a client may make the store hold (ERR_TOO_LARGE past them). */
+#define STORE_MAX_TENANT_NAME 256
+#define STORE_MAX_LABELS 128
+#define STORE_MAX_LABEL_BYTES 4096
+#define STORE_MAX_STRING (64 * 1024)
+#define STORE_MAX_LINES 1024
+#define STORE_MAX_STACK_DEPTH 16384
+#define STORE_MAX_SYMBOLS (1u << 30)          /* per kind per partition */
+#define STORE_MAX_POOL_BYTES ((size_t)4 << 30) /* per partition */
+#define STORE_MAX_TXN_SAMPLES ((size_t)64 << 20)
+#define STORE_MAX_CHUNK_RAW ((size_t)512 << 20)
+#define STORE_MAX_STACK_CACHE ((size_t)32 << 20) /* per partition */
+
+/* Column families as opened, in this order. */
+enum cfi { CFI_DEFAULT, CFI_META, CFI_COUNTERS, CFI_SERIES, CFI_SYMBOLS, CFI_SAMPLES, CFI_N };
+
+/* Key tags (byte 4 of tenant-prefixed keys). */
+enum {
+	TAG_FORMAT = 'F',
+	TAG_TENANT = 'T',
+	TAG_PART = 'R',
+	TAG_SERIES = 'S',
+	TAG_POSTING = 'P',
+	TAG_CHUNK = 'C',
+};
+
+/* Symbol kinds (byte 8 of symbol keys). */
+enum sym_kind { SYM_STRING = 1, SYM_MAPPING, SYM_FUNCTION, SYM_LOCATION, SYM_STACK, SYM_NKINDS };
+
+/* Counter kinds (byte 4 of counter keys). */
+enum ctr {
+	CTR_SERIES = 1,
+	CTR_PROFILES,
+	CTR_SAMPLES,
+	CTR_STACKS,
+	CTR_LOCATIONS,
+	CTR_FUNCTIONS,
+	CTR_MAPPINGS,
+	CTR_N
+};
+
+/* ---- containers (table.c) ---------------------------------------------- */
+
+/* Map of owned byte keys to u64, open addressing; writer-only. */
+struct bmap_slot {
+	uint64_t hash;
+	uint64_t val;
+	char *key; /* owned; NULL = empty */
+	uint32_t len;
+};
+struct bmap {
+	struct bmap_slot *slots;
+	size_t mask;
+	size_t used;
+};
+void store__bmap_init(struct bmap *m);
+void store__bmap_release(struct bmap *m);
+int store__bmap_get(const struct bmap *m, const void *key, size_t len, uint64_t *val);
+/* Adds a key that is not present yet (copies it). */
+int store__bmap_put(struct bmap *m, const void *key, size_t len, uint64_t val);
+
+/* Dedup table: 32-bit content hash -> id, content compared by the caller. */
+struct idtab_slot {
+	uint32_t hash;
+	uint32_t id; /* 0 = empty */
+};
+struct idtab {
+	struct idtab_slot *slots;
+	uint32_t mask;
+	uint32_t used;
+};
+typedef int (*idtab_eq)(const void *ctx, uint32_t id);
+uint32_t store__idtab_find(const struct idtab *t, uint32_t hash, idtab_eq eq, const void *ctx);
+int store__idtab_add(struct idtab *t, uint32_t hash, uint32_t id);
+/* Removes every id above `keep` (after an abort). */
+int store__idtab_truncate(struct idtab *t, uint32_t keep);
+void store__idtab_release(struct idtab *t);
+
+/* Append-only array whose elements never move: segment k holds 1024 << k. */
+#define SEGARR_LEVELS 23
+struct segarr {
+	void *seg[SEGARR_LEVELS];
+	size_t elem;
+};
+void store__segarr_init(struct segarr *a, size_t elem);
+void store__segarr_release(struct segarr *a);
+/* Returns the slot of index i (0-based), allocating its segment if `grow`. */
+void *store__segarr_at(struct segarr *a, uint32_t i, int grow);
+
+static inline const void *segarr_get(const struct segarr *a, uint32_t i)
+{
+	uint32_t q = (i >> 10) + 1;
+	unsigned k = 31u - (unsigned)__builtin_clz(q);
+	uint32_t off = i - ((((uint32_t)1 << k) - 1) << 10);
+	return (const char *)a->seg[k] + (size_t)off * a->elem;
+}
+
+/* Chunked byte pool whose chunks never move; rolls back to a mark. */
+struct pool {
+	char **chunks;
+	size_t *sizes;
+	size_t n, alloc;
+	size_t used;  /* bytes used in chunks[n - 1] */
+	size_t total; /* bytes of all chunks */
+};
+struct pool_mark {
+	size_t n, used;
+};
+void store__pool_init(struct pool *p);
+void store__pool_release(struct pool *p);
+void *store__pool_alloc(struct pool *p, size_t len, size_t align);
+struct pool_mark store__pool_mark(const struct pool *p);
+void store__pool_rollback(struct pool *p, struct pool_mark m);
+
+/* ---- symbols (symbols.c) ----------------------------------------------- */
+
+struct sym_string {
+	const char *s; /* NUL-terminated, in the pool */
+	uint32_t len;
+};
+struct sym_mapping {
+	uint64_t start, limit, offset;
+	uint32_t filename, build_id, flags;
+};
+struct sym_function {
+	uint32_t name, system_name, filename;
+	int64_t start_line;
+};
+struct sym_location {
+	uint64_t address;
+	const struct store_line *lines; /* in the pool */
+	uint32_t mapping_id, n_lines;
+};
+struct sym_stack {
+	uint32_t parent, location;
+};
+
+struct symtab {
+	struct segarr arr;
+	struct idtab dedup;         /* writer only */
+	uint32_t len;               /* entries incl. uncommitted; writer only */
+	_Atomic uint32_t committed; /* published count */
+};
+
+struct part {
+	uint32_t id;
+	pthread_mutex_t load_mu;
+	_Atomic int loaded;
+	struct symtab tab[SYM_NKINDS]; /* index by enum sym_kind; [0] unused */
+	struct pool pool;
+	struct pool_mark committed_mark; /* writer only */
+	/* Whole stacks seen by the writer (location ids, leaf first) -> stack
+	 * id, so a repeated stack costs one hash instead of one trie lookup
+	 * per frame.  Capped at STORE_MAX_STACK_CACHE key bytes; cleared by an
+	 * abort that added stacks.  Writer only. */
+	struct bmap stack_cache;
+	size_t stack_cache_bytes;
+	int dirty;                       /* in the current txn; writer only */
+};
+
+struct store_symbols {
+	struct part *p;
+	uint32_t count[SYM_NKINDS];
+};
+
+/* ---- store (store.c) --------------------------------------------------- */
+
+struct tenant {
+	uint32_t id;
+	char *name;
+
+	pthread_mutex_t mu;  /* guards parts/n_parts */
+	struct part **parts; /* by partition id; [0] unused */
+	uint32_t n_parts;    /* slots in parts */
+	_Atomic uint32_t committed_parts;
+
+	/* writer index, under the store's writer lock */
+	int index_loaded;
+	struct bmap services; /* service name -> partition id */
+	struct bmap series;   /* label key -> series id */
+	uint32_t next_part;
+	uint64_t next_series;
+
+	_Atomic uint64_t written[CFI_N]; /* bytes written by this process */
+};
+
+struct store {
+	rocksdb_t *db;
+	rocksdb_column_family_handle_t *cf[CFI_N];
+	rocksdb_options_t *dbopt;
+	rocksdb_options_t *cfopt[CFI_N];
+	rocksdb_cache_t *cache;
+	rocksdb_readoptions_t *ropt;
+	rocksdb_writeoptions_t *wopt;
+	int read_only;
+	int64_t window_ns;
+
+	pthread_mutex_t writer; /* held from store_txn_begin to commit/abort */
+	/* Held for writing from the RocksDB write of a commit until its symbols
+	 * are published, and for reading while an iterator takes its implicit
+	 * snapshot: whatever a scan can see, store_symbols_get() can name. */
+	pthread_rwlock_t commit_lock;
+	pthread_mutex_t mu;     /* guards tenants */
+	struct tenant **tenants; /* sorted by name */
+	size_t n_tenants, alloc_tenants;
+	uint32_t next_tenant; /* under writer */
+	_Atomic uint64_t written_total[CFI_N];
+};
+
+struct txn_profile {
+	uint64_t series;
+	int64_t window;
+	struct store_profile_meta meta;
+	uint32_t part;
+	size_t off, n; /* into ids/values */
+};
+
+struct store_txn {
+	struct store *st;
+	struct tenant *t;
+	int new_tenant;
+	int index_dirty; /* created series or partitions */
+	int failed;      /* an internal error may have left partial state */
+	rocksdb_writebatch_t *wb;
+	struct part **dirty;
+	size_t n_dirty, alloc_dirty;
+	uint64_t ctr[CTR_N];
+	uint64_t written[CFI_N];
+	struct txn_profile *profs;
+	size_t n_profs, alloc_profs;
+	uint32_t *ids;
+	int64_t *vals;
+	size_t n_samples, alloc_samples;
+	struct buf key, val; /* scratch */
+};
+
+/* Key helpers. */
+static inline size_t key_tenant_tag(uint8_t *k, uint32_t tenant, uint8_t tag)
+{
+	k[0] = (uint8_t)(tenant >> 24);
+	k[1] = (uint8_t)(tenant >> 16);
+	k[2] = (uint8_t)(tenant >> 8);
+	k[3] = (uint8_t)tenant;
+	k[4] = tag;
+	return 5;
+}
+
+/* Translates a RocksDB error string (freed here) into `code` with a message. */
+int store__rocks_err(struct err_msg *msg, int code, const char *what, char *err);
+
+/* Adds a put to the txn batch and accounts its bytes. */
+void store__txn_put(struct store_txn *tx, enum cfi cf, const void *k, size_t klen,
+		    const void *v, size_t vlen);
+void store__txn_merge(struct store_txn *tx, enum cfi cf, const void *k, size_t klen,
+		      const void *v, size_t vlen);
+
+/* A range scan [lo, hi) of one column family. */
+struct scan {
+	rocksdb_readoptions_t *ro;
+	rocksdb_iterator_t *it;
+	char *hi;
+};
+int store__scan_open(struct store *st, enum cfi cf, struct scan *s, const void *lo,
+		     size_t lolen, const void *hi, size_t hilen);
+/* Returns 0 at the end of a clean scan, else the iterator's error. */
+int store__scan_close(struct scan *s, struct err_msg *msg);
+
+/* Looks up a committed tenant by name; NULL when unknown. */
+struct tenant *store__tenant_find(struct store *st, const char *name);
+
+/* Returns the loaded partition `id` of `t` (creating its struct). */
+int store__part_get(struct store *st, struct tenant *t, uint32_t id, struct part **out,
+		    struct err_msg *msg);
+void store__part_free(struct part *p);
+/* Marks the partition as touched by the txn. */
+int store__txn_touch(struct store_txn *tx, struct part *p);
+void store__part_publish(struct part *p);
+void store__part_rollback(struct part *p);
+
+/* Writer index of a tenant (series.c). */
+int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg);
+/* Scans the tenant's partitions; fills `map` if not NULL, sets *max_id. */
+int store__scan_parts(struct store *st, struct tenant *t, struct bmap *map, uint32_t *max_id,
+		      struct err_msg *msg);
+void store__index_drop(struct tenant *t);
+
+/* Merge operators (samples.c, store.c). */
+rocksdb_mergeoperator_t *store__chunk_merge_operator(void);
+rocksdb_mergeoperator_t *store__add64_merge_operator(void);
+
+/* Chunk codec (samples.c). */
+struct chunk_profile {
+	struct store_profile_meta meta;
+	size_t n;
+	const uint32_t *ids;
+	const int64_t *vals;
+};
+/* Appends one block of `n` profiles (sorted by time) to out. */
+int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n,
+			struct buf *out);
+/* Decoded chunk: every profile of every block, sorted by time. */
+struct chunk {
+	uint32_t part;
+	struct chunk_profile *profs;
+	size_t n, alloc;
+	struct buf raw;   /* decompressed payloads */
+	uint32_t *ids;    /* all ids, owned */
+	int64_t *vals;    /* all values, owned */
+	size_t n_samples, alloc_samples;
+};
+void store__chunk_init(struct chunk *c);
+void store__chunk_release(struct chunk *c);
+int store__chunk_decode(struct chunk *c, const void *v, size_t len, struct err_msg *msg);
+
+/* Test hooks: raw access to a column family. */
+int store__raw_put(struct store *st, enum cfi cf, const void *k, size_t klen,
+		   const void *v, size_t vlen);
+int store__raw_get(struct store *st, enum cfi cf, const void *k, size_t klen,
+		   struct buf *out);
+int store__compact(struct store *st, enum cfi cf);
+
+static inline int64_t floor_div(int64_t t, int64_t w)
+{
+	int64_t q = t / w;
+	if (t % w != 0 && t < 0)
+		q--;
+	return q;
+}
+
+#endif

@@ -1,0 +1,915 @@
+/*
+ * symbols.c - symbol partitions: interned strings, mappings, functions,
+ * locations and the stack trie, deduplicated in memory and read through
+ * lock-free snapshots.  Layouts and the concurrency design: storage_int.h,
+ * sections 5 and 7.
+ */
+#include "storage/storage_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/hash.h"
+#include "base/varint.h"
+
+static const size_t elem_size[SYM_NKINDS] = {
+	[SYM_STRING] = sizeof(struct sym_string),
+	[SYM_MAPPING] = sizeof(struct sym_mapping),
+	[SYM_FUNCTION] = sizeof(struct sym_function),
+	[SYM_LOCATION] = sizeof(struct sym_location),
+	[SYM_STACK] = sizeof(struct sym_stack),
+};
+
+static const char *const kind_name[SYM_NKINDS] = {
+	"?", "string", "mapping", "function", "location", "stack",
+};
+
+static inline uint32_t h32(uint64_t h)
+{
+	return (uint32_t)(h >> 32) ^ (uint32_t)h;
+}
+
+static inline const void *entry(const struct part *p, enum sym_kind k, uint32_t id)
+{
+	return segarr_get(&p->tab[k].arr, id - 1);
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+static struct part *part_new(uint32_t id)
+{
+	struct part *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->id = id;
+	pthread_mutex_init(&p->load_mu, NULL);
+	for (int k = 1; k < SYM_NKINDS; k++)
+		store__segarr_init(&p->tab[k].arr, elem_size[k]);
+	store__pool_init(&p->pool);
+	return p;
+}
+
+static void part_clear(struct part *p)
+{
+	for (int k = 1; k < SYM_NKINDS; k++) {
+		store__segarr_release(&p->tab[k].arr);
+		store__idtab_release(&p->tab[k].dedup);
+		p->tab[k].len = 0;
+		atomic_store(&p->tab[k].committed, 0);
+	}
+	store__pool_release(&p->pool);
+	p->committed_mark = store__pool_mark(&p->pool);
+	store__bmap_release(&p->stack_cache);
+	p->stack_cache_bytes = 0;
+}
+
+void store__part_free(struct part *p)
+{
+	if (!p)
+		return;
+	part_clear(p);
+	pthread_mutex_destroy(&p->load_mu);
+	free(p);
+}
+
+void store__part_publish(struct part *p)
+{
+	for (int k = 1; k < SYM_NKINDS; k++)
+		atomic_store_explicit(&p->tab[k].committed, p->tab[k].len, memory_order_release);
+	p->committed_mark = store__pool_mark(&p->pool);
+}
+
+void store__part_rollback(struct part *p)
+{
+	for (int k = 1; k < SYM_NKINDS; k++) {
+		struct symtab *t = &p->tab[k];
+		uint32_t keep = atomic_load_explicit(&t->committed, memory_order_relaxed);
+
+		if (t->len == keep)
+			continue;
+		if (k == SYM_STACK) {
+			store__bmap_release(&p->stack_cache);
+			p->stack_cache_bytes = 0;
+		}
+		t->len = keep;
+		store__idtab_truncate(&t->dedup, keep);
+	}
+	store__pool_rollback(&p->pool, p->committed_mark);
+}
+
+/* ---- adding entries ------------------------------------------------------ */
+
+/* Appends `e` as entry len+1 of kind k and indexes it under `hash`. */
+static int append(struct part *p, enum sym_kind k, const void *e, uint32_t hash, uint32_t *id)
+{
+	struct symtab *t = &p->tab[k];
+	void *slot;
+	int rc;
+
+	if (t->len >= STORE_MAX_SYMBOLS)
+		return ERR_TOO_LARGE;
+	slot = store__segarr_at(&t->arr, t->len, 1);
+	if (!slot)
+		return ERR_NOMEM;
+	memcpy(slot, e, elem_size[k]);
+	rc = store__idtab_add(&t->dedup, hash, t->len + 1);
+	if (rc)
+		return rc;
+	*id = ++t->len;
+	return 0;
+}
+
+static void put_record(struct store_txn *tx, struct part *p, enum sym_kind k, uint32_t id,
+		       const void *v, size_t vlen)
+{
+	uint8_t key[13];
+
+	be32_put(key, tx->t->id);
+	be32_put(key + 4, p->id);
+	key[8] = (uint8_t)k;
+	be32_put(key + 9, id);
+	store__txn_put(tx, CFI_SYMBOLS, key, 13, v, vlen);
+}
+
+/* ---- strings ------------------------------------------------------------ */
+
+struct str_key {
+	const struct part *p;
+	const char *s;
+	size_t len;
+};
+
+static int str_eq(const void *ctx, uint32_t id)
+{
+	const struct str_key *k = ctx;
+	const struct sym_string *e = entry(k->p, SYM_STRING, id);
+	return e->len == k->len && memcmp(e->s, k->s, k->len) == 0;
+}
+
+static uint32_t str_hash(const char *s, size_t len)
+{
+	return h32(hash_bytes(s, len, 0x57));
+}
+
+/* Id of an interned string, 0 for "" or when absent (*found says which). */
+static uint32_t str_find(const struct part *p, const char *s, size_t len, int *found)
+{
+	struct str_key k = { p, s, len };
+	uint32_t id;
+
+	if (len == 0) {
+		*found = 1;
+		return 0;
+	}
+	id = store__idtab_find(&p->tab[SYM_STRING].dedup, str_hash(s, len), str_eq, &k);
+	*found = id != 0;
+	return id;
+}
+
+/* Adds a string read from disk or given by the txn (not yet present). */
+static int str_add(struct part *p, const char *s, size_t len, uint32_t *id)
+{
+	struct sym_string e;
+	char *copy = store__pool_alloc(&p->pool, len + 1, 1);
+
+	if (!copy)
+		return p->pool.total + len + 1 > STORE_MAX_POOL_BYTES ? ERR_TOO_LARGE : ERR_NOMEM;
+	memcpy(copy, s, len);
+	copy[len] = '\0';
+	e.s = copy;
+	e.len = (uint32_t)len;
+	return append(p, SYM_STRING, &e, str_hash(s, len), id);
+}
+
+static int txn_string(struct store_txn *tx, struct part *p, const char *s, uint32_t *id)
+{
+	size_t len = s ? strlen(s) : 0;
+	int found, rc;
+
+	if (len > STORE_MAX_STRING)
+		return ERR_TOO_LARGE;
+	*id = str_find(p, s, len, &found);
+	if (found)
+		return 0;
+	rc = str_add(p, s, len, id);
+	if (rc)
+		return rc;
+	put_record(tx, p, SYM_STRING, *id, s, len);
+	return 0;
+}
+
+/* ---- partitions for the txn ---------------------------------------------- */
+
+static int txn_part(struct store_txn *tx, uint32_t part, struct part **out)
+{
+	struct part *p;
+	int rc;
+
+	if (part == 0 || part >= tx->t->next_part)
+		return ERR_INVALID;
+	rc = store__part_get(tx->st, tx->t, part, &p, NULL);
+	if (!rc)
+		rc = store__txn_touch(tx, p);
+	if (!rc)
+		*out = p;
+	return rc;
+}
+
+/* Marks the txn unusable after a failure that may have left partial state. */
+static int txn_fail(struct store_txn *tx, int rc)
+{
+	if (rc != ERR_INVALID && rc != ERR_TOO_LARGE)
+		tx->failed = 1;
+	return rc;
+}
+
+/* ---- mappings ------------------------------------------------------------ */
+
+struct map_key {
+	const struct part *p;
+	uint32_t filename, build_id;
+};
+
+static int map_eq(const void *ctx, uint32_t id)
+{
+	const struct map_key *k = ctx;
+	const struct sym_mapping *e = entry(k->p, SYM_MAPPING, id);
+
+	if (k->build_id)
+		return e->build_id == k->build_id;
+	return e->build_id == 0 && e->filename == k->filename;
+}
+
+static uint32_t map_hash(uint32_t filename, uint32_t build_id)
+{
+	return build_id ? h32(hash_u64((uint64_t)build_id << 1 | 1))
+			: h32(hash_u64((uint64_t)filename << 1));
+}
+
+static int encode_mapping(struct buf *b, const struct sym_mapping *m)
+{
+	int rc;
+
+	buf_reset(b);
+	rc = buf_put_uvarint(b, m->start);
+	if (!rc)
+		rc = buf_put_uvarint(b, m->limit);
+	if (!rc)
+		rc = buf_put_uvarint(b, m->offset);
+	if (!rc)
+		rc = buf_put_uvarint(b, m->filename);
+	if (!rc)
+		rc = buf_put_uvarint(b, m->build_id);
+	if (!rc)
+		rc = buf_put_uvarint(b, m->flags);
+	return rc;
+}
+
+int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_mapping *m,
+		      uint32_t *id)
+{
+	const char *fn = m->filename ? m->filename : "", *bid = m->build_id ? m->build_id : "";
+	struct sym_mapping e;
+	struct map_key k;
+	struct part *p;
+	int found, rc;
+
+	if (strlen(fn) > STORE_MAX_STRING || strlen(bid) > STORE_MAX_STRING)
+		return ERR_TOO_LARGE;
+	rc = txn_part(tx, part, &p);
+	if (rc)
+		return txn_fail(tx, rc);
+	k.p = p;
+	k.build_id = str_find(p, bid, strlen(bid), &found);
+	k.filename = 0;
+	if (found && !k.build_id)
+		k.filename = str_find(p, fn, strlen(fn), &found);
+	if (found) {
+		uint32_t hit = store__idtab_find(&p->tab[SYM_MAPPING].dedup,
+						 map_hash(k.filename, k.build_id), map_eq, &k);
+		if (hit) {
+			*id = hit;
+			return 0;
+		}
+	}
+	memset(&e, 0, sizeof(e));
+	e.start = m->memory_start;
+	e.limit = m->memory_limit;
+	e.offset = m->file_offset;
+	e.flags = m->flags;
+	rc = txn_string(tx, p, fn, &e.filename);
+	if (!rc)
+		rc = txn_string(tx, p, bid, &e.build_id);
+	if (!rc)
+		rc = append(p, SYM_MAPPING, &e, map_hash(e.filename, e.build_id), id);
+	if (!rc)
+		rc = encode_mapping(&tx->val, &e);
+	if (rc)
+		return txn_fail(tx, rc);
+	put_record(tx, p, SYM_MAPPING, *id, tx->val.data, tx->val.len);
+	tx->ctr[CTR_MAPPINGS]++;
+	return 0;
+}
+
+/* ---- functions ----------------------------------------------------------- */
+
+struct fn_key {
+	const struct part *p;
+	const struct sym_function *f;
+};
+
+static int fn_eq(const void *ctx, uint32_t id)
+{
+	const struct fn_key *k = ctx;
+	const struct sym_function *e = entry(k->p, SYM_FUNCTION, id);
+
+	return e->name == k->f->name && e->system_name == k->f->system_name &&
+	       e->filename == k->f->filename && e->start_line == k->f->start_line;
+}
+
+static uint32_t fn_hash(const struct sym_function *f)
+{
+	uint64_t h = hash_u64(f->name);
+	h = hash_combine(h, f->system_name);
+	h = hash_combine(h, f->filename);
+	return h32(hash_combine(h, (uint64_t)f->start_line));
+}
+
+static int encode_function(struct buf *b, const struct sym_function *f)
+{
+	int rc;
+
+	buf_reset(b);
+	rc = buf_put_uvarint(b, f->name);
+	if (!rc)
+		rc = buf_put_uvarint(b, f->system_name);
+	if (!rc)
+		rc = buf_put_uvarint(b, f->filename);
+	if (!rc)
+		rc = buf_put_svarint(b, f->start_line);
+	return rc;
+}
+
+int store_txn_function(struct store_txn *tx, uint32_t part, const struct store_function *f,
+		       uint32_t *id)
+{
+	const char *s[3] = { f->name ? f->name : "", f->system_name ? f->system_name : "",
+			     f->filename ? f->filename : "" };
+	uint32_t sid[3];
+	struct sym_function e;
+	struct fn_key k;
+	struct part *p;
+	int all_found = 1, rc;
+
+	for (int i = 0; i < 3; i++)
+		if (strlen(s[i]) > STORE_MAX_STRING)
+			return ERR_TOO_LARGE;
+	rc = txn_part(tx, part, &p);
+	if (rc)
+		return txn_fail(tx, rc);
+	for (int i = 0; i < 3; i++) {
+		int found;
+		sid[i] = str_find(p, s[i], strlen(s[i]), &found);
+		all_found &= found;
+	}
+	memset(&e, 0, sizeof(e));
+	e.start_line = f->start_line;
+	if (all_found) {
+		uint32_t hit;
+		e.name = sid[0];
+		e.system_name = sid[1];
+		e.filename = sid[2];
+		k.p = p;
+		k.f = &e;
+		hit = store__idtab_find(&p->tab[SYM_FUNCTION].dedup, fn_hash(&e), fn_eq, &k);
+		if (hit) {
+			*id = hit;
+			return 0;
+		}
+	}
+	rc = txn_string(tx, p, s[0], &e.name);
+	if (!rc)
+		rc = txn_string(tx, p, s[1], &e.system_name);
+	if (!rc)
+		rc = txn_string(tx, p, s[2], &e.filename);
+	if (!rc)
+		rc = append(p, SYM_FUNCTION, &e, fn_hash(&e), id);
+	if (!rc)
+		rc = encode_function(&tx->val, &e);
+	if (rc)
+		return txn_fail(tx, rc);
+	put_record(tx, p, SYM_FUNCTION, *id, tx->val.data, tx->val.len);
+	tx->ctr[CTR_FUNCTIONS]++;
+	return 0;
+}
+
+/* ---- locations ----------------------------------------------------------- */
+
+struct loc_key {
+	const struct part *p;
+	uint32_t mapping_id;
+	uint64_t address;
+	const struct store_line *lines;
+	size_t n_lines;
+};
+
+static int loc_eq(const void *ctx, uint32_t id)
+{
+	const struct loc_key *k = ctx;
+	const struct sym_location *e = entry(k->p, SYM_LOCATION, id);
+
+	if (e->mapping_id != k->mapping_id || e->address != k->address ||
+	    e->n_lines != k->n_lines)
+		return 0;
+	for (size_t i = 0; i < k->n_lines; i++)
+		if (e->lines[i].function_id != k->lines[i].function_id ||
+		    e->lines[i].line != k->lines[i].line ||
+		    e->lines[i].column != k->lines[i].column)
+			return 0;
+	return 1;
+}
+
+static uint32_t loc_hash(uint32_t mapping_id, uint64_t address, const struct store_line *lines,
+			 size_t n)
+{
+	uint64_t h = hash_combine(hash_u64(mapping_id), address);
+
+	for (size_t i = 0; i < n; i++) {
+		h = hash_combine(h, lines[i].function_id);
+		h = hash_combine(h, (uint64_t)lines[i].line);
+		h = hash_combine(h, (uint64_t)lines[i].column);
+	}
+	return h32(h);
+}
+
+static int encode_location(struct buf *b, const struct sym_location *l)
+{
+	int rc;
+
+	buf_reset(b);
+	rc = buf_put_uvarint(b, l->mapping_id);
+	if (!rc)
+		rc = buf_put_uvarint(b, l->address);
+	if (!rc)
+		rc = buf_put_uvarint(b, l->n_lines);
+	for (uint32_t i = 0; i < l->n_lines && !rc; i++) {
+		rc = buf_put_uvarint(b, l->lines[i].function_id);
+		if (!rc)
+			rc = buf_put_svarint(b, l->lines[i].line);
+		if (!rc)
+			rc = buf_put_svarint(b, l->lines[i].column);
+	}
+	return rc;
+}
+
+/* Copies lines into the pool and appends the location. */
+static int loc_add(struct part *p, uint32_t mapping_id, uint64_t address,
+		   const struct store_line *lines, size_t n, uint32_t hash, uint32_t *id)
+{
+	struct sym_location e;
+	struct store_line *copy = NULL;
+
+	if (n) {
+		copy = store__pool_alloc(&p->pool, n * sizeof(*copy), _Alignof(struct store_line));
+		if (!copy)
+			return ERR_NOMEM;
+		memcpy(copy, lines, n * sizeof(*copy));
+	}
+	e.mapping_id = mapping_id;
+	e.address = address;
+	e.lines = copy;
+	e.n_lines = (uint32_t)n;
+	return append(p, SYM_LOCATION, &e, hash, id);
+}
+
+int store_txn_location(struct store_txn *tx, uint32_t part, const struct store_location *l,
+		       uint32_t *id)
+{
+	struct loc_key k;
+	struct part *p;
+	uint32_t hash, hit;
+	int rc;
+
+	if (l->n_lines > STORE_MAX_LINES)
+		return ERR_TOO_LARGE;
+	if (l->n_lines && !l->lines)
+		return ERR_INVALID;
+	rc = txn_part(tx, part, &p);
+	if (rc)
+		return txn_fail(tx, rc);
+	if (l->mapping_id > p->tab[SYM_MAPPING].len)
+		return ERR_INVALID;
+	for (size_t i = 0; i < l->n_lines; i++)
+		if (l->lines[i].function_id > p->tab[SYM_FUNCTION].len)
+			return ERR_INVALID;
+	k.p = p;
+	k.mapping_id = l->mapping_id;
+	k.address = l->address;
+	k.lines = l->lines;
+	k.n_lines = l->n_lines;
+	hash = loc_hash(l->mapping_id, l->address, l->lines, l->n_lines);
+	hit = store__idtab_find(&p->tab[SYM_LOCATION].dedup, hash, loc_eq, &k);
+	if (hit) {
+		*id = hit;
+		return 0;
+	}
+	rc = loc_add(p, l->mapping_id, l->address, l->lines, l->n_lines, hash, id);
+	if (!rc)
+		rc = encode_location(&tx->val, entry(p, SYM_LOCATION, *id));
+	if (rc)
+		return txn_fail(tx, rc);
+	put_record(tx, p, SYM_LOCATION, *id, tx->val.data, tx->val.len);
+	tx->ctr[CTR_LOCATIONS]++;
+	return 0;
+}
+
+/* ---- stacks -------------------------------------------------------------- */
+
+struct stack_key {
+	const struct part *p;
+	uint32_t parent, location;
+};
+
+static int stack_eq(const void *ctx, uint32_t id)
+{
+	const struct stack_key *k = ctx;
+	const struct sym_stack *e = entry(k->p, SYM_STACK, id);
+	return e->parent == k->parent && e->location == k->location;
+}
+
+static uint32_t stack_hash(uint32_t parent, uint32_t location)
+{
+	return h32(hash_u64((uint64_t)parent << 32 | location));
+}
+
+int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_first,
+		    size_t n, uint32_t *stack_id)
+{
+	struct stack_key k;
+	struct part *p;
+	uint32_t n_loc;
+	int rc;
+
+	if (n == 0) {
+		*stack_id = 0;
+		return 0;
+	}
+	if (n > STORE_MAX_STACK_DEPTH)
+		return ERR_TOO_LARGE;
+	rc = txn_part(tx, part, &p);
+	if (rc)
+		return txn_fail(tx, rc);
+	{
+		uint64_t hit;
+		if (store__bmap_get(&p->stack_cache, leaf_first, n * sizeof(*leaf_first), &hit) == 0) {
+			*stack_id = (uint32_t)hit;
+			return 0;
+		}
+	}
+	n_loc = p->tab[SYM_LOCATION].len;
+	for (size_t i = 0; i < n; i++)
+		if (leaf_first[i] == 0 || leaf_first[i] > n_loc)
+			return ERR_INVALID;
+	k.p = p;
+	k.parent = 0;
+	for (size_t i = n; i-- > 0;) {
+		uint32_t hash, id;
+
+		k.location = leaf_first[i];
+		hash = stack_hash(k.parent, k.location);
+		id = store__idtab_find(&p->tab[SYM_STACK].dedup, hash, stack_eq, &k);
+		if (!id) {
+			struct sym_stack e = { k.parent, k.location };
+			uint8_t v[2 * VARINT_MAX];
+			size_t vlen;
+
+			rc = append(p, SYM_STACK, &e, hash, &id);
+			if (rc)
+				return txn_fail(tx, rc);
+			vlen = varint_put(v, e.parent);
+			vlen += varint_put(v + vlen, e.location);
+			put_record(tx, p, SYM_STACK, id, v, vlen);
+			tx->ctr[CTR_STACKS]++;
+		}
+		k.parent = id;
+	}
+	/* The cache is an optimization: failing to add to it is not an error. */
+	if (p->stack_cache_bytes + n * sizeof(*leaf_first) <= STORE_MAX_STACK_CACHE &&
+	    store__bmap_put(&p->stack_cache, leaf_first, n * sizeof(*leaf_first), k.parent) == 0)
+		p->stack_cache_bytes += n * sizeof(*leaf_first) + sizeof(struct bmap_slot);
+	*stack_id = k.parent;
+	return 0;
+}
+
+/* ---- loading a partition from disk ---------------------------------------- */
+
+static int get_uv(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	size_t n = varint_get(*p, end, v);
+
+	if (!n)
+		*v = 0;
+	*p += n;
+	return n ? 0 : ERR_CORRUPT;
+}
+
+static int get_sv(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+	uint64_t u = 0;
+	int rc = get_uv(p, end, &u);
+	*v = zigzag_decode(u);
+	return rc;
+}
+
+static int load_record(struct part *p, enum sym_kind kind, uint32_t id, const uint8_t *v,
+		       size_t vlen, struct buf *lines)
+{
+	const uint8_t *q = v, *end = v + vlen;
+	uint32_t n_str = p->tab[SYM_STRING].len;
+	uint32_t got;
+	uint64_t a[6];
+	int rc = 0;
+
+	if (id != p->tab[kind].len + 1)
+		return ERR_CORRUPT;
+	switch (kind) {
+	case SYM_STRING:
+		if (vlen == 0 || vlen > STORE_MAX_STRING)
+			return ERR_CORRUPT;
+		rc = str_add(p, (const char *)v, vlen, &got);
+		break;
+	case SYM_MAPPING: {
+		struct sym_mapping e;
+		for (int i = 0; i < 6 && !rc; i++)
+			rc = get_uv(&q, end, &a[i]);
+		if (rc || q != end || a[3] > n_str || a[4] > n_str || a[5] > UINT32_MAX)
+			return ERR_CORRUPT;
+		e.start = a[0];
+		e.limit = a[1];
+		e.offset = a[2];
+		e.filename = (uint32_t)a[3];
+		e.build_id = (uint32_t)a[4];
+		e.flags = (uint32_t)a[5];
+		rc = append(p, kind, &e, map_hash(e.filename, e.build_id), &got);
+		break;
+	}
+	case SYM_FUNCTION: {
+		struct sym_function e;
+		for (int i = 0; i < 3 && !rc; i++)
+			rc = get_uv(&q, end, &a[i]);
+		if (!rc)
+			rc = get_sv(&q, end, &e.start_line);
+		if (rc || q != end || a[0] > n_str || a[1] > n_str || a[2] > n_str)
+			return ERR_CORRUPT;
+		e.name = (uint32_t)a[0];
+		e.system_name = (uint32_t)a[1];
+		e.filename = (uint32_t)a[2];
+		rc = append(p, kind, &e, fn_hash(&e), &got);
+		break;
+	}
+	case SYM_LOCATION: {
+		struct store_line *l;
+		for (int i = 0; i < 3 && !rc; i++)
+			rc = get_uv(&q, end, &a[i]);
+		if (rc || a[0] > p->tab[SYM_MAPPING].len || a[2] > STORE_MAX_LINES ||
+		    a[2] > (uint64_t)(end - q))
+			return ERR_CORRUPT;
+		buf_reset(lines);
+		rc = buf_reserve(lines, a[2] * sizeof(*l) + 1);
+		if (rc)
+			return rc;
+		l = (struct store_line *)(void *)lines->data;
+		for (uint64_t i = 0; i < a[2]; i++) {
+			uint64_t fid;
+			rc = get_uv(&q, end, &fid);
+			if (!rc)
+				rc = get_sv(&q, end, &l[i].line);
+			if (!rc)
+				rc = get_sv(&q, end, &l[i].column);
+			if (rc || fid > p->tab[SYM_FUNCTION].len)
+				return ERR_CORRUPT;
+			l[i].function_id = (uint32_t)fid;
+		}
+		if (q != end)
+			return ERR_CORRUPT;
+		rc = loc_add(p, (uint32_t)a[0], a[1], l, (size_t)a[2],
+			     loc_hash((uint32_t)a[0], a[1], l, (size_t)a[2]), &got);
+		break;
+	}
+	case SYM_STACK: {
+		struct sym_stack e;
+		rc = get_uv(&q, end, &a[0]);
+		if (!rc)
+			rc = get_uv(&q, end, &a[1]);
+		if (rc || q != end || a[0] >= id || a[1] == 0 ||
+		    a[1] > p->tab[SYM_LOCATION].len)
+			return ERR_CORRUPT;
+		e.parent = (uint32_t)a[0];
+		e.location = (uint32_t)a[1];
+		rc = append(p, kind, &e, stack_hash(e.parent, e.location), &got);
+		break;
+	}
+	default:
+		return ERR_CORRUPT;
+	}
+	return rc;
+}
+
+static int part_load(struct store *st, struct tenant *t, struct part *p, struct err_msg *msg)
+{
+	uint8_t lo[8], hi[8];
+	struct buf lines;
+	struct scan s;
+	int rc;
+
+	be32_put(lo, t->id);
+	be32_put(lo + 4, p->id);
+	be32_put(hi, t->id);
+	be32_put(hi + 4, p->id + 1);
+	buf_init(&lines, STORE_MAX_LINES * sizeof(struct store_line) + 16);
+	rc = store__scan_open(st, CFI_SYMBOLS, &s, lo, 8, hi, 8);
+	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(s.it, &vlen);
+
+		if (klen != 13 || k[8] == 0 || k[8] >= SYM_NKINDS) {
+			rc = err_set(msg, ERR_CORRUPT, "symbols: bad key in partition %u of %s",
+				     p->id, t->name);
+			break;
+		}
+		rc = load_record(p, (enum sym_kind)k[8], be32_get(k + 9), v, vlen, &lines);
+		if (rc) {
+			err_set(msg, rc, "symbols: bad %s %u in partition %u of %s",
+				kind_name[k[8]], be32_get(k + 9), p->id, t->name);
+			break;
+		}
+	}
+	if (rc)
+		store__scan_close(&s, NULL);
+	else
+		rc = store__scan_close(&s, msg);
+	buf_release(&lines);
+	if (rc) {
+		part_clear(p);
+		return rc;
+	}
+	store__part_publish(p);
+	return 0;
+}
+
+int store__part_get(struct store *st, struct tenant *t, uint32_t id, struct part **out,
+		    struct err_msg *msg)
+{
+	struct part *p;
+	int rc = 0;
+
+	pthread_mutex_lock(&t->mu);
+	if (id >= t->n_parts) {
+		uint32_t n = t->n_parts ? t->n_parts : 8;
+		struct part **np;
+
+		while (n <= id)
+			n *= 2;
+		np = realloc(t->parts, n * sizeof(*np));
+		if (!np) {
+			pthread_mutex_unlock(&t->mu);
+			return ERR_NOMEM;
+		}
+		memset(np + t->n_parts, 0, (n - t->n_parts) * sizeof(*np));
+		t->parts = np;
+		t->n_parts = n;
+	}
+	p = t->parts[id];
+	if (!p) {
+		p = t->parts[id] = part_new(id);
+		if (!p) {
+			pthread_mutex_unlock(&t->mu);
+			return ERR_NOMEM;
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (!atomic_load_explicit(&p->loaded, memory_order_acquire)) {
+		pthread_mutex_lock(&p->load_mu);
+		if (!atomic_load_explicit(&p->loaded, memory_order_relaxed)) {
+			rc = part_load(st, t, p, msg);
+			if (!rc)
+				atomic_store_explicit(&p->loaded, 1, memory_order_release);
+		}
+		pthread_mutex_unlock(&p->load_mu);
+	}
+	if (!rc)
+		*out = p;
+	return rc;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+int store_symbols_get(struct store *st, const char *tenant, uint32_t part,
+		      struct store_symbols **out, struct err_msg *msg)
+{
+	struct tenant *t = store__tenant_find(st, tenant);
+	struct store_symbols *v;
+	struct part *p;
+	int rc;
+
+	if (!t)
+		return err_set(msg, ERR_NOT_FOUND, "unknown tenant %s", tenant);
+	if (part == 0 || part > atomic_load_explicit(&t->committed_parts, memory_order_acquire))
+		return err_set(msg, ERR_NOT_FOUND, "tenant %s has no partition %u", tenant, part);
+	rc = store__part_get(st, t, part, &p, msg);
+	if (rc)
+		return rc;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return ERR_NOMEM;
+	v->p = p;
+	for (int k = 1; k < SYM_NKINDS; k++)
+		v->count[k] = atomic_load_explicit(&p->tab[k].committed, memory_order_acquire);
+	*out = v;
+	return 0;
+}
+
+void store_symbols_put(struct store_symbols *sym)
+{
+	free(sym);
+}
+
+uint32_t store_symbols_stack_count(const struct store_symbols *sym)
+{
+	return sym->count[SYM_STACK];
+}
+
+uint32_t store_symbols_location_count(const struct store_symbols *sym)
+{
+	return sym->count[SYM_LOCATION];
+}
+
+static const char *view_str(const struct store_symbols *sym, uint32_t id)
+{
+	if (id == 0 || id > sym->count[SYM_STRING])
+		return "";
+	return ((const struct sym_string *)entry(sym->p, SYM_STRING, id))->s;
+}
+
+int store_symbols_stack_node(const struct store_symbols *sym, uint32_t stack_id,
+			     uint32_t *parent, uint32_t *location_id)
+{
+	const struct sym_stack *e;
+
+	if (stack_id == 0 || stack_id > sym->count[SYM_STACK])
+		return ERR_NOT_FOUND;
+	e = entry(sym->p, SYM_STACK, stack_id);
+	*parent = e->parent;
+	*location_id = e->location;
+	return 0;
+}
+
+int store_symbols_location(const struct store_symbols *sym, uint32_t id,
+			   struct store_location_view *out)
+{
+	const struct sym_location *e;
+
+	if (id == 0 || id > sym->count[SYM_LOCATION])
+		return ERR_NOT_FOUND;
+	e = entry(sym->p, SYM_LOCATION, id);
+	out->mapping_id = e->mapping_id;
+	out->address = e->address;
+	out->lines = e->lines;
+	out->n_lines = e->n_lines;
+	return 0;
+}
+
+int store_symbols_function(const struct store_symbols *sym, uint32_t id,
+			   struct store_function *out)
+{
+	const struct sym_function *e;
+
+	if (id == 0 || id > sym->count[SYM_FUNCTION])
+		return ERR_NOT_FOUND;
+	e = entry(sym->p, SYM_FUNCTION, id);
+	out->name = view_str(sym, e->name);
+	out->system_name = view_str(sym, e->system_name);
+	out->filename = view_str(sym, e->filename);
+	out->start_line = e->start_line;
+	return 0;
+}
+
+int store_symbols_mapping(const struct store_symbols *sym, uint32_t id,
+			  struct store_mapping *out)
+{
+	const struct sym_mapping *e;
+
+	if (id == 0 || id > sym->count[SYM_MAPPING])
+		return ERR_NOT_FOUND;
+	e = entry(sym->p, SYM_MAPPING, id);
+	out->memory_start = e->start;
+	out->memory_limit = e->limit;
+	out->file_offset = e->offset;
+	out->filename = view_str(sym, e->filename);
+	out->build_id = view_str(sym, e->build_id);
+	out->flags = e->flags;
+	return 0;
+}

@@ -1,0 +1,407 @@
+/* test_samples.c - columnar sample chunks: round trip with aggregation, time
+ * ranges across windows, merge-operator compaction, atomicity, and corrupt
+ * or truncated chunks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "base/buf.h"
+#include "base/varint.h"
+#include "helpers.h"
+#include "storage/storage_int.h"
+
+#define SEC 1000000000LL
+#define WINDOW (60 * SEC)
+
+struct fixture {
+	char *dir;
+	struct store *st;
+	uint64_t series;
+	uint32_t part;
+	uint32_t stacks[50];
+};
+
+/* A store with one series and 50 distinct stacks. */
+static void fixture_open(struct fixture *f)
+{
+	struct store_txn *tx;
+
+	memset(f, 0, sizeof(*f));
+	f->dir = tmpdir_new();
+	f->st = open_store(f->dir, 0, WINDOW);
+	assert_non_null(f->st);
+	tx = begin(f->st, "t");
+	assert_int_equal(add_series(tx, "svc", "a", &f->series), 0);
+	assert_int_equal(store_txn_partition(tx, "svc", &f->part), 0);
+	for (int i = 0; i < 50; i++) {
+		struct store_location l = { 0, 0x1000 + (uint64_t)i, NULL, 0 };
+		uint32_t loc;
+		assert_int_equal(store_txn_location(tx, f->part, &l, &loc), 0);
+		assert_int_equal(store_txn_stack(tx, f->part, &loc, 1, &f->stacks[i]), 0);
+	}
+	assert_int_equal(commit(tx), 0);
+}
+
+static void fixture_close(struct fixture *f)
+{
+	store_close(f->st);
+	tmpdir_free(f->dir);
+}
+
+/* Profile k: time base + k seconds, pairs (stacks[j], k * 100 + j) for j < n. */
+static void add_profile(struct store_txn *tx, struct fixture *f, int64_t time_ns, int k, int n)
+{
+	uint32_t ids[50];
+	int64_t vals[50];
+	struct store_profile_meta m = { time_ns, 10 * SEC, 10000000 };
+
+	for (int j = 0; j < n; j++) {
+		/* Given in reverse order, so the store must sort. */
+		ids[j] = f->stacks[n - 1 - j];
+		vals[j] = (int64_t)k * 100 + (n - 1 - j);
+	}
+	assert_int_equal(store_txn_profile(tx, f->series, f->part, &m, ids, vals, (size_t)n), 0);
+}
+
+struct collect {
+	int n;
+	int64_t times[4096];
+	int64_t sum;
+	size_t pairs;
+	int sorted;
+};
+
+static int collect_cb(void *ctx, const struct store_profile_view *p)
+{
+	struct collect *c = ctx;
+
+	if (c->n >= 4096)
+		return -100;
+	c->times[c->n++] = p->meta.time_ns;
+	for (size_t i = 0; i < p->n; i++) {
+		c->sum += p->values[i];
+		if (i && p->stack_ids[i - 1] >= p->stack_ids[i])
+			c->sorted = 0;
+	}
+	c->pairs += p->n;
+	return 0;
+}
+
+static int read_range(struct fixture *f, int64_t from, int64_t until, struct collect *c)
+{
+	struct err_msg msg = { { 0 } };
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->sorted = 1;
+	rc = store_profiles_each(f->st, "t", f->series, from, until, collect_cb, c, &msg);
+	if (rc)
+		fprintf(stderr, "store_profiles_each: %s: %s\n", err_str(rc), msg.text);
+	return rc;
+}
+
+static void test_round_trip_aggregates(void **state)
+{
+	struct fixture f;
+	struct store_txn *tx;
+	struct collect c;
+	int64_t t0 = 1700000000 * SEC;
+	uint32_t ids[5];
+	int64_t vals[5] = { 5, 7, -3, 0, 11 };
+	struct store_profile_meta m = { t0, SEC, 7 };
+	(void)state;
+
+	fixture_open(&f);
+	tx = begin(f.st, "t");
+	ids[0] = f.stacks[3];
+	ids[1] = f.stacks[1];
+	ids[2] = f.stacks[3];
+	ids[3] = f.stacks[2];
+	ids[4] = 0; /* the empty stack */
+	assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 5), 0);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(read_range(&f, t0, t0 + 1, &c), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.pairs, 4); /* stacks[3] summed */
+	assert_int_equal(c.sum, 20);
+	assert_true(c.sorted);
+	fixture_close(&f);
+}
+
+static int exact_cb(void *ctx, const struct store_profile_view *p)
+{
+	const struct fixture *f = ctx;
+
+	assert_int_equal(p->n, 4);
+	assert_int_equal(p->part, f->part);
+	assert_int_equal(p->meta.duration_ns, SEC);
+	assert_int_equal(p->meta.period, 7);
+	assert_int_equal(p->stack_ids[0], 0);
+	assert_int_equal(p->values[0], 11);
+	assert_int_equal(p->stack_ids[1], f->stacks[1]);
+	assert_int_equal(p->values[1], 7);
+	assert_int_equal(p->stack_ids[2], f->stacks[2]);
+	assert_int_equal(p->values[2], 0); /* zero values are kept */
+	assert_int_equal(p->stack_ids[3], f->stacks[3]);
+	assert_int_equal(p->values[3], 2);
+	return 0;
+}
+
+static void test_exact_content(void **state)
+{
+	struct fixture f;
+	struct store_txn *tx;
+	int64_t t0 = -5 * SEC; /* negative times work too */
+	uint32_t ids[5];
+	int64_t vals[5] = { 5, 7, -3, 0, 11 };
+	struct store_profile_meta m = { t0, SEC, 7 };
+	(void)state;
+
+	fixture_open(&f);
+	tx = begin(f.st, "t");
+	ids[0] = f.stacks[3];
+	ids[1] = f.stacks[1];
+	ids[2] = f.stacks[3];
+	ids[3] = f.stacks[2];
+	ids[4] = 0;
+	assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 5), 0);
+	/* A stack id that does not exist is refused. */
+	ids[0] = 9999;
+	assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 5), ERR_INVALID);
+	assert_int_equal(store_txn_profile(tx, 777, f.part, &m, ids + 1, vals, 1), ERR_INVALID);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(store_profiles_each(f.st, "t", f.series, INT64_MIN, INT64_MAX, exact_cb,
+					     &f, NULL),
+			 0);
+	fixture_close(&f);
+}
+
+static void test_time_ranges(void **state)
+{
+	struct fixture f;
+	struct store_txn *tx;
+	struct collect c;
+	int64_t t0 = 1700000000 * SEC - 1700000000 * SEC % WINDOW;
+	(void)state;
+
+	fixture_open(&f);
+	/* 200 profiles 10 s apart span 34 windows, written out of order over
+	 * several txns. */
+	for (int round = 0; round < 4; round++) {
+		tx = begin(f.st, "t");
+		for (int k = round; k < 200; k += 4)
+			add_profile(tx, &f, t0 + (int64_t)(199 - k) * 10 * SEC, k, 5);
+		assert_int_equal(commit(tx), 0);
+	}
+	assert_int_equal(read_range(&f, INT64_MIN, INT64_MAX, &c), 0);
+	assert_int_equal(c.n, 200);
+	for (int i = 1; i < c.n; i++)
+		assert_true(c.times[i - 1] < c.times[i]);
+	/* [t0 + 55 s, t0 + 125 s): profiles at 60..120 s, crossing windows. */
+	assert_int_equal(read_range(&f, t0 + 55 * SEC, t0 + 125 * SEC, &c), 0);
+	assert_int_equal(c.n, 7);
+	assert_int_equal(c.times[0], t0 + 60 * SEC);
+	assert_int_equal(c.times[6], t0 + 120 * SEC);
+	/* Bounds are [from, until). */
+	assert_int_equal(read_range(&f, t0 + 60 * SEC, t0 + 120 * SEC, &c), 0);
+	assert_int_equal(c.n, 6);
+	assert_int_equal(read_range(&f, t0 + 120 * SEC, t0 + 60 * SEC, &c), 0);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(read_range(&f, t0 - WINDOW * 10, t0, &c), 0);
+	assert_int_equal(c.n, 0);
+	/* Another series and another tenant see nothing. */
+	assert_int_equal(store_profiles_each(f.st, "t", f.series + 1, INT64_MIN, INT64_MAX,
+					     collect_cb, &c, NULL),
+			 0);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(store_profiles_each(f.st, "other", f.series, INT64_MIN, INT64_MAX,
+					     collect_cb, &c, NULL),
+			 0);
+	assert_int_equal(c.n, 0);
+	/* A callback's non-zero return stops the scan and is returned. */
+	memset(&c, 0, sizeof(c));
+	c.n = 4096;
+	assert_int_equal(store_profiles_each(f.st, "t", f.series, INT64_MIN, INT64_MAX,
+					     collect_cb, &c, NULL),
+			 -100);
+	fixture_close(&f);
+}
+
+static void test_merge_compaction(void **state)
+{
+	struct fixture f;
+	struct store_txn *tx;
+	struct collect before, after;
+	struct buf raw;
+	uint8_t key[21];
+	int64_t t0 = 1000 * WINDOW;
+	size_t blocks = 0;
+	(void)state;
+
+	fixture_open(&f);
+	/* 60 commits of one profile each into one window: 60 merge operands. */
+	for (int k = 0; k < 60; k++) {
+		tx = begin(f.st, "t");
+		add_profile(tx, &f, t0 + (int64_t)(59 - k) * SEC, k, 1 + k % 50);
+		assert_int_equal(commit(tx), 0);
+	}
+	assert_int_equal(read_range(&f, t0, t0 + WINDOW, &before), 0);
+	assert_int_equal(before.n, 60);
+	assert_int_equal(store_flush(f.st, NULL), 0);
+	assert_int_equal(store__compact(f.st, CFI_SAMPLES), 0);
+	assert_int_equal(read_range(&f, t0, t0 + WINDOW, &after), 0);
+	assert_int_equal(after.n, before.n);
+	assert_memory_equal(after.times, before.times, sizeof(int64_t) * 60);
+	assert_int_equal(after.sum, before.sum);
+	assert_int_equal(after.pairs, before.pairs);
+	/* The compacted chunk is one columnar block. */
+	key_tenant_tag(key, 1, TAG_CHUNK);
+	be64_put(key + 5, f.series);
+	be64_put(key + 13, (uint64_t)1000 ^ ((uint64_t)1 << 63));
+	buf_init(&raw, 0);
+	assert_int_equal(store__raw_get(f.st, CFI_SAMPLES, key, sizeof(key), &raw), 0);
+	for (size_t at = 0; at < raw.len;) {
+		uint64_t stored = 0, rawlen = 0;
+		size_t k;
+		assert_int_equal((uint8_t)raw.data[at], CHUNK_MAGIC);
+		at += 2;
+		k = varint_get((uint8_t *)raw.data + at, (uint8_t *)raw.data + raw.len, &stored);
+		assert_true(k > 0);
+		at += k;
+		k = varint_get((uint8_t *)raw.data + at, (uint8_t *)raw.data + raw.len, &rawlen);
+		at += k + stored;
+		blocks++;
+	}
+	assert_int_equal(blocks, 1);
+	buf_release(&raw);
+	/* It survives a reopen too. */
+	store_close(f.st);
+	f.st = open_store(f.dir, 0, 0);
+	assert_int_equal(read_range(&f, t0, t0 + WINDOW, &after), 0);
+	assert_int_equal(after.n, 60);
+	assert_int_equal(after.sum, before.sum);
+	fixture_close(&f);
+}
+
+static void test_abort_and_reopen(void **state)
+{
+	struct fixture f;
+	struct store_txn *tx;
+	struct collect c;
+	(void)state;
+
+	fixture_open(&f);
+	tx = begin(f.st, "t");
+	add_profile(tx, &f, 10 * SEC, 1, 3);
+	assert_int_equal(commit(tx), 0);
+	tx = begin(f.st, "t");
+	add_profile(tx, &f, 11 * SEC, 2, 3);
+	store_txn_abort(tx);
+	assert_int_equal(read_range(&f, 0, 100 * SEC, &c), 0);
+	assert_int_equal(c.n, 1);
+	store_close(f.st);
+	f.st = open_store(f.dir, 0, 0);
+	assert_int_equal(read_range(&f, 0, 100 * SEC, &c), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(c.times[0], 10 * SEC);
+	fixture_close(&f);
+}
+
+static void test_corrupt_chunk(void **state)
+{
+	struct fixture f;
+	struct store_txn *tx;
+	struct collect c;
+	struct err_msg msg = { { 0 } };
+	uint8_t key[21];
+	(void)state;
+
+	fixture_open(&f);
+	key_tenant_tag(key, 1, TAG_CHUNK);
+	be64_put(key + 5, f.series);
+	be64_put(key + 13, (uint64_t)0 ^ ((uint64_t)1 << 63));
+	assert_int_equal(store__raw_put(f.st, CFI_SAMPLES, key, sizeof(key), "garbage!", 8), 0);
+	/* Merges on top of garbage keep working (the DB stays writable). */
+	tx = begin(f.st, "t");
+	add_profile(tx, &f, 1 * SEC, 1, 3);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(store_flush(f.st, NULL), 0);
+	assert_int_equal(store__compact(f.st, CFI_SAMPLES), 0);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(store_profiles_each(f.st, "t", f.series, 0, WINDOW, collect_cb, &c, &msg),
+			 ERR_CORRUPT);
+	assert_non_null(strstr(msg.text, "chunk"));
+	/* Other windows read fine. */
+	tx = begin(f.st, "t");
+	add_profile(tx, &f, WINDOW + SEC, 1, 3);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(read_range(&f, WINDOW, 2 * WINDOW, &c), 0);
+	assert_int_equal(c.n, 1);
+	fixture_close(&f);
+}
+
+/* Every truncation and many byte flips of a valid chunk decode or fail cleanly. */
+static void test_decode_truncated_and_flipped(void **state)
+{
+	struct chunk_profile p[3];
+	uint32_t ids[40];
+	int64_t vals[40];
+	struct buf enc;
+	struct chunk c;
+	(void)state;
+
+	for (int i = 0; i < 40; i++) {
+		ids[i] = (uint32_t)(i * 3 + 1);
+		vals[i] = (int64_t)i * 1000 - 7;
+	}
+	for (int i = 0; i < 3; i++) {
+		p[i].meta.time_ns = 1000 + i;
+		p[i].meta.duration_ns = 5;
+		p[i].meta.period = 1;
+		p[i].n = 40;
+		p[i].ids = ids;
+		p[i].vals = vals;
+	}
+	buf_init(&enc, 0);
+	assert_int_equal(store__chunk_encode(3, p, 3, &enc), 0);
+	assert_int_equal(store__chunk_encode(3, p, 1, &enc), 0); /* two blocks */
+	store__chunk_init(&c);
+	assert_int_equal(store__chunk_decode(&c, enc.data, enc.len, NULL), 0);
+	assert_int_equal(c.n, 4);
+	assert_int_equal(c.part, 3);
+	assert_int_equal(c.profs[0].meta.time_ns, 1000);
+	assert_int_equal(c.profs[1].meta.time_ns, 1000); /* the second block's, merged */
+	assert_int_equal(c.profs[3].vals[39], 38993);
+	for (size_t len = 0; len < enc.len; len++) {
+		int rc = store__chunk_decode(&c, enc.data, len, NULL);
+		assert_true(rc == 0 || rc == ERR_CORRUPT);
+	}
+	srand(7);
+	for (int i = 0; i < 3000; i++) {
+		size_t at = (size_t)rand() % enc.len;
+		char old = enc.data[at];
+		int rc;
+		enc.data[at] = (char)(old ^ (1 << (rand() % 8)));
+		rc = store__chunk_decode(&c, enc.data, enc.len, NULL);
+		assert_true(rc == 0 || rc == ERR_CORRUPT || rc == ERR_TOO_LARGE);
+		enc.data[at] = old;
+	}
+	store__chunk_release(&c);
+	buf_release(&enc);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip_aggregates),
+		cmocka_unit_test(test_exact_content),
+		cmocka_unit_test(test_time_ranges),
+		cmocka_unit_test(test_merge_compaction),
+		cmocka_unit_test(test_abort_and_reopen),
+		cmocka_unit_test(test_corrupt_chunk),
+		cmocka_unit_test(test_decode_truncated_and_flipped),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

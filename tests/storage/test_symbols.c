@@ -1,0 +1,407 @@
+/* test_symbols.c - symbol partitions: round trips, deduplication, mapping
+ * identity, aborts, reopen with rebuilt dedup tables, corrupt records, and a
+ * reader thread racing the writer. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "helpers.h"
+#include "base/varint.h"
+#include "storage/storage_int.h"
+
+struct syms {
+	uint32_t part, map_a, map_b, fn, loc[3], stack;
+};
+
+/* Writes a small symbol set; returns its ids. */
+static void write_syms(struct store_txn *tx, struct syms *s)
+{
+	struct store_mapping ma = { 0x1000, 0x9000, 0x0, "/usr/bin/app", "deadbeef", 0 };
+	struct store_mapping mb = { 0x7f0000, 0x7f9000, 0x1000, "/lib/libc.so.6", "", 0 };
+	struct store_function f = { "main", "_Z4mainv", "app.c", 10 };
+	struct store_line line = { 0, 42, 3 };
+	uint32_t leaf_first[3];
+
+	assert_int_equal(store_txn_partition(tx, "svc", &s->part), 0);
+	assert_int_equal(store_txn_mapping(tx, s->part, &ma, &s->map_a), 0);
+	assert_int_equal(store_txn_mapping(tx, s->part, &mb, &s->map_b), 0);
+	assert_int_equal(store_txn_function(tx, s->part, &f, &s->fn), 0);
+	line.function_id = s->fn;
+	for (int i = 0; i < 3; i++) {
+		struct store_location l = { s->map_a, 0x100 + (uint64_t)i * 16, &line, 1 };
+		if (i == 2) {
+			l.mapping_id = s->map_b;
+			l.n_lines = 0;
+		}
+		assert_int_equal(store_txn_location(tx, s->part, &l, &s->loc[i]), 0);
+		leaf_first[2 - i] = s->loc[i];
+	}
+	assert_int_equal(store_txn_stack(tx, s->part, leaf_first, 3, &s->stack), 0);
+}
+
+static void check_syms(struct store *st, const char *tenant, const struct syms *s)
+{
+	struct store_symbols *sym = NULL;
+	struct store_mapping m;
+	struct store_function f;
+	struct store_location_view lv;
+	uint32_t parent, loc, id;
+
+	assert_int_equal(store_symbols_get(st, tenant, s->part, &sym, NULL), 0);
+	assert_int_equal(store_symbols_mapping(sym, s->map_a, &m), 0);
+	assert_string_equal(m.filename, "/usr/bin/app");
+	assert_string_equal(m.build_id, "deadbeef");
+	assert_int_equal(m.memory_start, 0x1000);
+	assert_int_equal(m.memory_limit, 0x9000);
+	assert_int_equal(store_symbols_mapping(sym, s->map_b, &m), 0);
+	assert_string_equal(m.build_id, "");
+	assert_int_equal(m.file_offset, 0x1000);
+	assert_int_equal(store_symbols_function(sym, s->fn, &f), 0);
+	assert_string_equal(f.name, "main");
+	assert_string_equal(f.system_name, "_Z4mainv");
+	assert_string_equal(f.filename, "app.c");
+	assert_int_equal(f.start_line, 10);
+	assert_int_equal(store_symbols_location(sym, s->loc[0], &lv), 0);
+	assert_int_equal(lv.mapping_id, s->map_a);
+	assert_int_equal(lv.address, 0x100);
+	assert_int_equal(lv.n_lines, 1);
+	assert_int_equal(lv.lines[0].function_id, s->fn);
+	assert_int_equal(lv.lines[0].line, 42);
+	assert_int_equal(lv.lines[0].column, 3);
+	assert_int_equal(store_symbols_location(sym, s->loc[2], &lv), 0);
+	assert_int_equal(lv.n_lines, 0);
+	assert_int_equal(store_symbols_location_count(sym), 3);
+	assert_int_equal(store_symbols_stack_count(sym), 3);
+	/* Walk the stack from the leaf to the root. */
+	id = s->stack;
+	for (int i = 2; i >= 0; i--) {
+		assert_int_equal(store_symbols_stack_node(sym, id, &parent, &loc), 0);
+		assert_int_equal(loc, s->loc[i]);
+		id = parent;
+	}
+	assert_int_equal(id, 0);
+	assert_int_equal(store_symbols_stack_node(sym, 0, &parent, &loc), ERR_NOT_FOUND);
+	assert_int_equal(store_symbols_stack_node(sym, 99, &parent, &loc), ERR_NOT_FOUND);
+	assert_int_equal(store_symbols_function(sym, 99, &f), ERR_NOT_FOUND);
+	store_symbols_put(sym);
+}
+
+static void test_round_trip_and_reopen(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct syms s, s2;
+	struct store_txn *tx;
+	(void)state;
+
+	tx = begin(st, "t1");
+	write_syms(tx, &s);
+	/* Same content in the same txn dedups. */
+	write_syms(tx, &s2);
+	assert_memory_equal(&s, &s2, sizeof(s));
+	assert_int_equal(commit(tx), 0);
+	check_syms(st, "t1", &s);
+	store_close(st);
+
+	st = open_store(dir, 0, 0);
+	check_syms(st, "t1", &s);
+	/* After reopen the dedup tables are rebuilt from disk: same ids. */
+	tx = begin(st, "t1");
+	write_syms(tx, &s2);
+	assert_memory_equal(&s, &s2, sizeof(s));
+	{
+		/* A new stack sharing a prefix adds one node only. */
+		uint32_t lf[2] = { s.loc[1], s.loc[0] }, id;
+		assert_int_equal(store_txn_stack(tx, s.part, lf, 2, &id), 0);
+		assert_int_equal(id, 2);
+		lf[0] = s.loc[2];
+		assert_int_equal(store_txn_stack(tx, s.part, lf, 2, &id), 0);
+		assert_int_equal(id, 4);
+	}
+	assert_int_equal(commit(tx), 0);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
+static void test_mapping_identity(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct store_txn *tx = begin(st, "t");
+	struct store_mapping m = { 0x1000, 0x2000, 0, "/bin/a", "abc", 0 };
+	uint32_t part, a, b, c, d, e;
+	struct store_symbols *sym;
+	(void)state;
+
+	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &m, &a), 0);
+	/* Same build ID, other file name and addresses: the same mapping. */
+	m.filename = "/other/path";
+	m.memory_start = 0x5000;
+	assert_int_equal(store_txn_mapping(tx, part, &m, &b), 0);
+	assert_int_equal(a, b);
+	/* No build ID: identity by file name. */
+	m.build_id = "";
+	assert_int_equal(store_txn_mapping(tx, part, &m, &c), 0);
+	assert_int_not_equal(c, a);
+	m.memory_start = 0x9000;
+	assert_int_equal(store_txn_mapping(tx, part, &m, &d), 0);
+	assert_int_equal(c, d);
+	m.filename = "/bin/a";
+	assert_int_equal(store_txn_mapping(tx, part, &m, &e), 0);
+	assert_int_not_equal(e, a);
+	assert_int_not_equal(e, c);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(store_symbols_get(st, "t", part, &sym, NULL), 0);
+	assert_int_equal(store_symbols_mapping(sym, a, &m), 0);
+	assert_string_equal(m.filename, "/bin/a"); /* kept as first seen */
+	assert_int_equal(m.memory_start, 0x1000);
+	store_symbols_put(sym);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
+static void test_invalid_refs(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct store_txn *tx = begin(st, "t");
+	struct store_line line = { 5, 1, 0 };
+	struct store_location l = { 0, 0x10, &line, 1 };
+	uint32_t part, id, bad[2] = { 1, 7 };
+	(void)state;
+
+	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
+	assert_int_equal(store_txn_location(tx, part, &l, &id), ERR_INVALID); /* function 5 */
+	line.function_id = 0;
+	l.mapping_id = 3;
+	assert_int_equal(store_txn_location(tx, part, &l, &id), ERR_INVALID); /* mapping 3 */
+	l.mapping_id = 0;
+	assert_int_equal(store_txn_location(tx, part, &l, &id), 0);
+	assert_int_equal(store_txn_stack(tx, part, bad, 2, &id), ERR_INVALID); /* location 7 */
+	assert_int_equal(store_txn_stack(tx, part + 5, bad, 1, &id), ERR_INVALID);
+	assert_int_equal(store_txn_stack(tx, part, bad, 0, &id), 0);
+	assert_int_equal(id, 0);
+	assert_int_equal(commit(tx), 0);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
+static void test_abort_rolls_back(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct store_txn *tx;
+	struct syms s, s2;
+	struct store_symbols *sym;
+	struct store_function f = { "aborted_fn", "", "x.c", 1 };
+	uint32_t id, part2;
+	(void)state;
+
+	tx = begin(st, "t");
+	write_syms(tx, &s);
+	assert_int_equal(commit(tx), 0);
+
+	tx = begin(st, "t");
+	assert_int_equal(store_txn_function(tx, s.part, &f, &id), 0);
+	assert_int_equal(id, 2);
+	assert_int_equal(store_txn_partition(tx, "svc2", &part2), 0);
+	for (int i = 0; i < 3000; i++) {
+		struct store_location l = { 0, 0x100000 + (uint64_t)i, NULL, 0 };
+		assert_int_equal(store_txn_location(tx, s.part, &l, &id), 0);
+	}
+	{
+		uint32_t lf[2] = { s.loc[2], s.loc[2] };
+		assert_int_equal(store_txn_stack(tx, s.part, lf, 2, &id), 0);
+		assert_int_equal(id, 5); /* nodes 4 (root loc2) and 5 */
+	}
+	store_txn_abort(tx);
+
+	/* The whole-stack cache forgets aborted stacks: ids 4 and 5 now name
+	 * other stacks, and the aborted one gets new ids. */
+	tx = begin(st, "t");
+	{
+		uint32_t lf[2] = { s.loc[0], s.loc[1] }, lf2[2] = { s.loc[2], s.loc[2] };
+		assert_int_equal(store_txn_stack(tx, s.part, lf, 2, &id), 0);
+		assert_int_equal(id, 5);
+		assert_int_equal(store_txn_stack(tx, s.part, lf2, 2, &id), 0);
+		assert_int_equal(id, 7);
+		assert_int_equal(store_txn_stack(tx, s.part, lf, 2, &id), 0);
+		assert_int_equal(id, 5);
+	}
+	store_txn_abort(tx);
+
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
+	assert_int_equal(store_symbols_location_count(sym), 3);
+	assert_int_equal(store_symbols_function(sym, 2, &f), ERR_NOT_FOUND);
+	store_symbols_put(sym);
+	assert_int_equal(store_symbols_get(st, "t", part2, &sym, NULL), ERR_NOT_FOUND);
+
+	/* The aborted ids are reused, and old content still dedups. */
+	tx = begin(st, "t");
+	write_syms(tx, &s2);
+	assert_memory_equal(&s, &s2, sizeof(s));
+	f.name = "other_fn";
+	assert_int_equal(store_txn_function(tx, s.part, &f, &id), 0);
+	assert_int_equal(id, 2);
+	assert_int_equal(store_txn_partition(tx, "svc3", &id), 0);
+	assert_int_equal(id, part2);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
+	assert_int_equal(store_symbols_function(sym, 2, &f), 0);
+	assert_string_equal(f.name, "other_fn");
+	store_symbols_put(sym);
+	store_close(st);
+
+	/* Nothing of the aborted txn reached the disk. */
+	st = open_store(dir, 0, 0);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
+	assert_int_equal(store_symbols_location_count(sym), 3);
+	assert_int_equal(store_symbols_function(sym, 2, &f), 0);
+	assert_string_equal(f.name, "other_fn");
+	store_symbols_put(sym);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
+static void test_corrupt_record(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct store_txn *tx = begin(st, "t");
+	struct store_symbols *sym = NULL;
+	struct err_msg msg = { { 0 } };
+	struct syms s;
+	uint8_t key[13];
+	(void)state;
+
+	write_syms(tx, &s);
+	assert_int_equal(commit(tx), 0);
+	store_close(st);
+	st = open_store(dir, 0, 0);
+	/* Location 1 of tenant 1, partition 1: a truncated varint. */
+	be32_put(key, 1);
+	be32_put(key + 4, s.part);
+	key[8] = SYM_LOCATION;
+	be32_put(key + 9, 1);
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\xff\xff", 2), 0);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, &msg), ERR_CORRUPT);
+	assert_non_null(strstr(msg.text, "location 1"));
+	/* Repaired, then a stack whose parent is not below it. */
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x01\x00\x00", 3), 0);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
+	store_symbols_put(sym);
+	store_close(st);
+	st = open_store(dir, 0, 0);
+	key[8] = SYM_STACK;
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x05\x01", 2), 0);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), ERR_CORRUPT);
+	/* A gap in the ids. */
+	key[8] = SYM_FUNCTION;
+	be32_put(key + 9, 9);
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x01\x01\x01\x02", 4), 0);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), ERR_CORRUPT);
+	/* A writer on the corrupt partition gets the error too, not a crash. */
+	tx = begin(st, "t");
+	{
+		struct store_function f = { "x", "", "", 0 };
+		uint32_t id;
+		assert_int_equal(store_txn_function(tx, s.part, &f, &id), ERR_CORRUPT);
+	}
+	store_txn_abort(tx);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
+struct race {
+	struct store *st;
+	uint32_t part;
+	atomic_int done;
+	long checks;
+};
+
+/* Reads every entry of fresh views while the writer appends. */
+static void *reader(void *arg)
+{
+	struct race *r = arg;
+
+	while (!atomic_load(&r->done)) {
+		struct store_symbols *sym;
+		uint32_t n;
+
+		if (store_symbols_get(r->st, "t", r->part, &sym, NULL) != 0)
+			continue;
+		n = store_symbols_stack_count(sym);
+		for (uint32_t id = 1; id <= n; id++) {
+			uint32_t parent, loc;
+			struct store_location_view lv;
+			struct store_function f;
+			if (store_symbols_stack_node(sym, id, &parent, &loc) != 0 || parent >= id ||
+			    store_symbols_location(sym, loc, &lv) != 0 || lv.n_lines != 1 ||
+			    store_symbols_function(sym, lv.lines[0].function_id, &f) != 0 ||
+			    strncmp(f.name, "fn_", 3) != 0)
+				abort();
+			r->checks++;
+		}
+		store_symbols_put(sym);
+	}
+	return NULL;
+}
+
+static void test_concurrent_reader(void **state)
+{
+	char *dir = tmpdir_new();
+	struct race r = { 0 };
+	pthread_t th;
+	struct store_txn *tx;
+	(void)state;
+
+	r.st = open_store(dir, 0, 0);
+	tx = begin(r.st, "t");
+	assert_int_equal(store_txn_partition(tx, "svc", &r.part), 0);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(pthread_create(&th, NULL, reader, &r), 0);
+	for (int round = 0; round < 40; round++) {
+		uint32_t prev = 0;
+		tx = begin(r.st, "t");
+		for (int i = 0; i < 500; i++) {
+			char name[32];
+			struct store_function f = { name, "", "f.c", 0 };
+			struct store_line line = { 0, i, 0 };
+			struct store_location l = { 0, (uint64_t)round * 1000 + (uint64_t)i, &line, 1 };
+			uint32_t lf[2], id;
+			snprintf(name, sizeof(name), "fn_%d_%d", round, i);
+			assert_int_equal(store_txn_function(tx, r.part, &f, &line.function_id), 0);
+			assert_int_equal(store_txn_location(tx, r.part, &l, &lf[0]), 0);
+			lf[1] = prev ? prev : lf[0];
+			assert_int_equal(store_txn_stack(tx, r.part, lf, 2, &id), 0);
+			prev = lf[0];
+		}
+		if (round % 5 == 4)
+			store_txn_abort(tx);
+		else
+			assert_int_equal(commit(tx), 0);
+	}
+	atomic_store(&r.done, 1);
+	pthread_join(th, NULL);
+	assert_true(r.checks > 0);
+	store_close(r.st);
+	tmpdir_free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip_and_reopen),
+		cmocka_unit_test(test_mapping_identity),
+		cmocka_unit_test(test_invalid_refs),
+		cmocka_unit_test(test_abort_rolls_back),
+		cmocka_unit_test(test_corrupt_record),
+		cmocka_unit_test(test_concurrent_reader),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
