@@ -1,0 +1,448 @@
+/*
+ * ingest.c - the public entry points and the write of converted profiles.
+ *
+ * A request is converted whole first (pprof.c), so a bad profile anywhere
+ * in it is found before the store sees anything; then everything goes into
+ * one store transaction, aborted on the first error.
+ *
+ * Counting rule (shared with storage/ and web/): within one stored profile
+ * (one label set x one sample type of one pprof) samples with the same
+ * stack id are summed before store_txn_profile() and zero sums are
+ * dropped; a stored profile with no pair left is not written.
+ * ingest_stats.samples counts the (stack id, value) pairs handed to the
+ * store and ingest_stats.profiles the store_txn_profile() calls.
+ */
+#include "ingest/ingest.h"
+
+#include "base/arena.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/hash.h"
+#include "ingest/ingest_int.h"
+#include "storage/storage.h"
+
+#include <string.h>
+
+/* The request arena holds every converted profile of a request at once. */
+static size_t request_arena_cap(const struct ingest_limits *lim)
+{
+	const size_t fixed = (size_t)1 << 20;
+
+	if (lim->max_decompressed_bytes > (SIZE_MAX - fixed) / 8)
+		return SIZE_MAX;
+	return 8 * lim->max_decompressed_bytes + fixed;
+}
+
+/* ---- writing one converted pprof ---------------------------------------- */
+
+struct writer {
+	struct store_txn *tx;
+	struct arena *s;                /* scratch of this pprof */
+	const struct ingest_pprof *p;
+	uint32_t part;
+	uint32_t *map_ids;              /* pprof index -> store id, 0 = not yet */
+	uint32_t *fn_ids;
+	uint32_t *loc_ids;
+	struct ingest_stats stats;
+	struct err_msg *msg;
+};
+
+static int store_err(struct writer *w, int rc, const char *what)
+{
+	return err_set(w->msg, rc, "store: %s: %s", what, err_str(rc));
+}
+
+static int mapping_id(struct writer *w, uint32_t mi, uint32_t *out)
+{
+	int rc;
+
+	if (!w->map_ids[mi - 1]) {
+		rc = store_txn_mapping(w->tx, w->part, &w->p->mappings[mi - 1], &w->map_ids[mi - 1]);
+		if (rc)
+			return store_err(w, rc, "mapping");
+	}
+	*out = w->map_ids[mi - 1];
+	return 0;
+}
+
+static int function_id(struct writer *w, uint32_t fi, uint32_t *out)
+{
+	int rc;
+
+	if (!w->fn_ids[fi - 1]) {
+		rc = store_txn_function(w->tx, w->part, &w->p->functions[fi - 1], &w->fn_ids[fi - 1]);
+		if (rc)
+			return store_err(w, rc, "function");
+	}
+	*out = w->fn_ids[fi - 1];
+	return 0;
+}
+
+static int location_id(struct writer *w, uint32_t li, uint32_t *out)
+{
+	const struct ingest_location *l = &w->p->locations[li];
+	struct store_location sl;
+	struct store_line *lines = NULL;
+	int rc;
+
+	if (w->loc_ids[li]) {
+		*out = w->loc_ids[li];
+		return 0;
+	}
+	memset(&sl, 0, sizeof(sl));
+	if (l->mapping) {
+		rc = mapping_id(w, l->mapping, &sl.mapping_id);
+		if (rc)
+			return rc;
+	}
+	if (l->n_lines) {
+		lines = arena_alloc(w->s, l->n_lines * sizeof(*lines));
+		if (!lines)
+			return arena_failed(w->s);
+	}
+	for (uint32_t j = 0; j < l->n_lines; j++) {
+		lines[j].function_id = 0;
+		lines[j].line = l->lines[j].line;
+		lines[j].column = l->lines[j].column;
+		if (l->lines[j].function) {
+			rc = function_id(w, l->lines[j].function, &lines[j].function_id);
+			if (rc)
+				return rc;
+		}
+	}
+	sl.address = l->address;
+	sl.lines = lines;
+	sl.n_lines = l->n_lines;
+	rc = store_txn_location(w->tx, w->part, &sl, &w->loc_ids[li]);
+	if (rc)
+		return store_err(w, rc, "location");
+	*out = w->loc_ids[li];
+	return 0;
+}
+
+/* Turns every sample's stack into a store stack id. */
+static int write_stacks(struct writer *w, uint32_t *stack_ids)
+{
+	const struct ingest_pprof *p = w->p;
+	size_t max_depth = 0;
+	uint32_t *ids;
+	int rc;
+
+	for (size_t i = 0; i < p->n_samples; i++)
+		if (p->sample_off[i + 1] - p->sample_off[i] > max_depth)
+			max_depth = p->sample_off[i + 1] - p->sample_off[i];
+	ids = arena_alloc(w->s, (max_depth ? max_depth : 1) * sizeof(*ids));
+	if (!ids)
+		return arena_failed(w->s);
+	for (size_t i = 0; i < p->n_samples; i++) {
+		size_t o = p->sample_off[i], d = p->sample_off[i + 1] - o;
+
+		for (size_t j = 0; j < d; j++) {
+			rc = location_id(w, p->stack_locs[o + j], &ids[j]);
+			if (rc)
+				return rc;
+		}
+		rc = store_txn_stack(w->tx, w->part, ids, d, &stack_ids[i]);
+		if (rc)
+			return store_err(w, rc, "stack");
+	}
+	return 0;
+}
+
+/* The labels of the series of group `g`, sample type `t`. */
+static int series_labels(struct writer *w, const struct ingest_group *g, size_t t,
+			 struct store_label *out, size_t *n)
+{
+	const struct ingest_pprof *p = w->p;
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->n_labels; i++)
+		if (!ingest__label_get(g->labels, g->n_labels, p->labels[i].name))
+			out[k++] = p->labels[i];
+	for (size_t i = 0; i < g->n_labels; i++)
+		out[k++] = g->labels[i];
+	out[k].name = STORE_LABEL_PROFILE_TYPE;
+	out[k++].value = p->profile_types[t];
+	*n = k;
+	return 0;
+}
+
+/*
+ * Sums the samples of one group (listed in `members`) per distinct stack id
+ * and writes one profile per sample type.
+ */
+static int write_group(struct writer *w, size_t gi, const uint32_t *members, size_t m,
+		       const uint32_t *stack_ids)
+{
+	const struct ingest_pprof *p = w->p;
+	const struct ingest_group *g = &p->groups[gi];
+	size_t cap = 16, nu = 0, nl;
+	uint32_t *slot, *ustack, *uof, *out_ids;
+	int64_t *sums, *out_vals;
+	struct store_label *labels;
+	struct store_profile_meta meta = { p->time_ns, p->duration_ns, p->period };
+	int rc;
+
+	while (cap < 2 * m)
+		cap *= 2;
+	slot = arena_calloc(w->s, cap, sizeof(*slot));
+	ustack = arena_alloc(w->s, m * sizeof(*ustack));
+	uof = arena_alloc(w->s, m * sizeof(*uof));
+	out_ids = arena_alloc(w->s, m * sizeof(*out_ids));
+	sums = arena_alloc(w->s, m * sizeof(*sums));
+	out_vals = arena_alloc(w->s, m * sizeof(*out_vals));
+	labels = arena_alloc(w->s, (p->n_labels + g->n_labels + 1) * sizeof(*labels));
+	if (!slot || !ustack || !uof || !out_ids || !sums || !out_vals || !labels)
+		return arena_failed(w->s);
+	for (size_t k = 0; k < m; k++) {
+		uint32_t sid = stack_ids[members[k]];
+		size_t i;
+
+		for (i = hash_u64(sid) & (cap - 1); slot[i]; i = (i + 1) & (cap - 1))
+			if (ustack[slot[i] - 1] == sid)
+				break;
+		if (!slot[i]) {
+			ustack[nu] = sid;
+			slot[i] = (uint32_t)++nu;
+		}
+		uof[k] = slot[i] - 1;
+	}
+	for (size_t t = 0; t < p->n_types; t++) {
+		uint64_t series;
+		size_t n = 0;
+
+		memset(sums, 0, nu * sizeof(*sums));
+		for (size_t k = 0; k < m; k++) {
+			int64_t v = p->values[(size_t)members[k] * p->n_types + t];
+			if (__builtin_add_overflow(sums[uof[k]], v, &sums[uof[k]]))
+				return err_set(w->msg, ERR_INVALID,
+					       "sample %u: sum of %s values overflows", members[k],
+					       p->profile_types[t]);
+		}
+		for (size_t u = 0; u < nu; u++) {
+			if (!sums[u])
+				continue;
+			out_ids[n] = ustack[u];
+			out_vals[n++] = sums[u];
+		}
+		if (!n)
+			continue;
+		series_labels(w, g, t, labels, &nl);
+		rc = store_txn_series(w->tx, labels, nl, &series, w->msg);
+		if (rc)
+			return err_set(w->msg, rc, "store: series: %s", err_str(rc));
+		rc = store_txn_profile(w->tx, series, w->part, &meta, out_ids, out_vals, n);
+		if (rc)
+			return store_err(w, rc, "profile");
+		w->stats.profiles++;
+		w->stats.samples += n;
+	}
+	return 0;
+}
+
+static int write_samples(struct writer *w, const uint32_t *stack_ids)
+{
+	const struct ingest_pprof *p = w->p;
+	size_t *start = arena_calloc(w->s, p->n_groups + 1, sizeof(*start));
+	uint32_t *order = arena_alloc(w->s, p->n_samples * sizeof(*order));
+	int rc;
+
+	if (!start || !order)
+		return arena_failed(w->s);
+	/* Counting sort of the samples by group, keeping their order. */
+	for (size_t i = 0; i < p->n_samples; i++)
+		start[p->sample_group[i] + 1]++;
+	for (size_t gi = 0; gi < p->n_groups; gi++)
+		start[gi + 1] += start[gi];
+	for (size_t i = 0; i < p->n_samples; i++)
+		order[start[p->sample_group[i]]++] = (uint32_t)i;
+	for (size_t gi = p->n_groups; gi > 0; gi--)
+		start[gi] = start[gi - 1];
+	start[0] = 0;
+	for (size_t gi = 0; gi < p->n_groups; gi++) {
+		size_t m = start[gi + 1] - start[gi];
+
+		if (!m)
+			continue;
+		rc = write_group(w, gi, order + start[gi], m, stack_ids);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
+		       struct ingest_stats *stats, struct err_msg *msg)
+{
+	struct arena s;
+	struct writer w;
+	uint32_t *stack_ids;
+	int rc;
+
+	if (p->n_samples == 0)
+		return 0;
+	arena_init(&s, 0);
+	memset(&w, 0, sizeof(w));
+	w.tx = tx;
+	w.s = &s;
+	w.p = p;
+	w.msg = msg;
+	w.map_ids = arena_calloc(&s, p->n_mappings + 1, sizeof(uint32_t));
+	w.fn_ids = arena_calloc(&s, p->n_functions + 1, sizeof(uint32_t));
+	w.loc_ids = arena_calloc(&s, p->n_locations + 1, sizeof(uint32_t));
+	stack_ids = arena_alloc(&s, p->n_samples * sizeof(*stack_ids));
+	if (!w.map_ids || !w.fn_ids || !w.loc_ids || !stack_ids) {
+		rc = err_set(msg, ERR_NOMEM, "out of memory writing the profile");
+		goto out;
+	}
+	rc = store_txn_partition(tx, p->service, &w.part);
+	if (rc) {
+		rc = store_err(&w, rc, "partition");
+		goto out;
+	}
+	rc = write_stacks(&w, stack_ids);
+	if (!rc)
+		rc = write_samples(&w, stack_ids);
+	if (rc == ERR_NOMEM)
+		rc = err_set(msg, rc, "out of memory writing the profile");
+	if (!rc) {
+		stats->profiles += w.stats.profiles;
+		stats->samples += w.stats.samples;
+	}
+out:
+	arena_release(&s);
+	return rc;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/* Copies a per-profile message into `msg` with a "profile N: " prefix. */
+static int prefixed(struct err_msg *msg, size_t i, int rc, const struct err_msg *inner)
+{
+	if (inner->text[0])
+		return err_set(msg, rc, "profile %zu: %s", i, inner->text);
+	return err_set(msg, rc, "profile %zu: %s", i, err_str(rc));
+}
+
+static int run(struct store *st, const struct ingest_limits *lim, const char *tenant,
+	       const struct ingest_series *in, size_t n, const struct ingest_defaults *def,
+	       struct ingest_stats *out, struct err_msg *msg)
+{
+	struct ingest_stats stats = { 0, 0 };
+	struct ingest_pprof *pp = NULL;
+	struct store_txn *tx = NULL;
+	struct err_msg inner;
+	struct arena a;
+	size_t i;
+	int rc = 0;
+
+	if (n > lim->max_profiles)
+		return err_set(msg, ERR_TOO_LARGE, "%zu profiles in one request, more than the limit of %zu",
+			       n, lim->max_profiles);
+	arena_init(&a, request_arena_cap(lim));
+	pp = arena_calloc(&a, n ? n : 1, sizeof(*pp));
+	if (!pp) {
+		rc = err_set(msg, ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		err_clear(&inner);
+		rc = ingest__convert(&a, lim, &in[i], def, &pp[i], &inner);
+		if (rc) {
+			if (rc == ERR_TOO_LARGE && !inner.text[0])
+				err_set(&inner, rc, "the request's profiles need more than %zu bytes of memory",
+					a.cap);
+			rc = prefixed(msg, i, rc, &inner);
+			goto out;
+		}
+	}
+	if (n == 0)
+		goto done;
+	rc = store_txn_begin(st, tenant, &tx, msg);
+	if (rc)
+		goto out;
+	for (i = 0; i < n; i++) {
+		err_clear(&inner);
+		rc = write_pprof(tx, &pp[i], &stats, &inner);
+		if (rc) {
+			rc = prefixed(msg, i, rc, &inner);
+			goto out;
+		}
+	}
+	rc = store_txn_commit(tx, msg);
+	tx = NULL;
+	if (rc)
+		goto out;
+done:
+	if (out)
+		*out = stats;
+out:
+	store_txn_abort(tx);
+	arena_release(&a);
+	return rc;
+}
+
+int ingest_profiles(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		    const struct ingest_series *in, size_t n, int64_t default_time_ns,
+		    struct ingest_stats *out, struct err_msg *msg)
+{
+	struct ingest_defaults def = { default_time_ns, 0 };
+
+	return run(st, lim, tenant, in, n, &def, out, msg);
+}
+
+int ingest_legacy(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		  const char *name, int64_t from_ns, int64_t until_ns, const void *pprof,
+		  size_t len, struct ingest_stats *out, struct err_msg *msg)
+{
+	struct ingest_defaults def = { from_ns, until_ns > from_ns ? until_ns - from_ns : 0 };
+	struct ingest_series s;
+	struct store_label *labels;
+	struct arena a;
+	size_t n;
+	int rc;
+
+	if (!name)
+		return err_set(msg, ERR_INVALID, "name: missing");
+	arena_init(&a, (size_t)1 << 20);
+	rc = ingest__parse_legacy_name(&a, name, &labels, &n, msg);
+	if (rc == ERR_TOO_LARGE || rc == ERR_NOMEM)
+		err_set(msg, rc, "name: %s", err_str(rc));
+	if (!rc) {
+		s.labels = labels;
+		s.n_labels = n;
+		s.data = pprof;
+		s.len = len;
+		rc = run(st, lim, tenant, &s, 1, &def, out, msg);
+	}
+	arena_release(&a);
+	return rc;
+}
+
+int ingest_push(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		const void *body, size_t len, int json, struct ingest_stats *out,
+		struct err_msg *msg)
+{
+	struct ingest_defaults def;
+	struct ingest_series *series = NULL;
+	struct arena a;
+	size_t n = 0, cap;
+	int rc;
+
+	if (len > lim->max_request_bytes)
+		return err_set(msg, ERR_TOO_LARGE, "request of %zu bytes exceeds the limit of %zu",
+			       len, lim->max_request_bytes);
+	/* Decoded push bodies are at most a few times their size (JSON trees,
+	 * base64 output, protobuf-c structs). */
+	cap = len > (SIZE_MAX >> 6) ? SIZE_MAX : 32 * len + ((size_t)1 << 20);
+	arena_init(&a, cap);
+	rc = ingest__decode_push(&a, lim, body, len, json, &series, &n, msg);
+	if (!rc) {
+		/* Push carries no request time: a pprof without time_nanos is "now". */
+		def.time_ns = clock_wall_ns();
+		def.duration_ns = 0;
+		rc = run(st, lim, tenant, series, n, &def, out, msg);
+	}
+	arena_release(&a);
+	return rc;
+}

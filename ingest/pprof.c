@@ -1,0 +1,885 @@
+/*
+ * pprof.c - decoding, validation and conversion of one pprof.
+ *
+ * The pprof is unpacked by protobuf-c into a capped arena (the "pprof
+ * arena"), checked element by element against the rules of
+ * google/pprof proto/profile.proto (see docs/ingest.md), and copied into the
+ * compact struct ingest_pprof of ingest_int.h in the request arena.  pprof
+ * ids are resolved through a direct array when they are dense (the usual
+ * 1..n) and through an open-addressing table otherwise, so every lookup on
+ * the per-sample path is O(1).
+ */
+#include "ingest/ingest_int.h"
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/compress.h"
+#include "base/err.h"
+#include "base/hash.h"
+
+#include "profile.pb-c.h"
+
+#include <string.h>
+
+#define MAX_SAMPLE_TYPES 64
+
+typedef Perftools__Profiles__Profile Profile;
+
+/* ---- decoding ----------------------------------------------------------- */
+
+size_t ingest__pprof_arena_cap(size_t len)
+{
+	/* protobuf-c materializes every message as a struct plus a pointer, and
+	 * keeps scan tables while it decodes; 32x covers small messages such as
+	 * one-location samples with labels, which cost ~17x. */
+	const size_t fixed = (size_t)1 << 20;
+
+	if (len > (SIZE_MAX - fixed) / 32)
+		return SIZE_MAX;
+	return 32 * len + fixed;
+}
+
+static void *pb_alloc(void *data, size_t size)
+{
+	return arena_alloc(data, size ? size : 1);
+}
+
+static void pb_free(void *data, void *ptr)
+{
+	(void)data;
+	(void)ptr;
+}
+
+int ingest__decode_pprof(const void *data, size_t len, const struct ingest_limits *lim,
+			 struct arena *pa, struct buf *scratch, Profile **out,
+			 struct err_msg *msg)
+{
+	ProtobufCAllocator al = { pb_alloc, pb_free, pa };
+	const uint8_t *p = data;
+	size_t n = len;
+	Profile *prof;
+	int rc;
+
+	arena_init(pa, 1);
+	if (is_gzip(data, len)) {
+		buf_reset(scratch);
+		rc = gunzip_capped(data, len, lim->max_decompressed_bytes, scratch, msg);
+		if (rc)
+			return rc;
+		p = (const uint8_t *)scratch->data;
+		n = scratch->len;
+	} else if (len > lim->max_decompressed_bytes) {
+		return err_set(msg, ERR_TOO_LARGE, "profile of %zu bytes exceeds the limit of %zu",
+			       len, lim->max_decompressed_bytes);
+	}
+	arena_init(pa, ingest__pprof_arena_cap(n));
+	prof = perftools__profiles__profile__unpack(&al, n, p ? p : (const uint8_t *)"");
+	if (!prof) {
+		if (arena_failed(pa) == ERR_TOO_LARGE)
+			return err_set(msg, ERR_TOO_LARGE,
+				       "decoding the profile needs more than %zu bytes of memory",
+				       pa->cap);
+		if (arena_failed(pa))
+			return err_set(msg, arena_failed(pa), "out of memory decoding the profile");
+		return err_set(msg, ERR_INVALID, "not a valid pprof protobuf (%zu bytes)", n);
+	}
+	*out = prof;
+	return 0;
+}
+
+/* ---- id maps ------------------------------------------------------------ */
+
+struct idmap {
+	uint32_t *direct;  /* direct[id] = index + 1, when ids are dense */
+	uint64_t n_direct;
+	uint64_t *keys;    /* open addressing otherwise; 0 = empty slot */
+	uint32_t *vals;
+	size_t mask;
+};
+
+static int idmap_init(struct arena *t, struct idmap *m, size_t n, uint64_t max_id)
+{
+	memset(m, 0, sizeof(*m));
+	if (max_id <= 2 * (uint64_t)n + 64) {
+		m->n_direct = max_id + 1;
+		m->direct = arena_calloc(t, (size_t)m->n_direct, sizeof(*m->direct));
+		return m->direct ? 0 : arena_failed(t);
+	}
+	size_t cap = 16;
+	while (cap < 2 * n)
+		cap *= 2;
+	m->mask = cap - 1;
+	m->keys = arena_calloc(t, cap, sizeof(*m->keys));
+	m->vals = arena_calloc(t, cap, sizeof(*m->vals));
+	return m->keys && m->vals ? 0 : arena_failed(t);
+}
+
+/* Adds id (nonzero) -> idx; returns 1 when the id is already present. */
+static int idmap_put(struct idmap *m, uint64_t id, uint32_t idx)
+{
+	size_t i;
+
+	if (m->direct) {
+		if (m->direct[id])
+			return 1;
+		m->direct[id] = idx + 1;
+		return 0;
+	}
+	for (i = hash_u64(id) & m->mask; m->keys[i]; i = (i + 1) & m->mask)
+		if (m->keys[i] == id)
+			return 1;
+	m->keys[i] = id;
+	m->vals[i] = idx + 1;
+	return 0;
+}
+
+/* Returns index + 1, or 0 when the id is unknown. */
+static inline uint32_t idmap_get(const struct idmap *m, uint64_t id)
+{
+	size_t i;
+
+	if (m->direct)
+		return id < m->n_direct ? m->direct[id] : 0;
+	if (!m->keys || id == 0)
+		return 0;
+	for (i = hash_u64(id) & m->mask; m->keys[i]; i = (i + 1) & m->mask)
+		if (m->keys[i] == id)
+			return m->vals[i];
+	return 0;
+}
+
+/* ---- conversion --------------------------------------------------------- */
+
+struct conv {
+	struct arena *a;            /* request arena: results */
+	struct arena *t;            /* pprof arena: temporaries */
+	const struct ingest_limits *lim;
+	const Profile *p;
+	struct ingest_pprof *out;
+	const char **copied;        /* string index -> copy in a */
+	uint64_t *str_hash;         /* string index -> content hash + 1, lazily */
+	uint8_t *key_state;         /* string index as sample label key, see key_check */
+	struct idmap maps, funcs, locs;
+	struct err_msg *msg;
+};
+
+static int check_str(struct conv *c, int64_t idx, const char *what, size_t i, const char *field)
+{
+	size_t n = c->p->n_string_table;
+
+	if (idx >= 0 && (uint64_t)idx < n)
+		return 0;
+	if (i == SIZE_MAX)
+		return err_set(c->msg, ERR_INVALID,
+			       "%s: %s: string index %lld out of range (%zu strings)", what, field,
+			       (long long)idx, n);
+	return err_set(c->msg, ERR_INVALID,
+		       "%s %zu: %s: string index %lld out of range (%zu strings)", what, i, field,
+		       (long long)idx, n);
+}
+
+static inline const char *str_at(const struct conv *c, int64_t idx)
+{
+	const char *s = c->p->string_table[idx];
+	return s ? s : "";
+}
+
+/* A copy of string `idx` (already checked) in the request arena. */
+static const char *str_copy(struct conv *c, int64_t idx)
+{
+	if (!c->copied[idx]) {
+		const char *s = str_at(c, idx);
+		c->copied[idx] = arena_strndup(c->a, s, strlen(s));
+	}
+	return c->copied[idx];
+}
+
+static uint64_t str_hash(struct conv *c, int64_t idx)
+{
+	if (!c->str_hash[idx]) {
+		const char *s = str_at(c, idx);
+		c->str_hash[idx] = hash_bytes(s, strlen(s), 0x756e686578ULL) | 1;
+	}
+	return c->str_hash[idx];
+}
+
+static int conv_header(struct conv *c)
+{
+	const Profile *p = c->p;
+	int rc = 0;
+
+	if (p->n_string_table == 0)
+		return err_set(c->msg, ERR_INVALID, "string_table is empty (string_table[0] must be \"\")");
+	if (str_at(c, 0)[0] != '\0')
+		return err_set(c->msg, ERR_INVALID, "string_table[0] must be \"\"");
+	if (p->n_sample_type == 0)
+		return err_set(c->msg, ERR_INVALID, "no sample_type");
+	if (p->n_sample_type > MAX_SAMPLE_TYPES)
+		return err_set(c->msg, ERR_TOO_LARGE, "%zu sample types, more than %d",
+			       p->n_sample_type, MAX_SAMPLE_TYPES);
+	for (size_t i = 0; i < p->n_sample_type && !rc; i++) {
+		const Perftools__Profiles__ValueType *vt = p->sample_type[i];
+		rc = check_str(c, vt->type, "sample_type", i, "type");
+		if (!rc)
+			rc = check_str(c, vt->unit, "sample_type", i, "unit");
+		for (size_t j = 0; j < i && !rc; j++)
+			if (strcmp(str_at(c, vt->type), str_at(c, p->sample_type[j]->type)) == 0 &&
+			    strcmp(str_at(c, vt->unit), str_at(c, p->sample_type[j]->unit)) == 0)
+				rc = err_set(c->msg, ERR_INVALID,
+					     "sample_type %zu: duplicate of sample_type %zu (%s/%s)",
+					     i, j, str_at(c, vt->type), str_at(c, vt->unit));
+	}
+	if (!rc && p->period_type) {
+		rc = check_str(c, p->period_type->type, "period_type", SIZE_MAX, "type");
+		if (!rc)
+			rc = check_str(c, p->period_type->unit, "period_type", SIZE_MAX, "unit");
+	}
+	if (!rc)
+		rc = check_str(c, p->default_sample_type, "profile", SIZE_MAX, "default_sample_type");
+	if (!rc)
+		rc = check_str(c, p->drop_frames, "profile", SIZE_MAX, "drop_frames");
+	if (!rc)
+		rc = check_str(c, p->keep_frames, "profile", SIZE_MAX, "keep_frames");
+	if (!rc)
+		rc = check_str(c, p->doc_url, "profile", SIZE_MAX, "doc_url");
+	for (size_t i = 0; i < p->n_comment && !rc; i++)
+		rc = check_str(c, p->comment[i], "comment", i, "text");
+	if (rc)
+		return rc;
+	if (p->time_nanos < 0)
+		return err_set(c->msg, ERR_INVALID, "time_nanos %lld is negative",
+			       (long long)p->time_nanos);
+	if (p->duration_nanos < 0)
+		return err_set(c->msg, ERR_INVALID, "duration_nanos %lld is negative",
+			       (long long)p->duration_nanos);
+	if (p->period < 0)
+		return err_set(c->msg, ERR_INVALID, "period %lld is negative", (long long)p->period);
+	return 0;
+}
+
+static int conv_mappings(struct conv *c)
+{
+	const Profile *p = c->p;
+	size_t n = p->n_mapping;
+	struct store_mapping *out;
+	uint64_t max_id = 0;
+	int rc;
+
+	out = arena_calloc(c->a, n ? n : 1, sizeof(*out));
+	if (!out)
+		return arena_failed(c->a);
+	for (size_t i = 0; i < n; i++)
+		if (p->mapping[i]->id > max_id)
+			max_id = p->mapping[i]->id;
+	rc = idmap_init(c->t, &c->maps, n, max_id);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		const Perftools__Profiles__Mapping *m = p->mapping[i];
+		struct store_mapping *o = &out[i];
+
+		if (m->id == 0)
+			return err_set(c->msg, ERR_INVALID, "mapping %zu: id is 0", i);
+		if (idmap_put(&c->maps, m->id, (uint32_t)i))
+			return err_set(c->msg, ERR_INVALID, "mapping %zu: id %llu is not unique", i,
+				       (unsigned long long)m->id);
+		rc = check_str(c, m->filename, "mapping", i, "filename");
+		if (!rc)
+			rc = check_str(c, m->build_id, "mapping", i, "build_id");
+		if (rc)
+			return rc;
+		rc = ingest__build_id(c->a, str_at(c, m->build_id), &o->build_id);
+		if (rc == ERR_INVALID)
+			return err_set(c->msg, rc, "mapping %zu: build_id longer than %d bytes", i,
+				       INGEST_MAX_BUILD_ID);
+		if (rc)
+			return rc;
+		o->filename = str_copy(c, m->filename);
+		if (!o->filename)
+			return arena_failed(c->a);
+		o->memory_start = m->memory_start;
+		o->memory_limit = m->memory_limit;
+		o->file_offset = m->file_offset;
+		o->flags = (m->has_functions ? STORE_MAP_HAS_FUNCTIONS : 0) |
+			   (m->has_filenames ? STORE_MAP_HAS_FILENAMES : 0) |
+			   (m->has_line_numbers ? STORE_MAP_HAS_LINE_NUMBERS : 0) |
+			   (m->has_inline_frames ? STORE_MAP_HAS_INLINE_FRAMES : 0);
+	}
+	c->out->mappings = out;
+	c->out->n_mappings = n;
+	return 0;
+}
+
+static int conv_functions(struct conv *c)
+{
+	const Profile *p = c->p;
+	size_t n = p->n_function;
+	struct store_function *out;
+	uint64_t max_id = 0;
+	int rc;
+
+	out = arena_calloc(c->a, n ? n : 1, sizeof(*out));
+	if (!out)
+		return arena_failed(c->a);
+	for (size_t i = 0; i < n; i++)
+		if (p->function[i]->id > max_id)
+			max_id = p->function[i]->id;
+	rc = idmap_init(c->t, &c->funcs, n, max_id);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		const Perftools__Profiles__Function *f = p->function[i];
+
+		if (f->id == 0)
+			return err_set(c->msg, ERR_INVALID, "function %zu: id is 0", i);
+		if (idmap_put(&c->funcs, f->id, (uint32_t)i))
+			return err_set(c->msg, ERR_INVALID, "function %zu: id %llu is not unique", i,
+				       (unsigned long long)f->id);
+		rc = check_str(c, f->name, "function", i, "name");
+		if (!rc)
+			rc = check_str(c, f->system_name, "function", i, "system_name");
+		if (!rc)
+			rc = check_str(c, f->filename, "function", i, "filename");
+		if (rc)
+			return rc;
+		out[i].name = str_copy(c, f->name);
+		out[i].system_name = str_copy(c, f->system_name);
+		out[i].filename = str_copy(c, f->filename);
+		out[i].start_line = f->start_line;
+		if (!out[i].name || !out[i].system_name || !out[i].filename)
+			return arena_failed(c->a);
+	}
+	c->out->functions = out;
+	c->out->n_functions = n;
+	return 0;
+}
+
+static int conv_location(struct conv *c, size_t i, struct ingest_location *o)
+{
+	const Perftools__Profiles__Location *l = c->p->location[i];
+	struct ingest_line *lines = NULL;
+
+	o->address = l->address;
+	if (l->mapping_id) {
+		uint32_t mi = idmap_get(&c->maps, l->mapping_id);
+		const struct store_mapping *m;
+
+		if (!mi)
+			return err_set(c->msg, ERR_INVALID, "location %zu: mapping_id %llu not found",
+				       i, (unsigned long long)l->mapping_id);
+		m = &c->out->mappings[mi - 1];
+		if (ingest__normalize_address(l->address, m->memory_start, m->memory_limit,
+					      m->file_offset, &o->address)) {
+			if (l->address < m->memory_start)
+				return err_set(c->msg, ERR_INVALID,
+					       "location %zu: address 0x%llx below mapping %llu start 0x%llx",
+					       i, (unsigned long long)l->address,
+					       (unsigned long long)l->mapping_id,
+					       (unsigned long long)m->memory_start);
+			return err_set(c->msg, ERR_INVALID,
+				       "location %zu: address 0x%llx overflows with mapping %llu file_offset 0x%llx",
+				       i, (unsigned long long)l->address,
+				       (unsigned long long)l->mapping_id,
+				       (unsigned long long)m->file_offset);
+		}
+		o->mapping = mi;
+	}
+	if (l->n_line) {
+		if (l->n_line > UINT32_MAX)
+			return err_set(c->msg, ERR_TOO_LARGE, "location %zu: too many lines", i);
+		lines = arena_alloc(c->a, l->n_line * sizeof(*lines));
+		if (!lines)
+			return arena_failed(c->a);
+	}
+	for (size_t j = 0; j < l->n_line; j++) {
+		const Perftools__Profiles__Line *ln = l->line[j];
+		uint32_t fi = 0;
+
+		if (ln->function_id) {
+			fi = idmap_get(&c->funcs, ln->function_id);
+			if (!fi)
+				return err_set(c->msg, ERR_INVALID,
+					       "location %zu: line %zu: function_id %llu not found", i,
+					       j, (unsigned long long)ln->function_id);
+		}
+		lines[j].function = fi;
+		lines[j].line = ln->line;
+		lines[j].column = ln->column;
+	}
+	o->lines = lines;
+	o->n_lines = (uint32_t)l->n_line;
+	return 0;
+}
+
+static int conv_locations(struct conv *c)
+{
+	const Profile *p = c->p;
+	size_t n = p->n_location;
+	struct ingest_location *out;
+	uint64_t max_id = 0;
+	int rc;
+
+	if (n >= UINT32_MAX || p->n_mapping >= UINT32_MAX || p->n_function >= UINT32_MAX)
+		return err_set(c->msg, ERR_TOO_LARGE, "too many locations, functions or mappings");
+	out = arena_calloc(c->a, n ? n : 1, sizeof(*out));
+	if (!out)
+		return arena_failed(c->a);
+	for (size_t i = 0; i < n; i++)
+		if (p->location[i]->id > max_id)
+			max_id = p->location[i]->id;
+	rc = idmap_init(c->t, &c->locs, n, max_id);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		const Perftools__Profiles__Location *l = p->location[i];
+
+		if (l->id == 0)
+			return err_set(c->msg, ERR_INVALID, "location %zu: id is 0", i);
+		if (idmap_put(&c->locs, l->id, (uint32_t)i))
+			return err_set(c->msg, ERR_INVALID, "location %zu: id %llu is not unique", i,
+				       (unsigned long long)l->id);
+		rc = conv_location(c, i, &out[i]);
+		if (rc)
+			return rc;
+	}
+	c->out->locations = out;
+	c->out->n_locations = n;
+	return 0;
+}
+
+/* ---- sample label sets -------------------------------------------------- */
+
+/* One string label of a sample, as string indices. */
+struct pair {
+	int64_t key;
+	int64_t val;
+};
+
+struct gtab {
+	uint64_t hash[2 * INGEST_MAX_GROUPS];
+	uint32_t slot[2 * INGEST_MAX_GROUPS]; /* group index, 0 = empty (group 0 has no labels) */
+	struct pair *pairs[INGEST_MAX_GROUPS];
+	size_t n_pairs[INGEST_MAX_GROUPS];
+	size_t n_groups;
+	size_t n_base; /* labels every series of this pprof has, with __name__ */
+};
+
+enum { KEY_UNKNOWN, KEY_OK, KEY_INVALID, KEY_RESERVED, KEY_IGNORED, KEY_LONG };
+
+/*
+ * Sample labels that name one span or one profile would create a series
+ * per request; like Pyroscope we do not make them series labels.
+ */
+static int key_check(struct conv *c, int64_t key)
+{
+	if (c->key_state[key] == KEY_UNKNOWN) {
+		const char *k = str_at(c, key);
+		uint8_t st = KEY_OK;
+
+		if (strlen(k) > c->lim->max_label_bytes)
+			st = KEY_LONG;
+		else if (!ingest__label_name_ok(k))
+			st = KEY_INVALID;
+		else if ((k[0] == '_' && k[1] == '_') || strcmp(k, STORE_LABEL_SERVICE) == 0)
+			st = KEY_RESERVED;
+		else if (strcmp(k, "span_id") == 0 || strcmp(k, "span_name") == 0 ||
+			 strcmp(k, "trace_id") == 0 || strcmp(k, "profile_id") == 0)
+			st = KEY_IGNORED;
+		c->key_state[key] = st;
+	}
+	return c->key_state[key];
+}
+
+static int pairs_equal(struct conv *c, const struct pair *x, const struct pair *y, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(str_at(c, x[i].key), str_at(c, y[i].key)) != 0 ||
+		    strcmp(str_at(c, x[i].val), str_at(c, y[i].val)) != 0)
+			return 0;
+	return 1;
+}
+
+static int label_str(struct conv *c, int64_t idx, size_t si, size_t j, const char *field)
+{
+	size_t n = c->p->n_string_table;
+
+	if (idx >= 0 && (uint64_t)idx < n)
+		return 0;
+	return err_set(c->msg, ERR_INVALID,
+		       "sample %zu: label %zu: %s: string index %lld out of range (%zu strings)", si,
+		       j, field, (long long)idx, n);
+}
+
+/* Collects the string labels of sample `si` into `pr`, sorted by name, and their count. */
+static int sample_pairs(struct conv *c, size_t si, struct pair *pr, size_t *np)
+{
+	const Perftools__Profiles__Sample *s = c->p->sample[si];
+	size_t n = 0;
+	int rc;
+
+	for (size_t j = 0; j < s->n_label; j++) {
+		const Perftools__Profiles__Label *lb = s->label[j];
+
+		rc = label_str(c, lb->key, si, j, "key");
+		if (!rc)
+			rc = label_str(c, lb->str, si, j, "str");
+		if (!rc)
+			rc = label_str(c, lb->num_unit, si, j, "num_unit");
+		if (rc)
+			return rc;
+		if (lb->str && lb->num)
+			return err_set(c->msg, ERR_INVALID,
+				       "sample %zu: label '%.64s' has both str and num", si,
+				       str_at(c, lb->key));
+		if (!lb->str)
+			continue;
+		switch (key_check(c, lb->key)) {
+		case KEY_LONG:
+			return err_set(c->msg, ERR_TOO_LARGE,
+				       "sample %zu: label name longer than %zu bytes", si,
+				       c->lim->max_label_bytes);
+		case KEY_INVALID:
+			return err_set(c->msg, ERR_INVALID,
+				       "sample %zu: label name '%.64s' is invalid (want [a-zA-Z_][a-zA-Z0-9_.]*)",
+				       si, str_at(c, lb->key));
+		case KEY_RESERVED:
+			return err_set(c->msg, ERR_INVALID,
+				       "sample %zu: label '%.64s' may not be set by a sample", si,
+				       str_at(c, lb->key));
+		case KEY_IGNORED:
+			continue;
+		}
+		if (strlen(str_at(c, lb->str)) > c->lim->max_label_bytes)
+			return err_set(c->msg, ERR_TOO_LARGE,
+				       "sample %zu: label '%.64s': value longer than %zu bytes", si,
+				       str_at(c, lb->key), c->lim->max_label_bytes);
+		pr[n].key = lb->key;
+		pr[n].val = lb->str;
+		/* Insertion sort by name: label sets are small. */
+		for (size_t k = n; k > 0; k--) {
+			int cmp = strcmp(str_at(c, pr[k - 1].key), str_at(c, pr[k].key));
+			struct pair tmp;
+
+			if (cmp == 0)
+				return err_set(c->msg, ERR_INVALID, "sample %zu: label '%.64s' given twice",
+					       si, str_at(c, lb->key));
+			if (cmp < 0)
+				break;
+			tmp = pr[k - 1];
+			pr[k - 1] = pr[k];
+			pr[k] = tmp;
+		}
+		n++;
+	}
+	*np = n;
+	return 0;
+}
+
+/* How many labels a series of this group will have (base + own + __profile_type__). */
+static size_t series_label_count(struct conv *c, const struct pair *pr, size_t np)
+{
+	size_t n = c->out->n_labels + 1;
+
+	for (size_t i = 0; i < np; i++)
+		if (!ingest__label_get(c->out->labels, c->out->n_labels, str_at(c, pr[i].key)))
+			n++;
+	return n;
+}
+
+static int group_of(struct conv *c, struct gtab *g, size_t si, struct pair *pr, size_t np,
+		    uint32_t *out)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+	size_t i;
+
+	for (size_t k = 0; k < np; k++)
+		h = hash_combine(hash_combine(h, str_hash(c, pr[k].key)), str_hash(c, pr[k].val));
+	for (i = h & (2 * INGEST_MAX_GROUPS - 1); g->slot[i]; i = (i + 1) & (2 * INGEST_MAX_GROUPS - 1)) {
+		uint32_t gi = g->slot[i];
+		if (g->hash[i] == h && g->n_pairs[gi] == np && pairs_equal(c, g->pairs[gi], pr, np)) {
+			*out = gi;
+			return 0;
+		}
+	}
+	if (g->n_groups == INGEST_MAX_GROUPS)
+		return err_set(c->msg, ERR_TOO_LARGE,
+			       "sample %zu: more than %d distinct sample label sets", si,
+			       INGEST_MAX_GROUPS - 1);
+	if (series_label_count(c, pr, np) > c->lim->max_labels)
+		return err_set(c->msg, ERR_TOO_LARGE,
+			       "sample %zu: %zu series labels, more than the limit of %zu", si,
+			       series_label_count(c, pr, np), c->lim->max_labels);
+	g->pairs[g->n_groups] = arena_alloc(c->t, np * sizeof(*pr));
+	if (!g->pairs[g->n_groups])
+		return arena_failed(c->t);
+	memcpy(g->pairs[g->n_groups], pr, np * sizeof(*pr));
+	g->n_pairs[g->n_groups] = np;
+	g->hash[i] = h;
+	g->slot[i] = (uint32_t)g->n_groups;
+	*out = (uint32_t)g->n_groups++;
+	return 0;
+}
+
+static int conv_groups(struct conv *c, const struct gtab *g)
+{
+	size_t n = g ? g->n_groups : 1;
+	struct ingest_group *out = arena_calloc(c->a, n, sizeof(*out));
+
+	if (!out)
+		return arena_failed(c->a);
+	for (size_t gi = 1; gi < n; gi++) {
+		struct store_label *l = arena_calloc(c->a, g->n_pairs[gi], sizeof(*l));
+
+		if (!l)
+			return arena_failed(c->a);
+		for (size_t k = 0; k < g->n_pairs[gi]; k++) {
+			l[k].name = str_copy(c, g->pairs[gi][k].key);
+			l[k].value = str_copy(c, g->pairs[gi][k].val);
+			if (!l[k].name || !l[k].value)
+				return arena_failed(c->a);
+		}
+		out[gi].labels = l;
+		out[gi].n_labels = g->n_pairs[gi];
+	}
+	c->out->groups = out;
+	c->out->n_groups = n;
+	return 0;
+}
+
+/* ---- samples ------------------------------------------------------------ */
+
+static int conv_samples(struct conv *c)
+{
+	const Profile *p = c->p;
+	size_t n = p->n_sample, nt = p->n_sample_type, total = 0, max_labels = 0;
+	size_t *off;
+	uint32_t *locs, *grp;
+	int64_t *vals;
+	struct pair *pr = NULL;
+	struct gtab *g;
+	int rc;
+
+	if (n > c->lim->max_samples)
+		return err_set(c->msg, ERR_TOO_LARGE, "%zu samples, more than the limit of %zu", n,
+			       c->lim->max_samples);
+	for (size_t i = 0; i < n; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+
+		if (s->n_location_id > c->lim->max_stack_depth)
+			return err_set(c->msg, ERR_TOO_LARGE,
+				       "sample %zu: stack depth %zu exceeds the limit of %zu", i,
+				       s->n_location_id, c->lim->max_stack_depth);
+		if (s->n_value != nt)
+			return err_set(c->msg, ERR_INVALID,
+				       "sample %zu: %zu values, want %zu (one per sample_type)", i,
+				       s->n_value, nt);
+		total += s->n_location_id;
+		if (s->n_label > max_labels)
+			max_labels = s->n_label;
+	}
+	off = arena_alloc(c->a, (n + 1) * sizeof(*off));
+	locs = arena_alloc(c->a, (total ? total : 1) * sizeof(*locs));
+	grp = arena_alloc(c->a, (n ? n : 1) * sizeof(*grp));
+	vals = arena_calloc(c->a, n ? n : 1, nt * sizeof(*vals));
+	if (!off || !locs || !grp || !vals)
+		return arena_failed(c->a);
+	/* The label-set table is only needed when some sample has labels. */
+	g = NULL;
+	if (max_labels) {
+		g = arena_calloc(c->t, 1, sizeof(*g));
+		pr = arena_alloc(c->t, max_labels * sizeof(*pr));
+		if (!g || !pr)
+			return arena_failed(c->t);
+		g->n_groups = 1; /* group 0: no sample labels */
+	}
+	total = 0;
+	for (size_t i = 0; i < n; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+		size_t np = 0;
+
+		off[i] = total;
+		for (size_t j = 0; j < s->n_location_id; j++) {
+			uint32_t li = idmap_get(&c->locs, s->location_id[j]);
+
+			if (!li)
+				return err_set(c->msg, ERR_INVALID,
+					       "sample %zu: location_id %llu not found", i,
+					       (unsigned long long)s->location_id[j]);
+			locs[total++] = li - 1;
+		}
+		memcpy(vals + i * nt, s->value, nt * sizeof(*vals));
+		grp[i] = 0;
+		if (s->n_label) {
+			rc = sample_pairs(c, i, pr, &np);
+			if (!rc && np)
+				rc = group_of(c, g, i, pr, np, &grp[i]);
+			if (rc)
+				return rc;
+		}
+	}
+	off[n] = total;
+	c->out->n_samples = n;
+	c->out->sample_off = off;
+	c->out->stack_locs = locs;
+	c->out->sample_group = grp;
+	c->out->values = vals;
+	return conv_groups(c, g);
+}
+
+/* ---- profile types ------------------------------------------------------ */
+
+static char *join5(struct arena *a, const char *s[5])
+{
+	size_t n = 5, o = 0;
+	char *r;
+
+	for (int i = 0; i < 5; i++)
+		n += strlen(s[i]);
+	r = arena_alloc(a, n);
+	if (!r)
+		return NULL;
+	for (int i = 0; i < 5; i++) {
+		size_t l = strlen(s[i]);
+		memcpy(r + o, s[i], l);
+		o += l;
+		r[o++] = i < 4 ? ':' : '\0';
+	}
+	return r;
+}
+
+/*
+ * Base labels: the request's, plus __name__ when the request has none (the
+ * push API sends it; otherwise it is derived as Pyroscope does: process_cpu
+ * for CPU profiles, else the first sample type).
+ */
+static int conv_labels(struct conv *c, const struct ingest_series *in)
+{
+	const Profile *p = c->p;
+	const char *name = ingest__label_get(in->labels, in->n_labels, STORE_LABEL_NAME);
+	struct store_label *l;
+	size_t n = in->n_labels;
+
+	if (!name) {
+		if (p->period_type && strcmp(str_at(c, p->period_type->type), "cpu") == 0)
+			name = "process_cpu";
+		else
+			name = str_at(c, p->sample_type[0]->type);
+		if (!*name)
+			return err_set(c->msg, ERR_INVALID,
+				       "no __name__ label and sample_type 0 has no type to derive it");
+		if (!ingest__label_name_ok(name))
+			return err_set(c->msg, ERR_INVALID,
+				       "no __name__ label and sample_type 0 type '%.64s' is not a valid name",
+				       name);
+		name = arena_strndup(c->a, name, strlen(name));
+		if (!name)
+			return arena_failed(c->a);
+		n++;
+	}
+	if (n + 1 > c->lim->max_labels)
+		return err_set(c->msg, ERR_TOO_LARGE, "%zu series labels, more than the limit of %zu",
+			       n + 1, c->lim->max_labels);
+	l = arena_calloc(c->a, n, sizeof(*l));
+	if (!l)
+		return arena_failed(c->a);
+	memcpy(l, in->labels, in->n_labels * sizeof(*l));
+	if (n > in->n_labels) {
+		l[in->n_labels].name = STORE_LABEL_NAME;
+		l[in->n_labels].value = name;
+	}
+	c->out->labels = l;
+	c->out->n_labels = n;
+	c->out->service = ingest__label_get(l, n, STORE_LABEL_SERVICE);
+
+	const char **types = arena_calloc(c->a, p->n_sample_type, sizeof(*types));
+	if (!types)
+		return arena_failed(c->a);
+	for (size_t t = 0; t < p->n_sample_type; t++) {
+		const Perftools__Profiles__ValueType *st = p->sample_type[t];
+		const Perftools__Profiles__ValueType *pt = p->period_type ? p->period_type : st;
+		const char *parts[5] = { ingest__label_get(l, n, STORE_LABEL_NAME),
+					 str_at(c, st->type), str_at(c, st->unit),
+					 str_at(c, pt->type), str_at(c, pt->unit) };
+
+		types[t] = join5(c->a, parts);
+		if (!types[t])
+			return arena_failed(c->a);
+		if (strlen(types[t]) > c->lim->max_label_bytes)
+			return err_set(c->msg, ERR_TOO_LARGE,
+				       "sample_type %zu: profile type longer than %zu bytes", t,
+				       c->lim->max_label_bytes);
+	}
+	c->out->profile_types = types;
+	c->out->n_types = p->n_sample_type;
+	return 0;
+}
+
+static int convert_profile(struct conv *c, const struct ingest_series *in,
+			   const struct ingest_defaults *def)
+{
+	const Profile *p = c->p;
+	int rc;
+
+	c->copied = arena_calloc(c->t, p->n_string_table ? p->n_string_table : 1, sizeof(*c->copied));
+	c->str_hash = arena_calloc(c->t, p->n_string_table ? p->n_string_table : 1, sizeof(*c->str_hash));
+	c->key_state = arena_calloc(c->t, p->n_string_table ? p->n_string_table : 1, 1);
+	if (!c->copied || !c->str_hash || !c->key_state)
+		return arena_failed(c->t);
+	rc = conv_header(c);
+	if (!rc)
+		rc = conv_labels(c, in);
+	if (!rc)
+		rc = conv_mappings(c);
+	if (!rc)
+		rc = conv_functions(c);
+	if (!rc)
+		rc = conv_locations(c);
+	if (!rc)
+		rc = conv_samples(c);
+	if (rc)
+		return rc;
+	c->out->time_ns = p->time_nanos ? p->time_nanos : def->time_ns;
+	c->out->duration_ns = p->duration_nanos ? p->duration_nanos : def->duration_ns;
+	c->out->period = p->period;
+	return 0;
+}
+
+int ingest__convert(struct arena *a, const struct ingest_limits *lim,
+		    const struct ingest_series *in, const struct ingest_defaults *def,
+		    struct ingest_pprof *out, struct err_msg *msg)
+{
+	struct ingest_pprof res;
+	struct conv c;
+	struct arena pa;
+	struct buf scratch;
+	Profile *prof = NULL;
+	int rc;
+
+	rc = ingest__check_labels(lim, in->labels, in->n_labels, msg);
+	if (rc)
+		return rc;
+	buf_init(&scratch, 0);
+	rc = ingest__decode_pprof(in->data, in->len, lim, &pa, &scratch, &prof, msg);
+	/* The decompressed bytes are not referenced by the unpacked message. */
+	buf_release(&scratch);
+	if (rc)
+		goto out;
+	memset(&res, 0, sizeof(res));
+	memset(&c, 0, sizeof(c));
+	c.a = a;
+	c.t = &pa;
+	c.lim = lim;
+	c.p = prof;
+	c.out = &res;
+	c.msg = msg;
+	rc = convert_profile(&c, in, def);
+	if (rc == ERR_TOO_LARGE && msg && !msg->text[0])
+		rc = err_set(msg, rc, "converting the profile needs more memory than allowed");
+	if (rc == ERR_NOMEM && msg && !msg->text[0])
+		rc = err_set(msg, rc, "out of memory converting the profile");
+	if (!rc)
+		*out = res;
+out:
+	arena_release(&pa);
+	return rc;
+}

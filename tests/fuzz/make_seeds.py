@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+# make_seeds.py - writes the small seed corpus of the fuzz targets
+# (corpus/fuzz_pprof, corpus/fuzz_push) with a hand-rolled protobuf encoder,
+# so it needs nothing but the Python standard library.
+import base64, gzip, json, os
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+def key(field, wire):
+    return varint(field << 3 | wire)
+
+def vint(field, v):
+    return key(field, 0) + varint(v & (2**64 - 1))
+
+def ld(field, data):
+    return key(field, 2) + varint(len(data)) + data
+
+def packed(field, vals):
+    return ld(field, b"".join(varint(v & (2**64 - 1)) for v in vals))
+
+def profile(native=True, labels=False, unpacked=False):
+    strings = ["", "samples", "count", "cpu", "nanoseconds", "/usr/bin/app",
+               "abcdef0123456789", "main", "main.c", "work", "endpoint", "/api"]
+    s = {x: i for i, x in enumerate(strings)}
+    out = b""
+    out += ld(1, vint(1, s["samples"]) + vint(2, s["count"]))
+    out += ld(1, vint(1, s["cpu"]) + vint(2, s["nanoseconds"]))
+    samples = [([1, 2], [3, 30000000]), ([2], [1, 10000000])]
+    for i, (locs, vals) in enumerate(samples):
+        body = b""
+        if unpacked:
+            body += b"".join(vint(1, l) for l in locs) + b"".join(vint(2, v) for v in vals)
+        else:
+            body += packed(1, locs) + packed(2, vals)
+        if labels and i == 0:
+            body += ld(3, vint(1, s["endpoint"]) + vint(2, s["/api"]))
+        out += ld(2, body)
+    out += ld(3, vint(1, 1) + vint(2, 0x400000) + vint(3, 0x500000) + vint(4, 0x1000)
+              + vint(5, s["/usr/bin/app"]) + vint(6, s["abcdef0123456789"])
+              + (b"" if native else vint(7, 1)))
+    for lid, fid, addr in ((1, 1, 0x400100), (2, 2, 0x400200)):
+        loc = vint(1, lid) + vint(2, 1) + vint(3, addr)
+        if not native:
+            loc += ld(4, vint(1, fid) + vint(2, 10 * lid))
+        out += ld(4, loc)
+    if not native:
+        out += ld(5, vint(1, 1) + vint(2, s["work"]) + vint(3, s["work"]) + vint(4, s["main.c"]))
+        out += ld(5, vint(1, 2) + vint(2, s["main"]) + vint(3, s["main"]) + vint(4, s["main.c"]))
+    for x in strings:
+        out += ld(6, x.encode())
+    out += vint(9, 1700000000000000000) + vint(10, 10000000000)
+    out += ld(11, vint(1, s["cpu"]) + vint(2, s["nanoseconds"])) + vint(12, 10000000)
+    return out
+
+def push_binary(pprof):
+    lab = ld(1, ld(1, b"__name__") + ld(2, b"process_cpu")) + \
+          ld(1, ld(1, b"service_name") + ld(2, b"seed"))
+    return ld(1, lab + ld(2, ld(1, pprof) + ld(2, b"id-1")))
+
+def push_json(pprof, url=False):
+    enc = base64.urlsafe_b64encode if url else base64.b64encode
+    doc = {"series": [{"labels": [{"name": "__name__", "value": "process_cpu"},
+                                  {"name": "service_name", "value": "seed"}],
+                       "samples": [{"rawProfile" if not url else "raw_profile":
+                                    enc(pprof).decode(), "ID": "x"}]}]}
+    return json.dumps(doc).encode()
+
+here = os.path.dirname(os.path.abspath(__file__))
+def write(target, name, data):
+    d = os.path.join(here, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+native, go = profile(True), profile(False, labels=True)
+write("fuzz_pprof", "native_raw.pb", native)
+write("fuzz_pprof", "native.pb.gz", gzip.compress(native, mtime=0))
+write("fuzz_pprof", "go_labels_raw.pb", go)
+write("fuzz_pprof", "unpacked_raw.pb", profile(True, unpacked=True))
+write("fuzz_push", "binary.bin", b"\x00" + push_binary(gzip.compress(go, mtime=0)))
+write("fuzz_push", "json.json", b"\x01" + push_json(gzip.compress(native, mtime=0)))
+write("fuzz_push", "json_urlsafe.json", b"\x01" + push_json(native, url=True))

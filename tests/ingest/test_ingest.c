@@ -1,0 +1,478 @@
+/* test_ingest.c - ingest_profiles / ingest_legacy / ingest_push through a
+ * real RocksDB store in a fresh temp directory. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <ftw.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "ingest/ingest.h"
+#include "pprof_builder.h"
+#include "push.pb-c.h"
+#include "storage/storage.h"
+
+struct fx {
+	char dir[64];
+	struct store *st;
+	struct ingest_limits lim;
+};
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct store_options o = { 0 };
+	struct err_msg msg = { { 0 } };
+
+	strcpy(f->dir, "/tmp/unhex-ingest-XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	o.dir = f->dir;
+	if (store_open(&o, &f->st, &msg)) {
+		fprintf(stderr, "store_open: %s\n", msg.text);
+		return -1;
+	}
+	ingest_limits_default(&f->lim);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	store_close(f->st);
+	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static int stats_cb(void *ctx, const struct store_tenant_stats *s)
+{
+	if (strcmp(s->tenant, "t1") == 0)
+		*(struct store_tenant_stats *)ctx = *s;
+	return 0;
+}
+
+static struct store_tenant_stats tenant_stats(struct fx *f)
+{
+	struct store_tenant_stats s;
+	struct err_msg msg = { { 0 } };
+
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(store_stats(f->st, stats_cb, &s, &msg), 0);
+	return s;
+}
+
+static struct pb *native_profile(void)
+{
+	struct pb *b = pb_new(16, 8);
+	uint64_t s1[] = { 1, 3 }, s2[] = { 2, 3 }, s3[] = { 3 };
+	int64_t v1[] = { 2, 20000000 }, v2[] = { 1, 10000000 }, v3[] = { 0, 0 };
+
+	pb_sample_type(b, "samples", "count");
+	pb_sample_type(b, "cpu", "nanoseconds");
+	pb_period(b, "cpu", "nanoseconds", 10000000);
+	pb_mapping(b, 1, 0x400000, 0x500000, 0x1000, "/usr/bin/app", "ABCDEF0123");
+	pb_mapping(b, 2, 0x7f0000000000, 0x7f0000100000, 0x1000, "/usr/bin/app", "abcdef0123");
+	pb_location(b, 1, 1, 0x400100, 0, 0);
+	pb_location(b, 2, 2, 0x7f0000000100, 0, 0);
+	pb_location(b, 3, 1, 0x400200, 0, 0);
+	pb_sample(b, s1, 2, v1, 2);
+	pb_sample(b, s2, 2, v2, 2);
+	pb_sample(b, s3, 1, v3, 2);
+	b->p.time_nanos = 1700000000000000000;
+	return b;
+}
+
+static const struct store_label app_labels[] = {
+	{ "service_name", "app" },
+	{ "__name__", "process_cpu" },
+	{ "env", "prod" },
+};
+
+struct seen {
+	int n;
+	char types[4][128];
+	uint64_t ids[4];
+	uint32_t part;
+};
+
+static int series_cb(void *ctx, uint64_t id, uint32_t part, const struct store_label *l, size_t n)
+{
+	struct seen *s = ctx;
+	const char *pt = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(l[i].name, "__profile_type__") == 0)
+			pt = l[i].value;
+	if (s->n < 4 && pt) {
+		snprintf(s->types[s->n], sizeof(s->types[0]), "%s", pt);
+		s->ids[s->n++] = id;
+		s->part = part;
+	}
+	return 0;
+}
+
+struct sum {
+	int profiles;
+	size_t pairs;
+	int64_t total;
+	int64_t time_ns;
+	int64_t duration_ns;
+};
+
+static int profile_cb(void *ctx, const struct store_profile_view *p)
+{
+	struct sum *s = ctx;
+
+	s->profiles++;
+	s->pairs += p->n;
+	s->time_ns = p->meta.time_ns;
+	s->duration_ns = p->meta.duration_ns;
+	for (size_t i = 0; i < p->n; i++)
+		s->total += p->values[i];
+	return 0;
+}
+
+static struct sum read_series(struct fx *f, uint64_t id)
+{
+	struct sum s = { 0 };
+	struct err_msg msg = { { 0 } };
+
+	assert_int_equal(store_profiles_each(f->st, "t1", id, 0, INT64_MAX, profile_cb, &s, &msg), 0);
+	return s;
+}
+
+static void test_native(void **state)
+{
+	struct fx *f = *state;
+	struct pb *b = native_profile();
+	size_t len;
+	uint8_t *bytes = pb_pack(b, 1, &len);
+	struct ingest_series in = { app_labels, 3, bytes, len };
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct store_tenant_stats ts;
+	struct seen seen = { 0 };
+	struct sum sum;
+
+	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 1, &stats, &msg), 0);
+	/* Locations 1 and 2 are one instruction: stacks s1 and s2 merge; s3 is 0. */
+	assert_int_equal(stats.profiles, 2);
+	assert_int_equal(stats.samples, 2);
+	ts = tenant_stats(f);
+	assert_int_equal(ts.series, 2);
+	assert_int_equal(ts.profiles, 2);
+	assert_int_equal(ts.samples, 2);
+	assert_int_equal(ts.mappings, 1);
+	assert_int_equal(ts.locations, 2);
+	assert_int_equal(store_series_each(f->st, "t1", series_cb, &seen), 0);
+	assert_int_equal(seen.n, 2);
+	for (int i = 0; i < 2; i++) {
+		sum = read_series(f, seen.ids[i]);
+		assert_int_equal(sum.profiles, 1);
+		assert_int_equal(sum.pairs, 1);
+		assert_int_equal(sum.time_ns, 1700000000000000000);
+		if (strcmp(seen.types[i], "process_cpu:samples:count:cpu:nanoseconds") == 0)
+			assert_int_equal(sum.total, 3);
+		else if (strcmp(seen.types[i], "process_cpu:cpu:nanoseconds:cpu:nanoseconds") == 0)
+			assert_int_equal(sum.total, 30000000);
+		else
+			fail_msg("unexpected profile type %s", seen.types[i]);
+	}
+	/* The stored location is the file offset, for both load addresses. */
+	{
+		struct store_symbols *sym;
+		struct store_location_view lv;
+		struct store_mapping m;
+
+		assert_int_equal(store_symbols_get(f->st, "t1", seen.part, &sym, &msg), 0);
+		assert_int_equal(store_symbols_location_count(sym), 2);
+		assert_int_equal(store_symbols_location(sym, 1, &lv), 0);
+		assert_int_equal(lv.address, 0x1100);
+		assert_int_equal(store_symbols_mapping(sym, lv.mapping_id, &m), 0);
+		assert_string_equal(m.build_id, "abcdef0123");
+		store_symbols_put(sym);
+	}
+	free(bytes);
+	pb_free(b);
+}
+
+static void test_go_labels(void **state)
+{
+	struct fx *f = *state;
+	struct pb *b = pb_new(8, 4);
+	static const struct store_label labels[] = { { "service_name", "goapp" } };
+	uint64_t s1[] = { 1, 2 }, s2[] = { 2 };
+	int64_t v[] = { 10 };
+	size_t len;
+	uint8_t *bytes;
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct store_tenant_stats before, after;
+	PbSample *s;
+
+	pb_sample_type(b, "cpu", "nanoseconds");
+	pb_period(b, "cpu", "nanoseconds", 10000000);
+	pb_mapping(b, 1, 0x400000, 0x800000, 0, "/app", "")->has_functions = 1;
+	pb_function(b, 1, "main.work", "/src/main.go");
+	pb_function(b, 2, "main.main", "/src/main.go");
+	pb_location(b, 1, 1, 0x401000, 1, 12);
+	pb_location(b, 2, 1, 0x402000, 2, 30);
+	pb_sample(b, s1, 2, v, 1);
+	s = pb_sample(b, s1, 2, v, 1);
+	pb_label(b, s, "endpoint", "/api", 0);
+	s = pb_sample(b, s2, 1, v, 1);
+	pb_label(b, s, "endpoint", "/api", 0);
+	bytes = pb_pack(b, 0, &len);
+	before = tenant_stats(f);
+	struct ingest_series in = { labels, 1, bytes, len };
+	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 5000, &stats, &msg), 0);
+	/* Two label sets -> two series, two stored profiles; 3 pairs in all. */
+	assert_int_equal(stats.profiles, 2);
+	assert_int_equal(stats.samples, 3);
+	after = tenant_stats(f);
+	assert_int_equal(after.series - before.series, 2);
+	assert_int_equal(after.functions - before.functions, 2);
+	assert_int_equal(after.samples - before.samples, 3);
+	free(bytes);
+	pb_free(b);
+}
+
+static void test_rejected_request_writes_nothing(void **state)
+{
+	struct fx *f = *state;
+	struct pb *good = native_profile(), *bad = native_profile();
+	size_t l1, l2;
+	uint8_t *b1, *b2;
+	struct ingest_stats stats = { 77, 77 };
+	struct err_msg msg = { { 0 } };
+	struct store_tenant_stats before, after;
+
+	good->maps[0].build_id = pb_str(good, "feedface");
+	bad->smp[1].location_id[0] = 99;
+	b1 = pb_pack(good, 1, &l1);
+	b2 = pb_pack(bad, 0, &l2);
+	struct ingest_series in[] = { { app_labels, 3, b1, l1 }, { app_labels, 3, b2, l2 } };
+	before = tenant_stats(f);
+	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", in, 2, 1, &stats, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "profile 1: sample 1: location_id 99 not found"));
+	assert_int_equal(stats.profiles, 77);
+	after = tenant_stats(f);
+	assert_int_equal(after.series, before.series);
+	assert_int_equal(after.profiles, before.profiles);
+	assert_int_equal(after.samples, before.samples);
+	assert_int_equal(after.mappings, before.mappings);
+	assert_int_equal(after.locations, before.locations);
+	/* Too many profiles. */
+	f->lim.max_profiles = 1;
+	err_clear(&msg);
+	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", in, 2, 1, &stats, &msg), ERR_TOO_LARGE);
+	ingest_limits_default(&f->lim);
+	free(b1);
+	free(b2);
+	pb_free(good);
+	pb_free(bad);
+}
+
+static void test_legacy(void **state)
+{
+	struct fx *f = *state;
+	struct pb *b = native_profile();
+	size_t len;
+	uint8_t *bytes;
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct seen seen = { 0 };
+
+	b->p.time_nanos = 0;
+	bytes = pb_pack(b, 1, &len);
+	assert_int_equal(ingest_legacy(f->st, &f->lim, "t2", "legacy.app.cpu{region=eu}",
+				       2000000000, 12000000000, bytes, len, &stats, &msg), 0);
+	assert_int_equal(stats.profiles, 2);
+	assert_int_equal(store_series_with(f->st, "t2", "service_name", "legacy.app", series_cb,
+					   &seen), 0);
+	assert_int_equal(seen.n, 2);
+	{
+		struct sum s = { 0 };
+		assert_int_equal(store_profiles_each(f->st, "t2", seen.ids[0], 0, INT64_MAX,
+						     profile_cb, &s, &msg), 0);
+		assert_int_equal(s.time_ns, 2000000000);
+		assert_int_equal(s.duration_ns, 10000000000);
+	}
+	seen.n = 0;
+	assert_int_equal(store_series_with(f->st, "t2", "region", "eu", series_cb, &seen), 0);
+	assert_int_equal(seen.n, 2);
+	err_clear(&msg);
+	assert_int_equal(ingest_legacy(f->st, &f->lim, "t2", "bad{", 0, 0, bytes, len, &stats, &msg),
+			 ERR_INVALID);
+	assert_non_null(strstr(msg.text, "name:"));
+	free(bytes);
+	pb_free(b);
+}
+
+static void test_push(void **state)
+{
+	struct fx *f = *state;
+	struct pb *b = native_profile();
+	size_t plen, len;
+	uint8_t *pprof = pb_pack(b, 1, &plen), *body;
+	Push__V1__LabelPair l1 = PUSH__V1__LABEL_PAIR__INIT, l2 = PUSH__V1__LABEL_PAIR__INIT;
+	Push__V1__LabelPair *lp[] = { &l1, &l2 };
+	Push__V1__RawSample rs = PUSH__V1__RAW_SAMPLE__INIT, *rsp[] = { &rs };
+	Push__V1__RawProfileSeries ser = PUSH__V1__RAW_PROFILE_SERIES__INIT, *serp[] = { &ser };
+	Push__V1__PushRequest req = PUSH__V1__PUSH_REQUEST__INIT;
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct seen seen = { 0 };
+	static const char *json = "{\"series\":[{\"labels\":[{\"name\":\"__name__\",\"value\":"
+				  "\"process_cpu\"},{\"name\":\"service_name\",\"value\":\"pj\"}],"
+				  "\"samples\":[{\"rawProfile\":\"%s\"}]}]}";
+
+	l1.name = "__name__";
+	l1.value = "process_cpu";
+	l2.name = "service_name";
+	l2.value = "pushed";
+	rs.raw_profile.data = pprof;
+	rs.raw_profile.len = plen;
+	ser.labels = lp;
+	ser.n_labels = 2;
+	ser.samples = rsp;
+	ser.n_samples = 1;
+	req.series = serp;
+	req.n_series = 1;
+	len = push__v1__push_request__get_packed_size(&req);
+	body = malloc(len);
+	push__v1__push_request__pack(&req, body);
+	assert_int_equal(ingest_push(f->st, &f->lim, "t3", body, len, 0, &stats, &msg), 0);
+	assert_int_equal(stats.profiles, 2);
+	assert_int_equal(store_series_with(f->st, "t3", "service_name", "pushed", series_cb, &seen), 0);
+	assert_int_equal(seen.n, 2);
+
+	/* JSON with base64: a tiny encoder is enough here. */
+	{
+		static const char tab[] =
+			"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+		struct buf b64, doc;
+
+		buf_init(&b64, 0);
+		buf_init(&doc, 0);
+		for (size_t i = 0; i < plen; i += 3) {
+			uint32_t v = (uint32_t)pprof[i] << 16 |
+				     (i + 1 < plen ? (uint32_t)pprof[i + 1] << 8 : 0) |
+				     (i + 2 < plen ? pprof[i + 2] : 0);
+			buf_putc(&b64, tab[v >> 18 & 63]);
+			buf_putc(&b64, tab[v >> 12 & 63]);
+			buf_putc(&b64, i + 1 < plen ? tab[v >> 6 & 63] : '=');
+			buf_putc(&b64, i + 2 < plen ? tab[v & 63] : '=');
+		}
+		assert_int_equal(buf_printf(&doc, json, b64.data), 0);
+		assert_int_equal(ingest_push(f->st, &f->lim, "t3", doc.data, doc.len, 1, &stats, &msg), 0);
+		assert_int_equal(stats.profiles, 2);
+		seen.n = 0;
+		assert_int_equal(store_series_with(f->st, "t3", "service_name", "pj", series_cb, &seen), 0);
+		assert_int_equal(seen.n, 2);
+		/* A broken body writes nothing and says why. */
+		err_clear(&msg);
+		assert_int_equal(ingest_push(f->st, &f->lim, "t3", doc.data, doc.len - 3, 1, &stats,
+					     &msg), ERR_INVALID);
+		assert_non_null(strstr(msg.text, "json"));
+		buf_release(&b64);
+		buf_release(&doc);
+	}
+	free(body);
+	free(pprof);
+	pb_free(b);
+}
+
+/*
+ * End-to-end speed: decode + validate + store on one core, for 10-second CPU
+ * profiles drawn from a fixed pool of 2000 tree-shaped stacks of depth 30
+ * (what a running service sends: the same code paths again and again, at
+ * a new load address per process).  Printed, never asserted.
+ */
+static void test_speed(void **state)
+{
+	struct fx *f = *state;
+	enum { POOL = 2000, DEPTH = 30, SAMPLES = 3000, ROUNDS = 40, LOCS = 480 };
+	static uint64_t pool[POOL][DEPTH];
+	uint64_t x = 88172645463325252ULL;
+	int64_t t_total = 0, t_first = 0;
+	uint64_t samples = 0;
+	static const struct store_label labels[] = { { "service_name", "bench" },
+						      { "__name__", "process_cpu" } };
+
+#define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+	for (size_t k = 0; k < POOL; k++) {
+		size_t keep = k ? NEXT() % DEPTH : 0, from = k ? NEXT() % k : 0;
+		for (size_t j = 0; j < DEPTH; j++)
+			pool[k][j] = j < keep ? pool[from][j] : 1 + j * 16 + NEXT() % 16;
+	}
+	for (int r = 0; r < ROUNDS; r++) {
+		struct pb *b = pb_new(SAMPLES, DEPTH);
+		uint64_t base = 0x555500000000 + (uint64_t)r * 0x1000000, stack[DEPTH];
+		int64_t v[2];
+		size_t len;
+		uint8_t *bytes;
+		struct ingest_stats stats;
+		struct err_msg msg = { { 0 } };
+
+		pb_sample_type(b, "samples", "count");
+		pb_sample_type(b, "cpu", "nanoseconds");
+		pb_period(b, "cpu", "nanoseconds", 10000000);
+		pb_mapping(b, 1, base, base + 0x1000000, 0, "/usr/bin/server",
+			   "0123456789abcdef0123456789abcdef01234567");
+		for (size_t i = 1; i <= LOCS; i++)
+			pb_location(b, i, 1, base + 0x1000 + i * 16, 0, 0);
+		for (size_t i = 0; i < SAMPLES; i++) {
+			const uint64_t *p = pool[NEXT() % POOL];
+			for (size_t j = 0; j < DEPTH; j++)
+				stack[j] = p[DEPTH - 1 - j]; /* leaf first */
+			v[0] = 1 + (int64_t)(NEXT() % 3);
+			v[1] = v[0] * 10000000;
+			pb_sample(b, stack, DEPTH, v, 2);
+		}
+		b->p.time_nanos = 1700000000000000000 + (int64_t)r * 10000000000;
+		bytes = pb_pack(b, 1, &len);
+		int64_t t0 = clock_mono_ns();
+		struct ingest_series in = { labels, 2, bytes, len };
+		assert_int_equal(ingest_profiles(f->st, &f->lim, "bench", &in, 1, 1, &stats, &msg), 0);
+		if (r == 0)
+			t_first = clock_mono_ns() - t0;
+		else
+			t_total += clock_mono_ns() - t0;
+		if (r)
+			samples += SAMPLES;
+		free(bytes);
+		pb_free(b);
+	}
+#undef NEXT
+	printf("ingest: end to end (decode+validate+store): first profile %.1f ms, then %.0f "
+	       "pprof samples/s (%d profiles of %d samples, depth %d, %d distinct stacks)\n",
+	       (double)t_first / 1e6, (double)samples / ((double)t_total / 1e9), ROUNDS - 1,
+	       SAMPLES, DEPTH, POOL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_native),
+		cmocka_unit_test(test_go_labels),
+		cmocka_unit_test(test_rejected_request_writes_nothing),
+		cmocka_unit_test(test_legacy),
+		cmocka_unit_test(test_push),
+		cmocka_unit_test(test_speed),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

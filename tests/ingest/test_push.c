@@ -1,0 +1,235 @@
+/* test_push.c - push.v1 Push requests in binary protobuf and Connect JSON. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/err.h"
+#include "ingest/ingest_int.h"
+#include "pprof_builder.h"
+#include "push.pb-c.h"
+
+static struct pb *cpu_profile(void)
+{
+	struct pb *b = pb_new(4, 4);
+	uint64_t s1[] = { 1 };
+	int64_t v[] = { 5 };
+
+	pb_sample_type(b, "cpu", "nanoseconds");
+	pb_period(b, "cpu", "nanoseconds", 10000000);
+	pb_location(b, 1, 0, 0x1234, 0, 0);
+	pb_sample(b, s1, 1, v, 1);
+	return b;
+}
+
+static void b64(struct buf *out, const uint8_t *p, size_t n, int url)
+{
+	const char *tab = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+			      : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+		assert_int_equal(buf_putc(out, tab[v >> 18 & 63]), 0);
+		assert_int_equal(buf_putc(out, tab[v >> 12 & 63]), 0);
+		assert_int_equal(buf_putc(out, i + 1 < n ? tab[v >> 6 & 63] : '='), 0);
+		assert_int_equal(buf_putc(out, i + 2 < n ? tab[v & 63] : '='), 0);
+	}
+}
+
+static int decode(const void *body, size_t len, int json, struct arena *a,
+		  struct ingest_series **s, size_t *n, struct err_msg *msg)
+{
+	struct ingest_limits lim;
+
+	ingest_limits_default(&lim);
+	lim.max_profiles = 4;
+	err_clear(msg);
+	return ingest__decode_push(a, &lim, body, len, json, s, n, msg);
+}
+
+static void test_binary(void **state)
+{
+	struct pb *b = cpu_profile();
+	size_t plen, len;
+	uint8_t *pprof = pb_pack(b, 1, &plen), *body;
+	Push__V1__LabelPair l1 = PUSH__V1__LABEL_PAIR__INIT, l2 = PUSH__V1__LABEL_PAIR__INIT;
+	Push__V1__LabelPair *lp[] = { &l1, &l2 };
+	Push__V1__RawSample rs = PUSH__V1__RAW_SAMPLE__INIT, *rsp[] = { &rs, &rs };
+	Push__V1__RawProfileSeries ser = PUSH__V1__RAW_PROFILE_SERIES__INIT, *serp[] = { &ser };
+	Push__V1__PushRequest req = PUSH__V1__PUSH_REQUEST__INIT;
+	struct ingest_series *s;
+	struct err_msg msg;
+	struct arena a;
+	size_t n;
+	(void)state;
+
+	l1.name = "__name__";
+	l1.value = "process_cpu";
+	l2.name = "service_name";
+	l2.value = "pushed";
+	rs.raw_profile.data = pprof;
+	rs.raw_profile.len = plen;
+	rs.id = "uuid";
+	ser.labels = lp;
+	ser.n_labels = 2;
+	ser.samples = rsp;
+	ser.n_samples = 2;
+	req.series = serp;
+	req.n_series = 1;
+	len = push__v1__push_request__get_packed_size(&req);
+	body = malloc(len);
+	push__v1__push_request__pack(&req, body);
+
+	arena_init(&a, 0);
+	assert_int_equal(decode(body, len, 0, &a, &s, &n, &msg), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(s[1].n_labels, 2);
+	assert_string_equal(s[1].labels[1].value, "pushed");
+	assert_int_equal(s[1].len, plen);
+	assert_memory_equal(s[1].data, pprof, plen);
+	{
+		struct ingest_limits lim;
+		struct ingest_defaults d = { 1, 0 };
+		struct ingest_pprof pp;
+
+		ingest_limits_default(&lim);
+		assert_int_equal(ingest__convert(&a, &lim, &s[0], &d, &pp, &msg), 0);
+		assert_string_equal(pp.profile_types[0], "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
+	}
+	arena_release(&a);
+
+	/* Too many profiles. */
+	ser.n_samples = 2;
+	req.n_series = 1;
+	{
+		Push__V1__RawProfileSeries *three[] = { &ser, &ser, &ser };
+		req.series = three;
+		req.n_series = 3;
+		free(body);
+		len = push__v1__push_request__get_packed_size(&req);
+		body = malloc(len);
+		push__v1__push_request__pack(&req, body);
+	}
+	arena_init(&a, 0);
+	assert_int_equal(decode(body, len, 0, &a, &s, &n, &msg), ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "more than 4 profiles"));
+	arena_release(&a);
+
+	/* Truncated bytes never crash. */
+	for (size_t cut = 0; cut < len; cut++) {
+		arena_init(&a, 0);
+		int rc = decode(body, cut, 0, &a, &s, &n, &msg);
+		assert_true(rc == 0 || rc == ERR_INVALID || rc == ERR_TOO_LARGE);
+		arena_release(&a);
+	}
+	/* Not a protobuf. */
+	arena_init(&a, 0);
+	assert_int_equal(decode("\xff\xff\xff", 3, 0, &a, &s, &n, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "not a valid PushRequest"));
+	arena_release(&a);
+	free(body);
+	free(pprof);
+	pb_free(b);
+}
+
+static void test_json(void **state)
+{
+	struct pb *b = cpu_profile();
+	size_t plen;
+	uint8_t *pprof = pb_pack(b, 1, &plen);
+	struct buf body;
+	struct ingest_series *s;
+	struct err_msg msg;
+	struct arena a;
+	size_t n;
+	(void)state;
+
+	buf_init(&body, 0);
+	buf_puts(&body, "{\"series\":[{\"labels\":[{\"name\":\"__name__\",\"value\":\"process_cpu\"},"
+			"{\"name\":\"service_name\",\"value\":\"j\"}],\"samples\":[{\"rawProfile\":\"");
+	b64(&body, pprof, plen, 0);
+	buf_puts(&body, "\",\"ID\":\"x\"},{\"raw_profile\":\"");
+	b64(&body, pprof, plen, 1);
+	buf_puts(&body, "\"}]},{\"labels\":null,\"samples\":[],\"extra\":{\"ignored\":[1,2]}}]}");
+	arena_init(&a, 0);
+	assert_int_equal(decode(body.data, body.len, 1, &a, &s, &n, &msg), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(s[0].labels[1].name, "service_name");
+	assert_int_equal(s[0].len, plen);
+	assert_memory_equal(s[0].data, pprof, plen);
+	assert_memory_equal(s[1].data, pprof, plen);
+	arena_release(&a);
+
+	/* Truncations of the JSON body: all rejected cleanly. */
+	for (size_t cut = 0; cut < body.len; cut += 7) {
+		arena_init(&a, 0);
+		assert_int_equal(decode(body.data, cut, 1, &a, &s, &n, &msg), ERR_INVALID);
+		assert_true(msg.text[0] != '\0');
+		arena_release(&a);
+	}
+	buf_release(&body);
+	free(pprof);
+	pb_free(b);
+}
+
+static void test_json_errors(void **state)
+{
+	static const struct {
+		const char *body;
+		const char *err;
+	} cases[] = {
+		{ "[]", "request must be a JSON object" },
+		{ "{\"series\":{}}", "series must be an array" },
+		{ "{\"series\":[1]}", "series 0 must be an object" },
+		{ "{\"series\":[{\"samples\":{}}]}", "series 0: samples must be an array" },
+		{ "{\"series\":[{\"labels\":[1]}]}", "series 0: label 0 must be" },
+		{ "{\"series\":[{\"labels\":[{\"name\":1}]}]}", "series 0: label 0 must be" },
+		{ "{\"series\":[{\"samples\":[{}]}]}", "sample 0: rawProfile is missing" },
+		{ "{\"series\":[{\"samples\":[{\"rawProfile\":5}]}]}", "rawProfile must be a base64" },
+		{ "{\"series\":[{\"samples\":[{\"rawProfile\":\"!!\"}]}]}", "not valid base64" },
+		{ "{\"series\":[{\"samples\":[{},{},{},{},{}]}]}", "more than 4 profiles" },
+		{ "{\"series\":[}", "json: " },
+	};
+	struct ingest_series *s;
+	struct err_msg msg;
+	struct arena a;
+	size_t n;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		arena_init(&a, 0);
+		int rc = decode(cases[i].body, strlen(cases[i].body), 1, &a, &s, &n, &msg);
+		if (rc == 0 || !strstr(msg.text, cases[i].err))
+			fail_msg("'%s': want '%s', got %d '%s'", cases[i].body, cases[i].err, rc,
+				 msg.text);
+		arena_release(&a);
+	}
+	/* Empty request: no profiles. */
+	arena_init(&a, 0);
+	assert_int_equal(decode("{}", 2, 1, &a, &s, &n, &msg), 0);
+	assert_int_equal(n, 0);
+	arena_release(&a);
+	/* Request size limit. */
+	{
+		struct ingest_limits lim;
+		ingest_limits_default(&lim);
+		lim.max_request_bytes = 1;
+		arena_init(&a, 0);
+		assert_int_equal(ingest__decode_push(&a, &lim, "{}", 2, 1, &s, &n, &msg),
+				 ERR_TOO_LARGE);
+		arena_release(&a);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_binary),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_json_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
