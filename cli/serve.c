@@ -1,0 +1,291 @@
+/*
+ * serve.c - `unhex serve`: open the store, optionally preload a workload
+ * directory, run the HTTP server until SIGINT or SIGTERM, shut down cleanly.
+ *
+ * Signals are blocked before any thread starts, so civetweb's threads
+ * inherit the mask and only the main thread receives them, in sigwait().
+ */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "cli/cli.h"
+#include "ingest/ingest.h"
+#include "storage/storage.h"
+#include "web/web.h"
+
+#define MANIFEST_LINE_MAX 65536
+
+static void serve_help(FILE *f)
+{
+	fputs("usage: unhex serve [options]\n"
+	      "\n"
+	      "Runs the HTTP server until SIGINT or SIGTERM.\n"
+	      "\n"
+	      "  --data DIR                  store directory (default ./data)\n"
+	      "  --listen HOST:PORT          listen address (default 0.0.0.0:4040; port 0 picks one)\n"
+	      "  --preload DIR               ingest DIR/manifest.tsv into tenant anonymous when the\n"
+	      "                              store is empty\n"
+	      "  --threads N                 worker threads (default 8)\n"
+	      "  --max-request-bytes N       largest request body (K, M, G suffixes)\n"
+	      "  --max-decompressed-bytes N  largest pprof after gunzip\n"
+	      "  --max-samples N             samples in one pprof\n"
+	      "  --max-stack-depth N         locations in one sample\n"
+	      "  --max-labels N              labels of one series\n"
+	      "  --sync-writes               fsync the WAL at every commit\n"
+	      "  --log-level L               error, warn, info (default) or debug\n",
+	      f);
+}
+
+static int count_tenant(void *ctx, const char *tenant)
+{
+	(void)tenant;
+	++*(size_t *)ctx;
+	return 0;
+}
+
+/* Ingests one manifest line "<path>\t<name>\t<unix seconds>". */
+static int preload_line(struct store *st, const struct ingest_limits *lim, const char *dir,
+			char *line, struct ingest_stats *total, struct err_msg *msg)
+{
+	char *name, *when, *path;
+	uint64_t secs;
+	struct ingest_stats one = { 0 };
+	struct buf file;
+	int rc;
+
+	name = strchr(line, '\t');
+	when = name ? strchr(name + 1, '\t') : NULL;
+	if (!when)
+		return err_set(msg, ERR_INVALID, "expected <path> TAB <name> TAB <unix seconds>");
+	*name++ = '\0';
+	*when++ = '\0';
+	if (cli_parse_u64(when, &secs) || secs > INT64_MAX / 1000000000)
+		return err_set(msg, ERR_INVALID, "bad time \"%s\"", when);
+	if (asprintf(&path, "%s/%s", dir, line) < 0)
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	buf_init(&file, lim->max_request_bytes);
+	rc = cli_read_file(path, &file, msg);
+	if (!rc)
+		rc = ingest_legacy(st, lim, WEB_DEFAULT_TENANT, name, (int64_t)secs * 1000000000,
+				   (int64_t)secs * 1000000000, file.data, file.len, &one, msg);
+	if (!rc) {
+		total->profiles += one.profiles;
+		total->samples += one.samples;
+	}
+	buf_release(&file);
+	free(path);
+	return rc;
+}
+
+static int preload(struct store *st, const struct ingest_limits *lim, const char *dir)
+{
+	struct ingest_stats total = { 0 };
+	size_t tenants = 0, files = 0, failed = 0, lineno = 0, cap = 0;
+	char *line = NULL, *manifest = NULL;
+	int64_t t0 = clock_mono_ns();
+	ssize_t n;
+	FILE *f;
+
+	store_tenants(st, count_tenant, &tenants);
+	if (tenants > 0) {
+		log_info("preload: the store already holds data; skipping %s", dir);
+		return 0;
+	}
+	if (asprintf(&manifest, "%s/manifest.tsv", dir) < 0)
+		return ERR_NOMEM;
+	f = fopen(manifest, "r");
+	if (!f) {
+		log_error("preload: cannot open %s", manifest);
+		free(manifest);
+		return ERR_IO;
+	}
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		struct err_msg msg;
+
+		lineno++;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = '\0';
+		if (n == 0 || line[0] == '#')
+			continue;
+		err_clear(&msg);
+		files++;
+		if (n > MANIFEST_LINE_MAX)
+			err_set(&msg, ERR_INVALID, "line longer than %d bytes", MANIFEST_LINE_MAX);
+		else if (preload_line(st, lim, dir, line, &total, &msg) == 0)
+			continue;
+		failed++;
+		log_warn("preload: %s:%zu: %s", manifest, lineno, msg.text);
+	}
+	free(line);
+	fclose(f);
+	log_info("preload: %zu files from %s: %llu profiles, %llu samples in %.2f s (%zu failed)",
+		 files - failed, dir, (unsigned long long)total.profiles,
+		 (unsigned long long)total.samples, (double)(clock_mono_ns() - t0) / 1e9, failed);
+	free(manifest);
+	return 0;
+}
+
+/* The URL a user can open for a listen address, e.g. 0.0.0.0:4040 -> 127.0.0.1. */
+static void reachable_url(const char *listen, int port, char *out, size_t len, int *all)
+{
+	const char *colon = strrchr(listen, ':');
+	size_t hlen = colon ? (size_t)(colon - listen) : 0;
+	char host[256];
+
+	if (hlen >= sizeof(host))
+		hlen = 0;
+	memcpy(host, listen, hlen);
+	host[hlen] = '\0';
+	*all = hlen == 0 || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0;
+	if (*all)
+		snprintf(out, len, "http://%s:%d", strcmp(host, "[::]") == 0 ? "[::1]" : "127.0.0.1",
+			 port);
+	else
+		snprintf(out, len, "http://%s:%d", host, port);
+}
+
+static int parse_level(const char *s, enum log_level *out)
+{
+	static const char *names[] = { "error", "warn", "info", "debug" };
+
+	for (int i = 0; i < 4; i++)
+		if (strcmp(s, names[i]) == 0) {
+			*out = (enum log_level)i;
+			return 0;
+		}
+	return ERR_INVALID;
+}
+
+enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
+       O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP };
+
+static const struct option serve_opts[] = {
+	{ "data", required_argument, NULL, O_DATA },
+	{ "listen", required_argument, NULL, O_LISTEN },
+	{ "preload", required_argument, NULL, O_PRELOAD },
+	{ "threads", required_argument, NULL, O_THREADS },
+	{ "max-request-bytes", required_argument, NULL, O_MAX_REQ },
+	{ "max-decompressed-bytes", required_argument, NULL, O_MAX_DEC },
+	{ "max-samples", required_argument, NULL, O_MAX_SAMPLES },
+	{ "max-stack-depth", required_argument, NULL, O_MAX_DEPTH },
+	{ "max-labels", required_argument, NULL, O_MAX_LABELS },
+	{ "sync-writes", no_argument, NULL, O_SYNC },
+	{ "log-level", required_argument, NULL, O_LOG },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct serve_args {
+	const char *data;
+	const char *preload;
+	int sync_writes;
+	struct web_options web;
+};
+
+static int parse_serve(int argc, char **argv, struct serve_args *a)
+{
+	int c, idx = 0;
+
+	a->data = "./data";
+	web_options_default(&a->web);
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", serve_opts, &idx)) != -1) {
+		size_t v = 0;
+		enum log_level lvl;
+
+		switch (c) {
+		case O_DATA: a->data = optarg; break;
+		case O_LISTEN: a->web.listen = optarg; break;
+		case O_PRELOAD: a->preload = optarg; break;
+		case O_SYNC: a->sync_writes = 1; break;
+		case O_HELP: serve_help(stdout); return -1;
+		case O_LOG:
+			if (parse_level(optarg, &lvl))
+				return cli_usage_error("serve", "--log-level: \"%s\" is not error, "
+							"warn, info or debug", optarg);
+			log_set_level(lvl);
+			break;
+		case O_THREADS: case O_MAX_REQ: case O_MAX_DEC: case O_MAX_SAMPLES:
+		case O_MAX_DEPTH: case O_MAX_LABELS:
+			if (cli_parse_size(optarg, &v) || v == 0)
+				return cli_usage_error("serve", "--%s: \"%s\" is not a positive number",
+						       serve_opts[idx].name, optarg);
+			if (c == O_THREADS)
+				a->web.threads = v > 256 ? 256 : (int)v;
+			else if (c == O_MAX_REQ)
+				a->web.limits.max_request_bytes = v;
+			else if (c == O_MAX_DEC)
+				a->web.limits.max_decompressed_bytes = v;
+			else if (c == O_MAX_SAMPLES)
+				a->web.limits.max_samples = v;
+			else if (c == O_MAX_DEPTH)
+				a->web.limits.max_stack_depth = v;
+			else
+				a->web.limits.max_labels = v;
+			break;
+		default:
+			return cli_usage_error("serve", "unknown or incomplete option \"%s\"",
+					       argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("serve", "unexpected argument \"%s\"", argv[optind]);
+	return 0;
+}
+
+int cli_serve(int argc, char **argv)
+{
+	struct serve_args a = { 0 };
+	struct store_options so = { 0 };
+	struct store *st = NULL;
+	struct web_server *srv = NULL;
+	struct err_msg msg;
+	sigset_t set;
+	char url[300];
+	int rc, sig = 0, all = 0;
+
+	rc = parse_serve(argc, argv, &a);
+	if (rc)
+		return rc < 0 ? CLI_EXIT_OK : rc;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+	err_clear(&msg);
+	so.dir = a.data;
+	so.sync_writes = a.sync_writes;
+	if (store_open(&so, &st, &msg)) {
+		log_error("cannot open the store in %s: %s", a.data, msg.text);
+		return CLI_EXIT_FAIL;
+	}
+	if (a.preload)
+		preload(st, &a.web.limits, a.preload);
+	if (web_server_start(st, &a.web, &srv, &msg)) {
+		log_error("%s", msg.text);
+		store_close(st);
+		return CLI_EXIT_FAIL;
+	}
+	reachable_url(a.web.listen, web_server_port(srv), url, sizeof(url), &all);
+	printf("unhex: listening on %s\n", url);
+	fflush(stdout);
+	log_info("serving %s on %s%s", a.data, all ? "all interfaces, port " : a.web.listen,
+		 all ? strrchr(url, ':') + 1 : "");
+
+	while (sigwait(&set, &sig) != 0)
+		;
+	log_info("received %s; finishing in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	web_server_stop(srv);
+	store_close(st);
+	log_info("stopped");
+	return CLI_EXIT_OK;
+}

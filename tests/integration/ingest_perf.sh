@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# ingest_perf.sh - a real profile end to end: build a program and a shared
+# library with -g -O2, profile them with perf (or the gperftools profiler when
+# the kernel refuses perf), convert with perf2pprof, ingest the pprof three
+# ways (unhex ingest, curl multipart, push.v1 JSON) into separate tenants, and
+# check that the stored counts equal what pprofinfo says must be stored, in
+# the running server and, after a clean shutdown, in the store on disk.
+# Also: tenants do not see each other's data; /metrics, /ready and / answer.
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+need UNHEX
+need PERF2PPROF
+need PPROFINFO
+
+NAME='perftest.cpu{env=test,host=a}'
+
+# ---- a program with several mappings: main binary, libwork.so, libc, ld.so
+cat >"$WORK/work.c" <<'EOF'
+#include <stdlib.h>
+#include <string.h>
+static int cmp(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+	return x < y ? -1 : x > y;
+}
+__attribute__((noinline)) unsigned work_hash(const unsigned *v, size_t n)
+{
+	unsigned h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ v[i]) * 16777619u;
+	return h;
+}
+unsigned work_sort(size_t n, unsigned seed)
+{
+	unsigned *v = malloc(n * sizeof(*v)), h;
+	for (size_t i = 0; i < n; i++)
+		v[i] = seed = seed * 1103515245u + 12345u;
+	qsort(v, n, sizeof(*v), cmp);
+	h = work_hash(v, n);
+	free(v);
+	return h;
+}
+EOF
+cat >"$WORK/main.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+unsigned work_sort(size_t n, unsigned seed);
+__attribute__((noinline)) static unsigned spin(unsigned x)
+{
+	for (int i = 0; i < 2000000; i++)
+		x = x * 2654435761u + (unsigned)i;
+	return x;
+}
+__attribute__((noinline)) static unsigned level2(unsigned s)
+{
+	return work_sort(20000, s) ^ spin(s);
+}
+__attribute__((noinline)) static unsigned level1(unsigned s)
+{
+	return level2(s) + spin(s + 1);
+}
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 1.5;
+	struct timespec t0, t;
+	unsigned acc = 0, s = 1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		acc += level1(s++);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	printf("%u\n", acc);
+	return 0;
+}
+EOF
+cc -g -O2 -fPIC -shared -o "$WORK/libwork.so" "$WORK/work.c"
+cc -g -O2 -o "$WORK/prog" "$WORK/main.c" -L"$WORK" -lwork -Wl,-rpath,"$WORK"
+
+# ---- profile it for real
+PPROF="$WORK/out.pb.gz"
+if perf record -q -F 999 -g --call-graph dwarf -o "$WORK/perf.data" "$WORK/prog" 1.5 \
+	>/dev/null 2>"$WORK/perf.err" && [ -s "$WORK/perf.data" ]; then
+	note "profiled with perf"
+	"$PERF2PPROF" -i "$WORK/perf.data" -o "$PPROF"
+else
+	note "perf refused ($(head -c 200 "$WORK/perf.err")); using the gperftools profiler"
+	LIBPROFILER=$(ls /usr/lib/*/libprofiler.so* /usr/lib/libprofiler.so* 2>/dev/null | sed -n 1p || true)
+	[ -n "$LIBPROFILER" ] || fail "neither perf nor libprofiler.so is usable"
+	LD_PRELOAD="$LIBPROFILER" CPUPROFILE="$WORK/cpu.prof" CPUPROFILE_FREQUENCY=999 \
+		"$WORK/prog" 1.5 >/dev/null
+	"$PERF2PPROF" --gperftools "$WORK/cpu.prof" -o "$PPROF"
+fi
+[ -s "$PPROF" ] || fail "perf2pprof wrote no profile"
+INFO=$("$PPROFINFO" --json "$PPROF")
+note "pprofinfo: $INFO"
+STORED=$(field "$INFO" stored_samples)
+NTYPES=$(jq '.sample_types | length' <<<"$INFO")
+[ "$STORED" -gt 0 ] || fail "the profile holds no samples"
+[ "$NTYPES" -ge 2 ] || fail "expected samples/count and cpu/nanoseconds, got $NTYPES types"
+[ "$(field "$INFO" mappings)" -ge 3 ] || fail "expected main, libwork.so and libc mappings"
+
+DATA="$WORK/data"
+start_server "$DATA"
+
+http GET /ready
+expect_status 200 ready "GET /ready"
+http GET /
+expect_status 200 unhex "GET /"
+
+# ---- 1. unhex ingest (tenant perf-cli)
+OUT=$("$UNHEX" ingest --server "$URL" --tenant perf-cli --name "$NAME" "$PPROF") ||
+	fail "unhex ingest failed: $OUT"
+note "unhex ingest: $OUT"
+case "$OUT" in *"1 of 1 files accepted"*", $STORED samples"*) ;;
+*) fail "unhex ingest summary does not report $STORED samples: $OUT" ;;
+esac
+
+# ---- 2. curl, raw body (tenant perf-raw): the response body counts
+ENC_NAME=$(jq -rn --arg n "$NAME" '$n|@uri')
+http POST "/ingest?name=$ENC_NAME&format=pprof&from=now-10s&until=now" \
+	-H 'X-Scope-OrgID: perf-raw' --data-binary @"$PPROF"
+expect_status 200 '"samples":' "raw /ingest"
+[ "$(field "$BODY" samples)" = "$STORED" ] || fail "raw /ingest stored $(field "$BODY" samples), want $STORED"
+PROFILES=$(field "$BODY" profiles)
+[ "$PROFILES" -ge "$NTYPES" ] || fail "expected at least $NTYPES profiles, got $PROFILES"
+
+# ---- 3. curl multipart, as Pyroscope clients send it (tenant perf-mp)
+http POST "/pyroscope/ingest?name=$ENC_NAME&spyName=perf&sampleRate=999" \
+	-H 'X-Scope-OrgID: perf-mp' -F "profile=@$PPROF" -F 'sample_type_config={}'
+expect_status 200 '"samples":' "multipart /pyroscope/ingest"
+[ "$(field "$BODY" samples)" = "$STORED" ] || fail "multipart stored $(field "$BODY" samples), want $STORED"
+[ "$(field "$BODY" profiles)" = "$PROFILES" ] || fail "multipart profiles differ"
+
+# ---- 4. push.v1 Connect JSON (tenant perf-push)
+base64 -w0 "$PPROF" >"$WORK/b64"
+jq -n --rawfile p "$WORK/b64" '{series:[{labels:[
+	{name:"__name__",value:"process_cpu"},{name:"service_name",value:"perftest"},
+	{name:"env",value:"test"},{name:"host",value:"a"}],
+	samples:[{rawProfile:$p,ID:"6a3c5e1e-0000-4000-8000-000000000001"}]}]}' >"$WORK/push.json"
+http POST /push.v1.PusherService/Push -H 'X-Scope-OrgID: perf-push' \
+	-H 'Content-Type: application/json' --data-binary @"$WORK/push.json"
+expect_status 200 '{}' "push.v1 JSON"
+
+# ---- 5. push.v1 binary protobuf, gzipped on the wire (tenant perf-pushbin)
+varint() {
+	local n=$1
+	while [ "$n" -ge 128 ]; do
+		printf "\\x$(printf %02x $(((n & 127) | 128)))"
+		n=$((n >> 7))
+	done
+	printf "\\x$(printf %02x "$n")"
+}
+ld() { # TAG FILE: a length-delimited protobuf field
+	printf "\\x$1"
+	varint "$(stat -c %s "$2")"
+	cat "$2"
+}
+: >"$WORK/series.bin"
+for kv in __name__=process_cpu service_name=perftest env=test host=a; do
+	printf '%s' "${kv%%=*}" >"$WORK/k"
+	printf '%s' "${kv#*=}" >"$WORK/v"
+	{ ld 0a "$WORK/k"; ld 12 "$WORK/v"; } >"$WORK/pair.bin"
+	ld 0a "$WORK/pair.bin" >>"$WORK/series.bin"
+done
+ld 0a "$PPROF" >"$WORK/sample.bin"
+ld 12 "$WORK/sample.bin" >>"$WORK/series.bin"
+ld 0a "$WORK/series.bin" | gzip -c >"$WORK/push.bin.gz"
+http POST /push.v1.PusherService/Push -H 'X-Scope-OrgID: perf-pushbin' \
+	-H 'Content-Type: application/proto' -H 'Content-Encoding: gzip' --data-binary @"$WORK/push.bin.gz"
+expect_status 200 '' "push.v1 binary, gzipped"
+[ -z "$BODY" ] || fail "binary push answered with a body: $BODY"
+
+# ---- stats per tenant equal what pprofinfo says
+declare -A SEEN
+for t in perf-cli perf-raw perf-mp perf-push perf-pushbin; do
+	S=$(tenant_stats "$t")
+	note "stats $t: $S"
+	[ "$(field "$S" samples)" = "$STORED" ] || fail "$t: stats samples $(field "$S" samples), want $STORED"
+	[ "$(field "$S" profiles)" = "$PROFILES" ] || fail "$t: stats profiles $(field "$S" profiles), want $PROFILES"
+	[ "$(field "$S" series)" -ge "$NTYPES" ] || fail "$t: expected at least $NTYPES series"
+	[ "$(field "$S" mappings)" -ge 3 ] || fail "$t: expected at least 3 mappings"
+	[ "$(field "$S" locations)" -gt 0 ] || fail "$t: no locations"
+	[ "$(field "$S" stacks)" -ge "$(field "$INFO" distinct_stacks)" ] ||
+		fail "$t: fewer stack nodes than distinct stacks"
+	SEEN[$t]=$(counts "$S")
+done
+# The three /ingest paths stored the same thing.
+same() { [ "$(jq -c 'del(.tenant)' <<<"${SEEN[$1]}")" = "$(jq -c 'del(.tenant)' <<<"${SEEN[$2]}")" ]; }
+same perf-cli perf-raw || fail "cli and raw differ: ${SEEN[perf-cli]} ${SEEN[perf-raw]}"
+same perf-mp perf-raw || fail "multipart and raw differ: ${SEEN[perf-mp]} ${SEEN[perf-raw]}"
+
+# ---- tenants are isolated
+http POST "/ingest?name=$ENC_NAME&format=pprof" -H 'X-Scope-OrgID: a' --data-binary @"$PPROF"
+expect_status 200 '"samples":' "tenant a ingest"
+A=$(tenant_stats a)
+B=$(tenant_stats b)
+[ "$(field "$A" samples)" = "$STORED" ] || fail "tenant a does not see its data"
+[ "$(counts "$B")" = '{"functions":0,"locations":0,"mappings":0,"profiles":0,"samples":0,"series":0,"stacks":0,"tenant":"b"}' ] ||
+	fail "tenant b sees data: $B"
+ANON=$(tenant_stats anonymous)
+[ "$(field "$ANON" samples)" = 0 ] || fail "anonymous sees data: $ANON"
+
+# ---- the CLI's remote stats and the metrics agree
+OUT=$("$UNHEX" stats --server "$URL" --tenant perf-cli)
+grep -Eq "samples +$STORED\$" <<<"$OUT" || fail "unhex stats --server: $OUT"
+http GET /metrics
+expect_status 200 unhex_ingest_samples_total "GET /metrics"
+grep -q "^unhex_ingest_samples_total $((STORED * 6))\$" <<<"$BODY" || fail "metrics samples: $BODY"
+grep -q '^unhex_ingest_requests_total{endpoint="/push.v1.PusherService/Push",code="200"} 2$' <<<"$BODY" ||
+	fail "metrics push count: $BODY"
+grep -q '^unhex_build_info{version="' <<<"$BODY" || fail "no build info"
+
+# ---- after a clean shutdown the store on disk says the same
+stop_server
+LOCAL=$("$UNHEX" stats --data "$DATA" --json)
+note "unhex stats --data: $LOCAL"
+for t in perf-cli perf-raw perf-mp perf-push perf-pushbin; do
+	got=$(jq -cS --arg t "$t" '.tenants[] | select(.tenant == $t) | del(.bytes)' <<<"$LOCAL")
+	[ "$got" = "${SEEN[$t]}" ] || fail "$t on disk: $got, served: ${SEEN[$t]}"
+done
+"$UNHEX" stats --data "$DATA" | grep -q "tenant perf-push" || fail "human stats lack perf-push"
+echo "PASS ingest_perf ($STORED samples, $PROFILES profiles per ingest)"

@@ -1,0 +1,127 @@
+# lib.sh - shared helpers of the integration tests: a scratch directory, the
+# real `unhex serve` on 127.0.0.1:0 with a fresh data dir, curl wrappers and
+# assertions.  Sourced by the test scripts; everything started here is
+# stopped and removed by the EXIT trap.
+#
+# Environment: UNHEX (required), PERF2PPROF, PPROFINFO, WORKLOAD (per test).
+
+set -euo pipefail
+
+: "${UNHEX:?UNHEX must point to the unhex binary}"
+WORK=$(mktemp -d /tmp/unhex-it.XXXXXX)
+SERVER_PID=
+SERVER_N=0
+
+cleanup() {
+	local rc=$?
+	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -KILL "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+	fi
+	if [ $rc -ne 0 ]; then
+		for f in "$WORK"/server.*.log; do
+			[ -f "$f" ] || continue
+			echo "---- $f (last 30 lines)" >&2
+			tail -n 30 "$f" >&2
+		done
+	fi
+	rm -rf "$WORK"
+	exit $rc
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+note() {
+	echo "-- $*" >&2
+}
+
+need() {
+	local var=$1
+	[ -n "${!var:-}" ] && [ -x "${!var}" ] || fail "$var is not set to an executable (${!var:-unset})"
+}
+
+# start_server DATA_DIR [serve flags...]: sets SERVER_PID, PORT, URL.
+start_server() {
+	local data=$1 out line i
+	shift
+	SERVER_N=$((SERVER_N + 1))
+	out="$WORK/server.$SERVER_N.out"
+	"$UNHEX" serve --data "$data" --listen 127.0.0.1:0 "$@" \
+		>"$out" 2>"$WORK/server.$SERVER_N.log" &
+	SERVER_PID=$!
+	for i in $(seq 1 600); do
+		line=$(head -n 1 "$out" 2>/dev/null || true)
+		if [[ $line =~ ^unhex:\ listening\ on\ http://127\.0\.0\.1:([0-9]+)$ ]]; then
+			PORT=${BASH_REMATCH[1]}
+			URL="http://127.0.0.1:$PORT"
+			return 0
+		fi
+		kill -0 "$SERVER_PID" 2>/dev/null || {
+			wait "$SERVER_PID" || true
+			SERVER_PID=
+			fail "server exited before listening: $(cat "$WORK/server.$SERVER_N.log")"
+		}
+		sleep 0.1
+	done
+	fail "server did not print its listening line in 60 s"
+}
+
+# stop_server: SIGTERM, and the exit status must be 0 (LeakSanitizer
+# reports make it non-zero under ASan).
+stop_server() {
+	local rc=0
+	kill -TERM "$SERVER_PID"
+	wait "$SERVER_PID" || rc=$?
+	SERVER_PID=
+	[ $rc -eq 0 ] || fail "server exited with $rc after SIGTERM: $(tail -n 40 "$WORK/server.$SERVER_N.log")"
+}
+
+# kill_server: kill -9, no questions asked.
+kill_server() {
+	kill -KILL "$SERVER_PID"
+	wait "$SERVER_PID" 2>/dev/null || true
+	SERVER_PID=
+}
+
+# http METHOD PATH [curl args...]: sets STATUS and BODY.
+http() {
+	local method=$1 path=$2
+	shift 2
+	STATUS=$(curl -sS -o "$WORK/body" -w '%{http_code}' -X "$method" "$@" "$URL$path") ||
+		fail "curl $method $path failed"
+	BODY=$(cat "$WORK/body")
+}
+
+# expect_status CODE SUBSTRING WHAT: checks the last http call.
+expect_status() {
+	local code=$1 sub=$2 what=$3
+	[ "$STATUS" = "$code" ] || fail "$what: expected HTTP $code, got $STATUS: $BODY"
+	if [ -n "$sub" ]; then
+		case "$BODY" in
+		*"$sub"*) ;;
+		*) fail "$what: HTTP $code body lacks \"$sub\": $BODY" ;;
+		esac
+	fi
+	note "$what: HTTP $STATUS $(head -c 160 <<<"$BODY" | tr "\n" " ")"
+}
+
+# tenant_stats TENANT: the server's /api/v1/stats JSON for TENANT.
+tenant_stats() {
+	http GET /api/v1/stats -H "X-Scope-OrgID: $1"
+	[ "$STATUS" = 200 ] || fail "stats for $1: HTTP $STATUS $BODY"
+	echo "$BODY"
+}
+
+# counts JSON: the stats without the byte sizes (which change with flushes).
+counts() {
+	jq -cS 'del(.bytes)' <<<"$1"
+}
+
+# field JSON NAME
+field() {
+	jq -r ".$2" <<<"$1"
+}

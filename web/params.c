@@ -1,0 +1,228 @@
+/*
+ * params.c - parsing of untrusted request parameters: query strings, time
+ * values, tenant ids and media types; and the ERR_* -> HTTP status table.
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <string.h>
+#include <strings.h>
+
+#include "web/web_int.h"
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decodes the form-urlencoded value [p, end) into out. */
+static int url_decode(const char *p, const char *end, char *out, size_t out_len)
+{
+	size_t n = 0;
+
+	while (p < end) {
+		int c = (unsigned char)*p;
+
+		if (c == '+') {
+			c = ' ';
+			p++;
+		} else if (c == '%') {
+			int hi, lo;
+
+			if (end - p < 3)
+				return ERR_INVALID;
+			hi = hexval((unsigned char)p[1]);
+			lo = hexval((unsigned char)p[2]);
+			if (hi < 0 || lo < 0)
+				return ERR_INVALID;
+			c = hi * 16 + lo;
+			if (c == 0)
+				return ERR_INVALID;
+			p += 3;
+		} else {
+			p++;
+		}
+		if (n + 1 >= out_len)
+			return ERR_TOO_LARGE;
+		out[n++] = (char)c;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+int web__query_param(const char *qs, const char *key, char *out, size_t out_len)
+{
+	size_t klen = strlen(key);
+	const char *p = qs;
+
+	if (!qs || out_len == 0)
+		return ERR_NOT_FOUND;
+	while (*p) {
+		const char *amp = strchr(p, '&');
+		const char *end = amp ? amp : p + strlen(p);
+		const char *eq = memchr(p, '=', (size_t)(end - p));
+		const char *kend = eq ? eq : end;
+
+		if ((size_t)(kend - p) == klen && memcmp(p, key, klen) == 0) {
+			if (!eq) {
+				out[0] = '\0';
+				return 0;
+			}
+			return url_decode(eq + 1, end, out, out_len);
+		}
+		if (!amp)
+			break;
+		p = amp + 1;
+	}
+	return ERR_NOT_FOUND;
+}
+
+/* Multiplies with overflow detection. */
+static int mul_ok(int64_t a, int64_t b, int64_t *out)
+{
+	return !__builtin_mul_overflow(a, b, out);
+}
+
+static int parse_relative(const char *what, const char *s, int64_t now_ns, int64_t *out_ns,
+			  struct err_msg *msg)
+{
+	int64_t n = 0, unit, delta;
+	const char *p = s;
+
+	if (!isdigit((unsigned char)*p))
+		return err_set(msg, ERR_INVALID, "%s: expected now-<number><unit>, got \"%s\"",
+			       what, s);
+	while (isdigit((unsigned char)*p)) {
+		if (n > (INT64_MAX - 9) / 10)
+			return err_set(msg, ERR_INVALID, "%s: number out of range", what);
+		n = n * 10 + (*p++ - '0');
+	}
+	if (strcmp(p, "s") == 0)
+		unit = 1000000000LL;
+	else if (strcmp(p, "m") == 0)
+		unit = 60LL * 1000000000LL;
+	else if (strcmp(p, "h") == 0)
+		unit = 3600LL * 1000000000LL;
+	else if (strcmp(p, "d") == 0)
+		unit = 86400LL * 1000000000LL;
+	else if (strcmp(p, "w") == 0)
+		unit = 7LL * 86400LL * 1000000000LL;
+	else
+		return err_set(msg, ERR_INVALID, "%s: unknown unit \"%s\" (use s, m, h, d or w)",
+			       what, p);
+	if (!mul_ok(n, unit, &delta) || delta > now_ns)
+		return err_set(msg, ERR_INVALID, "%s: \"now-%s\" is out of range", what, s);
+	*out_ns = now_ns - delta;
+	return 0;
+}
+
+int web__parse_time(const char *what, const char *s, int64_t now_ns, int64_t *out_ns,
+		    struct err_msg *msg)
+{
+	int64_t v = 0, scale;
+	const char *p = s;
+
+	if (strcmp(s, "now") == 0) {
+		*out_ns = now_ns;
+		return 0;
+	}
+	if (strncmp(s, "now-", 4) == 0)
+		return parse_relative(what, s + 4, now_ns, out_ns, msg);
+	if (!*p)
+		return err_set(msg, ERR_INVALID, "%s: empty time", what);
+	for (; *p; p++) {
+		if (!isdigit((unsigned char)*p))
+			return err_set(msg, ERR_INVALID,
+				       "%s: \"%s\" is not a Unix time or now[-<N><unit>]", what, s);
+		if (v > (INT64_MAX - 9) / 10)
+			return err_set(msg, ERR_INVALID, "%s: \"%s\" is out of range", what, s);
+		v = v * 10 + (*p - '0');
+	}
+	/* Seconds now are ~1.7e9; ms ~1.7e12; us ~1.7e15; ns ~1.7e18. */
+	if (v < 100000000000LL)
+		scale = 1000000000LL;
+	else if (v < 100000000000000LL)
+		scale = 1000000LL;
+	else if (v < 100000000000000000LL)
+		scale = 1000LL;
+	else
+		scale = 1;
+	if (!mul_ok(v, scale, out_ns))
+		return err_set(msg, ERR_INVALID, "%s: \"%s\" is out of range", what, s);
+	return 0;
+}
+
+int web__tenant_check(const char *s, struct err_msg *msg)
+{
+	static const char extra[] = "!_.*'()-";
+	size_t n = strlen(s);
+
+	if (n == 0)
+		return err_set(msg, ERR_INVALID, "X-Scope-OrgID: empty tenant id");
+	if (n > WEB_TENANT_MAX)
+		return err_set(msg, ERR_INVALID, "X-Scope-OrgID: tenant id longer than %d bytes",
+			       WEB_TENANT_MAX);
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return err_set(msg, ERR_INVALID, "X-Scope-OrgID: tenant id \"%s\" is not allowed", s);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (!isalnum(c) && !strchr(extra, c))
+			return err_set(msg, ERR_INVALID,
+				       "X-Scope-OrgID: invalid character 0x%02x at %zu "
+				       "(allowed: A-Z a-z 0-9 and %s)", c, i, extra);
+	}
+	return 0;
+}
+
+static const struct {
+	int code;
+	int status;
+	const char *connect;
+} err_table[] = {
+	{ ERR_INVALID, 400, "invalid_argument" },
+	{ ERR_TOO_LARGE, 413, "resource_exhausted" },
+	{ ERR_NOT_FOUND, 404, "not_found" },
+	{ ERR_CONFLICT, 409, "aborted" },
+	{ ERR_UNAVAILABLE, 503, "unavailable" },
+	{ ERR_TIMEOUT, 504, "deadline_exceeded" },
+};
+
+int web__status_of_err(int code)
+{
+	if (code == 0)
+		return 200;
+	for (size_t i = 0; i < sizeof(err_table) / sizeof(err_table[0]); i++)
+		if (err_table[i].code == code)
+			return err_table[i].status;
+	return 500;
+}
+
+const char *web__connect_code(int code)
+{
+	for (size_t i = 0; i < sizeof(err_table) / sizeof(err_table[0]); i++)
+		if (err_table[i].code == code)
+			return err_table[i].connect;
+	return "internal";
+}
+
+int web__media_type_is(const char *ct, const char *type)
+{
+	size_t n = strlen(type);
+
+	if (!ct)
+		return 0;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	if (strncasecmp(ct, type, n) != 0)
+		return 0;
+	ct += n;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	return *ct == '\0' || *ct == ';';
+}

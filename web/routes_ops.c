@@ -1,0 +1,205 @@
+/*
+ * routes_ops.c - operational endpoints: GET /api/v1/stats (the requesting
+ * tenant's store statistics), GET /metrics (Prometheus text exposition
+ * format 0.0.4) and the small index page at GET /.
+ */
+#include <string.h>
+
+#include "base/log.h"
+#include "storage/storage.h"
+#include "web/web_int.h"
+
+#ifndef UNHEX_VERSION
+#define UNHEX_VERSION "unknown"
+#endif
+
+const int web__status_buckets[WEB_STATUS_BUCKETS] = {
+	200, 400, 404, 405, 408, 413, 415, 500, 503, 504, 0 /* other */
+};
+
+const char *const web__reason_names[WEB_REJ_COUNT] = {
+	"invalid", "too_large", "tenant", "unsupported", "other",
+};
+
+static const char *const endpoint_names[WEB_EP_COUNT] = {
+	"/ingest", "/pyroscope/ingest", "/push.v1.PusherService/Push",
+};
+
+size_t web__status_bucket(int status)
+{
+	for (size_t i = 0; i + 1 < WEB_STATUS_BUCKETS; i++)
+		if (web__status_buckets[i] == status)
+			return i;
+	return WEB_STATUS_BUCKETS - 1;
+}
+
+void web__count(struct web_server *srv, enum web__endpoint ep, const struct web__resp *rs)
+{
+	struct web__counters *c = &srv->counters;
+
+	atomic_fetch_add_explicit(&c->requests[ep][web__status_bucket(rs->status)], 1,
+				  memory_order_relaxed);
+	if (rs->status >= 400)
+		atomic_fetch_add_explicit(&c->rejected[rs->reason], 1, memory_order_relaxed);
+}
+
+int web_stats_json(struct buf *out, const struct store_tenant_stats *s)
+{
+	int rc;
+
+	rc = buf_puts(out, "{\"tenant\":");
+	if (!rc)
+		rc = buf_put_json_str(out, s->tenant, strlen(s->tenant));
+	if (!rc)
+		rc = buf_printf(out,
+				",\"series\":%llu,\"profiles\":%llu,\"samples\":%llu,"
+				"\"stacks\":%llu,\"locations\":%llu,\"functions\":%llu,"
+				"\"mappings\":%llu,\"bytes\":{",
+				(unsigned long long)s->series, (unsigned long long)s->profiles,
+				(unsigned long long)s->samples, (unsigned long long)s->stacks,
+				(unsigned long long)s->locations, (unsigned long long)s->functions,
+				(unsigned long long)s->mappings);
+	for (int cf = 0; !rc && cf < STORE_CF_COUNT; cf++)
+		rc = buf_printf(out, "%s\"%s\":%llu", cf ? "," : "", store_cf_name(cf),
+				(unsigned long long)s->bytes[cf]);
+	if (!rc)
+		rc = buf_puts(out, "}}");
+	return rc;
+}
+
+struct pick {
+	const char *tenant;
+	struct store_tenant_stats found;
+	int have;
+};
+
+static int pick_tenant(void *ctx, const struct store_tenant_stats *s)
+{
+	struct pick *p = ctx;
+
+	if (strcmp(s->tenant, p->tenant) != 0)
+		return 0;
+	p->found = *s;
+	p->found.tenant = p->tenant;
+	p->have = 1;
+	return 1;
+}
+
+void web__handle_stats(struct web__req *rq, struct web__resp *rs)
+{
+	struct pick p = { .tenant = rq->tenant };
+	struct err_msg msg;
+	int rc;
+
+	err_clear(&msg);
+	rc = store_stats(rq->srv->store, pick_tenant, &p, &msg);
+	if (rc < 0) {
+		web__resp_text_error(rs, rc, msg.text);
+		return;
+	}
+	if (!p.have) {
+		memset(&p.found, 0, sizeof(p.found));
+		p.found.tenant = rq->tenant;
+	}
+	rs->status = 200;
+	rs->content_type = "application/json";
+	if (web_stats_json(&rs->body, &p.found) || buf_putc(&rs->body, '\n'))
+		web__resp_text_error(rs, ERR_NOMEM, "out of memory");
+}
+
+static void metric_head(struct buf *b, const char *name, const char *type, const char *help)
+{
+	buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static unsigned long long load(atomic_uint_fast64_t *v)
+{
+	return (unsigned long long)atomic_load_explicit(v, memory_order_relaxed);
+}
+
+void web__handle_metrics(struct web__req *rq, struct web__resp *rs)
+{
+	struct web__counters *c = &rq->srv->counters;
+	struct buf *b = &rs->body;
+
+	metric_head(b, "unhex_ingest_requests_total", "counter",
+		    "Ingest requests by endpoint and HTTP status.");
+	for (int ep = 0; ep < WEB_EP_COUNT; ep++)
+		for (size_t i = 0; i < WEB_STATUS_BUCKETS; i++) {
+			unsigned long long v = load(&c->requests[ep][i]);
+
+			if (v == 0 && web__status_buckets[i] != 200)
+				continue;
+			if (web__status_buckets[i])
+				buf_printf(b, "unhex_ingest_requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n",
+					   endpoint_names[ep], web__status_buckets[i], v);
+			else
+				buf_printf(b, "unhex_ingest_requests_total{endpoint=\"%s\",code=\"other\"} %llu\n",
+					   endpoint_names[ep], v);
+		}
+	metric_head(b, "unhex_ingest_bytes_total", "counter",
+		    "Request body bytes received by the ingest endpoints.");
+	buf_printf(b, "unhex_ingest_bytes_total %llu\n", load(&c->bytes));
+	metric_head(b, "unhex_ingest_samples_total", "counter",
+		    "Stored (stack, value) pairs from successful ingest requests.");
+	buf_printf(b, "unhex_ingest_samples_total %llu\n", load(&c->samples));
+	metric_head(b, "unhex_ingest_profiles_total", "counter",
+		    "Stored profiles (one per pprof sample type) from successful ingest requests.");
+	buf_printf(b, "unhex_ingest_profiles_total %llu\n", load(&c->profiles));
+	metric_head(b, "unhex_ingest_rejected_total", "counter",
+		    "Ingest requests answered with an error, by reason.");
+	for (int r = 0; r < WEB_REJ_COUNT; r++)
+		buf_printf(b, "unhex_ingest_rejected_total{reason=\"%s\"} %llu\n",
+			   web__reason_names[r], load(&c->rejected[r]));
+	metric_head(b, "unhex_build_info", "gauge", "Build information; the value is always 1.");
+	buf_printf(b, "unhex_build_info{version=\"%s\"} 1\n", UNHEX_VERSION);
+	rs->status = 200;
+	rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+static const char index_html[] =
+	"<!doctype html>\n"
+	"<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	"<title>unhex</title>\n"
+	"<style>\n"
+	"body{font:15px/1.5 system-ui,sans-serif;max-width:52em;margin:2em auto;padding:0 1em;color:#222}\n"
+	"h1{margin-bottom:0}code{background:#f3f3f3;padding:0 .25em}\n"
+	"table{border-collapse:collapse}td,th{padding:.2em .8em;border-bottom:1px solid #ddd;text-align:left}\n"
+	"td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
+	"</style></head><body>\n"
+	"<h1>unhex</h1>\n"
+	"<p>A continuous-profiling backend that stores raw-address profiles from stripped\n"
+	"production binaries and names their frames at query time from the debug info of\n"
+	"the exact build. The full UI comes later; this page shows what is stored.</p>\n"
+	"<h2>Stored data (tenant <span id=\"tenant\">&hellip;</span>)</h2>\n"
+	"<table id=\"stats\"><tr><td>loading&hellip;</td></tr></table>\n"
+	"<h2>API</h2>\n"
+	"<ul>\n"
+	"<li><code>POST /ingest?name=app.cpu{k=v}&amp;from=&amp;until=&amp;format=pprof</code> &mdash; Pyroscope ingest (also <code>/pyroscope/ingest</code>)</li>\n"
+	"<li><code>POST /push.v1.PusherService/Push</code> &mdash; Connect, JSON or binary</li>\n"
+	"<li><code>GET /api/v1/stats</code> &mdash; this tenant's statistics (JSON)</li>\n"
+	"<li><code>GET /metrics</code> &mdash; Prometheus metrics</li>\n"
+	"<li><code>GET /ready</code> &mdash; readiness</li>\n"
+	"</ul>\n"
+	"<p>Tenants are chosen with the <code>X-Scope-OrgID</code> header (default <code>anonymous</code>).</p>\n"
+	"<script>\n"
+	"fetch('/api/v1/stats').then(function(r){if(!r.ok)throw new Error('HTTP '+r.status);return r.json();})\n"
+	".then(function(s){\n"
+	" document.getElementById('tenant').textContent=s.tenant;\n"
+	" var t=document.getElementById('stats');t.textContent='';\n"
+	" function row(k,v){var tr=t.insertRow();tr.insertCell().textContent=k;var c=tr.insertCell();c.className='n';c.textContent=Number(v).toLocaleString();}\n"
+	" ['series','profiles','samples','stacks','locations','functions','mappings'].forEach(function(k){row(k,s[k]);});\n"
+	" Object.keys(s.bytes).forEach(function(k){row('bytes ('+k+')',s.bytes[k]);});\n"
+	"}).catch(function(e){document.getElementById('stats').textContent='stats unavailable: '+e.message;});\n"
+	"</script>\n"
+	"</body></html>\n";
+
+void web__handle_index(struct web__req *rq, struct web__resp *rs)
+{
+	(void)rq;
+	rs->status = 200;
+	rs->content_type = "text/html; charset=utf-8";
+	if (buf_append(&rs->body, index_html, sizeof(index_html) - 1))
+		web__resp_text_error(rs, ERR_NOMEM, "out of memory");
+}

@@ -1,0 +1,363 @@
+/*
+ * server.c - the civetweb glue: start and stop, routing, tenant check,
+ * reading request bodies under the caps, and writing responses.  The only
+ * file that includes civetweb.h.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <civetweb.h>
+
+#include "base/clock.h"
+#include "base/compress.h"
+#include "base/log.h"
+#include "web/web_int.h"
+
+enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_INDEX };
+
+static const struct route {
+	const char *path;
+	const char *method;
+	enum route_kind kind;
+	enum web__endpoint ep; /* for R_INGEST and R_PUSH */
+	int connect;           /* errors in Connect JSON form */
+} routes[] = {
+	{ "/ready", "GET", R_READY, 0, 0 },
+	{ "/ingest", "POST", R_INGEST, WEB_EP_INGEST, 0 },
+	{ "/pyroscope/ingest", "POST", R_INGEST, WEB_EP_PYROSCOPE_INGEST, 0 },
+	{ "/push.v1.PusherService/Push", "POST", R_PUSH, WEB_EP_PUSH, 1 },
+	{ "/api/v1/stats", "GET", R_STATS, 0, 0 },
+	{ "/metrics", "GET", R_METRICS, 0, 0 },
+	{ "/", "GET", R_INDEX, 0, 0 },
+};
+
+#define READ_CHUNK (64 * 1024)
+
+void web_options_default(struct web_options *opt)
+{
+	memset(opt, 0, sizeof(*opt));
+	opt->listen = WEB_DEFAULT_LISTEN;
+	opt->threads = 8;
+	opt->request_timeout_ms = 30000;
+	ingest_limits_default(&opt->limits);
+}
+
+static const struct route *find_route(const char *path)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (strcmp(routes[i].path, path) == 0)
+			return &routes[i];
+	return NULL;
+}
+
+/*
+ * Reads the body into out (initialized with the request cap).  A declared
+ * Content-Length over the cap fails before reading; a chunked body fails as
+ * soon as it passes the cap.  *unread is set when bytes may be left on the
+ * connection, which must then be closed.
+ */
+static int read_body(struct mg_connection *conn, const struct mg_request_info *ri,
+		     struct buf *out, int *unread, struct err_msg *msg)
+{
+	long long declared = ri->content_length;
+
+	*unread = 1;
+	if (declared >= 0 && (unsigned long long)declared > out->max)
+		return err_set(msg, ERR_TOO_LARGE,
+			       "request body of %lld bytes exceeds the limit of %zu bytes",
+			       declared, out->max);
+	if (declared > 0 && buf_reserve(out, (size_t)declared))
+		return err_set(msg, ERR_NOMEM, "out of memory for a %lld-byte body", declared);
+	for (;;) {
+		size_t room = out->max - out->len;
+		int n;
+
+		if (room == 0) {
+			char probe;
+
+			n = mg_read(conn, &probe, 1);
+			if (n > 0)
+				return err_set(msg, ERR_TOO_LARGE,
+					       "request body exceeds the limit of %zu bytes", out->max);
+			break;
+		}
+		if (room > READ_CHUNK)
+			room = READ_CHUNK;
+		if (buf_reserve(out, room))
+			return err_set(msg, ERR_NOMEM, "out of memory reading the body");
+		n = mg_read(conn, out->data + out->len, room);
+		if (n == 0)
+			break;
+		if (n < 0)
+			return err_set(msg, ERR_INVALID,
+				       "request body: read failed or timed out after %zu bytes", out->len);
+		out->len += (size_t)n;
+		out->data[out->len] = '\0';
+	}
+	if (declared >= 0 && out->len < (unsigned long long)declared)
+		return err_set(msg, ERR_INVALID, "request body truncated: got %zu of %lld bytes",
+			       out->len, declared);
+	*unread = 0;
+	return 0;
+}
+
+/* Inflates the body when Content-Encoding (or Connect-Content-Encoding) says gzip. */
+static int decode_body(struct mg_connection *conn, struct web_server *srv, struct buf *body,
+		       struct err_msg *msg)
+{
+	const char *enc = mg_get_header(conn, "Content-Encoding");
+	struct buf out;
+	int rc;
+
+	if (!enc)
+		enc = mg_get_header(conn, "Connect-Content-Encoding");
+	if (!enc || strcasecmp(enc, "identity") == 0)
+		return 0;
+	if (strcasecmp(enc, "gzip") != 0)
+		return err_set(msg, ERR_INVALID, "Content-Encoding \"%.64s\" not supported (use gzip)",
+			       enc);
+	buf_init(&out, srv->opt.limits.max_decompressed_bytes);
+	rc = gunzip_capped(body->data, body->len, srv->opt.limits.max_decompressed_bytes, &out, msg);
+	if (rc) {
+		if (rc == ERR_TOO_LARGE)
+			err_reset(msg, rc, "gzip body inflates past the limit of %zu bytes",
+				  srv->opt.limits.max_decompressed_bytes);
+		buf_release(&out);
+		return rc;
+	}
+	buf_release(body);
+	*body = out;
+	return 0;
+}
+
+static void send_resp(struct mg_connection *conn, const struct web__resp *rs, int close_conn,
+		      const char *extra_headers)
+{
+	const char *text = mg_get_response_code_text(conn, rs->status);
+
+	mg_printf(conn,
+		  "HTTP/1.1 %d %s\r\n"
+		  "Content-Type: %s\r\n"
+		  "Content-Length: %zu\r\n"
+		  "Cache-Control: no-store\r\n"
+		  "%s%s\r\n",
+		  rs->status, text ? text : "", rs->content_type, rs->body.len,
+		  close_conn ? "Connection: close\r\n" : "", extra_headers ? extra_headers : "");
+	if (rs->body.len)
+		mg_write(conn, rs->body.data, rs->body.len);
+}
+
+static void set_error(struct web__resp *rs, const struct route *rt, int code, const char *m,
+		      enum web__reason reason)
+{
+	if (rt && rt->connect)
+		web__resp_connect_error(rs, code, m);
+	else
+		web__resp_text_error(rs, code, m);
+	rs->reason = reason;
+}
+
+static void dispatch(struct web__req *rq, const struct route *rt, struct web__resp *rs)
+{
+	switch (rt->kind) {
+	case R_READY:
+		rs->status = 200;
+		rs->content_type = "text/plain; charset=utf-8";
+		buf_puts(&rs->body, "ready\n");
+		break;
+	case R_INGEST:
+		web__handle_ingest(rq, rt->ep, rs);
+		break;
+	case R_PUSH:
+		web__handle_push(rq, rs);
+		break;
+	case R_STATS:
+		web__handle_stats(rq, rs);
+		break;
+	case R_METRICS:
+		web__handle_metrics(rq, rs);
+		break;
+	case R_INDEX:
+		web__handle_index(rq, rs);
+		break;
+	}
+}
+
+/* Reads and validates what every body-carrying route needs; 0 or an error in rs. */
+static int prepare(struct mg_connection *conn, const struct mg_request_info *ri,
+		   const struct route *rt, struct web__req *rq, struct web__resp *rs,
+		   int *unread)
+{
+	struct err_msg msg;
+	int rc;
+
+	err_clear(&msg);
+	rc = read_body(conn, ri, &rq->body, unread, &msg);
+	if (rc == 0 && (rt->kind == R_INGEST || rt->kind == R_PUSH))
+		atomic_fetch_add_explicit(&rq->srv->counters.bytes, rq->body.len,
+					  memory_order_relaxed);
+	if (rc == 0)
+		rc = decode_body(conn, rq->srv, &rq->body, &msg);
+	if (rc)
+		set_error(rs, rt, rc, msg.text, web__reason_of_err(rc));
+	return rc;
+}
+
+static int on_request(struct mg_connection *conn, void *cbdata)
+{
+	struct web_server *srv = cbdata;
+	const struct mg_request_info *ri = mg_get_request_info(conn);
+	const char *path = ri->local_uri ? ri->local_uri : "";
+	const struct route *rt = find_route(path);
+	const char *tenant = mg_get_header(conn, "X-Scope-OrgID");
+	struct web__req rq = { 0 };
+	struct web__resp rs = { 0 };
+	char allow[64] = "";
+	struct err_msg msg;
+	int unread = ri->content_length > 0;
+
+	rq.srv = srv;
+	rq.method = ri->request_method;
+	rq.path = path;
+	rq.query = ri->query_string;
+	rq.content_type = mg_get_header(conn, "Content-Type");
+	rq.tenant = tenant ? tenant : WEB_DEFAULT_TENANT;
+	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
+	buf_init(&rs.body, 0);
+	rs.reason = WEB_REJ_OTHER;
+	err_clear(&msg);
+
+	if (!rt) {
+		char m[256];
+
+		snprintf(m, sizeof(m), "no route %.200s (see docs/api.md)", path);
+		set_error(&rs, NULL, ERR_NOT_FOUND, m, WEB_REJ_OTHER);
+	} else if (strcmp(ri->request_method, rt->method) != 0) {
+		char m[96];
+
+		snprintf(m, sizeof(m), "method %.16s not allowed; use %s", ri->request_method,
+			 rt->method);
+		set_error(&rs, rt, ERR_INVALID, m, WEB_REJ_UNSUPPORTED);
+		rs.status = 405;
+		snprintf(allow, sizeof(allow), "Allow: %s\r\n", rt->method);
+	} else if (web__tenant_check(rq.tenant, &msg)) {
+		set_error(&rs, rt, ERR_INVALID, msg.text, WEB_REJ_TENANT);
+	} else if ((rt->kind != R_INGEST && rt->kind != R_PUSH) ||
+		   prepare(conn, ri, rt, &rq, &rs, &unread) == 0) {
+		dispatch(&rq, rt, &rs);
+	}
+	if (rt && (rt->kind == R_INGEST || rt->kind == R_PUSH))
+		web__count(srv, rt->ep, &rs);
+	if (rs.status >= 500)
+		log_error("%s %s: %d %.*s", ri->request_method, path, rs.status,
+			  (int)rs.body.len, rs.body.data ? rs.body.data : "");
+	else if (rs.status >= 400)
+		log_debug("%s %s: %d %.*s", ri->request_method, path, rs.status,
+			  (int)rs.body.len, rs.body.data ? rs.body.data : "");
+	send_resp(conn, &rs, unread, allow[0] ? allow : NULL);
+	buf_release(&rq.body);
+	buf_release(&rs.body);
+	return rs.status;
+}
+
+static int on_log(const struct mg_connection *conn, const char *message)
+{
+	(void)conn;
+	log_warn("civetweb: %s", message);
+	return 1;
+}
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+
+static void lib_init(void)
+{
+	mg_init_library(0);
+}
+
+int web_server_start(struct store *st, const struct web_options *opt,
+		     struct web_server **out, struct err_msg *msg)
+{
+	struct web_server *srv;
+	struct mg_callbacks cb;
+	struct mg_init_data init;
+	struct mg_error_data err;
+	struct mg_server_port ports[4];
+	unsigned err_code = 0;
+	char err_text[256] = "";
+	char threads[16], timeout[16];
+	const char *options[16];
+	int n = 0;
+
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	srv->store = st;
+	srv->opt = *opt;
+	snprintf(srv->listen, sizeof(srv->listen), "%s", opt->listen ? opt->listen : WEB_DEFAULT_LISTEN);
+	srv->opt.listen = srv->listen;
+	if (srv->opt.threads <= 0)
+		srv->opt.threads = 8;
+	if (srv->opt.request_timeout_ms <= 0)
+		srv->opt.request_timeout_ms = 30000;
+	srv->started_ns = clock_wall_ns();
+	snprintf(threads, sizeof(threads), "%d", srv->opt.threads);
+	snprintf(timeout, sizeof(timeout), "%d", srv->opt.request_timeout_ms);
+
+	options[n++] = "listening_ports";
+	options[n++] = srv->listen;
+	options[n++] = "num_threads";
+	options[n++] = threads;
+	options[n++] = "request_timeout_ms";
+	options[n++] = timeout;
+	options[n++] = "enable_keep_alive";
+	options[n++] = "yes";
+	options[n++] = "keep_alive_timeout_ms";
+	options[n++] = "5000";
+	options[n++] = NULL;
+
+	pthread_once(&lib_once, lib_init);
+	memset(&cb, 0, sizeof(cb));
+	cb.log_message = on_log;
+	memset(&init, 0, sizeof(init));
+	init.callbacks = &cb;
+	init.user_data = srv;
+	init.configuration_options = options;
+	memset(&err, 0, sizeof(err));
+	err.code = &err_code;
+	err.text = err_text;
+	err.text_buffer_size = sizeof(err_text);
+
+	srv->ctx = mg_start2(&init, &err);
+	if (!srv->ctx) {
+		int rc = err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
+				 err_text[0] ? err_text : "civetweb failed to start");
+		free(srv);
+		return rc;
+	}
+	mg_set_request_handler(srv->ctx, "/", on_request, srv);
+	memset(ports, 0, sizeof(ports));
+	if (mg_get_server_ports(srv->ctx, 4, ports) < 1) {
+		mg_stop(srv->ctx);
+		free(srv);
+		return err_set(msg, ERR_UNAVAILABLE, "civetweb reports no listening port");
+	}
+	srv->port = ports[0].port;
+	*out = srv;
+	return 0;
+}
+
+int web_server_port(const struct web_server *srv)
+{
+	return srv->port;
+}
+
+void web_server_stop(struct web_server *srv)
+{
+	if (!srv)
+		return;
+	mg_stop(srv->ctx);
+	free(srv);
+}

@@ -1,0 +1,188 @@
+/*
+ * web_int.h - internals of the web module, shared by its files and tests.
+ *
+ * Design
+ *   server.c owns civetweb: options, routing, reading bodies under the caps,
+ *   writing responses.  routes_ingest.c and routes_ops.c hold the handlers;
+ *   they see a request only as struct web__req (method, path, query, a few
+ *   headers, the body in a capped buffer), so civetweb's types stay in
+ *   server.c.  params.c and multipart.c are pure functions over untrusted
+ *   bytes (query strings, times, tenants, multipart bodies) and are unit
+ *   tested without a socket.  client.c is the CLI's HTTP client.
+ *
+ * Metrics
+ *   Counters are per server (struct web__counters), updated with relaxed
+ *   atomics by worker threads and read by /metrics.  Statuses are counted in
+ *   a fixed table of buckets (web__status_bucket) so no label set grows with
+ *   client input.
+ */
+#ifndef UNHEX_WEB_WEB_INT_H
+#define UNHEX_WEB_WEB_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "web/web.h"
+
+/* ---- params.c ----------------------------------------------------------- */
+
+/*
+ * Finds `key` in the query string `qs` (without '?'; may be NULL) and
+ * URL-decodes its first value into out (NUL-terminated, at most out_len-1
+ * bytes).  Returns 0, ERR_NOT_FOUND, ERR_TOO_LARGE or ERR_INVALID (a bad
+ * %-escape or an embedded NUL).
+ */
+int web__query_param(const char *qs, const char *key, char *out, size_t out_len);
+
+/*
+ * Parses a time parameter: Unix seconds, milliseconds, microseconds or
+ * nanoseconds told apart by magnitude, "now", or "now-<N><unit>" with unit
+ * s, m, h, d or w.  Writes nanoseconds since the epoch.  ERR_INVALID with a
+ * message naming `what` otherwise.
+ */
+int web__parse_time(const char *what, const char *s, int64_t now_ns, int64_t *out_ns,
+		    struct err_msg *msg);
+
+#define WEB_TENANT_MAX 150
+
+/* 0 when `s` is a valid tenant id, else ERR_INVALID with a message. */
+int web__tenant_check(const char *s, struct err_msg *msg);
+
+/* The one table from ERR_* codes to HTTP statuses. */
+int web__status_of_err(int code);
+
+/* The Connect error code ("invalid_argument", ...) for an ERR_* code. */
+const char *web__connect_code(int code);
+
+/*
+ * True when the media type of Content-Type `ct` (parameters and case
+ * ignored) is `type`.
+ */
+int web__media_type_is(const char *ct, const char *type);
+
+/* ---- multipart.c -------------------------------------------------------- */
+
+#define WEB_BOUNDARY_MAX 70 /* RFC 2046 §5.1.1 */
+#define WEB_MULTIPART_MAX_PARTS 16
+#define WEB_MULTIPART_MAX_HEADER 8192 /* header block of one part */
+
+/*
+ * Extracts the boundary parameter of a multipart/form-data Content-Type into
+ * out (at least WEB_BOUNDARY_MAX + 1 bytes).  ERR_INVALID when the type is
+ * not multipart/form-data or the boundary is missing or malformed.
+ */
+int web__multipart_boundary(const char *content_type, char *out, size_t out_len,
+			    struct err_msg *msg);
+
+/* One part of a multipart body; pointers into the body (borrowed, not NUL-terminated). */
+struct web__part {
+	const char *name;
+	size_t name_len;
+	const char *filename; /* NULL when the part has none */
+	size_t filename_len;
+	const char *data;
+	size_t len;
+};
+
+/*
+ * Splits a multipart/form-data `body` at `boundary` into at most max_parts
+ * parts.  Line ends are CRLF (bare LF tolerated).  ERR_INVALID with a
+ * message on a missing delimiter, a missing close delimiter, a part without
+ * a form-data name, or too many parts.
+ */
+int web__multipart_parse(const char *body, size_t len, const char *boundary,
+			 struct web__part *parts, size_t max_parts, size_t *n_parts,
+			 struct err_msg *msg);
+
+/* The first part named `name`, or NULL. */
+const struct web__part *web__multipart_find(const struct web__part *parts, size_t n,
+					    const char *name);
+
+/* ---- server.c and routes ------------------------------------------------ */
+
+enum web__endpoint {
+	WEB_EP_INGEST,
+	WEB_EP_PYROSCOPE_INGEST,
+	WEB_EP_PUSH,
+	WEB_EP_COUNT
+};
+
+/* Status buckets counted per endpoint; the last one is "other". */
+#define WEB_STATUS_BUCKETS 11
+extern const int web__status_buckets[WEB_STATUS_BUCKETS];
+size_t web__status_bucket(int status);
+
+/* Rejection reasons counted by unhex_ingest_rejected_total{reason}. */
+enum web__reason {
+	WEB_REJ_INVALID,     /* malformed profile or parameters */
+	WEB_REJ_TOO_LARGE,   /* a size limit */
+	WEB_REJ_TENANT,      /* bad X-Scope-OrgID */
+	WEB_REJ_UNSUPPORTED, /* format, content type or method */
+	WEB_REJ_OTHER,       /* server-side failures */
+	WEB_REJ_COUNT
+};
+extern const char *const web__reason_names[WEB_REJ_COUNT];
+
+struct web__counters {
+	atomic_uint_fast64_t requests[WEB_EP_COUNT][WEB_STATUS_BUCKETS];
+	atomic_uint_fast64_t bytes;
+	atomic_uint_fast64_t samples;
+	atomic_uint_fast64_t profiles;
+	atomic_uint_fast64_t rejected[WEB_REJ_COUNT];
+};
+
+struct web_server {
+	struct store *store; /* borrowed */
+	struct web_options opt;
+	char listen[256];    /* copy of opt.listen */
+	struct mg_context *ctx;
+	int port;
+	int64_t started_ns;
+	struct web__counters counters;
+};
+
+/* A request as the handlers see it. */
+struct web__req {
+	struct web_server *srv;
+	const char *method;
+	const char *path;
+	const char *query;            /* may be NULL */
+	const char *content_type;     /* may be NULL */
+	const char *tenant;           /* validated */
+	struct buf body;              /* read and, if Content-Encoding said so, inflated */
+};
+
+/* A response built by a handler; server.c sends it. */
+struct web__resp {
+	int status;
+	const char *content_type;     /* static */
+	struct buf body;
+	enum web__reason reason;      /* why a 4xx/5xx was sent */
+};
+
+/* Handlers: fill resp (status and body); they never touch the socket. */
+void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__resp *rs);
+void web__handle_push(struct web__req *rq, struct web__resp *rs);
+void web__handle_stats(struct web__req *rq, struct web__resp *rs);
+void web__handle_metrics(struct web__req *rq, struct web__resp *rs);
+void web__handle_index(struct web__req *rq, struct web__resp *rs);
+
+/*
+ * Sets a plain-text error response "message\n" with the status and reason
+ * of `code`; an empty message is replaced by err_str(code).
+ */
+void web__resp_text_error(struct web__resp *rs, int code, const char *message);
+
+/* Sets a Connect JSON error response for `code`. */
+void web__resp_connect_error(struct web__resp *rs, int code, const char *message);
+
+/* Counts a finished ingest request and, for a 4xx/5xx, its reason. */
+void web__count(struct web_server *srv, enum web__endpoint ep, const struct web__resp *rs);
+
+/* The rejection reason of an ERR_* code. */
+enum web__reason web__reason_of_err(int code);
+
+#endif
