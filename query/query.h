@@ -1,0 +1,159 @@
+/*
+ * query.h - the query engine: series selection, merged call trees, and the
+ * encoders of every read API (Pyroscope flamebearer JSON and its diff form,
+ * Connect JSON of querier.v1.QuerierService, gzipped pprof, top table and
+ * folded stacks).
+ *
+ * Model
+ *   A query names a profile type (`name:sample_type:sample_unit:period_type:
+ *   period_unit`, the series label __profile_type__) and label matchers, and a
+ *   time range [from_ns, until_ns).  The engine selects the matching series
+ *   (postings for an equality matcher, a scan otherwise), sums the values of
+ *   every profile in range by (partition, stack id), then builds one call
+ *   tree over the distinct stacks, merging frames by function NAME so the
+ *   same code in two builds lines up.  Frames without source lines are named
+ *   `<mapping basename>+0x<file offset>` and remember their build ID.
+ *
+ * Output
+ *   Every entry point appends its response bytes to a caller's struct buf
+ *   and is web-agnostic: web/ and cli/ parse HTTP or argv into the
+ *   parameters below.  On failure nothing useful is in `out` (the caller
+ *   resets it) and `msg` says what and where.
+ *
+ * Limits
+ *   Each query has a deadline (ERR_TIMEOUT) and a byte budget for its tables
+ *   and trees (ERR_TOO_LARGE); selectors, time strings and JSON bodies are
+ *   untrusted and rejected with ERR_INVALID and a message.
+ *
+ * Threading: every function is reentrant; queries only use the store's read
+ * functions, which never take the writer lock, so they never block ingest.
+ */
+#ifndef UNHEX_QUERY_QUERY_H
+#define UNHEX_QUERY_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct buf;
+struct err_msg;
+struct store;
+
+/* Defaults and maxima (documented in docs/query.md). */
+#define QUERY_DEFAULT_MAX_NODES 8192
+#define QUERY_MAX_MAX_NODES 1048576
+#define QUERY_DEFAULT_TIMEOUT_NS (30LL * 1000000000LL)
+#define QUERY_DEFAULT_MAX_BYTES ((size_t)1 << 30)
+#define QUERY_MAX_SELECTOR_BYTES 4096
+#define QUERY_MAX_MATCHERS 64
+
+/* ---- selectors and times ---------------------------------------------- */
+
+enum query_match_op { QUERY_EQ, QUERY_NEQ, QUERY_RE, QUERY_NRE };
+
+struct query_matcher {
+	char *name;            /* owned by the selector */
+	char *value;           /* owned by the selector; unescaped */
+	enum query_match_op op;
+	void *re;              /* compiled regex_t for =~ and !~; owned */
+};
+
+struct query_selector {
+	char *profile_type;    /* owned; NULL when the selector named none */
+	struct query_matcher *m; /* owned array */
+	size_t n;
+};
+
+/*
+ * Parses `[<profile type>]{<name><op>"<value>", ...}` (see docs/query.md).
+ * `len` bytes of `s` are read (no NUL needed).  Fills *out, which the caller
+ * releases with query_selector_release(); on failure *out is untouched.
+ */
+int query_selector_parse(const char *s, size_t len, struct query_selector *out,
+			 struct err_msg *msg);
+
+/*
+ * Connect form: a profile type ID and a label selector given separately.
+ * `profile_type` may be NULL when `label_selector` carries one.
+ */
+int query_selector_parse2(const char *profile_type, const char *label_selector,
+			  struct query_selector *out, struct err_msg *msg);
+
+void query_selector_release(struct query_selector *sel);
+
+/* True when the sorted or unsorted label set satisfies every matcher. */
+struct store_label;
+int query_selector_matches(const struct query_selector *sel,
+			   const struct store_label *labels, size_t n);
+
+/*
+ * Parses a time: "now", "now-<N><s|m|h|d|w>", or a decimal Unix time in
+ * seconds, milliseconds, microseconds or nanoseconds (told apart by
+ * magnitude).  `now_ns` is the wall clock to resolve "now" against.
+ */
+int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct err_msg *msg);
+
+/* ---- parameters --------------------------------------------------------- */
+
+struct query_limits {
+	int64_t timeout_ns;   /* 0 picks QUERY_DEFAULT_TIMEOUT_NS */
+	size_t max_bytes;     /* 0 picks QUERY_DEFAULT_MAX_BYTES */
+};
+
+struct query_params {
+	/* Selector: `query` alone ("type{...}"), or profile_type plus an
+	 * optional label selector in `query` ("{...}"). Borrowed. */
+	const char *query;
+	const char *profile_type;
+	int64_t from_ns;      /* inclusive */
+	int64_t until_ns;     /* exclusive */
+	int64_t max_nodes;    /* 0 picks QUERY_DEFAULT_MAX_NODES */
+	struct query_limits limits;
+};
+
+/* ---- flame graphs --------------------------------------------------------- */
+
+/*
+ * `GET /pyroscope/render`: flamebearer JSON, format "single", with a
+ * timeline of totals per step.
+ */
+int query_render(struct store *st, const char *tenant, const struct query_params *p,
+		 struct buf *out, struct err_msg *msg);
+
+/*
+ * `GET /pyroscope/render-diff`: flamebearer JSON, format "double", of the
+ * union of both trees.  Both sides must have the same profile type.
+ */
+int query_render_diff(struct store *st, const char *tenant, const struct query_params *left,
+		      const struct query_params *right, struct buf *out, struct err_msg *msg);
+
+/* `GET /api/v1/pprof`: the merged profile as a gzipped pprof. */
+int query_pprof(struct store *st, const char *tenant, const struct query_params *p,
+		struct buf *out, struct err_msg *msg);
+
+enum query_top_sort { QUERY_TOP_BY_SELF, QUERY_TOP_BY_TOTAL };
+
+/*
+ * Top table as text: one line per function name, "self self% total total%
+ * name", sorted, at most `limit` lines (0: all).  Not truncated by maxNodes.
+ */
+int query_top(struct store *st, const char *tenant, const struct query_params *p,
+	      enum query_top_sort sort, size_t limit, struct buf *out, struct err_msg *msg);
+
+/* Folded stacks: "root;caller;callee value\n" per node with self > 0. */
+int query_folded(struct store *st, const char *tenant, const struct query_params *p,
+		 struct buf *out, struct err_msg *msg);
+
+/* ---- Connect (querier.v1.QuerierService) ---------------------------------- */
+
+/*
+ * Handles one Connect JSON call: `method` is the last path element
+ * ("ProfileTypes", "LabelNames", "LabelValues", "Series",
+ * "SelectMergeStacktraces", "SelectMergeProfile", "SelectSeries", "Diff"),
+ * `body` the JSON request.  Appends the JSON response to `out`.  Unknown
+ * method: ERR_NOT_FOUND.  `lim` may be NULL for the defaults.
+ */
+int query_connect(struct store *st, const char *tenant, const char *method,
+		  const void *body, size_t len, const struct query_limits *lim,
+		  struct buf *out, struct err_msg *msg);
+
+#endif

@@ -1,0 +1,428 @@
+/*
+ * test_merge.c - merge, call tree, maxNodes folding, flamebearer and diff
+ * encodings, top and folded outputs, limits; against a real store.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixture.h"
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "query/query.h"
+#include "query/query_int.h"
+
+static const char *names[] = { "main", "run", "serve", "handle", "parse", "alloc", "hash",
+			       "write", "read", "lock", "gc", "sort" };
+
+static unsigned rng = 12345;
+
+static unsigned next(void)
+{
+	rng = rng * 1103515245u + 12345u;
+	return (rng >> 16) & 0x7fff;
+}
+
+/* Random stacks rooted at main, depth 1..8, with recursion now and then. */
+static void random_stack(char *out, size_t cap)
+{
+	size_t depth = 1 + next() % 8, n = 0;
+
+	n += (size_t)snprintf(out + n, cap - n, "main");
+	for (size_t i = 1; i < depth; i++)
+		n += (size_t)snprintf(out + n, cap - n, ";%s", names[1 + next() % 11]);
+}
+
+/* Fills `profiles` profiles for each of 2 instances; returns the reference. */
+static long long fill(struct fx *f, struct ref *ref, int profiles, int64_t t0)
+{
+	long long sum = 0;
+
+	for (int inst = 0; inst < 2; inst++) {
+		const char *kv[] = { "instance", inst ? "b" : "a", "env", inst ? "staging" : "prod",
+				     NULL };
+
+		for (int p = 0; p < profiles; p++) {
+			char bufs[20][256];
+			const char *stacks[20];
+			int64_t values[20];
+
+			for (int i = 0; i < 20; i++) {
+				random_stack(bufs[i], sizeof(bufs[i]));
+				stacks[i] = bufs[i];
+				values[i] = 1 + next() % 100;
+				if (ref)
+					ref_add(ref, stacks[i], values[i]);
+				sum += values[i];
+			}
+			fx_add(f, "t1", "api", FX_CPU, kv, t0 + p * 10 * FX_SEC, stacks, values, 20,
+			       "/usr/bin/api", "aabbcc", 0x1000, 0);
+		}
+	}
+	return sum;
+}
+
+static struct query_params params(const char *q)
+{
+	struct query_params p;
+
+	memset(&p, 0, sizeof(p));
+	p.query = q;
+	p.from_ns = FX_T0;
+	p.until_ns = FX_T0 + 3600 * FX_SEC;
+	return p;
+}
+
+/* ---- flamebearer decoding ---------------------------------------------------- */
+
+struct dnode {
+	long long x, total, self;
+	int name, parent;
+	char path[2048];
+};
+
+/* Decodes levels (4- or 7-tuples, side `side`) back into folded stacks. */
+static void decode_levels(const struct qjson *fb, int width, int side, struct ref *out,
+			  long long *root_total, int check_sums)
+{
+	const struct qjson *levels = qjson_get(fb, "levels"), *nm = qjson_get(fb, "names");
+	struct dnode *prev = NULL, *cur = NULL;
+	size_t nprev = 0;
+
+	assert_non_null(levels);
+	assert_string_equal(nm->kids[0].s, "total");
+	for (size_t d = 0; d < levels->n; d++) {
+		const struct qjson *lv = &levels->kids[d];
+		long long end = 0;
+		size_t ncur = lv->n / (size_t)width;
+
+		assert_int_equal(lv->n % (size_t)width, 0);
+		cur = calloc(ncur ? ncur : 1, sizeof(*cur));
+		for (size_t i = 0; i < ncur; i++) {
+			const struct qjson *t = &lv->kids[i * (size_t)width + (size_t)side * 3];
+			struct dnode *n = &cur[i];
+
+			n->x = end + atoll(t[0].s);
+			n->total = atoll(t[1].s);
+			n->self = atoll(t[2].s);
+			n->name = atoi(lv->kids[i * (size_t)width + (size_t)width - 1].s);
+			end = n->x + n->total;
+			n->parent = -1;
+			if (d == 0) {
+				*root_total = n->total;
+				n->path[0] = 0;
+				continue;
+			}
+			for (size_t k = 0; k < nprev; k++)
+				if (n->x >= prev[k].x && n->x < prev[k].x + prev[k].total)
+					n->parent = (int)k;
+			if (n->total == 0)
+				continue;
+			assert_true(n->parent >= 0);
+			snprintf(n->path, sizeof(n->path), "%.900s%s%.900s", prev[n->parent].path,
+				 prev[n->parent].path[0] ? ";" : "", nm->kids[n->name].s);
+			if (n->self)
+				ref_add(out, n->path, n->self);
+		}
+		if (check_sums && d > 0) {
+			/* every parent: total == self + children totals */
+			for (size_t k = 0; k < nprev; k++) {
+				long long s = prev[k].self;
+
+				for (size_t i = 0; i < ncur; i++)
+					if (cur[i].parent == (int)k)
+						s += cur[i].total;
+				assert_int_equal(s, prev[k].total);
+			}
+		}
+		free(prev);
+		prev = cur;
+		nprev = ncur;
+	}
+	free(prev);
+}
+
+static void parse_json(struct arena *a, const struct buf *b, struct qjson **out)
+{
+	struct err_msg msg = { { 0 } };
+	int rc = qjson_parse(b->data, b->len, a, out, &msg);
+
+	if (rc)
+		fprintf(stderr, "json: %s\n", msg.text);
+	assert_int_equal(rc, 0);
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void test_merge_equals_reference(void **state)
+{
+	struct fx f;
+	struct ref ref = { 0 }, got = { 0 }, dec = { 0 };
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+	struct query_params p = params(FX_CPU "{service_name=\"api\"}");
+	struct arena a;
+	struct qjson *j;
+	long long sum, root = -1;
+
+	(void)state;
+	fx_open(&f);
+	sum = fill(&f, &ref, 12, FX_T0);
+	/* outside the range: must not count */
+	fill(&f, NULL, 2, FX_T0 + 7200 * FX_SEC);
+	buf_init(&out, 0);
+	assert_int_equal(query_folded(f.st, "t1", &p, &out, &msg), 0);
+	ref_parse_folded(&got, out.data);
+	assert_true(ref_equal(&ref, &got));
+
+	buf_reset(&out);
+	p.max_nodes = QUERY_MAX_MAX_NODES;
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	arena_init(&a, 0);
+	parse_json(&a, &out, &j);
+	assert_int_equal(atoll(qjson_get(qjson_get(j, "flamebearer"), "numTicks")->s), sum);
+	assert_string_equal(qjson_get(qjson_get(j, "metadata"), "format")->s, "single");
+	decode_levels(qjson_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
+	assert_int_equal(root, sum);
+	assert_true(ref_equal(&ref, &dec));
+	{
+		const struct qjson *tl = qjson_get(j, "timeline"), *s = qjson_get(tl, "samples");
+		long long ts = 0;
+
+		for (size_t i = 0; i < s->n; i++)
+			ts += atoll(s->kids[i].s);
+		assert_int_equal(ts, sum);
+		assert_true(atoll(qjson_get(tl, "durationDelta")->s) >= 10);
+	}
+	arena_release(&a);
+
+	/* other tenants see nothing */
+	buf_reset(&out);
+	assert_int_equal(query_folded(f.st, "t2", &p, &out, &msg), 0);
+	assert_int_equal(out.len, 0);
+
+	/* top: main is on every stack */
+	buf_reset(&out);
+	assert_int_equal(query_top(f.st, "t1", &p, QUERY_TOP_BY_TOTAL, 3, &out, &msg), 0);
+	assert_non_null(strstr(out.data, "100.00%  main"));
+
+	buf_release(&out);
+	ref_free(&ref);
+	ref_free(&got);
+	ref_free(&dec);
+	fx_close(&f);
+}
+
+static long long folded_sum(struct store *st, const char *q)
+{
+	struct query_params p = params(q);
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+	struct ref r = { 0 };
+	long long s = 0;
+	int rc;
+
+	buf_init(&out, 0);
+	rc = query_folded(st, "t1", &p, &out, &msg);
+	if (rc)
+		fprintf(stderr, "%s: %s\n", q, msg.text);
+	assert_int_equal(rc, 0);
+	ref_parse_folded(&r, out.data ? out.data : "");
+	for (size_t i = 0; i < r.n; i++)
+		s += r.v[i];
+	ref_free(&r);
+	buf_release(&out);
+	return s;
+}
+
+static void test_selectors_filter(void **state)
+{
+	struct fx f;
+	long long all, a, b;
+
+	(void)state;
+	fx_open(&f);
+	all = fill(&f, NULL, 3, FX_T0);
+	a = folded_sum(f.st, FX_CPU "{instance=\"a\"}");
+	b = folded_sum(f.st, FX_CPU "{instance!=\"a\"}");
+	assert_true(a > 0 && b > 0);
+	assert_int_equal(a + b, all);
+	assert_int_equal(folded_sum(f.st, FX_CPU "{env=~\"prod|staging\"}"), all);
+	assert_int_equal(folded_sum(f.st, FX_CPU "{env=~\"prod\"}"), a);
+	assert_int_equal(folded_sum(f.st, FX_CPU "{env=~\"pro\"}"), 0); /* anchored */
+	assert_int_equal(folded_sum(f.st, FX_CPU "{env!~\"prod\", service_name=\"api\"}"), b);
+	assert_int_equal(folded_sum(f.st, FX_CPU "{}"), all);
+	assert_int_equal(folded_sum(f.st, "memory:alloc_space:bytes:space:bytes{}"), 0);
+	fx_close(&f);
+}
+
+static void test_two_builds_line_up(void **state)
+{
+	struct fx f;
+	struct query_params p = params(FX_CPU "{service_name=\"api\"}");
+	const char *st[] = { "main;serve;handle", "main;serve;parse" };
+	int64_t v1[] = { 10, 20 }, v2[] = { 1, 2 };
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+	struct ref got = { 0 }, want = { 0 };
+
+	(void)state;
+	fx_open(&f);
+	fx_add(&f, "t1", "api", FX_CPU, NULL, FX_T0, st, v1, 2, "/bin/api", "1111", 0x1000, 0);
+	fx_add(&f, "t1", "api", FX_CPU, NULL, FX_T0 + FX_SEC, st, v2, 2, "/bin/api2", "2222",
+	       0x9000, 0);
+	buf_init(&out, 0);
+	assert_int_equal(query_folded(f.st, "t1", &p, &out, &msg), 0);
+	ref_parse_folded(&got, out.data);
+	ref_add(&want, "main;serve;handle", 11);
+	ref_add(&want, "main;serve;parse", 22);
+	assert_true(ref_equal(&want, &got));
+	ref_free(&got);
+	ref_free(&want);
+
+	/* Raw addresses are named <basename>+0x<offset>, per build. */
+	fx_add(&f, "t1", "raw", FX_CPU, NULL, FX_T0, st, v1, 1, "/opt/x/libfoo.so", "3333", 0x100, 1);
+	buf_reset(&out);
+	p.query = FX_CPU "{service_name=\"raw\"}";
+	assert_int_equal(query_folded(f.st, "t1", &p, &out, &msg), 0);
+	assert_non_null(strstr(out.data, "libfoo.so+0x"));
+	assert_null(strstr(out.data, "main"));
+	buf_release(&out);
+	fx_close(&f);
+}
+
+static void test_max_nodes_other(void **state)
+{
+	struct fx f;
+	struct query_params p = params(FX_CPU);
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+	struct arena a;
+	struct qjson *j;
+	struct ref dec = { 0 };
+	long long sum, root = -1;
+
+	(void)state;
+	fx_open(&f);
+	sum = fill(&f, NULL, 5, FX_T0);
+	p.max_nodes = 8;
+	buf_init(&out, 0);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	assert_non_null(strstr(out.data, "\"other\""));
+	arena_init(&a, 0);
+	parse_json(&a, &out, &j);
+	decode_levels(qjson_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
+	assert_int_equal(root, sum);
+	{
+		long long s = 0;
+		for (size_t i = 0; i < dec.n; i++)
+			s += dec.v[i];
+		assert_int_equal(s, sum);
+	}
+	assert_true(qjson_get(qjson_get(j, "flamebearer"), "names")->n <= 10);
+	arena_release(&a);
+	ref_free(&dec);
+
+	p.max_nodes = QUERY_MAX_MAX_NODES + 1;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_INVALID);
+	buf_release(&out);
+	fx_close(&f);
+}
+
+static void test_diff_self(void **state)
+{
+	struct fx f;
+	struct query_params p = params(FX_CPU "{service_name=\"api\"}"), q2;
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+	struct arena a;
+	struct qjson *j;
+	const struct qjson *fb, *levels;
+	struct ref l = { 0 }, r = { 0 };
+	long long sum, lt = 0, rt = 0;
+
+	(void)state;
+	fx_open(&f);
+	sum = fill(&f, NULL, 4, FX_T0);
+	buf_init(&out, 0);
+	assert_int_equal(query_render_diff(f.st, "t1", &p, &p, &out, &msg), 0);
+	arena_init(&a, 0);
+	parse_json(&a, &out, &j);
+	fb = qjson_get(j, "flamebearer");
+	assert_int_equal(atoll(qjson_get(fb, "leftTicks")->s), sum);
+	assert_int_equal(atoll(qjson_get(fb, "rightTicks")->s), sum);
+	assert_string_equal(qjson_get(qjson_get(j, "metadata"), "format")->s, "double");
+	levels = qjson_get(fb, "levels");
+	for (size_t d = 0; d < levels->n; d++) {
+		const struct qjson *lv = &levels->kids[d];
+		for (size_t i = 0; i + 7 <= lv->n; i += 7) {
+			assert_string_equal(lv->kids[i].s, lv->kids[i + 3].s);
+			assert_string_equal(lv->kids[i + 1].s, lv->kids[i + 4].s);
+			assert_string_equal(lv->kids[i + 2].s, lv->kids[i + 5].s);
+		}
+	}
+	decode_levels(fb, 7, 0, &l, &lt, 1);
+	decode_levels(fb, 7, 1, &r, &rt, 1);
+	assert_int_equal(lt, sum);
+	assert_true(ref_equal(&l, &r));
+	arena_release(&a);
+
+	q2 = p;
+	q2.query = "memory:alloc_space:bytes:space:bytes{}";
+	buf_reset(&out);
+	assert_int_equal(query_render_diff(f.st, "t1", &p, &q2, &out, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "differs"));
+	buf_release(&out);
+	ref_free(&l);
+	ref_free(&r);
+	fx_close(&f);
+}
+
+static void test_limits(void **state)
+{
+	struct fx f;
+	struct query_params p = params(FX_CPU);
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+
+	(void)state;
+	fx_open(&f);
+	fill(&f, NULL, 3, FX_T0);
+	buf_init(&out, 0);
+	p.limits.max_bytes = 2048;
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "budget"));
+	p.limits.max_bytes = 0;
+	p.limits.timeout_ns = 1;
+	err_clear(&msg);
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_TIMEOUT);
+	assert_non_null(strstr(msg.text, "deadline"));
+	p.limits.timeout_ns = 0;
+	p.query = "{service_name=\"api\"}";
+	err_clear(&msg);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "profile type"));
+	p.query = FX_CPU;
+	p.until_ns = p.from_ns;
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_INVALID);
+	buf_release(&out);
+	fx_close(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_merge_equals_reference),
+		cmocka_unit_test(test_selectors_filter),
+		cmocka_unit_test(test_two_builds_line_up),
+		cmocka_unit_test(test_max_nodes_other),
+		cmocka_unit_test(test_diff_self),
+		cmocka_unit_test(test_limits),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

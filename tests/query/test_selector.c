@@ -1,0 +1,200 @@
+/* test_selector.c - selector and time parsing, label matching, JSON reader. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/err.h"
+#include "query/query.h"
+#include "query/query_int.h"
+#include "storage/storage.h"
+
+static int parse(const char *s, struct query_selector *sel, struct err_msg *msg)
+{
+	err_clear(msg);
+	return query_selector_parse(s, strlen(s), sel, msg);
+}
+
+static void test_valid(void **state)
+{
+	struct query_selector sel;
+	struct err_msg msg;
+	const char *s = "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"api\", "
+			"env=~\"prod|staging\", version!=\"1.2\", x!~'a.*', q=\"a\\\"b\\\\c\\u00e9\",}";
+
+	(void)state;
+	assert_int_equal(parse(s, &sel, &msg), 0);
+	assert_string_equal(sel.profile_type, "process_cpu:cpu:nanoseconds:cpu:nanoseconds");
+	assert_int_equal(sel.n, 5);
+	assert_string_equal(sel.m[0].name, "service_name");
+	assert_int_equal(sel.m[0].op, QUERY_EQ);
+	assert_int_equal(sel.m[1].op, QUERY_RE);
+	assert_int_equal(sel.m[2].op, QUERY_NEQ);
+	assert_int_equal(sel.m[3].op, QUERY_NRE);
+	assert_string_equal(sel.m[4].value, "a\"b\\c\xc3\xa9");
+	{
+		struct store_label l[] = { { "__profile_type__", "process_cpu:cpu:nanoseconds:cpu:nanoseconds" },
+					   { "env", "staging" }, { "q", "a\"b\\c\xc3\xa9" },
+					   { "service_name", "api" }, { "version", "1.3" }, { "x", "b" } };
+		assert_true(query_selector_matches(&sel, l, 6));
+		l[1].value = "prod2"; /* anchored: prod2 is not prod */
+		assert_false(query_selector_matches(&sel, l, 6));
+		l[1].value = "prod";
+		l[4].value = "1.2";
+		assert_false(query_selector_matches(&sel, l, 6));
+		l[4].value = "1.3";
+		l[5].value = "abc";
+		assert_false(query_selector_matches(&sel, l, 6));
+		l[5].value = "b";
+		l[0].value = "memory:a:b:c:d";
+		assert_false(query_selector_matches(&sel, l, 6));
+	}
+	query_selector_release(&sel);
+
+	assert_int_equal(parse("  {}  ", &sel, &msg), 0);
+	assert_null(sel.profile_type);
+	assert_int_equal(sel.n, 0);
+	query_selector_release(&sel);
+	assert_int_equal(parse("a:b:c:d:e", &sel, &msg), 0);
+	assert_int_equal(sel.n, 0);
+	query_selector_release(&sel);
+	assert_int_equal(query_selector_parse2("a:b:c:d:e", "{x=`raw\\n`}", &sel, &msg), 0);
+	assert_string_equal(sel.profile_type, "a:b:c:d:e");
+	assert_string_equal(sel.m[0].value, "raw\\n");
+	query_selector_release(&sel);
+	assert_int_equal(query_selector_parse2("a:b:c:d:e", "f:g:h:i:j{}", &sel, &msg), ERR_INVALID);
+}
+
+static void expect_invalid(const char *s, const char *needle)
+{
+	struct query_selector sel;
+	struct err_msg msg;
+	int rc = parse(s, &sel, &msg);
+
+	if (rc != ERR_INVALID || !strstr(msg.text, needle))
+		fail_msg("%s: rc %d msg \"%s\", want \"%s\"", s, rc, msg.text, needle);
+}
+
+static void test_invalid(void **state)
+{
+	char big[QUERY_MAX_SELECTOR_BYTES + 10];
+	struct query_selector sel;
+	struct err_msg msg;
+
+	(void)state;
+	expect_invalid("{a=\"x\"", "expected ',' or '}'");
+	expect_invalid("{a=x}", "expected a quoted value");
+	expect_invalid("{a==\"x\"}", "expected a quoted value");
+	expect_invalid("{a<\"x\"}", "expected '='");
+	expect_invalid("{1a=\"x\"}", "expected a label name");
+	expect_invalid("{a=\"x}", "unterminated");
+	expect_invalid("{a=\"\\q\"}", "unknown escape");
+	expect_invalid("{a=~\"(\"}", "bad regex");
+	expect_invalid("cpu{}", "profile type");
+	expect_invalid("a:b::d:e{}", "profile type");
+	expect_invalid("{a=\"x\"} junk", "unexpected character");
+	expect_invalid("{a=\"x\" b=\"y\"}", "offset 7");
+	expect_invalid("{a=\"\\u0000\"}", "NUL");
+	memset(big, ' ', sizeof(big));
+	assert_int_equal(query_selector_parse(big, sizeof(big), &sel, &msg), ERR_TOO_LARGE);
+	{
+		char many[4000];
+		size_t n = 0;
+
+		n += (size_t)snprintf(many + n, sizeof(many) - n, "{");
+		for (int i = 0; i < QUERY_MAX_MATCHERS + 1; i++)
+			n += (size_t)snprintf(many + n, sizeof(many) - n, "a%d=\"\",", i);
+		snprintf(many + n, sizeof(many) - n, "}");
+		assert_int_equal(parse(many, &sel, &msg), ERR_TOO_LARGE);
+	}
+}
+
+static void test_times(void **state)
+{
+	const int64_t now = 1700000000LL * 1000000000LL, s = 1000000000LL;
+	struct err_msg msg;
+	int64_t t;
+
+	(void)state;
+	assert_int_equal(query_parse_time("now", now, &t, &msg), 0);
+	assert_int_equal(t, now);
+	assert_int_equal(query_parse_time("now-1h", now, &t, &msg), 0);
+	assert_int_equal(t, now - 3600 * s);
+	assert_int_equal(query_parse_time("now-30m", now, &t, &msg), 0);
+	assert_int_equal(t, now - 1800 * s);
+	assert_int_equal(query_parse_time("now-15s", now, &t, &msg), 0);
+	assert_int_equal(t, now - 15 * s);
+	assert_int_equal(query_parse_time("now-7d", now, &t, &msg), 0);
+	assert_int_equal(t, now - 7 * 86400 * s);
+	assert_int_equal(query_parse_time("1700000000", now, &t, &msg), 0);
+	assert_int_equal(t, now);
+	assert_int_equal(query_parse_time("1700000000123", now, &t, &msg), 0);
+	assert_int_equal(t, now + 123000000);
+	assert_int_equal(query_parse_time("1700000000123456789", now, &t, &msg), 0);
+	assert_int_equal(t, now + 123456789);
+	assert_int_equal(query_parse_time("now-1y", now, &t, &msg), ERR_INVALID);
+	assert_int_equal(query_parse_time("now+1h", now, &t, &msg), ERR_INVALID);
+	assert_int_equal(query_parse_time("-5", now, &t, &msg), ERR_INVALID);
+	assert_int_equal(query_parse_time("", now, &t, &msg), ERR_INVALID);
+	assert_int_equal(query_parse_time("99999999999999999999", now, &t, &msg), ERR_INVALID);
+	err_clear(&msg);
+	assert_int_equal(query_parse_time("now-99999999999d", now, &t, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "now-99999999999d"));
+}
+
+static void test_json(void **state)
+{
+	struct arena a;
+	struct qjson *j;
+	struct err_msg msg;
+	const char *s = "{\"a\":[1,\"x\\u00e9\\ud83d\\ude00\",true,null,{\"b\":-1.5e3}],\"n\":\"42\"}";
+	const char *bad[] = { "", "{", "{\"a\"}", "[1,]", "{\"a\":01}", "\"\\x\"", "[1] 2",
+			      "\"\x01\"", "\"\\ud800\"", "tru", "{\"a\":1,}", "-", "1." };
+	int64_t v;
+
+	(void)state;
+	arena_init(&a, 0);
+	assert_int_equal(qjson_parse(s, strlen(s), &a, &j, &msg), 0);
+	assert_int_equal(qjson_get(j, "a")->n, 5);
+	assert_string_equal(qjson_get(j, "a")->kids[1].s, "x\xc3\xa9\xf0\x9f\x98\x80");
+	assert_int_equal(qjson_int(j, "n", 0, &v, &msg), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(qjson_int(j, "missing", 7, &v, &msg), 0);
+	assert_int_equal(v, 7);
+	assert_int_equal(qjson_int(j, "a", 0, &v, &msg), ERR_INVALID);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(qjson_parse(bad[i], strlen(bad[i]), &a, &j, &msg), ERR_INVALID);
+	{
+		char deep[100];
+		memset(deep, '[', sizeof(deep));
+		err_clear(&msg);
+		assert_int_equal(qjson_parse(deep, sizeof(deep), &a, &j, &msg), ERR_INVALID);
+		assert_non_null(strstr(msg.text, "deeply"));
+	}
+	arena_release(&a);
+	/* the arena cap bounds memory */
+	arena_init(&a, 1024);
+	{
+		char big[8192];
+		memset(big, ' ', sizeof(big));
+		big[0] = '"';
+		big[sizeof(big) - 1] = '"';
+		assert_int_equal(qjson_parse(big, sizeof(big), &a, &j, &msg), ERR_TOO_LARGE);
+	}
+	arena_release(&a);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_times),
+		cmocka_unit_test(test_json),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
