@@ -1,0 +1,854 @@
+/*
+ * dwarf.c - resolution of ELF virtual addresses from raw DWARF with libdw,
+ * through lazily built CU, function and inline-tree tables (see
+ * symbolize_int.h), with the ELF symbol tables as the fallback.
+ *
+ * We never call dwarf_getscopes*, dwarf_addrdie or libdwfl's address
+ * lookups: they rescan DIE trees or symbol tables per address, miss CUs
+ * without .debug_aranges, and fail on cross-CU abstract origins.
+ */
+#include <dwarf.h>
+#include <elfutils/libdwelf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "symbolize/symbolize_int.h"
+
+#define DEFAULT_MEM_CAP ((size_t)4 << 30)
+
+int sym__charge(struct sym_dwarf *d, size_t n)
+{
+	if (n > d->mem_cap - d->mem_used)
+		return ERR_TOO_LARGE;
+	d->mem_used += n;
+	return 0;
+}
+
+/* Grows *p (an array of `elem`-byte items with capacity *cap) to hold n. */
+static int reserve(struct sym_dwarf *d, void **p, size_t *cap, size_t n, size_t elem)
+{
+	if (n <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap : 16;
+	while (nc < n)
+		nc *= 2;
+	if (nc > SIZE_MAX / elem / 2)
+		return ERR_TOO_LARGE;
+	if (sym__charge(d, (nc - *cap) * elem))
+		return ERR_TOO_LARGE;
+	void *np = realloc(*p, nc * elem);
+	if (!np)
+		return ERR_NOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+/* Address 0 and all-ones are the tombstones linkers leave for dropped code. */
+static int good_range(uint64_t lo, uint64_t hi)
+{
+	return lo != 0 && hi > lo && hi < UINT64_MAX - 1;
+}
+
+/* ---- names and paths ---- */
+
+static const char *die_name(struct sym_dwarf *d, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *raw = NULL;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		raw = dwarf_formstring(&a);
+	if (!raw)
+		raw = dwarf_diename(die);
+	if (!raw)
+		return NULL;
+	const char *dm = sym__ptrmap_get(&d->names, raw);
+	if (dm)
+		return dm;
+	dm = sym__demangle(&d->strings, raw);
+	if (dm && sym__ptrmap_put(&d->names, raw, (void *)dm))
+		return NULL;
+	return dm;
+}
+
+/* Interned absolute path of a libdw file name of `cu`. */
+static const char *abs_path(struct sym_dwarf *d, struct sym__cu *cu, const char *raw)
+{
+	const char *p = sym__ptrmap_get(&d->paths, raw);
+	if (p)
+		return p;
+	if (raw[0] == '/' || !cu->comp_dir) {
+		p = sym__intern(&d->strings, raw, strlen(raw));
+	} else {
+		size_t a = strlen(cu->comp_dir), b = strlen(raw);
+		char *tmp = malloc(a + b + 2);
+		if (!tmp)
+			return NULL;
+		memcpy(tmp, cu->comp_dir, a);
+		tmp[a] = '/';
+		memcpy(tmp + a + 1, raw, b + 1);
+		p = sym__intern(&d->strings, tmp, a + b + 1);
+		free(tmp);
+	}
+	if (p && sym__ptrmap_put(&d->paths, raw, (void *)p))
+		return NULL;
+	return p;
+}
+
+static const char *call_file(struct sym_dwarf *d, struct sym__cu *cu, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word idx;
+
+	if (!dwarf_attr(die, DW_AT_call_file, &a) || dwarf_formudata(&a, &idx) != 0)
+		return NULL;
+	if (!cu->have_files) {
+		cu->have_files = 1;
+		if (dwarf_getsrcfiles(&cu->die, &cu->files, &cu->n_files) != 0) {
+			cu->files = NULL;
+			cu->n_files = 0;
+		}
+	}
+	if (!cu->files || idx >= cu->n_files)
+		return NULL;
+	const char *raw = dwarf_filesrc(cu->files, idx, NULL, NULL);
+	return raw ? abs_path(d, cu, raw) : NULL;
+}
+
+static uint32_t udata_attr(Dwarf_Die *die, unsigned name)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+
+	if (!dwarf_attr(die, name, &a) || dwarf_formudata(&a, &v) != 0 || v > UINT32_MAX)
+		return 0;
+	return (uint32_t)v;
+}
+
+/* ---- per-CU function table ---- */
+
+struct func_vecs {
+	size_t fcap, scap;
+};
+
+static int add_func(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs *v,
+		    Dwarf_Die *die)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	uint32_t fi = (uint32_t)cu->n_funcs;
+	int any = 0, rc;
+
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (!good_range(lo, hi))
+			continue;
+		rc = reserve(d, (void **)&cu->spans, &v->scap, cu->n_spans + 1,
+			     sizeof(*cu->spans));
+		if (rc)
+			return rc;
+		cu->spans[cu->n_spans++] = (struct sym__span){ lo, hi, 0, fi };
+		any = 1;
+	}
+	if (!any)
+		return 0;
+	rc = reserve(d, (void **)&cu->funcs, &v->fcap, cu->n_funcs + 1, sizeof(*cu->funcs));
+	if (rc)
+		return rc;
+	memset(&cu->funcs[fi], 0, sizeof(cu->funcs[fi]));
+	cu->funcs[fi].die = *die;
+	cu->n_funcs++;
+	return 0;
+}
+
+/* Tags whose children cannot hold a function with code. */
+static int no_functions_below(int tag)
+{
+	switch (tag) {
+	case DW_TAG_enumeration_type:
+	case DW_TAG_array_type:
+	case DW_TAG_subroutine_type:
+	case DW_TAG_formal_parameter:
+	case DW_TAG_variable:
+	case DW_TAG_member:
+	case DW_TAG_call_site:
+	case DW_TAG_GNU_call_site:
+	case DW_TAG_imported_unit:
+		return 1;
+	}
+	return 0;
+}
+
+static int collect_funcs(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs *v,
+			 Dwarf_Die *parent, int depth)
+{
+	Dwarf_Die child;
+	int rc;
+
+	if (depth > SYM__MAX_DIE_DEPTH || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_subprogram && (rc = add_func(d, cu, v, &child)))
+			return rc;
+		if (dwarf_haschildren(&child) > 0 && !no_functions_below(tag) &&
+		    (rc = collect_funcs(d, cu, v, &child, depth + 1)))
+			return rc;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int load_cu(struct sym_dwarf *d, struct sym__cu *cu)
+{
+	struct func_vecs v = { 0, 0 };
+
+	if (cu->loaded)
+		return 0;
+	int rc = collect_funcs(d, cu, &v, &cu->die, 0);
+	if (rc) {
+		cu->loaded = -1;
+		return rc;
+	}
+	sym__spans_sort(cu->spans, cu->n_spans);
+	cu->loaded = 1;
+	return 0;
+}
+
+/* ---- per-function inline tree ---- */
+
+struct tree_span {
+	uint32_t parent;
+	struct sym__span s;
+};
+
+struct tree_build {
+	struct sym__cu *cu;
+	struct sym__func *fn;
+	size_t ncap;
+	struct tree_span *ts;
+	size_t n_ts, tcap;
+};
+
+static int tree_walk(struct sym_dwarf *d, struct tree_build *b, Dwarf_Die *parent,
+		     uint32_t pnode, int depth)
+{
+	Dwarf_Die child;
+	int rc;
+
+	if (depth > SYM__MAX_DIE_DEPTH || dwarf_child(parent, &child) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&child);
+		if (tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+		    tag == DW_TAG_catch_block) {
+			if ((rc = tree_walk(d, b, &child, pnode, depth + 1)))
+				return rc;
+			continue;
+		}
+		if (tag != DW_TAG_inlined_subroutine)
+			continue;
+		struct sym__func *fn = b->fn;
+		uint32_t node = (uint32_t)fn->n_nodes;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		size_t first = b->n_ts;
+		while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+			if (!good_range(lo, hi))
+				continue;
+			rc = reserve(d, (void **)&b->ts, &b->tcap, b->n_ts + 1, sizeof(*b->ts));
+			if (rc)
+				return rc;
+			b->ts[b->n_ts++] = (struct tree_span){ pnode, { lo, hi, 0, node } };
+		}
+		if (b->n_ts == first)
+			continue;
+		rc = reserve(d, (void **)&fn->nodes, &b->ncap, fn->n_nodes + 1,
+			     sizeof(*fn->nodes));
+		if (rc)
+			return rc;
+		struct sym__node *n = &fn->nodes[fn->n_nodes++];
+		memset(n, 0, sizeof(*n));
+		n->name = die_name(d, &child);
+		n->call_file = call_file(d, b->cu, &child);
+		n->call_line = udata_attr(&child, DW_AT_call_line);
+		n->call_col = udata_attr(&child, DW_AT_call_column);
+		if ((rc = tree_walk(d, b, &child, node, depth + 1)))
+			return rc;
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return 0;
+}
+
+static int tree_span_cmp(const void *a, const void *b)
+{
+	const struct tree_span *x = a, *y = b;
+
+	if (x->parent != y->parent)
+		return x->parent < y->parent ? -1 : 1;
+	return x->s.lo < y->s.lo ? -1 : x->s.lo > y->s.lo;
+}
+
+static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *fn)
+{
+	struct tree_build b = { cu, fn, 0, NULL, 0, 0 };
+	int rc;
+
+	if (fn->loaded)
+		return 0;
+	rc = reserve(d, (void **)&fn->nodes, &b.ncap, 1, sizeof(*fn->nodes));
+	if (rc)
+		goto out;
+	memset(&fn->nodes[0], 0, sizeof(fn->nodes[0]));
+	fn->nodes[0].name = die_name(d, &fn->die);
+	fn->n_nodes = 1;
+	if ((rc = tree_walk(d, &b, &fn->die, 0, 0)))
+		goto out;
+	if (b.n_ts) {
+		qsort(b.ts, b.n_ts, sizeof(*b.ts), tree_span_cmp);
+		size_t scap = 0;
+		if ((rc = reserve(d, (void **)&fn->spans, &scap, b.n_ts, sizeof(*fn->spans))))
+			goto out;
+		for (size_t i = 0; i < b.n_ts; i++) {
+			struct sym__node *p = &fn->nodes[b.ts[i].parent];
+			if (p->n_kids == 0)
+				p->kids = (uint32_t)i;
+			p->n_kids++;
+			fn->spans[i] = b.ts[i].s;
+		}
+		fn->n_spans = b.n_ts;
+		for (size_t i = 0; i < fn->n_nodes; i++)
+			sym__spans_sort(fn->spans + fn->nodes[i].kids, fn->nodes[i].n_kids);
+	}
+	fn->loaded = 1;
+out:
+	free(b.ts);
+	if (rc)
+		fn->loaded = -1;
+	return rc;
+}
+
+/* ---- open ---- */
+
+static int build_cu_table(struct sym_dwarf *d)
+{
+	Dwarf_CU *cu = NULL, *next;
+	Dwarf_Half version;
+	uint8_t unit_type;
+	Dwarf_Die cudie, subdie;
+	size_t ccap = 0, scap = 0;
+	int rc;
+
+	while (dwarf_get_units(d->dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
+		cu = next;
+		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
+			continue;
+		uint32_t ci = (uint32_t)d->n_cus;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t off = 0;
+		int any = 0;
+		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+			if (!good_range(lo, hi))
+				continue;
+			rc = reserve(d, (void **)&d->cu_spans, &scap, d->n_cu_spans + 1,
+				     sizeof(*d->cu_spans));
+			if (rc)
+				return rc;
+			d->cu_spans[d->n_cu_spans++] = (struct sym__span){ lo, hi, 0, ci };
+			any = 1;
+		}
+		if (!any)
+			continue;
+		if ((rc = reserve(d, (void **)&d->cus, &ccap, d->n_cus + 1, sizeof(*d->cus))))
+			return rc;
+		struct sym__cu *c = &d->cus[d->n_cus++];
+		memset(c, 0, sizeof(*c));
+		c->die = cudie;
+		Dwarf_Attribute a;
+		const char *dir = dwarf_formstring(dwarf_attr(&cudie, DW_AT_comp_dir, &a));
+		if (dir && dir[0])
+			c->comp_dir = sym__intern(&d->strings, dir, strlen(dir));
+	}
+	sym__spans_sort(d->cu_spans, d->n_cu_spans);
+	return 0;
+}
+
+struct raw_sym {
+	uint64_t lo, hi;       /* hi == lo: size 0, ends at the next symbol */
+	uint64_t sec_end;      /* end of the symbol's section */
+	const char *name;
+	int rank; /* higher wins among symbols at one address */
+};
+
+static int raw_sym_cmp(const void *a, const void *b)
+{
+	const struct raw_sym *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return y->rank - x->rank;
+}
+
+static int collect_syms(struct sym_dwarf *d, struct raw_sym **v, size_t *n, size_t *cap)
+{
+	for (Elf_Scn *scn = elf_nextscn(d->elf, NULL); scn; scn = elf_nextscn(d->elf, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) ||
+		    (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (!data)
+			continue;
+		size_t count = data->d_size / sh.sh_entsize;
+		for (size_t i = 0; i < count && i < INT32_MAX; i++) {
+			GElf_Sym s;
+			if (!gelf_getsym(data, (int)i, &s))
+				break;
+			int type = GELF_ST_TYPE(s.st_info);
+			if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+			    s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE ||
+			    !good_range(s.st_value, s.st_value + s.st_size + !s.st_size))
+				continue;
+			GElf_Shdr ss;
+			Elf_Scn *sec = elf_getscn(d->elf, s.st_shndx);
+			if (!sec || !gelf_getshdr(sec, &ss) || ss.sh_addr + ss.sh_size < ss.sh_addr)
+				continue;
+			const char *name = elf_strptr(d->elf, sh.sh_link, s.st_name);
+			if (!name || !name[0])
+				continue;
+			int rc = reserve(d, (void **)v, cap, *n + 1, sizeof(**v));
+			if (rc)
+				return rc;
+			int bind = GELF_ST_BIND(s.st_info);
+			int rank = (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) +
+				   (sh.sh_type == SHT_SYMTAB);
+			(*v)[(*n)++] = (struct raw_sym){ s.st_value, s.st_value + s.st_size,
+							 ss.sh_addr + ss.sh_size, name, rank };
+		}
+	}
+	return 0;
+}
+
+static int build_symtab(struct sym_dwarf *d)
+{
+	struct raw_sym *v = NULL;
+	size_t n = 0, cap = 0, scap = 0, ncap = 0;
+	int rc = collect_syms(d, &v, &n, &cap);
+
+	if (rc)
+		goto out;
+	if (n > 1)
+		qsort(v, n, sizeof(*v), raw_sym_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0 && v[i].lo == v[i - 1].lo)
+			continue; /* an alias: the best-ranked one came first */
+		if (v[i].hi == v[i].lo) {
+			/* Size 0 (crtstuff, asm): up to the next symbol in its section. */
+			uint64_t end = v[i].sec_end;
+			for (size_t j = i + 1; j < n; j++)
+				if (v[j].lo > v[i].lo) {
+					if (v[j].lo < end)
+						end = v[j].lo;
+					break;
+				}
+			if (end <= v[i].lo)
+				continue;
+			v[i].hi = end;
+		}
+		const char *name = sym__demangle(&d->strings, v[i].name);
+		if (!name) {
+			rc = ERR_TOO_LARGE;
+			goto out;
+		}
+		uint32_t k = (uint32_t)d->n_syms;
+		if ((rc = reserve(d, (void **)&d->syms, &scap, k + 1, sizeof(*d->syms))) ||
+		    (rc = reserve(d, (void **)&d->sym_names, &ncap, k + 1, sizeof(*d->sym_names))))
+			goto out;
+		d->syms[k] = (struct sym__span){ v[i].lo, v[i].hi, 0, k };
+		d->sym_names[k] = name;
+		d->n_syms++;
+	}
+	sym__spans_sort(d->syms, d->n_syms);
+out:
+	free(v);
+	return rc;
+}
+
+static int open_alt_file(struct sym_dwarf *d, const char *path)
+{
+	struct sym_elf_info ai;
+
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return ERR_NOT_FOUND;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Dwarf *alt = NULL;
+	if (!elf || sym__elf_info(elf, &ai, NULL) != 0 ||
+	    ai.build_id_len != d->info.alt_build_id_len ||
+	    memcmp(ai.build_id, d->info.alt_build_id, ai.build_id_len) != 0 ||
+	    !(alt = dwarf_begin_elf(elf, DWARF_C_READ, NULL))) {
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return ERR_NOT_FOUND;
+	}
+	dwarf_setalt(d->dw, alt);
+	d->alt = alt;
+	d->alt_elf = elf;
+	d->alt_fd = fd;
+	return 0;
+}
+
+/* DWZ: names of DIEs moved to the shared alt file resolve only once it is set. */
+static void setup_alt(struct sym_dwarf *d, const char *path, const struct sym_dwarf_opts *o)
+{
+	char *found = NULL;
+
+	if (!(d->info.flags & SYM_HAS_ALTLINK))
+		return;
+	if (o && o->find_alt &&
+	    o->find_alt(o->ctx, d->info.alt_build_id, d->info.alt_build_id_len,
+			d->info.alt_name, &found) == 0 && found) {
+		int rc = open_alt_file(d, found);
+		free(found);
+		if (rc == 0)
+			return;
+	}
+	if (d->info.alt_name[0] == '/') {
+		open_alt_file(d, d->info.alt_name);
+	} else if (path) {
+		const char *slash = strrchr(path, '/');
+		int dirlen = slash ? (int)(slash - path) : 1;
+		char buf[4096];
+		int w = snprintf(buf, sizeof(buf), "%.*s/%s", dirlen, slash ? path : ".",
+				 d->info.alt_name);
+		if (w > 0 && (size_t)w < sizeof(buf))
+			open_alt_file(d, buf);
+	}
+}
+
+static int setup(struct sym_dwarf *d, const char *path, const struct sym_dwarf_opts *o,
+		 struct err_msg *msg)
+{
+	enum sym_reason reason;
+	int rc = sym__elf_info(d->elf, &d->info, msg);
+
+	if (rc)
+		return rc;
+	if ((rc = sym_elf_check(&d->info, o ? o->build_id : NULL,
+				o ? o->build_id_len : 0, 0, &reason, msg)))
+		return rc;
+	if (d->info.flags & SYM_HAS_DEBUG_INFO) {
+		d->dw = dwarf_begin_elf(d->elf, DWARF_C_READ, NULL);
+		if (!d->dw && !(d->info.flags & (SYM_HAS_SYMTAB | SYM_HAS_DYNSYM)))
+			return err_set(msg, ERR_INVALID, "invalid_elf: DWARF: %s",
+				       dwarf_errmsg(-1));
+	}
+	if (d->dw) {
+		setup_alt(d, path, o);
+		if ((rc = build_cu_table(d)))
+			return err_set(msg, rc, "DWARF CU table: %s", err_str(rc));
+	}
+	if ((rc = build_symtab(d)))
+		return err_set(msg, rc, "symbol table: %s", err_str(rc));
+	return 0;
+}
+
+static struct sym_dwarf *dwarf_new(const struct sym_dwarf_opts *o)
+{
+	struct sym_dwarf *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->fd = d->alt_fd = -1;
+	d->mem_cap = o && o->max_memory ? o->max_memory : DEFAULT_MEM_CAP;
+	sym__intern_init(&d->strings, d->mem_cap);
+	return d;
+}
+
+int sym_dwarf_open(const char *path, const struct sym_dwarf_opts *opts,
+		   struct sym_dwarf **out, struct err_msg *msg)
+{
+	int rc;
+	struct sym_dwarf *d = dwarf_new(opts);
+
+	if (!d)
+		return ERR_NOMEM;
+	sym__elf_init();
+	d->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d->fd < 0) {
+		rc = err_set(msg, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "%s: %s",
+			     path, strerror(errno));
+		goto out;
+	}
+	d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
+	if (!d->elf) {
+		rc = err_set(msg, ERR_INVALID, "invalid_elf: %s: %s", path, elf_errmsg(-1));
+		goto out;
+	}
+	rc = setup(d, path, opts, msg);
+out:
+	if (rc) {
+		sym_dwarf_close(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+int sym_dwarf_open_mem(const void *data, size_t len, const struct sym_dwarf_opts *opts,
+		       struct sym_dwarf **out, struct err_msg *msg)
+{
+	int rc;
+	struct sym_dwarf *d;
+
+	if (len < EI_NIDENT || memcmp(data, ELFMAG, SELFMAG) != 0)
+		return err_set(msg, ERR_INVALID, "invalid_elf: no ELF magic");
+	if (!(d = dwarf_new(opts)))
+		return ERR_NOMEM;
+	sym__elf_init();
+	/* libelf may convert a memory image in place: it gets a private copy. */
+	if (!(d->mem = malloc(len))) {
+		rc = ERR_NOMEM;
+		goto out;
+	}
+	memcpy(d->mem, data, len);
+	d->elf = elf_memory(d->mem, len);
+	if (!d->elf) {
+		rc = err_set(msg, ERR_INVALID, "invalid_elf: %s", elf_errmsg(-1));
+		goto out;
+	}
+	rc = setup(d, NULL, opts, msg);
+out:
+	if (rc) {
+		sym_dwarf_close(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+void sym_dwarf_close(struct sym_dwarf *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n_cus; i++) {
+		struct sym__cu *cu = &d->cus[i];
+		for (size_t j = 0; j < cu->n_funcs; j++) {
+			free(cu->funcs[j].nodes);
+			free(cu->funcs[j].spans);
+		}
+		free(cu->funcs);
+		free(cu->spans);
+	}
+	free(d->cus);
+	free(d->cu_spans);
+	free(d->syms);
+	free(d->sym_names);
+	sym__ptrmap_release(&d->names);
+	sym__ptrmap_release(&d->paths);
+	sym__intern_release(&d->strings);
+	if (d->dw)
+		dwarf_end(d->dw);
+	if (d->alt)
+		dwarf_end(d->alt);
+	if (d->alt_elf)
+		elf_end(d->alt_elf);
+	if (d->alt_fd >= 0)
+		close(d->alt_fd);
+	if (d->elf)
+		elf_end(d->elf);
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->mem);
+	free(d);
+}
+
+const struct sym_elf_info *sym_dwarf_info(const struct sym_dwarf *d)
+{
+	return &d->info;
+}
+
+/* ---- lookup ---- */
+
+struct line_loc {
+	const char *file;
+	uint32_t line, col;
+};
+
+static void line_at(struct sym_dwarf *d, struct sym__cu *cu, uint64_t pc, struct line_loc *l)
+{
+	Dwarf_Line *row = dwarf_getsrc_die(&cu->die, pc);
+	int v;
+	const char *raw;
+
+	if (!row)
+		return;
+	raw = dwarf_linesrc(row, NULL, NULL);
+	if (raw)
+		l->file = abs_path(d, cu, raw);
+	if (dwarf_lineno(row, &v) == 0 && v > 0)
+		l->line = (uint32_t)v;
+	if (dwarf_linecol(row, &v) == 0 && v > 0)
+		l->col = (uint32_t)v;
+}
+
+int sym_dwarf_lookup(struct sym_dwarf *d, uint64_t pc, struct sym_frame *frames,
+		     size_t max, size_t *n)
+{
+	const struct sym__span *s = sym__span_find(d->cu_spans, d->n_cu_spans, pc);
+	struct sym__cu *cu = s ? &d->cus[s->idx] : NULL;
+	struct sym__func *fn = NULL;
+	struct line_loc loc = { NULL, 0, 0 };
+	uint32_t chain[SYM_MAX_FRAMES];
+	size_t depth = 0, k = 0;
+	int rc;
+
+	if (cu) {
+		if ((rc = load_cu(d, cu)))
+			return rc;
+		/* A CU whose table failed to build half-way is not trusted. */
+		s = cu->loaded > 0 ? sym__span_find(cu->spans, cu->n_spans, pc) : NULL;
+		if (s) {
+			fn = &cu->funcs[s->idx];
+			if ((rc = load_func(d, cu, fn)))
+				return rc;
+			if (fn->loaded < 0)
+				fn = NULL;
+		}
+		line_at(d, cu, pc, &loc);
+	}
+	if (fn) {
+		uint32_t cur = 0;
+		chain[depth++] = 0;
+		while (depth < SYM_MAX_FRAMES) {
+			const struct sym__node *nd = &fn->nodes[cur];
+			s = sym__span_find(fn->spans + nd->kids, nd->n_kids, pc);
+			if (!s)
+				break;
+			cur = s->idx;
+			chain[depth++] = cur;
+		}
+	}
+	const struct sym__span *sym = sym__span_find(d->syms, d->n_syms, pc);
+	const char *sym_name = sym ? d->sym_names[sym->idx] : NULL;
+
+	if (depth == 0) {
+		if ((sym_name || loc.file) && max > 0) {
+			frames[0] = (struct sym_frame){ sym_name, loc.file, loc.line,
+							loc.col, sym_name ? SYM_FRAME_SYMTAB : 0 };
+			k = 1;
+		}
+		*n = k;
+		return 0;
+	}
+	for (k = 0; k < depth && k < max; k++) {
+		const struct sym__node *nd = &fn->nodes[chain[depth - 1 - k]];
+		struct sym_frame *f = &frames[k];
+		f->function = nd->name;
+		f->flags = k + 1 < depth ? SYM_FRAME_INLINED : 0;
+		if (k == 0) {
+			f->file = loc.file;
+			f->line = loc.line;
+			f->column = loc.col;
+		} else {
+			const struct sym__node *in = &fn->nodes[chain[depth - k]];
+			f->file = in->call_file;
+			f->line = in->call_line;
+			f->column = in->call_col;
+		}
+		if (!f->function && k + 1 == depth && sym_name) {
+			f->function = sym_name;
+			f->flags |= SYM_FRAME_SYMTAB;
+		}
+	}
+	*n = k;
+	return 0;
+}
+
+int sym_dwarf_resolve(struct sym_dwarf *d, const uint64_t *vaddrs, size_t n,
+		      sym_frames_fn fn, void *ctx)
+{
+	struct sym_frame frames[SYM_MAX_FRAMES];
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		int rc = sym_dwarf_lookup(d, vaddrs[i], frames, SYM_MAX_FRAMES, &k);
+		if (rc)
+			return rc;
+		if ((rc = fn(ctx, i, vaddrs[i], frames, k)))
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- whole-file passes for the index writer ---- */
+
+int sym__dwarf_load_all(struct sym_dwarf *d)
+{
+	for (size_t i = 0; i < d->n_cus; i++) {
+		struct sym__cu *cu = &d->cus[i];
+		int rc = load_cu(d, cu);
+		if (rc)
+			return rc;
+		for (size_t j = 0; j < cu->n_funcs; j++)
+			if ((rc = load_func(d, cu, &cu->funcs[j])))
+				return rc;
+	}
+	return 0;
+}
+
+static int push(struct sym_dwarf *d, uint64_t **v, size_t *n, size_t *cap, uint64_t x)
+{
+	int rc = reserve(d, (void **)v, cap, *n + 1, sizeof(**v));
+	if (rc)
+		return rc;
+	(*v)[(*n)++] = x;
+	return 0;
+}
+
+static int push_spans(struct sym_dwarf *d, const struct sym__span *s, size_t ns,
+		      uint64_t **v, size_t *n, size_t *cap)
+{
+	for (size_t i = 0; i < ns; i++) {
+		int rc = push(d, v, n, cap, s[i].lo);
+		if (rc || (rc = push(d, v, n, cap, s[i].hi)))
+			return rc;
+	}
+	return 0;
+}
+
+int sym__dwarf_boundaries(struct sym_dwarf *d, uint64_t **v, size_t *n, size_t *cap)
+{
+	int rc = push_spans(d, d->cu_spans, d->n_cu_spans, v, n, cap);
+	/* Line rows outside every CU (tombstoned sequences at 0) change nothing. */
+	uint64_t lo_all = d->n_cu_spans ? d->cu_spans[0].lo : 0;
+	uint64_t hi_all = d->n_cu_spans ? d->cu_spans[d->n_cu_spans - 1].maxhi : 0;
+
+	if (rc || (rc = push_spans(d, d->syms, d->n_syms, v, n, cap)))
+		return rc;
+	for (size_t i = 0; i < d->n_cus; i++) {
+		struct sym__cu *cu = &d->cus[i];
+		if ((rc = push_spans(d, cu->spans, cu->n_spans, v, n, cap)))
+			return rc;
+		for (size_t j = 0; j < cu->n_funcs; j++)
+			if ((rc = push_spans(d, cu->funcs[j].spans, cu->funcs[j].n_spans,
+					     v, n, cap)))
+				return rc;
+		Dwarf_Lines *lines;
+		size_t nl;
+		if (dwarf_getsrclines(&cu->die, &lines, &nl) != 0)
+			continue;
+		for (size_t j = 0; j < nl; j++) {
+			Dwarf_Addr a;
+			if (dwarf_lineaddr(dwarf_onesrcline(lines, j), &a) == 0 &&
+			    a >= lo_all && a <= hi_all && (rc = push(d, v, n, cap, a)))
+				return rc;
+		}
+	}
+	return 0;
+}

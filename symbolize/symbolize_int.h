@@ -1,0 +1,203 @@
+/*
+ * symbolize_int.h - internals of the symbolize module, shared by its files
+ * and its tests: the in-memory resolver tables and the on-disk index format.
+ *
+ * ==== Resolver tables (struct sym_dwarf) ====
+ *
+ * Built lazily, two levels, after the recipe in shared/notes/symbolization.md:
+ *
+ *   cu_spans    every address range of every compile unit (DW_AT_ranges or
+ *               low/high_pc via dwarf_ranges), sorted; built on open.  We never
+ *               rely on .debug_aranges (Go and clang do not emit it).
+ *   cu->funcs   on the first lookup in a CU: every DW_TAG_subprogram with
+ *               code, found by a DFS of the whole CU (GCC nests lambda
+ *               operator() bodies inside other functions' DIEs).
+ *   fn->nodes   on the first lookup in a function: its tree of
+ *               DW_TAG_inlined_subroutine, each with the ranges of its
+ *               children sorted, and the call_file/line/column of each.
+ *   symtab      FUNC symbols of .symtab and .dynsym, sorted: the fallback for
+ *               addresses without a DWARF function.
+ *
+ * Every table is a sorted array of struct sym__span, looked up with
+ * sym__span_find(): the last span starting at or before the address that
+ * still contains it (overlaps are resolved by a bounded backward scan using
+ * the running maximum of span ends).  The answer of a lookup is therefore
+ * constant between any two consecutive span boundaries or line-table rows;
+ * the index writer relies on this to flatten the tables into ranges.
+ *
+ * All strings handed out (names, paths) are interned in one table, so equal
+ * strings are equal pointers for the lifetime of the handle.
+ *
+ * ==== Index file format, version 1 ====
+ *
+ * All integers little-endian.  Sections are 4-byte aligned and follow the
+ * header in this order; every offset is from the start of the file.
+ *
+ * Header (128 bytes):
+ *   off  size  field
+ *     0     8  magic "UNHXSYMI"
+ *     8     4  version (1)
+ *    12     4  header size (128)
+ *    16     8  base: ELF virtual address that range starts are relative to
+ *    24     4  n_ranges
+ *    28     4  n_locs
+ *    32     4  strtab size in bytes
+ *    36     4  build ID length (0..64)
+ *    40    64  build ID, zero padded
+ *   104     4  offset of range starts   (n_ranges * 4 bytes)
+ *   108     4  offset of range locs     (n_ranges * 4 bytes)
+ *   112     4  offset of locations      (n_locs * 24 bytes)
+ *   116     4  offset of strtab         (strtab size bytes)
+ *   120     4  file size
+ *   124     4  CRC-32 (zlib) of bytes [0, 124) followed by bytes [128, file size)
+ *
+ * Range starts: u32 (address - base), strictly increasing.  Range i covers
+ * [start[i], start[i+1]); the last range extends to the end of the address
+ * space, so the writer always ends with a range whose loc is NONE.
+ *
+ * Range locs: u32 index of the innermost location of range i, or NONE
+ * (0xffffffff) when nothing is known there.
+ *
+ * Location (24 bytes):
+ *     0  4  function: strtab offset of the demangled name, or NONE
+ *     4  4  file: strtab offset of the path, or NONE
+ *     8  4  line
+ *    12  4  column
+ *    16  4  parent: index of the location this one was inlined into (its
+ *           call site), or NONE.  Always smaller than the location's own
+ *           index, so every chain ends.
+ *    20  4  flags (enum sym_frame_flags)
+ *
+ * Strtab: NUL-terminated strings.  Its last byte is NUL, so any offset
+ * below its size names a terminated string inside it.
+ *
+ * The reader checks all of this on open (O(file size)) and answers lookups
+ * without further checks.
+ */
+#ifndef UNHEX_SYMBOLIZE_SYMBOLIZE_INT_H
+#define UNHEX_SYMBOLIZE_SYMBOLIZE_INT_H
+
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "symbolize/symbolize.h"
+
+#define SYM_NONE 0xffffffffu
+#define SYM_INDEX_MAGIC "UNHXSYMI"
+#define SYM_INDEX_VERSION 1u
+#define SYM_INDEX_HEADER 128u
+#define SYM_INDEX_LOC_SIZE 24u
+
+#define SYM__MAX_DIE_DEPTH 256   /* DIE nesting we follow; deeper is ignored */
+#define SYM__MAX_NAME 65536      /* longer names are not demangled */
+
+struct sym__span {
+	uint64_t lo, hi;  /* [lo, hi) */
+	uint64_t maxhi;   /* max hi of this span and all before it */
+	uint32_t idx;     /* what the span maps to (table-specific) */
+};
+
+/* Sorts spans by lo and fills maxhi. */
+void sym__spans_sort(struct sym__span *s, size_t n);
+/* See the header comment; NULL if no span contains pc. */
+const struct sym__span *sym__span_find(const struct sym__span *s, size_t n,
+				       uint64_t pc);
+
+/* An open-addressing map from pointer keys to pointer values. */
+struct sym__ptrmap {
+	const void **keys;
+	void **vals;
+	size_t cap, count;
+};
+
+void *sym__ptrmap_get(const struct sym__ptrmap *m, const void *key);
+int sym__ptrmap_put(struct sym__ptrmap *m, const void *key, void *val);
+void sym__ptrmap_release(struct sym__ptrmap *m);
+
+/* String interning: equal content, equal pointer; strings live in an arena. */
+struct sym__intern {
+	const char **slots;
+	size_t cap, count;
+	struct arena arena;
+};
+
+void sym__intern_init(struct sym__intern *t, size_t cap_bytes);
+void sym__intern_release(struct sym__intern *t);
+/* Returns the interned copy of s[0..len), or NULL (no memory / cap). */
+const char *sym__intern(struct sym__intern *t, const char *s, size_t len);
+
+/*
+ * Demangles `name` (C++, Rust, D via libiberty) and interns the result, or
+ * interns `name` as is when it is not a mangled name.
+ */
+const char *sym__demangle(struct sym__intern *t, const char *name);
+
+/* An inline-tree node: index 0 is the function itself. */
+struct sym__node {
+	const char *name;       /* interned, demangled */
+	const char *call_file;  /* interned; call site in the parent */
+	uint32_t call_line, call_col;
+	uint32_t kids, n_kids;  /* slice of fn->spans; idx = child node */
+};
+
+struct sym__func {
+	Dwarf_Die die;
+	int loaded;                 /* 1: nodes built, -1: failed */
+	struct sym__node *nodes;
+	size_t n_nodes;
+	struct sym__span *spans;
+	size_t n_spans;
+};
+
+struct sym__cu {
+	Dwarf_Die die;
+	const char *comp_dir;       /* interned, or NULL */
+	int loaded;                 /* 1: funcs built, -1: failed */
+	int have_files;
+	Dwarf_Files *files;
+	size_t n_files;
+	struct sym__func *funcs;
+	size_t n_funcs;
+	struct sym__span *spans;    /* idx = function */
+	size_t n_spans;
+};
+
+struct sym_dwarf {
+	struct sym_elf_info info;
+	int fd, alt_fd;
+	void *mem;                  /* owned copy for sym_dwarf_open_mem */
+	Elf *elf, *alt_elf;
+	Dwarf *dw, *alt;
+	size_t mem_used, mem_cap;
+	struct sym__intern strings;
+	struct sym__ptrmap names;   /* raw DWARF/ELF name -> demangled */
+	struct sym__ptrmap paths;   /* raw libdw file name (per CU) -> absolute */
+	struct sym__cu *cus;
+	size_t n_cus;
+	struct sym__span *cu_spans; /* idx = cu */
+	size_t n_cu_spans;
+	struct sym__span *syms;     /* idx = sym_names index */
+	size_t n_syms;
+	const char **sym_names;
+};
+
+/* Loads every CU's functions and every function's tree (index writer). */
+int sym__dwarf_load_all(struct sym_dwarf *d);
+
+/* The boundaries of the piecewise-constant lookup, appended to *v (malloc'd). */
+int sym__dwarf_boundaries(struct sym_dwarf *d, uint64_t **v, size_t *n,
+			  size_t *cap);
+
+/* Accounts `n` more bytes against the memory cap. */
+int sym__charge(struct sym_dwarf *d, size_t n);
+
+/* Initializes libelf once (idempotent, thread-safe). */
+void sym__elf_init(void);
+
+/* Fills `out` from an open Elf; shared by sym_elf_inspect* and sym_dwarf. */
+int sym__elf_info(Elf *elf, struct sym_elf_info *out, struct err_msg *msg);
+
+#endif
