@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct buf;
 struct err_msg;
 struct store;
 struct store_txn;
@@ -273,5 +274,57 @@ int store_stats(struct store *st,
 
 /* Flushes memtables to SST files (for accurate sizes and benchmarks). */
 int store_flush(struct store *st, struct err_msg *msg);
+
+/* Runs a full compaction of every column family (benchmarks, tests). */
+int store_compact(struct store *st, struct err_msg *msg);
+
+/* ---- auxiliary key-value namespaces --------------------------------------
+ *
+ * Global (not per tenant) namespaces whose value formats belong to the module
+ * that uses them (symbolize/ documents its own in symbolize_int.h); the store
+ * only guarantees durability, atomicity of one call, and ordered scans.
+ *   STORE_AUX_DEBUGINFO  build ID -> debug info metadata (source, size, status)
+ *   STORE_AUX_SYMCACHE   (build ID, address) -> resolved frames
+ * Keys and values are arbitrary bytes (keys at most 1 KiB, values 16 MiB).
+ */
+enum store_aux {
+	STORE_AUX_DEBUGINFO,
+	STORE_AUX_SYMCACHE,
+	STORE_AUX_COUNT
+};
+
+struct store_kv {
+	const void *key;
+	size_t klen;
+	const void *val; /* NULL deletes the key in store_aux_write */
+	size_t vlen;
+};
+
+/* Writes (or deletes) `n` pairs atomically in one batch. */
+int store_aux_write(struct store *st, enum store_aux ns, const struct store_kv *kv,
+		    size_t n, struct err_msg *msg);
+
+/* Appends the value of `key` to `out`; ERR_NOT_FOUND when absent. */
+int store_aux_get(struct store *st, enum store_aux ns, const void *key, size_t klen,
+		  struct buf *out, struct err_msg *msg);
+
+/*
+ * Looks up `n` keys in one batch (RocksDB MultiGet); calls cb(ctx, i, val,
+ * vlen) for each key in order, with val NULL when absent.  A non-zero return
+ * from cb stops and is returned.
+ */
+int store_aux_multi_get(struct store *st, enum store_aux ns, const struct store_kv *keys,
+			size_t n,
+			int (*cb)(void *ctx, size_t i, const void *val, size_t vlen),
+			void *ctx, struct err_msg *msg);
+
+/* Calls cb for every pair whose key starts with `prefix`, in key order. */
+int store_aux_scan(struct store *st, enum store_aux ns, const void *prefix, size_t plen,
+		   int (*cb)(void *ctx, const void *key, size_t klen, const void *val,
+			     size_t vlen),
+		   void *ctx, struct err_msg *msg);
+
+/* Bytes on disk of an auxiliary namespace (SST estimate). */
+uint64_t store_aux_bytes(struct store *st, enum store_aux ns);
 
 #endif
