@@ -4,6 +4,7 @@
 #   make bench  install, build, run the benchmarks (bench/RESULTS.md)
 #   make deps   install the Debian packages (idempotent)
 
+MAKEFLAGS  += --no-print-directory
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
