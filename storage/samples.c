@@ -1,6 +1,7 @@
 /*
  * samples.c - columnar sample chunks: adding profiles to a txn, the block
- * codec, the chunk merge operator and time-range reads.  Layout:
+ * codec, the concatenating merge operator, the compaction filter that
+ * recodes a chunk into one columnar block, and time-range reads.  Layout:
  * storage_int.h, section 6.
  */
 #include "storage/storage_int.h"
@@ -12,12 +13,11 @@
 #include "base/err.h"
 #include "base/varint.h"
 
-#define ZSTD_LEVEL 1
 #define COMPRESS_MIN 64 /* smaller payloads are stored raw */
 
 /* ---- block codec ----------------------------------------------------------- */
 
-int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n,
+int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, int zlevel,
 			struct buf *out)
 {
 	struct buf raw;
@@ -63,7 +63,8 @@ int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n,
 		buf_init(&z, 0);
 		head[0] = CHUNK_MAGIC;
 		head[1] = 0;
-		if (raw.len >= COMPRESS_MIN && zstd_compress_buf(raw.data, raw.len, ZSTD_LEVEL, &z) == 0 &&
+		if (zlevel > 0 && raw.len >= COMPRESS_MIN &&
+		    zstd_compress_buf(raw.data, raw.len, zlevel, &z) == 0 &&
 		    z.len < raw.len)
 			head[1] = 1;
 		hlen += varint_put(head + hlen, head[1] ? z.len : raw.len);
@@ -203,6 +204,15 @@ static int prof_cmp(const void *a, const void *b)
 	return (uintptr_t)x->ids < (uintptr_t)y->ids ? -1 : (uintptr_t)x->ids > (uintptr_t)y->ids;
 }
 
+/* Commits usually add blocks in time order, which needs no sort at all. */
+static int time_sorted(const struct chunk *c)
+{
+	for (size_t i = 1; i < c->n; i++)
+		if (c->profs[i].meta.time_ns < c->profs[i - 1].meta.time_ns)
+			return 0;
+	return 1;
+}
+
 /* Parses the block at *p: its codec and payload bounds. */
 static int block_header(const uint8_t **p, const uint8_t *end, int *codec,
 			const uint8_t **payload, uint64_t *stored, uint64_t *raw)
@@ -262,7 +272,7 @@ int store__chunk_decode(struct chunk *c, const void *v, size_t len, struct err_m
 	/* Blocks are each sorted by time; several blocks need a merge.  Until
 	 * the sort, ids holds each profile's offset, which keeps equal times
 	 * in insertion order. */
-	if (blocks > 1)
+	if (blocks > 1 && !time_sorted(c))
 		qsort(c->profs, c->n, sizeof(*c->profs), prof_cmp);
 	for (size_t i = 0; i < c->n; i++) {
 		size_t off = (size_t)(uintptr_t)c->profs[i].ids;
@@ -298,34 +308,11 @@ static char *concat(const char *existing, size_t existing_len, const char *const
 	return out;
 }
 
-/* Re-encodes every profile of the window as one block; NULL if anything fails. */
-static char *recode(const char *existing, size_t existing_len, const char *const *ops,
-		    const size_t *op_lens, int n_ops, size_t *new_len)
-{
-	struct buf all, out;
-	struct chunk c;
-	char *res = NULL;
-	int rc = 0;
-
-	buf_init(&all, 0);
-	buf_init(&out, 0);
-	store__chunk_init(&c);
-	if (existing)
-		rc = buf_append(&all, existing, existing_len);
-	for (int i = 0; i < n_ops && !rc; i++)
-		rc = buf_append(&all, ops[i], op_lens[i]);
-	if (!rc)
-		rc = store__chunk_decode(&c, all.data, all.len, NULL);
-	if (!rc && c.n)
-		rc = store__chunk_encode(c.part, c.profs, c.n, &out);
-	if (!rc && c.n)
-		res = buf_detach(&out, new_len);
-	store__chunk_release(&c);
-	buf_release(&all);
-	buf_release(&out);
-	return res;
-}
-
+/*
+ * The full merge only concatenates: it runs on every read of a window whose
+ * operands are not compacted yet, so it must not decode, sort or compress.
+ * Re-encoding into one block is the compaction filter's job (below).
+ */
 static char *chunk_full(void *state, const char *key, size_t key_len, const char *existing,
 			size_t existing_len, const char *const *ops, const size_t *op_lens,
 			int n_ops, unsigned char *success, size_t *new_len)
@@ -333,11 +320,7 @@ static char *chunk_full(void *state, const char *key, size_t key_len, const char
 	char *out;
 
 	(void)state, (void)key, (void)key_len;
-	out = recode(existing, existing_len, ops, op_lens, n_ops, new_len);
-	/* Bytes that do not decode are kept as they are: readers report
-	 * them as corrupt, and the rest of the database stays writable. */
-	if (!out)
-		out = concat(existing, existing_len, ops, op_lens, n_ops, new_len);
+	out = concat(existing, existing_len, ops, op_lens, n_ops, new_len);
 	*success = out != NULL;
 	return out;
 }
@@ -375,6 +358,96 @@ rocksdb_mergeoperator_t *store__chunk_merge_operator(void)
 {
 	return rocksdb_mergeoperator_create(NULL, chunk_state_free, chunk_full, chunk_partial,
 					    chunk_free_value, chunk_name);
+}
+
+/* ---- compaction filter: one columnar block per chunk -------------------------- */
+
+/*
+ * Compaction is where a chunk's blocks become one: the filter sees every
+ * plain value a compaction reads (the output of an earlier merge included),
+ * and rewrites a chunk of several blocks, or of one raw block worth
+ * compressing, as a single zstd block sorted by time.  RocksDB copies the new
+ * value at once and never frees it, so it lives in the filter's own buffer,
+ * which one (sub)compaction uses from one thread and frees at its end.
+ */
+#define RECODE_ZSTD_LEVEL 3
+
+struct recoder {
+	struct chunk c;
+	struct buf out;
+};
+
+static int needs_recode(const char *v, size_t len)
+{
+	const uint8_t *p = (const uint8_t *)v, *end = p + len, *payload;
+	uint64_t stored, raw;
+	int codec;
+
+	if (block_header(&p, end, &codec, &payload, &stored, &raw))
+		return 0; /* corrupt: kept as it is, readers report it */
+	if (p != end)
+		return 1;
+	return codec == 0 && raw >= COMPRESS_MIN;
+}
+
+static unsigned char chunk_filter(void *state, int level, const char *key, size_t key_len,
+				  const char *v, size_t vlen, char **new_value,
+				  size_t *new_len, unsigned char *changed)
+{
+	struct recoder *r = state;
+
+	(void)level, (void)key, (void)key_len;
+	*changed = 0;
+	if (!needs_recode(v, vlen))
+		return 0;
+	buf_reset(&r->out);
+	if (store__chunk_decode(&r->c, v, vlen, NULL) || r->c.n == 0 ||
+	    store__chunk_encode(r->c.part, r->c.profs, r->c.n, RECODE_ZSTD_LEVEL, &r->out))
+		return 0; /* undecodable bytes stay as they are */
+	*new_value = r->out.data;
+	*new_len = r->out.len;
+	*changed = 1;
+	return 0;
+}
+
+static void recoder_free(void *state)
+{
+	struct recoder *r = state;
+
+	store__chunk_release(&r->c);
+	buf_release(&r->out);
+	free(r);
+}
+
+static const char *filter_name(void *state)
+{
+	(void)state;
+	return "unhex.chunk-recode.v1";
+}
+
+static rocksdb_compactionfilter_t *filter_create(void *state,
+						 rocksdb_compactionfiltercontext_t *ctx)
+{
+	struct recoder *r = calloc(1, sizeof(*r));
+
+	(void)state, (void)ctx;
+	if (!r)
+		return NULL; /* RocksDB then compacts without a filter */
+	store__chunk_init(&r->c);
+	buf_init(&r->out, STORE_MAX_CHUNK_RAW);
+	return rocksdb_compactionfilter_create(r, recoder_free, chunk_filter, filter_name);
+}
+
+static const char *factory_name(void *state)
+{
+	(void)state;
+	return "unhex.chunk-recode-factory.v1";
+}
+
+rocksdb_compactionfilterfactory_t *store__chunk_filter_factory(void)
+{
+	return rocksdb_compactionfilterfactory_create(NULL, chunk_state_free, filter_create,
+						      factory_name);
 }
 
 /* ---- writing ------------------------------------------------------------------ */
@@ -572,7 +645,8 @@ int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
 			m++;
 		}
 		buf_reset(&tx->val);
-		rc = store__chunk_encode(g->part, cp, m, &tx->val);
+		/* Raw: compression belongs to compaction, off the commit path. */
+		rc = store__chunk_encode(g->part, cp, m, 0, &tx->val);
 		if (rc) {
 			err_set(msg, rc, "encoding the samples of series %llu",
 				(unsigned long long)g->series);

@@ -16,8 +16,16 @@
  *   symbols    STORE_CF_SYMBOLS   -                strings, mappings, functions,
  *                                                  locations, stack trie nodes
  *   samples    STORE_CF_SAMPLES   unhex.chunk.v1   columnar sample chunks
+ *                                 (+ compaction filter unhex.chunk-recode.v1)
+ *   debuginfo  STORE_AUX_DEBUGINFO  -              auxiliary, global (section 7)
+ *   symcache   STORE_AUX_SYMCACHE   -              auxiliary, global (section 7)
  *
- * Every key starts with a tenant id, u32 big-endian, so that one tenant is one
+ * A store created before the auxiliary families existed gets them created
+ * by the next read-write open; a read-only open lists the families on disk
+ * (rocksdb_list_column_families), opens those that exist and treats a
+ * missing auxiliary family as empty.
+ *
+ * Every key of the tenant families starts with a tenant id, u32 big-endian, so that one tenant is one
  * contiguous key range in every column family ([be32(t), be32(t+1))): sizes
  * per tenant come from rocksdb_approximate_sizes_cf over that range, and
  * retention can later drop a range.  Tenant id 0 is reserved for records that
@@ -144,12 +152,26 @@
  *                      with the sign bit flipped (so negative times sort first)
  *
  * A chunk value is a sequence of one or more *blocks*, back to back.  Each
- * commit adds one block per chunk it touches as a merge operand, so a merge
- * (in a read, a flush or a compaction) can concatenate blocks without
- * failing; a full merge re-encodes every profile of the window into ONE block
- * sorted by time, so compacted chunks are truly columnar.  If any block does
- * not decode, the full merge keeps the bytes as they are and readers report
- * ERR_CORRUPT for that chunk.
+ * commit adds one raw (uncompressed) block per chunk it touches as a merge
+ * operand.  Both the full and the partial merge only concatenate operands:
+ * a read of a window whose operands are not compacted yet runs the full
+ * merge every time, so it must cost a memcpy, never a decode or a
+ * compression.  Readers decode every block once and merge them by time.
+ *
+ * The compaction filter unhex.chunk-recode.v1 makes chunks columnar: every
+ * plain value a compaction reads (which includes the concatenation an
+ * earlier merge wrote) of more than one block, or of one raw block of at
+ * least 64 payload bytes, is rewritten as ONE zstd block (level 3) holding
+ * every profile of the window sorted by time.  Compaction runs in RocksDB's
+ * background threads, so neither commits nor reads pay for compression.
+ * RocksDB does not run filters on flushes nor on the output of a merge in
+ * the same compaction, so a window is recoded by the first compaction after
+ * the one that merged it; store_compact() therefore compacts the samples
+ * family twice.  A value that does not decode is kept as it is and readers
+ * report ERR_CORRUPT for that chunk; the database stays writable.
+ *
+ * Chunks written by earlier versions (zstd blocks from every commit, level
+ * 1) are valid under this layout and are recoded by compaction like others.
  *
  *   block 0      1     magic 0xC1 (CHUNK_MAGIC)
  *         1      1     codec: 0 raw, 1 zstd (one frame with content size)
@@ -174,7 +196,24 @@
  * added, which makes the stack id deltas small and the columns regular.
  *
  * ==========================================================================
- * 7. In memory
+ * 7. debuginfo and symcache (auxiliary namespaces)
+ * ==========================================================================
+ *
+ * Global: no tenant prefix, the only families whose keys do not start with a
+ * tenant id, so they are left out of per-tenant statistics.  Keys and values
+ * are stored verbatim; their formats belong to the module that writes them
+ * (symbolize/symbolize_int.h documents both).  The store enforces only:
+ *
+ *   key    1 .. STORE_AUX_MAX_KEY (1 KiB) bytes, any content
+ *   value  0 .. STORE_AUX_MAX_VALUE (16 MiB) bytes, any content
+ *   batch  at most STORE_AUX_MAX_BATCH (256 MiB) of keys and values in one
+ *          store_aux_write(), written as one RocksDB write batch (atomic)
+ *
+ * Both families use a bloom filter (point lookups and MultiGet dominate) and
+ * lz4, zstd at the bottommost level.
+ *
+ * ==========================================================================
+ * 8. In memory
  * ==========================================================================
  *
  * struct tenant is created at open (one per 'T' record) or by the commit of
@@ -229,8 +268,24 @@
 #define STORE_MAX_CHUNK_RAW ((size_t)512 << 20)
 #define STORE_MAX_STACK_CACHE ((size_t)32 << 20) /* per partition */
 
-/* Column families as opened, in this order. */
-enum cfi { CFI_DEFAULT, CFI_META, CFI_COUNTERS, CFI_SERIES, CFI_SYMBOLS, CFI_SAMPLES, CFI_N };
+/* Column families as opened, in this order; the tenant families come first. */
+enum cfi {
+	CFI_DEFAULT,
+	CFI_META,
+	CFI_COUNTERS,
+	CFI_SERIES,
+	CFI_SYMBOLS,
+	CFI_SAMPLES,
+	CFI_TENANT_N, /* families below this one are keyed by tenant */
+	CFI_DEBUGINFO = CFI_TENANT_N,
+	CFI_SYMCACHE,
+	CFI_N
+};
+
+/* Limits of the auxiliary namespaces (section 7). */
+#define STORE_AUX_MAX_KEY 1024
+#define STORE_AUX_MAX_VALUE ((size_t)16 << 20)
+#define STORE_AUX_MAX_BATCH ((size_t)256 << 20)
 
 /* Key tags (byte 4 of tenant-prefixed keys). */
 enum {
@@ -502,8 +557,9 @@ int store__scan_parts(struct store *st, struct tenant *t, struct bmap *map, uint
 		      struct err_msg *msg);
 void store__index_drop(struct tenant *t);
 
-/* Merge operators (samples.c, store.c). */
+/* Merge operators and the chunk compaction filter (samples.c, store.c). */
 rocksdb_mergeoperator_t *store__chunk_merge_operator(void);
+rocksdb_compactionfilterfactory_t *store__chunk_filter_factory(void);
 rocksdb_mergeoperator_t *store__add64_merge_operator(void);
 
 /* Chunk codec (samples.c). */
@@ -513,8 +569,9 @@ struct chunk_profile {
 	const uint32_t *ids;
 	const int64_t *vals;
 };
-/* Appends one block of `n` profiles (sorted by time) to out. */
-int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n,
+/* Appends one block of `n` profiles (sorted by time) to out, zstd-compressed
+ * at `zlevel` when that is smaller, raw when zlevel is 0. */
+int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, int zlevel,
 			struct buf *out);
 /* Decoded chunk: every profile of every block, sorted by time. */
 struct chunk {
@@ -535,6 +592,7 @@ int store__raw_put(struct store *st, enum cfi cf, const void *k, size_t klen,
 		   const void *v, size_t vlen);
 int store__raw_get(struct store *st, enum cfi cf, const void *k, size_t klen,
 		   struct buf *out);
+/* Compacts one family fully; the samples family twice (see section 6). */
 int store__compact(struct store *st, enum cfi cf);
 
 static inline int64_t floor_div(int64_t t, int64_t w)

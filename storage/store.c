@@ -17,7 +17,7 @@
 #define DB_WRITE_BUFFER_BYTES ((size_t)128 << 20)
 
 static const char *const cf_names[CFI_N] = {
-	"default", "meta", "counters", "series", "symbols", "samples",
+	"default", "meta", "counters", "series", "symbols", "samples", "debuginfo", "symcache",
 };
 
 const char *store_cf_name(enum store_cf cf)
@@ -138,7 +138,8 @@ static rocksdb_options_t *cf_options(struct store *st, enum cfi c)
 	rocksdb_block_based_options_set_block_size(bbo, 16 * 1024);
 	rocksdb_block_based_options_set_cache_index_and_filter_blocks(bbo, 1);
 	rocksdb_block_based_options_set_format_version(bbo, 5);
-	if (c == CFI_SERIES || c == CFI_META || c == CFI_COUNTERS)
+	if (c == CFI_SERIES || c == CFI_META || c == CFI_COUNTERS || c == CFI_DEBUGINFO ||
+	    c == CFI_SYMCACHE)
 		rocksdb_block_based_options_set_filter_policy(
 			bbo, rocksdb_filterpolicy_create_bloom_full(10));
 	rocksdb_options_set_block_based_table_factory(o, bbo);
@@ -147,17 +148,15 @@ static rocksdb_options_t *cf_options(struct store *st, enum cfi c)
 	rocksdb_options_set_write_buffer_size(o, WRITE_BUFFER_BYTES);
 	rocksdb_options_set_max_write_buffer_number(o, 3);
 	rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
-	/* Sample blocks are zstd frames already: recompressing them on every
-	 * level costs CPU for nothing, but the bottommost level, where most
-	 * bytes end up, is compressed with zstd across blocks too. */
-	if (c == CFI_SAMPLES)
-		rocksdb_options_set_compression(o, rocksdb_no_compression);
-	else
-		rocksdb_options_set_compression(o, rocksdb_lz4_compression);
+	/* Commits write raw sample blocks (storage_int.h, section 6), so lz4
+	 * keeps flushed files small until compaction recodes the chunks with
+	 * zstd; the bottommost level, where most bytes end up, uses zstd. */
+	rocksdb_options_set_compression(o, rocksdb_lz4_compression);
 	rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
-	if (c == CFI_SAMPLES)
+	if (c == CFI_SAMPLES) {
 		rocksdb_options_set_merge_operator(o, store__chunk_merge_operator());
-	else if (c == CFI_COUNTERS)
+		rocksdb_options_set_compaction_filter_factory(o, store__chunk_filter_factory());
+	} else if (c == CFI_COUNTERS)
 		rocksdb_options_set_merge_operator(o, store__add64_merge_operator());
 	return o;
 }
@@ -369,12 +368,58 @@ static int load_format(struct store *st, int64_t want_window, struct err_msg *ms
 	return 0;
 }
 
+/*
+ * Opens the families that exist on disk: a read-only open cannot create the
+ * auxiliary families of a store written by an older version, and those stay
+ * NULL (empty).  A missing tenant family means this is no unhex store.
+ */
+static int open_read_only(struct store *st, const char *dir, const rocksdb_options_t **cfo,
+			  char **err, struct err_msg *msg)
+{
+	const char *names[CFI_N];
+	const rocksdb_options_t *opts[CFI_N];
+	rocksdb_column_family_handle_t *handles[CFI_N];
+	int idx[CFI_N], n = 0;
+	size_t n_disk = 0;
+	char **disk = rocksdb_list_column_families(st->dbopt, dir, &n_disk, err);
+
+	if (*err) {
+		if (disk) /* an empty list is allocated even on failure */
+			rocksdb_list_column_families_destroy(disk, n_disk);
+		return 0; /* reported by the caller */
+	}
+	for (int c = 0; c < CFI_N; c++) {
+		int found = 0;
+		for (size_t i = 0; i < n_disk && !found; i++)
+			found = strcmp(disk[i], cf_names[c]) == 0;
+		if (!found && c < CFI_TENANT_N) {
+			rocksdb_list_column_families_destroy(disk, n_disk);
+			return err_set(msg, ERR_CORRUPT,
+				       "%s: not an unhex store (no column family \"%s\")", dir,
+				       cf_names[c]);
+		}
+		if (found) {
+			names[n] = cf_names[c];
+			opts[n] = cfo[c];
+			idx[n++] = c;
+		}
+	}
+	rocksdb_list_column_families_destroy(disk, n_disk);
+	st->db = rocksdb_open_for_read_only_column_families(st->dbopt, dir, n, names, opts,
+							    handles, 0, err);
+	if (*err)
+		return 0;
+	for (int i = 0; i < n; i++)
+		st->cf[idx[i]] = handles[i];
+	return 0;
+}
+
 int store_open(const struct store_options *opt, struct store **out, struct err_msg *msg)
 {
 	struct store *st;
 	const rocksdb_options_t *cfo[CFI_N];
 	char *err = NULL;
-	int rc;
+	int rc = 0;
 
 	if (!opt || !opt->dir || !*opt->dir)
 		return err_set(msg, ERR_INVALID, "store: no directory given");
@@ -400,11 +445,12 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	rocksdb_writeoptions_set_sync(st->wopt, opt->sync_writes ? 1 : 0);
 
 	if (st->read_only)
-		st->db = rocksdb_open_for_read_only_column_families(
-			st->dbopt, opt->dir, CFI_N, cf_names, cfo, st->cf, 0, &err);
+		rc = open_read_only(st, opt->dir, cfo, &err, msg);
 	else
 		st->db = rocksdb_open_column_families(st->dbopt, opt->dir, CFI_N, cf_names, cfo,
 						      st->cf, &err);
+	if (rc)
+		goto fail;
 	if (err) {
 		rc = store__rocks_err(msg, st->read_only ? ERR_NOT_FOUND : ERR_IO,
 				      st->read_only ? "open store read-only" : "open store", err);
@@ -723,7 +769,7 @@ static int tenant_sst_bytes(struct store *st, uint32_t tenant, uint64_t *bytes,
 		be32_put(hi, tenant + 1);
 		llen[0] = 4;
 	}
-	for (int c = 0; c < CFI_N; c++) {
+	for (int c = 0; c < CFI_TENANT_N; c++) {
 		char *err = NULL;
 		rocksdb_approximate_sizes_cf(st->db, st->cf[c], 1, start, slen, limit, llen,
 					     &bytes[c], &err);
@@ -773,7 +819,7 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 		for (int c = 1; c < CTR_N; c++)
 			total_records += ctr[i][c];
 	}
-	for (int c = 0; c < CFI_N; c++)
+	for (int c = 0; c < CFI_TENANT_N; c++)
 		mem[c] = memtable_bytes(st, (enum cfi)c);
 	for (size_t i = 0; i < n; i++) {
 		struct store_tenant_stats s;
@@ -793,7 +839,7 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 		s.mappings = ctr[i][CTR_MAPPINGS];
 		for (int c = 1; c < CTR_N; c++)
 			records += ctr[i][c];
-		for (int c = 0; c < CFI_N; c++) {
+		for (int c = 0; c < CFI_TENANT_N; c++) {
 			uint64_t total = atomic_load(&st->written_total[c]);
 			double share;
 
@@ -897,6 +943,21 @@ int store__raw_get(struct store *st, enum cfi cf, const void *k, size_t klen,
 
 int store__compact(struct store *st, enum cfi cf)
 {
+	if (st->read_only || !st->cf[cf])
+		return 0;
 	rocksdb_compact_range_cf(st->db, st->cf[cf], NULL, 0, NULL, 0);
+	/* The first pass merges operands into plain values; only a second
+	 * compaction shows those to the filter that makes them columnar. */
+	if (cf == CFI_SAMPLES)
+		rocksdb_compact_range_cf(st->db, st->cf[cf], NULL, 0, NULL, 0);
 	return 0;
+}
+
+int store_compact(struct store *st, struct err_msg *msg)
+{
+	int rc = store_flush(st, msg);
+
+	for (int c = 0; c < CFI_N && !rc; c++)
+		rc = store__compact(st, (enum cfi)c);
+	return rc;
 }

@@ -229,19 +229,56 @@ static void test_time_ranges(void **state)
 	fixture_close(&f);
 }
 
+/* Counts the blocks of a chunk value and how many are zstd-compressed. */
+static size_t count_blocks(const struct buf *raw, size_t *zstd)
+{
+	size_t blocks = 0;
+
+	*zstd = 0;
+	for (size_t at = 0; at < raw->len;) {
+		uint64_t stored = 0, rawlen = 0;
+		size_t k;
+		assert_int_equal((uint8_t)raw->data[at], CHUNK_MAGIC);
+		*zstd += raw->data[at + 1] == 1;
+		at += 2;
+		k = varint_get((uint8_t *)raw->data + at, (uint8_t *)raw->data + raw->len, &stored);
+		assert_true(k > 0);
+		at += k;
+		k = varint_get((uint8_t *)raw->data + at, (uint8_t *)raw->data + raw->len, &rawlen);
+		assert_true(k > 0);
+		at += k + stored;
+		assert_true(at <= raw->len);
+		blocks++;
+	}
+	return blocks;
+}
+
+static void chunk_blocks(struct fixture *f, int64_t window, size_t *blocks, size_t *zstd)
+{
+	uint8_t key[21];
+	struct buf raw;
+
+	key_tenant_tag(key, 1, TAG_CHUNK);
+	be64_put(key + 5, f->series);
+	be64_put(key + 13, (uint64_t)window ^ ((uint64_t)1 << 63));
+	buf_init(&raw, 0);
+	assert_int_equal(store__raw_get(f->st, CFI_SAMPLES, key, sizeof(key), &raw), 0);
+	*blocks = count_blocks(&raw, zstd);
+	buf_release(&raw);
+}
+
 static void test_merge_compaction(void **state)
 {
 	struct fixture f;
 	struct store_txn *tx;
 	struct collect before, after;
-	struct buf raw;
-	uint8_t key[21];
 	int64_t t0 = 1000 * WINDOW;
-	size_t blocks = 0;
+	size_t blocks = 0, zstd = 0;
 	(void)state;
 
 	fixture_open(&f);
-	/* 60 commits of one profile each into one window: 60 merge operands. */
+	/* 60 commits of one profile each into one window: 60 merge operands,
+	 * committed in reverse time order so the reader must merge them. */
 	for (int k = 0; k < 60; k++) {
 		tx = begin(f.st, "t");
 		add_profile(tx, &f, t0 + (int64_t)(59 - k) * SEC, k, 1 + k % 50);
@@ -249,39 +286,46 @@ static void test_merge_compaction(void **state)
 	}
 	assert_int_equal(read_range(&f, t0, t0 + WINDOW, &before), 0);
 	assert_int_equal(before.n, 60);
+	for (int i = 1; i < 60; i++)
+		assert_true(before.times[i - 1] < before.times[i]);
+	/* A read merges by concatenation only: 60 raw blocks, nothing compressed. */
+	chunk_blocks(&f, 1000, &blocks, &zstd);
+	assert_int_equal(blocks, 60);
+	assert_int_equal(zstd, 0);
+	/* A flush does not recode either (filters do not run on flushes). */
 	assert_int_equal(store_flush(f.st, NULL), 0);
-	assert_int_equal(store__compact(f.st, CFI_SAMPLES), 0);
+	chunk_blocks(&f, 1000, &blocks, &zstd);
+	assert_int_equal(blocks, 60);
+	/* A compaction makes it one columnar zstd block. */
+	assert_int_equal(store_compact(f.st, NULL), 0);
 	assert_int_equal(read_range(&f, t0, t0 + WINDOW, &after), 0);
 	assert_int_equal(after.n, before.n);
 	assert_memory_equal(after.times, before.times, sizeof(int64_t) * 60);
 	assert_int_equal(after.sum, before.sum);
 	assert_int_equal(after.pairs, before.pairs);
-	/* The compacted chunk is one columnar block. */
-	key_tenant_tag(key, 1, TAG_CHUNK);
-	be64_put(key + 5, f.series);
-	be64_put(key + 13, (uint64_t)1000 ^ ((uint64_t)1 << 63));
-	buf_init(&raw, 0);
-	assert_int_equal(store__raw_get(f.st, CFI_SAMPLES, key, sizeof(key), &raw), 0);
-	for (size_t at = 0; at < raw.len;) {
-		uint64_t stored = 0, rawlen = 0;
-		size_t k;
-		assert_int_equal((uint8_t)raw.data[at], CHUNK_MAGIC);
-		at += 2;
-		k = varint_get((uint8_t *)raw.data + at, (uint8_t *)raw.data + raw.len, &stored);
-		assert_true(k > 0);
-		at += k;
-		k = varint_get((uint8_t *)raw.data + at, (uint8_t *)raw.data + raw.len, &rawlen);
-		at += k + stored;
-		blocks++;
-	}
+	assert_true(after.sorted);
+	chunk_blocks(&f, 1000, &blocks, &zstd);
 	assert_int_equal(blocks, 1);
-	buf_release(&raw);
-	/* It survives a reopen too. */
+	assert_int_equal(zstd, 1);
+	/* New operands on top of the compacted block merge and read back. */
+	tx = begin(f.st, "t");
+	add_profile(tx, &f, t0 + 30 * SEC + 1, 99, 5);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(read_range(&f, t0, t0 + WINDOW, &after), 0);
+	assert_int_equal(after.n, 61);
+	assert_int_equal(after.times[31], t0 + 30 * SEC + 1);
+	chunk_blocks(&f, 1000, &blocks, &zstd);
+	assert_int_equal(blocks, 2);
+	/* It survives a reopen too, and compacts again into one block. */
 	store_close(f.st);
 	f.st = open_store(f.dir, 0, 0);
+	assert_non_null(f.st);
+	assert_int_equal(store__compact(f.st, CFI_SAMPLES), 0);
+	chunk_blocks(&f, 1000, &blocks, &zstd);
+	assert_int_equal(blocks, 1);
 	assert_int_equal(read_range(&f, t0, t0 + WINDOW, &after), 0);
-	assert_int_equal(after.n, 60);
-	assert_int_equal(after.sum, before.sum);
+	assert_int_equal(after.n, 61);
+	assert_int_equal(after.sum, before.sum + 99 * 100 * 5 + (0 + 1 + 2 + 3 + 4));
 	fixture_close(&f);
 }
 
@@ -365,8 +409,8 @@ static void test_decode_truncated_and_flipped(void **state)
 		p[i].vals = vals;
 	}
 	buf_init(&enc, 0);
-	assert_int_equal(store__chunk_encode(3, p, 3, &enc), 0);
-	assert_int_equal(store__chunk_encode(3, p, 1, &enc), 0); /* two blocks */
+	assert_int_equal(store__chunk_encode(3, p, 3, 1, &enc), 0);
+	assert_int_equal(store__chunk_encode(3, p, 1, 0, &enc), 0); /* two blocks */
 	store__chunk_init(&c);
 	assert_int_equal(store__chunk_decode(&c, enc.data, enc.len, NULL), 0);
 	assert_int_equal(c.n, 4);
