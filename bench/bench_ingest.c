@@ -9,7 +9,9 @@
  * or absent), then times ingest_legacy() over all files on this one thread.
  * Then flushes the store and sums the sizes of every file in its directory
  * (SSTs, WAL, MANIFEST, OPTIONS...), once after store_flush() and once after
- * store_close(), against the gzipped pprof bytes.  Prints a human summary
+ * store_close(), against the gzipped pprof bytes.  Two sample counts are
+ * reported: pprof samples (Sample messages decoded, what Pyroscope counts)
+ * and stored pairs ((stack, value) per sample type after aggregation).  Prints a human summary
  * and, last, one `key=value` line per result for scripts (bench/run.sh).
  */
 #include <errno.h>
@@ -190,7 +192,7 @@ static int64_t cpu_ns(clockid_t id)
 /* ---- the benchmark ------------------------------------------------------------ */
 
 struct results {
-	uint64_t profiles, samples, pprof_samples_hint;
+	uint64_t profiles, samples, pprof_samples;
 	double wall_s, thread_cpu_s;
 	uint64_t disk_flush, disk_close;
 	uint64_t cf_bytes[STORE_CF_COUNT];
@@ -239,6 +241,7 @@ static int run(const struct workload *w, const char *data, const char *tenant, s
 		}
 		r->profiles += is.profiles;
 		r->samples += is.samples;
+		r->pprof_samples += is.pprof_samples;
 	}
 	r->wall_s = (double)(clock_mono_ns() - t0) / 1e9;
 	r->thread_cpu_s = (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e9;
@@ -298,12 +301,16 @@ int main(int argc, char **argv)
 	getrusage(RUSAGE_SELF, &ru);
 	mb = (double)w.bytes / 1e6;
 	printf("files               %zu (%.1f MB gzipped pprof)\n", w.n, mb);
-	printf("stored              %" PRIu64 " profiles, %" PRIu64 " samples, %" PRIu64 " series\n",
-	       r.profiles, r.samples, r.series);
+	printf("decoded             %" PRIu64 " pprof samples (Sample messages)\n", r.pprof_samples);
+	printf("stored              %" PRIu64 " profiles, %" PRIu64 " (stack, value) pairs, %" PRIu64
+	       " series\n", r.profiles, r.samples, r.series);
 	printf("symbols             %" PRIu64 " stacks, %" PRIu64 " locations\n", r.stacks, r.locations);
 	printf("ingest wall         %.2f s (thread CPU %.2f s)\n", r.wall_s, r.thread_cpu_s);
-	printf("ingest rate         %.0f samples/s, %.0f profiles/s, %.1f MB/s gz\n",
-	       (double)r.samples / r.wall_s, (double)r.profiles / r.wall_s, mb / r.wall_s);
+	printf("ingest rate         %.0f pprof samples/s (%.0f per thread CPU-second), %.0f stored pairs/s,\n"
+	       "                    %.0f pprofs/s, %.0f stored profiles/s, %.1f MB/s gz\n",
+	       (double)r.pprof_samples / r.wall_s, (double)r.pprof_samples / r.thread_cpu_s,
+	       (double)r.samples / r.wall_s, (double)w.n / r.wall_s, (double)r.profiles / r.wall_s,
+	       mb / r.wall_s);
 	printf("disk after flush    %.2f MB (%.1f %% of gz input, %.2f bytes/sample)\n",
 	       (double)r.disk_flush / 1e6, 100.0 * (double)r.disk_flush / (double)w.bytes,
 	       r.samples ? (double)r.disk_flush / (double)r.samples : 0);
@@ -315,10 +322,13 @@ int main(int argc, char **argv)
 	printf("peak RSS            %.1f MiB (input held in memory: %.1f MiB; RSS after loading %.1f MiB)\n",
 	       (double)ru.ru_maxrss / 1024, (double)w.bytes / 1048576.0, (double)rss_loaded / 1024);
 	printf("RESULT files=%zu gz_bytes=%" PRIu64 " profiles=%" PRIu64 " samples=%" PRIu64
-	       " wall_s=%.3f cpu_s=%.3f samples_per_s=%.0f profiles_per_s=%.0f mb_per_s=%.2f"
+	       " pprof_samples=%" PRIu64 " wall_s=%.3f cpu_s=%.3f samples_per_s=%.0f"
+	       " pprof_samples_per_s=%.0f pprof_samples_per_cpu_s=%.0f profiles_per_s=%.0f mb_per_s=%.2f"
 	       " disk_flush=%" PRIu64 " disk_close=%" PRIu64 " peak_rss_kib=%ld loaded_rss_kib=%ld\n",
-	       w.n, w.bytes, r.profiles, r.samples, r.wall_s, r.thread_cpu_s,
-	       (double)r.samples / r.wall_s, (double)r.profiles / r.wall_s, mb / r.wall_s, r.disk_flush,
+	       w.n, w.bytes, r.profiles, r.samples, r.pprof_samples, r.wall_s, r.thread_cpu_s,
+	       (double)r.samples / r.wall_s, (double)r.pprof_samples / r.wall_s,
+	       (double)r.pprof_samples / r.thread_cpu_s, (double)r.profiles / r.wall_s, mb / r.wall_s,
+	       r.disk_flush,
 	       r.disk_close, ru.ru_maxrss, rss_loaded);
 out:
 	if (rc)

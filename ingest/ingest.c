@@ -10,7 +10,9 @@
  * stack id are summed before store_txn_profile() and zero sums are
  * dropped; a stored profile with no pair left is not written.
  * ingest_stats.samples counts the (stack id, value) pairs handed to the
- * store and ingest_stats.profiles the store_txn_profile() calls.
+ * store, ingest_stats.profiles the store_txn_profile() calls and
+ * ingest_stats.pprof_samples the pprof Sample messages of the pprofs
+ * written (what Pyroscope and most benchmarks call samples).
  */
 #include "ingest/ingest.h"
 
@@ -308,6 +310,7 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
 	if (!rc) {
 		stats->profiles += w.stats.profiles;
 		stats->samples += w.stats.samples;
+		stats->pprof_samples += p->n_samples;
 	}
 out:
 	arena_release(&s);
@@ -328,7 +331,7 @@ static int run(struct store *st, const struct ingest_limits *lim, const char *te
 	       const struct ingest_series *in, size_t n, const struct ingest_defaults *def,
 	       struct ingest_stats *out, struct err_msg *msg)
 {
-	struct ingest_stats stats = { 0, 0 };
+	struct ingest_stats stats = { 0, 0, 0 };
 	struct ingest_pprof *pp = NULL;
 	struct store_txn *tx = NULL;
 	struct err_msg inner;

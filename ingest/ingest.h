@@ -43,6 +43,7 @@ void ingest_limits_default(struct ingest_limits *lim);
 struct ingest_stats {
 	uint64_t profiles; /* stored profiles: one per (pprof, sample type) */
 	uint64_t samples;  /* stored (stack, value) pairs */
+	uint64_t pprof_samples; /* pprof Sample messages decoded, before aggregation */
 };
 
 /* One raw pprof with the labels of its series. */

@@ -3,8 +3,12 @@
  * tests and its fuzz targets.
  *
  * Pipeline of one request
- *   1. decode   (pprof.c)   gunzip with a cap, protobuf-c unpack into an
- *                           arena with a cap (the "pprof arena", per pprof).
+ *   1. decode   (pprof.c, pprof_wire.c)  gunzip with a cap, then one pass
+ *                           over the wire bytes into the flat struct
+ *                           pprof_msg below, allocated from an arena with a
+ *                           cap (the "pprof arena", per pprof).  protobuf-c
+ *                           is not on this path: it keeps the push.v1
+ *                           envelope and the tests that build pprofs.
  *   2. convert  (pprof.c)   validate every index and id, normalize mappings
  *                           and addresses (normalize.c), group samples by
  *                           their string labels, and copy what the store
@@ -33,7 +37,6 @@
 struct arena;
 struct buf;
 struct err_msg;
-struct Perftools__Profiles__Profile;
 
 #define INGEST_MAX_GROUPS 4096     /* distinct sample label sets in one pprof */
 #define INGEST_MAX_BUILD_ID 256    /* bytes of a mapping build id */
@@ -88,16 +91,98 @@ struct ingest_defaults {
 	int64_t duration_ns; /* when duration_nanos is 0 */
 };
 
+/* ---- pprof_wire.c ------------------------------------------------------- */
+
+/*
+ * A decoded pprof message (google/pprof proto/profile.proto), field for
+ * field, in flat arrays: what protobuf-c would unpack, without a struct and
+ * a pointer per sub-message.  Field names follow the .proto.  Every array
+ * and string lives in the arena it was decoded into.  Strings are
+ * NUL-terminated copies (bytes after an embedded NUL are invisible, as with
+ * protobuf-c); string_len holds their wire lengths.
+ */
+struct pprof_value_type {
+	int64_t type, unit;
+};
+
+struct pprof_label {
+	int64_t key, str, num, num_unit;
+};
+
+struct pprof_sample {
+	const uint64_t *location_id;
+	const int64_t *value;
+	const struct pprof_label *label;
+	size_t n_location_id, n_value, n_label;
+};
+
+struct pprof_mapping {
+	uint64_t id, memory_start, memory_limit, file_offset;
+	int64_t filename, build_id;
+	int has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+struct pprof_line {
+	uint64_t function_id;
+	int64_t line, column;
+};
+
+struct pprof_location {
+	uint64_t id, mapping_id, address;
+	const struct pprof_line *line;
+	size_t n_line;
+	int is_folded;
+};
+
+struct pprof_function {
+	uint64_t id;
+	int64_t name, system_name, filename, start_line;
+};
+
+struct pprof_msg {
+	const struct pprof_value_type *sample_type;
+	size_t n_sample_type;
+	const struct pprof_sample *sample;
+	size_t n_sample;
+	const struct pprof_mapping *mapping;
+	size_t n_mapping;
+	const struct pprof_location *location;
+	size_t n_location;
+	const struct pprof_function *function;
+	size_t n_function;
+	const char *const *string_table;
+	const size_t *string_len;
+	size_t n_string_table;
+	int64_t drop_frames, keep_frames, time_nanos, duration_nanos, period;
+	int has_period_type;              /* period_type was present */
+	struct pprof_value_type period_type;
+	const int64_t *comment;
+	size_t n_comment;
+	int64_t default_sample_type, doc_url;
+};
+
+/*
+ * Decodes the protobuf bytes p[0..n) into `out`, allocated from `a` (whose
+ * cap bounds the memory; ERR_TOO_LARGE past it).  One pass over the bytes:
+ * every varint and length is bounds-checked; repeated scalars are accepted
+ * packed and unpacked; unknown fields are skipped; a known field with the
+ * wrong wire type, a group, field number 0 or a varint of more than 10
+ * bytes is ERR_INVALID with a message that says what and where.  Returns
+ * owned-by-arena arrays in *out; on failure *out is untouched.
+ */
+int ingest__pprof_parse(const uint8_t *p, size_t n, struct arena *a, struct pprof_msg *out,
+			struct err_msg *msg);
+
 /* ---- pprof.c ------------------------------------------------------------ */
 
 /*
- * Gunzips `data` (if gzipped) into `scratch` and unpacks it with protobuf-c
- * into `pa` (the caller's arena, whose cap bounds the decoded size; see
- * ingest__pprof_arena_cap()).  Returns the profile, owned by `pa`.
+ * Gunzips `data` (if gzipped) into `scratch` and decodes it with
+ * ingest__pprof_parse() into `pa` (the caller's arena, initialized here with
+ * the cap of ingest__pprof_arena_cap()).  Returns the profile, owned by `pa`.
  */
 int ingest__decode_pprof(const void *data, size_t len, const struct ingest_limits *lim,
-			 struct arena *pa, struct buf *scratch,
-			 struct Perftools__Profiles__Profile **out, struct err_msg *msg);
+			 struct arena *pa, struct buf *scratch, struct pprof_msg *out,
+			 struct err_msg *msg);
 
 /* The cap of the arena a pprof of `len` decompressed bytes is unpacked into. */
 size_t ingest__pprof_arena_cap(size_t len);

@@ -1,7 +1,7 @@
 /*
  * pprof.c - decoding, validation and conversion of one pprof.
  *
- * The pprof is unpacked by protobuf-c into a capped arena (the "pprof
+ * The pprof is decoded by pprof_wire.c into a capped arena (the "pprof
  * arena"), checked element by element against the rules of
  * google/pprof proto/profile.proto (see docs/ingest.md), and copied into the
  * compact struct ingest_pprof of ingest_int.h in the request arena.  pprof
@@ -17,21 +17,19 @@
 #include "base/err.h"
 #include "base/hash.h"
 
-#include "profile.pb-c.h"
-
 #include <string.h>
 
 #define MAX_SAMPLE_TYPES 64
 
-typedef Perftools__Profiles__Profile Profile;
+typedef struct pprof_msg Profile;
 
 /* ---- decoding ----------------------------------------------------------- */
 
 size_t ingest__pprof_arena_cap(size_t len)
 {
-	/* protobuf-c materializes every message as a struct plus a pointer, and
-	 * keeps scan tables while it decodes; 32x covers small messages such as
-	 * one-location samples with labels, which cost ~17x. */
+	/* The flat decode costs at most ~24x the wire size (an empty sample of
+	 * two bytes becomes a 48-byte struct plus its pool offsets); 32x plus a
+	 * fixed megabyte leaves room for the conversion's temporaries. */
 	const size_t fixed = (size_t)1 << 20;
 
 	if (len > (SIZE_MAX - fixed) / 32)
@@ -39,25 +37,12 @@ size_t ingest__pprof_arena_cap(size_t len)
 	return 32 * len + fixed;
 }
 
-static void *pb_alloc(void *data, size_t size)
-{
-	return arena_alloc(data, size ? size : 1);
-}
-
-static void pb_free(void *data, void *ptr)
-{
-	(void)data;
-	(void)ptr;
-}
-
 int ingest__decode_pprof(const void *data, size_t len, const struct ingest_limits *lim,
-			 struct arena *pa, struct buf *scratch, Profile **out,
+			 struct arena *pa, struct buf *scratch, Profile *out,
 			 struct err_msg *msg)
 {
-	ProtobufCAllocator al = { pb_alloc, pb_free, pa };
 	const uint8_t *p = data;
 	size_t n = len;
-	Profile *prof;
 	int rc;
 
 	arena_init(pa, 1);
@@ -73,18 +58,7 @@ int ingest__decode_pprof(const void *data, size_t len, const struct ingest_limit
 			       len, lim->max_decompressed_bytes);
 	}
 	arena_init(pa, ingest__pprof_arena_cap(n));
-	prof = perftools__profiles__profile__unpack(&al, n, p ? p : (const uint8_t *)"");
-	if (!prof) {
-		if (arena_failed(pa) == ERR_TOO_LARGE)
-			return err_set(msg, ERR_TOO_LARGE,
-				       "decoding the profile needs more than %zu bytes of memory",
-				       pa->cap);
-		if (arena_failed(pa))
-			return err_set(msg, arena_failed(pa), "out of memory decoding the profile");
-		return err_set(msg, ERR_INVALID, "not a valid pprof protobuf (%zu bytes)", n);
-	}
-	*out = prof;
-	return 0;
+	return ingest__pprof_parse(p, n, pa, out, msg);
 }
 
 /* ---- id maps ------------------------------------------------------------ */
@@ -218,21 +192,21 @@ static int conv_header(struct conv *c)
 		return err_set(c->msg, ERR_TOO_LARGE, "%zu sample types, more than %d",
 			       p->n_sample_type, MAX_SAMPLE_TYPES);
 	for (size_t i = 0; i < p->n_sample_type && !rc; i++) {
-		const Perftools__Profiles__ValueType *vt = p->sample_type[i];
+		const struct pprof_value_type *vt = &p->sample_type[i];
 		rc = check_str(c, vt->type, "sample_type", i, "type");
 		if (!rc)
 			rc = check_str(c, vt->unit, "sample_type", i, "unit");
 		for (size_t j = 0; j < i && !rc; j++)
-			if (strcmp(str_at(c, vt->type), str_at(c, p->sample_type[j]->type)) == 0 &&
-			    strcmp(str_at(c, vt->unit), str_at(c, p->sample_type[j]->unit)) == 0)
+			if (strcmp(str_at(c, vt->type), str_at(c, p->sample_type[j].type)) == 0 &&
+			    strcmp(str_at(c, vt->unit), str_at(c, p->sample_type[j].unit)) == 0)
 				rc = err_set(c->msg, ERR_INVALID,
 					     "sample_type %zu: duplicate of sample_type %zu (%s/%s)",
 					     i, j, str_at(c, vt->type), str_at(c, vt->unit));
 	}
-	if (!rc && p->period_type) {
-		rc = check_str(c, p->period_type->type, "period_type", SIZE_MAX, "type");
+	if (!rc && p->has_period_type) {
+		rc = check_str(c, p->period_type.type, "period_type", SIZE_MAX, "type");
 		if (!rc)
-			rc = check_str(c, p->period_type->unit, "period_type", SIZE_MAX, "unit");
+			rc = check_str(c, p->period_type.unit, "period_type", SIZE_MAX, "unit");
 	}
 	if (!rc)
 		rc = check_str(c, p->default_sample_type, "profile", SIZE_MAX, "default_sample_type");
@@ -269,13 +243,13 @@ static int conv_mappings(struct conv *c)
 	if (!out)
 		return arena_failed(c->a);
 	for (size_t i = 0; i < n; i++)
-		if (p->mapping[i]->id > max_id)
-			max_id = p->mapping[i]->id;
+		if (p->mapping[i].id > max_id)
+			max_id = p->mapping[i].id;
 	rc = idmap_init(c->t, &c->maps, n, max_id);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		const Perftools__Profiles__Mapping *m = p->mapping[i];
+		const struct pprof_mapping *m = &p->mapping[i];
 		struct store_mapping *o = &out[i];
 
 		if (m->id == 0)
@@ -322,13 +296,13 @@ static int conv_functions(struct conv *c)
 	if (!out)
 		return arena_failed(c->a);
 	for (size_t i = 0; i < n; i++)
-		if (p->function[i]->id > max_id)
-			max_id = p->function[i]->id;
+		if (p->function[i].id > max_id)
+			max_id = p->function[i].id;
 	rc = idmap_init(c->t, &c->funcs, n, max_id);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		const Perftools__Profiles__Function *f = p->function[i];
+		const struct pprof_function *f = &p->function[i];
 
 		if (f->id == 0)
 			return err_set(c->msg, ERR_INVALID, "function %zu: id is 0", i);
@@ -356,7 +330,7 @@ static int conv_functions(struct conv *c)
 
 static int conv_location(struct conv *c, size_t i, struct ingest_location *o)
 {
-	const Perftools__Profiles__Location *l = c->p->location[i];
+	const struct pprof_location *l = &c->p->location[i];
 	struct ingest_line *lines = NULL;
 
 	o->address = l->address;
@@ -392,7 +366,7 @@ static int conv_location(struct conv *c, size_t i, struct ingest_location *o)
 			return arena_failed(c->a);
 	}
 	for (size_t j = 0; j < l->n_line; j++) {
-		const Perftools__Profiles__Line *ln = l->line[j];
+		const struct pprof_line *ln = &l->line[j];
 		uint32_t fi = 0;
 
 		if (ln->function_id) {
@@ -425,13 +399,13 @@ static int conv_locations(struct conv *c)
 	if (!out)
 		return arena_failed(c->a);
 	for (size_t i = 0; i < n; i++)
-		if (p->location[i]->id > max_id)
-			max_id = p->location[i]->id;
+		if (p->location[i].id > max_id)
+			max_id = p->location[i].id;
 	rc = idmap_init(c->t, &c->locs, n, max_id);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		const Perftools__Profiles__Location *l = p->location[i];
+		const struct pprof_location *l = &p->location[i];
 
 		if (l->id == 0)
 			return err_set(c->msg, ERR_INVALID, "location %zu: id is 0", i);
@@ -513,12 +487,12 @@ static int label_str(struct conv *c, int64_t idx, size_t si, size_t j, const cha
 /* Collects the string labels of sample `si` into `pr`, sorted by name, and their count. */
 static int sample_pairs(struct conv *c, size_t si, struct pair *pr, size_t *np)
 {
-	const Perftools__Profiles__Sample *s = c->p->sample[si];
+	const struct pprof_sample *s = &c->p->sample[si];
 	size_t n = 0;
 	int rc;
 
 	for (size_t j = 0; j < s->n_label; j++) {
-		const Perftools__Profiles__Label *lb = s->label[j];
+		const struct pprof_label *lb = &s->label[j];
 
 		rc = label_str(c, lb->key, si, j, "key");
 		if (!rc)
@@ -663,7 +637,7 @@ static int conv_samples(struct conv *c)
 		return err_set(c->msg, ERR_TOO_LARGE, "%zu samples, more than the limit of %zu", n,
 			       c->lim->max_samples);
 	for (size_t i = 0; i < n; i++) {
-		const Perftools__Profiles__Sample *s = p->sample[i];
+		const struct pprof_sample *s = &p->sample[i];
 
 		if (s->n_location_id > c->lim->max_stack_depth)
 			return err_set(c->msg, ERR_TOO_LARGE,
@@ -694,7 +668,7 @@ static int conv_samples(struct conv *c)
 	}
 	total = 0;
 	for (size_t i = 0; i < n; i++) {
-		const Perftools__Profiles__Sample *s = p->sample[i];
+		const struct pprof_sample *s = &p->sample[i];
 		size_t np = 0;
 
 		off[i] = total;
@@ -760,10 +734,10 @@ static int conv_labels(struct conv *c, const struct ingest_series *in)
 	size_t n = in->n_labels;
 
 	if (!name) {
-		if (p->period_type && strcmp(str_at(c, p->period_type->type), "cpu") == 0)
+		if (p->has_period_type && strcmp(str_at(c, p->period_type.type), "cpu") == 0)
 			name = "process_cpu";
 		else
-			name = str_at(c, p->sample_type[0]->type);
+			name = str_at(c, p->sample_type[0].type);
 		if (!*name)
 			return err_set(c->msg, ERR_INVALID,
 				       "no __name__ label and sample_type 0 has no type to derive it");
@@ -795,8 +769,8 @@ static int conv_labels(struct conv *c, const struct ingest_series *in)
 	if (!types)
 		return arena_failed(c->a);
 	for (size_t t = 0; t < p->n_sample_type; t++) {
-		const Perftools__Profiles__ValueType *st = p->sample_type[t];
-		const Perftools__Profiles__ValueType *pt = p->period_type ? p->period_type : st;
+		const struct pprof_value_type *st = &p->sample_type[t];
+		const struct pprof_value_type *pt = p->has_period_type ? &p->period_type : st;
 		const char *parts[5] = { ingest__label_get(l, n, STORE_LABEL_NAME),
 					 str_at(c, st->type), str_at(c, st->unit),
 					 str_at(c, pt->type), str_at(c, pt->unit) };
@@ -852,7 +826,7 @@ int ingest__convert(struct arena *a, const struct ingest_limits *lim,
 	struct conv c;
 	struct arena pa;
 	struct buf scratch;
-	Profile *prof = NULL;
+	Profile prof;
 	int rc;
 
 	rc = ingest__check_labels(lim, in->labels, in->n_labels, msg);
@@ -860,7 +834,7 @@ int ingest__convert(struct arena *a, const struct ingest_limits *lim,
 		return rc;
 	buf_init(&scratch, 0);
 	rc = ingest__decode_pprof(in->data, in->len, lim, &pa, &scratch, &prof, msg);
-	/* The decompressed bytes are not referenced by the unpacked message. */
+	/* The decoded message holds copies, never pointers into these bytes. */
 	buf_release(&scratch);
 	if (rc)
 		goto out;
@@ -869,7 +843,7 @@ int ingest__convert(struct arena *a, const struct ingest_limits *lim,
 	c.a = a;
 	c.t = &pa;
 	c.lim = lim;
-	c.p = prof;
+	c.p = &prof;
 	c.out = &res;
 	c.msg = msg;
 	rc = convert_profile(&c, in, def);

@@ -256,7 +256,7 @@ static void test_rejected_request_writes_nothing(void **state)
 	struct pb *good = native_profile(), *bad = native_profile();
 	size_t l1, l2;
 	uint8_t *b1, *b2;
-	struct ingest_stats stats = { 77, 77 };
+	struct ingest_stats stats = { 77, 77, 77 };
 	struct err_msg msg = { { 0 } };
 	struct store_tenant_stats before, after;
 
