@@ -209,11 +209,18 @@ static int txn_part(struct store_txn *tx, uint32_t part, struct part **out)
 
 	if (part == 0 || part >= tx->t->next_part)
 		return ERR_INVALID;
+	if (tx->last_part && tx->last_part_id == part) {
+		*out = tx->last_part;
+		return 0;
+	}
 	rc = store__part_get(tx->st, tx->t, part, &p, NULL);
 	if (!rc)
 		rc = store__txn_touch(tx, p);
-	if (!rc)
+	if (!rc) {
+		tx->last_part_id = part;
+		tx->last_part = p;
 		*out = p;
+	}
 	return rc;
 }
 
