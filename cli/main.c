@@ -25,6 +25,8 @@ static void usage(FILE *f)
 	      "  serve     run the HTTP server on a data directory\n"
 	      "  ingest    send pprof files to a server\n"
 	      "  stats     print what a store holds (--data DIR or --server URL)\n"
+	      "  query     ask a server: top, folded, pprof, diff\n"
+	      "  upload    send debug files (by build ID) to a server\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run `unhex <command> --help` for a command's options; docs/cli.md has more.\n",
@@ -124,6 +126,10 @@ int main(int argc, char **argv)
 		return cli_ingest(argc - 1, argv + 1);
 	if (strcmp(cmd, "stats") == 0)
 		return cli_stats(argc - 1, argv + 1);
+	if (strcmp(cmd, "query") == 0)
+		return cli_query(argc - 1, argv + 1);
+	if (strcmp(cmd, "upload") == 0)
+		return cli_upload(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("unhex %s\n", UNHEX_VERSION);
 		return CLI_EXIT_OK;

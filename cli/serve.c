@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
+#include "symbolize/symbolize.h"
 #include "web/web.h"
 
 #define MANIFEST_LINE_MAX 65536
@@ -33,13 +34,21 @@ static void serve_help(FILE *f)
 	      "  --listen HOST:PORT          listen address (default 0.0.0.0:4040; port 0 picks one)\n"
 	      "  --preload DIR               ingest DIR/manifest.tsv into tenant anonymous when the\n"
 	      "                              store is empty\n"
-	      "  --threads N                 worker threads (default 8)\n"
+	      "  --threads N                 worker threads (default 16); queries may use all\n"
+	      "                              but a quarter of them (at least 2 kept for ingest)\n"
+	      "  --query-timeout T           deadline of one query: 30s (default), 500ms, 2m\n"
+	      "  --query-max-bytes N         memory budget of one query (default 1G)\n"
 	      "  --max-request-bytes N       largest request body (K, M, G suffixes)\n"
 	      "  --max-decompressed-bytes N  largest pprof after gunzip\n"
 	      "  --max-samples N             samples in one pprof\n"
 	      "  --max-stack-depth N         locations in one sample\n"
 	      "  --max-labels N              labels of one series\n"
 	      "  --sync-writes               fsync the WAL at every commit\n"
+	      "  --debuginfod-urls URLS      upstream debuginfod servers, space-separated\n"
+	      "                              (default: $DEBUGINFOD_URLS; \"\" for none)\n"
+	      "  --symbolize-budget T        how long a query waits for symbolization (5s)\n"
+	      "  --max-debuginfo-bytes N     largest debug file upload (default 2G)\n"
+	      "  --upload-token T            uploads need \"Authorization: Bearer T\"\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -165,7 +174,8 @@ static int parse_level(const char *s, enum log_level *out)
 }
 
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
-       O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP };
+       O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
+       O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -179,6 +189,12 @@ static const struct option serve_opts[] = {
 	{ "max-labels", required_argument, NULL, O_MAX_LABELS },
 	{ "sync-writes", no_argument, NULL, O_SYNC },
 	{ "log-level", required_argument, NULL, O_LOG },
+	{ "query-timeout", required_argument, NULL, O_QTIMEOUT },
+	{ "query-max-bytes", required_argument, NULL, O_QBYTES },
+	{ "debuginfod-urls", required_argument, NULL, O_DEBUGINFOD },
+	{ "symbolize-budget", required_argument, NULL, O_SYM_BUDGET },
+	{ "max-debuginfo-bytes", required_argument, NULL, O_MAX_DEBUGINFO },
+	{ "upload-token", required_argument, NULL, O_UPLOAD_TOKEN },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -188,7 +204,34 @@ struct serve_args {
 	const char *preload;
 	int sync_writes;
 	struct web_options web;
+	struct sym_service_options sym;
 };
+
+/* Parses "30s", "500ms", "2m", "1h" or plain seconds into nanoseconds (> 0). */
+static int parse_duration(const char *s, int64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		int64_t ns;
+	} units[] = {
+		{ "", 1000000000LL },  { "s", 1000000000LL },      { "ms", 1000000LL },
+		{ "m", 60000000000LL }, { "h", 3600000000000LL },
+	};
+	char *end;
+	unsigned long long v;
+
+	if (!s || *s < '0' || *s > '9')
+		return ERR_INVALID;
+	v = strtoull(s, &end, 10);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(end, units[i].suffix) == 0) {
+			if (v == 0 || v > (unsigned long long)(INT64_MAX / units[i].ns))
+				return ERR_INVALID;
+			*out = (int64_t)v * units[i].ns;
+			return 0;
+		}
+	return ERR_INVALID;
+}
 
 static int parse_serve(int argc, char **argv, struct serve_args *a)
 {
@@ -207,6 +250,24 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_LISTEN: a->web.listen = optarg; break;
 		case O_PRELOAD: a->preload = optarg; break;
 		case O_SYNC: a->sync_writes = 1; break;
+		case O_DEBUGINFOD: a->sym.debuginfod_urls = optarg; break;
+		case O_UPLOAD_TOKEN: a->web.upload_token = optarg; break;
+		case O_SYM_BUDGET:
+			if (parse_duration(optarg, &a->sym.budget_ns))
+				return cli_usage_error("serve", "--symbolize-budget: \"%s\" is not a "
+							"positive duration (5s, 500ms)", optarg);
+			break;
+		case O_MAX_DEBUGINFO:
+			if (cli_parse_size(optarg, &v) || v == 0)
+				return cli_usage_error("serve", "--max-debuginfo-bytes: \"%s\" is not "
+							"a positive size", optarg);
+			a->sym.max_upload_bytes = v;
+			break;
+		case O_QTIMEOUT:
+			if (parse_duration(optarg, &a->web.query.timeout_ns))
+				return cli_usage_error("serve", "--query-timeout: \"%s\" is not a "
+							"positive duration (30s, 500ms, 2m)", optarg);
+			break;
 		case O_HELP: serve_help(stdout); return -1;
 		case O_LOG:
 			if (parse_level(optarg, &lvl))
@@ -215,7 +276,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			log_set_level(lvl);
 			break;
 		case O_THREADS: case O_MAX_REQ: case O_MAX_DEC: case O_MAX_SAMPLES:
-		case O_MAX_DEPTH: case O_MAX_LABELS:
+		case O_MAX_DEPTH: case O_MAX_LABELS: case O_QBYTES:
 			if (cli_parse_size(optarg, &v) || v == 0)
 				return cli_usage_error("serve", "--%s: \"%s\" is not a positive number",
 						       serve_opts[idx].name, optarg);
@@ -225,6 +286,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				a->web.limits.max_request_bytes = v;
 			else if (c == O_MAX_DEC)
 				a->web.limits.max_decompressed_bytes = v;
+			else if (c == O_QBYTES)
+				a->web.query.max_bytes = v;
 			else if (c == O_MAX_SAMPLES)
 				a->web.limits.max_samples = v;
 			else if (c == O_MAX_DEPTH)
@@ -248,6 +311,7 @@ int cli_serve(int argc, char **argv)
 	struct store_options so = { 0 };
 	struct store *st = NULL;
 	struct web_server *srv = NULL;
+	struct sym_service *sym = NULL;
 	struct err_msg msg;
 	sigset_t set;
 	char url[300];
@@ -270,8 +334,18 @@ int cli_serve(int argc, char **argv)
 	}
 	if (a.preload)
 		preload(st, &a.web.limits, a.preload);
+	a.sym.data_dir = a.data;
+	if (!a.sym.debuginfod_urls)
+		a.sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");
+	if (sym_service_open(st, &a.sym, &sym, &msg)) {
+		log_error("%s", msg.text);
+		store_close(st);
+		return CLI_EXIT_FAIL;
+	}
+	a.web.query.symbolizer = sym;
 	if (web_server_start(st, &a.web, &srv, &msg)) {
 		log_error("%s", msg.text);
+		sym_service_close(sym);
 		store_close(st);
 		return CLI_EXIT_FAIL;
 	}
@@ -285,6 +359,7 @@ int cli_serve(int argc, char **argv)
 		;
 	log_info("received %s; finishing in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	web_server_stop(srv);
+	sym_service_close(sym);
 	store_close(st);
 	log_info("stopped");
 	return CLI_EXIT_OK;

@@ -228,10 +228,8 @@ static int meta_init(struct meta *m, struct qctx *q, const struct qjson *r, stru
 	m->sels = calloc(nm ? nm : 1, sizeof(*m->sels));
 	if (!m->sels)
 		return ERR_NOMEM;
-	if (!nm) {
-		m->nsel = 1; /* the empty selector: every series */
-		return 0;
-	}
+	if (!nm)
+		m->nsel = 1; /* the empty selector: every series, filtered below */
 	for (size_t i = 0; i < nm; i++) {
 		rc = query_selector_parse(ms[i], strlen(ms[i]), &m->sels[i], msg);
 		if (rc)
@@ -469,8 +467,15 @@ static int merge_stacktraces(struct qctx *q, const struct qjson *r,
 	if (!rc)
 		rc = qfb_encode(&t, 0, 1, out, &max_self);
 	if (!rc)
-		rc = buf_printf(out, ",\"total\":\"%lld\",\"maxSelf\":\"%lld\"}}",
+		rc = buf_printf(out, ",\"total\":\"%lld\",\"maxSelf\":\"%lld\"}",
 				(long long)t.nodes[0].total[0], (long long)max_self);
+	if (!rc) {
+		const struct qmerge *ms[1] = { &m };
+
+		rc = qsym_json(ms, 1, out);
+	}
+	if (!rc)
+		rc = buf_putc(out, '}');
 	qtree_release(q, &t);
 out_m:
 	qmerge_release(q, &m);

@@ -21,6 +21,7 @@ void qctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->mem.cap = lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES;
 	q->msg = msg;
 	q->tick = 0;
+	q->symbolizer = lim ? lim->symbolizer : NULL;
 }
 
 int qctx_check(struct qctx *q)

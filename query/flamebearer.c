@@ -346,6 +346,11 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 		rc = buf_puts(out, ",\"timeline\":");
 	if (!rc)
 		rc = put_timeline(out, &m);
+	if (!rc) {
+		const struct qmerge *ms[1] = { &m };
+
+		rc = qsym_json(ms, 1, out);
+	}
 	if (!rc)
 		rc = buf_putc(out, '}');
 	rc = out_err(msg, rc);
@@ -445,6 +450,11 @@ int query_render_diff(struct store *st, const char *tenant, const struct query_p
 		rc = buf_puts(out, ",\"rightTimeline\":");
 	if (!rc)
 		rc = put_timeline(out, &mr);
+	if (!rc) {
+		const struct qmerge *ms[2] = { &ml, &mr };
+
+		rc = qsym_json(ms, 2, out);
+	}
 	if (!rc)
 		rc = buf_putc(out, '}');
 	rc = out_err(msg, rc);

@@ -25,6 +25,7 @@ void qmerge_release(struct qctx *q, struct qmerge *m)
 	qmem_free(q, m->stacks, m->cap, sizeof(*m->stacks));
 	qmap_release(q, &m->index);
 	free(m->tl);
+	qsym_free(q, m->sym);
 	qmerge_init(m);
 }
 
@@ -125,6 +126,8 @@ int qmerge_collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 	}
 	m->series = l.n;
 	qmem_free(q, l.ids, l.cap, sizeof(*l.ids));
+	if (!rc && q->symbolizer)
+		rc = qsym_step(q, m);
 	return rc;
 }
 
@@ -136,6 +139,10 @@ struct builder {
 	struct qviews views;
 	struct qmap trie_memo;  /* part << 32 | stack id -> tree node */
 	struct qmap loc_memo;   /* part << 32 | location id -> offset in frames */
+	/* With query-time symbolization a stack's own (leaf) location may name
+	 * other frames than the same location as a caller: separate memos. */
+	const struct qsym *sym;
+	struct qmap leaf_memo, leaf_loc_memo;
 	uint32_t *frames;       /* [count, build id name, name ids...] per location */
 	size_t nframes, fcap;
 	uint32_t *path;
@@ -161,16 +168,19 @@ static int push_frame(struct builder *b, uint32_t name)
 
 /* Resolves location `loc` of `sym` to frame names (outermost first), memoized. */
 static int resolve_location(struct builder *b, uint32_t part, struct store_symbols *sym,
-			    uint32_t loc, uint32_t *off)
+			    uint32_t loc, int leaf, uint32_t *off)
 {
 	struct store_location_view lv;
 	struct qctx *q = b->q;
+	struct qmap *memo = leaf ? &b->leaf_loc_memo : &b->loc_memo;
 	uint64_t key = (uint64_t)part << 32 | loc;
 	size_t start = b->nframes;
+	const struct qsym_frame *sf;
 	uint32_t name, count = 0;
+	size_t nsf;
 	int rc;
 
-	if (qmap_get(&b->loc_memo, key, off))
+	if (qmap_get(memo, key, off))
 		return 0;
 	rc = store_symbols_location(sym, loc, &lv);
 	if (rc)
@@ -184,6 +194,15 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 		    store_symbols_function(sym, lv.lines[i].function_id, &f) || !f.name || !f.name[0])
 			continue;
 		rc = qnames_intern(q, &b->t->names, f.name, strlen(f.name), &name);
+		if (!rc)
+			rc = push_frame(b, name);
+		if (rc)
+			return rc;
+		count++;
+	}
+	nsf = lv.n_lines ? 0 : qsym_frames(b->sym, part, loc, leaf, &sf);
+	for (size_t i = nsf; i-- > 0;) { /* outermost first */
+		rc = qnames_intern(q, &b->t->names, sf[i].function, strlen(sf[i].function), &name);
 		if (!rc)
 			rc = push_frame(b, name);
 		if (rc)
@@ -216,7 +235,7 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 	}
 	b->frames[start] = count;
 	*off = (uint32_t)start;
-	return qmap_put(q, &b->loc_memo, key, *off);
+	return qmap_put(q, memo, key, *off);
 }
 
 /* Returns in *node the tree node of stack `stack` of partition `part`. */
@@ -232,11 +251,15 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		*node = 0;
 		return 0;
 	}
+	if (b->sym && qmap_get(&b->leaf_memo, (uint64_t)part << 32 | stack, node))
+		return 0;
 	rc = qviews_get(q, &b->views, part, &sym);
 	if (rc)
 		return rc;
-	/* Walk root-ward until a trie node whose tree node is known. */
-	while (s && !qmap_get(&b->trie_memo, (uint64_t)part << 32 | s, &cur)) {
+	/* Walk root-ward until a trie node whose tree node is known; with
+	 * symbolization the stack's own node is always resolved as a leaf. */
+	while (s && ((b->sym && s == stack) ||
+		     !qmap_get(&b->trie_memo, (uint64_t)part << 32 | s, &cur))) {
 		if (depth >= MAX_STACK_DEPTH)
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u deeper than %d",
 				       part, stack, MAX_STACK_DEPTH);
@@ -257,7 +280,7 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		s = b->path[depth];
 		if (store_symbols_stack_node(sym, s, &parent, &loc))
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, s);
-		rc = resolve_location(b, part, sym, loc, &off);
+		rc = resolve_location(b, part, sym, loc, b->sym && depth == 0, &off);
 		if (rc)
 			return rc;
 		count = b->frames[off];
@@ -268,7 +291,8 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		}
 		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
 			b->t->nodes[cur].build_id = b->frames[off + 1];
-		rc = qmap_put(q, &b->trie_memo, (uint64_t)part << 32 | s, cur);
+		rc = qmap_put(q, b->sym && depth == 0 ? &b->leaf_memo : &b->trie_memo,
+			      (uint64_t)part << 32 | s, cur);
 		if (rc)
 			return rc;
 	}
@@ -286,6 +310,9 @@ int qmerge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 	b.t = t;
 	qmap_init(&b.trie_memo);
 	qmap_init(&b.loc_memo);
+	qmap_init(&b.leaf_memo);
+	qmap_init(&b.leaf_loc_memo);
+	b.sym = m->sym;
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		uint32_t node = 0;
 
@@ -300,6 +327,8 @@ int qmerge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 	qviews_release(&b.views);
 	qmap_release(q, &b.trie_memo);
 	qmap_release(q, &b.loc_memo);
+	qmap_release(q, &b.leaf_memo);
+	qmap_release(q, &b.leaf_loc_memo);
 	qmem_free(q, b.frames, b.fcap, sizeof(*b.frames));
 	qmem_free(q, b.path, b.pcap, sizeof(*b.path));
 	return rc;

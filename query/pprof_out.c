@@ -13,6 +13,7 @@
 
 #include "profile.pb-c.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,13 @@ struct pb {
 	struct qviews views;
 	uint64_t *ids;        /* scratch: location ids of one stack */
 	size_t ids_cap;
+	/* Query-time symbolization: resolved frames become Lines and
+	 * Functions; a leaf may resolve differently from the same location
+	 * as a caller, so leaves get their own Location when resolved. */
+	const struct qsym *sym;
+	struct qmap leaf_locs;
+	struct qnames fkeys;  /* "name\x01file" of resolved functions */
+	struct qmap rfuncs;   /* fkeys id -> index in functions */
 };
 
 static int str_idx(struct pb *b, const char *s, int64_t *out)
@@ -150,17 +158,86 @@ static int get_function(struct pb *b, uint32_t part, struct store_symbols *sym, 
 	return 0;
 }
 
+/* The Function of a resolved frame, by (name, file). */
+static int get_rfunc(struct pb *b, const struct qsym_frame *f, uint64_t *out)
+{
+	char key[1024];
+	uint32_t kid, at;
+	Function *fn;
+	int n, rc;
+
+	n = snprintf(key, sizeof(key), "%.600s\x01%.400s", f->function, f->file ? f->file : "");
+	rc = qnames_intern(b->q, &b->fkeys, key, (size_t)n, &kid);
+	if (rc)
+		return rc;
+	if (qmap_get(&b->rfuncs, kid, &at)) {
+		*out = at + 1;
+		return 0;
+	}
+	fn = nalloc(b, sizeof(*fn));
+	if (!fn)
+		return ERR_TOO_LARGE;
+	perftools__profiles__function__init(fn);
+	fn->id = b->functions.n + 1;
+	if ((rc = str_idx(b, f->function, &fn->name)) ||
+	    (rc = str_idx(b, f->function, &fn->system_name)) ||
+	    (rc = str_idx(b, f->file, &fn->filename)) ||
+	    (rc = qmap_put(b->q, &b->rfuncs, kid, (uint32_t)b->functions.n)) ||
+	    (rc = pvec_push(b->a, &b->functions, fn)))
+		return rc;
+	*out = fn->id;
+	return 0;
+}
+
+/* Lines of a location from query-time symbolization, innermost first. */
+static int resolved_lines(struct pb *b, Location *l, const struct qsym_frame *sf, size_t n)
+{
+	Mapping *m;
+	int rc;
+
+	l->line = nalloc(b, n * sizeof(*l->line));
+	if (!l->line)
+		return ERR_TOO_LARGE;
+	for (size_t i = 0; i < n; i++) {
+		Line *ln = nalloc(b, sizeof(*ln));
+
+		if (!ln)
+			return ERR_TOO_LARGE;
+		perftools__profiles__line__init(ln);
+		ln->line = sf[i].line;
+		ln->column = sf[i].column;
+		rc = get_rfunc(b, &sf[i], &ln->function_id);
+		if (rc)
+			return rc;
+		l->line[l->n_line++] = ln;
+	}
+	if (l->mapping_id && l->mapping_id <= b->mappings.n) {
+		m = b->mappings.v[l->mapping_id - 1];
+		m->has_functions = m->has_filenames = m->has_line_numbers = 1;
+		m->has_inline_frames = 1;
+	}
+	return 0;
+}
+
 static int get_location(struct pb *b, uint32_t part, struct store_symbols *sym, uint32_t id,
-			uint64_t *out)
+			int leaf, uint64_t *out)
 {
 	uint64_t key = (uint64_t)part << 32 | id;
 	struct store_location_view lv;
 	struct store_mapping mp;
+	const struct qsym_frame *sf = NULL;
+	size_t nsf = 0;
+	struct qmap *memo = &b->locs;
 	uint32_t at;
 	Location *l;
 	int rc;
 
-	if (qmap_get(&b->locs, key, &at)) {
+	if (b->sym) {
+		nsf = qsym_frames(b->sym, part, id, leaf, &sf);
+		if (leaf && nsf)
+			memo = &b->leaf_locs;
+	}
+	if (qmap_get(memo, key, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -183,7 +260,11 @@ static int get_location(struct pb *b, uint32_t part, struct store_symbols *sym, 
 		    lv.address - mp.file_offset < mp.memory_limit - mp.memory_start)
 			l->address = lv.address - mp.file_offset + mp.memory_start;
 	}
-	if (lv.n_lines) {
+	if (!lv.n_lines && nsf) {
+		rc = resolved_lines(b, l, sf, nsf);
+		if (rc)
+			return rc;
+	} else if (lv.n_lines) {
 		l->line = nalloc(b, lv.n_lines * sizeof(*l->line));
 		if (!l->line)
 			return ERR_TOO_LARGE;
@@ -204,7 +285,7 @@ static int get_location(struct pb *b, uint32_t part, struct store_symbols *sym, 
 			l->line[l->n_line++] = ln;
 		}
 	}
-	if ((rc = qmap_put(b->q, &b->locs, key, (uint32_t)b->locations.n)) ||
+	if ((rc = qmap_put(b->q, memo, key, (uint32_t)b->locations.n)) ||
 	    (rc = pvec_push(b->a, &b->locations, l)))
 		return rc;
 	*out = l->id;
@@ -234,7 +315,7 @@ static int add_sample(struct pb *b, const struct qstack *qs)
 				       qs->part, s);
 		rc = qmem_grow(b->q, (void **)&b->ids, &b->ids_cap, sizeof(*b->ids), n + 1, "pprof");
 		if (!rc)
-			rc = get_location(b, qs->part, sym, loc, &b->ids[n]);
+			rc = get_location(b, qs->part, sym, loc, s == qs->stack, &b->ids[n]);
 		if (rc)
 			return rc;
 		n++;
@@ -285,9 +366,17 @@ int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_typ
 	qmap_init(&b.locs);
 	qmap_init(&b.funcs);
 	qmap_init(&b.maps);
+	qmap_init(&b.leaf_locs);
+	qmap_init(&b.rfuncs);
+	b.sym = m->sym;
 	rc = qnames_init(q, &b.strs);
 	if (rc)
 		return rc;
+	rc = qnames_init(q, &b.fkeys);
+	if (rc) {
+		qnames_release(q, &b.strs);
+		return rc;
+	}
 	p = nalloc(&b, sizeof(*p));
 	if (!p) {
 		rc = ERR_TOO_LARGE;
@@ -341,6 +430,9 @@ out:
 	qmap_release(q, &b.locs);
 	qmap_release(q, &b.funcs);
 	qmap_release(q, &b.maps);
+	qmap_release(q, &b.leaf_locs);
+	qmap_release(q, &b.rfuncs);
+	qnames_release(q, &b.fkeys);
 	qviews_release(&b.views);
 	qmem_free(q, b.ids, b.ids_cap, sizeof(*b.ids));
 	return rc;

@@ -94,9 +94,19 @@ int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct err_
 
 /* ---- parameters --------------------------------------------------------- */
 
+struct sym_service;
+
 struct query_limits {
 	int64_t timeout_ns;   /* 0 picks QUERY_DEFAULT_TIMEOUT_NS */
 	size_t max_bytes;     /* 0 picks QUERY_DEFAULT_MAX_BYTES */
+	/*
+	 * Query-time symbolization (borrowed; NULL: frames without lines stay
+	 * `binary+0xoffset`).  With a service, the distinct unsymbolized
+	 * locations of each merged result are resolved before the name tree is
+	 * built, waiting at most the service's budget; responses then carry a
+	 * "symbolization" object (docs/symbolization.md).
+	 */
+	struct sym_service *symbolizer;
 };
 
 struct query_params {
@@ -142,6 +152,15 @@ int query_top(struct store *st, const char *tenant, const struct query_params *p
 /* Folded stacks: "root;caller;callee value\n" per node with self > 0. */
 int query_folded(struct store *st, const char *tenant, const struct query_params *p,
 		 struct buf *out, struct err_msg *msg);
+
+/*
+ * `GET /api/v1/symbolization`: for the selection of `p`, per build ID of
+ * the unsymbolized mappings its status, reason and the share of samples it
+ * leaves unnamed, and the overall unsymbolized share (JSON object).  Needs
+ * p->limits.symbolizer (ERR_UNAVAILABLE without).
+ */
+int query_symbolization(struct store *st, const char *tenant, const struct query_params *p,
+			struct buf *out, struct err_msg *msg);
 
 /* ---- Connect (querier.v1.QuerierService) ---------------------------------- */
 

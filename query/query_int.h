@@ -54,6 +54,7 @@ struct qctx {
 	struct qmem mem;
 	struct err_msg *msg;
 	unsigned tick;
+	struct sym_service *symbolizer; /* borrowed from the limits; may be NULL */
 };
 
 void qctx_init(struct qctx *q, struct store *st, const char *tenant,
@@ -173,6 +174,7 @@ struct qmerge {
 	int64_t tl_start_ns, tl_step_ns;
 	int64_t *tl;
 	size_t tl_n;
+	struct qsym *sym;      /* owned; query-time symbolization, NULL if none ran */
 };
 
 void qmerge_init(struct qmerge *m);
@@ -196,6 +198,37 @@ int qparams_selector(const struct query_params *p, struct query_selector *sel,
 /* Runs selection + merge + tree for `p`: the whole tree, untruncated. */
 int qquery_tree(struct qctx *q, const struct query_params *p, struct qmerge *m,
 		struct qtree *t, char **profile_type);
+
+/* ---- query-time symbolization (symbolize_step.c) ------------------------- */
+
+/*
+ * After qmerge_collect: the distinct locations reachable from the merged
+ * stacks whose mapping has no functions and that carry no lines are
+ * grouped by build ID, sorted by address and resolved through the
+ * service, all within one budget.  A location is resolved as a leaf (the
+ * sampled PC) where it is a stack's own node and as a return address
+ * (vaddr - 1) elsewhere, so it may have two answers.  Frames are kept
+ * innermost first with strings in the qsym's arena.
+ */
+struct qsym;
+
+struct qsym_frame {
+	const char *function; /* never NULL */
+	const char *file;     /* may be NULL */
+	uint32_t line, column;
+};
+
+/* Runs the step for `m` (q->symbolizer set); fills m->sym. */
+int qsym_step(struct qctx *q, struct qmerge *m);
+void qsym_free(struct qctx *q, struct qsym *s);
+/* Resolved frames of a location, innermost first; 0 when it has none. */
+size_t qsym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
+		   const struct qsym_frame **frames);
+/*
+ * Appends `,"symbolization":{...}` over the merges given (NULL entries
+ * skipped) when any has unresolved frames; nothing otherwise.
+ */
+int qsym_json(const struct qmerge *const *ms, size_t n, struct buf *out);
 
 /* ---- encoders --------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <civetweb.h>
 
@@ -16,13 +17,16 @@
 #include "base/log.h"
 #include "web/web_int.h"
 
-enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_INDEX };
+enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT,
+		  R_SYMBOLZ, R_STATIC, R_DEBUGINFO };
 
+/* A path ending in '/' is a prefix (the rest is the Connect method). */
 static const struct route {
 	const char *path;
 	const char *method;
 	enum route_kind kind;
-	enum web__endpoint ep; /* for R_INGEST and R_PUSH */
+	int ep;                /* enum web__endpoint for R_INGEST and R_PUSH,
+				  enum web__query_route for R_QUERY */
 	int connect;           /* errors in Connect JSON form */
 } routes[] = {
 	{ "/ready", "GET", R_READY, 0, 0 },
@@ -31,8 +35,24 @@ static const struct route {
 	{ "/push.v1.PusherService/Push", "POST", R_PUSH, WEB_EP_PUSH, 1 },
 	{ "/api/v1/stats", "GET", R_STATS, 0, 0 },
 	{ "/metrics", "GET", R_METRICS, 0, 0 },
-	{ "/", "GET", R_INDEX, 0, 0 },
+	{ "/pyroscope/render", "GET", R_QUERY, WEB_Q_RENDER, 0 },
+	{ "/pyroscope/render-diff", "GET", R_QUERY, WEB_Q_RENDER_DIFF, 0 },
+	{ "/pyroscope/labels", "GET", R_QUERY, WEB_Q_LABELS, 0 },
+	{ "/pyroscope/label-values", "GET", R_QUERY, WEB_Q_LABEL_VALUES, 0 },
+	{ "/api/v1/pprof", "GET", R_QUERY, WEB_Q_PPROF, 0 },
+	{ "/api/v1/top", "GET", R_QUERY, WEB_Q_TOP, 0 },
+	{ "/api/v1/folded", "GET", R_QUERY, WEB_Q_FOLDED, 0 },
+	{ "/api/v1/diff-top", "GET", R_QUERY, WEB_Q_DIFF_TOP, 0 },
+	{ "/querier.v1.QuerierService/", "POST", R_CONNECT, 0, 1 },
+	{ "/symbolz", "POST", R_SYMBOLZ, 0, 0 },
+	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0 },
+	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0 },
+	{ "/api/v1/symbolization", "GET", R_DEBUGINFO, 0, 0 },
+	{ "/buildid/", "GET", R_DEBUGINFO, 0, 0 },
 };
+
+/* Any other GET path is looked up among the embedded UI files. */
+static const struct route static_route = { "/", "GET", R_STATIC, 0, 0 };
 
 #define READ_CHUNK (64 * 1024)
 
@@ -40,17 +60,23 @@ void web_options_default(struct web_options *opt)
 {
 	memset(opt, 0, sizeof(*opt));
 	opt->listen = WEB_DEFAULT_LISTEN;
-	opt->threads = 8;
+	opt->threads = WEB_DEFAULT_THREADS;
 	opt->request_timeout_ms = 30000;
 	ingest_limits_default(&opt->limits);
+	opt->query.timeout_ns = QUERY_DEFAULT_TIMEOUT_NS;
+	opt->query.max_bytes = QUERY_DEFAULT_MAX_BYTES;
 }
 
 static const struct route *find_route(const char *path)
 {
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (strcmp(routes[i].path, path) == 0)
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		size_t n = strlen(routes[i].path);
+
+		if (routes[i].path[n - 1] == '/' ? strncmp(routes[i].path, path, n) == 0
+						 : strcmp(routes[i].path, path) == 0)
 			return &routes[i];
-	return NULL;
+	}
+	return web__asset_find(path) ? &static_route : NULL;
 }
 
 /*
@@ -142,12 +168,55 @@ static void send_resp(struct mg_connection *conn, const struct web__resp *rs, in
 		  "HTTP/1.1 %d %s\r\n"
 		  "Content-Type: %s\r\n"
 		  "Content-Length: %zu\r\n"
-		  "Cache-Control: no-store\r\n"
-		  "%s%s\r\n",
+		  "Cache-Control: %s\r\n"
+		  "%s%s%s\r\n",
 		  rs->status, text ? text : "", rs->content_type, rs->body.len,
-		  close_conn ? "Connection: close\r\n" : "", extra_headers ? extra_headers : "");
+		  rs->cache_control ? rs->cache_control : "no-store",
+		  close_conn ? "Connection: close\r\n" : "", extra_headers ? extra_headers : "",
+		  rs->extra_headers ? rs->extra_headers : "");
 	if (rs->body.len)
 		mg_write(conn, rs->body.data, rs->body.len);
+}
+
+/* Streams a file response (debuginfod downloads) in chunks; false if it cannot be opened. */
+static int send_file(struct mg_connection *conn, const struct web__resp *rs, int close_conn)
+{
+	char *chunk = malloc(READ_CHUNK); /* worker stacks are small */
+	struct stat sb;
+	FILE *f = chunk ? fopen(rs->file, "rb") : NULL;
+	size_t n;
+
+	if (!f || fstat(fileno(f), &sb)) {
+		if (f)
+			fclose(f);
+		free(chunk);
+		return 0;
+	}
+	mg_printf(conn,
+		  "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %lld\r\n"
+		  "Cache-Control: no-store\r\n%s\r\n",
+		  rs->content_type, (long long)sb.st_size, close_conn ? "Connection: close\r\n" : "");
+	while ((n = fread(chunk, 1, READ_CHUNK, f)) > 0)
+		if (mg_write(conn, chunk, n) <= 0)
+			break;
+	fclose(f);
+	free(chunk);
+	return 1;
+}
+
+int web__req_read(struct web__req *rq, void *buf, size_t len)
+{
+	return mg_read(rq->conn, buf, len);
+}
+
+const char *web__req_header(struct web__req *rq, const char *name)
+{
+	return mg_get_header(rq->conn, name);
+}
+
+long long web__req_content_length(struct web__req *rq)
+{
+	return mg_get_request_info(rq->conn)->content_length;
 }
 
 static void set_error(struct web__resp *rs, const struct route *rt, int code, const char *m,
@@ -179,9 +248,22 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 		break;
 	case R_METRICS:
 		web__handle_metrics(rq, rs);
+		web__debuginfo_metrics(rq, rs);
 		break;
-	case R_INDEX:
-		web__handle_index(rq, rs);
+	case R_DEBUGINFO:
+		web__handle_debuginfo(rq, rs);
+		break;
+	case R_QUERY:
+		web__handle_query(rq, (enum web__query_route)rt->ep, rs);
+		break;
+	case R_CONNECT:
+		web__handle_connect(rq, rq->path + strlen(rt->path), rs);
+		break;
+	case R_SYMBOLZ:
+		web__handle_symbolz(rq, rs);
+		break;
+	case R_STATIC:
+		web__handle_static(rq, rs);
 		break;
 	}
 }
@@ -225,6 +307,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rq.query = ri->query_string;
 	rq.content_type = mg_get_header(conn, "Content-Type");
 	rq.tenant = tenant ? tenant : WEB_DEFAULT_TENANT;
+	rq.conn = conn;
 	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
 	buf_init(&rs.body, 0);
 	rs.reason = WEB_REJ_OTHER;
@@ -235,7 +318,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 
 		snprintf(m, sizeof(m), "no route %.200s (see docs/api.md)", path);
 		set_error(&rs, NULL, ERR_NOT_FOUND, m, WEB_REJ_OTHER);
-	} else if (strcmp(ri->request_method, rt->method) != 0) {
+	} else if (strcmp(rt->method, "*") != 0 && strcmp(ri->request_method, rt->method) != 0) {
 		char m[96];
 
 		snprintf(m, sizeof(m), "method %.16s not allowed; use %s", ri->request_method,
@@ -245,9 +328,16 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		snprintf(allow, sizeof(allow), "Allow: %s\r\n", rt->method);
 	} else if (web__tenant_check(rq.tenant, &msg)) {
 		set_error(&rs, rt, ERR_INVALID, msg.text, WEB_REJ_TENANT);
-	} else if ((rt->kind != R_INGEST && rt->kind != R_PUSH) ||
-		   prepare(conn, ri, rt, &rq, &rs, &unread) == 0) {
-		dispatch(&rq, rt, &rs);
+	} else if ((rt->kind == R_QUERY || rt->kind == R_CONNECT) &&
+		   web__query_admit(srv, &msg)) {
+		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
+	} else {
+		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
+		     rt->kind != R_SYMBOLZ) ||
+		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
+			dispatch(&rq, rt, &rs);
+		if (rt->kind == R_QUERY || rt->kind == R_CONNECT)
+			web__query_done(srv);
 	}
 	if (rt && (rt->kind == R_INGEST || rt->kind == R_PUSH))
 		web__count(srv, rt->ep, &rs);
@@ -257,7 +347,18 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	else if (rs.status >= 400)
 		log_debug("%s %s: %d %.*s", ri->request_method, path, rs.status,
 			  (int)rs.body.len, rs.body.data ? rs.body.data : "");
-	send_resp(conn, &rs, unread, allow[0] ? allow : NULL);
+	if (rq.body_state == WEB_BODY_CONSUMED)
+		unread = 0;
+	else if (rq.body_state == WEB_BODY_UNREAD)
+		unread = 1;
+	if (!rs.file || !send_file(conn, &rs, unread)) {
+		if (rs.file) {
+			rs.status = 404;
+			buf_reset(&rs.body);
+		}
+		send_resp(conn, &rs, unread, allow[0] ? allow : NULL);
+	}
+	free(rs.file);
 	buf_release(&rq.body);
 	buf_release(&rs.body);
 	return rs.status;
@@ -299,7 +400,10 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	snprintf(srv->listen, sizeof(srv->listen), "%s", opt->listen ? opt->listen : WEB_DEFAULT_LISTEN);
 	srv->opt.listen = srv->listen;
 	if (srv->opt.threads <= 0)
-		srv->opt.threads = 8;
+		srv->opt.threads = WEB_DEFAULT_THREADS;
+	srv->max_queries = srv->opt.threads - (srv->opt.threads / 4 > 2 ? srv->opt.threads / 4 : 2);
+	if (srv->max_queries < 1)
+		srv->max_queries = 1;
 	if (srv->opt.request_timeout_ms <= 0)
 		srv->opt.request_timeout_ms = 30000;
 	srv->started_ns = clock_wall_ns();

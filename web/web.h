@@ -9,7 +9,15 @@
  *   store is borrowed: it must stay open until web_server_stop() returned.
  *   Routes (docs/api.md): GET /ready, POST /ingest and /pyroscope/ingest
  *   (Pyroscope legacy), POST /push.v1.PusherService/Push (Connect, JSON or
- *   binary), GET /api/v1/stats, GET /metrics, GET /.
+ *   binary), GET /api/v1/stats, GET /metrics; the query routes (GET
+ *   /pyroscope/render, /pyroscope/render-diff, /api/v1/pprof, /api/v1/top,
+ *   /api/v1/folded, /api/v1/diff-top, /pyroscope/labels,
+ *   /pyroscope/label-values, POST /querier.v1.QuerierService/<Method>); and
+ *   the browser UI embedded at build time (GET / and GET /<file>).
+ *
+ *   Queries run on the same workers as ingest, but at most threads minus a
+ *   reserve (a quarter of the threads, at least 2) at once: past that a
+ *   query gets 503, so long queries can never take every worker from ingest.
  *
  *   Every request body is untrusted: its Content-Length is checked against
  *   limits.max_request_bytes before a byte is read, chunked bodies stop at
@@ -36,6 +44,7 @@
 #include <stdint.h>
 
 #include "ingest/ingest.h"
+#include "query/query.h"
 
 struct buf;
 struct err_msg;
@@ -48,12 +57,19 @@ struct web_server;
 
 struct web_options {
 	const char *listen;        /* "HOST:PORT"; port 0 picks a free port; borrowed */
-	int threads;               /* civetweb worker threads; 0 picks 8 */
+	int threads;               /* civetweb worker threads; 0 picks WEB_DEFAULT_THREADS */
 	int request_timeout_ms;    /* per-request socket deadline; 0 picks 30000 */
 	struct ingest_limits limits;
+	struct query_limits query; /* deadline and byte budget of every query;
+				    * query.symbolizer (borrowed) also serves the
+				    * debuginfo and debuginfod routes */
+	const char *upload_token;  /* borrowed; when set, debuginfo uploads need
+				    * "Authorization: Bearer <token>" */
 };
 
-/* Fills the defaults: WEB_DEFAULT_LISTEN, 8 threads, 30 s, ingest defaults. */
+#define WEB_DEFAULT_THREADS 16
+
+/* Fills the defaults: WEB_DEFAULT_LISTEN, 16 threads, 30 s, ingest and query defaults. */
 void web_options_default(struct web_options *opt);
 
 /*

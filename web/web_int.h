@@ -142,6 +142,8 @@ struct web_server {
 	int port;
 	int64_t started_ns;
 	struct web__counters counters;
+	atomic_int queries_running;  /* admitted queries (web__query_admit) */
+	int max_queries;             /* threads minus the reserve kept for ingest */
 };
 
 /* A request as the handlers see it. */
@@ -153,7 +155,29 @@ struct web__req {
 	const char *content_type;     /* may be NULL */
 	const char *tenant;           /* validated */
 	struct buf body;              /* read and, if Content-Encoding said so, inflated */
+	/* Streaming handlers (uploads) read the body themselves through
+	 * web__req_read() and say here what they left on the connection. */
+	struct mg_connection *conn;
+	int body_state;               /* enum web__body_state */
 };
+
+enum web__body_state { WEB_BODY_DEFAULT, WEB_BODY_CONSUMED, WEB_BODY_UNREAD };
+
+/* Reads up to len body bytes: >0 read, 0 at the end, <0 failure or timeout. */
+int web__req_read(struct web__req *rq, void *buf, size_t len);
+/* A request header (borrowed), or NULL. */
+const char *web__req_header(struct web__req *rq, const char *name);
+/* The declared Content-Length, -1 when chunked or absent. */
+long long web__req_content_length(struct web__req *rq);
+
+/* ---- routes_debuginfo.c: uploads, debuginfod protocol, symbolization ---- */
+
+struct web__resp;
+
+/* /api/v1/debuginfo[/<id>], /buildid/<id>/<kind>, /api/v1/symbolization. */
+void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs);
+/* Appends the symbolization service's metrics to a /metrics response. */
+void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs);
 
 /* A response built by a handler; server.c sends it. */
 struct web__resp {
@@ -161,6 +185,9 @@ struct web__resp {
 	const char *content_type;     /* static */
 	struct buf body;
 	enum web__reason reason;      /* why a 4xx/5xx was sent */
+	const char *extra_headers;    /* static or NULL: "Name: value\r\n" lines */
+	const char *cache_control;    /* NULL means "no-store" */
+	char *file;                   /* owned or NULL: send this file as the body */
 };
 
 /* Handlers: fill resp (status and body); they never touch the socket. */
@@ -168,7 +195,67 @@ void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__
 void web__handle_push(struct web__req *rq, struct web__resp *rs);
 void web__handle_stats(struct web__req *rq, struct web__resp *rs);
 void web__handle_metrics(struct web__req *rq, struct web__resp *rs);
-void web__handle_index(struct web__req *rq, struct web__resp *rs);
+void web__handle_index(struct web__req *rq, struct web__resp *rs); /* phase-1 page, unrouted */
+
+/* ---- routes_query.c: the read API over query/query.h ------------------- */
+
+enum web__query_route {
+	WEB_Q_RENDER,       /* GET /pyroscope/render */
+	WEB_Q_RENDER_DIFF,  /* GET /pyroscope/render-diff */
+	WEB_Q_PPROF,        /* GET /api/v1/pprof */
+	WEB_Q_TOP,          /* GET /api/v1/top */
+	WEB_Q_FOLDED,       /* GET /api/v1/folded */
+	WEB_Q_DIFF_TOP,     /* GET /api/v1/diff-top */
+	WEB_Q_LABELS,       /* GET /pyroscope/labels */
+	WEB_Q_LABEL_VALUES, /* GET /pyroscope/label-values */
+};
+
+/* Largest query-string parameter a query route reads (selectors are 4 KiB). */
+#define WEB_PARAM_MAX 8192
+
+/*
+ * Handles a GET query route.  Sets resp->extra_headers for downloads.  The
+ * caller has admitted the query (web__query_admit).
+ */
+void web__handle_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs);
+
+/*
+ * POST /symbolz: `go tool pprof URL` asks here for names of addresses that
+ * have none; the exported pprof already carries every name the server has,
+ * so the answer is an empty symbol list (pprof then keeps the addresses).
+ */
+void web__handle_symbolz(struct web__req *rq, struct web__resp *rs);
+
+/* POST /querier.v1.QuerierService/<method>: Connect JSON through query_connect. */
+void web__handle_connect(struct web__req *rq, const char *method, struct web__resp *rs);
+
+/*
+ * Takes a query slot: 0, or ERR_UNAVAILABLE when max_queries are running,
+ * so a burst of slow queries leaves workers for ingest.  Pair with
+ * web__query_done().
+ */
+int web__query_admit(struct web_server *srv, struct err_msg *msg);
+void web__query_done(struct web_server *srv);
+
+/* ---- static.c: the browser UI embedded at build time ------------------- */
+
+/* One file of web/ui, generated into the build tree by web/ui_embed.cmake. */
+struct web__asset {
+	const char *name;           /* "index.html", "app.js" */
+	const unsigned char *data;
+	size_t len;
+};
+extern const struct web__asset web__assets[];
+extern const size_t web__n_assets;
+
+/* The asset for a request path ("/" is index.html), or NULL. */
+const struct web__asset *web__asset_find(const char *path);
+
+/* The Content-Type of an asset name by extension (static string). */
+const char *web__asset_type(const char *name);
+
+/* GET / and GET /<file>: an embedded UI file, or 404. */
+void web__handle_static(struct web__req *rq, struct web__resp *rs);
 
 /*
  * Sets a plain-text error response "message\n" with the status and reason

@@ -8,8 +8,9 @@
 # a fresh data dir and --preload, runs ui.test.mjs with node's test runner,
 # saves screenshots to docs/img/, and always stops the server and removes the
 # temporary files.
-#   env: SHOT_DIR (default docs/img), CHROMIUM (default /usr/bin/chromium),
-#        UNHEX_UI_DIR is exported as web/ui for a server that serves the UI from disk.
+#   env: SHOT_DIR (default docs/img), CHROMIUM (default /usr/bin/chromium).
+# The server serves the UI embedded in the binary at build time: rebuild
+# after editing web/ui.
 set -euo pipefail
 
 BUILD=${1:?usage: tests/ui/run.sh BUILD_DIR}
@@ -62,7 +63,6 @@ trap cleanup EXIT
 
 "$WORKLOAD" --out "$TMP/profiles" --services 2 --instances 3 --minutes 20 --end now --quiet
 
-export UNHEX_UI_DIR="$ROOT/web/ui"
 "$UNHEX" serve --listen 127.0.0.1:0 --data "$TMP/data" --preload "$TMP/profiles" \
   >"$TMP/serve.out" 2>"$TMP/serve.err" &
 PID=$!
@@ -79,7 +79,7 @@ echo "ui: server at $URL" >&2
 
 set +e
 UNHEX_URL="$URL" CHROMIUM="$CHROMIUM" SHOT_DIR="${SHOT_DIR:-$ROOT/docs/img}" \
-  node --test --test-concurrency=1 "$HERE/model.test.mjs" "$HERE/ui.test.mjs"
+  node --test --test-concurrency=1 --test-timeout=60000 "$HERE/model.test.mjs" "$HERE/ui.test.mjs"
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then

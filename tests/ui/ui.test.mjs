@@ -22,6 +22,8 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const URL0 = process.env.UNHEX_URL;
 const SHOTS = process.env.SHOT_DIR || path.resolve(HERE, '../../docs/img');
 const ROW = 20; // px per level, as in web/ui/flame.js
+// Every test fails within 30 s instead of hanging when the server lacks a route.
+const T = { timeout: 30000 };
 
 let browser;
 
@@ -42,17 +44,18 @@ after(async () => { await browser?.close(); });
 async function open(hash = '') {
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 }, acceptDownloads: true });
   const page = await ctx.newPage();
+  page.setDefaultTimeout(20000);
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
   page.on('pageerror', (e) => problems.push('pageerror: ' + e));
   page.on('requestfailed', (r) => problems.push('requestfailed: ' + r.url()));
-  const renderResp = page.waitForResponse((r) => r.url().includes('/pyroscope/render?'), { timeout: 30000 }).catch(() => null);
+  const renderResp = page.waitForResponse((r) => r.url().includes('/pyroscope/render?'), { timeout: 20000 }).catch(() => null);
   await page.goto(URL0 + '/' + hash);
   return { ctx, page, problems, renderResp };
 }
 
 async function waitReady(page, flag = 'ready') {
-  await page.waitForFunction((f) => window.__unhex && window.__unhex[f] === true, flag, { timeout: 60000 });
+  await page.waitForFunction((f) => window.__unhex && window.__unhex[f] === true, flag, { timeout: 20000 });
   const errs = await page.evaluate(() => window.__unhex.errors);
   assert.deepEqual(errs, [], 'the page showed an error');
 }
@@ -100,7 +103,7 @@ function widest(levels, level, pred = () => true) {
   return (levels[level] || []).filter(pred).sort((a, b) => b.total - a.total)[0];
 }
 
-test('explore: page loads real data with no console errors', async () => {
+test('explore: page loads real data with no console errors', T, async () => {
   const { ctx, page, problems, renderResp } = await open();
   await waitReady(page);
   const resp = await renderResp;
@@ -119,7 +122,7 @@ test('explore: page loads real data with no console errors', async () => {
   await ctx.close();
 });
 
-test('explore: hover shows the right tooltip numbers, click focuses, the link restores focus', async () => {
+test('explore: hover shows the right tooltip numbers, click focuses, the link restores focus', T, async () => {
   const { ctx, page, problems, renderResp } = await open();
   await waitReady(page);
   const j = await (await renderResp).json();
@@ -166,7 +169,7 @@ test('explore: hover shows the right tooltip numbers, click focuses, the link re
   await ctx.close();
 });
 
-test('explore: search highlights matches and shows their share', async () => {
+test('explore: search highlights matches and shows their share', T, async () => {
   const { ctx, page, problems, renderResp } = await open();
   await waitReady(page);
   const j = await (await renderResp).json();
@@ -199,7 +202,7 @@ test('explore: search highlights matches and shows their share', async () => {
   await ctx.close();
 });
 
-test('top table sorts, and a row opens the sandwich view', async () => {
+test('top table sorts, and a row opens the sandwich view', T, async () => {
   const { ctx, page, problems, renderResp } = await open();
   await waitReady(page);
   const j = await (await renderResp).json();
@@ -224,11 +227,11 @@ test('top table sorts, and a row opens the sandwich view', async () => {
   await ctx.close();
 });
 
-test('time range: a brush on the timeline narrows the query', async () => {
+test('time range: a brush on the timeline narrows the query', T, async () => {
   const { ctx, page, problems } = await open();
   await waitReady(page);
   const box = await canvasBox(page, '#timeline');
-  const next = page.waitForResponse((r) => r.url().includes('/pyroscope/render?'), { timeout: 30000 });
+  const next = page.waitForResponse((r) => r.url().includes('/pyroscope/render?'), { timeout: 20000 });
   await page.mouse.move(box.x + box.width * 0.5, box.y + 20);
   await page.mouse.down();
   await page.mouse.move(box.x + box.width * 0.9, box.y + 20, { steps: 4 });
@@ -244,7 +247,7 @@ test('time range: a brush on the timeline narrows the query', async () => {
   await ctx.close();
 });
 
-test('export: pprof and folded stacks downloads', async () => {
+test('export: pprof and folded stacks downloads', T, async () => {
   const { ctx, page, problems, renderResp } = await open();
   await waitReady(page);
   const j = await (await renderResp).json();
@@ -264,10 +267,10 @@ test('export: pprof and folded stacks downloads', async () => {
   await ctx.close();
 });
 
-test('diff: two releases, a frame whose cost grew is coloured as slower', async () => {
+test('diff: two releases, a frame whose cost grew is coloured as slower', T, async () => {
   const { ctx, page, problems } = await open();
   await waitReady(page);
-  const diffResp = page.waitForResponse((r) => r.url().includes('/pyroscope/render-diff?'), { timeout: 60000 });
+  const diffResp = page.waitForResponse((r) => r.url().includes('/pyroscope/render-diff?'), { timeout: 20000 });
   await page.click('#nav-diff');
   const resp = await diffResp;
   const q = new URL(resp.url()).searchParams;
@@ -312,7 +315,7 @@ test('diff: two releases, a frame whose cost grew is coloured as slower', async 
   await ctx.close();
 });
 
-test('symbolization: the banner names a missing build ID, the page lists every build ID', async () => {
+test('symbolization: the banner names a missing build ID, the page lists every build ID', T, async () => {
   const { ctx, page, problems, renderResp } = await open();
   await waitReady(page);
   const rq = new URL((await renderResp).url()).searchParams;
@@ -335,7 +338,7 @@ test('symbolization: the banner names a missing build ID, the page lists every b
   await ctx.close();
 });
 
-test('renderer: first render of a 16,000-node flame graph (measured, not asserted)', async () => {
+test('renderer: first render of a 16,000-node flame graph (measured, not asserted)', T, async () => {
   const { ctx, page, problems } = await open();
   await waitReady(page);
   await page.click('#layout button[data-v="flame"]');

@@ -1,0 +1,537 @@
+/*
+ * symbolize_step.c - query-time symbolization: between the merge by stack
+ * id and the name tree, resolves the distinct unsymbolized locations of the
+ * result through the symbolization service (grouped by build ID, sorted by
+ * address, one budget for the whole query), remembers why any stayed hex,
+ * and measures the share of samples each build ID leaves unnamed.
+ */
+#include "query/query_int.h"
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "storage/storage.h"
+#include "symbolize/symbolize.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_GROUPS 4096          /* distinct binaries reported per query */
+#define STRS_CAP (256u << 20)    /* resolved names and paths of one query */
+#define MAX_DEPTH (1 << 16)
+
+enum { ST_NA = 0, ST_WANT, ST_DONE };
+
+struct qloc {
+	uint32_t part, loc;
+	uint32_t group;
+	uint32_t frame_off;  /* into s->frames */
+	uint16_t n_frames;
+	uint8_t leaf;
+	uint8_t state;       /* ST_NA: has lines or needs nothing */
+	uint64_t addr;
+};
+
+struct qgroup {
+	char *build_id;      /* "" when the mapping has none */
+	char *binary;
+	struct sym_mapping_ref map;
+	enum sym_status status;
+	char reason[256];
+	int64_t unnamed;
+	size_t n_want;
+};
+
+struct qsym {
+	struct arena strs;
+	struct qloc *locs;
+	size_t n_locs, cap_locs;
+	struct qmap nonleaf, leaf;  /* part << 32 | loc -> index in locs */
+	struct qsym_frame *frames;
+	size_t n_frames, cap_frames;
+	struct qgroup *groups;
+	size_t n_groups, cap_groups;
+	int64_t total, unnamed;
+	int pending;
+};
+
+void qsym_free(struct qctx *q, struct qsym *s)
+{
+	if (!s)
+		return;
+	arena_release(&s->strs);
+	qmem_free(q, s->locs, s->cap_locs, sizeof(*s->locs));
+	qmem_free(q, s->frames, s->cap_frames, sizeof(*s->frames));
+	qmem_free(q, s->groups, s->cap_groups, sizeof(*s->groups));
+	qmap_release(q, &s->nonleaf);
+	qmap_release(q, &s->leaf);
+	free(s);
+}
+
+size_t qsym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
+		   const struct qsym_frame **frames)
+{
+	uint32_t at;
+	const struct qloc *l;
+
+	if (!s || !qmap_get(leaf ? &s->leaf : &s->nonleaf, (uint64_t)part << 32 | loc, &at))
+		return 0;
+	l = &s->locs[at];
+	if (l->state != ST_DONE || !l->n_frames)
+		return 0;
+	*frames = &s->frames[l->frame_off];
+	return l->n_frames;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+static char *sdup(struct qctx *q, struct qsym *s, const char *p)
+{
+	char *d = arena_strndup(&s->strs, p ? p : "", p ? strlen(p) : 0);
+
+	if (!d)
+		err_set(q->msg, ERR_TOO_LARGE, "symbolization: name memory of %u bytes exceeded",
+			STRS_CAP);
+	return d;
+}
+
+/* The group of a mapping: one per build ID (or per file name without one). */
+static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *mp,
+		    uint32_t *out)
+{
+	const char *bid = mp->build_id ? mp->build_id : "";
+	const char *bin = mp->filename && mp->filename[0] ? base_name(mp->filename) : "[unknown]";
+	struct qgroup *g;
+	int rc;
+
+	for (size_t i = 0; i < s->n_groups; i++) {
+		g = &s->groups[i];
+		if (strcmp(g->build_id, bid) == 0 && (bid[0] || strcmp(g->binary, bin) == 0)) {
+			*out = (uint32_t)i;
+			return 0;
+		}
+	}
+	if (s->n_groups >= MAX_GROUPS)
+		return err_set(q->msg, ERR_TOO_LARGE, "symbolization: more than %d binaries",
+			       MAX_GROUPS);
+	rc = qmem_grow(q, (void **)&s->groups, &s->cap_groups, sizeof(*s->groups),
+		       s->n_groups + 1, "symbolization groups");
+	if (rc)
+		return rc;
+	g = &s->groups[s->n_groups];
+	memset(g, 0, sizeof(*g));
+	if (!(g->build_id = sdup(q, s, bid)) || !(g->binary = sdup(q, s, bin)))
+		return ERR_TOO_LARGE;
+	g->map.memory_start = mp->memory_start;
+	g->map.memory_limit = mp->memory_limit;
+	g->map.file_offset = mp->file_offset;
+	g->map.addr_is_vaddr = !!(mp->flags & STORE_MAP_ADDR_VADDR);
+	g->status = bid[0] ? SYM_STATUS_OK : SYM_STATUS_NO_BUILD_ID;
+	if (!bid[0])
+		snprintf(g->reason, sizeof(g->reason),
+			 "the profile's mapping has no build ID; rebuild with -Wl,--build-id "
+			 "or send build IDs from the agent");
+	*out = (uint32_t)s->n_groups++;
+	return 0;
+}
+
+/* Registers location `loc` as leaf or not; *idx is its entry in s->locs. */
+static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, uint32_t part,
+		   uint32_t loc, int leaf, uint32_t *idx)
+{
+	struct qmap *map = leaf ? &s->leaf : &s->nonleaf;
+	uint64_t key = (uint64_t)part << 32 | loc;
+	struct store_location_view lv;
+	struct store_mapping mp;
+	struct qloc *l;
+	int rc;
+
+	if (qmap_get(map, key, idx))
+		return 0;
+	if (store_symbols_location(sym, loc, &lv))
+		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part, loc);
+	rc = qmem_grow(q, (void **)&s->locs, &s->cap_locs, sizeof(*s->locs), s->n_locs + 1,
+		       "symbolization locations");
+	if (rc)
+		return rc;
+	l = &s->locs[s->n_locs];
+	memset(l, 0, sizeof(*l));
+	l->part = part;
+	l->loc = loc;
+	l->leaf = (uint8_t)leaf;
+	l->addr = lv.address;
+	if (!lv.n_lines && lv.mapping_id && !store_symbols_mapping(sym, lv.mapping_id, &mp) &&
+	    !(mp.flags & STORE_MAP_HAS_FUNCTIONS)) {
+		rc = group_of(q, s, &mp, &l->group);
+		if (rc)
+			return rc;
+		l->state = ST_WANT;
+		s->groups[l->group].n_want++;
+	}
+	*idx = (uint32_t)s->n_locs;
+	rc = qmap_put(q, map, key, *idx);
+	if (!rc)
+		s->n_locs++;
+	return rc;
+}
+
+/* Pass 1: every distinct (location, leafness) reachable from the stacks. */
+static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
+{
+	struct qmap seen; /* part << 32 | trie node already walked as a prefix */
+	uint32_t idx, parent, loc, dummy;
+	int rc = 0;
+
+	qmap_init(&seen);
+	for (size_t i = 0; i < m->n && !rc; i++) {
+		struct store_symbols *sym;
+		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
+		size_t depth = 0;
+
+		if (!st)
+			continue;
+		if ((rc = qviews_get(q, v, part, &sym)))
+			break;
+		if (store_symbols_stack_node(sym, st, &parent, &loc)) {
+			rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, st);
+			break;
+		}
+		if ((rc = add_loc(q, s, sym, part, loc, 1, &idx)))
+			break;
+		for (st = parent; st && !qmap_get(&seen, (uint64_t)part << 32 | st, &dummy);
+		     st = parent) {
+			if (++depth > MAX_DEPTH) {
+				rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack too deep", part);
+				break;
+			}
+			if (store_symbols_stack_node(sym, st, &parent, &loc)) {
+				rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found",
+					     part, st);
+				break;
+			}
+			if ((rc = add_loc(q, s, sym, part, loc, 0, &idx)) ||
+			    (rc = qmap_put(q, &seen, (uint64_t)part << 32 | st, 0)))
+				break;
+		}
+	}
+	qmap_release(q, &seen);
+	return rc;
+}
+
+struct res_ctx {
+	struct qctx *q;
+	struct qsym *s;
+	const uint32_t *which; /* request i -> index in s->locs */
+};
+
+static int on_frames(void *ctx, size_t i, uint64_t vaddr, const struct sym_frame *f, size_t n)
+{
+	struct res_ctx *r = ctx;
+	struct qsym *s = r->s;
+	struct qloc *l = &s->locs[r->which[i]];
+	size_t k = 0;
+	int rc;
+
+	(void)vaddr;
+	rc = qmem_grow(r->q, (void **)&s->frames, &s->cap_frames, sizeof(*s->frames),
+		       s->n_frames + n, "symbolization frames");
+	if (rc)
+		return rc;
+	for (size_t j = 0; j < n && j < UINT16_MAX; j++) {
+		struct qsym_frame *o = &s->frames[s->n_frames + k];
+
+		if (!f[j].function)
+			continue; /* a frame without a name cannot label the tree */
+		if (!(o->function = sdup(r->q, s, f[j].function)))
+			return ERR_TOO_LARGE;
+		o->file = NULL;
+		if (f[j].file && !(o->file = sdup(r->q, s, f[j].file)))
+			return ERR_TOO_LARGE;
+		o->line = f[j].line;
+		o->column = f[j].column;
+		k++;
+	}
+	l->frame_off = (uint32_t)s->n_frames;
+	l->n_frames = (uint16_t)k;
+	l->state = ST_DONE;
+	s->n_frames += k;
+	return 0;
+}
+
+struct areq {
+	uint64_t addr;
+	int leaf;
+	uint32_t idx;
+};
+
+static int cmp_areq(const void *a, const void *b)
+{
+	const struct areq *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->leaf - y->leaf;
+}
+
+/* Pass 2: one service call per build ID, addresses sorted. */
+static int resolve_groups(struct qctx *q, struct qsym *s)
+{
+	int64_t deadline = clock_mono_ns() + sym_service_budget_ns(q->symbolizer);
+	struct areq *a = NULL;
+	struct sym_addr_req *reqs = NULL;
+	uint32_t *which = NULL;
+	int rc = 0;
+
+	if (deadline > q->deadline_ns)
+		deadline = q->deadline_ns;
+	for (size_t g = 0; g < s->n_groups && !rc; g++) {
+		struct qgroup *gr = &s->groups[g];
+		struct res_ctx rctx = { q, s, NULL };
+		size_t n = 0;
+
+		if (!gr->build_id[0] || !gr->n_want)
+			continue;
+		a = calloc(gr->n_want, sizeof(*a));
+		reqs = calloc(gr->n_want, sizeof(*reqs));
+		which = calloc(gr->n_want, sizeof(*which));
+		if (!a || !reqs || !which) {
+			rc = err_set(q->msg, ERR_NOMEM, "symbolization: out of memory");
+			break;
+		}
+		for (size_t i = 0; i < s->n_locs && n < gr->n_want; i++)
+			if (s->locs[i].state == ST_WANT && s->locs[i].group == g) {
+				a[n].addr = s->locs[i].addr;
+				a[n].leaf = s->locs[i].leaf;
+				a[n].idx = (uint32_t)i;
+				n++;
+			}
+		qsort(a, n, sizeof(*a), cmp_areq);
+		for (size_t i = 0; i < n; i++) {
+			reqs[i].addr = a[i].addr;
+			reqs[i].leaf = a[i].leaf;
+			which[i] = a[i].idx;
+		}
+		rctx.which = which;
+		rc = sym_service_resolve(q->symbolizer, gr->build_id, &gr->map, reqs, n, deadline,
+					 on_frames, &rctx, &gr->status, gr->reason,
+					 sizeof(gr->reason));
+		if (rc && !q->msg->text[0])
+			err_set(q->msg, rc, "symbolizing %s: %s", gr->build_id, err_str(rc));
+		if (gr->status == SYM_STATUS_PENDING)
+			s->pending = 1;
+		free(a);
+		free(reqs);
+		free(which);
+		a = NULL;
+		reqs = NULL;
+		which = NULL;
+	}
+	free(a);
+	free(reqs);
+	free(which);
+	return rc;
+}
+
+static int unresolved(const struct qsym *s, uint32_t idx)
+{
+	const struct qloc *l = &s->locs[idx];
+
+	return l->state == ST_WANT || (l->state == ST_DONE && !l->n_frames);
+}
+
+/*
+ * Pass 3: each stack with an unnamed frame counts, once, against the build
+ * ID of its innermost unnamed frame.  memo: trie node -> 1 + group of the
+ * innermost unnamed frame on the path root..node as non-leaf frames, or 0.
+ */
+static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
+{
+	struct qmap memo;
+	uint32_t *path = NULL;
+	size_t pcap = 0;
+	int rc = 0;
+
+	qmap_init(&memo);
+	for (size_t i = 0; i < m->n && !rc; i++) {
+		struct store_symbols *sym;
+		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
+		uint32_t parent, loc, idx, val = 0, leafval;
+		size_t depth = 0;
+
+		s->total += m->stacks[i].value;
+		if (!st)
+			continue;
+		if ((rc = qviews_get(q, v, part, &sym)))
+			break;
+		store_symbols_stack_node(sym, st, &parent, &loc);
+		if ((rc = add_loc(q, s, sym, part, loc, 1, &idx)))
+			break;
+		leafval = unresolved(s, idx) ? s->locs[idx].group + 1 : 0;
+		/* Walk root-ward to a memoized node, then fill the memo downward. */
+		for (uint32_t n = parent; n && !qmap_get(&memo, (uint64_t)part << 32 | n, &val);) {
+			uint32_t pp, ll;
+
+			rc = qmem_grow(q, (void **)&path, &pcap, sizeof(*path), depth + 1, "stack path");
+			if (rc)
+				break;
+			path[depth++] = n;
+			store_symbols_stack_node(sym, n, &pp, &ll);
+			n = pp;
+			val = 0;
+		}
+		while (!rc && depth-- > 0) {
+			uint32_t pp, ll;
+
+			store_symbols_stack_node(sym, path[depth], &pp, &ll);
+			if ((rc = add_loc(q, s, sym, part, ll, 0, &idx)))
+				break;
+			if (unresolved(s, idx))
+				val = s->locs[idx].group + 1;
+			rc = qmap_put(q, &memo, (uint64_t)part << 32 | path[depth], val);
+		}
+		if (rc)
+			break;
+		if (leafval)
+			val = leafval;
+		if (val) {
+			s->groups[val - 1].unnamed += m->stacks[i].value;
+			s->unnamed += m->stacks[i].value;
+		}
+	}
+	qmap_release(q, &memo);
+	qmem_free(q, path, pcap, sizeof(*path));
+	return rc;
+}
+
+int qsym_step(struct qctx *q, struct qmerge *m)
+{
+	struct qviews v;
+	struct qsym *s;
+	int rc;
+
+	if (!q->symbolizer || m->sym)
+		return 0;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return err_set(q->msg, ERR_NOMEM, "symbolization: out of memory");
+	arena_init(&s->strs, STRS_CAP);
+	qmap_init(&s->nonleaf);
+	qmap_init(&s->leaf);
+	memset(&v, 0, sizeof(v));
+	m->sym = s;
+	rc = collect(q, s, m, &v);
+	if (!rc)
+		rc = resolve_groups(q, s);
+	if (!rc)
+		rc = measure(q, s, m, &v);
+	qviews_release(&v);
+	return rc;
+}
+
+/* ---- JSON ------------------------------------------------------------------- */
+
+static int group_json(struct buf *out, const struct qgroup *g, int64_t total, int first)
+{
+	const char *status = sym_status_str(g->status);
+	int rc = buf_puts(out, first ? "{\"buildId\":" : ",{\"buildId\":");
+
+	/* Frames that stayed hex under an "ok" build ID: the debug info knows
+	 * nothing at those addresses (e.g. hand-written assembly, PLT). */
+	if (!rc) rc = buf_put_json_str(out, g->build_id, strlen(g->build_id));
+	if (!rc) rc = buf_puts(out, ",\"binary\":");
+	if (!rc) rc = buf_put_json_str(out, g->binary, strlen(g->binary));
+	if (!rc) rc = buf_printf(out, ",\"status\":\"%s\",\"reason\":", status);
+	if (!rc) rc = buf_put_json_str(out, g->reason, strlen(g->reason));
+	if (!rc)
+		rc = buf_printf(out, ",\"samplesShare\":%.6f}",
+				total > 0 ? (double)g->unnamed / (double)total : 0.0);
+	return rc;
+}
+
+/* all: every group (the /api/v1/symbolization listing); else only those
+ * leaving samples unnamed or not ok. */
+static int put_object(const struct qmerge *const *ms, size_t n, int all, struct buf *out)
+{
+	int64_t total = 0, unnamed = 0;
+	int pending = 0, first = 1, rc;
+
+	for (size_t i = 0; i < n; i++)
+		if (ms[i] && ms[i]->sym) {
+			total += ms[i]->sym->total;
+			unnamed += ms[i]->sym->unnamed;
+			pending |= ms[i]->sym->pending;
+		}
+	rc = buf_printf(out, "{\"pending\":%s,\"unsymbolizedShare\":%.6f,\"buildIds\":[",
+			pending ? "true" : "false",
+			total > 0 ? (double)unnamed / (double)total : 0.0);
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct qsym *s = ms[i] ? ms[i]->sym : NULL;
+
+		for (size_t g = 0; s && g < s->n_groups && !rc; g++) {
+			const struct qgroup *gr = &s->groups[g];
+
+			if (!all && !gr->unnamed && gr->status == SYM_STATUS_OK)
+				continue;
+			rc = group_json(out, gr, total, first);
+			first = 0;
+		}
+	}
+	if (!rc)
+		rc = buf_puts(out, "]}");
+	return rc;
+}
+
+int qsym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
+{
+	int needed = 0, rc;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct qsym *s = ms[i] ? ms[i]->sym : NULL;
+
+		if (!s)
+			continue;
+		if (s->pending || s->unnamed)
+			needed = 1;
+		for (size_t g = 0; g < s->n_groups; g++)
+			if (s->groups[g].status != SYM_STATUS_OK)
+				needed = 1;
+	}
+	if (!needed)
+		return 0;
+	rc = buf_puts(out, ",\"symbolization\":");
+	return rc ? rc : put_object(ms, n, 0, out);
+}
+
+int query_symbolization(struct store *st, const char *tenant, const struct query_params *p,
+			struct buf *out, struct err_msg *msg)
+{
+	const struct qmerge *ms[1];
+	struct query_selector sel;
+	struct qctx q;
+	struct qmerge m;
+	int rc;
+
+	if (!p->limits.symbolizer)
+		return err_set(msg, ERR_UNAVAILABLE, "symbolization is not enabled on this server");
+	qctx_init(&q, st, tenant, &p->limits, msg);
+	qmerge_init(&m);
+	rc = qparams_selector(p, &sel, msg);
+	if (rc)
+		return rc;
+	rc = qmerge_collect(&q, &sel, p->from_ns, p->until_ns, &m);
+	query_selector_release(&sel);
+	ms[0] = &m;
+	if (!rc && !m.sym)
+		rc = err_set(msg, ERR_UNAVAILABLE, "symbolization did not run");
+	if (!rc)
+		rc = put_object(ms, 1, 1, out);
+	qmerge_release(&q, &m);
+	return rc;
+}

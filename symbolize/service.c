@@ -1,0 +1,1572 @@
+/*
+ * service.c - the symbolization service: the debug-file store and its
+ * metadata, uploads, background workers that fetch from debuginfod and build
+ * indexes (one job per build ID at a time), the LRU of open indexes, the
+ * persisted symbol cache, and batch resolution for the query path.  Formats
+ * and file layout are documented in symbolize_int.h, the flow in
+ * docs/symbolization.md.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/varint.h"
+#include "storage/storage.h"
+#include "symbolize/symbolize_int.h"
+
+#define HEX_MAX (2 * SYM_BUILD_ID_MAX + 1)
+#define META_VERSION 1
+#define CACHE_VERSION 1
+#define MAX_WORKERS 4
+#define WRITE_BATCH 4096            /* symcache pairs per store write */
+#define MAX_BATCH_BYTES (64u << 20) /* encoded frames per store write */
+#define PAGE 4096u                  /* the kernel maps segments page-aligned */
+
+enum source { SRC_NONE, SRC_UPLOAD, SRC_DEBUGINFOD };
+
+struct meta {
+	unsigned source, status, kinds;
+	uint64_t size, hash;
+	int64_t uploaded, last_used, retry_at;
+	char reason[256];
+};
+
+/* A background job: fetch (if needed) and build the index of one build ID. */
+struct job {
+	char id[HEX_MAX];
+	int running;
+	struct job *next;
+};
+
+struct open_index {
+	char id[HEX_MAX];
+	struct sym_index *idx;
+	struct sym_elf_info layout; /* program headers for file offsets */
+	uint64_t used;              /* LRU tick */
+	unsigned refs;
+};
+
+struct sym_service {
+	struct store *st;
+	char *dir; /* <data dir>/debuginfo */
+	int upstream;
+	int64_t retry_ns, budget_ns, fetch_timeout_ns;
+	uint64_t max_upload;
+	size_t max_open;
+
+	pthread_mutex_t mu;         /* jobs, LRU, stopping */
+	pthread_cond_t work_cv;     /* a job was queued, or stopping */
+	pthread_cond_t done_cv;     /* a job finished */
+	struct job *jobs;           /* queued and running, one per build ID */
+	int stopping;
+	volatile int cancel;
+	pthread_t threads[MAX_WORKERS];
+	int n_threads;
+	struct open_index *lru;
+	size_t n_lru;
+	uint64_t tick;
+
+	pthread_mutex_t upload_mu;  /* serializes installing files of uploads */
+	atomic_uint_fast64_t tmp_seq;
+
+	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
+	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
+	atomic_uint_fast64_t uploads_ok, uploads_refused;
+};
+
+struct sym_upload {
+	struct sym_service *s;
+	char path[4096];
+	int fd;
+	uint64_t size;
+};
+
+static const char *const status_names[SYM_STATUS_COUNT] = {
+	"ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
+	"upstream_error", "pending",
+};
+
+const char *sym_status_str(enum sym_status s)
+{
+	return (unsigned)s < SYM_STATUS_COUNT ? status_names[s] : "unknown";
+}
+
+static enum sym_status status_of_reason(enum sym_reason r)
+{
+	switch (r) {
+	case SYM_REASON_OK: return SYM_STATUS_OK;
+	case SYM_REASON_INVALID_ELF: return SYM_STATUS_INVALID_ELF;
+	case SYM_REASON_BUILD_ID_MISMATCH: return SYM_STATUS_MISMATCH;
+	case SYM_REASON_NO_BUILD_ID: return SYM_STATUS_NO_BUILD_ID;
+	case SYM_REASON_NO_SYMBOLS:
+	case SYM_REASON_NO_DEBUG_INFO: break;
+	}
+	return SYM_STATUS_NO_SYMBOLS;
+}
+
+static void copy_reason(char *out, size_t len, const char *s)
+{
+	if (len)
+		snprintf(out, len, "%s", s ? s : "");
+}
+
+/* ---- paths -------------------------------------------------------------- */
+
+static const char *const kind_names[2] = { "debuginfo", "executable" };
+
+/* A build ID in canonical form: lower-case hex of 2..128 digits. */
+static int canon_id(const char *hex, char out[HEX_MAX], uint8_t *bytes, size_t *len)
+{
+	uint8_t tmp[SYM_BUILD_ID_MAX];
+	size_t n;
+
+	if (!hex || sym_build_id_parse(hex, bytes ? bytes : tmp, &n) || n == 0)
+		return ERR_INVALID;
+	sym_build_id_hex(bytes ? bytes : tmp, n, out);
+	if (len)
+		*len = n;
+	return 0;
+}
+
+static int id_path(const struct sym_service *s, const char *id, const char *name, char *out,
+		   size_t len)
+{
+	int n = snprintf(out, len, "%s/%.2s/%s%s%s", s->dir, id, id, name ? "/" : "",
+			 name ? name : "");
+
+	return n < 0 || (size_t)n >= len ? ERR_TOO_LARGE : 0;
+}
+
+static int file_exists(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static int mkdir_p(const char *path)
+{
+	char tmp[4096];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(tmp))
+		return ERR_TOO_LARGE;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) && errno != EEXIST)
+			return ERR_IO;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) && errno != EEXIST)
+		return ERR_IO;
+	return 0;
+}
+
+static void fsync_dir(const char *file_path)
+{
+	char dir[4096];
+	char *slash;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", file_path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+/* Hard-links (same file system) or copies `src` to `dst` via a temporary name. */
+static int install_copy(const char *src, const char *dst, struct err_msg *msg)
+{
+	char tmp[4200];
+	char chunk[65536];
+	int in = -1, out = -1, rc = 0;
+	ssize_t n;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", dst, (int)getpid());
+	unlink(tmp);
+	if (link(src, tmp) == 0)
+		goto done;
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (in < 0 || out < 0) {
+		rc = err_set(msg, ERR_IO, "copying %s: %s", src, strerror(errno));
+		goto out;
+	}
+	while ((n = read(in, chunk, sizeof(chunk))) > 0)
+		if (write(out, chunk, (size_t)n) != n) {
+			rc = err_set(msg, ERR_IO, "writing %s: %s", tmp, strerror(errno));
+			goto out;
+		}
+	if (n < 0 || fsync(out)) {
+		rc = err_set(msg, ERR_IO, "copying %s: %s", src, strerror(errno));
+		goto out;
+	}
+done:
+	if (rename(tmp, dst))
+		rc = err_set(msg, ERR_IO, "renaming to %s: %s", dst, strerror(errno));
+	else
+		fsync_dir(dst);
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+/* Hash and size of a whole file (mmapped). */
+static int file_hash(const char *path, uint64_t *size, uint64_t *hash)
+{
+	struct stat sb;
+	void *p;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return ERR_IO;
+	if (fstat(fd, &sb)) {
+		close(fd);
+		return ERR_IO;
+	}
+	*size = (uint64_t)sb.st_size;
+	if (sb.st_size == 0) {
+		close(fd);
+		*hash = hash_bytes("", 0, 0);
+		return 0;
+	}
+	p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return ERR_IO;
+	*hash = hash_bytes(p, (size_t)sb.st_size, 0);
+	munmap(p, (size_t)sb.st_size);
+	return 0;
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+static int meta_encode(const struct meta *m, struct buf *out)
+{
+	size_t rl = strnlen(m->reason, sizeof(m->reason));
+	int rc = buf_putc(out, META_VERSION);
+
+	if (!rc) rc = buf_put_uvarint(out, m->source);
+	if (!rc) rc = buf_put_uvarint(out, m->status);
+	if (!rc) rc = buf_put_uvarint(out, m->kinds);
+	if (!rc) rc = buf_put_uvarint(out, m->size);
+	if (!rc) rc = buf_put_uvarint(out, m->hash);
+	if (!rc) rc = buf_put_svarint(out, m->uploaded);
+	if (!rc) rc = buf_put_svarint(out, m->last_used);
+	if (!rc) rc = buf_put_svarint(out, m->retry_at);
+	if (!rc) rc = buf_put_uvarint(out, rl);
+	if (!rc) rc = buf_append(out, m->reason, rl);
+	return rc;
+}
+
+static int meta_decode(const void *val, size_t len, struct meta *m)
+{
+	const uint8_t *p = val, *end = p + len;
+	uint64_t v[9];
+	size_t k;
+
+	memset(m, 0, sizeof(*m));
+	if (len < 1 || p[0] != META_VERSION)
+		return ERR_CORRUPT;
+	p++;
+	for (int i = 0; i < 9; i++) {
+		k = varint_get(p, end, &v[i]);
+		if (!k)
+			return ERR_CORRUPT;
+		p += k;
+	}
+	if (v[1] >= SYM_STATUS_COUNT || v[8] > (uint64_t)(end - p))
+		return ERR_CORRUPT;
+	m->source = (unsigned)v[0];
+	m->status = (unsigned)v[1];
+	m->kinds = (unsigned)v[2] & 3;
+	m->size = v[3];
+	m->hash = v[4];
+	m->uploaded = zigzag_decode(v[5]);
+	m->last_used = zigzag_decode(v[6]);
+	m->retry_at = zigzag_decode(v[7]);
+	k = v[8] < sizeof(m->reason) - 1 ? (size_t)v[8] : sizeof(m->reason) - 1;
+	memcpy(m->reason, p, k);
+	m->reason[k] = '\0';
+	return 0;
+}
+
+/* 0 and *m, ERR_NOT_FOUND, or another error. */
+static int meta_get(struct sym_service *s, const char *id, struct meta *m)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b, 1 << 20);
+	rc = store_aux_get(s->st, STORE_AUX_DEBUGINFO, id, strlen(id), &b, NULL);
+	if (!rc && meta_decode(b.data, b.len, m))
+		rc = ERR_CORRUPT;
+	buf_release(&b);
+	return rc;
+}
+
+static int meta_put(struct sym_service *s, const char *id, const struct meta *m)
+{
+	struct store_kv kv;
+	struct buf b;
+	int rc;
+
+	buf_init(&b, 1 << 20);
+	rc = meta_encode(m, &b);
+	if (!rc) {
+		kv.key = id;
+		kv.klen = strlen(id);
+		kv.val = b.data;
+		kv.vlen = b.len;
+		rc = store_aux_write(s->st, STORE_AUX_DEBUGINFO, &kv, 1, NULL);
+	}
+	buf_release(&b);
+	return rc;
+}
+
+/* Records a failure status for `id`, keeping what is known about its files. */
+static void meta_fail(struct sym_service *s, const char *id, unsigned source,
+		      enum sym_status st, int64_t retry_at, const char *reason)
+{
+	struct meta m;
+
+	if (meta_get(s, id, &m))
+		memset(&m, 0, sizeof(m));
+	if (!m.source)
+		m.source = source;
+	m.status = st;
+	m.retry_at = retry_at;
+	copy_reason(m.reason, sizeof(m.reason), reason);
+	if (meta_put(s, id, &m))
+		log_warn("symbolize: cannot record the status of %s", id);
+}
+
+/* ---- symcache encoding ---------------------------------------------------- */
+
+static int put_str(struct buf *out, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	int rc = buf_put_uvarint(out, n);
+
+	return rc ? rc : buf_append(out, s ? s : "", n);
+}
+
+int sym__frames_encode(const struct sym_frame *f, size_t n, struct buf *out)
+{
+	int rc = buf_putc(out, CACHE_VERSION);
+
+	if (!rc)
+		rc = buf_put_uvarint(out, n);
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (!(rc = buf_put_uvarint(out, f[i].flags)) &&
+		    !(rc = buf_put_uvarint(out, f[i].line)) &&
+		    !(rc = buf_put_uvarint(out, f[i].column)) && !(rc = put_str(out, f[i].function)))
+			rc = put_str(out, f[i].file);
+	}
+	return rc;
+}
+
+static int get_str(const uint8_t **p, const uint8_t *end, struct arena *a, const char **out)
+{
+	uint64_t n;
+	size_t k = varint_get(*p, end, &n);
+
+	if (!k || n > (uint64_t)(end - *p - k))
+		return ERR_CORRUPT;
+	*p += k;
+	if (n == 0) {
+		*out = NULL;
+		return 0;
+	}
+	*out = arena_strndup(a, (const char *)*p, (size_t)n);
+	*p += n;
+	return *out ? 0 : ERR_NOMEM;
+}
+
+int sym__frames_decode(const void *val, size_t len, struct arena *strs, struct sym_frame *f,
+		       size_t max, size_t *n)
+{
+	const uint8_t *p = val, *end = p + len;
+	uint64_t cnt, v[3];
+	size_t k;
+	int rc;
+
+	if (len < 2 || p[0] != CACHE_VERSION)
+		return ERR_CORRUPT;
+	p++;
+	k = varint_get(p, end, &cnt);
+	if (!k || cnt > max)
+		return ERR_CORRUPT;
+	p += k;
+	for (size_t i = 0; i < cnt; i++) {
+		for (int j = 0; j < 3; j++) {
+			k = varint_get(p, end, &v[j]);
+			if (!k || v[j] > UINT32_MAX)
+				return ERR_CORRUPT;
+			p += k;
+		}
+		f[i].flags = (uint32_t)v[0];
+		f[i].line = (uint32_t)v[1];
+		f[i].column = (uint32_t)v[2];
+		if ((rc = get_str(&p, end, strs, &f[i].function)) ||
+		    (rc = get_str(&p, end, strs, &f[i].file)))
+			return rc;
+	}
+	*n = (size_t)cnt;
+	return 0;
+}
+
+/* ---- the index LRU ------------------------------------------------------- */
+
+/* Must hold s->mu.  Returns a referenced entry or NULL. */
+static struct open_index *lru_find(struct sym_service *s, const char *id)
+{
+	for (size_t i = 0; i < s->n_lru; i++)
+		if (strcmp(s->lru[i].id, id) == 0) {
+			s->lru[i].refs++;
+			s->lru[i].used = ++s->tick;
+			return &s->lru[i];
+		}
+	return NULL;
+}
+
+static void lru_put(struct sym_service *s, struct open_index *e)
+{
+	pthread_mutex_lock(&s->mu);
+	e->refs--;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Must hold s->mu.  Drops the entry of `id` if no query uses it. */
+static void lru_evict_id(struct sym_service *s, const char *id)
+{
+	for (size_t i = 0; i < s->n_lru; i++)
+		if (strcmp(s->lru[i].id, id) == 0 && s->lru[i].refs == 0) {
+			sym_index_close(s->lru[i].idx);
+			s->lru[i] = s->lru[--s->n_lru];
+			return;
+		}
+}
+
+/*
+ * Inserts an opened index (taking `idx`); returns the referenced entry.
+ * Entries are stable in memory: the array is allocated once at open with
+ * room for max_open entries, and a full table evicts its least recently
+ * used unreferenced entry (or, if all are in use, the new index is
+ * returned in a heap entry the caller frees: *spill).
+ */
+static struct open_index *lru_insert(struct sym_service *s, const char *id, struct sym_index *idx,
+				     const struct sym_elf_info *layout, struct open_index **spill)
+{
+	struct open_index *e = NULL;
+
+	*spill = NULL;
+	pthread_mutex_lock(&s->mu);
+	e = lru_find(s, id);
+	if (e) { /* another thread won the race */
+		pthread_mutex_unlock(&s->mu);
+		sym_index_close(idx);
+		return e;
+	}
+	if (s->n_lru == s->max_open) {
+		size_t victim = SIZE_MAX;
+
+		for (size_t i = 0; i < s->n_lru; i++)
+			if (!s->lru[i].refs && (victim == SIZE_MAX || s->lru[i].used < s->lru[victim].used))
+				victim = i;
+		if (victim != SIZE_MAX) {
+			sym_index_close(s->lru[victim].idx);
+			s->lru[victim] = s->lru[--s->n_lru];
+		}
+	}
+	if (s->n_lru < s->max_open) {
+		e = &s->lru[s->n_lru++];
+	} else {
+		e = calloc(1, sizeof(*e));
+		*spill = e;
+	}
+	if (e) {
+		snprintf(e->id, sizeof(e->id), "%s", id);
+		e->idx = idx;
+		e->layout = *layout;
+		e->refs = 1;
+		e->used = ++s->tick;
+	} else {
+		sym_index_close(idx);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return e;
+}
+
+/* The program headers used to turn file offsets into addresses. */
+static int load_layout(struct sym_service *s, const char *id, struct sym_elf_info *out)
+{
+	char path[4096];
+
+	if (!id_path(s, id, "executable", path, sizeof(path)) && file_exists(path) &&
+	    !sym_elf_inspect_file(path, out, NULL))
+		return 0;
+	if (!id_path(s, id, "debuginfo", path, sizeof(path)) && file_exists(path) &&
+	    !sym_elf_inspect_file(path, out, NULL))
+		return 0;
+	return ERR_NOT_FOUND;
+}
+
+/* Opens the on-disk index of `id` into the LRU; ERR_NOT_FOUND if there is none. */
+static int open_index(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen,
+		      struct open_index **out, struct open_index **spill)
+{
+	struct sym_elf_info layout;
+	struct sym_index *idx;
+	struct err_msg msg;
+	char path[4096];
+	int rc;
+
+	if (id_path(s, id, "index", path, sizeof(path)) || !file_exists(path))
+		return ERR_NOT_FOUND;
+	err_clear(&msg);
+	rc = sym_index_open(path, bid, blen, &idx, &msg);
+	if (rc) {
+		log_warn("symbolize: dropping index %s: %s", path, msg.text);
+		unlink(path);
+		return ERR_NOT_FOUND;
+	}
+	if (load_layout(s, id, &layout)) {
+		sym_index_close(idx);
+		return ERR_NOT_FOUND;
+	}
+	atomic_fetch_add(&s->index_opens, 1);
+	*out = lru_insert(s, id, idx, &layout, spill);
+	return *out ? 0 : ERR_NOMEM;
+}
+
+/* ---- background jobs ------------------------------------------------------- */
+
+struct alt_ctx {
+	struct sym_service *s;
+	int64_t deadline;
+};
+
+static int find_alt(void *ctx, const uint8_t *id, size_t id_len, const char *name, char **path)
+{
+	struct alt_ctx *a = ctx;
+	char hex[HEX_MAX], p[4096];
+
+	(void)name;
+	if (id_len == 0 || id_len > SYM_BUILD_ID_MAX)
+		return ERR_NOT_FOUND;
+	sym_build_id_hex(id, id_len, hex);
+	if (!id_path(a->s, hex, "debuginfo", p, sizeof(p)) && file_exists(p)) {
+		*path = strdup(p);
+		return *path ? 0 : ERR_NOMEM;
+	}
+	if (a->s->upstream &&
+	    sym__debuginfod_fetch(hex, 0, a->deadline, &a->s->cancel, path, NULL) == 0)
+		return 0;
+	return ERR_NOT_FOUND;
+}
+
+/* Fetches the debug info of `id` from upstream into our store. */
+static int job_fetch(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen)
+{
+	int64_t now = clock_wall_ns();
+	struct sym_elf_info info;
+	enum sym_reason reason;
+	struct err_msg msg;
+	char *got = NULL, dst[4096];
+	struct meta m;
+	int rc;
+
+	err_clear(&msg);
+	rc = sym__debuginfod_fetch(id, 0, clock_mono_ns() + s->fetch_timeout_ns, &s->cancel, &got,
+				   &msg);
+	if (rc == ERR_NOT_FOUND) {
+		atomic_fetch_add(&s->fetches_not_found, 1);
+		meta_fail(s, id, SRC_DEBUGINFOD, SYM_STATUS_NOT_FOUND, now + s->retry_ns,
+			  "not uploaded, and no debuginfod upstream has it");
+		return rc;
+	}
+	if (rc) {
+		atomic_fetch_add(&s->fetches_error, 1);
+		meta_fail(s, id, SRC_DEBUGINFOD, SYM_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
+		return rc;
+	}
+	atomic_fetch_add(&s->fetches_ok, 1);
+	/* Some servers hand out a stripped binary as "debuginfo": insist on DWARF. */
+	rc = sym_elf_inspect_file(got, &info, &msg);
+	if (rc)
+		reason = SYM_REASON_INVALID_ELF;
+	else
+		rc = sym_elf_check(&info, bid, blen, 1, &reason, &msg);
+	if (rc) {
+		char text[600];
+
+		snprintf(text, sizeof(text), "debuginfod served an unusable file: %s", msg.text);
+		meta_fail(s, id, SRC_DEBUGINFOD, status_of_reason(reason), now + s->retry_ns, text);
+		free(got);
+		return ERR_INVALID;
+	}
+	rc = id_path(s, id, "debuginfo", dst, sizeof(dst));
+	if (!rc) {
+		char dir[4096];
+
+		id_path(s, id, NULL, dir, sizeof(dir));
+		rc = mkdir_p(dir);
+	}
+	if (!rc)
+		rc = install_copy(got, dst, &msg);
+	free(got);
+	if (rc) {
+		meta_fail(s, id, SRC_DEBUGINFOD, SYM_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
+			  "cannot store the fetched file");
+		return rc;
+	}
+	memset(&m, 0, sizeof(m));
+	m.source = SRC_DEBUGINFOD;
+	m.status = SYM_STATUS_OK;
+	m.kinds = 1u << SYM_FILE_DEBUGINFO;
+	file_hash(dst, &m.size, &m.hash);
+	m.uploaded = now;
+	m.last_used = now;
+	return meta_put(s, id, &m);
+}
+
+/* Builds the index of `id` from its stored debuginfo (or executable). */
+static int job_build(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen)
+{
+	struct sym_dwarf_opts opts = { 0 };
+	struct sym_index_stats stats;
+	struct alt_ctx actx = { s, clock_mono_ns() + s->fetch_timeout_ns };
+	struct err_msg msg;
+	char src[4096], dst[4096];
+	int64_t t0 = clock_mono_ns();
+	int rc;
+
+	if (id_path(s, id, "index", dst, sizeof(dst)) ||
+	    id_path(s, id, "debuginfo", src, sizeof(src)))
+		return ERR_TOO_LARGE;
+	if (file_exists(dst))
+		return 0;
+	if (!file_exists(src) && (id_path(s, id, "executable", src, sizeof(src)) ||
+				  !file_exists(src)))
+		return ERR_NOT_FOUND;
+	opts.build_id = bid;
+	opts.build_id_len = blen;
+	opts.find_alt = find_alt;
+	opts.ctx = &actx;
+	err_clear(&msg);
+	rc = sym_index_build(src, dst, &opts, &stats, &msg);
+	if (rc) {
+		struct sym_elf_info info;
+		enum sym_reason reason = SYM_REASON_INVALID_ELF;
+
+		if (!sym_elf_inspect_file(src, &info, NULL))
+			sym_elf_check(&info, bid, blen, 0, &reason, NULL);
+		log_warn("symbolize: index of %s: %s", id, msg.text);
+		meta_fail(s, id, SRC_NONE,
+			  reason == SYM_REASON_OK ? SYM_STATUS_INVALID_ELF : status_of_reason(reason),
+			  clock_wall_ns() + s->retry_ns, msg.text);
+		return rc;
+	}
+	atomic_fetch_add(&s->index_builds, 1);
+	log_info("symbolize: built the index of %s in %.2f s (%llu ranges, %llu functions)", id,
+		 (double)(clock_mono_ns() - t0) / 1e9, (unsigned long long)stats.ranges,
+		 (unsigned long long)stats.functions);
+	return 0;
+}
+
+static void job_run(struct sym_service *s, const char *id)
+{
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	size_t blen;
+	char tmp[HEX_MAX], p1[4096], p2[4096];
+
+	if (canon_id(id, tmp, bid, &blen))
+		return;
+	if (id_path(s, id, "debuginfo", p1, sizeof(p1)) ||
+	    id_path(s, id, "executable", p2, sizeof(p2)))
+		return;
+	if (!file_exists(p1) && !file_exists(p2)) {
+		if (!s->upstream || job_fetch(s, id, bid, blen))
+			return;
+	}
+	job_build(s, id, bid, blen);
+}
+
+static void *worker(void *arg)
+{
+	struct sym_service *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		struct job *j = NULL;
+
+		while (!s->stopping) {
+			for (j = s->jobs; j && j->running; j = j->next)
+				;
+			if (j)
+				break;
+			pthread_cond_wait(&s->work_cv, &s->mu);
+		}
+		if (s->stopping)
+			break;
+		j->running = 1;
+		pthread_mutex_unlock(&s->mu);
+		job_run(s, j->id);
+		pthread_mutex_lock(&s->mu);
+		for (struct job **pp = &s->jobs; *pp; pp = &(*pp)->next)
+			if (*pp == j) {
+				*pp = j->next;
+				break;
+			}
+		free(j);
+		pthread_cond_broadcast(&s->done_cv);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* Must hold s->mu.  Queues a job for `id` unless one exists. */
+static int job_queue(struct sym_service *s, const char *id)
+{
+	struct job *j, **tail = &s->jobs;
+
+	for (j = s->jobs; j; j = j->next) {
+		if (strcmp(j->id, id) == 0)
+			return 0;
+		tail = &j->next;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return ERR_NOMEM;
+	snprintf(j->id, sizeof(j->id), "%s", id);
+	*tail = j;
+	pthread_cond_signal(&s->work_cv);
+	return 0;
+}
+
+/* Must hold s->mu. */
+static int job_pending(struct sym_service *s, const char *id)
+{
+	for (struct job *j = s->jobs; j; j = j->next)
+		if (strcmp(j->id, id) == 0)
+			return 1;
+	return 0;
+}
+
+/* Waits (holding s->mu) until no job for `id` exists or the deadline; 1 if still pending. */
+static int job_wait(struct sym_service *s, const char *id, int64_t deadline_mono)
+{
+	while (job_pending(s, id) && !s->stopping) {
+		int64_t left = deadline_mono - clock_mono_ns();
+		struct timespec ts;
+		int64_t abs_ns;
+
+		if (left <= 0)
+			return 1;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		abs_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + left;
+		ts.tv_sec = abs_ns / 1000000000LL;
+		ts.tv_nsec = abs_ns % 1000000000LL;
+		pthread_cond_timedwait(&s->done_cv, &s->mu, &ts);
+	}
+	return job_pending(s, id);
+}
+
+/* ---- open / close --------------------------------------------------------- */
+
+int sym_service_open(struct store *st, const struct sym_service_options *opt,
+		     struct sym_service **out, struct err_msg *msg)
+{
+	struct sym_service *s;
+	char path[4096], cache[4096], timeout[32];
+	int workers;
+
+	if (!opt || !opt->data_dir || !opt->data_dir[0])
+		return err_set(msg, ERR_INVALID, "symbolize: a data directory is required");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	s->st = st;
+	snprintf(path, sizeof(path), "%s/debuginfo", opt->data_dir);
+	s->dir = strdup(path);
+	s->retry_ns = opt->retry_ns > 0 ? opt->retry_ns : 600LL * 1000000000LL;
+	s->budget_ns = opt->budget_ns > 0 ? opt->budget_ns : 5LL * 1000000000LL;
+	s->fetch_timeout_ns = (opt->fetch_timeout_s > 0 ? opt->fetch_timeout_s : 30) * 1000000000LL;
+	s->max_upload = opt->max_upload_bytes ? opt->max_upload_bytes : (uint64_t)2 << 30;
+	s->max_open = opt->max_open ? opt->max_open : 32;
+	s->lru = calloc(s->max_open, sizeof(*s->lru));
+	snprintf(path, sizeof(path), "%s/debuginfo/tmp", opt->data_dir);
+	if (!s->dir || !s->lru || mkdir_p(path)) {
+		int rc = err_set(msg, s->dir && s->lru ? ERR_IO : ERR_NOMEM,
+				 "symbolize: cannot create %s: %s", path, strerror(errno));
+		free(s->lru);
+		free(s->dir);
+		free(s);
+		return rc;
+	}
+	if (opt->debuginfod_urls && opt->debuginfod_urls[0]) {
+		snprintf(cache, sizeof(cache), "%s",
+			 opt->cache_dir ? opt->cache_dir : "");
+		if (!opt->cache_dir)
+			snprintf(cache, sizeof(cache), "%s/debuginfod-cache", opt->data_dir);
+		snprintf(timeout, sizeof(timeout), "%lld",
+			 (long long)(s->fetch_timeout_ns / 1000000000LL));
+		mkdir_p(cache);
+		setenv("DEBUGINFOD_URLS", opt->debuginfod_urls, 1);
+		setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+		setenv("DEBUGINFOD_TIMEOUT", timeout, 1);
+		s->upstream = 1;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->upload_mu, NULL);
+	pthread_cond_init(&s->work_cv, NULL);
+	pthread_cond_init(&s->done_cv, NULL);
+	workers = opt->workers > 0 ? opt->workers : 2;
+	if (workers > MAX_WORKERS)
+		workers = MAX_WORKERS;
+	for (int i = 0; i < workers; i++) {
+		if (pthread_create(&s->threads[i], NULL, worker, s))
+			break;
+		s->n_threads++;
+	}
+	if (!s->n_threads) {
+		sym_service_close(s);
+		return err_set(msg, ERR_UNAVAILABLE, "symbolize: cannot start a worker thread");
+	}
+	*out = s;
+	return 0;
+}
+
+void sym_service_close(struct sym_service *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stopping = 1;
+	s->cancel = 1;
+	pthread_cond_broadcast(&s->work_cv);
+	pthread_cond_broadcast(&s->done_cv);
+	pthread_mutex_unlock(&s->mu);
+	for (int i = 0; i < s->n_threads; i++)
+		pthread_join(s->threads[i], NULL);
+	while (s->jobs) {
+		struct job *j = s->jobs;
+
+		s->jobs = j->next;
+		free(j);
+	}
+	for (size_t i = 0; i < s->n_lru; i++)
+		sym_index_close(s->lru[i].idx);
+	pthread_cond_destroy(&s->work_cv);
+	pthread_cond_destroy(&s->done_cv);
+	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->upload_mu);
+	free(s->lru);
+	free(s->dir);
+	free(s);
+}
+
+int64_t sym_service_budget_ns(const struct sym_service *s)
+{
+	return s->budget_ns;
+}
+
+uint64_t sym_service_max_upload(const struct sym_service *s)
+{
+	return s->max_upload;
+}
+
+void sym_service_stats(struct sym_service *s, struct sym_service_stats *o)
+{
+	o->index_builds = atomic_load(&s->index_builds);
+	o->index_opens = atomic_load(&s->index_opens);
+	o->cache_hits = atomic_load(&s->cache_hits);
+	o->cache_misses = atomic_load(&s->cache_misses);
+	o->fetches_ok = atomic_load(&s->fetches_ok);
+	o->fetches_not_found = atomic_load(&s->fetches_not_found);
+	o->fetches_error = atomic_load(&s->fetches_error);
+	o->uploads_ok = atomic_load(&s->uploads_ok);
+	o->uploads_refused = atomic_load(&s->uploads_refused);
+}
+
+/* ---- uploads ----------------------------------------------------------------- */
+
+int sym_upload_begin(struct sym_service *s, struct sym_upload **out, struct err_msg *msg)
+{
+	struct sym_upload *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	u->s = s;
+	snprintf(u->path, sizeof(u->path), "%s/tmp/upload.%d.%llu", s->dir, (int)getpid(),
+		 (unsigned long long)atomic_fetch_add(&s->tmp_seq, 1));
+	u->fd = open(u->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (u->fd < 0) {
+		int rc = err_set(msg, ERR_IO, "cannot create %s: %s", u->path, strerror(errno));
+
+		free(u);
+		return rc;
+	}
+	*out = u;
+	return 0;
+}
+
+int sym_upload_write(struct sym_upload *u, const void *data, size_t len, struct err_msg *msg)
+{
+	const char *p = data;
+
+	if (len > u->s->max_upload - u->size)
+		return err_set(msg, ERR_TOO_LARGE, "debug info file exceeds the limit of %llu bytes",
+			       (unsigned long long)u->s->max_upload);
+	while (len) {
+		ssize_t n = write(u->fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return err_set(msg, ERR_IO, "writing the upload: %s", strerror(errno));
+		p += n;
+		len -= (size_t)n;
+		u->size += (uint64_t)n;
+	}
+	return 0;
+}
+
+void sym_upload_abort(struct sym_upload *u)
+{
+	if (!u)
+		return;
+	if (u->fd >= 0)
+		close(u->fd);
+	unlink(u->path);
+	free(u);
+}
+
+/* Drops the derived state of `id` (index, LRU entry, cached frames). */
+struct del_ctx {
+	struct buf keys;
+	size_t n;
+};
+
+static int collect_key(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct del_ctx *d = ctx;
+	int rc;
+
+	(void)val;
+	(void)vlen;
+	rc = buf_put_uvarint(&d->keys, klen);
+	if (!rc)
+		rc = buf_append(&d->keys, key, klen);
+	if (!rc)
+		d->n++;
+	return rc;
+}
+
+static void drop_derived(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen)
+{
+	struct del_ctx d;
+	char path[4096];
+
+	if (!id_path(s, id, "index", path, sizeof(path)))
+		unlink(path);
+	pthread_mutex_lock(&s->mu);
+	lru_evict_id(s, id);
+	pthread_mutex_unlock(&s->mu);
+	buf_init(&d.keys, 256u << 20);
+	d.n = 0;
+	if (!store_aux_scan(s->st, STORE_AUX_SYMCACHE, bid, blen, collect_key, &d, NULL) && d.n) {
+		struct store_kv *kv = calloc(d.n, sizeof(*kv));
+		const uint8_t *p = (const uint8_t *)d.keys.data, *end = p + d.keys.len;
+
+		size_t filled = 0;
+
+		for (size_t i = 0; kv && i < d.n; i++, filled++) {
+			uint64_t kl = 0;
+			size_t k = varint_get(p, end, &kl);
+
+			if (!k || kl > (uint64_t)(end - p - k))
+				break;
+			p += k;
+			kv[i].key = p;
+			kv[i].klen = (size_t)kl;
+			p += kl;
+		}
+		if (kv && filled)
+			store_aux_write(s->st, STORE_AUX_SYMCACHE, kv, filled, NULL);
+		free(kv);
+	}
+	buf_release(&d.keys);
+}
+
+static int refuse(struct sym_upload *u, const char *id, enum sym_reason reason, int code,
+		  struct sym_upload_result *res, struct err_msg *msg)
+{
+	struct meta m;
+
+	res->reason = reason;
+	atomic_fetch_add(&u->s->uploads_refused, 1);
+	/* A refusal explains a hex frame only when no good file is stored. */
+	if (id[0] && (meta_get(u->s, id, &m) || m.status != SYM_STATUS_OK || !m.kinds))
+		meta_fail(u->s, id, SRC_UPLOAD, status_of_reason(reason), 0, msg ? msg->text : "");
+	return code;
+}
+
+int sym_upload_commit(struct sym_upload *u, const char *build_id_hex, enum sym_file_kind kind,
+		      struct sym_upload_result *res, struct err_msg *msg)
+{
+	struct sym_service *s = u->s;
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	size_t blen;
+	char id[HEX_MAX], have[HEX_MAX], dir[4096], dst[4096];
+	struct sym_elf_info info;
+	enum sym_reason reason = SYM_REASON_OK;
+	struct meta m;
+	int rc, had_meta, replaced = 0;
+
+	memset(res, 0, sizeof(*res));
+	res->size = u->size;
+	if (canon_id(build_id_hex, id, bid, &blen)) {
+		rc = err_set(msg, ERR_INVALID, "\"%.100s\" is not a hex build ID", build_id_hex);
+		goto out;
+	}
+	if (fsync(u->fd)) {
+		rc = err_set(msg, ERR_IO, "fsync of the upload: %s", strerror(errno));
+		goto out;
+	}
+	if (sym_elf_inspect_file(u->path, &info, msg)) {
+		rc = refuse(u, id, SYM_REASON_INVALID_ELF, ERR_INVALID, res, msg);
+		goto out;
+	}
+	if (info.build_id_len == 0) {
+		err_set(msg, ERR_INVALID, "no_build_id: the file has no GNU build ID note");
+		rc = refuse(u, "", SYM_REASON_NO_BUILD_ID, ERR_INVALID, res, msg);
+		goto out;
+	}
+	if (info.build_id_len != blen || memcmp(info.build_id, bid, blen) != 0) {
+		sym_build_id_hex(info.build_id, info.build_id_len, have);
+		err_set(msg, ERR_CONFLICT, "build ID mismatch: file has %s, claimed %s", have, id);
+		rc = refuse(u, id, SYM_REASON_BUILD_ID_MISMATCH, ERR_CONFLICT, res, msg);
+		goto out;
+	}
+	if (kind == SYM_FILE_DEBUGINFO && sym_elf_check(&info, NULL, 0, 0, &reason, msg)) {
+		rc = refuse(u, id, reason, ERR_INVALID, res, msg);
+		goto out;
+	}
+	if (kind == SYM_FILE_EXECUTABLE &&
+	    (!(info.flags & SYM_HAS_TEXT) || (info.flags & SYM_SEGMENTS_FROM_DEBUG) ||
+	     !info.n_segments)) {
+		err_set(msg, ERR_INVALID, "invalid_elf: not an executable (no code or no PT_LOAD)");
+		rc = refuse(u, id, SYM_REASON_INVALID_ELF, ERR_INVALID, res, msg);
+		goto out;
+	}
+
+	pthread_mutex_lock(&s->upload_mu);
+	had_meta = meta_get(s, id, &m) == 0;
+	if (!had_meta)
+		memset(&m, 0, sizeof(m));
+	rc = id_path(s, id, kind_names[kind], dst, sizeof(dst));
+	if (!rc) {
+		uint64_t size = 0, hash = 0, osize = 0, ohash = 0;
+
+		rc = file_hash(u->path, &size, &hash);
+		if (!rc && file_exists(dst) && !file_hash(dst, &osize, &ohash)) {
+			if (osize == size && ohash == hash) {
+				res->unchanged = 1;
+			} else {
+				replaced = 1;
+			}
+		}
+		if (!rc && (!(m.kinds & (1u << SYM_FILE_DEBUGINFO)) || kind == SYM_FILE_DEBUGINFO)) {
+			m.size = size;
+			m.hash = hash;
+		}
+	}
+	if (!rc && !res->unchanged) {
+		id_path(s, id, NULL, dir, sizeof(dir));
+		rc = mkdir_p(dir);
+		if (rc)
+			err_set(msg, rc, "cannot create %s: %s", dir, strerror(errno));
+		else if (rename(u->path, dst))
+			rc = err_set(msg, ERR_IO, "cannot store %s: %s", dst, strerror(errno));
+		else
+			fsync_dir(dst);
+	}
+	if (!rc) {
+		char exe[4096];
+
+		m.kinds |= 1u << kind;
+		/* An unstripped binary is its own executable: its program headers
+		 * give exact file offsets, and /buildid/<id>/executable serves it. */
+		if (kind == SYM_FILE_DEBUGINFO && (info.flags & SYM_HAS_TEXT) &&
+		    !(info.flags & SYM_SEGMENTS_FROM_DEBUG) &&
+		    !id_path(s, id, "executable", exe, sizeof(exe)) &&
+		    (!file_exists(exe) || replaced) && !install_copy(dst, exe, NULL))
+			m.kinds |= 1u << SYM_FILE_EXECUTABLE;
+		if (replaced || (had_meta && m.status != SYM_STATUS_OK))
+			drop_derived(s, id, bid, blen);
+		m.source = SRC_UPLOAD;
+		m.status = SYM_STATUS_OK;
+		m.reason[0] = '\0';
+		m.retry_at = 0;
+		if (!res->unchanged || !m.uploaded)
+			m.uploaded = clock_wall_ns();
+		rc = meta_put(s, id, &m);
+		if (rc)
+			err_set(msg, rc, "cannot record the metadata of %s", id);
+	}
+	pthread_mutex_unlock(&s->upload_mu);
+	if (!rc) {
+		res->kinds = m.kinds;
+		atomic_fetch_add(&s->uploads_ok, 1);
+		log_info("symbolize: %s %s for %s (%llu bytes)",
+			 res->unchanged ? "kept identical" : replaced ? "replaced" : "stored",
+			 kind_names[kind], id, (unsigned long long)u->size);
+	}
+out:
+	sym_upload_abort(u);
+	return rc;
+}
+
+int sym_service_file_path(struct sym_service *s, const char *build_id_hex, enum sym_file_kind kind,
+			  char *out, size_t out_len)
+{
+	char id[HEX_MAX];
+
+	if (canon_id(build_id_hex, id, NULL, NULL) || (unsigned)kind > SYM_FILE_EXECUTABLE ||
+	    id_path(s, id, kind_names[kind], out, out_len) || !file_exists(out))
+		return ERR_NOT_FOUND;
+	return 0;
+}
+
+/* ---- listing ------------------------------------------------------------------ */
+
+static int meta_json(struct buf *out, const char *id, size_t idlen, const struct meta *m)
+{
+	static const char *const sources[] = { "none", "upload", "debuginfod" };
+	int rc = buf_puts(out, "{\"buildId\":");
+
+	if (!rc) rc = buf_put_json_str(out, id, idlen);
+	if (!rc)
+		rc = buf_printf(out,
+				",\"source\":\"%s\",\"size\":%llu,\"uploaded\":%lld,\"lastUsed\":%lld,"
+				"\"status\":\"%s\",\"reason\":",
+				sources[m->source < 3 ? m->source : 0], (unsigned long long)m->size,
+				(long long)(m->uploaded / 1000000), (long long)(m->last_used / 1000000),
+				sym_status_str(m->status));
+	if (!rc) rc = buf_put_json_str(out, m->reason, strlen(m->reason));
+	if (!rc)
+		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"retryAt\":%lld}",
+				m->kinds & 1 ? "true" : "false", m->kinds & 2 ? "true" : "false",
+				(long long)(m->retry_at / 1000000));
+	return rc;
+}
+
+struct list_ctx {
+	struct buf *out;
+	size_t n;
+};
+
+static int list_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct list_ctx *l = ctx;
+	struct meta m;
+	int rc;
+
+	if (meta_decode(val, vlen, &m))
+		return 0;
+	rc = l->n++ ? buf_putc(l->out, ',') : 0;
+	return rc ? rc : meta_json(l->out, key, klen, &m);
+}
+
+int sym_service_info_json(struct sym_service *s, const char *build_id_hex, struct buf *out,
+			  struct err_msg *msg)
+{
+	struct list_ctx l = { out, 0 };
+	char id[HEX_MAX];
+	struct meta m;
+	int rc;
+
+	if (build_id_hex) {
+		if (canon_id(build_id_hex, id, NULL, NULL))
+			return err_set(msg, ERR_INVALID, "\"%.100s\" is not a hex build ID",
+				       build_id_hex);
+		rc = meta_get(s, id, &m);
+		if (rc == ERR_NOT_FOUND)
+			return err_set(msg, rc, "build ID %s is not known", id);
+		if (rc)
+			return err_set(msg, rc, "reading the metadata of %s: %s", id, err_str(rc));
+		return meta_json(out, id, strlen(id), &m);
+	}
+	rc = buf_putc(out, '[');
+	if (!rc)
+		rc = store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, list_one, &l, msg);
+	if (!rc)
+		rc = buf_putc(out, ']');
+	return rc;
+}
+
+int sym_service_metrics(struct sym_service *s, struct buf *out)
+{
+	struct sym_service_stats st;
+	size_t open_n;
+
+	sym_service_stats(s, &st);
+	pthread_mutex_lock(&s->mu);
+	open_n = s->n_lru;
+	pthread_mutex_unlock(&s->mu);
+	return buf_printf(
+		out,
+		"# TYPE unhex_debuginfo_uploads_total counter\n"
+		"unhex_debuginfo_uploads_total{result=\"ok\"} %llu\n"
+		"unhex_debuginfo_uploads_total{result=\"refused\"} %llu\n"
+		"# TYPE unhex_debuginfod_fetches_total counter\n"
+		"unhex_debuginfod_fetches_total{result=\"ok\"} %llu\n"
+		"unhex_debuginfod_fetches_total{result=\"not_found\"} %llu\n"
+		"unhex_debuginfod_fetches_total{result=\"error\"} %llu\n"
+		"# TYPE unhex_symbolize_index_builds_total counter\n"
+		"unhex_symbolize_index_builds_total %llu\n"
+		"# TYPE unhex_symbolize_index_opens_total counter\n"
+		"unhex_symbolize_index_opens_total %llu\n"
+		"# TYPE unhex_symbolize_cache_lookups_total counter\n"
+		"unhex_symbolize_cache_lookups_total{result=\"hit\"} %llu\n"
+		"unhex_symbolize_cache_lookups_total{result=\"miss\"} %llu\n"
+		"# TYPE unhex_symbolize_open_indexes gauge\n"
+		"unhex_symbolize_open_indexes %zu\n",
+		(unsigned long long)st.uploads_ok, (unsigned long long)st.uploads_refused,
+		(unsigned long long)st.fetches_ok, (unsigned long long)st.fetches_not_found,
+		(unsigned long long)st.fetches_error, (unsigned long long)st.index_builds,
+		(unsigned long long)st.index_opens, (unsigned long long)st.cache_hits,
+		(unsigned long long)st.cache_misses, open_n);
+}
+
+/* ---- resolution ---------------------------------------------------------------- */
+
+/*
+ * The ELF virtual address of a file offset (docs/symbolization.md, "The
+ * address rule").  With the executable's program headers: the PT_LOAD that
+ * holds the offset.  With only a .debug file, whose p_offset values objcopy
+ * rewrote: the kernel maps segments page-aligned, so the segment the profile
+ * mapping maps had p_offset = mapping.file_offset + p_vaddr % page; the
+ * executable segment that holds the offset under that rule wins.
+ */
+static int to_vaddr(const struct sym_elf_info *l, const struct sym_mapping_ref *map,
+		    const struct sym_addr_req *r, uint64_t *vaddr)
+{
+	uint64_t adj = r->leaf ? 0 : 1, span = 0;
+	size_t best = SIZE_MAX;
+
+	if (map->addr_is_vaddr) {
+		if (r->addr < adj)
+			return ERR_NOT_FOUND;
+		*vaddr = r->addr - adj;
+		return 0;
+	}
+	if (!(l->flags & SYM_SEGMENTS_FROM_DEBUG))
+		return sym_addr_to_vaddr(l, r->addr, r->leaf ? 0 : SYM_ADDR_RETURN, vaddr);
+	if (map->memory_limit > map->memory_start)
+		span = map->memory_limit - map->memory_start;
+	for (int pass = 0; pass < 2 && best == SIZE_MAX; pass++)
+		for (size_t i = 0; i < l->n_segments; i++) {
+			const struct sym_segment *g = &l->segments[i];
+			uint64_t off = map->file_offset + g->vaddr % PAGE;
+
+			if (pass == 0 && !(g->flags & 1))
+				continue;
+			if (r->addr < off || r->addr - off >= g->memsz)
+				continue;
+			if (best == SIZE_MAX ||
+			    (span && ((g->memsz + g->vaddr % PAGE + PAGE - 1) / PAGE * PAGE) == span))
+				best = i;
+		}
+	if (best == SIZE_MAX)
+		return ERR_NOT_FOUND;
+	*vaddr = r->addr - (map->file_offset + l->segments[best].vaddr % PAGE) +
+		 l->segments[best].vaddr;
+	if (*vaddr < adj)
+		return ERR_NOT_FOUND;
+	*vaddr -= adj;
+	return 0;
+}
+
+static void cache_key(uint8_t *k, const uint8_t *bid, size_t blen, const struct sym_addr_req *r)
+{
+	memcpy(k, bid, blen);
+	be64_put(k + blen, r->addr);
+	k[blen + 8] = r->leaf ? 1 : 0;
+}
+
+struct hit_ctx {
+	struct sym_service *s;
+	const struct sym_addr_req *reqs;
+	struct arena strs;
+	sym_frames_fn fn;
+	void *ctx;
+	uint8_t *missing; /* 1 per request not answered by the cache */
+	size_t n_missing;
+	int rc;
+};
+
+static int on_cached(void *ctx, size_t i, const void *val, size_t vlen)
+{
+	struct hit_ctx *h = ctx;
+	struct sym_frame f[SYM_MAX_FRAMES];
+	size_t n;
+	int rc;
+
+	if (!val || sym__frames_decode(val, vlen, &h->strs, f, SYM_MAX_FRAMES, &n)) {
+		h->missing[i] = 1;
+		h->n_missing++;
+		return 0;
+	}
+	rc = h->fn(h->ctx, i, h->reqs[i].addr, f, n);
+	if (h->strs.used > (8u << 20)) { /* keep the scratch small */
+		arena_release(&h->strs);
+		arena_init(&h->strs, 64u << 20);
+	}
+	if (rc)
+		h->rc = rc;
+	return rc;
+}
+
+/* Writes `n` cached pairs, keys in `keys` (klen each), values at `offs` in `vals`. */
+static int flush_cache(struct sym_service *s, const uint8_t *keys, size_t klen,
+		       const struct buf *vals, const size_t *offs, size_t n)
+{
+	struct store_kv *kv;
+	int rc;
+
+	if (!n)
+		return 0;
+	kv = calloc(n, sizeof(*kv));
+	if (!kv)
+		return ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		kv[i].key = keys + i * klen;
+		kv[i].klen = klen;
+		kv[i].val = vals->data + offs[i];
+		kv[i].vlen = offs[i + 1] - offs[i];
+	}
+	rc = store_aux_write(s->st, STORE_AUX_SYMCACHE, kv, n, NULL);
+	free(kv);
+	return rc;
+}
+
+/* Resolves the cache misses of a batch through the index and caches them. */
+static int resolve_misses(struct sym_service *s, struct open_index *e,
+			  const uint8_t *bid, size_t blen, const struct sym_mapping_ref *map,
+			  const struct sym_addr_req *reqs, size_t n, const uint8_t *missing,
+			  sym_frames_fn fn, void *ctx)
+{
+	size_t klen = blen + 9, k = 0;
+	uint8_t *keys = malloc(WRITE_BATCH * klen);
+	size_t *offs = malloc((WRITE_BATCH + 1) * sizeof(*offs));
+	struct buf vals;
+	int rc = 0;
+
+	buf_init(&vals, MAX_BATCH_BYTES);
+	if (!keys || !offs) {
+		rc = ERR_NOMEM;
+		goto out;
+	}
+	offs[0] = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct sym_frame f[SYM_MAX_FRAMES];
+		size_t nf = 0, pre;
+		uint64_t vaddr = 0;
+
+		if (!missing[i])
+			continue;
+		if (!to_vaddr(&e->layout, map, &reqs[i], &vaddr))
+			sym_index_lookup(e->idx, vaddr, f, SYM_MAX_FRAMES, &nf);
+		rc = fn(ctx, i, vaddr, f, nf);
+		if (rc)
+			break;
+		pre = vals.len;
+		if (sym__frames_encode(f, nf, &vals)) {
+			/* The batch is full: write it, then this pair starts the next. */
+			vals.len = pre;
+			rc = flush_cache(s, keys, klen, &vals, offs, k);
+			buf_reset(&vals);
+			k = 0;
+			if (rc || (rc = sym__frames_encode(f, nf, &vals)))
+				break;
+		}
+		cache_key(keys + k * klen, bid, blen, &reqs[i]);
+		k++;
+		offs[k] = vals.len;
+		if (k == WRITE_BATCH) {
+			rc = flush_cache(s, keys, klen, &vals, offs, k);
+			buf_reset(&vals);
+			k = 0;
+		}
+	}
+	if (!rc)
+		rc = flush_cache(s, keys, klen, &vals, offs, k);
+out:
+	buf_release(&vals);
+	free(keys);
+	free(offs);
+	return rc;
+}
+
+/*
+ * Gets the open index of `id`, queuing a fetch or build and waiting for it
+ * until the deadline.  On failure *status/reason say why.
+ */
+static int acquire_index(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen,
+			 int64_t deadline, struct open_index **out, struct open_index **spill,
+			 enum sym_status *status, char *reason, size_t rlen)
+{
+	char p1[4096], p2[4096];
+	struct meta m;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int have_meta, have_file, waited;
+
+		pthread_mutex_lock(&s->mu);
+		*out = lru_find(s, id);
+		pthread_mutex_unlock(&s->mu);
+		if (*out)
+			return 0;
+		if (!open_index(s, id, bid, blen, out, spill))
+			return 0;
+		have_meta = meta_get(s, id, &m) == 0;
+		have_file = !id_path(s, id, "debuginfo", p1, sizeof(p1)) &&
+			    !id_path(s, id, "executable", p2, sizeof(p2)) &&
+			    (file_exists(p1) || file_exists(p2));
+		if (have_meta && m.status != SYM_STATUS_OK && m.status != SYM_STATUS_PENDING &&
+		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt)) {
+			*status = m.status;
+			copy_reason(reason, rlen, m.reason);
+			return ERR_NOT_FOUND;
+		}
+		if (!have_file && !s->upstream) {
+			*status = SYM_STATUS_NOT_FOUND;
+			copy_reason(reason, rlen,
+				    "not uploaded (unhex upload), and no debuginfod upstream is configured");
+			return ERR_NOT_FOUND;
+		}
+		if (attempt) {
+			*status = have_file ? SYM_STATUS_INVALID_ELF : SYM_STATUS_NOT_FOUND;
+			copy_reason(reason, rlen, have_file ? "the index could not be built"
+							    : "the fetch found nothing");
+			return ERR_NOT_FOUND;
+		}
+		pthread_mutex_lock(&s->mu);
+		if (job_queue(s, id)) {
+			pthread_mutex_unlock(&s->mu);
+			return ERR_NOMEM;
+		}
+		waited = job_wait(s, id, deadline);
+		pthread_mutex_unlock(&s->mu);
+		if (waited) {
+			*status = SYM_STATUS_PENDING;
+			copy_reason(reason, rlen, have_file ? "building the address index"
+							    : "fetching from debuginfod");
+			return ERR_TIMEOUT;
+		}
+	}
+	return ERR_NOT_FOUND;
+}
+
+int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
+			const struct sym_mapping_ref *map, const struct sym_addr_req *reqs, size_t n,
+			int64_t deadline_ns, sym_frames_fn fn, void *ctx, enum sym_status *status,
+			char *reason, size_t reason_len)
+{
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	size_t blen, klen;
+	char id[HEX_MAX];
+	struct store_kv *keys = NULL;
+	uint8_t *kbytes = NULL;
+	struct hit_ctx h;
+	struct open_index *e = NULL, *spill = NULL;
+	int rc;
+
+	*status = SYM_STATUS_OK;
+	copy_reason(reason, reason_len, "");
+	if (canon_id(build_id_hex, id, bid, &blen)) {
+		*status = SYM_STATUS_NO_BUILD_ID;
+		copy_reason(reason, reason_len, "the mapping's build ID is not hex");
+		return 0;
+	}
+	if (!n)
+		return 0;
+	memset(&h, 0, sizeof(h));
+	h.s = s;
+	h.reqs = reqs;
+	h.fn = fn;
+	h.ctx = ctx;
+	arena_init(&h.strs, 64u << 20);
+	klen = blen + 9;
+	h.missing = calloc(n, 1);
+	keys = calloc(n, sizeof(*keys));
+	kbytes = malloc(n * klen);
+	if (!h.missing || !keys || !kbytes) {
+		rc = ERR_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		cache_key(kbytes + i * klen, bid, blen, &reqs[i]);
+		keys[i].key = kbytes + i * klen;
+		keys[i].klen = klen;
+	}
+	rc = store_aux_multi_get(s->st, STORE_AUX_SYMCACHE, keys, n, on_cached, &h, NULL);
+	if (h.rc)
+		rc = h.rc;
+	if (rc)
+		goto out;
+	atomic_fetch_add(&s->cache_hits, n - h.n_missing);
+	atomic_fetch_add(&s->cache_misses, h.n_missing);
+	if (!h.n_missing)
+		goto out;
+	rc = acquire_index(s, id, bid, blen, deadline_ns, &e, &spill, status, reason, reason_len);
+	if (rc) {
+		rc = rc == ERR_NOMEM ? rc : 0;
+		goto out;
+	}
+	rc = resolve_misses(s, e, bid, blen, map, reqs, n, h.missing, fn, ctx);
+	if (spill) {
+		sym_index_close(spill->idx);
+		free(spill);
+	} else {
+		lru_put(s, e);
+	}
+out:
+	arena_release(&h.strs);
+	free(h.missing);
+	free(keys);
+	free(kbytes);
+	return rc;
+}

@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# sym_native.sh - query-time symbolization end to end, on real programs:
+# C with always_inline chains and C++ with templates, lambdas and the
+# inlined standard library, built with -g -O2, split (objcopy
+# --only-keep-debug, strip, --add-gnu-debuglink), the STRIPPED binaries
+# profiled for real (perf, or gperftools when perf is refused), ingested;
+# the C debug file uploaded with `unhex upload`, the C++ one served only by
+# a real elfutils debuginfod on loopback configured as the upstream.  Then:
+#   - every location of /api/v1/pprof (inline chains, files, lines) equals
+#     llvm-symbolizer --inlining on the unstripped binaries (sym_compare);
+#   - /pyroscope/render has no `+0x` frame for either binary;
+#   - a wrong build uploaded under the C build ID is refused with 409;
+#   - a never-uploaded build ID reports not_found (symbolization API and render);
+#   - debuginfod-find against unhex fetches a byte-identical debug file;
+#   - after a restart, queries resolve from the persisted cache and index
+#     (no DWARF index build: unhex_symbolize_index_builds_total 0).
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+need UNHEX
+need PERF2PPROF
+need SYM_COMPARE
+command -v debuginfod >/dev/null || fail "debuginfod (package debuginfod) is not installed"
+command -v debuginfod-find >/dev/null || fail "debuginfod-find is not installed"
+command -v llvm-symbolizer >/dev/null || fail "llvm-symbolizer is not installed"
+
+DPID=
+stop_debuginfod() {
+	if [ -n "$DPID" ]; then
+		kill "$DPID" 2>/dev/null || true
+		wait "$DPID" 2>/dev/null || true
+		DPID=
+	fi
+}
+trap 'rc=$?; stop_debuginfod; (exit $rc); cleanup' EXIT
+
+cat >"$WORK/inl.h" <<'EOF'
+static inline __attribute__((always_inline)) unsigned leaf(unsigned x)
+{
+	return x * 2654435761u + (x >> 3);
+}
+EOF
+cat >"$WORK/progc.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "inl.h"
+static inline __attribute__((always_inline)) unsigned mid(unsigned x)
+{
+	unsigned s = 0;
+	for (unsigned i = 0; i < 20000; i++)
+		s += leaf(i ^ x);
+	return s;
+}
+static inline __attribute__((always_inline)) unsigned top(unsigned x)
+{
+	return mid(x) + mid(x + 1) * 3;
+}
+__attribute__((noinline)) unsigned work(unsigned x)
+{
+	return top(x) * 3 + leaf(x);
+}
+__attribute__((noinline)) static unsigned helper(volatile unsigned *p)
+{
+	return *p + work(*p);
+}
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 1.0;
+	struct timespec t0, t;
+	volatile unsigned v = 1;
+	unsigned acc = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		acc += helper(&v);
+		v++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	printf("%u\n", acc);
+	return 0;
+}
+EOF
+cat >"$WORK/progcc.cc" <<'EOF'
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+#include <chrono>
+namespace ns {
+template <typename T> struct Acc {
+	T v{};
+	__attribute__((always_inline)) void add(T x) { v += x * 2 + (x >> 1); }
+};
+template <typename T> __attribute__((noinline)) T sum(const std::vector<T> &xs)
+{
+	Acc<T> a;
+	for (auto x : xs)
+		a.add(x);
+	return a.v;
+}
+} // namespace ns
+__attribute__((noinline)) int sorter(std::vector<int> &v)
+{
+	std::sort(v.begin(), v.end(), [](int a, int b) { return a % 7919 < b % 7919; });
+	return v[0];
+}
+__attribute__((noinline)) size_t mapper(int n)
+{
+	std::map<std::string, int> m;
+	for (int i = 0; i < n; i++)
+		m[std::to_string(i)] = i;
+	size_t r = 0;
+	for (auto &kv : m)
+		r += kv.first.size();
+	return r;
+}
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 1.0;
+	auto t0 = std::chrono::steady_clock::now();
+	long acc = 0;
+	std::vector<int> v(20000);
+	std::function<long(int)> f = [&](int k) { return (long)mapper(k); };
+	while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < secs) {
+		for (size_t i = 0; i < v.size(); i++)
+			v[i] = (int)(i * 2654435761u + (unsigned)acc);
+		acc += sorter(v) + ns::sum<long>(std::vector<long>(v.begin(), v.end())) + f(2000);
+	}
+	std::printf("%ld\n", acc);
+	return 0;
+}
+EOF
+cp "$WORK/progc.c" "$WORK/orphan.c"
+cc -g -O2 -Wl,--build-id -o "$WORK/progc" "$WORK/progc.c"
+c++ -g -O2 -Wl,--build-id -o "$WORK/progcc" "$WORK/progcc.cc"
+cc -g -O2 -Wl,--build-id -DORPHAN=1 -o "$WORK/orphan" "$WORK/orphan.c"
+for p in progc progcc orphan; do
+	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
+	cp "$WORK/$p" "$WORK/$p.stripped"
+	strip --strip-all "$WORK/$p.stripped"
+	objcopy --add-gnu-debuglink="$WORK/$p.debug" "$WORK/$p.stripped"
+done
+bid() { readelf -n "$1" | awk '/Build ID/{print $3; exit}'; }
+ID_C=$(bid "$WORK/progc")
+ID_CC=$(bid "$WORK/progcc")
+ID_O=$(bid "$WORK/orphan")
+note "build IDs: C $ID_C, C++ $ID_CC, orphan $ID_O"
+[ "$ID_C" != "$ID_O" ] || fail "orphan must be a different build"
+
+# ---- profile the stripped binaries for real
+profile() { # NAME SECONDS -> $WORK/NAME.pb.gz
+	local name=$1 secs=$2
+	if perf record -q -F 999 -g --call-graph dwarf -o "$WORK/$name.data" \
+		"$WORK/$name.stripped" "$secs" >/dev/null 2>"$WORK/$name.perf.err" &&
+		[ -s "$WORK/$name.data" ]; then
+		"$PERF2PPROF" -i "$WORK/$name.data" -o "$WORK/$name.pb.gz"
+	else
+		note "perf refused ($(head -c 200 "$WORK/$name.perf.err")); using gperftools"
+		LIBPROFILER=$(ls /usr/lib/*/libprofiler.so* 2>/dev/null | sed -n 1p || true)
+		[ -n "$LIBPROFILER" ] || fail "neither perf nor libprofiler.so is usable"
+		LD_PRELOAD="$LIBPROFILER" CPUPROFILE="$WORK/$name.prof" CPUPROFILE_FREQUENCY=999 \
+			"$WORK/$name.stripped" "$secs" >/dev/null
+		"$PERF2PPROF" --gperftools "$WORK/$name.prof" -o "$WORK/$name.pb.gz"
+	fi
+	[ -s "$WORK/$name.pb.gz" ] || fail "no profile for $name"
+}
+profile progc 1.5
+profile progcc 1.5
+profile orphan 0.5
+
+# ---- a real elfutils debuginfod serving only the C++ debug file
+mkdir -p "$WORK/upstream"
+cp "$WORK/progcc.debug" "$WORK/upstream/"
+DPORT=$((20000 + RANDOM % 20000))
+debuginfod -F "$WORK/upstream" -p "$DPORT" -d "$WORK/debuginfod.sqlite" \
+	>"$WORK/debuginfod.log" 2>&1 &
+DPID=$!
+for i in $(seq 1 100); do
+	code=$(curl -s -o /dev/null -w '%{http_code}' \
+		"http://127.0.0.1:$DPORT/buildid/$ID_CC/debuginfo" || true)
+	[ "$code" = 200 ] && break
+	kill -0 "$DPID" 2>/dev/null || fail "debuginfod exited: $(tail -5 "$WORK/debuginfod.log")"
+	sleep 0.2
+done
+[ "$code" = 200 ] || fail "debuginfod does not serve $ID_CC"
+note "debuginfod on port $DPORT serves the C++ debug file"
+
+DATA="$WORK/data"
+start_server "$DATA" --debuginfod-urls "http://127.0.0.1:$DPORT" --symbolize-budget 20s
+
+for p in progc progcc orphan; do
+	"$UNHEX" ingest --server "$URL" --name "$p.cpu" "$WORK/$p.pb.gz" >/dev/null ||
+		fail "ingest of $p"
+done
+
+# ---- uploads
+OUT=$("$UNHEX" upload --server "$URL" "$WORK/progc.debug") || fail "upload: $OUT"
+note "upload: $OUT"
+case "$OUT" in *"$ID_C uploaded"*) ;; *) fail "upload did not report $ID_C: $OUT" ;; esac
+OUT=$("$UNHEX" upload --server "$URL" "$WORK/progc.debug") || fail "re-upload: $OUT"
+case "$OUT" in *"already uploaded"*) ;; *) fail "re-upload not skipped: $OUT" ;; esac
+http POST "/api/v1/debuginfo/$ID_C" --data-binary "@$WORK/orphan.debug"
+expect_status 409 "build ID mismatch" "wrong build under the C build ID"
+http POST "/api/v1/debuginfo/$ID_C" --data-binary "@$WORK/progc.c"
+expect_status 400 "invalid_elf" "not an ELF"
+if "$UNHEX" upload --server "$URL" "$WORK/progc.c" 2>"$WORK/up.err"; then
+	fail "unhex upload accepted a C source file"
+fi
+http GET /api/v1/debuginfo
+expect_status 200 "$ID_C" "debuginfo list"
+
+# ---- queries
+FROM=$(($(date +%s) - 86400))
+UNTIL=$(($(date +%s) + 3600))
+ptype() { # SERVICE -> the cpu profile type of the service
+	http GET "/pyroscope/label-values?label=__profile_type__&match%5B%5D=%7Bservice_name%3D%22$1%22%7D"
+	jq -r '.[]' <<<"$BODY" | grep -m1 ':cpu:nanoseconds' || jq -r '.[0]' <<<"$BODY"
+}
+PT=$(ptype progc)
+note "profile type: $PT"
+q() { # SERVICE -> urlencoded query
+	jq -rn --arg s "$PT{service_name=\"$1\"}" '$s|@uri'
+}
+
+# section_of ELF VADDR: the name of the section holding VADDR.
+section_of() {
+	local name type addr off size rest
+	while read -r name type addr off size rest; do
+		[[ $addr =~ ^[0-9a-f]+$ && $size =~ ^[0-9a-f]+$ ]] || continue
+		if ((0x$addr <= $2 && $2 < 0x$addr + 0x$size)); then
+			echo "$name"
+			return
+		fi
+	done < <(readelf -SW "$1" | sed -n 's/^ *\[ *[0-9]*\] *//p')
+}
+
+# check_hex PROG RENDER_JSON: a frame of PROG may stay hex only where the
+# debug info knows nothing either (PLT stubs): llvm-symbolizer says "??".
+check_hex() {
+	local p=$1 body=$2 off seg poff pvaddr va fn sec
+	seg=$(readelf -lW "$WORK/$p" | awk '$1=="LOAD" && $7 ~ /E/ {print $2, $3; exit}')
+	poff=$((${seg%% *}))
+	pvaddr=$((${seg##* }))
+	for off in $(jq -r '.flamebearer.names[]' <<<"$body" | sed -n "s/^$p\.stripped+0x//p"); do
+		va=$((0x$off - poff + pvaddr))
+		sec=$(section_of "$WORK/$p" "$va")
+		fn=$(llvm-symbolizer --obj="$WORK/$p" "$(printf '0x%x' "$va")" | head -1)
+		case "$sec" in .plt*) fn="??" ;; esac
+		[ "$fn" = "??" ] || fail "$p+0x$off ($sec) stayed hex, but llvm-symbolizer names it $fn"
+		note "$p+0x$off stays hex: in $sec, no function there"
+	done
+}
+
+# Poll until nothing is pending (the C++ file comes from upstream).
+for i in $(seq 1 30); do
+	http GET "/pyroscope/render?query=$(q progcc)&from=$FROM&until=$UNTIL"
+	[ "$STATUS" = 200 ] || fail "render: $STATUS $BODY"
+	jq -e '.symbolization.pending == true' <<<"$BODY" >/dev/null || break
+	sleep 1
+done
+for p in progc progcc; do
+	http GET "/pyroscope/render?query=$(q $p)&from=$FROM&until=$UNTIL"
+	[ "$STATUS" = 200 ] || fail "render $p: $STATUS $BODY"
+	check_hex "$p" "$BODY"
+	names=$(jq -r '.flamebearer.names | length' <<<"$BODY")
+	note "render $p: $names names, symbolization $(jq -c '.symbolization // {}' <<<"$BODY" | head -c 300)"
+done
+NAMES=$(jq -r ".flamebearer.names[]" <<<"$BODY")
+grep -q "^sorter(" <<<"$NAMES" || fail "no sorter frame in the C++ render"
+grep -q "lambda" <<<"$NAMES" || fail "no lambda frame in the C++ render"
+
+curl -sS -o "$WORK/c.pb.gz" "$URL/api/v1/pprof?query=$(q progc)&from=$FROM&until=$UNTIL"
+curl -sS -o "$WORK/cc.pb.gz" "$URL/api/v1/pprof?query=$(q progcc)&from=$FROM&until=$UNTIL"
+"$SYM_COMPARE" "$WORK/c.pb.gz" "$ID_C=$WORK/progc" || fail "C names differ from llvm-symbolizer"
+"$SYM_COMPARE" "$WORK/cc.pb.gz" "$ID_CC=$WORK/progcc:loose" ||
+	fail "C++ names differ from llvm-symbolizer"
+
+# ---- a never-uploaded build ID
+http GET "/api/v1/symbolization?query=$(q orphan)&from=$FROM&until=$UNTIL"
+expect_status 200 "" "symbolization status"
+jq -e --arg id "$ID_O" '.buildIds[] | select(.buildId == $id and .status == "not_found")' \
+	<<<"$BODY" >/dev/null || fail "orphan build ID is not reported not_found: $BODY"
+jq -e '.unsymbolizedShare > 0.5' <<<"$BODY" >/dev/null || fail "orphan share: $BODY"
+http GET "/pyroscope/render?query=$(q orphan)&from=$FROM&until=$UNTIL"
+jq -e --arg id "$ID_O" '.symbolization.buildIds[] | select(.buildId == $id and .status == "not_found")' \
+	<<<"$BODY" >/dev/null || fail "render does not say not_found: $(jq -c .symbolization <<<"$BODY")"
+
+# ---- unhex as a debuginfod server
+GOT=$(DEBUGINFOD_URLS="$URL" DEBUGINFOD_CACHE_PATH="$WORK/client-cache" \
+	debuginfod-find -v debuginfo "$ID_C" 2>"$WORK/find.err") ||
+	fail "debuginfod-find failed: $(cat "$WORK/find.err")"
+cmp "$GOT" "$WORK/progc.debug" || fail "debuginfod-find fetched a different file"
+note "debuginfod-find fetched $GOT, identical to the upload"
+http GET "/buildid/$ID_O/debuginfo"
+expect_status 404 "" "unknown build ID over the debuginfod protocol"
+
+http GET /metrics
+grep -q 'unhex_debuginfo_uploads_total{result="ok"} [1-9]' <<<"$BODY" || fail "upload metric"
+grep -q 'unhex_debuginfod_fetches_total{result="ok"} [1-9]' <<<"$BODY" || fail "fetch metric"
+
+# ---- restart: names come from the persisted cache and index
+stop_server
+start_server "$DATA" --debuginfod-urls "http://127.0.0.1:$DPORT"
+for p in progc progcc; do
+	http GET "/pyroscope/render?query=$(q $p)&from=$FROM&until=$UNTIL"
+	check_hex "$p" "$BODY"
+done
+curl -sS -o "$WORK/c2.pb.gz" "$URL/api/v1/pprof?query=$(q progc)&from=$FROM&until=$UNTIL"
+"$SYM_COMPARE" "$WORK/c2.pb.gz" "$ID_C=$WORK/progc" || fail "C names differ after restart"
+http GET /metrics
+grep -q '^unhex_symbolize_index_builds_total 0$' <<<"$BODY" ||
+	fail "an index was rebuilt after the restart: $(grep index_builds <<<"$BODY")"
+grep -q 'unhex_symbolize_cache_lookups_total{result="hit"} [1-9]' <<<"$BODY" ||
+	fail "no persisted cache hits after the restart"
+stop_server
+stop_debuginfod
+note "sym_native: ok"

@@ -1,0 +1,203 @@
+/*
+ * sym_compare.c - checks a pprof exported by the server against
+ * llvm-symbolizer, for the integration tests (tests/integration/sym_*.sh).
+ *
+ *   sym_compare PPROF BUILD_ID=UNSTRIPPED[:loose]...
+ *
+ * For every location of a mapping with one of the build IDs, in each role
+ * it has in the samples (a leaf, the sampled PC, or a caller, a return
+ * address), computes the ELF virtual address with the rule of
+ * docs/symbolization.md (the executable PT_LOAD of the unstripped binary;
+ * minus 1 for callers), asks `llvm-symbolizer --inlining` on the unstripped
+ * binary, and compares the whole inline chain: names (normalized as the
+ * phase-1 tests do; `loose` for C++), file basenames and lines.  A location
+ * without lines counts as a failure.  Exit 0 only when everything matches.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/compress.h"
+#include "base/err.h"
+#include "profile.pb-c.h"
+#include "symbolize/symbolize.h"
+#include "symtest.h"
+
+#define MAX_BINS 16
+
+struct bin {
+	char id[2 * SYM_BUILD_ID_MAX + 1];
+	const char *path;
+	int loose;
+	struct sym_segment text;
+	uint64_t *addrs;
+	const Perftools__Profiles__Location **locs;
+	size_t n, cap;
+	size_t unsymbolized;
+};
+
+static int read_file(const char *path, struct buf *b)
+{
+	char chunk[65536];
+	size_t n;
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return -1;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		if (buf_append(b, chunk, n))
+			break;
+	fclose(f);
+	return 0;
+}
+
+static void add(struct bin *b, uint64_t vaddr, const Perftools__Profiles__Location *l)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->addrs[i] == vaddr && b->locs[i] == l)
+			return;
+	if (b->n == b->cap) {
+		b->cap = b->cap ? b->cap * 2 : 256;
+		b->addrs = realloc(b->addrs, b->cap * sizeof(*b->addrs));
+		b->locs = realloc(b->locs, b->cap * sizeof(*b->locs));
+	}
+	b->addrs[b->n] = vaddr;
+	b->locs[b->n++] = l;
+}
+
+int main(int argc, char **argv)
+{
+	struct bin bins[MAX_BINS];
+	size_t nb = 0, total = 0, bad = 0;
+	struct buf raw, pb;
+	Perftools__Profiles__Profile *p;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: sym_compare PPROF BUILD_ID=UNSTRIPPED[:loose]...\n");
+		return 2;
+	}
+	memset(bins, 0, sizeof(bins));
+	for (int i = 2; i < argc && nb < MAX_BINS; i++) {
+		char *eq = strchr(argv[i], '='), *colon;
+		struct sym_elf_info info;
+		struct bin *b = &bins[nb];
+
+		if (!eq)
+			return 2;
+		*eq = '\0';
+		snprintf(b->id, sizeof(b->id), "%s", argv[i]);
+		b->path = eq + 1;
+		colon = strrchr(eq + 1, ':');
+		if (colon && strcmp(colon, ":loose") == 0) {
+			*colon = '\0';
+			b->loose = 1;
+		}
+		if (sym_elf_inspect_file(b->path, &info, NULL))
+			return 2;
+		for (size_t s = 0; s < info.n_segments; s++)
+			if (info.segments[s].flags & 1)
+				b->text = info.segments[s];
+		nb++;
+	}
+	buf_init(&raw, 1u << 30);
+	buf_init(&pb, 1u << 30);
+	if (read_file(argv[1], &raw) || gunzip_capped(raw.data, raw.len, 1u << 30, &pb, NULL)) {
+		fprintf(stderr, "sym_compare: cannot read %s\n", argv[1]);
+		return 2;
+	}
+	p = perftools__profiles__profile__unpack(NULL, pb.len, (const uint8_t *)pb.data);
+	if (!p) {
+		fprintf(stderr, "sym_compare: %s is not a pprof\n", argv[1]);
+		return 2;
+	}
+	/* Every (location, role) of the samples, per binary. */
+	for (size_t s = 0; s < p->n_sample; s++)
+		for (size_t k = 0; k < p->sample[s]->n_location_id; k++) {
+			uint64_t id = p->sample[s]->location_id[k];
+			const Perftools__Profiles__Location *l = NULL;
+			const Perftools__Profiles__Mapping *m = NULL;
+
+			for (size_t j = 0; j < p->n_location && !l; j++)
+				if (p->location[j]->id == id)
+					l = p->location[j];
+			for (size_t j = 0; l && j < p->n_mapping && !m; j++)
+				if (p->mapping[j]->id == l->mapping_id)
+					m = p->mapping[j];
+			if (!m || m->build_id <= 0 || (size_t)m->build_id >= p->n_string_table)
+				continue;
+			for (size_t b = 0; b < nb; b++) {
+				uint64_t off;
+
+				if (strcmp(bins[b].id, p->string_table[m->build_id]))
+					continue;
+				off = l->address - m->memory_start + m->file_offset;
+				add(&bins[b], off - bins[b].text.offset + bins[b].text.vaddr - (k ? 1 : 0),
+				    l);
+			}
+		}
+	for (size_t b = 0; b < nb; b++) {
+		struct bin *bn = &bins[b];
+		struct t_stats st;
+		struct t_result *ref;
+
+		if (!bn->n) {
+			fprintf(stderr, "%s: no location of %s in the profile\n", bn->path, bn->id);
+			bad++;
+			continue;
+		}
+		t_mkdtemp();
+		ref = t_llvm(bn->path, bn->addrs, bn->n);
+		t_cxxfilt_raw(ref, bn->n);
+		memset(&st, 0, sizeof(st));
+		for (size_t i = 0; i < bn->n; i++) {
+			const Perftools__Profiles__Location *l = bn->locs[i];
+			struct sym_frame f[SYM_MAX_FRAMES];
+			size_t nf = 0;
+
+			if (!l->n_line) {
+				/* Fine only where the debug info knows nothing either:
+				 * llvm's nearest-symbol guess (line 0) in a PLT is not
+				 * knowledge. */
+				if (ref[i].n && !(ref[i].n == 1 && ref[i].f[0].line == 0)) {
+					fprintf(stderr, "0x%" PRIx64 ": no names, llvm says %s\n",
+						bn->addrs[i], ref[i].f[0].func);
+					bn->unsymbolized++;
+				}
+				continue;
+			}
+			for (size_t j = 0; j < l->n_line && nf < SYM_MAX_FRAMES; j++) {
+				const Perftools__Profiles__Function *fn = NULL;
+
+				for (size_t q = 0; q < p->n_function && !fn; q++)
+					if (p->function[q]->id == l->line[j]->function_id)
+						fn = p->function[q];
+				memset(&f[nf], 0, sizeof(f[nf]));
+				if (fn) {
+					f[nf].function = p->string_table[fn->name];
+					f[nf].file = fn->filename ? p->string_table[fn->filename] : NULL;
+				}
+				f[nf].line = (uint32_t)l->line[j]->line;
+				f[nf].column = (uint32_t)l->line[j]->column;
+				nf++;
+			}
+			t_compare(bn->addrs[i], f, nf, &ref[i], &st, 1, bn->loose);
+		}
+		t_print_stats(bn->path, &st);
+		fprintf(stderr, "%s: %zu locations, %zu without names\n", bn->path, bn->n,
+			bn->unsymbolized);
+		total += bn->n;
+		if (st.depth_diff || st.name_diff || st.file_diff || st.line_diff || bn->unsymbolized)
+			bad++;
+		t_free_results(ref, bn->n);
+		t_rmdir();
+		free(bn->addrs);
+		free(bn->locs);
+	}
+	perftools__profiles__profile__free_unpacked(p, NULL);
+	buf_release(&raw);
+	buf_release(&pb);
+	printf("sym_compare: %zu locations compared, %zu binaries with differences\n", total, bad);
+	return bad || !total ? 1 : 0;
+}

@@ -1,0 +1,548 @@
+/*
+ * routes_query.c - the read API: HTTP parameters in, query/query.h out.
+ *
+ * Every route parses its query string (untrusted: sizes capped at
+ * WEB_PARAM_MAX, times through query_parse_time, selectors by the engine),
+ * runs one engine call under the server's query limits, and answers with
+ * the engine's bytes or with the engine's message through the one
+ * ERR -> HTTP table.  Unknown parameters are ignored, so clients that add
+ * their own (go tool pprof's `seconds`) still work.
+ *
+ *   /pyroscope/render, /pyroscope/render-diff   flamebearer JSON
+ *   /api/v1/pprof                               gzipped pprof download
+ *   /api/v1/top, /api/v1/folded                 text for `unhex query`
+ *   /api/v1/diff-top                            text: largest changes
+ *   /pyroscope/labels, /pyroscope/label-values  legacy JSON arrays
+ *   /querier.v1.QuerierService/<Method>         Connect JSON
+ *   /symbolz                                    go tool pprof's symbol lookup
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "query/query.h"
+#include "web/web_int.h"
+
+#define TIME_PARAM_MAX 64
+#define DEFAULT_FROM "now-1h"
+#define DEFAULT_UNTIL "now"
+
+/* One side of a query: the selector buffer and the engine parameters. */
+struct side {
+	char query[WEB_PARAM_MAX];
+	struct query_params p;
+};
+
+/* Reads `key` into out; ERR_NOT_FOUND is returned as is, other errors get a message. */
+static int param(const struct web__req *rq, const char *key, char *out, size_t len,
+		 struct err_msg *msg)
+{
+	int rc = web__query_param(rq->query, key, out, len);
+
+	if (rc == ERR_TOO_LARGE)
+		return err_set(msg, rc, "parameter %s is longer than %zu bytes", key, len - 1);
+	if (rc == ERR_INVALID)
+		return err_set(msg, rc, "parameter %s: bad %%-escape or NUL byte", key);
+	return rc;
+}
+
+static int param_time(const struct web__req *rq, const char *key, const char *dflt,
+		      int64_t now, int64_t *out, struct err_msg *msg)
+{
+	char v[TIME_PARAM_MAX];
+	struct err_msg why;
+	int rc = param(rq, key, v, sizeof(v), msg);
+
+	if (rc == ERR_NOT_FOUND || (rc == 0 && v[0] == '\0'))
+		snprintf(v, sizeof(v), "%s", dflt);
+	else if (rc)
+		return rc;
+	err_clear(&why);
+	rc = query_parse_time(v, now, out, &why);
+	if (rc)
+		return err_set(msg, rc, "parameter %s: %s", key, why.text);
+	return 0;
+}
+
+/* A non-negative integer parameter; absent or empty leaves *out as is. */
+static int param_int(const struct web__req *rq, const char *key, int64_t max, int64_t *out,
+		     struct err_msg *msg)
+{
+	char v[32];
+	char *end;
+	long long n;
+	int rc = param(rq, key, v, sizeof(v), msg);
+
+	if (rc == ERR_NOT_FOUND || (rc == 0 && v[0] == '\0'))
+		return 0;
+	if (rc)
+		return rc;
+	n = strtoll(v, &end, 10);
+	if (*end || v[0] < '0' || v[0] > '9' || n > max)
+		return err_set(msg, ERR_INVALID,
+			       "parameter %s: \"%s\" is not an integer from 0 to %lld", key, v,
+			       (long long)max);
+	*out = n;
+	return 0;
+}
+
+/* Fills a side from the parameters named qkey, fkey, ukey (and maxNodes). */
+static int parse_side(const struct web__req *rq, const char *qkey, const char *fkey,
+		      const char *ukey, int64_t now, struct side *s, struct err_msg *msg)
+{
+	int rc;
+
+	memset(&s->p, 0, sizeof(s->p));
+	rc = param(rq, qkey, s->query, sizeof(s->query), msg);
+	if (rc == ERR_NOT_FOUND || (rc == 0 && s->query[0] == '\0'))
+		return err_set(msg, ERR_INVALID,
+			       "missing parameter %s (a selector such as "
+			       "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"api\"})",
+			       qkey);
+	if (rc)
+		return rc;
+	s->p.query = s->query;
+	s->p.limits = rq->srv->opt.query;
+	rc = param_time(rq, fkey, DEFAULT_FROM, now, &s->p.from_ns, msg);
+	if (!rc)
+		rc = param_time(rq, ukey, DEFAULT_UNTIL, now, &s->p.until_ns, msg);
+	if (!rc && s->p.until_ns <= s->p.from_ns)
+		rc = err_set(msg, ERR_INVALID, "%s must be later than %s", ukey, fkey);
+	if (!rc)
+		rc = param_int(rq, "maxNodes", QUERY_MAX_MAX_NODES, &s->p.max_nodes, msg);
+	return rc;
+}
+
+/* ---- /api/v1/diff-top ---------------------------------------------------- */
+
+struct fn_row {
+	const char *name;   /* borrowed from a top text buffer */
+	size_t len;
+	int64_t self[2];
+	int64_t total[2];
+	double dself, dtotal; /* comparison minus baseline, in the mode's unit */
+};
+
+struct fn_rows {
+	struct fn_row *v;
+	size_t n, cap;
+};
+
+/*
+ * Reads the lines of query_top text ("self self% total total%  name") of
+ * one side into rows.  The text is ours, but it is still checked.
+ */
+static int read_top(const struct buf *text, int side, struct fn_rows *rows, int64_t *sum,
+		    struct err_msg *msg)
+{
+	const char *p = text->data ? text->data : "";
+	const char *nl = strchr(p, '\n');
+
+	*sum = 0;
+	for (p = nl ? nl + 1 : p + strlen(p); *p; p = nl + 1) {
+		struct fn_row *r;
+		char *e;
+		long long self, total;
+
+		nl = strchr(p, '\n');
+		if (!nl)
+			break;
+		self = strtoll(p, &e, 10);
+		e += strspn(e, " ");
+		e += strcspn(e, " ");
+		total = strtoll(e, &e, 10);
+		e += strspn(e, " ");
+		e += strcspn(e, " ");
+		if (e + 2 > nl || e[0] != ' ' || e[1] != ' ')
+			return err_set(msg, ERR_CORRUPT, "diff-top: unexpected top line");
+		e += 2;
+		if (rows->n == rows->cap) {
+			size_t nc = rows->cap ? rows->cap * 2 : 256;
+			struct fn_row *nv = realloc(rows->v, nc * sizeof(*nv));
+
+			if (!nv)
+				return err_set(msg, ERR_NOMEM, "diff-top: out of memory");
+			rows->v = nv;
+			rows->cap = nc;
+		}
+		r = &rows->v[rows->n++];
+		memset(r, 0, sizeof(*r));
+		r->name = e;
+		r->len = (size_t)(nl - e);
+		r->self[side] = self;
+		r->total[side] = total;
+		*sum += self;
+	}
+	return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	const struct fn_row *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->name, y->name, n);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static double mag(double v)
+{
+	return v < 0 ? -v : v;
+}
+
+static int cmp_change(const void *a, const void *b)
+{
+	const struct fn_row *x = a, *y = b;
+
+	if (mag(x->dself) != mag(y->dself))
+		return mag(x->dself) < mag(y->dself) ? 1 : -1;
+	if (mag(x->dtotal) != mag(y->dtotal))
+		return mag(x->dtotal) < mag(y->dtotal) ? 1 : -1;
+	return cmp_name(a, b);
+}
+
+/* Merges rows of the same name (sorted by name) and computes the changes. */
+static size_t join_rows(struct fn_rows *rows, int64_t lsum, int64_t rsum, int relative)
+{
+	size_t n = 0;
+
+	qsort(rows->v, rows->n, sizeof(*rows->v), cmp_name);
+	for (size_t i = 0; i < rows->n; i++) {
+		if (n && cmp_name(&rows->v[n - 1], &rows->v[i]) == 0) {
+			struct fn_row *d = &rows->v[n - 1];
+
+			for (int s = 0; s < 2; s++) {
+				d->self[s] += rows->v[i].self[s];
+				d->total[s] += rows->v[i].total[s];
+			}
+			continue;
+		}
+		rows->v[n++] = rows->v[i];
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct fn_row *r = &rows->v[i];
+		double ls = 1, rs = 1;
+
+		if (relative) {
+			ls = lsum ? 100.0 / (double)lsum : 0;
+			rs = rsum ? 100.0 / (double)rsum : 0;
+		}
+		r->dself = (double)r->self[1] * rs - (double)r->self[0] * ls;
+		r->dtotal = (double)r->total[1] * rs - (double)r->total[0] * ls;
+	}
+	qsort(rows->v, n, sizeof(*rows->v), cmp_change);
+	return n;
+}
+
+static int put_diff_rows(struct buf *out, const struct fn_rows *rows, size_t n, int64_t lsum,
+			 int64_t rsum, int relative)
+{
+	int rc = buf_printf(out, "# mode %s; baseline total %lld, comparison total %lld\n",
+			    relative ? "relative" : "absolute", (long long)lsum, (long long)rsum);
+
+	if (!rc)
+		rc = buf_printf(out, "%14s %14s %14s %14s %14s %14s  %s\n", "base_self",
+				"comp_self", "delta_self", "base_total", "comp_total",
+				"delta_total", relative ? "name (values in % of each side's total)"
+							: "name");
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct fn_row *r = &rows->v[i];
+		const char *tag = !r->total[0] ? " [new]" : !r->total[1] ? " [removed]" : "";
+
+		if (relative) {
+			double l = lsum ? 100.0 / (double)lsum : 0, c = rsum ? 100.0 / (double)rsum : 0;
+
+			rc = buf_printf(out, "%13.4f%% %13.4f%% %+13.4f%% %13.4f%% %13.4f%% %+13.4f%%  %.*s%s\n",
+					(double)r->self[0] * l, (double)r->self[1] * c, r->dself,
+					(double)r->total[0] * l, (double)r->total[1] * c, r->dtotal,
+					(int)r->len, r->name, tag);
+		} else {
+			rc = buf_printf(out, "%14lld %14lld %+14lld %14lld %14lld %+14lld  %.*s%s\n",
+					(long long)r->self[0], (long long)r->self[1],
+					(long long)(r->self[1] - r->self[0]), (long long)r->total[0],
+					(long long)r->total[1], (long long)(r->total[1] - r->total[0]),
+					(int)r->len, r->name, tag);
+		}
+	}
+	return rc;
+}
+
+static int diff_top(struct web__req *rq, const struct side *l, const struct side *r,
+		    struct buf *out, struct err_msg *msg)
+{
+	char mode[16] = "relative";
+	int64_t limit = 20, lsum = 0, rsum = 0;
+	struct buf lt, rt;
+	struct fn_rows rows = { 0 };
+	size_t n;
+	int rc, relative;
+
+	rc = param(rq, "mode", mode, sizeof(mode), msg);
+	if (rc == ERR_NOT_FOUND)
+		rc = 0;
+	if (rc)
+		return rc;
+	if (strcmp(mode, "relative") != 0 && strcmp(mode, "absolute") != 0)
+		return err_set(msg, ERR_INVALID, "parameter mode: \"%s\" is not relative or absolute",
+			       mode);
+	relative = mode[0] == 'r';
+	rc = param_int(rq, "limit", 1000000, &limit, msg);
+	if (rc)
+		return rc;
+	buf_init(&lt, out->max);
+	buf_init(&rt, out->max);
+	rc = query_top(rq->srv->store, rq->tenant, &l->p, QUERY_TOP_BY_SELF, 0, &lt, msg);
+	if (!rc)
+		rc = query_top(rq->srv->store, rq->tenant, &r->p, QUERY_TOP_BY_SELF, 0, &rt, msg);
+	if (!rc)
+		rc = read_top(&lt, 0, &rows, &lsum, msg);
+	if (!rc)
+		rc = read_top(&rt, 1, &rows, &rsum, msg);
+	if (!rc) {
+		n = join_rows(&rows, lsum, rsum, relative);
+		if (limit && (size_t)limit < n)
+			n = (size_t)limit;
+		rc = put_diff_rows(out, &rows, n, lsum, rsum, relative);
+		if (rc)
+			rc = err_set(msg, rc, "diff-top: response too large");
+	}
+	free(rows.v);
+	buf_release(&lt);
+	buf_release(&rt);
+	return rc;
+}
+
+/* ---- legacy label routes ---------------------------------------------------- */
+
+/*
+ * Runs LabelNames or LabelValues through query_connect and answers with the
+ * bare JSON array Pyroscope's legacy routes return.
+ */
+static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
+		  struct err_msg *msg)
+{
+	char sel[WEB_PARAM_MAX], name[256];
+	int64_t from, until;
+	struct buf body, resp;
+	const char *a, *z;
+	int rc, have_sel;
+
+	rc = param(rq, "query", sel, sizeof(sel), msg);
+	have_sel = rc == 0 && sel[0];
+	if (rc == ERR_NOT_FOUND)
+		rc = 0;
+	if (!rc && values) {
+		rc = param(rq, "label", name, sizeof(name), msg);
+		if (rc == ERR_NOT_FOUND || (rc == 0 && !name[0]))
+			rc = err_set(msg, ERR_INVALID, "missing parameter label");
+	}
+	if (!rc)
+		rc = param_time(rq, "from", DEFAULT_FROM, now, &from, msg);
+	if (!rc)
+		rc = param_time(rq, "until", DEFAULT_UNTIL, now, &until, msg);
+	if (rc)
+		return rc;
+	buf_init(&body, 0);
+	buf_init(&resp, out->max);
+	rc = buf_puts(&body, "{\"matchers\":[");
+	if (!rc && have_sel)
+		rc = buf_put_json_str(&body, sel, strlen(sel));
+	if (!rc && values) {
+		rc = buf_puts(&body, "],\"name\":");
+		if (!rc)
+			rc = buf_put_json_str(&body, name, strlen(name));
+	} else if (!rc) {
+		rc = buf_putc(&body, ']');
+	}
+	if (!rc)
+		rc = buf_printf(&body, ",\"start\":\"%lld\",\"end\":\"%lld\"}",
+				(long long)(from / 1000000), (long long)(until / 1000000));
+	if (rc)
+		rc = err_set(msg, rc, "out of memory");
+	if (!rc)
+		rc = query_connect(rq->srv->store, rq->tenant, values ? "LabelValues" : "LabelNames",
+				   body.data, body.len, &rq->srv->opt.query, &resp, msg);
+	if (!rc) {
+		a = resp.data ? strchr(resp.data, '[') : NULL;
+		z = resp.data ? strrchr(resp.data, ']') : NULL;
+		if (!a || !z || z < a)
+			rc = err_set(msg, ERR_CORRUPT, "labels: unexpected engine answer");
+		else if ((rc = buf_append(out, a, (size_t)(z - a + 1))) == 0)
+			rc = buf_putc(out, '\n');
+	}
+	buf_release(&body);
+	buf_release(&resp);
+	return rc;
+}
+
+/* ---- handlers ---------------------------------------------------------------- */
+
+static int parse_sort(const struct web__req *rq, enum query_top_sort *out, struct err_msg *msg)
+{
+	char v[16];
+	int rc = param(rq, "sort", v, sizeof(v), msg);
+
+	*out = QUERY_TOP_BY_SELF;
+	if (rc == ERR_NOT_FOUND || (rc == 0 && !v[0]))
+		return 0;
+	if (rc)
+		return rc;
+	if (strcmp(v, "total") == 0)
+		*out = QUERY_TOP_BY_TOTAL;
+	else if (strcmp(v, "self") != 0)
+		return err_set(msg, ERR_INVALID, "parameter sort: \"%s\" is not self or total", v);
+	return 0;
+}
+
+static int run_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs,
+		     struct err_msg *msg)
+{
+	struct store *st = rq->srv->store;
+	int64_t now = clock_wall_ns();
+	struct side *a, *b = NULL;
+	struct buf *out = &rs->body;
+	enum query_top_sort sort;
+	int64_t limit = 0;
+	int rc;
+
+	if (r == WEB_Q_LABELS || r == WEB_Q_LABEL_VALUES)
+		return labels(rq, r == WEB_Q_LABEL_VALUES, now, out, msg);
+	a = malloc(2 * sizeof(*a));
+	if (!a)
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	if (r == WEB_Q_RENDER_DIFF || r == WEB_Q_DIFF_TOP) {
+		b = a + 1;
+		rc = parse_side(rq, "leftQuery", "leftFrom", "leftUntil", now, a, msg);
+		if (!rc)
+			rc = parse_side(rq, "rightQuery", "rightFrom", "rightUntil", now, b, msg);
+	} else {
+		rc = parse_side(rq, "query", "from", "until", now, a, msg);
+	}
+	if (rc)
+		goto out;
+	switch (r) {
+	case WEB_Q_RENDER:
+		rc = query_render(st, rq->tenant, &a->p, out, msg);
+		break;
+	case WEB_Q_RENDER_DIFF:
+		rc = query_render_diff(st, rq->tenant, &a->p, &b->p, out, msg);
+		break;
+	case WEB_Q_PPROF:
+		rc = query_pprof(st, rq->tenant, &a->p, out, msg);
+		break;
+	case WEB_Q_TOP:
+		rc = parse_sort(rq, &sort, msg);
+		if (!rc)
+			rc = param_int(rq, "limit", 1000000, &limit, msg);
+		if (!rc)
+			rc = query_top(st, rq->tenant, &a->p, sort, (size_t)limit, out, msg);
+		break;
+	case WEB_Q_FOLDED:
+		rc = query_folded(st, rq->tenant, &a->p, out, msg);
+		break;
+	case WEB_Q_DIFF_TOP:
+		rc = diff_top(rq, a, b, out, msg);
+		break;
+	default:
+		rc = err_set(msg, ERR_NOT_FOUND, "no such query route");
+		break;
+	}
+out:
+	free(a);
+	return rc;
+}
+
+void web__handle_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs)
+{
+	size_t max;
+	struct err_msg msg;
+	int rc;
+
+	err_clear(&msg);
+	/* The response is part of the query's memory budget. */
+	max = rs->body.max;
+	rs->body.max = rq->srv->opt.query.max_bytes;
+	rc = run_query(rq, r, rs, &msg);
+	rs->body.max = max;
+	if (rc) {
+		if (!msg.text[0] && rc == ERR_TOO_LARGE)
+			snprintf(msg.text, sizeof(msg.text),
+				 "response larger than the query memory budget of %zu bytes",
+				 rq->srv->opt.query.max_bytes);
+		web__resp_text_error(rs, rc, msg.text);
+		return;
+	}
+	rs->status = 200;
+	switch (r) {
+	case WEB_Q_PPROF:
+		rs->content_type = "application/octet-stream";
+		rs->extra_headers = "Content-Disposition: attachment; filename=profile.pb.gz\r\n";
+		break;
+	case WEB_Q_TOP:
+	case WEB_Q_FOLDED:
+	case WEB_Q_DIFF_TOP:
+		rs->content_type = "text/plain; charset=utf-8";
+		break;
+	default:
+		rs->content_type = "application/json";
+		break;
+	}
+}
+
+void web__handle_connect(struct web__req *rq, const char *method, struct web__resp *rs)
+{
+	size_t max;
+	struct err_msg msg;
+	int rc;
+
+	err_clear(&msg);
+	if (!web__media_type_is(rq->content_type, "application/json")) {
+		web__resp_connect_error(rs, ERR_INVALID,
+					"querier.v1: Content-Type must be application/json "
+					"(Connect unary JSON)");
+		rs->status = 415;
+		rs->reason = WEB_REJ_UNSUPPORTED;
+		return;
+	}
+	max = rs->body.max;
+	rs->body.max = rq->srv->opt.query.max_bytes;
+	rc = query_connect(rq->srv->store, rq->tenant, method, rq->body.data ? rq->body.data : "",
+			   rq->body.len, &rq->srv->opt.query, &rs->body, &msg);
+	rs->body.max = max;
+	if (rc) {
+		if (rc == ERR_NOT_FOUND && !msg.text[0])
+			snprintf(msg.text, sizeof(msg.text),
+				 "querier.v1.QuerierService has no method \"%.64s\"", method);
+		web__resp_connect_error(rs, rc, msg.text);
+		return;
+	}
+	rs->status = 200;
+	rs->content_type = "application/json";
+}
+
+int web__query_admit(struct web_server *srv, struct err_msg *msg)
+{
+	int n = atomic_fetch_add_explicit(&srv->queries_running, 1, memory_order_relaxed);
+
+	if (n < srv->max_queries)
+		return 0;
+	atomic_fetch_sub_explicit(&srv->queries_running, 1, memory_order_relaxed);
+	return err_set(msg, ERR_UNAVAILABLE,
+		       "server busy: %d queries running (the rest of the %d workers are kept "
+		       "for ingest); retry shortly", n, srv->opt.threads);
+}
+
+void web__query_done(struct web_server *srv)
+{
+	atomic_fetch_sub_explicit(&srv->queries_running, 1, memory_order_relaxed);
+}
+
+void web__handle_symbolz(struct web__req *rq, struct web__resp *rs)
+{
+	(void)rq;
+	rs->status = 200;
+	rs->content_type = "text/plain; charset=utf-8";
+}
