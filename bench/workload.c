@@ -4,7 +4,7 @@
  *
  *   unhex-workload --out DIR --services N --instances M --minutes T
  *                  [--interval 10] [--end now|UNIX] [--seed S]
- *                  [--functions F] [--hz 100] [--quiet]
+ *                  [--functions F] [--hz 100] [--debug-dir DIR] [--quiet]
  *
  * Model, per service:
  *   - a main binary and four shared libraries (libc, libssl, libstdc++ and a
@@ -25,6 +25,18 @@
  * no function names (the stripped-production case), gzipped like Go's
  * Profile.Write.  Files: DIR/<service>/<instance>/<unix>.pb.gz, listed in
  * DIR/manifest.tsv as `<relative path>\t<pyroscope name>\t<unix seconds>`.
+ *
+ * With --debug-dir, every build ID also gets a symbol file
+ * DIR/<build-id>.debug (bench/elfsym.h): a real ELF whose PT_LOAD maps the
+ * profiles' file offsets to FUNC symbols with realistic names (C++ for the
+ * service's code and libstdc++, C for libc and libssl).  A function keeps
+ * its name in both releases, so a 1.4/1.5 diff lines up by name.  The shared
+ * libraries have one build ID for every service, hence one file, laid out
+ * as in the first service (other services' code in them falls under those
+ * names) and extended with more functions up to the largest text segment.
+ * DIR/manifest.tsv lists `<file>\t<build-id>\t<binary path>\t<release>`
+ * (release "1.4,1.5" for the shared libraries).  Profiles are the same bytes
+ * with or without the flag.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,6 +50,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hash.h"
+#include "bench/elfsym.h"
 #include "tests/tools/pprof_writer.h"
 
 #define N_BINS 5
@@ -404,6 +417,7 @@ static const char *const service_names[] = {
 
 struct opts {
 	const char *out;
+	const char *debug_dir;
 	int services, instances, minutes, quiet;
 	int64_t end;
 	size_t functions;
@@ -452,6 +466,130 @@ static void service_name(int s, char *out, size_t size)
 		snprintf(out, size, "%s-%d", service_names[s % n], s / n);
 }
 
+/* ---- symbol files -------------------------------------------------------- */
+
+/* The name flavour of each entry of init_binaries()' table. */
+static const enum elfsym_flavor bin_flavor[N_BINS] = {
+	ELFSYM_MAIN, ELFSYM_LIBC, ELFSYM_LIBSSL, ELFSYM_LIBSTDCXX, ELFSYM_SERVICE_LIB,
+};
+
+static int hex_to_bytes(const char *hex, uint8_t *out, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned v;
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return ERR_INVALID;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+static int add_symbol(struct elfsym *w, const struct model *m, int b, uint64_t k, uint64_t off,
+		      uint64_t size)
+{
+	char name[ELFSYM_NAME_MAX];
+	int rc = elfsym_name(bin_flavor[b], m->service, k, name, sizeof(name));
+
+	return rc ? rc : elfsym_add(w, name, off, size);
+}
+
+/*
+ * The symbol file of binary b of model m in release r, its text segment
+ * `text_size` bytes (at least the model's own).  For a shared library,
+ * functions beyond the model's own fill the rest with the same size law,
+ * named in sequence: other services' code lies there.
+ */
+static int write_debug_file(const struct model *m, int b, int r, uint64_t text_size,
+			    const char *dir, FILE *manifest)
+{
+	const struct binary *bin = &m->bins[b];
+	const char *id = m->build_id[r][b];
+	uint64_t k = 0, end = bin->text_off + 0x40, limit = bin->text_off + text_size;
+	uint8_t raw[20];
+	struct err_msg msg = { { 0 } };
+	struct elfsym w;
+	char path[4096];
+	size_t i;
+	int rc;
+
+	if ((rc = hex_to_bytes(id, raw, sizeof(raw))))
+		return rc;
+	/* elfsym_init leaves w releasable even when it fails. */
+	if ((rc = elfsym_init(&w, raw, sizeof(raw), bin->text_off, text_size)))
+		goto out;
+	for (i = 0; i < m->n_funcs; i++) {
+		const struct func *f = &m->funcs[i];
+		if (f->bin != b)
+			continue;
+		if ((rc = add_symbol(&w, m, b, k++, f->off[r], f->size[r])))
+			goto out;
+		if (f->off[r] + f->size[r] > end)
+			end = f->off[r] + f->size[r];
+	}
+	while (!bin->per_release && end + 48 <= limit) {
+		uint64_t h = hash_u64(hash_combine(k, (uint64_t)b));
+		uint64_t size = (uint64_t)(48.0 * exp((double)(h >> 11) * (1.0 / 9007199254740992.0) * log(128.0)));
+		size = (size + 15) & ~15ULL;
+		if (size > limit - end)
+			size = limit - end;
+		if ((rc = add_symbol(&w, m, b, k++, end, size)))
+			goto out;
+		end += size;
+	}
+	snprintf(path, sizeof(path), "%s/%s.debug", dir, id);
+	if ((rc = elfsym_write_file(&w, path, &msg))) {
+		fprintf(stderr, "unhex-workload: %s\n", msg.text);
+		goto out;
+	}
+	fprintf(manifest, "%s.debug\t%s\t%s\t%s\n", id, id, bin->path,
+		bin->per_release ? release_names[r] : "1.4,1.5");
+out:
+	elfsym_release(&w);
+	return rc;
+}
+
+/*
+ * One symbol file per build ID: per service and release for the service's
+ * own binaries, once (from the first service) for the shared libraries.
+ */
+static int write_debug_files(const struct model *models, int n_models, const char *dir,
+			     int quiet)
+{
+	uint64_t shared_size[N_BINS] = { 0 };
+	char path[4096];
+	FILE *manifest;
+	int s, b, r, n = 0, rc = 0;
+
+	if ((rc = mkdirs(dir)))
+		return rc;
+	for (s = 0; s < n_models; s++)
+		for (b = 0; b < N_BINS; b++)
+			if (models[s].bins[b].text_size > shared_size[b])
+				shared_size[b] = models[s].bins[b].text_size;
+	snprintf(path, sizeof(path), "%s/manifest.tsv", dir);
+	manifest = fopen(path, "w");
+	if (!manifest)
+		return ERR_IO;
+	for (s = 0; s < n_models && !rc; s++) {
+		const struct model *m = &models[s];
+		for (b = 0; b < N_BINS && !rc; b++) {
+			int per_release = m->bins[b].per_release;
+			if (!per_release && s > 0)
+				continue;
+			for (r = 0; r < (per_release ? 2 : 1) && !rc; r++, n++)
+				rc = write_debug_file(m, b, r, per_release ? m->bins[b].text_size : shared_size[b],
+						      dir, manifest);
+		}
+	}
+	if (fclose(manifest) != 0 && !rc)
+		rc = ERR_IO;
+	if (!quiet && !rc)
+		fprintf(stderr, "unhex-workload: %d symbol files in %s\n", n, dir);
+	return rc;
+}
+
 static int generate(const struct opts *o)
 {
 	int64_t start = o->end - (int64_t)o->minutes * 60, steps = (int64_t)o->minutes * 60 / o->gen.interval;
@@ -486,6 +624,8 @@ static int generate(const struct opts *o)
 				goto out;
 		}
 	}
+	if (o->debug_dir && (rc = write_debug_files(models, o->services, o->debug_dir, o->quiet)))
+		goto out;
 	snprintf(path, sizeof(path), "%s/manifest.tsv", o->out);
 	manifest = fopen(path, "w");
 	if (!manifest) {
@@ -537,7 +677,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: unhex-workload --out DIR --services N --instances M --minutes T\n"
 		"                      [--interval 10] [--end now|UNIX] [--seed S] [--functions F]\n"
-		"                      [--hz 100] [--quiet]\n");
+		"                      [--hz 100] [--debug-dir DIR] [--quiet]\n");
 }
 
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -574,6 +714,8 @@ int main(int argc, char **argv)
 		i++;
 		if (strcmp(a, "--out") == 0)
 			o.out = val;
+		else if (strcmp(a, "--debug-dir") == 0)
+			o.debug_dir = val;
 		else if (strcmp(a, "--services") == 0)
 			bad = parse_int(val, 1, 1000, &v), o.services = (int)v;
 		else if (strcmp(a, "--instances") == 0)
@@ -604,6 +746,10 @@ int main(int argc, char **argv)
 	if (!o.out || !o.services || !o.instances || !o.minutes ||
 	    (int64_t)o.minutes * 60 < o.gen.interval) {
 		usage();
+		return 2;
+	}
+	if (o.debug_dir && strcmp(o.debug_dir, o.out) == 0) {
+		fprintf(stderr, "unhex-workload: --debug-dir must differ from --out (both get a manifest.tsv)\n");
 		return 2;
 	}
 	rc = generate(&o);
