@@ -32,12 +32,19 @@ fuzz: deps
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DUNHEX_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
 
+# Demo data: one hour of three services ending now, with symbol files for
+# every binary except libssl, so the UI shows names and one "not found".
 demo: build
+	@rm -rf $(BUILD)/demo $(BUILD)/demo-debug $(BUILD)/demo-debuginfo
 	@$(BUILD)/bench/unhex-workload --out $(BUILD)/demo --services 3 --instances 4 \
-	    --minutes 60 --end now --quiet
+	    --minutes 60 --end now --debug-dir $(BUILD)/demo-debug --quiet
+	@mkdir -p $(BUILD)/demo-debuginfo
+	@awk -F'\t' '$$3 !~ /libssl/ { print $$1 }' $(BUILD)/demo-debug/manifest.tsv | \
+	    while read -r f; do cp "$(BUILD)/demo-debug/$$f" $(BUILD)/demo-debuginfo/; done
 
 run: demo
-	@$(BUILD)/cli/unhex serve --data $(DATA) --listen $(LISTEN) --preload $(BUILD)/demo
+	@$(BUILD)/cli/unhex serve --data $(DATA) --listen $(LISTEN) --preload $(BUILD)/demo \
+	    --preload-debuginfo $(BUILD)/demo-debuginfo
 
 test-release: build
 	@cd $(BUILD) && ctest --output-on-failure -j 2

@@ -5,6 +5,7 @@
  * Signals are blocked before any thread starts, so civetweb's threads
  * inherit the mask and only the main thread receives them, in sigwait().
  */
+#include <dirent.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -34,6 +35,7 @@ static void serve_help(FILE *f)
 	      "  --listen HOST:PORT          listen address (default 0.0.0.0:4040; port 0 picks one)\n"
 	      "  --preload DIR               ingest DIR/manifest.tsv into tenant anonymous when the\n"
 	      "                              store is empty\n"
+	      "  --preload-debuginfo DIR     store every DIR/<build-id>.debug as if uploaded\n"
 	      "  --threads N                 worker threads (default 16); queries may use all\n"
 	      "                              but a quarter of them (at least 2 kept for ingest)\n"
 	      "  --query-timeout T           deadline of one query: 30s (default), 500ms, 2m\n"
@@ -175,12 +177,13 @@ static int parse_level(const char *s, enum log_level *out)
 
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
-       O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN };
+       O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
 	{ "listen", required_argument, NULL, O_LISTEN },
 	{ "preload", required_argument, NULL, O_PRELOAD },
+	{ "preload-debuginfo", required_argument, NULL, O_PRELOAD_DEBUG },
 	{ "threads", required_argument, NULL, O_THREADS },
 	{ "max-request-bytes", required_argument, NULL, O_MAX_REQ },
 	{ "max-decompressed-bytes", required_argument, NULL, O_MAX_DEC },
@@ -202,6 +205,7 @@ static const struct option serve_opts[] = {
 struct serve_args {
 	const char *data;
 	const char *preload;
+	const char *preload_debuginfo;
 	int sync_writes;
 	struct web_options web;
 	struct sym_service_options sym;
@@ -249,6 +253,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_DATA: a->data = optarg; break;
 		case O_LISTEN: a->web.listen = optarg; break;
 		case O_PRELOAD: a->preload = optarg; break;
+		case O_PRELOAD_DEBUG: a->preload_debuginfo = optarg; break;
 		case O_SYNC: a->sync_writes = 1; break;
 		case O_DEBUGINFOD: a->sym.debuginfod_urls = optarg; break;
 		case O_UPLOAD_TOKEN: a->web.upload_token = optarg; break;
@@ -305,6 +310,72 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	return 0;
 }
 
+/* Stores one debug file through the same validation as an HTTP upload. */
+static int preload_debug_file(struct sym_service *sym, const char *path, const char *hex,
+			      struct sym_upload_result *res, struct err_msg *msg)
+{
+	struct sym_upload *u = NULL;
+	struct buf file;
+	int rc;
+
+	buf_init(&file, sym_service_max_upload(sym));
+	rc = cli_read_file(path, &file, msg);
+	if (!rc)
+		rc = sym_upload_begin(sym, &u, msg);
+	if (!rc)
+		rc = sym_upload_write(u, file.data, file.len, msg);
+	if (!rc) {
+		rc = sym_upload_commit(u, hex, SYM_FILE_DEBUGINFO, res, msg);
+		u = NULL; /* commit consumes the upload, also on failure */
+	}
+	sym_upload_abort(u);
+	buf_release(&file);
+	return rc;
+}
+
+/*
+ * Uploads every DIR/<build-id>.debug file into the debug info store, as
+ * `unhex upload` would, so demo profiles get names.  Identical files already
+ * stored are left as they are.
+ */
+static void preload_debuginfo(struct sym_service *sym, const char *dir)
+{
+	size_t stored = 0, unchanged = 0, failed = 0;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		log_error("preload-debuginfo: cannot open %s", dir);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct sym_upload_result res = { 0 };
+		struct err_msg msg;
+		size_t len = strlen(de->d_name);
+		char hex[64], *path;
+
+		if (len < 7 || len - 6 >= sizeof(hex) || strcmp(de->d_name + len - 6, ".debug"))
+			continue;
+		memcpy(hex, de->d_name, len - 6);
+		hex[len - 6] = '\0';
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
+			break;
+		err_clear(&msg);
+		if (preload_debug_file(sym, path, hex, &res, &msg)) {
+			log_warn("preload-debuginfo: %s: %s", path, msg.text);
+			failed++;
+		} else if (res.unchanged) {
+			unchanged++;
+		} else {
+			stored++;
+		}
+		free(path);
+	}
+	closedir(d);
+	log_info("preload-debuginfo: %zu stored, %zu already present, %zu refused from %s",
+		 stored, unchanged, failed, dir);
+}
+
 int cli_serve(int argc, char **argv)
 {
 	struct serve_args a = { 0 };
@@ -342,6 +413,8 @@ int cli_serve(int argc, char **argv)
 		store_close(st);
 		return CLI_EXIT_FAIL;
 	}
+	if (a.preload_debuginfo)
+		preload_debuginfo(sym, a.preload_debuginfo);
 	a.web.query.symbolizer = sym;
 	if (web_server_start(st, &a.web, &srv, &msg)) {
 		log_error("%s", msg.text);
