@@ -4,6 +4,7 @@
  */
 #include "query/query_int.h"
 
+#include "base/hex.h"
 #include "base/err.h"
 #include "storage/storage.h"
 
@@ -39,16 +40,6 @@ static int is_name_char(char c)
 	return is_name_start(c) || (c >= '0' && c <= '9') || c == '.';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static size_t put_utf8(char *o, unsigned cp)
 {
@@ -112,7 +103,7 @@ static int parse_string(struct parser *p, char **out)
 			unsigned cp = 0;
 
 			for (int i = 0; i < digits; i++) {
-				if (p->pos >= p->len || (h = hexval(p->s[p->pos])) < 0) {
+				if (p->pos >= p->len || (h = hex_digit(p->s[p->pos])) < 0) {
 					free(o);
 					return fail(p, "bad hex digit in escape");
 				}

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/hex.h"
 #include "base/err.h"
 #include "symbolize/symbolize_int.h"
 
@@ -281,16 +282,6 @@ void sym_build_id_hex(const uint8_t *id, size_t len, char *out)
 	out[2 * len] = '\0';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 int sym_build_id_parse(const char *hex, uint8_t *out, size_t *len)
 {
@@ -300,7 +291,7 @@ int sym_build_id_parse(const char *hex, uint8_t *out, size_t *len)
 	if (n == 0 || n % 2 || n / 2 > SYM_BUILD_ID_MAX)
 		return ERR_INVALID;
 	for (size_t i = 0; i < n / 2; i++) {
-		int h = hexval(hex[2 * i]), l = hexval(hex[2 * i + 1]);
+		int h = hex_digit(hex[2 * i]), l = hex_digit(hex[2 * i + 1]);
 		if (h < 0 || l < 0)
 			return ERR_INVALID;
 		tmp[i] = (uint8_t)(h << 4 | l);

@@ -7,18 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/hex.h"
 #include "web/web_int.h"
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Decodes the form-urlencoded value [p, end) into out. */
 static int url_decode(const char *p, const char *end, char *out, size_t out_len)
@@ -36,8 +27,8 @@ static int url_decode(const char *p, const char *end, char *out, size_t out_len)
 
 			if (end - p < 3)
 				return ERR_INVALID;
-			hi = hexval((unsigned char)p[1]);
-			lo = hexval((unsigned char)p[2]);
+			hi = hex_digit((unsigned char)p[1]);
+			lo = hex_digit((unsigned char)p[2]);
 			if (hi < 0 || lo < 0)
 				return ERR_INVALID;
 			c = hi * 16 + lo;
