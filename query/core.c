@@ -73,18 +73,43 @@ void qmap_init(struct qmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
+void qmap_init_dense(struct qmap *m)
+{
+	qmap_init(m);
+	m->dense = 1;
+}
+
 void qmap_release(struct qctx *q, struct qmap *m)
 {
 	qmem_free(q, m->keys, m->cap, sizeof(*m->keys));
 	qmem_free(q, m->vals, m->cap, sizeof(*m->vals));
+	for (unsigned i = 0; i < m->n_dense; i++)
+		qmem_free(q, m->d[i].v, m->d[i].cap, sizeof(*m->d[i].v));
 	qmap_init(m);
+}
+
+static struct qmap_dense *dense_of(const struct qmap *m, uint32_t part)
+{
+	for (unsigned i = 0; i < m->n_dense; i++)
+		if (m->d[i].part == part)
+			return (struct qmap_dense *)&m->d[i];
+	return NULL;
 }
 
 int qmap_get(const struct qmap *m, uint64_t key, uint32_t *val)
 {
 	size_t mask, i;
 
-	if (!m->cap)
+	if (m->n_dense) {
+		const struct qmap_dense *d = dense_of(m, (uint32_t)(key >> 32));
+		uint32_t id = (uint32_t)key;
+
+		if (d && id < d->size && d->v[id] != UINT32_MAX) {
+			*val = d->v[id];
+			return 1;
+		}
+	}
+	if (!m->n)
 		return 0;
 	mask = m->cap - 1;
 	for (i = hash_u64(key) & mask;; i = (i + 1) & mask) {
@@ -95,6 +120,45 @@ int qmap_get(const struct qmap *m, uint64_t key, uint32_t *val)
 			return 1;
 		}
 	}
+}
+
+/*
+ * Stores into the flat array of the key's partition when that is cheap:
+ * returns 1 when stored, 0 when the key belongs in the hash table.
+ */
+static int dense_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val, int *rc)
+{
+	uint32_t part = (uint32_t)(key >> 32), id = (uint32_t)key;
+	struct qmap_dense *d = dense_of(m, part);
+
+	if (!d) {
+		if (m->n_dense == QMAP_DENSE_PARTS)
+			return 0;
+		d = &m->d[m->n_dense++];
+		memset(d, 0, sizeof(*d));
+		d->part = part;
+	}
+	if (id >= d->size) {
+		/* Grow to cover `id` only while the array stays within a small
+		 * multiple of what the map holds, so a stray large id cannot make
+		 * a small query allocate for the whole store. */
+		size_t want = (size_t)id + 1, old = d->cap;
+
+		if (want > 16 * (m->dense_entries + m->n) + 262144)
+			return 0;
+		if (want < 2 * d->size)
+			want = 2 * d->size;
+		*rc = qmem_grow(q, (void **)&d->v, &d->cap, sizeof(*d->v), want, "id table");
+		if (*rc)
+			return 1;
+		memset(d->v + old, 0xff, (d->cap - old) * sizeof(*d->v));
+		d->size = d->cap;
+	}
+	if (d->v[id] == UINT32_MAX)
+		m->dense_entries++;
+	d->v[id] = val;
+	*rc = 0;
+	return 1;
 }
 
 static int qmap_rehash(struct qctx *q, struct qmap *m)
@@ -135,6 +199,8 @@ int qmap_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val)
 	size_t mask, i;
 	int rc;
 
+	if (m->dense && dense_put(q, m, key, val, &rc))
+		return rc;
 	if ((m->n + 1) * 4 > m->cap * 3) {
 		rc = qmap_rehash(q, m);
 		if (rc)

@@ -74,14 +74,37 @@ void qmem_free(struct qctx *q, void *p, size_t cap, size_t elem);
 
 /* ---- u64 -> u32 hash map (open addressing; key 0 is allowed) ------------ */
 
+/*
+ * A map from uint64 keys to uint32 values (UINT32_MAX is not a value).
+ * Open addressing by default.  A map made with qmap_init_dense() is for keys
+ * `part << 32 | id` where ids are the store's dense symbol or stack ids: the
+ * first QMAP_DENSE_PARTS partitions get flat arrays indexed by id, which a
+ * merge over ~150k trie nodes needs (a hash probe per node is a cache miss);
+ * keys that do not fit (other partitions, ids far beyond the entries held)
+ * go to the hash table.
+ */
+enum { QMAP_DENSE_PARTS = 4 };
+
+struct qmap_dense {
+	uint32_t part;
+	uint32_t *v;      /* v[id], UINT32_MAX when absent */
+	size_t size;      /* ids covered; the allocation is cap */
+	size_t cap;
+};
+
 struct qmap {
 	uint64_t *keys;
 	uint32_t *vals;   /* UINT32_MAX marks an empty slot */
 	size_t cap;       /* power of two or 0 */
-	size_t n;
+	size_t n;         /* entries in the hash table */
+	int dense;        /* made by qmap_init_dense */
+	unsigned n_dense;
+	size_t dense_entries;
+	struct qmap_dense d[QMAP_DENSE_PARTS];
 };
 
 void qmap_init(struct qmap *m);
+void qmap_init_dense(struct qmap *m);
 void qmap_release(struct qctx *q, struct qmap *m);
 /* qmap_get returns 1 and sets *val when `key` is present, else 0. */
 int qmap_get(const struct qmap *m, uint64_t key, uint32_t *val);

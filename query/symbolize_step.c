@@ -189,7 +189,7 @@ static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 	uint32_t idx, parent, loc, dummy;
 	int rc = 0;
 
-	qmap_init(&seen);
+	qmap_init_dense(&seen);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
@@ -358,7 +358,7 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 	size_t pcap = 0;
 	int rc = 0;
 
-	qmap_init(&memo);
+	qmap_init_dense(&memo);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
@@ -422,8 +422,8 @@ int qsym_step(struct qctx *q, struct qmerge *m)
 	if (!s)
 		return err_set(q->msg, ERR_NOMEM, "symbolization: out of memory");
 	arena_init(&s->strs, STRS_CAP);
-	qmap_init(&s->nonleaf);
-	qmap_init(&s->leaf);
+	qmap_init_dense(&s->nonleaf);
+	qmap_init_dense(&s->leaf);
 	memset(&v, 0, sizeof(v));
 	m->sym = s;
 	rc = collect(q, s, m, &v);

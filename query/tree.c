@@ -129,11 +129,43 @@ static int64_t node_key(const struct qnode *n)
 	return n->total[0] > n->total[1] ? n->total[0] : n->total[1];
 }
 
-static int cmp_desc(const void *a, const void *b)
+/*
+ * Returns the k-th largest of keys[0..n) (k counts from 0), reordering keys.
+ * Quickselect: linear on average, where a full sort of ~150k node totals per
+ * query was the single largest cost of truncation.
+ */
+static int64_t kth_largest(int64_t *keys, size_t n, size_t k)
 {
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	size_t lo = 0, hi = n - 1;
 
-	return x < y ? 1 : x > y ? -1 : 0;
+	while (lo < hi) {
+		int64_t pivot = keys[lo + (hi - lo) / 2];
+		size_t i = lo, j = hi;
+
+		while (i <= j) {
+			while (keys[i] > pivot)
+				i++;
+			while (keys[j] < pivot)
+				j--;
+			if (i <= j) {
+				int64_t t = keys[i];
+				keys[i] = keys[j];
+				keys[j] = t;
+				i++;
+				if (j == 0)
+					break;
+				j--;
+			}
+		}
+		/* Now keys[lo..j] >= pivot >= keys[i..hi]; i > j. */
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			return keys[k];
+	}
+	return keys[k];
 }
 
 int qtree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes, struct qtree *dst)
@@ -151,8 +183,7 @@ int qtree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes, st
 			return rc;
 		for (i = 0; i < src->n; i++)
 			keys[i] = node_key(&src->nodes[i]);
-		qsort(keys, src->n, sizeof(*keys), cmp_desc);
-		minv = keys[max_nodes - 1];
+		minv = kth_largest(keys, src->n, max_nodes - 1);
 		qmem_free(q, keys, kcap, sizeof(*keys));
 	}
 	rc = qmem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
