@@ -61,10 +61,16 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$WORKLOAD" --out "$TMP/profiles" --services 2 --instances 3 --minutes 20 --end now --quiet
+# Symbol files for every binary but libssl, as `make run` does: named frames,
+# and one build ID the banner must explain.
+"$WORKLOAD" --out "$TMP/profiles" --services 2 --instances 3 --minutes 20 --end now \
+  --debug-dir "$TMP/debug" --quiet
+mkdir -p "$TMP/debuginfo"
+awk -F'\t' '$3 !~ /libssl/ { print $1 }' "$TMP/debug/manifest.tsv" |
+  while read -r f; do cp "$TMP/debug/$f" "$TMP/debuginfo/"; done
 
 "$UNHEX" serve --listen 127.0.0.1:0 --data "$TMP/data" --preload "$TMP/profiles" \
-  >"$TMP/serve.out" 2>"$TMP/serve.err" &
+  --preload-debuginfo "$TMP/debuginfo" >"$TMP/serve.out" 2>"$TMP/serve.err" &
 PID=$!
 
 URL=""
