@@ -198,11 +198,17 @@ static void fsync_dir(const char *file_path)
 	}
 }
 
-/* Hard-links (same file system) or copies `src` to `dst` via a temporary name. */
+/*
+ * Hard-links (same file system) or copies `src` to `dst` via a temporary name.
+ * Runs on web worker threads, whose stacks are small: the copy buffer is on
+ * the heap (a 64 KiB stack array overflowed them under ASan).
+ */
+#define INSTALL_CHUNK 65536
+
 static int install_copy(const char *src, const char *dst, struct err_msg *msg)
 {
 	char tmp[4200];
-	char chunk[65536];
+	char *chunk = NULL;
 	int in = -1, out = -1, rc = 0;
 	ssize_t n;
 
@@ -210,13 +216,18 @@ static int install_copy(const char *src, const char *dst, struct err_msg *msg)
 	unlink(tmp);
 	if (link(src, tmp) == 0)
 		goto done;
+	chunk = malloc(INSTALL_CHUNK);
+	if (!chunk) {
+		rc = err_set(msg, ERR_NOMEM, "out of memory copying %s", src);
+		goto out;
+	}
 	in = open(src, O_RDONLY | O_CLOEXEC);
 	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (in < 0 || out < 0) {
 		rc = err_set(msg, ERR_IO, "copying %s: %s", src, strerror(errno));
 		goto out;
 	}
-	while ((n = read(in, chunk, sizeof(chunk))) > 0)
+	while ((n = read(in, chunk, INSTALL_CHUNK)) > 0)
 		if (write(out, chunk, (size_t)n) != n) {
 			rc = err_set(msg, ERR_IO, "writing %s: %s", tmp, strerror(errno));
 			goto out;
@@ -231,6 +242,7 @@ done:
 	else
 		fsync_dir(dst);
 out:
+	free(chunk);
 	if (in >= 0)
 		close(in);
 	if (out >= 0)

@@ -2,7 +2,7 @@
  * sym_compare.c - checks a pprof exported by the server against
  * llvm-symbolizer, for the integration tests (tests/integration/sym_*.sh).
  *
- *   sym_compare PPROF BUILD_ID=UNSTRIPPED[:loose]...
+ *   sym_compare PPROF BUILD_ID=UNSTRIPPED[:loose|:rust]...
  *
  * For every location of a mapping with one of the build IDs, in each role
  * it has in the samples (a leaf, the sampled PC, or a caller, a return
@@ -12,6 +12,12 @@
  * binary, and compares the whole inline chain: names (normalized as the
  * phase-1 tests do; `loose` for C++), file basenames and lines.  A location
  * without lines counts as a failure.  Exit 0 only when everything matches.
+ *
+ * `rust` is `loose` after a Rust normalization of both sides: LLVM 14 reads
+ * legacy Rust symbols as Itanium names and leaves the hash and the `$LT$`
+ * escapes (core::num::_$LT$impl$u20$u64$GT$::rotate_left::h0123...), where
+ * libiberty's Rust demangler gives core::num::<impl u64>::rotate_left.  So
+ * the escapes are decoded and a trailing `::h<16 hex>` is dropped.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,10 +33,57 @@
 
 #define MAX_BINS 16
 
+/*
+ * Decodes legacy Rust escapes and drops llvm's " (.llvm.N)" clone suffix and
+ * the `::h<16 hex>` hash, in place.
+ */
+static void rust_norm(char *s)
+{
+	static const char *esc[][2] = {
+		{ "$LT$", "<" }, { "$GT$", ">" }, { "$RF$", "&" }, { "$BP$", "*" },
+		{ "$SP$", "@" }, { "$C$", "," }, { "$LP$", "(" }, { "$RP$", ")" },
+		{ "$u20$", " " }, { "$u27$", "'" }, { "$u5b$", "[" }, { "$u5d$", "]" },
+		{ "$u7b$", "{" }, { "$u7d$", "}" }, { "$u7e$", "~" }, { "$u22$", "\"" },
+		{ "$u2b$", "+" }, { "$u3b$", ";" }, { "$u21$", "!" }, { "$u3d$", "=" },
+	};
+	char *w = s;
+	for (const char *r = s; *r;) {
+		size_t i, l = 0;
+		if (r[0] == '.' && r[1] == '.') { /* ".." is "::" */
+			*w++ = ':';
+			*w++ = ':';
+			r += 2;
+			continue;
+		}
+		if (r[0] == '_' && r[1] == '$' && (r == s || r[-1] == ':'))
+			r++; /* "_$LT$" at a component start */
+		for (i = 0; i < sizeof(esc) / sizeof(esc[0]); i++) {
+			l = strlen(esc[i][0]);
+			if (!strncmp(r, esc[i][0], l))
+				break;
+		}
+		if (i < sizeof(esc) / sizeof(esc[0])) {
+			*w++ = esc[i][1][0];
+			r += l;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+	w = strstr(s, " (."); /* llvm's symtab clone suffix: " (.llvm.123)" */
+	if (w)
+		*w = '\0';
+	size_t n = strlen(s);
+	if (n > 19 && !strncmp(s + n - 19, "::h", 3) &&
+	    strspn(s + n - 16, "0123456789abcdef") == 16)
+		s[n - 19] = '\0';
+}
+
 struct bin {
 	char id[2 * SYM_BUILD_ID_MAX + 1];
 	const char *path;
 	int loose;
+	int rust;
 	struct sym_segment text;
 	uint64_t *addrs;
 	const Perftools__Profiles__Location **locs;
@@ -93,6 +146,9 @@ int main(int argc, char **argv)
 		if (colon && strcmp(colon, ":loose") == 0) {
 			*colon = '\0';
 			b->loose = 1;
+		} else if (colon && strcmp(colon, ":rust") == 0) {
+			*colon = '\0';
+			b->loose = b->rust = 1;
 		}
 		if (sym_elf_inspect_file(b->path, &info, NULL))
 			return 2;
@@ -150,10 +206,14 @@ int main(int argc, char **argv)
 		t_mkdtemp();
 		ref = t_llvm(bn->path, bn->addrs, bn->n);
 		t_cxxfilt_raw(ref, bn->n);
+		for (size_t i = 0; bn->rust && i < bn->n; i++)
+			for (size_t j = 0; j < ref[i].n; j++)
+				rust_norm(ref[i].f[j].func);
 		memset(&st, 0, sizeof(st));
 		for (size_t i = 0; i < bn->n; i++) {
 			const Perftools__Profiles__Location *l = bn->locs[i];
 			struct sym_frame f[SYM_MAX_FRAMES];
+			static char rnames[SYM_MAX_FRAMES][1 << 12];
 			size_t nf = 0;
 
 			if (!l->n_line) {
@@ -177,6 +237,11 @@ int main(int argc, char **argv)
 				if (fn) {
 					f[nf].function = p->string_table[fn->name];
 					f[nf].file = fn->filename ? p->string_table[fn->filename] : NULL;
+				}
+				if (bn->rust && f[nf].function) {
+					snprintf(rnames[nf], sizeof(rnames[nf]), "%s", f[nf].function);
+					rust_norm(rnames[nf]);
+					f[nf].function = rnames[nf];
 				}
 				f[nf].line = (uint32_t)l->line[j]->line;
 				f[nf].column = (uint32_t)l->line[j]->column;
