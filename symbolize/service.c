@@ -61,6 +61,123 @@ struct open_index {
 	unsigned refs;
 };
 
+/*
+ * The hot cache: the symbol cache's (key -> encoded frames) pairs of recent
+ * queries, in memory, so a repeated query does not read thousands of
+ * addresses back from RocksDB.  Open addressing over entries whose bytes
+ * live in one pool; when the pool would pass HOT_MAX_BYTES everything is
+ * dropped (the store still holds it all).  Readers hold the read lock while
+ * they use pointers into the pool.
+ */
+enum { HOT_MAX_BYTES = 64u << 20 };
+
+struct hot_entry {
+	uint64_t hash;
+	uint32_t koff, klen; /* klen 0: empty slot */
+	uint32_t voff, vlen;
+};
+
+struct hot_cache {
+	pthread_rwlock_t lock;
+	struct hot_entry *tab;
+	size_t cap, n; /* cap is 0 or a power of two */
+	struct buf pool;
+};
+
+static void hot_init(struct hot_cache *c)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_rwlock_init(&c->lock, NULL);
+	buf_init(&c->pool, HOT_MAX_BYTES);
+}
+
+static void hot_release(struct hot_cache *c)
+{
+	free(c->tab);
+	buf_release(&c->pool);
+	pthread_rwlock_destroy(&c->lock);
+}
+
+/* Looks `key` up; the caller holds the read (or write) lock. */
+static int hot_get(const struct hot_cache *c, const uint8_t *key, size_t klen,
+		   const void **val, size_t *vlen)
+{
+	uint64_t h;
+
+	if (!c->n)
+		return 0;
+	h = hash_bytes(key, klen, 0);
+	for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
+		const struct hot_entry *e = &c->tab[i];
+
+		if (!e->klen)
+			return 0;
+		if (e->hash == h && e->klen == klen &&
+		    !memcmp(c->pool.data + e->koff, key, klen)) {
+			*val = c->pool.data + e->voff;
+			*vlen = e->vlen;
+			return 1;
+		}
+	}
+}
+
+static void hot_clear(struct hot_cache *c)
+{
+	if (c->tab)
+		memset(c->tab, 0, c->cap * sizeof(*c->tab));
+	c->n = 0;
+	buf_reset(&c->pool);
+}
+
+/* Adds a pair (the caller holds the write lock); failures only skip it. */
+static void hot_put(struct hot_cache *c, const uint8_t *key, size_t klen, const void *val,
+		    size_t vlen)
+{
+	const void *old;
+	size_t oldlen, i;
+	uint64_t h;
+
+	if (hot_get(c, key, klen, &old, &oldlen))
+		return;
+	if (klen + vlen > HOT_MAX_BYTES / 4)
+		return;
+	if (c->pool.len + klen + vlen > HOT_MAX_BYTES)
+		hot_clear(c);
+	if ((c->n + 1) * 2 > c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 1024;
+		struct hot_entry *nt = calloc(ncap, sizeof(*nt));
+
+		if (!nt)
+			return;
+		for (size_t j = 0; j < c->cap; j++) {
+			if (!c->tab[j].klen)
+				continue;
+			for (i = c->tab[j].hash & (ncap - 1); nt[i].klen; i = (i + 1) & (ncap - 1))
+				;
+			nt[i] = c->tab[j];
+		}
+		free(c->tab);
+		c->tab = nt;
+		c->cap = ncap;
+	}
+	h = hash_bytes(key, klen, 0);
+	for (i = h & (c->cap - 1); c->tab[i].klen; i = (i + 1) & (c->cap - 1))
+		;
+	c->tab[i].hash = h;
+	c->tab[i].koff = (uint32_t)c->pool.len;
+	c->tab[i].klen = (uint32_t)klen;
+	if (buf_append(&c->pool, key, klen))
+		return;
+	c->tab[i].voff = (uint32_t)c->pool.len;
+	c->tab[i].vlen = (uint32_t)vlen;
+	if (buf_append(&c->pool, val, vlen)) {
+		c->pool.len = c->tab[i].koff;
+		c->tab[i].klen = 0;
+		return;
+	}
+	c->n++;
+}
+
 struct sym_service {
 	struct store *st;
 	char *dir; /* <data dir>/debuginfo */
@@ -83,6 +200,8 @@ struct sym_service {
 
 	pthread_mutex_t upload_mu;  /* serializes installing files of uploads */
 	atomic_uint_fast64_t tmp_seq;
+
+	struct hot_cache hot;
 
 	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
 	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
@@ -828,6 +947,7 @@ int sym_service_open(struct store *st, const struct sym_service_options *opt,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return err_set(msg, ERR_NOMEM, "out of memory");
+	hot_init(&s->hot);
 	s->st = st;
 	snprintf(path, sizeof(path), "%s/debuginfo", opt->data_dir);
 	s->dir = strdup(path);
@@ -903,6 +1023,7 @@ void sym_service_close(struct sym_service *s)
 	pthread_cond_destroy(&s->done_cv);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->upload_mu);
+	hot_release(&s->hot);
 	free(s->lru);
 	free(s->dir);
 	free(s);
@@ -1039,6 +1160,12 @@ static void drop_derived(struct sym_service *s, const char *id, const uint8_t *b
 		free(kv);
 	}
 	buf_release(&d.keys);
+	/* After the store, so no query can bring the old frames back.
+	 * Replacements are rare: forgetting every hot pair is simpler than
+	 * finding this build ID's. */
+	pthread_rwlock_wrlock(&s->hot.lock);
+	hot_clear(&s->hot);
+	pthread_rwlock_unlock(&s->hot.lock);
 }
 
 static int refuse(struct sym_upload *u, const char *id, enum sym_reason reason, int code,
@@ -1346,6 +1473,10 @@ struct hit_ctx {
 	void *ctx;
 	uint8_t *missing; /* 1 per request not answered by the cache */
 	size_t n_missing;
+	const uint8_t *bid;
+	size_t klen;
+	size_t *cold;     /* requests the hot cache lacked, in store order */
+	size_t n_cold;
 	int rc;
 };
 
@@ -1371,6 +1502,25 @@ static int on_cached(void *ctx, size_t i, const void *val, size_t vlen)
 	return rc;
 }
 
+/* A store answer for the j-th cold request: remember it in the hot cache. */
+static int on_stored(void *ctx, size_t j, const void *val, size_t vlen)
+{
+	struct hit_ctx *h = ctx;
+	size_t i = h->cold[j];
+
+	if (val) {
+		struct hot_cache *c = &h->s->hot;
+		uint8_t key[SYM_BUILD_ID_MAX + 9];
+		size_t blen = h->klen - 9;
+
+		cache_key(key, h->bid, blen, &h->reqs[i]);
+		pthread_rwlock_wrlock(&c->lock);
+		hot_put(c, key, h->klen, val, vlen);
+		pthread_rwlock_unlock(&c->lock);
+	}
+	return on_cached(ctx, i, val, vlen);
+}
+
 /* Writes `n` cached pairs, keys in `keys` (klen each), values at `offs` in `vals`. */
 static int flush_cache(struct sym_service *s, const uint8_t *keys, size_t klen,
 		       const struct buf *vals, const size_t *offs, size_t n)
@@ -1390,6 +1540,12 @@ static int flush_cache(struct sym_service *s, const uint8_t *keys, size_t klen,
 		kv[i].vlen = offs[i + 1] - offs[i];
 	}
 	rc = store_aux_write(s->st, STORE_AUX_SYMCACHE, kv, n, NULL);
+	if (!rc) {
+		pthread_rwlock_wrlock(&s->hot.lock);
+		for (size_t i = 0; i < n; i++)
+			hot_put(&s->hot, kv[i].key, kv[i].klen, kv[i].val, kv[i].vlen);
+		pthread_rwlock_unlock(&s->hot.lock);
+	}
 	free(kv);
 	return rc;
 }
@@ -1542,6 +1698,8 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 	h.ctx = ctx;
 	arena_init(&h.strs, 64u << 20);
 	klen = blen + 9;
+	h.bid = bid;
+	h.klen = klen;
 	h.missing = calloc(n, 1);
 	keys = calloc(n, sizeof(*keys));
 	kbytes = malloc(n * klen);
@@ -1549,12 +1707,32 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 		rc = ERR_NOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		cache_key(kbytes + i * klen, bid, blen, &reqs[i]);
-		keys[i].key = kbytes + i * klen;
-		keys[i].klen = klen;
+	/* The hot cache first; what it lacks goes to the store in one batch. */
+	h.cold = calloc(n, sizeof(*h.cold));
+	if (!h.cold) {
+		rc = ERR_NOMEM;
+		goto out;
 	}
-	rc = store_aux_multi_get(s->st, STORE_AUX_SYMCACHE, keys, n, on_cached, &h, NULL);
+	rc = 0;
+	pthread_rwlock_rdlock(&s->hot.lock);
+	for (size_t i = 0; i < n && !h.rc; i++) {
+		const void *v;
+		size_t vl;
+
+		if (hot_get(&s->hot, kbytes + i * klen, klen, &v, &vl)) {
+			on_cached(&h, i, v, vl);
+			continue;
+		}
+		keys[h.n_cold].key = kbytes + i * klen;
+		keys[h.n_cold].klen = klen;
+		h.cold[h.n_cold++] = i;
+	}
+	pthread_rwlock_unlock(&s->hot.lock);
+	if (!h.rc && h.n_cold)
+		rc = store_aux_multi_get(s->st, STORE_AUX_SYMCACHE, keys, h.n_cold, on_stored, &h,
+					 NULL);
 	if (h.rc)
 		rc = h.rc;
 	if (rc)
@@ -1578,6 +1756,7 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 out:
 	arena_release(&h.strs);
 	free(h.missing);
+	free(h.cold);
 	free(keys);
 	free(kbytes);
 	return rc;
