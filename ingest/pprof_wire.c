@@ -291,71 +291,62 @@ static int rep_varints(struct dec *d, const uint8_t **pp, const uint8_t *end, un
 
 /* ---- messages ----------------------------------------------------------- */
 
-static int dec_value_type(struct dec *d, const uint8_t *p, const uint8_t *end,
-			  struct pprof_value_type *o)
+/*
+ * Decodes a message made only of scalar fields, the way the five small pprof
+ * messages are: fields 1..n_num are varints (the last occurrence wins, as in
+ * protobuf) stored in num[field - 1]; the n_flag fields after them are bools
+ * stored in flag[]; any other field is skipped.
+ */
+static int dec_scalars(struct dec *d, const uint8_t *p, const uint8_t *end, uint64_t *num,
+		       uint32_t n_num, int *flag, uint32_t n_flag)
 {
 	while (p < end) {
 		const uint8_t *at = p;
 		uint32_t f = 0;
 		unsigned wt = 0;
-		uint64_t v = 0;
 		int rc = get_tag(d, &p, end, &f, &wt);
 
 		if (rc)
 			return rc;
-		if (f > 2) {
+		if (f > n_num + n_flag)
 			rc = skip(d, &p, end, wt);
-		} else {
-			rc = want(d, at, wt, WT_VARINT);
-			if (!rc)
-				rc = get_u64(d, &p, end, &v);
-			if (!rc && f == 1)
-				o->type = (int64_t)v;
-			if (!rc && f == 2)
-				o->unit = (int64_t)v;
-		}
+		else if (f > n_num)
+			rc = get_bool(d, &p, end, wt, &flag[f - n_num - 1]);
+		else if (!(rc = want(d, at, wt, WT_VARINT)))
+			rc = get_u64(d, &p, end, &num[f - 1]);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
+static int dec_value_type(struct dec *d, const uint8_t *p, const uint8_t *end,
+			  struct pprof_value_type *o)
+{
+	uint64_t v[2] = { (uint64_t)o->type, (uint64_t)o->unit };
+	int rc = dec_scalars(d, p, end, v, 2, NULL, 0);
+
+	o->type = (int64_t)v[0];
+	o->unit = (int64_t)v[1];
+	return rc;
+}
+
 static int dec_label(struct dec *d, const uint8_t *p, const uint8_t *end)
 {
 	struct pprof_label *o = pool_reserve(d, &d->labels, 1, 16);
+	uint64_t v[4] = { 0 };
+	int rc;
 
 	if (!o)
 		return pool_rc(d);
+	rc = dec_scalars(d, p, end, v, 4, NULL, 0);
+	if (rc)
+		return rc;
 	memset(o, 0, sizeof(*o));
-	while (p < end) {
-		const uint8_t *at = p;
-		uint32_t f = 0;
-		unsigned wt = 0;
-		uint64_t v = 0;
-		int rc = get_tag(d, &p, end, &f, &wt);
-
-		if (rc)
-			return rc;
-		if (f > 4) {
-			rc = skip(d, &p, end, wt);
-		} else {
-			rc = want(d, at, wt, WT_VARINT);
-			if (!rc)
-				rc = get_u64(d, &p, end, &v);
-			if (!rc) {
-				if (f == 1)
-					o->key = (int64_t)v;
-				else if (f == 2)
-					o->str = (int64_t)v;
-				else if (f == 3)
-					o->num = (int64_t)v;
-				else
-					o->num_unit = (int64_t)v;
-			}
-		}
-		if (rc)
-			return rc;
-	}
+	o->key = (int64_t)v[0];
+	o->str = (int64_t)v[1];
+	o->num = (int64_t)v[2];
+	o->num_unit = (int64_t)v[3];
 	d->labels.n++;
 	return 0;
 }
@@ -406,77 +397,40 @@ static int dec_sample(struct dec *d, const uint8_t *p, const uint8_t *end,
 static int dec_mapping(struct dec *d, const uint8_t *p, const uint8_t *end,
 		       struct pprof_mapping *o)
 {
-	while (p < end) {
-		const uint8_t *at = p;
-		uint32_t f = 0;
-		unsigned wt = 0;
-		uint64_t v = 0;
-		int rc = get_tag(d, &p, end, &f, &wt);
+	uint64_t v[6] = { o->id, o->memory_start, o->memory_limit, o->file_offset,
+			  (uint64_t)o->filename, (uint64_t)o->build_id };
+	int flag[4] = { o->has_functions, o->has_filenames, o->has_line_numbers,
+			o->has_inline_frames };
+	int rc = dec_scalars(d, p, end, v, 6, flag, 4);
 
-		if (rc)
-			return rc;
-		if (f >= 7) {
-			int *flag = f == 7 ? &o->has_functions
-				  : f == 8 ? &o->has_filenames
-				  : f == 9 ? &o->has_line_numbers
-					   : &o->has_inline_frames;
-
-			rc = f > 10 ? skip(d, &p, end, wt) : get_bool(d, &p, end, wt, flag);
-			if (rc)
-				return rc;
-			continue;
-		}
-		rc = want(d, at, wt, WT_VARINT);
-		if (!rc)
-			rc = get_u64(d, &p, end, &v);
-		if (rc)
-			return rc;
-		switch (f) {
-		case 1: o->id = v; break;
-		case 2: o->memory_start = v; break;
-		case 3: o->memory_limit = v; break;
-		case 4: o->file_offset = v; break;
-		case 5: o->filename = (int64_t)v; break;
-		default: o->build_id = (int64_t)v; break;
-		}
-	}
-	return 0;
+	o->id = v[0];
+	o->memory_start = v[1];
+	o->memory_limit = v[2];
+	o->file_offset = v[3];
+	o->filename = (int64_t)v[4];
+	o->build_id = (int64_t)v[5];
+	o->has_functions = flag[0];
+	o->has_filenames = flag[1];
+	o->has_line_numbers = flag[2];
+	o->has_inline_frames = flag[3];
+	return rc;
 }
 
 static int dec_line(struct dec *d, const uint8_t *p, const uint8_t *end, size_t hint)
 {
 	struct pprof_line *o = pool_reserve(d, &d->lines, 1, hint);
+	uint64_t v[3] = { 0 };
+	int rc;
 
 	if (!o)
 		return pool_rc(d);
+	rc = dec_scalars(d, p, end, v, 3, NULL, 0);
+	if (rc)
+		return rc;
 	memset(o, 0, sizeof(*o));
-	while (p < end) {
-		const uint8_t *at = p;
-		uint32_t f = 0;
-		unsigned wt = 0;
-		uint64_t v = 0;
-		int rc = get_tag(d, &p, end, &f, &wt);
-
-		if (rc)
-			return rc;
-		if (f > 3) {
-			rc = skip(d, &p, end, wt);
-		} else {
-			rc = want(d, at, wt, WT_VARINT);
-			if (!rc)
-				rc = get_u64(d, &p, end, &v);
-			if (!rc) {
-				if (f == 1)
-					o->function_id = v;
-				else if (f == 2)
-					o->line = (int64_t)v;
-				else
-					o->column = (int64_t)v;
-			}
-		}
-		if (rc)
-			return rc;
-	}
+	o->function_id = v[0];
+	o->line = (int64_t)v[1];
+	o->column = (int64_t)v[2];
 	d->lines.n++;
 	return 0;
 }
@@ -527,38 +481,16 @@ static int dec_location(struct dec *d, const uint8_t *p, const uint8_t *end,
 static int dec_function(struct dec *d, const uint8_t *p, const uint8_t *end,
 			struct pprof_function *o)
 {
-	while (p < end) {
-		const uint8_t *at = p;
-		uint32_t f = 0;
-		unsigned wt = 0;
-		uint64_t v = 0;
-		int rc = get_tag(d, &p, end, &f, &wt);
+	uint64_t v[5] = { o->id, (uint64_t)o->name, (uint64_t)o->system_name,
+			  (uint64_t)o->filename, (uint64_t)o->start_line };
+	int rc = dec_scalars(d, p, end, v, 5, NULL, 0);
 
-		if (rc)
-			return rc;
-		if (f > 5) {
-			rc = skip(d, &p, end, wt);
-		} else {
-			rc = want(d, at, wt, WT_VARINT);
-			if (!rc)
-				rc = get_u64(d, &p, end, &v);
-			if (!rc) {
-				if (f == 1)
-					o->id = v;
-				else if (f == 2)
-					o->name = (int64_t)v;
-				else if (f == 3)
-					o->system_name = (int64_t)v;
-				else if (f == 4)
-					o->filename = (int64_t)v;
-				else
-					o->start_line = (int64_t)v;
-			}
-		}
-		if (rc)
-			return rc;
-	}
-	return 0;
+	o->id = v[0];
+	o->name = (int64_t)v[1];
+	o->system_name = (int64_t)v[2];
+	o->filename = (int64_t)v[3];
+	o->start_line = (int64_t)v[4];
+	return rc;
 }
 
 /* ---- the profile -------------------------------------------------------- */
@@ -800,6 +732,7 @@ int ingest__pprof_parse(const uint8_t *p, size_t n, struct arena *a, struct ppro
 
 	memset(&d, 0, sizeof(d));
 	memset(&m, 0, sizeof(m));
+	memset(&o, 0, sizeof(o));
 	d.a = a;
 	d.msg = msg;
 	d.start = p;
