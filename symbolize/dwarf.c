@@ -6,6 +6,11 @@
  * We never call dwarf_getscopes*, dwarf_addrdie or libdwfl's address
  * lookups: they rescan DIE trees or symbol tables per address, miss CUs
  * without .debug_aranges, and fail on cross-CU abstract origins.
+ *
+ * First touch of a CU or function dominates cold resolution, so the DIE
+ * walks that build the tables scan the unit's bytes linearly (see "linear
+ * scan" below) and use libdw only for the DIEs they keep; the plain libdw
+ * walks remain as the fallback for anything the scanner does not know.
  */
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
@@ -78,6 +83,32 @@ static const char *die_name(struct sym_dwarf *d, Dwarf_Die *die)
 	return dm;
 }
 
+/*
+ * die_name of a DW_TAG_inlined_subroutine.  One that has no name attributes
+ * of its own and only a DW_AT_abstract_origin resolves its name through that
+ * origin alone, so the answer is cached per origin DIE: a function inlined
+ * in many places is looked up (and its chain followed) once.
+ */
+static const char *inlined_name(struct sym_dwarf *d, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	Dwarf_Die origin;
+
+	if (dwarf_hasattr(die, DW_AT_linkage_name) || dwarf_hasattr(die, DW_AT_MIPS_linkage_name) ||
+	    dwarf_hasattr(die, DW_AT_name) || dwarf_hasattr(die, DW_AT_specification) ||
+	    !dwarf_attr(die, DW_AT_abstract_origin, &a) || !dwarf_formref_die(&a, &origin) ||
+	    !origin.addr)
+		return die_name(d, die);
+	const char *n = sym__ptrmap_get(&d->origins, origin.addr);
+	if (n)
+		return n;
+	n = die_name(d, die);
+	/* Unnamed (or failed) answers are not cached: they are recomputed. */
+	if (n && sym__ptrmap_put(&d->origins, origin.addr, (void *)n))
+		return NULL;
+	return n;
+}
+
 /* Interned absolute path of a libdw file name of `cu`. */
 static const char *abs_path(struct sym_dwarf *d, struct sym__cu *cu, const char *raw)
 {
@@ -130,6 +161,27 @@ static uint32_t udata_attr(Dwarf_Die *die, unsigned name)
 	if (!dwarf_attr(die, name, &a) || dwarf_formudata(&a, &v) != 0 || v > UINT32_MAX)
 		return 0;
 	return (uint32_t)v;
+}
+
+/* sym__spans_sort, without the qsort when the spans are in order already
+ * (DIE order mostly is address order): the same result either way. */
+static void spans_sort(struct sym__span *s, size_t n)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 1; i < n; i++) {
+		const struct sym__span *x = &s[i - 1], *y = &s[i];
+		if (x->lo > y->lo || (x->lo == y->lo && (x->hi > y->hi ||
+		    (x->hi == y->hi && x->idx > y->idx)))) {
+			sym__spans_sort(s, n);
+			return;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (s[i].hi > m)
+			m = s[i].hi;
+		s[i].maxhi = m;
+	}
 }
 
 /* ---- per-CU function table ---- */
@@ -204,18 +256,375 @@ static int collect_funcs(struct sym_dwarf *d, struct sym__cu *cu, struct func_ve
 	return 0;
 }
 
+/*
+ * ---- linear scan of a unit's DIEs ----
+ *
+ * The libdw DFS above costs an abbreviation lookup (a locked hash) per DIE,
+ * and dwarf_siblingof re-parses each subtree that has no DW_AT_sibling.  The
+ * scans below visit the same DIEs in the same (pre)order in one pass over
+ * the bytes, with the tag and attribute forms of each abbreviation code
+ * learnt once per unit (from libdw) and kept in cu->scan.  They give up
+ * (SCAN_FALLBACK) on anything they do not fully understand, and the caller
+ * then runs the libdw walk instead, so both always agree.
+ */
+
+#define SCAN_FALLBACK 1
+#define SCAN_MAX_CODE 65536     /* abbreviation codes cached; larger fall back */
+#define SCAN_MAX_ATTRS 4096     /* attributes of one abbreviation */
+#define SCAN_MAX_OPS (1u << 20) /* skip steps of all abbreviations of a unit */
+#define SCAN_MAX_LEVEL (1 << 24) /* DIE nesting counted (not followed) */
+
+struct scan_abbrev {
+	int known;
+	int tag;
+	int has_kids;
+	int has_pc;              /* DW_AT_low_pc, high_pc or ranges */
+	uint32_t ops, n_ops;     /* slice of sym__cu_scan.ops */
+};
+
+/* Per unit; an op > 0 skips that many bytes, an op < 0 a value of form -op. */
+struct sym__cu_scan {
+	const unsigned char *start, *end; /* the unit's bytes */
+	Dwarf_Off start_off;              /* section offset of start */
+	unsigned version, addr_size, off_size;
+	struct scan_abbrev *ab;           /* indexed by code */
+	size_t ab_cap;
+	int32_t *ops;
+	size_t n_ops, ops_cap;
+};
+
+static int scan_uleb(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+	uint64_t r = 0;
+
+	for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
+		unsigned char b = *(*p)++;
+		r |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = r;
+			return 0;
+		}
+	}
+	return SCAN_FALLBACK;
+}
+
+/* Size of a value of `form` if fixed, else -1. */
+static int scan_fixed(unsigned form, const struct sym__cu_scan *sc)
+{
+	switch (form) {
+	case DW_FORM_flag_present:
+	case DW_FORM_implicit_const:
+		return 0;
+	case DW_FORM_data1: case DW_FORM_ref1: case DW_FORM_flag:
+	case DW_FORM_strx1: case DW_FORM_addrx1:
+		return 1;
+	case DW_FORM_data2: case DW_FORM_ref2: case DW_FORM_strx2: case DW_FORM_addrx2:
+		return 2;
+	case DW_FORM_strx3: case DW_FORM_addrx3:
+		return 3;
+	case DW_FORM_data4: case DW_FORM_ref4: case DW_FORM_strx4: case DW_FORM_addrx4:
+	case DW_FORM_ref_sup4:
+		return 4;
+	case DW_FORM_data8: case DW_FORM_ref8: case DW_FORM_ref_sig8: case DW_FORM_ref_sup8:
+		return 8;
+	case DW_FORM_data16:
+		return 16;
+	case DW_FORM_addr:
+		return (int)sc->addr_size;
+	case DW_FORM_ref_addr:
+		return (int)(sc->version < 3 ? sc->addr_size : sc->off_size);
+	case DW_FORM_strp: case DW_FORM_line_strp: case DW_FORM_sec_offset:
+	case DW_FORM_strp_sup: case DW_FORM_GNU_ref_alt: case DW_FORM_GNU_strp_alt:
+		return (int)sc->off_size;
+	}
+	return -1;
+}
+
+/* Skips one value of a variable-size `form` at *p. */
+static int scan_skip_var(const struct sym__cu_scan *sc, unsigned form, const unsigned char **p)
+{
+	uint64_t len;
+	int n;
+
+	switch (form) {
+	case DW_FORM_udata: case DW_FORM_sdata: case DW_FORM_ref_udata:
+	case DW_FORM_strx: case DW_FORM_addrx: case DW_FORM_loclistx:
+	case DW_FORM_rnglistx: case DW_FORM_GNU_addr_index: case DW_FORM_GNU_str_index:
+		return scan_uleb(p, sc->end, &len);
+	case DW_FORM_string: {
+		const unsigned char *z = memchr(*p, 0, (size_t)(sc->end - *p));
+		if (!z)
+			return SCAN_FALLBACK;
+		*p = z + 1;
+		return 0;
+	}
+	case DW_FORM_block1: case DW_FORM_block2: case DW_FORM_block4:
+		n = form == DW_FORM_block1 ? 1 : form == DW_FORM_block2 ? 2 : 4;
+		if (sc->end - *p < n)
+			return SCAN_FALLBACK;
+		len = 0;
+		for (int i = n - 1; i >= 0; i--) /* little-endian (checked on setup) */
+			len = len << 8 | (*p)[i];
+		*p += n;
+		break;
+	case DW_FORM_block: case DW_FORM_exprloc:
+		if (scan_uleb(p, sc->end, &len))
+			return SCAN_FALLBACK;
+		break;
+	default:
+		return SCAN_FALLBACK; /* DW_FORM_indirect and anything unknown */
+	}
+	if (len > (uint64_t)(sc->end - *p))
+		return SCAN_FALLBACK;
+	*p += len;
+	return 0;
+}
+
+static int scan_op(struct sym_dwarf *d, struct sym__cu_scan *sc, struct scan_abbrev *a,
+		   int32_t op)
+{
+	if (op > 0 && a->n_ops && sc->ops[sc->n_ops - 1] > 0 &&
+	    sc->ops[sc->n_ops - 1] < INT32_MAX - 64) {
+		sc->ops[sc->n_ops - 1] += op; /* merge runs of fixed sizes */
+		return 0;
+	}
+	if (sc->n_ops >= SCAN_MAX_OPS)
+		return SCAN_FALLBACK;
+	int rc = reserve(d, (void **)&sc->ops, &sc->ops_cap, sc->n_ops + 1, sizeof(*sc->ops));
+	if (rc)
+		return rc;
+	sc->ops[sc->n_ops++] = op;
+	a->n_ops++;
+	return 0;
+}
+
+/* Fills sc->ab[code] from libdw, through the DIE at `die_ptr`. */
+static int scan_learn(struct sym_dwarf *d, struct sym__cu_scan *sc, uint64_t code,
+		      const unsigned char *die_ptr)
+{
+	Dwarf_Die die;
+	int rc;
+
+	if (code >= SCAN_MAX_CODE)
+		return SCAN_FALLBACK;
+	if (code >= sc->ab_cap) {
+		size_t old = sc->ab_cap;
+		if ((rc = reserve(d, (void **)&sc->ab, &sc->ab_cap, code + 1, sizeof(*sc->ab))))
+			return rc;
+		memset(sc->ab + old, 0, (sc->ab_cap - old) * sizeof(*sc->ab));
+	}
+	if (!dwarf_offdie(d->dw, sc->start_off + (Dwarf_Off)(die_ptr - sc->start), &die))
+		return SCAN_FALLBACK;
+	int tag = dwarf_tag(&die);
+	int kids = dwarf_haschildren(&die);
+	if (tag < 0 || kids < 0 || !die.abbrev)
+		return SCAN_FALLBACK;
+	struct scan_abbrev *a = &sc->ab[code];
+	size_t first = sc->n_ops;
+	a->tag = tag;
+	a->has_kids = kids > 0;
+	a->has_pc = 0;
+	a->ops = (uint32_t)sc->n_ops;
+	a->n_ops = 0;
+	/* Not dwarf_getattrcnt: libdw 0.188 miscounts with implicit_const. */
+	for (size_t i = 0;; i++) {
+		unsigned int name, form;
+		Dwarf_Sword data;
+		Dwarf_Off off;
+		if (i == SCAN_MAX_ATTRS)
+			goto fail;
+		if (dwarf_getabbrevattr_data(die.abbrev, i, &name, &form, &data, &off) != 0)
+			break;
+		if (name == DW_AT_low_pc || name == DW_AT_high_pc || name == DW_AT_ranges)
+			a->has_pc = 1;
+		int fx = scan_fixed(form, sc);
+		if (fx == 0)
+			continue;
+		if (form > INT32_MAX / 2)
+			goto fail;
+		if ((rc = scan_op(d, sc, a, fx > 0 ? fx : -(int32_t)form)))
+			goto out;
+	}
+	a->known = 1;
+	return 0;
+fail:
+	rc = SCAN_FALLBACK;
+out:
+	sc->n_ops = first;
+	a->n_ops = 0;
+	return rc;
+}
+
+/* Reads the entry at *p: *a = its abbreviation, NULL for a null entry. */
+static int scan_entry(struct sym_dwarf *d, struct sym__cu_scan *sc, const unsigned char **p,
+		      const struct scan_abbrev **a)
+{
+	const unsigned char *die = *p;
+	uint64_t code;
+	int rc;
+
+	if (scan_uleb(p, sc->end, &code))
+		return SCAN_FALLBACK;
+	if (code == 0) {
+		*a = NULL;
+		return 0;
+	}
+	if ((code >= sc->ab_cap || !sc->ab[code].known) && (rc = scan_learn(d, sc, code, die)))
+		return rc;
+	const struct scan_abbrev *ab = &sc->ab[code];
+	const int32_t *op = sc->ops + ab->ops;
+	for (uint32_t i = 0; i < ab->n_ops; i++) {
+		if (op[i] > 0) {
+			if (sc->end - *p < op[i])
+				return SCAN_FALLBACK;
+			*p += op[i];
+		} else if ((rc = scan_skip_var(sc, (unsigned)-op[i], p))) {
+			return rc;
+		}
+	}
+	*a = ab;
+	return 0;
+}
+
+static int scan_die(struct sym_dwarf *d, const struct sym__cu_scan *sc,
+		    const unsigned char *die_ptr, Dwarf_Die *die)
+{
+	return dwarf_offdie(d->dw, sc->start_off + (Dwarf_Off)(die_ptr - sc->start), die) ?
+		       0 : SCAN_FALLBACK;
+}
+
+/* End of the (decompressed) .debug_info data holding `p`, or NULL. */
+static const unsigned char *info_end(struct sym_dwarf *d, const unsigned char *p)
+{
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(d->elf, &shstrndx) != 0)
+		return NULL;
+	for (Elf_Scn *scn = elf_nextscn(d->elf, NULL); scn; scn = elf_nextscn(d->elf, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		const char *name = elf_strptr(d->elf, shstrndx, sh.sh_name);
+		if (!name || (strcmp(name, ".debug_info") && strcmp(name, ".zdebug_info")))
+			continue;
+		Elf_Data *data = elf_getdata(scn, NULL);
+		if (data && data->d_buf && p >= (const unsigned char *)data->d_buf &&
+		    (size_t)(p - (const unsigned char *)data->d_buf) < data->d_size)
+			return (const unsigned char *)data->d_buf + data->d_size;
+	}
+	return NULL;
+}
+
+/* The unit's scan state, made on first use; NULL when it cannot be scanned. */
+static struct sym__cu_scan *scan_get(struct sym_dwarf *d, struct sym__cu *cu)
+{
+	Dwarf_Off start, next, abbrev_off;
+	size_t hsize;
+	Dwarf_Half version;
+	uint8_t addr_size, off_size;
+	struct sym__cu_scan *sc;
+
+	if (cu->scan || cu->scan_failed)
+		return cu->scan;
+	cu->scan_failed = 1;
+	/* Big-endian files and exotic sizes take the libdw path. */
+	const char *ident = elf_getident(d->elf, NULL);
+	if (!ident || ident[EI_DATA] != ELFDATA2LSB || !cu->die.addr ||
+	    dwarf_dieoffset(&cu->die) < dwarf_cuoffset(&cu->die))
+		return NULL;
+	start = dwarf_dieoffset(&cu->die) - dwarf_cuoffset(&cu->die);
+	if (dwarf_next_unit(d->dw, start, &next, &hsize, &version, &abbrev_off, &addr_size,
+			    &off_size, NULL, NULL) != 0 || next <= start)
+		return NULL;
+	if ((addr_size != 4 && addr_size != 8) || (off_size != 4 && off_size != 8) ||
+	    version < 2 || version > 5 || sym__charge(d, sizeof(*sc)) ||
+	    !(sc = calloc(1, sizeof(*sc))))
+		return NULL;
+	sc->start = (const unsigned char *)cu->die.addr - dwarf_cuoffset(&cu->die);
+	/* dwarf_next_unit does not clamp a unit's length to its section. */
+	const unsigned char *sec_end = info_end(d, sc->start);
+	if (!sec_end || next - start > (Dwarf_Off)(sec_end - sc->start)) {
+		free(sc);
+		return NULL;
+	}
+	sc->end = sc->start + (next - start);
+	sc->start_off = start;
+	sc->version = version;
+	sc->addr_size = addr_size;
+	sc->off_size = off_size;
+	cu->scan = sc;
+	cu->scan_failed = 0;
+	return sc;
+}
+
+static void scan_free(struct sym__cu_scan *sc)
+{
+	if (!sc)
+		return;
+	free(sc->ab);
+	free(sc->ops);
+	free(sc);
+}
+
+/* collect_funcs over the whole unit, by scanning. */
+static int scan_funcs(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs *v)
+{
+	struct sym__cu_scan *sc = scan_get(d, cu);
+	const unsigned char *p = cu->die.addr;
+	const struct scan_abbrev *a;
+	int level = 0, prune = 0, rc;
+
+	if (!sc)
+		return SCAN_FALLBACK;
+	while (p < sc->end) {
+		const unsigned char *die_ptr = p;
+		if ((rc = scan_entry(d, sc, &p, &a)))
+			return rc;
+		if (!a) {
+			if (level == 0 || --level == 0)
+				break; /* the unit DIE's children ended */
+			if (prune && level <= prune)
+				prune = 0;
+			continue;
+		}
+		/* As the DFS: DIEs at levels 1..MAX_DIE_DEPTH+1, not below pruned tags. */
+		if (level >= 1 && !prune) {
+			/* Without these attributes dwarf_ranges finds nothing (add_func). */
+			if (a->tag == DW_TAG_subprogram && a->has_pc) {
+				Dwarf_Die die;
+				if ((rc = scan_die(d, sc, die_ptr, &die)) ||
+				    (rc = add_func(d, cu, v, &die)))
+					return rc;
+			}
+			if (a->has_kids && (no_functions_below(a->tag) || level > SYM__MAX_DIE_DEPTH))
+				prune = level;
+		}
+		if (a->has_kids && ++level > SCAN_MAX_LEVEL)
+			return SCAN_FALLBACK;
+		if (level == 0)
+			break; /* a unit DIE without children */
+	}
+	return 0;
+}
+
 static int load_cu(struct sym_dwarf *d, struct sym__cu *cu)
 {
 	struct func_vecs v = { 0, 0 };
 
 	if (cu->loaded)
 		return 0;
-	int rc = collect_funcs(d, cu, &v, &cu->die, 0);
+	int rc = scan_funcs(d, cu, &v);
+	if (rc == SCAN_FALLBACK) {
+		/* Start over the libdw way (what scan_funcs added is discarded). */
+		cu->n_funcs = 0;
+		cu->n_spans = 0;
+		rc = collect_funcs(d, cu, &v, &cu->die, 0);
+	}
 	if (rc) {
 		cu->loaded = -1;
 		return rc;
 	}
-	sym__spans_sort(cu->spans, cu->n_spans);
+	spans_sort(cu->spans, cu->n_spans);
 	cu->loaded = 1;
 	return 0;
 }
@@ -235,62 +644,123 @@ struct tree_build {
 	size_t n_ts, tcap;
 };
 
+/*
+ * Adds the node of the inlined subroutine `die` (child of node `pnode`) if
+ * it has code; *node = its index, or SYM_NONE when it has none (then its
+ * children are not walked either).
+ */
+static int add_inlined(struct sym_dwarf *d, struct tree_build *b, Dwarf_Die *die,
+		       uint32_t pnode, uint32_t *node)
+{
+	struct sym__func *fn = b->fn;
+	uint32_t k = (uint32_t)fn->n_nodes;
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	size_t first = b->n_ts;
+	int rc;
+
+	*node = SYM_NONE;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (!good_range(lo, hi))
+			continue;
+		rc = reserve(d, (void **)&b->ts, &b->tcap, b->n_ts + 1, sizeof(*b->ts));
+		if (rc)
+			return rc;
+		b->ts[b->n_ts++] = (struct tree_span){ pnode, { lo, hi, 0, k } };
+	}
+	if (b->n_ts == first)
+		return 0;
+	rc = reserve(d, (void **)&fn->nodes, &b->ncap, fn->n_nodes + 1, sizeof(*fn->nodes));
+	if (rc)
+		return rc;
+	struct sym__node *n = &fn->nodes[fn->n_nodes++];
+	memset(n, 0, sizeof(*n));
+	n->name = inlined_name(d, die);
+	n->call_file = call_file(d, b->cu, die);
+	n->call_line = udata_attr(die, DW_AT_call_line);
+	n->call_col = udata_attr(die, DW_AT_call_column);
+	*node = k;
+	return 0;
+}
+
+static int is_block(int tag)
+{
+	return tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+	       tag == DW_TAG_catch_block;
+}
+
 static int tree_walk(struct sym_dwarf *d, struct tree_build *b, Dwarf_Die *parent,
 		     uint32_t pnode, int depth)
 {
 	Dwarf_Die child;
+	uint32_t node;
 	int rc;
 
 	if (depth > SYM__MAX_DIE_DEPTH || dwarf_child(parent, &child) != 0)
 		return 0;
 	do {
 		int tag = dwarf_tag(&child);
-		if (tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
-		    tag == DW_TAG_catch_block) {
+		if (is_block(tag)) {
 			if ((rc = tree_walk(d, b, &child, pnode, depth + 1)))
 				return rc;
 			continue;
 		}
 		if (tag != DW_TAG_inlined_subroutine)
 			continue;
-		struct sym__func *fn = b->fn;
-		uint32_t node = (uint32_t)fn->n_nodes;
-		Dwarf_Addr base, lo, hi;
-		ptrdiff_t off = 0;
-		size_t first = b->n_ts;
-		while ((off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
-			if (!good_range(lo, hi))
-				continue;
-			rc = reserve(d, (void **)&b->ts, &b->tcap, b->n_ts + 1, sizeof(*b->ts));
-			if (rc)
-				return rc;
-			b->ts[b->n_ts++] = (struct tree_span){ pnode, { lo, hi, 0, node } };
-		}
-		if (b->n_ts == first)
-			continue;
-		rc = reserve(d, (void **)&fn->nodes, &b->ncap, fn->n_nodes + 1,
-			     sizeof(*fn->nodes));
-		if (rc)
+		if ((rc = add_inlined(d, b, &child, pnode, &node)))
 			return rc;
-		struct sym__node *n = &fn->nodes[fn->n_nodes++];
-		memset(n, 0, sizeof(*n));
-		n->name = die_name(d, &child);
-		n->call_file = call_file(d, b->cu, &child);
-		n->call_line = udata_attr(&child, DW_AT_call_line);
-		n->call_col = udata_attr(&child, DW_AT_call_column);
-		if ((rc = tree_walk(d, b, &child, node, depth + 1)))
+		if (node != SYM_NONE && (rc = tree_walk(d, b, &child, node, depth + 1)))
 			return rc;
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return 0;
 }
 
-static int tree_span_cmp(const void *a, const void *b)
+/* tree_walk over the function's DIE, by scanning. */
+static int scan_tree(struct sym_dwarf *d, struct tree_build *b, struct sym__cu_scan *sc)
 {
-	const struct tree_span *x = a, *y = b;
+	uint32_t pn[SYM__MAX_DIE_DEPTH + 3]; /* parent node of the DIEs at a level */
+	const unsigned char *p = b->fn->die.addr;
+	const struct scan_abbrev *a;
+	int level = 0, prune = 0, rc;
 
-	if (x->parent != y->parent)
-		return x->parent < y->parent ? -1 : 1;
-	return x->s.lo < y->s.lo ? -1 : x->s.lo > y->s.lo;
+	if (p < sc->start || p >= sc->end)
+		return SCAN_FALLBACK;
+	pn[1] = 0;
+	while (p < sc->end) {
+		const unsigned char *die_ptr = p;
+		if ((rc = scan_entry(d, sc, &p, &a)))
+			return rc;
+		if (!a) {
+			if (level == 0 || --level == 0)
+				break; /* the function's children ended */
+			if (prune && level <= prune)
+				prune = 0;
+			continue;
+		}
+		if (level >= 1 && !prune) {
+			uint32_t node = SYM_NONE;
+			if (is_block(a->tag)) {
+				node = pn[level];
+			} else if (a->tag == DW_TAG_inlined_subroutine && a->has_pc) {
+				Dwarf_Die die;
+				if ((rc = scan_die(d, sc, die_ptr, &die)) ||
+				    (rc = add_inlined(d, b, &die, pn[level], &node)))
+					return rc;
+			}
+			/* As tree_walk: into blocks and inlined code, to MAX_DIE_DEPTH. */
+			if (a->has_kids) {
+				if (node == SYM_NONE || level > SYM__MAX_DIE_DEPTH)
+					prune = level;
+				else
+					pn[level + 1] = node;
+			}
+		}
+		if (a->has_kids && ++level > SCAN_MAX_LEVEL)
+			return SCAN_FALLBACK;
+		if (level == 0)
+			break; /* a function without children */
+	}
+	return 0;
 }
 
 static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *fn)
@@ -306,23 +776,37 @@ static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *
 	memset(&fn->nodes[0], 0, sizeof(fn->nodes[0]));
 	fn->nodes[0].name = die_name(d, &fn->die);
 	fn->n_nodes = 1;
-	if ((rc = tree_walk(d, &b, &fn->die, 0, 0)))
+	struct sym__cu_scan *sc = scan_get(d, cu);
+	rc = sc ? scan_tree(d, &b, sc) : SCAN_FALLBACK;
+	if (rc == SCAN_FALLBACK) {
+		/* Start over the libdw way; the names learnt stay cached. */
+		fn->n_nodes = 1;
+		b.n_ts = 0;
+		rc = tree_walk(d, &b, &fn->die, 0, 0);
+	}
+	if (rc)
 		goto out;
 	if (b.n_ts) {
-		qsort(b.ts, b.n_ts, sizeof(*b.ts), tree_span_cmp);
 		size_t scap = 0;
 		if ((rc = reserve(d, (void **)&fn->spans, &scap, b.n_ts, sizeof(*fn->spans))))
 			goto out;
-		for (size_t i = 0; i < b.n_ts; i++) {
-			struct sym__node *p = &fn->nodes[b.ts[i].parent];
-			if (p->n_kids == 0)
-				p->kids = (uint32_t)i;
-			p->n_kids++;
-			fn->spans[i] = b.ts[i].s;
+		/* Group the spans by parent (a counting sort; each group is
+		 * sorted below, so the order inside a group does not matter). */
+		for (size_t i = 0; i < b.n_ts; i++)
+			fn->nodes[b.ts[i].parent].n_kids++;
+		uint32_t pos = 0;
+		for (size_t i = 0; i < fn->n_nodes; i++) {
+			pos += fn->nodes[i].n_kids;
+			fn->nodes[i].kids = pos; /* the group's end, counted down below */
 		}
+		for (size_t i = b.n_ts; i-- > 0;)
+			fn->spans[--fn->nodes[b.ts[i].parent].kids] = b.ts[i].s;
+		for (size_t i = 0; i < fn->n_nodes; i++)
+			if (fn->nodes[i].n_kids == 0)
+				fn->nodes[i].kids = 0;
 		fn->n_spans = b.n_ts;
 		for (size_t i = 0; i < fn->n_nodes; i++)
-			sym__spans_sort(fn->spans + fn->nodes[i].kids, fn->nodes[i].n_kids);
+			spans_sort(fn->spans + fn->nodes[i].kids, fn->nodes[i].n_kids);
 	}
 	fn->loaded = 1;
 out:
@@ -644,6 +1128,7 @@ void sym_dwarf_close(struct sym_dwarf *d)
 		}
 		free(cu->funcs);
 		free(cu->spans);
+		scan_free(cu->scan);
 	}
 	free(d->cus);
 	free(d->cu_spans);
@@ -651,6 +1136,7 @@ void sym_dwarf_close(struct sym_dwarf *d)
 	free(d->sym_names);
 	sym__ptrmap_release(&d->names);
 	sym__ptrmap_release(&d->paths);
+	sym__ptrmap_release(&d->origins);
 	sym__intern_release(&d->strings);
 	if (d->dw)
 		dwarf_end(d->dw);

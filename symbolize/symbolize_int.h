@@ -25,6 +25,11 @@
  * constant between any two consecutive span boundaries or line-table rows;
  * the index writer relies on this to flatten the tables into ranges.
  *
+ * The walks behind cu->funcs and fn->nodes scan a unit's DIE bytes
+ * linearly with a per-unit abbreviation cache (cu->scan, dwarf.c), falling
+ * back to dwarf_child/dwarf_siblingof when the scan meets anything unknown;
+ * on well-formed DWARF both visit the same DIEs in the same order.
+ *
  * All strings handed out (names, paths) are interned in one table, so equal
  * strings are equal pointers for the lifetime of the handle.
  *
@@ -152,6 +157,8 @@ struct sym__func {
 	size_t n_spans;
 };
 
+struct sym__cu_scan;
+
 struct sym__cu {
 	Dwarf_Die die;
 	const char *comp_dir;       /* interned, or NULL */
@@ -163,6 +170,8 @@ struct sym__cu {
 	size_t n_funcs;
 	struct sym__span *spans;    /* idx = function */
 	size_t n_spans;
+	struct sym__cu_scan *scan;  /* owned; dwarf.c's DIE scanner state, or NULL */
+	int scan_failed;            /* the unit cannot be scanned: libdw walks */
 };
 
 struct sym_dwarf {
@@ -175,6 +184,8 @@ struct sym_dwarf {
 	struct sym__intern strings;
 	struct sym__ptrmap names;   /* raw DWARF/ELF name -> demangled */
 	struct sym__ptrmap paths;   /* raw libdw file name (per CU) -> absolute */
+	struct sym__ptrmap origins; /* abstract origin DIE addr -> name of the
+				       inlined DIEs that only refer to it */
 	struct sym__cu *cus;
 	size_t n_cus;
 	struct sym__span *cu_spans; /* idx = cu */
