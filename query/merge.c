@@ -224,7 +224,7 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 	}
 	nsf = lv.n_lines ? 0 : qsym_frames(b->sym, part, loc, leaf, &sf);
 	for (size_t i = nsf; i-- > 0;) { /* outermost first */
-		rc = qnames_intern(q, &b->t->names, sf[i].function, strlen(sf[i].function), &name);
+		rc = qnames_intern(q, &b->t->names, sf[i].function, sf[i].function_len, &name);
 		if (!rc)
 			rc = push_frame(b, name);
 		if (rc)

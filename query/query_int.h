@@ -239,6 +239,7 @@ struct qsym_frame {
 	const char *function; /* never NULL */
 	const char *file;     /* may be NULL */
 	uint32_t line, column;
+	uint32_t function_len; /* strlen(function), so the tree need not count */
 };
 
 /* Runs the step for `m` (q->symbolizer set); fills m->sym. */

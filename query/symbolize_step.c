@@ -49,6 +49,7 @@ struct qsym {
 	struct qloc *locs;
 	size_t n_locs, cap_locs;
 	struct qmap nonleaf, leaf;  /* part << 32 | loc -> index in locs */
+	struct qmap mapgroup;       /* part << 32 | mapping -> 1 + group, 0 if none wanted */
 	struct qsym_frame *frames;
 	size_t n_frames, cap_frames;
 	struct qgroup *groups;
@@ -67,6 +68,7 @@ void qsym_free(struct qctx *q, struct qsym *s)
 	qmem_free(q, s->groups, s->cap_groups, sizeof(*s->groups));
 	qmap_release(q, &s->nonleaf);
 	qmap_release(q, &s->leaf);
+	qmap_release(q, &s->mapgroup);
 	free(s);
 }
 
@@ -92,14 +94,19 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-static char *sdup(struct qctx *q, struct qsym *s, const char *p)
+static char *sdupn(struct qctx *q, struct qsym *s, const char *p, size_t n)
 {
-	char *d = arena_strndup(&s->strs, p ? p : "", p ? strlen(p) : 0);
+	char *d = arena_strndup(&s->strs, p ? p : "", p ? n : 0);
 
 	if (!d)
 		err_set(q->msg, ERR_TOO_LARGE, "symbolization: name memory of %u bytes exceeded",
 			STRS_CAP);
 	return d;
+}
+
+static char *sdup(struct qctx *q, struct qsym *s, const char *p)
+{
+	return sdupn(q, s, p, p ? strlen(p) : 0);
 }
 
 /* The group of a mapping: one per build ID (or per file name without one). */
@@ -167,13 +174,28 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 	l->loc = loc;
 	l->leaf = (uint8_t)leaf;
 	l->addr = lv.address;
-	if (!lv.n_lines && lv.mapping_id && !store_symbols_mapping(sym, lv.mapping_id, &mp) &&
-	    !(mp.flags & STORE_MAP_HAS_FUNCTIONS)) {
-		rc = group_of(q, s, &mp, &l->group);
-		if (rc)
-			return rc;
-		l->state = ST_WANT;
-		s->groups[l->group].n_want++;
+	if (!lv.n_lines && lv.mapping_id) {
+		/* Every location of a mapping lands in the same group: decode the
+		 * mapping and search the groups once per mapping. */
+		uint64_t mkey = (uint64_t)part << 32 | lv.mapping_id;
+		uint32_t g1;
+
+		if (!qmap_get(&s->mapgroup, mkey, &g1)) {
+			g1 = 0;
+			if (!store_symbols_mapping(sym, lv.mapping_id, &mp) &&
+			    !(mp.flags & STORE_MAP_HAS_FUNCTIONS)) {
+				if ((rc = group_of(q, s, &mp, &g1)))
+					return rc;
+				g1++;
+			}
+			if ((rc = qmap_put(q, &s->mapgroup, mkey, g1)))
+				return rc;
+		}
+		if (g1) {
+			l->group = g1 - 1;
+			l->state = ST_WANT;
+			s->groups[l->group].n_want++;
+		}
 	}
 	*idx = (uint32_t)s->n_locs;
 	rc = qmap_put(q, map, key, *idx);
@@ -247,10 +269,16 @@ static int on_frames(void *ctx, size_t i, uint64_t vaddr, const struct sym_frame
 	for (size_t j = 0; j < n && j < UINT16_MAX; j++) {
 		struct qsym_frame *o = &s->frames[s->n_frames + k];
 
+		size_t fl;
+
 		if (!f[j].function)
 			continue; /* a frame without a name cannot label the tree */
-		if (!(o->function = sdup(r->q, s, f[j].function)))
+		fl = strlen(f[j].function);
+		if (fl > UINT32_MAX - 1)
+			fl = UINT32_MAX - 1;
+		if (!(o->function = sdupn(r->q, s, f[j].function, fl)))
 			return ERR_TOO_LARGE;
+		o->function_len = (uint32_t)fl;
 		o->file = NULL;
 		if (f[j].file && !(o->file = sdup(r->q, s, f[j].file)))
 			return ERR_TOO_LARGE;
@@ -267,56 +295,111 @@ static int on_frames(void *ctx, size_t i, uint64_t vaddr, const struct sym_frame
 
 struct areq {
 	uint64_t addr;
-	int leaf;
+	uint32_t leaf;
 	uint32_t idx;
 };
 
-static int cmp_areq(const void *a, const void *b)
+/*
+ * Sorts a[0..n) by (addr, leaf), stably, with tmp[n] as scratch: an LSD
+ * radix sort (leaf, then the address a byte at a time, skipping bytes all
+ * requests share), several times faster than qsort on ~10^5 addresses.
+ */
+static void sort_areq(struct areq *a, struct areq *tmp, size_t n)
 {
-	const struct areq *x = a, *y = b;
+	struct areq *src = a, *dst = tmp;
+	size_t cnt[256];
 
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return x->leaf - y->leaf;
+	for (int pass = -1; pass < 8; pass++) {
+		int shift = pass * 8;
+		size_t sum = 0;
+
+		memset(cnt, 0, sizeof(cnt));
+		for (size_t i = 0; i < n; i++)
+			cnt[pass < 0 ? src[i].leaf & 1 : (src[i].addr >> shift) & 255]++;
+		if (n && cnt[pass < 0 ? src[0].leaf & 1 : (src[0].addr >> shift) & 255] == n)
+			continue; /* one digit value: this pass would not move anything */
+		for (size_t d = 0; d < 256; d++) {
+			size_t c = cnt[d];
+
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[cnt[pass < 0 ? src[i].leaf & 1 : (src[i].addr >> shift) & 255]++] = src[i];
+		src = dst;
+		dst = src == a ? tmp : a;
+	}
+	if (src != a)
+		memcpy(a, src, n * sizeof(*a));
 }
 
 /* Pass 2: one service call per build ID, addresses sorted. */
 static int resolve_groups(struct qctx *q, struct qsym *s)
 {
 	int64_t deadline = clock_mono_ns() + sym_service_budget_ns(q->symbolizer);
-	struct areq *a = NULL;
+	struct areq *a = NULL, *tmp = NULL;
 	struct sym_addr_req *reqs = NULL;
 	uint32_t *which = NULL;
+	size_t *start = NULL, total = 0, most = 0;
 	int rc = 0;
 
 	if (deadline > q->deadline_ns)
 		deadline = q->deadline_ns;
-	for (size_t g = 0; g < s->n_groups && !rc; g++) {
+	/* One pass over the locations buckets the wanted ones by group. */
+	for (size_t g = 0; g < s->n_groups; g++) {
 		struct qgroup *gr = &s->groups[g];
-		struct res_ctx rctx = { q, s, NULL };
-		size_t n = 0;
 
 		if (!gr->build_id[0] || !gr->n_want)
 			continue;
-		a = calloc(gr->n_want, sizeof(*a));
-		reqs = calloc(gr->n_want, sizeof(*reqs));
-		which = calloc(gr->n_want, sizeof(*which));
-		if (!a || !reqs || !which) {
-			rc = err_set(q->msg, ERR_NOMEM, "symbolization: out of memory");
-			break;
-		}
-		for (size_t i = 0; i < s->n_locs && n < gr->n_want; i++)
-			if (s->locs[i].state == ST_WANT && s->locs[i].group == g) {
-				a[n].addr = s->locs[i].addr;
-				a[n].leaf = s->locs[i].leaf;
-				a[n].idx = (uint32_t)i;
-				n++;
-			}
-		qsort(a, n, sizeof(*a), cmp_areq);
+		total += gr->n_want;
+		if (gr->n_want > most)
+			most = gr->n_want;
+	}
+	if (!total)
+		return 0;
+	start = calloc(s->n_groups + 1, sizeof(*start));
+	a = calloc(total, sizeof(*a));
+	tmp = calloc(most, sizeof(*tmp));
+	reqs = calloc(most, sizeof(*reqs));
+	which = calloc(most, sizeof(*which));
+	if (!start || !a || !tmp || !reqs || !which) {
+		rc = err_set(q->msg, ERR_NOMEM, "symbolization: out of memory");
+		goto out;
+	}
+	for (size_t g = 0, at = 0; g < s->n_groups; g++) {
+		struct qgroup *gr = &s->groups[g];
+
+		start[g] = at;
+		if (gr->build_id[0])
+			at += gr->n_want;
+	}
+	for (size_t i = 0; i < s->n_locs; i++) {
+		const struct qloc *l = &s->locs[i];
+		size_t *at;
+
+		if (l->state != ST_WANT || !s->groups[l->group].build_id[0])
+			continue;
+		at = &start[l->group];
+		a[*at].addr = l->addr;
+		a[*at].leaf = l->leaf;
+		a[*at].idx = (uint32_t)i;
+		(*at)++;
+	}
+	/* start[g] now ends group g: it begins n_want before. */
+	for (size_t g = 0; g < s->n_groups && !rc; g++) {
+		struct qgroup *gr = &s->groups[g];
+		struct res_ctx rctx = { q, s, NULL };
+		struct areq *ga;
+		size_t n = gr->n_want;
+
+		if (!gr->build_id[0] || !n)
+			continue;
+		ga = a + start[g] - n;
+		sort_areq(ga, tmp, n);
 		for (size_t i = 0; i < n; i++) {
-			reqs[i].addr = a[i].addr;
-			reqs[i].leaf = a[i].leaf;
-			which[i] = a[i].idx;
+			reqs[i].addr = ga[i].addr;
+			reqs[i].leaf = (int)ga[i].leaf;
+			which[i] = ga[i].idx;
 		}
 		rctx.which = which;
 		rc = sym_service_resolve(q->symbolizer, gr->build_id, &gr->map, reqs, n, deadline,
@@ -326,14 +409,11 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 			err_set(q->msg, rc, "symbolizing %s: %s", gr->build_id, err_str(rc));
 		if (gr->status == SYM_STATUS_PENDING)
 			s->pending = 1;
-		free(a);
-		free(reqs);
-		free(which);
-		a = NULL;
-		reqs = NULL;
-		which = NULL;
 	}
+out:
+	free(start);
 	free(a);
+	free(tmp);
 	free(reqs);
 	free(which);
 	return rc;
@@ -424,6 +504,7 @@ int qsym_step(struct qctx *q, struct qmerge *m)
 	arena_init(&s->strs, STRS_CAP);
 	qmap_init_dense(&s->nonleaf);
 	qmap_init_dense(&s->leaf);
+	qmap_init_dense(&s->mapgroup);
 	memset(&v, 0, sizeof(v));
 	m->sym = s;
 	rc = collect(q, s, m, &v);

@@ -69,7 +69,7 @@ struct open_index {
  * dropped (the store still holds it all).  Readers hold the read lock while
  * they use pointers into the pool.
  */
-enum { HOT_MAX_BYTES = 64u << 20 };
+enum { HOT_MAX_BYTES = 64u << 20, HOT_PREFETCH = 8 };
 
 struct hot_entry {
 	uint64_t hash;
@@ -98,15 +98,12 @@ static void hot_release(struct hot_cache *c)
 	pthread_rwlock_destroy(&c->lock);
 }
 
-/* Looks `key` up; the caller holds the read (or write) lock. */
-static int hot_get(const struct hot_cache *c, const uint8_t *key, size_t klen,
-		   const void **val, size_t *vlen)
+/* Looks `key` (hash h) up; the caller holds the read (or write) lock. */
+static int hot_get_h(const struct hot_cache *c, const uint8_t *key, size_t klen, uint64_t h,
+		     const void **val, size_t *vlen)
 {
-	uint64_t h;
-
 	if (!c->n)
 		return 0;
-	h = hash_bytes(key, klen, 0);
 	for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
 		const struct hot_entry *e = &c->tab[i];
 
@@ -118,6 +115,33 @@ static int hot_get(const struct hot_cache *c, const uint8_t *key, size_t klen,
 			*vlen = e->vlen;
 			return 1;
 		}
+	}
+}
+
+static int hot_get(const struct hot_cache *c, const uint8_t *key, size_t klen,
+		   const void **val, size_t *vlen)
+{
+	return c->n ? hot_get_h(c, key, klen, hash_bytes(key, klen, 0), val, vlen) : 0;
+}
+
+/* Hints the CPU to load the slot of hash h (the caller holds a lock). */
+static void hot_prefetch(const struct hot_cache *c, uint64_t h)
+{
+	if (c->n)
+		__builtin_prefetch(&c->tab[h & (c->cap - 1)]);
+}
+
+/* Then the pooled key and value of that slot's entry, if it has one. */
+static void hot_prefetch_pair(const struct hot_cache *c, uint64_t h)
+{
+	const struct hot_entry *e;
+
+	if (!c->n)
+		return;
+	e = &c->tab[h & (c->cap - 1)];
+	if (e->klen && e->hash == h) {
+		__builtin_prefetch(c->pool.data + e->koff);
+		__builtin_prefetch(c->pool.data + e->voff + e->vlen - 1);
 	}
 }
 
@@ -526,7 +550,10 @@ int sym__frames_encode(const struct sym_frame *f, size_t n, struct buf *out)
 	return rc;
 }
 
-static int get_str(const uint8_t **p, const uint8_t *end, struct arena *a, const char **out)
+/* A string of the encoding: copied into `scr` when given (room reserved by
+ * the caller), else into the arena `a`. */
+static int get_str(const uint8_t **p, const uint8_t *end, struct arena *a, struct buf *scr,
+		   const char **out)
 {
 	uint64_t n;
 	size_t k = varint_get(*p, end, &n);
@@ -538,13 +565,22 @@ static int get_str(const uint8_t **p, const uint8_t *end, struct arena *a, const
 		*out = NULL;
 		return 0;
 	}
-	*out = arena_strndup(a, (const char *)*p, (size_t)n);
+	if (scr) {
+		char *d = scr->data + scr->len;
+
+		memcpy(d, *p, (size_t)n);
+		d[n] = '\0';
+		scr->len += (size_t)n + 1;
+		*out = d;
+	} else {
+		*out = arena_strndup(a, (const char *)*p, (size_t)n);
+	}
 	*p += n;
 	return *out ? 0 : ERR_NOMEM;
 }
 
-int sym__frames_decode(const void *val, size_t len, struct arena *strs, struct sym_frame *f,
-		       size_t max, size_t *n)
+static int frames_decode(const void *val, size_t len, struct arena *strs, struct buf *scr,
+			 struct sym_frame *f, size_t max, size_t *n)
 {
 	const uint8_t *p = val, *end = p + len;
 	uint64_t cnt, v[3];
@@ -568,12 +604,34 @@ int sym__frames_decode(const void *val, size_t len, struct arena *strs, struct s
 		f[i].flags = (uint32_t)v[0];
 		f[i].line = (uint32_t)v[1];
 		f[i].column = (uint32_t)v[2];
-		if ((rc = get_str(&p, end, strs, &f[i].function)) ||
-		    (rc = get_str(&p, end, strs, &f[i].file)))
+		if ((rc = get_str(&p, end, strs, scr, &f[i].function)) ||
+		    (rc = get_str(&p, end, strs, scr, &f[i].file)))
 			return rc;
 	}
 	*n = (size_t)cnt;
 	return 0;
+}
+
+int sym__frames_decode(const void *val, size_t len, struct arena *strs, struct sym_frame *f,
+		       size_t max, size_t *n)
+{
+	return frames_decode(val, len, strs, NULL, f, max, n);
+}
+
+/*
+ * Decodes into the scratch buffer `scr`, emptied first: the strings stay
+ * valid until the next call.  Their bytes and NULs fit in len + 2 * max,
+ * reserved up front so the buffer never moves while decoding.
+ */
+static int frames_decode_scratch(const void *val, size_t len, struct buf *scr,
+				 struct sym_frame *f, size_t max, size_t *n)
+{
+	int rc;
+
+	buf_reset(scr);
+	if ((rc = buf_reserve(scr, len + 2 * max)))
+		return rc;
+	return frames_decode(val, len, NULL, scr, f, max, n);
 }
 
 /* ---- the index LRU ------------------------------------------------------- */
@@ -1468,7 +1526,7 @@ static void cache_key(uint8_t *k, const uint8_t *bid, size_t blen, const struct 
 struct hit_ctx {
 	struct sym_service *s;
 	const struct sym_addr_req *reqs;
-	struct arena strs;
+	struct buf scratch; /* the strings of the frames being handed out */
 	sym_frames_fn fn;
 	void *ctx;
 	uint8_t *missing; /* 1 per request not answered by the cache */
@@ -1487,16 +1545,12 @@ static int on_cached(void *ctx, size_t i, const void *val, size_t vlen)
 	size_t n;
 	int rc;
 
-	if (!val || sym__frames_decode(val, vlen, &h->strs, f, SYM_MAX_FRAMES, &n)) {
+	if (!val || frames_decode_scratch(val, vlen, &h->scratch, f, SYM_MAX_FRAMES, &n)) {
 		h->missing[i] = 1;
 		h->n_missing++;
 		return 0;
 	}
 	rc = h->fn(h->ctx, i, h->reqs[i].addr, f, n);
-	if (h->strs.used > (8u << 20)) { /* keep the scratch small */
-		arena_release(&h->strs);
-		arena_init(&h->strs, 64u << 20);
-	}
 	if (rc)
 		h->rc = rc;
 	return rc;
@@ -1678,6 +1732,7 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 	char id[HEX_MAX];
 	struct store_kv *keys = NULL;
 	uint8_t *kbytes = NULL;
+	uint64_t *hashes = NULL;
 	struct hit_ctx h;
 	struct open_index *e = NULL, *spill = NULL;
 	int rc;
@@ -1696,7 +1751,7 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 	h.reqs = reqs;
 	h.fn = fn;
 	h.ctx = ctx;
-	arena_init(&h.strs, 64u << 20);
+	buf_init(&h.scratch, 64u << 20);
 	klen = blen + 9;
 	h.bid = bid;
 	h.klen = klen;
@@ -1711,17 +1766,28 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 		cache_key(kbytes + i * klen, bid, blen, &reqs[i]);
 	/* The hot cache first; what it lacks goes to the store in one batch. */
 	h.cold = calloc(n, sizeof(*h.cold));
-	if (!h.cold) {
+	hashes = malloc(n * sizeof(*hashes));
+	if (!h.cold || !hashes) {
 		rc = ERR_NOMEM;
 		goto out;
 	}
 	rc = 0;
+	/* Hashes first, so each probe can prefetch the slot a few keys ahead:
+	 * over a large cache most probes are a cache miss otherwise. */
+	for (size_t i = 0; i < n; i++)
+		hashes[i] = hash_bytes(kbytes + i * klen, klen, 0);
 	pthread_rwlock_rdlock(&s->hot.lock);
+	for (size_t i = 0; i < n && i < HOT_PREFETCH; i++)
+		hot_prefetch(&s->hot, hashes[i]);
 	for (size_t i = 0; i < n && !h.rc; i++) {
 		const void *v;
 		size_t vl;
 
-		if (hot_get(&s->hot, kbytes + i * klen, klen, &v, &vl)) {
+		if (i + HOT_PREFETCH < n)
+			hot_prefetch(&s->hot, hashes[i + HOT_PREFETCH]);
+		if (i + HOT_PREFETCH / 2 < n)
+			hot_prefetch_pair(&s->hot, hashes[i + HOT_PREFETCH / 2]);
+		if (hot_get_h(&s->hot, kbytes + i * klen, klen, hashes[i], &v, &vl)) {
 			on_cached(&h, i, v, vl);
 			continue;
 		}
@@ -1754,9 +1820,10 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 		lru_put(s, e);
 	}
 out:
-	arena_release(&h.strs);
+	buf_release(&h.scratch);
 	free(h.missing);
 	free(h.cold);
+	free(hashes);
 	free(keys);
 	free(kbytes);
 	return rc;
