@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #define MAX_SAMPLE_TYPES 64
@@ -231,32 +232,58 @@ static int conv_header(struct conv *c)
 	return 0;
 }
 
+/*
+ * Indexes the ids of `n` pprof elements, `stride` bytes apart and each
+ * starting with its uint64 id, into `map`, checking that every id is nonzero
+ * and unique; `what` names the element in the message.
+ */
+static int index_ids(struct conv *c, struct idmap *map, const void *elems, size_t n,
+		     size_t stride, const char *what)
+{
+	const unsigned char *e = elems;
+	uint64_t max_id = 0, id;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&id, e + i * stride, sizeof(id));
+		if (id > max_id)
+			max_id = id;
+	}
+	rc = idmap_init(c->t, map, n, max_id);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&id, e + i * stride, sizeof(id));
+		if (id == 0)
+			return err_set(c->msg, ERR_INVALID, "%s %zu: id is 0", what, i);
+		if (idmap_put(map, id, (uint32_t)i))
+			return err_set(c->msg, ERR_INVALID, "%s %zu: id %llu is not unique", what, i,
+				       (unsigned long long)id);
+	}
+	return 0;
+}
+
+_Static_assert(offsetof(struct pprof_mapping, id) == 0, "index_ids reads ids first");
+_Static_assert(offsetof(struct pprof_function, id) == 0, "index_ids reads ids first");
+_Static_assert(offsetof(struct pprof_location, id) == 0, "index_ids reads ids first");
+
 static int conv_mappings(struct conv *c)
 {
 	const Profile *p = c->p;
 	size_t n = p->n_mapping;
 	struct store_mapping *out;
-	uint64_t max_id = 0;
 	int rc;
 
 	out = arena_calloc(c->a, n ? n : 1, sizeof(*out));
 	if (!out)
 		return arena_failed(c->a);
-	for (size_t i = 0; i < n; i++)
-		if (p->mapping[i].id > max_id)
-			max_id = p->mapping[i].id;
-	rc = idmap_init(c->t, &c->maps, n, max_id);
+	rc = index_ids(c, &c->maps, p->mapping, n, sizeof(p->mapping[0]), "mapping");
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		const struct pprof_mapping *m = &p->mapping[i];
 		struct store_mapping *o = &out[i];
 
-		if (m->id == 0)
-			return err_set(c->msg, ERR_INVALID, "mapping %zu: id is 0", i);
-		if (idmap_put(&c->maps, m->id, (uint32_t)i))
-			return err_set(c->msg, ERR_INVALID, "mapping %zu: id %llu is not unique", i,
-				       (unsigned long long)m->id);
 		rc = check_str(c, m->filename, "mapping", i, "filename");
 		if (!rc)
 			rc = check_str(c, m->build_id, "mapping", i, "build_id");
@@ -289,26 +316,17 @@ static int conv_functions(struct conv *c)
 	const Profile *p = c->p;
 	size_t n = p->n_function;
 	struct store_function *out;
-	uint64_t max_id = 0;
 	int rc;
 
 	out = arena_calloc(c->a, n ? n : 1, sizeof(*out));
 	if (!out)
 		return arena_failed(c->a);
-	for (size_t i = 0; i < n; i++)
-		if (p->function[i].id > max_id)
-			max_id = p->function[i].id;
-	rc = idmap_init(c->t, &c->funcs, n, max_id);
+	rc = index_ids(c, &c->funcs, p->function, n, sizeof(p->function[0]), "function");
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		const struct pprof_function *f = &p->function[i];
 
-		if (f->id == 0)
-			return err_set(c->msg, ERR_INVALID, "function %zu: id is 0", i);
-		if (idmap_put(&c->funcs, f->id, (uint32_t)i))
-			return err_set(c->msg, ERR_INVALID, "function %zu: id %llu is not unique", i,
-				       (unsigned long long)f->id);
 		rc = check_str(c, f->name, "function", i, "name");
 		if (!rc)
 			rc = check_str(c, f->system_name, "function", i, "system_name");
@@ -390,7 +408,6 @@ static int conv_locations(struct conv *c)
 	const Profile *p = c->p;
 	size_t n = p->n_location;
 	struct ingest_location *out;
-	uint64_t max_id = 0;
 	int rc;
 
 	if (n >= UINT32_MAX || p->n_mapping >= UINT32_MAX || p->n_function >= UINT32_MAX)
@@ -398,20 +415,10 @@ static int conv_locations(struct conv *c)
 	out = arena_calloc(c->a, n ? n : 1, sizeof(*out));
 	if (!out)
 		return arena_failed(c->a);
-	for (size_t i = 0; i < n; i++)
-		if (p->location[i].id > max_id)
-			max_id = p->location[i].id;
-	rc = idmap_init(c->t, &c->locs, n, max_id);
+	rc = index_ids(c, &c->locs, p->location, n, sizeof(p->location[0]), "location");
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
-		const struct pprof_location *l = &p->location[i];
-
-		if (l->id == 0)
-			return err_set(c->msg, ERR_INVALID, "location %zu: id is 0", i);
-		if (idmap_put(&c->locs, l->id, (uint32_t)i))
-			return err_set(c->msg, ERR_INVALID, "location %zu: id %llu is not unique", i,
-				       (unsigned long long)l->id);
 		rc = conv_location(c, i, &out[i]);
 		if (rc)
 			return rc;
