@@ -79,19 +79,7 @@ cc -g -O2 -o "$WORK/prog" "$WORK/main.c" -L"$WORK" -lwork -Wl,-rpath,"$WORK"
 
 # ---- profile it for real
 PPROF="$WORK/out.pb.gz"
-if perf record -q -F 999 -g --call-graph dwarf -o "$WORK/perf.data" "$WORK/prog" 1.5 \
-	>/dev/null 2>"$WORK/perf.err" && [ -s "$WORK/perf.data" ]; then
-	note "profiled with perf"
-	"$PERF2PPROF" -i "$WORK/perf.data" -o "$PPROF"
-else
-	note "perf refused ($(head -c 200 "$WORK/perf.err")); using the gperftools profiler"
-	LIBPROFILER=$(ls /usr/lib/*/libprofiler.so* /usr/lib/libprofiler.so* 2>/dev/null | sed -n 1p || true)
-	[ -n "$LIBPROFILER" ] || fail "neither perf nor libprofiler.so is usable"
-	LD_PRELOAD="$LIBPROFILER" CPUPROFILE="$WORK/cpu.prof" CPUPROFILE_FREQUENCY=999 \
-		"$WORK/prog" 1.5 >/dev/null
-	"$PERF2PPROF" --gperftools "$WORK/cpu.prof" -o "$PPROF"
-fi
-[ -s "$PPROF" ] || fail "perf2pprof wrote no profile"
+profile_to_pprof "$PPROF" "$WORK/prog" 1.5
 INFO=$("$PPROFINFO" --json "$PPROF")
 note "pprofinfo: $INFO"
 STORED=$(field "$INFO" stored_samples)

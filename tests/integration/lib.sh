@@ -125,3 +125,53 @@ counts() {
 field() {
 	jq -r ".$2" <<<"$1"
 }
+
+# profile_to_pprof OUT CMD [ARGS...]: runs CMD under perf record with DWARF
+# call graphs, or under the gperftools CPU profiler when the kernel refuses
+# perf, and converts the recording with perf2pprof into the raw-address pprof
+# OUT (gzipped; its .pb.gz suffix is replaced for the intermediate files).
+profile_to_pprof() {
+	local out=$1 base=${1%.pb.gz} lib
+	shift
+	if perf record -q -F 999 -g --call-graph dwarf -o "$base.perf.data" "$@" \
+		>/dev/null 2>"$base.perf.err" && [ -s "$base.perf.data" ]; then
+		note "profiled $(basename "$1") with perf"
+		"$PERF2PPROF" -i "$base.perf.data" -o "$out"
+	else
+		note "perf refused ($(head -c 200 "$base.perf.err")); using the gperftools profiler"
+		lib=$(ls /usr/lib/*/libprofiler.so* /usr/lib/libprofiler.so* 2>/dev/null | sed -n 1p || true)
+		[ -n "$lib" ] || fail "neither perf nor libprofiler.so is usable"
+		LD_PRELOAD="$lib" CPUPROFILE="$base.cpu.prof" CPUPROFILE_FREQUENCY=999 "$@" >/dev/null
+		"$PERF2PPROF" --gperftools "$base.cpu.prof" -o "$out"
+	fi
+	[ -s "$out" ] || fail "perf2pprof wrote no profile to $out"
+}
+
+# section_of ELF VADDR: the name of the section holding VADDR, if any.
+section_of() {
+	local name type addr off size rest
+	while read -r name type addr off size rest; do
+		[[ $addr =~ ^[0-9a-f]+$ && $size =~ ^[0-9a-f]+$ ]] || continue
+		if ((0x$addr <= $2 && $2 < 0x$addr + 0x$size)); then
+			echo "$name"
+			return
+		fi
+	done < <(readelf -SW "$1" | sed -n 's/^ *\[ *[0-9]*\] *//p')
+}
+
+# check_hex PROG RENDER_JSON: a frame of $WORK/PROG may stay hex only where the
+# debug info knows nothing either (PLT stubs): llvm-symbolizer says "??".
+check_hex() {
+	local p=$1 body=$2 off seg poff pvaddr va fn sec
+	seg=$(readelf -lW "$WORK/$p" | awk '$1=="LOAD" && $7 ~ /E/ {print $2, $3; exit}')
+	poff=$((${seg%% *}))
+	pvaddr=$((${seg##* }))
+	for off in $(jq -r '.flamebearer.names[]' <<<"$body" | sed -n "s/^$p\.stripped+0x//p"); do
+		va=$((0x$off - poff + pvaddr))
+		sec=$(section_of "$WORK/$p" "$va")
+		fn=$(llvm-symbolizer --obj="$WORK/$p" "$(printf '0x%x' "$va")" | head -1)
+		case "$sec" in .plt*) fn="??" ;; esac
+		[ "$fn" = "??" ] || fail "$p+0x$off ($sec) stayed hex, but llvm-symbolizer names it $fn"
+		note "$p+0x$off stays hex: in $sec, no function there"
+	done
+}

@@ -89,19 +89,7 @@ EOF
 cc -g -O2 -fPIC -shared -o "$WORK/libwork.so" "$WORK/work.c"
 cc -g -O2 -o "$WORK/prog" "$WORK/main.c" -L"$WORK" -lwork -Wl,-rpath,"$WORK"
 PERF_PB="$WORK/perf.pb.gz"
-if perf record -q -F 999 -g --call-graph dwarf -o "$WORK/perf.data" "$WORK/prog" 1.0 \
-	>/dev/null 2>"$WORK/perf.err" && [ -s "$WORK/perf.data" ]; then
-	note "profiled with perf"
-	"$PERF2PPROF" -i "$WORK/perf.data" -o "$PERF_PB"
-else
-	note "perf refused ($(head -c 120 "$WORK/perf.err")); using the gperftools profiler"
-	LIBPROFILER=$(ls /usr/lib/*/libprofiler.so* /usr/lib/libprofiler.so* 2>/dev/null | sed -n 1p || true)
-	[ -n "$LIBPROFILER" ] || fail "neither perf nor libprofiler.so is usable"
-	LD_PRELOAD="$LIBPROFILER" CPUPROFILE="$WORK/cpu.prof" CPUPROFILE_FREQUENCY=999 \
-		"$WORK/prog" 1.0 >/dev/null
-	"$PERF2PPROF" --gperftools "$WORK/cpu.prof" -o "$PERF_PB"
-fi
-[ -s "$PERF_PB" ] || fail "perf2pprof wrote no profile"
+profile_to_pprof "$PERF_PB" "$WORK/prog" 1.0
 
 # sum_of TYPE UNIT FILE...: the sum of one sample type over files (pprofinfo).
 sum_of() {

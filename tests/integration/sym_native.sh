@@ -151,20 +151,7 @@ note "build IDs: C $ID_C, C++ $ID_CC, orphan $ID_O"
 
 # ---- profile the stripped binaries for real
 profile() { # NAME SECONDS -> $WORK/NAME.pb.gz
-	local name=$1 secs=$2
-	if perf record -q -F 999 -g --call-graph dwarf -o "$WORK/$name.data" \
-		"$WORK/$name.stripped" "$secs" >/dev/null 2>"$WORK/$name.perf.err" &&
-		[ -s "$WORK/$name.data" ]; then
-		"$PERF2PPROF" -i "$WORK/$name.data" -o "$WORK/$name.pb.gz"
-	else
-		note "perf refused ($(head -c 200 "$WORK/$name.perf.err")); using gperftools"
-		LIBPROFILER=$(ls /usr/lib/*/libprofiler.so* 2>/dev/null | sed -n 1p || true)
-		[ -n "$LIBPROFILER" ] || fail "neither perf nor libprofiler.so is usable"
-		LD_PRELOAD="$LIBPROFILER" CPUPROFILE="$WORK/$name.prof" CPUPROFILE_FREQUENCY=999 \
-			"$WORK/$name.stripped" "$secs" >/dev/null
-		"$PERF2PPROF" --gperftools "$WORK/$name.prof" -o "$WORK/$name.pb.gz"
-	fi
-	[ -s "$WORK/$name.pb.gz" ] || fail "no profile for $name"
+	profile_to_pprof "$WORK/$1.pb.gz" "$WORK/$1.stripped" "$2"
 }
 profile progc 1.5
 profile progcc 1.5
@@ -224,34 +211,6 @@ q() { # SERVICE -> urlencoded query
 	jq -rn --arg s "$PT{service_name=\"$1\"}" '$s|@uri'
 }
 
-# section_of ELF VADDR: the name of the section holding VADDR.
-section_of() {
-	local name type addr off size rest
-	while read -r name type addr off size rest; do
-		[[ $addr =~ ^[0-9a-f]+$ && $size =~ ^[0-9a-f]+$ ]] || continue
-		if ((0x$addr <= $2 && $2 < 0x$addr + 0x$size)); then
-			echo "$name"
-			return
-		fi
-	done < <(readelf -SW "$1" | sed -n 's/^ *\[ *[0-9]*\] *//p')
-}
-
-# check_hex PROG RENDER_JSON: a frame of PROG may stay hex only where the
-# debug info knows nothing either (PLT stubs): llvm-symbolizer says "??".
-check_hex() {
-	local p=$1 body=$2 off seg poff pvaddr va fn sec
-	seg=$(readelf -lW "$WORK/$p" | awk '$1=="LOAD" && $7 ~ /E/ {print $2, $3; exit}')
-	poff=$((${seg%% *}))
-	pvaddr=$((${seg##* }))
-	for off in $(jq -r '.flamebearer.names[]' <<<"$body" | sed -n "s/^$p\.stripped+0x//p"); do
-		va=$((0x$off - poff + pvaddr))
-		sec=$(section_of "$WORK/$p" "$va")
-		fn=$(llvm-symbolizer --obj="$WORK/$p" "$(printf '0x%x' "$va")" | head -1)
-		case "$sec" in .plt*) fn="??" ;; esac
-		[ "$fn" = "??" ] || fail "$p+0x$off ($sec) stayed hex, but llvm-symbolizer names it $fn"
-		note "$p+0x$off stays hex: in $sec, no function there"
-	done
-}
 
 # Poll until nothing is pending (the C++ file comes from upstream).
 for i in $(seq 1 30); do
