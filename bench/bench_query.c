@@ -5,11 +5,12 @@
  *
  *   bench-query --data DIR --query SELECTOR --from T --until T
  *               [--tenant T] [--runs N] [--max-nodes N] [--compact]
- *               [--no-symbolizer] [--out FILE]
+ *               [--no-symbolizer] [--no-memo] [--out FILE]
  *
  * Opens the store, and, like `unhex serve`, a symbolization service over it
  * with no debuginfod upstream (so the query runs the same symbolize step as
- * the server does; --no-symbolizer skips it).  Times the first query_render
+ * the server does, with the server's symbolization memo; --no-memo goes
+ * without the memo, --no-symbolizer skips the step).  Times the first query_render
  * (cold: nothing of this store is in memory yet) and then N more (warm,
  * median and min).  With --compact it then times store_compact() and the
  * same cold/warm series again.  T is anything query_parse_time() accepts.
@@ -43,6 +44,7 @@ struct args {
 	int64_t max_nodes;
 	int compact;
 	int no_sym;
+	int no_memo;
 };
 
 /* CPU time of this thread: on a shared machine it moves less than wall time. */
@@ -65,7 +67,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: bench-query --data DIR --query SELECTOR --from T --until T\n"
 			"                   [--tenant T] [--runs N] [--max-nodes N] [--compact]\n"
-			"                   [--no-symbolizer] [--out FILE]\n");
+			"                   [--no-symbolizer] [--no-memo] [--out FILE]\n");
 	return 2;
 }
 
@@ -86,6 +88,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 		if (!strcmp(k, "--no-symbolizer")) {
 			a->no_sym = 1;
+			continue;
+		}
+		if (!strcmp(k, "--no-memo")) {
+			a->no_memo = 1;
 			continue;
 		}
 		if (!v)
@@ -151,6 +157,7 @@ int main(int argc, char **argv)
 	struct sym_service_options sy = { 0 };
 	struct store *st = NULL;
 	struct sym_service *sym = NULL;
+	struct query_symmemo *memo = NULL;
 	struct query_params p = { 0 };
 	struct err_msg msg = { { 0 } };
 	struct buf out;
@@ -178,6 +185,9 @@ int main(int argc, char **argv)
 		if ((rc = sym_service_open(st, &sy, &sym, &msg)))
 			goto out;
 		p.limits.symbolizer = sym;
+		if (!a.no_memo && (rc = query_symmemo_new(sym, 0, &memo)))
+			goto out;
+		p.limits.symmemo = memo;
 	}
 	printf("RESULT phase=open open_ms=%.2f\n", (clock_mono_ns() - t0) / 1e6);
 	if ((rc = measure(st, &a, &p, "before_compact", &out, &msg)))
@@ -210,6 +220,7 @@ out:
 	if (rc)
 		fprintf(stderr, "bench-query: %s\n", msg.text[0] ? msg.text : "failed");
 	buf_release(&out);
+	query_symmemo_free(memo);
 	sym_service_close(sym);
 	store_close(st);
 	return rc ? 1 : 0;

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "ingest/ingest.h"
+#include "query/query.h"
 #include "storage/storage.h"
 #include "symbolize/symbolize.h"
 #include "web/web.h"
@@ -49,6 +50,8 @@ static void serve_help(FILE *f)
 	      "  --debuginfod-urls URLS      upstream debuginfod servers, space-separated\n"
 	      "                              (default: $DEBUGINFOD_URLS; \"\" for none)\n"
 	      "  --symbolize-budget T        how long a query waits for symbolization (5s)\n"
+	      "  --symbolize-memo-bytes N    memory for resolved frames kept across queries\n"
+	      "                              (default 64M)\n"
 	      "  --max-debuginfo-bytes N     largest debug file upload (default 2G)\n"
 	      "  --upload-token T            uploads need \"Authorization: Bearer T\"\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
@@ -177,7 +180,8 @@ static int parse_level(const char *s, enum log_level *out)
 
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
-       O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG };
+       O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
+       O_SYM_MEMO };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -197,6 +201,7 @@ static const struct option serve_opts[] = {
 	{ "debuginfod-urls", required_argument, NULL, O_DEBUGINFOD },
 	{ "symbolize-budget", required_argument, NULL, O_SYM_BUDGET },
 	{ "max-debuginfo-bytes", required_argument, NULL, O_MAX_DEBUGINFO },
+	{ "symbolize-memo-bytes", required_argument, NULL, O_SYM_MEMO },
 	{ "upload-token", required_argument, NULL, O_UPLOAD_TOKEN },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -207,6 +212,7 @@ struct serve_args {
 	const char *preload;
 	const char *preload_debuginfo;
 	int sync_writes;
+	size_t memo_bytes;
 	struct web_options web;
 	struct sym_service_options sym;
 };
@@ -281,7 +287,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			log_set_level(lvl);
 			break;
 		case O_THREADS: case O_MAX_REQ: case O_MAX_DEC: case O_MAX_SAMPLES:
-		case O_MAX_DEPTH: case O_MAX_LABELS: case O_QBYTES:
+		case O_MAX_DEPTH: case O_MAX_LABELS: case O_QBYTES: case O_SYM_MEMO:
 			if (cli_parse_size(optarg, &v) || v == 0)
 				return cli_usage_error("serve", "--%s: \"%s\" is not a positive number",
 						       serve_opts[idx].name, optarg);
@@ -293,6 +299,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				a->web.limits.max_decompressed_bytes = v;
 			else if (c == O_QBYTES)
 				a->web.query.max_bytes = v;
+			else if (c == O_SYM_MEMO)
+				a->memo_bytes = v;
 			else if (c == O_MAX_SAMPLES)
 				a->web.limits.max_samples = v;
 			else if (c == O_MAX_DEPTH)
@@ -383,6 +391,7 @@ int cli_serve(int argc, char **argv)
 	struct store *st = NULL;
 	struct web_server *srv = NULL;
 	struct sym_service *sym = NULL;
+	struct query_symmemo *memo = NULL;
 	struct err_msg msg;
 	sigset_t set;
 	char url[300];
@@ -415,9 +424,17 @@ int cli_serve(int argc, char **argv)
 	}
 	if (a.preload_debuginfo)
 		preload_debuginfo(sym, a.preload_debuginfo);
+	if (query_symmemo_new(sym, a.memo_bytes, &memo)) {
+		log_error("out of memory");
+		sym_service_close(sym);
+		store_close(st);
+		return CLI_EXIT_FAIL;
+	}
 	a.web.query.symbolizer = sym;
+	a.web.query.symmemo = memo;
 	if (web_server_start(st, &a.web, &srv, &msg)) {
 		log_error("%s", msg.text);
+		query_symmemo_free(memo);
 		sym_service_close(sym);
 		store_close(st);
 		return CLI_EXIT_FAIL;
@@ -432,6 +449,7 @@ int cli_serve(int argc, char **argv)
 		;
 	log_info("received %s; finishing in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	web_server_stop(srv);
+	query_symmemo_free(memo);
 	sym_service_close(sym);
 	store_close(st);
 	log_info("stopped");

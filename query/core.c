@@ -22,6 +22,7 @@ void qctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->msg = msg;
 	q->tick = 0;
 	q->symbolizer = lim ? lim->symbolizer : NULL;
+	q->symmemo = lim && lim->symbolizer ? lim->symmemo : NULL;
 }
 
 int qctx_check(struct qctx *q)

@@ -43,6 +43,8 @@ struct store;
 #define QUERY_MAX_MAX_NODES 1048576
 #define QUERY_DEFAULT_TIMEOUT_NS (30LL * 1000000000LL)
 #define QUERY_DEFAULT_MAX_BYTES ((size_t)1 << 30)
+/* Memory of the symbolization memo of a server. */
+#define QUERY_DEFAULT_SYMMEMO_BYTES ((size_t)64 << 20)
 #define QUERY_MAX_SELECTOR_BYTES 4096
 #define QUERY_MAX_MATCHERS 64
 
@@ -107,7 +109,26 @@ struct query_limits {
 	 * "symbolization" object (docs/symbolization.md).
 	 */
 	struct sym_service *symbolizer;
+	/*
+	 * The symbolization memo (borrowed; may be NULL): frames resolved by
+	 * earlier queries, per location, so a repeated query skips the
+	 * service.  Used only with a symbolizer, which it must belong to.
+	 */
+	struct query_symmemo *symmemo;
 };
+
+/*
+ * A symbolization memo for the queries of one server: thread-safe, holding
+ * at most `max_bytes` (0 picks QUERY_DEFAULT_SYMMEMO_BYTES; when full it
+ * starts over) of resolved frames by (tenant, partition, location), emptied
+ * whenever `svc` reports replaced debug info.  Returns 0 or ERR_NOMEM.
+ */
+struct query_symmemo;
+
+int query_symmemo_new(struct sym_service *svc, size_t max_bytes, struct query_symmemo **out);
+void query_symmemo_free(struct query_symmemo *m);
+/* Prometheus text of the memo's counters (lookups, resets, bytes). */
+int query_symmemo_metrics(struct query_symmemo *m, struct buf *out);
 
 struct query_params {
 	/* Selector: `query` alone ("type{...}"), or profile_type plus an

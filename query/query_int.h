@@ -55,6 +55,7 @@ struct qctx {
 	struct err_msg *msg;
 	unsigned tick;
 	struct sym_service *symbolizer; /* borrowed from the limits; may be NULL */
+	struct query_symmemo *symmemo;  /* borrowed from the limits; may be NULL */
 };
 
 void qctx_init(struct qctx *q, struct store *st, const char *tenant,
@@ -241,6 +242,39 @@ struct qsym_frame {
 	uint32_t line, column;
 	uint32_t function_len; /* strlen(function), so the tree need not count */
 };
+
+/*
+ * The symbolization memo (symmemo.c; query_symmemo_new in query.h): a
+ * query's access to the frames earlier queries resolved.  Between
+ * qmemo_begin and qmemo_unlock the memo is read-locked and qmemo_get may be
+ * called; frames it returns stay valid until qmemo_end.  New answers go in
+ * between qmemo_put_begin (write-locked) and qmemo_put_end, and are dropped
+ * when the service's debug info changed since qmemo_begin.  With a NULL
+ * memo every call is a no-op and qmemo_get finds nothing.
+ */
+struct qmemo_gen;
+struct qmemo_tenant;
+
+struct qmemo_view {
+	struct query_symmemo *m;
+	struct qmemo_gen *g;            /* referenced until qmemo_end */
+	const struct qmemo_tenant *t;   /* while read-locked */
+	struct qmemo_tenant *put;       /* while write-locked */
+	uint64_t svc_gen;
+	uint64_t hits, stored;
+	int locked;
+};
+
+void qmemo_begin(struct query_symmemo *m, const char *tenant, struct qmemo_view *v);
+/* 1 and the frames (n may be 0: nothing known there), or 0 when not memoized. */
+int qmemo_get(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
+	      const struct qsym_frame **f, uint32_t *n);
+void qmemo_unlock(struct qmemo_view *v);
+void qmemo_put_begin(struct qmemo_view *v, const char *tenant);
+void qmemo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
+	       const struct qsym_frame *f, uint32_t n);
+void qmemo_put_end(struct qmemo_view *v);
+void qmemo_end(struct qmemo_view *v);
 
 /* Runs the step for `m` (q->symbolizer set); fills m->sym. */
 int qsym_step(struct qctx *q, struct qmerge *m);

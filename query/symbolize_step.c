@@ -22,16 +22,23 @@
 #define STRS_CAP (256u << 20)    /* resolved names and paths of one query */
 #define MAX_DEPTH (1 << 16)
 
-enum { ST_NA = 0, ST_WANT, ST_DONE };
+/*
+ * ST_NA: has lines or needs nothing; ST_WANT: to resolve; ST_DONE: resolved
+ * by this query, frames in s->frames; ST_MEMO: answered by the memo.
+ */
+enum { ST_NA = 0, ST_WANT, ST_DONE, ST_MEMO };
 
 struct qloc {
 	uint32_t part, loc;
 	uint32_t group;
-	uint32_t frame_off;  /* into s->frames */
 	uint16_t n_frames;
 	uint8_t leaf;
-	uint8_t state;       /* ST_NA: has lines or needs nothing */
+	uint8_t state;
 	uint64_t addr;
+	union {
+		size_t off;                    /* ST_DONE: into s->frames */
+		const struct qsym_frame *memo; /* ST_MEMO: in the memo */
+	} fr;
 };
 
 struct qgroup {
@@ -56,12 +63,14 @@ struct qsym {
 	size_t n_groups, cap_groups;
 	int64_t total, unnamed;
 	int pending;
+	struct qmemo_view memo;
 };
 
 void qsym_free(struct qctx *q, struct qsym *s)
 {
 	if (!s)
 		return;
+	qmemo_end(&s->memo);
 	arena_release(&s->strs);
 	qmem_free(q, s->locs, s->cap_locs, sizeof(*s->locs));
 	qmem_free(q, s->frames, s->cap_frames, sizeof(*s->frames));
@@ -81,9 +90,14 @@ size_t qsym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
 	if (!s || !qmap_get(leaf ? &s->leaf : &s->nonleaf, (uint64_t)part << 32 | loc, &at))
 		return 0;
 	l = &s->locs[at];
-	if (l->state != ST_DONE || !l->n_frames)
+	if (!l->n_frames)
 		return 0;
-	*frames = &s->frames[l->frame_off];
+	if (l->state == ST_MEMO)
+		*frames = l->fr.memo;
+	else if (l->state == ST_DONE)
+		*frames = &s->frames[l->fr.off];
+	else
+		return 0;
 	return l->n_frames;
 }
 
@@ -192,9 +206,18 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 				return rc;
 		}
 		if (g1) {
+			const struct qsym_frame *mf;
+			uint32_t mn;
+
 			l->group = g1 - 1;
-			l->state = ST_WANT;
-			s->groups[l->group].n_want++;
+			if (s->memo.locked && qmemo_get(&s->memo, part, loc, leaf, &mf, &mn)) {
+				l->state = ST_MEMO;
+				l->fr.memo = mf;
+				l->n_frames = (uint16_t)mn;
+			} else {
+				l->state = ST_WANT;
+				s->groups[l->group].n_want++;
+			}
 		}
 	}
 	*idx = (uint32_t)s->n_locs;
@@ -286,7 +309,7 @@ static int on_frames(void *ctx, size_t i, uint64_t vaddr, const struct sym_frame
 		o->column = f[j].column;
 		k++;
 	}
-	l->frame_off = (uint32_t)s->n_frames;
+	l->fr.off = s->n_frames;
 	l->n_frames = (uint16_t)k;
 	l->state = ST_DONE;
 	s->n_frames += k;
@@ -423,7 +446,7 @@ static int unresolved(const struct qsym *s, uint32_t idx)
 {
 	const struct qloc *l = &s->locs[idx];
 
-	return l->state == ST_WANT || (l->state == ST_DONE && !l->n_frames);
+	return l->state == ST_WANT || (l->state >= ST_DONE && !l->n_frames);
 }
 
 /*
@@ -490,6 +513,28 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 	return rc;
 }
 
+/*
+ * What this query resolved goes into the memo for the next ones, and the
+ * build IDs it used get their last-use date.
+ */
+static void remember(struct qctx *q, struct qsym *s)
+{
+	for (size_t g = 0; g < s->n_groups; g++)
+		if (s->groups[g].build_id[0] && s->groups[g].status == SYM_STATUS_OK)
+			sym_service_touch(q->symbolizer, s->groups[g].build_id);
+	if (!s->memo.m)
+		return;
+	qmemo_put_begin(&s->memo, q->tenant);
+	for (size_t i = 0; i < s->n_locs; i++) {
+		const struct qloc *l = &s->locs[i];
+
+		if (l->state == ST_DONE)
+			qmemo_put(&s->memo, l->part, l->loc, l->leaf, &s->frames[l->fr.off],
+				  l->n_frames);
+	}
+	qmemo_put_end(&s->memo);
+}
+
 int qsym_step(struct qctx *q, struct qmerge *m)
 {
 	struct qviews v;
@@ -507,9 +552,13 @@ int qsym_step(struct qctx *q, struct qmerge *m)
 	qmap_init_dense(&s->mapgroup);
 	memset(&v, 0, sizeof(v));
 	m->sym = s;
+	qmemo_begin(q->symmemo, q->tenant, &s->memo);
 	rc = collect(q, s, m, &v);
+	qmemo_unlock(&s->memo);
 	if (!rc)
 		rc = resolve_groups(q, s);
+	if (!rc)
+		remember(q, s);
 	if (!rc)
 		rc = measure(q, s, m, &v);
 	qviews_release(&v);

@@ -202,6 +202,19 @@ static void hot_put(struct hot_cache *c, const uint8_t *key, size_t klen, const 
 	c->n++;
 }
 
+/*
+ * lastUsed is written at most once a minute per build ID; a small
+ * direct-mapped table remembers the last write (a collision only costs an
+ * extra write).
+ */
+#define TOUCH_SLOTS 1024
+#define TOUCH_EVERY_NS (60LL * 1000000000)
+
+struct touch_slot {
+	uint64_t hash;
+	int64_t written;
+};
+
 struct sym_service {
 	struct store *st;
 	char *dir; /* <data dir>/debuginfo */
@@ -226,6 +239,11 @@ struct sym_service {
 	atomic_uint_fast64_t tmp_seq;
 
 	struct hot_cache hot;
+	atomic_uint_fast64_t generation; /* bumped when a build ID's debug info is replaced */
+
+	/* Build ID hash -> when its last_used was last written (wall ns). */
+	pthread_mutex_t touch_mu;
+	struct touch_slot touched[TOUCH_SLOTS];
 
 	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
 	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
@@ -881,8 +899,11 @@ static int job_build(struct sym_service *s, const char *id, const uint8_t *bid, 
 		if (!sym_elf_inspect_file(src, &info, NULL))
 			sym_elf_check(&info, bid, blen, 0, &reason, NULL);
 		log_warn("symbolize: index of %s: %s", id, msg.text);
+		/* ERR_NOT_FOUND from a good file: a DWZ alt file is missing. */
 		meta_fail(s, id, SRC_NONE,
-			  reason == SYM_REASON_OK ? SYM_STATUS_INVALID_ELF : status_of_reason(reason),
+			  reason != SYM_REASON_OK ? status_of_reason(reason) :
+			  rc == ERR_NOT_FOUND	  ? SYM_STATUS_NOT_FOUND :
+						    SYM_STATUS_INVALID_ELF,
 			  clock_wall_ns() + s->retry_ns, msg.text);
 		return rc;
 	}
@@ -1039,6 +1060,7 @@ int sym_service_open(struct store *st, const struct sym_service_options *opt,
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->upload_mu, NULL);
+	pthread_mutex_init(&s->touch_mu, NULL);
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
 	workers = opt->workers > 0 ? opt->workers : 2;
@@ -1081,6 +1103,7 @@ void sym_service_close(struct sym_service *s)
 	pthread_cond_destroy(&s->done_cv);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->upload_mu);
+	pthread_mutex_destroy(&s->touch_mu);
 	hot_release(&s->hot);
 	free(s->lru);
 	free(s->dir);
@@ -1224,6 +1247,107 @@ static void drop_derived(struct sym_service *s, const char *id, const uint8_t *b
 	pthread_rwlock_wrlock(&s->hot.lock);
 	hot_clear(&s->hot);
 	pthread_rwlock_unlock(&s->hot.lock);
+	/* Last: whoever kept frames of its own drops them from now on. */
+	atomic_fetch_add(&s->generation, 1);
+}
+
+uint64_t sym_service_generation(const struct sym_service *s)
+{
+	return atomic_load(&((struct sym_service *)s)->generation);
+}
+
+/* The next use of `bid` is recorded again (its file just changed). */
+static void touch_forget(struct sym_service *s, const uint8_t *bid, size_t blen)
+{
+	uint64_t h = hash_bytes(bid, blen, 0);
+	struct touch_slot *t = &s->touched[h % TOUCH_SLOTS];
+
+	pthread_mutex_lock(&s->touch_mu);
+	if (t->hash == h)
+		t->written = 0;
+	pthread_mutex_unlock(&s->touch_mu);
+}
+
+void sym_service_touch(struct sym_service *s, const char *build_id_hex)
+{
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	char id[HEX_MAX];
+	int64_t now = clock_wall_ns();
+	struct touch_slot *t;
+	struct meta m;
+	uint64_t h;
+	size_t blen;
+
+	if (canon_id(build_id_hex, id, bid, &blen))
+		return;
+	h = hash_bytes(bid, blen, 0);
+	t = &s->touched[h % TOUCH_SLOTS];
+	pthread_mutex_lock(&s->touch_mu);
+	if (t->hash == h && now - t->written < TOUCH_EVERY_NS) {
+		pthread_mutex_unlock(&s->touch_mu);
+		return;
+	}
+	t->hash = h;
+	t->written = now;
+	pthread_mutex_unlock(&s->touch_mu);
+	/* upload_mu orders this read-modify-write against uploads; when an
+	 * upload holds it, this minute's touch is skipped, not waited for. */
+	if (pthread_mutex_trylock(&s->upload_mu)) {
+		touch_forget(s, bid, blen);
+		return;
+	}
+	if (!meta_get(s, id, &m) && m.status == SYM_STATUS_OK) {
+		m.last_used = now;
+		if (meta_put(s, id, &m))
+			log_warn("symbolize: cannot record the last use of %s", id);
+	}
+	pthread_mutex_unlock(&s->upload_mu);
+}
+
+struct waiting {
+	const char *alt_id;
+	struct buf ids;       /* NUL-terminated build IDs */
+};
+
+static int find_waiting(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct waiting *w = ctx;
+	struct meta m;
+	int rc;
+
+	if (klen >= HEX_MAX || meta_decode(val, vlen, &m) || m.status == SYM_STATUS_OK ||
+	    !strstr(m.reason, "alt_not_found") || !strstr(m.reason, w->alt_id))
+		return 0;
+	rc = buf_append(&w->ids, key, klen);
+	return rc ? rc : buf_putc(&w->ids, '\0');
+}
+
+/*
+ * `alt_id` was just stored: the build IDs whose index waited for it as
+ * their DWZ alt file are retried at their next query instead of after the
+ * retry delay.  upload_mu held.
+ */
+static void retry_waiting(struct sym_service *s, const char *alt_id)
+{
+	struct waiting w = { alt_id, { 0 } };
+
+	buf_init(&w.ids, 1u << 20);
+	if (!store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, find_waiting, &w, NULL)) {
+		for (size_t at = 0; at < w.ids.len; at += strlen(w.ids.data + at) + 1) {
+			const char *id = w.ids.data + at;
+			struct meta m;
+
+			if (meta_get(s, id, &m) || m.status == SYM_STATUS_OK)
+				continue;
+			m.retry_at = 0;
+			if (meta_put(s, id, &m))
+				log_warn("symbolize: cannot clear the retry time of %s", id);
+			else
+				log_info("symbolize: %s: its DWZ alt file %s arrived, retrying", id,
+					 alt_id);
+		}
+	}
+	buf_release(&w.ids);
 }
 
 static int refuse(struct sym_upload *u, const char *id, enum sym_reason reason, int code,
@@ -1338,9 +1462,13 @@ int sym_upload_commit(struct sym_upload *u, const char *build_id_hex, enum sym_f
 		m.retry_at = 0;
 		if (!res->unchanged || !m.uploaded)
 			m.uploaded = clock_wall_ns();
+		if (!res->unchanged)
+			touch_forget(s, bid, blen);
 		rc = meta_put(s, id, &m);
 		if (rc)
 			err_set(msg, rc, "cannot record the metadata of %s", id);
+		else if (!res->unchanged)
+			retry_waiting(s, id);
 	}
 	pthread_mutex_unlock(&s->upload_mu);
 	if (!rc) {

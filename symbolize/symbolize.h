@@ -182,9 +182,11 @@ struct sym_dwarf_opts {
 	/*
 	 * Called when the file has a .gnu_debugaltlink: return 0 and an owned
 	 * (malloc'd) path in *path of the DWZ alt file with that build ID, or
-	 * ERR_NOT_FOUND.  Without a callback, or when it fails, the name in the
-	 * link is tried relative to the debug file's directory; if that fails
-	 * too, DIEs in the alt file resolve without names.
+	 * ERR_NOT_FOUND.  With a callback it is the only source: when it fails
+	 * (or its file has another build ID) the open fails with ERR_NOT_FOUND
+	 * ("alt_not_found: ...").  Without a callback the name in the link is
+	 * tried (relative to the debug file's directory); if that fails, DIEs
+	 * in the alt file resolve without names.
 	 */
 	int (*find_alt)(void *ctx, const uint8_t *id, size_t id_len,
 			const char *name, char **path);
@@ -446,6 +448,22 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 			const struct sym_mapping_ref *map, const struct sym_addr_req *reqs,
 			size_t n, int64_t deadline_ns, sym_frames_fn fn, void *ctx,
 			enum sym_status *status, char *reason, size_t reason_len);
+
+/*
+ * A counter that changes whenever frames resolved earlier may no longer be
+ * right: the debug info of a build ID was replaced.  Callers that keep
+ * resolved frames of their own (the query's symbolization memo) drop them
+ * when it moved.
+ */
+uint64_t sym_service_generation(const struct sym_service *s);
+
+/*
+ * Records that a query used the debug info of `build_id_hex` (the
+ * "lastUsed" date of GET /api/v1/debuginfo).  Cheap to call per query:
+ * the store is written at most once a minute per build ID, and never while
+ * an upload is installing a file.
+ */
+void sym_service_touch(struct sym_service *s, const char *build_id_hex);
 
 struct sym_service_stats {
 	uint64_t index_builds;     /* DWARF index builds since open */

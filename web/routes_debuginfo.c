@@ -249,4 +249,6 @@ void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs)
 {
 	if (rq->srv->opt.query.symbolizer && rs->status == 200)
 		sym_service_metrics(rq->srv->opt.query.symbolizer, &rs->body);
+	if (rq->srv->opt.query.symmemo && rs->status == 200)
+		query_symmemo_metrics(rq->srv->opt.query.symmemo, &rs->body);
 }

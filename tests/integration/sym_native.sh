@@ -12,6 +12,9 @@
 #   - a wrong build uploaded under the C build ID is refused with 409;
 #   - a never-uploaded build ID reports not_found (symbolization API and render);
 #   - debuginfod-find against unhex fetches a byte-identical debug file;
+#   - a repeated query is answered by the symbolization memo, and replacing
+#     the debug info of a build ID (other names, then the original) shows
+#     at the next query; queries update the build ID's lastUsed;
 #   - after a restart, queries resolve from the persisted cache and index
 #     (no DWARF index build: unhex_symbolize_index_builds_total 0).
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -254,6 +257,36 @@ cmp "$GOT" "$WORK/progc.debug" || fail "debuginfod-find fetched a different file
 note "debuginfod-find fetched $GOT, identical to the upload"
 http GET "/buildid/$ID_O/debuginfo"
 expect_status 404 "" "unknown build ID over the debuginfod protocol"
+
+# ---- replacing a build ID's debug info renames its frames at once
+# The memo holds the C frames by now (a repeated query answered from it);
+# a file with other names under the same build ID (symbols only, `work`
+# renamed) must show at the next query, and the real file again after it.
+http GET "/pyroscope/render?query=$(q progc)&from=$FROM&until=$UNTIL"
+http GET /metrics
+grep -q 'unhex_symbolize_memo_lookups_total{result="hit"} [1-9]' <<<"$BODY" ||
+	fail "a repeated query did not use the memo: $(grep memo <<<"$BODY")"
+objcopy --strip-debug --redefine-sym work=work_renamed "$WORK/progc" "$WORK/progc.renamed"
+[ "$(bid "$WORK/progc.renamed")" = "$ID_C" ] || fail "the renamed copy changed the build ID"
+names_of() { # SERVICE -> the render's frame names, one per line
+	http GET "/pyroscope/render?query=$(q "$1")&from=$FROM&until=$UNTIL"
+	[ "$STATUS" = 200 ] || fail "render $1: $STATUS $BODY"
+	jq -r '.flamebearer.names[]' <<<"$BODY"
+}
+grep -qx 'work' <<<"$(names_of progc)" || fail "no work frame before the replacement"
+OUT=$("$UNHEX" upload --force --server "$URL" "$WORK/progc.renamed") || fail "upload of the renamed copy: $OUT"
+NAMES=$(names_of progc)
+grep -qx 'work_renamed' <<<"$NAMES" || fail "the replaced debug info is not used: $NAMES"
+! grep -qx 'work' <<<"$NAMES" || fail "frames of the replaced debug info survived"
+OUT=$("$UNHEX" upload --force --server "$URL" "$WORK/progc.debug") || fail "upload back: $OUT"
+NAMES=$(names_of progc)
+grep -qx 'work' <<<"$NAMES" || fail "no work frame after uploading the debug file back"
+! grep -qx 'work_renamed' <<<"$NAMES" || fail "frames of the renamed copy survived"
+curl -sS -o "$WORK/c3.pb.gz" "$URL/api/v1/pprof?query=$(q progc)&from=$FROM&until=$UNTIL"
+"$SYM_COMPARE" "$WORK/c3.pb.gz" "$ID_C=$WORK/progc" || fail "C names differ after the replacements"
+http GET /api/v1/debuginfo
+jq -e --arg id "$ID_C" '.[] | select(.buildId == $id) | .lastUsed >= .uploaded' <<<"$BODY" \
+	>/dev/null || fail "lastUsed of $ID_C not updated by queries: $BODY"
 
 http GET /metrics
 grep -q 'unhex_debuginfo_uploads_total{result="ok"} [1-9]' <<<"$BODY" || fail "upload metric"

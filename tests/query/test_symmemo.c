@@ -1,0 +1,281 @@
+/*
+ * test_symmemo.c - the symbolization memo: what one query stores the next
+ * finds (per tenant, partition, location and leafness), the byte cap and
+ * its reset while older readers still hold their frames, and concurrent
+ * readers and writers.  Over a real store and symbolization service.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+
+#include "fixture.h"
+
+#include "base/buf.h"
+#include "query/query.h"
+#include "query/query_int.h"
+#include "symbolize/symbolize.h"
+
+static struct fx g_fx;
+static struct sym_service *g_svc;
+
+static int setup(void **state)
+{
+	struct sym_service_options o = { 0 };
+	struct err_msg msg = { { 0 } };
+
+	(void)state;
+	fx_open(&g_fx);
+	o.data_dir = g_fx.dir;
+	o.debuginfod_urls = "";
+	o.workers = 1;
+	return sym_service_open(g_fx.st, &o, &g_svc, &msg);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	sym_service_close(g_svc);
+	fx_close(&g_fx);
+	return 0;
+}
+
+/* The name a (part, loc, leaf) is given in these tests, frame k of it. */
+static void name_of(char *out, size_t cap, uint32_t part, uint32_t loc, int leaf, uint32_t k)
+{
+	snprintf(out, cap, "fn_%u_%u_%d_%u", part, loc, leaf, k % 3);
+}
+
+static void put_named(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf, uint32_t n)
+{
+	struct qsym_frame f[4];
+	char names[4][64];
+
+	for (uint32_t k = 0; k < n; k++) {
+		name_of(names[k], sizeof(names[k]), part, loc, leaf, k);
+		f[k].function = names[k];
+		f[k].function_len = (uint32_t)strlen(names[k]);
+		f[k].file = k ? "src/x.c" : NULL;
+		f[k].line = 10 + k;
+		f[k].column = k;
+	}
+	qmemo_put(v, part, loc, leaf, f, n);
+}
+
+static uint64_t metric(struct query_symmemo *m, const char *name)
+{
+	struct buf b;
+	const char *p;
+	uint64_t v = UINT64_MAX;
+
+	buf_init(&b, 0);
+	assert_int_equal(query_symmemo_metrics(m, &b), 0);
+	assert_int_equal(buf_putc(&b, '\0'), 0);
+	/* The sample line, not the # HELP line naming the same metric. */
+	for (p = b.data; (p = strstr(p, name)) && p != b.data && p[-1] != '\n';)
+		p++;
+	if (p)
+		v = strtoull(p + strlen(name), NULL, 10);
+	else
+		fail_msg("no %s in the metrics", name);
+	buf_release(&b);
+	return v;
+}
+
+static void test_roundtrip(void **state)
+{
+	struct query_symmemo *m;
+	struct qmemo_view v;
+	const struct qsym_frame *f, *g;
+	uint32_t n;
+	char want[64];
+
+	(void)state;
+	assert_int_equal(query_symmemo_new(g_svc, 0, &m), 0);
+	qmemo_begin(m, "acme", &v);
+	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 0);
+	qmemo_unlock(&v);
+	qmemo_put_begin(&v, "acme");
+	put_named(&v, 1, 5, 1, 3);
+	put_named(&v, 1, 5, 0, 0); /* resolved: nothing known there */
+	put_named(&v, 2, 70000, 1, 1);
+	put_named(&v, 2, 70001, 1, 2);
+	qmemo_put_end(&v);
+	qmemo_end(&v);
+	assert_int_equal(metric(m, "unhex_symbolize_memo_lookups_total{result=\"stored\"} "), 4);
+
+	qmemo_begin(m, "acme", &v);
+	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 1);
+	assert_int_equal(n, 3);
+	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 1); /* twice: two hits */
+	for (uint32_t k = 0; k < n; k++) {
+		name_of(want, sizeof(want), 1, 5, 1, k);
+		assert_string_equal(f[k].function, want);
+		assert_int_equal(f[k].function_len, strlen(want));
+		assert_int_equal(f[k].line, 10 + k);
+		if (k)
+			assert_string_equal(f[k].file, "src/x.c");
+		else
+			assert_null(f[k].file);
+	}
+	assert_int_equal(qmemo_get(&v, 1, 5, 0, &g, &n), 1);
+	assert_int_equal(n, 0);
+	assert_int_equal(qmemo_get(&v, 2, 70000, 1, &g, &n), 1);
+	assert_int_equal(n, 1);
+	assert_int_equal(qmemo_get(&v, 2, 70001, 1, &g, &n), 1);
+	assert_int_equal(n, 2);
+	/* Interned: one copy of a string however many frames use it. */
+	assert_ptr_equal(f[1].file, g[1].file);
+	assert_int_equal(qmemo_get(&v, 2, 70000, 0, &f, &n), 0);
+	assert_int_equal(qmemo_get(&v, 1, 6, 1, &f, &n), 0);
+	assert_int_equal(qmemo_get(&v, 3, 5, 1, &f, &n), 0);
+	qmemo_end(&v);
+	/* Tenants never see each other's locations. */
+	qmemo_begin(m, "other", &v);
+	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 0);
+	qmemo_end(&v);
+	assert_int_equal(metric(m, "unhex_symbolize_memo_lookups_total{result=\"hit\"} "), 5);
+	assert_int_equal(metric(m, "unhex_symbolize_memo_resets_total "), 0);
+	query_symmemo_free(m);
+
+	/* Without a memo everything is a quiet miss. */
+	qmemo_begin(NULL, "acme", &v);
+	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 0);
+	qmemo_unlock(&v);
+	qmemo_put_begin(&v, "acme");
+	put_named(&v, 1, 5, 1, 1);
+	qmemo_put_end(&v);
+	qmemo_end(&v);
+}
+
+/* Past the cap storing stops, the next writer starts over, and a reader
+ * of the old generation keeps valid frames until it ends. */
+static void test_cap(void **state)
+{
+	const size_t cap = 256 << 10;
+	struct query_symmemo *m;
+	struct qmemo_view v, old;
+	const struct qsym_frame *f;
+	uint32_t n, loc;
+	char want[64];
+
+	(void)state;
+	assert_int_equal(query_symmemo_new(g_svc, cap, &m), 0);
+	qmemo_begin(m, "acme", &v);
+	qmemo_unlock(&v);
+	qmemo_put_begin(&v, "acme");
+	for (loc = 1; loc < 100000; loc++)
+		put_named(&v, 1, loc, 1, 2);
+	qmemo_put_end(&v);
+	qmemo_end(&v);
+	assert_true(metric(m, "unhex_symbolize_memo_lookups_total{result=\"stored\"} ") < 99999);
+	assert_true(metric(m, "unhex_symbolize_memo_lookups_total{result=\"stored\"} ") > 100);
+	assert_true(metric(m, "unhex_symbolize_memo_bytes ") <= cap + 4096);
+
+	qmemo_begin(m, "acme", &old);
+	assert_int_equal(qmemo_get(&old, 1, 7, 1, &f, &n), 1);
+	qmemo_unlock(&old);
+	/* The memo is full: this writer replaces it. */
+	qmemo_begin(m, "acme", &v);
+	qmemo_unlock(&v);
+	qmemo_put_begin(&v, "acme");
+	put_named(&v, 9, 9, 0, 1);
+	qmemo_put_end(&v);
+	qmemo_end(&v);
+	assert_int_equal(metric(m, "unhex_symbolize_memo_resets_total "), 1);
+	assert_int_equal(n, 2);
+	name_of(want, sizeof(want), 1, 7, 1, 1);
+	assert_string_equal(f[1].function, want); /* still the old generation's */
+	qmemo_end(&old);
+
+	qmemo_begin(m, "acme", &v);
+	assert_int_equal(qmemo_get(&v, 1, 7, 1, &f, &n), 0);
+	assert_int_equal(qmemo_get(&v, 9, 9, 0, &f, &n), 1);
+	qmemo_end(&v);
+	query_symmemo_free(m);
+}
+
+struct worker {
+	struct query_symmemo *m;
+	unsigned seed;
+	int bad;
+	uint64_t hits;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	char want[64];
+
+	for (int it = 0; it < 400; it++) {
+		struct qmemo_view v;
+		const struct qsym_frame *f;
+		uint32_t n;
+
+		qmemo_begin(w->m, (it & 1) ? "acme" : "beta", &v);
+		for (int i = 0; i < 50; i++) {
+			uint32_t part = 1 + rand_r(&w->seed) % 3, loc = rand_r(&w->seed) % 3000;
+			int leaf = (int)(rand_r(&w->seed) & 1);
+
+			if (!qmemo_get(&v, part, loc, leaf, &f, &n))
+				continue;
+			w->hits++;
+			if (n != 1 + loc % 3)
+				w->bad++;
+			for (uint32_t k = 0; k < n; k++) {
+				name_of(want, sizeof(want), part, loc, leaf, k);
+				if (strcmp(f[k].function, want))
+					w->bad++;
+			}
+		}
+		qmemo_unlock(&v);
+		qmemo_put_begin(&v, (it & 1) ? "acme" : "beta");
+		for (int i = 0; i < 40; i++) {
+			uint32_t part = 1 + rand_r(&w->seed) % 3, loc = rand_r(&w->seed) % 3000;
+
+			put_named(&v, part, loc, (int)(rand_r(&w->seed) & 1), 1 + loc % 3);
+		}
+		qmemo_put_end(&v);
+		qmemo_end(&v);
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct query_symmemo *m;
+	struct worker w[4];
+	pthread_t t[4];
+	uint64_t hits = 0;
+
+	(void)state;
+	/* A small cap, so generations are replaced under the readers' feet. */
+	assert_int_equal(query_symmemo_new(g_svc, 1 << 20, &m), 0);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ m, 77u + (unsigned)i, 0, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, work, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].bad, 0);
+		hits += w[i].hits;
+	}
+	assert_true(hits > 0);
+	assert_int_equal(metric(m, "unhex_symbolize_memo_lookups_total{result=\"hit\"} "), hits);
+	assert_true(metric(m, "unhex_symbolize_memo_resets_total ") > 0);
+	query_symmemo_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_threads),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
