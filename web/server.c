@@ -18,7 +18,8 @@
 #include "web/web_int.h"
 
 enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT,
-		  R_SYMBOLZ, R_STATIC, R_DEBUGINFO };
+		  R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS };
+
 
 /* A path ending in '/' is a prefix (the rest is the Connect method). */
 static const struct route {
@@ -47,12 +48,18 @@ static const struct route {
 	{ "/symbolz", "POST", R_SYMBOLZ, 0, 0 },
 	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0 },
 	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0 },
-	{ "/api/v1/symbolization", "GET", R_DEBUGINFO, 0, 0 },
+	{ "/api/v1/symbolization", "GET", R_SYMSTATUS, 0, 0 },
 	{ "/buildid/", "GET", R_DEBUGINFO, 0, 0 },
 };
 
 /* Any other GET path is looked up among the embedded UI files. */
 static const struct route static_route = { "/", "GET", R_STATIC, 0, 0 };
+
+/* Routes that merge profiles: they count against the query limit. */
+static int is_query(const struct route *rt)
+{
+	return rt->kind == R_QUERY || rt->kind == R_CONNECT || rt->kind == R_SYMSTATUS;
+}
 
 #define READ_CHUNK (64 * 1024)
 
@@ -251,6 +258,7 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 		web__debuginfo_metrics(rq, rs);
 		break;
 	case R_DEBUGINFO:
+	case R_SYMSTATUS: /* the symbolization routes; this one merges profiles */
 		web__handle_debuginfo(rq, rs);
 		break;
 	case R_QUERY:
@@ -328,15 +336,14 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		snprintf(allow, sizeof(allow), "Allow: %s\r\n", rt->method);
 	} else if (web__tenant_check(rq.tenant, &msg)) {
 		set_error(&rs, rt, ERR_INVALID, msg.text, WEB_REJ_TENANT);
-	} else if ((rt->kind == R_QUERY || rt->kind == R_CONNECT) &&
-		   web__query_admit(srv, &msg)) {
+	} else if (is_query(rt) && web__query_admit(srv, &msg)) {
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
 	} else {
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
 		     rt->kind != R_SYMBOLZ) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
 			dispatch(&rq, rt, &rs);
-		if (rt->kind == R_QUERY || rt->kind == R_CONNECT)
+		if (is_query(rt))
 			web__query_done(srv);
 	}
 	if (rt && (rt->kind == R_INGEST || rt->kind == R_PUSH))

@@ -4,6 +4,7 @@
 #     budget in the message) and the server keeps serving;
 #   - with few workers (--threads 4), several loops of heavy queries run
 #     while files are ingested one by one: every ingest succeeds, queries
+#     (pprof exports and symbolization statuses, both merges)
 #     either succeed or are refused at once with 503 "server busy", and at
 #     least one query completes while ingest is going on.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -37,9 +38,11 @@ grep -q "query-timeout" "$WORK/err" || fail "--query-timeout error: $(cat "$WORK
 start_server "$WORK/data" --threads 4
 STOP="$WORK/stop"
 loop() { # N: run heavy queries until $STOP exists; log one status per line
-	local n=$1 s
+	local n=$1 s ep=/api/v1/pprof
+	# Odd loops ask for symbolization statuses: a merge too, also admitted.
+	[ $((n % 2)) = 1 ] && ep=/api/v1/symbolization
 	while [ ! -e "$STOP" ]; do
-		s=$(curl -sS -o "$WORK/q.$n.body" -w '%{http_code}' -G "$URL/api/v1/pprof" \
+		s=$(curl -sS -o "$WORK/q.$n.body" -w '%{http_code}' -G "$URL$ep" \
 			--data-urlencode "query=$Q" -d from=now-2h -d until=now) || s=curl-failed
 		if [ "$s" = 503 ] && ! grep -q "server busy" "$WORK/q.$n.body"; then s="503-without-message"; fi
 		echo "$s $(date +%s%N)" >>"$WORK/q.$n.log"
