@@ -450,22 +450,68 @@ static int unresolved(const struct qsym *s, uint32_t idx)
 }
 
 /*
- * Pass 3: each stack with an unnamed frame counts, once, against the build
- * ID of its innermost unnamed frame.  memo: trie node -> 1 + group of the
- * innermost unnamed frame on the path root..node as non-leaf frames, or 0.
+ * Sets of groups, interned: set 0 is empty, set k > 0 is set sets[k].parent
+ * plus group sets[k].group.  A stack's set holds the groups of its unnamed
+ * frames; a trie path shares its prefix's set, so the sets stay few.
+ */
+struct gset {
+	uint32_t parent, group;
+};
+
+struct gsets {
+	struct gset *v;
+	size_t n, cap;
+	struct qmap index;  /* parent << 32 | group -> set */
+};
+
+/* *set becomes *set plus group g. */
+static int gset_add(struct qctx *q, struct gsets *gs, uint32_t *set, uint32_t g)
+{
+	uint64_t key = (uint64_t)*set << 32 | g;
+	uint32_t found;
+	int rc;
+
+	for (uint32_t k = *set; k; k = gs->v[k].parent)
+		if (gs->v[k].group == g)
+			return 0;
+	if (qmap_get(&gs->index, key, &found)) {
+		*set = found;
+		return 0;
+	}
+	if (!gs->n)
+		gs->n = 1; /* set 0, the empty one */
+	if ((rc = qmem_grow(q, (void **)&gs->v, &gs->cap, sizeof(*gs->v), gs->n + 1, "group sets")))
+		return rc;
+	gs->v[gs->n].parent = *set;
+	gs->v[gs->n].group = g;
+	if ((rc = qmap_put(q, &gs->index, key, (uint32_t)gs->n)))
+		return rc;
+	*set = (uint32_t)gs->n++;
+	return 0;
+}
+
+/*
+ * Pass 3: a stack with unnamed frames counts once towards the unnamed
+ * total and once against each build ID with an unnamed frame on it (so a
+ * missing libc at the leaf does not hide a missing program above it).
+ * memo: trie node -> the set of groups unnamed on root..node as non-leaf
+ * frames.
  */
 static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
 {
+	struct gsets gs;
 	struct qmap memo;
 	uint32_t *path = NULL;
 	size_t pcap = 0;
 	int rc = 0;
 
+	memset(&gs, 0, sizeof(gs));
+	qmap_init(&gs.index);
 	qmap_init_dense(&memo);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
-		uint32_t parent, loc, idx, val = 0, leafval;
+		uint32_t parent, loc, idx, set = 0;
 		size_t depth = 0;
 
 		s->total += m->stacks[i].value;
@@ -474,11 +520,8 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 		if ((rc = qviews_get(q, v, part, &sym)))
 			break;
 		store_symbols_stack_node(sym, st, &parent, &loc);
-		if ((rc = add_loc(q, s, sym, part, loc, 1, &idx)))
-			break;
-		leafval = unresolved(s, idx) ? s->locs[idx].group + 1 : 0;
 		/* Walk root-ward to a memoized node, then fill the memo downward. */
-		for (uint32_t n = parent; n && !qmap_get(&memo, (uint64_t)part << 32 | n, &val);) {
+		for (uint32_t n = parent; n && !qmap_get(&memo, (uint64_t)part << 32 | n, &set);) {
 			uint32_t pp, ll;
 
 			rc = qmem_grow(q, (void **)&path, &pcap, sizeof(*path), depth + 1, "stack path");
@@ -487,7 +530,7 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 			path[depth++] = n;
 			store_symbols_stack_node(sym, n, &pp, &ll);
 			n = pp;
-			val = 0;
+			set = 0;
 		}
 		while (!rc && depth-- > 0) {
 			uint32_t pp, ll;
@@ -495,20 +538,22 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 			store_symbols_stack_node(sym, path[depth], &pp, &ll);
 			if ((rc = add_loc(q, s, sym, part, ll, 0, &idx)))
 				break;
-			if (unresolved(s, idx))
-				val = s->locs[idx].group + 1;
-			rc = qmap_put(q, &memo, (uint64_t)part << 32 | path[depth], val);
+			if (unresolved(s, idx) && (rc = gset_add(q, &gs, &set, s->locs[idx].group)))
+				break;
+			rc = qmap_put(q, &memo, (uint64_t)part << 32 | path[depth], set);
 		}
+		if (!rc && !(rc = add_loc(q, s, sym, part, loc, 1, &idx)) && unresolved(s, idx))
+			rc = gset_add(q, &gs, &set, s->locs[idx].group);
 		if (rc)
 			break;
-		if (leafval)
-			val = leafval;
-		if (val) {
-			s->groups[val - 1].unnamed += m->stacks[i].value;
+		if (set)
 			s->unnamed += m->stacks[i].value;
-		}
+		for (uint32_t k = set; k; k = gs.v[k].parent)
+			s->groups[gs.v[k].group].unnamed += m->stacks[i].value;
 	}
 	qmap_release(q, &memo);
+	qmap_release(q, &gs.index);
+	qmem_free(q, gs.v, gs.cap, sizeof(*gs.v));
 	qmem_free(q, path, pcap, sizeof(*path));
 	return rc;
 }

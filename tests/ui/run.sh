@@ -6,9 +6,10 @@
 # services, three instances, 20 minutes ending now: version 1.4 then 1.5, raw
 # addresses, no debug info uploaded), starts `unhex serve` on 127.0.0.1:0 with
 # a fresh data dir and --preload, runs ui.test.mjs with node's test runner,
-# saves screenshots to docs/img/, and always stops the server and removes the
-# temporary files.
-#   env: SHOT_DIR (default docs/img), CHROMIUM (default /usr/bin/chromium).
+# saves screenshots (to the temporary dir, so a test run leaves the checkout
+# alone; SHOT_DIR=docs/img refreshes the documentation's), and always stops
+# the server and removes the temporary files.
+#   env: SHOT_DIR, CHROMIUM (default /usr/bin/chromium).
 # The server serves the UI embedded in the binary at build time: rebuild
 # after editing web/ui.
 set -euo pipefail
@@ -16,7 +17,6 @@ set -euo pipefail
 BUILD=${1:?usage: tests/ui/run.sh BUILD_DIR}
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 UNHEX=$BUILD/cli/unhex
 WORKLOAD=$BUILD/bench/unhex-workload
 
@@ -84,7 +84,7 @@ done
 echo "ui: server at $URL" >&2
 
 set +e
-UNHEX_URL="$URL" CHROMIUM="$CHROMIUM" SHOT_DIR="${SHOT_DIR:-$ROOT/docs/img}" \
+UNHEX_URL="$URL" CHROMIUM="$CHROMIUM" SHOT_DIR="${SHOT_DIR:-$TMP/shots}" \
   node --test --test-concurrency=1 --test-timeout=60000 "$HERE/model.test.mjs" "$HERE/ui.test.mjs"
 rc=$?
 set -e

@@ -5,7 +5,8 @@
 // addresses and no debug info uploaded) and sets:
 //   UNHEX_URL  http://127.0.0.1:PORT   (required)
 //   CHROMIUM   browser binary           (default /usr/bin/chromium)
-//   SHOT_DIR   where screenshots go     (default docs/img of the repository)
+//   SHOT_DIR   where screenshots go     (default docs/img of the repository;
+//              run.sh passes a temporary dir unless SHOT_DIR is set)
 //
 // Expected values are computed here from the server's own JSON answers with
 // an independent decoder, never taken from the page's code.

@@ -1,8 +1,9 @@
 /*
- * test_symmemo.c - the symbolization memo: what one query stores the next
- * finds (per tenant, partition, location and leafness), the byte cap and
- * its reset while older readers still hold their frames, and concurrent
- * readers and writers.  Over a real store and symbolization service.
+ * test_symstep.c - the query's symbolization step over a real store and
+ * symbolization service: the memo (what one query stores the next finds,
+ * per tenant, partition, location and leafness; the byte cap and its reset
+ * while older readers still hold their frames; concurrent readers and
+ * writers) and the unnamed shares per build ID.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -269,9 +270,91 @@ static void test_threads(void **state)
 	query_symmemo_free(m);
 }
 
+static uint32_t add_loc(struct store_txn *tx, uint32_t part, uint32_t map, uint64_t addr,
+			const struct store_line *line)
+{
+	struct store_location l = { map, addr, line, line ? 1 : 0 };
+	uint32_t id;
+
+	assert_int_equal(store_txn_location(tx, part, &l, &id), 0);
+	return id;
+}
+
+/* The share after `"binary":"<binary>"` in a symbolization object. */
+static double share_of(const char *json, const char *binary)
+{
+	char key[128];
+	const char *p;
+
+	snprintf(key, sizeof(key), "\"binary\":\"%s\"", binary);
+	p = strstr(json, key);
+	if (!p || !(p = strstr(p, "\"samplesShare\":")))
+		fail_msg("no share of %s in %s", binary, json);
+	return strtod(p + strlen("\"samplesShare\":"), NULL);
+}
+
+/*
+ * A stack counts against every build ID with an unnamed frame on it: a
+ * missing library at the leaf must not hide a missing program above it.
+ */
+static void test_shares(void **state)
+{
+	static const char *bid_prog = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	static const char *bid_lib = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+	struct store_mapping mp = { 0x400000, 0x500000, 0, "/usr/bin/prog", bid_prog, 0 };
+	struct store_mapping ml = { 0x7f0000000000, 0x7f0000100000, 0, "/lib/libc.so.6", bid_lib, 0 };
+	struct store_mapping mn = { 0x600000, 0x700000, 0, "/usr/bin/named", "", STORE_MAP_HAS_FUNCTIONS };
+	struct store_label labels[2] = { { STORE_LABEL_SERVICE, "svc" },
+					 { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
+	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000 };
+	struct store_function fn = { "named_main", "", "n.c", 1 };
+	struct store_line line = { 0, 5, 0 };
+	struct query_params p = { 0 };
+	struct err_msg msg = { { 0 } };
+	struct store_txn *tx;
+	uint32_t part, map_p, map_l, map_n, main_, work_, memcpy_, named, st[3], leaf_first[2];
+	int64_t values[3] = { 6, 3, 1 };
+	uint64_t series;
+	struct buf out;
+
+	(void)state;
+	assert_int_equal(store_txn_begin(g_fx.st, "shares", &tx, &msg), 0);
+	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &mp, &map_p), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &ml, &map_l), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &mn, &map_n), 0);
+	assert_int_equal(store_txn_series(tx, labels, 2, &series, &msg), 0);
+	main_ = add_loc(tx, part, map_p, 0x1100, NULL);
+	work_ = add_loc(tx, part, map_p, 0x1200, NULL);
+	memcpy_ = add_loc(tx, part, map_l, 0x2300, NULL);
+	assert_int_equal(store_txn_function(tx, part, &fn, &line.function_id), 0);
+	named = add_loc(tx, part, map_n, 0x10, &line);
+	leaf_first[0] = memcpy_, leaf_first[1] = main_; /* main -> memcpy: 6 */
+	assert_int_equal(store_txn_stack(tx, part, leaf_first, 2, &st[0]), 0);
+	leaf_first[0] = work_;                          /* main -> work: 3 */
+	assert_int_equal(store_txn_stack(tx, part, leaf_first, 2, &st[1]), 0);
+	assert_int_equal(store_txn_stack(tx, part, &named, 1, &st[2]), 0); /* named: 1 */
+	assert_int_equal(store_txn_profile(tx, series, part, &meta, st, values, 3), 0);
+	assert_int_equal(store_txn_commit(tx, &msg), 0);
+
+	p.query = FX_CPU "{service_name=\"svc\"}";
+	p.from_ns = FX_T0 - FX_SEC;
+	p.until_ns = FX_T0 + 60 * FX_SEC;
+	p.limits.symbolizer = g_svc;
+	buf_init(&out, 0);
+	assert_int_equal(query_symbolization(g_fx.st, "shares", &p, &out, &msg), 0);
+	assert_int_equal(buf_putc(&out, '\0'), 0);
+	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":0.900000"));
+	assert_true(share_of(out.data, "prog") > 0.8999 && share_of(out.data, "prog") < 0.9001);
+	assert_true(share_of(out.data, "libc.so.6") > 0.5999 && share_of(out.data, "libc.so.6") < 0.6001);
+	assert_non_null(strstr(out.data, "\"status\":\"not_found\""));
+	buf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shares),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_threads),
