@@ -49,6 +49,7 @@ struct qgroup {
 	char reason[256];
 	int64_t unnamed;
 	size_t n_want;
+	size_t n_unresolved;  /* distinct locations left without names */
 };
 
 struct qsym {
@@ -564,9 +565,16 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
  */
 static void remember(struct qctx *q, struct qsym *s)
 {
-	for (size_t g = 0; g < s->n_groups; g++)
-		if (s->groups[g].build_id[0] && s->groups[g].status == SYM_STATUS_OK)
-			sym_service_touch(q->symbolizer, s->groups[g].build_id);
+	for (size_t i = 0; i < s->n_locs; i++)
+		if (s->locs[i].state != ST_NA && unresolved(s, (uint32_t)i))
+			s->groups[s->locs[i].group].n_unresolved++;
+	for (size_t g = 0; g < s->n_groups; g++) {
+		const struct qgroup *gr = &s->groups[g];
+
+		sym_service_note_unresolved(q->symbolizer, gr->status, gr->n_unresolved);
+		if (gr->build_id[0] && gr->status == SYM_STATUS_OK)
+			sym_service_touch(q->symbolizer, gr->build_id);
+	}
 	if (!s->memo.m)
 		return;
 	qmemo_put_begin(&s->memo, q->tenant);

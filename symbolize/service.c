@@ -248,6 +248,7 @@ struct sym_service {
 	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
 	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
 	atomic_uint_fast64_t uploads_ok, uploads_refused;
+	atomic_uint_fast64_t unresolved[SYM_STATUS_COUNT]; /* locations queries left hex */
 };
 
 struct sym_upload {
@@ -1561,16 +1562,59 @@ int sym_service_info_json(struct sym_service *s, const char *build_id_hex, struc
 	return rc;
 }
 
+void sym_service_note_unresolved(struct sym_service *s, enum sym_status status, uint64_t n)
+{
+	if ((unsigned)status < SYM_STATUS_COUNT && n)
+		atomic_fetch_add(&s->unresolved[status], n);
+}
+
+static int count_status(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	uint64_t *by = ctx;
+	struct meta m;
+
+	(void)key;
+	(void)klen;
+	if (!meta_decode(val, vlen, &m) && m.status < SYM_STATUS_COUNT)
+		by[m.status]++;
+	return 0;
+}
+
+/* Per-status lines: the build IDs the store knows, and what queries left hex. */
+static int status_metrics(struct sym_service *s, struct buf *out)
+{
+	uint64_t by[SYM_STATUS_COUNT] = { 0 };
+	int rc;
+
+	store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, count_status, by, NULL);
+	rc = buf_puts(out, "# HELP unhex_debuginfo_build_ids Build IDs the server knows, by status.\n"
+			   "# TYPE unhex_debuginfo_build_ids gauge\n");
+	for (int i = 0; i < SYM_STATUS_COUNT && !rc; i++)
+		if (i != SYM_STATUS_PENDING)
+			rc = buf_printf(out, "unhex_debuginfo_build_ids{status=\"%s\"} %llu\n",
+					status_names[i], (unsigned long long)by[i]);
+	if (!rc)
+		rc = buf_puts(out, "# HELP unhex_symbolize_unresolved_locations_total Distinct "
+				   "locations that queries left without names, by why.\n"
+				   "# TYPE unhex_symbolize_unresolved_locations_total counter\n");
+	for (int i = 0; i < SYM_STATUS_COUNT && !rc; i++)
+		rc = buf_printf(out, "unhex_symbolize_unresolved_locations_total{status=\"%s\"} %llu\n",
+				status_names[i], (unsigned long long)atomic_load(&s->unresolved[i]));
+	return rc;
+}
+
 int sym_service_metrics(struct sym_service *s, struct buf *out)
 {
 	struct sym_service_stats st;
 	size_t open_n;
+	int rc;
 
 	sym_service_stats(s, &st);
 	pthread_mutex_lock(&s->mu);
 	open_n = s->n_lru;
 	pthread_mutex_unlock(&s->mu);
-	return buf_printf(
+	rc = status_metrics(s, out);
+	return rc ? rc : buf_printf(
 		out,
 		"# TYPE unhex_debuginfo_uploads_total counter\n"
 		"unhex_debuginfo_uploads_total{result=\"ok\"} %llu\n"

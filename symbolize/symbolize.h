@@ -458,6 +458,13 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 uint64_t sym_service_generation(const struct sym_service *s);
 
 /*
+ * Counts `n` distinct locations a query left without names because of
+ * `status` (unhex_symbolize_unresolved_locations_total{status} in /metrics;
+ * "ok" means the debug info knows nothing at those addresses).
+ */
+void sym_service_note_unresolved(struct sym_service *s, enum sym_status status, uint64_t n);
+
+/*
  * Records that a query used the debug info of `build_id_hex` (the
  * "lastUsed" date of GET /api/v1/debuginfo).  Cheap to call per query:
  * the store is written at most once a minute per build ID, and never while

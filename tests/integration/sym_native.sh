@@ -291,6 +291,11 @@ jq -e --arg id "$ID_C" '.[] | select(.buildId == $id) | .lastUsed >= .uploaded' 
 http GET /metrics
 grep -q 'unhex_debuginfo_uploads_total{result="ok"} [1-9]' <<<"$BODY" || fail "upload metric"
 grep -q 'unhex_debuginfod_fetches_total{result="ok"} [1-9]' <<<"$BODY" || fail "fetch metric"
+grep -q 'unhex_debuginfo_build_ids{status="not_found"} [1-9]' <<<"$BODY" ||
+	fail "the orphan build ID is not counted not_found: $(grep build_ids <<<"$BODY")"
+grep -q 'unhex_debuginfo_build_ids{status="ok"} [2-9]' <<<"$BODY" || fail "ok build IDs metric"
+grep -q 'unhex_symbolize_unresolved_locations_total{status="not_found"} [1-9]' <<<"$BODY" ||
+	fail "hex frames of the orphan are not counted: $(grep unresolved <<<"$BODY")"
 
 # ---- restart: names come from the persisted cache and index
 stop_server
