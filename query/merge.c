@@ -147,6 +147,8 @@ struct builder {
 	size_t nframes, fcap;
 	uint32_t *path;
 	size_t pcap;
+	uint8_t *roles; /* per path entry: 1 when resolved as a PC (leaf) */
+	size_t rcap;
 };
 
 static const char *base_name(const char *path)
@@ -267,7 +269,7 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	struct store_symbols *sym;
 	uint32_t cur = 0, s = stack, parent, loc;
 	size_t depth = 0;
-	int rc;
+	int rc, pc;
 
 	if (!stack) {
 		*node = 0;
@@ -278,19 +280,27 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	rc = qviews_get(q, &b->views, part, &sym);
 	if (rc)
 		return rc;
-	/* Walk root-ward until a trie node whose tree node is known; with
-	 * symbolization the stack's own node is always resolved as a leaf. */
-	while (s && ((b->sym && s == stack) ||
-		     !qmap_get(&b->trie_memo, (uint64_t)part << 32 | s, &cur))) {
+	/* Walk root-ward until a trie node whose tree node is known in the role
+	 * it has here: with symbolization the stack's own node, and the node
+	 * root-ward of a kernel frame, are resolved as a leaf (a PC). */
+	pc = b->sym != NULL;
+	while (s && !qmap_get(pc ? &b->leaf_memo : &b->trie_memo, (uint64_t)part << 32 | s, &cur)) {
 		if (depth >= MAX_STACK_DEPTH)
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u deeper than %d",
 				       part, stack, MAX_STACK_DEPTH);
-		rc = qmem_grow(q, (void **)&b->path, &b->pcap, sizeof(*b->path), depth + 1, "stack path");
-		if (rc)
+		if (depth >= b->pcap &&
+		    (rc = qmem_grow(q, (void **)&b->path, &b->pcap, sizeof(*b->path), depth + 1,
+				    "stack path")))
 			return rc;
+		if (depth >= b->rcap &&
+		    (rc = qmem_grow(q, (void **)&b->roles, &b->rcap, sizeof(*b->roles), depth + 1,
+				    "stack path")))
+			return rc;
+		b->roles[depth] = (uint8_t)pc;
 		b->path[depth++] = s;
 		if (store_symbols_stack_node(sym, s, &parent, &loc))
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, s);
+		pc = qsym_kernel(b->sym, part, loc);
 		s = parent;
 	}
 	if (!s)
@@ -302,7 +312,7 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		s = b->path[depth];
 		if (store_symbols_stack_node(sym, s, &parent, &loc))
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, s);
-		rc = resolve_location(b, part, sym, loc, b->sym && depth == 0, &off);
+		rc = resolve_location(b, part, sym, loc, b->roles[depth], &off);
 		if (rc)
 			return rc;
 		count = b->frames[off];
@@ -313,7 +323,7 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		}
 		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
 			b->t->nodes[cur].build_id = b->frames[off + 1];
-		rc = qmap_put(q, b->sym && depth == 0 ? &b->leaf_memo : &b->trie_memo,
+		rc = qmap_put(q, b->roles[depth] ? &b->leaf_memo : &b->trie_memo,
 			      (uint64_t)part << 32 | s, cur);
 		if (rc)
 			return rc;
@@ -353,6 +363,7 @@ int qmerge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 	qmap_release(q, &b.leaf_loc_memo);
 	qmem_free(q, b.frames, b.fcap, sizeof(*b.frames));
 	qmem_free(q, b.path, b.pcap, sizeof(*b.path));
+	qmem_free(q, b.roles, b.rcap, sizeof(*b.roles));
 	return rc;
 }
 

@@ -298,14 +298,17 @@ static int add_sample(struct pb *b, const struct qstack *qs)
 	uint32_t s = qs->stack, parent, loc;
 	size_t n = 0;
 	Sample *smp;
-	int rc;
+	int rc, pc;
 
 	if (!qs->value)
 		return 0;
 	rc = qviews_get(b->q, &b->views, qs->part, &sym);
 	if (rc)
 		return rc;
-	/* The trie walk from a stack to the root is leaf first, as pprof wants. */
+	/* The trie walk from a stack to the root is leaf first, as pprof wants.
+	 * The stack's own location, and one root-ward of a kernel frame, are
+	 * PCs (leaves); the others are return addresses. */
+	pc = 1;
 	while (s) {
 		if (n >= 1 << 16)
 			return err_set(b->q->msg, ERR_CORRUPT, "partition %u: stack %u too deep",
@@ -315,9 +318,10 @@ static int add_sample(struct pb *b, const struct qstack *qs)
 				       qs->part, s);
 		rc = qmem_grow(b->q, (void **)&b->ids, &b->ids_cap, sizeof(*b->ids), n + 1, "pprof");
 		if (!rc)
-			rc = get_location(b, qs->part, sym, loc, s == qs->stack, &b->ids[n]);
+			rc = get_location(b, qs->part, sym, loc, pc, &b->ids[n]);
 		if (rc)
 			return rc;
+		pc = qsym_kernel(b->sym, qs->part, loc);
 		n++;
 		s = parent;
 	}

@@ -279,6 +279,15 @@ void qmemo_end(struct qmemo_view *v);
 /* Runs the step for `m` (q->symbolizer set); fills m->sym. */
 int qsym_step(struct qctx *q, struct qmerge *m);
 void qsym_free(struct qctx *q, struct qsym *s);
+/*
+ * Whether location `loc` of partition `part` is a kernel frame: its mapping
+ * is named "[kernel..." or "[vmlinux...", or its address is in the upper
+ * half (0 with s NULL).  The location just root-ward of a kernel frame is
+ * the PC the kernel was entered from (an interrupt, fault or system call),
+ * not a return address: it is resolved as a leaf, like the stack's own
+ * location.  Known for every location of the merge after qsym_step.
+ */
+int qsym_kernel(const struct qsym *s, uint32_t part, uint32_t loc);
 /* Resolved frames of a location, innermost first; 0 when it has none. */
 size_t qsym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
 		   const struct qsym_frame **frames);

@@ -21,6 +21,7 @@
 #define MAX_GROUPS 4096          /* distinct binaries reported per query */
 #define STRS_CAP (256u << 20)    /* resolved names and paths of one query */
 #define MAX_DEPTH (1 << 16)
+#define MAP_KERNEL (1u << 31)    /* in mapgroup values */
 
 /*
  * ST_NA: has lines or needs nothing; ST_WANT: to resolve; ST_DONE: resolved
@@ -58,6 +59,8 @@ struct qsym {
 	size_t n_locs, cap_locs;
 	struct qmap nonleaf, leaf;  /* part << 32 | loc -> index in locs */
 	struct qmap mapgroup;       /* part << 32 | mapping -> 1 + group, 0 if none wanted */
+	struct qmap kern;           /* part << 32 | loc -> 1, for kernel frames only */
+	int any_kernel;             /* kern is not empty: roles need looking at */
 	struct qsym_frame *frames;
 	size_t n_frames, cap_frames;
 	struct qgroup *groups;
@@ -79,6 +82,7 @@ void qsym_free(struct qctx *q, struct qsym *s)
 	qmap_release(q, &s->nonleaf);
 	qmap_release(q, &s->leaf);
 	qmap_release(q, &s->mapgroup);
+	qmap_release(q, &s->kern);
 	free(s);
 }
 
@@ -164,6 +168,20 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	return 0;
 }
 
+int qsym_kernel(const struct qsym *s, uint32_t part, uint32_t loc)
+{
+	uint32_t k;
+
+	return s && s->any_kernel && qmap_get(&s->kern, (uint64_t)part << 32 | loc, &k);
+}
+
+/* A mapping the kernel's frames are in (perf: [kernel.kallsyms]). */
+static int kernel_mapping(const struct store_mapping *mp)
+{
+	return mp->filename &&
+	       (!strncmp(mp->filename, "[kernel", 7) || !strncmp(mp->filename, "[vmlinux", 8));
+}
+
 /* Registers location `loc` as leaf or not; *idx is its entry in s->locs. */
 static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, uint32_t part,
 		   uint32_t loc, int leaf, uint32_t *idx)
@@ -173,7 +191,7 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 	struct store_location_view lv;
 	struct store_mapping mp;
 	struct qloc *l;
-	int rc;
+	int rc, kern;
 
 	if (qmap_get(map, key, idx))
 		return 0;
@@ -189,23 +207,32 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 	l->loc = loc;
 	l->leaf = (uint8_t)leaf;
 	l->addr = lv.address;
-	if (!lv.n_lines && lv.mapping_id) {
+	kern = lv.address >= (UINT64_C(1) << 63);
+	if (lv.mapping_id) {
 		/* Every location of a mapping lands in the same group: decode the
-		 * mapping and search the groups once per mapping. */
+		 * mapping and search the groups once per mapping.  mapgroup holds
+		 * 1 + the group (0: the mapping has functions) | MAP_KERNEL. */
 		uint64_t mkey = (uint64_t)part << 32 | lv.mapping_id;
 		uint32_t g1;
 
 		if (!qmap_get(&s->mapgroup, mkey, &g1)) {
 			g1 = 0;
-			if (!store_symbols_mapping(sym, lv.mapping_id, &mp) &&
-			    !(mp.flags & STORE_MAP_HAS_FUNCTIONS)) {
-				if ((rc = group_of(q, s, &mp, &g1)))
-					return rc;
-				g1++;
+			if (!store_symbols_mapping(sym, lv.mapping_id, &mp)) {
+				if (!(mp.flags & STORE_MAP_HAS_FUNCTIONS)) {
+					if ((rc = group_of(q, s, &mp, &g1)))
+						return rc;
+					g1++;
+				}
+				if (kernel_mapping(&mp))
+					g1 |= MAP_KERNEL;
 			}
 			if ((rc = qmap_put(q, &s->mapgroup, mkey, g1)))
 				return rc;
 		}
+		kern |= !!(g1 & MAP_KERNEL);
+		g1 &= ~MAP_KERNEL;
+		if (lv.n_lines)
+			g1 = 0; /* named already */
 		if (g1) {
 			const struct qsym_frame *mf;
 			uint32_t mn;
@@ -221,6 +248,14 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 			}
 		}
 	}
+	/* Only kernel frames are listed: most merges have none. */
+	if (kern) {
+		uint32_t known;
+
+		if (!qmap_get(&s->kern, key, &known) && (rc = qmap_put(q, &s->kern, key, 1)))
+			return rc;
+		s->any_kernel = 1;
+	}
 	*idx = (uint32_t)s->n_locs;
 	rc = qmap_put(q, map, key, *idx);
 	if (!rc)
@@ -228,11 +263,16 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 	return rc;
 }
 
-/* Pass 1: every distinct (location, leafness) reachable from the stacks. */
+/*
+ * Pass 1: every distinct (location, leafness) reachable from the stacks.  A
+ * trie node's own role depends on the node leaf-ward of it (a kernel frame
+ * makes it a PC), its ancestors' roles do not: once a node was walked in
+ * either role its ancestors are registered.
+ */
 static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
 {
-	struct qmap seen; /* part << 32 | trie node already walked as a prefix */
-	uint32_t idx, parent, loc, dummy;
+	struct qmap seen; /* part << 32 | trie node -> roles walked: 1 return address, 2 PC */
+	uint32_t idx, parent, loc;
 	int rc = 0;
 
 	qmap_init_dense(&seen);
@@ -240,6 +280,7 @@ static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
 		size_t depth = 0;
+		int pc;
 
 		if (!st)
 			continue;
@@ -251,8 +292,13 @@ static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 		}
 		if ((rc = add_loc(q, s, sym, part, loc, 1, &idx)))
 			break;
-		for (st = parent; st && !qmap_get(&seen, (uint64_t)part << 32 | st, &dummy);
-		     st = parent) {
+		pc = qsym_kernel(s, part, loc);
+		for (st = parent; st; st = parent) {
+			uint64_t key = (uint64_t)part << 32 | st;
+			uint32_t roles = 0, bit = pc ? 2 : 1;
+
+			if (qmap_get(&seen, key, &roles) && (roles & bit))
+				break;
 			if (++depth > MAX_DEPTH) {
 				rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack too deep", part);
 				break;
@@ -262,9 +308,10 @@ static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 					     part, st);
 				break;
 			}
-			if ((rc = add_loc(q, s, sym, part, loc, 0, &idx)) ||
-			    (rc = qmap_put(q, &seen, (uint64_t)part << 32 | st, 0)))
+			if ((rc = add_loc(q, s, sym, part, loc, pc, &idx)) ||
+			    (rc = qmap_put(q, &seen, key, roles | bit)) || roles)
 				break;
+			pc = qsym_kernel(s, part, loc);
 		}
 	}
 	qmap_release(q, &seen);
@@ -492,28 +539,32 @@ static int gset_add(struct qctx *q, struct gsets *gs, uint32_t *set, uint32_t g)
 }
 
 /*
- * Pass 3: a stack with unnamed frames counts once towards the unnamed
+ * Pass 3: a stack with unnamed frames counts once toward the unnamed
  * total and once against each build ID with an unnamed frame on it (so a
  * missing libc at the leaf does not hide a missing program above it).
- * memo: trie node -> the set of groups unnamed on root..node as non-leaf
- * frames.
+ * memo[r]: trie node in role r (1: a PC, 0: a return address) -> the set of
+ * groups unnamed on root..node.  A node's role depends on the node
+ * leaf-ward of it (see collect), its ancestors' do not.
  */
 static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
 {
 	struct gsets gs;
-	struct qmap memo;
+	struct qmap memo[2];
 	uint32_t *path = NULL;
-	size_t pcap = 0;
+	uint8_t *roles = NULL;
+	size_t pcap = 0, rcap = 0;
 	int rc = 0;
 
 	memset(&gs, 0, sizeof(gs));
 	qmap_init(&gs.index);
-	qmap_init_dense(&memo);
+	qmap_init_dense(&memo[0]);
+	qmap_init_dense(&memo[1]);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
 		uint32_t parent, loc, idx, set = 0;
 		size_t depth = 0;
+		int pc;
 
 		s->total += m->stacks[i].value;
 		if (!st)
@@ -521,15 +572,21 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 		if ((rc = qviews_get(q, v, part, &sym)))
 			break;
 		store_symbols_stack_node(sym, st, &parent, &loc);
+		pc = qsym_kernel(s, part, loc);
 		/* Walk root-ward to a memoized node, then fill the memo downward. */
-		for (uint32_t n = parent; n && !qmap_get(&memo, (uint64_t)part << 32 | n, &set);) {
+		for (uint32_t n = parent; n && !qmap_get(&memo[pc], (uint64_t)part << 32 | n, &set);) {
 			uint32_t pp, ll;
 
-			rc = qmem_grow(q, (void **)&path, &pcap, sizeof(*path), depth + 1, "stack path");
-			if (rc)
+			if (depth >= pcap &&
+			    ((rc = qmem_grow(q, (void **)&path, &pcap, sizeof(*path), depth + 1,
+					     "stack path")) ||
+			     (rc = qmem_grow(q, (void **)&roles, &rcap, sizeof(*roles), pcap,
+					     "stack path"))))
 				break;
+			roles[depth] = (uint8_t)pc;
 			path[depth++] = n;
 			store_symbols_stack_node(sym, n, &pp, &ll);
+			pc = qsym_kernel(s, part, ll);
 			n = pp;
 			set = 0;
 		}
@@ -537,11 +594,11 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 			uint32_t pp, ll;
 
 			store_symbols_stack_node(sym, path[depth], &pp, &ll);
-			if ((rc = add_loc(q, s, sym, part, ll, 0, &idx)))
+			if ((rc = add_loc(q, s, sym, part, ll, roles[depth], &idx)))
 				break;
 			if (unresolved(s, idx) && (rc = gset_add(q, &gs, &set, s->locs[idx].group)))
 				break;
-			rc = qmap_put(q, &memo, (uint64_t)part << 32 | path[depth], set);
+			rc = qmap_put(q, &memo[roles[depth]], (uint64_t)part << 32 | path[depth], set);
 		}
 		if (!rc && !(rc = add_loc(q, s, sym, part, loc, 1, &idx)) && unresolved(s, idx))
 			rc = gset_add(q, &gs, &set, s->locs[idx].group);
@@ -552,10 +609,12 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 		for (uint32_t k = set; k; k = gs.v[k].parent)
 			s->groups[gs.v[k].group].unnamed += m->stacks[i].value;
 	}
-	qmap_release(q, &memo);
+	qmap_release(q, &memo[0]);
+	qmap_release(q, &memo[1]);
 	qmap_release(q, &gs.index);
 	qmem_free(q, gs.v, gs.cap, sizeof(*gs.v));
 	qmem_free(q, path, pcap, sizeof(*path));
+	qmem_free(q, roles, rcap, sizeof(*roles));
 	return rc;
 }
 
@@ -603,6 +662,7 @@ int qsym_step(struct qctx *q, struct qmerge *m)
 	qmap_init_dense(&s->nonleaf);
 	qmap_init_dense(&s->leaf);
 	qmap_init_dense(&s->mapgroup);
+	qmap_init(&s->kern);
 	memset(&v, 0, sizeof(v));
 	m->sym = s;
 	qmemo_begin(q->symmemo, q->tenant, &s->memo);

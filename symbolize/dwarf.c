@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -962,13 +963,23 @@ out:
 	return rc;
 }
 
+/*
+ * Opens `path` as the DWZ alt file of d: a regular file (never a FIFO or a
+ * device named by an untrusted link) whose build ID is the one the link
+ * names.
+ */
 static int open_alt_file(struct sym_dwarf *d, const char *path)
 {
 	struct sym_elf_info ai;
+	struct stat st;
 
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return ERR_NOT_FOUND;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return ERR_NOT_FOUND;
+	}
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	Dwarf *alt = NULL;
 	if (!elf || sym__elf_info(elf, &ai, NULL) != 0 ||
@@ -987,20 +998,37 @@ static int open_alt_file(struct sym_dwarf *d, const char *path)
 	return 0;
 }
 
-/* DWZ: names of DIEs moved to the shared alt file resolve only once it is set. */
-static void setup_alt(struct sym_dwarf *d, const char *path, const struct sym_dwarf_opts *o)
+/*
+ * DWZ: DIEs and strings moved to the shared alt file (DW_FORM_GNU_ref_alt,
+ * DW_FORM_GNU_strp_alt and the DWARF 5 _sup forms) resolve only once it is
+ * set.  With a find_alt callback (the server: the store, then debuginfod, by
+ * build ID) the callback is the only source, and without the alt file the
+ * open fails: an index built without it would lack most names and inline
+ * frames for good.  Without a callback (local tools) the name in the link
+ * is tried, relative to the debug file's directory, and the file opens
+ * without the alt DIEs when that fails.
+ */
+static int setup_alt(struct sym_dwarf *d, const char *path, const struct sym_dwarf_opts *o,
+		     struct err_msg *msg)
 {
 	char *found = NULL;
 
 	if (!(d->info.flags & SYM_HAS_ALTLINK))
-		return;
-	if (o && o->find_alt &&
-	    o->find_alt(o->ctx, d->info.alt_build_id, d->info.alt_build_id_len,
-			d->info.alt_name, &found) == 0 && found) {
-		int rc = open_alt_file(d, found);
-		free(found);
-		if (rc == 0)
-			return;
+		return 0;
+	if (o && o->find_alt) {
+		char hex[2 * SYM_BUILD_ID_MAX + 1];
+		int rc = o->find_alt(o->ctx, d->info.alt_build_id, d->info.alt_build_id_len,
+				     d->info.alt_name, &found);
+		if (rc == 0 && found) {
+			rc = open_alt_file(d, found);
+			free(found);
+			if (rc == 0)
+				return 0;
+		}
+		sym_build_id_hex(d->info.alt_build_id, d->info.alt_build_id_len, hex);
+		return err_set(msg, ERR_NOT_FOUND,
+			       "alt_not_found: the DWZ alt file %s (build ID %s) this debug file "
+			       "refers to is neither uploaded nor upstream", d->info.alt_name, hex);
 	}
 	if (d->info.alt_name[0] == '/') {
 		open_alt_file(d, d->info.alt_name);
@@ -1013,6 +1041,7 @@ static void setup_alt(struct sym_dwarf *d, const char *path, const struct sym_dw
 		if (w > 0 && (size_t)w < sizeof(buf))
 			open_alt_file(d, buf);
 	}
+	return 0;
 }
 
 static int setup(struct sym_dwarf *d, const char *path, const struct sym_dwarf_opts *o,
@@ -1033,7 +1062,8 @@ static int setup(struct sym_dwarf *d, const char *path, const struct sym_dwarf_o
 				       dwarf_errmsg(-1));
 	}
 	if (d->dw) {
-		setup_alt(d, path, o);
+		if ((rc = setup_alt(d, path, o, msg)))
+			return rc;
 		if ((rc = build_cu_table(d)))
 			return err_set(msg, rc, "DWARF CU table: %s", err_str(rc));
 	}

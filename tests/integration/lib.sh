@@ -175,3 +175,124 @@ check_hex() {
 		note "$p+0x$off stays hex: in $sec, no function there"
 	done
 }
+
+# start_debuginfod DIR BUILD_ID...: a real elfutils debuginfod on loopback
+# serving the ELF files of DIR (-F scan); returns once every BUILD_ID is
+# served as debuginfo.  Sets DPID, DPORT, DURL.  The caller's EXIT trap must
+# call stop_debuginfod (the lib's cleanup does not know about it).
+DPID=
+start_debuginfod() {
+	local dir=$1 id code i
+	shift
+	DPORT=$((20000 + RANDOM % 20000))
+	debuginfod -F "$dir" -p "$DPORT" -d "$WORK/debuginfod.$DPORT.sqlite" \
+		>"$WORK/debuginfod.$DPORT.log" 2>&1 &
+	DPID=$!
+	DURL="http://127.0.0.1:$DPORT"
+	for id in "$@"; do
+		code=
+		for i in $(seq 1 150); do
+			code=$(curl -s -o /dev/null -w '%{http_code}' "$DURL/buildid/$id/debuginfo" || true)
+			[ "$code" = 200 ] && break
+			kill -0 "$DPID" 2>/dev/null ||
+				fail "debuginfod exited: $(tail -5 "$WORK/debuginfod.$DPORT.log")"
+			sleep 0.2
+		done
+		[ "$code" = 200 ] || fail "debuginfod on $DPORT does not serve $id (HTTP $code)"
+	done
+	note "debuginfod on port $DPORT serves $*"
+}
+
+stop_debuginfod() {
+	if [ -n "$DPID" ]; then
+		kill "$DPID" 2>/dev/null || true
+		wait "$DPID" 2>/dev/null || true
+		DPID=
+	fi
+}
+
+# build_id ELF: the GNU build ID of ELF, in hex.
+build_id() {
+	readelf -n "$1" 2>/dev/null | awk '/Build ID/{print $3; exit}'
+}
+
+# cpu_type SERVICE: the cpu profile type (__profile_type__) of SERVICE on $URL.
+cpu_type() {
+	http GET "/pyroscope/label-values?label=__profile_type__&match%5B%5D=%7Bservice_name%3D%22$1%22%7D"
+	jq -r '.[]' <<<"$BODY" | grep -m1 ':cpu:nanoseconds' || jq -r '.[0]' <<<"$BODY"
+}
+
+# selector TYPE SERVICE: the urlencoded query TYPE{service_name="SERVICE"}.
+selector() {
+	jq -rn --arg s "$1{service_name=\"$2\"}" '$s|@uri'
+}
+
+# wait_symbolized QUERY FROM UNTIL [curl args...]: polls /pyroscope/render
+# until the response no longer says symbolization is pending (at most 60 s);
+# BODY is then the last render.
+wait_symbolized() {
+	local q=$1 from=$2 until=$3 i
+	shift 3
+	for i in $(seq 1 60); do
+		http GET "/pyroscope/render?query=$q&from=$from&until=$until" "$@"
+		[ "$STATUS" = 200 ] || fail "render: $STATUS $BODY"
+		jq -e '.symbolization.pending == true' <<<"$BODY" >/dev/null || return 0
+		sleep 1
+	done
+	fail "symbolization still pending after 60 s: $(jq -c .symbolization <<<"$BODY")"
+}
+
+# The profiled test programs run their work in a loop for argv[1] seconds
+# (default 1).  These print that main() for C and C++ sources.
+
+# c_timed_main INIT STATEMENT...: a C main() running the STATEMENTs (on
+# `volatile unsigned v = INIT` and `unsigned acc`) until the time is up,
+# then printing acc.  Needs <stdio.h>, <stdlib.h> and <time.h>.
+c_timed_main() {
+	local init=$1 st
+	shift
+	cat <<EOF
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 1.0;
+	struct timespec t0, t;
+	volatile unsigned v = $init;
+	unsigned acc = 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+EOF
+	for st in "$@"; do
+		printf '\t\t%s\n' "$st"
+	done
+	cat <<'EOF'
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
+	printf("%u\n", acc);
+	return 0;
+}
+EOF
+}
+
+# cxx_timed_main SETUP ELEM STEP: a C++ main() that runs SETUP (lines that
+# declare the vector v) once, then until the time is up sets every v[i] to
+# ELEM (an expression of i and `long acc`) and runs STEP (lines); then
+# prints acc.  Needs <chrono> and <cstdio>.
+cxx_timed_main() {
+	local setup=$1 elem=$2 step=$3
+	cat <<EOF
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 1.0;
+	auto t0 = std::chrono::steady_clock::now();
+	long acc = 0;
+$(sed 's/^/\t/' <<<"$setup")
+	while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < secs) {
+		for (size_t i = 0; i < v.size(); i++)
+			v[i] = $elem;
+$(sed 's/^/\t\t/' <<<"$step")
+	}
+	std::printf("%ld\n", acc);
+	return 0;
+}
+EOF
+}

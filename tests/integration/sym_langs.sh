@@ -187,7 +187,6 @@ fn main() {
 }
 EOF
 
-bid() { readelf -n "$1" | awk '/Build ID/{print $3; exit}'; }
 declare -A ID
 for l in "${LANGS[@]}"; do
 	case $l in
@@ -206,13 +205,13 @@ for l in "${LANGS[@]}"; do
 	esac
 	p=prog${l:0:2}
 	[ "$l" = rust ] && p=progrs
-	ID[$l]=$(bid "$WORK/$p")
+	ID[$l]=$(build_id "$WORK/$p")
 	[ -n "${ID[$l]}" ] || fail "$p has no GNU build ID"
 	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
 	cp "$WORK/$p" "$WORK/$p.stripped"
 	strip --strip-all "$WORK/$p.stripped"
 	objcopy --add-gnu-debuglink="$WORK/$p.debug" "$WORK/$p.stripped"
-	[ "$(bid "$WORK/$p.stripped")" = "${ID[$l]}" ] || fail "strip changed the build ID of $p"
+	[ "$(build_id "$WORK/$p.stripped")" = "${ID[$l]}" ] || fail "strip changed the build ID of $p"
 	if readelf -SW "$WORK/$p.stripped" | grep -q '\.debug_info\|\.symtab'; then
 		fail "$p.stripped still has symbols"
 	fi
@@ -239,14 +238,10 @@ done
 
 FROM=$(($(date +%s) - 86400))
 UNTIL=$(($(date +%s) + 3600))
-ptype() { # SERVICE -> the cpu profile type of the service
-	http GET "/pyroscope/label-values?label=__profile_type__&match%5B%5D=%7Bservice_name%3D%22$1%22%7D"
-	jq -r '.[]' <<<"$BODY" | grep -m1 ':cpu:nanoseconds' || jq -r '.[0]' <<<"$BODY"
-}
 q() { # SERVICE -> urlencoded query
-	jq -rn --arg s "$PT{service_name=\"$1\"}" '$s|@uri'
+	selector "$PT" "$1"
 }
-PT=$(ptype "$(prog "${LANGS[0]}")")
+PT=$(cpu_type "$(prog "${LANGS[0]}")")
 note "profile type: $PT"
 
 # Before any upload: the build IDs are not_found, every frame is hex.
@@ -271,12 +266,7 @@ done
 
 for l in "${LANGS[@]}"; do
 	p=$(prog "$l")
-	for i in $(seq 1 30); do
-		http GET "/pyroscope/render?query=$(q "$p")&from=$FROM&until=$UNTIL"
-		[ "$STATUS" = 200 ] || fail "render $p: $STATUS $BODY"
-		jq -e '.symbolization.pending == true' <<<"$BODY" >/dev/null || break
-		sleep 1
-	done
+	wait_symbolized "$(q "$p")" "$FROM" "$UNTIL"
 	check_hex "$p" "$BODY"
 	NAMES=$(jq -r '.flamebearer.names[]' <<<"$BODY")
 	note "render $p: $(wc -l <<<"$NAMES") names, symbolization $(jq -c '.symbolization // {}' <<<"$BODY" | head -c 300)"

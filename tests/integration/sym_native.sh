@@ -26,14 +26,6 @@ command -v debuginfod >/dev/null || fail "debuginfod (package debuginfod) is not
 command -v debuginfod-find >/dev/null || fail "debuginfod-find is not installed"
 command -v llvm-symbolizer >/dev/null || fail "llvm-symbolizer is not installed"
 
-DPID=
-stop_debuginfod() {
-	if [ -n "$DPID" ]; then
-		kill "$DPID" 2>/dev/null || true
-		wait "$DPID" 2>/dev/null || true
-		DPID=
-	fi
-}
 trap 'rc=$?; stop_debuginfod; (exit $rc); cleanup' EXIT
 
 cat >"$WORK/inl.h" <<'EOF'
@@ -42,7 +34,8 @@ static inline __attribute__((always_inline)) unsigned leaf(unsigned x)
 	return x * 2654435761u + (x >> 3);
 }
 EOF
-cat >"$WORK/progc.c" <<'EOF'
+{
+	cat <<'EOF'
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -66,23 +59,11 @@ __attribute__((noinline)) static unsigned helper(volatile unsigned *p)
 {
 	return *p + work(*p);
 }
-int main(int argc, char **argv)
-{
-	double secs = argc > 1 ? atof(argv[1]) : 1.0;
-	struct timespec t0, t;
-	volatile unsigned v = 1;
-	unsigned acc = 0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		acc += helper(&v);
-		v++;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
-	printf("%u\n", acc);
-	return 0;
-}
 EOF
-cat >"$WORK/progcc.cc" <<'EOF'
+	c_timed_main 1 'acc += helper(&v);' 'v++;'
+} >"$WORK/progc.c"
+{
+	cat <<'EOF'
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -119,22 +100,12 @@ __attribute__((noinline)) size_t mapper(int n)
 		r += kv.first.size();
 	return r;
 }
-int main(int argc, char **argv)
-{
-	double secs = argc > 1 ? atof(argv[1]) : 1.0;
-	auto t0 = std::chrono::steady_clock::now();
-	long acc = 0;
-	std::vector<int> v(20000);
-	std::function<long(int)> f = [&](int k) { return (long)mapper(k); };
-	while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < secs) {
-		for (size_t i = 0; i < v.size(); i++)
-			v[i] = (int)(i * 2654435761u + (unsigned)acc);
-		acc += sorter(v) + ns::sum<long>(std::vector<long>(v.begin(), v.end())) + f(2000);
-	}
-	std::printf("%ld\n", acc);
-	return 0;
-}
 EOF
+	cxx_timed_main 'std::vector<int> v(20000);
+std::function<long(int)> f = [&](int k) { return (long)mapper(k); };' \
+		'(int)(i * 2654435761u + (unsigned)acc)' \
+		'acc += sorter(v) + ns::sum<long>(std::vector<long>(v.begin(), v.end())) + f(2000);'
+} >"$WORK/progcc.cc"
 cp "$WORK/progc.c" "$WORK/orphan.c"
 cc -g -O2 -Wl,--build-id -o "$WORK/progc" "$WORK/progc.c"
 c++ -g -O2 -Wl,--build-id -o "$WORK/progcc" "$WORK/progcc.cc"
@@ -145,10 +116,9 @@ for p in progc progcc orphan; do
 	strip --strip-all "$WORK/$p.stripped"
 	objcopy --add-gnu-debuglink="$WORK/$p.debug" "$WORK/$p.stripped"
 done
-bid() { readelf -n "$1" | awk '/Build ID/{print $3; exit}'; }
-ID_C=$(bid "$WORK/progc")
-ID_CC=$(bid "$WORK/progcc")
-ID_O=$(bid "$WORK/orphan")
+ID_C=$(build_id "$WORK/progc")
+ID_CC=$(build_id "$WORK/progcc")
+ID_O=$(build_id "$WORK/orphan")
 note "build IDs: C $ID_C, C++ $ID_CC, orphan $ID_O"
 [ "$ID_C" != "$ID_O" ] || fail "orphan must be a different build"
 
@@ -163,22 +133,10 @@ profile orphan 0.5
 # ---- a real elfutils debuginfod serving only the C++ debug file
 mkdir -p "$WORK/upstream"
 cp "$WORK/progcc.debug" "$WORK/upstream/"
-DPORT=$((20000 + RANDOM % 20000))
-debuginfod -F "$WORK/upstream" -p "$DPORT" -d "$WORK/debuginfod.sqlite" \
-	>"$WORK/debuginfod.log" 2>&1 &
-DPID=$!
-for i in $(seq 1 100); do
-	code=$(curl -s -o /dev/null -w '%{http_code}' \
-		"http://127.0.0.1:$DPORT/buildid/$ID_CC/debuginfo" || true)
-	[ "$code" = 200 ] && break
-	kill -0 "$DPID" 2>/dev/null || fail "debuginfod exited: $(tail -5 "$WORK/debuginfod.log")"
-	sleep 0.2
-done
-[ "$code" = 200 ] || fail "debuginfod does not serve $ID_CC"
-note "debuginfod on port $DPORT serves the C++ debug file"
+start_debuginfod "$WORK/upstream" "$ID_CC"
 
 DATA="$WORK/data"
-start_server "$DATA" --debuginfod-urls "http://127.0.0.1:$DPORT" --symbolize-budget 20s
+start_server "$DATA" --debuginfod-urls "$DURL" --symbolize-budget 20s
 
 for p in progc progcc orphan; do
 	"$UNHEX" ingest --server "$URL" --name "$p.cpu" "$WORK/$p.pb.gz" >/dev/null ||
@@ -204,24 +162,14 @@ expect_status 200 "$ID_C" "debuginfo list"
 # ---- queries
 FROM=$(($(date +%s) - 86400))
 UNTIL=$(($(date +%s) + 3600))
-ptype() { # SERVICE -> the cpu profile type of the service
-	http GET "/pyroscope/label-values?label=__profile_type__&match%5B%5D=%7Bservice_name%3D%22$1%22%7D"
-	jq -r '.[]' <<<"$BODY" | grep -m1 ':cpu:nanoseconds' || jq -r '.[0]' <<<"$BODY"
-}
-PT=$(ptype progc)
+PT=$(cpu_type progc)
 note "profile type: $PT"
 q() { # SERVICE -> urlencoded query
-	jq -rn --arg s "$PT{service_name=\"$1\"}" '$s|@uri'
+	selector "$PT" "$1"
 }
 
-
-# Poll until nothing is pending (the C++ file comes from upstream).
-for i in $(seq 1 30); do
-	http GET "/pyroscope/render?query=$(q progcc)&from=$FROM&until=$UNTIL"
-	[ "$STATUS" = 200 ] || fail "render: $STATUS $BODY"
-	jq -e '.symbolization.pending == true' <<<"$BODY" >/dev/null || break
-	sleep 1
-done
+# Wait until nothing is pending (the C++ file comes from upstream).
+wait_symbolized "$(q progcc)" "$FROM" "$UNTIL"
 for p in progc progcc; do
 	http GET "/pyroscope/render?query=$(q $p)&from=$FROM&until=$UNTIL"
 	[ "$STATUS" = 200 ] || fail "render $p: $STATUS $BODY"
@@ -267,7 +215,7 @@ http GET /metrics
 grep -q 'unhex_symbolize_memo_lookups_total{result="hit"} [1-9]' <<<"$BODY" ||
 	fail "a repeated query did not use the memo: $(grep memo <<<"$BODY")"
 objcopy --strip-debug --redefine-sym work=work_renamed "$WORK/progc" "$WORK/progc.renamed"
-[ "$(bid "$WORK/progc.renamed")" = "$ID_C" ] || fail "the renamed copy changed the build ID"
+[ "$(build_id "$WORK/progc.renamed")" = "$ID_C" ] || fail "the renamed copy changed the build ID"
 names_of() { # SERVICE -> the render's frame names, one per line
 	http GET "/pyroscope/render?query=$(q "$1")&from=$FROM&until=$UNTIL"
 	[ "$STATUS" = 200 ] || fail "render $1: $STATUS $BODY"
@@ -299,7 +247,7 @@ grep -q 'unhex_symbolize_unresolved_locations_total{status="not_found"} [1-9]' <
 
 # ---- restart: names come from the persisted cache and index
 stop_server
-start_server "$DATA" --debuginfod-urls "http://127.0.0.1:$DPORT"
+start_server "$DATA" --debuginfod-urls "$DURL"
 for p in progc progcc; do
 	http GET "/pyroscope/render?query=$(q $p)&from=$FROM&until=$UNTIL"
 	check_hex "$p" "$BODY"

@@ -1,7 +1,8 @@
 /*
  * fixtures.h - source code of the programs the symbolize tests compile:
  * C with always_inline chains across a header, C++ with templates,
- * lambdas and the inlined standard library, and a small Go program.
+ * lambdas and the inlined standard library, a small Go program, and the
+ * C++ pair of the DWZ integration test.
  */
 #ifndef UNHEX_TESTS_FIXTURES_H
 #define UNHEX_TESTS_FIXTURES_H
@@ -126,5 +127,94 @@ static const char FIX_GO[] =
 	"}\n"
 	"\n"
 	"func main() { fmt.Println(work(10)) }\n";
+
+/*
+ * The C++ programs of tests/integration/sym_dwz.sh (kept in step with it):
+ * two programs sharing a header of templates and inline functions, so `dwz
+ * -m` moves the shared declarations, abstract instances and the
+ * specifications of out-of-line template copies into the alt file.  Both
+ * have the same timed main(): setup, a loop over v until argv[1] seconds
+ * (default 1) have passed, acc printed.
+ */
+#define FIX_DWZ_MAIN_BEGIN \
+	"int main(int argc, char **argv)\n" \
+	"{\n" \
+	"\tdouble secs = argc > 1 ? atof(argv[1]) : 1.0;\n" \
+	"\tauto t0 = std::chrono::steady_clock::now();\n" \
+	"\tlong acc = 0;\n"
+#define FIX_DWZ_LOOP_BEGIN \
+	"\twhile (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < secs) {\n" \
+	"\t\tfor (size_t i = 0; i < v.size(); i++)\n"
+#define FIX_DWZ_MAIN_END \
+	"\t}\n" \
+	"\tstd::printf(\"%ld\\n\", acc);\n" \
+	"\treturn 0;\n" \
+	"}\n"
+
+static const char FIX_DWZ_HH[] =
+	"#include <algorithm>\n"
+	"#include <map>\n"
+	"#include <string>\n"
+	"#include <vector>\n"
+	"namespace dwz {\n"
+	"template <typename T> struct Acc {\n"
+	"\tT v{};\n"
+	"\t__attribute__((always_inline)) void add(T x) { v += x * 2 + (x >> 1); }\n"
+	"};\n"
+	"template <typename T> __attribute__((noinline)) T total(const std::vector<T> &xs)\n"
+	"{\n"
+	"\tAcc<T> a;\n"
+	"\tfor (auto x : xs)\n"
+	"\t\ta.add(x);\n"
+	"\treturn a.v;\n"
+	"}\n"
+	"inline size_t keys(int n)\n"
+	"{\n"
+	"\tstd::map<std::string, int> m;\n"
+	"\tfor (int i = 0; i < n; i++)\n"
+	"\t\tm[std::to_string(i)] = i;\n"
+	"\tsize_t r = 0;\n"
+	"\tfor (auto &kv : m)\n"
+	"\t\tr += kv.first.size();\n"
+	"\treturn r;\n"
+	"}\n"
+	"} // namespace dwz\n";
+
+static const char FIX_DWZ_X1[] =
+	"#include <chrono>\n"
+	"#include <cstdio>\n"
+	"#include <cstdlib>\n"
+	"#include \"shared.hh\"\n"
+	"__attribute__((noinline)) int order(std::vector<int> &v)\n"
+	"{\n"
+	"\tstd::sort(v.begin(), v.end(), [](int a, int b) { return a % 7919 < b % 7919; });\n"
+	"\treturn v[0];\n"
+	"}\n"
+	FIX_DWZ_MAIN_BEGIN
+	"\tstd::vector<int> v(20000);\n"
+	FIX_DWZ_LOOP_BEGIN
+	"\t\t\tv[i] = (int)(i * 2654435761u + (unsigned)acc);\n"
+	"\t\tacc += order(v) + dwz::total<long>(std::vector<long>(v.begin(), v.end())) +\n"
+	"\t\t       (long)dwz::keys(1500);\n"
+	FIX_DWZ_MAIN_END;
+
+static const char FIX_DWZ_X2[] =
+	"#include <chrono>\n"
+	"#include <cstdio>\n"
+	"#include <cstdlib>\n"
+	"#include <functional>\n"
+	"#include \"shared.hh\"\n"
+	"__attribute__((noinline)) long reverse_order(std::vector<long> &v)\n"
+	"{\n"
+	"\tstd::sort(v.begin(), v.end(), [](long a, long b) { return a % 104729 > b % 104729; });\n"
+	"\treturn v[0];\n"
+	"}\n"
+	FIX_DWZ_MAIN_BEGIN
+	"\tstd::vector<long> v(20000);\n"
+	"\tstd::function<long(int)> f = [](int k) { return (long)dwz::keys(k); };\n"
+	FIX_DWZ_LOOP_BEGIN
+	"\t\t\tv[i] = (long)(i * 40503u + (unsigned long)acc);\n"
+	"\t\tacc += reverse_order(v) + dwz::total<long>(v) + f(1200);\n"
+	FIX_DWZ_MAIN_END;
 
 #endif

@@ -5,13 +5,20 @@
  *   sym_compare PPROF BUILD_ID=UNSTRIPPED[:loose|:rust]...
  *
  * For every location of a mapping with one of the build IDs, in each role
- * it has in the samples (a leaf, the sampled PC, or a caller, a return
- * address), computes the ELF virtual address with the rule of
+ * it has in the samples, computes the ELF virtual address with the rule of
  * docs/symbolization.md (the executable PT_LOAD of the unstripped binary;
- * minus 1 for callers), asks `llvm-symbolizer --inlining` on the unstripped
- * binary, and compares the whole inline chain: names (normalized as the
+ * minus 1 for a return address), asks `llvm-symbolizer --inlining` on the
+ * unstripped binary, and compares the whole inline chain: names (normalized as the
  * phase-1 tests do; `loose` for C++), file basenames and lines.  A location
  * without lines counts as a failure.  Exit 0 only when everything matches.
+ *
+ * The roles: the sample's first location is the sampled PC.  So is the
+ * first user-space location below kernel frames (a sample taken in the
+ * kernel during an interrupt, fault or system call): perf and eBPF agents
+ * report there the PC the kernel was entered from, not a return address.
+ * Every other location is a return address.  A kernel frame is one whose
+ * mapping is named "[kernel..." / "[vmlinux..." or whose address is in the
+ * upper half of the address space.
  *
  * `rust` is `loose` after a Rust normalization of both sides: LLVM 14 reads
  * legacy Rust symbols as Itanium names and leaves the hash and the `$LT$`
@@ -106,6 +113,39 @@ static int read_file(const char *path, struct buf *b)
 	return 0;
 }
 
+/* The location of id `id` and its mapping (either may be NULL). */
+static const Perftools__Profiles__Location *
+find_loc(const Perftools__Profiles__Profile *p, uint64_t id,
+	 const Perftools__Profiles__Mapping **m)
+{
+	const Perftools__Profiles__Location *l = NULL;
+
+	*m = NULL;
+	for (size_t j = 0; j < p->n_location && !l; j++)
+		if (p->location[j]->id == id)
+			l = p->location[j];
+	for (size_t j = 0; l && j < p->n_mapping && !*m; j++)
+		if (p->mapping[j]->id == l->mapping_id)
+			*m = p->mapping[j];
+	return l;
+}
+
+/* Whether location `id` is a kernel frame (see the header comment). */
+static int is_kernel(const Perftools__Profiles__Profile *p, uint64_t id)
+{
+	const Perftools__Profiles__Mapping *m;
+	const Perftools__Profiles__Location *l = find_loc(p, id, &m);
+	const char *name = NULL;
+
+	if (!l)
+		return 0;
+	if (l->address >= (UINT64_C(1) << 63))
+		return 1;
+	if (m && m->filename > 0 && (size_t)m->filename < p->n_string_table)
+		name = p->string_table[m->filename];
+	return name && (!strncmp(name, "[kernel", 7) || !strncmp(name, "[vmlinux", 8));
+}
+
 static void add(struct bin *b, uint64_t vaddr, const Perftools__Profiles__Location *l)
 {
 	for (size_t i = 0; i < b->n; i++)
@@ -172,16 +212,11 @@ int main(int argc, char **argv)
 	for (size_t s = 0; s < p->n_sample; s++)
 		for (size_t k = 0; k < p->sample[s]->n_location_id; k++) {
 			uint64_t id = p->sample[s]->location_id[k];
-			const Perftools__Profiles__Location *l = NULL;
-			const Perftools__Profiles__Mapping *m = NULL;
+			const Perftools__Profiles__Mapping *m;
+			const Perftools__Profiles__Location *l = find_loc(p, id, &m);
+			int ret = k > 0 && !is_kernel(p, p->sample[s]->location_id[k - 1]);
 
-			for (size_t j = 0; j < p->n_location && !l; j++)
-				if (p->location[j]->id == id)
-					l = p->location[j];
-			for (size_t j = 0; l && j < p->n_mapping && !m; j++)
-				if (p->mapping[j]->id == l->mapping_id)
-					m = p->mapping[j];
-			if (!m || m->build_id <= 0 || (size_t)m->build_id >= p->n_string_table)
+			if (!l || !m || m->build_id <= 0 || (size_t)m->build_id >= p->n_string_table)
 				continue;
 			for (size_t b = 0; b < nb; b++) {
 				uint64_t off;
@@ -189,8 +224,8 @@ int main(int argc, char **argv)
 				if (strcmp(bins[b].id, p->string_table[m->build_id]))
 					continue;
 				off = l->address - m->memory_start + m->file_offset;
-				add(&bins[b], off - bins[b].text.offset + bins[b].text.vaddr - (k ? 1 : 0),
-				    l);
+				add(&bins[b], off - bins[b].text.offset + bins[b].text.vaddr -
+						      (ret ? 1 : 0), l);
 			}
 		}
 	for (size_t b = 0; b < nb; b++) {

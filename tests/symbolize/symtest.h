@@ -1,8 +1,8 @@
 /*
  * symtest.h - fixtures shared by the symbolize tests: a temp dir, real
  * programs compiled there by gcc/g++/go, the addresses to probe (function
- * entries from nm, every instruction from objdump), and llvm-symbolizer's
- * answers as the reference.  Header-only: each test is one program.
+ * entries from nm or readelf, every instruction from objdump), and
+ * llvm-symbolizer's answers as the reference.  Header-only: each test is one program.
  */
 #ifndef UNHEX_TESTS_SYMTEST_H
 #define UNHEX_TESTS_SYMTEST_H
@@ -80,19 +80,15 @@ static int u64_sort(const void *a, const void *b)
 }
 
 /*
- * Addresses to probe in `bin`: every FUNC symbol in .text (nm) and every
- * instruction objdump disassembles in .text; sorted, unique, malloc'd.
+ * The hex addresses `cmd` prints, one a line, without 0; sorted, unique,
+ * malloc'd.
  */
-static inline size_t t_addresses(const char *bin, uint64_t **out)
+static inline size_t t_popen_addresses(const char *cmd, uint64_t **out)
 {
-	char cmd[1024], line[1024];
-	size_t n = 0, cap = 4096;
+	char line[1024];
+	size_t n = 0, cap = 1024;
 	uint64_t *v = malloc(cap * sizeof(*v));
 
-	snprintf(cmd, sizeof(cmd),
-		 "(nm --defined-only '%s' | awk '$2==\"T\"||$2==\"t\"{print $1}';"
-		 " objdump -d -j .text --no-show-raw-insn '%s' |"
-		 " sed -n 's/^ *\\([0-9a-f]\\+\\):\\t.*/\\1/p') 2>/dev/null", bin, bin);
 	FILE *p = popen(cmd, "r");
 	while (p && fgets(line, sizeof(line), p)) {
 		if (n == cap)
@@ -108,6 +104,62 @@ static inline size_t t_addresses(const char *bin, uint64_t **out)
 			v[k++] = v[i];
 	*out = v;
 	return k;
+}
+
+/*
+ * Addresses to probe in `bin`: every FUNC symbol in .text (nm) and every
+ * instruction objdump disassembles in .text; sorted, unique, malloc'd.
+ */
+static inline size_t t_addresses(const char *bin, uint64_t **out)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd),
+		 "(nm --defined-only '%s' | awk '$2==\"T\"||$2==\"t\"{print $1}';"
+		 " objdump -d -j .text --no-show-raw-insn '%s' |"
+		 " sed -n 's/^ *\\([0-9a-f]\\+\\):\\t.*/\\1/p') 2>/dev/null", bin, bin);
+	return t_popen_addresses(cmd, out);
+}
+
+/*
+ * Every defined FUNC symbol's address in `bin` (readelf -s: .symtab and
+ * .dynsym, local, global and weak, so template instances and lambdas too);
+ * sorted, unique, malloc'd.  Never thinned: each one is a probe.
+ */
+static inline size_t t_func_addresses(const char *bin, uint64_t **out)
+{
+	char cmd[2048];
+
+	snprintf(cmd, sizeof(cmd),
+		 "readelf -sW '%s' 2>/dev/null | awk '$4==\"FUNC\" && $7!=\"UND\" {print $2}'",
+		 bin);
+	return t_popen_addresses(cmd, out);
+}
+
+/*
+ * The probes of every FUNC symbol of `bin` in both roles: its address (a
+ * leaf, the sampled PC) and its address - 1 (where a return address would
+ * be looked up: padding or the end of the previous function).  Sets *nf to
+ * the number of symbols; returns the number of probes (2 * *nf), malloc'd.
+ */
+static inline size_t t_func_probes(const char *bin, uint64_t **out, size_t *nf)
+{
+	uint64_t *fa;
+	size_t k = t_func_addresses(bin, &fa), n = 0;
+	uint64_t *a = malloc(2 * k * sizeof(*a) + 1);
+
+	if (!a) {
+		perror("malloc");
+		exit(1);
+	}
+	for (size_t i = 0; i < k; i++) {
+		a[n++] = fa[i];
+		a[n++] = fa[i] - 1;
+	}
+	free(fa);
+	*out = a;
+	*nf = k;
+	return n;
 }
 
 struct t_frame {
@@ -129,7 +181,7 @@ struct t_result {
  */
 static inline struct t_result *t_llvm(const char *bin, const uint64_t *a, size_t n)
 {
-	char cmd[1024];
+	char cmd[2048];
 	static char l1[1 << 16], l2[1 << 16];
 	const char *in = t_path("addrs.txt");
 	FILE *f = fopen(in, "w");
@@ -375,6 +427,18 @@ static inline void t_compare(uint64_t a, const struct sym_frame *f, size_t n,
 		if (f[i].column != r->col)
 			st->col_diff++;
 	}
+}
+
+/*
+ * Both sides know nothing at the address: we give no frame, llvm only its
+ * nearest-symbol guess (a symbol name, no file, line 0), as it does past
+ * the end of .plt.got or in a gap between sections.
+ */
+static inline int t_nothing_known(const struct sym_frame *f, size_t n,
+				  const struct t_result *ref)
+{
+	(void)f;
+	return n == 0 && ref->n == 1 && ref->f[0].line == 0 && !ref->f[0].file[0];
 }
 
 static inline void t_print_stats(const char *what, const struct t_stats *st)

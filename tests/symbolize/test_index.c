@@ -317,12 +317,146 @@ static void test_wrong_build_id(void **state)
 			 ERR_NOT_FOUND);
 }
 
+static int no_alt(void *ctx, const uint8_t *id, size_t id_len, const char *name, char **path)
+{
+	(void)ctx;
+	(void)id;
+	(void)id_len;
+	(void)name;
+	(void)path;
+	return ERR_NOT_FOUND;
+}
+
+/*
+ * Every FUNC symbol of `bin` looked up in the index at `idx` (of `debug`),
+ * at its address (a leaf) and one below (a return address), against
+ * llvm-symbolizer on `bin`: no function depends on a profile sampling it.
+ */
+static void check_index_funcs(const char *bin, const char *idx, const char *debug)
+{
+	struct sym_index *x = NULL;
+	struct err_msg msg = { "" };
+	struct sym_elf_info info;
+	struct sym_frame f[SYM_MAX_FRAMES];
+	struct t_stats st;
+	char ipath[600], bpath[600];
+	uint64_t *a;
+	size_t nf, n;
+
+	snprintf(ipath, sizeof(ipath), "%s", idx);
+	snprintf(bpath, sizeof(bpath), "%s", bin);
+	n = t_func_probes(bpath, &a, &nf);
+	assert_true(nf >= 10);
+	struct t_result *ref = t_llvm(bpath, a, n);
+	t_cxxfilt_raw(ref, n);
+	assert_int_equal(sym_elf_inspect_file(debug, &info, &msg), 0);
+	assert_int_equal(sym_index_open(ipath, info.build_id, info.build_id_len, &x, &msg), 0);
+	memset(&st, 0, sizeof(st));
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		assert_int_equal(sym_index_lookup(x, a[i], f, SYM_MAX_FRAMES, &k), 0);
+		if (!t_nothing_known(f, k, &ref[i]))
+			t_compare(a[i], f, k, &ref[i], &st, 1, 1);
+	}
+	t_print_stats(t_base(bpath), &st);
+	assert_int_equal(st.depth_diff, 0);
+	assert_int_equal(st.name_diff, 0);
+	assert_int_equal(st.file_diff, 0);
+	assert_int_equal(st.line_diff, 0);
+	sym_index_close(x);
+	t_free_results(ref, n);
+	free(a);
+}
+
+/*
+ * In t_dir: `build` (shell commands writing programs p1 and p2), their
+ * debug info split into p1.debug and p2.debug, both run through `dwz -m alt
+ * -M alt` (the link names the alt file by its relative name), then `check`.
+ */
+static int dwz_pair(const char *build, const char *p1, const char *p2, const char *alt,
+		    const char *check)
+{
+	return t_run("cd '%s' && %s && objcopy --only-keep-debug %s %s.debug && "
+		     "objcopy --only-keep-debug %s %s.debug && dwz -m %s -M %s %s.debug %s.debug && %s",
+		     t_dir, build, p1, p1, p2, p2, alt, alt, p1, p2, check);
+}
+
+/*
+ * DWZ: debug files whose names and inline origins live in a shared alt file
+ * (found here by the relative name in the link).  The index must hold the
+ * alt file's names, and must not be built when find_alt cannot find it.
+ */
+static void test_roundtrip_dwz(void **state)
+{
+	struct sym_dwarf_opts o = { 0 };
+	struct sym_index *x = NULL;
+	struct err_msg msg = { "" };
+	struct sym_elf_info info;
+	struct sym_frame f[SYM_MAX_FRAMES];
+	char out[600];
+	uint64_t *v;
+	size_t leaf = 0;
+	(void)state;
+
+	t_write("inl.h", FIX_C_HEADER);
+	t_write("prog.c", FIX_C);
+	assert_int_equal(dwz_pair("gcc -g -O2 -o dz1 prog.c && gcc -g -O1 -o dz2 prog.c", "dz1",
+				  "dz2", "dz_common.debug",
+				  "readelf --debug-dump=abbrev dz1.debug 2>/dev/null "
+				  "| grep -q DW_FORM_GNU_strp_alt"), 0);
+	roundtrip(t_path("dz1"), t_path("dz1.debug"), 1);
+
+	snprintf(out, sizeof(out), "%s", t_path("dz1.debug.symidx"));
+	assert_int_equal(sym_elf_inspect_file(t_path("dz1.debug"), &info, &msg), 0);
+	assert_int_equal(sym_index_open(out, info.build_id, info.build_id_len, &x, &msg), 0);
+	size_t n = t_addresses(t_path("dz1"), &v);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = 0;
+		assert_int_equal(sym_index_lookup(x, v[i], f, SYM_MAX_FRAMES, &k), 0);
+		if (k >= 2 && f[0].function && !strcmp(f[0].function, "leaf") &&
+		    (f[0].flags & SYM_FRAME_INLINED))
+			leaf++;
+	}
+	free(v);
+	sym_index_close(x);
+	assert_true(leaf > 0);
+
+	/* The C++ pair of the integration test (templates shared through the
+	 * alt file): the index equals the DWARF resolver at every byte of
+	 * .text, and at every FUNC symbol, as a leaf and as a return address,
+	 * equals llvm-symbolizer on the unstripped build. */
+	t_write("shared.hh", FIX_DWZ_HH);
+	t_write("dzx1.cc", FIX_DWZ_X1);
+	t_write("dzx2.cc", FIX_DWZ_X2);
+	assert_int_equal(dwz_pair("g++ -g -O2 -o dzx1 dzx1.cc && g++ -g -O2 -o dzx2 dzx2.cc", "dzx1",
+				  "dzx2", "dzx_common.debug",
+				  "readelf --debug-dump=info dzx1.debug 2>/dev/null "
+				  "| grep -q 'DW_AT_specification: <alt 0x'"), 0);
+	for (int i = 1; i <= 2; i++) {
+		char bin[512], dbg[520], idx[530];
+
+		snprintf(bin, sizeof(bin), "%s", t_path(i == 1 ? "dzx1" : "dzx2"));
+		snprintf(dbg, sizeof(dbg), "%s.debug", bin);
+		snprintf(idx, sizeof(idx), "%s.symidx", dbg);
+		roundtrip(bin, dbg, 1);
+		check_index_funcs(bin, idx, dbg);
+	}
+
+	/* find_alt finds nothing: no index, and the message names the alt file. */
+	o.find_alt = no_alt;
+	snprintf(out, sizeof(out), "%s", t_path("dz2.debug.symidx"));
+	assert_int_equal(sym_index_build(t_path("dz2.debug"), out, &o, NULL, &msg), ERR_NOT_FOUND);
+	assert_non_null(strstr(msg.text, "alt_not_found"));
+	assert_int_equal(access(out, F_OK), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_c),
 		cmocka_unit_test(test_roundtrip_cxx),
 		cmocka_unit_test(test_roundtrip_go),
+		cmocka_unit_test(test_roundtrip_dwz),
 		cmocka_unit_test(test_symtab_only_index),
 		cmocka_unit_test(test_corrupt_bytes),
 		cmocka_unit_test(test_corrupt_structure),
