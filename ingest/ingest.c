@@ -327,13 +327,44 @@ static int prefixed(struct err_msg *msg, size_t i, int rc, const struct err_msg 
 	return err_set(msg, rc, "profile %zu: %s", i, err_str(rc));
 }
 
+int ingest__write(struct store *st, const char *tenant, const struct ingest_pprof *pp, size_t n,
+		  struct ingest_stats *out, struct err_msg *msg)
+{
+	struct ingest_stats stats = { 0, 0, 0 };
+	struct store_txn *tx = NULL;
+	struct err_msg inner;
+	int rc = 0;
+
+	if (n == 0)
+		goto done;
+	rc = store_txn_begin(st, tenant, &tx, msg);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		err_clear(&inner);
+		rc = write_pprof(tx, &pp[i], &stats, &inner);
+		if (rc) {
+			rc = prefixed(msg, i, rc, &inner);
+			goto out;
+		}
+	}
+	rc = store_txn_commit(tx, msg);
+	tx = NULL;
+	if (rc)
+		goto out;
+done:
+	if (out)
+		*out = stats;
+out:
+	store_txn_abort(tx);
+	return rc;
+}
+
 static int run(struct store *st, const struct ingest_limits *lim, const char *tenant,
 	       const struct ingest_series *in, size_t n, const struct ingest_defaults *def,
 	       struct ingest_stats *out, struct err_msg *msg)
 {
-	struct ingest_stats stats = { 0, 0, 0 };
 	struct ingest_pprof *pp = NULL;
-	struct store_txn *tx = NULL;
 	struct err_msg inner;
 	struct arena a;
 	size_t i;
@@ -359,28 +390,8 @@ static int run(struct store *st, const struct ingest_limits *lim, const char *te
 			goto out;
 		}
 	}
-	if (n == 0)
-		goto done;
-	rc = store_txn_begin(st, tenant, &tx, msg);
-	if (rc)
-		goto out;
-	for (i = 0; i < n; i++) {
-		err_clear(&inner);
-		rc = write_pprof(tx, &pp[i], &stats, &inner);
-		if (rc) {
-			rc = prefixed(msg, i, rc, &inner);
-			goto out;
-		}
-	}
-	rc = store_txn_commit(tx, msg);
-	tx = NULL;
-	if (rc)
-		goto out;
-done:
-	if (out)
-		*out = stats;
+	rc = ingest__write(st, tenant, pp, n, out, msg);
 out:
-	store_txn_abort(tx);
 	arena_release(&a);
 	return rc;
 }

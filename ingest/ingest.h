@@ -81,4 +81,22 @@ int ingest_push(struct store *st, const struct ingest_limits *lim, const char *t
 		const void *body, size_t len, int json, struct ingest_stats *out,
 		struct err_msg *msg);
 
+/*
+ * OTLP profiles over OTLP/HTTP (`POST /v1development/profiles`): an
+ * ExportProfilesServiceRequest of opentelemetry-proto v1.10/v1.11
+ * (package opentelemetry.proto.profiles.v1development) in binary protobuf.
+ * `json` != 0 (application/json) is refused with ERR_INVALID: only the
+ * binary encoding is implemented.  Each OTLP Profile with samples becomes
+ * one stored profile of the series {service_name, __name__, allow-listed
+ * resource/scope/profile attributes, __profile_type__}; native frames keep
+ * their ELF virtual addresses (STORE_MAP_ADDR_VADDR).  The rules are in
+ * docs/ingest.md, "OTLP profiles".  `now_ns` is the time of profiles
+ * without time_unix_nano.  All profiles are written in one store
+ * transaction, or none.  `body` is borrowed and already inflated;
+ * out->pprof_samples counts OTLP Sample messages.
+ */
+int ingest_otlp(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		const void *body, size_t len, int json, int64_t now_ns, struct ingest_stats *out,
+		struct err_msg *msg);
+
 #endif

@@ -223,6 +223,12 @@ int ingest__normalize_address(uint64_t addr, uint64_t memory_start, uint64_t mem
 
 /* True when `name` matches [a-zA-Z_][a-zA-Z0-9_.]*. */
 int ingest__label_name_ok(const char *name);
+/*
+ * The profile type ID "name:type:unit:period type:period unit" (the series
+ * label __profile_type__) from its five parts, in the arena; NULL when the
+ * arena is full.
+ */
+char *ingest__profile_type_id(struct arena *a, const char *const parts[5]);
 
 /*
  * Checks request labels: names valid and unique, none reserved for the
@@ -255,6 +261,58 @@ const char *ingest__kind_name(const char *kind, size_t len);
 int ingest__decode_push(struct arena *a, const struct ingest_limits *lim, const void *body,
 			size_t len, int json, struct ingest_series **out, size_t *n,
 			struct err_msg *msg);
+
+/* ---- ingest.c ----------------------------------------------------------- */
+
+/*
+ * Writes `n` converted profiles (borrowed) in one store transaction for
+ * `tenant`; nothing is written on failure.  Messages of a failing profile
+ * are prefixed "profile <i>: ".
+ */
+int ingest__write(struct store *st, const char *tenant, const struct ingest_pprof *pp, size_t n,
+		  struct ingest_stats *out, struct err_msg *msg);
+
+/* ---- otlp_convert.c ----------------------------------------------------- */
+
+/*
+ * OTLP profiles (opentelemetry-proto v1.10/v1.11, v1development) as
+ * struct ingest_pprof.
+ *
+ *   decode    protobuf-c unpacks the ExportProfilesServiceRequest into `a`
+ *             (its cap, ingest__otlp_arena_cap(), bounds the memory).  The
+ *             .proto declares AnyValue's array/kvlist values as bytes, so
+ *             unpacking never recurses deeper than the schema.
+ *   validate  the dictionary whole, once: element 0 of every non-empty
+ *             table is the zero value, every index in range, every stack
+ *             within max_stack_depth.
+ *   convert   the dictionary once into arrays shared by every profile:
+ *             store_mapping / store_function / ingest_location arrays hold
+ *             dictionary entries 1..n-1, so an OTLP mapping_index or
+ *             function_index is already the "index + 1" of ingest_pprof,
+ *             and stack_locs hold location_index - 1.  Then per Profile:
+ *             its labels and profile type, and its samples merged by
+ *             stack_index (sample attributes are not series labels).
+ *
+ * Messages name the place: "resource 0: scope 1: profile 2: sample 5:
+ * stack_index 99 out of range (stack_table has 12)".
+ */
+struct ingest_otlp_req {
+	struct ingest_pprof *profiles;  /* one per Profile with nonzero samples */
+	size_t n;
+	uint64_t otlp_samples;          /* Sample messages of those profiles */
+};
+
+/* The cap of the arena a request of `len` (inflated) bytes is converted in. */
+size_t ingest__otlp_arena_cap(size_t len);
+
+/*
+ * Decodes, validates and converts an ExportProfilesServiceRequest (binary
+ * protobuf, p[0..n)) into `out`, allocated from `a`.  `now_ns` is the time
+ * of profiles without time_unix_nano.  On failure *out is untouched.
+ */
+int ingest__otlp_convert(struct arena *a, const struct ingest_limits *lim, const void *p,
+			 size_t n, int64_t now_ns, struct ingest_otlp_req *out,
+			 struct err_msg *msg);
 
 /* ---- json.c ------------------------------------------------------------- */
 

@@ -261,3 +261,23 @@ int ingest__parse_legacy_name(struct arena *a, const char *name,
 	*n = no;
 	return 0;
 }
+
+char *ingest__profile_type_id(struct arena *a, const char *const parts[5])
+{
+	size_t n = 5, o = 0;
+	char *r;
+
+	for (int i = 0; i < 5; i++)
+		n += strlen(parts[i]);
+	r = arena_alloc(a, n);
+	if (!r)
+		return NULL;
+	for (int i = 0; i < 5; i++) {
+		size_t l = strlen(parts[i]);
+
+		memcpy(r + o, parts[i], l);
+		o += l;
+		r[o++] = i < 4 ? ':' : '\0';
+	}
+	return r;
+}

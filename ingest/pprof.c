@@ -709,24 +709,6 @@ static int conv_samples(struct conv *c)
 
 /* ---- profile types ------------------------------------------------------ */
 
-static char *join5(struct arena *a, const char *s[5])
-{
-	size_t n = 5, o = 0;
-	char *r;
-
-	for (int i = 0; i < 5; i++)
-		n += strlen(s[i]);
-	r = arena_alloc(a, n);
-	if (!r)
-		return NULL;
-	for (int i = 0; i < 5; i++) {
-		size_t l = strlen(s[i]);
-		memcpy(r + o, s[i], l);
-		o += l;
-		r[o++] = i < 4 ? ':' : '\0';
-	}
-	return r;
-}
 
 /*
  * Base labels: the request's, plus __name__ when the request has none (the
@@ -782,7 +764,7 @@ static int conv_labels(struct conv *c, const struct ingest_series *in)
 					 str_at(c, st->type), str_at(c, st->unit),
 					 str_at(c, pt->type), str_at(c, pt->unit) };
 
-		types[t] = join5(c->a, parts);
+		types[t] = ingest__profile_type_id(c->a, parts);
 		if (!types[t])
 			return arena_failed(c->a);
 		if (strlen(types[t]) > c->lim->max_label_bytes)

@@ -79,8 +79,9 @@ enum {
 };
 
 /*
- * A mapping's identity is its build ID when it has one, else its file name;
- * two mappings with the same identity in one partition are one mapping.
+ * A mapping's identity is its build ID when it has one, else its file name,
+ * and whether its addresses are ELF vaddrs (STORE_MAP_ADDR_VADDR); two
+ * mappings with the same identity in one partition are one mapping.
  * memory_start/limit/file_offset are kept as first seen, for reference.
  */
 struct store_mapping {

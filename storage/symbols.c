@@ -234,9 +234,15 @@ static int txn_fail(struct store_txn *tx, int rc)
 
 /* ---- mappings ------------------------------------------------------------ */
 
+/*
+ * A mapping is one binary (its build ID, else its file name) in one
+ * address space: locations of file offsets (pprof) and of ELF virtual
+ * addresses (OTLP) of the same binary need different mappings, since the
+ * flag says how to read their addresses.
+ */
 struct map_key {
 	const struct part *p;
-	uint32_t filename, build_id;
+	uint32_t filename, build_id, vaddr;
 };
 
 static int map_eq(const void *ctx, uint32_t id)
@@ -244,15 +250,19 @@ static int map_eq(const void *ctx, uint32_t id)
 	const struct map_key *k = ctx;
 	const struct sym_mapping *e = entry(k->p, SYM_MAPPING, id);
 
+	if (!!(e->flags & STORE_MAP_ADDR_VADDR) != k->vaddr)
+		return 0;
 	if (k->build_id)
 		return e->build_id == k->build_id;
 	return e->build_id == 0 && e->filename == k->filename;
 }
 
-static uint32_t map_hash(uint32_t filename, uint32_t build_id)
+static uint32_t map_hash(uint32_t filename, uint32_t build_id, uint32_t flags)
 {
-	return build_id ? h32(hash_u64((uint64_t)build_id << 1 | 1))
-			: h32(hash_u64((uint64_t)filename << 1));
+	uint64_t v = !!(flags & STORE_MAP_ADDR_VADDR) << 1;
+
+	return build_id ? h32(hash_u64((uint64_t)build_id << 2 | v | 1))
+			: h32(hash_u64((uint64_t)filename << 2 | v));
 }
 
 static int encode_mapping(struct buf *b, const struct sym_mapping *m)
@@ -289,13 +299,15 @@ int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_ma
 	if (rc)
 		return txn_fail(tx, rc);
 	k.p = p;
+	k.vaddr = !!(m->flags & STORE_MAP_ADDR_VADDR);
 	k.build_id = str_find(p, bid, strlen(bid), &found);
 	k.filename = 0;
 	if (found && !k.build_id)
 		k.filename = str_find(p, fn, strlen(fn), &found);
 	if (found) {
 		uint32_t hit = store__idtab_find(&p->tab[SYM_MAPPING].dedup,
-						 map_hash(k.filename, k.build_id), map_eq, &k);
+						 map_hash(k.filename, k.build_id, m->flags), map_eq,
+						 &k);
 		if (hit) {
 			*id = hit;
 			return 0;
@@ -310,7 +322,7 @@ int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_ma
 	if (!rc)
 		rc = txn_string(tx, p, bid, &e.build_id);
 	if (!rc)
-		rc = append(p, SYM_MAPPING, &e, map_hash(e.filename, e.build_id), id);
+		rc = append(p, SYM_MAPPING, &e, map_hash(e.filename, e.build_id, e.flags), id);
 	if (!rc)
 		rc = encode_mapping(&tx->val, &e);
 	if (rc)
@@ -659,7 +671,7 @@ static int load_record(struct part *p, enum sym_kind kind, uint32_t id, const ui
 		e.filename = (uint32_t)a[3];
 		e.build_id = (uint32_t)a[4];
 		e.flags = (uint32_t)a[5];
-		rc = append(p, kind, &e, map_hash(e.filename, e.build_id), &got);
+		rc = append(p, kind, &e, map_hash(e.filename, e.build_id, e.flags), &got);
 		break;
 	}
 	case SYM_FUNCTION: {

@@ -1655,10 +1655,11 @@ static int to_vaddr(const struct sym_elf_info *l, const struct sym_mapping_ref *
 	uint64_t adj = r->leaf ? 0 : 1, span = 0;
 	size_t best = SIZE_MAX;
 
+	/* ELF vaddrs come from OTLP, whose sender (the OpenTelemetry eBPF
+	 * profiler) already moved each return address into its call
+	 * instruction: every address is looked up as it is. */
 	if (map->addr_is_vaddr) {
-		if (r->addr < adj)
-			return ERR_NOT_FOUND;
-		*vaddr = r->addr - adj;
+		*vaddr = r->addr;
 		return 0;
 	}
 	if (!(l->flags & SYM_SEGMENTS_FROM_DEBUG))

@@ -1,13 +1,17 @@
 /*
  * routes_ingest.c - the ingest endpoints: Pyroscope's legacy
  * POST /ingest (raw or multipart pprof) and the Connect unary
- * POST /push.v1.PusherService/Push (JSON or binary PushRequest).
+ * POST /push.v1.PusherService/Push (JSON or binary PushRequest), and
+ * OTLP/HTTP POST /v1development/profiles (binary
+ * ExportProfilesServiceRequest; errors as google.rpc.Status).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "base/clock.h"
 #include "web/web_int.h"
+
+#include "otlp_status.pb-c.h"
 
 #define NAME_MAX_BYTES 4096
 #define TIME_MAX_BYTES 64
@@ -216,4 +220,86 @@ void web__handle_push(struct web__req *rq, struct web__resp *rs)
 	} else {
 		rs->content_type = "application/proto";
 	}
+}
+
+/* google.rpc.Code of an error (https://grpc.io/docs/guides/status-codes/). */
+static int rpc_code(int code)
+{
+	switch (code) {
+	case ERR_INVALID:
+		return 3; /* INVALID_ARGUMENT */
+	case ERR_NOT_FOUND:
+		return 5; /* NOT_FOUND */
+	case ERR_TOO_LARGE:
+		return 8; /* RESOURCE_EXHAUSTED */
+	case ERR_UNAVAILABLE:
+		return 14; /* UNAVAILABLE */
+	default:
+		return 13; /* INTERNAL */
+	}
+}
+
+void web__resp_otlp_error(struct web__resp *rs, int code, const char *message, int json)
+{
+	const char *m = message && *message ? message : err_str(code);
+	Google__Rpc__Status st = GOOGLE__RPC__STATUS__INIT;
+	size_t n;
+
+	rs->status = web__status_of_err(code);
+	rs->reason = web__reason_of_err(code);
+	buf_reset(&rs->body);
+	if (json) {
+		rs->content_type = "application/json";
+		buf_printf(&rs->body, "{\"code\":%d,\"message\":", rpc_code(code));
+		buf_put_json_str(&rs->body, m, strlen(m));
+		buf_puts(&rs->body, "}");
+		return;
+	}
+	rs->content_type = "application/x-protobuf";
+	st.code = rpc_code(code);
+	st.message = (char *)m;
+	n = google__rpc__status__get_packed_size(&st);
+	if (buf_reserve(&rs->body, n) == 0) {
+		google__rpc__status__pack(&st, (uint8_t *)rs->body.data);
+		rs->body.len = n;
+	}
+}
+
+void web__handle_otlp(struct web__req *rq, struct web__resp *rs)
+{
+	struct ingest_stats st = { 0 };
+	struct err_msg msg;
+	int json = 0, rc;
+
+	err_clear(&msg);
+	if (web__media_type_is(rq->content_type, "application/json")) {
+		/* OTLP/HTTP JSON is optional; only binary protobuf is implemented. */
+		web__resp_otlp_error(rs, ERR_INVALID,
+				     "OTLP JSON is not supported by unhex: send binary protobuf "
+				     "(Content-Type: application/x-protobuf)", 1);
+		rs->status = 415;
+		rs->reason = WEB_REJ_UNSUPPORTED;
+		return;
+	}
+	if (rq->content_type && *rq->content_type &&
+	    !web__media_type_is(rq->content_type, "application/x-protobuf") &&
+	    !web__media_type_is(rq->content_type, "application/protobuf")) {
+		snprintf(msg.text, sizeof(msg.text),
+			 "Content-Type \"%.64s\" not supported (use application/x-protobuf)",
+			 rq->content_type);
+		web__resp_otlp_error(rs, ERR_INVALID, msg.text, 0);
+		rs->status = 415;
+		rs->reason = WEB_REJ_UNSUPPORTED;
+		return;
+	}
+	rc = ingest_otlp(rq->srv->store, &rq->srv->opt.limits, rq->tenant, rq->body.data,
+			 rq->body.len, json, clock_wall_ns(), &st, &msg);
+	if (rc) {
+		web__resp_otlp_error(rs, rc, msg.text, 0);
+		return;
+	}
+	count_success(rq->srv, &st);
+	/* An empty ExportProfilesServiceResponse: everything was accepted. */
+	rs->status = 200;
+	rs->content_type = "application/x-protobuf";
 }

@@ -22,7 +22,7 @@ const char *const web__reason_names[WEB_REJ_COUNT] = {
 };
 
 static const char *const endpoint_names[WEB_EP_COUNT] = {
-	"/ingest", "/pyroscope/ingest", "/push.v1.PusherService/Push",
+	"/ingest", "/pyroscope/ingest", "/push.v1.PusherService/Push", "/v1development/profiles",
 };
 
 size_t web__status_bucket(int status)

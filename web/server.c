@@ -17,6 +17,8 @@
 #include "base/log.h"
 #include "web/web_int.h"
 
+#define ERRORS_OTLP 2
+
 enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT,
 		  R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS };
 
@@ -28,12 +30,14 @@ static const struct route {
 	enum route_kind kind;
 	int ep;                /* enum web__endpoint for R_INGEST and R_PUSH,
 				  enum web__query_route for R_QUERY */
-	int connect;           /* errors in Connect JSON form */
+	int connect;           /* errors in Connect JSON form (1) or as
+				  OTLP google.rpc.Status (ERRORS_OTLP) */
 } routes[] = {
 	{ "/ready", "GET", R_READY, 0, 0 },
 	{ "/ingest", "POST", R_INGEST, WEB_EP_INGEST, 0 },
 	{ "/pyroscope/ingest", "POST", R_INGEST, WEB_EP_PYROSCOPE_INGEST, 0 },
 	{ "/push.v1.PusherService/Push", "POST", R_PUSH, WEB_EP_PUSH, 1 },
+	{ "/v1development/profiles", "POST", R_PUSH, WEB_EP_OTLP, ERRORS_OTLP },
 	{ "/api/v1/stats", "GET", R_STATS, 0, 0 },
 	{ "/metrics", "GET", R_METRICS, 0, 0 },
 	{ "/pyroscope/render", "GET", R_QUERY, WEB_Q_RENDER, 0 },
@@ -229,7 +233,9 @@ long long web__req_content_length(struct web__req *rq)
 static void set_error(struct web__resp *rs, const struct route *rt, int code, const char *m,
 		      enum web__reason reason)
 {
-	if (rt && rt->connect)
+	if (rt && rt->connect == ERRORS_OTLP)
+		web__resp_otlp_error(rs, code, m, 0);
+	else if (rt && rt->connect)
 		web__resp_connect_error(rs, code, m);
 	else
 		web__resp_text_error(rs, code, m);
@@ -248,7 +254,10 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 		web__handle_ingest(rq, rt->ep, rs);
 		break;
 	case R_PUSH:
-		web__handle_push(rq, rs);
+		if (rt->ep == WEB_EP_OTLP)
+			web__handle_otlp(rq, rs);
+		else
+			web__handle_push(rq, rs);
 		break;
 	case R_STATS:
 		web__handle_stats(rq, rs);

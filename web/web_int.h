@@ -107,6 +107,7 @@ enum web__endpoint {
 	WEB_EP_INGEST,
 	WEB_EP_PYROSCOPE_INGEST,
 	WEB_EP_PUSH,
+	WEB_EP_OTLP,
 	WEB_EP_COUNT
 };
 
@@ -193,6 +194,10 @@ struct web__resp {
 /* Handlers: fill resp (status and body); they never touch the socket. */
 void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__resp *rs);
 void web__handle_push(struct web__req *rq, struct web__resp *rs);
+/* OTLP/HTTP POST /v1development/profiles (routes_ingest.c). */
+void web__handle_otlp(struct web__req *rq, struct web__resp *rs);
+/* An OTLP/HTTP error: google.rpc.Status in protobuf, or in JSON when `json`. */
+void web__resp_otlp_error(struct web__resp *rs, int code, const char *message, int json);
 void web__handle_stats(struct web__req *rq, struct web__resp *rs);
 void web__handle_metrics(struct web__req *rq, struct web__resp *rs);
 void web__handle_index(struct web__req *rq, struct web__resp *rs); /* phase-1 page, unrouted */

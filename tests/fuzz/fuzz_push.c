@@ -3,15 +3,9 @@
  * byte picks the form (even: binary protobuf, odd: Connect JSON); every
  * decoded raw profile then goes through pprof conversion too.
  */
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
-
 #include "base/arena.h"
 #include "base/err.h"
-#include "ingest/ingest_int.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_ingest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

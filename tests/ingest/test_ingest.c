@@ -5,73 +5,20 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <ftw.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "ingest/ingest.h"
+#include "fixture.h"
 #include "pprof_builder.h"
 #include "push.pb-c.h"
 #include "storage/storage.h"
 
-struct fx {
-	char dir[64];
-	struct store *st;
-	struct ingest_limits lim;
-};
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb, (void)flag, (void)ftw;
-	return remove(path);
-}
-
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	struct store_options o = { 0 };
-	struct err_msg msg = { { 0 } };
-
-	strcpy(f->dir, "/tmp/unhex-ingest-XXXXXX");
-	if (!mkdtemp(f->dir))
-		return -1;
-	o.dir = f->dir;
-	if (store_open(&o, &f->st, &msg)) {
-		fprintf(stderr, "store_open: %s\n", msg.text);
-		return -1;
-	}
-	ingest_limits_default(&f->lim);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	store_close(f->st);
-	nftw(f->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	free(f);
-	return 0;
-}
-
-static int stats_cb(void *ctx, const struct store_tenant_stats *s)
-{
-	if (strcmp(s->tenant, "t1") == 0)
-		*(struct store_tenant_stats *)ctx = *s;
-	return 0;
-}
-
-static struct store_tenant_stats tenant_stats(struct fx *f)
-{
-	struct store_tenant_stats s;
-	struct err_msg msg = { { 0 } };
-
-	memset(&s, 0, sizeof(s));
-	assert_int_equal(store_stats(f->st, stats_cb, &s, &msg), 0);
-	return s;
+	return fx_setup(state, "/tmp/unhex-ingest-XXXXXX");
 }
 
 static struct pb *native_profile(void)
@@ -171,7 +118,7 @@ static void test_native(void **state)
 	/* Locations 1 and 2 are one instruction: stacks s1 and s2 merge; s3 is 0. */
 	assert_int_equal(stats.profiles, 2);
 	assert_int_equal(stats.samples, 2);
-	ts = tenant_stats(f);
+	ts = fx_tenant_stats(f);
 	assert_int_equal(ts.series, 2);
 	assert_int_equal(ts.profiles, 2);
 	assert_int_equal(ts.samples, 2);
@@ -236,13 +183,13 @@ static void test_go_labels(void **state)
 	s = pb_sample(b, s2, 1, v, 1);
 	pb_label(b, s, "endpoint", "/api", 0);
 	bytes = pb_pack(b, 0, &len);
-	before = tenant_stats(f);
+	before = fx_tenant_stats(f);
 	struct ingest_series in = { labels, 1, bytes, len };
 	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 5000, &stats, &msg), 0);
 	/* Two label sets -> two series, two stored profiles; 3 pairs in all. */
 	assert_int_equal(stats.profiles, 2);
 	assert_int_equal(stats.samples, 3);
-	after = tenant_stats(f);
+	after = fx_tenant_stats(f);
 	assert_int_equal(after.series - before.series, 2);
 	assert_int_equal(after.functions - before.functions, 2);
 	assert_int_equal(after.samples - before.samples, 3);
@@ -265,11 +212,11 @@ static void test_rejected_request_writes_nothing(void **state)
 	b1 = pb_pack(good, 1, &l1);
 	b2 = pb_pack(bad, 0, &l2);
 	struct ingest_series in[] = { { app_labels, 3, b1, l1 }, { app_labels, 3, b2, l2 } };
-	before = tenant_stats(f);
+	before = fx_tenant_stats(f);
 	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", in, 2, 1, &stats, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "profile 1: sample 1: location_id 99 not found"));
 	assert_int_equal(stats.profiles, 77);
-	after = tenant_stats(f);
+	after = fx_tenant_stats(f);
 	assert_int_equal(after.series, before.series);
 	assert_int_equal(after.profiles, before.profiles);
 	assert_int_equal(after.samples, before.samples);
@@ -474,5 +421,5 @@ int main(void)
 		cmocka_unit_test(test_push),
 		cmocka_unit_test(test_speed),
 	};
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

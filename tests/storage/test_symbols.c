@@ -165,6 +165,39 @@ static void test_mapping_identity(void **state)
 	tmpdir_free(dir);
 }
 
+/* File offsets and ELF virtual addresses of one binary: two mappings, also
+ * after the partition is rebuilt from the store. */
+static void test_mapping_address_space(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct store_txn *tx = begin(st, "t");
+	struct store_mapping off = { 0x7f0000, 0x7f8000, 0, "/bin/a", "abc", 0 };
+	struct store_mapping va = { 0x401000, 0x409000, 0x1000, "a", "abc", STORE_MAP_ADDR_VADDR };
+	uint32_t part, a, b, c, d;
+	(void)state;
+
+	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &off, &a), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &va, &b), 0);
+	assert_int_not_equal(a, b);
+	assert_int_equal(store_txn_mapping(tx, part, &va, &c), 0);
+	assert_int_equal(b, c);
+	assert_int_equal(commit(tx), 0);
+	store_close(st);
+
+	st = open_store(dir, 0, 0);
+	tx = begin(st, "t");
+	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &va, &c), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &off, &d), 0);
+	assert_int_equal(c, b);
+	assert_int_equal(d, a);
+	assert_int_equal(commit(tx), 0);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
 static void test_invalid_refs(void **state)
 {
 	char *dir = tmpdir_new();
@@ -398,6 +431,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_and_reopen),
 		cmocka_unit_test(test_mapping_identity),
+		cmocka_unit_test(test_mapping_address_space),
 		cmocka_unit_test(test_invalid_refs),
 		cmocka_unit_test(test_abort_rolls_back),
 		cmocka_unit_test(test_corrupt_record),

@@ -1,0 +1,38 @@
+/*
+ * otlp.c - ingest_otlp(): an OTLP/HTTP ExportProfilesServiceRequest,
+ * converted whole by otlp_convert.c, then written in one store
+ * transaction by ingest__write().
+ */
+#include "ingest/ingest.h"
+
+#include "base/arena.h"
+#include "base/err.h"
+#include "ingest/ingest_int.h"
+
+int ingest_otlp(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		const void *body, size_t len, int json, int64_t now_ns, struct ingest_stats *out,
+		struct err_msg *msg)
+{
+	struct ingest_otlp_req req;
+	struct ingest_stats stats;
+	struct arena a;
+	int rc;
+
+	if (json)
+		return err_set(msg, ERR_INVALID,
+			       "OTLP JSON is not supported: send binary protobuf "
+			       "(Content-Type: application/x-protobuf)");
+	if (len > lim->max_decompressed_bytes)
+		return err_set(msg, ERR_TOO_LARGE, "request of %zu bytes exceeds the limit of %zu",
+			       len, lim->max_decompressed_bytes);
+	arena_init(&a, ingest__otlp_arena_cap(len));
+	rc = ingest__otlp_convert(&a, lim, body, len, now_ns, &req, msg);
+	if (!rc)
+		rc = ingest__write(st, tenant, req.profiles, req.n, &stats, msg);
+	if (!rc && out) {
+		stats.pprof_samples = req.otlp_samples;
+		*out = stats;
+	}
+	arena_release(&a);
+	return rc;
+}
