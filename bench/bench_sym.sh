@@ -234,6 +234,26 @@ cpu_raw=$(inproc raw)
 cpu_named=$(inproc named)
 cpu_nomemo=$(inproc raw --no-memo)
 cpu_ratio=$(awk -v a="$cpu_raw" -v b="$cpu_named" 'BEGIN {printf "%.2f", a / b}')
+# Instructions of one warm query (callgrind; exact, unlike time on a shared
+# machine): the total of 1 + 5 queries minus that of 1 + 1, divided by 4.
+instr() { # TENANT [FLAGS] -> instructions per warm query
+	local r t=()
+	for r in 1 5; do
+		valgrind --tool=callgrind --callgrind-out-file="$OUT/cg.$1.$r" "$B/bench/bench-query" \
+			--data "$OUT/server-data" --tenant "$1" "${@:2}" --runs $r \
+			--query "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"$SVC\"}" \
+			--from now-2h --until now >/dev/null 2>&1
+		t+=("$(sed -n 's/^summary: //p' "$OUT/cg.$1.$r")")
+	done
+	awk -v a="${t[0]}" -v b="${t[1]}" 'BEGIN {printf "%.0f", (b - a) / 4}'
+}
+if command -v valgrind >/dev/null; then
+	ins_raw=$(instr raw)
+	ins_named=$(instr named)
+	ins_nomemo=$(instr raw --no-memo)
+else
+	ins_raw=n/a ins_named=n/a ins_nomemo=n/a
+fi
 
 echo "### Engines ($N addresses; wall and peak RSS from /usr/bin/time -v, one process per run)"
 echo
@@ -254,8 +274,10 @@ echo "| named tenant, first | $named_first |"
 echo "| raw tenant, median of $PAIRS more (interleaved with named) | $raw_med |"
 echo "| named tenant, median of $PAIRS (interleaved with raw) | $named_med |"
 echo "| in process, warm CPU median: raw / named / raw without the memo (ms) | $cpu_raw / $cpu_named / $cpu_nomemo |"
+echo "| in process, instructions per warm query: raw / named / raw without the memo | $ins_raw / $ins_named / $ins_nomemo |"
 echo
 echo "Second raw query / named median: ${ratio2}; raw median / named median: ${ratio};" \
-	"median of per-pair ratios: ${pair_med}; in-process CPU raw / named: ${cpu_ratio}" \
+	"median of per-pair ratios: ${pair_med}; in-process CPU raw / named: ${cpu_ratio};" \
+	"instructions raw / named: $(awk -v a="$ins_raw" -v b="$ins_named" 'BEGIN {if (b > 0) printf "%.3f", a / b; else print "n/a"}')" \
 	"(target <= 1.2 for the repeated query: $(awk -v a="$ratio" -v b="$cpu_ratio" 'BEGIN {print (a <= 1.2 && b <= 1.2 ? "met" : "MISSED")}'))." \
 	"Names after symbolization: $total, still hex: $hex. Load average: $(cut -d' ' -f1-3 /proc/loadavg)."
