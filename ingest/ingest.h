@@ -84,9 +84,10 @@ int ingest_push(struct store *st, const struct ingest_limits *lim, const char *t
 /*
  * OTLP profiles over OTLP/HTTP (`POST /v1development/profiles`): an
  * ExportProfilesServiceRequest of opentelemetry-proto v1.10/v1.11
- * (package opentelemetry.proto.profiles.v1development) in binary protobuf.
- * `json` != 0 (application/json) is refused with ERR_INVALID: only the
- * binary encoding is implemented.  Each OTLP Profile with samples becomes
+ * (package opentelemetry.proto.profiles.v1development) in binary protobuf,
+ * or in the OTLP/HTTP JSON encoding when `json` != 0 (application/json:
+ * lowerCamelCase or snake_case names, 64-bit integers as strings or
+ * numbers, hex trace/span IDs; errors name the JSON path).  Each OTLP Profile with samples becomes
  * one stored profile of the series {service_name, __name__, allow-listed
  * resource/scope/profile attributes, __profile_type__}; native frames keep
  * their ELF virtual addresses (STORE_MAP_ADDR_VADDR).  The rules are in

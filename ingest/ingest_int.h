@@ -278,7 +278,8 @@ int ingest__write(struct store *st, const char *tenant, const struct ingest_ppro
  * OTLP profiles (opentelemetry-proto v1.10/v1.11, v1development) as
  * struct ingest_pprof.
  *
- *   decode    protobuf-c unpacks the ExportProfilesServiceRequest into `a`
+ *   decode    protobuf-c unpacks the ExportProfilesServiceRequest into `a`,
+ *             or otlp_json.c decodes its JSON encoding into the same structs
  *             (its cap, ingest__otlp_arena_cap(), bounds the memory).  The
  *             .proto declares AnyValue's array/kvlist values as bytes, so
  *             unpacking never recurses deeper than the schema.
@@ -306,13 +307,24 @@ struct ingest_otlp_req {
 size_t ingest__otlp_arena_cap(size_t len);
 
 /*
- * Decodes, validates and converts an ExportProfilesServiceRequest (binary
- * protobuf, p[0..n)) into `out`, allocated from `a`.  `now_ns` is the time
- * of profiles without time_unix_nano.  On failure *out is untouched.
+ * Decodes, validates and converts an ExportProfilesServiceRequest p[0..n)
+ * -- binary protobuf, or the OTLP/HTTP JSON encoding when `json`
+ * (otlp_json.c) -- into `out`, allocated from `a`.  Both decoders fill the
+ * same protoc-c structs, so validation and conversion are one code path.
+ * `now_ns` is the time of profiles without time_unix_nano.  On failure
+ * *out is untouched.
  */
 int ingest__otlp_convert(struct arena *a, const struct ingest_limits *lim, const void *p,
-			 size_t n, int64_t now_ns, struct ingest_otlp_req *out,
+			 size_t n, int json, int64_t now_ns, struct ingest_otlp_req *out,
 			 struct err_msg *msg);
+
+/* Bounds of the JSON decoder (otlp_json.c), besides the size and depth
+ * limits: one string or bytes value, and the elements of one array. */
+#define INGEST_OTLP_JSON_MAX_STRING (1 << 20)
+#define INGEST_OTLP_JSON_MAX_ARRAY (1 << 22)
+
+/* The cap of the temporary arena the JSON tree of `len` bytes is parsed into. */
+size_t ingest__otlp_json_tree_cap(size_t len);
 
 /* ---- json.c ------------------------------------------------------------- */
 

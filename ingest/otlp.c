@@ -1,7 +1,8 @@
 /*
- * otlp.c - ingest_otlp(): an OTLP/HTTP ExportProfilesServiceRequest,
- * converted whole by otlp_convert.c, then written in one store
- * transaction by ingest__write().
+ * otlp.c - ingest_otlp(): an OTLP/HTTP ExportProfilesServiceRequest
+ * (binary protobuf, or JSON decoded by otlp_json.c), converted whole by
+ * otlp_convert.c, then written in one store transaction by
+ * ingest__write().
  */
 #include "ingest/ingest.h"
 
@@ -18,15 +19,11 @@ int ingest_otlp(struct store *st, const struct ingest_limits *lim, const char *t
 	struct arena a;
 	int rc;
 
-	if (json)
-		return err_set(msg, ERR_INVALID,
-			       "OTLP JSON is not supported: send binary protobuf "
-			       "(Content-Type: application/x-protobuf)");
 	if (len > lim->max_decompressed_bytes)
 		return err_set(msg, ERR_TOO_LARGE, "request of %zu bytes exceeds the limit of %zu",
 			       len, lim->max_decompressed_bytes);
 	arena_init(&a, ingest__otlp_arena_cap(len));
-	rc = ingest__otlp_convert(&a, lim, body, len, now_ns, &req, msg);
+	rc = ingest__otlp_convert(&a, lim, body, len, json, now_ns, &req, msg);
 	if (!rc)
 		rc = ingest__write(st, tenant, req.profiles, req.n, &stats, msg);
 	if (!rc && out) {

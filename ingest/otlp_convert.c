@@ -890,19 +890,12 @@ static int conv_request(struct oconv *c, const Req *r, struct ingest_otlp_req *o
 	return 0;
 }
 
-int ingest__otlp_convert(struct arena *a, const struct ingest_limits *lim, const void *p,
-			 size_t n, int64_t now_ns, struct ingest_otlp_req *out,
-			 struct err_msg *msg)
+/* protobuf-c unpacks the binary request into `a`. */
+static int unpack(struct arena *a, const void *p, size_t n, Req **out, struct err_msg *msg)
 {
 	ProtobufCAllocator al = { pb_alloc, pb_free, a };
-	struct ingest_otlp_req res;
-	struct oconv c;
 	Req *r;
-	int rc;
 
-	if (n > lim->max_decompressed_bytes)
-		return err_set(msg, ERR_TOO_LARGE, "request of %zu bytes exceeds the limit of %zu", n,
-			       lim->max_decompressed_bytes);
 	r = opentelemetry__proto__collector__profiles__v1development__export_profiles_service_request__unpack(
 		&al, n, n ? p : (const void *)"");
 	if (!r) {
@@ -916,6 +909,25 @@ int ingest__otlp_convert(struct arena *a, const struct ingest_limits *lim, const
 			       "a wrong wire type or a bad length (opentelemetry-proto v1.10+ numbering)",
 			       n);
 	}
+	*out = r;
+	return 0;
+}
+
+int ingest__otlp_convert(struct arena *a, const struct ingest_limits *lim, const void *p,
+			 size_t n, int json, int64_t now_ns, struct ingest_otlp_req *out,
+			 struct err_msg *msg)
+{
+	struct ingest_otlp_req res;
+	struct oconv c;
+	Req *r = NULL;
+	int rc;
+
+	if (n > lim->max_decompressed_bytes)
+		return err_set(msg, ERR_TOO_LARGE, "request of %zu bytes exceeds the limit of %zu", n,
+			       lim->max_decompressed_bytes);
+	rc = json ? ingest__otlp_json_decode(a, lim, p, n, &r, msg) : unpack(a, p, n, &r, msg);
+	if (rc)
+		return rc;
 	memset(&c, 0, sizeof(c));
 	memset(&res, 0, sizeof(res));
 	c.a = a;

@@ -28,4 +28,19 @@ typedef Opentelemetry__Proto__Resource__V1__Resource Resource;
 
 #define ANY(x) OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_##x
 
+struct arena;
+struct err_msg;
+struct ingest_limits;
+
+/*
+ * otlp_json.c: decodes the OTLP/HTTP JSON encoding of a request p[0..n)
+ * into the structs protobuf-c would unpack, allocated from `a` (strings
+ * copied; the JSON tree lives in a temporary arena of
+ * ingest__otlp_json_tree_cap(n) freed before returning).  ERR_INVALID
+ * messages start with the JSON path of the bad value.  Returns
+ * owned-by-arena *out; on failure *out is untouched.
+ */
+int ingest__otlp_json_decode(struct arena *a, const struct ingest_limits *lim, const void *p,
+			     size_t n, Req **out, struct err_msg *msg);
+
 #endif

@@ -2,8 +2,9 @@
  * routes_ingest.c - the ingest endpoints: Pyroscope's legacy
  * POST /ingest (raw or multipart pprof) and the Connect unary
  * POST /push.v1.PusherService/Push (JSON or binary PushRequest), and
- * OTLP/HTTP POST /v1development/profiles (binary
- * ExportProfilesServiceRequest; errors as google.rpc.Status).
+ * OTLP/HTTP POST /v1development/profiles (binary or JSON
+ * ExportProfilesServiceRequest; errors as google.rpc.Status, in the
+ * encoding of the request).
  */
 #include <stdio.h>
 #include <string.h>
@@ -272,20 +273,15 @@ void web__handle_otlp(struct web__req *rq, struct web__resp *rs)
 	int json = 0, rc;
 
 	err_clear(&msg);
+	/* OTLP/HTTP: the response uses the encoding of the request. */
 	if (web__media_type_is(rq->content_type, "application/json")) {
-		/* OTLP/HTTP JSON is optional; only binary protobuf is implemented. */
-		web__resp_otlp_error(rs, ERR_INVALID,
-				     "OTLP JSON is not supported by unhex: send binary protobuf "
-				     "(Content-Type: application/x-protobuf)", 1);
-		rs->status = 415;
-		rs->reason = WEB_REJ_UNSUPPORTED;
-		return;
-	}
-	if (rq->content_type && *rq->content_type &&
-	    !web__media_type_is(rq->content_type, "application/x-protobuf") &&
-	    !web__media_type_is(rq->content_type, "application/protobuf")) {
+		json = 1;
+	} else if (rq->content_type && *rq->content_type &&
+		   !web__media_type_is(rq->content_type, "application/x-protobuf") &&
+		   !web__media_type_is(rq->content_type, "application/protobuf")) {
 		snprintf(msg.text, sizeof(msg.text),
-			 "Content-Type \"%.64s\" not supported (use application/x-protobuf)",
+			 "Content-Type \"%.64s\" not supported (use application/x-protobuf or "
+			 "application/json)",
 			 rq->content_type);
 		web__resp_otlp_error(rs, ERR_INVALID, msg.text, 0);
 		rs->status = 415;
@@ -295,11 +291,17 @@ void web__handle_otlp(struct web__req *rq, struct web__resp *rs)
 	rc = ingest_otlp(rq->srv->store, &rq->srv->opt.limits, rq->tenant, rq->body.data,
 			 rq->body.len, json, clock_wall_ns(), &st, &msg);
 	if (rc) {
-		web__resp_otlp_error(rs, rc, msg.text, 0);
+		web__resp_otlp_error(rs, rc, msg.text, json);
 		return;
 	}
 	count_success(rq->srv, &st);
 	/* An empty ExportProfilesServiceResponse: everything was accepted. */
 	rs->status = 200;
-	rs->content_type = "application/x-protobuf";
+	if (json) {
+		rs->content_type = "application/json";
+		buf_reset(&rs->body);
+		buf_puts(&rs->body, "{}");
+	} else {
+		rs->content_type = "application/x-protobuf";
+	}
 }

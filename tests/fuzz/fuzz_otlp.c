@@ -2,7 +2,9 @@
  * fuzz_otlp.c - libFuzzer target: decode, validate and convert one OTLP
  * ExportProfilesServiceRequest without a store, then check the invariants
  * ingest__write() relies on (every index of the converted profiles in
- * range, one sample type, one group, a service name).
+ * range, one sample type, one group, a service name).  The first byte
+ * picks the decoder: 'J' is the JSON encoding (otlp_json.c) of the bytes
+ * after it, anything else binary protobuf of the whole input.
  */
 #include "base/arena.h"
 #include "base/err.h"
@@ -28,9 +30,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct arena a;
 	int rc;
 
+	int json = size && data[0] == 'J';
+
 	fuzz_limits(&lim);
+	if (json)
+		data++, size--;
 	arena_init(&a, ingest__otlp_arena_cap(size));
-	rc = ingest__otlp_convert(&a, &lim, data, size, 1, &req, &msg);
+	rc = ingest__otlp_convert(&a, &lim, data, size, json, 1, &req, &msg);
 	if (rc == 0) {
 		for (size_t i = 0; i < req.n; i++)
 			check(&req.profiles[i]);

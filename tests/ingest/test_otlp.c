@@ -1,8 +1,10 @@
 /*
  * test_otlp.c - ingest_otlp() through a real RocksDB store in a fresh temp
  * directory: requests are built as protobuf-c structs and packed with the
- * generated encoder (an encoder independent of our decoding path), then
- * read back through the store and through query/ (folded stacks).
+ * generated encoder (an encoder independent of our decoding path) -- and,
+ * for the tests registered with setup_json*, encoded as OTLP JSON by the
+ * descriptor-driven encoder of otlp_json_enc.h -- then read back through
+ * the store and through query/ (folded stacks).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,12 +23,11 @@
 #include "storage/storage.h"
 
 #include "fixture.h"
+#include "otlp_test.h"
 #include "ingest/otlp_types.h"
+#include "otlp_json_enc.h"
 
-#define T0 1700000000000000000LL
-#define SEC 1000000000LL
 #define PERIOD 50000000LL /* 20 Hz, as the eBPF profiler */
-#define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 #define MAXN 64
 
 /* ---- a request builder on protobuf-c structs (all storage inline) ------- */
@@ -365,36 +366,51 @@ static Profile *base_request(struct rb *b)
 
 /* ---- fixture ------------------------------------------------------------ */
 
+/*
+ * How run() sends requests: -1 binary protobuf; otherwise the OTLP JSON
+ * encoding of otlp_json_enc.h with these JE_ flags.  The tests that go
+ * through run() are registered once per encoding, so that both decoders
+ * must give the same results and the same validation messages.
+ */
+static int g_json = -1;
+
 static int setup(void **state)
 {
+	g_json = -1;
+	return fx_setup(state, "/tmp/unhex-otlp-XXXXXX");
+}
+
+static int setup_json(void **state)
+{
+	g_json = 0;
+	return fx_setup(state, "/tmp/unhex-otlp-XXXXXX");
+}
+
+static int setup_json_snake(void **state)
+{
+	g_json = JE_SNAKE | JE_NUM64;
 	return fx_setup(state, "/tmp/unhex-otlp-XXXXXX");
 }
 
 static int run(struct fx *f, struct rb *b, struct ingest_stats *out, struct err_msg *msg)
 {
 	size_t len;
-	uint8_t *p = pack(b, &len);
+	uint8_t *p;
+	struct buf j;
 	int rc;
 
 	err_clear(msg);
+	if (g_json >= 0) {
+		buf_init(&j, 0);
+		je_message(&j, &b->req.base, g_json);
+		rc = ingest_otlp(f->st, &f->lim, "t1", j.data, j.len, 1, T0 + 5 * SEC, out, msg);
+		buf_release(&j);
+		return rc;
+	}
+	p = pack(b, &len);
 	rc = ingest_otlp(f->st, &f->lim, "t1", p, len, 0, T0 + 5 * SEC, out, msg);
 	free(p);
 	return rc;
-}
-
-/* Folded stacks of a selector over [T0 - 1h, T0 + 1h). */
-static void folded(struct fx *f, const char *q, struct buf *out)
-{
-	struct query_params p;
-	struct err_msg msg = { { 0 } };
-
-	memset(&p, 0, sizeof(p));
-	p.query = q;
-	p.from_ns = T0 - 3600 * SEC;
-	p.until_ns = T0 + 3600 * SEC;
-	buf_reset(out);
-	if (query_folded(f->st, "t1", &p, out, &msg))
-		fail_msg("query_folded(%s): %s", q, msg.text);
 }
 
 /* The value of the folded line that ends with `leaf`, or -1. */
@@ -459,12 +475,12 @@ static void test_roundtrip(void **state)
 			    "__name__=process_cpu,__profile_type__=" CPU
 			    ",host.name=h1,service_name=api,");
 	buf_init(&out, 0);
-	folded(f, CPU "{service_name=\"api\"}", &out);
+	otlp_folded(f, "t1", CPU "{service_name=\"api\"}", &out);
 	/* Timestamps only: 4 and 2 observations, each worth one period. */
 	assert_int_equal(folded_value(&out, "native_app+0x401136"), 4 * PERIOD);
 	assert_int_equal(folded_value(&out, "native_app+0x401200"), 2 * PERIOD);
 	assert_non_null(strstr(out.data, "main.run;native_app+0x401136"));
-	folded(f, CPU "{host.name=\"h1\"}", &out);
+	otlp_folded(f, "t1", CPU "{host.name=\"h1\"}", &out);
 	assert_int_equal(folded_value(&out, "native_app+0x401200"), 2 * PERIOD);
 	buf_release(&out);
 	free(b);
@@ -587,13 +603,13 @@ static void test_multi(void **state)
 	}
 	assert_true(found_exe && found_alloc && found_scope2 && found_unknown);
 	buf_init(&out, 0);
-	folded(f, "alloc_space:alloc_space:bytes:alloc_space:bytes{service_name=\"myexe\"}", &out);
+	otlp_folded(f, "t1", "alloc_space:alloc_space:bytes:alloc_space:bytes{service_name=\"myexe\"}", &out);
 	assert_int_equal(folded_value(&out, "native_app+0x401136"), 1000);
 	assert_int_equal(folded_value(&out, "native_app+0x401200"), 24);
-	folded(f, "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds{}", &out);
+	otlp_folded(f, "t1", "off_cpu:off_cpu:nanoseconds:off_cpu:nanoseconds{}", &out);
 	assert_int_equal(folded_value(&out, "native_app+0x401136"), 7);
 	/* time_unix_nano 0 takes the request time (T0 + 5 s) */
-	folded(f, CPU "{service_name=\"unknown_service\"}", &out);
+	otlp_folded(f, "t1", CPU "{service_name=\"unknown_service\"}", &out);
 	assert_int_equal(folded_value(&out, "native_app+0x401200"), 2 * PERIOD);
 	buf_release(&out);
 	free(b);
@@ -893,7 +909,7 @@ static void test_invalid(void **state)
 	free(b);
 }
 
-/* Truncated, corrupted and oversized bytes; JSON refused. */
+/* Truncated, corrupted and oversized bytes. */
 static void test_bytes(void **state)
 {
 	struct fx *f = *state;
@@ -931,8 +947,9 @@ static void test_bytes(void **state)
 	assert_non_null(strstr(msg.text, "exceeds the limit"));
 	ingest_limits_default(&f->lim);
 	err_clear(&msg);
-	assert_int_equal(ingest_otlp(f->st, &f->lim, "t1", "{}", 2, 1, T0, NULL, &msg), ERR_INVALID);
-	assert_non_null(strstr(msg.text, "OTLP JSON is not supported"));
+	/* The same bytes as JSON are not a JSON document. */
+	assert_int_equal(ingest_otlp(f->st, &f->lim, "t1", p, len, 1, T0, NULL, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "json: "));
 	free(p);
 	/* An empty request is valid and writes nothing. */
 	err_clear(&msg);
@@ -981,6 +998,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_build_id, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_multi, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_invalid, setup, fx_teardown),
+		{ "test_roundtrip/json", test_roundtrip, setup_json, fx_teardown, NULL },
+		{ "test_build_id/json", test_build_id, setup_json, fx_teardown, NULL },
+		{ "test_multi/json_snake", test_multi, setup_json_snake, fx_teardown, NULL },
+		{ "test_invalid/json", test_invalid, setup_json, fx_teardown, NULL },
+		{ "test_invalid/json_snake", test_invalid, setup_json_snake, fx_teardown, NULL },
 		cmocka_unit_test_setup_teardown(test_bytes, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_memory_cap, setup, fx_teardown),
 	};

@@ -9,13 +9,17 @@
 #     build ID in process.executable.build_id.gnu and ELF-VA bounds of its
 #     executable PT_LOAD; an interpreted frame with a Line is the root;
 #   - raw and gzipped POSTs give 200 with an empty binary
-#     ExportProfilesServiceResponse; labels and the profile type follow
+#     ExportProfilesServiceResponse; the same request in the OTLP JSON
+#     encoding (written by hand below: protoc cannot emit JSON), raw and
+#     gzipped, gives 200 with {} and stores exactly what protobuf does
+#     (stats, labels, folded stacks); labels and the profile type follow
 #     docs/ingest.md (service.name, host.name; no process.pid);
 #   - after `unhex upload` of the debug file, /api/v1/folded names every
 #     native frame as llvm-symbolizer --inlining does on the unstripped
 #     binary, with value = timestamps x period;
 #   - hostile requests get 400/413/415 with a google.rpc.Status body
-#     (decoded with protoc --decode) that names the problem, and the server
+#     (decoded with protoc --decode; JSON for JSON requests, naming the
+#     JSON path) that names the problem, and the server
 #     stays up; /metrics counts the endpoint.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -199,6 +203,67 @@ EOF
 encode "$WORK/req.txt" "$WORK/req.pb"
 gzip -c "$WORK/req.pb" >"$WORK/req.pb.gz"
 
+# ---- the same request in the OTLP/HTTP JSON encoding, written by hand
+# (protoc cannot emit JSON): lowerCamelCase names, 64-bit integers as
+# decimal strings, except the addresses, as numbers (both are allowed).
+cat >"$WORK/req.json" <<EOF
+{
+  "resourceProfiles": [{
+    "resource": {"attributes": [
+      {"key": "service.name", "value": {"stringValue": "otlp-app"}},
+      {"key": "host.name", "value": {"stringValue": "node-1"}},
+      {"key": "process.pid", "value": {"intValue": "1234"}}
+    ]},
+    "scopeProfiles": [{
+      "scope": {"name": "go.opentelemetry.io/ebpf-profiler", "version": "v0.0.0"},
+      "profiles": [{
+        "sampleType": {"typeStrindex": 5, "unitStrindex": 6},
+        "periodType": {"typeStrindex": 7, "unitStrindex": 8},
+        "period": "$PERIOD",
+        "timeUnixNano": "$NOW",
+        "durationNano": "5000000000",
+        "samples": [
+          {"stackIndex": 1, "attributeIndices": [4],
+           "timestampsUnixNano": ["$NOW", "$((NOW + 1))", "$((NOW + 2))"]},
+          {"stackIndex": 2, "timestampsUnixNano": ["$NOW"]}
+        ]
+      }]
+    }]
+  }],
+  "dictionary": {
+    "mappingTable": [{}, {"memoryStart": "$MAP_START", "memoryLimit": "$MAP_LIMIT",
+      "fileOffset": "$((SEG_OFF))", "filenameStrindex": 1, "attributeIndices": [1]}],
+    "locationTable": [{},
+      {"mappingIndex": 1, "address": $A_LEAF, "attributeIndices": [2]},
+      {"mappingIndex": 1, "address": $A_MID, "attributeIndices": [2]},
+      {"mappingIndex": 1, "address": $A_OUT, "attributeIndices": [2]},
+      {"mappingIndex": 1, "address": $A_MAIN, "attributeIndices": [2]},
+      {"lines": [{"functionIndex": 1, "line": "7"}], "attributeIndices": [3]}],
+    "functionTable": [{}, {"nameStrindex": 9, "filenameStrindex": 10}],
+    "linkTable": [{}],
+    "stringTable": ["", "prog.stripped", "process.executable.build_id.gnu",
+      "profile.frame.type", "native", "samples", "count", "cpu", "nanoseconds",
+      "python_main", "app.py", "cpython", "thread.id"],
+    "attributeTable": [{},
+      {"keyStrindex": 2, "value": {"stringValue": "$ID"}},
+      {"keyStrindex": 3, "value": {"stringValueStrindex": 4}},
+      {"keyStrindex": 3, "value": {"stringValueStrindex": 11}},
+      {"keyStrindex": 12, "value": {"intValue": "4711"}}],
+    "stackTable": [{}, {"locationIndices": [1, 2, 3, 4, 5]}, {"locationIndices": [3, 4, 5]}]
+  }
+}
+EOF
+jq -e . "$WORK/req.json" >/dev/null || fail "req.json is not JSON"
+gzip -c "$WORK/req.json" >"$WORK/req.json.gz"
+
+post_json() { # FILE TENANT [curl args...]
+	local f=$1 t=$2
+	shift 2
+	http POST /v1development/profiles -H "X-Scope-OrgID: $t" \
+		-H "Content-Type: application/json; charset=utf-8" --data-binary "@$f" \
+		-D "$WORK/headers" "$@"
+}
+
 DATA="$WORK/data"
 start_server "$DATA" --symbolize-budget 20s
 
@@ -208,8 +273,20 @@ expect_status 200 "" "OTLP request"
 grep -qi '^Content-Type: application/x-protobuf' "$WORK/headers" || fail "success Content-Type: $(cat "$WORK/headers")"
 post "$WORK/req.pb.gz" t2 -H "Content-Encoding: gzip"
 expect_status 200 "" "gzipped OTLP request"
-for t in t1 t2; do
+post_json "$WORK/req.json" t3
+expect_status 200 "" "OTLP JSON request"
+[ "$BODY" = "{}" ] || fail "JSON success body is not {}: $BODY"
+grep -qi '^Content-Type: application/json' "$WORK/headers" ||
+	fail "JSON success Content-Type: $(cat "$WORK/headers")"
+post_json "$WORK/req.json.gz" t4 -H "Content-Encoding: gzip"
+expect_status 200 "{}" "gzipped OTLP JSON request"
+for t in t1 t2 t3 t4; do
 	[ "$(field "$(tenant_stats $t)" profiles)" = 1 ] || fail "tenant $t: not one stored profile"
+done
+PB_STATS=$(counts "$(tenant_stats t1)" | jq -c 'del(.tenant)')
+for t in t3 t4; do
+	[ "$(counts "$(tenant_stats $t)" | jq -c 'del(.tenant)')" = "$PB_STATS" ] ||
+		fail "tenant $t (JSON) stats differ from t1 (protobuf): $(tenant_stats $t) vs $PB_STATS"
 done
 
 http GET "/pyroscope/label-values?label=__profile_type__" -H "X-Scope-OrgID: t1"
@@ -224,7 +301,7 @@ note "upload: $OUT"
 FROM=$(($(date +%s) - 3600))
 UNTIL=$(($(date +%s) + 3600))
 Q=$(selector process_cpu:cpu:nanoseconds:cpu:nanoseconds otlp-app)
-for t in t1 t2; do
+for t in t1 t2 t3 t4; do
 	wait_symbolized "$Q" "$FROM" "$UNTIL" -H "X-Scope-OrgID: $t"
 	NAMES=$(jq -r '.flamebearer.names[]' <<<"$BODY")
 	if grep -q '+0x' <<<"$NAMES"; then
@@ -236,6 +313,16 @@ for t in t1 t2; do
 		fail "tenant $t: no folded line '$EXPECTED $((3 * PERIOD))' in: $BODY"
 	SHORT="python_main;$(names_of $A_MAIN);$(names_of $A_OUT) $PERIOD"
 	grep -qxF "$SHORT" "$WORK/body" || fail "tenant $t: no folded line '$SHORT' in: $BODY"
+	cp "$WORK/body" "$WORK/folded.$t"
+	http GET "/pyroscope/labels" -H "X-Scope-OrgID: $t"
+	cp "$WORK/body" "$WORK/labels.$t"
+done
+# The JSON tenants store exactly what the protobuf ones do.
+for t in t3 t4; do
+	cmp -s "$WORK/folded.t1" "$WORK/folded.$t" ||
+		fail "folded stacks of $t (JSON) differ from t1: $(diff "$WORK/folded.t1" "$WORK/folded.$t")"
+	cmp -s "$WORK/labels.t1" "$WORK/labels.$t" ||
+		fail "labels of $t (JSON) differ from t1: $(cat "$WORK/labels.$t")"
 done
 
 # ---- hostile requests: 4xx with google.rpc.Status, the server stays up
@@ -273,8 +360,25 @@ expect_status 413 "" "gzip bomb"
 ST=$(decode_status "$WORK/body")
 grep -q 'inflates past the limit' <<<"$ST" || fail "bomb: $ST"
 
-http POST /v1development/profiles -H "Content-Type: application/json" --data-binary '{"resourceProfiles":[]}'
-expect_status 415 "OTLP JSON is not supported" "JSON request"
+# JSON errors: a google.rpc.Status in JSON whose message names the JSON path.
+jq '.resourceProfiles[0].scopeProfiles[0].profiles[0].samples[1].stackIndex = "x"' \
+	"$WORK/req.json" >"$WORK/bad.json"
+post_json "$WORK/bad.json" t1
+expect_status 400 "" "JSON request with a bad integer"
+grep -qi '^Content-Type: application/json' "$WORK/headers" || fail "JSON error Content-Type"
+[ "$(jq -r .code <<<"$BODY")" = 3 ] || fail "JSON error: status $BODY"
+jq -r .message <<<"$BODY" | grep -qF \
+	'resourceProfiles[0].scopeProfiles[0].profiles[0].samples[1].stackIndex: not an integer' ||
+	fail "JSON error: status $BODY"
+jq '.resourceProfiles[0].scopeProfiles[0].profiles[0].samples[1].stackIndex = 99' \
+	"$WORK/req.json" >"$WORK/bad.json"
+post_json "$WORK/bad.json" t1
+expect_status 400 "resource 0: scope 0: profile 0: sample 1: stack_index 99 out of range" \
+	"JSON request with a bad stack index"
+head -c 100 "$WORK/req.json" >"$WORK/trunc.json"
+post_json "$WORK/trunc.json" t1
+expect_status 400 "json: " "truncated JSON request"
+[ "$(jq -r .code <<<"$BODY")" = 3 ] || fail "truncated JSON: status $BODY"
 http POST /v1development/profiles -H "Content-Type: text/plain" --data-binary "@$WORK/req.pb"
 expect_status 415 "" "text/plain request"
 http GET /v1development/profiles
@@ -282,13 +386,13 @@ expect_status 405 "" "GET"
 
 http GET /ready
 expect_status 200 "ready" "server still up"
-for t in t1 t2; do
+for t in t1 t2 t3 t4; do
 	[ "$(field "$(tenant_stats $t)" profiles)" = 1 ] || fail "tenant $t: rejected requests wrote profiles"
 done
 http GET /metrics
-grep -q 'unhex_ingest_requests_total{endpoint="/v1development/profiles",code="200"} 2' "$WORK/body" ||
+grep -q 'unhex_ingest_requests_total{endpoint="/v1development/profiles",code="200"} 4' "$WORK/body" ||
 	fail "metrics: $(grep v1development "$WORK/body")"
-grep -q 'unhex_ingest_requests_total{endpoint="/v1development/profiles",code="400"} 4' "$WORK/body" ||
+grep -q 'unhex_ingest_requests_total{endpoint="/v1development/profiles",code="400"} 7' "$WORK/body" ||
 	fail "metrics: $(grep v1development "$WORK/body")"
 stop_server
 echo "otlp: ok"
