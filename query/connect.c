@@ -1,6 +1,15 @@
 /*
- * connect.c - Connect JSON of querier.v1.QuerierService: request parsing and
- * responses with Pyroscope's proto3 JSON field names (int64 as strings).
+ * connect.c - Connect of querier.v1.QuerierService: request parsing and
+ * responses with Pyroscope's proto3 JSON field names (int64 as strings), and
+ * the binary protobuf codec (`application/proto`) on top of the same methods.
+ *
+ * Both codecs run one implementation per method.  A protobuf request is
+ * unpacked with the message descriptors of proto/querier.proto and turned
+ * into the JSON request tree (struct qjson, keys by the proto3 JSON names),
+ * so it reaches the exact parsing and checks of a JSON request.  The method
+ * writes its JSON response, which is parsed back and packed into the
+ * response message by the same descriptors; SelectMergeProfile, whose
+ * result is a pprof message already, packs that message directly.
  *
  * Times in requests are Unix milliseconds (`start`, `end`); a missing end is
  * now, a missing start is one hour before the end.  Metadata calls
@@ -15,11 +24,17 @@
 #include "storage/storage.h"
 
 #include "profile.pb-c.h"
+#include "querier.pb-c.h"
+#include "types.pb-c.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { MAX_STRINGS = 1 << 20, MAX_SERIES_POINTS = 11000 };
+
+static int pack_message(const ProtobufCMessage *m, struct buf *out);
 
 /* ---- request helpers ------------------------------------------------------ */
 
@@ -517,8 +532,9 @@ out_m:
 	return rc;
 }
 
+/* Writes the merged pprof as proto3 JSON or, with `proto`, packed. */
 static int merge_profile(struct qctx *q, const struct qjson *r, const struct query_limits *lim,
-			 struct buf *out)
+			 int proto, struct buf *out)
 {
 	struct query_params p;
 	struct query_selector sel;
@@ -537,7 +553,9 @@ static int merge_profile(struct qctx *q, const struct qjson *r, const struct que
 	rc = qmerge_collect(q, &sel, p.from_ns, p.until_ns, &m);
 	if (!rc)
 		rc = qpprof_build(q, &m, sel.profile_type, p.from_ns, p.until_ns, &a, &prof);
-	if (!rc)
+	if (!rc && proto)
+		rc = pack_message(&prof->base, out);
+	else if (!rc)
 		rc = qpprof_json(prof, out);
 	arena_release(&a);
 	qmerge_release(q, &m);
@@ -731,6 +749,28 @@ static int select_series(struct qctx *q, const struct qjson *r, const struct que
 
 /* ---- dispatch --------------------------------------------------------------- */
 
+static int dispatch(struct qctx *q, const char *method, const struct qjson *r,
+		    const struct query_limits *lim, int proto, struct buf *out)
+{
+	if (!strcmp(method, "ProfileTypes"))
+		return profile_types(q, r, out);
+	if (!strcmp(method, "LabelNames"))
+		return label_names_values(q, r, 0, out);
+	if (!strcmp(method, "LabelValues"))
+		return label_names_values(q, r, 1, out);
+	if (!strcmp(method, "Series"))
+		return series(q, r, out);
+	if (!strcmp(method, "SelectMergeStacktraces"))
+		return merge_stacktraces(q, r, lim, out);
+	if (!strcmp(method, "SelectMergeProfile"))
+		return merge_profile(q, r, lim, proto, out);
+	if (!strcmp(method, "SelectSeries"))
+		return select_series(q, r, lim, out);
+	if (!strcmp(method, "Diff"))
+		return diff(q, r, lim, out);
+	return err_set(q->msg, ERR_NOT_FOUND, "unknown method %.64s", method);
+}
+
 int query_connect(struct store *st, const char *tenant, const char *method,
 		  const void *body, size_t len, const struct query_limits *lim,
 		  struct buf *out, struct err_msg *msg)
@@ -747,27 +787,370 @@ int query_connect(struct store *st, const char *tenant, const char *method,
 		rc = err_set(msg, ERR_INVALID, "request: want a JSON object");
 	if (rc)
 		goto out;
-	if (!strcmp(method, "ProfileTypes"))
-		rc = profile_types(&q, r, out);
-	else if (!strcmp(method, "LabelNames"))
-		rc = label_names_values(&q, r, 0, out);
-	else if (!strcmp(method, "LabelValues"))
-		rc = label_names_values(&q, r, 1, out);
-	else if (!strcmp(method, "Series"))
-		rc = series(&q, r, out);
-	else if (!strcmp(method, "SelectMergeStacktraces"))
-		rc = merge_stacktraces(&q, r, lim, out);
-	else if (!strcmp(method, "SelectMergeProfile"))
-		rc = merge_profile(&q, r, lim, out);
-	else if (!strcmp(method, "SelectSeries"))
-		rc = select_series(&q, r, lim, out);
-	else if (!strcmp(method, "Diff"))
-		rc = diff(&q, r, lim, out);
-	else
-		rc = err_set(msg, ERR_NOT_FOUND, "unknown method %.64s", method);
+	rc = dispatch(&q, method, r, lim, 0, out);
 	if (rc == ERR_TOO_LARGE || rc == ERR_NOMEM)
 		err_set(msg, rc, "encoding the response: %s", err_str(rc));
 out:
+	arena_release(&a);
+	return rc;
+}
+
+/* ---- protobuf codec --------------------------------------------------------- */
+
+/*
+ * Messages of each method.  A response descriptor of NULL means the method
+ * packs its own result (SelectMergeProfile's pprof).
+ */
+struct pb_method {
+	const char *name;
+	const ProtobufCMessageDescriptor *req;
+	const ProtobufCMessageDescriptor *resp;
+};
+
+static const struct pb_method pb_methods[] = {
+	{ "ProfileTypes", &querier__v1__profile_types_request__descriptor,
+	  &querier__v1__profile_types_response__descriptor },
+	{ "LabelNames", &types__v1__label_names_request__descriptor,
+	  &types__v1__label_names_response__descriptor },
+	{ "LabelValues", &types__v1__label_values_request__descriptor,
+	  &types__v1__label_values_response__descriptor },
+	{ "Series", &querier__v1__series_request__descriptor,
+	  &querier__v1__series_response__descriptor },
+	{ "SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
+	  &querier__v1__select_merge_stacktraces_response__descriptor },
+	{ "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor, NULL },
+	{ "SelectSeries", &querier__v1__select_series_request__descriptor,
+	  &querier__v1__select_series_response__descriptor },
+	{ "Diff", &querier__v1__diff_request__descriptor, &querier__v1__diff_response__descriptor },
+};
+
+/* Nesting of our messages is at most 3 (DiffResponse > FlameGraphDiff > Level). */
+enum { PB_MAX_DEPTH = 4 };
+
+static void *pb_alloc(void *data, size_t size)
+{
+	return arena_alloc(data, size ? size : 1);
+}
+
+static void pb_free(void *data, void *ptr)
+{
+	(void)data;
+	(void)ptr;
+}
+
+static int pack_message(const ProtobufCMessage *m, struct buf *out)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+	int rc = buf_reserve(out, n);
+
+	if (rc)
+		return rc;
+	out->len += protobuf_c_message_pack(m, (uint8_t *)out->data + out->len);
+	return 0;
+}
+
+/*
+ * The proto3 JSON name of a field (lowerCamelCase: "profile_typeID" ->
+ * "profileTypeID"), into `dst` of `cap` bytes.
+ */
+static void json_name(const char *field, char *dst, size_t cap)
+{
+	size_t w = 0;
+	int up = 0;
+
+	for (const char *c = field; *c && w + 1 < cap; c++) {
+		if (*c == '_') {
+			up = 1;
+			continue;
+		}
+		dst[w++] = up && *c >= 'a' && *c <= 'z' ? (char)(*c - 'a' + 'A') : *c;
+		up = 0;
+	}
+	dst[w] = 0;
+}
+
+/* Bytes of one item of a repeated field of the types our messages use. */
+static size_t pb_item_size(const ProtobufCFieldDescriptor *f)
+{
+	return f->type == PROTOBUF_C_TYPE_INT64 || f->type == PROTOBUF_C_TYPE_DOUBLE
+		       ? 8 : sizeof(void *);
+}
+
+static int pb_to_json(struct arena *a, const ProtobufCMessage *m, int depth, struct qjson *out);
+
+/* One value of field f at `p` as JSON; 1 when absent (a NULL message). */
+static int pb_value_to_json(struct arena *a, const ProtobufCFieldDescriptor *f, const void *p,
+			    int depth, struct qjson *v)
+{
+	char num[40];
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT64:
+		snprintf(num, sizeof(num), "%lld", (long long)*(const int64_t *)p);
+		break;
+	case PROTOBUF_C_TYPE_DOUBLE:
+		snprintf(num, sizeof(num), "%.17g", *(const double *)p);
+		break;
+	case PROTOBUF_C_TYPE_STRING:
+		v->type = QJ_STR;
+		v->s = *(char *const *)p;
+		v->len = strlen(v->s);
+		return 0;
+	case PROTOBUF_C_TYPE_MESSAGE:
+		if (!*(ProtobufCMessage *const *)p)
+			return 1;
+		return pb_to_json(a, *(ProtobufCMessage *const *)p, depth + 1, v);
+	default:
+		return 1;
+	}
+	v->type = QJ_NUM;
+	v->len = strlen(num);
+	v->s = arena_strndup(a, num, v->len);
+	return v->s ? 0 : ERR_TOO_LARGE;
+}
+
+/*
+ * The JSON request tree of an unpacked request: scalar fields always (a
+ * proto3 zero is the JSON default too), repeated fields when non-empty,
+ * messages when set.
+ */
+static int pb_to_json(struct arena *a, const ProtobufCMessage *m, int depth, struct qjson *out)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	int rc = 0;
+
+	if (depth > PB_MAX_DEPTH)
+		return ERR_INVALID;
+	memset(out, 0, sizeof(*out));
+	out->type = QJ_OBJ;
+	out->kids = arena_calloc(a, d->n_fields + 1, sizeof(*out->kids));
+	out->keys = arena_calloc(a, d->n_fields + 1, sizeof(*out->keys));
+	if (!out->kids || !out->keys)
+		return ERR_TOO_LARGE;
+	for (unsigned i = 0; i < d->n_fields && !rc; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		const char *at = (const char *)m + f->offset;
+		struct qjson *v = &out->kids[out->n];
+		char key[64];
+
+		memset(v, 0, sizeof(*v));  /* the slot of a skipped field is reused */
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			size_t n = *(const size_t *)((const char *)m + f->quantifier_offset);
+			const char *items = *(const char *const *)at;
+
+			if (!n)
+				continue;
+			v->type = QJ_ARR;
+			v->kids = arena_calloc(a, n, sizeof(*v->kids));
+			if (!v->kids)
+				return ERR_TOO_LARGE;
+			for (size_t k = 0; k < n && !rc; k++, v->n++)
+				rc = pb_value_to_json(a, f, items + k * pb_item_size(f), depth,
+						      &v->kids[k]);
+		} else {
+			rc = pb_value_to_json(a, f, at, depth, v);
+		}
+		if (rc > 0) {
+			rc = 0;
+			continue;
+		}
+		if (rc)
+			break;
+		json_name(f->name, key, sizeof(key));
+		out->keys[out->n] = arena_strndup(a, key, strlen(key));
+		if (!out->keys[out->n])
+			return ERR_TOO_LARGE;
+		out->n++;
+	}
+	return rc;
+}
+
+static int json_to_pb(struct arena *a, const struct qjson *j, const ProtobufCMessageDescriptor *d,
+		      int depth, ProtobufCMessage **out, struct err_msg *msg);
+
+/* Stores JSON value v into the field f item at `p`. */
+static int json_value_to_pb(struct arena *a, const ProtobufCFieldDescriptor *f,
+			    const struct qjson *v, int depth, void *p, struct err_msg *msg)
+{
+	char *end = NULL;
+
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_INT64:
+		if (v->type != QJ_NUM && v->type != QJ_STR)
+			break;
+		errno = 0;
+		*(int64_t *)p = strtoll(v->s, &end, 10);
+		if (errno || *end)
+			break;
+		return 0;
+	case PROTOBUF_C_TYPE_DOUBLE:
+		if (v->type != QJ_NUM && v->type != QJ_STR)
+			break;
+		errno = 0;
+		*(double *)p = strtod(v->s, &end);
+		if (errno || *end)
+			break;
+		return 0;
+	case PROTOBUF_C_TYPE_STRING:
+		if (v->type != QJ_STR)
+			break;
+		*(const char **)p = v->s;
+		return 0;
+	case PROTOBUF_C_TYPE_MESSAGE:
+		if (v->type != QJ_OBJ)
+			break;
+		return json_to_pb(a, v, f->descriptor, depth + 1, (ProtobufCMessage **)p, msg);
+	default:
+		break;
+	}
+	return err_set(msg, ERR_INVALID, "encoding the response: field %s has an unexpected value",
+		       f->name);
+}
+
+/* The response message of the JSON response tree `j`, allocated in `a`. */
+static int json_to_pb(struct arena *a, const struct qjson *j, const ProtobufCMessageDescriptor *d,
+		      int depth, ProtobufCMessage **out, struct err_msg *msg)
+{
+	ProtobufCMessage *m;
+	int rc = 0;
+
+	if (depth > PB_MAX_DEPTH)
+		return err_set(msg, ERR_INVALID, "encoding the response: nested too deeply");
+	m = arena_alloc(a, d->sizeof_message);
+	if (!m)
+		return err_set(msg, ERR_TOO_LARGE, "encoding the response: over the memory budget");
+	d->message_init(m);
+	for (unsigned i = 0; i < d->n_fields && !rc; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		char *at = (char *)m + f->offset;
+		const struct qjson *v;
+		char key[64];
+
+		json_name(f->name, key, sizeof(key));
+		v = qjson_get(j, key);
+		if (!v || v->type == QJ_NULL)
+			continue;
+		if (f->label != PROTOBUF_C_LABEL_REPEATED) {
+			rc = json_value_to_pb(a, f, v, depth, at, msg);
+			continue;
+		}
+		if (v->type != QJ_ARR)
+			return err_set(msg, ERR_INVALID, "encoding the response: field %s is not a list",
+				       f->name);
+		*(void **)at = arena_calloc(a, v->n + 1, pb_item_size(f));
+		if (!*(void **)at)
+			return err_set(msg, ERR_TOO_LARGE, "encoding the response: over the memory budget");
+		for (size_t k = 0; k < v->n && !rc; k++)
+			rc = json_value_to_pb(a, f, &v->kids[k], depth,
+					      (char *)*(void **)at + k * pb_item_size(f), msg);
+		*(size_t *)((char *)m + f->quantifier_offset) = v->n;
+	}
+	if (!rc)
+		*out = m;
+	return rc;
+}
+
+static const struct pb_method *pb_method_find(const char *method)
+{
+	for (size_t i = 0; i < sizeof(pb_methods) / sizeof(pb_methods[0]); i++)
+		if (!strcmp(pb_methods[i].name, method))
+			return &pb_methods[i];
+	return NULL;
+}
+
+/* Unpacks a request of `pm` into the JSON request tree of the same call. */
+static int pb_request(const struct pb_method *pm, const void *body, size_t len, struct arena *a,
+		      struct qjson **out, struct err_msg *msg)
+{
+	ProtobufCAllocator al = { pb_alloc, pb_free, a };
+	ProtobufCMessage *req;
+	struct qjson *r;
+	int rc;
+
+	req = protobuf_c_message_unpack(pm->req, &al, len, len ? body : (const void *)"");
+	if (!req) {
+		if (arena_failed(a))
+			return err_set(msg, ERR_TOO_LARGE, "%s: request needs more memory than allowed",
+				       pm->req->name);
+		return err_set(msg, ERR_INVALID, "%s: not a valid protobuf message", pm->req->name);
+	}
+	r = arena_alloc(a, sizeof(*r));
+	if (!r)
+		return err_set(msg, ERR_TOO_LARGE, "%s: request needs more memory than allowed",
+			       pm->req->name);
+	rc = pb_to_json(a, req, 0, r);
+	if (rc == ERR_TOO_LARGE)
+		return err_set(msg, rc, "%s: request needs more memory than allowed", pm->req->name);
+	if (rc)
+		return err_set(msg, rc, "%s: messages nested too deeply", pm->req->name);
+	*out = r;
+	return 0;
+}
+
+int qconnect_pb_request(const char *method, const void *body, size_t len,
+			      struct arena *a, struct qjson **out, struct err_msg *msg)
+{
+	const struct pb_method *pm = pb_method_find(method);
+
+	if (!pm)
+		return err_set(msg, ERR_NOT_FOUND, "unknown method %.64s", method);
+	return pb_request(pm, body, len, a, out, msg);
+}
+
+/* Packs the JSON response `json` as the response message of `pm`. */
+static int pb_response(const struct pb_method *pm, const struct buf *json, size_t cap,
+		       struct buf *out, struct err_msg *msg)
+{
+	ProtobufCMessage *resp;
+	struct qjson *j;
+	struct arena a;
+	int rc;
+
+	arena_init(&a, cap);
+	rc = qjson_parse(json->data, json->len, &a, &j, msg);
+	if (rc == ERR_TOO_LARGE)
+		err_set(msg, rc, "encoding the response: over the memory budget");
+	if (!rc)
+		rc = json_to_pb(&a, j, pm->resp, 0, &resp, msg);
+	if (!rc)
+		rc = pack_message(resp, out);
+	arena_release(&a);
+	return rc;
+}
+
+int query_connect_proto(struct store *st, const char *tenant, const char *method,
+			const void *body, size_t len, const struct query_limits *lim,
+			struct buf *out, struct err_msg *msg)
+{
+	const struct pb_method *pm = pb_method_find(method);
+	size_t cap = lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES;
+	struct qctx q;
+	struct arena a;
+	struct buf json;
+	struct qjson *r;
+	int rc;
+
+	if (!pm)
+		return err_set(msg, ERR_NOT_FOUND, "unknown method %.64s", method);
+	if (len > SIZE_MAX / 128)
+		return err_set(msg, ERR_TOO_LARGE, "%s: request too large", pm->req->name);
+	qctx_init(&q, st, tenant, lim, msg);
+	/*
+	 * Each repeated item costs at least 2 wire bytes and becomes a pointer,
+	 * a struct qjson and a copy of its bytes: 64 per byte is a bound.
+	 */
+	arena_init(&a, len * 64 + (1 << 16));
+	buf_init(&json, out->max);
+	rc = pb_request(pm, body, len, &a, &r, msg);
+	if (rc)
+		goto out;
+	rc = dispatch(&q, method, r, lim, !pm->resp, pm->resp ? &json : out);
+	if (!rc && pm->resp)
+		rc = pb_response(pm, &json, cap, out, msg);
+	if (rc == ERR_TOO_LARGE || rc == ERR_NOMEM)
+		err_set(msg, rc, "encoding the response: %s", err_str(rc));
+out:
+	buf_release(&json);
 	arena_release(&a);
 	return rc;
 }

@@ -196,4 +196,18 @@ int query_connect(struct store *st, const char *tenant, const char *method,
 		  const void *body, size_t len, const struct query_limits *lim,
 		  struct buf *out, struct err_msg *msg);
 
+/*
+ * The same call in Connect's binary protobuf codec (`application/proto`):
+ * `body` is the packed request message of proto/querier.proto or
+ * proto/types.proto (empty: all defaults), and the packed response message
+ * is appended to `out` (SelectMergeProfile: a pprof Profile).  Runs the same
+ * method implementation as query_connect, so both codecs give the same
+ * result.  A body that is not the method's request message: ERR_INVALID
+ * with a message naming the message type.  Errors are reported through the
+ * return code and `msg` only; Connect error bodies are JSON in both codecs.
+ */
+int query_connect_proto(struct store *st, const char *tenant, const char *method,
+			const void *body, size_t len, const struct query_limits *lim,
+			struct buf *out, struct err_msg *msg);
+
 #endif

@@ -353,4 +353,15 @@ int qjson_double(const struct qjson *obj, const char *key, double *out, struct e
 /* Returns the string of `key`, "" when absent; ERR_INVALID if not a string. */
 int qjson_str(const struct qjson *obj, const char *key, const char **out, struct err_msg *msg);
 
+/*
+ * Connect protobuf requests (connect.c): unpacks the request message of
+ * `method` from `len` bytes into the JSON request tree the method parses
+ * (keys are the proto3 JSON names; int64 and double as number text, proto3
+ * zero values present, empty repeated fields and unset messages absent).
+ * Everything lives in `a`.  ERR_INVALID for bytes that are not the message,
+ * ERR_TOO_LARGE past the arena's cap, ERR_NOT_FOUND for an unknown method.
+ */
+int qconnect_pb_request(const char *method, const void *body, size_t len, struct arena *a,
+			struct qjson **out, struct err_msg *msg);
+
 #endif

@@ -13,7 +13,7 @@
  *   /api/v1/top, /api/v1/folded                 text for `unhex query`
  *   /api/v1/diff-top                            text: largest changes
  *   /pyroscope/labels, /pyroscope/label-values  legacy JSON arrays
- *   /querier.v1.QuerierService/<Method>         Connect JSON
+ *   /querier.v1.QuerierService/<Method>         Connect JSON or protobuf
  *   /symbolz                                    go tool pprof's symbol lookup
  */
 #include <stdatomic.h>
@@ -496,31 +496,41 @@ void web__handle_connect(struct web__req *rq, const char *method, struct web__re
 {
 	size_t max;
 	struct err_msg msg;
-	int rc;
+	int rc, proto;
 
 	err_clear(&msg);
-	if (!web__media_type_is(rq->content_type, "application/json")) {
-		web__resp_connect_error(rs, ERR_INVALID,
-					"querier.v1: Content-Type must be application/json "
-					"(Connect unary JSON)");
+	if (web__media_type_is(rq->content_type, "application/json")) {
+		proto = 0;
+	} else if (web__media_type_is(rq->content_type, "application/proto") ||
+		   web__media_type_is(rq->content_type, "application/protobuf") ||
+		   web__media_type_is(rq->content_type, "application/x-protobuf")) {
+		proto = 1;
+	} else {
+		/* Connect: a codec the server lacks is HTTP 415. */
+		snprintf(msg.text, sizeof(msg.text),
+			 "querier.v1: Content-Type \"%.64s\" not supported (use application/json "
+			 "or application/proto)", rq->content_type ? rq->content_type : "");
+		web__resp_connect_error(rs, ERR_INVALID, msg.text);
 		rs->status = 415;
 		rs->reason = WEB_REJ_UNSUPPORTED;
 		return;
 	}
 	max = rs->body.max;
 	rs->body.max = rq->srv->opt.query.max_bytes;
-	rc = query_connect(rq->srv->store, rq->tenant, method, rq->body.data ? rq->body.data : "",
-			   rq->body.len, &rq->srv->opt.query, &rs->body, &msg);
+	rc = (proto ? query_connect_proto : query_connect)(
+		rq->srv->store, rq->tenant, method, rq->body.data ? rq->body.data : "",
+		rq->body.len, &rq->srv->opt.query, &rs->body, &msg);
 	rs->body.max = max;
 	if (rc) {
 		if (rc == ERR_NOT_FOUND && !msg.text[0])
 			snprintf(msg.text, sizeof(msg.text),
 				 "querier.v1.QuerierService has no method \"%.64s\"", method);
+		/* Connect unary errors are JSON whatever the request codec. */
 		web__resp_connect_error(rs, rc, msg.text);
 		return;
 	}
 	rs->status = 200;
-	rs->content_type = "application/json";
+	rs->content_type = proto ? "application/proto" : "application/json";
 }
 
 int web__query_admit(struct web_server *srv, struct err_msg *msg)

@@ -296,3 +296,17 @@ $(sed 's/^/\t\t/' <<<"$step")
 }
 EOF
 }
+
+# ingest_manifest WL [unhex ingest args...]: every file of the workload WL
+# (WL/manifest.tsv) through `unhex ingest` to $URL, one file at a time with
+# its series name and time; fails the test if any is rejected.
+ingest_manifest() {
+	local wl=$1 path name secs failed=0
+	shift
+	while IFS=$'\t' read -r path name secs; do
+		case "$path" in '' | '#'*) continue ;; esac
+		"$UNHEX" ingest --server "$URL" "$@" --name "$name" --from "$secs" "$wl/$path" \
+			>/dev/null || failed=$((failed + 1))
+	done <"$wl/manifest.tsv"
+	[ $failed -eq 0 ] || fail "$failed workload files were rejected"
+}

@@ -184,13 +184,7 @@ DATA="$WORK/data"
 start_server "$DATA"
 
 # ---- ingest: workload into tenant wl, the perf profile into tenant perf
-failed=0
-while IFS=$'\t' read -r path name secs; do
-	case "$path" in '' | '#'*) continue ;; esac
-	"$UNHEX" ingest --server "$URL" --tenant wl --name "$name" --from "$secs" "$WL/$path" \
-		>/dev/null || failed=$((failed + 1))
-done <"$WL/manifest.tsv"
-[ $failed -eq 0 ] || fail "$failed workload files were rejected"
+ingest_manifest "$WL" --tenant wl
 "$UNHEX" ingest --server "$URL" --tenant perf --name 'perftest.cpu{env=test}' "$PERF_PB" >/dev/null ||
 	fail "the perf profile was rejected"
 

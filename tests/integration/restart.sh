@@ -16,13 +16,7 @@ note "workload: $NFILES profiles"
 
 DATA="$WORK/data"
 start_server "$DATA"
-failed=0
-while IFS=$'\t' read -r path name secs; do
-	case "$path" in '' | '#'*) continue ;; esac
-	"$UNHEX" ingest --server "$URL" --name "$name" --from "$secs" "$WL/$path" >/dev/null ||
-		failed=$((failed + 1))
-done <"$WL/manifest.tsv"
-[ $failed -eq 0 ] || fail "$failed workload files were rejected"
+ingest_manifest "$WL"
 S1=$(counts "$(tenant_stats anonymous)")
 note "after ingest: $S1"
 [ "$(field "$S1" samples)" -gt 0 ] || fail "nothing stored"

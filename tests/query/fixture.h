@@ -122,6 +122,32 @@ static inline void fx_add(struct fx *f, const char *tenant, const char *service,
 	free(stack_ids);
 }
 
+/*
+ * The small store of the export and Connect tests: service api of tenant
+ * t1 (two named builds, pods p1 and p2, and a raw libc), and service db
+ * with a memory profile.  Returns the api CPU total.
+ */
+static const char *const fx_small_stacks[] = { "main;serve;handle", "main;serve;parse", "main;gc",
+					       "main" };
+static const int64_t fx_small_values[] = { 100, 50, 25, 5 };
+
+static inline long long fx_fill_small(struct fx *f, int with_db)
+{
+	const char *kv[] = { "pod", "p1", NULL }, *kv2[] = { "pod", "p2", NULL };
+	const char *const *st = fx_small_stacks;
+	const int64_t *v = fx_small_values;
+
+	fx_add(f, "t1", "api", FX_CPU, kv, FX_T0, st, v, 4, "/bin/api", "abcd01", 0x1000, 0);
+	fx_add(f, "t1", "api", FX_CPU, kv2, FX_T0 + 20 * FX_SEC, st, v, 4, "/bin/api2", "abcd02",
+	       0x8000, 0);
+	fx_add(f, "t1", "api", FX_CPU, kv2, FX_T0 + 30 * FX_SEC, st, v, 2, "/lib/libc.so.6", "ffee",
+	       0x2000, 1);
+	if (with_db)
+		fx_add(f, "t1", "db", "memory:alloc_space:bytes:space:bytes", NULL, FX_T0 + 5 * FX_SEC,
+		       st, v, 3, "/bin/db", "dd01", 0x1000, 0);
+	return 2 * (100 + 50 + 25 + 5) + 150;
+}
+
 /* ---- reference merge: folded stack -> value, a plain sorted list ---------- */
 
 struct ref {

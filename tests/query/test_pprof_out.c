@@ -19,21 +19,6 @@
 
 #include "profile.pb-c.h"
 
-static const char *stacks[] = { "main;serve;handle", "main;serve;parse", "main;gc", "main" };
-static const int64_t values[] = { 100, 50, 25, 5 };
-
-static long long fill(struct fx *f)
-{
-	const char *kv[] = { "pod", "p1", NULL }, *kv2[] = { "pod", "p2", NULL };
-
-	fx_add(f, "t1", "api", FX_CPU, kv, FX_T0, stacks, values, 4, "/bin/api", "abcd01", 0x1000, 0);
-	fx_add(f, "t1", "api", FX_CPU, kv2, FX_T0 + 20 * FX_SEC, stacks, values, 4, "/bin/api2",
-	       "abcd02", 0x8000, 0);
-	fx_add(f, "t1", "api", FX_CPU, kv2, FX_T0 + 30 * FX_SEC, stacks, values, 2, "/lib/libc.so.6",
-	       "ffee", 0x2000, 1);
-	return 2 * (100 + 50 + 25 + 5) + 150;
-}
-
 static struct query_params params(void)
 {
 	struct query_params p;
@@ -57,7 +42,7 @@ static void test_roundtrip(void **state)
 
 	(void)state;
 	fx_open(&f);
-	want = fill(&f);
+	want = fx_fill_small(&f, 0);
 	buf_init(&gz, 0);
 	buf_init(&raw, 0);
 	assert_int_equal(query_pprof(f.st, "t1", &p, &gz, &msg), 0);
@@ -129,7 +114,7 @@ static void test_connect(void **state)
 
 	(void)state;
 	fx_open(&f);
-	fill(&f);
+	fx_fill_small(&f, 0);
 	buf_init(&out, 0);
 	assert_int_equal(call(f.st, "ProfileTypes", "{}", &out, &msg), 0);
 	assert_string_equal(out.data,
@@ -197,7 +182,7 @@ static int write_file(const char *path)
 	int rc;
 
 	fx_open(&f);
-	want = fill(&f);
+	want = fx_fill_small(&f, 0);
 	buf_init(&gz, 0);
 	rc = query_pprof(f.st, "t1", &p, &gz, &msg);
 	if (!rc && (fp = fopen(path, "wb"))) {
