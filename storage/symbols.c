@@ -76,6 +76,8 @@ void store__part_free(struct part *p)
 
 void store__part_publish(struct part *p)
 {
+	/* In dependency order: a kind's entries refer only to lower kinds
+	 * (store_symbols_get reads the counts the other way round). */
 	for (int k = 1; k < SYM_NKINDS; k++)
 		atomic_store_explicit(&p->tab[k].committed, p->tab[k].len, memory_order_release);
 	p->committed_mark = store__pool_mark(&p->pool);
@@ -845,7 +847,11 @@ int store_symbols_get(struct store *st, const char *tenant, uint32_t part,
 	if (!v)
 		return ERR_NOMEM;
 	v->p = p;
-	for (int k = 1; k < SYM_NKINDS; k++)
+	/* Commits publish kinds in dependency order (strings first, stacks
+	 * last, see store__part_publish); reading them in the reverse order
+	 * means every entry a counted stack, location, function or mapping
+	 * refers to is counted too, even while a commit is publishing. */
+	for (int k = SYM_NKINDS - 1; k >= 1; k--)
 		v->count[k] = atomic_load_explicit(&p->tab[k].committed, memory_order_acquire);
 	*out = v;
 	return 0;
