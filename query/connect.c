@@ -579,6 +579,7 @@ struct ss {
 	uint8_t *has;
 	size_t ccap, hcap;
 	int64_t cur_group;
+	int64_t limit;          /* top N groups by total; 0: all, in key order */
 	int rc;
 };
 
@@ -632,12 +633,79 @@ static int ss_profile(void *ctx, const struct store_profile_view *p)
 	return 0;
 }
 
+struct ss_rank {
+	const struct ss *s;
+	size_t g;
+	int64_t total;
+};
+
+/* Larger total first; equal totals by their label values. */
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct ss_rank *x = a, *y = b;
+	const char *kx = x->s->keys.s[x->g], *ky = y->s->keys.s[y->g];
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	for (size_t i = 0; i < x->s->ngroup; i++) {
+		int c = strcmp(kx, ky);
+
+		if (c)
+			return c;
+		kx += strlen(kx) + 1;
+		ky += strlen(ky) + 1;
+	}
+	return 0;
+}
+
+/*
+ * The groups to emit, in order: with a limit, the `limit` largest by total
+ * (as Pyroscope's SelectSeries limit); without, all in key order.
+ */
+static int ss_order(struct ss *s, size_t **order, size_t *n)
+{
+	size_t ng = s->keys.n > 2 ? s->keys.n - 2 : 0;
+	struct ss_rank *r;
+	size_t *o;
+
+	*n = 0;
+	o = calloc(ng ? ng : 1, sizeof(*o));
+	if (!o)
+		return err_set(s->q->msg, ERR_NOMEM, "SelectSeries: out of memory");
+	*order = o;
+	if (!s->limit) {
+		for (size_t i = 0; i < ng; i++)
+			o[i] = 2 + i;
+		*n = ng;
+		return 0;
+	}
+	r = calloc(ng ? ng : 1, sizeof(*r));
+	if (!r)
+		return err_set(s->q->msg, ERR_NOMEM, "SelectSeries: out of memory");
+	for (size_t i = 0; i < ng; i++) {
+		r[i].s = s;
+		r[i].g = 2 + i;
+		for (size_t b = 0; b < s->nb; b++)
+			r[i].total += s->cells[r[i].g * s->nb + b];
+	}
+	qsort(r, ng, sizeof(*r), cmp_rank);
+	*n = (uint64_t)s->limit < ng ? (size_t)s->limit : ng;
+	for (size_t i = 0; i < *n; i++)
+		o[i] = r[i].g;
+	free(r);
+	return 0;
+}
+
 static int ss_emit(struct ss *s, struct buf *out)
 {
 	int rc = buf_puts(out, "{\"series\":[");
 	int firsts = 1;
+	size_t *order = NULL, n = 0;
 
-	for (size_t g = 2; g < s->keys.n && !rc; g++) {
+	if (!rc)
+		rc = ss_order(s, &order, &n);
+	for (size_t oi = 0; oi < n && !rc; oi++) {
+		size_t g = order[oi];
 		const char *k = s->keys.s[g];
 		int firstp = 1;
 
@@ -666,6 +734,7 @@ static int ss_emit(struct ss *s, struct buf *out)
 		if (!rc)
 			rc = buf_puts(out, "]}");
 	}
+	free(order);
 	if (!rc)
 		rc = buf_puts(out, "]}");
 	return rc;
@@ -688,9 +757,15 @@ static int select_series(struct qctx *q, const struct qjson *r, const struct que
 	s.q = q;
 	arena_init(&a, 1 << 20);
 	if ((rc = qjson_double(r, "step", &step, q->msg)) ||
+	    (rc = qjson_int(r, "limit", 0, &s.limit, q->msg)) ||
 	    (rc = req_strings(&a, r, "groupBy", &s.group_by, &s.ngroup, q->msg))) {
 		arena_release(&a);
 		return rc;
+	}
+	if (s.limit < 0) {
+		arena_release(&a);
+		return err_set(q->msg, ERR_INVALID, "field limit: %lld is negative",
+			       (long long)s.limit);
 	}
 	if (step != step || step < 0 || step > 1e9) {
 		arena_release(&a);

@@ -363,6 +363,20 @@ static void test_profile_and_series(void **state)
 		assert_int_equal(r->series[1]->points[1]->timestamp, 1700000030000LL);
 		querier__v1__select_series_response__free_unpacked(r, NULL);
 		both_release(&b);
+
+		/* limit (field 9): the largest group only, in both encodings. */
+		rq.limit = 1;
+		snprintf(json, sizeof(json), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":"
+			 "\"{}\",\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],"
+			 "\"limit\":1}", (long long)FROM_MS, (long long)TO_MS);
+		call_both(f.st, "SelectSeries", &rq.base, json, &b);
+		r = querier__v1__select_series_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
+		assert_non_null(r);
+		assert_int_equal(r->n_series, 1);
+		assert_int_equal(jget(b.j, "series")->n, 1);
+		assert_string_equal(r->series[0]->labels[0]->value, "p2");
+		querier__v1__select_series_response__free_unpacked(r, NULL);
+		both_release(&b);
 	}
 	fx_close(&f);
 }

@@ -151,6 +151,25 @@ static void test_connect(void **state)
 		"{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":["
 		"{\"value\":180,\"timestamp\":\"1700000020000\"},"
 		"{\"value\":150,\"timestamp\":\"1700000030000\"}]}]}");
+	/* limit: the top N groups by total, largest first (p2 330, p1 180). */
+	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
+		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],\"limit\":1}",
+		 from_ms, to_ms);
+	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), 0);
+	assert_string_equal(out.data,
+		"{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":["
+		"{\"value\":180,\"timestamp\":\"1700000020000\"},"
+		"{\"value\":150,\"timestamp\":\"1700000030000\"}]}]}");
+	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
+		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],\"limit\":5}",
+		 from_ms, to_ms);
+	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), 0);
+	assert_non_null(strstr(out.data, "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}]"));
+	assert_non_null(strstr(out.data, "\"value\":\"p1\""));
+	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"start\":%lld,"
+		 "\"end\":%lld,\"limit\":-1}", from_ms, to_ms);
+	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "limit"));
 	snprintf(body, sizeof(body), "{\"left\":{\"profileTypeID\":\"" FX_CPU "\",\"start\":%lld,"
 		 "\"end\":%lld},\"right\":{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":"
 		 "\"{pod=\\\"p1\\\"}\",\"start\":%lld,\"end\":%lld}}", from_ms, to_ms, from_ms, to_ms);
