@@ -1870,6 +1870,11 @@ static int acquire_index(struct sym_service *s, const char *id, const uint8_t *b
 			*status = SYM_STATUS_NOT_FOUND;
 			copy_reason(reason, rlen,
 				    "not uploaded (unhex upload), and no debuginfod upstream is configured");
+			/* Recorded once, so GET /api/v1/debuginfo and the build-ID
+			 * gauge list what queries need; no retry time, so a restart
+			 * with an upstream fetches it at once. */
+			if (!have_meta)
+				meta_fail(s, id, SRC_NONE, SYM_STATUS_NOT_FOUND, 0, reason);
 			return ERR_NOT_FOUND;
 		}
 		if (attempt) {

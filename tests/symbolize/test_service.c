@@ -342,6 +342,22 @@ static void test_statuses_and_budget(void **state)
 	assert_int_equal(st, SYM_STATUS_NOT_FOUND);
 	assert_int_equal(g.n_called, 0);
 	assert_string_equal(sym_status_str(st), "not_found");
+	/* ... and listed, so users see which build IDs queries need. */
+	{
+		struct buf b;
+
+		buf_init(&b, 0);
+		err_clear(&msg);
+		assert_int_equal(sym_service_info_json(g_svc, g_id2, &b, &msg), 0);
+		assert_int_equal(buf_putc(&b, '\0'), 0);
+		assert_non_null(strstr(b.data, "\"status\":\"not_found\""));
+		assert_non_null(strstr(b.data, "no debuginfod upstream"));
+		buf_reset(&b);
+		assert_int_equal(sym_service_metrics(g_svc, &b), 0);
+		assert_int_equal(buf_putc(&b, '\0'), 0);
+		assert_non_null(strstr(b.data, "unhex_debuginfo_build_ids{status=\"not_found\"} 1\n"));
+		buf_release(&b);
+	}
 
 	/* Uploaded, but the budget is already spent: pending, then ok. */
 	err_clear(&msg);
