@@ -13,6 +13,8 @@
 #include "base/arena.h"
 #include "base/err.h"
 
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct parser {
@@ -21,6 +23,7 @@ struct parser {
 	const char *end;
 	const char *start;
 	struct err_msg *msg;
+	size_t scratch;   /* bytes of the containers being filled (heap) */
 };
 
 static int fail(struct parser *ps, const char *what)
@@ -251,43 +254,75 @@ static int string(struct parser *ps, const char **out, size_t *out_len)
 
 static int value(struct parser *ps, struct json_value *v, int depth);
 
-/* Grows a parallel pair of arrays (values, keys) in the arena. */
-static int grow(struct parser *ps, struct json_value **items, const char ***keys, size_t n,
-		size_t *cap)
-{
-	size_t nc = *cap ? *cap * 2 : 4;
-	struct json_value *ni = arena_alloc(ps->a, nc * sizeof(*ni));
-	const char **nk = keys ? arena_alloc(ps->a, nc * sizeof(*nk)) : NULL;
+/*
+ * The items (and keys) of a container are collected in heap scratch arrays,
+ * then copied into the arena at their exact size when it closes, so the
+ * arena never holds the outgrown copies of a doubling array.  Scratch is
+ * counted against what the arena may still hold, so arena plus scratch
+ * stays within the arena's cap.
+ */
+struct fill {
+	struct json_value *items;
+	const char **keys;
+	size_t cap;
+};
 
-	if (!ni || (keys && !nk))
+/* What the arena may still hold. */
+static size_t arena_room(const struct parser *ps)
+{
+	size_t cap = ps->a->cap ? ps->a->cap : SIZE_MAX;
+
+	return cap > ps->a->used ? cap - ps->a->used : 0;
+}
+
+static int grow(struct parser *ps, struct fill *f, int with_keys)
+{
+	size_t per = sizeof(*f->items) + (with_keys ? sizeof(*f->keys) : 0);
+	size_t nc = f->cap ? f->cap * 2 : 4, more = (nc - f->cap) * per, room = arena_room(ps);
+	struct json_value *ni;
+
+	if (more > room || ps->scratch > room - more)
+		return err_set(ps->msg, ERR_TOO_LARGE, "json: document needs more memory than allowed");
+	ni = realloc(f->items, nc * sizeof(*ni));
+	if (!ni)
 		return oom(ps);
-	if (n) {
-		memcpy(ni, *items, n * sizeof(*ni));
-		if (keys)
-			memcpy(nk, *keys, n * sizeof(*nk));
+	f->items = ni;
+	if (with_keys) {
+		const char **nk = realloc(f->keys, nc * sizeof(*nk));
+
+		if (!nk)
+			return oom(ps);
+		f->keys = nk;
 	}
-	*items = ni;
-	if (keys)
-		*keys = nk;
-	*cap = nc;
+	ps->scratch += more;
+	f->cap = nc;
 	return 0;
 }
 
-static int container(struct parser *ps, struct json_value *v, int depth, int is_obj)
+/* Moves the filled items into the arena at their exact size. */
+static int settle(struct parser *ps, struct json_value *v, const struct fill *f, int with_keys)
+{
+	if (!v->n)
+		return 0;
+	v->items = arena_alloc(ps->a, v->n * sizeof(*v->items));
+	if (!v->items)
+		return oom(ps);
+	memcpy(v->items, f->items, v->n * sizeof(*v->items));
+	if (with_keys) {
+		v->keys = arena_alloc(ps->a, v->n * sizeof(*v->keys));
+		if (!v->keys)
+			return oom(ps);
+		memcpy(v->keys, f->keys, v->n * sizeof(*v->keys));
+	}
+	return 0;
+}
+
+static int container_fill(struct parser *ps, struct json_value *v, int depth, int is_obj,
+			  struct fill *f)
 {
 	char close = is_obj ? '}' : ']';
-	size_t cap = 0;
 	int rc;
 
-	if (depth >= JSON_MAX_DEPTH)
-		return fail(ps, "nesting too deep");
-	v->type = is_obj ? JSON_OBJECT : JSON_ARRAY;
-	ps->p++;
-	skip_ws(ps);
-	if (ps->p < ps->end && *ps->p == close) {
-		ps->p++;
-		return 0;
-	}
 	for (;;) {
 		const char *key = NULL;
 		size_t klen;
@@ -304,15 +339,12 @@ static int container(struct parser *ps, struct json_value *v, int depth, int is_
 				return fail(ps, "expected ':'");
 			ps->p++;
 		}
-		if (v->n == cap) {
-			rc = grow(ps, &v->items, is_obj ? &v->keys : NULL, v->n, &cap);
-			if (rc)
-				return rc;
-		}
-		memset(&v->items[v->n], 0, sizeof(v->items[v->n]));
+		if (v->n == f->cap && (rc = grow(ps, f, is_obj)))
+			return rc;
+		memset(&f->items[v->n], 0, sizeof(f->items[v->n]));
 		if (is_obj)
-			v->keys[v->n] = key;
-		rc = value(ps, &v->items[v->n], depth + 1);
+			f->keys[v->n] = key;
+		rc = value(ps, &f->items[v->n], depth + 1);
 		if (rc)
 			return rc;
 		v->n++;
@@ -321,12 +353,35 @@ static int container(struct parser *ps, struct json_value *v, int depth, int is_
 			return fail(ps, is_obj ? "unterminated object" : "unterminated array");
 		if (*ps->p == close) {
 			ps->p++;
-			return 0;
+			return settle(ps, v, f, is_obj);
 		}
 		if (*ps->p != ',')
 			return fail(ps, "expected ','");
 		ps->p++;
 	}
+}
+
+static int container(struct parser *ps, struct json_value *v, int depth, int is_obj)
+{
+	char close = is_obj ? '}' : ']';
+	struct fill f = { NULL, NULL, 0 };
+	size_t per = sizeof(*f.items) + (is_obj ? sizeof(*f.keys) : 0);
+	int rc;
+
+	if (depth >= JSON_MAX_DEPTH)
+		return fail(ps, "nesting too deep");
+	v->type = is_obj ? JSON_OBJECT : JSON_ARRAY;
+	ps->p++;
+	skip_ws(ps);
+	if (ps->p < ps->end && *ps->p == close) {
+		ps->p++;
+		return 0;
+	}
+	rc = container_fill(ps, v, depth, is_obj, &f);
+	free(f.items);
+	free(f.keys);
+	ps->scratch -= f.cap * per;
+	return rc;
 }
 
 static int value(struct parser *ps, struct json_value *v, int depth)
@@ -360,7 +415,7 @@ static int value(struct parser *ps, struct json_value *v, int depth)
 int json_parse(struct arena *a, const char *p, size_t len, struct json_value **out,
 	       struct err_msg *msg)
 {
-	struct parser ps = { a, p, p + len, p, msg };
+	struct parser ps = { a, p, p + len, p, msg, 0 };
 	struct json_value *v = arena_calloc(a, 1, sizeof(*v));
 	int rc;
 

@@ -809,14 +809,16 @@ static int dec_req(struct jdec *d, const struct json_value *o, Req *r)
 
 size_t ingest__otlp_json_tree_cap(size_t len)
 {
-	/* json.c spends ~48 bytes per value plus its arrays' growth: a dense
-	 * array of one-digit integers ("1,") costs the most per byte.  64x
-	 * plus 4 MiB holds real requests; worse fails with ERR_TOO_LARGE. */
+	/* json.c keeps ~48 bytes per value, arrays at their exact size, and
+	 * counts the scratch of open arrays against the same cap: a dense
+	 * array of one-digit integers ("1,") costs the most per byte (~24x).
+	 * 32x plus 4 MiB holds real requests (stack tables of small indices,
+	 * strings, objects); worse fails with ERR_TOO_LARGE. */
 	const size_t fixed = (size_t)4 << 20;
 
-	if (len > (SIZE_MAX - fixed) / 64)
+	if (len > (SIZE_MAX - fixed) / 32)
 		return SIZE_MAX;
-	return 64 * len + fixed;
+	return 32 * len + fixed;
 }
 
 int ingest__otlp_json_decode(struct arena *a, const struct ingest_limits *lim, const void *p,
