@@ -21,27 +21,6 @@ static int setup(void **state)
 	return fx_setup(state, "/tmp/unhex-ingest-XXXXXX");
 }
 
-static struct pb *native_profile(void)
-{
-	struct pb *b = pb_new(16, 8);
-	uint64_t s1[] = { 1, 3 }, s2[] = { 2, 3 }, s3[] = { 3 };
-	int64_t v1[] = { 2, 20000000 }, v2[] = { 1, 10000000 }, v3[] = { 0, 0 };
-
-	pb_sample_type(b, "samples", "count");
-	pb_sample_type(b, "cpu", "nanoseconds");
-	pb_period(b, "cpu", "nanoseconds", 10000000);
-	pb_mapping(b, 1, 0x400000, 0x500000, 0x1000, "/usr/bin/app", "ABCDEF0123");
-	pb_mapping(b, 2, 0x7f0000000000, 0x7f0000100000, 0x1000, "/usr/bin/app", "abcdef0123");
-	pb_location(b, 1, 1, 0x400100, 0, 0);
-	pb_location(b, 2, 2, 0x7f0000000100, 0, 0);
-	pb_location(b, 3, 1, 0x400200, 0, 0);
-	pb_sample(b, s1, 2, v1, 2);
-	pb_sample(b, s2, 2, v2, 2);
-	pb_sample(b, s3, 1, v3, 2);
-	b->p.time_nanos = 1700000000000000000;
-	return b;
-}
-
 static const struct store_label app_labels[] = {
 	{ "service_name", "app" },
 	{ "__name__", "process_cpu" },
@@ -104,7 +83,7 @@ static struct sum read_series(struct fx *f, uint64_t id)
 static void test_native(void **state)
 {
 	struct fx *f = *state;
-	struct pb *b = native_profile();
+	struct pb *b = pb_native_profile();
 	size_t len;
 	uint8_t *bytes = pb_pack(b, 1, &len);
 	struct ingest_series in = { app_labels, 3, bytes, len };
@@ -200,7 +179,7 @@ static void test_go_labels(void **state)
 static void test_rejected_request_writes_nothing(void **state)
 {
 	struct fx *f = *state;
-	struct pb *good = native_profile(), *bad = native_profile();
+	struct pb *good = pb_native_profile(), *bad = pb_native_profile();
 	size_t l1, l2;
 	uint8_t *b1, *b2;
 	struct ingest_stats stats = { 77, 77, 77 };
@@ -236,7 +215,7 @@ static void test_rejected_request_writes_nothing(void **state)
 static void test_legacy(void **state)
 {
 	struct fx *f = *state;
-	struct pb *b = native_profile();
+	struct pb *b = pb_native_profile();
 	size_t len;
 	uint8_t *bytes;
 	struct ingest_stats stats;
@@ -272,7 +251,7 @@ static void test_legacy(void **state)
 static void test_push(void **state)
 {
 	struct fx *f = *state;
-	struct pb *b = native_profile();
+	struct pb *b = pb_native_profile();
 	size_t plen, len;
 	uint8_t *pprof = pb_pack(b, 1, &plen), *body;
 	Push__V1__LabelPair l1 = PUSH__V1__LABEL_PAIR__INIT, l2 = PUSH__V1__LABEL_PAIR__INIT;

@@ -73,33 +73,9 @@ static void expect_fail(struct pb *b, const struct ingest_limits *lim, int code,
 	pb_free(b);
 }
 
-/* A native CPU profile: two mappings of one binary at different load
- * addresses, three locations, two sample types. */
-static struct pb *native_profile(void)
-{
-	struct pb *b = pb_new(16, 8);
-	uint64_t s1[] = { 1, 3 }, s2[] = { 2, 3 }, s3[] = { 3 };
-	int64_t v1[] = { 2, 20000000 }, v2[] = { 1, 10000000 }, v3[] = { 0, 0 };
-
-	pb_sample_type(b, "samples", "count");
-	pb_sample_type(b, "cpu", "nanoseconds");
-	pb_period(b, "cpu", "nanoseconds", 10000000);
-	pb_mapping(b, 1, 0x400000, 0x500000, 0x1000, "/usr/bin/app", "ABCDEF0123");
-	pb_mapping(b, 2, 0x7f0000000000, 0x7f0000100000, 0x1000, "/usr/bin/app", "abcdef0123");
-	pb_location(b, 1, 1, 0x400100, 0, 0);
-	pb_location(b, 2, 2, 0x7f0000000100, 0, 0);
-	pb_location(b, 3, 1, 0x400200, 0, 0);
-	pb_sample(b, s1, 2, v1, 2);
-	pb_sample(b, s2, 2, v2, 2);
-	pb_sample(b, s3, 1, v3, 2);
-	b->p.time_nanos = 1700000000000000000;
-	b->p.duration_nanos = 10000000000;
-	return b;
-}
-
 static void test_native(void **state)
 {
-	struct pb *b = native_profile();
+	struct pb *b = pb_native_profile();
 	struct run r;
 	(void)state;
 
@@ -177,7 +153,7 @@ static void test_go_functions(void **state)
 	pb_free(b);
 
 	/* A CPU profile without __name__ is process_cpu. */
-	b = native_profile();
+	b = pb_native_profile();
 	convert_labels(&r, b, 0, NULL, labels, 1);
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.pp.profile_types[0], "process_cpu:samples:count:cpu:nanoseconds");
@@ -544,7 +520,7 @@ static void test_truncated_and_corrupted(void **state)
 {
 	struct ingest_limits lim;
 	struct ingest_defaults d = { 1, 0 };
-	struct pb *b = native_profile();
+	struct pb *b = pb_native_profile();
 	size_t len;
 	uint8_t *bytes = pb_pack(b, 0, &len), *copy = malloc(len);
 	int ok = 0, bad = 0;

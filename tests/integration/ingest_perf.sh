@@ -15,67 +15,7 @@ need PPROFINFO
 NAME='perftest.cpu{env=test,host=a}'
 
 # ---- a program with several mappings: main binary, libwork.so, libc, ld.so
-cat >"$WORK/work.c" <<'EOF'
-#include <stdlib.h>
-#include <string.h>
-static int cmp(const void *a, const void *b)
-{
-	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-	return x < y ? -1 : x > y;
-}
-__attribute__((noinline)) unsigned work_hash(const unsigned *v, size_t n)
-{
-	unsigned h = 2166136261u;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ v[i]) * 16777619u;
-	return h;
-}
-unsigned work_sort(size_t n, unsigned seed)
-{
-	unsigned *v = malloc(n * sizeof(*v)), h;
-	for (size_t i = 0; i < n; i++)
-		v[i] = seed = seed * 1103515245u + 12345u;
-	qsort(v, n, sizeof(*v), cmp);
-	h = work_hash(v, n);
-	free(v);
-	return h;
-}
-EOF
-cat >"$WORK/main.c" <<'EOF'
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-unsigned work_sort(size_t n, unsigned seed);
-__attribute__((noinline)) static unsigned spin(unsigned x)
-{
-	for (int i = 0; i < 2000000; i++)
-		x = x * 2654435761u + (unsigned)i;
-	return x;
-}
-__attribute__((noinline)) static unsigned level2(unsigned s)
-{
-	return work_sort(20000, s) ^ spin(s);
-}
-__attribute__((noinline)) static unsigned level1(unsigned s)
-{
-	return level2(s) + spin(s + 1);
-}
-int main(int argc, char **argv)
-{
-	double secs = argc > 1 ? atof(argv[1]) : 1.5;
-	struct timespec t0, t;
-	unsigned acc = 0, s = 1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		acc += level1(s++);
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
-	printf("%u\n", acc);
-	return 0;
-}
-EOF
-cc -g -O2 -fPIC -shared -o "$WORK/libwork.so" "$WORK/work.c"
-cc -g -O2 -o "$WORK/prog" "$WORK/main.c" -L"$WORK" -lwork -Wl,-rpath,"$WORK"
+build_two_mapping_prog "$WORK"
 
 # ---- profile it for real
 PPROF="$WORK/out.pb.gz"
