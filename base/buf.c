@@ -167,3 +167,20 @@ char *buf_detach(struct buf *b, size_t *len)
 	b->alloc = 0;
 	return p;
 }
+
+int buf_read_file(struct buf *b, const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char chunk[65536];
+	size_t n;
+	int rc = 0;
+
+	if (!f)
+		return ERR_IO;
+	while (!rc && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		rc = buf_append(b, chunk, n);
+	if (!rc && ferror(f))
+		rc = ERR_IO;
+	fclose(f);
+	return rc;
+}

@@ -47,6 +47,12 @@ int buf_put_be64(struct buf *b, uint64_t v);
 /* Appends `s` as a JSON string literal, quotes included. */
 int buf_put_json_str(struct buf *b, const char *s, size_t n);
 
+/*
+ * Appends the whole file at `path`.  Returns 0, ERR_IO (cannot open or
+ * read; errno says why) or ERR_TOO_LARGE (past the buffer's cap).
+ */
+int buf_read_file(struct buf *b, const char *path);
+
 /* Hands the data to the caller (who frees it) and resets the buffer. */
 char *buf_detach(struct buf *b, size_t *len);
 

@@ -61,19 +61,10 @@ static void workload_release(struct workload *w)
 static int read_all(const char *path, char **out, size_t *len, struct err_msg *msg)
 {
 	struct buf b;
-	FILE *f = fopen(path, "rb");
-	char chunk[65536];
-	size_t n;
-	int rc = 0;
+	int rc;
 
-	if (!f)
-		return err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
 	buf_init(&b, MAX_FILE);
-	while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		rc = buf_append(&b, chunk, n);
-	if (rc == 0 && ferror(f))
-		rc = ERR_IO;
-	fclose(f);
+	rc = buf_read_file(&b, path);
 	if (rc) {
 		buf_release(&b);
 		return err_set(msg, rc, "%s: cannot read", path);

@@ -192,23 +192,6 @@ static int run_index(const char *path, const char *addrs_path, int rounds)
 
 /* ---- name-pprof ---- */
 
-static int read_file(const char *path, struct buf *b)
-{
-	char chunk[65536];
-	size_t n;
-	FILE *f = fopen(path, "rb");
-
-	if (!f)
-		return -1;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (buf_append(b, chunk, n)) {
-			fclose(f);
-			return -1;
-		}
-	fclose(f);
-	return 0;
-}
-
 struct fnkey {
 	const char *name, *file;
 	uint64_t id;
@@ -330,7 +313,7 @@ static int run_name_pprof(const char *in, const char *out, const char *dir)
 	buf_init(&pb, MAX_FILE);
 	buf_init(&packed, MAX_FILE);
 	buf_init(&gz, MAX_FILE);
-	if (read_file(in, &raw) || gunzip_capped(raw.data, raw.len, MAX_FILE, &pb, &msg)) {
+	if (buf_read_file(&raw, in) || gunzip_capped(raw.data, raw.len, MAX_FILE, &pb, &msg)) {
 		fprintf(stderr, "bench-sym: cannot read %s %s\n", in, msg.text);
 		goto out;
 	}

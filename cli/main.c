@@ -91,24 +91,16 @@ int cli_parse_size(const char *s, size_t *out)
 
 int cli_read_file(const char *path, struct buf *out, struct err_msg *msg)
 {
-	FILE *f = fopen(path, "rb");
-	char chunk[65536];
-	size_t n;
-	int rc = 0;
+	int rc;
 
-	if (!f)
-		return err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		rc = buf_append(out, chunk, n);
-		if (rc) {
-			rc = err_set(msg, rc, "%s: larger than %zu bytes", path, out->max);
-			break;
-		}
-	}
-	if (!rc && ferror(f))
-		rc = err_set(msg, ERR_IO, "%s: read error", path);
-	fclose(f);
-	return rc;
+	errno = 0;
+	rc = buf_read_file(out, path);
+
+	if (rc == ERR_TOO_LARGE)
+		return err_set(msg, rc, "%s: larger than %zu bytes", path, out->max);
+	if (rc)
+		return err_set(msg, rc, "%s: %s", path, errno ? strerror(errno) : "read error");
+	return 0;
 }
 
 int main(int argc, char **argv)

@@ -212,16 +212,10 @@ static void test_differential_builder(void **state)
 /* Reads a whole file, gunzipping it when gzipped. */
 static uint8_t *read_file(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
 	struct buf raw, out;
-	char chunk[4096];
-	size_t n;
 
-	assert_non_null(f);
 	buf_init(&raw, 0);
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		assert_int_equal(buf_append(&raw, chunk, n), 0);
-	fclose(f);
+	assert_int_equal(buf_read_file(&raw, path), 0);
 	if (!is_gzip(raw.data, raw.len))
 		return (uint8_t *)buf_detach(&raw, len);
 	buf_init(&out, 0);

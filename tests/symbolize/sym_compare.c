@@ -98,20 +98,6 @@ struct bin {
 	size_t unsymbolized;
 };
 
-static int read_file(const char *path, struct buf *b)
-{
-	char chunk[65536];
-	size_t n;
-	FILE *f = fopen(path, "rb");
-
-	if (!f)
-		return -1;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (buf_append(b, chunk, n))
-			break;
-	fclose(f);
-	return 0;
-}
 
 /* The location of id `id` and its mapping (either may be NULL). */
 static const Perftools__Profiles__Location *
@@ -199,7 +185,7 @@ int main(int argc, char **argv)
 	}
 	buf_init(&raw, 1u << 30);
 	buf_init(&pb, 1u << 30);
-	if (read_file(argv[1], &raw) || gunzip_capped(raw.data, raw.len, 1u << 30, &pb, NULL)) {
+	if (buf_read_file(&raw, argv[1]) || gunzip_capped(raw.data, raw.len, 1u << 30, &pb, NULL)) {
 		fprintf(stderr, "sym_compare: cannot read %s\n", argv[1]);
 		return 2;
 	}

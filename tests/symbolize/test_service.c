@@ -86,23 +86,6 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int read_all(const char *path, struct buf *b)
-{
-	char chunk[65536];
-	size_t n;
-	FILE *f = fopen(path, "rb");
-
-	if (!f)
-		return -1;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (buf_append(b, chunk, n)) {
-			fclose(f);
-			return -1;
-		}
-	fclose(f);
-	return 0;
-}
-
 static int upload_file(const char *path, const char *id, enum sym_file_kind kind,
 		       struct sym_upload_result *res, struct err_msg *msg)
 {
@@ -111,7 +94,7 @@ static int upload_file(const char *path, const char *id, enum sym_file_kind kind
 	int rc;
 
 	buf_init(&b, 1 << 30);
-	if (read_all(path, &b))
+	if (buf_read_file(&b, path))
 		fail();
 	assert_int_equal(sym_upload_begin(g_svc, &u, msg), 0);
 	/* In pieces, as the web layer streams it. */
