@@ -8,6 +8,7 @@
 
 #include "base/arena.h"
 #include "base/err.h"
+#include "base/grow.h"
 
 static void test_alloc_aligned_and_distinct(void **state)
 {
@@ -55,12 +56,46 @@ static void test_cap(void **state)
 	arena_release(&a);
 }
 
+static void test_strings_packed(void **state)
+{
+	struct arena a;
+	(void)state;
+	arena_init(&a, 1 << 20);
+	char *x = arena_strndup(&a, "abc", 3), *y = arena_strndup(&a, "de", 2);
+	assert_string_equal(x, "abc");
+	assert_string_equal(y, "de");
+	assert_ptr_equal(y, x + 4); /* no padding between strings */
+	/* Aligned allocations still are, after an odd-sized string. */
+	char *z = arena_alloc(&a, 8);
+	assert_true(((uintptr_t)z & 15) == 0);
+	assert_true(z >= y + 3);
+	arena_release(&a);
+}
+
+static void test_budget_hook(void **state)
+{
+	struct grow_budget b;
+	struct arena a;
+	(void)state;
+	grow_budget_init(&b, 150000);
+	arena_init_alloc(&a, 1 << 30, &b.alloc);
+	assert_non_null(arena_alloc(&a, 100));
+	assert_true(b.used >= 64 * 1024 && b.used < 64 * 1024 + 64);
+	/* The next block (128 KiB) is over budget. */
+	assert_null(arena_alloc(&a, 100000));
+	assert_int_equal(arena_failed(&a), ERR_TOO_LARGE);
+	arena_release(&a);
+	assert_int_equal(b.used, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc_aligned_and_distinct),
 		cmocka_unit_test(test_many_blocks),
 		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_strings_packed),
+		cmocka_unit_test(test_budget_hook),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
