@@ -82,7 +82,7 @@ static int send_file(const struct ingest_args *a, const char *path, const char *
 
 	err_clear(&msg);
 	buf_init(&data, FILE_MAX);
-	buf_init(&resp, 0);
+	buf_init(&resp, 1 << 20); /* the answer: a short JSON object */
 	rc = cli_read_file(file, &data, &msg);
 	if (!rc) {
 		*bytes += data.len;

@@ -234,7 +234,7 @@ static int serialize(struct writer *w, uint64_t base, struct buf *out)
 	struct buf locs;
 	int rc;
 
-	buf_init(&locs, 0);
+	buf_init(&locs, (size_t)UINT32_MAX); /* the format's offsets are u32 */
 	for (size_t i = 0; i < w->n_locs; i++) {
 		uint32_t fo, fi;
 		if ((rc = str_off(w, w->locs[i].func, &fo)) ||
@@ -310,7 +310,7 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 
 	memset(&w, 0, sizeof(w));
 	w.d = d;
-	buf_init(&w.strtab, 0);
+	buf_init(&w.strtab, (size_t)UINT32_MAX); /* string offsets are u32 */
 	if ((rc = sym__dwarf_load_all(d))) {
 		err_set(msg, rc, "loading DWARF tables: %s", err_str(rc));
 		goto out;

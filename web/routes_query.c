@@ -345,7 +345,7 @@ static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 		rc = param_time(rq, "until", DEFAULT_UNTIL, now, &until, msg);
 	if (rc)
 		return rc;
-	buf_init(&body, 0);
+	buf_init(&body, 8 * WEB_PARAM_MAX); /* two parameters, JSON-escaped */
 	buf_init(&resp, out->max);
 	rc = buf_puts(&body, "{\"matchers\":[");
 	if (!rc && have_sel)

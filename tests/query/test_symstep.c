@@ -72,7 +72,7 @@ static uint64_t metric(struct query_symmemo *m, const char *name)
 	const char *p;
 	uint64_t v = UINT64_MAX;
 
-	buf_init(&b, 0);
+	buf_init(&b, 1 << 30);
 	assert_int_equal(query_symmemo_metrics(m, &b), 0);
 	assert_int_equal(buf_putc(&b, '\0'), 0);
 	/* The sample line, not the # HELP line naming the same metric. */
@@ -341,7 +341,7 @@ static void test_shares(void **state)
 	p.from_ns = FX_T0 - FX_SEC;
 	p.until_ns = FX_T0 + 60 * FX_SEC;
 	p.limits.symbolizer = g_svc;
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(query_symbolization(g_fx.st, "shares", &p, &out, &msg), 0);
 	assert_int_equal(buf_putc(&out, '\0'), 0);
 	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":0.900000"));

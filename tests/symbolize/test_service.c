@@ -147,7 +147,7 @@ static void test_uploads(void **state)
 			 ERR_INVALID);
 
 	/* The good file is still there and still ok, refusals notwithstanding. */
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(sym_service_info_json(g_svc, g_id, &out, &msg), 0);
 	assert_non_null(strstr(out.data, "\"status\":\"ok\""));
 	assert_non_null(strstr(out.data, "\"debuginfo\":true"));
@@ -329,7 +329,7 @@ static void test_statuses_and_budget(void **state)
 	{
 		struct buf b;
 
-		buf_init(&b, 0);
+		buf_init(&b, 1 << 30);
 		err_clear(&msg);
 		assert_int_equal(sym_service_info_json(g_svc, g_id2, &b, &msg), 0);
 		assert_int_equal(buf_putc(&b, '\0'), 0);
@@ -400,7 +400,7 @@ static void test_cache_record_decoder(void **state)
 	size_t n = 0;
 
 	(void)state;
-	buf_init(&b, 0);
+	buf_init(&b, 1 << 30);
 	assert_int_equal(sym__frames_encode(in, 3, &b), 0);
 	arena_init(&a, 1 << 20);
 	assert_int_equal(sym__frames_decode(b.data, b.len, &a, out, SYM_MAX_FRAMES, &n), 0);

@@ -27,7 +27,7 @@ static Perftools__Profiles__Profile *encode(struct pw *w, int gzip, struct buf *
 	Perftools__Profiles__Profile *p;
 
 	assert_int_equal(pw_write(w, &meta, gzip, out), 0);
-	buf_init(&raw, 0);
+	buf_init(&raw, 1 << 30);
 	if (gzip) {
 		assert_true(is_gzip(out->data, out->len));
 		assert_int_equal(gunzip_capped(out->data, out->len, 1 << 20, &raw, NULL), 0);
@@ -49,7 +49,7 @@ static void test_aggregates_and_encodes(void **state)
 	Perftools__Profiles__Profile *p;
 	(void)state;
 
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(pw_init(&w, 2), 0);
 	assert_int_equal(pw_label_key(&w, "thread"), 0);
 	assert_int_equal(pw_mapping(&w, 0x400000, 0x500000, 0x1000, "/bin/app", "abcd", &m1), 0);

@@ -64,7 +64,7 @@ static void test_url_encode(void **state)
 	struct buf b;
 	(void)state;
 
-	buf_init(&b, 0);
+	buf_init(&b, 1 << 30);
 	assert_int_equal(web_url_encode(&b, "app.cpu{env=prod,x=a b}&~_-"), 0);
 	assert_string_equal(b.data, "app.cpu%7Benv%3Dprod%2Cx%3Da%20b%7D%26~_-");
 	buf_release(&b);
@@ -163,7 +163,7 @@ static void test_request_content_length(void **state)
 	int status = 0;
 	(void)state;
 
-	buf_init(&body, 0);
+	buf_init(&body, 1 << 30);
 	assert_int_equal(ask(&p, REPLY("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
 			     5000, &status, &body, NULL), 0);
 	assert_int_equal(status, 200);
@@ -183,7 +183,7 @@ static void test_request_chunked_and_errors(void **state)
 	int status = 0;
 	(void)state;
 
-	buf_init(&body, 0);
+	buf_init(&body, 1 << 30);
 	assert_int_equal(ask(&p, REPLY("HTTP/1.1 413 Payload Too Large\r\n"
 				       "Transfer-Encoding: chunked\r\n\r\n"
 				       "4\r\ntoo \r\n5\r\nlarge\r\n0\r\n\r\n"),
@@ -222,7 +222,7 @@ static void test_response_cap(void **state)
 
 	n = snprintf(big, sizeof(big), "HTTP/1.1 200 OK\r\nContent-Length: 3000\r\n\r\n");
 	memset(big + n, 'x', 3000);
-	buf_init(&body, 0);
+	buf_init(&body, 1 << 30);
 	err_clear(&msg);
 	/* max_response_bytes is 1024 (plus head room); 3000 bytes must fail. */
 	assert_int_equal(ask(&p, big, (size_t)n + 3000, 5000, &status, &body, &msg), ERR_TOO_LARGE);
@@ -251,7 +251,7 @@ static void test_connect_refused(void **state)
 	close(fd);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
 	assert_int_equal(web_url_parse(url, &u, NULL), 0);
-	buf_init(&body, 0);
+	buf_init(&body, 1 << 30);
 	err_clear(&msg);
 	assert_int_equal(web_client_request(&u, &req, &status, &body, &msg), ERR_UNAVAILABLE);
 	assert_non_null(strstr(msg.text, "cannot connect"));
