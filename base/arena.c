@@ -19,9 +19,10 @@ enum { BLOCK_MIN = 64 * 1024, BLOCK_DOUBLE_MAX = 16 * 1024 * 1024 };
 
 void arena_init_alloc(struct arena *a, size_t cap, const struct grow_alloc *alloc)
 {
+	assert(cap > 0);
 	a->head = NULL;
 	a->used = 0;
-	a->cap = cap ? cap : SIZE_MAX;
+	a->cap = cap;
 	a->failed = 0;
 	a->alloc = alloc;
 }

@@ -4,7 +4,10 @@
  * Everything allocated from an arena is released at once by arena_release().
  * An arena has a cap on the bytes it may hold; past it, allocations return
  * NULL and arena_failed() reports ERR_TOO_LARGE, so a client cannot make the
- * server allocate without bound.  Blocks come from the C heap, or from a
+ * server allocate without bound.  The cap is mandatory: name it after what
+ * the arena holds (a request's profiles, a query's names...); a cap of 0 is
+ * a programmer error (asserted; in a build without asserts every
+ * non-empty allocation then fails).  Blocks come from the C heap, or from a
  * grow_alloc hook (base/grow.h) that may charge a caller's budget.
  * Not thread-safe: one arena per request.
  */
@@ -20,7 +23,7 @@ struct grow_alloc;
 struct arena {
 	struct arena_block *head;
 	size_t used;      /* bytes of all blocks (their usable sizes) */
-	size_t cap;       /* maximum of used; 0 at init means SIZE_MAX */
+	size_t cap;       /* maximum of used; > 0 */
 	int failed;       /* ERR_NOMEM or ERR_TOO_LARGE after a failed alloc */
 	const struct grow_alloc *alloc; /* borrowed; NULL = C heap */
 };

@@ -4,6 +4,7 @@
 #include "base/err.h"
 #include "base/varint.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@ void buf_init(struct buf *b, size_t max)
 	b->data = NULL;
 	b->len = 0;
 	b->alloc = 0;
-	b->max = max ? max : SIZE_MAX / 2;
+	assert(max > 0);
+	b->max = max < SIZE_MAX ? max : SIZE_MAX - 1; /* room for the NUL */
 }
 
 void buf_release(struct buf *b)

@@ -32,6 +32,7 @@
 #include "symbolize/symbolize.h"
 
 #define MAX_RUNS 1000
+#define MAX_RESPONSE ((size_t)1 << 30) /* one render's flamebearer JSON */
 
 struct args {
 	const char *data;
@@ -167,7 +168,7 @@ int main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &a))
 		return usage();
-	buf_init(&out, 0);
+	buf_init(&out, MAX_RESPONSE);
 	if (query_parse_time(a.from, now, &p.from_ns, &msg) ||
 	    query_parse_time(a.until, now, &p.until_ns, &msg)) {
 		rc = 1;

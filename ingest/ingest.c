@@ -273,6 +273,34 @@ static int write_samples(struct writer *w, const uint32_t *stack_ids)
 	return 0;
 }
 
+/*
+ * The writer's scratch arena holds, for one pprof: an id per mapping,
+ * function and location, a store_line per line of every location, per
+ * sample a stack id, its place in the group order and its share of the
+ * group tables (write_group: 16 bytes of hash slots, three u32 and two
+ * i64 arrays), the location ids of the deepest stack (at most all of
+ * them), and per group its labels; every allocation may be padded to 16
+ * bytes.  Twice that, for the unused tails of the arena's blocks, plus
+ * its first 64 KiB block, so a small pprof still gets one block.
+ */
+static size_t write_scratch_cap(const struct ingest_pprof *p)
+{
+	size_t lines = 0, max_group_labels = 0, allocs, need;
+
+	for (size_t i = 0; i < p->n_locations; i++)
+		lines += p->locations[i].n_lines;
+	for (size_t g = 0; g < p->n_groups; g++)
+		if (p->groups[g].n_labels > max_group_labels)
+			max_group_labels = p->groups[g].n_labels;
+	allocs = 8 + p->n_locations + 7 * p->n_groups;
+	need = 4 * (p->n_mappings + p->n_functions + p->n_locations + 3) +
+	       sizeof(struct store_line) * lines + (4 + 4 + 48) * p->n_samples +
+	       4 * p->sample_off[p->n_samples] + 8 * (p->n_groups + 1) +
+	       sizeof(struct store_label) * (p->n_labels + max_group_labels + 1) * p->n_groups +
+	       16 * allocs;
+	return 2 * need + ((size_t)64 << 10);
+}
+
 static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
 		       struct ingest_stats *stats, struct err_msg *msg)
 {
@@ -283,7 +311,7 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
 
 	if (p->n_samples == 0)
 		return 0;
-	arena_init(&s, 0);
+	arena_init(&s, write_scratch_cap(p));
 	memset(&w, 0, sizeof(w));
 	w.tx = tx;
 	w.s = &s;

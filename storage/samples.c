@@ -60,7 +60,7 @@ int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, 
 		size_t hlen = 2, at = out->len;
 		struct buf z;
 
-		buf_init(&z, 0);
+		buf_init(&z, STORE_MAX_CHUNK_ZSTD);
 		head[0] = CHUNK_MAGIC;
 		head[1] = 0;
 		if (zlevel > 0 && raw.len >= COMPRESS_MIN &&
@@ -434,7 +434,7 @@ static rocksdb_compactionfilter_t *filter_create(void *state,
 	if (!r)
 		return NULL; /* RocksDB then compacts without a filter */
 	store__chunk_init(&r->c);
-	buf_init(&r->out, STORE_MAX_CHUNK_RAW);
+	buf_init(&r->out, STORE_MAX_CHUNK_BLOCK);
 	return rocksdb_compactionfilter_create(r, recoder_free, chunk_filter, filter_name);
 }
 

@@ -249,6 +249,7 @@
 #include <rocksdb/c.h>
 
 #include "base/buf.h"
+#include "base/varint.h"
 #include "storage/storage.h"
 
 #define STORE_FORMAT_VERSION 1
@@ -267,6 +268,19 @@
 #define STORE_MAX_TXN_SAMPLES ((size_t)64 << 20)
 #define STORE_MAX_CHUNK_RAW ((size_t)512 << 20)
 #define STORE_MAX_STACK_CACHE ((size_t)32 << 20) /* per partition */
+
+/* Caps of the scratch buffers, derived from the limits above. */
+/* A series' label key (section 4): uv n, then n names and values with lengths. */
+#define STORE_MAX_LABEL_KEY \
+	(VARINT_MAX + 2 * (size_t)STORE_MAX_LABELS * (VARINT_MAX + STORE_MAX_LABEL_BYTES))
+/* A posting key (section 4): tenant, 'P', name\0, value\0, series id. */
+#define STORE_MAX_POSTING_KEY (5 + 2 * ((size_t)STORE_MAX_LABEL_BYTES + 1) + 8)
+/* A chunk block (section 6): magic, codec, two uv lengths, the payload. */
+#define STORE_MAX_CHUNK_BLOCK (2 + 2 * VARINT_MAX + STORE_MAX_CHUNK_RAW)
+/* The zstd output of one payload: ZSTD_compressBound(r) is r + r/256 + 64 KiB at most. */
+#define STORE_MAX_CHUNK_ZSTD (STORE_MAX_CHUNK_RAW + STORE_MAX_CHUNK_RAW / 128 + ((size_t)64 << 10))
+/* A txn's value scratch: a series or symbol record, a posting key, a chunk block. */
+#define STORE_MAX_TXN_VALUE STORE_MAX_CHUNK_BLOCK
 
 /* Column families as opened, in this order; the tenant families come first. */
 enum cfi {

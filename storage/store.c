@@ -567,8 +567,8 @@ int store_txn_begin(struct store *st, const char *tenant, struct store_txn **out
 	if (!tx)
 		return ERR_NOMEM;
 	tx->st = st;
-	buf_init(&tx->key, 0);
-	buf_init(&tx->val, 0);
+	buf_init(&tx->key, STORE_MAX_LABEL_KEY);
+	buf_init(&tx->val, STORE_MAX_TXN_VALUE);
 	tx->wb = rocksdb_writebatch_create();
 	pthread_mutex_lock(&st->writer);
 	tx->t = store__tenant_find(st, tenant);

@@ -4,7 +4,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/arena.h"
 #include "base/err.h"
@@ -14,7 +17,7 @@ static void test_alloc_aligned_and_distinct(void **state)
 {
 	struct arena a;
 	(void)state;
-	arena_init(&a, 0);
+	arena_init(&a, 64 << 20);
 	char *p = arena_alloc(&a, 3), *q = arena_alloc(&a, 5);
 	assert_non_null(p);
 	assert_non_null(q);
@@ -33,7 +36,7 @@ static void test_many_blocks(void **state)
 {
 	struct arena a;
 	(void)state;
-	arena_init(&a, 0);
+	arena_init(&a, 64 << 20);
 	for (int i = 0; i < 10000; i++) {
 		int *p = arena_calloc(&a, 100, sizeof(int));
 		assert_non_null(p);
@@ -88,6 +91,32 @@ static void test_budget_hook(void **state)
 	assert_int_equal(b.used, 0);
 }
 
+/* As for buffers (test_buf.c): a cap of 0 asserts, or refuses every byte. */
+static void test_zero_cap(void **state)
+{
+	struct arena a;
+	(void)state;
+#ifndef NDEBUG
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		arena_init(&a, 0);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+	memset(&a, 0, sizeof(a));
+#else
+	arena_init(&a, 0);
+#endif
+	assert_null(arena_alloc(&a, 1));
+	assert_int_equal(arena_failed(&a), ERR_TOO_LARGE);
+	arena_release(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -96,6 +125,7 @@ int main(void)
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_strings_packed),
 		cmocka_unit_test(test_budget_hook),
+		cmocka_unit_test(test_zero_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
