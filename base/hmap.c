@@ -97,22 +97,46 @@ int hmap_reserve(struct hmap *m, uint32_t n)
 	return resize(m, size);
 }
 
+/* Makes room for one more entry. */
+static int room_for_one(struct hmap *m)
+{
+	if (m->n >= m->max)
+		return ERR_TOO_LARGE;
+	if (!is_allocated(m) || ((uint64_t)m->n + 1) * 4 > ((uint64_t)m->mask + 1) * 3)
+		return hmap_reserve(m, m->n + 1);
+	return 0;
+}
+
 int hmap_put(struct hmap *m, uint64_t hash, uint32_t index)
 {
-	struct hmap_slot s;
+	struct hmap_slot s = { hmap__digest(hash), index + 1 };
 	int rc;
 
 	assert(index != HMAP_NONE);
-	if (m->n >= m->max)
-		return ERR_TOO_LARGE;
-	if (!is_allocated(m) || ((uint64_t)m->n + 1) * 4 > ((uint64_t)m->mask + 1) * 3) {
-		rc = hmap_reserve(m, m->n + 1);
-		if (rc)
-			return rc;
-	}
-	s.digest = hmap__digest(hash);
-	s.ref = index + 1;
+	rc = room_for_one(m);
+	if (rc)
+		return rc;
 	place(m->slots, m->mask, s);
+	m->n++;
+	return 0;
+}
+
+int hmap_put_probed(struct hmap *m, const struct hmap_probe *p, uint32_t index)
+{
+	struct hmap_slot s = { p->digest, index + 1 };
+	int rc;
+
+	assert(index != HMAP_NONE);
+	rc = room_for_one(m);
+	if (rc)
+		return rc;
+	/* Without deletions, slots only fill: if the slot that ended the probe
+	 * is still empty in the same table, it is still the first free slot
+	 * of the digest's path. */
+	if (p->mask == m->mask && is_allocated(m) && !m->slots[p->i].ref)
+		m->slots[p->i] = s;
+	else
+		place(m->slots, m->mask, s);
 	m->n++;
 	return 0;
 }

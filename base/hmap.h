@@ -57,14 +57,20 @@ struct hmap {
 	const struct grow_alloc *alloc; /* borrowed; NULL = C heap */
 };
 
-/* Where a lookup is; filled by hmap_first, advanced by hmap_next. */
+/*
+ * Where a lookup is; filled by hmap_first, advanced by hmap_next.  After
+ * hmap_next returned HMAP_NONE it rests on the empty slot that ended the
+ * lookup, where hmap_put_probed can insert without probing again.
+ */
 struct hmap_probe {
 	uint32_t digest;
 	uint32_t i;
+	uint32_t mask; /* of the table probed */
 };
 
 /* Initializes an empty map (caller allocates); 0 < max <= HMAP_MAX. */
 void hmap_init(struct hmap *m, uint32_t max, const struct grow_alloc *alloc);
+/* Frees the table; the map is then empty and usable again with the same caps. */
 void hmap_release(struct hmap *m);
 
 /* Drops every entry, keeping the table's memory. */
@@ -76,6 +82,14 @@ void hmap_clear(struct hmap *m);
  * (n == max, or the hook's budget refused) or ERR_NOMEM.
  */
 int hmap_put(struct hmap *m, uint64_t hash, uint32_t index);
+
+/*
+ * Like hmap_put for the hash of a lookup that just ended with HMAP_NONE:
+ * inserts at the slot where it ended when that slot is still free in the
+ * same table (only puts may have happened since: no clear or truncate),
+ * else probes again.  Saves the second probe of "find, else add".
+ */
+int hmap_put_probed(struct hmap *m, const struct hmap_probe *p, uint32_t index);
 
 /* Makes room for `n` entries in all without a resize; errors as hmap_put. */
 int hmap_reserve(struct hmap *m, uint32_t n);
@@ -100,9 +114,9 @@ static inline uint32_t hmap_next(const struct hmap *m, struct hmap_probe *p)
 	for (;;) {
 		const struct hmap_slot *s = &m->slots[p->i];
 
-		p->i = (p->i + 1) & m->mask;
 		if (!s->ref)
 			return HMAP_NONE;
+		p->i = (p->i + 1) & m->mask;
 		if (s->digest == p->digest)
 			return s->ref - 1;
 	}
@@ -112,6 +126,7 @@ static inline uint32_t hmap_next(const struct hmap *m, struct hmap_probe *p)
 static inline uint32_t hmap_first(const struct hmap *m, uint64_t hash, struct hmap_probe *p)
 {
 	p->digest = hmap__digest(hash);
+	p->mask = m->mask;
 	p->i = p->digest & m->mask;
 	return hmap_next(m, p);
 }

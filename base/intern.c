@@ -39,12 +39,12 @@ void intern_clear(struct intern *t)
 	t->strs.failed = 0;
 }
 
-static uint32_t lookup(const struct intern *t, const void *s, size_t len, uint64_t h)
+static uint32_t lookup(const struct intern *t, const void *s, size_t len, uint64_t h,
+		       struct hmap_probe *pr)
 {
-	struct hmap_probe pr;
 	uint32_t i;
 
-	for (i = hmap_first(&t->index, h, &pr); i != HMAP_NONE; i = hmap_next(&t->index, &pr))
+	for (i = hmap_first(&t->index, h, pr); i != HMAP_NONE; i = hmap_next(&t->index, pr))
 		if (t->v[i].len == len && memcmp(t->v[i].s, s, len) == 0)
 			return i;
 	return HMAP_NONE;
@@ -52,7 +52,8 @@ static uint32_t lookup(const struct intern *t, const void *s, size_t len, uint64
 
 int intern_find(const struct intern *t, const void *s, size_t len, uint32_t *id)
 {
-	uint32_t i = lookup(t, s, len, hash_bytes(s, len, SEED));
+	struct hmap_probe pr;
+	uint32_t i = lookup(t, s, len, hash_bytes(s, len, SEED), &pr);
 
 	if (i == HMAP_NONE)
 		return ERR_NOT_FOUND;
@@ -62,8 +63,8 @@ int intern_find(const struct intern *t, const void *s, size_t len, uint32_t *id)
 
 int intern_put(struct intern *t, const void *s, size_t len, uint32_t *id)
 {
-	uint64_t h = hash_bytes(s, len, SEED);
-	uint32_t i = lookup(t, s, len, h);
+	struct hmap_probe pr;
+	uint32_t i = lookup(t, s, len, hash_bytes(s, len, SEED), &pr);
 	char *copy;
 	int rc;
 
@@ -86,7 +87,7 @@ int intern_put(struct intern *t, const void *s, size_t len, uint32_t *id)
 		return arena_failed(&t->strs);
 	t->v[t->n].s = copy;
 	t->v[t->n].len = len;
-	rc = hmap_put(&t->index, h, (uint32_t)t->n);
+	rc = hmap_put_probed(&t->index, &pr, (uint32_t)t->n);
 	assert(rc == 0); /* reserved above */
 	(void)rc;
 	*id = (uint32_t)t->n++;

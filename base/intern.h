@@ -47,6 +47,7 @@ struct intern {
  */
 void intern_init(struct intern *t, uint32_t max_strings, size_t max_bytes,
 		 const struct grow_alloc *alloc);
+/* Frees everything; the interner is then empty and usable again with the same caps. */
 void intern_release(struct intern *t);
 
 /* Forgets every string (ids restart at 0); keeps the table and index memory. */

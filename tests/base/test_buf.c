@@ -88,6 +88,28 @@ static void test_json_string(void **state)
 	assert_null(b.data);
 }
 
+/* Growth doubles from 256 bytes and stops at the cap plus the NUL. */
+static void test_growth_policy(void **state)
+{
+	struct buf b;
+	(void)state;
+	buf_init(&b, 1000);
+	assert_int_equal(buf_putc(&b, 'a'), 0);
+	assert_int_equal(b.alloc, 256);
+	assert_int_equal(buf_reserve(&b, 300), 0);
+	assert_int_equal(b.alloc, 512);
+	assert_int_equal(buf_reserve(&b, 999), 0);
+	assert_int_equal(b.alloc, 1001);
+	assert_int_equal(buf_reserve(&b, 1000), ERR_TOO_LARGE);
+	assert_int_equal(b.alloc, 1001);
+	buf_release(&b);
+	/* A cap of SIZE_MAX keeps room for the NUL. */
+	buf_init(&b, SIZE_MAX);
+	assert_int_equal(buf_reserve(&b, SIZE_MAX), ERR_TOO_LARGE);
+	assert_null(b.data);
+	buf_release(&b);
+}
+
 /*
  * A cap of 0 is a programmer error: buf_init asserts where asserts are
  * compiled in (Debug, ASan), and where they are not the buffer refuses
@@ -125,6 +147,7 @@ int main(void)
 		cmocka_unit_test(test_cap_leaves_contents),
 		cmocka_unit_test(test_varints),
 		cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_growth_policy),
 		cmocka_unit_test(test_zero_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -243,6 +243,63 @@ static void test_truncate_wrapping(void **state)
 		check_truncate(high_hash, 40, keep);
 }
 
+/* "Find, else add" with one probe, as the interner does it. */
+static void test_put_probed(void **state)
+{
+	uint64_t (*hashes[])(uint64_t) = { good_hash, bad_hash, high_hash };
+	(void)state;
+
+	for (size_t h = 0; h < 3; h++) {
+		struct table t;
+		struct hmap_probe pr;
+
+		table_init(&t, 100000, hashes[h]);
+		for (uint32_t round = 0; round < 2; round++) {
+			for (uint64_t k = 0; k < 3000; k++) {
+				uint32_t i;
+
+				for (i = hmap_first(&t.m, t.hash(k), &pr); i != HMAP_NONE;
+				     i = hmap_next(&t.m, &pr))
+					if (t.v[i].key == k)
+						break;
+				if (round) {
+					assert_int_equal(i, k); /* all found the second time */
+					continue;
+				}
+				assert_int_equal(i, HMAP_NONE);
+				assert_int_equal(GROW(t.v, t.cap, t.n + 1, 100000, NULL), 0);
+				t.v[t.n].key = k;
+				assert_int_equal(hmap_put_probed(&t.m, &pr, (uint32_t)t.n++), 0);
+			}
+		}
+		assert_int_equal(t.m.n, 3000);
+		table_release(&t);
+	}
+}
+
+/* A put between the probe and hmap_put_probed may take its slot: it probes again. */
+static void test_put_probed_after_put(void **state)
+{
+	struct hmap m;
+	struct hmap_probe pr;
+	int seen[3] = { 0 };
+	uint32_t i;
+	(void)state;
+
+	hmap_init(&m, 100, NULL);
+	assert_int_equal(hmap_put(&m, 5, 0), 0);
+	assert_int_equal(hmap_first(&m, 5 + ((uint64_t)1 << 40), &pr), HMAP_NONE); /* other digest */
+	assert_int_equal(hmap_put(&m, 5, 1), 0); /* takes the slot the probe ended on */
+	assert_int_equal(hmap_put_probed(&m, &pr, 2), 0);
+	for (i = hmap_first(&m, 5, &pr); i != HMAP_NONE; i = hmap_next(&m, &pr))
+		seen[i]++;
+	assert_int_equal(seen[0] + seen[1], 2);
+	assert_int_equal(seen[2], 0);
+	assert_int_equal(hmap_first(&m, 5 + ((uint64_t)1 << 40), &pr), 2);
+	assert_int_equal(m.n, 3);
+	hmap_release(&m);
+}
+
 static void test_clear(void **state)
 {
 	struct table t;
@@ -274,6 +331,8 @@ int main(void)
 		cmocka_unit_test(test_reserve),
 		cmocka_unit_test(test_truncate),
 		cmocka_unit_test(test_truncate_wrapping),
+		cmocka_unit_test(test_put_probed),
+		cmocka_unit_test(test_put_probed_after_put),
 		cmocka_unit_test(test_clear),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
