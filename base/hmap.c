@@ -121,7 +121,7 @@ int hmap_put(struct hmap *m, uint64_t hash, uint32_t index)
 	return 0;
 }
 
-int hmap_put_probed(struct hmap *m, const struct hmap_probe *p, uint32_t index)
+int hmap__put_probed_slow(struct hmap *m, const struct hmap_probe *p, uint32_t index)
 {
 	struct hmap_slot s = { p->digest, index + 1 };
 	int rc;

@@ -89,7 +89,7 @@ int hmap_put(struct hmap *m, uint64_t hash, uint32_t index);
  * same table (only puts may have happened since: no clear or truncate),
  * else probes again.  Saves the second probe of "find, else add".
  */
-int hmap_put_probed(struct hmap *m, const struct hmap_probe *p, uint32_t index);
+static inline int hmap_put_probed(struct hmap *m, const struct hmap_probe *p, uint32_t index);
 
 /* Makes room for `n` entries in all without a resize; errors as hmap_put. */
 int hmap_reserve(struct hmap *m, uint32_t n);
@@ -129,6 +129,23 @@ static inline uint32_t hmap_first(const struct hmap *m, uint64_t hash, struct hm
 	p->mask = m->mask;
 	p->i = p->digest & m->mask;
 	return hmap_next(m, p);
+}
+
+int hmap__put_probed_slow(struct hmap *m, const struct hmap_probe *p, uint32_t index);
+
+static inline int hmap_put_probed(struct hmap *m, const struct hmap_probe *p, uint32_t index)
+{
+	/* Inline when the slot is there to take without a resize; the
+	 * shared empty slot (mask 0) never passes the load test. */
+	if (p->mask == m->mask && m->n < m->max &&
+	    ((uint64_t)m->n + 1) * 4 <= ((uint64_t)m->mask + 1) * 3 && !m->slots[p->i].ref &&
+	    index != HMAP_NONE) {
+		m->slots[p->i].digest = p->digest;
+		m->slots[p->i].ref = index + 1;
+		m->n++;
+		return 0;
+	}
+	return hmap__put_probed_slow(m, p, index);
 }
 
 #endif
