@@ -13,16 +13,19 @@
  *             if (v[i].a == key.a && v[i].b == key.b)
  *                     return i;                          (found)
  *     ... append key to v at index n ...
- *     rc = hmap_put(m, h, n);                            (index it)
+ *     rc = hmap_put_probed(m, &pr, n);    (index it where the lookup ended)
+ *
+ * (hmap_put(m, h, n) indexes without a preceding lookup.)
  *
  * So one map type serves u64 keys (compare v[i].key), byte-string keys
  * (compare length and bytes, as intern.h does), composite keys, and any
  * value type (the value lives next to the key in v[i]).
  *
- * A slot is 8 bytes: a 32-bit digest of the hash and index + 1 (0 empty).
- * The digest picks the home slot and filters most mismatches before the
- * caller touches its array; different keys may share a digest, which is
- * why the caller compares.  The table doubles past 3/4 full.
+ * A slot is 8 bytes: a 32-bit digest of the hash ((h >> 32) ^ h, so give
+ * a well-mixed hash: hash_u64, hash_bytes) and index + 1 (0 empty).  The
+ * digest picks the home slot and filters most mismatches before the caller
+ * touches its array; different keys may share a digest, which is why the
+ * caller compares.  The table doubles past 3/4 full.
  *
  * Limits: at most `max` entries (ERR_TOO_LARGE past it, max <= HMAP_MAX);
  * memory through the grow_alloc hook given at init, so a budget can bound
@@ -42,7 +45,7 @@
 #include "base/grow.h"
 
 #define HMAP_NONE UINT32_MAX
-#define HMAP_MAX (UINT32_MAX / 2) /* largest `max`: the table stays below 2^32 slots */
+#define HMAP_MAX (UINT32_MAX / 2) /* largest `max`: the table stays within 2^32 slots */
 
 struct hmap_slot {
 	uint32_t digest;
