@@ -23,7 +23,7 @@
  *   limits.max_request_bytes before a byte is read, chunked bodies stop at
  *   the same cap, compressed bodies inflate under max_decompressed_bytes, and
  *   a client that stops sending is dropped after request_timeout_ms.  Error
- *   codes become HTTP statuses through one table (web__status_of_err).
+ *   codes become HTTP statuses through base/err.h's table (err_http_status).
  *
  *   Tenants come from the X-Scope-OrgID header (default "anonymous").
  *
