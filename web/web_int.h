@@ -8,7 +8,7 @@
  *   headers, the body in a capped buffer), so civetweb's types stay in
  *   server.c.  params.c and multipart.c are pure functions over untrusted
  *   bytes (query strings, times, tenants, multipart bodies) and are unit
- *   tested without a socket.  client.c is the CLI's HTTP client.
+ *   tested without a socket.
  *
  * Metrics
  *   Counters are per server (struct web__counters), updated with relaxed
