@@ -132,6 +132,16 @@ static size_t item_size(ProtobufCType t)
 	return 0;
 }
 
+const ProtobufCFieldDescriptor *pbjson_field(const ProtobufCMessageDescriptor *d, const char *key)
+{
+	return field_by_key(d, key);
+}
+
+const char *pbjson_json_name(const ProtobufCFieldDescriptor *f, char *dst, size_t cap)
+{
+	return json_name(f->name, dst, cap);
+}
+
 static int is_hex(const struct pbjson_hooks *h, const ProtobufCMessageDescriptor *d,
 		  const ProtobufCFieldDescriptor *f)
 {

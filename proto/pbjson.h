@@ -109,6 +109,14 @@ int pbjson_decode_value(const ProtobufCMessageDescriptor *d, const struct json_v
 int pbjson_encode(const ProtobufCMessage *m, const struct pbjson_hooks *hooks,
 		  unsigned flags, struct buf *out);
 
+/*
+ * For callers that look at a document before decoding it: the field of `d`
+ * that JSON member `key` names (by its JSON name or its field name), or
+ * NULL; and the JSON name of `f` in dst (cap bytes, cut if longer).
+ */
+const ProtobufCFieldDescriptor *pbjson_field(const ProtobufCMessageDescriptor *d, const char *key);
+const char *pbjson_json_name(const ProtobufCFieldDescriptor *f, char *dst, size_t cap);
+
 /* A protobuf-c allocator that allocates from `a` (frees are no-ops); `a` is borrowed. */
 void pbjson_arena_allocator(struct arena *a, ProtobufCAllocator *out);
 
