@@ -496,8 +496,9 @@ static int dec_repeated(struct dec *dc, const ProtobufCMessageDescriptor *d,
 }
 
 /* Member i of object v into m: looks up its field and stores its value. */
-static int dec_member(struct dec *dc, const ProtobufCMessageDescriptor *d, const struct json_value *v,
-		      size_t i, int depth, ProtobufCMessage *m, const char **seen)
+static int dec_member(struct dec *dc, const ProtobufCMessageDescriptor *d,
+		      const struct json_value *v, size_t i, int depth, ProtobufCMessage *m,
+		      const char **seen)
 {
 	const ProtobufCFieldDescriptor *f = field_by_key(d, v->keys[i]);
 	const struct json_value *x = &v->items[i];

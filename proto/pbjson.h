@@ -41,7 +41,9 @@
  * Ownership: a decoded message and everything it points to live in the
  * caller's arena, including copies of its strings; the parse tree is
  * never referenced.  Encoding appends to the caller's buffer.  Threading:
- * none; calls share nothing.
+ * none; calls share nothing.  Reals go through strtod() and "%g", so the
+ * process keeps the C locale's decimal point (unhex never calls
+ * setlocale()).
  */
 #ifndef UNHEX_PROTO_PBJSON_H
 #define UNHEX_PROTO_PBJSON_H
