@@ -30,11 +30,12 @@
 #   `unhex query top|folded|diff|pprof`, the debuginfo and stats routes,
 #   /symbolz, /metrics, and the 8 querier.v1 methods in both Connect codecs
 #   (JSON, and binary protobuf encoded by `protoc --encode` from the build
-#   source's proto/ files), with and without max_nodes, plus error answers.
+#   source's proto/ files), with and without max_nodes, one gzipped request
+#   body per codec, plus error answers.
 #
 # Canonical forms: JSON through `jq -S .`; protobuf through `protoc --decode`
 # to text format; pprof gunzipped and decoded as perftools.profiles.Profile,
-# plus NAME.traces.canon, its samples as sorted "value; frame;..." lines
+# plus NAME.traces.canon, its samples as sorted "value;frame;..." lines
 # (independent of id numbering); text as is; other binaries as sha256 and
 # size.  Normalizations, each because the product's answer legitimately
 # depends on the wall clock or on RocksDB's background work:
@@ -291,8 +292,9 @@ canon() {
 }
 
 # traces PROFILE_TEXT: the samples of a decoded pprof as sorted lines
-# "v1 v2...; frame;frame..." (leaf first), frames as function names (inline
-# lines as in the profile) or mapping file + offset in it; a view
+# "v1 v2...;frame;frame..." (leaf first; a location's inline frames joined
+# by "|" in the profile's order), frames as function names or as mapping
+# file + decimal offset in it; a view
 # that does not depend on how ids are numbered or samples ordered.
 traces() {
 	awk '
@@ -322,7 +324,7 @@ traces() {
 	}
 	END {
 		for (i = 0; i < nsamp; i++) {
-			split(samples[i], p, "\t"); n = split(p[2], ls, ";"); out = p[1] ";"
+			split(samples[i], p, "\t"); n = split(p[2], ls, ";"); out = p[1]
 			for (j = 1; j <= n; j++) {
 				k = split(lname[ls[j]], fr, "|"); part = ""
 				for (m = 1; m <= k; m++) {
@@ -331,7 +333,7 @@ traces() {
 					else { split(substr(x, 2), ma, "@"); x = str[mfile[ma[1]]] "+" sprintf("%.0f", ma[2] - mstart[ma[1]]) }
 					part = part (m > 1 ? "|" : "") x
 				}
-				out = out " " part
+				out = out ";" part
 			}
 			print out
 		}
@@ -596,6 +598,18 @@ diffreq() { # NAME TENANT L_SELECTOR R_SELECTOR FROM UNTIL [MAX_NODES]
 diffreq connect.Diff.versions.maxnone anonymous '{version="1.4"}' '{version="1.5"}' "$FROM" "$UNTIL"
 diffreq connect.Diff.versions.max64 anonymous '{version="1.4"}' '{version="1.5"}' "$FROM" "$UNTIL" 64
 diffreq connect.Diff.mixed.maxnone mixed '{instance=~"i-0[1-5]"}' '{instance!~"i-0[1-5]"}' "$FROM" "$MIX_UNTIL"
+
+# Request bodies gzipped (Content-Encoding), in both codecs
+sel "$CPU" "$SVC" "$SUB_FROM" "$SUB_UNTIL" 64
+printf '%s' "{$SJ}" | gzip -n >"$OUT/connect.SelectMergeStacktraces.sub.max64.gzip.json.req.json"
+http connect.SelectMergeStacktraces.sub.max64.gzip.json json anonymous POST \
+	/querier.v1.QuerierService/SelectMergeStacktraces -H 'Content-Type: application/json' \
+	-H 'Content-Encoding: gzip' --data-binary "@$OUT/connect.SelectMergeStacktraces.sub.max64.gzip.json.req.json"
+printf '%s\n' "$ST" | protoc --proto_path="$PROTO_DIR" --encode=querier.v1.SelectMergeStacktracesRequest \
+	querier.proto | gzip -n >"$OUT/connect.SelectMergeStacktraces.sub.max64.gzip.pb.req.bin"
+http connect.SelectMergeStacktraces.sub.max64.gzip.pb pb:querier.v1.SelectMergeStacktracesResponse anonymous \
+	POST /querier.v1.QuerierService/SelectMergeStacktraces -H 'Content-Type: application/proto' \
+	-H 'Connect-Content-Encoding: gzip' --data-binary "@$OUT/connect.SelectMergeStacktraces.sub.max64.gzip.pb.req.bin"
 
 # Connect errors (JSON bodies in both codecs)
 sel "$CPU" "$SVC" "$UNTIL" "$FROM"
