@@ -1,6 +1,6 @@
 /*
- * routes_debuginfo.c - debug info over HTTP, on top of the symbolization
- * service (symbolize/symbolize.h):
+ * routes_debuginfo.c - debug info over HTTP, on top of the debug-info
+ * service (debuginfo/debuginfo.h):
  *
  *   POST /api/v1/debuginfo/<build-id>[?type=executable]  upload, streamed to disk
  *   GET  /api/v1/debuginfo/<build-id>                    metadata, 404 if unknown
@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "debuginfo/debuginfo.h"
 #include "query/query.h"
-#include "symbolize/symbolize.h"
 #include "web/web_int.h"
 
 #define UPLOAD_CHUNK (256 * 1024)
@@ -63,12 +63,12 @@ static int authorized(struct web__req *rq)
 	return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, tok) == 0;
 }
 
-static void upload(struct web__req *rq, struct sym_service *svc, const char *id,
+static void upload(struct web__req *rq, struct debuginfo *svc, const char *id,
 		   struct web__resp *rs)
 {
-	struct sym_upload_result res;
-	struct sym_upload *u = NULL;
-	enum sym_file_kind kind = SYM_FILE_DEBUGINFO;
+	struct debuginfo_upload_result res;
+	struct debuginfo_upload *u = NULL;
+	enum debuginfo_file_kind kind = DEBUGINFO_FILE_DEBUGINFO;
 	long long declared = web__req_content_length(rq);
 	struct err_msg msg;
 	char type[32];
@@ -84,20 +84,21 @@ static void upload(struct web__req *rq, struct sym_service *svc, const char *id,
 	}
 	if (web__query_param(rq->query, "type", type, sizeof(type)) == 0 && type[0]) {
 		if (strcmp(type, "executable") == 0)
-			kind = SYM_FILE_EXECUTABLE;
+			kind = DEBUGINFO_FILE_EXECUTABLE;
 		else if (strcmp(type, "debuginfo") != 0) {
 			web__resp_text_error(rs, ERR_INVALID, "type must be debuginfo or executable");
 			return;
 		}
 	}
-	if (declared >= 0 && (unsigned long long)declared > sym_service_max_upload(svc)) {
+	if (declared >= 0 && (unsigned long long)declared > debuginfo_max_upload(svc)) {
 		err_set(&msg, ERR_TOO_LARGE, "debug info file of %lld bytes exceeds the limit of %llu",
-			declared, (unsigned long long)sym_service_max_upload(svc));
+			declared, (unsigned long long)debuginfo_max_upload(svc));
 		web__resp_text_error(rs, ERR_TOO_LARGE, msg.text);
 		return;
 	}
 	chunk = malloc(UPLOAD_CHUNK);
-	rc = chunk ? sym_upload_begin(svc, &u, &msg) : err_set(&msg, ERR_NOMEM, "out of memory");
+	rc = chunk ? debuginfo_upload_begin(svc, &u, &msg)
+		   : err_set(&msg, ERR_NOMEM, "out of memory");
 	while (!rc) {
 		int n = web__req_read(rq, chunk, UPLOAD_CHUNK);
 
@@ -107,16 +108,16 @@ static void upload(struct web__req *rq, struct sym_service *svc, const char *id,
 			rc = err_set(&msg, ERR_INVALID, "upload: read failed or timed out");
 			break;
 		}
-		rc = sym_upload_write(u, chunk, (size_t)n, &msg);
+		rc = debuginfo_upload_write(u, chunk, (size_t)n, &msg);
 	}
 	free(chunk);
 	if (rc) {
-		sym_upload_abort(u);
+		debuginfo_upload_abort(u);
 		web__resp_text_error(rs, rc, msg.text);
 		return;
 	}
 	rq->body_state = WEB_BODY_CONSUMED;
-	rc = sym_upload_commit(u, id, kind, &res, &msg);
+	rc = debuginfo_upload_commit(u, id, kind, &res, &msg);
 	if (rc) {
 		web__resp_text_error(rs, rc, msg.text);
 		if (rc == ERR_INVALID && res.reason == SYM_REASON_NO_SYMBOLS)
@@ -127,12 +128,12 @@ static void upload(struct web__req *rq, struct sym_service *svc, const char *id,
 	buf_printf(&rs->body,
 		   "{\"buildId\":\"%s\",\"type\":\"%s\",\"size\":%llu,\"unchanged\":%s,"
 		   "\"debuginfo\":%s,\"executable\":%s}\n",
-		   id, kind == SYM_FILE_EXECUTABLE ? "executable" : "debuginfo",
+		   id, kind == DEBUGINFO_FILE_EXECUTABLE ? "executable" : "debuginfo",
 		   (unsigned long long)res.size, res.unchanged ? "true" : "false",
 		   res.kinds & 1 ? "true" : "false", res.kinds & 2 ? "true" : "false");
 }
 
-static void symbolization(struct web__req *rq, struct sym_service *svc, struct web__resp *rs)
+static void symbolization(struct web__req *rq, struct debuginfo *svc, struct web__resp *rs)
 {
 	char query[8192], from[64], until[64];
 	struct query_params p;
@@ -170,7 +171,7 @@ static void symbolization(struct web__req *rq, struct sym_service *svc, struct w
 
 void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 {
-	struct sym_service *svc = rq->srv->opt.query.symbolizer;
+	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
 	const char *path = rq->path, *rest;
 	int is_get = strcmp(rq->method, "GET") == 0;
 	char id[ID_MAX + 1];
@@ -186,7 +187,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		return;
 	}
 	if (strcmp(path, "/api/v1/debuginfo") == 0) {
-		if (sym_service_info_json(svc, NULL, &rs->body, &msg)) {
+		if (debuginfo_info_json(svc, NULL, &rs->body, &msg)) {
 			buf_reset(&rs->body);
 			web__resp_text_error(rs, ERR_IO, msg.text);
 			return;
@@ -195,7 +196,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		return;
 	}
 	if (strncmp(path, "/buildid/", 9) == 0) {
-		enum sym_file_kind kind;
+		enum debuginfo_file_kind kind;
 		char file[4096];
 
 		if (take_id(path + 9, id, sizeof(id), &rest)) {
@@ -203,14 +204,14 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 			return;
 		}
 		if (strcmp(rest, "/debuginfo") == 0)
-			kind = SYM_FILE_DEBUGINFO;
+			kind = DEBUGINFO_FILE_DEBUGINFO;
 		else if (strcmp(rest, "/executable") == 0)
-			kind = SYM_FILE_EXECUTABLE;
+			kind = DEBUGINFO_FILE_EXECUTABLE;
 		else {
 			web__resp_text_error(rs, ERR_NOT_FOUND, "only debuginfo and executable are served");
 			return;
 		}
-		if (sym_service_file_path(svc, id, kind, file, sizeof(file))) {
+		if (debuginfo_file_path(svc, id, kind, file, sizeof(file))) {
 			web__resp_text_error(rs, ERR_NOT_FOUND, "no such build ID here");
 			return;
 		}
@@ -237,7 +238,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		rs->status = 405;
 		return;
 	}
-	if (sym_service_info_json(svc, id, &rs->body, &msg)) {
+	if (debuginfo_info_json(svc, id, &rs->body, &msg)) {
 		buf_reset(&rs->body);
 		web__resp_text_error(rs, ERR_NOT_FOUND, msg.text);
 		return;
@@ -248,7 +249,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs)
 {
 	if (rq->srv->opt.query.symbolizer && rs->status == 200)
-		sym_service_metrics(rq->srv->opt.query.symbolizer, &rs->body);
+		debuginfo_metrics(rq->srv->opt.query.symbolizer, &rs->body);
 	if (rq->srv->opt.query.symmemo && rs->status == 200)
 		query_symmemo_metrics(rq->srv->opt.query.symmemo, &rs->body);
 }

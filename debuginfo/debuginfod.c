@@ -3,7 +3,7 @@
  * executable file by build ID from the upstream servers, through
  * libdebuginfod.  A debuginfod_client is not thread-safe, so every fetch
  * begins and ends its own; the URLs, cache path and timeout come from the
- * environment, set once by sym_service_open() before any thread starts.
+ * environment, set once by debuginfo_open() before any thread starts.
  * The progress callback cancels a transfer past the caller's deadline or
  * when the service shuts down.
  */
@@ -15,7 +15,7 @@
 
 #include "base/clock.h"
 #include "base/err.h"
-#include "symbolize/symbolize_int.h"
+#include "debuginfo/debuginfo_int.h"
 
 struct fetch_ctx {
 	int64_t deadline_ns;
@@ -36,7 +36,7 @@ static int progress(debuginfod_client *c, long done, long total)
 	return 0;
 }
 
-int sym__debuginfod_fetch(const char *build_id_hex, int executable, int64_t deadline_ns,
+int debuginfo__debuginfod_fetch(const char *build_id_hex, int executable, int64_t deadline_ns,
 			  const volatile int *cancel, char **path, struct err_msg *msg)
 {
 	struct fetch_ctx f = { deadline_ns, cancel, 0 };

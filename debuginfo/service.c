@@ -1,9 +1,9 @@
 /*
- * service.c - the symbolization service: the debug-file store and its
+ * service.c - the debug-info service: the debug-file store and its
  * metadata, uploads, background workers that fetch from debuginfod and build
  * indexes (one job per build ID at a time), the LRU of open indexes, the
  * persisted symbol cache, and batch resolution for the query path.  Formats
- * and file layout are documented in symbolize_int.h, the flow in
+ * and file layout are documented in debuginfo_int.h, the flow in
  * docs/symbolization.md.
  */
 #include <dirent.h>
@@ -27,7 +27,7 @@
 #include "base/log.h"
 #include "base/varint.h"
 #include "storage/storage.h"
-#include "symbolize/symbolize_int.h"
+#include "debuginfo/debuginfo_int.h"
 
 #define HEX_MAX (2 * SYM_BUILD_ID_MAX + 1)
 #define META_VERSION 1
@@ -215,7 +215,7 @@ struct touch_slot {
 	int64_t written;
 };
 
-struct sym_service {
+struct debuginfo {
 	struct store *st;
 	char *dir; /* <data dir>/debuginfo */
 	int upstream;
@@ -248,37 +248,37 @@ struct sym_service {
 	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
 	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
 	atomic_uint_fast64_t uploads_ok, uploads_refused;
-	atomic_uint_fast64_t unresolved[SYM_STATUS_COUNT]; /* locations queries left hex */
+	atomic_uint_fast64_t unresolved[DEBUGINFO_STATUS_COUNT]; /* locations queries left hex */
 };
 
-struct sym_upload {
-	struct sym_service *s;
+struct debuginfo_upload {
+	struct debuginfo *s;
 	char path[4096];
 	int fd;
 	uint64_t size;
 };
 
-static const char *const status_names[SYM_STATUS_COUNT] = {
+static const char *const status_names[DEBUGINFO_STATUS_COUNT] = {
 	"ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
 	"upstream_error", "pending",
 };
 
-const char *sym_status_str(enum sym_status s)
+const char *debuginfo_status_str(enum debuginfo_status s)
 {
-	return (unsigned)s < SYM_STATUS_COUNT ? status_names[s] : "unknown";
+	return (unsigned)s < DEBUGINFO_STATUS_COUNT ? status_names[s] : "unknown";
 }
 
-static enum sym_status status_of_reason(enum sym_reason r)
+static enum debuginfo_status status_of_reason(enum sym_reason r)
 {
 	switch (r) {
-	case SYM_REASON_OK: return SYM_STATUS_OK;
-	case SYM_REASON_INVALID_ELF: return SYM_STATUS_INVALID_ELF;
-	case SYM_REASON_BUILD_ID_MISMATCH: return SYM_STATUS_MISMATCH;
-	case SYM_REASON_NO_BUILD_ID: return SYM_STATUS_NO_BUILD_ID;
+	case SYM_REASON_OK: return DEBUGINFO_STATUS_OK;
+	case SYM_REASON_INVALID_ELF: return DEBUGINFO_STATUS_INVALID_ELF;
+	case SYM_REASON_BUILD_ID_MISMATCH: return DEBUGINFO_STATUS_MISMATCH;
+	case SYM_REASON_NO_BUILD_ID: return DEBUGINFO_STATUS_NO_BUILD_ID;
 	case SYM_REASON_NO_SYMBOLS:
 	case SYM_REASON_NO_DEBUG_INFO: break;
 	}
-	return SYM_STATUS_NO_SYMBOLS;
+	return DEBUGINFO_STATUS_NO_SYMBOLS;
 }
 
 static void copy_reason(char *out, size_t len, const char *s)
@@ -305,7 +305,7 @@ static int canon_id(const char *hex, char out[HEX_MAX], uint8_t *bytes, size_t *
 	return 0;
 }
 
-static int id_path(const struct sym_service *s, const char *id, const char *name, char *out,
+static int id_path(const struct debuginfo *s, const char *id, const char *name, char *out,
 		   size_t len)
 {
 	int n = snprintf(out, len, "%s/%.2s/%s%s%s", s->dir, id, id, name ? "/" : "",
@@ -478,7 +478,7 @@ static int meta_decode(const void *val, size_t len, struct meta *m)
 			return ERR_CORRUPT;
 		p += k;
 	}
-	if (v[1] >= SYM_STATUS_COUNT || v[8] > (uint64_t)(end - p))
+	if (v[1] >= DEBUGINFO_STATUS_COUNT || v[8] > (uint64_t)(end - p))
 		return ERR_CORRUPT;
 	m->source = (unsigned)v[0];
 	m->status = (unsigned)v[1];
@@ -495,7 +495,7 @@ static int meta_decode(const void *val, size_t len, struct meta *m)
 }
 
 /* 0 and *m, ERR_NOT_FOUND, or another error. */
-static int meta_get(struct sym_service *s, const char *id, struct meta *m)
+static int meta_get(struct debuginfo *s, const char *id, struct meta *m)
 {
 	struct buf b;
 	int rc;
@@ -508,7 +508,7 @@ static int meta_get(struct sym_service *s, const char *id, struct meta *m)
 	return rc;
 }
 
-static int meta_put(struct sym_service *s, const char *id, const struct meta *m)
+static int meta_put(struct debuginfo *s, const char *id, const struct meta *m)
 {
 	struct store_kv kv;
 	struct buf b;
@@ -528,8 +528,8 @@ static int meta_put(struct sym_service *s, const char *id, const struct meta *m)
 }
 
 /* Records a failure status for `id`, keeping what is known about its files. */
-static void meta_fail(struct sym_service *s, const char *id, unsigned source,
-		      enum sym_status st, int64_t retry_at, const char *reason)
+static void meta_fail(struct debuginfo *s, const char *id, unsigned source,
+		      enum debuginfo_status st, int64_t retry_at, const char *reason)
 {
 	struct meta m;
 
@@ -554,7 +554,7 @@ static int put_str(struct buf *out, const char *s)
 	return rc ? rc : buf_append(out, s ? s : "", n);
 }
 
-int sym__frames_encode(const struct sym_frame *f, size_t n, struct buf *out)
+int debuginfo__frames_encode(const struct sym_frame *f, size_t n, struct buf *out)
 {
 	int rc = buf_putc(out, CACHE_VERSION);
 
@@ -631,7 +631,7 @@ static int frames_decode(const void *val, size_t len, struct arena *strs, struct
 	return 0;
 }
 
-int sym__frames_decode(const void *val, size_t len, struct arena *strs, struct sym_frame *f,
+int debuginfo__frames_decode(const void *val, size_t len, struct arena *strs, struct sym_frame *f,
 		       size_t max, size_t *n)
 {
 	return frames_decode(val, len, strs, NULL, f, max, n);
@@ -656,7 +656,7 @@ static int frames_decode_scratch(const void *val, size_t len, struct buf *scr,
 /* ---- the index LRU ------------------------------------------------------- */
 
 /* Must hold s->mu.  Returns a referenced entry or NULL. */
-static struct open_index *lru_find(struct sym_service *s, const char *id)
+static struct open_index *lru_find(struct debuginfo *s, const char *id)
 {
 	for (size_t i = 0; i < s->n_lru; i++)
 		if (strcmp(s->lru[i].id, id) == 0) {
@@ -667,7 +667,7 @@ static struct open_index *lru_find(struct sym_service *s, const char *id)
 	return NULL;
 }
 
-static void lru_put(struct sym_service *s, struct open_index *e)
+static void lru_put(struct debuginfo *s, struct open_index *e)
 {
 	pthread_mutex_lock(&s->mu);
 	e->refs--;
@@ -675,7 +675,7 @@ static void lru_put(struct sym_service *s, struct open_index *e)
 }
 
 /* Must hold s->mu.  Drops the entry of `id` if no query uses it. */
-static void lru_evict_id(struct sym_service *s, const char *id)
+static void lru_evict_id(struct debuginfo *s, const char *id)
 {
 	for (size_t i = 0; i < s->n_lru; i++)
 		if (strcmp(s->lru[i].id, id) == 0 && s->lru[i].refs == 0) {
@@ -692,7 +692,7 @@ static void lru_evict_id(struct sym_service *s, const char *id)
  * used unreferenced entry (or, if all are in use, the new index is
  * returned in a heap entry the caller frees: *spill).
  */
-static struct open_index *lru_insert(struct sym_service *s, const char *id, struct sym_index *idx,
+static struct open_index *lru_insert(struct debuginfo *s, const char *id, struct sym_index *idx,
 				     const struct sym_elf_info *layout, struct open_index **spill)
 {
 	struct open_index *e = NULL;
@@ -736,7 +736,7 @@ static struct open_index *lru_insert(struct sym_service *s, const char *id, stru
 }
 
 /* The program headers used to turn file offsets into addresses. */
-static int load_layout(struct sym_service *s, const char *id, struct sym_elf_info *out)
+static int load_layout(struct debuginfo *s, const char *id, struct sym_elf_info *out)
 {
 	char path[4096];
 
@@ -750,7 +750,7 @@ static int load_layout(struct sym_service *s, const char *id, struct sym_elf_inf
 }
 
 /* Opens the on-disk index of `id` into the LRU; ERR_NOT_FOUND if there is none. */
-static int open_index(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen,
+static int open_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
 		      struct open_index **out, struct open_index **spill)
 {
 	struct sym_elf_info layout;
@@ -780,7 +780,7 @@ static int open_index(struct sym_service *s, const char *id, const uint8_t *bid,
 /* ---- background jobs ------------------------------------------------------- */
 
 struct alt_ctx {
-	struct sym_service *s;
+	struct debuginfo *s;
 	int64_t deadline;
 };
 
@@ -798,13 +798,13 @@ static int find_alt(void *ctx, const uint8_t *id, size_t id_len, const char *nam
 		return *path ? 0 : ERR_NOMEM;
 	}
 	if (a->s->upstream &&
-	    sym__debuginfod_fetch(hex, 0, a->deadline, &a->s->cancel, path, NULL) == 0)
+	    debuginfo__debuginfod_fetch(hex, 0, a->deadline, &a->s->cancel, path, NULL) == 0)
 		return 0;
 	return ERR_NOT_FOUND;
 }
 
 /* Fetches the debug info of `id` from upstream into our store. */
-static int job_fetch(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen)
+static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
 {
 	int64_t now = clock_wall_ns();
 	struct sym_elf_info info;
@@ -815,17 +815,17 @@ static int job_fetch(struct sym_service *s, const char *id, const uint8_t *bid, 
 	int rc;
 
 	err_clear(&msg);
-	rc = sym__debuginfod_fetch(id, 0, clock_mono_ns() + s->fetch_timeout_ns, &s->cancel, &got,
+	rc = debuginfo__debuginfod_fetch(id, 0, clock_mono_ns() + s->fetch_timeout_ns, &s->cancel, &got,
 				   &msg);
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
-		meta_fail(s, id, SRC_DEBUGINFOD, SYM_STATUS_NOT_FOUND, now + s->retry_ns,
+		meta_fail(s, id, SRC_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
 			  "not uploaded, and no debuginfod upstream has it");
 		return rc;
 	}
 	if (rc) {
 		atomic_fetch_add(&s->fetches_error, 1);
-		meta_fail(s, id, SRC_DEBUGINFOD, SYM_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
+		meta_fail(s, id, SRC_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
 		return rc;
 	}
 	atomic_fetch_add(&s->fetches_ok, 1);
@@ -854,14 +854,14 @@ static int job_fetch(struct sym_service *s, const char *id, const uint8_t *bid, 
 		rc = install_copy(got, dst, &msg);
 	free(got);
 	if (rc) {
-		meta_fail(s, id, SRC_DEBUGINFOD, SYM_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
+		meta_fail(s, id, SRC_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
 			  "cannot store the fetched file");
 		return rc;
 	}
 	memset(&m, 0, sizeof(m));
 	m.source = SRC_DEBUGINFOD;
-	m.status = SYM_STATUS_OK;
-	m.kinds = 1u << SYM_FILE_DEBUGINFO;
+	m.status = DEBUGINFO_STATUS_OK;
+	m.kinds = 1u << DEBUGINFO_FILE_DEBUGINFO;
 	file_hash(dst, &m.size, &m.hash);
 	m.uploaded = now;
 	m.last_used = now;
@@ -869,7 +869,7 @@ static int job_fetch(struct sym_service *s, const char *id, const uint8_t *bid, 
 }
 
 /* Builds the index of `id` from its stored debuginfo (or executable). */
-static int job_build(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen)
+static int job_build(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
 {
 	struct sym_dwarf_opts opts = { 0 };
 	struct sym_index_stats stats;
@@ -903,8 +903,8 @@ static int job_build(struct sym_service *s, const char *id, const uint8_t *bid, 
 		/* ERR_NOT_FOUND from a good file: a DWZ alt file is missing. */
 		meta_fail(s, id, SRC_NONE,
 			  reason != SYM_REASON_OK ? status_of_reason(reason) :
-			  rc == ERR_NOT_FOUND	  ? SYM_STATUS_NOT_FOUND :
-						    SYM_STATUS_INVALID_ELF,
+			  rc == ERR_NOT_FOUND	  ? DEBUGINFO_STATUS_NOT_FOUND :
+						    DEBUGINFO_STATUS_INVALID_ELF,
 			  clock_wall_ns() + s->retry_ns, msg.text);
 		return rc;
 	}
@@ -915,7 +915,7 @@ static int job_build(struct sym_service *s, const char *id, const uint8_t *bid, 
 	return 0;
 }
 
-static void job_run(struct sym_service *s, const char *id)
+static void job_run(struct debuginfo *s, const char *id)
 {
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	size_t blen;
@@ -935,7 +935,7 @@ static void job_run(struct sym_service *s, const char *id)
 
 static void *worker(void *arg)
 {
-	struct sym_service *s = arg;
+	struct debuginfo *s = arg;
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
@@ -967,7 +967,7 @@ static void *worker(void *arg)
 }
 
 /* Must hold s->mu.  Queues a job for `id` unless one exists. */
-static int job_queue(struct sym_service *s, const char *id)
+static int job_queue(struct debuginfo *s, const char *id)
 {
 	struct job *j, **tail = &s->jobs;
 
@@ -986,7 +986,7 @@ static int job_queue(struct sym_service *s, const char *id)
 }
 
 /* Must hold s->mu. */
-static int job_pending(struct sym_service *s, const char *id)
+static int job_pending(struct debuginfo *s, const char *id)
 {
 	for (struct job *j = s->jobs; j; j = j->next)
 		if (strcmp(j->id, id) == 0)
@@ -995,7 +995,7 @@ static int job_pending(struct sym_service *s, const char *id)
 }
 
 /* Waits (holding s->mu) until no job for `id` exists or the deadline; 1 if still pending. */
-static int job_wait(struct sym_service *s, const char *id, int64_t deadline_mono)
+static int job_wait(struct debuginfo *s, const char *id, int64_t deadline_mono)
 {
 	while (job_pending(s, id) && !s->stopping) {
 		int64_t left = deadline_mono - clock_mono_ns();
@@ -1015,10 +1015,10 @@ static int job_wait(struct sym_service *s, const char *id, int64_t deadline_mono
 
 /* ---- open / close --------------------------------------------------------- */
 
-int sym_service_open(struct store *st, const struct sym_service_options *opt,
-		     struct sym_service **out, struct err_msg *msg)
+int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
+		     struct debuginfo **out, struct err_msg *msg)
 {
-	struct sym_service *s;
+	struct debuginfo *s;
 	char path[4096], cache[4096], timeout[32];
 	int workers;
 
@@ -1073,14 +1073,14 @@ int sym_service_open(struct store *st, const struct sym_service_options *opt,
 		s->n_threads++;
 	}
 	if (!s->n_threads) {
-		sym_service_close(s);
+		debuginfo_close(s);
 		return err_set(msg, ERR_UNAVAILABLE, "symbolize: cannot start a worker thread");
 	}
 	*out = s;
 	return 0;
 }
 
-void sym_service_close(struct sym_service *s)
+void debuginfo_close(struct debuginfo *s)
 {
 	if (!s)
 		return;
@@ -1111,17 +1111,17 @@ void sym_service_close(struct sym_service *s)
 	free(s);
 }
 
-int64_t sym_service_budget_ns(const struct sym_service *s)
+int64_t debuginfo_budget_ns(const struct debuginfo *s)
 {
 	return s->budget_ns;
 }
 
-uint64_t sym_service_max_upload(const struct sym_service *s)
+uint64_t debuginfo_max_upload(const struct debuginfo *s)
 {
 	return s->max_upload;
 }
 
-void sym_service_stats(struct sym_service *s, struct sym_service_stats *o)
+void debuginfo_stats(struct debuginfo *s, struct debuginfo_stats *o)
 {
 	o->index_builds = atomic_load(&s->index_builds);
 	o->index_opens = atomic_load(&s->index_opens);
@@ -1136,9 +1136,9 @@ void sym_service_stats(struct sym_service *s, struct sym_service_stats *o)
 
 /* ---- uploads ----------------------------------------------------------------- */
 
-int sym_upload_begin(struct sym_service *s, struct sym_upload **out, struct err_msg *msg)
+int debuginfo_upload_begin(struct debuginfo *s, struct debuginfo_upload **out, struct err_msg *msg)
 {
-	struct sym_upload *u = calloc(1, sizeof(*u));
+	struct debuginfo_upload *u = calloc(1, sizeof(*u));
 
 	if (!u)
 		return err_set(msg, ERR_NOMEM, "out of memory");
@@ -1156,7 +1156,7 @@ int sym_upload_begin(struct sym_service *s, struct sym_upload **out, struct err_
 	return 0;
 }
 
-int sym_upload_write(struct sym_upload *u, const void *data, size_t len, struct err_msg *msg)
+int debuginfo_upload_write(struct debuginfo_upload *u, const void *data, size_t len, struct err_msg *msg)
 {
 	const char *p = data;
 
@@ -1177,7 +1177,7 @@ int sym_upload_write(struct sym_upload *u, const void *data, size_t len, struct 
 	return 0;
 }
 
-void sym_upload_abort(struct sym_upload *u)
+void debuginfo_upload_abort(struct debuginfo_upload *u)
 {
 	if (!u)
 		return;
@@ -1208,7 +1208,7 @@ static int collect_key(void *ctx, const void *key, size_t klen, const void *val,
 	return rc;
 }
 
-static void drop_derived(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen)
+static void drop_derived(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
 {
 	struct del_ctx d;
 	char path[4096];
@@ -1252,13 +1252,13 @@ static void drop_derived(struct sym_service *s, const char *id, const uint8_t *b
 	atomic_fetch_add(&s->generation, 1);
 }
 
-uint64_t sym_service_generation(const struct sym_service *s)
+uint64_t debuginfo_generation(const struct debuginfo *s)
 {
-	return atomic_load(&((struct sym_service *)s)->generation);
+	return atomic_load(&((struct debuginfo *)s)->generation);
 }
 
 /* The next use of `bid` is recorded again (its file just changed). */
-static void touch_forget(struct sym_service *s, const uint8_t *bid, size_t blen)
+static void touch_forget(struct debuginfo *s, const uint8_t *bid, size_t blen)
 {
 	uint64_t h = hash_bytes(bid, blen, 0);
 	struct touch_slot *t = &s->touched[h % TOUCH_SLOTS];
@@ -1269,7 +1269,7 @@ static void touch_forget(struct sym_service *s, const uint8_t *bid, size_t blen)
 	pthread_mutex_unlock(&s->touch_mu);
 }
 
-void sym_service_touch(struct sym_service *s, const char *build_id_hex)
+void debuginfo_touch(struct debuginfo *s, const char *build_id_hex)
 {
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	char id[HEX_MAX];
@@ -1297,7 +1297,7 @@ void sym_service_touch(struct sym_service *s, const char *build_id_hex)
 		touch_forget(s, bid, blen);
 		return;
 	}
-	if (!meta_get(s, id, &m) && m.status == SYM_STATUS_OK) {
+	if (!meta_get(s, id, &m) && m.status == DEBUGINFO_STATUS_OK) {
 		m.last_used = now;
 		if (meta_put(s, id, &m))
 			log_warn("symbolize: cannot record the last use of %s", id);
@@ -1316,7 +1316,7 @@ static int find_waiting(void *ctx, const void *key, size_t klen, const void *val
 	struct meta m;
 	int rc;
 
-	if (klen >= HEX_MAX || meta_decode(val, vlen, &m) || m.status == SYM_STATUS_OK ||
+	if (klen >= HEX_MAX || meta_decode(val, vlen, &m) || m.status == DEBUGINFO_STATUS_OK ||
 	    !strstr(m.reason, "alt_not_found") || !strstr(m.reason, w->alt_id))
 		return 0;
 	rc = buf_append(&w->ids, key, klen);
@@ -1328,7 +1328,7 @@ static int find_waiting(void *ctx, const void *key, size_t klen, const void *val
  * their DWZ alt file are retried at their next query instead of after the
  * retry delay.  upload_mu held.
  */
-static void retry_waiting(struct sym_service *s, const char *alt_id)
+static void retry_waiting(struct debuginfo *s, const char *alt_id)
 {
 	struct waiting w = { alt_id, { 0 } };
 
@@ -1338,7 +1338,7 @@ static void retry_waiting(struct sym_service *s, const char *alt_id)
 			const char *id = w.ids.data + at;
 			struct meta m;
 
-			if (meta_get(s, id, &m) || m.status == SYM_STATUS_OK)
+			if (meta_get(s, id, &m) || m.status == DEBUGINFO_STATUS_OK)
 				continue;
 			m.retry_at = 0;
 			if (meta_put(s, id, &m))
@@ -1351,23 +1351,23 @@ static void retry_waiting(struct sym_service *s, const char *alt_id)
 	buf_release(&w.ids);
 }
 
-static int refuse(struct sym_upload *u, const char *id, enum sym_reason reason, int code,
-		  struct sym_upload_result *res, struct err_msg *msg)
+static int refuse(struct debuginfo_upload *u, const char *id, enum sym_reason reason, int code,
+		  struct debuginfo_upload_result *res, struct err_msg *msg)
 {
 	struct meta m;
 
 	res->reason = reason;
 	atomic_fetch_add(&u->s->uploads_refused, 1);
 	/* A refusal explains a hex frame only when no good file is stored. */
-	if (id[0] && (meta_get(u->s, id, &m) || m.status != SYM_STATUS_OK || !m.kinds))
+	if (id[0] && (meta_get(u->s, id, &m) || m.status != DEBUGINFO_STATUS_OK || !m.kinds))
 		meta_fail(u->s, id, SRC_UPLOAD, status_of_reason(reason), 0, msg ? msg->text : "");
 	return code;
 }
 
-int sym_upload_commit(struct sym_upload *u, const char *build_id_hex, enum sym_file_kind kind,
-		      struct sym_upload_result *res, struct err_msg *msg)
+int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex, enum debuginfo_file_kind kind,
+		      struct debuginfo_upload_result *res, struct err_msg *msg)
 {
-	struct sym_service *s = u->s;
+	struct debuginfo *s = u->s;
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	size_t blen;
 	char id[HEX_MAX], have[HEX_MAX], dir[4096], dst[4096];
@@ -1401,11 +1401,11 @@ int sym_upload_commit(struct sym_upload *u, const char *build_id_hex, enum sym_f
 		rc = refuse(u, id, SYM_REASON_BUILD_ID_MISMATCH, ERR_CONFLICT, res, msg);
 		goto out;
 	}
-	if (kind == SYM_FILE_DEBUGINFO && sym_elf_check(&info, NULL, 0, 0, &reason, msg)) {
+	if (kind == DEBUGINFO_FILE_DEBUGINFO && sym_elf_check(&info, NULL, 0, 0, &reason, msg)) {
 		rc = refuse(u, id, reason, ERR_INVALID, res, msg);
 		goto out;
 	}
-	if (kind == SYM_FILE_EXECUTABLE &&
+	if (kind == DEBUGINFO_FILE_EXECUTABLE &&
 	    (!(info.flags & SYM_HAS_TEXT) || (info.flags & SYM_SEGMENTS_FROM_DEBUG) ||
 	     !info.n_segments)) {
 		err_set(msg, ERR_INVALID, "invalid_elf: not an executable (no code or no PT_LOAD)");
@@ -1429,7 +1429,7 @@ int sym_upload_commit(struct sym_upload *u, const char *build_id_hex, enum sym_f
 				replaced = 1;
 			}
 		}
-		if (!rc && (!(m.kinds & (1u << SYM_FILE_DEBUGINFO)) || kind == SYM_FILE_DEBUGINFO)) {
+		if (!rc && (!(m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO)) || kind == DEBUGINFO_FILE_DEBUGINFO)) {
 			m.size = size;
 			m.hash = hash;
 		}
@@ -1450,15 +1450,15 @@ int sym_upload_commit(struct sym_upload *u, const char *build_id_hex, enum sym_f
 		m.kinds |= 1u << kind;
 		/* An unstripped binary is its own executable: its program headers
 		 * give exact file offsets, and /buildid/<id>/executable serves it. */
-		if (kind == SYM_FILE_DEBUGINFO && (info.flags & SYM_HAS_TEXT) &&
+		if (kind == DEBUGINFO_FILE_DEBUGINFO && (info.flags & SYM_HAS_TEXT) &&
 		    !(info.flags & SYM_SEGMENTS_FROM_DEBUG) &&
 		    !id_path(s, id, "executable", exe, sizeof(exe)) &&
 		    (!file_exists(exe) || replaced) && !install_copy(dst, exe, NULL))
-			m.kinds |= 1u << SYM_FILE_EXECUTABLE;
-		if (replaced || (had_meta && m.status != SYM_STATUS_OK))
+			m.kinds |= 1u << DEBUGINFO_FILE_EXECUTABLE;
+		if (replaced || (had_meta && m.status != DEBUGINFO_STATUS_OK))
 			drop_derived(s, id, bid, blen);
 		m.source = SRC_UPLOAD;
-		m.status = SYM_STATUS_OK;
+		m.status = DEBUGINFO_STATUS_OK;
 		m.reason[0] = '\0';
 		m.retry_at = 0;
 		if (!res->unchanged || !m.uploaded)
@@ -1480,16 +1480,16 @@ int sym_upload_commit(struct sym_upload *u, const char *build_id_hex, enum sym_f
 			 kind_names[kind], id, (unsigned long long)u->size);
 	}
 out:
-	sym_upload_abort(u);
+	debuginfo_upload_abort(u);
 	return rc;
 }
 
-int sym_service_file_path(struct sym_service *s, const char *build_id_hex, enum sym_file_kind kind,
+int debuginfo_file_path(struct debuginfo *s, const char *build_id_hex, enum debuginfo_file_kind kind,
 			  char *out, size_t out_len)
 {
 	char id[HEX_MAX];
 
-	if (canon_id(build_id_hex, id, NULL, NULL) || (unsigned)kind > SYM_FILE_EXECUTABLE ||
+	if (canon_id(build_id_hex, id, NULL, NULL) || (unsigned)kind > DEBUGINFO_FILE_EXECUTABLE ||
 	    id_path(s, id, kind_names[kind], out, out_len) || !file_exists(out))
 		return ERR_NOT_FOUND;
 	return 0;
@@ -1509,7 +1509,7 @@ static int meta_json(struct buf *out, const char *id, size_t idlen, const struct
 				"\"status\":\"%s\",\"reason\":",
 				sources[m->source < 3 ? m->source : 0], (unsigned long long)m->size,
 				(long long)(m->uploaded / 1000000), (long long)(m->last_used / 1000000),
-				sym_status_str(m->status));
+				debuginfo_status_str(m->status));
 	if (!rc) rc = buf_put_json_str(out, m->reason, strlen(m->reason));
 	if (!rc)
 		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"retryAt\":%lld}",
@@ -1535,7 +1535,7 @@ static int list_one(void *ctx, const void *key, size_t klen, const void *val, si
 	return rc ? rc : meta_json(l->out, key, klen, &m);
 }
 
-int sym_service_info_json(struct sym_service *s, const char *build_id_hex, struct buf *out,
+int debuginfo_info_json(struct debuginfo *s, const char *build_id_hex, struct buf *out,
 			  struct err_msg *msg)
 {
 	struct list_ctx l = { out, 0 };
@@ -1562,9 +1562,9 @@ int sym_service_info_json(struct sym_service *s, const char *build_id_hex, struc
 	return rc;
 }
 
-void sym_service_note_unresolved(struct sym_service *s, enum sym_status status, uint64_t n)
+void debuginfo_note_unresolved(struct debuginfo *s, enum debuginfo_status status, uint64_t n)
 {
-	if ((unsigned)status < SYM_STATUS_COUNT && n)
+	if ((unsigned)status < DEBUGINFO_STATUS_COUNT && n)
 		atomic_fetch_add(&s->unresolved[status], n);
 }
 
@@ -1575,41 +1575,41 @@ static int count_status(void *ctx, const void *key, size_t klen, const void *val
 
 	(void)key;
 	(void)klen;
-	if (!meta_decode(val, vlen, &m) && m.status < SYM_STATUS_COUNT)
+	if (!meta_decode(val, vlen, &m) && m.status < DEBUGINFO_STATUS_COUNT)
 		by[m.status]++;
 	return 0;
 }
 
 /* Per-status lines: the build IDs the store knows, and what queries left hex. */
-static int status_metrics(struct sym_service *s, struct buf *out)
+static int status_metrics(struct debuginfo *s, struct buf *out)
 {
-	uint64_t by[SYM_STATUS_COUNT] = { 0 };
+	uint64_t by[DEBUGINFO_STATUS_COUNT] = { 0 };
 	int rc;
 
 	store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, count_status, by, NULL);
 	rc = buf_puts(out, "# HELP unhex_debuginfo_build_ids Build IDs the server knows, by status.\n"
 			   "# TYPE unhex_debuginfo_build_ids gauge\n");
-	for (int i = 0; i < SYM_STATUS_COUNT && !rc; i++)
-		if (i != SYM_STATUS_PENDING)
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT && !rc; i++)
+		if (i != DEBUGINFO_STATUS_PENDING)
 			rc = buf_printf(out, "unhex_debuginfo_build_ids{status=\"%s\"} %llu\n",
 					status_names[i], (unsigned long long)by[i]);
 	if (!rc)
 		rc = buf_puts(out, "# HELP unhex_symbolize_unresolved_locations_total Distinct "
 				   "locations that queries left without names, by why.\n"
 				   "# TYPE unhex_symbolize_unresolved_locations_total counter\n");
-	for (int i = 0; i < SYM_STATUS_COUNT && !rc; i++)
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT && !rc; i++)
 		rc = buf_printf(out, "unhex_symbolize_unresolved_locations_total{status=\"%s\"} %llu\n",
 				status_names[i], (unsigned long long)atomic_load(&s->unresolved[i]));
 	return rc;
 }
 
-int sym_service_metrics(struct sym_service *s, struct buf *out)
+int debuginfo_metrics(struct debuginfo *s, struct buf *out)
 {
-	struct sym_service_stats st;
+	struct debuginfo_stats st;
 	size_t open_n;
 	int rc;
 
-	sym_service_stats(s, &st);
+	debuginfo_stats(s, &st);
 	pthread_mutex_lock(&s->mu);
 	open_n = s->n_lru;
 	pthread_mutex_unlock(&s->mu);
@@ -1649,8 +1649,8 @@ int sym_service_metrics(struct sym_service *s, struct buf *out)
  * mapping maps had p_offset = mapping.file_offset + p_vaddr % page; the
  * executable segment that holds the offset under that rule wins.
  */
-static int to_vaddr(const struct sym_elf_info *l, const struct sym_mapping_ref *map,
-		    const struct sym_addr_req *r, uint64_t *vaddr)
+static int to_vaddr(const struct sym_elf_info *l, const struct debuginfo_mapping_ref *map,
+		    const struct debuginfo_addr_req *r, uint64_t *vaddr)
 {
 	uint64_t adj = r->leaf ? 0 : 1, span = 0;
 	size_t best = SIZE_MAX;
@@ -1689,7 +1689,7 @@ static int to_vaddr(const struct sym_elf_info *l, const struct sym_mapping_ref *
 	return 0;
 }
 
-static void cache_key(uint8_t *k, const uint8_t *bid, size_t blen, const struct sym_addr_req *r)
+static void cache_key(uint8_t *k, const uint8_t *bid, size_t blen, const struct debuginfo_addr_req *r)
 {
 	memcpy(k, bid, blen);
 	be64_put(k + blen, r->addr);
@@ -1697,8 +1697,8 @@ static void cache_key(uint8_t *k, const uint8_t *bid, size_t blen, const struct 
 }
 
 struct hit_ctx {
-	struct sym_service *s;
-	const struct sym_addr_req *reqs;
+	struct debuginfo *s;
+	const struct debuginfo_addr_req *reqs;
 	struct buf scratch; /* the strings of the frames being handed out */
 	sym_frames_fn fn;
 	void *ctx;
@@ -1749,7 +1749,7 @@ static int on_stored(void *ctx, size_t j, const void *val, size_t vlen)
 }
 
 /* Writes `n` cached pairs, keys in `keys` (klen each), values at `offs` in `vals`. */
-static int flush_cache(struct sym_service *s, const uint8_t *keys, size_t klen,
+static int flush_cache(struct debuginfo *s, const uint8_t *keys, size_t klen,
 		       const struct buf *vals, const size_t *offs, size_t n)
 {
 	struct store_kv *kv;
@@ -1778,9 +1778,9 @@ static int flush_cache(struct sym_service *s, const uint8_t *keys, size_t klen,
 }
 
 /* Resolves the cache misses of a batch through the index and caches them. */
-static int resolve_misses(struct sym_service *s, struct open_index *e,
-			  const uint8_t *bid, size_t blen, const struct sym_mapping_ref *map,
-			  const struct sym_addr_req *reqs, size_t n, const uint8_t *missing,
+static int resolve_misses(struct debuginfo *s, struct open_index *e,
+			  const uint8_t *bid, size_t blen, const struct debuginfo_mapping_ref *map,
+			  const struct debuginfo_addr_req *reqs, size_t n, const uint8_t *missing,
 			  sym_frames_fn fn, void *ctx)
 {
 	size_t klen = blen + 9, k = 0;
@@ -1808,13 +1808,13 @@ static int resolve_misses(struct sym_service *s, struct open_index *e,
 		if (rc)
 			break;
 		pre = vals.len;
-		if (sym__frames_encode(f, nf, &vals)) {
+		if (debuginfo__frames_encode(f, nf, &vals)) {
 			/* The batch is full: write it, then this pair starts the next. */
 			vals.len = pre;
 			rc = flush_cache(s, keys, klen, &vals, offs, k);
 			buf_reset(&vals);
 			k = 0;
-			if (rc || (rc = sym__frames_encode(f, nf, &vals)))
+			if (rc || (rc = debuginfo__frames_encode(f, nf, &vals)))
 				break;
 		}
 		cache_key(keys + k * klen, bid, blen, &reqs[i]);
@@ -1839,9 +1839,9 @@ out:
  * Gets the open index of `id`, queuing a fetch or build and waiting for it
  * until the deadline.  On failure *status/reason say why.
  */
-static int acquire_index(struct sym_service *s, const char *id, const uint8_t *bid, size_t blen,
+static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
 			 int64_t deadline, struct open_index **out, struct open_index **spill,
-			 enum sym_status *status, char *reason, size_t rlen)
+			 enum debuginfo_status *status, char *reason, size_t rlen)
 {
 	char p1[4096], p2[4096];
 	struct meta m;
@@ -1860,25 +1860,25 @@ static int acquire_index(struct sym_service *s, const char *id, const uint8_t *b
 		have_file = !id_path(s, id, "debuginfo", p1, sizeof(p1)) &&
 			    !id_path(s, id, "executable", p2, sizeof(p2)) &&
 			    (file_exists(p1) || file_exists(p2));
-		if (have_meta && m.status != SYM_STATUS_OK && m.status != SYM_STATUS_PENDING &&
+		if (have_meta && m.status != DEBUGINFO_STATUS_OK && m.status != DEBUGINFO_STATUS_PENDING &&
 		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt)) {
 			*status = m.status;
 			copy_reason(reason, rlen, m.reason);
 			return ERR_NOT_FOUND;
 		}
 		if (!have_file && !s->upstream) {
-			*status = SYM_STATUS_NOT_FOUND;
+			*status = DEBUGINFO_STATUS_NOT_FOUND;
 			copy_reason(reason, rlen,
 				    "not uploaded (unhex upload), and no debuginfod upstream is configured");
 			/* Recorded once, so GET /api/v1/debuginfo and the build-ID
 			 * gauge list what queries need; no retry time, so a restart
 			 * with an upstream fetches it at once. */
 			if (!have_meta)
-				meta_fail(s, id, SRC_NONE, SYM_STATUS_NOT_FOUND, 0, reason);
+				meta_fail(s, id, SRC_NONE, DEBUGINFO_STATUS_NOT_FOUND, 0, reason);
 			return ERR_NOT_FOUND;
 		}
 		if (attempt) {
-			*status = have_file ? SYM_STATUS_INVALID_ELF : SYM_STATUS_NOT_FOUND;
+			*status = have_file ? DEBUGINFO_STATUS_INVALID_ELF : DEBUGINFO_STATUS_NOT_FOUND;
 			copy_reason(reason, rlen, have_file ? "the index could not be built"
 							    : "the fetch found nothing");
 			return ERR_NOT_FOUND;
@@ -1891,7 +1891,7 @@ static int acquire_index(struct sym_service *s, const char *id, const uint8_t *b
 		waited = job_wait(s, id, deadline);
 		pthread_mutex_unlock(&s->mu);
 		if (waited) {
-			*status = SYM_STATUS_PENDING;
+			*status = DEBUGINFO_STATUS_PENDING;
 			copy_reason(reason, rlen, have_file ? "building the address index"
 							    : "fetching from debuginfod");
 			return ERR_TIMEOUT;
@@ -1900,9 +1900,9 @@ static int acquire_index(struct sym_service *s, const char *id, const uint8_t *b
 	return ERR_NOT_FOUND;
 }
 
-int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
-			const struct sym_mapping_ref *map, const struct sym_addr_req *reqs, size_t n,
-			int64_t deadline_ns, sym_frames_fn fn, void *ctx, enum sym_status *status,
+int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
+			const struct debuginfo_mapping_ref *map, const struct debuginfo_addr_req *reqs, size_t n,
+			int64_t deadline_ns, sym_frames_fn fn, void *ctx, enum debuginfo_status *status,
 			char *reason, size_t reason_len)
 {
 	uint8_t bid[SYM_BUILD_ID_MAX];
@@ -1915,10 +1915,10 @@ int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
 	struct open_index *e = NULL, *spill = NULL;
 	int rc;
 
-	*status = SYM_STATUS_OK;
+	*status = DEBUGINFO_STATUS_OK;
 	copy_reason(reason, reason_len, "");
 	if (canon_id(build_id_hex, id, bid, &blen)) {
-		*status = SYM_STATUS_NO_BUILD_ID;
+		*status = DEBUGINFO_STATUS_NO_BUILD_ID;
 		copy_reason(reason, reason_len, "the mapping's build ID is not hex");
 		return 0;
 	}

@@ -1,5 +1,5 @@
 /*
- * test_service.c - the symbolization service over a real store in a temp
+ * test_service.c - the debug-info service over a real store in a temp
  * dir and real programs compiled here: uploads (stored, identical, wrong
  * build, not an ELF, stripped), resolution through the index against raw
  * DWARF on the unstripped binary (leaf and return addresses, .debug-only
@@ -15,21 +15,22 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
-#include "fixtures.h"
+#include "debuginfo/debuginfo.h"
+#include "debuginfo/debuginfo_int.h"
 #include "storage/storage.h"
 #include "symbolize/symbolize.h"
-#include "symbolize/symbolize_int.h"
-#include "symtest.h"
+#include "tests/symbolize/fixtures.h"
+#include "tests/symbolize/symtest.h"
 
 static struct store *g_st;
-static struct sym_service *g_svc;
+static struct debuginfo *g_svc;
 static char g_id[2 * SYM_BUILD_ID_MAX + 1];    /* prog */
 static char g_id2[2 * SYM_BUILD_ID_MAX + 1];   /* prog2, never uploaded at first */
 
 static void open_all(void)
 {
 	struct store_options so = { 0 };
-	struct sym_service_options o = { 0 };
+	struct debuginfo_options o = { 0 };
 	struct err_msg msg;
 
 	err_clear(&msg);
@@ -37,12 +38,12 @@ static void open_all(void)
 	assert_int_equal(store_open(&so, &g_st, &msg), 0);
 	o.data_dir = t_path("data");
 	o.workers = 1;
-	assert_int_equal(sym_service_open(g_st, &o, &g_svc, &msg), 0);
+	assert_int_equal(debuginfo_open(g_st, &o, &g_svc, &msg), 0);
 }
 
 static void close_all(void)
 {
-	sym_service_close(g_svc);
+	debuginfo_close(g_svc);
 	store_close(g_st);
 	g_svc = NULL;
 	g_st = NULL;
@@ -86,46 +87,46 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int upload_file(const char *path, const char *id, enum sym_file_kind kind,
-		       struct sym_upload_result *res, struct err_msg *msg)
+static int upload_file(const char *path, const char *id, enum debuginfo_file_kind kind,
+		       struct debuginfo_upload_result *res, struct err_msg *msg)
 {
-	struct sym_upload *u;
+	struct debuginfo_upload *u;
 	struct buf b;
 	int rc;
 
 	buf_init(&b, 1 << 30);
 	if (buf_read_file(&b, path))
 		fail();
-	assert_int_equal(sym_upload_begin(g_svc, &u, msg), 0);
+	assert_int_equal(debuginfo_upload_begin(g_svc, &u, msg), 0);
 	/* In pieces, as the web layer streams it. */
 	for (size_t off = 0; off < b.len; off += 4000) {
 		size_t n = b.len - off < 4000 ? b.len - off : 4000;
 
-		assert_int_equal(sym_upload_write(u, b.data + off, n, msg), 0);
+		assert_int_equal(debuginfo_upload_write(u, b.data + off, n, msg), 0);
 	}
-	rc = sym_upload_commit(u, id, kind, res, msg);
+	rc = debuginfo_upload_commit(u, id, kind, res, msg);
 	buf_release(&b);
 	return rc;
 }
 
 static void test_uploads(void **state)
 {
-	struct sym_upload_result res;
+	struct debuginfo_upload_result res;
 	struct err_msg msg;
 	struct buf out;
 	char path[4096];
 
 	(void)state;
 	err_clear(&msg);
-	assert_int_equal(upload_file(t_path("prog.debug"), g_id, SYM_FILE_DEBUGINFO, &res, &msg), 0);
+	assert_int_equal(upload_file(t_path("prog.debug"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
 	assert_false(res.unchanged);
-	assert_int_equal(res.kinds, 1u << SYM_FILE_DEBUGINFO);
-	assert_int_equal(upload_file(t_path("prog.debug"), g_id, SYM_FILE_DEBUGINFO, &res, &msg), 0);
+	assert_int_equal(res.kinds, 1u << DEBUGINFO_FILE_DEBUGINFO);
+	assert_int_equal(upload_file(t_path("prog.debug"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
 	assert_true(res.unchanged);
 
 	/* The wrong build under our ID: refused, and named. */
 	err_clear(&msg);
-	assert_int_equal(upload_file(t_path("prog2.debug"), g_id, SYM_FILE_DEBUGINFO, &res, &msg),
+	assert_int_equal(upload_file(t_path("prog2.debug"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg),
 			 ERR_CONFLICT);
 	assert_int_equal(res.reason, SYM_REASON_BUILD_ID_MISMATCH);
 	assert_non_null(strstr(msg.text, "build ID mismatch"));
@@ -133,39 +134,39 @@ static void test_uploads(void **state)
 
 	/* Not an ELF file. */
 	err_clear(&msg);
-	assert_int_equal(upload_file(t_path("prog.c"), g_id, SYM_FILE_DEBUGINFO, &res, &msg),
+	assert_int_equal(upload_file(t_path("prog.c"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg),
 			 ERR_INVALID);
 	assert_int_equal(res.reason, SYM_REASON_INVALID_ELF);
 
 	/* A stripped executable is no debug info; it is a fine executable. */
 	err_clear(&msg);
-	assert_int_equal(upload_file(t_path("prog.stripped"), g_id, SYM_FILE_DEBUGINFO, &res, &msg),
+	assert_int_equal(upload_file(t_path("prog.stripped"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg),
 			 ERR_INVALID);
 	assert_int_equal(res.reason, SYM_REASON_NO_SYMBOLS);
 	err_clear(&msg);
-	assert_int_equal(upload_file(t_path("prog.debug"), g_id, SYM_FILE_EXECUTABLE, &res, &msg),
+	assert_int_equal(upload_file(t_path("prog.debug"), g_id, DEBUGINFO_FILE_EXECUTABLE, &res, &msg),
 			 ERR_INVALID);
 
 	/* The good file is still there and still ok, refusals notwithstanding. */
 	buf_init(&out, 0);
-	assert_int_equal(sym_service_info_json(g_svc, g_id, &out, &msg), 0);
+	assert_int_equal(debuginfo_info_json(g_svc, g_id, &out, &msg), 0);
 	assert_non_null(strstr(out.data, "\"status\":\"ok\""));
 	assert_non_null(strstr(out.data, "\"debuginfo\":true"));
 	assert_non_null(strstr(out.data, "\"executable\":false"));
 	buf_reset(&out);
-	assert_int_equal(sym_service_info_json(g_svc, NULL, &out, &msg), 0);
+	assert_int_equal(debuginfo_info_json(g_svc, NULL, &out, &msg), 0);
 	assert_non_null(strstr(out.data, g_id));
 	buf_release(&out);
-	assert_int_equal(sym_service_file_path(g_svc, g_id, SYM_FILE_DEBUGINFO, path, sizeof(path)), 0);
+	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_DEBUGINFO, path, sizeof(path)), 0);
 	assert_int_equal(t_run("cmp -s '%s' '%s'", path, t_path("prog.debug")), 0);
-	assert_int_equal(sym_service_file_path(g_svc, g_id, SYM_FILE_EXECUTABLE, path, sizeof(path)),
+	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_EXECUTABLE, path, sizeof(path)),
 			 ERR_NOT_FOUND);
-	assert_int_equal(sym_service_file_path(g_svc, "zz", SYM_FILE_DEBUGINFO, path, sizeof(path)),
+	assert_int_equal(debuginfo_file_path(g_svc, "zz", DEBUGINFO_FILE_DEBUGINFO, path, sizeof(path)),
 			 ERR_NOT_FOUND);
 }
 
 /* The profile mapping of the executable segment, as the kernel maps it. */
-static void exec_mapping(const char *bin, struct sym_mapping_ref *m, struct sym_segment *seg)
+static void exec_mapping(const char *bin, struct debuginfo_mapping_ref *m, struct sym_segment *seg)
 {
 	struct sym_elf_info info;
 	const uint64_t base = 0x555555554000ull;
@@ -207,14 +208,14 @@ static int on_frames(void *ctx, size_t i, uint64_t vaddr, const struct sym_frame
 /* Resolves every instruction of .text (leaf and return) and checks it against raw DWARF. */
 static void check_all(const char *expect_status_bin, int64_t budget, size_t *count)
 {
-	struct sym_mapping_ref map;
+	struct debuginfo_mapping_ref map;
 	struct sym_segment seg;
-	struct sym_addr_req req[4096];
+	struct debuginfo_addr_req req[4096];
 	struct sym_dwarf *d;
 	uint64_t *v;
 	size_t n = t_addresses(t_path("prog"), &v), k = 0;
 	static struct got g;
-	enum sym_status st;
+	enum debuginfo_status st;
 	char reason[256];
 
 	(void)expect_status_bin;
@@ -228,11 +229,11 @@ static void check_all(const char *expect_status_bin, int64_t budget, size_t *cou
 		req[k++].leaf = 0;
 	}
 	memset(&g, 0, sizeof(g));
-	assert_int_equal(sym_service_resolve(g_svc, g_id, &map, req, k,
+	assert_int_equal(debuginfo_resolve(g_svc, g_id, &map, req, k,
 					     clock_mono_ns() + budget, on_frames, &g, &st, reason,
 					     sizeof(reason)),
 			 0);
-	assert_int_equal(st, SYM_STATUS_OK);
+	assert_int_equal(st, DEBUGINFO_STATUS_OK);
 	assert_int_equal(g.n_called, k);
 	assert_int_equal(sym_dwarf_open(t_path("prog"), NULL, &d, NULL), 0);
 	for (size_t i = 0; i < k; i++) {
@@ -254,18 +255,18 @@ static void check_all(const char *expect_status_bin, int64_t budget, size_t *cou
 
 static void test_resolve_and_persist(void **state)
 {
-	struct sym_service_stats s0, s1;
+	struct debuginfo_stats s0, s1;
 	size_t k;
 
 	(void)state;
-	sym_service_stats(g_svc, &s0);
+	debuginfo_stats(g_svc, &s0);
 	check_all("prog", 60LL * 1000000000, &k);
-	sym_service_stats(g_svc, &s1);
+	debuginfo_stats(g_svc, &s1);
 	assert_int_equal(s1.index_builds - s0.index_builds, 1);
 	assert_int_equal(s1.cache_misses - s0.cache_misses, k);
 	/* The second time everything comes from the persisted cache. */
 	check_all("prog", 60LL * 1000000000, &k);
-	sym_service_stats(g_svc, &s0);
+	debuginfo_stats(g_svc, &s0);
 	assert_int_equal(s0.cache_hits - s1.cache_hits, k);
 	assert_int_equal(s0.index_builds, s1.index_builds);
 
@@ -273,7 +274,7 @@ static void test_resolve_and_persist(void **state)
 	close_all();
 	open_all();
 	check_all("prog", 60LL * 1000000000, &k);
-	sym_service_stats(g_svc, &s0);
+	debuginfo_stats(g_svc, &s0);
 	assert_int_equal(s0.index_builds, 0);
 	assert_int_equal(s0.cache_hits, k);
 }
@@ -281,25 +282,25 @@ static void test_resolve_and_persist(void **state)
 /* The unstripped binary (an exact executable layout) names the same frames. */
 static void test_executable_layout(void **state)
 {
-	struct sym_upload_result res;
+	struct debuginfo_upload_result res;
 	struct err_msg msg;
-	struct sym_service_stats s0;
+	struct debuginfo_stats s0;
 	char path[4096];
 	size_t k;
 
 	(void)state;
 	err_clear(&msg);
-	assert_int_equal(upload_file(t_path("prog"), g_id, SYM_FILE_DEBUGINFO, &res, &msg), 0);
+	assert_int_equal(upload_file(t_path("prog"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
 	assert_false(res.unchanged);
 	assert_int_equal(res.kinds, 3u);
-	assert_int_equal(sym_service_file_path(g_svc, g_id, SYM_FILE_EXECUTABLE, path, sizeof(path)), 0);
-	sym_service_stats(g_svc, &s0);
+	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_EXECUTABLE, path, sizeof(path)), 0);
+	debuginfo_stats(g_svc, &s0);
 	check_all("prog", 60LL * 1000000000, &k);
 	/* The replacement dropped the cache: everything was resolved again. */
 	{
-		struct sym_service_stats s1;
+		struct debuginfo_stats s1;
 
-		sym_service_stats(g_svc, &s1);
+		debuginfo_stats(g_svc, &s1);
 		assert_int_equal(s1.cache_misses - s0.cache_misses, k);
 		assert_int_equal(s1.index_builds - s0.index_builds, 1);
 	}
@@ -307,36 +308,36 @@ static void test_executable_layout(void **state)
 
 static void test_statuses_and_budget(void **state)
 {
-	struct sym_mapping_ref map = { 0x1000, 0x2000, 0, 0 };
-	struct sym_addr_req req = { 0x1100, 1 };
-	struct sym_upload_result res;
+	struct debuginfo_mapping_ref map = { 0x1000, 0x2000, 0, 0 };
+	struct debuginfo_addr_req req = { 0x1100, 1 };
+	struct debuginfo_upload_result res;
 	struct err_msg msg;
 	static struct got g;
-	enum sym_status st;
+	enum debuginfo_status st;
 	char reason[256];
 
 	(void)state;
 	/* Never uploaded, no upstream. */
 	memset(&g, 0, sizeof(g));
-	assert_int_equal(sym_service_resolve(g_svc, g_id2, &map, &req, 1,
+	assert_int_equal(debuginfo_resolve(g_svc, g_id2, &map, &req, 1,
 					     clock_mono_ns() + 1000000000, on_frames, &g, &st,
 					     reason, sizeof(reason)),
 			 0);
-	assert_int_equal(st, SYM_STATUS_NOT_FOUND);
+	assert_int_equal(st, DEBUGINFO_STATUS_NOT_FOUND);
 	assert_int_equal(g.n_called, 0);
-	assert_string_equal(sym_status_str(st), "not_found");
+	assert_string_equal(debuginfo_status_str(st), "not_found");
 	/* ... and listed, so users see which build IDs queries need. */
 	{
 		struct buf b;
 
 		buf_init(&b, 0);
 		err_clear(&msg);
-		assert_int_equal(sym_service_info_json(g_svc, g_id2, &b, &msg), 0);
+		assert_int_equal(debuginfo_info_json(g_svc, g_id2, &b, &msg), 0);
 		assert_int_equal(buf_putc(&b, '\0'), 0);
 		assert_non_null(strstr(b.data, "\"status\":\"not_found\""));
 		assert_non_null(strstr(b.data, "no debuginfod upstream"));
 		buf_reset(&b);
-		assert_int_equal(sym_service_metrics(g_svc, &b), 0);
+		assert_int_equal(debuginfo_metrics(g_svc, &b), 0);
 		assert_int_equal(buf_putc(&b, '\0'), 0);
 		assert_non_null(strstr(b.data, "unhex_debuginfo_build_ids{status=\"not_found\"} 1\n"));
 		buf_release(&b);
@@ -344,34 +345,34 @@ static void test_statuses_and_budget(void **state)
 
 	/* Uploaded, but the budget is already spent: pending, then ok. */
 	err_clear(&msg);
-	assert_int_equal(upload_file(t_path("prog2.debug"), g_id2, SYM_FILE_DEBUGINFO, &res, &msg), 0);
+	assert_int_equal(upload_file(t_path("prog2.debug"), g_id2, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
 	exec_mapping(t_path("prog2"), &map, &(struct sym_segment){ 0 });
 	req.addr = map.file_offset + 0x10;
-	assert_int_equal(sym_service_resolve(g_svc, g_id2, &map, &req, 1, clock_mono_ns() - 1,
+	assert_int_equal(debuginfo_resolve(g_svc, g_id2, &map, &req, 1, clock_mono_ns() - 1,
 					     on_frames, &g, &st, reason, sizeof(reason)),
 			 0);
-	assert_true(st == SYM_STATUS_PENDING || st == SYM_STATUS_OK);
-	if (st == SYM_STATUS_PENDING)
+	assert_true(st == DEBUGINFO_STATUS_PENDING || st == DEBUGINFO_STATUS_OK);
+	if (st == DEBUGINFO_STATUS_PENDING)
 		assert_int_equal(g.n_called, 0);
-	assert_int_equal(sym_service_resolve(g_svc, g_id2, &map, &req, 1,
+	assert_int_equal(debuginfo_resolve(g_svc, g_id2, &map, &req, 1,
 					     clock_mono_ns() + 60LL * 1000000000, on_frames, &g,
 					     &st, reason, sizeof(reason)),
 			 0);
-	assert_int_equal(st, SYM_STATUS_OK);
+	assert_int_equal(st, DEBUGINFO_STATUS_OK);
 	assert_true(g.n_called >= 1);
 
 	/* A mapping without a hex build ID. */
-	assert_int_equal(sym_service_resolve(g_svc, "not-hex", &map, &req, 1, clock_mono_ns(),
+	assert_int_equal(debuginfo_resolve(g_svc, "not-hex", &map, &req, 1, clock_mono_ns(),
 					     on_frames, &g, &st, reason, sizeof(reason)),
 			 0);
-	assert_int_equal(st, SYM_STATUS_NO_BUILD_ID);
+	assert_int_equal(st, DEBUGINFO_STATUS_NO_BUILD_ID);
 }
 
 static void test_upload_cap(void **state)
 {
-	struct sym_service_options o = { 0 };
-	struct sym_service *small;
-	struct sym_upload *u;
+	struct debuginfo_options o = { 0 };
+	struct debuginfo *small;
+	struct debuginfo_upload *u;
 	struct err_msg msg;
 	char block[1024] = { 0 };
 
@@ -379,13 +380,13 @@ static void test_upload_cap(void **state)
 	o.data_dir = t_path("data-small");
 	o.max_upload_bytes = 4096;
 	err_clear(&msg);
-	assert_int_equal(sym_service_open(g_st, &o, &small, &msg), 0);
-	assert_int_equal(sym_upload_begin(small, &u, &msg), 0);
+	assert_int_equal(debuginfo_open(g_st, &o, &small, &msg), 0);
+	assert_int_equal(debuginfo_upload_begin(small, &u, &msg), 0);
 	for (int i = 0; i < 4; i++)
-		assert_int_equal(sym_upload_write(u, block, sizeof(block), &msg), 0);
-	assert_int_equal(sym_upload_write(u, block, 1, &msg), ERR_TOO_LARGE);
-	sym_upload_abort(u);
-	sym_service_close(small);
+		assert_int_equal(debuginfo_upload_write(u, block, sizeof(block), &msg), 0);
+	assert_int_equal(debuginfo_upload_write(u, block, 1, &msg), ERR_TOO_LARGE);
+	debuginfo_upload_abort(u);
+	debuginfo_close(small);
 }
 
 static void test_cache_record_decoder(void **state)
@@ -401,20 +402,20 @@ static void test_cache_record_decoder(void **state)
 
 	(void)state;
 	buf_init(&b, 0);
-	assert_int_equal(sym__frames_encode(in, 3, &b), 0);
+	assert_int_equal(debuginfo__frames_encode(in, 3, &b), 0);
 	arena_init(&a, 1 << 20);
-	assert_int_equal(sym__frames_decode(b.data, b.len, &a, out, SYM_MAX_FRAMES, &n), 0);
+	assert_int_equal(debuginfo__frames_decode(b.data, b.len, &a, out, SYM_MAX_FRAMES, &n), 0);
 	assert_int_equal(n, 3);
 	assert_string_equal(out[0].function, "inner");
 	assert_null(out[1].file);
 	assert_int_equal(out[2].line, 11);
 	for (size_t cut = 0; cut < b.len; cut++)
-		assert_int_equal(sym__frames_decode(b.data, cut, &a, out, SYM_MAX_FRAMES, &n),
+		assert_int_equal(debuginfo__frames_decode(b.data, cut, &a, out, SYM_MAX_FRAMES, &n),
 				 ERR_CORRUPT);
 	/* More frames than the caller has room for. */
-	assert_int_equal(sym__frames_decode(b.data, b.len, &a, out, 2, &n), ERR_CORRUPT);
+	assert_int_equal(debuginfo__frames_decode(b.data, b.len, &a, out, 2, &n), ERR_CORRUPT);
 	b.data[0] = 9;
-	assert_int_equal(sym__frames_decode(b.data, b.len, &a, out, SYM_MAX_FRAMES, &n),
+	assert_int_equal(debuginfo__frames_decode(b.data, b.len, &a, out, SYM_MAX_FRAMES, &n),
 			 ERR_CORRUPT);
 	arena_release(&a);
 	buf_release(&b);
