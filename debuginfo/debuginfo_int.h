@@ -56,11 +56,22 @@ int debuginfo__debuginfod_fetch(const char *build_id_hex, int executable,
 				int64_t deadline_ns, const volatile int *cancel,
 				char **path, struct err_msg *msg);
 
-/* Encodes / decodes frames as in the symcache record above. */
+/* ---- codec.c: symbol-cache values ---- */
+
+/* Appends the record of frames f[0..n) (ERR_TOO_LARGE past out's cap). */
 int debuginfo__frames_encode(const struct sym_frame *f, size_t n, struct buf *out);
-/* Decodes into f (max entries); strings point into `val`-backed copies in
- * `strs` (arena).  ERR_CORRUPT when malformed. */
+/*
+ * Decodes a record into f (room for `max` frames); the strings are copied
+ * into the arena `strs`.  ERR_CORRUPT when the bytes are not a record of at
+ * most `max` frames (f and *n are then undefined), ERR_NOMEM.
+ */
 int debuginfo__frames_decode(const void *val, size_t len, struct arena *strs,
 			     struct sym_frame *f, size_t max, size_t *n);
+/*
+ * The same, with the strings copied into the scratch buffer `scr` (emptied
+ * first), so they stay valid until the next call with that buffer.
+ */
+int debuginfo__frames_decode_scratch(const void *val, size_t len, struct buf *scr,
+				     struct sym_frame *f, size_t max, size_t *n);
 
 #endif

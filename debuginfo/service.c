@@ -31,7 +31,6 @@
 
 #define HEX_MAX (2 * SYM_BUILD_ID_MAX + 1)
 #define META_VERSION 1
-#define CACHE_VERSION 1
 #define MAX_WORKERS 4
 #define WRITE_BATCH 4096            /* symcache pairs per store write */
 #define MAX_BATCH_BYTES (64u << 20) /* encoded frames per store write */
@@ -542,115 +541,6 @@ static void meta_fail(struct debuginfo *s, const char *id, unsigned source,
 	copy_reason(m.reason, sizeof(m.reason), reason);
 	if (meta_put(s, id, &m))
 		log_warn("symbolize: cannot record the status of %s", id);
-}
-
-/* ---- symcache encoding ---------------------------------------------------- */
-
-static int put_str(struct buf *out, const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-	int rc = buf_put_uvarint(out, n);
-
-	return rc ? rc : buf_append(out, s ? s : "", n);
-}
-
-int debuginfo__frames_encode(const struct sym_frame *f, size_t n, struct buf *out)
-{
-	int rc = buf_putc(out, CACHE_VERSION);
-
-	if (!rc)
-		rc = buf_put_uvarint(out, n);
-	for (size_t i = 0; i < n && !rc; i++) {
-		if (!(rc = buf_put_uvarint(out, f[i].flags)) &&
-		    !(rc = buf_put_uvarint(out, f[i].line)) &&
-		    !(rc = buf_put_uvarint(out, f[i].column)) && !(rc = put_str(out, f[i].function)))
-			rc = put_str(out, f[i].file);
-	}
-	return rc;
-}
-
-/* A string of the encoding: copied into `scr` when given (room reserved by
- * the caller), else into the arena `a`. */
-static int get_str(const uint8_t **p, const uint8_t *end, struct arena *a, struct buf *scr,
-		   const char **out)
-{
-	uint64_t n;
-	size_t k = varint_get(*p, end, &n);
-
-	if (!k || n > (uint64_t)(end - *p - k))
-		return ERR_CORRUPT;
-	*p += k;
-	if (n == 0) {
-		*out = NULL;
-		return 0;
-	}
-	if (scr) {
-		char *d = scr->data + scr->len;
-
-		memcpy(d, *p, (size_t)n);
-		d[n] = '\0';
-		scr->len += (size_t)n + 1;
-		*out = d;
-	} else {
-		*out = arena_strndup(a, (const char *)*p, (size_t)n);
-	}
-	*p += n;
-	return *out ? 0 : ERR_NOMEM;
-}
-
-static int frames_decode(const void *val, size_t len, struct arena *strs, struct buf *scr,
-			 struct sym_frame *f, size_t max, size_t *n)
-{
-	const uint8_t *p = val, *end = p + len;
-	uint64_t cnt, v[3];
-	size_t k;
-	int rc;
-
-	if (len < 2 || p[0] != CACHE_VERSION)
-		return ERR_CORRUPT;
-	p++;
-	k = varint_get(p, end, &cnt);
-	if (!k || cnt > max)
-		return ERR_CORRUPT;
-	p += k;
-	for (size_t i = 0; i < cnt; i++) {
-		for (int j = 0; j < 3; j++) {
-			k = varint_get(p, end, &v[j]);
-			if (!k || v[j] > UINT32_MAX)
-				return ERR_CORRUPT;
-			p += k;
-		}
-		f[i].flags = (uint32_t)v[0];
-		f[i].line = (uint32_t)v[1];
-		f[i].column = (uint32_t)v[2];
-		if ((rc = get_str(&p, end, strs, scr, &f[i].function)) ||
-		    (rc = get_str(&p, end, strs, scr, &f[i].file)))
-			return rc;
-	}
-	*n = (size_t)cnt;
-	return 0;
-}
-
-int debuginfo__frames_decode(const void *val, size_t len, struct arena *strs, struct sym_frame *f,
-		       size_t max, size_t *n)
-{
-	return frames_decode(val, len, strs, NULL, f, max, n);
-}
-
-/*
- * Decodes into the scratch buffer `scr`, emptied first: the strings stay
- * valid until the next call.  Their bytes and NULs fit in len + 2 * max,
- * reserved up front so the buffer never moves while decoding.
- */
-static int frames_decode_scratch(const void *val, size_t len, struct buf *scr,
-				 struct sym_frame *f, size_t max, size_t *n)
-{
-	int rc;
-
-	buf_reset(scr);
-	if ((rc = buf_reserve(scr, len + 2 * max)))
-		return rc;
-	return frames_decode(val, len, NULL, scr, f, max, n);
 }
 
 /* ---- the index LRU ------------------------------------------------------- */
@@ -1718,7 +1608,7 @@ static int on_cached(void *ctx, size_t i, const void *val, size_t vlen)
 	size_t n;
 	int rc;
 
-	if (!val || frames_decode_scratch(val, vlen, &h->scratch, f, SYM_MAX_FRAMES, &n)) {
+	if (!val || debuginfo__frames_decode_scratch(val, vlen, &h->scratch, f, SYM_MAX_FRAMES, &n)) {
 		h->missing[i] = 1;
 		h->n_missing++;
 		return 0;

@@ -4,19 +4,17 @@
  * build, not an ELF, stripped), resolution through the index against raw
  * DWARF on the unstripped binary (leaf and return addresses, .debug-only
  * and executable layouts), the persisted cache and index across a reopen,
- * statuses, the budget, and the cache record decoder on bad bytes.
+ * statuses and the budget.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "base/arena.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "debuginfo/debuginfo.h"
-#include "debuginfo/debuginfo_int.h"
 #include "storage/storage.h"
 #include "symbolize/symbolize.h"
 #include "tests/symbolize/fixtures.h"
@@ -389,42 +387,9 @@ static void test_upload_cap(void **state)
 	debuginfo_close(small);
 }
 
-static void test_cache_record_decoder(void **state)
-{
-	struct sym_frame in[3] = {
-		{ "inner", "/src/a.h", 3, 4, SYM_FRAME_INLINED },
-		{ "middle", NULL, 7, 0, SYM_FRAME_INLINED },
-		{ "outer", "/src/a.c", 11, 2, 0 },
-	}, out[SYM_MAX_FRAMES];
-	struct arena a;
-	struct buf b;
-	size_t n = 0;
-
-	(void)state;
-	buf_init(&b, 0);
-	assert_int_equal(debuginfo__frames_encode(in, 3, &b), 0);
-	arena_init(&a, 1 << 20);
-	assert_int_equal(debuginfo__frames_decode(b.data, b.len, &a, out, SYM_MAX_FRAMES, &n), 0);
-	assert_int_equal(n, 3);
-	assert_string_equal(out[0].function, "inner");
-	assert_null(out[1].file);
-	assert_int_equal(out[2].line, 11);
-	for (size_t cut = 0; cut < b.len; cut++)
-		assert_int_equal(debuginfo__frames_decode(b.data, cut, &a, out, SYM_MAX_FRAMES, &n),
-				 ERR_CORRUPT);
-	/* More frames than the caller has room for. */
-	assert_int_equal(debuginfo__frames_decode(b.data, b.len, &a, out, 2, &n), ERR_CORRUPT);
-	b.data[0] = 9;
-	assert_int_equal(debuginfo__frames_decode(b.data, b.len, &a, out, SYM_MAX_FRAMES, &n),
-			 ERR_CORRUPT);
-	arena_release(&a);
-	buf_release(&b);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cache_record_decoder),
 		cmocka_unit_test(test_uploads),
 		cmocka_unit_test(test_resolve_and_persist),
 		cmocka_unit_test(test_executable_layout),
