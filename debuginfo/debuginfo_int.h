@@ -39,13 +39,15 @@
 #ifndef UNHEX_DEBUGINFO_DEBUGINFO_INT_H
 #define UNHEX_DEBUGINFO_DEBUGINFO_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/buf.h"
 #include "debuginfo/debuginfo.h"
 
 struct arena;
-struct buf;
+struct store_kv;
 
 /* debuginfod.c: fetches one file of a build ID from the upstream URLs set in
  * the environment (DEBUGINFOD_URLS).  On success *path is an owned copy of
@@ -73,5 +75,45 @@ int debuginfo__frames_decode(const void *val, size_t len, struct arena *strs,
  */
 int debuginfo__frames_decode_scratch(const void *val, size_t len, struct buf *scr,
 				     struct sym_frame *f, size_t max, size_t *n);
+
+/* ---- hot.c: recent symbol-cache pairs in memory ---- */
+
+struct debuginfo__hot_entry {
+	uint64_t hash;
+	uint32_t koff, klen; /* klen 0: empty slot */
+	uint32_t voff, vlen;
+};
+
+/*
+ * Open addressing over entries whose key and value bytes live in `pool`;
+ * cap is 0 or a power of two, at most half full.  Readers hold the read
+ * lock while they use pointers into the pool, writers the write lock.
+ */
+struct debuginfo__hot {
+	pthread_rwlock_t lock;
+	struct debuginfo__hot_entry *tab;
+	size_t cap, n;
+	struct buf pool;
+};
+
+void debuginfo__hot_init(struct debuginfo__hot *c);
+void debuginfo__hot_release(struct debuginfo__hot *c);
+/* Adds `n` pairs (copied; failures only skip a pair). */
+void debuginfo__hot_put(struct debuginfo__hot *c, const struct store_kv *kv, size_t n);
+/* Forgets every pair. */
+void debuginfo__hot_clear(struct debuginfo__hot *c);
+
+/* A hit of debuginfo__hot_probe: the value is valid during the call only. */
+typedef int (*debuginfo__hot_hit_fn)(void *ctx, size_t i, const void *val, size_t vlen);
+
+/*
+ * Looks up the `n` keys of `klen` bytes each at `keys`, under one read
+ * lock: calls `hit` for each key found, and lists the indexes of the
+ * others in cold[0..*n_cold).  `hashes` is scratch for n hashes.  Stops at
+ * the first non-zero return of `hit` and returns it.
+ */
+int debuginfo__hot_probe(struct debuginfo__hot *c, const uint8_t *keys, size_t klen, size_t n,
+			 uint64_t *hashes, debuginfo__hot_hit_fn hit, void *ctx, size_t *cold,
+			 size_t *n_cold);
 
 #endif

@@ -61,147 +61,6 @@ struct open_index {
 };
 
 /*
- * The hot cache: the symbol cache's (key -> encoded frames) pairs of recent
- * queries, in memory, so a repeated query does not read thousands of
- * addresses back from RocksDB.  Open addressing over entries whose bytes
- * live in one pool; when the pool would pass HOT_MAX_BYTES everything is
- * dropped (the store still holds it all).  Readers hold the read lock while
- * they use pointers into the pool.
- */
-enum { HOT_MAX_BYTES = 64u << 20, HOT_PREFETCH = 8 };
-
-struct hot_entry {
-	uint64_t hash;
-	uint32_t koff, klen; /* klen 0: empty slot */
-	uint32_t voff, vlen;
-};
-
-struct hot_cache {
-	pthread_rwlock_t lock;
-	struct hot_entry *tab;
-	size_t cap, n; /* cap is 0 or a power of two */
-	struct buf pool;
-};
-
-static void hot_init(struct hot_cache *c)
-{
-	memset(c, 0, sizeof(*c));
-	pthread_rwlock_init(&c->lock, NULL);
-	buf_init(&c->pool, HOT_MAX_BYTES);
-}
-
-static void hot_release(struct hot_cache *c)
-{
-	free(c->tab);
-	buf_release(&c->pool);
-	pthread_rwlock_destroy(&c->lock);
-}
-
-/* Looks `key` (hash h) up; the caller holds the read (or write) lock. */
-static int hot_get_h(const struct hot_cache *c, const uint8_t *key, size_t klen, uint64_t h,
-		     const void **val, size_t *vlen)
-{
-	if (!c->n)
-		return 0;
-	for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
-		const struct hot_entry *e = &c->tab[i];
-
-		if (!e->klen)
-			return 0;
-		if (e->hash == h && e->klen == klen &&
-		    !memcmp(c->pool.data + e->koff, key, klen)) {
-			*val = c->pool.data + e->voff;
-			*vlen = e->vlen;
-			return 1;
-		}
-	}
-}
-
-static int hot_get(const struct hot_cache *c, const uint8_t *key, size_t klen,
-		   const void **val, size_t *vlen)
-{
-	return c->n ? hot_get_h(c, key, klen, hash_bytes(key, klen, 0), val, vlen) : 0;
-}
-
-/* Hints the CPU to load the slot of hash h (the caller holds a lock). */
-static void hot_prefetch(const struct hot_cache *c, uint64_t h)
-{
-	if (c->n)
-		__builtin_prefetch(&c->tab[h & (c->cap - 1)]);
-}
-
-/* Then the pooled key and value of that slot's entry, if it has one. */
-static void hot_prefetch_pair(const struct hot_cache *c, uint64_t h)
-{
-	const struct hot_entry *e;
-
-	if (!c->n)
-		return;
-	e = &c->tab[h & (c->cap - 1)];
-	if (e->klen && e->hash == h) {
-		__builtin_prefetch(c->pool.data + e->koff);
-		__builtin_prefetch(c->pool.data + e->voff + e->vlen - 1);
-	}
-}
-
-static void hot_clear(struct hot_cache *c)
-{
-	if (c->tab)
-		memset(c->tab, 0, c->cap * sizeof(*c->tab));
-	c->n = 0;
-	buf_reset(&c->pool);
-}
-
-/* Adds a pair (the caller holds the write lock); failures only skip it. */
-static void hot_put(struct hot_cache *c, const uint8_t *key, size_t klen, const void *val,
-		    size_t vlen)
-{
-	const void *old;
-	size_t oldlen, i;
-	uint64_t h;
-
-	if (hot_get(c, key, klen, &old, &oldlen))
-		return;
-	if (klen + vlen > HOT_MAX_BYTES / 4)
-		return;
-	if (c->pool.len + klen + vlen > HOT_MAX_BYTES)
-		hot_clear(c);
-	if ((c->n + 1) * 2 > c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 1024;
-		struct hot_entry *nt = calloc(ncap, sizeof(*nt));
-
-		if (!nt)
-			return;
-		for (size_t j = 0; j < c->cap; j++) {
-			if (!c->tab[j].klen)
-				continue;
-			for (i = c->tab[j].hash & (ncap - 1); nt[i].klen; i = (i + 1) & (ncap - 1))
-				;
-			nt[i] = c->tab[j];
-		}
-		free(c->tab);
-		c->tab = nt;
-		c->cap = ncap;
-	}
-	h = hash_bytes(key, klen, 0);
-	for (i = h & (c->cap - 1); c->tab[i].klen; i = (i + 1) & (c->cap - 1))
-		;
-	c->tab[i].hash = h;
-	c->tab[i].koff = (uint32_t)c->pool.len;
-	c->tab[i].klen = (uint32_t)klen;
-	if (buf_append(&c->pool, key, klen))
-		return;
-	c->tab[i].voff = (uint32_t)c->pool.len;
-	c->tab[i].vlen = (uint32_t)vlen;
-	if (buf_append(&c->pool, val, vlen)) {
-		c->pool.len = c->tab[i].koff;
-		c->tab[i].klen = 0;
-		return;
-	}
-	c->n++;
-}
-
-/*
  * lastUsed is written at most once a minute per build ID; a small
  * direct-mapped table remembers the last write (a collision only costs an
  * extra write).
@@ -237,7 +96,7 @@ struct debuginfo {
 	pthread_mutex_t upload_mu;  /* serializes installing files of uploads */
 	atomic_uint_fast64_t tmp_seq;
 
-	struct hot_cache hot;
+	struct debuginfo__hot hot;
 	atomic_uint_fast64_t generation; /* bumped when a build ID's debug info is replaced */
 
 	/* Build ID hash -> when its last_used was last written (wall ns). */
@@ -917,7 +776,7 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return err_set(msg, ERR_NOMEM, "out of memory");
-	hot_init(&s->hot);
+	debuginfo__hot_init(&s->hot);
 	s->st = st;
 	snprintf(path, sizeof(path), "%s/debuginfo", opt->data_dir);
 	s->dir = strdup(path);
@@ -995,7 +854,7 @@ void debuginfo_close(struct debuginfo *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->upload_mu);
 	pthread_mutex_destroy(&s->touch_mu);
-	hot_release(&s->hot);
+	debuginfo__hot_release(&s->hot);
 	free(s->lru);
 	free(s->dir);
 	free(s);
@@ -1135,9 +994,7 @@ static void drop_derived(struct debuginfo *s, const char *id, const uint8_t *bid
 	/* After the store, so no query can bring the old frames back.
 	 * Replacements are rare: forgetting every hot pair is simpler than
 	 * finding this build ID's. */
-	pthread_rwlock_wrlock(&s->hot.lock);
-	hot_clear(&s->hot);
-	pthread_rwlock_unlock(&s->hot.lock);
+	debuginfo__hot_clear(&s->hot);
 	/* Last: whoever kept frames of its own drops them from now on. */
 	atomic_fetch_add(&s->generation, 1);
 }
@@ -1626,14 +1483,11 @@ static int on_stored(void *ctx, size_t j, const void *val, size_t vlen)
 	size_t i = h->cold[j];
 
 	if (val) {
-		struct hot_cache *c = &h->s->hot;
 		uint8_t key[SYM_BUILD_ID_MAX + 9];
-		size_t blen = h->klen - 9;
+		struct store_kv kv = { key, h->klen, val, vlen };
 
-		cache_key(key, h->bid, blen, &h->reqs[i]);
-		pthread_rwlock_wrlock(&c->lock);
-		hot_put(c, key, h->klen, val, vlen);
-		pthread_rwlock_unlock(&c->lock);
+		cache_key(key, h->bid, h->klen - 9, &h->reqs[i]);
+		debuginfo__hot_put(&h->s->hot, &kv, 1);
 	}
 	return on_cached(ctx, i, val, vlen);
 }
@@ -1657,12 +1511,8 @@ static int flush_cache(struct debuginfo *s, const uint8_t *keys, size_t klen,
 		kv[i].vlen = offs[i + 1] - offs[i];
 	}
 	rc = store_aux_write(s->st, STORE_AUX_SYMCACHE, kv, n, NULL);
-	if (!rc) {
-		pthread_rwlock_wrlock(&s->hot.lock);
-		for (size_t i = 0; i < n; i++)
-			hot_put(&s->hot, kv[i].key, kv[i].klen, kv[i].val, kv[i].vlen);
-		pthread_rwlock_unlock(&s->hot.lock);
-	}
+	if (!rc)
+		debuginfo__hot_put(&s->hot, kv, n);
 	free(kv);
 	return rc;
 }
@@ -1840,30 +1690,11 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 		goto out;
 	}
 	rc = 0;
-	/* Hashes first, so each probe can prefetch the slot a few keys ahead:
-	 * over a large cache most probes are a cache miss otherwise. */
-	for (size_t i = 0; i < n; i++)
-		hashes[i] = hash_bytes(kbytes + i * klen, klen, 0);
-	pthread_rwlock_rdlock(&s->hot.lock);
-	for (size_t i = 0; i < n && i < HOT_PREFETCH; i++)
-		hot_prefetch(&s->hot, hashes[i]);
-	for (size_t i = 0; i < n && !h.rc; i++) {
-		const void *v;
-		size_t vl;
-
-		if (i + HOT_PREFETCH < n)
-			hot_prefetch(&s->hot, hashes[i + HOT_PREFETCH]);
-		if (i + HOT_PREFETCH / 2 < n)
-			hot_prefetch_pair(&s->hot, hashes[i + HOT_PREFETCH / 2]);
-		if (hot_get_h(&s->hot, kbytes + i * klen, klen, hashes[i], &v, &vl)) {
-			on_cached(&h, i, v, vl);
-			continue;
-		}
-		keys[h.n_cold].key = kbytes + i * klen;
-		keys[h.n_cold].klen = klen;
-		h.cold[h.n_cold++] = i;
+	debuginfo__hot_probe(&s->hot, kbytes, klen, n, hashes, on_cached, &h, h.cold, &h.n_cold);
+	for (size_t j = 0; j < h.n_cold; j++) {
+		keys[j].key = kbytes + h.cold[j] * klen;
+		keys[j].klen = klen;
 	}
-	pthread_rwlock_unlock(&s->hot.lock);
 	if (!h.rc && h.n_cold)
 		rc = store_aux_multi_get(s->st, STORE_AUX_SYMCACHE, keys, h.n_cold, on_stored, &h,
 					 NULL);
