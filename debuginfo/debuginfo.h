@@ -40,6 +40,9 @@ struct err_msg;
 struct store;
 struct debuginfo;
 
+/* A build ID in lower-case hex, with its NUL. */
+#define DEBUGINFO_HEX_MAX (2 * SYM_BUILD_ID_MAX + 1)
+
 /* Why the frames of a build ID are (or are not) named. */
 enum debuginfo_status {
 	DEBUGINFO_STATUS_OK = 0,
@@ -56,6 +59,14 @@ enum debuginfo_status {
 /* "ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
  * "upstream_error", "pending". */
 const char *debuginfo_status_str(enum debuginfo_status s);
+
+/* Where the debug info of a build ID came from. */
+enum debuginfo_source {
+	DEBUGINFO_SOURCE_NONE = 0,   /* nowhere yet: a query needed it */
+	DEBUGINFO_SOURCE_UPLOAD,
+	DEBUGINFO_SOURCE_DEBUGINFOD,
+	DEBUGINFO_SOURCE_COUNT
+};
 
 struct debuginfo_options {
 	const char *data_dir;        /* required; borrowed during open */

@@ -40,6 +40,7 @@
 #define UNHEX_DEBUGINFO_DEBUGINFO_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,40 @@
 
 struct arena;
 struct store_kv;
+
+#define DEBUGINFO__MAX_WORKERS 4
+#define DEBUGINFO__TOUCH_SLOTS 1024
+#define DEBUGINFO__PATH_MAX 4096
+
+/* A decoded STORE_AUX_DEBUGINFO record. */
+struct debuginfo__meta {
+	unsigned source, status, kinds; /* enum debuginfo_source, enum debuginfo_status */
+	uint64_t size, hash;
+	int64_t uploaded, last_used, retry_at;
+	char reason[256];
+};
+
+/* A background job: fetch (if needed) and build the index of one build ID. */
+struct debuginfo__job {
+	char id[DEBUGINFO_HEX_MAX];
+	int running;
+	struct debuginfo__job *next;
+};
+
+/* An open index in the LRU; `refs` queries are using it. */
+struct debuginfo__open_index {
+	char id[DEBUGINFO_HEX_MAX];
+	struct sym_index *idx;      /* owned */
+	struct sym_elf_info layout; /* program headers for file offsets */
+	uint64_t used;              /* LRU tick */
+	unsigned refs;
+};
+
+/* When the last_used of the build ID with this hash was last written. */
+struct debuginfo__touch_slot {
+	uint64_t hash;
+	int64_t written;
+};
 
 /* debuginfod.c: fetches one file of a build ID from the upstream URLs set in
  * the environment (DEBUGINFOD_URLS).  On success *path is an owned copy of
@@ -75,6 +110,31 @@ int debuginfo__frames_decode(const void *val, size_t len, struct arena *strs,
  */
 int debuginfo__frames_decode_scratch(const void *val, size_t len, struct buf *scr,
 				     struct sym_frame *f, size_t max, size_t *n);
+
+/* ---- files.c: paths and files ---- */
+
+/*
+ * A build ID in canonical form (lower-case hex of 2..128 digits) into
+ * `out`, and its bytes into `bytes` (SYM_BUILD_ID_MAX, may be NULL) and
+ * *len (may be NULL).  ERR_INVALID for NULL or anything else.
+ */
+int debuginfo__canon_id(const char *hex, char out[DEBUGINFO_HEX_MAX], uint8_t *bytes,
+			size_t *len);
+/* "<dir>/<id[0:2]>/<id>/<name>" (or the directory when name is NULL); ERR_TOO_LARGE. */
+int debuginfo__path(const struct debuginfo *s, const char *id, const char *name, char *out,
+		    size_t len);
+/* "debuginfo" or "executable": the file name of a kind. */
+const char *debuginfo__kind_name(enum debuginfo_file_kind kind);
+/* 1 when `path` is a regular file. */
+int debuginfo__file_exists(const char *path);
+/* mkdir -p; ERR_IO (errno says why) or ERR_TOO_LARGE. */
+int debuginfo__mkdir_p(const char *path);
+/* fsyncs the directory holding `file_path`, so a rename in it is durable. */
+void debuginfo__fsync_dir(const char *file_path);
+/* Hard-links (same file system) or copies `src` to `dst` via a temporary name. */
+int debuginfo__install_copy(const char *src, const char *dst, struct err_msg *msg);
+/* Size and hash_bytes (seed 0) of a whole file; ERR_IO. */
+int debuginfo__file_hash(const char *path, uint64_t *size, uint64_t *hash);
 
 /* ---- hot.c: recent symbol-cache pairs in memory ---- */
 
@@ -115,5 +175,61 @@ typedef int (*debuginfo__hot_hit_fn)(void *ctx, size_t i, const void *val, size_
 int debuginfo__hot_probe(struct debuginfo__hot *c, const uint8_t *keys, size_t klen, size_t n,
 			 uint64_t *hashes, debuginfo__hot_hit_fn hit, void *ctx, size_t *cold,
 			 size_t *n_cold);
+
+/* ---- struct debuginfo ---- */
+
+/*
+ * The service.  Its locks:
+ *   mu         jobs, stopping, the LRU (lru, n_lru, tick, refs)
+ *   upload_mu  installing the files and metadata of an upload, and the
+ *              read-modify-write of last_used
+ *   touch_mu   the touched table
+ *   hot.lock   the hot cache
+ * Only upload_mu is held while taking another (an upload drops an open
+ * index, clears the hot cache and forgets a touch), so there is no cycle.
+ * Counters are atomics; everything else is set at open and read-only.
+ */
+struct debuginfo {
+	struct store *st;           /* borrowed */
+	char *dir;                  /* owned: <data dir>/debuginfo */
+	int upstream;               /* debuginfod URLs were given */
+	int64_t retry_ns, budget_ns, fetch_timeout_ns;
+	uint64_t max_upload;
+	size_t max_open;
+
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv;     /* a job was queued, or stopping */
+	pthread_cond_t done_cv;     /* a job finished */
+	struct debuginfo__job *jobs; /* owned; queued and running, one per build ID */
+	int stopping;
+	volatile int cancel;
+	pthread_t threads[DEBUGINFO__MAX_WORKERS];
+	int n_threads;
+	struct debuginfo__open_index *lru; /* owned; max_open entries, never moved */
+	size_t n_lru;
+	uint64_t tick;
+
+	pthread_mutex_t upload_mu;
+	atomic_uint_fast64_t tmp_seq;
+
+	struct debuginfo__hot hot;
+	atomic_uint_fast64_t generation; /* bumped when a build ID's debug info is replaced */
+
+	pthread_mutex_t touch_mu;
+	struct debuginfo__touch_slot touched[DEBUGINFO__TOUCH_SLOTS];
+
+	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
+	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
+	atomic_uint_fast64_t uploads_ok, uploads_refused;
+	atomic_uint_fast64_t unresolved[DEBUGINFO_STATUS_COUNT]; /* locations queries left hex */
+};
+
+/* An upload in progress: a temporary file under <dir>/tmp. */
+struct debuginfo_upload {
+	struct debuginfo *s;        /* borrowed */
+	char path[DEBUGINFO__PATH_MAX];
+	int fd;
+	uint64_t size;
+};
 
 #endif

@@ -29,92 +29,11 @@
 #include "storage/storage.h"
 #include "debuginfo/debuginfo_int.h"
 
-#define HEX_MAX (2 * SYM_BUILD_ID_MAX + 1)
 #define META_VERSION 1
-#define MAX_WORKERS 4
 #define WRITE_BATCH 4096            /* symcache pairs per store write */
 #define MAX_BATCH_BYTES (64u << 20) /* encoded frames per store write */
 #define PAGE 4096u                  /* the kernel maps segments page-aligned */
-
-enum source { SRC_NONE, SRC_UPLOAD, SRC_DEBUGINFOD };
-
-struct meta {
-	unsigned source, status, kinds;
-	uint64_t size, hash;
-	int64_t uploaded, last_used, retry_at;
-	char reason[256];
-};
-
-/* A background job: fetch (if needed) and build the index of one build ID. */
-struct job {
-	char id[HEX_MAX];
-	int running;
-	struct job *next;
-};
-
-struct open_index {
-	char id[HEX_MAX];
-	struct sym_index *idx;
-	struct sym_elf_info layout; /* program headers for file offsets */
-	uint64_t used;              /* LRU tick */
-	unsigned refs;
-};
-
-/*
- * lastUsed is written at most once a minute per build ID; a small
- * direct-mapped table remembers the last write (a collision only costs an
- * extra write).
- */
-#define TOUCH_SLOTS 1024
 #define TOUCH_EVERY_NS (60LL * 1000000000)
-
-struct touch_slot {
-	uint64_t hash;
-	int64_t written;
-};
-
-struct debuginfo {
-	struct store *st;
-	char *dir; /* <data dir>/debuginfo */
-	int upstream;
-	int64_t retry_ns, budget_ns, fetch_timeout_ns;
-	uint64_t max_upload;
-	size_t max_open;
-
-	pthread_mutex_t mu;         /* jobs, LRU, stopping */
-	pthread_cond_t work_cv;     /* a job was queued, or stopping */
-	pthread_cond_t done_cv;     /* a job finished */
-	struct job *jobs;           /* queued and running, one per build ID */
-	int stopping;
-	volatile int cancel;
-	pthread_t threads[MAX_WORKERS];
-	int n_threads;
-	struct open_index *lru;
-	size_t n_lru;
-	uint64_t tick;
-
-	pthread_mutex_t upload_mu;  /* serializes installing files of uploads */
-	atomic_uint_fast64_t tmp_seq;
-
-	struct debuginfo__hot hot;
-	atomic_uint_fast64_t generation; /* bumped when a build ID's debug info is replaced */
-
-	/* Build ID hash -> when its last_used was last written (wall ns). */
-	pthread_mutex_t touch_mu;
-	struct touch_slot touched[TOUCH_SLOTS];
-
-	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
-	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
-	atomic_uint_fast64_t uploads_ok, uploads_refused;
-	atomic_uint_fast64_t unresolved[DEBUGINFO_STATUS_COUNT]; /* locations queries left hex */
-};
-
-struct debuginfo_upload {
-	struct debuginfo *s;
-	char path[4096];
-	int fd;
-	uint64_t size;
-};
 
 static const char *const status_names[DEBUGINFO_STATUS_COUNT] = {
 	"ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
@@ -145,164 +64,9 @@ static void copy_reason(char *out, size_t len, const char *s)
 		snprintf(out, len, "%s", s ? s : "");
 }
 
-/* ---- paths -------------------------------------------------------------- */
-
-static const char *const kind_names[2] = { "debuginfo", "executable" };
-
-/* A build ID in canonical form: lower-case hex of 2..128 digits. */
-static int canon_id(const char *hex, char out[HEX_MAX], uint8_t *bytes, size_t *len)
-{
-	uint8_t tmp[SYM_BUILD_ID_MAX];
-	size_t n;
-
-	if (!hex || sym_build_id_parse(hex, bytes ? bytes : tmp, &n) || n == 0)
-		return ERR_INVALID;
-	sym_build_id_hex(bytes ? bytes : tmp, n, out);
-	if (len)
-		*len = n;
-	return 0;
-}
-
-static int id_path(const struct debuginfo *s, const char *id, const char *name, char *out,
-		   size_t len)
-{
-	int n = snprintf(out, len, "%s/%.2s/%s%s%s", s->dir, id, id, name ? "/" : "",
-			 name ? name : "");
-
-	return n < 0 || (size_t)n >= len ? ERR_TOO_LARGE : 0;
-}
-
-static int file_exists(const char *path)
-{
-	struct stat sb;
-
-	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-}
-
-static int mkdir_p(const char *path)
-{
-	char tmp[4096];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(tmp))
-		return ERR_TOO_LARGE;
-	memcpy(tmp, path, n + 1);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0755) && errno != EEXIST)
-			return ERR_IO;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0755) && errno != EEXIST)
-		return ERR_IO;
-	return 0;
-}
-
-static void fsync_dir(const char *file_path)
-{
-	char dir[4096];
-	char *slash;
-	int fd;
-
-	snprintf(dir, sizeof(dir), "%s", file_path);
-	slash = strrchr(dir, '/');
-	if (!slash)
-		return;
-	*slash = '\0';
-	fd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
-/*
- * Hard-links (same file system) or copies `src` to `dst` via a temporary name.
- * Runs on web worker threads, whose stacks are small: the copy buffer is on
- * the heap (a 64 KiB stack array overflowed them under ASan).
- */
-#define INSTALL_CHUNK 65536
-
-static int install_copy(const char *src, const char *dst, struct err_msg *msg)
-{
-	char tmp[4200];
-	char *chunk = NULL;
-	int in = -1, out = -1, rc = 0;
-	ssize_t n;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", dst, (int)getpid());
-	unlink(tmp);
-	if (link(src, tmp) == 0)
-		goto done;
-	chunk = malloc(INSTALL_CHUNK);
-	if (!chunk) {
-		rc = err_set(msg, ERR_NOMEM, "out of memory copying %s", src);
-		goto out;
-	}
-	in = open(src, O_RDONLY | O_CLOEXEC);
-	out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (in < 0 || out < 0) {
-		rc = err_set(msg, ERR_IO, "copying %s: %s", src, strerror(errno));
-		goto out;
-	}
-	while ((n = read(in, chunk, INSTALL_CHUNK)) > 0)
-		if (write(out, chunk, (size_t)n) != n) {
-			rc = err_set(msg, ERR_IO, "writing %s: %s", tmp, strerror(errno));
-			goto out;
-		}
-	if (n < 0 || fsync(out)) {
-		rc = err_set(msg, ERR_IO, "copying %s: %s", src, strerror(errno));
-		goto out;
-	}
-done:
-	if (rename(tmp, dst))
-		rc = err_set(msg, ERR_IO, "renaming to %s: %s", dst, strerror(errno));
-	else
-		fsync_dir(dst);
-out:
-	free(chunk);
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	if (rc)
-		unlink(tmp);
-	return rc;
-}
-
-/* Hash and size of a whole file (mmapped). */
-static int file_hash(const char *path, uint64_t *size, uint64_t *hash)
-{
-	struct stat sb;
-	void *p;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return ERR_IO;
-	if (fstat(fd, &sb)) {
-		close(fd);
-		return ERR_IO;
-	}
-	*size = (uint64_t)sb.st_size;
-	if (sb.st_size == 0) {
-		close(fd);
-		*hash = hash_bytes("", 0, 0);
-		return 0;
-	}
-	p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return ERR_IO;
-	*hash = hash_bytes(p, (size_t)sb.st_size, 0);
-	munmap(p, (size_t)sb.st_size);
-	return 0;
-}
-
 /* ---- metadata ------------------------------------------------------------ */
 
-static int meta_encode(const struct meta *m, struct buf *out)
+static int meta_encode(const struct debuginfo__meta *m, struct buf *out)
 {
 	size_t rl = strnlen(m->reason, sizeof(m->reason));
 	int rc = buf_putc(out, META_VERSION);
@@ -320,7 +84,7 @@ static int meta_encode(const struct meta *m, struct buf *out)
 	return rc;
 }
 
-static int meta_decode(const void *val, size_t len, struct meta *m)
+static int meta_decode(const void *val, size_t len, struct debuginfo__meta *m)
 {
 	const uint8_t *p = val, *end = p + len;
 	uint64_t v[9];
@@ -353,7 +117,7 @@ static int meta_decode(const void *val, size_t len, struct meta *m)
 }
 
 /* 0 and *m, ERR_NOT_FOUND, or another error. */
-static int meta_get(struct debuginfo *s, const char *id, struct meta *m)
+static int meta_get(struct debuginfo *s, const char *id, struct debuginfo__meta *m)
 {
 	struct buf b;
 	int rc;
@@ -366,7 +130,7 @@ static int meta_get(struct debuginfo *s, const char *id, struct meta *m)
 	return rc;
 }
 
-static int meta_put(struct debuginfo *s, const char *id, const struct meta *m)
+static int meta_put(struct debuginfo *s, const char *id, const struct debuginfo__meta *m)
 {
 	struct store_kv kv;
 	struct buf b;
@@ -389,7 +153,7 @@ static int meta_put(struct debuginfo *s, const char *id, const struct meta *m)
 static void meta_fail(struct debuginfo *s, const char *id, unsigned source,
 		      enum debuginfo_status st, int64_t retry_at, const char *reason)
 {
-	struct meta m;
+	struct debuginfo__meta m;
 
 	if (meta_get(s, id, &m))
 		memset(&m, 0, sizeof(m));
@@ -405,7 +169,7 @@ static void meta_fail(struct debuginfo *s, const char *id, unsigned source,
 /* ---- the index LRU ------------------------------------------------------- */
 
 /* Must hold s->mu.  Returns a referenced entry or NULL. */
-static struct open_index *lru_find(struct debuginfo *s, const char *id)
+static struct debuginfo__open_index *lru_find(struct debuginfo *s, const char *id)
 {
 	for (size_t i = 0; i < s->n_lru; i++)
 		if (strcmp(s->lru[i].id, id) == 0) {
@@ -416,7 +180,7 @@ static struct open_index *lru_find(struct debuginfo *s, const char *id)
 	return NULL;
 }
 
-static void lru_put(struct debuginfo *s, struct open_index *e)
+static void lru_put(struct debuginfo *s, struct debuginfo__open_index *e)
 {
 	pthread_mutex_lock(&s->mu);
 	e->refs--;
@@ -441,10 +205,10 @@ static void lru_evict_id(struct debuginfo *s, const char *id)
  * used unreferenced entry (or, if all are in use, the new index is
  * returned in a heap entry the caller frees: *spill).
  */
-static struct open_index *lru_insert(struct debuginfo *s, const char *id, struct sym_index *idx,
-				     const struct sym_elf_info *layout, struct open_index **spill)
+static struct debuginfo__open_index *lru_insert(struct debuginfo *s, const char *id, struct sym_index *idx,
+				     const struct sym_elf_info *layout, struct debuginfo__open_index **spill)
 {
-	struct open_index *e = NULL;
+	struct debuginfo__open_index *e = NULL;
 
 	*spill = NULL;
 	pthread_mutex_lock(&s->mu);
@@ -489,10 +253,10 @@ static int load_layout(struct debuginfo *s, const char *id, struct sym_elf_info 
 {
 	char path[4096];
 
-	if (!id_path(s, id, "executable", path, sizeof(path)) && file_exists(path) &&
+	if (!debuginfo__path(s, id, "executable", path, sizeof(path)) && debuginfo__file_exists(path) &&
 	    !sym_elf_inspect_file(path, out, NULL))
 		return 0;
-	if (!id_path(s, id, "debuginfo", path, sizeof(path)) && file_exists(path) &&
+	if (!debuginfo__path(s, id, "debuginfo", path, sizeof(path)) && debuginfo__file_exists(path) &&
 	    !sym_elf_inspect_file(path, out, NULL))
 		return 0;
 	return ERR_NOT_FOUND;
@@ -500,7 +264,7 @@ static int load_layout(struct debuginfo *s, const char *id, struct sym_elf_info 
 
 /* Opens the on-disk index of `id` into the LRU; ERR_NOT_FOUND if there is none. */
 static int open_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
-		      struct open_index **out, struct open_index **spill)
+		      struct debuginfo__open_index **out, struct debuginfo__open_index **spill)
 {
 	struct sym_elf_info layout;
 	struct sym_index *idx;
@@ -508,7 +272,7 @@ static int open_index(struct debuginfo *s, const char *id, const uint8_t *bid, s
 	char path[4096];
 	int rc;
 
-	if (id_path(s, id, "index", path, sizeof(path)) || !file_exists(path))
+	if (debuginfo__path(s, id, "index", path, sizeof(path)) || !debuginfo__file_exists(path))
 		return ERR_NOT_FOUND;
 	err_clear(&msg);
 	rc = sym_index_open(path, bid, blen, &idx, &msg);
@@ -536,13 +300,13 @@ struct alt_ctx {
 static int find_alt(void *ctx, const uint8_t *id, size_t id_len, const char *name, char **path)
 {
 	struct alt_ctx *a = ctx;
-	char hex[HEX_MAX], p[4096];
+	char hex[DEBUGINFO_HEX_MAX], p[4096];
 
 	(void)name;
 	if (id_len == 0 || id_len > SYM_BUILD_ID_MAX)
 		return ERR_NOT_FOUND;
 	sym_build_id_hex(id, id_len, hex);
-	if (!id_path(a->s, hex, "debuginfo", p, sizeof(p)) && file_exists(p)) {
+	if (!debuginfo__path(a->s, hex, "debuginfo", p, sizeof(p)) && debuginfo__file_exists(p)) {
 		*path = strdup(p);
 		return *path ? 0 : ERR_NOMEM;
 	}
@@ -560,7 +324,7 @@ static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 	enum sym_reason reason;
 	struct err_msg msg;
 	char *got = NULL, dst[4096];
-	struct meta m;
+	struct debuginfo__meta m;
 	int rc;
 
 	err_clear(&msg);
@@ -568,13 +332,13 @@ static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 				   &msg);
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
-		meta_fail(s, id, SRC_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
+		meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
 			  "not uploaded, and no debuginfod upstream has it");
 		return rc;
 	}
 	if (rc) {
 		atomic_fetch_add(&s->fetches_error, 1);
-		meta_fail(s, id, SRC_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
+		meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
 		return rc;
 	}
 	atomic_fetch_add(&s->fetches_ok, 1);
@@ -588,30 +352,30 @@ static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 		char text[600];
 
 		snprintf(text, sizeof(text), "debuginfod served an unusable file: %s", msg.text);
-		meta_fail(s, id, SRC_DEBUGINFOD, status_of_reason(reason), now + s->retry_ns, text);
+		meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, status_of_reason(reason), now + s->retry_ns, text);
 		free(got);
 		return ERR_INVALID;
 	}
-	rc = id_path(s, id, "debuginfo", dst, sizeof(dst));
+	rc = debuginfo__path(s, id, "debuginfo", dst, sizeof(dst));
 	if (!rc) {
 		char dir[4096];
 
-		id_path(s, id, NULL, dir, sizeof(dir));
-		rc = mkdir_p(dir);
+		debuginfo__path(s, id, NULL, dir, sizeof(dir));
+		rc = debuginfo__mkdir_p(dir);
 	}
 	if (!rc)
-		rc = install_copy(got, dst, &msg);
+		rc = debuginfo__install_copy(got, dst, &msg);
 	free(got);
 	if (rc) {
-		meta_fail(s, id, SRC_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
+		meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
 			  "cannot store the fetched file");
 		return rc;
 	}
 	memset(&m, 0, sizeof(m));
-	m.source = SRC_DEBUGINFOD;
+	m.source = DEBUGINFO_SOURCE_DEBUGINFOD;
 	m.status = DEBUGINFO_STATUS_OK;
 	m.kinds = 1u << DEBUGINFO_FILE_DEBUGINFO;
-	file_hash(dst, &m.size, &m.hash);
+	debuginfo__file_hash(dst, &m.size, &m.hash);
 	m.uploaded = now;
 	m.last_used = now;
 	return meta_put(s, id, &m);
@@ -628,13 +392,13 @@ static int job_build(struct debuginfo *s, const char *id, const uint8_t *bid, si
 	int64_t t0 = clock_mono_ns();
 	int rc;
 
-	if (id_path(s, id, "index", dst, sizeof(dst)) ||
-	    id_path(s, id, "debuginfo", src, sizeof(src)))
+	if (debuginfo__path(s, id, "index", dst, sizeof(dst)) ||
+	    debuginfo__path(s, id, "debuginfo", src, sizeof(src)))
 		return ERR_TOO_LARGE;
-	if (file_exists(dst))
+	if (debuginfo__file_exists(dst))
 		return 0;
-	if (!file_exists(src) && (id_path(s, id, "executable", src, sizeof(src)) ||
-				  !file_exists(src)))
+	if (!debuginfo__file_exists(src) && (debuginfo__path(s, id, "executable", src, sizeof(src)) ||
+				  !debuginfo__file_exists(src)))
 		return ERR_NOT_FOUND;
 	opts.build_id = bid;
 	opts.build_id_len = blen;
@@ -650,7 +414,7 @@ static int job_build(struct debuginfo *s, const char *id, const uint8_t *bid, si
 			sym_elf_check(&info, bid, blen, 0, &reason, NULL);
 		log_warn("symbolize: index of %s: %s", id, msg.text);
 		/* ERR_NOT_FOUND from a good file: a DWZ alt file is missing. */
-		meta_fail(s, id, SRC_NONE,
+		meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
 			  reason != SYM_REASON_OK ? status_of_reason(reason) :
 			  rc == ERR_NOT_FOUND	  ? DEBUGINFO_STATUS_NOT_FOUND :
 						    DEBUGINFO_STATUS_INVALID_ELF,
@@ -668,14 +432,14 @@ static void job_run(struct debuginfo *s, const char *id)
 {
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	size_t blen;
-	char tmp[HEX_MAX], p1[4096], p2[4096];
+	char tmp[DEBUGINFO_HEX_MAX], p1[4096], p2[4096];
 
-	if (canon_id(id, tmp, bid, &blen))
+	if (debuginfo__canon_id(id, tmp, bid, &blen))
 		return;
-	if (id_path(s, id, "debuginfo", p1, sizeof(p1)) ||
-	    id_path(s, id, "executable", p2, sizeof(p2)))
+	if (debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) ||
+	    debuginfo__path(s, id, "executable", p2, sizeof(p2)))
 		return;
-	if (!file_exists(p1) && !file_exists(p2)) {
+	if (!debuginfo__file_exists(p1) && !debuginfo__file_exists(p2)) {
 		if (!s->upstream || job_fetch(s, id, bid, blen))
 			return;
 	}
@@ -688,7 +452,7 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
-		struct job *j = NULL;
+		struct debuginfo__job *j = NULL;
 
 		while (!s->stopping) {
 			for (j = s->jobs; j && j->running; j = j->next)
@@ -703,7 +467,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&s->mu);
 		job_run(s, j->id);
 		pthread_mutex_lock(&s->mu);
-		for (struct job **pp = &s->jobs; *pp; pp = &(*pp)->next)
+		for (struct debuginfo__job **pp = &s->jobs; *pp; pp = &(*pp)->next)
 			if (*pp == j) {
 				*pp = j->next;
 				break;
@@ -718,7 +482,7 @@ static void *worker(void *arg)
 /* Must hold s->mu.  Queues a job for `id` unless one exists. */
 static int job_queue(struct debuginfo *s, const char *id)
 {
-	struct job *j, **tail = &s->jobs;
+	struct debuginfo__job *j, **tail = &s->jobs;
 
 	for (j = s->jobs; j; j = j->next) {
 		if (strcmp(j->id, id) == 0)
@@ -737,7 +501,7 @@ static int job_queue(struct debuginfo *s, const char *id)
 /* Must hold s->mu. */
 static int job_pending(struct debuginfo *s, const char *id)
 {
-	for (struct job *j = s->jobs; j; j = j->next)
+	for (struct debuginfo__job *j = s->jobs; j; j = j->next)
 		if (strcmp(j->id, id) == 0)
 			return 1;
 	return 0;
@@ -787,7 +551,7 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	s->max_open = opt->max_open ? opt->max_open : 32;
 	s->lru = calloc(s->max_open, sizeof(*s->lru));
 	snprintf(path, sizeof(path), "%s/debuginfo/tmp", opt->data_dir);
-	if (!s->dir || !s->lru || mkdir_p(path)) {
+	if (!s->dir || !s->lru || debuginfo__mkdir_p(path)) {
 		int rc = err_set(msg, s->dir && s->lru ? ERR_IO : ERR_NOMEM,
 				 "symbolize: cannot create %s: %s", path, strerror(errno));
 		free(s->lru);
@@ -802,7 +566,7 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 			snprintf(cache, sizeof(cache), "%s/debuginfod-cache", opt->data_dir);
 		snprintf(timeout, sizeof(timeout), "%lld",
 			 (long long)(s->fetch_timeout_ns / 1000000000LL));
-		mkdir_p(cache);
+		debuginfo__mkdir_p(cache);
 		setenv("DEBUGINFOD_URLS", opt->debuginfod_urls, 1);
 		setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
 		setenv("DEBUGINFOD_TIMEOUT", timeout, 1);
@@ -814,8 +578,8 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
 	workers = opt->workers > 0 ? opt->workers : 2;
-	if (workers > MAX_WORKERS)
-		workers = MAX_WORKERS;
+	if (workers > DEBUGINFO__MAX_WORKERS)
+		workers = DEBUGINFO__MAX_WORKERS;
 	for (int i = 0; i < workers; i++) {
 		if (pthread_create(&s->threads[i], NULL, worker, s))
 			break;
@@ -842,7 +606,7 @@ void debuginfo_close(struct debuginfo *s)
 	for (int i = 0; i < s->n_threads; i++)
 		pthread_join(s->threads[i], NULL);
 	while (s->jobs) {
-		struct job *j = s->jobs;
+		struct debuginfo__job *j = s->jobs;
 
 		s->jobs = j->next;
 		free(j);
@@ -962,7 +726,7 @@ static void drop_derived(struct debuginfo *s, const char *id, const uint8_t *bid
 	struct del_ctx d;
 	char path[4096];
 
-	if (!id_path(s, id, "index", path, sizeof(path)))
+	if (!debuginfo__path(s, id, "index", path, sizeof(path)))
 		unlink(path);
 	pthread_mutex_lock(&s->mu);
 	lru_evict_id(s, id);
@@ -1008,7 +772,7 @@ uint64_t debuginfo_generation(const struct debuginfo *s)
 static void touch_forget(struct debuginfo *s, const uint8_t *bid, size_t blen)
 {
 	uint64_t h = hash_bytes(bid, blen, 0);
-	struct touch_slot *t = &s->touched[h % TOUCH_SLOTS];
+	struct debuginfo__touch_slot *t = &s->touched[h % DEBUGINFO__TOUCH_SLOTS];
 
 	pthread_mutex_lock(&s->touch_mu);
 	if (t->hash == h)
@@ -1019,17 +783,17 @@ static void touch_forget(struct debuginfo *s, const uint8_t *bid, size_t blen)
 void debuginfo_touch(struct debuginfo *s, const char *build_id_hex)
 {
 	uint8_t bid[SYM_BUILD_ID_MAX];
-	char id[HEX_MAX];
+	char id[DEBUGINFO_HEX_MAX];
 	int64_t now = clock_wall_ns();
-	struct touch_slot *t;
-	struct meta m;
+	struct debuginfo__touch_slot *t;
+	struct debuginfo__meta m;
 	uint64_t h;
 	size_t blen;
 
-	if (canon_id(build_id_hex, id, bid, &blen))
+	if (debuginfo__canon_id(build_id_hex, id, bid, &blen))
 		return;
 	h = hash_bytes(bid, blen, 0);
-	t = &s->touched[h % TOUCH_SLOTS];
+	t = &s->touched[h % DEBUGINFO__TOUCH_SLOTS];
 	pthread_mutex_lock(&s->touch_mu);
 	if (t->hash == h && now - t->written < TOUCH_EVERY_NS) {
 		pthread_mutex_unlock(&s->touch_mu);
@@ -1060,10 +824,10 @@ struct waiting {
 static int find_waiting(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	struct waiting *w = ctx;
-	struct meta m;
+	struct debuginfo__meta m;
 	int rc;
 
-	if (klen >= HEX_MAX || meta_decode(val, vlen, &m) || m.status == DEBUGINFO_STATUS_OK ||
+	if (klen >= DEBUGINFO_HEX_MAX || meta_decode(val, vlen, &m) || m.status == DEBUGINFO_STATUS_OK ||
 	    !strstr(m.reason, "alt_not_found") || !strstr(m.reason, w->alt_id))
 		return 0;
 	rc = buf_append(&w->ids, key, klen);
@@ -1083,7 +847,7 @@ static void retry_waiting(struct debuginfo *s, const char *alt_id)
 	if (!store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, find_waiting, &w, NULL)) {
 		for (size_t at = 0; at < w.ids.len; at += strlen(w.ids.data + at) + 1) {
 			const char *id = w.ids.data + at;
-			struct meta m;
+			struct debuginfo__meta m;
 
 			if (meta_get(s, id, &m) || m.status == DEBUGINFO_STATUS_OK)
 				continue;
@@ -1101,13 +865,13 @@ static void retry_waiting(struct debuginfo *s, const char *alt_id)
 static int refuse(struct debuginfo_upload *u, const char *id, enum sym_reason reason, int code,
 		  struct debuginfo_upload_result *res, struct err_msg *msg)
 {
-	struct meta m;
+	struct debuginfo__meta m;
 
 	res->reason = reason;
 	atomic_fetch_add(&u->s->uploads_refused, 1);
 	/* A refusal explains a hex frame only when no good file is stored. */
 	if (id[0] && (meta_get(u->s, id, &m) || m.status != DEBUGINFO_STATUS_OK || !m.kinds))
-		meta_fail(u->s, id, SRC_UPLOAD, status_of_reason(reason), 0, msg ? msg->text : "");
+		meta_fail(u->s, id, DEBUGINFO_SOURCE_UPLOAD, status_of_reason(reason), 0, msg ? msg->text : "");
 	return code;
 }
 
@@ -1117,15 +881,15 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 	struct debuginfo *s = u->s;
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	size_t blen;
-	char id[HEX_MAX], have[HEX_MAX], dir[4096], dst[4096];
+	char id[DEBUGINFO_HEX_MAX], have[DEBUGINFO_HEX_MAX], dir[4096], dst[4096];
 	struct sym_elf_info info;
 	enum sym_reason reason = SYM_REASON_OK;
-	struct meta m;
+	struct debuginfo__meta m;
 	int rc, had_meta, replaced = 0;
 
 	memset(res, 0, sizeof(*res));
 	res->size = u->size;
-	if (canon_id(build_id_hex, id, bid, &blen)) {
+	if (debuginfo__canon_id(build_id_hex, id, bid, &blen)) {
 		rc = err_set(msg, ERR_INVALID, "\"%.100s\" is not a hex build ID", build_id_hex);
 		goto out;
 	}
@@ -1164,12 +928,12 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 	had_meta = meta_get(s, id, &m) == 0;
 	if (!had_meta)
 		memset(&m, 0, sizeof(m));
-	rc = id_path(s, id, kind_names[kind], dst, sizeof(dst));
+	rc = debuginfo__path(s, id, debuginfo__kind_name(kind), dst, sizeof(dst));
 	if (!rc) {
 		uint64_t size = 0, hash = 0, osize = 0, ohash = 0;
 
-		rc = file_hash(u->path, &size, &hash);
-		if (!rc && file_exists(dst) && !file_hash(dst, &osize, &ohash)) {
+		rc = debuginfo__file_hash(u->path, &size, &hash);
+		if (!rc && debuginfo__file_exists(dst) && !debuginfo__file_hash(dst, &osize, &ohash)) {
 			if (osize == size && ohash == hash) {
 				res->unchanged = 1;
 			} else {
@@ -1182,14 +946,14 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 		}
 	}
 	if (!rc && !res->unchanged) {
-		id_path(s, id, NULL, dir, sizeof(dir));
-		rc = mkdir_p(dir);
+		debuginfo__path(s, id, NULL, dir, sizeof(dir));
+		rc = debuginfo__mkdir_p(dir);
 		if (rc)
 			err_set(msg, rc, "cannot create %s: %s", dir, strerror(errno));
 		else if (rename(u->path, dst))
 			rc = err_set(msg, ERR_IO, "cannot store %s: %s", dst, strerror(errno));
 		else
-			fsync_dir(dst);
+			debuginfo__fsync_dir(dst);
 	}
 	if (!rc) {
 		char exe[4096];
@@ -1199,12 +963,12 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 		 * give exact file offsets, and /buildid/<id>/executable serves it. */
 		if (kind == DEBUGINFO_FILE_DEBUGINFO && (info.flags & SYM_HAS_TEXT) &&
 		    !(info.flags & SYM_SEGMENTS_FROM_DEBUG) &&
-		    !id_path(s, id, "executable", exe, sizeof(exe)) &&
-		    (!file_exists(exe) || replaced) && !install_copy(dst, exe, NULL))
+		    !debuginfo__path(s, id, "executable", exe, sizeof(exe)) &&
+		    (!debuginfo__file_exists(exe) || replaced) && !debuginfo__install_copy(dst, exe, NULL))
 			m.kinds |= 1u << DEBUGINFO_FILE_EXECUTABLE;
 		if (replaced || (had_meta && m.status != DEBUGINFO_STATUS_OK))
 			drop_derived(s, id, bid, blen);
-		m.source = SRC_UPLOAD;
+		m.source = DEBUGINFO_SOURCE_UPLOAD;
 		m.status = DEBUGINFO_STATUS_OK;
 		m.reason[0] = '\0';
 		m.retry_at = 0;
@@ -1224,27 +988,16 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 		atomic_fetch_add(&s->uploads_ok, 1);
 		log_info("symbolize: %s %s for %s (%llu bytes)",
 			 res->unchanged ? "kept identical" : replaced ? "replaced" : "stored",
-			 kind_names[kind], id, (unsigned long long)u->size);
+			 debuginfo__kind_name(kind), id, (unsigned long long)u->size);
 	}
 out:
 	debuginfo_upload_abort(u);
 	return rc;
 }
 
-int debuginfo_file_path(struct debuginfo *s, const char *build_id_hex, enum debuginfo_file_kind kind,
-			  char *out, size_t out_len)
-{
-	char id[HEX_MAX];
-
-	if (canon_id(build_id_hex, id, NULL, NULL) || (unsigned)kind > DEBUGINFO_FILE_EXECUTABLE ||
-	    id_path(s, id, kind_names[kind], out, out_len) || !file_exists(out))
-		return ERR_NOT_FOUND;
-	return 0;
-}
-
 /* ---- listing ------------------------------------------------------------------ */
 
-static int meta_json(struct buf *out, const char *id, size_t idlen, const struct meta *m)
+static int meta_json(struct buf *out, const char *id, size_t idlen, const struct debuginfo__meta *m)
 {
 	static const char *const sources[] = { "none", "upload", "debuginfod" };
 	int rc = buf_puts(out, "{\"buildId\":");
@@ -1273,7 +1026,7 @@ struct list_ctx {
 static int list_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	struct list_ctx *l = ctx;
-	struct meta m;
+	struct debuginfo__meta m;
 	int rc;
 
 	if (meta_decode(val, vlen, &m))
@@ -1286,12 +1039,12 @@ int debuginfo_info_json(struct debuginfo *s, const char *build_id_hex, struct bu
 			  struct err_msg *msg)
 {
 	struct list_ctx l = { out, 0 };
-	char id[HEX_MAX];
-	struct meta m;
+	char id[DEBUGINFO_HEX_MAX];
+	struct debuginfo__meta m;
 	int rc;
 
 	if (build_id_hex) {
-		if (canon_id(build_id_hex, id, NULL, NULL))
+		if (debuginfo__canon_id(build_id_hex, id, NULL, NULL))
 			return err_set(msg, ERR_INVALID, "\"%.100s\" is not a hex build ID",
 				       build_id_hex);
 		rc = meta_get(s, id, &m);
@@ -1318,7 +1071,7 @@ void debuginfo_note_unresolved(struct debuginfo *s, enum debuginfo_status status
 static int count_status(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	uint64_t *by = ctx;
-	struct meta m;
+	struct debuginfo__meta m;
 
 	(void)key;
 	(void)klen;
@@ -1518,7 +1271,7 @@ static int flush_cache(struct debuginfo *s, const uint8_t *keys, size_t klen,
 }
 
 /* Resolves the cache misses of a batch through the index and caches them. */
-static int resolve_misses(struct debuginfo *s, struct open_index *e,
+static int resolve_misses(struct debuginfo *s, struct debuginfo__open_index *e,
 			  const uint8_t *bid, size_t blen, const struct debuginfo_mapping_ref *map,
 			  const struct debuginfo_addr_req *reqs, size_t n, const uint8_t *missing,
 			  sym_frames_fn fn, void *ctx)
@@ -1580,11 +1333,11 @@ out:
  * until the deadline.  On failure *status/reason say why.
  */
 static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
-			 int64_t deadline, struct open_index **out, struct open_index **spill,
+			 int64_t deadline, struct debuginfo__open_index **out, struct debuginfo__open_index **spill,
 			 enum debuginfo_status *status, char *reason, size_t rlen)
 {
 	char p1[4096], p2[4096];
-	struct meta m;
+	struct debuginfo__meta m;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
 		int have_meta, have_file, waited;
@@ -1597,9 +1350,9 @@ static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid
 		if (!open_index(s, id, bid, blen, out, spill))
 			return 0;
 		have_meta = meta_get(s, id, &m) == 0;
-		have_file = !id_path(s, id, "debuginfo", p1, sizeof(p1)) &&
-			    !id_path(s, id, "executable", p2, sizeof(p2)) &&
-			    (file_exists(p1) || file_exists(p2));
+		have_file = !debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) &&
+			    !debuginfo__path(s, id, "executable", p2, sizeof(p2)) &&
+			    (debuginfo__file_exists(p1) || debuginfo__file_exists(p2));
 		if (have_meta && m.status != DEBUGINFO_STATUS_OK && m.status != DEBUGINFO_STATUS_PENDING &&
 		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt)) {
 			*status = m.status;
@@ -1614,7 +1367,7 @@ static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid
 			 * gauge list what queries need; no retry time, so a restart
 			 * with an upstream fetches it at once. */
 			if (!have_meta)
-				meta_fail(s, id, SRC_NONE, DEBUGINFO_STATUS_NOT_FOUND, 0, reason);
+				meta_fail(s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_NOT_FOUND, 0, reason);
 			return ERR_NOT_FOUND;
 		}
 		if (attempt) {
@@ -1647,17 +1400,17 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 {
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	size_t blen, klen;
-	char id[HEX_MAX];
+	char id[DEBUGINFO_HEX_MAX];
 	struct store_kv *keys = NULL;
 	uint8_t *kbytes = NULL;
 	uint64_t *hashes = NULL;
 	struct hit_ctx h;
-	struct open_index *e = NULL, *spill = NULL;
+	struct debuginfo__open_index *e = NULL, *spill = NULL;
 	int rc;
 
 	*status = DEBUGINFO_STATUS_OK;
 	copy_reason(reason, reason_len, "");
-	if (canon_id(build_id_hex, id, bid, &blen)) {
+	if (debuginfo__canon_id(build_id_hex, id, bid, &blen)) {
 		*status = DEBUGINFO_STATUS_NO_BUILD_ID;
 		copy_reason(reason, reason_len, "the mapping's build ID is not hex");
 		return 0;
