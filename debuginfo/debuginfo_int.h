@@ -136,6 +136,26 @@ int debuginfo__install_copy(const char *src, const char *dst, struct err_msg *ms
 /* Size and hash_bytes (seed 0) of a whole file; ERR_IO. */
 int debuginfo__file_hash(const char *path, uint64_t *size, uint64_t *hash);
 
+/* ---- meta.c: the metadata record of a build ID ---- */
+
+int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out);
+/* ERR_CORRUPT for bytes that are not a record (*m is then zeroed). */
+int debuginfo__meta_decode(const void *val, size_t len, struct debuginfo__meta *m);
+/* 0 and *m, ERR_NOT_FOUND, ERR_CORRUPT or an error of the store. */
+int debuginfo__meta_get(struct debuginfo *s, const char *id, struct debuginfo__meta *m);
+int debuginfo__meta_put(struct debuginfo *s, const char *id, const struct debuginfo__meta *m);
+/*
+ * Records a failure status for `id` (a canonical ID), keeping what is
+ * known about its files; `source` only fills an empty one.  A failure to
+ * write is logged, not returned: the status is advice, the query goes on.
+ */
+void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
+			  enum debuginfo_status st, int64_t retry_at, const char *reason);
+/* The status a refused file gives its build ID. */
+enum debuginfo_status debuginfo__status_of_reason(enum sym_reason r);
+/* snprintf of `s` (NULL: "") into out[len], when len > 0. */
+void debuginfo__copy_reason(char *out, size_t len, const char *s);
+
 /* ---- hot.c: recent symbol-cache pairs in memory ---- */
 
 struct debuginfo__hot_entry {

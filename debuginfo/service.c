@@ -29,142 +29,10 @@
 #include "storage/storage.h"
 #include "debuginfo/debuginfo_int.h"
 
-#define META_VERSION 1
 #define WRITE_BATCH 4096            /* symcache pairs per store write */
 #define MAX_BATCH_BYTES (64u << 20) /* encoded frames per store write */
 #define PAGE 4096u                  /* the kernel maps segments page-aligned */
 #define TOUCH_EVERY_NS (60LL * 1000000000)
-
-static const char *const status_names[DEBUGINFO_STATUS_COUNT] = {
-	"ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
-	"upstream_error", "pending",
-};
-
-const char *debuginfo_status_str(enum debuginfo_status s)
-{
-	return (unsigned)s < DEBUGINFO_STATUS_COUNT ? status_names[s] : "unknown";
-}
-
-static enum debuginfo_status status_of_reason(enum sym_reason r)
-{
-	switch (r) {
-	case SYM_REASON_OK: return DEBUGINFO_STATUS_OK;
-	case SYM_REASON_INVALID_ELF: return DEBUGINFO_STATUS_INVALID_ELF;
-	case SYM_REASON_BUILD_ID_MISMATCH: return DEBUGINFO_STATUS_MISMATCH;
-	case SYM_REASON_NO_BUILD_ID: return DEBUGINFO_STATUS_NO_BUILD_ID;
-	case SYM_REASON_NO_SYMBOLS:
-	case SYM_REASON_NO_DEBUG_INFO: break;
-	}
-	return DEBUGINFO_STATUS_NO_SYMBOLS;
-}
-
-static void copy_reason(char *out, size_t len, const char *s)
-{
-	if (len)
-		snprintf(out, len, "%s", s ? s : "");
-}
-
-/* ---- metadata ------------------------------------------------------------ */
-
-static int meta_encode(const struct debuginfo__meta *m, struct buf *out)
-{
-	size_t rl = strnlen(m->reason, sizeof(m->reason));
-	int rc = buf_putc(out, META_VERSION);
-
-	if (!rc) rc = buf_put_uvarint(out, m->source);
-	if (!rc) rc = buf_put_uvarint(out, m->status);
-	if (!rc) rc = buf_put_uvarint(out, m->kinds);
-	if (!rc) rc = buf_put_uvarint(out, m->size);
-	if (!rc) rc = buf_put_uvarint(out, m->hash);
-	if (!rc) rc = buf_put_svarint(out, m->uploaded);
-	if (!rc) rc = buf_put_svarint(out, m->last_used);
-	if (!rc) rc = buf_put_svarint(out, m->retry_at);
-	if (!rc) rc = buf_put_uvarint(out, rl);
-	if (!rc) rc = buf_append(out, m->reason, rl);
-	return rc;
-}
-
-static int meta_decode(const void *val, size_t len, struct debuginfo__meta *m)
-{
-	const uint8_t *p = val, *end = p + len;
-	uint64_t v[9];
-	size_t k;
-
-	memset(m, 0, sizeof(*m));
-	if (len < 1 || p[0] != META_VERSION)
-		return ERR_CORRUPT;
-	p++;
-	for (int i = 0; i < 9; i++) {
-		k = varint_get(p, end, &v[i]);
-		if (!k)
-			return ERR_CORRUPT;
-		p += k;
-	}
-	if (v[1] >= DEBUGINFO_STATUS_COUNT || v[8] > (uint64_t)(end - p))
-		return ERR_CORRUPT;
-	m->source = (unsigned)v[0];
-	m->status = (unsigned)v[1];
-	m->kinds = (unsigned)v[2] & 3;
-	m->size = v[3];
-	m->hash = v[4];
-	m->uploaded = zigzag_decode(v[5]);
-	m->last_used = zigzag_decode(v[6]);
-	m->retry_at = zigzag_decode(v[7]);
-	k = v[8] < sizeof(m->reason) - 1 ? (size_t)v[8] : sizeof(m->reason) - 1;
-	memcpy(m->reason, p, k);
-	m->reason[k] = '\0';
-	return 0;
-}
-
-/* 0 and *m, ERR_NOT_FOUND, or another error. */
-static int meta_get(struct debuginfo *s, const char *id, struct debuginfo__meta *m)
-{
-	struct buf b;
-	int rc;
-
-	buf_init(&b, 1 << 20);
-	rc = store_aux_get(s->st, STORE_AUX_DEBUGINFO, id, strlen(id), &b, NULL);
-	if (!rc && meta_decode(b.data, b.len, m))
-		rc = ERR_CORRUPT;
-	buf_release(&b);
-	return rc;
-}
-
-static int meta_put(struct debuginfo *s, const char *id, const struct debuginfo__meta *m)
-{
-	struct store_kv kv;
-	struct buf b;
-	int rc;
-
-	buf_init(&b, 1 << 20);
-	rc = meta_encode(m, &b);
-	if (!rc) {
-		kv.key = id;
-		kv.klen = strlen(id);
-		kv.val = b.data;
-		kv.vlen = b.len;
-		rc = store_aux_write(s->st, STORE_AUX_DEBUGINFO, &kv, 1, NULL);
-	}
-	buf_release(&b);
-	return rc;
-}
-
-/* Records a failure status for `id`, keeping what is known about its files. */
-static void meta_fail(struct debuginfo *s, const char *id, unsigned source,
-		      enum debuginfo_status st, int64_t retry_at, const char *reason)
-{
-	struct debuginfo__meta m;
-
-	if (meta_get(s, id, &m))
-		memset(&m, 0, sizeof(m));
-	if (!m.source)
-		m.source = source;
-	m.status = st;
-	m.retry_at = retry_at;
-	copy_reason(m.reason, sizeof(m.reason), reason);
-	if (meta_put(s, id, &m))
-		log_warn("symbolize: cannot record the status of %s", id);
-}
 
 /* ---- the index LRU ------------------------------------------------------- */
 
@@ -332,13 +200,13 @@ static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 				   &msg);
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
-		meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
 			  "not uploaded, and no debuginfod upstream has it");
 		return rc;
 	}
 	if (rc) {
 		atomic_fetch_add(&s->fetches_error, 1);
-		meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
 		return rc;
 	}
 	atomic_fetch_add(&s->fetches_ok, 1);
@@ -352,7 +220,7 @@ static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 		char text[600];
 
 		snprintf(text, sizeof(text), "debuginfod served an unusable file: %s", msg.text);
-		meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, status_of_reason(reason), now + s->retry_ns, text);
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, debuginfo__status_of_reason(reason), now + s->retry_ns, text);
 		free(got);
 		return ERR_INVALID;
 	}
@@ -367,7 +235,7 @@ static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 		rc = debuginfo__install_copy(got, dst, &msg);
 	free(got);
 	if (rc) {
-		meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
 			  "cannot store the fetched file");
 		return rc;
 	}
@@ -378,7 +246,7 @@ static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 	debuginfo__file_hash(dst, &m.size, &m.hash);
 	m.uploaded = now;
 	m.last_used = now;
-	return meta_put(s, id, &m);
+	return debuginfo__meta_put(s, id, &m);
 }
 
 /* Builds the index of `id` from its stored debuginfo (or executable). */
@@ -414,8 +282,8 @@ static int job_build(struct debuginfo *s, const char *id, const uint8_t *bid, si
 			sym_elf_check(&info, bid, blen, 0, &reason, NULL);
 		log_warn("symbolize: index of %s: %s", id, msg.text);
 		/* ERR_NOT_FOUND from a good file: a DWZ alt file is missing. */
-		meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
-			  reason != SYM_REASON_OK ? status_of_reason(reason) :
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
+			  reason != SYM_REASON_OK ? debuginfo__status_of_reason(reason) :
 			  rc == ERR_NOT_FOUND	  ? DEBUGINFO_STATUS_NOT_FOUND :
 						    DEBUGINFO_STATUS_INVALID_ELF,
 			  clock_wall_ns() + s->retry_ns, msg.text);
@@ -808,9 +676,9 @@ void debuginfo_touch(struct debuginfo *s, const char *build_id_hex)
 		touch_forget(s, bid, blen);
 		return;
 	}
-	if (!meta_get(s, id, &m) && m.status == DEBUGINFO_STATUS_OK) {
+	if (!debuginfo__meta_get(s, id, &m) && m.status == DEBUGINFO_STATUS_OK) {
 		m.last_used = now;
-		if (meta_put(s, id, &m))
+		if (debuginfo__meta_put(s, id, &m))
 			log_warn("symbolize: cannot record the last use of %s", id);
 	}
 	pthread_mutex_unlock(&s->upload_mu);
@@ -827,7 +695,7 @@ static int find_waiting(void *ctx, const void *key, size_t klen, const void *val
 	struct debuginfo__meta m;
 	int rc;
 
-	if (klen >= DEBUGINFO_HEX_MAX || meta_decode(val, vlen, &m) || m.status == DEBUGINFO_STATUS_OK ||
+	if (klen >= DEBUGINFO_HEX_MAX || debuginfo__meta_decode(val, vlen, &m) || m.status == DEBUGINFO_STATUS_OK ||
 	    !strstr(m.reason, "alt_not_found") || !strstr(m.reason, w->alt_id))
 		return 0;
 	rc = buf_append(&w->ids, key, klen);
@@ -849,10 +717,10 @@ static void retry_waiting(struct debuginfo *s, const char *alt_id)
 			const char *id = w.ids.data + at;
 			struct debuginfo__meta m;
 
-			if (meta_get(s, id, &m) || m.status == DEBUGINFO_STATUS_OK)
+			if (debuginfo__meta_get(s, id, &m) || m.status == DEBUGINFO_STATUS_OK)
 				continue;
 			m.retry_at = 0;
-			if (meta_put(s, id, &m))
+			if (debuginfo__meta_put(s, id, &m))
 				log_warn("symbolize: cannot clear the retry time of %s", id);
 			else
 				log_info("symbolize: %s: its DWZ alt file %s arrived, retrying", id,
@@ -870,8 +738,8 @@ static int refuse(struct debuginfo_upload *u, const char *id, enum sym_reason re
 	res->reason = reason;
 	atomic_fetch_add(&u->s->uploads_refused, 1);
 	/* A refusal explains a hex frame only when no good file is stored. */
-	if (id[0] && (meta_get(u->s, id, &m) || m.status != DEBUGINFO_STATUS_OK || !m.kinds))
-		meta_fail(u->s, id, DEBUGINFO_SOURCE_UPLOAD, status_of_reason(reason), 0, msg ? msg->text : "");
+	if (id[0] && (debuginfo__meta_get(u->s, id, &m) || m.status != DEBUGINFO_STATUS_OK || !m.kinds))
+		debuginfo__meta_fail(u->s, id, DEBUGINFO_SOURCE_UPLOAD, debuginfo__status_of_reason(reason), 0, msg ? msg->text : "");
 	return code;
 }
 
@@ -925,7 +793,7 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 	}
 
 	pthread_mutex_lock(&s->upload_mu);
-	had_meta = meta_get(s, id, &m) == 0;
+	had_meta = debuginfo__meta_get(s, id, &m) == 0;
 	if (!had_meta)
 		memset(&m, 0, sizeof(m));
 	rc = debuginfo__path(s, id, debuginfo__kind_name(kind), dst, sizeof(dst));
@@ -976,7 +844,7 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 			m.uploaded = clock_wall_ns();
 		if (!res->unchanged)
 			touch_forget(s, bid, blen);
-		rc = meta_put(s, id, &m);
+		rc = debuginfo__meta_put(s, id, &m);
 		if (rc)
 			err_set(msg, rc, "cannot record the metadata of %s", id);
 		else if (!res->unchanged)
@@ -1029,7 +897,7 @@ static int list_one(void *ctx, const void *key, size_t klen, const void *val, si
 	struct debuginfo__meta m;
 	int rc;
 
-	if (meta_decode(val, vlen, &m))
+	if (debuginfo__meta_decode(val, vlen, &m))
 		return 0;
 	rc = l->n++ ? buf_putc(l->out, ',') : 0;
 	return rc ? rc : meta_json(l->out, key, klen, &m);
@@ -1047,7 +915,7 @@ int debuginfo_info_json(struct debuginfo *s, const char *build_id_hex, struct bu
 		if (debuginfo__canon_id(build_id_hex, id, NULL, NULL))
 			return err_set(msg, ERR_INVALID, "\"%.100s\" is not a hex build ID",
 				       build_id_hex);
-		rc = meta_get(s, id, &m);
+		rc = debuginfo__meta_get(s, id, &m);
 		if (rc == ERR_NOT_FOUND)
 			return err_set(msg, rc, "build ID %s is not known", id);
 		if (rc)
@@ -1075,7 +943,7 @@ static int count_status(void *ctx, const void *key, size_t klen, const void *val
 
 	(void)key;
 	(void)klen;
-	if (!meta_decode(val, vlen, &m) && m.status < DEBUGINFO_STATUS_COUNT)
+	if (!debuginfo__meta_decode(val, vlen, &m) && m.status < DEBUGINFO_STATUS_COUNT)
 		by[m.status]++;
 	return 0;
 }
@@ -1092,14 +960,14 @@ static int status_metrics(struct debuginfo *s, struct buf *out)
 	for (int i = 0; i < DEBUGINFO_STATUS_COUNT && !rc; i++)
 		if (i != DEBUGINFO_STATUS_PENDING)
 			rc = buf_printf(out, "unhex_debuginfo_build_ids{status=\"%s\"} %llu\n",
-					status_names[i], (unsigned long long)by[i]);
+					debuginfo_status_str(i), (unsigned long long)by[i]);
 	if (!rc)
 		rc = buf_puts(out, "# HELP unhex_symbolize_unresolved_locations_total Distinct "
 				   "locations that queries left without names, by why.\n"
 				   "# TYPE unhex_symbolize_unresolved_locations_total counter\n");
 	for (int i = 0; i < DEBUGINFO_STATUS_COUNT && !rc; i++)
 		rc = buf_printf(out, "unhex_symbolize_unresolved_locations_total{status=\"%s\"} %llu\n",
-				status_names[i], (unsigned long long)atomic_load(&s->unresolved[i]));
+				debuginfo_status_str(i), (unsigned long long)atomic_load(&s->unresolved[i]));
 	return rc;
 }
 
@@ -1349,30 +1217,30 @@ static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid
 			return 0;
 		if (!open_index(s, id, bid, blen, out, spill))
 			return 0;
-		have_meta = meta_get(s, id, &m) == 0;
+		have_meta = debuginfo__meta_get(s, id, &m) == 0;
 		have_file = !debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) &&
 			    !debuginfo__path(s, id, "executable", p2, sizeof(p2)) &&
 			    (debuginfo__file_exists(p1) || debuginfo__file_exists(p2));
 		if (have_meta && m.status != DEBUGINFO_STATUS_OK && m.status != DEBUGINFO_STATUS_PENDING &&
 		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt)) {
 			*status = m.status;
-			copy_reason(reason, rlen, m.reason);
+			debuginfo__copy_reason(reason, rlen, m.reason);
 			return ERR_NOT_FOUND;
 		}
 		if (!have_file && !s->upstream) {
 			*status = DEBUGINFO_STATUS_NOT_FOUND;
-			copy_reason(reason, rlen,
+			debuginfo__copy_reason(reason, rlen,
 				    "not uploaded (unhex upload), and no debuginfod upstream is configured");
 			/* Recorded once, so GET /api/v1/debuginfo and the build-ID
 			 * gauge list what queries need; no retry time, so a restart
 			 * with an upstream fetches it at once. */
 			if (!have_meta)
-				meta_fail(s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_NOT_FOUND, 0, reason);
+				debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_NOT_FOUND, 0, reason);
 			return ERR_NOT_FOUND;
 		}
 		if (attempt) {
 			*status = have_file ? DEBUGINFO_STATUS_INVALID_ELF : DEBUGINFO_STATUS_NOT_FOUND;
-			copy_reason(reason, rlen, have_file ? "the index could not be built"
+			debuginfo__copy_reason(reason, rlen, have_file ? "the index could not be built"
 							    : "the fetch found nothing");
 			return ERR_NOT_FOUND;
 		}
@@ -1385,7 +1253,7 @@ static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid
 		pthread_mutex_unlock(&s->mu);
 		if (waited) {
 			*status = DEBUGINFO_STATUS_PENDING;
-			copy_reason(reason, rlen, have_file ? "building the address index"
+			debuginfo__copy_reason(reason, rlen, have_file ? "building the address index"
 							    : "fetching from debuginfod");
 			return ERR_TIMEOUT;
 		}
@@ -1409,10 +1277,10 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 	int rc;
 
 	*status = DEBUGINFO_STATUS_OK;
-	copy_reason(reason, reason_len, "");
+	debuginfo__copy_reason(reason, reason_len, "");
 	if (debuginfo__canon_id(build_id_hex, id, bid, &blen)) {
 		*status = DEBUGINFO_STATUS_NO_BUILD_ID;
-		copy_reason(reason, reason_len, "the mapping's build ID is not hex");
+		debuginfo__copy_reason(reason, reason_len, "the mapping's build ID is not hex");
 		return 0;
 	}
 	if (!n)
