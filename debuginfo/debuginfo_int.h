@@ -69,13 +69,15 @@ struct debuginfo__job {
 	struct debuginfo__job *next;
 };
 
-/* An open index in the LRU; `refs` queries are using it. */
+/* An open index (lru.c); `refs` queries are using it. */
 struct debuginfo__open_index {
 	char id[DEBUGINFO_HEX_MAX];
 	struct sym_index *idx;      /* owned */
 	struct sym_elf_info layout; /* program headers for file offsets */
 	uint64_t used;              /* LRU tick */
 	unsigned refs;
+	int stale;                  /* replaced: the last reference closes it */
+	int heap;                   /* not in the array: the reference frees it */
 };
 
 /* When the last_used of the build ID with this hash was last written. */
@@ -156,6 +158,26 @@ enum debuginfo_status debuginfo__status_of_reason(enum sym_reason r);
 /* snprintf of `s` (NULL: "") into out[len], when len > 0. */
 void debuginfo__copy_reason(char *out, size_t len, const char *s);
 
+/* ---- lru.c: open indexes ---- */
+
+/* Allocates the max_open slots; ERR_NOMEM. */
+int debuginfo__lru_init(struct debuginfo *s);
+/* Closes every index and frees the slots (no references may remain). */
+void debuginfo__lru_release(struct debuginfo *s);
+/*
+ * A referenced entry for `id` (bytes `bid`): the open one, else its index
+ * file opened and inserted.  ERR_NOT_FOUND when there is no usable index
+ * file (a corrupt one is deleted, to be rebuilt), ERR_NOMEM.  The entry
+ * stays valid until debuginfo__lru_unref.
+ */
+int debuginfo__lru_acquire(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
+			   struct debuginfo__open_index **out);
+void debuginfo__lru_unref(struct debuginfo *s, struct debuginfo__open_index *e);
+/* Forgets the open index of `id` (its debug info was replaced). */
+void debuginfo__lru_drop(struct debuginfo *s, const char *id);
+/* Open indexes in the table. */
+size_t debuginfo__lru_count(struct debuginfo *s);
+
 /* ---- hot.c: recent symbol-cache pairs in memory ---- */
 
 struct debuginfo__hot_entry {
@@ -225,7 +247,7 @@ struct debuginfo {
 	volatile int cancel;
 	pthread_t threads[DEBUGINFO__MAX_WORKERS];
 	int n_threads;
-	struct debuginfo__open_index *lru; /* owned; max_open entries, never moved */
+	struct debuginfo__open_index *lru; /* owned; max_open slots (lru.c) */
 	size_t n_lru;
 	uint64_t tick;
 

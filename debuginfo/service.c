@@ -34,130 +34,6 @@
 #define PAGE 4096u                  /* the kernel maps segments page-aligned */
 #define TOUCH_EVERY_NS (60LL * 1000000000)
 
-/* ---- the index LRU ------------------------------------------------------- */
-
-/* Must hold s->mu.  Returns a referenced entry or NULL. */
-static struct debuginfo__open_index *lru_find(struct debuginfo *s, const char *id)
-{
-	for (size_t i = 0; i < s->n_lru; i++)
-		if (strcmp(s->lru[i].id, id) == 0) {
-			s->lru[i].refs++;
-			s->lru[i].used = ++s->tick;
-			return &s->lru[i];
-		}
-	return NULL;
-}
-
-static void lru_put(struct debuginfo *s, struct debuginfo__open_index *e)
-{
-	pthread_mutex_lock(&s->mu);
-	e->refs--;
-	pthread_mutex_unlock(&s->mu);
-}
-
-/* Must hold s->mu.  Drops the entry of `id` if no query uses it. */
-static void lru_evict_id(struct debuginfo *s, const char *id)
-{
-	for (size_t i = 0; i < s->n_lru; i++)
-		if (strcmp(s->lru[i].id, id) == 0 && s->lru[i].refs == 0) {
-			sym_index_close(s->lru[i].idx);
-			s->lru[i] = s->lru[--s->n_lru];
-			return;
-		}
-}
-
-/*
- * Inserts an opened index (taking `idx`); returns the referenced entry.
- * Entries are stable in memory: the array is allocated once at open with
- * room for max_open entries, and a full table evicts its least recently
- * used unreferenced entry (or, if all are in use, the new index is
- * returned in a heap entry the caller frees: *spill).
- */
-static struct debuginfo__open_index *lru_insert(struct debuginfo *s, const char *id, struct sym_index *idx,
-				     const struct sym_elf_info *layout, struct debuginfo__open_index **spill)
-{
-	struct debuginfo__open_index *e = NULL;
-
-	*spill = NULL;
-	pthread_mutex_lock(&s->mu);
-	e = lru_find(s, id);
-	if (e) { /* another thread won the race */
-		pthread_mutex_unlock(&s->mu);
-		sym_index_close(idx);
-		return e;
-	}
-	if (s->n_lru == s->max_open) {
-		size_t victim = SIZE_MAX;
-
-		for (size_t i = 0; i < s->n_lru; i++)
-			if (!s->lru[i].refs && (victim == SIZE_MAX || s->lru[i].used < s->lru[victim].used))
-				victim = i;
-		if (victim != SIZE_MAX) {
-			sym_index_close(s->lru[victim].idx);
-			s->lru[victim] = s->lru[--s->n_lru];
-		}
-	}
-	if (s->n_lru < s->max_open) {
-		e = &s->lru[s->n_lru++];
-	} else {
-		e = calloc(1, sizeof(*e));
-		*spill = e;
-	}
-	if (e) {
-		snprintf(e->id, sizeof(e->id), "%s", id);
-		e->idx = idx;
-		e->layout = *layout;
-		e->refs = 1;
-		e->used = ++s->tick;
-	} else {
-		sym_index_close(idx);
-	}
-	pthread_mutex_unlock(&s->mu);
-	return e;
-}
-
-/* The program headers used to turn file offsets into addresses. */
-static int load_layout(struct debuginfo *s, const char *id, struct sym_elf_info *out)
-{
-	char path[4096];
-
-	if (!debuginfo__path(s, id, "executable", path, sizeof(path)) && debuginfo__file_exists(path) &&
-	    !sym_elf_inspect_file(path, out, NULL))
-		return 0;
-	if (!debuginfo__path(s, id, "debuginfo", path, sizeof(path)) && debuginfo__file_exists(path) &&
-	    !sym_elf_inspect_file(path, out, NULL))
-		return 0;
-	return ERR_NOT_FOUND;
-}
-
-/* Opens the on-disk index of `id` into the LRU; ERR_NOT_FOUND if there is none. */
-static int open_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
-		      struct debuginfo__open_index **out, struct debuginfo__open_index **spill)
-{
-	struct sym_elf_info layout;
-	struct sym_index *idx;
-	struct err_msg msg;
-	char path[4096];
-	int rc;
-
-	if (debuginfo__path(s, id, "index", path, sizeof(path)) || !debuginfo__file_exists(path))
-		return ERR_NOT_FOUND;
-	err_clear(&msg);
-	rc = sym_index_open(path, bid, blen, &idx, &msg);
-	if (rc) {
-		log_warn("symbolize: dropping index %s: %s", path, msg.text);
-		unlink(path);
-		return ERR_NOT_FOUND;
-	}
-	if (load_layout(s, id, &layout)) {
-		sym_index_close(idx);
-		return ERR_NOT_FOUND;
-	}
-	atomic_fetch_add(&s->index_opens, 1);
-	*out = lru_insert(s, id, idx, &layout, spill);
-	return *out ? 0 : ERR_NOMEM;
-}
-
 /* ---- background jobs ------------------------------------------------------- */
 
 struct alt_ctx {
@@ -417,9 +293,8 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	s->fetch_timeout_ns = (opt->fetch_timeout_s > 0 ? opt->fetch_timeout_s : 30) * 1000000000LL;
 	s->max_upload = opt->max_upload_bytes ? opt->max_upload_bytes : (uint64_t)2 << 30;
 	s->max_open = opt->max_open ? opt->max_open : 32;
-	s->lru = calloc(s->max_open, sizeof(*s->lru));
 	snprintf(path, sizeof(path), "%s/debuginfo/tmp", opt->data_dir);
-	if (!s->dir || !s->lru || debuginfo__mkdir_p(path)) {
+	if (!s->dir || debuginfo__lru_init(s) || debuginfo__mkdir_p(path)) {
 		int rc = err_set(msg, s->dir && s->lru ? ERR_IO : ERR_NOMEM,
 				 "symbolize: cannot create %s: %s", path, strerror(errno));
 		free(s->lru);
@@ -479,15 +354,13 @@ void debuginfo_close(struct debuginfo *s)
 		s->jobs = j->next;
 		free(j);
 	}
-	for (size_t i = 0; i < s->n_lru; i++)
-		sym_index_close(s->lru[i].idx);
+	debuginfo__lru_release(s);
 	pthread_cond_destroy(&s->work_cv);
 	pthread_cond_destroy(&s->done_cv);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->upload_mu);
 	pthread_mutex_destroy(&s->touch_mu);
 	debuginfo__hot_release(&s->hot);
-	free(s->lru);
 	free(s->dir);
 	free(s);
 }
@@ -596,9 +469,7 @@ static void drop_derived(struct debuginfo *s, const char *id, const uint8_t *bid
 
 	if (!debuginfo__path(s, id, "index", path, sizeof(path)))
 		unlink(path);
-	pthread_mutex_lock(&s->mu);
-	lru_evict_id(s, id);
-	pthread_mutex_unlock(&s->mu);
+	debuginfo__lru_drop(s, id);
 	buf_init(&d.keys, 256u << 20);
 	d.n = 0;
 	if (!store_aux_scan(s->st, STORE_AUX_SYMCACHE, bid, blen, collect_key, &d, NULL) && d.n) {
@@ -978,9 +849,7 @@ int debuginfo_metrics(struct debuginfo *s, struct buf *out)
 	int rc;
 
 	debuginfo_stats(s, &st);
-	pthread_mutex_lock(&s->mu);
-	open_n = s->n_lru;
-	pthread_mutex_unlock(&s->mu);
+	open_n = debuginfo__lru_count(s);
 	rc = status_metrics(s, out);
 	return rc ? rc : buf_printf(
 		out,
@@ -1201,7 +1070,7 @@ out:
  * until the deadline.  On failure *status/reason say why.
  */
 static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
-			 int64_t deadline, struct debuginfo__open_index **out, struct debuginfo__open_index **spill,
+			 int64_t deadline, struct debuginfo__open_index **out,
 			 enum debuginfo_status *status, char *reason, size_t rlen)
 {
 	char p1[4096], p2[4096];
@@ -1210,12 +1079,7 @@ static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid
 	for (int attempt = 0; attempt < 2; attempt++) {
 		int have_meta, have_file, waited;
 
-		pthread_mutex_lock(&s->mu);
-		*out = lru_find(s, id);
-		pthread_mutex_unlock(&s->mu);
-		if (*out)
-			return 0;
-		if (!open_index(s, id, bid, blen, out, spill))
+		if (!debuginfo__lru_acquire(s, id, bid, blen, out))
 			return 0;
 		have_meta = debuginfo__meta_get(s, id, &m) == 0;
 		have_file = !debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) &&
@@ -1273,7 +1137,7 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 	uint8_t *kbytes = NULL;
 	uint64_t *hashes = NULL;
 	struct hit_ctx h;
-	struct debuginfo__open_index *e = NULL, *spill = NULL;
+	struct debuginfo__open_index *e = NULL;
 	int rc;
 
 	*status = DEBUGINFO_STATUS_OK;
@@ -1327,18 +1191,13 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 	atomic_fetch_add(&s->cache_misses, h.n_missing);
 	if (!h.n_missing)
 		goto out;
-	rc = acquire_index(s, id, bid, blen, deadline_ns, &e, &spill, status, reason, reason_len);
+	rc = acquire_index(s, id, bid, blen, deadline_ns, &e, status, reason, reason_len);
 	if (rc) {
 		rc = rc == ERR_NOMEM ? rc : 0;
 		goto out;
 	}
 	rc = resolve_misses(s, e, bid, blen, map, reqs, n, h.missing, fn, ctx);
-	if (spill) {
-		sym_index_close(spill->idx);
-		free(spill);
-	} else {
-		lru_put(s, e);
-	}
+	debuginfo__lru_unref(s, e);
 out:
 	buf_release(&h.scratch);
 	free(h.missing);
