@@ -178,6 +178,26 @@ void debuginfo__lru_drop(struct debuginfo *s, const char *id);
 /* Open indexes in the table. */
 size_t debuginfo__lru_count(struct debuginfo *s);
 
+/* ---- jobs.c, fetch.c, build.c: background work ---- */
+
+/* Starts up to `workers` threads; ERR_UNAVAILABLE when none started. */
+int debuginfo__jobs_start(struct debuginfo *s, int workers);
+/* Cancels a fetch in flight, joins the workers and drops queued jobs. */
+void debuginfo__jobs_stop(struct debuginfo *s);
+/*
+ * Queues the job of `id` unless one is queued or running, and waits for it
+ * until `deadline_mono`: 0 when it is done, ERR_TIMEOUT when it is still
+ * pending (it goes on), ERR_NOMEM.
+ */
+int debuginfo__job_await(struct debuginfo *s, const char *id, int64_t deadline_mono);
+/* Fetches the debug info of `id` from upstream into the store; the
+ * outcome is in its metadata.  0 when a usable file was stored. */
+int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen);
+/* Builds the index of `id` from its stored debuginfo (else executable)
+ * file unless it exists; a failure is recorded in its metadata. */
+int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *bid,
+			   size_t blen);
+
 /* ---- hot.c: recent symbol-cache pairs in memory ---- */
 
 struct debuginfo__hot_entry {

@@ -34,242 +34,6 @@
 #define PAGE 4096u                  /* the kernel maps segments page-aligned */
 #define TOUCH_EVERY_NS (60LL * 1000000000)
 
-/* ---- background jobs ------------------------------------------------------- */
-
-struct alt_ctx {
-	struct debuginfo *s;
-	int64_t deadline;
-};
-
-static int find_alt(void *ctx, const uint8_t *id, size_t id_len, const char *name, char **path)
-{
-	struct alt_ctx *a = ctx;
-	char hex[DEBUGINFO_HEX_MAX], p[4096];
-
-	(void)name;
-	if (id_len == 0 || id_len > SYM_BUILD_ID_MAX)
-		return ERR_NOT_FOUND;
-	sym_build_id_hex(id, id_len, hex);
-	if (!debuginfo__path(a->s, hex, "debuginfo", p, sizeof(p)) && debuginfo__file_exists(p)) {
-		*path = strdup(p);
-		return *path ? 0 : ERR_NOMEM;
-	}
-	if (a->s->upstream &&
-	    debuginfo__debuginfod_fetch(hex, 0, a->deadline, &a->s->cancel, path, NULL) == 0)
-		return 0;
-	return ERR_NOT_FOUND;
-}
-
-/* Fetches the debug info of `id` from upstream into our store. */
-static int job_fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
-{
-	int64_t now = clock_wall_ns();
-	struct sym_elf_info info;
-	enum sym_reason reason;
-	struct err_msg msg;
-	char *got = NULL, dst[4096];
-	struct debuginfo__meta m;
-	int rc;
-
-	err_clear(&msg);
-	rc = debuginfo__debuginfod_fetch(id, 0, clock_mono_ns() + s->fetch_timeout_ns, &s->cancel, &got,
-				   &msg);
-	if (rc == ERR_NOT_FOUND) {
-		atomic_fetch_add(&s->fetches_not_found, 1);
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
-			  "not uploaded, and no debuginfod upstream has it");
-		return rc;
-	}
-	if (rc) {
-		atomic_fetch_add(&s->fetches_error, 1);
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
-		return rc;
-	}
-	atomic_fetch_add(&s->fetches_ok, 1);
-	/* Some servers hand out a stripped binary as "debuginfo": insist on DWARF. */
-	rc = sym_elf_inspect_file(got, &info, &msg);
-	if (rc)
-		reason = SYM_REASON_INVALID_ELF;
-	else
-		rc = sym_elf_check(&info, bid, blen, 1, &reason, &msg);
-	if (rc) {
-		char text[600];
-
-		snprintf(text, sizeof(text), "debuginfod served an unusable file: %s", msg.text);
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, debuginfo__status_of_reason(reason), now + s->retry_ns, text);
-		free(got);
-		return ERR_INVALID;
-	}
-	rc = debuginfo__path(s, id, "debuginfo", dst, sizeof(dst));
-	if (!rc) {
-		char dir[4096];
-
-		debuginfo__path(s, id, NULL, dir, sizeof(dir));
-		rc = debuginfo__mkdir_p(dir);
-	}
-	if (!rc)
-		rc = debuginfo__install_copy(got, dst, &msg);
-	free(got);
-	if (rc) {
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
-			  "cannot store the fetched file");
-		return rc;
-	}
-	memset(&m, 0, sizeof(m));
-	m.source = DEBUGINFO_SOURCE_DEBUGINFOD;
-	m.status = DEBUGINFO_STATUS_OK;
-	m.kinds = 1u << DEBUGINFO_FILE_DEBUGINFO;
-	debuginfo__file_hash(dst, &m.size, &m.hash);
-	m.uploaded = now;
-	m.last_used = now;
-	return debuginfo__meta_put(s, id, &m);
-}
-
-/* Builds the index of `id` from its stored debuginfo (or executable). */
-static int job_build(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
-{
-	struct sym_dwarf_opts opts = { 0 };
-	struct sym_index_stats stats;
-	struct alt_ctx actx = { s, clock_mono_ns() + s->fetch_timeout_ns };
-	struct err_msg msg;
-	char src[4096], dst[4096];
-	int64_t t0 = clock_mono_ns();
-	int rc;
-
-	if (debuginfo__path(s, id, "index", dst, sizeof(dst)) ||
-	    debuginfo__path(s, id, "debuginfo", src, sizeof(src)))
-		return ERR_TOO_LARGE;
-	if (debuginfo__file_exists(dst))
-		return 0;
-	if (!debuginfo__file_exists(src) && (debuginfo__path(s, id, "executable", src, sizeof(src)) ||
-				  !debuginfo__file_exists(src)))
-		return ERR_NOT_FOUND;
-	opts.build_id = bid;
-	opts.build_id_len = blen;
-	opts.find_alt = find_alt;
-	opts.ctx = &actx;
-	err_clear(&msg);
-	rc = sym_index_build(src, dst, &opts, &stats, &msg);
-	if (rc) {
-		struct sym_elf_info info;
-		enum sym_reason reason = SYM_REASON_INVALID_ELF;
-
-		if (!sym_elf_inspect_file(src, &info, NULL))
-			sym_elf_check(&info, bid, blen, 0, &reason, NULL);
-		log_warn("symbolize: index of %s: %s", id, msg.text);
-		/* ERR_NOT_FOUND from a good file: a DWZ alt file is missing. */
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
-			  reason != SYM_REASON_OK ? debuginfo__status_of_reason(reason) :
-			  rc == ERR_NOT_FOUND	  ? DEBUGINFO_STATUS_NOT_FOUND :
-						    DEBUGINFO_STATUS_INVALID_ELF,
-			  clock_wall_ns() + s->retry_ns, msg.text);
-		return rc;
-	}
-	atomic_fetch_add(&s->index_builds, 1);
-	log_info("symbolize: built the index of %s in %.2f s (%llu ranges, %llu functions)", id,
-		 (double)(clock_mono_ns() - t0) / 1e9, (unsigned long long)stats.ranges,
-		 (unsigned long long)stats.functions);
-	return 0;
-}
-
-static void job_run(struct debuginfo *s, const char *id)
-{
-	uint8_t bid[SYM_BUILD_ID_MAX];
-	size_t blen;
-	char tmp[DEBUGINFO_HEX_MAX], p1[4096], p2[4096];
-
-	if (debuginfo__canon_id(id, tmp, bid, &blen))
-		return;
-	if (debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) ||
-	    debuginfo__path(s, id, "executable", p2, sizeof(p2)))
-		return;
-	if (!debuginfo__file_exists(p1) && !debuginfo__file_exists(p2)) {
-		if (!s->upstream || job_fetch(s, id, bid, blen))
-			return;
-	}
-	job_build(s, id, bid, blen);
-}
-
-static void *worker(void *arg)
-{
-	struct debuginfo *s = arg;
-
-	pthread_mutex_lock(&s->mu);
-	for (;;) {
-		struct debuginfo__job *j = NULL;
-
-		while (!s->stopping) {
-			for (j = s->jobs; j && j->running; j = j->next)
-				;
-			if (j)
-				break;
-			pthread_cond_wait(&s->work_cv, &s->mu);
-		}
-		if (s->stopping)
-			break;
-		j->running = 1;
-		pthread_mutex_unlock(&s->mu);
-		job_run(s, j->id);
-		pthread_mutex_lock(&s->mu);
-		for (struct debuginfo__job **pp = &s->jobs; *pp; pp = &(*pp)->next)
-			if (*pp == j) {
-				*pp = j->next;
-				break;
-			}
-		free(j);
-		pthread_cond_broadcast(&s->done_cv);
-	}
-	pthread_mutex_unlock(&s->mu);
-	return NULL;
-}
-
-/* Must hold s->mu.  Queues a job for `id` unless one exists. */
-static int job_queue(struct debuginfo *s, const char *id)
-{
-	struct debuginfo__job *j, **tail = &s->jobs;
-
-	for (j = s->jobs; j; j = j->next) {
-		if (strcmp(j->id, id) == 0)
-			return 0;
-		tail = &j->next;
-	}
-	j = calloc(1, sizeof(*j));
-	if (!j)
-		return ERR_NOMEM;
-	snprintf(j->id, sizeof(j->id), "%s", id);
-	*tail = j;
-	pthread_cond_signal(&s->work_cv);
-	return 0;
-}
-
-/* Must hold s->mu. */
-static int job_pending(struct debuginfo *s, const char *id)
-{
-	for (struct debuginfo__job *j = s->jobs; j; j = j->next)
-		if (strcmp(j->id, id) == 0)
-			return 1;
-	return 0;
-}
-
-/* Waits (holding s->mu) until no job for `id` exists or the deadline; 1 if still pending. */
-static int job_wait(struct debuginfo *s, const char *id, int64_t deadline_mono)
-{
-	while (job_pending(s, id) && !s->stopping) {
-		int64_t left = deadline_mono - clock_mono_ns();
-		struct timespec ts;
-		int64_t abs_ns;
-
-		if (left <= 0)
-			return 1;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		abs_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec + left;
-		ts.tv_sec = abs_ns / 1000000000LL;
-		ts.tv_nsec = abs_ns % 1000000000LL;
-		pthread_cond_timedwait(&s->done_cv, &s->mu, &ts);
-	}
-	return job_pending(s, id);
-}
-
 /* ---- open / close --------------------------------------------------------- */
 
 int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
@@ -323,12 +87,7 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	workers = opt->workers > 0 ? opt->workers : 2;
 	if (workers > DEBUGINFO__MAX_WORKERS)
 		workers = DEBUGINFO__MAX_WORKERS;
-	for (int i = 0; i < workers; i++) {
-		if (pthread_create(&s->threads[i], NULL, worker, s))
-			break;
-		s->n_threads++;
-	}
-	if (!s->n_threads) {
+	if (debuginfo__jobs_start(s, workers)) {
 		debuginfo_close(s);
 		return err_set(msg, ERR_UNAVAILABLE, "symbolize: cannot start a worker thread");
 	}
@@ -340,20 +99,7 @@ void debuginfo_close(struct debuginfo *s)
 {
 	if (!s)
 		return;
-	pthread_mutex_lock(&s->mu);
-	s->stopping = 1;
-	s->cancel = 1;
-	pthread_cond_broadcast(&s->work_cv);
-	pthread_cond_broadcast(&s->done_cv);
-	pthread_mutex_unlock(&s->mu);
-	for (int i = 0; i < s->n_threads; i++)
-		pthread_join(s->threads[i], NULL);
-	while (s->jobs) {
-		struct debuginfo__job *j = s->jobs;
-
-		s->jobs = j->next;
-		free(j);
-	}
+	debuginfo__jobs_stop(s);
 	debuginfo__lru_release(s);
 	pthread_cond_destroy(&s->work_cv);
 	pthread_cond_destroy(&s->done_cv);
@@ -1108,13 +854,9 @@ static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid
 							    : "the fetch found nothing");
 			return ERR_NOT_FOUND;
 		}
-		pthread_mutex_lock(&s->mu);
-		if (job_queue(s, id)) {
-			pthread_mutex_unlock(&s->mu);
+		waited = debuginfo__job_await(s, id, deadline);
+		if (waited == ERR_NOMEM)
 			return ERR_NOMEM;
-		}
-		waited = job_wait(s, id, deadline);
-		pthread_mutex_unlock(&s->mu);
 		if (waited) {
 			*status = DEBUGINFO_STATUS_PENDING;
 			debuginfo__copy_reason(reason, rlen, have_file ? "building the address index"
