@@ -198,6 +198,48 @@ int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *bid,
 			   size_t blen);
 
+/* ---- symcache.c: the persisted symbol cache ---- */
+
+#define DEBUGINFO__KEY_MAX (SYM_BUILD_ID_MAX + 9)
+
+/* The key of request `r` of a build ID (blen + 9 bytes into k). */
+void debuginfo__cache_key(uint8_t *k, const uint8_t *bid, size_t blen,
+			  const struct debuginfo_addr_req *r);
+/*
+ * Looks the `n` requests of build ID `bid` up in the hot cache, then the
+ * rest in the store with one multi-get (what it finds joins the hot
+ * cache).  Calls fn for each request answered, in any order, and sets
+ * missing[i] (zeroed by the caller) for the others, whose count goes to
+ * *n_missing.  A record that does not decode is a miss.  Returns 0, the
+ * first non-zero return of fn, or an error.
+ */
+int debuginfo__symcache_lookup(struct debuginfo *s, const uint8_t *bid, size_t blen,
+			       const struct debuginfo_addr_req *reqs, size_t n, sym_frames_fn fn,
+			       void *ctx, uint8_t *missing, size_t *n_missing);
+
+/* Resolved frames of one build ID on their way to the store, in batches. */
+struct debuginfo__symcache_writer {
+	struct debuginfo *s;
+	const uint8_t *bid;         /* borrowed */
+	size_t blen, klen;
+	uint8_t *keys;              /* owned: WRITE_BATCH keys */
+	size_t *offs;               /* owned: where each value starts in vals */
+	struct buf vals;
+	size_t k;                   /* pairs in the batch */
+};
+
+int debuginfo__symcache_writer_init(struct debuginfo__symcache_writer *w, struct debuginfo *s,
+				    const uint8_t *bid, size_t blen);
+/* Adds the frames of request `r`, writing the batch when it is full. */
+int debuginfo__symcache_add(struct debuginfo__symcache_writer *w,
+			    const struct debuginfo_addr_req *r, const struct sym_frame *f, size_t n);
+/* Writes what the batch holds (and adds it to the hot cache). */
+int debuginfo__symcache_flush(struct debuginfo__symcache_writer *w);
+/* Frees the batch; what was not flushed is not written. */
+void debuginfo__symcache_writer_release(struct debuginfo__symcache_writer *w);
+/* Deletes every cached frame of a build ID, and empties the hot cache. */
+void debuginfo__symcache_drop(struct debuginfo *s, const uint8_t *bid, size_t blen);
+
 /* ---- hot.c: recent symbol-cache pairs in memory ---- */
 
 struct debuginfo__hot_entry {
