@@ -240,6 +240,11 @@ void debuginfo__symcache_writer_release(struct debuginfo__symcache_writer *w);
 /* Deletes every cached frame of a build ID, and empties the hot cache. */
 void debuginfo__symcache_drop(struct debuginfo *s, const uint8_t *bid, size_t blen);
 
+/* ---- touch.c ---- */
+
+/* The next use of build ID `bid` is written again (its file just changed). */
+void debuginfo__touch_forget(struct debuginfo *s, const uint8_t *bid, size_t blen);
+
 /* ---- hot.c: recent symbol-cache pairs in memory ---- */
 
 struct debuginfo__hot_entry {
