@@ -138,17 +138,52 @@ void debuginfo_upload_abort(struct debuginfo_upload *u);
 int debuginfo_file_path(struct debuginfo *d, const char *build_id_hex,
 			enum debuginfo_file_kind kind, char *out, size_t out_len);
 
-/*
- * Appends the JSON metadata object of one build ID ({"buildId", "source",
- * "size", "uploaded", "lastUsed", "status", "reason", "kinds"}), or the JSON
- * array of every known build ID when `build_id_hex` is NULL.  ERR_NOT_FOUND
- * when the one ID is unknown.
- */
-int debuginfo_info_json(struct debuginfo *d, const char *build_id_hex, struct buf *out,
-			struct err_msg *msg);
+/* ---- what is known per build ID ---- */
 
-/* Prometheus text of the service's counters (uploads, fetches, builds). */
-int debuginfo_metrics(struct debuginfo *d, struct buf *out);
+/*
+ * The metadata of one build ID, as GET /api/v1/debuginfo shows it: every
+ * build ID with a debug file, and those a query needed and found nowhere.
+ */
+struct debuginfo_record {
+	char build_id[DEBUGINFO_HEX_MAX];   /* canonical lower-case hex */
+	enum debuginfo_source source;
+	enum debuginfo_status status;
+	char reason[256];                   /* why, when the status is not ok */
+	unsigned kinds;                     /* 1 << enum debuginfo_file_kind stored */
+	uint64_t size;                      /* of the debuginfo file, else the executable */
+	int64_t uploaded_ns;                /* wall clock; 0 when no file arrived */
+	int64_t last_used_ns;               /* last query that used it, to the minute */
+	int64_t retry_at_ns;                /* a failure is retried from then on; 0 now */
+};
+
+/* "none", "upload", "debuginfod". */
+const char *debuginfo_source_str(enum debuginfo_source s);
+
+/*
+ * The record of `build_id_hex` into *out: 0, ERR_INVALID (not a hex build
+ * ID), ERR_NOT_FOUND (never heard of), or an error of the store (ERR_CORRUPT
+ * for a record that does not decode); `msg` says which.
+ */
+int debuginfo_get(struct debuginfo *d, const char *build_id_hex, struct debuginfo_record *out,
+		  struct err_msg *msg);
+
+/* Called per record (borrowed for the call); non-zero stops the listing. */
+typedef int (*debuginfo_record_fn)(void *ctx, const struct debuginfo_record *r);
+
+/*
+ * Calls `fn` for every record, in build-ID order; records that do not
+ * decode are skipped.  Returns 0, the non-zero return of `fn`, or an
+ * error of the store.
+ */
+int debuginfo_list(struct debuginfo *d, debuginfo_record_fn fn, void *ctx, struct err_msg *msg);
+
+/*
+ * Counts the records by status into by[] (zeroed first).  On an error of
+ * the store, by[] holds what was counted before it, and the error is
+ * returned.
+ */
+int debuginfo_count_by_status(struct debuginfo *d, uint64_t by[DEBUGINFO_STATUS_COUNT],
+			      struct err_msg *msg);
 
 /* ---- resolution ---- */
 
@@ -204,12 +239,17 @@ void debuginfo_note_unresolved(struct debuginfo *d, enum debuginfo_status status
  */
 void debuginfo_touch(struct debuginfo *d, const char *build_id_hex);
 
+/* The service's counters since open (cheap: no store access). */
 struct debuginfo_stats {
-	uint64_t index_builds;     /* DWARF index builds since open */
+	uint64_t index_builds;     /* DWARF index builds */
 	uint64_t index_opens;      /* indexes opened from disk */
 	uint64_t cache_hits, cache_misses;
 	uint64_t fetches_ok, fetches_not_found, fetches_error;
 	uint64_t uploads_ok, uploads_refused;
+	uint64_t open_indexes;     /* a gauge: indexes open now */
+	/* Distinct locations queries left without names, by why
+	 * (debuginfo_note_unresolved). */
+	uint64_t unresolved[DEBUGINFO_STATUS_COUNT];
 };
 
 void debuginfo_stats(struct debuginfo *d, struct debuginfo_stats *out);

@@ -1,7 +1,8 @@
 /*
  * meta.c - the metadata record of a build ID (STORE_AUX_DEBUGINFO, format
  * in debuginfo_int.h): its codec, reading and writing it, recording a
- * failure, and the status names.
+ * failure, the status and source names, and the typed records the service
+ * hands out (debuginfo_get, debuginfo_list, debuginfo_count_by_status).
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,9 +21,18 @@ static const char *const status_names[DEBUGINFO_STATUS_COUNT] = {
 	"upstream_error", "pending",
 };
 
+static const char *const source_names[DEBUGINFO_SOURCE_COUNT] = {
+	"none", "upload", "debuginfod",
+};
+
 const char *debuginfo_status_str(enum debuginfo_status s)
 {
 	return (unsigned)s < DEBUGINFO_STATUS_COUNT ? status_names[s] : "unknown";
+}
+
+const char *debuginfo_source_str(enum debuginfo_source s)
+{
+	return source_names[(unsigned)s < DEBUGINFO_SOURCE_COUNT ? s : DEBUGINFO_SOURCE_NONE];
 }
 
 enum debuginfo_status debuginfo__status_of_reason(enum sym_reason r)
@@ -140,4 +150,89 @@ void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
 	debuginfo__copy_reason(m.reason, sizeof(m.reason), reason);
 	if (debuginfo__meta_put(s, id, &m))
 		log_warn("debuginfo: cannot record the status of %s", id);
+}
+
+/* ---- typed records ---- */
+
+static void to_record(const char *id, size_t idlen, const struct debuginfo__meta *m,
+		      struct debuginfo_record *r)
+{
+	memcpy(r->build_id, id, idlen);
+	r->build_id[idlen] = '\0';
+	/* An unknown source (a later version's) shows as none. */
+	r->source = m->source < DEBUGINFO_SOURCE_COUNT ? (enum debuginfo_source)m->source
+						       : DEBUGINFO_SOURCE_NONE;
+	r->status = (enum debuginfo_status)m->status;
+	snprintf(r->reason, sizeof(r->reason), "%s", m->reason);
+	r->kinds = m->kinds;
+	r->size = m->size;
+	r->uploaded_ns = m->uploaded;
+	r->last_used_ns = m->last_used;
+	r->retry_at_ns = m->retry_at;
+}
+
+int debuginfo_get(struct debuginfo *s, const char *build_id_hex, struct debuginfo_record *out,
+		  struct err_msg *msg)
+{
+	char id[DEBUGINFO_HEX_MAX];
+	struct debuginfo__meta m;
+	int rc;
+
+	if (debuginfo__canon_id(build_id_hex, id, NULL, NULL))
+		return err_set(msg, ERR_INVALID, "\"%.100s\" is not a hex build ID",
+			       build_id_hex ? build_id_hex : "");
+	rc = debuginfo__meta_get(s, id, &m);
+	if (rc == ERR_NOT_FOUND)
+		return err_set(msg, rc, "build ID %s is not known", id);
+	if (rc)
+		return err_set(msg, rc, "reading the metadata of %s: %s", id, err_str(rc));
+	to_record(id, strlen(id), &m, out);
+	return 0;
+}
+
+struct list_ctx {
+	debuginfo_record_fn fn;
+	void *ctx;
+	struct debuginfo_record r;
+};
+
+static int list_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct list_ctx *l = ctx;
+	struct debuginfo__meta m;
+
+	/* Keys are canonical IDs (debuginfo__canon_id), so they fit. */
+	if (klen >= DEBUGINFO_HEX_MAX || debuginfo__meta_decode(val, vlen, &m))
+		return 0;
+	to_record(key, klen, &m, &l->r);
+	return l->fn(l->ctx, &l->r);
+}
+
+int debuginfo_list(struct debuginfo *s, debuginfo_record_fn fn, void *ctx, struct err_msg *msg)
+{
+	struct list_ctx l;
+
+	memset(&l, 0, sizeof(l));
+	l.fn = fn;
+	l.ctx = ctx;
+	return store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, list_one, &l, msg);
+}
+
+static int count_status(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	uint64_t *by = ctx;
+	struct debuginfo__meta m;
+
+	(void)key;
+	(void)klen;
+	if (!debuginfo__meta_decode(val, vlen, &m) && m.status < DEBUGINFO_STATUS_COUNT)
+		by[m.status]++;
+	return 0;
+}
+
+int debuginfo_count_by_status(struct debuginfo *s, uint64_t by[DEBUGINFO_STATUS_COUNT],
+			      struct err_msg *msg)
+{
+	memset(by, 0, DEBUGINFO_STATUS_COUNT * sizeof(*by));
+	return store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, count_status, by, msg);
 }

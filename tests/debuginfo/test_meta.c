@@ -2,7 +2,8 @@
  * test_meta.c - the metadata record of a build ID (meta.c): round trips,
  * exactly which bytes decode (no proper prefix; appended bytes are a later
  * version's and ignored), out-of-range fields, reading and writing through
- * a real store, recording a failure, and the status names.
+ * a real store, recording a failure, the typed records handed out (one,
+ * all in order, counts by status), and the status and source names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -99,6 +100,56 @@ static void test_fields_out_of_range(void **state)
 	buf_release(&b);
 }
 
+static int collect(void *ctx, const struct debuginfo_record *r)
+{
+	struct buf *b = ctx;
+
+	return buf_printf(b, "%s:%s:%s;", r->build_id, debuginfo_source_str(r->source),
+			  debuginfo_status_str(r->status));
+}
+
+/* The typed records over what test_store_records left: abcd, bad0, ef01. */
+static void check_records(struct debuginfo *s)
+{
+	struct debuginfo__meta m = g_meta;
+	struct debuginfo_record r;
+	uint64_t by[DEBUGINFO_STATUS_COUNT];
+	struct err_msg msg;
+	struct buf b;
+
+	err_clear(&msg);
+	assert_int_equal(debuginfo_get(s, "ABCD", &r, &msg), 0);
+	assert_string_equal(r.build_id, "abcd");
+	assert_int_equal(r.source, DEBUGINFO_SOURCE_UPLOAD);
+	assert_int_equal(r.status, DEBUGINFO_STATUS_UPSTREAM_ERROR);
+	assert_string_equal(r.reason, "timed out");
+	assert_int_equal(r.kinds, 3);
+	assert_true(r.size == g_meta.size && r.uploaded_ns == g_meta.uploaded &&
+		    r.last_used_ns == g_meta.last_used && r.retry_at_ns == 99);
+	assert_int_equal(debuginfo_get(s, "0123", &r, &msg), ERR_NOT_FOUND);
+	assert_non_null(strstr(msg.text, "0123 is not known"));
+	err_clear(&msg);
+	assert_int_equal(debuginfo_get(s, "xyz", &r, &msg), ERR_INVALID);
+	err_clear(&msg);
+	assert_int_equal(debuginfo_get(s, "bad0", &r, &msg), ERR_CORRUPT);
+	/* A source this reader does not know shows as none. */
+	m.source = 7;
+	assert_int_equal(debuginfo__meta_put(s, "ff00", &m), 0);
+	assert_int_equal(debuginfo_get(s, "ff00", &r, NULL), 0);
+	assert_int_equal(r.source, DEBUGINFO_SOURCE_NONE);
+	/* Listed in key order; the record that does not decode is skipped. */
+	buf_init(&b, 1 << 20);
+	assert_int_equal(debuginfo_list(s, collect, &b, NULL), 0);
+	assert_string_equal(b.data, "abcd:upload:upstream_error;ef01:debuginfod:not_found;"
+				    "ff00:none:not_found;");
+	buf_release(&b);
+	assert_int_equal(debuginfo_count_by_status(s, by, NULL), 0);
+	assert_int_equal(by[DEBUGINFO_STATUS_UPSTREAM_ERROR], 1);
+	assert_int_equal(by[DEBUGINFO_STATUS_NOT_FOUND], 2);
+	assert_int_equal(by[DEBUGINFO_STATUS_OK], 0);
+	assert_string_equal(debuginfo_source_str(DEBUGINFO_SOURCE_COUNT), "none");
+}
+
 static void test_store_records(void **state)
 {
 	struct store_options so = { 0 };
@@ -142,6 +193,7 @@ static void test_store_records(void **state)
 		assert_int_equal(store_aux_write(s.st, STORE_AUX_DEBUGINFO, &kv, 1, NULL), 0);
 		assert_int_equal(debuginfo__meta_get(&s, "bad0", &m), ERR_CORRUPT);
 	}
+	check_records(&s);
 	store_close(s.st);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);

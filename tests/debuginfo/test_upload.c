@@ -13,12 +13,20 @@
 #include "debuginfo/debuginfo_int.h"
 #include "svctest.h"
 
+/* Counts the records of g_id in a listing. */
+static int count_id(void *ctx, const struct debuginfo_record *r)
+{
+	*(int *)ctx += strcmp(r->build_id, g_id) == 0;
+	return 0;
+}
+
 static void test_uploads(void **state)
 {
 	struct debuginfo_upload_result res;
+	struct debuginfo_record rec;
 	struct err_msg msg;
-	struct buf out;
 	char path[4096];
+	int seen;
 
 	(void)state;
 	err_clear(&msg);
@@ -52,15 +60,15 @@ static void test_uploads(void **state)
 			 ERR_INVALID);
 
 	/* The good file is still there and still ok, refusals notwithstanding. */
-	buf_init(&out, 0);
-	assert_int_equal(debuginfo_info_json(g_svc, g_id, &out, &msg), 0);
-	assert_non_null(strstr(out.data, "\"status\":\"ok\""));
-	assert_non_null(strstr(out.data, "\"debuginfo\":true"));
-	assert_non_null(strstr(out.data, "\"executable\":false"));
-	buf_reset(&out);
-	assert_int_equal(debuginfo_info_json(g_svc, NULL, &out, &msg), 0);
-	assert_non_null(strstr(out.data, g_id));
-	buf_release(&out);
+	assert_int_equal(debuginfo_get(g_svc, g_id, &rec, &msg), 0);
+	assert_string_equal(rec.build_id, g_id);
+	assert_int_equal(rec.status, DEBUGINFO_STATUS_OK);
+	assert_int_equal(rec.source, DEBUGINFO_SOURCE_UPLOAD);
+	assert_int_equal(rec.kinds, 1u << DEBUGINFO_FILE_DEBUGINFO);
+	assert_true(rec.uploaded_ns > 0);
+	seen = 0;
+	assert_int_equal(debuginfo_list(g_svc, count_id, &seen, &msg), 0);
+	assert_int_equal(seen, 1);
 	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_DEBUGINFO, path, sizeof(path)), 0);
 	assert_int_equal(t_run("cmp -s '%s' '%s'", path, t_path("prog.debug")), 0);
 	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_EXECUTABLE, path, sizeof(path)),
