@@ -89,10 +89,11 @@ struct debuginfo__touch_slot {
 /* debuginfod.c: fetches one file of a build ID from the upstream URLs set in
  * the environment (DEBUGINFOD_URLS).  On success *path is an owned copy of
  * the cached file's path.  ERR_NOT_FOUND when no server has it,
- * ERR_TIMEOUT past `deadline_ns` (monotonic) or when *cancel becomes
- * non-zero, ERR_UNAVAILABLE for other failures; `msg` says which. */
+ * ERR_TIMEOUT past `deadline_ns` (monotonic) or when *cancel (read from
+ * libdebuginfod's progress callback, on this thread) becomes non-zero,
+ * ERR_UNAVAILABLE for other failures; `msg` says which. */
 int debuginfo__debuginfod_fetch(const char *build_id_hex, int executable,
-				int64_t deadline_ns, const volatile int *cancel,
+				int64_t deadline_ns, const atomic_int *cancel,
 				char **path, struct err_msg *msg);
 
 /* ---- codec.c: symbol-cache values ---- */
@@ -311,7 +312,7 @@ struct debuginfo {
 	pthread_cond_t done_cv;     /* a job finished */
 	struct debuginfo__job *jobs; /* owned; queued and running, one per build ID */
 	int stopping;
-	volatile int cancel;
+	atomic_int cancel;          /* set once, by close: in-flight fetches stop */
 	pthread_t threads[DEBUGINFO__MAX_WORKERS];
 	int n_threads;
 	struct debuginfo__open_index *lru; /* owned; max_open slots (lru.c) */

@@ -9,6 +9,7 @@
  */
 #include <elfutils/debuginfod.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,7 +20,7 @@
 
 struct fetch_ctx {
 	int64_t deadline_ns;
-	const volatile int *cancel;
+	const atomic_int *cancel;
 	int timed_out;
 };
 
@@ -29,7 +30,10 @@ static int progress(debuginfod_client *c, long done, long total)
 
 	(void)done;
 	(void)total;
-	if ((f->cancel && *f->cancel) || clock_mono_ns() > f->deadline_ns) {
+	/* The flag is set by debuginfo_close on another thread; it orders
+	 * nothing else, so a relaxed load is enough. */
+	if ((f->cancel && atomic_load_explicit(f->cancel, memory_order_relaxed)) ||
+	    clock_mono_ns() > f->deadline_ns) {
 		f->timed_out = 1;
 		return 1; /* non-zero aborts the transfer */
 	}
@@ -37,7 +41,7 @@ static int progress(debuginfod_client *c, long done, long total)
 }
 
 int debuginfo__debuginfod_fetch(const char *build_id_hex, int executable, int64_t deadline_ns,
-			  const volatile int *cancel, char **path, struct err_msg *msg)
+				const atomic_int *cancel, char **path, struct err_msg *msg)
 {
 	struct fetch_ctx f = { deadline_ns, cancel, 0 };
 	debuginfod_client *c;

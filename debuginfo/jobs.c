@@ -138,7 +138,7 @@ void debuginfo__jobs_stop(struct debuginfo *s)
 {
 	pthread_mutex_lock(&s->mu);
 	s->stopping = 1;
-	s->cancel = 1;
+	atomic_store(&s->cancel, 1);
 	pthread_cond_broadcast(&s->work_cv);
 	pthread_cond_broadcast(&s->done_cv);
 	pthread_mutex_unlock(&s->mu);
