@@ -4,6 +4,7 @@
  *
  * Signals are blocked before any thread starts, so civetweb's threads
  * inherit the mask and only the main thread receives them, in sigwait().
+ * The debuginfod client's environment is set then too (debuginfo_setenv).
  */
 #include <dirent.h>
 #include <getopt.h>
@@ -406,6 +407,15 @@ int cli_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	err_clear(&msg);
+	a.sym.data_dir = a.data;
+	if (!a.sym.debuginfod_urls)
+		a.sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");
+	/* libdebuginfod reads its settings from the environment; it is set
+	 * here, before the store starts RocksDB's threads (debuginfo.h). */
+	if (debuginfo_setenv(&a.sym, &msg)) {
+		log_error("%s", msg.text);
+		return CLI_EXIT_FAIL;
+	}
 	so.dir = a.data;
 	so.sync_writes = a.sync_writes;
 	if (store_open(&so, &st, &msg)) {
@@ -414,9 +424,6 @@ int cli_serve(int argc, char **argv)
 	}
 	if (a.preload)
 		preload(st, &a.web.limits, a.preload);
-	a.sym.data_dir = a.data;
-	if (!a.sym.debuginfod_urls)
-		a.sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");
 	if (debuginfo_open(st, &a.sym, &sym, &msg)) {
 		log_error("%s", msg.text);
 		store_close(st);

@@ -1,7 +1,7 @@
 /*
  * debuginfo.c - the service as a whole: opening it (options, directories,
- * the debuginfod client's environment, the workers) and closing it, and
- * its counters.  Each concern lives in its own file; debuginfo_int.h maps
+ * a check of the debuginfod client's environment, the workers), closing
+ * it, and its counters.  Each concern lives in its own file; debuginfo_int.h maps
  * them.
  */
 #include <errno.h>
@@ -16,7 +16,7 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		   struct debuginfo **out, struct err_msg *msg)
 {
 	struct debuginfo *s;
-	char path[DEBUGINFO__PATH_MAX], cache[DEBUGINFO__PATH_MAX], timeout[32];
+	char path[DEBUGINFO__PATH_MAX];
 	int workers;
 
 	if (!opt || !opt->data_dir || !opt->data_dir[0])
@@ -37,22 +37,22 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	if (!s->dir || debuginfo__lru_init(s) || debuginfo__mkdir_p(path)) {
 		int rc = err_set(msg, s->dir && s->lru ? ERR_IO : ERR_NOMEM,
 				 "debuginfo: cannot create %s: %s", path, strerror(errno));
-		free(s->lru);
+		debuginfo__lru_release(s);
+		debuginfo__hot_release(&s->hot);
 		free(s->dir);
 		free(s);
 		return rc;
 	}
 	if (opt->debuginfod_urls && opt->debuginfod_urls[0]) {
-		snprintf(cache, sizeof(cache), "%s",
-			 opt->cache_dir ? opt->cache_dir : "");
-		if (!opt->cache_dir)
-			snprintf(cache, sizeof(cache), "%s/debuginfod-cache", opt->data_dir);
-		snprintf(timeout, sizeof(timeout), "%lld",
-			 (long long)(s->fetch_timeout_ns / 1000000000LL));
-		debuginfo__mkdir_p(cache);
-		setenv("DEBUGINFOD_URLS", opt->debuginfod_urls, 1);
-		setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
-		setenv("DEBUGINFOD_TIMEOUT", timeout, 1);
+		int rc = debuginfo__debuginfod_env_check(opt, msg);
+
+		if (rc) {
+			debuginfo__lru_release(s);
+			debuginfo__hot_release(&s->hot);
+			free(s->dir);
+			free(s);
+			return rc;
+		}
 		s->upstream = 1;
 	}
 	pthread_mutex_init(&s->mu, NULL);

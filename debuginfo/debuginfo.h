@@ -23,7 +23,8 @@
  * symbolize module's (symbolize/symbolize.h); this module decides which
  * file to resolve from, and remembers the answers.
  *
- * Threading: every function is thread-safe.  Queries wait for a build or a
+ * Threading: every function is thread-safe, except debuginfo_setenv, which
+ * must run before the process has threads.  Queries wait for a build or a
  * fetch at most until their deadline; the work goes on in the background
  * and the next query finds the result.
  */
@@ -82,10 +83,22 @@ struct debuginfo_options {
 };
 
 /*
- * Opens the service over `st` (borrowed; must outlive the service).  With
- * upstream URLs it sets DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH and
- * DEBUGINFOD_TIMEOUT in the environment once, before its threads start
- * (libdebuginfod reads them there).  Returns an owned *out.
+ * With upstream URLs in `opt` (borrowed), sets DEBUGINFOD_URLS,
+ * DEBUGINFOD_CACHE_PATH and DEBUGINFOD_TIMEOUT for libdebuginfod, which
+ * reads them from the environment only, and creates the cache directory.
+ * setenv() races with getenv() in other threads, so call this from the
+ * main thread before the process starts any thread (before store_open,
+ * whose RocksDB threads read the environment); debuginfod.c says more.
+ * Without URLs it does nothing.  Returns 0, ERR_INVALID, ERR_IO or
+ * ERR_NOMEM with a message.
+ */
+int debuginfo_setenv(const struct debuginfo_options *opt, struct err_msg *msg);
+
+/*
+ * Opens the service over `st` (borrowed; must outlive the service) and
+ * starts its workers.  With upstream URLs, the environment must hold what
+ * debuginfo_setenv(opt) set (ERR_INVALID otherwise).  Returns an owned
+ * *out.
  */
 int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		   struct debuginfo **out, struct err_msg *msg);

@@ -95,6 +95,8 @@ struct debuginfo__touch_slot {
 int debuginfo__debuginfod_fetch(const char *build_id_hex, int executable,
 				int64_t deadline_ns, const atomic_int *cancel,
 				char **path, struct err_msg *msg);
+/* ERR_INVALID unless the environment holds what debuginfo_setenv(opt) sets. */
+int debuginfo__debuginfod_env_check(const struct debuginfo_options *opt, struct err_msg *msg);
 
 /* ---- codec.c: symbol-cache values ---- */
 
