@@ -10,7 +10,8 @@
  *   uvarint  status   (enum debuginfo_status of the build ID)
  *   uvarint  kinds    (bit 1 << enum debuginfo_file_kind for each file stored)
  *   uvarint  size     (bytes of the debuginfo file, else of the executable)
- *   uvarint  hash     (hash_bytes of the file, seed 0; identity for re-uploads)
+ *   uvarint  hash     (hash_bytes of the file, seed 0; informational: whether a
+ *                      re-upload is identical is decided by comparing bytes)
  *   svarint  uploaded (ns since the epoch the file arrived)
  *   svarint  last_used (ns; updated at most once a minute)
  *   svarint  retry_at (ns; when a not_found / upstream_error may be retried)
@@ -140,6 +141,8 @@ void debuginfo__fsync_dir(const char *file_path);
 int debuginfo__install_copy(const char *src, const char *dst, struct err_msg *msg);
 /* Size and hash_bytes (seed 0) of a whole file; ERR_IO. */
 int debuginfo__file_hash(const char *path, uint64_t *size, uint64_t *hash);
+/* *same = 1 when files a and b hold the same bytes (compared in full); ERR_IO. */
+int debuginfo__same_content(const char *a, const char *b, int *same);
 
 /* ---- meta.c: the metadata record of a build ID ---- */
 

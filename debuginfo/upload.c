@@ -187,12 +187,15 @@ static int install(struct debuginfo_upload *u, const char *id, enum debuginfo_fi
 		   const char *dst, struct debuginfo__meta *m, struct debuginfo_upload_result *res,
 		   int *replaced, struct err_msg *msg)
 {
-	uint64_t size = 0, hash = 0, osize = 0, ohash = 0;
+	uint64_t size = 0, hash = 0;
 	char dir[DEBUGINFO__PATH_MAX];
-	int rc = debuginfo__file_hash(u->path, &size, &hash);
+	int same = 0, rc = debuginfo__file_hash(u->path, &size, &hash);
 
-	if (!rc && debuginfo__file_exists(dst) && !debuginfo__file_hash(dst, &osize, &ohash)) {
-		if (osize == size && ohash == hash)
+	/* Identical means the same bytes, compared: equal 64-bit hashes of a
+	 * non-cryptographic hash say nothing about a file a client chose, and
+	 * a wrong "identical" would keep the old debug info for good. */
+	if (!rc && debuginfo__file_exists(dst) && !debuginfo__same_content(u->path, dst, &same)) {
+		if (same)
 			res->unchanged = 1;
 		else
 			*replaced = 1;

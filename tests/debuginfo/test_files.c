@@ -1,7 +1,8 @@
 /*
  * test_files.c - the debug files on disk (files.c): canonical build IDs,
  * the path layout and its limit, mkdir -p, installing by link or by copy,
- * hashing a file, and the lookup behind the debuginfod protocol.
+ * hashing and comparing files, and the lookup behind the debuginfod
+ * protocol.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -159,6 +160,48 @@ static void test_install_by_copy(void **state)
 	unlink(src);
 }
 
+static void write_bytes(const char *path, const char *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(p, 1, n, f), n);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Whole files compared, past the first chunk, whatever their hashes. */
+static void test_same_content(void **state)
+{
+	size_t n = 200000;
+	char *x = malloc(n), a[512], b[512];
+	int same = -1;
+
+	(void)state;
+	assert_non_null(x);
+	for (size_t i = 0; i < n; i++)
+		x[i] = (char)(i * 7);
+	snprintf(a, sizeof(a), "%s", at("cmp-a"));
+	snprintf(b, sizeof(b), "%s", at("cmp-b"));
+	write_bytes(a, x, n);
+	write_bytes(b, x, n);
+	assert_int_equal(debuginfo__same_content(a, b, &same), 0);
+	assert_int_equal(same, 1);
+	x[n - 1] ^= 1; /* in the last chunk */
+	write_bytes(b, x, n);
+	assert_int_equal(debuginfo__same_content(a, b, &same), 0);
+	assert_int_equal(same, 0);
+	write_bytes(b, x, n - 1);
+	assert_int_equal(debuginfo__same_content(a, b, &same), 0);
+	assert_int_equal(same, 0);
+	write_bytes(a, "", 0);
+	write_bytes(b, "", 0);
+	assert_int_equal(debuginfo__same_content(a, b, &same), 0);
+	assert_int_equal(same, 1);
+	assert_int_equal(debuginfo__same_content(a, at("cmp-none"), &same), ERR_IO);
+	assert_int_equal(same, 0);
+	free(x);
+}
+
 static void test_file_path(void **state)
 {
 	struct debuginfo s;
@@ -187,6 +230,7 @@ int main(void)
 		cmocka_unit_test(test_paths),
 		cmocka_unit_test(test_mkdir_and_install),
 		cmocka_unit_test(test_install_by_copy),
+		cmocka_unit_test(test_same_content),
 		cmocka_unit_test(test_file_path),
 	};
 

@@ -2,7 +2,7 @@
  * test_upload.c - uploads (upload.c) through a real service: stored,
  * identical, the wrong build, not an ELF, a stripped binary as debug info
  * or a .debug file as an executable, a replacement dropping what the old
- * file gave, an alt file waking the build IDs that waited for it, and the
+ * file gave, a file of the same size one byte apart (not identical), an alt file waking the build IDs that waited for it, and the
  * upload cap.
  */
 #include <setjmp.h>
@@ -127,6 +127,29 @@ static void test_replace(void **state)
 	assert_true(debuginfo_generation(g_svc) > gen);
 }
 
+/* Same size, same build ID, one byte apart: a replacement, not "identical". */
+static void test_same_size_other_bytes(void **state)
+{
+	struct debuginfo_upload_result res;
+	struct err_msg msg;
+
+	(void)state;
+	err_clear(&msg);
+	/* The compiler's note in .comment, one letter changed in place. */
+	assert_int_equal(t_run("cd '%s' && sed 's/GCC: (/GCX: (/' prog.stripped > prog.edited && "
+			       "! cmp -s prog.stripped prog.edited && "
+			       "test $(stat -c %%s prog.stripped) = $(stat -c %%s prog.edited)",
+			       t_dir), 0);
+	assert_int_equal(upload_file(t_path("prog.stripped"), g_id, DEBUGINFO_FILE_EXECUTABLE,
+				     &res, &msg), 0);
+	assert_int_equal(upload_file(t_path("prog.edited"), g_id, DEBUGINFO_FILE_EXECUTABLE, &res,
+				     &msg), 0);
+	assert_false(res.unchanged);
+	assert_int_equal(upload_file(t_path("prog.edited"), g_id, DEBUGINFO_FILE_EXECUTABLE, &res,
+				     &msg), 0);
+	assert_true(res.unchanged);
+}
+
 /* An uploaded DWZ alt file clears the retry time of the build IDs waiting for it. */
 static void test_alt_arrives(void **state)
 {
@@ -155,6 +178,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_uploads),
 		cmocka_unit_test(test_replace),
+		cmocka_unit_test(test_same_size_other_bytes),
 		cmocka_unit_test(test_alt_arrives),
 		cmocka_unit_test(test_upload_cap),
 	};
