@@ -528,6 +528,8 @@ static struct sym__cu_scan *scan_get(struct sym_dwarf *d, struct sym__cu *cu)
 	if (cu->scan || cu->scan_failed)
 		return cu->scan;
 	cu->scan_failed = 1;
+	if (d->flags & SYM_DWARF_LIBDW_WALK)
+		return NULL;
 	/* Big-endian files and exotic sizes take the libdw path. */
 	const char *ident = elf_getident(d->elf, NULL);
 	if (!ident || ident[EI_DATA] != ELFDATA2LSB || !cu->die.addr ||
@@ -620,6 +622,9 @@ static int load_cu(struct sym_dwarf *d, struct sym__cu *cu)
 		cu->n_funcs = 0;
 		cu->n_spans = 0;
 		rc = collect_funcs(d, cu, &v, &cu->die, 0);
+		d->walks.cus_walked++;
+	} else {
+		d->walks.cus_scanned++;
 	}
 	if (rc) {
 		cu->loaded = -1;
@@ -784,6 +789,9 @@ static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *
 		fn->n_nodes = 1;
 		b.n_ts = 0;
 		rc = tree_walk(d, &b, &fn->die, 0, 0);
+		d->walks.funcs_walked++;
+	} else {
+		d->walks.funcs_scanned++;
 	}
 	if (rc)
 		goto out;
@@ -1080,6 +1088,7 @@ static struct sym_dwarf *dwarf_new(const struct sym_dwarf_opts *o)
 		return NULL;
 	d->fd = d->alt_fd = -1;
 	d->mem_cap = o && o->max_memory ? o->max_memory : DEFAULT_MEM_CAP;
+	d->flags = o ? o->flags : 0;
 	sym__intern_init(&d->strings, d->mem_cap);
 	return d;
 }

@@ -194,6 +194,16 @@ struct sym_dwarf_opts {
 	void *ctx;
 	/* Caps the memory of per-CU tables and strings; 0 means 4 GiB. */
 	size_t max_memory;
+	unsigned flags;  /* enum sym_dwarf_flags */
+};
+
+enum sym_dwarf_flags {
+	/*
+	 * Walks the DIEs of every unit with libdw only (dwarf_child,
+	 * dwarf_siblingof), never scanning their bytes itself: slower, and
+	 * the reference the scanner is tested against.  Answers are the same.
+	 */
+	SYM_DWARF_LIBDW_WALK = 1 << 0,
 };
 
 /*

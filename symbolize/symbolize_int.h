@@ -28,7 +28,9 @@
  * The walks behind cu->funcs and fn->nodes scan a unit's DIE bytes
  * linearly with a per-unit abbreviation cache (cu->scan, dwarf.c), falling
  * back to dwarf_child/dwarf_siblingof when the scan meets anything unknown;
- * on well-formed DWARF both visit the same DIEs in the same order.
+ * on well-formed DWARF both visit the same DIEs in the same order
+ * (tests/symbolize/test_dwarf_scan.c builds both ways, with
+ * SYM_DWARF_LIBDW_WALK, and compares the tables and the index bytes).
  *
  * All strings handed out (names, paths) are interned in one table, so equal
  * strings are equal pointers for the lifetime of the handle.
@@ -174,8 +176,17 @@ struct sym__cu {
 	int scan_failed;            /* the unit cannot be scanned: libdw walks */
 };
 
+/* How the function tables were built: units and functions scanned by
+ * dwarf.c, or walked with libdw (the fallback, or SYM_DWARF_LIBDW_WALK). */
+struct sym__walks {
+	size_t cus_scanned, cus_walked;
+	size_t funcs_scanned, funcs_walked;
+};
+
 struct sym_dwarf {
 	struct sym_elf_info info;
+	unsigned flags;             /* enum sym_dwarf_flags */
+	struct sym__walks walks;
 	int fd, alt_fd;
 	void *mem;                  /* owned copy for sym_dwarf_open_mem */
 	Elf *elf, *alt_elf;
