@@ -47,6 +47,10 @@ static int get_str(const uint8_t **p, const uint8_t *end, struct arena *a, struc
 	if (!k || n > (uint64_t)(end - *p - k))
 		return ERR_CORRUPT;
 	*p += k;
+	/* The encoder writes C strings: a NUL inside one is not its record
+	 * (and would silently cut the name short). */
+	if (n && memchr(*p, '\0', (size_t)n))
+		return ERR_CORRUPT;
 	if (n == 0) {
 		*out = NULL;
 		return 0;

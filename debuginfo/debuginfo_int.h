@@ -27,7 +27,8 @@
  *     uvarint flags, uvarint line, uvarint column,
  *     uvarint length + bytes of the function name ("" when unknown),
  *     uvarint length + bytes of the file path ("" when unknown)
- * A record that does not decode is treated as a miss and rewritten.
+ * Strings hold no NUL.  Bytes after the last frame are ignored.  A record
+ * that does not decode is treated as a miss and rewritten.
  *
  * ==== File layout ====
  *

@@ -2,7 +2,8 @@
  * test_codec.c - the symbol-cache record codec (codec.c): round trips
  * through both decoders, the exact set of inputs that decode (every proper
  * prefix of a record is refused; bytes after a record are ignored), and
- * hand-made records that break each rule.
+ * hand-made records that break each rule (a NUL inside a string among
+ * them: found by fuzz_symcache).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,6 +147,11 @@ static void test_broken_records(void **state)
 				      SYM_MAX_FRAMES), ERR_CORRUPT);
 	/* A string longer than what is left. */
 	assert_int_equal(decode_bytes("\x01\x01\x00\x05\x00\x09" "f" "\x00", 8, SYM_MAX_FRAMES),
+			 ERR_CORRUPT);
+	/* A NUL inside a string: never written by the encoder. */
+	assert_int_equal(decode_bytes("\x01\x01\x00\x05\x00\x02" "f\0" "\x00", 9, SYM_MAX_FRAMES),
+			 ERR_CORRUPT);
+	assert_int_equal(decode_bytes("\x01\x01\x00\x05\x00\x00\x01" "\0", 8, SYM_MAX_FRAMES),
 			 ERR_CORRUPT);
 	/* A count that is not a varint (ten continuation bytes). */
 	assert_int_equal(decode_bytes("\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", 11,
