@@ -1,9 +1,10 @@
 /*
  * test_upload.c - uploads (upload.c) through a real service: stored,
- * identical, the wrong build, not an ELF, a stripped binary as debug info
- * or a .debug file as an executable, a replacement dropping what the old
- * file gave, a file of the same size one byte apart (not identical), an alt file waking the build IDs that waited for it, and the
- * upload cap.
+ * identical, the wrong build, not an ELF, truncated, a stripped binary as
+ * debug info or a .debug file as an executable, a replacement dropping
+ * what the old file gave, a file of the same size one byte apart (not
+ * identical), an alt file waking the build IDs that waited for it, and
+ * the upload cap.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,6 +50,14 @@ static void test_uploads(void **state)
 	assert_int_equal(upload_file(t_path("prog.c"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg),
 			 ERR_INVALID);
 	assert_int_equal(res.reason, SYM_REASON_INVALID_ELF);
+
+	/* Cut short in transit: refused as truncated, not as a file without a build ID. */
+	assert_int_equal(t_run("head -c 4000 '%s' > '%s'", t_path("prog.debug"), t_path("cut")), 0);
+	err_clear(&msg);
+	assert_int_equal(upload_file(t_path("cut"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg),
+			 ERR_INVALID);
+	assert_int_equal(res.reason, SYM_REASON_INVALID_ELF);
+	assert_non_null(strstr(msg.text, "truncated"));
 
 	/* A stripped executable is no debug info; it is a fine executable. */
 	err_clear(&msg);
