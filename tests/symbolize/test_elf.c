@@ -240,6 +240,38 @@ static void test_untrusted_bytes(void **state)
 	free(data);
 }
 
+/* The build ID of real files, against readelf's reading of their notes. */
+static void test_build_id_against_readelf(void **state)
+{
+	const char *files[3];
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	(void)state;
+
+	build();
+	assert_true(n > 0);
+	exe[n] = '\0';
+	files[0] = t_path("p.full");
+	files[1] = t_path("noid");
+	files[2] = exe;
+	for (size_t f = 0; f < 3; f++) {
+		char cmd[4300], want[256] = "", have[2 * SYM_BUILD_ID_MAX + 1];
+		struct sym_elf_info i;
+		FILE *p;
+
+		snprintf(cmd, sizeof(cmd), "readelf -n '%s' | awk '/Build ID/ {print $3}'", files[f]);
+		p = popen(cmd, "r");
+		assert_non_null(p);
+		if (!fgets(want, sizeof(want), p))
+			want[0] = '\0';
+		pclose(p);
+		want[strcspn(want, "\n")] = '\0';
+		assert_int_equal(sym_elf_inspect_file(files[f], &i, NULL), 0);
+		sym_build_id_hex(i.build_id, i.build_id_len, have);
+		assert_string_equal(have, want);
+	}
+}
+
 static void test_build_id_parse(void **state)
 {
 	uint8_t id[SYM_BUILD_ID_MAX];
@@ -267,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_file_offset_mapping),
 		cmocka_unit_test(test_altlink),
 		cmocka_unit_test(test_untrusted_bytes),
+		cmocka_unit_test(test_build_id_against_readelf),
 		cmocka_unit_test(test_build_id_parse),
 	};
 	t_mkdtemp();
