@@ -3,6 +3,7 @@
  * (format in debuginfo_int.h).  Pure functions over bytes read back from
  * the store, which are checked like any other input from disk.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "base/arena.h"
@@ -23,8 +24,10 @@ static int put_str(struct buf *out, const char *s)
 
 int debuginfo__frames_encode(const struct sym_frame *f, size_t n, struct buf *out)
 {
-	int rc = buf_putc(out, CACHE_VERSION);
+	int rc;
 
+	assert(f || n == 0);
+	rc = buf_putc(out, CACHE_VERSION);
 	if (!rc)
 		rc = buf_put_uvarint(out, n);
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -58,6 +61,8 @@ static int get_str(const uint8_t **p, const uint8_t *end, struct arena *a, struc
 	if (scr) {
 		char *d = scr->data + scr->len;
 
+		/* Room was reserved up front, so the buffer never moves. */
+		assert(scr->len + n + 1 <= scr->alloc);
 		memcpy(d, *p, (size_t)n);
 		d[n] = '\0';
 		scr->len += (size_t)n + 1;
@@ -77,6 +82,7 @@ static int frames_decode(const void *val, size_t len, struct arena *strs, struct
 	size_t k;
 	int rc;
 
+	assert((val || len == 0) && (f || max == 0) && n && (strs || scr));
 	if (len < 2 || p[0] != CACHE_VERSION)
 		return ERR_CORRUPT;
 	p++;

@@ -21,6 +21,7 @@
  * cost of a process per fetch and of libdebuginfod's in-process cache
  * handling; the environment is what the library was designed around.
  */
+#include <assert.h>
 #include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <stdatomic.h>
@@ -63,6 +64,7 @@ int debuginfo__debuginfod_fetch(const char *build_id_hex, int executable, int64_
 	char *found = NULL;
 	int fd;
 
+	assert(build_id_hex && path);
 	c = debuginfod_begin();
 	if (!c)
 		return err_set(msg, ERR_UNAVAILABLE, "debuginfod: cannot start a client");

@@ -5,6 +5,7 @@
  * fsync, rename, fsync of the directory), comparing two files, and the
  * lookup that serves the debuginfod protocol.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@ static const char *const kind_names[2] = { "debuginfo", "executable" };
 
 const char *debuginfo__kind_name(enum debuginfo_file_kind kind)
 {
+	assert(kind == DEBUGINFO_FILE_DEBUGINFO || kind == DEBUGINFO_FILE_EXECUTABLE);
 	return kind_names[kind == DEBUGINFO_FILE_EXECUTABLE];
 }
 
@@ -41,6 +43,8 @@ int debuginfo__canon_id(const char *hex, char out[DEBUGINFO_HEX_MAX], uint8_t *b
 int debuginfo__path(const struct debuginfo *s, const char *id, const char *name, char *out,
 		    size_t len)
 {
+	/* Canonical IDs only (debuginfo__canon_id): never a path of the client's. */
+	assert(id && strlen(id) >= 2 && !strchr(id, '/') && !strchr(id, '.'));
 	int n = snprintf(out, len, "%s/%.2s/%s%s%s", s->dir, id, id, name ? "/" : "",
 			 name ? name : "");
 

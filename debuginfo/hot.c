@@ -5,6 +5,7 @@
  * whose bytes live in one pool; when the pool would pass HOT_MAX_BYTES
  * everything is dropped (the store still holds it all).
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,8 @@ static int get_h(const struct debuginfo__hot *c, const uint8_t *key, size_t klen
 {
 	if (!c->n)
 		return 0;
+	/* A power of two, never full: every probe ends at an empty slot. */
+	assert((c->cap & (c->cap - 1)) == 0 && c->n < c->cap);
 	for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
 		const struct debuginfo__hot_entry *e = &c->tab[i];
 
@@ -138,6 +141,7 @@ static void put(struct debuginfo__hot *c, const uint8_t *key, size_t klen, const
 		return;
 	}
 	c->n++;
+	assert(c->n * 2 <= c->cap);
 }
 
 void debuginfo__hot_put(struct debuginfo__hot *c, const struct store_kv *kv, size_t n)
@@ -161,6 +165,7 @@ int debuginfo__hot_probe(struct debuginfo__hot *c, const uint8_t *keys, size_t k
 {
 	int rc = 0;
 
+	assert(hit && ((keys && hashes && cold) || n == 0) && klen > 0);
 	*n_cold = 0;
 	/* Hashes first, so each probe can prefetch the slot a few keys ahead:
 	 * over a large cache most probes are a cache miss otherwise. */

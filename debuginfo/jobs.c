@@ -4,6 +4,7 @@
  * that run them, and queries that wait for one until their deadline.  The
  * queue and `stopping` are under s->mu; done_cv wakes the waiters.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,15 +50,19 @@ static void *worker(void *arg)
 		}
 		if (s->stopping)
 			break;
+		assert(!j->running);
 		j->running = 1;
 		pthread_mutex_unlock(&s->mu);
 		job_run(s, j->id);
 		pthread_mutex_lock(&s->mu);
-		for (struct debuginfo__job **pp = &s->jobs; *pp; pp = &(*pp)->next)
+		/* Only its worker removes a running job. */
+		for (struct debuginfo__job **pp = &s->jobs;; pp = &(*pp)->next) {
+			assert(*pp);
 			if (*pp == j) {
 				*pp = j->next;
 				break;
 			}
+		}
 		free(j);
 		pthread_cond_broadcast(&s->done_cv);
 	}
@@ -148,6 +153,7 @@ void debuginfo__jobs_stop(struct debuginfo *s)
 	while (s->jobs) {
 		struct debuginfo__job *j = s->jobs;
 
+		assert(!j->running); /* the workers are joined */
 		s->jobs = j->next;
 		free(j);
 	}

@@ -11,6 +11,7 @@
  * reference closes it.  When every slot is referenced, a new index lives
  * in a heap entry that its only reference frees.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +30,10 @@ int debuginfo__lru_init(struct debuginfo *s)
 
 void debuginfo__lru_release(struct debuginfo *s)
 {
-	for (size_t i = 0; s->lru && i < s->max_open; i++)
+	for (size_t i = 0; s->lru && i < s->max_open; i++) {
+		assert(s->lru[i].refs == 0); /* no query holds an index at close */
 		sym_index_close(s->lru[i].idx);
+	}
 	free(s->lru);
 	s->lru = NULL;
 	s->n_lru = 0;
@@ -39,6 +42,7 @@ void debuginfo__lru_release(struct debuginfo *s)
 /* Must hold s->mu. */
 static void empty_slot(struct debuginfo *s, struct debuginfo__open_index *e)
 {
+	assert(e->idx && e->refs == 0 && !e->heap && s->n_lru > 0);
 	sym_index_close(e->idx);
 	memset(e, 0, sizeof(*e));
 	s->n_lru--;
@@ -61,7 +65,9 @@ static struct debuginfo__open_index *find(struct debuginfo *s, const char *id)
 
 void debuginfo__lru_unref(struct debuginfo *s, struct debuginfo__open_index *e)
 {
+	assert(e->refs > 0);
 	if (e->heap) {
+		assert(e->refs == 1); /* only its own query knows a heap entry */
 		sym_index_close(e->idx);
 		free(e);
 		return;
@@ -131,6 +137,7 @@ static struct debuginfo__open_index *insert(struct debuginfo *s, const char *id,
 	if (free_slot) {
 		e = free_slot;
 		s->n_lru++;
+		assert(s->n_lru <= s->max_open);
 	} else if ((e = calloc(1, sizeof(*e)))) {
 		e->heap = 1;
 	}

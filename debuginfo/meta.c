@@ -4,6 +4,7 @@
  * failure, the status and source names, and the typed records the service
  * hands out (debuginfo_get, debuginfo_list, debuginfo_count_by_status).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,8 +58,11 @@ void debuginfo__copy_reason(char *out, size_t len, const char *s)
 int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out)
 {
 	size_t rl = strnlen(m->reason, sizeof(m->reason));
-	int rc = buf_putc(out, META_VERSION);
+	int rc;
 
+	/* A status the decoder would refuse would lose the record. */
+	assert(m->status < DEBUGINFO_STATUS_COUNT);
+	rc = buf_putc(out, META_VERSION);
 	if (!rc) rc = buf_put_uvarint(out, m->source);
 	if (!rc) rc = buf_put_uvarint(out, m->status);
 	if (!rc) rc = buf_put_uvarint(out, m->kinds);

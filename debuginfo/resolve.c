@@ -5,6 +5,7 @@
  * resolved.  Also the address rule that turns a profile's file offsets
  * into ELF virtual addresses.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +163,7 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 	uint8_t *missing;
 	int rc;
 
+	assert(s && map && (reqs || n == 0) && fn && status && (reason || reason_len == 0));
 	*status = DEBUGINFO_STATUS_OK;
 	debuginfo__copy_reason(reason, reason_len, "");
 	if (debuginfo__canon_id(build_id_hex, id, bid, &blen)) {

@@ -5,6 +5,7 @@
  * cache and one multi-get, written in batches, and dropped when the build
  * ID's debug info is replaced.
  */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@
 void debuginfo__cache_key(uint8_t *k, const uint8_t *bid, size_t blen,
 			  const struct debuginfo_addr_req *r)
 {
+	assert(blen > 0 && blen <= SYM_BUILD_ID_MAX);
 	memcpy(k, bid, blen);
 	be64_put(k + blen, r->addr);
 	k[blen + 8] = r->leaf ? 1 : 0;
@@ -195,6 +197,7 @@ int debuginfo__symcache_add(struct debuginfo__symcache_writer *w,
 	size_t pre = w->vals.len;
 	int rc;
 
+	assert(w->keys && w->k < WRITE_BATCH);
 	if (debuginfo__frames_encode(f, n, &w->vals)) {
 		/* The batch is full: write it, then this pair starts the next. */
 		w->vals.len = pre;

@@ -6,6 +6,7 @@
  * open index, cached frames) dropped.  An upload of a DWZ alt file makes
  * the build IDs waiting for it retry at their next query.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -229,6 +230,7 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 	struct debuginfo__meta m;
 	int rc, had_meta, replaced = 0;
 
+	assert(u && res && (kind == DEBUGINFO_FILE_DEBUGINFO || kind == DEBUGINFO_FILE_EXECUTABLE));
 	memset(res, 0, sizeof(*res));
 	res->size = u->size;
 	if (debuginfo__canon_id(build_id_hex, id, bid, &blen)) {

@@ -6,6 +6,7 @@
  * libelf does the parsing and bounds-checks section and segment tables
  * against the file size; we check every count and string it hands back.
  */
+#include <assert.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -270,6 +271,7 @@ int sym_elf_check(const struct sym_elf_info *info, const uint8_t *want_id,
 {
 	char have[2 * SYM_BUILD_ID_MAX + 1], want[2 * SYM_BUILD_ID_MAX + 1];
 
+	assert(info && reason);
 	if (want_id) {
 		if (info->build_id_len == 0) {
 			*reason = SYM_REASON_NO_BUILD_ID;
@@ -306,6 +308,7 @@ void sym_build_id_hex(const uint8_t *id, size_t len, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
 
+	assert(len <= SYM_BUILD_ID_MAX && (id || len == 0) && out);
 	for (size_t i = 0; i < len; i++) {
 		out[2 * i] = hex[id[i] >> 4];
 		out[2 * i + 1] = hex[id[i] & 15];
@@ -337,6 +340,7 @@ int sym_addr_to_vaddr(const struct sym_elf_info *info, uint64_t file_offset,
 {
 	const struct sym_segment *best = NULL;
 
+	assert(info && vaddr && info->n_segments <= SYM_MAX_SEGMENTS);
 	if (info->flags & SYM_SEGMENTS_FROM_DEBUG)
 		return ERR_INVALID;
 	for (size_t i = 0; i < info->n_segments && i < SYM_MAX_SEGMENTS; i++) {
