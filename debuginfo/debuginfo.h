@@ -23,10 +23,25 @@
  * symbolize module's (symbolize/symbolize.h); this module decides which
  * file to resolve from, and remembers the answers.
  *
+ * Invariants.  A stored file was checked before it was stored: an ELF
+ * whose build-ID note is the ID it is stored under, with DWARF or function
+ * symbols (code, for an executable).  An index and cached frames always
+ * come from the file stored now: replacing a file drops its index, its
+ * open index (once no query holds it) and its cached frames, then moves
+ * debuginfo_generation.  Every build ID with a file has a record, and so
+ * does every build ID a query needed and found nowhere.
+ *
  * Threading: every function is thread-safe, except debuginfo_setenv, which
  * must run before the process has threads.  Queries wait for a build or a
  * fetch at most until their deadline; the work goes on in the background
  * and the next query finds the result.
+ *
+ * Ownership: the caller of debuginfo_open owns the service and closes it
+ * after every other call has returned; the service borrows the store.  An
+ * upload belongs to its caller until debuginfo_upload_commit or _abort,
+ * which free it.  Records and counters are copied out; frames handed to a
+ * sym_frames_fn, and records handed to a debuginfo_record_fn, are borrowed
+ * for the call only.
  */
 #ifndef UNHEX_DEBUGINFO_DEBUGINFO_H
 #define UNHEX_DEBUGINFO_DEBUGINFO_H

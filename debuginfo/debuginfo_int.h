@@ -1,6 +1,26 @@
 /*
  * debuginfo_int.h - internals of the debug-info service, shared by its
- * files and its tests: the store records and the file layout.
+ * files and its tests: which file does what, the store records, the file
+ * layout, and struct debuginfo with its locks.
+ *
+ * ==== Files ====
+ *
+ *   debuginfo.c   open (options, directories, workers), close, counters
+ *   files.c       canonical IDs, paths, installing and comparing files,
+ *                 the debuginfod server side (debuginfo_file_path)
+ *   meta.c        the metadata record: codec, get/put, failures, the
+ *                 typed records (debuginfo_get, _list, _count_by_status)
+ *   upload.c      uploads: check, install, drop what a replaced file gave
+ *   touch.c       last use, written at most once a minute
+ *   debuginfod.c  the client (libdebuginfod only here) and its environment
+ *   jobs.c        worker threads and the queue of one job per build ID
+ *   fetch.c       a job's fetch from upstream into the store
+ *   build.c       a job's index build, with the DWZ alt file by build ID
+ *   lru.c         open indexes in slots that never move
+ *   codec.c       the symbol-cache value codec
+ *   symcache.c    the symbol cache: batch lookups, batch writes, drops
+ *   hot.c         recent symbol-cache pairs in memory
+ *   resolve.c     debuginfo_resolve and the address rule
  *
  * ==== Store records ====
  *
