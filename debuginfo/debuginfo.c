@@ -1,8 +1,8 @@
 /*
  * debuginfo.c - the service as a whole: opening it (options, directories,
  * a check of the debuginfod client's environment, the workers), closing
- * it, and its counters.  Each concern lives in its own file; debuginfo_int.h maps
- * them.
+ * it, and its counters.  Each concern lives in its own file;
+ * debuginfo_int.h maps them.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -247,8 +247,10 @@ int debuginfo_file_path(struct debuginfo *s, const char *build_id_hex,
 {
 	char id[DEBUGINFO_HEX_MAX];
 
-	if (debuginfo__canon_id(build_id_hex, id, NULL, NULL) || (unsigned)kind > DEBUGINFO_FILE_EXECUTABLE ||
-	    debuginfo__path(s, id, debuginfo__kind_name(kind), out, out_len) || !debuginfo__file_exists(out))
+	if (debuginfo__canon_id(build_id_hex, id, NULL, NULL) ||
+	    (unsigned)kind > DEBUGINFO_FILE_EXECUTABLE ||
+	    debuginfo__path(s, id, debuginfo__kind_name(kind), out, out_len) ||
+	    !debuginfo__file_exists(out))
 		return ERR_NOT_FOUND;
 	return 0;
 }

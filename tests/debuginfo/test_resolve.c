@@ -145,7 +145,8 @@ static void test_executable_layout(void **state)
 	assert_int_equal(upload_file(t_path("prog"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
 	assert_false(res.unchanged);
 	assert_int_equal(res.kinds, 3u);
-	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_EXECUTABLE, path, sizeof(path)), 0);
+	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_EXECUTABLE, path,
+					     sizeof(path)), 0);
 	debuginfo_stats(g_svc, &s0);
 	check_all("prog", 60LL * 1000000000, &k);
 	/* The replacement dropped the cache: everything was resolved again. */
@@ -194,7 +195,8 @@ static void test_statuses_and_budget(void **state)
 
 	/* Uploaded, but the budget is already spent: pending, then ok. */
 	err_clear(&msg);
-	assert_int_equal(upload_file(t_path("prog2.debug"), g_id2, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
+	assert_int_equal(upload_file(t_path("prog2.debug"), g_id2, DEBUGINFO_FILE_DEBUGINFO, &res,
+				     &msg), 0);
 	exec_mapping(t_path("prog2"), &map, &(struct sym_segment){ 0 });
 	req.addr = map.file_offset + 0x10;
 	assert_int_equal(debuginfo_resolve(g_svc, g_id2, &map, &req, 1, clock_mono_ns() - 1,

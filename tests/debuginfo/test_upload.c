@@ -78,7 +78,8 @@ static void test_uploads(void **state)
 	seen = 0;
 	assert_int_equal(debuginfo_list(g_svc, count_id, &seen, &msg), 0);
 	assert_int_equal(seen, 1);
-	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_DEBUGINFO, path, sizeof(path)), 0);
+	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_DEBUGINFO, path,
+					     sizeof(path)), 0);
 	assert_int_equal(t_run("cmp -s '%s' '%s'", path, t_path("prog.debug")), 0);
 	assert_int_equal(debuginfo_file_path(g_svc, g_id, DEBUGINFO_FILE_EXECUTABLE, path, sizeof(path)),
 			 ERR_NOT_FOUND);
