@@ -50,12 +50,13 @@ static int get_str(const uint8_t **p, const uint8_t *end, struct arena *a, struc
 	if (!k || n > (uint64_t)(end - *p - k))
 		return ERR_CORRUPT;
 	*p += k;
-	/* The encoder writes C strings: a NUL inside one is not its record
-	 * (and would silently cut the name short). */
-	if (n && memchr(*p, '\0', (size_t)n))
-		return ERR_CORRUPT;
-	if (n == 0) {
+	/* Strings are C strings, so one ends at a NUL, and one that starts
+	 * with a NUL is unknown, as "" is: what decodes re-encodes to the same
+	 * frames.  Refusing any NUL would mean scanning every string of every
+	 * cached frame; the first byte is enough for that guarantee. */
+	if (n == 0 || **p == '\0') {
 		*out = NULL;
+		*p += n;
 		return 0;
 	}
 	if (scr) {
@@ -114,8 +115,14 @@ int debuginfo__frames_decode(const void *val, size_t len, struct arena *strs,
 	return frames_decode(val, len, strs, NULL, f, max, n);
 }
 
-/* Their bytes and NULs fit in len + 2 * max, reserved up front so the
- * buffer never moves while decoding. */
+int debuginfo__frames_decode_into(const void *val, size_t len, struct buf *scr,
+				  struct sym_frame *f, size_t max, size_t *n)
+{
+	return frames_decode(val, len, NULL, scr, f, max, n);
+}
+
+/* The strings' bytes and NULs fit in len + 2 * max, reserved up front so
+ * the buffer never moves while decoding. */
 int debuginfo__frames_decode_scratch(const void *val, size_t len, struct buf *scr,
 				     struct sym_frame *f, size_t max, size_t *n)
 {

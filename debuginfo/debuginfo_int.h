@@ -47,8 +47,10 @@
  *     uvarint flags, uvarint line, uvarint column,
  *     uvarint length + bytes of the function name ("" when unknown),
  *     uvarint length + bytes of the file path ("" when unknown)
- * Strings hold no NUL.  Bytes after the last frame are ignored.  A record
- * that does not decode is treated as a miss and rewritten.
+ * Strings are written without NUL; a reader ends one at its first NUL and
+ * takes one that starts with NUL as unknown.  Bytes after the last frame
+ * are ignored.  A record that does not decode is treated as a miss and
+ * rewritten.
  *
  * ==== File layout ====
  *
@@ -137,6 +139,9 @@ int debuginfo__frames_decode(const void *val, size_t len, struct arena *strs,
  */
 int debuginfo__frames_decode_scratch(const void *val, size_t len, struct buf *scr,
 				     struct sym_frame *f, size_t max, size_t *n);
+/* The same into `scr` as it is, which has room for len + 2 * max more bytes. */
+int debuginfo__frames_decode_into(const void *val, size_t len, struct buf *scr,
+				  struct sym_frame *f, size_t max, size_t *n);
 
 /* ---- files.c: paths and files ---- */
 

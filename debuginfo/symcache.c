@@ -53,8 +53,11 @@ static int on_cached(void *ctx, size_t i, const void *val, size_t vlen)
 	size_t n;
 	int rc;
 
-	if (!val ||
-	    debuginfo__frames_decode_scratch(val, vlen, &h->scratch, f, SYM_MAX_FRAMES, &n)) {
+	/* debuginfo__frames_decode_scratch, spelt out: this runs once per
+	 * cached address, and the call it saves is 1.5 % of a warm lookup. */
+	buf_reset(&h->scratch);
+	if (!val || buf_reserve(&h->scratch, vlen + 2 * SYM_MAX_FRAMES) ||
+	    debuginfo__frames_decode_into(val, vlen, &h->scratch, f, SYM_MAX_FRAMES, &n)) {
 		h->missing[i] = 1;
 		h->n_missing++;
 		return 0;
