@@ -45,9 +45,11 @@
 #include "base/err.h"
 #include "query/query.h"
 #include "storage/storage.h"
-#include "symbolize/symbolize.h"
+#include "debuginfo/debuginfo.h"
 
 #define MAX_BODY (64u << 20)
+/* The answer of one unbounded query: the query budget bounds it anyway. */
+#define MAX_OUT ((size_t)QUERY_DEFAULT_MAX_BYTES)
 #define TIMEOUT_NS (600LL * 1000000000LL)
 
 /* ---- the heap counter ------------------------------------------------------ */
@@ -276,9 +278,9 @@ int main(int argc, char **argv)
 {
 	struct args a;
 	struct store_options so = { 0 };
-	struct sym_service_options sy = { 0 };
+	struct debuginfo_options sy = { 0 };
 	struct store *st = NULL;
-	struct sym_service *sym = NULL;
+	struct debuginfo *sym = NULL;
 	struct query_symmemo *memo = NULL;
 	struct query_limits lim = { 0 };
 	struct err_msg msg;
@@ -289,7 +291,7 @@ int main(int argc, char **argv)
 		return usage();
 	err_clear(&msg);
 	buf_init(&body, MAX_BODY);
-	buf_init(&out, 0);
+	buf_init(&out, MAX_OUT);
 	if ((rc = buf_read_file(&body, a.body))) {
 		err_set(&msg, rc, "cannot read %s", a.body);
 		goto out;
@@ -302,7 +304,7 @@ int main(int argc, char **argv)
 	if (!a.no_sym) {
 		sy.data_dir = a.data;
 		sy.debuginfod_urls = "";
-		if ((rc = sym_service_open(st, &sy, &sym, &msg)))
+		if ((rc = debuginfo_open(st, &sy, &sym, &msg)))
 			goto out;
 		if ((rc = query_symmemo_new(sym, 0, &memo))) {
 			err_set(&msg, rc, "symbolization memo");
@@ -324,7 +326,7 @@ out:
 	buf_release(&out);
 	buf_release(&body);
 	query_symmemo_free(memo);
-	sym_service_close(sym);
+	debuginfo_close(sym);
 	store_close(st);
 	return rc ? 1 : 0;
 }

@@ -29,9 +29,9 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "debuginfo/debuginfo.h"
 #include "query/query.h"
 #include "storage/storage.h"
-#include "symbolize/symbolize.h"
 
 #define MAX_RUNS 1000
 #define MAX_RESPONSE ((size_t)1 << 30) /* one render's flamebearer JSON */
@@ -161,9 +161,9 @@ int main(int argc, char **argv)
 {
 	struct args a;
 	struct store_options so = { 0 };
-	struct sym_service_options sy = { 0 };
+	struct debuginfo_options sy = { 0 };
 	struct store *st = NULL;
-	struct sym_service *sym = NULL;
+	struct debuginfo *sym = NULL;
 	struct query_symmemo *memo = NULL;
 	struct query_params p = { 0 };
 	struct err_msg msg = { { 0 } };
@@ -190,7 +190,7 @@ int main(int argc, char **argv)
 	if (!a.no_sym) {
 		sy.data_dir = a.data;
 		sy.debuginfod_urls = "";
-		if ((rc = sym_service_open(st, &sy, &sym, &msg)))
+		if ((rc = debuginfo_open(st, &sy, &sym, &msg)))
 			goto out;
 		p.limits.symbolizer = sym;
 		if (!a.no_memo && (rc = query_symmemo_new(sym, 0, &memo)))
@@ -229,7 +229,7 @@ out:
 		fprintf(stderr, "bench-query: %s\n", msg.text[0] ? msg.text : "failed");
 	buf_release(&out);
 	query_symmemo_free(memo);
-	sym_service_close(sym);
+	debuginfo_close(sym);
 	store_close(st);
 	return rc ? 1 : 0;
 }
