@@ -4,7 +4,6 @@
  *
  * Signals are blocked before any thread starts, so civetweb's threads
  * inherit the mask and only the main thread receives them, in sigwait().
- * The debuginfod client's environment is set then too (debuginfo_setenv).
  */
 #include <dirent.h>
 #include <getopt.h>
@@ -48,8 +47,11 @@ static void serve_help(FILE *f)
 	      "  --max-stack-depth N         locations in one sample\n"
 	      "  --max-labels N              labels of one series\n"
 	      "  --sync-writes               fsync the WAL at every commit\n"
-	      "  --debuginfod-urls URLS      upstream debuginfod servers, space-separated\n"
-	      "                              (default: $DEBUGINFOD_URLS; \"\" for none)\n"
+	      "  --debuginfod-urls URLS      upstream debuginfod servers (http, https),\n"
+	      "                              space-separated (default: $DEBUGINFOD_URLS; \"\"\n"
+	      "                              for none)\n"
+	      "  --debuginfod-fetches-per-minute N  upstream lookups started per minute at\n"
+	      "                              most (default 60)\n"
 	      "  --symbolize-budget T        how long a query waits for symbolization (5s)\n"
 	      "  --symbolize-memo-bytes N    memory for resolved frames kept across queries\n"
 	      "                              (default 64M)\n"
@@ -182,7 +184,7 @@ static int parse_level(const char *s, enum log_level *out)
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
-       O_SYM_MEMO };
+       O_SYM_MEMO, O_FETCH_RATE };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -204,6 +206,7 @@ static const struct option serve_opts[] = {
 	{ "max-debuginfo-bytes", required_argument, NULL, O_MAX_DEBUGINFO },
 	{ "symbolize-memo-bytes", required_argument, NULL, O_SYM_MEMO },
 	{ "upload-token", required_argument, NULL, O_UPLOAD_TOKEN },
+	{ "debuginfod-fetches-per-minute", required_argument, NULL, O_FETCH_RATE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -289,6 +292,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			break;
 		case O_THREADS: case O_MAX_REQ: case O_MAX_DEC: case O_MAX_SAMPLES:
 		case O_MAX_DEPTH: case O_MAX_LABELS: case O_QBYTES: case O_SYM_MEMO:
+		case O_FETCH_RATE:
 			if (cli_parse_size(optarg, &v) || v == 0)
 				return cli_usage_error("serve", "--%s: \"%s\" is not a positive number",
 						       serve_opts[idx].name, optarg);
@@ -302,6 +306,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				a->web.query.max_bytes = v;
 			else if (c == O_SYM_MEMO)
 				a->memo_bytes = v;
+			else if (c == O_FETCH_RATE)
+				a->sym.fetch_per_minute = v > 100000 ? 100000 : (unsigned)v;
 			else if (c == O_MAX_SAMPLES)
 				a->web.limits.max_samples = v;
 			else if (c == O_MAX_DEPTH)
@@ -410,12 +416,6 @@ int cli_serve(int argc, char **argv)
 	a.sym.data_dir = a.data;
 	if (!a.sym.debuginfod_urls)
 		a.sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");
-	/* libdebuginfod reads its settings from the environment; it is set
-	 * here, before the store starts RocksDB's threads (debuginfo.h). */
-	if (debuginfo_setenv(&a.sym, &msg)) {
-		log_error("%s", msg.text);
-		return CLI_EXIT_FAIL;
-	}
 	so.dir = a.data;
 	so.sync_writes = a.sync_writes;
 	if (store_open(&so, &st, &msg)) {

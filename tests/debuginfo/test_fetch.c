@@ -2,7 +2,9 @@
  * test_fetch.c - fetches from upstream into the store (fetch.c) through a
  * real service and a fake debuginfod on loopback: not found, an upstream
  * that hangs, files that cannot serve as debug info (not an ELF, a stripped
- * binary), and a good .debug file stored and then resolved from.
+ * binary), a good .debug file stored (every tenant's) and then resolved
+ * from, the budget of fetches per minute, and a fetch that finds an
+ * upload already stored.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "debuginfo/debuginfo_int.h"
@@ -114,7 +117,6 @@ static void test_unusable_files(void **state)
 	m = meta_of(g_id);
 	assert_int_equal(m.status, DEBUGINFO_STATUS_INVALID_ELF);
 	assert_non_null(strstr(m.reason, "debuginfod served an unusable file"));
-	/* libdebuginfod caches what it got: the next files need their own IDs. */
 	assert_int_equal(debuginfo__path(g_s, g_id, "debuginfo", dst, sizeof(dst)), 0);
 	assert_false(debuginfo__file_exists(dst));
 	assert_int_equal(atomic_load(&g_s->fetches_ok), 1);
@@ -161,7 +163,6 @@ static void test_fetched_and_resolved(void **state)
 	size_t n;
 
 	(void)state;
-	/* Another build: what was served for prog is in libdebuginfod's cache. */
 	assert_int_equal(t_run("cd '%s' && gcc -g -O1 -Wl,--build-id -o third prog.c && "
 			       "objcopy --only-keep-debug third third.debug", t_dir), 0);
 	assert_int_equal(sym_elf_inspect_file(t_path("third"), &info, NULL), 0);
@@ -178,7 +179,66 @@ static void test_fetched_and_resolved(void **state)
 	assert_true(frames > 0);
 	assert_int_equal(meta_of(id).source, DEBUGINFO_SOURCE_DEBUGINFOD);
 	assert_int_equal(meta_of(id).kinds, 1u << DEBUGINFO_FILE_DEBUGINFO);
+	assert_string_equal(meta_of(id).owners, "*");
+	assert_true(meta_of(id).has_sha256);
+	assert_true(debuginfo_visible(g_s, "any-tenant", id));
 	free(a);
+}
+
+/* At most fetch_per_minute fetches start; the rest are recorded, not sent. */
+static void test_budget(void **state)
+{
+	struct debuginfo_options o = g_opt;
+	struct debuginfo *s;
+	struct debuginfo__meta m;
+	struct err_msg msg;
+	char id[8];
+	int before;
+
+	(void)state;
+	o.data_dir = t_path("data-budget");
+	o.fetch_per_minute = 2;
+	err_clear(&msg);
+	assert_int_equal(debuginfo_open(g_st, &o, &s, &msg), 0);
+	serve(FAKE_404, NULL);
+	before = atomic_load(&g_up.requests);
+	for (int i = 0; i < 5; i++) {
+		uint8_t b[2] = { 0xb0, (uint8_t)i };
+
+		snprintf(id, sizeof(id), "b0%02x", i);
+		assert_int_equal(debuginfo__fetch(s, id, b, 2), i < 2 ? ERR_NOT_FOUND : ERR_UNAVAILABLE);
+	}
+	assert_int_equal(atomic_load(&g_up.requests) - before, 2);
+	assert_int_equal(atomic_load(&s->fetches_limited), 3);
+	assert_int_equal(debuginfo__meta_get(s, "b004", &m), 0);
+	assert_int_equal(m.status, DEBUGINFO_STATUS_UPSTREAM_ERROR);
+	assert_non_null(strstr(m.reason, "limited to 2 a minute"));
+	assert_true(m.retry_at > clock_wall_ns());
+	debuginfo_close(s);
+}
+
+/* A file uploaded before a fetch ends stays: the first file wins. */
+static void test_upload_first(void **state)
+{
+	struct debuginfo_upload_result res;
+	struct debuginfo_upload *u;
+	struct err_msg msg;
+	char dst[DEBUGINFO__PATH_MAX];
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 30);
+	assert_int_equal(buf_read_file(&b, t_path("prog")), 0);
+	err_clear(&msg);
+	assert_int_equal(debuginfo_upload_begin(g_s, &u, &msg), 0);
+	assert_int_equal(debuginfo_upload_write(u, b.data, b.len, &msg), 0);
+	assert_int_equal(debuginfo_upload_commit(u, g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
+	buf_release(&b);
+	serve(FAKE_FILE, "prog.debug");
+	assert_int_equal(debuginfo__fetch(g_s, g_id, g_bid, g_blen), 0);
+	assert_int_equal(debuginfo__path(g_s, g_id, "debuginfo", dst, sizeof(dst)), 0);
+	assert_int_equal(t_run("cmp -s '%s' '%s'", dst, t_path("prog")), 0);
+	assert_int_equal(meta_of(g_id).source, DEBUGINFO_SOURCE_UPLOAD);
 }
 
 int main(void)
@@ -188,11 +248,11 @@ int main(void)
 		cmocka_unit_test(test_unusable_files),
 		cmocka_unit_test(test_stripped_binary),
 		cmocka_unit_test(test_fetched_and_resolved),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_upload_first),
 	};
-	struct err_msg msg;
 	int rc;
 
-	/* Before any thread: the environment, then the server's socket. */
 	t_mkdtemp();
 	if (fake_listen(&g_up))
 		return 1;
@@ -202,11 +262,6 @@ int main(void)
 	g_opt.debuginfod_urls = g_urls;
 	g_opt.fetch_timeout_s = 1;
 	g_opt.workers = 1;
-	err_clear(&msg);
-	if (debuginfo_setenv(&g_opt, &msg)) {
-		fprintf(stderr, "%s\n", msg.text);
-		return 1;
-	}
 	rc = cmocka_run_group_tests(tests, setup, teardown);
 	t_rmdir();
 	return rc;
