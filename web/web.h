@@ -94,6 +94,15 @@ int web_server_port(const struct web_server *srv);
 void web_server_stop(struct web_server *srv);
 
 /*
+ * Appends the token-file line of a token (borrowed, `len` bytes) bound to
+ * `tenant` ("*" for all) with `scopes` ("ingest,query") and an optional
+ * `name` (NULL for none), with a line end: what `unhex token` prints.
+ * ERR_INVALID with a message for a bad tenant, scope list, name or token.
+ */
+int web_token_line(const char *token, size_t len, const char *tenant, const char *scopes,
+		   const char *name, struct buf *out, struct err_msg *msg);
+
+/*
  * Appends the JSON object of one tenant's statistics (the body of
  * GET /api/v1/stats, also printed by `unhex stats --json`).
  */
