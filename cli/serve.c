@@ -1,6 +1,7 @@
 /*
  * serve.c - `unhex serve`: open the store, optionally preload a workload
- * directory, run the HTTP server until SIGINT or SIGTERM, shut down cleanly.
+ * directory, run the HTTP server until SIGINT or SIGTERM, shut down cleanly;
+ * SIGHUP reads the token file again.
  *
  * Signals are blocked before any thread starts, so civetweb's threads
  * inherit the mask and only the main thread receives them, in sigwait().
@@ -33,7 +34,14 @@ static void serve_help(FILE *f)
 	      "Runs the HTTP server until SIGINT or SIGTERM.\n"
 	      "\n"
 	      "  --data DIR                  store directory (default ./data)\n"
-	      "  --listen HOST:PORT          listen address (default 0.0.0.0:4040; port 0 picks one)\n"
+	      "  --listen HOST:PORT          listen address (default 127.0.0.1:4040; port 0 picks\n"
+	      "                              one; 0.0.0.0:4040 for every interface)\n"
+	      "  --auth.tokens FILE          who may do what: one hashed token per line\n"
+	      "                              (docs/security.md; `unhex token` writes lines);\n"
+	      "                              SIGHUP reads it again\n"
+	      "  --auth.disabled             no token file on purpose: serve anyone, also on a\n"
+	      "                              listen address other than loopback\n"
+
 	      "  --preload DIR               ingest DIR/manifest.tsv into tenant anonymous when the\n"
 	      "                              store is empty\n"
 	      "  --preload-debuginfo DIR     store every DIR/<build-id>.debug as if uploaded\n"
@@ -56,7 +64,6 @@ static void serve_help(FILE *f)
 	      "  --symbolize-memo-bytes N    memory for resolved frames kept across queries\n"
 	      "                              (default 64M)\n"
 	      "  --max-debuginfo-bytes N     largest debug file upload (default 2G)\n"
-	      "  --upload-token T            uploads need \"Authorization: Bearer T\"\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -153,6 +160,7 @@ static int preload(struct store *st, const struct ingest_limits *lim, const char
 /* The URL a user can open for a listen address, e.g. 0.0.0.0:4040 -> 127.0.0.1. */
 static void reachable_url(const char *listen, int port, char *out, size_t len, int *all)
 {
+	const char *scheme = "http";
 	const char *colon = strrchr(listen, ':');
 	size_t hlen = colon ? (size_t)(colon - listen) : 0;
 	char host[256];
@@ -163,10 +171,10 @@ static void reachable_url(const char *listen, int port, char *out, size_t len, i
 	host[hlen] = '\0';
 	*all = hlen == 0 || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0;
 	if (*all)
-		snprintf(out, len, "http://%s:%d", strcmp(host, "[::]") == 0 ? "[::1]" : "127.0.0.1",
-			 port);
+		snprintf(out, len, "%s://%s:%d", scheme,
+			 strcmp(host, "[::]") == 0 ? "[::1]" : "127.0.0.1", port);
 	else
-		snprintf(out, len, "http://%s:%d", host, port);
+		snprintf(out, len, "%s://%s:%d", scheme, host, port);
 }
 
 static int parse_level(const char *s, enum log_level *out)
@@ -184,7 +192,7 @@ static int parse_level(const char *s, enum log_level *out)
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
-       O_SYM_MEMO, O_FETCH_RATE };
+       O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_FETCH_RATE };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -206,6 +214,8 @@ static const struct option serve_opts[] = {
 	{ "max-debuginfo-bytes", required_argument, NULL, O_MAX_DEBUGINFO },
 	{ "symbolize-memo-bytes", required_argument, NULL, O_SYM_MEMO },
 	{ "upload-token", required_argument, NULL, O_UPLOAD_TOKEN },
+	{ "auth.tokens", required_argument, NULL, O_AUTH_TOKENS },
+	{ "auth.disabled", no_argument, NULL, O_AUTH_DISABLED },
 	{ "debuginfod-fetches-per-minute", required_argument, NULL, O_FETCH_RATE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -266,7 +276,19 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_PRELOAD_DEBUG: a->preload_debuginfo = optarg; break;
 		case O_SYNC: a->sync_writes = 1; break;
 		case O_DEBUGINFOD: a->sym.debuginfod_urls = optarg; break;
-		case O_UPLOAD_TOKEN: a->web.upload_token = optarg; break;
+		case O_UPLOAD_TOKEN:
+			/* A secret on the command line is readable by every user in
+			 * ps and /proc: the option is gone, and says what replaces it. */
+			return cli_usage_error("serve", "--upload-token was removed: a token on the "
+						"command line is visible to every user (ps). Put a "
+						"hashed line in a token file instead:\n"
+						"  printf %%s \"$TOKEN\" | unhex token hash --tenant '*' "
+						"--scopes upload --name ci >> tokens\n"
+						"  unhex serve --auth.tokens tokens ...\n"
+						"Clients keep sending \"Authorization: Bearer $TOKEN\" "
+						"(docs/security.md, \"Migrating from --upload-token\")");
+		case O_AUTH_TOKENS: a->web.auth_tokens = optarg; break;
+		case O_AUTH_DISABLED: a->web.auth_disabled = 1; break;
 		case O_SYM_BUDGET:
 			if (parse_duration(optarg, &a->sym.budget_ns))
 				return cli_usage_error("serve", "--symbolize-budget: \"%s\" is not a "
@@ -322,6 +344,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	}
 	if (optind < argc)
 		return cli_usage_error("serve", "unexpected argument \"%s\"", argv[optind]);
+	if (a->web.auth_tokens && a->web.auth_disabled)
+		return cli_usage_error("serve", "--auth.tokens and --auth.disabled contradict each other");
 	return 0;
 }
 
@@ -410,6 +434,7 @@ int cli_serve(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	err_clear(&msg);
@@ -452,8 +477,21 @@ int cli_serve(int argc, char **argv)
 	log_info("serving %s on %s%s", a.data, all ? "all interfaces, port " : a.web.listen,
 		 all ? strrchr(url, ':') + 1 : "");
 
-	while (sigwait(&set, &sig) != 0)
-		;
+	for (;;) {
+		size_t n = 0;
+
+		while (sigwait(&set, &sig) != 0)
+			;
+		if (sig != SIGHUP)
+			break;
+		err_clear(&msg);
+		if (!a.web.auth_tokens)
+			log_warn("SIGHUP: no token file to read again (the server runs open)");
+		else if (web_server_reload_auth(srv, &n, &msg))
+			log_error("SIGHUP: %s; the tokens loaded before stay in use", msg.text);
+		else
+			log_info("SIGHUP: %zu tokens from %s", n, a.web.auth_tokens);
+	}
 	log_info("received %s; finishing in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	web_server_stop(srv);
 	query_symmemo_free(memo);

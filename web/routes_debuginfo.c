@@ -10,13 +10,14 @@
  *
  * Uploads are never buffered: the body is read in chunks straight into the
  * service's temporary file, under --max-debuginfo-bytes (a Content-Length
- * over it is refused before reading).  With --upload-token, uploads must
- * carry "Authorization: Bearer <token>".  The first file of a build ID
- * wins: other bytes need ?replace=true (debuginfo.h, "Trust").  Answers
+ * over it is refused before reading).  server.c has checked the token's
+ * scope (upload for POST, query or upload to read); replacing stored bytes
+ * (?replace=true) also needs admin, checked here before the body is read.
+ * A token bound to one tenant sees, fetches and replaces only what the
+ * service lets that tenant see (debuginfo.h, "Trust"); an all-tenants
+ * token sees everything and uploads files for every tenant.  Answers
  * never carry server paths: store and disk errors are logged, and the
- * client gets a plain sentence.  Debug info is every tenant's here, so
- * these routes ignore the tenant, except /api/v1/symbolization which
- * measures the tenant's profiles.
+ * client gets a plain sentence.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,15 +58,10 @@ static int take_id(const char *p, char *id, size_t len, const char **rest)
 	return n % 2 ? ERR_INVALID : 0;
 }
 
-static int authorized(struct web__req *rq)
+/* The tenant whose view of debug info a request gets: NULL for an all-tenants token. */
+static const char *viewer(const struct web__req *rq)
 {
-	const char *tok = rq->srv->opt.upload_token;
-	const char *h;
-
-	if (!tok || !tok[0])
-		return 1;
-	h = web__req_header(rq, "Authorization");
-	return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, tok) == 0;
+	return strcmp(rq->who->tenant, WEB_ALL_TENANTS) == 0 ? NULL : rq->tenant;
 }
 
 static int truthy(const char *v)
@@ -78,7 +74,7 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id,
 {
 	struct debuginfo_upload_result res;
 	struct debuginfo_upload *u = NULL;
-	struct debuginfo_upload_by by = { NULL, 0, "upload", NULL };
+	struct debuginfo_upload_by by = { viewer(rq), 0, rq->who->name, web__req_remote(rq) };
 	enum debuginfo_file_kind kind = DEBUGINFO_FILE_DEBUGINFO;
 	long long declared = web__req_content_length(rq);
 	struct err_msg msg;
@@ -88,14 +84,16 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id,
 
 	err_clear(&msg);
 	rq->body_state = WEB_BODY_UNREAD;
-	if (!authorized(rq)) {
-		web__resp_text_error(rs, ERR_INVALID, "upload needs \"Authorization: Bearer <token>\"");
-		rs->status = 401;
-		return;
-	}
 	if (web__query_param(rq->query, "replace", replace, sizeof(replace)) == 0 &&
-	    truthy(replace))
+	    truthy(replace)) {
+		if (!(rq->who->scopes & WEB_SCOPE_ADMIN)) {
+			web__resp_text_error(rs, ERR_PERMISSION,
+					     "replacing stored debug info needs a token with the admin "
+					     "scope");
+			return;
+		}
 		by.replace = 1;
+	}
 	if (web__query_param(rq->query, "type", type, sizeof(type)) == 0 && type[0]) {
 		if (strcmp(type, "executable") == 0)
 			kind = DEBUGINFO_FILE_EXECUTABLE;
@@ -199,8 +197,8 @@ static void internal_error(struct web__resp *rs, int rc, const char *what, const
 	web__resp_text_error(rs, rc == ERR_TOO_LARGE ? rc : ERR_IO, text);
 }
 
-/* GET /api/v1/debuginfo: a JSON array of every record. */
-static void list(struct debuginfo *svc, struct web__resp *rs)
+/* GET /api/v1/debuginfo: a JSON array of the records the request may see. */
+static void list(struct web__req *rq, struct debuginfo *svc, struct web__resp *rs)
 {
 	struct list_out l = { &rs->body, 0 };
 	struct err_msg msg;
@@ -209,7 +207,7 @@ static void list(struct debuginfo *svc, struct web__resp *rs)
 	err_clear(&msg);
 	rc = buf_putc(&rs->body, '[');
 	if (!rc)
-		rc = debuginfo_list(svc, list_one, &l, &msg);
+		rc = debuginfo_list_as(svc, viewer(rq), list_one, &l, &msg);
 	if (!rc)
 		rc = buf_putc(&rs->body, ']');
 	if (rc) {
@@ -274,7 +272,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		return;
 	}
 	if (strcmp(path, "/api/v1/debuginfo") == 0) {
-		list(svc, rs);
+		list(rq, svc, rs);
 		return;
 	}
 	if (strncmp(path, "/buildid/", 9) == 0) {
@@ -293,7 +291,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 			web__resp_text_error(rs, ERR_NOT_FOUND, "only debuginfo and executable are served");
 			return;
 		}
-		if (debuginfo_file_path(svc, id, kind, file, sizeof(file))) {
+		if (debuginfo_file_path_as(svc, viewer(rq), id, kind, file, sizeof(file))) {
 			web__resp_text_error(rs, ERR_NOT_FOUND, "no such build ID here");
 			return;
 		}
@@ -320,7 +318,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		rs->status = 405;
 		return;
 	}
-	rc = debuginfo_get(svc, id, &rec, &msg);
+	rc = debuginfo_get_as(svc, viewer(rq), id, &rec, &msg);
 	if (rc == ERR_NOT_FOUND || rc == ERR_INVALID) {
 		web__resp_text_error(rs, rc, msg.text);
 		return;

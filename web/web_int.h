@@ -138,6 +138,30 @@ int web__tenant_for(const struct web__principal *p, const char *basic_user, cons
  */
 int web__listen_is_loopback(const char *listen);
 
+/* ---- auth.c: the token table ------------------------------------------- */
+
+struct web_auth;
+
+/*
+ * Loads the token file at `path` (copied): at most 1 MiB and 10000
+ * tokens, each once, not writable by other users.  Returns an owned *out;
+ * ERR_INVALID naming the file and line, ERR_IO, ERR_TOO_LARGE, ERR_NOMEM.
+ */
+int web__auth_new(const char *path, struct web_auth **out, struct err_msg *msg);
+/* Re-reads the file; on any failure the loaded tokens stay.  Thread-safe. */
+int web__auth_reload(struct web_auth *a, struct err_msg *msg);
+size_t web__auth_count(struct web_auth *a);
+const char *web__auth_path(const struct web_auth *a);
+/* NULL is a no-op; no lookup may be running. */
+void web__auth_free(struct web_auth *a);
+/*
+ * The principal of a presented token (`len` bytes, borrowed) into *who:
+ * 0, or ERR_UNAUTHENTICATED when no token of the table has its SHA-256
+ * (every entry is compared, in constant time).  Thread-safe.
+ */
+int web__auth_lookup(struct web_auth *a, const char *secret, size_t len,
+		     struct web__principal *who);
+
 /* ---- multipart.c -------------------------------------------------------- */
 
 #define WEB_BOUNDARY_MAX 70 /* RFC 2046 §5.1.1 */
@@ -220,6 +244,7 @@ struct web_server {
 	struct web__counters counters;
 	atomic_int queries_running;  /* admitted queries (web__query_admit) */
 	int max_queries;             /* threads minus the reserve kept for ingest */
+	struct web_auth *auth;       /* owned; NULL: the server runs open */
 };
 
 /* A request as the handlers see it. */
@@ -229,7 +254,9 @@ struct web__req {
 	const char *path;
 	const char *query;            /* may be NULL */
 	const char *content_type;     /* may be NULL */
-	const char *tenant;           /* validated */
+	const char *tenant;           /* validated; the one the request acts for */
+	const struct web__principal *who; /* who asks (an open server's stand-in
+				       * has every scope for every tenant) */
 	struct buf body;              /* read and, if Content-Encoding said so, inflated */
 	/* Streaming handlers (uploads) read the body themselves through
 	 * web__req_read() and say here what they left on the connection. */
@@ -245,6 +272,8 @@ int web__req_read(struct web__req *rq, void *buf, size_t len);
 const char *web__req_header(struct web__req *rq, const char *name);
 /* The declared Content-Length, -1 when chunked or absent. */
 long long web__req_content_length(struct web__req *rq);
+/* The client's address (borrowed, valid during the request), for logs. */
+const char *web__req_remote(struct web__req *rq);
 
 /* ---- routes_debuginfo.c: uploads, debuginfod protocol, symbolization ---- */
 
