@@ -41,7 +41,8 @@ static void serve_help(FILE *f)
 	      "                              SIGHUP reads it again\n"
 	      "  --auth.disabled             no token file on purpose: serve anyone, also on a\n"
 	      "                              listen address other than loopback\n"
-
+	      "  --tls.cert FILE             PEM certificate (chain): serve HTTPS only, TLS 1.2+\n"
+	      "  --tls.key FILE              PEM private key of --tls.cert\n"
 	      "  --preload DIR               ingest DIR/manifest.tsv into tenant anonymous when the\n"
 	      "                              store is empty\n"
 	      "  --preload-debuginfo DIR     store every DIR/<build-id>.debug as if uploaded\n"
@@ -158,9 +159,9 @@ static int preload(struct store *st, const struct ingest_limits *lim, const char
 }
 
 /* The URL a user can open for a listen address, e.g. 0.0.0.0:4040 -> 127.0.0.1. */
-static void reachable_url(const char *listen, int port, char *out, size_t len, int *all)
+static void reachable_url(const char *listen, int port, int tls, char *out, size_t len, int *all)
 {
-	const char *scheme = "http";
+	const char *scheme = tls ? "https" : "http";
 	const char *colon = strrchr(listen, ':');
 	size_t hlen = colon ? (size_t)(colon - listen) : 0;
 	char host[256];
@@ -192,7 +193,7 @@ static int parse_level(const char *s, enum log_level *out)
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
-       O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_FETCH_RATE };
+       O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -216,6 +217,8 @@ static const struct option serve_opts[] = {
 	{ "upload-token", required_argument, NULL, O_UPLOAD_TOKEN },
 	{ "auth.tokens", required_argument, NULL, O_AUTH_TOKENS },
 	{ "auth.disabled", no_argument, NULL, O_AUTH_DISABLED },
+	{ "tls.cert", required_argument, NULL, O_TLS_CERT },
+	{ "tls.key", required_argument, NULL, O_TLS_KEY },
 	{ "debuginfod-fetches-per-minute", required_argument, NULL, O_FETCH_RATE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -289,6 +292,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 						"(docs/security.md, \"Migrating from --upload-token\")");
 		case O_AUTH_TOKENS: a->web.auth_tokens = optarg; break;
 		case O_AUTH_DISABLED: a->web.auth_disabled = 1; break;
+		case O_TLS_CERT: a->web.tls_cert = optarg; break;
+		case O_TLS_KEY: a->web.tls_key = optarg; break;
 		case O_SYM_BUDGET:
 			if (parse_duration(optarg, &a->sym.budget_ns))
 				return cli_usage_error("serve", "--symbolize-budget: \"%s\" is not a "
@@ -344,6 +349,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	}
 	if (optind < argc)
 		return cli_usage_error("serve", "unexpected argument \"%s\"", argv[optind]);
+	if (!a->web.tls_cert != !a->web.tls_key)
+		return cli_usage_error("serve", "--tls.cert and --tls.key go together");
 	if (a->web.auth_tokens && a->web.auth_disabled)
 		return cli_usage_error("serve", "--auth.tokens and --auth.disabled contradict each other");
 	return 0;
@@ -471,11 +478,12 @@ int cli_serve(int argc, char **argv)
 		store_close(st);
 		return CLI_EXIT_FAIL;
 	}
-	reachable_url(a.web.listen, web_server_port(srv), url, sizeof(url), &all);
+	reachable_url(a.web.listen, web_server_port(srv), a.web.tls_cert != NULL, url, sizeof(url),
+		      &all);
 	printf("unhex: listening on %s\n", url);
 	fflush(stdout);
-	log_info("serving %s on %s%s", a.data, all ? "all interfaces, port " : a.web.listen,
-		 all ? strrchr(url, ':') + 1 : "");
+	log_info("serving %s on %s%s%s", a.data, all ? "all interfaces, port " : a.web.listen,
+		 all ? strrchr(url, ':') + 1 : "", a.web.tls_cert ? " (TLS)" : "");
 
 	for (;;) {
 		size_t n = 0;

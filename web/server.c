@@ -521,15 +521,27 @@ static void lib_init(void)
 	mg_init_library(0);
 }
 
+static int on_init_ssl(void *ssl_ctx, void *user_data)
+{
+	struct web_server *srv = user_data;
+
+	/* 1: the certificate is set up; civetweb adds nothing of its own. */
+	return web__tls_setup(ssl_ctx, srv->opt.tls_cert, srv->opt.tls_key, &srv->tls_msg) ? -1 : 1;
+}
+
 /*
  * Who may connect, checked before anything listens: a token file is
  * loaded, or the server is open, which is refused on a reachable address
- * unless asked for.
+ * unless asked for; TLS needs both files and a working libssl.
  */
 static int check_access(struct web_server *srv, const struct web_options *o, struct err_msg *msg)
 {
 	int rc;
 
+	if ((o->tls_cert && o->tls_cert[0]) != (o->tls_key && o->tls_key[0]))
+		return err_set(msg, ERR_INVALID, "TLS needs both a certificate and a private key");
+	if (o->tls_cert && o->tls_cert[0] && (rc = web__tls_check_runtime(msg)))
+		return rc;
 	if (o->auth_tokens && o->auth_tokens[0]) {
 		rc = web__auth_new(o->auth_tokens, &srv->auth, msg);
 		if (rc)
@@ -562,9 +574,9 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	struct mg_server_port ports[4];
 	unsigned err_code = 0;
 	char err_text[256] = "";
-	char threads[16], timeout[16];
-	const char *options[16];
-	int n = 0, rc;
+	char threads[16], timeout[16], ports_opt[sizeof(srv->listen) + 2];
+	const char *options[20];
+	int n = 0, tls, rc;
 
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
@@ -587,8 +599,12 @@ int web_server_start(struct store *st, const struct web_options *opt,
 		srv->opt.request_timeout_ms = 30000;
 	srv->started_ns = clock_wall_ns();
 	srv->opt.auth_tokens = NULL; /* read here; the table is srv->auth */
+	err_clear(&srv->tls_msg);
 	snprintf(threads, sizeof(threads), "%d", srv->opt.threads);
 	snprintf(timeout, sizeof(timeout), "%d", srv->opt.request_timeout_ms);
+	tls = opt->tls_cert && opt->tls_cert[0];
+	/* civetweb's suffix "s" makes a port TLS-only. */
+	snprintf(ports_opt, sizeof(ports_opt), "%s%s", srv->listen, tls ? "s" : "");
 	rc = check_access(srv, opt, msg);
 	if (rc) {
 		free(srv);
@@ -596,7 +612,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	}
 
 	options[n++] = "listening_ports";
-	options[n++] = srv->listen;
+	options[n++] = ports_opt;
 	options[n++] = "num_threads";
 	options[n++] = threads;
 	options[n++] = "request_timeout_ms";
@@ -605,11 +621,18 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	options[n++] = "yes";
 	options[n++] = "keep_alive_timeout_ms";
 	options[n++] = "5000";
+	if (tls) {
+		/* civetweb's own floor too (4: TLS 1.2 and later); tls.c sets the same. */
+		options[n++] = "ssl_protocol_version";
+		options[n++] = "4";
+	}
 	options[n++] = NULL;
 
 	pthread_once(&lib_once, lib_init);
 	memset(&cb, 0, sizeof(cb));
 	cb.log_message = on_log;
+	if (tls)
+		cb.init_ssl = on_init_ssl;
 	memset(&init, 0, sizeof(init));
 	init.callbacks = &cb;
 	init.user_data = srv;
@@ -621,8 +644,10 @@ int web_server_start(struct store *st, const struct web_options *opt,
 
 	srv->ctx = mg_start2(&init, &err);
 	if (!srv->ctx) {
-		rc = err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
-			     err_text[0] ? err_text : "civetweb failed to start");
+		rc = srv->tls_msg.text[0]
+			     ? err_set(msg, ERR_INVALID, "%s", srv->tls_msg.text)
+			     : err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
+				       err_text[0] ? err_text : "civetweb failed to start");
 		web__auth_free(srv->auth);
 		free(srv);
 		return rc;

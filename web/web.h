@@ -45,6 +45,10 @@
  *   refuses on a listen address that is not loopback unless
  *   opt.auth_disabled says it is meant.
  *
+ *   TLS: with opt.tls_cert and opt.tls_key the server speaks only HTTPS,
+ *   TLS 1.2 or later with forward-secret AEAD ciphers, through civetweb's
+ *   OpenSSL (web/tls.c says how Debian's civetweb is made to load it).
+ *
  * Threading
  *   Requests run on civetweb worker threads; the server keeps no per-request
  *   state outside the request, and its counters (for /metrics) are atomics in
@@ -79,6 +83,8 @@ struct web_options {
 				    * debuginfo and debuginfod routes */
 	const char *auth_tokens;   /* borrowed: the token file; NULL runs open */
 	int auth_disabled;         /* open on purpose: allows a non-loopback listen */
+	const char *tls_cert;      /* borrowed: PEM certificate (chain); with tls_key */
+	const char *tls_key;       /* borrowed: PEM private key; both or neither */
 	size_t max_response_bytes; /* largest response body of any route (413
 				    * past it); 0 picks WEB_DEFAULT_MAX_RESPONSE_BYTES,
 				    * less than WEB_MIN_RESPONSE_BYTES is raised to it */

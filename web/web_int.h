@@ -162,6 +162,22 @@ void web__auth_free(struct web_auth *a);
 int web__auth_lookup(struct web_auth *a, const char *secret, size_t len,
 		     struct web__principal *who);
 
+/* ---- tls.c: the server's TLS through civetweb's OpenSSL --------------- */
+
+/*
+ * Checks that civetweb will find a usable OpenSSL when it loads
+ * "libssl.so" (tls.c says why it may not): ERR_UNAVAILABLE with a message
+ * otherwise.
+ */
+int web__tls_check_runtime(struct err_msg *msg);
+/*
+ * Configures civetweb's SSL_CTX `ssl_ctx` (an SSL_CTX *): the certificate
+ * chain `cert` and private key `key` (PEM paths, borrowed), TLS 1.2 or
+ * later, forward-secret AEAD ciphers only.  0 or ERR_INVALID with
+ * OpenSSL's reason.
+ */
+int web__tls_setup(void *ssl_ctx, const char *cert, const char *key, struct err_msg *msg);
+
 /* ---- multipart.c -------------------------------------------------------- */
 
 #define WEB_BOUNDARY_MAX 70 /* RFC 2046 §5.1.1 */
@@ -245,6 +261,7 @@ struct web_server {
 	atomic_int queries_running;  /* admitted queries (web__query_admit) */
 	int max_queries;             /* threads minus the reserve kept for ingest */
 	struct web_auth *auth;       /* owned; NULL: the server runs open */
+	struct err_msg tls_msg;      /* why the TLS setup failed, at start */
 };
 
 /* A request as the handlers see it. */

@@ -22,10 +22,14 @@
 #      keep-alive connection survives the reload.
 #   6. Open mode: refused on 0.0.0.0 without --auth.disabled; --upload-token
 #      is refused with the migration hint.
+#   7. TLS: the CLI (ingest, upload, query, stats) over https:// against the
+#      server's own TLS, --cacert required; openssl s_client gets no TLS 1.0
+#      or 1.1, nor a cipher without forward secrecy.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
 command -v python3 >/dev/null || fail "python3 is not installed"
+command -v openssl >/dev/null || fail "openssl is not installed"
 
 PIDS=()
 stop_helpers() {
@@ -515,4 +519,74 @@ kill "$OPEN_PID"
 wait "$OPEN_PID" || fail "the open server did not stop cleanly"
 PIDS=("${PIDS[@]/$OPEN_PID/}")
 
+# ---- 7. TLS -------------------------------------------------------------------
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+	-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+	-keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>"$WORK/openssl.log" ||
+	fail "openssl req: $(cat "$WORK/openssl.log")"
+"$UNHEX" serve --data "$WORK/tls" --listen 127.0.0.1:0 --auth.tokens "$TOK" \
+	--tls.cert "$WORK/cert.pem" --tls.key "$WORK/key.pem" >"$WORK/tls.out" 2>"$WORK/tls.err" &
+SERVER_PID=$!
+for i in $(seq 1 100); do
+	TURL=$(sed -n 's/^unhex: listening on \(https:[^ ]*\)$/\1/p' "$WORK/tls.out")
+	[ -n "$TURL" ] && break
+	kill -0 "$SERVER_PID" 2>/dev/null || fail "the TLS server exited: $(cat "$WORK/tls.err")"
+	sleep 0.1
+done
+[ -n "$TURL" ] || fail "the TLS server did not print an https:// URL"
+TPORT=${TURL##*:}
+printf '%s\n' "$A_ALL" >"$WORK/a.token"
+chmod 600 "$WORK/a.token"
+export UNHEX_TOKEN_FILE="$WORK/a.token"
+set +e
+"$UNHEX" stats --server "$TURL" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q TLS "$WORK/err" || fail "https without --cacert: exit $rc $(cat "$WORK/err")"
+OUT=$("$UNHEX" ingest --server "$TURL" --cacert "$WORK/cert.pem" --name 'tlsapp.cpu{env=test}' \
+	"$WORK/hot.pb.gz") || fail "ingest over https: $OUT"
+case "$OUT" in *"1 of 1 files accepted"*) ;; *) fail "ingest over https: $OUT" ;; esac
+OUT=$("$UNHEX" upload --server "$TURL" --cacert "$WORK/cert.pem" "$WORK/prog") ||
+	fail "upload over https: $OUT"
+case "$OUT" in *"$ID uploaded"*) ;; *) fail "upload over https: $OUT" ;; esac
+OUT=$("$UNHEX" upload --server "$TURL" --cacert "$WORK/cert.pem" "$WORK/prog") ||
+	fail "second upload over https: $OUT"
+case "$OUT" in *"already uploaded"*) ;; *) fail "second upload over https: $OUT" ;; esac
+for i in $(seq 1 30); do
+	OUT=$("$UNHEX" query top --server "$TURL" --cacert "$WORK/cert.pem" \
+		--query "$PTYPE{service_name=\"tlsapp\"}" \
+		--from now-1h) || fail "query over https: $OUT"
+	grep -q hot_loop <<<"$OUT" && break
+	sleep 1
+done
+grep -q hot_loop <<<"$OUT" || fail "query top over https lacks hot_loop: $OUT"
+OUT=$("$UNHEX" stats --server "$TURL" --cacert "$WORK/cert.pem" --json) || fail "stats over https: $OUT"
+[ "$(jq -r .tenant <<<"$OUT")" = team-a ] || fail "stats over https: $OUT"
+unset UNHEX_TOKEN_FILE
+STATUS=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$WORK/cert.pem" "$TURL/api/v1/stats")
+[ "$STATUS" = 401 ] || fail "https without a token: $STATUS"
+note "CLI over https: ingest, upload, query top and stats; 401 without a token"
+for v in tls1 tls1_1; do
+	if echo | timeout 10 openssl s_client -connect "127.0.0.1:$TPORT" "-$v" \
+		-cipher 'DEFAULT@SECLEVEL=0' >"$WORK/s_client.$v" 2>&1; then
+		grep -q 'Cipher is (NONE)' "$WORK/s_client.$v" ||
+			fail "the server speaks $v: $(grep -E 'Protocol|Cipher' "$WORK/s_client.$v")"
+	fi
+	grep -qE 'alert protocol version|unsupported protocol' \
+		"$WORK/s_client.$v" || fail "$v was not refused: $(tail -5 "$WORK/s_client.$v")"
+done
+for v in tls1_2 tls1_3; do
+	echo | timeout 10 openssl s_client -connect "127.0.0.1:$TPORT" "-$v" \
+		>"$WORK/s_client.$v" 2>&1 || fail "$v handshake failed: $(tail -5 "$WORK/s_client.$v")"
+	note "$v: $(grep -m1 -oE 'Cipher is [^ ]+' "$WORK/s_client.$v")"
+done
+grep -q 'Cipher is ECDHE-' "$WORK/s_client.tls1_2" || fail "TLS 1.2 without ECDHE"
+if echo | timeout 10 openssl s_client -connect "127.0.0.1:$TPORT" -tls1_2 \
+	-cipher 'AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0' >"$WORK/s_client.rsa" 2>&1; then
+	grep -q 'Cipher is (NONE)' "$WORK/s_client.rsa" || fail "a cipher without forward secrecy was accepted"
+fi
+note "openssl s_client: TLS 1.0 and 1.1 refused, RSA key exchange refused"
+kill "$SERVER_PID"
+wait "$SERVER_PID" || fail "the TLS server did not stop cleanly"
+SERVER_PID=
 note "security: all checks passed"
