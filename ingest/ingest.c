@@ -427,6 +427,7 @@ int ingest_legacy(struct store *st, const struct ingest_limits *lim, const char 
 		s.n_labels = n;
 		s.data = pprof;
 		s.len = len;
+		s.hints = NULL;
 		rc = run(st, lim, tenant, &s, 1, &def, out, msg);
 	}
 	arena_release(&a);

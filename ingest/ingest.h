@@ -11,8 +11,12 @@
  *
  * Each sample type of a pprof becomes its own profile type, identified as
  * Pyroscope does: `<__name__>:<sample type>:<sample unit>:<period type>:<period unit>`,
- * stored as the series label __profile_type__.  Runtime addresses are stored
- * as file offsets (address - memory_start + file_offset); see normalize.c.
+ * stored as the series label __profile_type__, with __name__ as Pyroscope
+ * gives it per agent (naming.c; docs/ingest.md, "Profile type names"): the
+ * request's declaration when it makes one, else Pyroscope's rule over the
+ * profile's sample types, so two kinds of data never share a series.
+ * Runtime addresses are stored as file offsets (address - memory_start +
+ * file_offset); see normalize.c.
  *
  * Threading: all functions are reentrant; the store serializes writers.
  */
@@ -46,12 +50,15 @@ struct ingest_stats {
 	uint64_t pprof_samples; /* pprof Sample messages decoded, before aggregation */
 };
 
+struct ingest_hints;
+
 /* One raw pprof with the labels of its series. */
 struct ingest_series {
 	const struct store_label *labels; /* borrowed; must include service_name */
 	size_t n_labels;
 	const void *data;                 /* pprof, gzipped or raw; borrowed */
 	size_t len;
+	const struct ingest_hints *hints; /* borrowed, internal (ingest_int.h); NULL: none */
 };
 
 /*

@@ -31,12 +31,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/arena.h"
+#include "base/err.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
 
-struct arena;
 struct buf;
 struct err_msg;
+
+/* Rewrites `msg` as "<prefix>: <its text>" (or the code's name); returns rc. */
+static inline int ingest__msg_prefix(struct err_msg *msg, int rc, const char *prefix)
+{
+	struct err_msg old;
+
+	if (!msg)
+		return rc;
+	old = *msg;
+	return err_reset(msg, rc, "%s: %s", prefix, old.text[0] ? old.text : err_str(rc));
+}
 
 #define INGEST_MAX_GROUPS 4096     /* distinct sample label sets in one pprof */
 #define INGEST_MAX_BUILD_ID 256    /* bytes of a mapping build id */
@@ -241,16 +253,106 @@ int ingest__check_labels(const struct ingest_limits *lim, const struct store_lab
 /* The value of label `name`, or NULL. */
 const char *ingest__label_get(const struct store_label *labels, size_t n, const char *name);
 
+/* Pyroscope's `name` parameter, taken apart (ingest__parse_name). */
+struct ingest_name {
+	const char *app;                  /* before '{', trimmed, never empty */
+	const char *kind;                 /* after the last '.' of app, or NULL */
+	size_t base_len;                  /* bytes of app before ".kind" */
+	const struct store_label *labels; /* the braces' labels, __*__ ones dropped */
+	size_t n_labels;
+};
+
 /*
- * Parses Pyroscope's `app.name.kind{k=v,...}` into labels (service_name,
- * __name__ when the kind is known, then the braces' labels), allocated from
- * `a`.  Returns owned-by-arena *labels.
+ * Parses `app.name.kind{k=v,...}` (see labels.c) into `out`; everything
+ * lives in `a`.  Labels named __*__ are dropped (Pyroscope drops them,
+ * pyroscope-go sends __session_id__); any other invalid or repeated label
+ * name is ERR_INVALID.
+ */
+int ingest__parse_name(struct arena *a, const char *name, struct ingest_name *out,
+		       struct err_msg *msg);
+
+/*
+ * The labels of a pprof sent to /ingest: service_name (the braces' one,
+ * else the application name without a known kind suffix), __name__ when
+ * the suffix is a known kind (ingest__kind_name), then the braces' labels.
+ * Allocated from `a`; returns owned-by-arena *labels.
  */
 int ingest__parse_legacy_name(struct arena *a, const char *name,
 			      struct store_label **labels, size_t *n, struct err_msg *msg);
 
-/* Pyroscope's __name__ for a legacy kind suffix ("cpu" -> "process_cpu"), or NULL. */
+/* ---- naming.c ----------------------------------------------------------- */
+
+#define INGEST_MAX_STC_BYTES (1 << 20) /* a sample_type_config part */
+
+/* One entry of pyroscope-go's sample_type_config ("display-name", ...). */
+struct ingest_stc_entry {
+	const char *type;        /* the pprof sample type it configures */
+	const char *display;     /* "display-name", or NULL */
+	const char *units;       /* or NULL */
+	const char *aggregation; /* "sum", "average", or NULL */
+	int cumulative, sampled;
+};
+
+/* A request's sample_type_config; NULL where one is taken means Pyroscope's defaults. */
+struct ingest_stc {
+	const struct ingest_stc_entry *e;
+	size_t n;
+};
+
+/*
+ * Parses the JSON of a sample_type_config multipart part (an object of
+ * sample type -> settings; members matched case-insensitively, unknown ones
+ * ignored) into `out`, allocated from `a`.  ERR_INVALID names the member.
+ */
+int ingest__stc_parse(struct arena *a, const void *json, size_t len, struct ingest_stc *out,
+		      struct err_msg *msg);
+
+/* The entry of `type` in `stc` (Pyroscope's defaults when stc is NULL), or NULL. */
+const struct ingest_stc_entry *ingest__stc_find(const struct ingest_stc *stc, const char *type);
+
+/*
+ * Pyroscope's __name__ of a pprof sent to /ingest, from its sample types in
+ * order, each seen through its display name: "wall" when any type is wall,
+ * else the first match of process_cpu (contains "cpu"), memory ("alloc_",
+ * "inuse_", "space", "objects"), mutex ("mutex_"), block ("block_"),
+ * goroutines ("goroutines"); else the last display name.  Returns a static
+ * string or one of `types` / the stc's strings (borrowed).
+ */
+const char *ingest__metric_name(const char *const *types, size_t n, const struct ingest_stc *stc);
+
+/* __name__ declared by a pprof's kind suffix ("cpu" -> "process_cpu"), or NULL. */
 const char *ingest__kind_name(const char *kind, size_t len);
+
+/* A kind of the legacy text formats: one value per stack, named by the suffix. */
+struct ingest_text_kind {
+	const char *kind;       /* the suffix */
+	const char *name;       /* __name__ */
+	const char *type, *unit; /* the sample type without a sample rate */
+	const char *timed_type; /* with a sample rate: <timed_type>/nanoseconds, else NULL */
+};
+
+/* The text kind of suffix `kind`, or NULL when Pyroscope does not know it. */
+const struct ingest_text_kind *ingest__text_kind(const char *kind);
+
+/* Alloy's godeltaprof_<kind> __name__ as <kind> (a pointer into `name`); others unchanged. */
+const char *ingest__relabel_name(const char *name);
+
+/* Fixes Pyroscope applies to the pprof of /ingest, by agent (struct ingest_hints). */
+enum {
+	INGEST_FIX_TIME = 1 << 0,      /* time_nanos in 1970 (microseconds): use `from` */
+	INGEST_FIX_DOTNET = 1 << 1,    /* function ids 0 -> location ids; '-' -> '_' in types */
+	INGEST_FIX_SCRIPTING = 1 << 2, /* function names become "<file> <name>" */
+	INGEST_FIX_PYSPY = 1 << 3,     /* ... except for absolute file names */
+};
+
+/* The INGEST_FIX_* flags for a spyName (NULL when absent) and sample_type_config. */
+unsigned ingest__spy_fixes(const char *spy, const struct ingest_stc *stc);
+
+/* How a request's /ingest parameters change the conversion of its pprof. */
+struct ingest_hints {
+	const struct ingest_stc *stc; /* names __name__ when no label gives it; NULL: defaults */
+	unsigned fixes;               /* INGEST_FIX_* */
+};
 
 /* ---- push.c ------------------------------------------------------------- */
 
