@@ -80,6 +80,42 @@ int ingest_legacy(struct store *st, const struct ingest_limits *lim, const char 
 		  const char *name, int64_t from_ns, int64_t until_ns, const void *pprof,
 		  size_t len, struct ingest_stats *out, struct err_msg *msg);
 
+/* The formats of Pyroscope's `POST /ingest` (its `format` parameter). */
+enum ingest_format {
+	INGEST_FORMAT_PPROF,      /* pprof, gzipped or raw */
+	INGEST_FORMAT_JFR,        /* Java Flight Recorder chunks, gzipped or raw */
+	INGEST_FORMAT_FOLDED,     /* "a;b;c 12" per line (Pyroscope's default, "groups") */
+	INGEST_FORMAT_LINES,      /* "a;b;c" per line, one sample each */
+	INGEST_FORMAT_TRIE,       /* the first Go agent's transport trie */
+	INGEST_FORMAT_TREE,       /* a serialized flame tree */
+	INGEST_FORMAT_SPEEDSCOPE, /* speedscope's JSON file format */
+};
+
+/* One `POST /ingest` as web/ decoded it; every pointer is borrowed. */
+struct ingest_request {
+	const char *name;           /* the name parameter: app[.kind]{k=v,...} */
+	enum ingest_format format;
+	const char *spy_name;       /* spyName, NULL when absent */
+	uint32_t sample_rate;       /* sampleRate; 100 when absent or not a number */
+	int64_t from_ns, until_ns;  /* from and until */
+	const void *data;           /* the profile: the body or its multipart part */
+	size_t len;
+	const void *sample_type_config; /* pprof: the multipart part, or NULL */
+	size_t stc_len;
+	const void *jfr_labels;     /* jfr: the "labels" part (LabelsSnapshot), or NULL */
+	size_t labels_len;
+};
+
+/*
+ * Pyroscope's `POST /ingest` in any format, named as Pyroscope names it
+ * (docs/ingest.md has the labels and profile types per format and agent).
+ * A pprof or JFR without times of its own is stored at `from_ns`, lasting
+ * until `until_ns`.  Everything is written in one transaction, or nothing.
+ */
+int ingest_pyroscope(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		     const struct ingest_request *req, struct ingest_stats *out,
+		     struct err_msg *msg);
+
 /*
  * Pyroscope's `push.v1.PusherService/Push`: a PushRequest in binary protobuf
  * (json == 0) or Connect JSON (json != 0).

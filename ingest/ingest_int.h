@@ -354,6 +354,110 @@ struct ingest_hints {
 	unsigned fixes;               /* INGEST_FIX_* */
 };
 
+/* ---- builder.c ---------------------------------------------------------- */
+
+#define INGEST_MAX_FRAME_BYTES 65535 /* one frame name (Pyroscope's symbol limit) */
+#define INGEST_BUILDER_MAX_TYPES 4
+
+/* An open-addressing table of indices + 1 (0 = empty) with their hashes. */
+struct ingest_btab {
+	uint32_t *slot;
+	uint64_t *hash;
+	size_t mask; /* 0 before the first insert */
+};
+
+/*
+ * Builds one struct ingest_pprof from named frames (builder.c).  Fields
+ * are the builder's; callers use the functions below.
+ */
+struct ingest_builder {
+	struct arena *a;   /* the result's arena (borrowed) */
+	struct arena t;    /* tables and growing arrays, capped */
+	const struct ingest_limits *lim;
+	size_t n_types;
+	struct store_function *fns;
+	size_t *fn_len;
+	size_t n_fns, cap_fns, cap_fn_len;
+	struct ingest_line *lines; /* one per location */
+	size_t n_locs, cap_lines;
+	struct ingest_group *groups; /* [1..n_groups]; 0 is the empty set */
+	size_t n_groups, cap_groups;
+	size_t *off;
+	uint32_t *stack, *grp;
+	int64_t *vals;
+	size_t n_samples, n_stack, cap_off, cap_grp, cap_vals, cap_stack;
+	struct ingest_btab fn_tab, loc_tab, grp_tab, smp_tab;
+};
+
+/*
+ * Starts a profile of `n_types` values per sample (1..INGEST_BUILDER_MAX_TYPES)
+ * whose result lives in `a` (borrowed) and whose temporaries may take
+ * `tmp_cap` bytes.  Always pair with ingest__b_release().
+ */
+void ingest__b_init(struct ingest_builder *b, struct arena *a, size_t tmp_cap,
+		    const struct ingest_limits *lim, size_t n_types);
+void ingest__b_release(struct ingest_builder *b);
+
+/* Interns a frame name (borrowed, `len` bytes) as a function; *out is its index. */
+int ingest__b_function(struct ingest_builder *b, const char *name, size_t len, uint32_t *out);
+/* Interns (function, line) as a location; *out is its index. */
+int ingest__b_location(struct ingest_builder *b, uint32_t fn, int64_t line, uint32_t *out);
+/* Interns a label set (sorted by name, borrowed); *out is its group, 0 for none. */
+int ingest__b_group(struct ingest_builder *b, const struct store_label *sorted, size_t n,
+		    uint32_t *out);
+/*
+ * Adds `values` (n_types of them) to the sample of this stack (location
+ * indices, leaf first) and group, creating it.  ERR_TOO_LARGE past
+ * max_samples or max_stack_depth, ERR_INVALID when a sum overflows.
+ * *sample (may be NULL) is the sample's index.
+ */
+int ingest__b_sample(struct ingest_builder *b, const uint32_t *leaf_first, size_t depth,
+		     uint32_t group, const int64_t *values, size_t *sample);
+/*
+ * Copies the symbols, groups and samples into `out` (in the result
+ * arena); labels, types, times and the period are the caller's to set.
+ */
+int ingest__b_finish(struct ingest_builder *b, struct ingest_pprof *out);
+/* Adds `values` to sample `sample` (an index from ingest__b_sample); ERR_INVALID on overflow. */
+int ingest__b_add(struct ingest_builder *b, size_t sample, const int64_t *values);
+/* Every value becomes value * num / den (num >= 0, den > 0); ERR_INVALID on overflow. */
+int ingest__b_scale(struct ingest_builder *b, int64_t num, int64_t den);
+
+/* ---- text.c ------------------------------------------------------------- */
+
+/*
+ * Adds one stack written as frames root first separated by ';' (`s`,
+ * `len` bytes, borrowed) with `value`, splitting it as Pyroscope does.
+ * `scratch` holds max_stack_depth + 1 entries.
+ */
+int ingest__b_stack_string(struct ingest_builder *b, const char *s, size_t len, int64_t value,
+			   uint32_t *scratch, struct err_msg *msg);
+
+/* Reads a folded, lines, trie or tree body (text.c) into `b` (one value per sample). */
+int ingest__parse_text(enum ingest_format f, const void *data, size_t n,
+		       struct ingest_builder *b, struct err_msg *msg);
+
+/* ---- speedscope.c ------------------------------------------------------- */
+
+/* One profile of a speedscope file: its builder holds value * multiplier per stack. */
+struct ingest_ss_profile {
+	const char *name; /* borrowed from the JSON tree */
+	const char *unit; /* "nanoseconds", ..., "none" or "bytes" */
+	struct ingest_builder b;
+};
+
+/* The multiplier of a speedscope unit (100 for time units and none, 1 for bytes); ERR_INVALID when unknown. */
+int ingest__ss_unit(const char *unit, uint64_t *mult);
+
+/*
+ * Parses a speedscope file into *out (n_out profiles, in `a`; their
+ * builders draw on `a` and tmp_cap each, and must be released by the
+ * caller).  The JSON tree lives in `tree` (cap it with json_mem_bound()).
+ */
+int ingest__parse_speedscope(struct arena *a, struct arena *tree, const void *data, size_t len,
+			     const struct ingest_limits *lim, size_t tmp_cap,
+			     struct ingest_ss_profile **out, size_t *n_out, struct err_msg *msg);
+
 /* ---- push.c ------------------------------------------------------------- */
 
 /*
@@ -365,6 +469,14 @@ int ingest__decode_push(struct arena *a, const struct ingest_limits *lim, const 
 			struct err_msg *msg);
 
 /* ---- ingest.c ----------------------------------------------------------- */
+
+/*
+ * Converts the `n` pprofs of `in` and writes them in one transaction:
+ * what ingest_profiles() does, with the defaults of time and duration.
+ */
+int ingest__run(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		const struct ingest_series *in, size_t n, int64_t time_ns, int64_t duration_ns,
+		struct ingest_stats *out, struct err_msg *msg);
 
 /*
  * Writes `n` converted profiles (borrowed) in one store transaction for
