@@ -458,6 +458,46 @@ int ingest__parse_speedscope(struct arena *a, struct arena *tree, const void *da
 			     const struct ingest_limits *lim, size_t tmp_cap,
 			     struct ingest_ss_profile **out, size_t *n_out, struct err_msg *msg);
 
+/* ---- jfr.c -------------------------------------------------------------- */
+
+/* One profile Pyroscope makes of a JFR event kind. */
+struct ingest_jfr_kind {
+	const char *metric;            /* __name__ */
+	size_t n_types;
+	const char *types[2], *units[2];
+	const char *period_type, *period_unit; /* "" when none */
+	int timed;                     /* values are samples of 1/sample_rate s each */
+};
+
+struct ingest_jfr_profile {
+	const struct ingest_jfr_kind *kind;
+	struct ingest_builder b;
+};
+
+#define INGEST_JFR_KINDS 9
+
+/* A parsed recording: one builder per kind (most stay empty). */
+struct ingest_jfr {
+	struct ingest_jfr_profile p[INGEST_JFR_KINDS];
+	size_t n;
+	const char *event;   /* the recording's "event" setting, "" when none */
+	int64_t period;      /* 1e9 / sample_rate, 0 when the rate is 0 */
+	uint64_t events;     /* events read */
+};
+
+/*
+ * Parses a JFR file (one or more chunks, not gzipped) and pyroscope-java's
+ * LabelsSnapshot (`labels`, may be NULL) into `out`, whose builders put
+ * their results in `a`.  Context labels already among `base` (the
+ * series' labels) are left to them.  On failure *out holds nothing.
+ * Always pair with ingest__jfr_release().
+ */
+int ingest__parse_jfr(struct arena *a, const void *data, size_t len, const void *labels,
+		      size_t labels_len, const struct ingest_limits *lim, uint32_t sample_rate,
+		      const struct store_label *base, size_t n_base, struct ingest_jfr *out,
+		      struct err_msg *msg);
+void ingest__jfr_release(struct ingest_jfr *j);
+
 /* ---- push.c ------------------------------------------------------------- */
 
 /*

@@ -22,6 +22,7 @@
 
 #include "base/arena.h"
 #include "base/buf.h"
+#include "base/compress.h"
 #include "base/err.h"
 #include "base/json.h"
 #include "ingest/ingest_int.h"
@@ -131,6 +132,47 @@ static int finish_profile(struct arena *a, const struct ingest_limits *lim,
 	out->time_ns = req->from_ns;
 	out->duration_ns = req->until_ns > req->from_ns ? req->until_ns - req->from_ns : 0;
 	out->period = period;
+	return 0;
+}
+
+/* Checks the groups' label counts against max_labels once the base labels are known. */
+static int check_groups(const struct ingest_limits *lim, const struct ingest_pprof *p,
+			struct err_msg *msg)
+{
+	for (size_t g = 1; g < p->n_groups; g++) {
+		size_t n = p->n_labels + 1;
+
+		for (size_t i = 0; i < p->groups[g].n_labels; i++)
+			if (!ingest__label_get(p->labels, p->n_labels, p->groups[g].labels[i].name))
+				n++;
+		if (n > lim->max_labels)
+			return err_set(msg, ERR_TOO_LARGE,
+				       "%zu series labels, more than the limit of %zu", n,
+				       lim->max_labels);
+	}
+	return 0;
+}
+
+/* Inflates `data` when gzipped into `scratch`; the bytes to read are *p, *n. */
+static int maybe_gunzip(const void *data, size_t len, const struct ingest_limits *lim,
+			struct buf *scratch, const char *what, const void **p, size_t *n,
+			struct err_msg *msg)
+{
+	int rc;
+
+	*p = data;
+	*n = len;
+	if (!is_gzip(data, len)) {
+		if (len > lim->max_decompressed_bytes)
+			return err_set(msg, ERR_TOO_LARGE, "%s of %zu bytes exceeds the limit of %zu",
+				       what, len, lim->max_decompressed_bytes);
+		return 0;
+	}
+	rc = gunzip_capped(data, len, lim->max_decompressed_bytes, scratch, msg);
+	if (rc)
+		return ingest__msg_prefix(msg, rc, what);
+	*p = scratch->data;
+	*n = scratch->len;
 	return 0;
 }
 
@@ -381,8 +423,80 @@ static int jfr_request(struct store *st, const struct ingest_limits *lim, const 
 		       const struct ingest_request *req, struct ingest_stats *out,
 		       struct err_msg *msg)
 {
-	(void)st, (void)lim, (void)tenant, (void)req, (void)out;
-	return err_set(msg, ERR_INVALID, "format jfr not supported yet");
+	struct ingest_jfr jfr;
+	struct ingest_pprof *pp = NULL;
+	struct ingest_name nm;
+	struct store_label *base;
+	struct buf jbuf, lbuf;
+	struct arena a;
+	const void *jp, *lp = NULL;
+	size_t jn, ln = 0, nb, k = 0;
+	int rc;
+
+	memset(&jfr, 0, sizeof(jfr));
+	buf_init(&jbuf, lim->max_decompressed_bytes);
+	buf_init(&lbuf, lim->max_decompressed_bytes);
+	arena_init(&a, request_cap(lim));
+	rc = ingest__parse_name(&a, req->name, &nm, msg);
+	if (!rc)
+		rc = base_labels(&a, &nm, nm.app, req->spy_name, 0, &base, &nb);
+	if (!rc)
+		rc = maybe_gunzip(req->data, req->len, lim, &jbuf, "jfr", &jp, &jn, msg);
+	if (!rc && req->jfr_labels)
+		rc = maybe_gunzip(req->jfr_labels, req->labels_len, lim, &lbuf, "labels", &lp, &ln,
+				  msg);
+	if (!rc)
+		rc = ingest__parse_jfr(&a, jp, jn, lp, ln, lim, req->sample_rate, base, nb, &jfr, msg);
+	if (rc)
+		goto out;
+	pp = arena_calloc(&a, jfr.n ? jfr.n : 1, sizeof(*pp));
+	if (!pp) {
+		rc = err_set(msg, ERR_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < jfr.n && !rc; i++) {
+		struct ingest_jfr_profile *jp1 = &jfr.p[i];
+		const char *ids[INGEST_BUILDER_MAX_TYPES];
+		struct store_label *l = arena_calloc(&a, nb + 2, sizeof(*l));
+		size_t nl = nb;
+
+		if (!l) {
+			rc = arena_failed(&a);
+			break;
+		}
+		memcpy(l, base, nb * sizeof(*l));
+		if (*jfr.event)
+			set_label(l, &nl, LABEL_JFR_EVENT, jfr.event);
+		set_label(l, &nl, STORE_LABEL_NAME, jp1->kind->metric);
+		for (size_t t = 0; t < jp1->kind->n_types; t++) {
+			const char *parts[5] = { jp1->kind->metric, jp1->kind->types[t],
+						 jp1->kind->units[t], jp1->kind->period_type,
+						 jp1->kind->period_unit };
+
+			ids[t] = ingest__profile_type_id(&a, parts);
+			if (!ids[t])
+				rc = arena_failed(&a);
+		}
+		if (!rc)
+			rc = ingest__b_finish(&jp1->b, &pp[k]);
+		if (!rc)
+			rc = finish_profile(&a, lim, l, nl, ids, jp1->kind->n_types, req,
+					    jp1->kind->timed ? jfr.period : 0, &pp[k], msg);
+		if (!rc)
+			rc = check_groups(lim, &pp[k], msg);
+		if (!rc && pp[k].n_samples)
+			k++;
+	}
+	if (!rc)
+		rc = ingest__write(st, tenant, pp, k, out, msg);
+	if (!rc && out)
+		out->pprof_samples = jfr.events;
+out:
+	ingest__jfr_release(&jfr);
+	buf_release(&jbuf);
+	buf_release(&lbuf);
+	arena_release(&a);
+	return rc;
 }
 
 /* ---- entry ----------------------------------------------------------------- */

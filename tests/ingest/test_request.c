@@ -10,9 +10,11 @@
 #include <stdio.h>
 
 #include "base/buf.h"
+#include "base/compress.h"
 #include "base/err.h"
 #include "fixture.h"
 #include "ingest/ingest.h"
+#include "jfr_build.h"
 #include "pprof_builder.h"
 #include "push.pb-c.h"
 
@@ -387,6 +389,58 @@ static void test_speedscope(void **state)
 		"4096\n");
 }
 
+static void test_jfr(void **state)
+{
+	static const struct jb_event ev[] = {
+		{ JB_SETTING, 0, 0, 0, 0, "event", "itimer" },
+		{ JB_EXEC, 1, 1, 1, 0, NULL, NULL },
+		{ JB_EXEC, 2, 1, 0, 0, NULL, NULL },
+		{ JB_MON, 1, 0, 0, 500, NULL, NULL },
+	};
+	static const uint8_t snap[] = {
+		0x0a, 0x0a, 0x08, 0x01, 0x12, 0x06, 0x0a, 0x04, 0x08, 0x0a, 0x10, 0x0b,
+		0x12, 0x09, 0x08, 0x0a, 0x12, 0x05, 'r', 'o', 'u', 't', 'e',
+		0x12, 0x08, 0x08, 0x0b, 0x12, 0x04, '/', 'a', 'p', 'i',
+	};
+	struct fx *f = *state;
+	struct jb b = { 0 };
+	struct buf gz, lgz;
+	struct err_msg msg;
+	struct listing s;
+	struct ingest_request r;
+
+	jb_chunk(&b, ev, 4, 1000000000ULL);
+	buf_init(&gz, 1 << 24);
+	buf_init(&lgz, 1 << 20);
+	assert_int_equal(gzip_compress(b.p, b.n, 1, &gz), 0);
+	assert_int_equal(gzip_compress(snap, sizeof(snap), 1, &lgz), 0);
+	/* As pyroscope-java sends it: gzipped jfr and labels parts. */
+	r = req("java.app{service_name=orders,env=prod}", INGEST_FORMAT_JFR, gz.data, gz.len);
+	r.spy_name = "javaspy";
+	r.jfr_labels = lgz.data;
+	r.labels_len = lgz.len;
+	assert_int_equal(send(f, &r, &msg), 0);
+	list(f, &s);
+	has(&s, "__name__=process_cpu,__profile_type__=process_cpu:cpu:nanoseconds:cpu:nanoseconds,"
+		"app_name=java.app,env=prod,jfr_event=itimer,pyroscope_spy=javaspy,"
+		"route=/api,service_name=orders => 10000000\n");
+	has(&s, "app_name=java.app,env=prod,jfr_event=itimer,pyroscope_spy=javaspy,"
+		"service_name=orders => 10000000\n");
+	has(&s, "__name__=mutex,__profile_type__=mutex:delay:nanoseconds:mutex:count,");
+	/* A raw body, no labels part; the whole application name is the service. */
+	r = req("java.app", INGEST_FORMAT_JFR, b.p, b.n);
+	assert_int_equal(send(f, &r, &msg), 0);
+	list(f, &s);
+	has(&s, "service_name=java.app => 20000000\n");
+	/* Garbage. */
+	r = req("java.app", INGEST_FORMAT_JFR, "FLR", 3);
+	assert_int_equal(send(f, &r, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "jfr:"));
+	buf_release(&gz);
+	buf_release(&lgz);
+	free(b.p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -397,6 +451,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_godeltaprof, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_text_formats, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_speedscope, setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_jfr, setup, fx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
