@@ -254,7 +254,6 @@ struct labels_snapshot {
 };
 
 struct parse {
-	struct arena *a; /* results (request arena) */
 	const struct ingest_limits *lim;
 	struct ingest_jfr *out;
 	const struct store_label *base;
@@ -262,7 +261,7 @@ struct parse {
 	struct labels_snapshot ls;
 	struct arena ls_arena;
 	regex_t re[6];
-	int n_re;
+	uint8_t compiled[6]; /* re[i] compiled (on first use) */
 	char event[64];
 	int event_wall;
 	struct err_msg *msg;
@@ -391,8 +390,14 @@ static int rd_string(struct chunk *c, int keep, const char **out)
 			s = arena_alloc(c->t, enc == 3 ? len + 1 : 2 * len + 1);
 			if (!s)
 				return arena_failed(c->t);
-			for (uint64_t i = 0; i < len; i++)
-				w += enc == 3 ? (s[w] = (char)c->p[i], 1) : utf8_put(s + w, c->p[i]);
+			if (enc == 3) {
+				memcpy(s, c->p, len);
+				w = len;
+			} else {
+				/* Latin-1 is the first 256 code points. */
+				for (uint64_t i = 0; i < len; i++)
+					w += utf8_put(s + w, c->p[i]);
+			}
 			s[w] = '\0';
 			*out = s;
 		}
@@ -1107,32 +1112,46 @@ static int read_checkpoint(struct chunk *c)
  * JVM-generated names carry per-process suffixes (GeneratedMethodAccessor31,
  * Foo$$Lambda$669/0x0000000800fd7318, temp copies of native libraries);
  * Pyroscope folds each family into one name, and so do we.  `keep`: the
- * replacement is the first group plus "_"; otherwise `fixed`.
+ * replacement is the first group plus "_"; otherwise `fixed`.  Only a name
+ * holding `hint` can match, so most names are never matched at all, and a
+ * pattern is compiled the first time a name needs it.
  */
 static const struct {
+	const char *hint;
 	const char *re;
 	int keep;
 	const char *fixed;
 } renames[] = {
-	{ "^(jdk/internal/reflect/GeneratedMethodAccessor)([0-9]+)$", 1, NULL },
-	{ "^(.+\\$\\$Lambda)(\\$?[0-9]*[./](0x)?[0-9a-f]+|[0-9]+)$", 1, NULL },
-	{ "^(\\.?/tmp/)?(libzstd-jni-[0-9]+\\.[0-9]+\\.[0-9]+-)([0-9]+)(\\.so)( \\(deleted\\))?$", 0,
+	{ "GeneratedMethodAccessor", "^(jdk/internal/reflect/GeneratedMethodAccessor)([0-9]+)$", 1,
+	  NULL },
+	{ "$$Lambda", "^(.+\\$\\$Lambda)(\\$?[0-9]*[./](0x)?[0-9a-f]+|[0-9]+)$", 1, NULL },
+	{ "libzstd-jni-",
+	  "^(\\.?/tmp/)?(libzstd-jni-[0-9]+\\.[0-9]+\\.[0-9]+-)([0-9]+)(\\.so)( \\(deleted\\))?$", 0,
 	  "libzstd-jni-_.so" },
-	{ "^(\\.?/tmp/)?(lib)?(amazonCorrettoCryptoProvider)(NativeLibraries\\.)?([0-9a-f]{16})"
+	{ "amazonCorrettoCryptoProvider",
+	  "^(\\.?/tmp/)?(lib)?(amazonCorrettoCryptoProvider)(NativeLibraries\\.)?([0-9a-f]{16})"
 	  "(/libcrypto|/libamazonCorrettoCryptoProvider)?(\\.so)( \\(deleted\\))?$",
 	  0, "libamazonCorrettoCryptoProvider_.so" },
-	{ "^(\\.?/tmp/)?(libasyncProfiler)-(linux-arm64|linux-musl-x64|linux-x64|macos)-"
+	{ "libasyncProfiler-",
+	  "^(\\.?/tmp/)?(libasyncProfiler)-(linux-arm64|linux-musl-x64|linux-x64|macos)-"
 	  "(17b9a1d8156277a98ccc871afa9a8f69215f92)(\\.so)( \\(deleted\\))?$",
 	  0, "libasyncProfiler-_.so" },
-	{ "^(.+\\$\\$EnhancerBySpringCGLIB\\$\\$)(.*)$", 1, NULL },
+	{ "$$EnhancerBySpringCGLIB$$", "^(.+\\$\\$EnhancerBySpringCGLIB\\$\\$)(.*)$", 1, NULL },
 };
 
 static const char *rename_symbol(struct parse *ps, struct arena *t, const char *s)
 {
-	for (int i = 0; i < ps->n_re; i++) {
+	for (size_t i = 0; i < sizeof(renames) / sizeof(renames[0]); i++) {
 		regmatch_t m[2];
 		char *r;
 
+		if (!strstr(s, renames[i].hint))
+			continue;
+		if (!ps->compiled[i]) {
+			if (regcomp(&ps->re[i], renames[i].re, REG_EXTENDED) != 0)
+				continue;
+			ps->compiled[i] = 1;
+		}
 		if (regexec(&ps->re[i], s, 2, m, 0) != 0)
 			continue;
 		if (!renames[i].keep) {
@@ -1744,7 +1763,6 @@ int ingest__parse_jfr(struct arena *a, const void *data, size_t len, const void 
 
 	memset(&ps, 0, sizeof(ps));
 	memset(out, 0, sizeof(*out));
-	ps.a = a;
 	ps.lim = lim;
 	ps.out = out;
 	ps.base = base;
@@ -1760,13 +1778,6 @@ int ingest__parse_jfr(struct arena *a, const void *data, size_t len, const void 
 	if (labels_len && pb_each(labels, (const uint8_t *)labels + labels_len, snapshot_cb, &ps)) {
 		rc = err_set(msg, ERR_INVALID, "jfr: the labels part is not a LabelsSnapshot");
 		goto out;
-	}
-	for (size_t i = 0; i < sizeof(renames) / sizeof(renames[0]); i++) {
-		if (regcomp(&ps.re[i], renames[i].re, REG_EXTENDED) != 0) {
-			rc = err_set(msg, ERR_NOMEM, "jfr: cannot compile a frame rename");
-			goto out;
-		}
-		ps.n_re++;
 	}
 	if (len == 0)
 		rc = err_set(msg, ERR_INVALID, "jfr: empty recording");
@@ -1794,8 +1805,9 @@ int ingest__parse_jfr(struct arena *a, const void *data, size_t len, const void 
 	if (!out->event)
 		rc = arena_failed(a);
 out:
-	for (int i = 0; i < ps.n_re; i++)
-		regfree(&ps.re[i]);
+	for (size_t i = 0; i < sizeof(renames) / sizeof(renames[0]); i++)
+		if (ps.compiled[i])
+			regfree(&ps.re[i]);
 	arena_release(&ps.ls_arena);
 	if (rc)
 		ingest__jfr_release(out);

@@ -12,6 +12,8 @@
  *   3  Foo$$Lambda$12/0x0000000800c01234.run:1, Foo.main:5
  *      (renamed Foo$$Lambda_.run, as Pyroscope names it)
  *   4  <method 999, not in the pool>, Foo.main:6 (the first frame dropped)
+ *   5  jdk/internal/reflect/GeneratedMethodAccessor31.invoke:0,
+ *      Svc$$EnhancerBySpringCGLIB$$4f2a9c1e.run:2 (both renamed)
  * Thread states: 1 STATE_RUNNABLE, 2 STATE_SLEEPING.
  */
 #ifndef UNHEX_TESTS_INGEST_JFR_BUILD_H
@@ -275,15 +277,21 @@ static inline void jb_meta_payload(struct jb *out)
 /* `bomb`, when not 0: a pool of jdk.EmptyArray whose value holds that many empties. */
 static inline void jb_pools_payload(struct jb *out, uint64_t bomb)
 {
-	static const char *const symbols[] = { "Foo", "bar", "main", "baz",
-					       "Foo$$Lambda$12/0x0000000800c01234", "run", "()V" };
+	static const char *const symbols[] = {
+		"Foo", "bar", "main", "baz", "Foo$$Lambda$12/0x0000000800c01234", "run", "()V",
+		"jdk/internal/reflect/GeneratedMethodAccessor31", "invoke",
+		"Svc$$EnhancerBySpringCGLIB$$4f2a9c1e",
+	};
 	/* method key -> (class key, name symbol key) */
-	static const int methods[][3] = { { 1, 1, 2 }, { 2, 1, 3 }, { 3, 1, 4 }, { 4, 2, 6 } };
+	static const int methods[][3] = { { 1, 1, 2 }, { 2, 1, 3 }, { 3, 1, 4 },
+					  { 4, 2, 6 }, { 5, 3, 9 }, { 6, 4, 6 } };
 	/* stack key -> frames (method key, line), leaf first */
 	static const int stacks[][3][2] = { { { 1, 10 }, { 2, 3 }, { 0, 0 } },
 					    { { 3, 20 }, { 2, 4 }, { 0, 0 } },
 					    { { 4, 1 }, { 2, 5 }, { 0, 0 } },
-					    { { 999, 7 }, { 2, 6 }, { 0, 0 } } };
+					    { { 999, 7 }, { 2, 6 }, { 0, 0 } },
+					    { { 5, 0 }, { 6, 2 }, { 0, 0 } } };
+	static const int class_sym[] = { 1, 5, 8, 10 };
 
 	jb_long(out, 1); /* start time */
 	jb_long(out, 0); /* duration */
@@ -298,22 +306,22 @@ static inline void jb_pools_payload(struct jb *out, uint64_t bomb)
 		jb_long(out, bomb);
 	}
 	jb_long(out, JB_SYMBOL);
-	jb_long(out, 7);
-	for (int i = 0; i < 7; i++) {
+	jb_long(out, 10);
+	for (int i = 0; i < 10; i++) {
 		jb_long(out, (uint64_t)i + 1);
 		jb_utf8(out, symbols[i]);
 	}
 	jb_long(out, JB_CLASS);
-	jb_long(out, 2);
-	for (int i = 1; i <= 2; i++) {
+	jb_long(out, 4);
+	for (int i = 1; i <= 4; i++) {
 		jb_long(out, (uint64_t)i);
-		jb_long(out, 0);               /* classLoader */
-		jb_long(out, i == 1 ? 1 : 5);  /* name symbol */
-		jb_long(out, 1);               /* modifiers */
+		jb_long(out, 0);                              /* classLoader */
+		jb_long(out, (uint64_t)class_sym[i - 1]);     /* name symbol */
+		jb_long(out, 1);                              /* modifiers */
 	}
 	jb_long(out, JB_METHOD);
-	jb_long(out, 4);
-	for (int i = 0; i < 4; i++) {
+	jb_long(out, 6);
+	for (int i = 0; i < 6; i++) {
 		jb_long(out, (uint64_t)methods[i][0]);
 		jb_long(out, (uint64_t)methods[i][1]);
 		jb_long(out, (uint64_t)methods[i][2]);
@@ -321,8 +329,8 @@ static inline void jb_pools_payload(struct jb *out, uint64_t bomb)
 		jb_byte(out, 0); /* hidden */
 	}
 	jb_long(out, JB_STACK);
-	jb_long(out, 4);
-	for (int i = 0; i < 4; i++) {
+	jb_long(out, 5);
+	for (int i = 0; i < 5; i++) {
 		jb_long(out, (uint64_t)i + 1);
 		jb_byte(out, 0); /* truncated */
 		jb_long(out, 2);

@@ -172,6 +172,25 @@ static void test_events(void **state)
 	free(b.p);
 }
 
+/* JVM-generated names lose their per-process part, as in Pyroscope. */
+static void test_renames(void **state)
+{
+	static const struct jb_event ev[] = { { JB_EXEC, 5, 1, 0, 0, NULL, NULL } };
+	struct jb b = { 0 };
+	struct result r;
+	(void)state;
+
+	jb_chunk(&b, ev, 1, 1000000000ULL);
+	assert_int_equal(parse(&r, b.p, b.n, NULL, 0, 100), 0);
+	assert_int_equal(value_of(kind(&r, "process_cpu", "cpu"),
+				  "Svc$$EnhancerBySpringCGLIB$$_.run:2;"
+				  "jdk/internal/reflect/GeneratedMethodAccessor_.invoke:0",
+				  0),
+			 10000000);
+	done(&r);
+	free(b.p);
+}
+
 static void test_wall_setting(void **state)
 {
 	static const struct jb_event ev[] = {
@@ -408,6 +427,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_events),
+		cmocka_unit_test(test_renames),
 		cmocka_unit_test(test_wall_setting),
 		cmocka_unit_test(test_context_labels),
 		cmocka_unit_test(test_chunks),
