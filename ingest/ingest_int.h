@@ -337,6 +337,9 @@ const struct ingest_text_kind *ingest__text_kind(const char *kind);
 /* Alloy's godeltaprof_<kind> __name__ as <kind> (a pointer into `name`); others unchanged. */
 const char *ingest__relabel_name(const char *name);
 
+/* Whether Pyroscope drops a request label of this name before storing (__delta__, __session_id__). */
+int ingest__label_dropped(const char *name);
+
 /* Fixes Pyroscope applies to the pprof of /ingest, by agent (struct ingest_hints). */
 enum {
 	INGEST_FIX_TIME = 1 << 0,      /* time_nanos in 1970 (microseconds): use `from` */

@@ -285,6 +285,15 @@ const char *ingest__relabel_name(const char *name)
 	return name;
 }
 
+int ingest__label_dropped(const char *name)
+{
+	/* Pyroscope's write path removes these before it stores a series:
+	 * __delta__ (Alloy and the JFR conversion send "false") and
+	 * __session_id__ (pyroscope-go; kept only with a limit unhex does not
+	 * have). */
+	return strcmp(name, "__delta__") == 0 || strcmp(name, "__session_id__") == 0;
+}
+
 /* ---- agents --------------------------------------------------------------- */
 
 unsigned ingest__spy_fixes(const char *spy, const struct ingest_stc *stc)

@@ -799,20 +799,25 @@ static int conv_labels(struct conv *c, const struct ingest_series *in)
 	name = arena_strndup(c->a, name, strlen(name));
 	if (!name)
 		return arena_failed(c->a);
+	l = arena_calloc(c->a, n ? n : 1, sizeof(*l));
+	if (!l)
+		return arena_failed(c->a);
+	n = 0;
+	for (size_t i = 0; i < in->n_labels; i++) {
+		if (ingest__label_dropped(in->labels[i].name))
+			continue;
+		l[n] = in->labels[i];
+		if (strcmp(l[n].name, STORE_LABEL_NAME) == 0)
+			l[n].value = name;
+		n++;
+	}
+	if (!ingest__label_get(l, n, STORE_LABEL_NAME)) {
+		l[n].name = STORE_LABEL_NAME;
+		l[n++].value = name;
+	}
 	if (n + 1 > c->lim->max_labels)
 		return err_set(c->msg, ERR_TOO_LARGE, "%zu series labels, more than the limit of %zu",
 			       n + 1, c->lim->max_labels);
-	l = arena_calloc(c->a, n, sizeof(*l));
-	if (!l)
-		return arena_failed(c->a);
-	memcpy(l, in->labels, in->n_labels * sizeof(*l));
-	for (size_t i = 0; i < in->n_labels; i++)
-		if (strcmp(l[i].name, STORE_LABEL_NAME) == 0)
-			l[i].value = name;
-	if (n > in->n_labels) {
-		l[in->n_labels].name = STORE_LABEL_NAME;
-		l[in->n_labels].value = name;
-	}
 	c->out->labels = l;
 	c->out->n_labels = n;
 	c->out->service = ingest__label_get(l, n, STORE_LABEL_SERVICE);

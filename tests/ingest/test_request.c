@@ -268,7 +268,7 @@ static void test_scripting(void **state)
 	pb_free(b);
 }
 
-/* Alloy's godeltaprof names arrive on push.v1. */
+/* Alloy's godeltaprof names and its __delta__ label arrive on push.v1. */
 static void test_godeltaprof(void **state)
 {
 	struct fx *f = *state;
@@ -278,7 +278,8 @@ static void test_godeltaprof(void **state)
 	Push__V1__PushRequest rq = PUSH__V1__PUSH_REQUEST__INIT;
 	Push__V1__RawProfileSeries ser = PUSH__V1__RAW_PROFILE_SERIES__INIT, *serp = &ser;
 	Push__V1__LabelPair l1 = PUSH__V1__LABEL_PAIR__INIT, l2 = PUSH__V1__LABEL_PAIR__INIT;
-	Push__V1__LabelPair *lp[] = { &l1, &l2 };
+	Push__V1__LabelPair l3 = PUSH__V1__LABEL_PAIR__INIT;
+	Push__V1__LabelPair *lp[] = { &l1, &l2, &l3 };
 	Push__V1__RawSample smp = PUSH__V1__RAW_SAMPLE__INIT, *smpp = &smp;
 	struct ingest_stats st;
 	struct err_msg msg = { { 0 } };
@@ -299,8 +300,11 @@ static void test_godeltaprof(void **state)
 	l1.value = "godeltaprof_memory";
 	l2.name = "service_name";
 	l2.value = "alloy-scraped";
+	/* Alloy sends __delta__="false"; Pyroscope drops it before storing. */
+	l3.name = "__delta__";
+	l3.value = "false";
 	ser.labels = lp;
-	ser.n_labels = 2;
+	ser.n_labels = 3;
 	ser.samples = &smpp;
 	ser.n_samples = 1;
 	rq.series = &serp;
@@ -313,6 +317,7 @@ static void test_godeltaprof(void **state)
 	has(&s, "__name__=memory,__profile_type__=memory:inuse_space:bytes:space:bytes,"
 		"service_name=alloy-scraped => 64\n");
 	hasnt(&s, "godeltaprof");
+	hasnt(&s, "__delta__");
 	free(body);
 	free(smp.raw_profile.data);
 	pb_free(b);
