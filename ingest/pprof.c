@@ -920,7 +920,7 @@ int ingest__convert(struct arena *a, const struct ingest_limits *lim,
 	rc = ingest__check_labels(lim, in->labels, in->n_labels, msg);
 	if (rc)
 		return rc;
-	buf_init(&scratch, 0);
+	buf_init(&scratch, lim->max_decompressed_bytes);
 	rc = ingest__decode_pprof(in->data, in->len, lim, &pa, &scratch, &prof, msg);
 	/* The decoded message holds copies, never pointers into these bytes. */
 	buf_release(&scratch);

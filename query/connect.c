@@ -549,7 +549,7 @@ static int merge_profile(struct qctx *q, const struct qjson *r, const struct que
 	if (rc)
 		return rc;
 	qmerge_init(&m);
-	arena_init(&a, q->mem.cap / 2);
+	arena_init(&a, (q->mem.cap + 1) / 2);
 	rc = qmerge_collect(q, &sel, p.from_ns, p.until_ns, &m);
 	if (!rc)
 		rc = qpprof_build(q, &m, sel.profile_type, p.from_ns, p.until_ns, &a, &prof);

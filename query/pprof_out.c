@@ -456,7 +456,7 @@ int query_pprof(struct store *st, const char *tenant, const struct query_params 
 
 	qctx_init(&q, st, tenant, &p->limits, msg);
 	qmerge_init(&m);
-	arena_init(&a, q.mem.cap / 2);
+	arena_init(&a, (q.mem.cap + 1) / 2);
 	rc = qparams_selector(p, &sel, msg);
 	if (rc)
 		goto out_m;

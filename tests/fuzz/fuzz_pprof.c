@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	fuzz_limits(&lim);
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	rc = ingest__convert(&a, &lim, &in, &def, &p, &msg);
 	if (rc == 0)
 		fuzz_check_indexes(&p);

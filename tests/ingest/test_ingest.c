@@ -292,8 +292,8 @@ static void test_push(void **state)
 			"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 		struct buf b64, doc;
 
-		buf_init(&b64, 0);
-		buf_init(&doc, 0);
+		buf_init(&b64, 1 << 30);
+		buf_init(&doc, 1 << 30);
 		for (size_t i = 0; i < plen; i += 3) {
 			uint32_t v = (uint32_t)pprof[i] << 16 |
 				     (i + 1 < plen ? (uint32_t)pprof[i + 1] << 8 : 0) |

@@ -44,7 +44,7 @@ static void convert_labels(struct run *r, struct pb *b, int gz, const struct ing
 	s.data = bytes;
 	s.len = len;
 	s.hints = NULL;
-	arena_init(&r->a, 0);
+	arena_init(&r->a, 1 << 30);
 	err_clear(&r->msg);
 	memset(&r->pp, 0, sizeof(r->pp));
 	r->rc = ingest__convert(&r->a, lim, &s, &d, &r->pp, &r->msg);
@@ -542,7 +542,7 @@ static void test_truncated_and_corrupted(void **state)
 			struct arena a;
 			int rc;
 
-			arena_init(&a, 0);
+			arena_init(&a, 1 << 30);
 			rc = ingest__convert(&a, &lim, &s, &d, &pp, &msg);
 			if (rc) {
 				assert_true(rc == ERR_INVALID);
@@ -563,7 +563,7 @@ static void test_truncated_and_corrupted(void **state)
 
 			memcpy(copy, bytes, len);
 			copy[i] ^= 0xa5;
-			arena_init(&a, 0);
+			arena_init(&a, 1 << 30);
 			rc = ingest__convert(&a, &lim, &s, &d, &pp, &msg);
 			if (rc)
 				assert_true(msg.text[0] != '\0');
@@ -589,12 +589,12 @@ static void test_gzip_bomb(void **state)
 	(void)state;
 
 	ingest_limits_default(&lim);
-	buf_init(&gz, 0);
+	buf_init(&gz, 1 << 30);
 	assert_int_equal(gzip_compress(zeros, n, 9, &gz), 0);
 	free(zeros);
 	assert_true(gz.len < 200 * 1024);
 	struct ingest_series s = { base_labels, 2, gz.data, gz.len, NULL };
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	assert_int_equal(ingest__convert(&a, &lim, &s, &d, &pp, &msg), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "exceeds"));
 	arena_release(&a);
@@ -630,7 +630,7 @@ static void test_decode_memory_cap(void **state)
 		}
 	}
 	struct ingest_series s = { base_labels, 2, p, len, NULL };
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	int rc = ingest__convert(&a, &lim, &s, &d, &pp, &msg);
 	/* Either the cap stops the decoder or the profile is rejected later. */
 	assert_true(rc == ERR_TOO_LARGE || rc == ERR_INVALID);
@@ -687,7 +687,7 @@ static void test_speed(void **state)
 		struct err_msg msg = { { 0 } };
 		struct arena a;
 
-		arena_init(&a, 0);
+		arena_init(&a, 1 << 30);
 		assert_int_equal(ingest__convert(&a, &lim, &s, &d, &pp, &msg), 0);
 		assert_int_equal(pp.n_samples, 4000);
 		arena_release(&a);

@@ -157,7 +157,7 @@ static void test_json(void **state)
 	int64_t v;
 
 	(void)state;
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	assert_int_equal(qjson_parse(s, strlen(s), &a, &j, &msg), 0);
 	assert_int_equal(qjson_get(j, "a")->n, 5);
 	assert_string_equal(qjson_get(j, "a")->kids[1].s, "x\xc3\xa9\xf0\x9f\x98\x80");
