@@ -166,7 +166,7 @@ symbols_per_kind() {
 	rm -rf "$OUT/ldb-$2"
 }
 
-# render_instructions DATA FROM UNTIL: callgrind instructions per warm
+# render_instructions DATA FROM UNTIL TAG: callgrind instructions per warm
 # in-process render, ((1 cold + 3 warm) - (1 cold + 1 warm)) / 2, in
 # millions; sets R_INSTR ("deadline" when a render under callgrind runs past
 # the 30 s query deadline, which bench-query cannot lift).
@@ -175,16 +175,16 @@ render_instructions() {
 	[ "$CALLGRIND" = 1 ] && command -v valgrind >/dev/null || return 0
 	local n t1 t3
 	for n in 1 3; do
-		if ! valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.render.$n" \
+		if ! valgrind --tool=callgrind --callgrind-out-file="$OUT/callgrind.render.$4.$n" \
 			--toggle-collect=query_render "$B/bench/bench-query" --data "$1" \
 			--query "$PTYPE{service_name=\"$SERVICE\"}" --from "$2" --until "$3" --runs "$n" \
-			>/dev/null 2>"$OUT/callgrind.render.$n.log"; then
+			>/dev/null 2>"$OUT/callgrind.render.$4.$n.log"; then
 			R_INSTR=deadline
 			return 0
 		fi
 	done
-	t1=$(sed -n 's/^summary: //p' "$OUT/callgrind.render.1")
-	t3=$(sed -n 's/^summary: //p' "$OUT/callgrind.render.3")
+	t1=$(sed -n 's/^summary: //p' "$OUT/callgrind.render.$4.1")
+	t3=$(sed -n 's/^summary: //p' "$OUT/callgrind.render.$4.3")
 	R_INSTR=$(calc "%.1f" "($t3 - $t1) / 2 / 1e6")
 }
 
@@ -321,7 +321,7 @@ static_shape() { # static_shape NAME GENERATOR-ARGS...
 	stop_server
 
 	log "== $shape: callgrind, go tool pprof, symbols per kind"
-	render_instructions "$data" "$Q_FROM" "$Q_UNTIL"
+	render_instructions "$data" "$Q_FROM" "$Q_UNTIL" "$shape"
 	ingest_instructions "$wl" "$shape"
 	go_merge "$wl" "$OUT/query-$shape.files" "$shape"
 	symbols_per_kind "$data" "$shape"
@@ -358,7 +358,11 @@ static_shape() { # static_shape NAME GENERATOR-ARGS...
 		echo "| store_compact() | $(field "$bq" compact_ms) ms |"
 		echo "| in process after compaction | cold $(field "$bq" cold_ms | tail -1) ms; warm median $(field "$bq" warm_median_ms | tail -1) ms, min $(field "$bq" warm_min_ms | tail -1) ms (thread CPU median $(field "$bq" warm_cpu_median_ms | tail -1) ms) |"
 		echo "| HTTP render after compaction (restarted) | cold $h2_cold ms; warm median $h2_warm ms, min $h2_min ms |"
-		[ -z "$R_INSTR" ] || echo "| instructions per warm in-process render (callgrind) | $R_INSTR M |"
+		case "$R_INSTR" in
+		'') ;;
+		deadline) echo "| instructions per warm in-process render (callgrind) | not measured: under callgrind a render passes the 30 s query deadline |" ;;
+		*) echo "| instructions per warm in-process render (callgrind) | $R_INSTR M |" ;;
+		esac
 		[ -z "$I_INSTR" ] || echo "| instructions in ingest_legacy() (callgrind, bench-ingest) | $(calc "%.0f" "$I_INSTR / 1e6") M = $(calc "%.0f" "$I_INSTR / $pprof_samples") per pprof sample |"
 		[ -z "$GO_S" ] || echo "| go tool pprof -proto, same $Q_FILES files | $GO_S s wall, peak RSS $GO_RSS MiB, merged cpu total $GO_TOTAL ns; **go / HTTP warm = ${ratio_w}x** (cold ${ratio_c}x, in-process warm ${ratio_i}x) |"
 		echo
