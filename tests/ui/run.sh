@@ -104,13 +104,16 @@ URL=$(url_of "$TMP/serve.out" "$TMP/serve.err" "$PID")
 AUTH_URL=$(url_of "$TMP/auth.out" "$TMP/auth.err" "$AUTH_PID")
 echo "ui: server at $URL, with a token file at $AUTH_URL" >&2
 
-# Each test has its own bound in the files (T); node 20 applies
-# --test-timeout to every file as a whole, so it is the bound of a file.
+# Each test has its own bound in the files (T). --test-timeout bounds each
+# test FILE as well as each test in it: the browser tests take ~15 s on an
+# idle machine but several times that on a loaded 2-core one, so the bound
+# is a hang detector, not a speed check (speed is measured in bench/, never
+# asserted in tests).
 set +e
 UNHEX_URL="$URL" CHROMIUM="$CHROMIUM" SHOT_DIR="${SHOT_DIR:-$TMP/shots}" \
   UNHEX_AUTH_URL="$AUTH_URL" UNHEX_AUTH_TENANT=anonymous UNHEX_AUTH_TOKEN="$AUTH_TOKEN" \
   UNHEX_OTHER_TOKEN="$OTHER_TOKEN" \
-  node --test --test-concurrency=1 --test-timeout=300000 "$HERE/model.test.mjs" "$HERE/ui.test.mjs" \
+  node --test --test-concurrency=1 --test-timeout=600000 "$HERE/model.test.mjs" "$HERE/ui.test.mjs" \
   "$HERE/auth.test.mjs"
 rc=$?
 set -e
