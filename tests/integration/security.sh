@@ -260,7 +260,6 @@ ROUTES=(
 	"GET|/api/v1/top?query=$Q&from=now-1h&until=now|query||"
 	"GET|/api/v1/folded?query=$Q&from=now-1h&until=now|query||"
 	"GET|/api/v1/diff-top?$DIFFQ|query||"
-	"POST|/querier.v1.QuerierService/LabelValues|query|{\"name\":\"service_name\"}|application/json"
 	"POST|/symbolz|query|0x1000|text/plain"
 	"GET|/api/v1/debuginfo|query||"
 	"GET|/api/v1/debuginfo/$ID|query||"
@@ -270,8 +269,57 @@ ROUTES=(
 	"GET|/buildid/$ID/debuginfo|query||"
 	"GET|/buildid/$ID/executable|query||"
 	"GET|/|any||"
-	"GET|/app.js|any||"
 )
+# Every Connect method the query module serves (its table in query/connect.c),
+# and one it does not: the prefix route decides before the method is looked up.
+SRC=$(cd "$HERE/../.." && pwd)
+CONNECT_METHODS=$(sed -n 's/^[[:space:]]*{ "\([A-Z][A-Za-z]*\)", &querier__v1__.*/\1/p; s/^[[:space:]]*{ "\([A-Z][A-Za-z]*\)", &types__v1__.*/\1/p' \
+	"$SRC/query/connect.c" | sort -u)
+[ "$(wc -l <<<"$CONNECT_METHODS")" -ge 4 ] ||
+	fail "found no Connect method table in query/connect.c: '$CONNECT_METHODS'"
+for m in $CONNECT_METHODS NoSuchMethod; do
+	ROUTES+=("POST|/querier.v1.QuerierService/$m|query|{}|application/json")
+done
+# Every file of the UI (web/ui, embedded at build time).
+for f in "$SRC"/web/ui/*; do
+	ROUTES+=("GET|/${f##*/}|any||")
+done
+
+# The route table of web/server.c: a route added there without a line in
+# ROUTES fails here, so no route escapes the matrix.  "*" routes need both
+# a GET and a POST line; a prefix route (ending in /) any path under it.
+TABLE=$(sed -n '/^} routes\[\] = {/,/^};/s/^[[:space:]]*{ "\(\/[^"]*\)", "\([A-Z*]*\)", R_[A-Z]*, .*, \([A-Z_| ]*\) },$/\2 \1 \3/p' \
+	"$SRC/web/server.c")
+[ "$(wc -l <<<"$TABLE")" -ge 15 ] || fail "cannot read the route table of web/server.c: '$TABLE'"
+covered() { # METHOD PATH: 0 when a ROUTES line is that route
+	local r m p
+	for r in "${ROUTES[@]}"; do
+		IFS='|' read -r m p _ <<<"$r"
+		p=${p%%\?*}
+		[ "$m" = "$1" ] || continue
+		case $2 in
+		*/) [[ $p == "$2"* ]] && return 0 ;;
+		*) [ "$p" = "$2" ] && return 0 ;;
+		esac
+	done
+	return 1
+}
+n_table=0
+while read -r method path scopes; do
+	n_table=$((n_table + 1))
+	if [ "$scopes" = SCOPE_PUBLIC ]; then
+		# Public routes answer without a token; they are listed here by name.
+		[ "$method $path" = "GET /ready" ] ||
+			fail "route $method $path is public: add it to the security suite's public checks"
+		continue
+	fi
+	[ "$method" = "*" ] && set -- GET POST || set -- "$method"
+	for m in "$@"; do
+		covered "$m" "$path" ||
+			fail "route $m $path of web/server.c is not in the security matrix (ROUTES)"
+	done
+done <<<"$TABLE"
+note "route table: $n_table routes of web/server.c, ${#ROUTES[@]} requests in the matrix"
 # A team-a token without the scope a route needs.
 lacking() {
 	case $1 in
