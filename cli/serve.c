@@ -61,6 +61,8 @@ static void serve_help(FILE *f)
 	      "                              for none)\n"
 	      "  --debuginfod-fetches-per-minute N  upstream lookups started per minute at\n"
 	      "                              most (default 60)\n"
+	      "  --debuginfod-fetches-per-tenant-minute N  of those, started by one\n"
+	      "                              tenant's queries (default 20)\n"
 	      "  --symbolize-budget T        how long a query waits for symbolization (5s)\n"
 	      "  --symbolize-memo-bytes N    memory for resolved frames kept across queries\n"
 	      "                              (default 64M)\n"
@@ -193,7 +195,8 @@ static int parse_level(const char *s, enum log_level *out)
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
-       O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE };
+       O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
+       O_TENANT_FETCH_RATE };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -220,6 +223,7 @@ static const struct option serve_opts[] = {
 	{ "tls.cert", required_argument, NULL, O_TLS_CERT },
 	{ "tls.key", required_argument, NULL, O_TLS_KEY },
 	{ "debuginfod-fetches-per-minute", required_argument, NULL, O_FETCH_RATE },
+	{ "debuginfod-fetches-per-tenant-minute", required_argument, NULL, O_TENANT_FETCH_RATE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -319,7 +323,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			break;
 		case O_THREADS: case O_MAX_REQ: case O_MAX_DEC: case O_MAX_SAMPLES:
 		case O_MAX_DEPTH: case O_MAX_LABELS: case O_QBYTES: case O_SYM_MEMO:
-		case O_FETCH_RATE:
+		case O_FETCH_RATE: case O_TENANT_FETCH_RATE:
 			if (cli_parse_size(optarg, &v) || v == 0)
 				return cli_usage_error("serve", "--%s: \"%s\" is not a positive number",
 						       serve_opts[idx].name, optarg);
@@ -335,6 +339,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				a->memo_bytes = v;
 			else if (c == O_FETCH_RATE)
 				a->sym.fetch_per_minute = v > 100000 ? 100000 : (unsigned)v;
+			else if (c == O_TENANT_FETCH_RATE)
+				a->sym.fetch_per_tenant_minute = v > 100000 ? 100000 : (unsigned)v;
 			else if (c == O_MAX_SAMPLES)
 				a->web.limits.max_samples = v;
 			else if (c == O_MAX_DEPTH)

@@ -56,6 +56,15 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	}
 	s->fetch_interval_ns = 60000000000LL / (opt->fetch_per_minute ? opt->fetch_per_minute : 60);
 	atomic_init(&s->fetch_tat, 0);
+	{
+		unsigned per_tenant = opt->fetch_per_tenant_minute ? opt->fetch_per_tenant_minute : 20;
+
+		s->tenant_interval_ns = 60000000000LL / per_tenant;
+		if (s->tenant_interval_ns < s->fetch_interval_ns)
+			s->tenant_interval_ns = s->fetch_interval_ns;
+		for (size_t i = 0; i < DEBUGINFO__TENANT_SLOTS; i++)
+			atomic_init(&s->tenant_tat[i], 0);
+	}
 	s->max_failures = opt->max_failure_records ? opt->max_failure_records : 10000;
 	s->failure_ttl_ns = opt->failure_ttl_ns > 0 ? opt->failure_ttl_ns : 86400LL * 1000000000LL;
 	atomic_init(&s->failures, -1);
@@ -116,6 +125,7 @@ void debuginfo_stats(struct debuginfo *s, struct debuginfo_stats *o)
 	o->uploads_ok = atomic_load(&s->uploads_ok);
 	o->uploads_refused = atomic_load(&s->uploads_refused);
 	o->fetches_limited = atomic_load(&s->fetches_limited);
+	o->fetches_deferred = atomic_load(&s->fetches_deferred);
 	o->redirects_refused = atomic_load(&s->redirects_refused);
 	o->failures_dropped = atomic_load(&s->failures_dropped);
 	o->open_indexes = debuginfo__lru_count(s);

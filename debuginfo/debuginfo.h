@@ -35,7 +35,10 @@
  * only to public addresses or to the upstreams themselves (a redirect to
  * loopback, link-local or private addresses is refused, so an upstream
  * cannot aim the server at its own network); at most fetch_per_minute
- * fetches start per minute; records of failed lookups expire after
+ * fetches start per minute; one query starts at most
+ * DEBUGINFO_QUERY_FETCHES new lookups, one tenant's queries at most
+ * fetch_per_tenant_minute a minute (struct debuginfo_asker); records of
+ * failed lookups expire after
  * failure_ttl_ns and are at most max_failure_records (debuginfod.c and
  * fetch.c say how).
  *
@@ -110,6 +113,9 @@ struct debuginfo_options {
 	int fetch_timeout_s;         /* per upstream fetch; 0 picks 30 */
 	unsigned fetch_per_minute;   /* upstream fetches started per minute at most
 				      * (bursts up to it); 0 picks 60 */
+	unsigned fetch_per_tenant_minute; /* new upstream lookups one tenant's queries
+				      * start per minute at most; 0 picks 20; at
+				      * most fetch_per_minute */
 	uint64_t max_failure_records; /* records of build IDs without a file (failed
 				      * lookups) kept at most; 0 picks 10000 */
 	int64_t failure_ttl_ns;      /* such a record is forgotten this long after its
@@ -292,6 +298,36 @@ int debuginfo_resolve(struct debuginfo *d, const char *build_id_hex,
 		      sym_frames_fn fn, void *ctx, enum debuginfo_status *status, char *reason,
 		      size_t reason_len);
 
+/* New upstream lookups one query may start (struct debuginfo_asker). */
+#define DEBUGINFO_QUERY_FETCHES 8u
+
+/*
+ * On whose behalf a query resolves: one per query, shared by all its
+ * debuginfo_resolve_as calls (one thread at a time), which update it.
+ */
+struct debuginfo_asker {
+	const char *tenant;      /* borrowed; NULL: every tenant's view */
+	unsigned fetches_left;   /* new upstream lookups it may still start;
+				  * DEBUGINFO_QUERY_FETCHES for a new query */
+};
+
+/*
+ * debuginfo_resolve for one tenant's query `a` (NULL: every tenant's view,
+ * no query budget).  A build ID whose file `a->tenant` may not see
+ * (debuginfo_visible) resolves nothing, with status not_found and the
+ * words of a build ID nobody uploaded, so a tenant cannot name frames from
+ * another's private file by sending its build ID.  A lookup the build ID
+ * needs upstream starts only while the query's and the tenant's budgets
+ * allow (one fetch per build ID is shared by every query waiting for it);
+ * past them the status is pending with the reason, nothing is recorded,
+ * and a later query asks again.
+ */
+int debuginfo_resolve_as(struct debuginfo *d, struct debuginfo_asker *a,
+			 const char *build_id_hex, const struct debuginfo_mapping_ref *map,
+			 const struct debuginfo_addr_req *reqs, size_t n, int64_t deadline_ns,
+			 sym_frames_fn fn, void *ctx, enum debuginfo_status *status,
+			 char *reason, size_t reason_len);
+
 /*
  * A counter that changes whenever frames resolved earlier may no longer be
  * right: the debug info of a build ID was replaced.  Callers that keep
@@ -323,6 +359,8 @@ struct debuginfo_stats {
 	uint64_t fetches_ok, fetches_not_found, fetches_error;
 	uint64_t uploads_ok, uploads_refused;
 	uint64_t fetches_limited;  /* fetches not started: past fetch_per_minute */
+	uint64_t fetches_deferred; /* lookups a query did not start: past its own
+				    * or its tenant's budget */
 	uint64_t redirects_refused; /* upstream redirects to a private address */
 	uint64_t failures_dropped; /* failure records not kept: max_failure_records */
 	uint64_t open_indexes;     /* a gauge: indexes open now */

@@ -187,6 +187,14 @@ int debuginfo__debuginfod_fetch(struct debuginfo *s, const char *build_id_hex, i
  * ERR_UNAVAILABLE with *retry_ns (wall clock) when the next one may start.
  */
 int debuginfo__fetch_admit(struct debuginfo *s, int64_t *retry_ns);
+/*
+ * Takes one lookup from the per-minute budget of `tenant`'s queries: 0, or
+ * ERR_UNAVAILABLE.  Tenants share DEBUGINFO__TENANT_SLOTS budgets by a
+ * hash of their id, so the table is bounded whatever the tenants.
+ */
+int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant);
+
+#define DEBUGINFO__TENANT_SLOTS 256
 
 /* ---- codec.c: symbol-cache values ---- */
 
@@ -307,6 +315,8 @@ void debuginfo__jobs_stop(struct debuginfo *s);
  * pending (it goes on), ERR_NOMEM.
  */
 int debuginfo__job_await(struct debuginfo *s, const char *id, int64_t deadline_mono);
+/* 1 when a job for `id` is queued or running. */
+int debuginfo__job_exists(struct debuginfo *s, const char *id);
 /* Fetches the debug info of `id` from upstream into the store; the
  * outcome is in its metadata.  0 when a usable file was stored. */
 int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen);
@@ -426,6 +436,8 @@ struct debuginfo {
 	size_t max_open;
 	int64_t fetch_interval_ns;  /* 60 s / fetch_per_minute */
 	atomic_int_fast64_t fetch_tat; /* the budget's theoretical arrival time (GCRA) */
+	int64_t tenant_interval_ns; /* 60 s / fetch_per_tenant_minute */
+	atomic_int_fast64_t tenant_tat[DEBUGINFO__TENANT_SLOTS]; /* per hashed tenant */
 	uint64_t max_failures;      /* max_failure_records */
 	int64_t failure_ttl_ns;
 	atomic_int_fast64_t failures; /* file-less records, an upper bound; -1 unknown */
@@ -457,6 +469,7 @@ struct debuginfo {
 	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
 	atomic_uint_fast64_t uploads_ok, uploads_refused;
 	atomic_uint_fast64_t fetches_limited, redirects_refused, failures_dropped;
+	atomic_uint_fast64_t fetches_deferred;
 	atomic_uint_fast64_t unresolved[DEBUGINFO_STATUS_COUNT]; /* locations queries left hex */
 };
 

@@ -11,7 +11,11 @@
  * (a generic cell rate: one timestamp, moved by compare-and-swap).  A
  * fetch past the budget is not sent; its build ID is recorded as an
  * upstream error to be retried once the budget allows, so the queries
- * that need it do not queue it again meanwhile.
+ * that need it do not queue it again meanwhile.  Before that, resolve.c
+ * lets one query queue at most DEBUGINFO_QUERY_FETCHES new lookups and one
+ * tenant's queries fetch_per_tenant_minute a minute (the same cell rate
+ * per hashed tenant), so one tenant's profiles full of unknown build IDs
+ * cannot spend the whole budget.
  *
  * A fetched file is installed under upload_mu, and only if no upload
  * stored a file meanwhile: the first file of a build ID wins, whoever
@@ -29,21 +33,46 @@
 #include "base/sha256.h"
 #include "debuginfo/debuginfo_int.h"
 
-int debuginfo__fetch_admit(struct debuginfo *s, int64_t *retry_ns)
+/*
+ * One cell of a rate of 60 s / interval a minute, in bursts of up to that
+ * many: 0, or ERR_UNAVAILABLE with *wait_ns until the next cell.
+ */
+static int gcra_take(atomic_int_fast64_t *tat_p, int64_t interval, int64_t *wait_ns)
 {
-	int64_t now = clock_mono_ns(), burst = 60000000000LL - s->fetch_interval_ns;
-	int64_t tat = atomic_load(&s->fetch_tat);
+	int64_t now = clock_mono_ns(), burst = 60000000000LL - interval;
+	int64_t tat = atomic_load(tat_p);
 
 	for (;;) {
 		int64_t start = tat > now ? tat : now;
 
 		if (start - now > burst) {
-			*retry_ns = clock_wall_ns() + (start - now - burst);
+			*wait_ns = start - now - burst;
 			return ERR_UNAVAILABLE;
 		}
-		if (atomic_compare_exchange_weak(&s->fetch_tat, &tat, start + s->fetch_interval_ns))
+		if (atomic_compare_exchange_weak(tat_p, &tat, start + interval))
 			return 0;
 	}
+}
+
+int debuginfo__fetch_admit(struct debuginfo *s, int64_t *retry_ns)
+{
+	int64_t wait = 0;
+
+	if (gcra_take(&s->fetch_tat, s->fetch_interval_ns, &wait)) {
+		*retry_ns = clock_wall_ns() + wait;
+		return ERR_UNAVAILABLE;
+	}
+	return 0;
+}
+
+int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	int64_t wait = 0;
+
+	for (const unsigned char *p = (const unsigned char *)tenant; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	return gcra_take(&s->tenant_tat[h % DEBUGINFO__TENANT_SLOTS], s->tenant_interval_ns, &wait);
 }
 
 /* Checks the fetched file at `got`; 0, or the failure recorded. */

@@ -364,6 +364,7 @@ int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *s
 		"unhex_debuginfod_fetches_total{result=\"not_found\"} %llu\n"
 		"unhex_debuginfod_fetches_total{result=\"error\"} %llu\n"
 		"unhex_debuginfod_fetches_total{result=\"rate_limited\"} %llu\n"
+		"unhex_debuginfod_fetches_total{result=\"deferred\"} %llu\n"
 		"# TYPE unhex_debuginfod_redirects_refused_total counter\n"
 		"unhex_debuginfod_redirects_refused_total %llu\n"
 		"# TYPE unhex_debuginfo_failure_records_dropped_total counter\n"
@@ -380,6 +381,7 @@ int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *s
 		(unsigned long long)st->uploads_ok, (unsigned long long)st->uploads_refused,
 		(unsigned long long)st->fetches_ok, (unsigned long long)st->fetches_not_found,
 		(unsigned long long)st->fetches_error, (unsigned long long)st->fetches_limited,
+		(unsigned long long)st->fetches_deferred,
 		(unsigned long long)st->redirects_refused, (unsigned long long)st->failures_dropped,
 		(unsigned long long)st->index_builds,
 		(unsigned long long)st->index_opens, (unsigned long long)st->cache_hits,

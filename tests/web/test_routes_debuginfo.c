@@ -103,6 +103,7 @@ static const char want_metrics[] =
 	"unhex_debuginfod_fetches_total{result=\"not_found\"} 8\n"
 	"unhex_debuginfod_fetches_total{result=\"error\"} 9\n"
 	"unhex_debuginfod_fetches_total{result=\"rate_limited\"} 15\n"
+	"unhex_debuginfod_fetches_total{result=\"deferred\"} 19\n"
 	"# TYPE unhex_debuginfod_redirects_refused_total counter\n"
 	"unhex_debuginfod_redirects_refused_total 16\n"
 	"# TYPE unhex_debuginfo_failure_records_dropped_total counter\n"
@@ -119,7 +120,7 @@ static const char want_metrics[] =
 
 static void test_metrics_text(void **state)
 {
-	struct debuginfo_stats st = { 10, 11, 12, 13, 7, 8, 9, 5, 6, 15, 16, 17, 14, { 0 } };
+	struct debuginfo_stats st = { 10, 11, 12, 13, 7, 8, 9, 5, 6, 15, 19, 16, 17, 14, { 0 } };
 	uint64_t by[DEBUGINFO_STATUS_COUNT] = { 0 };
 	struct buf b;
 
