@@ -13,11 +13,13 @@
 #   3. Debug info: a forged file under the same build ID and malformed ELFs
 #      (e_shstrndx 0xfffe, e_phnum 0xffff, a note past its end) are refused,
 #      replacing needs admin and ?replace=true, and the frames keep their real
-#      names; tenant B cannot list, fetch or replace A's files; errors carry no
-#      server path; refused uploads leave no records.
+#      names; tenant B cannot list, fetch or replace A's files, nor get its
+#      frames named from them; errors carry no server path; refused uploads
+#      leave no records.
 #   4. Outbound: an upstream's 302 to another loopback port is not followed
 #      (the target sees no request), and 40 unknown build IDs in one profile
-#      start at most the budgeted number of upstream lookups.
+#      start at most the budgeted number of upstream lookups (one query's
+#      allowance, and the server's per minute).
 #   5. SIGHUP: a removed token stops working, a new one starts, and a
 #      keep-alive connection survives the reload.
 #   6. Open mode: refused on 0.0.0.0 without --auth.disabled; --upload-token
@@ -138,6 +140,11 @@ for i in $(seq 1 40); do
 	RANDOM_IDS+=("$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n'):1000")
 done
 mkpprof "$WORK/many.pb.gz" "${RANDOM_IDS[@]}"
+FEW_IDS=()
+for i in 1 2 3; do
+	FEW_IDS+=("$(head -c 20 /dev/urandom | od -An -tx1 | tr -d ' \n'):1000")
+done
+mkpprof "$WORK/few.pb.gz" "${FEW_IDS[@]}"
 
 # ---- a fake debuginfod that redirects, and the place it points at ----------
 # redirector PORTFILE TARGET_URL: answers every request 302 to TARGET_URL and
@@ -488,6 +495,13 @@ http GET "/buildid/$ID/debuginfo" -H "$(bearer "$B_ALL")"
 expect_status 404 "" "team-b fetches team-a's debug file"
 http GET "/buildid/$ID/debuginfo" -u "team-b:$B_ALL"
 expect_status 404 "" "team-b fetches team-a's debug file (Basic)"
+# Nor do team-b's queries name frames from it: team-b's profile has the
+# same build ID, and its frame stays hex, as for a build ID nobody has.
+wait_symbolized "$QB" now-1h now -H "$(bearer "$B_ALL")"
+jq -r '.flamebearer.names[]' <<<"$BODY" | grep -qx hot_loop &&
+	fail "team-b's flame graph is named from team-a's private file: $BODY"
+jq -e --arg id "$ID" '[.symbolization.buildIds[] | select(.buildId == $id)][0].status == "not_found"' \
+	<<<"$BODY" >/dev/null || fail "team-b's status of team-a's build ID: $(jq -c .symbolization <<<"$BODY")"
 # A sees and fetches its own, byte for byte.
 curl -sS -f -H "$(bearer "$A_QUERY")" -o "$WORK/fetched" "$URL/buildid/$ID/debuginfo" ||
 	fail "team-a cannot fetch its debug file"
@@ -525,6 +539,13 @@ for i in 1 2 3; do
 	[ "$STATUS" = 200 ] || fail "render of the unknown build IDs: $STATUS $BODY"
 	sleep 2
 done
+# team-b's queries have their own allowance, but the server's 5 a minute are spent.
+http POST "/ingest?name=redirected-b.cpu&format=pprof" -H "$(bearer "$B_ALL")" \
+	--data-binary @"$WORK/few.pb.gz"
+expect_status 200 '"samples":' "team-b's profile of 3 unknown build IDs"
+QRB=$(jq -rn --arg s "$PTYPE{service_name=\"redirected-b\"}" '$s|@uri')
+http GET "/pyroscope/render?query=$QRB&from=now-1h&until=now" -H "$(bearer "$B_ALL")"
+[ "$STATUS" = 200 ] || fail "team-b's render of unknown build IDs: $STATUS $BODY"
 UPSTREAM=$(wc -l <"$WORK/redir.port.hits")
 [ "$UPSTREAM" -ge 1 ] || fail "the upstream was never asked"
 [ "$UPSTREAM" -le 5 ] || fail "40 unknown build IDs made $UPSTREAM upstream lookups (budget 5)"
@@ -535,6 +556,8 @@ grep -q '^unhex_debuginfod_redirects_refused_total [1-9]' <<<"$BODY" ||
 	fail "refused redirects not counted: $(grep redirects <<<"$BODY")"
 grep -q '^unhex_debuginfod_fetches_total{result="rate_limited"} [1-9]' <<<"$BODY" ||
 	fail "the budget was never reached: $(grep fetches_total <<<"$BODY")"
+grep -q '^unhex_debuginfod_fetches_total{result="deferred"} [1-9]' <<<"$BODY" ||
+	fail "a query of 40 unknown build IDs was not held to its allowance: $(grep fetches_total <<<"$BODY")"
 note "outbound: $UPSTREAM upstream lookups for 40 build IDs, none reached 127.0.0.1:$CATCH"
 # Records of the lookups are there for the all-tenants view only.
 http GET /api/v1/debuginfo -H "$(bearer "$B_ALL")"
