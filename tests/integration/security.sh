@@ -306,18 +306,36 @@ done
 TABLE=$(sed -n '/^} routes\[\] = {/,/^};/s/^[[:space:]]*{ "\(\/[^"]*\)", "\([A-Z*]*\)", R_[A-Z]*, .*, \([A-Z_| ]*\) },$/\2 \1 \3/p' \
 	"$SRC/web/server.c")
 [ "$(wc -l <<<"$TABLE")" -ge 15 ] || fail "cannot read the route table of web/server.c: '$TABLE'"
-covered() { # METHOD PATH: 0 when a ROUTES line is that route
-	local r m p
+# The scope a line of ROUTES may say for a route of the table, by its
+# scopes and method: the matrix's token "without the scope" must lack
+# what the server demands, or a route whose scope changed would still pass.
+needs_of() { # METHOD SCOPES
+	case "$1 $2" in
+	*" WEB_SCOPE_INGEST") echo ingest ;;
+	*" WEB_SCOPE_QUERY") echo query ;;
+	*" WEB_SCOPE_ADMIN") echo admin ;;
+	*" WEB_SCOPE_QUERY | WEB_SCOPE_UPLOAD") echo query ;; # the token lacking query lacks both
+	*" SCOPE_ANY_TOKEN") echo any ;;
+	"GET SCOPE_BY_METHOD") echo query ;;
+	"POST SCOPE_BY_METHOD") echo "upload admin" ;;
+	*) echo "?" ;;
+	esac
+}
+covered() { # METHOD PATH NEEDS: 0 when a ROUTES line is that route; its NEED must be one of NEEDS
+	local r m p need hit=1
 	for r in "${ROUTES[@]}"; do
-		IFS='|' read -r m p _ <<<"$r"
+		IFS='|' read -r m p need _ <<<"$r"
 		p=${p%%\?*}
 		[ "$m" = "$1" ] || continue
 		case $2 in
-		*/) [[ $p == "$2"* ]] && return 0 ;;
-		*) [ "$p" = "$2" ] && return 0 ;;
+		*/) [[ $p == "$2"* ]] || continue ;;
+		*) [ "$p" = "$2" ] || continue ;;
 		esac
+		[[ " $3 " == *" $need "* ]] ||
+			fail "ROUTES says $m $p needs $need; web/server.c gives $2 the scopes '$3'"
+		hit=0
 	done
-	return 1
+	return $hit
 }
 n_table=0
 while read -r method path scopes; do
@@ -330,7 +348,7 @@ while read -r method path scopes; do
 	fi
 	[ "$method" = "*" ] && set -- GET POST || set -- "$method"
 	for m in "$@"; do
-		covered "$m" "$path" ||
+		covered "$m" "$path" "$(needs_of "$m" "$scopes")" ||
 			fail "route $m $path of web/server.c is not in the security matrix (ROUTES)"
 	done
 done <<<"$TABLE"
