@@ -42,7 +42,9 @@ stop_helpers() {
 	done
 	PIDS=()
 }
-trap 'rc=$?; stop_helpers; (exit $rc); cleanup' EXIT
+# set +e: under errexit `(exit $rc)` would end the trap before cleanup,
+# leaving the server running and the scratch directory behind.
+trap 'rc=$?; stop_helpers; set +e; (exit $rc); cleanup' EXIT
 
 # ---- a program, its debug files, forged and malformed ones -----------------
 cat >"$WORK/prog.c" <<'EOF'
@@ -175,7 +177,7 @@ EOF
 }
 wait_file() {
 	local i
-	for i in $(seq 1 100); do
+	for i in $(seq 1 600); do
 		[ -s "$1" ] && return 0
 		sleep 0.1
 	done
@@ -621,7 +623,11 @@ grep -q "AUTHENTICATION IS OFF" "$WORK/open.err" || fail "an open server does no
 note "open mode: refused on 0.0.0.0, allowed with --auth.disabled, and said loudly"
 kill "$OPEN_PID"
 wait "$OPEN_PID" || fail "the open server did not stop cleanly"
-PIDS=("${PIDS[@]/$OPEN_PID/}")
+KEEP=()
+for p in "${PIDS[@]}"; do
+	[ "$p" = "$OPEN_PID" ] || KEEP+=("$p")
+done
+PIDS=("${KEEP[@]}")
 
 # ---- 7. TLS -------------------------------------------------------------------
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
@@ -631,7 +637,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
 "$UNHEX" serve --data "$WORK/tls" --listen 127.0.0.1:0 --auth.tokens "$TOK" \
 	--tls.cert "$WORK/cert.pem" --tls.key "$WORK/key.pem" >"$WORK/tls.out" 2>"$WORK/tls.err" &
 SERVER_PID=$!
-for i in $(seq 1 100); do
+for i in $(seq 1 600); do
 	TURL=$(sed -n 's/^unhex: listening on \(https:[^ ]*\)$/\1/p' "$WORK/tls.out")
 	[ -n "$TURL" ] && break
 	kill -0 "$SERVER_PID" 2>/dev/null || fail "the TLS server exited: $(cat "$WORK/tls.err")"
@@ -671,7 +677,7 @@ STATUS=$(curl -sS -o /dev/null -w '%{http_code}' --cacert "$WORK/cert.pem" "$TUR
 [ "$STATUS" = 401 ] || fail "https without a token: $STATUS"
 note "CLI over https: ingest, upload, query top and stats; 401 without a token"
 for v in tls1 tls1_1; do
-	if echo | timeout 10 openssl s_client -connect "127.0.0.1:$TPORT" "-$v" \
+	if echo | timeout 60 openssl s_client -connect "127.0.0.1:$TPORT" "-$v" \
 		-cipher 'DEFAULT@SECLEVEL=0' >"$WORK/s_client.$v" 2>&1; then
 		grep -q 'Cipher is (NONE)' "$WORK/s_client.$v" ||
 			fail "the server speaks $v: $(grep -E 'Protocol|Cipher' "$WORK/s_client.$v")"
@@ -680,12 +686,12 @@ for v in tls1 tls1_1; do
 		"$WORK/s_client.$v" || fail "$v was not refused: $(tail -5 "$WORK/s_client.$v")"
 done
 for v in tls1_2 tls1_3; do
-	echo | timeout 10 openssl s_client -connect "127.0.0.1:$TPORT" "-$v" \
+	echo | timeout 60 openssl s_client -connect "127.0.0.1:$TPORT" "-$v" \
 		>"$WORK/s_client.$v" 2>&1 || fail "$v handshake failed: $(tail -5 "$WORK/s_client.$v")"
 	note "$v: $(grep -m1 -oE 'Cipher is [^ ]+' "$WORK/s_client.$v")"
 done
 grep -q 'Cipher is ECDHE-' "$WORK/s_client.tls1_2" || fail "TLS 1.2 without ECDHE"
-if echo | timeout 10 openssl s_client -connect "127.0.0.1:$TPORT" -tls1_2 \
+if echo | timeout 60 openssl s_client -connect "127.0.0.1:$TPORT" -tls1_2 \
 	-cipher 'AES128-SHA:AES256-GCM-SHA384:@SECLEVEL=0' >"$WORK/s_client.rsa" 2>&1; then
 	grep -q 'Cipher is (NONE)' "$WORK/s_client.rsa" || fail "a cipher without forward secrecy was accepted"
 fi
