@@ -13,7 +13,7 @@
  * without the memo, --no-symbolizer skips the step).  Times the first query_render
  * (cold: nothing of this store is in memory yet) and then N more (warm,
  * median and min).  With --compact it then times store_compact() and the
- * same cold/warm series again.  T is anything query_parse_time() accepts.
+ * same cold/warm series again.  T is anything time_parse() accepts.
  * --out writes the last response body.  Prints one `key=value` line per
  * phase for scripts; the process's peak RSS is on the last line.
  */
@@ -27,6 +27,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/timeparse.h"
 #include "query/query.h"
 #include "storage/storage.h"
 #include "symbolize/symbolize.h"
@@ -168,8 +169,8 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &a))
 		return usage();
 	buf_init(&out, 0);
-	if (query_parse_time(a.from, now, &p.from_ns, &msg) ||
-	    query_parse_time(a.until, now, &p.until_ns, &msg)) {
+	if (time_parse(a.from, now, &p.from_ns, &msg) ||
+	    time_parse(a.until, now, &p.until_ns, &msg)) {
 		rc = 1;
 		goto out;
 	}

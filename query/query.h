@@ -48,7 +48,7 @@ struct store;
 #define QUERY_MAX_SELECTOR_BYTES 4096
 #define QUERY_MAX_MATCHERS 64
 
-/* ---- selectors and times ---------------------------------------------- */
+/* ---- selectors ---------------------------------------------- */
 
 enum query_match_op { QUERY_EQ, QUERY_NEQ, QUERY_RE, QUERY_NRE };
 
@@ -86,13 +86,6 @@ void query_selector_release(struct query_selector *sel);
 struct store_label;
 int query_selector_matches(const struct query_selector *sel,
 			   const struct store_label *labels, size_t n);
-
-/*
- * Parses a time: "now", "now-<N><s|m|h|d|w>", or a decimal Unix time in
- * seconds, milliseconds, microseconds or nanoseconds (told apart by
- * magnitude).  `now_ns` is the wall clock to resolve "now" against.
- */
-int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct err_msg *msg);
 
 /* ---- parameters --------------------------------------------------------- */
 

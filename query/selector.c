@@ -1,6 +1,6 @@
 /*
  * selector.c - label selectors (`type{name="v", env=~"a|b"}`), matching of
- * label sets, time strings, and series selection through the postings.
+ * label sets, and series selection through the postings.
  */
 #include "query/query_int.h"
 
@@ -371,72 +371,6 @@ int query_selector_matches(const struct query_selector *sel, const struct store_
 			return 0;
 	}
 	return 1;
-}
-
-/* ---- time ------------------------------------------------------------------ */
-
-static int parse_u64(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!n)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		if (v > (UINT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct err_msg *msg)
-{
-	size_t n = s ? strlen(s) : 0;
-	uint64_t v, mult;
-
-	if (!n || n > 32)
-		return err_set(msg, ERR_INVALID, "time: \"%.32s\" is empty or too long", s ? s : "");
-	if (n >= 3 && !memcmp(s, "now", 3)) {
-		if (n == 3) {
-			*out_ns = now_ns;
-			return 0;
-		}
-		if (s[3] != '-' || n < 6)
-			return err_set(msg, ERR_INVALID, "time: \"%s\": want now-<N><s|m|h|d|w>", s);
-		switch (s[n - 1]) {
-		case 's': mult = 1000000000ULL; break;
-		case 'm': mult = 60ULL * 1000000000ULL; break;
-		case 'h': mult = 3600ULL * 1000000000ULL; break;
-		case 'd': mult = 86400ULL * 1000000000ULL; break;
-		case 'w': mult = 7ULL * 86400ULL * 1000000000ULL; break;
-		default:
-			return err_set(msg, ERR_INVALID, "time: \"%s\": unit must be s, m, h, d or w", s);
-		}
-		if (parse_u64(s + 4, n - 5, &v) || v > (uint64_t)INT64_MAX / mult ||
-		    (int64_t)(v * mult) > now_ns)
-			return err_set(msg, ERR_INVALID, "time: \"%s\": bad or too large offset", s);
-		*out_ns = now_ns - (int64_t)(v * mult);
-		return 0;
-	}
-	if (parse_u64(s, n, &v))
-		return err_set(msg, ERR_INVALID,
-			       "time: \"%s\" is not now, now-<N><unit> or a Unix time", s);
-	/* Seconds until 2286, then milliseconds, microseconds, nanoseconds. */
-	if (v < 10000000000ULL)
-		mult = 1000000000ULL;
-	else if (v < 10000000000000ULL)
-		mult = 1000000ULL;
-	else if (v < 10000000000000000ULL)
-		mult = 1000ULL;
-	else
-		mult = 1;
-	if (v > (uint64_t)INT64_MAX / mult)
-		return err_set(msg, ERR_INVALID, "time: \"%s\" is out of range", s);
-	*out_ns = (int64_t)(v * mult);
-	return 0;
 }
 
 /* ---- series selection ------------------------------------------------------ */

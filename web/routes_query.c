@@ -2,7 +2,7 @@
  * routes_query.c - the read API: HTTP parameters in, query/query.h out.
  *
  * Every route parses its query string (untrusted: sizes capped at
- * WEB_PARAM_MAX, times through query_parse_time, selectors by the engine),
+ * WEB_PARAM_MAX, times through time_parse, selectors by the engine),
  * runs one engine call under the server's query limits, and answers with
  * the engine's bytes or with the engine's message through the one
  * ERR -> HTTP table.  Unknown parameters are ignored, so clients that add
@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/timeparse.h"
 #include "query/query.h"
 #include "web/web_int.h"
 
@@ -61,7 +62,7 @@ static int param_time(const struct web__req *rq, const char *key, const char *df
 	else if (rc)
 		return rc;
 	err_clear(&why);
-	rc = query_parse_time(v, now, out, &why);
+	rc = time_parse(v, now, out, &why);
 	if (rc)
 		return err_set(msg, rc, "parameter %s: %s", key, why.text);
 	return 0;

@@ -113,39 +113,6 @@ static void test_invalid(void **state)
 	}
 }
 
-static void test_times(void **state)
-{
-	const int64_t now = 1700000000LL * 1000000000LL, s = 1000000000LL;
-	struct err_msg msg;
-	int64_t t;
-
-	(void)state;
-	assert_int_equal(query_parse_time("now", now, &t, &msg), 0);
-	assert_int_equal(t, now);
-	assert_int_equal(query_parse_time("now-1h", now, &t, &msg), 0);
-	assert_int_equal(t, now - 3600 * s);
-	assert_int_equal(query_parse_time("now-30m", now, &t, &msg), 0);
-	assert_int_equal(t, now - 1800 * s);
-	assert_int_equal(query_parse_time("now-15s", now, &t, &msg), 0);
-	assert_int_equal(t, now - 15 * s);
-	assert_int_equal(query_parse_time("now-7d", now, &t, &msg), 0);
-	assert_int_equal(t, now - 7 * 86400 * s);
-	assert_int_equal(query_parse_time("1700000000", now, &t, &msg), 0);
-	assert_int_equal(t, now);
-	assert_int_equal(query_parse_time("1700000000123", now, &t, &msg), 0);
-	assert_int_equal(t, now + 123000000);
-	assert_int_equal(query_parse_time("1700000000123456789", now, &t, &msg), 0);
-	assert_int_equal(t, now + 123456789);
-	assert_int_equal(query_parse_time("now-1y", now, &t, &msg), ERR_INVALID);
-	assert_int_equal(query_parse_time("now+1h", now, &t, &msg), ERR_INVALID);
-	assert_int_equal(query_parse_time("-5", now, &t, &msg), ERR_INVALID);
-	assert_int_equal(query_parse_time("", now, &t, &msg), ERR_INVALID);
-	assert_int_equal(query_parse_time("99999999999999999999", now, &t, &msg), ERR_INVALID);
-	err_clear(&msg);
-	assert_int_equal(query_parse_time("now-99999999999d", now, &t, &msg), ERR_INVALID);
-	assert_non_null(strstr(msg.text, "now-99999999999d"));
-}
-
 static void test_json(void **state)
 {
 	struct arena a;
@@ -193,7 +160,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_invalid),
-		cmocka_unit_test(test_times),
 		cmocka_unit_test(test_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
