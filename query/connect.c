@@ -54,7 +54,7 @@ static int req_range(const struct qjson *r, int64_t *from, int64_t *until, int *
 	int64_t s, e;
 	int rc;
 
-	if ((rc = qjson_int(r, "start", 0, &s, msg)) || (rc = qjson_int(r, "end", 0, &e, msg)))
+	if ((rc = query__json_int(r, "start", 0, &s, msg)) || (rc = query__json_int(r, "end", 0, &e, msg)))
 		return rc;
 	if (given)
 		*given = s || e;
@@ -79,9 +79,9 @@ static int req_params(const struct qjson *r, const struct query_limits *lim,
 	memset(p, 0, sizeof(*p));
 	if (!r || r->type != QJ_OBJ)
 		return err_set(msg, ERR_INVALID, "request: want a JSON object");
-	if ((rc = qjson_str(r, "profileTypeID", &p->profile_type, msg)) ||
-	    (rc = qjson_str(r, "labelSelector", &p->query, msg)) ||
-	    (rc = qjson_int(r, "maxNodes", 0, &p->max_nodes, msg)) ||
+	if ((rc = query__json_str(r, "profileTypeID", &p->profile_type, msg)) ||
+	    (rc = query__json_str(r, "labelSelector", &p->query, msg)) ||
+	    (rc = query__json_int(r, "maxNodes", 0, &p->max_nodes, msg)) ||
 	    (rc = req_range(r, &p->from_ns, &p->until_ns, NULL, msg)))
 		return rc;
 	if (lim)
@@ -93,7 +93,7 @@ static int req_params(const struct qjson *r, const struct query_limits *lim,
 static int req_strings(struct arena *a, const struct qjson *r, const char *key,
 		       const char ***out, size_t *n, struct err_msg *msg)
 {
-	const struct qjson *v = qjson_get(r, key);
+	const struct qjson *v = query__json_get(r, key);
 	const char **s;
 
 	*out = NULL;
@@ -133,7 +133,7 @@ static int strset_add(struct strset *s, const char *str)
 
 	if (s->n >= MAX_STRINGS)
 		return err_set(s->q->msg, ERR_TOO_LARGE, "more than %d distinct strings", MAX_STRINGS);
-	rc = qmem_grow(s->q, (void **)&s->v, &s->cap, sizeof(*s->v), s->n + 1, "string set");
+	rc = query__mem_grow(s->q, (void **)&s->v, &s->cap, sizeof(*s->v), s->n + 1, "string set");
 	if (rc)
 		return rc;
 	if (s->q->mem.used + len + 1 > s->q->mem.cap)
@@ -155,7 +155,7 @@ static void strset_release(struct strset *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		free(s->v[i]);
-	qmem_free(s->q, s->v, s->cap, sizeof(*s->v));
+	query__mem_free(s->q, s->v, s->cap, sizeof(*s->v));
 }
 
 /* Sorts, drops duplicates, and writes `"key":[...]`. */
@@ -214,7 +214,7 @@ static int meta_collect_cb(void *ctx, uint64_t id, uint32_t part, const struct s
 	(void)part;
 	(void)l;
 	(void)n;
-	rc = qmem_grow(m->q, (void **)&m->ids, &m->idcap, sizeof(*m->ids), m->nids + 1, "series");
+	rc = query__mem_grow(m->q, (void **)&m->ids, &m->idcap, sizeof(*m->ids), m->nids + 1, "series");
 	if (!rc)
 		m->ids[m->nids++] = id;
 	return rc;
@@ -236,7 +236,7 @@ static int meta_init(struct meta *m, struct qctx *q, const struct qjson *r, stru
 	memset(m, 0, sizeof(*m));
 	m->q = q;
 	arena_init(&m->a, 1 << 20);
-	qmap_init(&m->ok);
+	query__map_init(&m->ok);
 	if ((rc = req_range(r, &m->from, &m->until, &m->ranged, msg)) ||
 	    (rc = req_strings(&m->a, r, "matchers", &ms, &nm, msg)))
 		return rc;
@@ -253,7 +253,7 @@ static int meta_init(struct meta *m, struct qctx *q, const struct qjson *r, stru
 	}
 	/* Collect the series of every selector, then keep those in range. */
 	for (size_t i = 0; i < m->nsel && !rc; i++)
-		rc = qselect_series(q, &m->sels[i], meta_collect_cb, m);
+		rc = query__select_series(q, &m->sels[i], meta_collect_cb, m);
 	for (size_t i = 0; i < m->nids && !rc; i++) {
 		int hit = 1;
 
@@ -264,7 +264,7 @@ static int meta_init(struct meta *m, struct qctx *q, const struct qjson *r, stru
 				return err_set(msg, hit, "reading profiles: %s", err_str(hit));
 		}
 		if (hit)
-			rc = qmap_put(q, &m->ok, m->ids[i], 1);
+			rc = query__map_put(q, &m->ok, m->ids[i], 1);
 	}
 	return rc;
 }
@@ -274,8 +274,8 @@ static void meta_release(struct meta *m)
 	for (size_t i = 0; i < m->nsel; i++)
 		query_selector_release(&m->sels[i]);
 	free(m->sels);
-	qmap_release(m->q, &m->ok);
-	qmem_free(m->q, m->ids, m->idcap, sizeof(*m->ids));
+	query__map_release(m->q, &m->ok);
+	query__mem_free(m->q, m->ids, m->idcap, sizeof(*m->ids));
 	arena_release(&m->a);
 }
 
@@ -294,9 +294,9 @@ static int meta_each_cb(void *ctx, uint64_t id, uint32_t part, const struct stor
 	uint32_t v;
 	int rc;
 
-	if (!qmap_get(&e->m->ok, id, &v) || qmap_get(&e->seen, id, &v))
+	if (!query__map_get(&e->m->ok, id, &v) || query__map_get(&e->seen, id, &v))
 		return 0;
-	rc = qmap_put(e->m->q, &e->seen, id, 1);
+	rc = query__map_put(e->m->q, &e->seen, id, 1);
 	return rc ? rc : e->cb(e->ctx, id, part, l, n);
 }
 
@@ -305,10 +305,10 @@ static int meta_each(struct meta *m, qseries_cb cb, void *ctx)
 	struct meta_each e = { m, { 0 }, cb, ctx };
 	int rc = 0;
 
-	qmap_init(&e.seen);
+	query__map_init(&e.seen);
 	for (size_t i = 0; i < m->nsel && !rc; i++)
-		rc = qselect_series(m->q, &m->sels[i], meta_each_cb, &e);
-	qmap_release(m->q, &e.seen);
+		rc = query__select_series(m->q, &m->sels[i], meta_each_cb, &e);
+	query__map_release(m->q, &e.seen);
 	return rc;
 }
 
@@ -332,7 +332,7 @@ static int profile_types(struct qctx *q, const struct qjson *r, struct buf *out)
 		char tmp[QUERY_MAX_SELECTOR_BYTES + 1];
 		const char *pt[5];
 
-		if (qprofile_type_split(s.v[i], tmp, sizeof(tmp), pt))
+		if (query__profile_type_split(s.v[i], tmp, sizeof(tmp), pt))
 			continue;
 		rc = buf_puts(out, i ? ",{\"ID\":" : "{\"ID\":");
 		if (!rc) rc = buf_put_json_str(out, s.v[i], strlen(s.v[i]));
@@ -384,14 +384,14 @@ static int label_names_values(struct qctx *q, const struct qjson *r, int values,
 	int rc;
 
 	if (values) {
-		rc = qjson_str(r, "name", &c.name, q->msg);
+		rc = query__json_str(r, "name", &c.name, q->msg);
 		if (!rc && !c.name[0])
 			rc = err_set(q->msg, ERR_INVALID, "field name: a label name is required");
 		if (rc)
 			return rc;
 	}
 	rc = meta_init(&m, q, r, q->msg);
-	if (!rc && !qjson_get(r, "matchers") && !m.ranged)
+	if (!rc && !query__json_get(r, "matchers") && !m.ranged)
 		rc = values ? store_label_values(q->st, q->tenant, c.name, add_str_cb, &s)
 			    : store_label_names(q->st, q->tenant, add_str_cb, &s);
 	else if (!rc)
@@ -474,26 +474,26 @@ static int merge_stacktraces(struct qctx *q, const struct qjson *r,
 
 	if (rc)
 		return rc;
-	qmerge_init(&m);
-	rc = qfb_query(q, &p, &m, &t, NULL);
+	query__merge_init(&m);
+	rc = query__fb_query(q, &p, &m, &t, NULL);
 	if (rc)
 		goto out_m;
 	rc = buf_puts(out, "{\"flamegraph\":{");
 	if (!rc)
-		rc = qfb_encode(&t, 0, 1, out, &max_self);
+		rc = query__fb_encode(&t, 0, 1, out, &max_self);
 	if (!rc)
 		rc = buf_printf(out, ",\"total\":\"%lld\",\"maxSelf\":\"%lld\"}",
 				(long long)t.nodes[0].total[0], (long long)max_self);
 	if (!rc) {
 		const struct qmerge *ms[1] = { &m };
 
-		rc = qsym_json(ms, 1, out);
+		rc = query__sym_json(ms, 1, out);
 	}
 	if (!rc)
 		rc = buf_putc(out, '}');
-	qtree_release(q, &t);
+	query__tree_release(q, &t);
 out_m:
-	qmerge_release(q, &m);
+	query__merge_release(q, &m);
 	return rc;
 }
 
@@ -507,28 +507,28 @@ static int diff(struct qctx *q, const struct qjson *r, const struct query_limits
 	int64_t max_self;
 	int rc;
 
-	if ((rc = req_params(qjson_get(r, "left"), lim, &l, q->msg)) ||
-	    (rc = req_params(qjson_get(r, "right"), lim, &rp, q->msg)))
+	if ((rc = req_params(query__json_get(r, "left"), lim, &l, q->msg)) ||
+	    (rc = req_params(query__json_get(r, "right"), lim, &rp, q->msg)))
 		return rc;
-	qmerge_init(&ml);
-	qmerge_init(&mr);
-	rc = qdiff_tree(q, &l, &rp, &ml, &mr, &t, &ptype);
+	query__merge_init(&ml);
+	query__merge_init(&mr);
+	rc = query__diff_tree(q, &l, &rp, &ml, &mr, &t, &ptype);
 	if (rc)
 		goto out_m;
 	rc = buf_puts(out, "{\"flamegraph\":{");
 	if (!rc)
-		rc = qfb_encode(&t, 1, 1, out, &max_self);
+		rc = query__fb_encode(&t, 1, 1, out, &max_self);
 	if (!rc)
 		rc = buf_printf(out, ",\"total\":\"%lld\",\"maxSelf\":\"%lld\",\"leftTicks\":\"%lld\","
 				     "\"rightTicks\":\"%lld\"}}",
 				(long long)(t.nodes[0].total[0] + t.nodes[0].total[1]),
 				(long long)max_self, (long long)t.nodes[0].total[0],
 				(long long)t.nodes[0].total[1]);
-	qtree_release(q, &t);
+	query__tree_release(q, &t);
 	free(ptype);
 out_m:
-	qmerge_release(q, &ml);
-	qmerge_release(q, &mr);
+	query__merge_release(q, &ml);
+	query__merge_release(q, &mr);
 	return rc;
 }
 
@@ -545,20 +545,20 @@ static int merge_profile(struct qctx *q, const struct qjson *r, const struct que
 
 	if (rc)
 		return rc;
-	rc = qparams_selector(&p, &sel, q->msg);
+	rc = query__params_selector(&p, &sel, q->msg);
 	if (rc)
 		return rc;
-	qmerge_init(&m);
+	query__merge_init(&m);
 	arena_init(&a, q->mem.cap / 2);
-	rc = qmerge_collect(q, &sel, p.from_ns, p.until_ns, &m);
+	rc = query__merge_collect(q, &sel, p.from_ns, p.until_ns, &m);
 	if (!rc)
-		rc = qpprof_build(q, &m, sel.profile_type, p.from_ns, p.until_ns, &a, &prof);
+		rc = query__pprof_build(q, &m, sel.profile_type, p.from_ns, p.until_ns, &a, &prof);
 	if (!rc && proto)
 		rc = pack_message(&prof->base, out);
 	else if (!rc)
-		rc = qpprof_json(prof, out);
+		rc = query__pprof_json(prof, out);
 	arena_release(&a);
-	qmerge_release(q, &m);
+	query__merge_release(q, &m);
 	query_selector_release(&sel);
 	return rc;
 }
@@ -601,12 +601,12 @@ static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 		rc = buf_append(&key, v, strlen(v) + 1);
 	}
 	if (!rc)
-		rc = qnames_intern(s->q, &s->keys, key.data ? key.data : "", key.len, &g);
+		rc = query__names_intern(s->q, &s->keys, key.data ? key.data : "", key.len, &g);
 	buf_release(&key);
 	if (rc)
 		return err_set(s->q->msg, rc, "SelectSeries: group key too large");
-	if ((rc = qmem_grow(s->q, (void **)&s->sid, &s->cap, sizeof(*s->sid), s->n + 1, "series")) ||
-	    (rc = qmem_grow(s->q, (void **)&s->sgroup, &s->gcap, sizeof(*s->sgroup), s->n + 1,
+	if ((rc = query__mem_grow(s->q, (void **)&s->sid, &s->cap, sizeof(*s->sid), s->n + 1, "series")) ||
+	    (rc = query__mem_grow(s->q, (void **)&s->sgroup, &s->gcap, sizeof(*s->sgroup), s->n + 1,
 			    "series")))
 		return rc;
 	s->sid[s->n] = id;
@@ -620,7 +620,7 @@ static int ss_profile(void *ctx, const struct store_profile_view *p)
 	int64_t b, sum = 0;
 	size_t at;
 
-	if ((s->rc = qctx_check(s->q)))
+	if ((s->rc = query__ctx_check(s->q)))
 		return 1;
 	b = (p->meta.time_ns - s->start) / s->step;
 	if (b < 0 || (size_t)b >= s->nb)
@@ -756,8 +756,8 @@ static int select_series(struct qctx *q, const struct qjson *r, const struct que
 	memset(&s, 0, sizeof(s));
 	s.q = q;
 	arena_init(&a, 1 << 20);
-	if ((rc = qjson_double(r, "step", &step, q->msg)) ||
-	    (rc = qjson_int(r, "limit", 0, &s.limit, q->msg)) ||
+	if ((rc = query__json_double(r, "step", &step, q->msg)) ||
+	    (rc = query__json_int(r, "limit", 0, &s.limit, q->msg)) ||
 	    (rc = req_strings(&a, r, "groupBy", &s.group_by, &s.ngroup, q->msg))) {
 		arena_release(&a);
 		return rc;
@@ -780,23 +780,23 @@ static int select_series(struct qctx *q, const struct qjson *r, const struct que
 			       MAX_SERIES_POINTS);
 	}
 	s.nb = (size_t)((p.until_ns - s.start + s.step - 1) / s.step);
-	rc = qparams_selector(&p, &sel, q->msg);
+	rc = query__params_selector(&p, &sel, q->msg);
 	if (rc) {
 		arena_release(&a);
 		return rc;
 	}
-	rc = qnames_init(q, &s.keys);
+	rc = query__names_init(q, &s.keys);
 	if (!rc)
-		rc = qselect_series(q, &sel, ss_series, &s);
+		rc = query__select_series(q, &sel, ss_series, &s);
 	if (!rc) {
 		if (s.keys.n > SIZE_MAX / s.nb)
 			rc = err_set(q->msg, ERR_TOO_LARGE, "SelectSeries: too many groups");
 		ncells = s.keys.n * s.nb;
 	}
 	if (!rc)
-		rc = qmem_grow(q, (void **)&s.cells, &s.ccap, sizeof(*s.cells), ncells, "series points");
+		rc = query__mem_grow(q, (void **)&s.cells, &s.ccap, sizeof(*s.cells), ncells, "series points");
 	if (!rc)
-		rc = qmem_grow(q, (void **)&s.has, &s.hcap, 1, ncells, "series points");
+		rc = query__mem_grow(q, (void **)&s.has, &s.hcap, 1, ncells, "series points");
 	if (!rc) {
 		memset(s.cells, 0, ncells * sizeof(*s.cells));
 		memset(s.has, 0, ncells);
@@ -812,11 +812,11 @@ static int select_series(struct qctx *q, const struct qjson *r, const struct que
 	}
 	if (!rc)
 		rc = ss_emit(&s, out);
-	qnames_release(q, &s.keys);
-	qmem_free(q, s.sid, s.cap, sizeof(*s.sid));
-	qmem_free(q, s.sgroup, s.gcap, sizeof(*s.sgroup));
-	qmem_free(q, s.cells, s.ccap, sizeof(*s.cells));
-	qmem_free(q, s.has, s.hcap, 1);
+	query__names_release(q, &s.keys);
+	query__mem_free(q, s.sid, s.cap, sizeof(*s.sid));
+	query__mem_free(q, s.sgroup, s.gcap, sizeof(*s.sgroup));
+	query__mem_free(q, s.cells, s.ccap, sizeof(*s.cells));
+	query__mem_free(q, s.has, s.hcap, 1);
 	query_selector_release(&sel);
 	arena_release(&a);
 	return rc;
@@ -855,9 +855,9 @@ int query_connect(struct store *st, const char *tenant, const char *method,
 	struct qjson *r;
 	int rc;
 
-	qctx_init(&q, st, tenant, lim, msg);
+	query__ctx_init(&q, st, tenant, lim, msg);
 	arena_init(&a, len * 8 + 4096);
-	rc = qjson_parse(len ? body : "{}", len ? len : 2, &a, &r, msg);
+	rc = query__json_parse(len ? body : "{}", len ? len : 2, &a, &r, msg);
 	if (!rc && r->type != QJ_OBJ)
 		rc = err_set(msg, ERR_INVALID, "request: want a JSON object");
 	if (rc)
@@ -1102,7 +1102,7 @@ static int json_to_pb(struct arena *a, const struct qjson *j, const ProtobufCMes
 		char key[64];
 
 		json_name(f->name, key, sizeof(key));
-		v = qjson_get(j, key);
+		v = query__json_get(j, key);
 		if (!v || v->type == QJ_NULL)
 			continue;
 		if (f->label != PROTOBUF_C_LABEL_REPEATED) {
@@ -1162,7 +1162,7 @@ static int pb_request(const struct pb_method *pm, const void *body, size_t len, 
 	return 0;
 }
 
-int qconnect_pb_request(const char *method, const void *body, size_t len,
+int query__connect_pb_request(const char *method, const void *body, size_t len,
 			      struct arena *a, struct qjson **out, struct err_msg *msg)
 {
 	const struct pb_method *pm = pb_method_find(method);
@@ -1182,7 +1182,7 @@ static int pb_response(const struct pb_method *pm, const struct buf *json, size_
 	int rc;
 
 	arena_init(&a, cap);
-	rc = qjson_parse(json->data, json->len, &a, &j, msg);
+	rc = query__json_parse(json->data, json->len, &a, &j, msg);
 	if (rc == ERR_TOO_LARGE)
 		err_set(msg, rc, "encoding the response: over the memory budget");
 	if (!rc)
@@ -1209,7 +1209,7 @@ int query_connect_proto(struct store *st, const char *tenant, const char *method
 		return err_set(msg, ERR_NOT_FOUND, "unknown method %.64s", method);
 	if (len > SIZE_MAX / 128)
 		return err_set(msg, ERR_TOO_LARGE, "%s: request too large", pm->req->name);
-	qctx_init(&q, st, tenant, lim, msg);
+	query__ctx_init(&q, st, tenant, lim, msg);
 	/*
 	 * Each repeated item costs at least 2 wire bytes and becomes a pointer,
 	 * a struct qjson and a copy of its bytes: 64 per byte is a bound.

@@ -59,7 +59,7 @@ static int flatten(const struct qtree *t, struct ent **out, size_t *n_out, uint3
 		e[en++] = (struct ent){ it.depth, it.node, { it.x[0], it.x[1] } };
 		if (it.depth > *max_depth)
 			*max_depth = it.depth;
-		rc = qtree_sorted_children(t, it.node, &kids, &nk);
+		rc = query__tree_sorted_children(t, it.node, &kids, &nk);
 		if (rc)
 			goto out;
 		if (sn + nk > scap) {
@@ -112,7 +112,8 @@ static int put_int(struct buf *b, int64_t v, int connect, int first)
 	return buf_printf(b, connect ? "%s\"%lld\"" : "%s%lld", first ? "" : ",", (long long)v);
 }
 
-int qfb_encode(const struct qtree *t, int dbl, int connect, struct buf *out, int64_t *max_self)
+int query__fb_encode(const struct qtree *t, int dbl, int connect, struct buf *out,
+		      int64_t *max_self)
 {
 	struct ent *e = NULL, *sorted = NULL;
 	size_t n = 0, *start = NULL;
@@ -191,7 +192,7 @@ out:
 	return rc;
 }
 
-const char *qfb_units(const char *sample_type, const char *sample_unit)
+const char *query__units(const char *sample_type, const char *sample_unit)
 {
 	if (!strcmp(sample_unit, "bytes"))
 		return "bytes";
@@ -207,7 +208,7 @@ const char *qfb_units(const char *sample_type, const char *sample_unit)
 	return sample_unit[0] ? sample_unit : "samples";
 }
 
-int qprofile_type_split(const char *id, char *tmp, size_t tmpsz, const char *parts[5])
+int query__profile_type_split(const char *id, char *tmp, size_t tmpsz, const char *parts[5])
 {
 	size_t n = strlen(id);
 	int k = 0;
@@ -227,25 +228,25 @@ int qprofile_type_split(const char *id, char *tmp, size_t tmpsz, const char *par
 	return k == 5 ? 0 : ERR_INVALID;
 }
 
-int qfb_query(struct qctx *q, const struct query_params *p, struct qmerge *m,
+int query__fb_query(struct qctx *q, const struct query_params *p, struct qmerge *m,
 	      struct qtree *tr, char **profile_type)
 {
 	struct qtree full;
 	size_t max_nodes = p->max_nodes > 0 ? (size_t)p->max_nodes : QUERY_DEFAULT_MAX_NODES;
 	int rc;
 
-	rc = qtree_init(q, &full);
+	rc = query__tree_init(q, &full);
 	if (rc)
 		return rc;
-	rc = qquery_tree(q, p, m, &full, profile_type);
+	rc = query__query_tree(q, p, m, &full, profile_type);
 	if (!rc)
-		rc = qtree_init(q, tr);
+		rc = query__tree_init(q, tr);
 	if (!rc) {
-		rc = qtree_truncate(q, &full, max_nodes, tr);
+		rc = query__tree_truncate(q, &full, max_nodes, tr);
 		if (rc)
-			qtree_release(q, tr);
+			query__tree_release(q, tr);
 	}
-	qtree_release(q, &full);
+	query__tree_release(q, &full);
 	if (rc && profile_type) {
 		free(*profile_type);
 		*profile_type = NULL;
@@ -292,8 +293,8 @@ static int put_metadata(struct buf *out, const char *format, const char *profile
 	const char *units = "samples";
 	int rc;
 
-	if (!qprofile_type_split(profile_type, tmp, sizeof(tmp), parts))
-		units = qfb_units(parts[1], parts[2]);
+	if (!query__profile_type_split(profile_type, tmp, sizeof(tmp), parts))
+		units = query__units(parts[1], parts[2]);
 	rc = buf_printf(out, "\"metadata\":{\"format\":\"%s\",\"spyName\":\"\",\"sampleRate\":100,"
 			     "\"units\":", format);
 	if (!rc)
@@ -326,17 +327,17 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 	int64_t max_self;
 	int rc;
 
-	qctx_init(&q, st, tenant, &p->limits, msg);
-	qmerge_init(&m);
+	query__ctx_init(&q, st, tenant, &p->limits, msg);
+	query__merge_init(&m);
 	rc = timeline_setup(&m, p->from_ns, p->until_ns);
 	if (rc)
 		goto out_m;
-	rc = qfb_query(&q, p, &m, &tr, &ptype);
+	rc = query__fb_query(&q, p, &m, &tr, &ptype);
 	if (rc)
 		goto out_m;
 	rc = buf_puts(out, "{\"version\":1,\"flamebearer\":{");
 	if (!rc)
-		rc = qfb_encode(&tr, 0, 0, out, &max_self);
+		rc = query__fb_encode(&tr, 0, 0, out, &max_self);
 	if (!rc)
 		rc = buf_printf(out, ",\"numTicks\":%lld,\"maxSelf\":%lld},",
 				(long long)tr.nodes[0].total[0], (long long)max_self);
@@ -349,21 +350,21 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 	if (!rc) {
 		const struct qmerge *ms[1] = { &m };
 
-		rc = qsym_json(ms, 1, out);
+		rc = query__sym_json(ms, 1, out);
 	}
 	if (!rc)
 		rc = buf_putc(out, '}');
 	rc = out_err(msg, rc);
-	qtree_release(&q, &tr);
+	query__tree_release(&q, &tr);
 	free(ptype);
 out_m:
-	qmerge_release(&q, &m);
+	query__merge_release(&q, &m);
 	return rc;
 }
 
 /* ---- /pyroscope/render-diff -------------------------------------------------- */
 
-int qdiff_tree(struct qctx *q, const struct query_params *left,
+int query__diff_tree(struct qctx *q, const struct query_params *left,
 	       const struct query_params *right, struct qmerge *ml, struct qmerge *mr,
 	       struct qtree *dt, char **profile_type)
 {
@@ -372,37 +373,37 @@ int qdiff_tree(struct qctx *q, const struct query_params *left,
 	size_t max_nodes = left->max_nodes > 0 ? (size_t)left->max_nodes : QUERY_DEFAULT_MAX_NODES;
 	int rc, have_l = 0, have_r = 0, have_c = 0;
 
-	rc = qtree_init(q, &tl);
+	rc = query__tree_init(q, &tl);
 	if (rc)
 		return rc;
 	have_l = 1;
-	rc = qquery_tree(q, left, ml, &tl, &pl);
-	if (!rc && !(rc = qtree_init(q, &tr)))
+	rc = query__query_tree(q, left, ml, &tl, &pl);
+	if (!rc && !(rc = query__tree_init(q, &tr)))
 		have_r = 1;
 	if (!rc)
-		rc = qquery_tree(q, right, mr, &tr, &pr);
+		rc = query__query_tree(q, right, mr, &tr, &pr);
 	if (!rc && strcmp(pl, pr))
 		rc = err_set(q->msg, ERR_INVALID,
 			     "diff: left profile type \"%s\" differs from right \"%s\"", pl, pr);
-	if (!rc && !(rc = qtree_init(q, &comb)))
+	if (!rc && !(rc = query__tree_init(q, &comb)))
 		have_c = 1;
 	if (!rc)
-		rc = qtree_add(q, &comb, &tl, 0);
+		rc = query__tree_add(q, &comb, &tl, 0);
 	if (!rc)
-		rc = qtree_add(q, &comb, &tr, 1);
+		rc = query__tree_add(q, &comb, &tr, 1);
 	if (!rc)
-		rc = qtree_init(q, dt);
+		rc = query__tree_init(q, dt);
 	if (!rc) {
-		rc = qtree_truncate(q, &comb, max_nodes, dt);
+		rc = query__tree_truncate(q, &comb, max_nodes, dt);
 		if (rc)
-			qtree_release(q, dt);
+			query__tree_release(q, dt);
 	}
 	if (have_l)
-		qtree_release(q, &tl);
+		query__tree_release(q, &tl);
 	if (have_r)
-		qtree_release(q, &tr);
+		query__tree_release(q, &tr);
 	if (have_c)
-		qtree_release(q, &comb);
+		query__tree_release(q, &comb);
 	free(pr);
 	if (!rc)
 		*profile_type = pl;
@@ -421,19 +422,19 @@ int query_render_diff(struct store *st, const char *tenant, const struct query_p
 	int64_t max_self;
 	int rc;
 
-	qctx_init(&q, st, tenant, &left->limits, msg);
-	qmerge_init(&ml);
-	qmerge_init(&mr);
+	query__ctx_init(&q, st, tenant, &left->limits, msg);
+	query__merge_init(&ml);
+	query__merge_init(&mr);
 	rc = timeline_setup(&ml, left->from_ns, left->until_ns);
 	if (!rc)
 		rc = timeline_setup(&mr, right->from_ns, right->until_ns);
 	if (!rc)
-		rc = qdiff_tree(&q, left, right, &ml, &mr, &dt, &ptype);
+		rc = query__diff_tree(&q, left, right, &ml, &mr, &dt, &ptype);
 	if (rc)
 		goto out_m;
 	rc = buf_puts(out, "{\"version\":1,\"flamebearer\":{");
 	if (!rc)
-		rc = qfb_encode(&dt, 1, 0, out, &max_self);
+		rc = query__fb_encode(&dt, 1, 0, out, &max_self);
 	if (!rc)
 		rc = buf_printf(out, ",\"numTicks\":%lld,\"maxSelf\":%lld,\"leftTicks\":%lld,"
 				     "\"rightTicks\":%lld},",
@@ -453,15 +454,15 @@ int query_render_diff(struct store *st, const char *tenant, const struct query_p
 	if (!rc) {
 		const struct qmerge *ms[2] = { &ml, &mr };
 
-		rc = qsym_json(ms, 2, out);
+		rc = query__sym_json(ms, 2, out);
 	}
 	if (!rc)
 		rc = buf_putc(out, '}');
 	rc = out_err(msg, rc);
-	qtree_release(&q, &dt);
+	query__tree_release(&q, &dt);
 	free(ptype);
 out_m:
-	qmerge_release(&q, &ml);
-	qmerge_release(&q, &mr);
+	query__merge_release(&q, &ml);
+	query__merge_release(&q, &mr);
 	return rc;
 }

@@ -289,7 +289,7 @@ static int jvalue(struct jp *p, struct qjson *v, int depth)
 	}
 }
 
-int qjson_parse(const char *s, size_t len, struct arena *a, struct qjson **out,
+int query__json_parse(const char *s, size_t len, struct arena *a, struct qjson **out,
 		struct err_msg *msg)
 {
 	struct jp p = { s, len, 0, a, msg };
@@ -308,7 +308,7 @@ int qjson_parse(const char *s, size_t len, struct arena *a, struct qjson **out,
 	return 0;
 }
 
-const struct qjson *qjson_get(const struct qjson *obj, const char *key)
+const struct qjson *query__json_get(const struct qjson *obj, const char *key)
 {
 	if (!obj || obj->type != QJ_OBJ)
 		return NULL;
@@ -318,10 +318,10 @@ const struct qjson *qjson_get(const struct qjson *obj, const char *key)
 	return NULL;
 }
 
-int qjson_int(const struct qjson *obj, const char *key, int64_t dflt, int64_t *out,
+int query__json_int(const struct qjson *obj, const char *key, int64_t dflt, int64_t *out,
 	      struct err_msg *msg)
 {
-	const struct qjson *v = qjson_get(obj, key);
+	const struct qjson *v = query__json_get(obj, key);
 	char *end;
 	long long x;
 
@@ -339,9 +339,9 @@ int qjson_int(const struct qjson *obj, const char *key, int64_t dflt, int64_t *o
 	return 0;
 }
 
-int qjson_double(const struct qjson *obj, const char *key, double *out, struct err_msg *msg)
+int query__json_double(const struct qjson *obj, const char *key, double *out, struct err_msg *msg)
 {
-	const struct qjson *v = qjson_get(obj, key);
+	const struct qjson *v = query__json_get(obj, key);
 	char *end;
 
 	if (!v || v->type == QJ_NULL) {
@@ -357,9 +357,10 @@ int qjson_double(const struct qjson *obj, const char *key, double *out, struct e
 	return 0;
 }
 
-int qjson_str(const struct qjson *obj, const char *key, const char **out, struct err_msg *msg)
+int query__json_str(const struct qjson *obj, const char *key, const char **out,
+		     struct err_msg *msg)
 {
-	const struct qjson *v = qjson_get(obj, key);
+	const struct qjson *v = query__json_get(obj, key);
 
 	if (!v || v->type == QJ_NULL) {
 		*out = "";

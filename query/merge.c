@@ -14,19 +14,19 @@
 /* A corrupt trie must not loop forever: stacks deeper than this are refused. */
 enum { MAX_STACK_DEPTH = 1 << 16 };
 
-void qmerge_init(struct qmerge *m)
+void query__merge_init(struct qmerge *m)
 {
 	memset(m, 0, sizeof(*m));
-	qmap_init_dense(&m->index);
+	query__map_init_dense(&m->index);
 }
 
-void qmerge_release(struct qctx *q, struct qmerge *m)
+void query__merge_release(struct qctx *q, struct qmerge *m)
 {
-	qmem_free(q, m->stacks, m->cap, sizeof(*m->stacks));
-	qmap_release(q, &m->index);
+	query__mem_free(q, m->stacks, m->cap, sizeof(*m->stacks));
+	query__map_release(q, &m->index);
 	free(m->tl);
-	qsym_free(q, m->sym);
-	qmerge_init(m);
+	query__sym_free(q, m->sym);
+	query__merge_init(m);
 }
 
 struct sel_list {
@@ -44,7 +44,7 @@ static int add_series(void *ctx, uint64_t id, uint32_t part, const struct store_
 	(void)part;
 	(void)labels;
 	(void)n;
-	rc = qmem_grow(l->q, (void **)&l->ids, &l->cap, sizeof(*l->ids), l->n + 1, "series list");
+	rc = query__mem_grow(l->q, (void **)&l->ids, &l->cap, sizeof(*l->ids), l->n + 1, "series list");
 	if (rc)
 		return rc;
 	l->ids[l->n++] = id;
@@ -65,7 +65,7 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 	int64_t sum = 0;
 	int rc;
 
-	if ((rc = qctx_check(c->q))) {
+	if ((rc = query__ctx_check(c->q))) {
 		c->rc = rc;
 		return 1;
 	}
@@ -74,14 +74,14 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 		uint32_t at;
 
 		sum += p->values[i];
-		if (qmap_get(&m->index, key, &at)) {
+		if (query__map_get(&m->index, key, &at)) {
 			m->stacks[at].value += p->values[i];
 			continue;
 		}
-		rc = qmem_grow(c->q, (void **)&m->stacks, &m->cap, sizeof(*m->stacks), m->n + 1,
+		rc = query__mem_grow(c->q, (void **)&m->stacks, &m->cap, sizeof(*m->stacks), m->n + 1,
 			       "stack table");
 		if (!rc)
-			rc = qmap_put(c->q, &m->index, key, (uint32_t)m->n);
+			rc = query__map_put(c->q, &m->index, key, (uint32_t)m->n);
 		if (rc) {
 			c->rc = rc;
 			return 1;
@@ -103,7 +103,7 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 	return 0;
 }
 
-int qmerge_collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
+int query__merge_collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
 		   int64_t until_ns, struct qmerge *m)
 {
 	struct sel_list l = { q, NULL, 0, 0 };
@@ -112,7 +112,7 @@ int qmerge_collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 
 	if (until_ns <= from_ns)
 		return err_set(q->msg, ERR_INVALID, "time range: until must be after from");
-	rc = qselect_series(q, sel, add_series, &l);
+	rc = query__select_series(q, sel, add_series, &l);
 	for (size_t i = 0; i < l.n && !rc; i++) {
 		rc = store_profiles_each(q->st, q->tenant, l.ids[i], from_ns, until_ns, add_profile,
 					 &c, q->msg);
@@ -125,9 +125,9 @@ int qmerge_collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 				     (unsigned long long)l.ids[i], err_str(rc));
 	}
 	m->series = l.n;
-	qmem_free(q, l.ids, l.cap, sizeof(*l.ids));
+	query__mem_free(q, l.ids, l.cap, sizeof(*l.ids));
 	if (!rc && q->symbolizer)
-		rc = qsym_step(q, m);
+		rc = query__sym_step(q, m);
 	return rc;
 }
 
@@ -182,7 +182,7 @@ static size_t placeholder_name(char *out, const char *file, uint64_t addr)
 
 static int push_frame(struct builder *b, uint32_t name)
 {
-	int rc = qmem_grow(b->q, (void **)&b->frames, &b->fcap, sizeof(*b->frames),
+	int rc = query__mem_grow(b->q, (void **)&b->frames, &b->fcap, sizeof(*b->frames),
 			   b->nframes + 1, "frame table");
 
 	if (!rc)
@@ -204,7 +204,7 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 	size_t nsf;
 	int rc;
 
-	if (qmap_get(memo, key, off))
+	if (query__map_get(memo, key, off))
 		return 0;
 	rc = store_symbols_location(sym, loc, &lv);
 	if (rc)
@@ -217,16 +217,16 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 		if (!lv.lines[i].function_id ||
 		    store_symbols_function(sym, lv.lines[i].function_id, &f) || !f.name || !f.name[0])
 			continue;
-		rc = qnames_intern(q, &b->t->names, f.name, strlen(f.name), &name);
+		rc = query__names_intern(q, &b->t->names, f.name, strlen(f.name), &name);
 		if (!rc)
 			rc = push_frame(b, name);
 		if (rc)
 			return rc;
 		count++;
 	}
-	nsf = lv.n_lines ? 0 : qsym_frames(b->sym, part, loc, leaf, &sf);
+	nsf = lv.n_lines ? 0 : query__sym_frames(b->sym, part, loc, leaf, &sf);
 	for (size_t i = nsf; i-- > 0;) { /* outermost first */
-		rc = qnames_intern(q, &b->t->names, sf[i].function, sf[i].function_len, &name);
+		rc = query__names_intern(q, &b->t->names, sf[i].function, sf[i].function_len, &name);
 		if (!rc)
 			rc = push_frame(b, name);
 		if (rc)
@@ -243,14 +243,14 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 			if (mp.filename && mp.filename[0])
 				file = base_name(mp.filename);
 			if (mp.build_id && mp.build_id[0]) {
-				rc = qnames_intern(q, &b->t->names, mp.build_id, strlen(mp.build_id),
+				rc = query__names_intern(q, &b->t->names, mp.build_id, strlen(mp.build_id),
 						   &b->frames[start + 1]);
 				if (rc)
 					return rc;
 			}
 		}
 		n = placeholder_name(tmp, file, lv.address);
-		rc = qnames_intern(q, &b->t->names, tmp, n, &name);
+		rc = query__names_intern(q, &b->t->names, tmp, n, &name);
 		if (!rc)
 			rc = push_frame(b, name);
 		if (rc)
@@ -259,7 +259,7 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 	}
 	b->frames[start] = count;
 	*off = (uint32_t)start;
-	return qmap_put(q, memo, key, *off);
+	return query__map_put(q, memo, key, *off);
 }
 
 /* Returns in *node the tree node of stack `stack` of partition `part`. */
@@ -275,32 +275,32 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		*node = 0;
 		return 0;
 	}
-	if (b->sym && qmap_get(&b->leaf_memo, (uint64_t)part << 32 | stack, node))
+	if (b->sym && query__map_get(&b->leaf_memo, (uint64_t)part << 32 | stack, node))
 		return 0;
-	rc = qviews_get(q, &b->views, part, &sym);
+	rc = query__views_get(q, &b->views, part, &sym);
 	if (rc)
 		return rc;
 	/* Walk root-ward until a trie node whose tree node is known in the role
 	 * it has here: with symbolization the stack's own node, and the node
 	 * root-ward of a kernel frame, are resolved as a leaf (a PC). */
 	pc = b->sym != NULL;
-	while (s && !qmap_get(pc ? &b->leaf_memo : &b->trie_memo, (uint64_t)part << 32 | s, &cur)) {
+	while (s && !query__map_get(pc ? &b->leaf_memo : &b->trie_memo, (uint64_t)part << 32 | s, &cur)) {
 		if (depth >= MAX_STACK_DEPTH)
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u deeper than %d",
 				       part, stack, MAX_STACK_DEPTH);
 		if (depth >= b->pcap &&
-		    (rc = qmem_grow(q, (void **)&b->path, &b->pcap, sizeof(*b->path), depth + 1,
+		    (rc = query__mem_grow(q, (void **)&b->path, &b->pcap, sizeof(*b->path), depth + 1,
 				    "stack path")))
 			return rc;
 		if (depth >= b->rcap &&
-		    (rc = qmem_grow(q, (void **)&b->roles, &b->rcap, sizeof(*b->roles), depth + 1,
+		    (rc = query__mem_grow(q, (void **)&b->roles, &b->rcap, sizeof(*b->roles), depth + 1,
 				    "stack path")))
 			return rc;
 		b->roles[depth] = (uint8_t)pc;
 		b->path[depth++] = s;
 		if (store_symbols_stack_node(sym, s, &parent, &loc))
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, s);
-		pc = qsym_kernel(b->sym, part, loc);
+		pc = query__sym_kernel(b->sym, part, loc);
 		s = parent;
 	}
 	if (!s)
@@ -317,13 +317,13 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 			return rc;
 		count = b->frames[off];
 		for (uint32_t i = 0; i < count; i++) {
-			rc = qtree_child(q, b->t, cur, b->frames[off + 2 + i], &cur);
+			rc = query__tree_child(q, b->t, cur, b->frames[off + 2 + i], &cur);
 			if (rc)
 				return rc;
 		}
 		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
 			b->t->nodes[cur].build_id = b->frames[off + 1];
-		rc = qmap_put(q, b->roles[depth] ? &b->leaf_memo : &b->trie_memo,
+		rc = query__map_put(q, b->roles[depth] ? &b->leaf_memo : &b->trie_memo,
 			      (uint64_t)part << 32 | s, cur);
 		if (rc)
 			return rc;
@@ -332,7 +332,7 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	return 0;
 }
 
-int qmerge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
+int query__merge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 {
 	struct builder b;
 	int rc = 0;
@@ -340,34 +340,34 @@ int qmerge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 	memset(&b, 0, sizeof(b));
 	b.q = q;
 	b.t = t;
-	qmap_init_dense(&b.trie_memo);
-	qmap_init_dense(&b.loc_memo);
-	qmap_init_dense(&b.leaf_memo);
-	qmap_init_dense(&b.leaf_loc_memo);
+	query__map_init_dense(&b.trie_memo);
+	query__map_init_dense(&b.loc_memo);
+	query__map_init_dense(&b.leaf_memo);
+	query__map_init_dense(&b.leaf_loc_memo);
 	b.sym = m->sym;
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		uint32_t node = 0;
 
-		if ((i & 1023) == 1023 && (rc = qctx_check(q)))
+		if ((i & 1023) == 1023 && (rc = query__ctx_check(q)))
 			break;
 		rc = resolve_stack(&b, m->stacks[i].part, m->stacks[i].stack, &node);
 		if (!rc)
 			t->nodes[node].self[0] += m->stacks[i].value;
 	}
 	if (!rc)
-		qtree_totals(t);
-	qviews_release(&b.views);
-	qmap_release(q, &b.trie_memo);
-	qmap_release(q, &b.loc_memo);
-	qmap_release(q, &b.leaf_memo);
-	qmap_release(q, &b.leaf_loc_memo);
-	qmem_free(q, b.frames, b.fcap, sizeof(*b.frames));
-	qmem_free(q, b.path, b.pcap, sizeof(*b.path));
-	qmem_free(q, b.roles, b.rcap, sizeof(*b.roles));
+		query__tree_totals(t);
+	query__views_release(&b.views);
+	query__map_release(q, &b.trie_memo);
+	query__map_release(q, &b.loc_memo);
+	query__map_release(q, &b.leaf_memo);
+	query__map_release(q, &b.leaf_loc_memo);
+	query__mem_free(q, b.frames, b.fcap, sizeof(*b.frames));
+	query__mem_free(q, b.path, b.pcap, sizeof(*b.path));
+	query__mem_free(q, b.roles, b.rcap, sizeof(*b.roles));
 	return rc;
 }
 
-int qparams_selector(const struct query_params *p, struct query_selector *sel,
+int query__params_selector(const struct query_params *p, struct query_selector *sel,
 		     struct err_msg *msg)
 {
 	int rc = query_selector_parse2(p->profile_type, p->query, sel, msg);
@@ -388,17 +388,17 @@ int qparams_selector(const struct query_params *p, struct query_selector *sel,
 	return 0;
 }
 
-int qquery_tree(struct qctx *q, const struct query_params *p, struct qmerge *m,
+int query__query_tree(struct qctx *q, const struct query_params *p, struct qmerge *m,
 		struct qtree *t, char **profile_type)
 {
 	struct query_selector sel;
-	int rc = qparams_selector(p, &sel, q->msg);
+	int rc = query__params_selector(p, &sel, q->msg);
 
 	if (rc)
 		return rc;
-	rc = qmerge_collect(q, &sel, p->from_ns, p->until_ns, m);
+	rc = query__merge_collect(q, &sel, p->from_ns, p->until_ns, m);
 	if (!rc)
-		rc = qmerge_tree(q, m, t);
+		rc = query__merge_tree(q, m, t);
 	if (!rc && profile_type) {
 		*profile_type = sel.profile_type;
 		sel.profile_type = NULL;

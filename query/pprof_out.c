@@ -75,7 +75,7 @@ static int str_idx(struct pb *b, const char *s, int64_t *out)
 		*out = 0;
 		return 0;
 	}
-	rc = qnames_intern(b->q, &b->strs, s, strlen(s), &id);
+	rc = query__names_intern(b->q, &b->strs, s, strlen(s), &id);
 	if (!rc)
 		*out = (int64_t)id + 1;
 	return rc;
@@ -101,7 +101,7 @@ static int get_mapping(struct pb *b, uint32_t part, struct store_symbols *sym, u
 
 	if (store_symbols_mapping(sym, id, mp))
 		return err_set(b->q->msg, ERR_CORRUPT, "partition %u: mapping %u not found", part, id);
-	if (qmap_get(&b->maps, key, &at)) {
+	if (query__map_get(&b->maps, key, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -119,7 +119,7 @@ static int get_mapping(struct pb *b, uint32_t part, struct store_symbols *sym, u
 	m->has_inline_frames = !!(mp->flags & STORE_MAP_HAS_INLINE_FRAMES);
 	if ((rc = str_idx(b, mp->filename, &m->filename)) ||
 	    (rc = str_idx(b, mp->build_id, &m->build_id)) ||
-	    (rc = qmap_put(b->q, &b->maps, key, (uint32_t)b->mappings.n)) ||
+	    (rc = query__map_put(b->q, &b->maps, key, (uint32_t)b->mappings.n)) ||
 	    (rc = pvec_push(b->a, &b->mappings, m)))
 		return rc;
 	*out = m->id;
@@ -135,7 +135,7 @@ static int get_function(struct pb *b, uint32_t part, struct store_symbols *sym, 
 	Function *f;
 	int rc;
 
-	if (qmap_get(&b->funcs, key, &at)) {
+	if (query__map_get(&b->funcs, key, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -151,7 +151,7 @@ static int get_function(struct pb *b, uint32_t part, struct store_symbols *sym, 
 	    (rc = str_idx(b, sf.system_name && sf.system_name[0] ? sf.system_name : sf.name,
 			  &f->system_name)) ||
 	    (rc = str_idx(b, sf.filename, &f->filename)) ||
-	    (rc = qmap_put(b->q, &b->funcs, key, (uint32_t)b->functions.n)) ||
+	    (rc = query__map_put(b->q, &b->funcs, key, (uint32_t)b->functions.n)) ||
 	    (rc = pvec_push(b->a, &b->functions, f)))
 		return rc;
 	*out = f->id;
@@ -167,10 +167,10 @@ static int get_rfunc(struct pb *b, const struct qsym_frame *f, uint64_t *out)
 	int n, rc;
 
 	n = snprintf(key, sizeof(key), "%.600s\x01%.400s", f->function, f->file ? f->file : "");
-	rc = qnames_intern(b->q, &b->fkeys, key, (size_t)n, &kid);
+	rc = query__names_intern(b->q, &b->fkeys, key, (size_t)n, &kid);
 	if (rc)
 		return rc;
-	if (qmap_get(&b->rfuncs, kid, &at)) {
+	if (query__map_get(&b->rfuncs, kid, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -182,7 +182,7 @@ static int get_rfunc(struct pb *b, const struct qsym_frame *f, uint64_t *out)
 	if ((rc = str_idx(b, f->function, &fn->name)) ||
 	    (rc = str_idx(b, f->function, &fn->system_name)) ||
 	    (rc = str_idx(b, f->file, &fn->filename)) ||
-	    (rc = qmap_put(b->q, &b->rfuncs, kid, (uint32_t)b->functions.n)) ||
+	    (rc = query__map_put(b->q, &b->rfuncs, kid, (uint32_t)b->functions.n)) ||
 	    (rc = pvec_push(b->a, &b->functions, fn)))
 		return rc;
 	*out = fn->id;
@@ -233,11 +233,11 @@ static int get_location(struct pb *b, uint32_t part, struct store_symbols *sym, 
 	int rc;
 
 	if (b->sym) {
-		nsf = qsym_frames(b->sym, part, id, leaf, &sf);
+		nsf = query__sym_frames(b->sym, part, id, leaf, &sf);
 		if (leaf && nsf)
 			memo = &b->leaf_locs;
 	}
-	if (qmap_get(memo, key, &at)) {
+	if (query__map_get(memo, key, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -285,7 +285,7 @@ static int get_location(struct pb *b, uint32_t part, struct store_symbols *sym, 
 			l->line[l->n_line++] = ln;
 		}
 	}
-	if ((rc = qmap_put(b->q, memo, key, (uint32_t)b->locations.n)) ||
+	if ((rc = query__map_put(b->q, memo, key, (uint32_t)b->locations.n)) ||
 	    (rc = pvec_push(b->a, &b->locations, l)))
 		return rc;
 	*out = l->id;
@@ -302,7 +302,7 @@ static int add_sample(struct pb *b, const struct qstack *qs)
 
 	if (!qs->value)
 		return 0;
-	rc = qviews_get(b->q, &b->views, qs->part, &sym);
+	rc = query__views_get(b->q, &b->views, qs->part, &sym);
 	if (rc)
 		return rc;
 	/* The trie walk from a stack to the root is leaf first, as pprof wants.
@@ -316,12 +316,12 @@ static int add_sample(struct pb *b, const struct qstack *qs)
 		if (store_symbols_stack_node(sym, s, &parent, &loc))
 			return err_set(b->q->msg, ERR_CORRUPT, "partition %u: stack %u not found",
 				       qs->part, s);
-		rc = qmem_grow(b->q, (void **)&b->ids, &b->ids_cap, sizeof(*b->ids), n + 1, "pprof");
+		rc = query__mem_grow(b->q, (void **)&b->ids, &b->ids_cap, sizeof(*b->ids), n + 1, "pprof");
 		if (!rc)
 			rc = get_location(b, qs->part, sym, loc, pc, &b->ids[n]);
 		if (rc)
 			return rc;
-		pc = qsym_kernel(b->sym, qs->part, loc);
+		pc = query__sym_kernel(b->sym, qs->part, loc);
 		n++;
 		s = parent;
 	}
@@ -353,7 +353,7 @@ static ValueType *value_type(struct pb *b, const char *type, const char *unit)
 	return v;
 }
 
-int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_type,
+int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profile_type,
 		 int64_t from_ns, int64_t until_ns, struct arena *a, Profile **out)
 {
 	char tmp[QUERY_MAX_SELECTOR_BYTES + 1];
@@ -362,23 +362,23 @@ int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_typ
 	Profile *p;
 	int rc = 0;
 
-	if (qprofile_type_split(profile_type, tmp, sizeof(tmp), parts))
+	if (query__profile_type_split(profile_type, tmp, sizeof(tmp), parts))
 		return err_set(q->msg, ERR_INVALID, "pprof: bad profile type \"%s\"", profile_type);
 	memset(&b, 0, sizeof(b));
 	b.q = q;
 	b.a = a;
-	qmap_init(&b.locs);
-	qmap_init(&b.funcs);
-	qmap_init(&b.maps);
-	qmap_init(&b.leaf_locs);
-	qmap_init(&b.rfuncs);
+	query__map_init(&b.locs);
+	query__map_init(&b.funcs);
+	query__map_init(&b.maps);
+	query__map_init(&b.leaf_locs);
+	query__map_init(&b.rfuncs);
 	b.sym = m->sym;
-	rc = qnames_init(q, &b.strs);
+	rc = query__names_init(q, &b.strs);
 	if (rc)
 		return rc;
-	rc = qnames_init(q, &b.fkeys);
+	rc = query__names_init(q, &b.fkeys);
 	if (rc) {
-		qnames_release(q, &b.strs);
+		query__names_release(q, &b.strs);
 		return rc;
 	}
 	p = nalloc(&b, sizeof(*p));
@@ -395,7 +395,7 @@ int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_typ
 	}
 	p->n_sample_type = 1;
 	for (size_t i = 0; i < m->n && !rc; i++) {
-		if ((i & 1023) == 1023 && (rc = qctx_check(q)))
+		if ((i & 1023) == 1023 && (rc = query__ctx_check(q)))
 			break;
 		rc = add_sample(&b, &m->stacks[i]);
 	}
@@ -430,15 +430,15 @@ int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_typ
 out:
 	if (rc && !arena_failed(a) && rc == ERR_TOO_LARGE)
 		err_set(q->msg, rc, "pprof: query memory budget exceeded");
-	qnames_release(q, &b.strs);
-	qmap_release(q, &b.locs);
-	qmap_release(q, &b.funcs);
-	qmap_release(q, &b.maps);
-	qmap_release(q, &b.leaf_locs);
-	qmap_release(q, &b.rfuncs);
-	qnames_release(q, &b.fkeys);
-	qviews_release(&b.views);
-	qmem_free(q, b.ids, b.ids_cap, sizeof(*b.ids));
+	query__names_release(q, &b.strs);
+	query__map_release(q, &b.locs);
+	query__map_release(q, &b.funcs);
+	query__map_release(q, &b.maps);
+	query__map_release(q, &b.leaf_locs);
+	query__map_release(q, &b.rfuncs);
+	query__names_release(q, &b.fkeys);
+	query__views_release(&b.views);
+	query__mem_free(q, b.ids, b.ids_cap, sizeof(*b.ids));
 	return rc;
 }
 
@@ -454,15 +454,15 @@ int query_pprof(struct store *st, const char *tenant, const struct query_params 
 	size_t len;
 	int rc;
 
-	qctx_init(&q, st, tenant, &p->limits, msg);
-	qmerge_init(&m);
+	query__ctx_init(&q, st, tenant, &p->limits, msg);
+	query__merge_init(&m);
 	arena_init(&a, q.mem.cap / 2);
-	rc = qparams_selector(p, &sel, msg);
+	rc = query__params_selector(p, &sel, msg);
 	if (rc)
 		goto out_m;
-	rc = qmerge_collect(&q, &sel, p->from_ns, p->until_ns, &m);
+	rc = query__merge_collect(&q, &sel, p->from_ns, p->until_ns, &m);
 	if (!rc)
-		rc = qpprof_build(&q, &m, sel.profile_type, p->from_ns, p->until_ns, &a, &prof);
+		rc = query__pprof_build(&q, &m, sel.profile_type, p->from_ns, p->until_ns, &a, &prof);
 	query_selector_release(&sel);
 	if (rc)
 		goto out_m;
@@ -483,7 +483,7 @@ int query_pprof(struct store *st, const char *tenant, const struct query_params 
 out_m:
 	free(packed);
 	arena_release(&a);
-	qmerge_release(&q, &m);
+	query__merge_release(&q, &m);
 	return rc;
 }
 
@@ -607,7 +607,7 @@ static int j_function(struct buf *o, const Function *f)
 	return rc;
 }
 
-int qpprof_json(const Profile *p, struct buf *o)
+int query__pprof_json(const Profile *p, struct buf *o)
 {
 	int first = 0, rc = buf_puts(o, "{\"sampleType\":[");
 

@@ -389,7 +389,7 @@ static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_
 	struct select_ctx *c = ctx;
 	int rc;
 
-	if ((++c->q->tick & 255) == 0 && (rc = qctx_check(c->q))) {
+	if ((++c->q->tick & 255) == 0 && (rc = query__ctx_check(c->q))) {
 		c->rc = rc;
 		return 1;
 	}
@@ -403,7 +403,8 @@ static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_
 	return 0;
 }
 
-int qselect_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb, void *ctx)
+int query__select_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb,
+			 void *ctx)
 {
 	struct select_ctx c = { q, sel, cb, ctx, 0 };
 	const struct query_matcher *eq = NULL;

@@ -44,7 +44,7 @@ static int push_children(const struct qtree *t, struct dfs *d, uint32_t node, ui
 {
 	uint32_t *kids;
 	size_t nk;
-	int rc = qtree_sorted_children(t, node, &kids, &nk);
+	int rc = query__tree_sorted_children(t, node, &kids, &nk);
 
 	for (size_t i = nk; i-- > 0 && !rc;)
 		rc = dfs_push(d, kids[i], depth, 0);
@@ -187,19 +187,19 @@ static int run_full(struct store *st, const char *tenant, const struct query_par
 	struct qtree t;
 	int rc;
 
-	qctx_init(&q, st, tenant, &p->limits, msg);
-	qmerge_init(&m);
-	rc = qtree_init(&q, &t);
+	query__ctx_init(&q, st, tenant, &p->limits, msg);
+	query__merge_init(&m);
+	rc = query__tree_init(&q, &t);
 	if (rc)
 		goto out_m;
-	rc = qquery_tree(&q, p, &m, &t, NULL);
+	rc = query__query_tree(&q, p, &m, &t, NULL);
 	if (!rc)
 		rc = which ? folded_encode(&t, out) : top_encode(&t, sort, limit, out);
 	if (rc == ERR_TOO_LARGE || rc == ERR_NOMEM)
 		err_set(msg, rc, "encoding the response: %s", err_str(rc));
-	qtree_release(&q, &t);
+	query__tree_release(&q, &t);
 out_m:
-	qmerge_release(&q, &m);
+	query__merge_release(&q, &m);
 	return rc;
 }
 

@@ -6,18 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-int qtree_init(struct qctx *q, struct qtree *t)
+int query__tree_init(struct qctx *q, struct qtree *t)
 {
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	qmap_init(&t->children);
-	rc = qnames_init(q, &t->names);
+	query__map_init(&t->children);
+	rc = query__names_init(q, &t->names);
 	if (rc)
 		return rc;
-	rc = qmem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), 1, "tree");
+	rc = query__mem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), 1, "tree");
 	if (rc) {
-		qnames_release(q, &t->names);
+		query__names_release(q, &t->names);
 		return rc;
 	}
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
@@ -29,32 +29,33 @@ int qtree_init(struct qctx *q, struct qtree *t)
 	return 0;
 }
 
-void qtree_release(struct qctx *q, struct qtree *t)
+void query__tree_release(struct qctx *q, struct qtree *t)
 {
-	qnames_release(q, &t->names);
-	qmem_free(q, t->nodes, t->cap, sizeof(*t->nodes));
-	qmap_release(q, &t->children);
+	query__names_release(q, &t->names);
+	query__mem_free(q, t->nodes, t->cap, sizeof(*t->nodes));
+	query__map_release(q, &t->children);
 	memset(t, 0, sizeof(*t));
 }
 
-int qtree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name, uint32_t *out)
+int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name,
+		      uint32_t *out)
 {
 	uint64_t key = (uint64_t)parent << 32 | name;
 	struct qnode *c;
 	uint32_t id;
 	int rc;
 
-	if (qmap_get(&t->children, key, &id)) {
+	if (query__map_get(&t->children, key, &id)) {
 		*out = id;
 		return 0;
 	}
 	if (t->n >= UINT32_MAX - 1)
 		return err_set(q->msg, ERR_TOO_LARGE, "call tree has too many nodes");
-	rc = qmem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), t->n + 1, "tree");
+	rc = query__mem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), t->n + 1, "tree");
 	if (rc)
 		return rc;
 	id = (uint32_t)t->n;
-	rc = qmap_put(q, &t->children, key, id);
+	rc = query__map_put(q, &t->children, key, id);
 	if (rc)
 		return rc;
 	c = &t->nodes[id];
@@ -69,7 +70,7 @@ int qtree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name,
 	return 0;
 }
 
-void qtree_totals(struct qtree *t)
+void query__tree_totals(struct qtree *t)
 {
 	size_t i;
 
@@ -91,14 +92,14 @@ static int map_name(struct qctx *q, struct qtree *dst, const struct qtree *src, 
 		*out = name;
 		return 0;
 	}
-	return qnames_intern(q, &dst->names, src->names.s[name], src->names.len[name], out);
+	return query__names_intern(q, &dst->names, src->names.s[name], src->names.len[name], out);
 }
 
-int qtree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int side)
+int query__tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int side)
 {
 	uint32_t *map = NULL;
 	size_t mcap = 0, i;
-	int rc = qmem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
+	int rc = query__mem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
 
 	if (rc)
 		return rc;
@@ -110,7 +111,7 @@ int qtree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int si
 
 		rc = map_name(q, dst, src, s->name, &name);
 		if (!rc)
-			rc = qtree_child(q, dst, map[s->parent], name, &id);
+			rc = query__tree_child(q, dst, map[s->parent], name, &id);
 		if (rc)
 			break;
 		map[i] = id;
@@ -118,9 +119,9 @@ int qtree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int si
 		if (!dst->nodes[id].build_id && s->build_id)
 			rc = map_name(q, dst, src, s->build_id, &dst->nodes[id].build_id);
 	}
-	qmem_free(q, map, mcap, sizeof(*map));
+	query__mem_free(q, map, mcap, sizeof(*map));
 	if (!rc)
-		qtree_totals(dst);
+		query__tree_totals(dst);
 	return rc;
 }
 
@@ -168,7 +169,8 @@ static int64_t kth_largest(int64_t *keys, size_t n, size_t k)
 	return keys[k];
 }
 
-int qtree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes, struct qtree *dst)
+int query__tree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes,
+			 struct qtree *dst)
 {
 	int64_t *keys = NULL, minv = INT64_MIN;
 	uint32_t *map = NULL;
@@ -178,15 +180,15 @@ int qtree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes, st
 	if (max_nodes == 0)
 		max_nodes = 1;
 	if (src->n > max_nodes) {
-		rc = qmem_grow(q, (void **)&keys, &kcap, sizeof(*keys), src->n, "tree");
+		rc = query__mem_grow(q, (void **)&keys, &kcap, sizeof(*keys), src->n, "tree");
 		if (rc)
 			return rc;
 		for (i = 0; i < src->n; i++)
 			keys[i] = node_key(&src->nodes[i]);
 		minv = kth_largest(keys, src->n, max_nodes - 1);
-		qmem_free(q, keys, kcap, sizeof(*keys));
+		query__mem_free(q, keys, kcap, sizeof(*keys));
 	}
-	rc = qmem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
+	rc = query__mem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
 	if (rc)
 		return rc;
 	map[0] = 0;
@@ -207,7 +209,7 @@ int qtree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes, st
 		else
 			name = QNAME_OTHER;
 		if (!rc)
-			rc = qtree_child(q, dst, parent, name, &id);
+			rc = query__tree_child(q, dst, parent, name, &id);
 		if (rc)
 			break;
 		for (int s = 0; s < 2; s++) {
@@ -220,7 +222,7 @@ int qtree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes, st
 				rc = map_name(q, dst, src, sn->build_id, &dst->nodes[id].build_id);
 		}
 	}
-	qmem_free(q, map, mcap, sizeof(*map));
+	query__mem_free(q, map, mcap, sizeof(*map));
 	return rc;
 }
 
@@ -241,7 +243,7 @@ static int cmp_named(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
 }
 
-int qtree_sorted_children(const struct qtree *t, uint32_t node, uint32_t **out, size_t *n)
+int query__tree_sorted_children(const struct qtree *t, uint32_t node, uint32_t **out, size_t *n)
 {
 	size_t k = 0, i;
 	uint32_t c;

@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	method = methods[data[0] % (sizeof(methods) / sizeof(methods[0]))];
 	arena_init(&a, 1 << 20);
-	rc = qconnect_pb_request(method, data + 1, size - 1, &a, &r, &msg);
+	rc = query__connect_pb_request(method, data + 1, size - 1, &a, &r, &msg);
 	if (rc && !msg.text[0])
 		abort();
 	if (!rc) {

@@ -52,7 +52,7 @@ static void call_both(struct store *st, const char *method, const ProtobufCMessa
 	rc = query_connect(st, "t1", method, json, strlen(json), NULL, &b->js, &msg);
 	if (rc)
 		fail_msg("%s json: %s", method, msg.text);
-	assert_int_equal(qjson_parse(b->js.data, b->js.len, &b->a, &b->j, &msg), 0);
+	assert_int_equal(query__json_parse(b->js.data, b->js.len, &b->a, &b->j, &msg), 0);
 	free(raw);
 }
 
@@ -65,7 +65,7 @@ static void both_release(struct both *b)
 
 static const struct qjson *jget(const struct qjson *o, const char *key)
 {
-	const struct qjson *v = qjson_get(o, key);
+	const struct qjson *v = query__json_get(o, key);
 
 	if (!v)
 		fail_msg("JSON response lacks \"%s\"", key);
@@ -505,23 +505,23 @@ static void test_request_tree(void **state)
 	rq.group_by = group;
 	n = querier__v1__select_series_request__pack(&rq, raw);
 	arena_init(&a, 1 << 16);
-	assert_int_equal(qconnect_pb_request("SelectSeries", raw, n, &a, &r, &msg), 0);
-	assert_int_equal(qjson_str(r, "profileTypeID", &s, &msg), 0);
+	assert_int_equal(query__connect_pb_request("SelectSeries", raw, n, &a, &r, &msg), 0);
+	assert_int_equal(query__json_str(r, "profileTypeID", &s, &msg), 0);
 	assert_string_equal(s, FX_CPU);
-	assert_int_equal(qjson_str(r, "labelSelector", &s, &msg), 0);
+	assert_int_equal(query__json_str(r, "labelSelector", &s, &msg), 0);
 	assert_string_equal(s, "");
-	assert_int_equal(qjson_int(r, "start", -1, &v, &msg), 0);
+	assert_int_equal(query__json_int(r, "start", -1, &v, &msg), 0);
 	assert_int_equal(v, 7);
-	assert_int_equal(qjson_int(r, "end", -1, &v, &msg), 0);
+	assert_int_equal(query__json_int(r, "end", -1, &v, &msg), 0);
 	assert_int_equal(v, 0);
-	assert_int_equal(qjson_double(r, "step", &d, &msg), 0);
+	assert_int_equal(query__json_double(r, "step", &d, &msg), 0);
 	assert_true(d == 2.5);
-	assert_int_equal(qjson_get(r, "groupBy")->n, 2);
-	assert_string_equal(qjson_get(r, "groupBy")->kids[1].s, "region");
+	assert_int_equal(query__json_get(r, "groupBy")->n, 2);
+	assert_string_equal(query__json_get(r, "groupBy")->kids[1].s, "region");
 	arena_release(&a);
 	/* a tiny arena: ERR_TOO_LARGE, not a crash */
 	arena_init(&a, 64);
-	assert_int_equal(qconnect_pb_request("SelectSeries", raw, n, &a, &r, &msg), ERR_TOO_LARGE);
+	assert_int_equal(query__connect_pb_request("SelectSeries", raw, n, &a, &r, &msg), ERR_TOO_LARGE);
 	arena_release(&a);
 }
 

@@ -88,7 +88,7 @@ struct dnode {
 static void decode_levels(const struct qjson *fb, int width, int side, struct ref *out,
 			  long long *root_total, int check_sums)
 {
-	const struct qjson *levels = qjson_get(fb, "levels"), *nm = qjson_get(fb, "names");
+	const struct qjson *levels = query__json_get(fb, "levels"), *nm = query__json_get(fb, "names");
 	struct dnode *prev = NULL, *cur = NULL;
 	size_t nprev = 0;
 
@@ -148,7 +148,7 @@ static void decode_levels(const struct qjson *fb, int width, int side, struct re
 static void parse_json(struct arena *a, const struct buf *b, struct qjson **out)
 {
 	struct err_msg msg = { { 0 } };
-	int rc = qjson_parse(b->data, b->len, a, out, &msg);
+	int rc = query__json_parse(b->data, b->len, a, out, &msg);
 
 	if (rc)
 		fprintf(stderr, "json: %s\n", msg.text);
@@ -183,19 +183,19 @@ static void test_merge_equals_reference(void **state)
 	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
 	arena_init(&a, 0);
 	parse_json(&a, &out, &j);
-	assert_int_equal(atoll(qjson_get(qjson_get(j, "flamebearer"), "numTicks")->s), sum);
-	assert_string_equal(qjson_get(qjson_get(j, "metadata"), "format")->s, "single");
-	decode_levels(qjson_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
+	assert_int_equal(atoll(query__json_get(query__json_get(j, "flamebearer"), "numTicks")->s), sum);
+	assert_string_equal(query__json_get(query__json_get(j, "metadata"), "format")->s, "single");
+	decode_levels(query__json_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
 	assert_int_equal(root, sum);
 	assert_true(ref_equal(&ref, &dec));
 	{
-		const struct qjson *tl = qjson_get(j, "timeline"), *s = qjson_get(tl, "samples");
+		const struct qjson *tl = query__json_get(j, "timeline"), *s = query__json_get(tl, "samples");
 		long long ts = 0;
 
 		for (size_t i = 0; i < s->n; i++)
 			ts += atoll(s->kids[i].s);
 		assert_int_equal(ts, sum);
-		assert_true(atoll(qjson_get(tl, "durationDelta")->s) >= 10);
+		assert_true(atoll(query__json_get(tl, "durationDelta")->s) >= 10);
 	}
 	arena_release(&a);
 
@@ -314,7 +314,7 @@ static void test_max_nodes_other(void **state)
 	assert_non_null(strstr(out.data, "\"other\""));
 	arena_init(&a, 0);
 	parse_json(&a, &out, &j);
-	decode_levels(qjson_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
+	decode_levels(query__json_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
 	assert_int_equal(root, sum);
 	{
 		long long s = 0;
@@ -322,7 +322,7 @@ static void test_max_nodes_other(void **state)
 			s += dec.v[i];
 		assert_int_equal(s, sum);
 	}
-	assert_true(qjson_get(qjson_get(j, "flamebearer"), "names")->n <= 10);
+	assert_true(query__json_get(query__json_get(j, "flamebearer"), "names")->n <= 10);
 	arena_release(&a);
 	ref_free(&dec);
 
@@ -352,11 +352,11 @@ static void test_diff_self(void **state)
 	assert_int_equal(query_render_diff(f.st, "t1", &p, &p, &out, &msg), 0);
 	arena_init(&a, 0);
 	parse_json(&a, &out, &j);
-	fb = qjson_get(j, "flamebearer");
-	assert_int_equal(atoll(qjson_get(fb, "leftTicks")->s), sum);
-	assert_int_equal(atoll(qjson_get(fb, "rightTicks")->s), sum);
-	assert_string_equal(qjson_get(qjson_get(j, "metadata"), "format")->s, "double");
-	levels = qjson_get(fb, "levels");
+	fb = query__json_get(j, "flamebearer");
+	assert_int_equal(atoll(query__json_get(fb, "leftTicks")->s), sum);
+	assert_int_equal(atoll(query__json_get(fb, "rightTicks")->s), sum);
+	assert_string_equal(query__json_get(query__json_get(j, "metadata"), "format")->s, "double");
+	levels = query__json_get(fb, "levels");
 	for (size_t d = 0; d < levels->n; d++) {
 		const struct qjson *lv = &levels->kids[d];
 		for (size_t i = 0; i + 7 <= lv->n; i += 7) {

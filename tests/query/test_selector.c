@@ -125,21 +125,21 @@ static void test_json(void **state)
 
 	(void)state;
 	arena_init(&a, 0);
-	assert_int_equal(qjson_parse(s, strlen(s), &a, &j, &msg), 0);
-	assert_int_equal(qjson_get(j, "a")->n, 5);
-	assert_string_equal(qjson_get(j, "a")->kids[1].s, "x\xc3\xa9\xf0\x9f\x98\x80");
-	assert_int_equal(qjson_int(j, "n", 0, &v, &msg), 0);
+	assert_int_equal(query__json_parse(s, strlen(s), &a, &j, &msg), 0);
+	assert_int_equal(query__json_get(j, "a")->n, 5);
+	assert_string_equal(query__json_get(j, "a")->kids[1].s, "x\xc3\xa9\xf0\x9f\x98\x80");
+	assert_int_equal(query__json_int(j, "n", 0, &v, &msg), 0);
 	assert_int_equal(v, 42);
-	assert_int_equal(qjson_int(j, "missing", 7, &v, &msg), 0);
+	assert_int_equal(query__json_int(j, "missing", 7, &v, &msg), 0);
 	assert_int_equal(v, 7);
-	assert_int_equal(qjson_int(j, "a", 0, &v, &msg), ERR_INVALID);
+	assert_int_equal(query__json_int(j, "a", 0, &v, &msg), ERR_INVALID);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(qjson_parse(bad[i], strlen(bad[i]), &a, &j, &msg), ERR_INVALID);
+		assert_int_equal(query__json_parse(bad[i], strlen(bad[i]), &a, &j, &msg), ERR_INVALID);
 	{
 		char deep[100];
 		memset(deep, '[', sizeof(deep));
 		err_clear(&msg);
-		assert_int_equal(qjson_parse(deep, sizeof(deep), &a, &j, &msg), ERR_INVALID);
+		assert_int_equal(query__json_parse(deep, sizeof(deep), &a, &j, &msg), ERR_INVALID);
 		assert_non_null(strstr(msg.text, "deeply"));
 	}
 	arena_release(&a);
@@ -150,7 +150,7 @@ static void test_json(void **state)
 		memset(big, ' ', sizeof(big));
 		big[0] = '"';
 		big[sizeof(big) - 1] = '"';
-		assert_int_equal(qjson_parse(big, sizeof(big), &a, &j, &msg), ERR_TOO_LARGE);
+		assert_int_equal(query__json_parse(big, sizeof(big), &a, &j, &msg), ERR_TOO_LARGE);
 	}
 	arena_release(&a);
 }
