@@ -467,33 +467,34 @@ static int merge_stacktraces(struct qctx *q, const struct qjson *r,
 			     const struct query_limits *lim, struct buf *out)
 {
 	struct query_params p;
-	struct qmerge m;
-	struct qtree t;
-	int64_t max_self;
+	struct query__side s;
+	struct query__flame f;
 	int rc = req_params(r, lim, &p, q->msg);
 
 	if (rc)
 		return rc;
-	query__merge_init(&m);
-	rc = query__fb_query(q, &p, &m, &t, NULL);
+	query__side_init(&s);
+	rc = query__run(q, &p, QUERY__TRUNCATED, 0, &s);
+	if (!rc)
+		rc = query__flame_build(q, &s.t, 0, &f);
 	if (rc)
-		goto out_m;
+		goto out;
 	rc = buf_puts(out, "{\"flamegraph\":{");
 	if (!rc)
-		rc = query__fb_encode(&t, 0, 1, out, &max_self);
+		rc = query__fb_levels_json(&f, 1, out);
 	if (!rc)
 		rc = buf_printf(out, ",\"total\":\"%lld\",\"maxSelf\":\"%lld\"}",
-				(long long)t.nodes[0].total[0], (long long)max_self);
+				(long long)f.total[0], (long long)f.max_self);
 	if (!rc) {
-		const struct qmerge *ms[1] = { &m };
+		const struct qmerge *ms[1] = { &s.m };
 
 		rc = query__sym_json(ms, 1, out);
 	}
 	if (!rc)
 		rc = buf_putc(out, '}');
-	query__tree_release(q, &t);
-out_m:
-	query__merge_release(q, &m);
+	query__flame_release(q, &f);
+out:
+	query__side_release(q, &s);
 	return rc;
 }
 
@@ -501,34 +502,35 @@ static int diff(struct qctx *q, const struct qjson *r, const struct query_limits
 		struct buf *out)
 {
 	struct query_params l, rp;
-	struct qmerge ml, mr;
+	struct query__side sl, sr;
+	struct query__flame f;
 	struct qtree t;
-	char *ptype = NULL;
-	int64_t max_self;
 	int rc;
 
 	if ((rc = req_params(query__json_get(r, "left"), lim, &l, q->msg)) ||
 	    (rc = req_params(query__json_get(r, "right"), lim, &rp, q->msg)))
 		return rc;
-	query__merge_init(&ml);
-	query__merge_init(&mr);
-	rc = query__diff_tree(q, &l, &rp, &ml, &mr, &t, &ptype);
+	query__side_init(&sl);
+	query__side_init(&sr);
+	rc = query__run_diff(q, &l, &rp, 0, &sl, &sr, &t);
 	if (rc)
-		goto out_m;
-	rc = buf_puts(out, "{\"flamegraph\":{");
-	if (!rc)
-		rc = query__fb_encode(&t, 1, 1, out, &max_self);
-	if (!rc)
-		rc = buf_printf(out, ",\"total\":\"%lld\",\"maxSelf\":\"%lld\",\"leftTicks\":\"%lld\","
-				     "\"rightTicks\":\"%lld\"}}",
-				(long long)(t.nodes[0].total[0] + t.nodes[0].total[1]),
-				(long long)max_self, (long long)t.nodes[0].total[0],
-				(long long)t.nodes[0].total[1]);
+		goto out;
+	rc = query__flame_build(q, &t, 1, &f);
+	if (!rc) {
+		rc = buf_puts(out, "{\"flamegraph\":{");
+		if (!rc)
+			rc = query__fb_levels_json(&f, 1, out);
+		if (!rc)
+			rc = buf_printf(out, ",\"total\":\"%lld\",\"maxSelf\":\"%lld\","
+					     "\"leftTicks\":\"%lld\",\"rightTicks\":\"%lld\"}}",
+					(long long)(f.total[0] + f.total[1]), (long long)f.max_self,
+					(long long)f.total[0], (long long)f.total[1]);
+		query__flame_release(q, &f);
+	}
 	query__tree_release(q, &t);
-	free(ptype);
-out_m:
-	query__merge_release(q, &ml);
-	query__merge_release(q, &mr);
+out:
+	query__side_release(q, &sl);
+	query__side_release(q, &sr);
 	return rc;
 }
 
@@ -537,29 +539,25 @@ static int merge_profile(struct qctx *q, const struct qjson *r, const struct que
 			 int proto, struct buf *out)
 {
 	struct query_params p;
-	struct query_selector sel;
-	struct qmerge m;
+	struct query__side s;
 	struct arena a;
 	Perftools__Profiles__Profile *prof;
 	int rc = req_params(r, lim, &p, q->msg);
 
 	if (rc)
 		return rc;
-	rc = query__params_selector(&p, &sel, q->msg);
-	if (rc)
-		return rc;
-	query__merge_init(&m);
+	query__side_init(&s);
 	arena_init(&a, q->mem.cap / 2);
-	rc = query__merge_collect(q, &sel, p.from_ns, p.until_ns, &m);
+	rc = query__run(q, &p, QUERY__COLLECTED, 0, &s);
 	if (!rc)
-		rc = query__pprof_build(q, &m, sel.profile_type, p.from_ns, p.until_ns, &a, &prof);
+		rc = query__pprof_build(q, &s.m, s.sel.profile_type, p.from_ns, p.until_ns, &a,
+					&prof);
 	if (!rc && proto)
 		rc = pack_message(&prof->base, out);
 	else if (!rc)
 		rc = query__pprof_json(prof, out);
 	arena_release(&a);
-	query__merge_release(q, &m);
-	query_selector_release(&sel);
+	query__side_release(q, &s);
 	return rc;
 }
 
@@ -780,7 +778,7 @@ static int select_series(struct qctx *q, const struct qjson *r, const struct que
 			       MAX_SERIES_POINTS);
 	}
 	s.nb = (size_t)((p.until_ns - s.start + s.step - 1) / s.step);
-	rc = query__params_selector(&p, &sel, q->msg);
+	rc = query__select(&p, &sel, q->msg);
 	if (rc) {
 		arena_release(&a);
 		return rc;

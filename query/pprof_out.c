@@ -426,6 +426,13 @@ int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profi
 		}
 	}
 	p->n_string_table = b.strs.n + 1;
+	/* The profile stays in the arena until the caller packs it: it is
+	 * part of the query's memory from here on. */
+	if (a->used > q->mem.cap - q->mem.used) {
+		rc = err_set(q->msg, ERR_TOO_LARGE, "pprof: query memory budget exceeded");
+		goto out;
+	}
+	q->mem.used += a->used;
 	*out = p;
 out:
 	if (rc && !arena_failed(a) && rc == ERR_TOO_LARGE)
@@ -442,48 +449,22 @@ out:
 	return rc;
 }
 
-int query_pprof(struct store *st, const char *tenant, const struct query_params *p,
-		struct buf *out, struct err_msg *msg)
+int query__pprof_write_gz(struct qctx *q, const Profile *prof, struct buf *out)
 {
-	struct qctx q;
-	struct qmerge m;
-	struct query_selector sel;
-	struct arena a;
-	Profile *prof = NULL;
+	size_t len = perftools__profiles__profile__get_packed_size(prof), cap = 0;
 	uint8_t *packed = NULL;
-	size_t len;
 	int rc;
 
-	query__ctx_init(&q, st, tenant, &p->limits, msg);
-	query__merge_init(&m);
-	arena_init(&a, q.mem.cap / 2);
-	rc = query__params_selector(p, &sel, msg);
+	if (len > q->mem.cap - q->mem.used)
+		return err_set(q->msg, ERR_TOO_LARGE, "pprof: %zu bytes exceed the query budget", len);
+	rc = query__mem_grow(q, (void **)&packed, &cap, 1, len ? len : 1, "pprof");
 	if (rc)
-		goto out_m;
-	rc = query__merge_collect(&q, &sel, p->from_ns, p->until_ns, &m);
-	if (!rc)
-		rc = query__pprof_build(&q, &m, sel.profile_type, p->from_ns, p->until_ns, &a, &prof);
-	query_selector_release(&sel);
-	if (rc)
-		goto out_m;
-	len = perftools__profiles__profile__get_packed_size(prof);
-	if (len > q.mem.cap - q.mem.used) {
-		rc = err_set(msg, ERR_TOO_LARGE, "pprof: %zu bytes exceed the query budget", len);
-		goto out_m;
-	}
-	packed = malloc(len ? len : 1);
-	if (!packed) {
-		rc = err_set(msg, ERR_NOMEM, "pprof: out of memory");
-		goto out_m;
-	}
+		return rc;
 	perftools__profiles__profile__pack(prof, packed);
 	rc = gzip_compress(packed, len, 0, out);
 	if (rc)
-		rc = err_set(msg, rc, "pprof: compressing %zu bytes: %s", len, err_str(rc));
-out_m:
-	free(packed);
-	arena_release(&a);
-	query__merge_release(&q, &m);
+		rc = err_set(q->msg, rc, "pprof: compressing %zu bytes: %s", len, err_str(rc));
+	query__mem_free(q, packed, cap, 1);
 	return rc;
 }
 

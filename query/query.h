@@ -17,16 +17,24 @@
  * Output
  *   Every entry point appends its response bytes to a caller's struct buf
  *   and is web-agnostic: web/ and cli/ parse HTTP or argv into the
- *   parameters below.  On failure nothing useful is in `out` (the caller
- *   resets it) and `msg` says what and where.
+ *   parameters below.  A response counts against the query's byte budget:
+ *   for the call, the buffer's cap is lowered to the budget when it has
+ *   none or a larger one (and restored).  On failure nothing useful is in
+ *   `out` (the caller resets it) and `msg` says what and where.
  *
  * Limits
- *   Each query has a deadline (ERR_TIMEOUT) and a byte budget for its tables
- *   and trees (ERR_TOO_LARGE); selectors, time strings and JSON bodies are
- *   untrusted and rejected with ERR_INVALID and a message.
+ *   Each query has a deadline (ERR_TIMEOUT) and a byte budget for its tables,
+ *   trees and encoders (ERR_TOO_LARGE); selectors and JSON bodies are
+ *   untrusted and rejected with ERR_INVALID and a message.  Times are
+ *   nanoseconds here; HTTP strings are parsed by base/timeparse.h.
  *
- * Threading: every function is reentrant; queries only use the store's read
- * functions, which never take the writer lock, so they never block ingest.
+ * Threading: every function is reentrant.  Queries read profiles and
+ * symbols only through the store's read functions, which never take the
+ * writer lock, so they never block ingest.  With a symbolizer (struct
+ * query_limits) a query also writes: the service records the frames it
+ * resolved in the store's symbol cache and the debug-info status of the
+ * build IDs it looked up (store_aux_write, outside the writer lock), and the
+ * symbolization memo takes its own lock to keep the answers.
  */
 #ifndef UNHEX_QUERY_QUERY_H
 #define UNHEX_QUERY_QUERY_H
@@ -166,6 +174,21 @@ int query_top(struct store *st, const char *tenant, const struct query_params *p
 /* Folded stacks: "root;caller;callee value\n" per node with self > 0. */
 int query_folded(struct store *st, const char *tenant, const struct query_params *p,
 		 struct buf *out, struct err_msg *msg);
+
+/* How diff-top compares: shares of each side's total, or raw values. */
+enum query_diff_mode { QUERY_DIFF_RELATIVE, QUERY_DIFF_ABSOLUTE };
+
+/*
+ * `GET /api/v1/diff-top`: the functions of `left` (baseline) and `right`
+ * (comparison) by the change of their self, largest first, at most `limit`
+ * rows (0: all), as text: a "# mode ..." line with both totals, a header,
+ * then per function its self and total on each side and their changes,
+ * tagged " [new]" or " [removed]" when absent from one side.  Neither side
+ * is truncated by maxNodes; the limits are the left side's.
+ */
+int query_diff_top(struct store *st, const char *tenant, const struct query_params *left,
+		   const struct query_params *right, enum query_diff_mode mode, size_t limit,
+		   struct buf *out, struct err_msg *msg);
 
 /*
  * `GET /api/v1/symbolization`: for the selection of `p`, per build ID of

@@ -1,6 +1,6 @@
 /*
- * selector.c - label selectors (`type{name="v", env=~"a|b"}`), matching of
- * label sets, and series selection through the postings.
+ * selector.c - the selector language (`type{name="v", env=~"a|b"}`): parsing
+ * and matching of label sets.
  */
 #include "query/query_int.h"
 
@@ -373,60 +373,22 @@ int query_selector_matches(const struct query_selector *sel, const struct store_
 	return 1;
 }
 
-/* ---- series selection ------------------------------------------------------ */
-
-struct select_ctx {
-	struct qctx *q;
-	const struct query_selector *sel;
-	qseries_cb cb;
-	void *ctx;
-	int rc;
-};
-
-static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
-		      size_t n)
+int query__profile_type_split(const char *id, char *tmp, size_t tmpsz, const char *parts[5])
 {
-	struct select_ctx *c = ctx;
-	int rc;
+	size_t n = strlen(id);
+	int k = 0;
 
-	if ((++c->q->tick & 255) == 0 && (rc = query__ctx_check(c->q))) {
-		c->rc = rc;
-		return 1;
-	}
-	if (!query_selector_matches(c->sel, labels, n))
-		return 0;
-	rc = c->cb(c->ctx, id, part, labels, n);
-	if (rc) {
-		c->rc = rc;
-		return 1;
-	}
-	return 0;
-}
-
-int query__select_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb,
-			 void *ctx)
-{
-	struct select_ctx c = { q, sel, cb, ctx, 0 };
-	const struct query_matcher *eq = NULL;
-	int rc;
-
-	/* The most selective equality we know of: service_name, then any. */
-	for (size_t i = 0; i < sel->n; i++) {
-		if (sel->m[i].op != QUERY_EQ || !sel->m[i].value[0])
+	if (n + 1 > tmpsz)
+		return ERR_INVALID;
+	memcpy(tmp, id, n + 1);
+	parts[k++] = tmp;
+	for (char *c = tmp; *c; c++) {
+		if (*c != ':')
 			continue;
-		if (!eq || !strcmp(sel->m[i].name, STORE_LABEL_SERVICE))
-			eq = &sel->m[i];
+		if (k == 5)
+			return ERR_INVALID;
+		*c = '\0';
+		parts[k++] = c + 1;
 	}
-	if (eq)
-		rc = store_series_with(q->st, q->tenant, eq->name, eq->value, select_one, &c);
-	else if (sel->profile_type)
-		rc = store_series_with(q->st, q->tenant, STORE_LABEL_PROFILE_TYPE, sel->profile_type,
-				       select_one, &c);
-	else
-		rc = store_series_each(q->st, q->tenant, select_one, &c);
-	if (c.rc)
-		return c.rc;
-	if (rc < 0)
-		return err_set(q->msg, rc, "reading series: %s", err_str(rc));
-	return 0;
+	return k == 5 ? 0 : ERR_INVALID;
 }

@@ -647,7 +647,7 @@ static void remember(struct qctx *q, struct qsym *s)
 	query__memo_put_end(&s->memo);
 }
 
-int query__sym_step(struct qctx *q, struct qmerge *m)
+int query__symbolize(struct qctx *q, struct qmerge *m)
 {
 	struct qviews v;
 	struct qsym *s;
@@ -752,29 +752,9 @@ int query__sym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
 	return rc ? rc : put_object(ms, n, 0, out);
 }
 
-int query_symbolization(struct store *st, const char *tenant, const struct query_params *p,
-			struct buf *out, struct err_msg *msg)
+int query__sym_status_json(const struct qmerge *m, struct buf *out)
 {
-	const struct qmerge *ms[1];
-	struct query_selector sel;
-	struct qctx q;
-	struct qmerge m;
-	int rc;
+	const struct qmerge *ms[1] = { m };
 
-	if (!p->limits.symbolizer)
-		return err_set(msg, ERR_UNAVAILABLE, "symbolization is not enabled on this server");
-	query__ctx_init(&q, st, tenant, &p->limits, msg);
-	query__merge_init(&m);
-	rc = query__params_selector(p, &sel, msg);
-	if (rc)
-		return rc;
-	rc = query__merge_collect(&q, &sel, p->from_ns, p->until_ns, &m);
-	query_selector_release(&sel);
-	ms[0] = &m;
-	if (!rc && !m.sym)
-		rc = err_set(msg, ERR_UNAVAILABLE, "symbolization did not run");
-	if (!rc)
-		rc = put_object(ms, 1, 1, out);
-	query__merge_release(&q, &m);
-	return rc;
+	return put_object(ms, 1, 1, out);
 }

@@ -1,8 +1,12 @@
-/* tree.c - the merged call tree: children by name, totals, maxNodes folding. */
+/*
+ * tree.c - the merged call tree: children by name, totals, the union of two
+ * trees for a diff, and children in name order for the encoders.
+ */
 #include "query/query_int.h"
 
 #include "base/err.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,8 +89,8 @@ void query__tree_totals(struct qtree *t)
 	}
 }
 
-static int map_name(struct qctx *q, struct qtree *dst, const struct qtree *src, uint32_t name,
-		    uint32_t *out)
+int query__tree_copy_name(struct qctx *q, struct qtree *dst, const struct qtree *src,
+			  uint32_t name, uint32_t *out)
 {
 	if (name == QNAME_TOTAL || name == QNAME_OTHER) {
 		*out = name;
@@ -95,7 +99,8 @@ static int map_name(struct qctx *q, struct qtree *dst, const struct qtree *src, 
 	return query__names_intern(q, &dst->names, src->names.s[name], src->names.len[name], out);
 }
 
-int query__tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int side)
+/* Adds every node of `src` (side 0) into `dst` side `side`, by name. */
+static int tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int side)
 {
 	uint32_t *map = NULL;
 	size_t mcap = 0, i;
@@ -107,9 +112,9 @@ int query__tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, 
 	dst->nodes[0].self[side] += src->nodes[0].self[0];
 	for (i = 1; i < src->n && !rc; i++) {
 		const struct qnode *s = &src->nodes[i];
-		uint32_t name, id;
+		uint32_t name, id = 0;
 
-		rc = map_name(q, dst, src, s->name, &name);
+		rc = query__tree_copy_name(q, dst, src, s->name, &name);
 		if (!rc)
 			rc = query__tree_child(q, dst, map[s->parent], name, &id);
 		if (rc)
@@ -117,7 +122,7 @@ int query__tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, 
 		map[i] = id;
 		dst->nodes[id].self[side] += s->self[0];
 		if (!dst->nodes[id].build_id && s->build_id)
-			rc = map_name(q, dst, src, s->build_id, &dst->nodes[id].build_id);
+			rc = query__tree_copy_name(q, dst, src, s->build_id, &dst->nodes[id].build_id);
 	}
 	query__mem_free(q, map, mcap, sizeof(*map));
 	if (!rc)
@@ -125,108 +130,22 @@ int query__tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, 
 	return rc;
 }
 
-static int64_t node_key(const struct qnode *n)
+int query__tree_diff(struct qctx *q, const struct qtree *left, const struct qtree *right,
+		    struct qtree *out)
 {
-	return n->total[0] > n->total[1] ? n->total[0] : n->total[1];
-}
+	int rc = query__tree_init(q, out);
 
-/*
- * Returns the k-th largest of keys[0..n) (k counts from 0), reordering keys.
- * Quickselect: linear on average, where a full sort of ~150k node totals per
- * query was the single largest cost of truncation.
- */
-static int64_t kth_largest(int64_t *keys, size_t n, size_t k)
-{
-	size_t lo = 0, hi = n - 1;
-
-	while (lo < hi) {
-		int64_t pivot = keys[lo + (hi - lo) / 2];
-		size_t i = lo, j = hi;
-
-		while (i <= j) {
-			while (keys[i] > pivot)
-				i++;
-			while (keys[j] < pivot)
-				j--;
-			if (i <= j) {
-				int64_t t = keys[i];
-				keys[i] = keys[j];
-				keys[j] = t;
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		/* Now keys[lo..j] >= pivot >= keys[i..hi]; i > j. */
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			return keys[k];
-	}
-	return keys[k];
-}
-
-int query__tree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes,
-			 struct qtree *dst)
-{
-	int64_t *keys = NULL, minv = INT64_MIN;
-	uint32_t *map = NULL;
-	size_t kcap = 0, mcap = 0, i;
-	int rc;
-
-	if (max_nodes == 0)
-		max_nodes = 1;
-	if (src->n > max_nodes) {
-		rc = query__mem_grow(q, (void **)&keys, &kcap, sizeof(*keys), src->n, "tree");
-		if (rc)
-			return rc;
-		for (i = 0; i < src->n; i++)
-			keys[i] = node_key(&src->nodes[i]);
-		minv = kth_largest(keys, src->n, max_nodes - 1);
-		query__mem_free(q, keys, kcap, sizeof(*keys));
-	}
-	rc = query__mem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
 	if (rc)
 		return rc;
-	map[0] = 0;
-	for (int s = 0; s < 2; s++) {
-		dst->nodes[0].self[s] += src->nodes[0].self[s];
-		dst->nodes[0].total[s] += src->nodes[0].total[s];
-	}
-	for (i = 1; i < src->n && !rc; i++) {
-		const struct qnode *sn = &src->nodes[i];
-		uint32_t parent = map[sn->parent], name, id;
-		int keep = parent != QNONE && node_key(sn) >= minv && sn->name != QNAME_OTHER;
-
-		map[i] = QNONE;
-		if (parent == QNONE)
-			continue;
-		if (keep)
-			rc = map_name(q, dst, src, sn->name, &name);
-		else
-			name = QNAME_OTHER;
-		if (!rc)
-			rc = query__tree_child(q, dst, parent, name, &id);
-		if (rc)
-			break;
-		for (int s = 0; s < 2; s++) {
-			dst->nodes[id].total[s] += sn->total[s];
-			dst->nodes[id].self[s] += keep ? sn->self[s] : sn->total[s];
-		}
-		if (keep) {
-			map[i] = id;
-			if (sn->build_id)
-				rc = map_name(q, dst, src, sn->build_id, &dst->nodes[id].build_id);
-		}
-	}
-	query__mem_free(q, map, mcap, sizeof(*map));
+	rc = tree_add(q, out, left, 0);
+	if (!rc)
+		rc = tree_add(q, out, right, 1);
+	if (rc)
+		query__tree_release(q, out);
 	return rc;
 }
 
-struct named {
+struct query__named {
 	const char *s;
 	uint32_t len;
 	uint32_t id;
@@ -234,7 +153,7 @@ struct named {
 
 static int cmp_named(const void *a, const void *b)
 {
-	const struct named *x = a, *y = b;
+	const struct query__named *x = a, *y = b;
 	size_t n = x->len < y->len ? x->len : y->len;
 	int c = memcmp(x->s, y->s, n);
 
@@ -243,38 +162,44 @@ static int cmp_named(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
 }
 
-int query__tree_sorted_children(const struct qtree *t, uint32_t node, uint32_t **out, size_t *n)
+void query__kids_release(struct qctx *q, struct query__kids *k)
 {
-	size_t k = 0, i;
-	uint32_t c;
-	struct named *v;
-	uint32_t *ids;
+	query__mem_free(q, k->named, k->named_cap, sizeof(*k->named));
+	query__mem_free(q, k->ids, k->ids_cap, sizeof(*k->ids));
+	memset(k, 0, sizeof(*k));
+}
 
-	for (c = t->nodes[node].first_child; c != QNONE; c = t->nodes[c].next_sibling)
-		k++;
+int query__tree_sorted_children(struct qctx *q, const struct qtree *t, uint32_t node,
+				struct query__kids *k, const uint32_t **out, size_t *n)
+{
+	size_t nk = 0, i;
+	uint32_t c;
+	int rc;
+
+	assert(node < t->n);
 	*out = NULL;
 	*n = 0;
-	if (!k)
+	for (c = t->nodes[node].first_child; c != QNONE; c = t->nodes[c].next_sibling)
+		nk++;
+	if (!nk)
 		return 0;
-	v = malloc(k * sizeof(*v));
-	ids = malloc(k * sizeof(*ids));
-	if (!v || !ids) {
-		free(v);
-		free(ids);
-		return ERR_NOMEM;
-	}
+	if ((rc = query__mem_grow(q, (void **)&k->named, &k->named_cap, sizeof(*k->named), nk,
+				  "child list")) ||
+	    (rc = query__mem_grow(q, (void **)&k->ids, &k->ids_cap, sizeof(*k->ids), nk,
+				  "child list")))
+		return rc;
 	i = 0;
 	for (c = t->nodes[node].first_child; c != QNONE; c = t->nodes[c].next_sibling) {
-		v[i].s = t->names.s[t->nodes[c].name];
-		v[i].len = t->names.len[t->nodes[c].name];
-		v[i].id = c;
+		k->named[i].s = t->names.s[t->nodes[c].name];
+		k->named[i].len = t->names.len[t->nodes[c].name];
+		k->named[i].id = c;
 		i++;
 	}
-	qsort(v, k, sizeof(*v), cmp_named);
-	for (i = 0; i < k; i++)
-		ids[i] = v[i].id;
-	free(v);
-	*out = ids;
-	*n = k;
+	if (nk > 1)
+		qsort(k->named, nk, sizeof(*k->named), cmp_named);
+	for (i = 0; i < nk; i++)
+		k->ids[i] = k->named[i].id;
+	*out = k->ids;
+	*n = nk;
 	return 0;
 }

@@ -1,6 +1,10 @@
 /*
- * merge.c - sums the selected profiles by (partition, stack id), then turns
- * the distinct stacks into one call tree of frame names.
+ * build.c - the fourth stage of the pipeline: the call tree of frame names
+ * over the collected stacks.  Each distinct stack is resolved once, walking
+ * the stack trie root-ward only until a memoized trie node, so a prefix
+ * shared by many stacks is resolved once; a location names its frames from
+ * its lines, else from query-time symbolization, else as
+ * `<binary>+0x<address>`.
  */
 #include "query/query_int.h"
 
@@ -13,125 +17,6 @@
 
 /* A corrupt trie must not loop forever: stacks deeper than this are refused. */
 enum { MAX_STACK_DEPTH = 1 << 16 };
-
-void query__merge_init(struct qmerge *m)
-{
-	memset(m, 0, sizeof(*m));
-	query__map_init_dense(&m->index);
-}
-
-void query__merge_release(struct qctx *q, struct qmerge *m)
-{
-	query__mem_free(q, m->stacks, m->cap, sizeof(*m->stacks));
-	query__map_release(q, &m->index);
-	free(m->tl);
-	query__sym_free(q, m->sym);
-	query__merge_init(m);
-}
-
-struct sel_list {
-	struct qctx *q;
-	uint64_t *ids;
-	size_t n, cap;
-};
-
-static int add_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
-		      size_t n)
-{
-	struct sel_list *l = ctx;
-	int rc;
-
-	(void)part;
-	(void)labels;
-	(void)n;
-	rc = query__mem_grow(l->q, (void **)&l->ids, &l->cap, sizeof(*l->ids), l->n + 1, "series list");
-	if (rc)
-		return rc;
-	l->ids[l->n++] = id;
-	return 0;
-}
-
-struct collect {
-	struct qctx *q;
-	struct qmerge *m;
-	int rc;
-};
-
-static int add_profile(void *ctx, const struct store_profile_view *p)
-{
-	struct collect *c = ctx;
-	struct qmerge *m = c->m;
-	uint64_t hi = (uint64_t)p->part << 32;
-	int64_t sum = 0;
-	int rc;
-
-	if ((rc = query__ctx_check(c->q))) {
-		c->rc = rc;
-		return 1;
-	}
-	for (size_t i = 0; i < p->n; i++) {
-		uint64_t key = hi | p->stack_ids[i];
-		uint32_t at;
-
-		sum += p->values[i];
-		if (query__map_get(&m->index, key, &at)) {
-			m->stacks[at].value += p->values[i];
-			continue;
-		}
-		rc = query__mem_grow(c->q, (void **)&m->stacks, &m->cap, sizeof(*m->stacks), m->n + 1,
-			       "stack table");
-		if (!rc)
-			rc = query__map_put(c->q, &m->index, key, (uint32_t)m->n);
-		if (rc) {
-			c->rc = rc;
-			return 1;
-		}
-		m->stacks[m->n].part = p->part;
-		m->stacks[m->n].stack = p->stack_ids[i];
-		m->stacks[m->n].value = p->values[i];
-		m->n++;
-	}
-	m->total += sum;
-	m->profiles++;
-	if (p->meta.period)
-		m->period = p->meta.period;
-	if (m->tl && m->tl_step_ns > 0 && p->meta.time_ns >= m->tl_start_ns) {
-		int64_t b = (p->meta.time_ns - m->tl_start_ns) / m->tl_step_ns;
-		if (b >= 0 && (size_t)b < m->tl_n)
-			m->tl[b] += sum;
-	}
-	return 0;
-}
-
-int query__merge_collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
-		   int64_t until_ns, struct qmerge *m)
-{
-	struct sel_list l = { q, NULL, 0, 0 };
-	struct collect c = { q, m, 0 };
-	int rc;
-
-	if (until_ns <= from_ns)
-		return err_set(q->msg, ERR_INVALID, "time range: until must be after from");
-	rc = query__select_series(q, sel, add_series, &l);
-	for (size_t i = 0; i < l.n && !rc; i++) {
-		rc = store_profiles_each(q->st, q->tenant, l.ids[i], from_ns, until_ns, add_profile,
-					 &c, q->msg);
-		if (c.rc)
-			rc = c.rc;
-		else if (rc > 0)
-			rc = 0;
-		else if (rc)
-			rc = err_set(q->msg, rc, "reading profiles of series %llu: %s",
-				     (unsigned long long)l.ids[i], err_str(rc));
-	}
-	m->series = l.n;
-	query__mem_free(q, l.ids, l.cap, sizeof(*l.ids));
-	if (!rc && q->symbolizer)
-		rc = query__sym_step(q, m);
-	return rc;
-}
-
-/* ---- tree building ------------------------------------------------------------ */
 
 struct builder {
 	struct qctx *q;
@@ -332,11 +217,13 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	return 0;
 }
 
-int query__merge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
+int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 {
 	struct builder b;
-	int rc = 0;
+	int rc = query__tree_init(q, t);
 
+	if (rc)
+		return rc;
 	memset(&b, 0, sizeof(b));
 	b.q = q;
 	b.t = t;
@@ -364,45 +251,7 @@ int query__merge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 	query__mem_free(q, b.frames, b.fcap, sizeof(*b.frames));
 	query__mem_free(q, b.path, b.pcap, sizeof(*b.path));
 	query__mem_free(q, b.roles, b.rcap, sizeof(*b.roles));
-	return rc;
-}
-
-int query__params_selector(const struct query_params *p, struct query_selector *sel,
-		     struct err_msg *msg)
-{
-	int rc = query_selector_parse2(p->profile_type, p->query, sel, msg);
-
 	if (rc)
-		return rc;
-	if (!sel->profile_type) {
-		query_selector_release(sel);
-		return err_set(msg, ERR_INVALID,
-			       "query: a profile type is required, e.g. "
-			       "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"api\"}");
-	}
-	if (p->max_nodes < 0 || p->max_nodes > QUERY_MAX_MAX_NODES) {
-		query_selector_release(sel);
-		return err_set(msg, ERR_INVALID, "maxNodes: %lld is outside 0..%d",
-			       (long long)p->max_nodes, QUERY_MAX_MAX_NODES);
-	}
-	return 0;
-}
-
-int query__query_tree(struct qctx *q, const struct query_params *p, struct qmerge *m,
-		struct qtree *t, char **profile_type)
-{
-	struct query_selector sel;
-	int rc = query__params_selector(p, &sel, q->msg);
-
-	if (rc)
-		return rc;
-	rc = query__merge_collect(q, &sel, p->from_ns, p->until_ns, m);
-	if (!rc)
-		rc = query__merge_tree(q, m, t);
-	if (!rc && profile_type) {
-		*profile_type = sel.profile_type;
-		sel.profile_type = NULL;
-	}
-	query_selector_release(&sel);
+		query__tree_release(q, t);
 	return rc;
 }
