@@ -12,6 +12,10 @@ DATA       ?= ./data
 LISTEN     ?= 0.0.0.0:4040
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
+# -Werror (UNHEX_WERROR) is on for the test targets, as in CI, and off for
+# `make build`/`make run`, so a newer compiler's new warnings never stop a user.
+WERROR     ?= OFF
+test test-release test-asan test-fuzz: WERROR = ON
 
 .PHONY: all deps build asan fuzz run test test-release test-asan test-fuzz bench demo clean
 
@@ -21,15 +25,17 @@ deps:
 	@bash .ci/deps.sh
 
 build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DUNHEX_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 asan: deps
-	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DUNHEX_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DUNHEX_SANITIZE=ON \
+	    -DUNHEX_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 fuzz: deps
-	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DUNHEX_FUZZ=ON >/dev/null
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DUNHEX_FUZZ=ON \
+	    -DUNHEX_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
 
 # Demo data: one hour of three services ending now, with symbol files for

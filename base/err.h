@@ -5,7 +5,15 @@
  * ERR_* codes below on failure.  A failed call leaves its outputs untouched
  * and its object valid.  Human-readable detail for a request travels in a
  * struct err_msg owned by the caller (like SQLite's zErrMsg), never in hidden
- * global state.  web/ maps codes to HTTP statuses in one table.
+ * global state.
+ *
+ * Protocols
+ *   One table in err.c says, per code, what each protocol we speak calls it:
+ *   the HTTP status and its reason phrase, the Connect error code and the
+ *   gRPC status code (google.rpc.Code, used by OTLP).  Connect codes are the
+ *   snake_case names of the gRPC codes, so the two can never disagree; every
+ *   mapping in the tree is a call to the accessors below, never a switch of
+ *   its own.  Codes the table does not know map like an internal error.
  */
 #ifndef UNHEX_BASE_ERR_H
 #define UNHEX_BASE_ERR_H
@@ -28,6 +36,22 @@ enum {
 
 /* Returns a static, lower-case name for an error code ("invalid", ...). */
 const char *err_str(int code);
+
+/* The HTTP status of a code: 200 for 0, 400 for ERR_INVALID, 500 when unknown. */
+int err_http_status(int code);
+
+/* The static Connect error code of a code ("invalid_argument"; "internal" when unknown). */
+const char *err_connect_code(int code);
+
+/* The gRPC status code (google.rpc.Code) of a code: 3 for ERR_INVALID, 13 when unknown. */
+int err_grpc_code(int code);
+
+/*
+ * The static reason phrase (RFC 9110 §15) of an HTTP status that unhex
+ * sends, those of the table and the few a route sets itself (201, 401, 405,
+ * 415, 422); "" for any other status, which HTTP/1.1 allows.
+ */
+const char *err_http_reason(int status);
 
 /*
  * A per-request message buffer.  Functions that can explain a failure take a

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct buf;
 struct err_msg;
@@ -30,6 +31,69 @@ int cli_parse_u64(const char *s, uint64_t *out);
 
 /* Reads a whole file into out (caller-initialized, its max applies). */
 int cli_read_file(const char *path, struct buf *out, struct err_msg *msg);
+
+/* ---- http.c: requests to a server (libcurl, http and https) -------------- */
+
+#define CLI_URL_MAX 1024
+
+/* A server as --server URL and --cacert FILE name it. */
+struct cli_server {
+	char url[CLI_URL_MAX]; /* "http[s]://host[:port][/prefix]", no trailing '/' */
+	const char *cacert;    /* borrowed; PEM CAs trusted instead of the system's, or NULL */
+};
+
+/*
+ * Parses a --server URL: http:// or https:// (none means http://), a host,
+ * an optional port and path prefix; no credentials, query or fragment.
+ * `cacert` (borrowed, may be NULL) must be a readable file.  ERR_INVALID
+ * with a message otherwise, *out untouched.
+ */
+int cli_server_parse(const char *url, const char *cacert, struct cli_server *out,
+		     struct err_msg *msg);
+
+/*
+ * One request.  Header values must not contain line breaks.  A body comes
+ * from memory (body, len) or is streamed from a file (body_file, len bytes
+ * from its current position), so large debug files are never read whole.
+ */
+struct cli_request {
+	const char *method;       /* "GET" or "POST" */
+	const char *path;         /* path and encoded query, appended to the URL; borrowed */
+	const char *tenant;       /* X-Scope-OrgID, or NULL; borrowed */
+	const char *token;        /* "Authorization: Bearer <token>", or NULL; borrowed */
+	const char *content_type; /* of a POST body; NULL: application/octet-stream */
+	const void *body;         /* borrowed, or NULL */
+	FILE *body_file;          /* borrowed, or NULL */
+	uint64_t len;             /* body length */
+	int timeout_ms;           /* the whole request, connect to last byte; > 0 */
+	/* Called as the body goes out (may be NULL): bytes sent so far and len. */
+	void (*progress)(void *arg, uint64_t sent, uint64_t total);
+	void *progress_arg;
+};
+
+/*
+ * A client for one server: it keeps its connection open between requests.
+ * Not thread-safe; a command opens one, makes its requests and closes it.
+ * cli_http_open() returns an owned client; cli_http_close(NULL) is a no-op.
+ */
+struct cli_http;
+int cli_http_open(const struct cli_server *srv, struct cli_http **out, struct err_msg *msg);
+void cli_http_close(struct cli_http *h);
+
+/*
+ * Sends `req` and reads the answer: its status in *status and its body
+ * appended to `resp` (caller-initialized, with a real cap: a body past it
+ * fails with ERR_TOO_LARGE).  Returns 0 when a response was read, whatever
+ * its status.  Otherwise, with a message and resp as it was:
+ * ERR_UNAVAILABLE (cannot connect, TLS failed, connection lost),
+ * ERR_TIMEOUT, ERR_TOO_LARGE, ERR_INVALID (not HTTP, truncated, a bad
+ * header value), ERR_IO (the body file could not be read), ERR_NOMEM.
+ */
+int cli_http_request(struct cli_http *h, const struct cli_request *req, int *status,
+		     struct buf *resp, struct err_msg *msg);
+
+/* Appends `s` percent-encoded for a query string value (RFC 3986 unreserved kept). */
+int cli_url_encode(struct buf *out, const char *s);
 
 /* Prints "unhex <cmd>: <message>" and a hint to stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

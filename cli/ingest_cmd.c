@@ -11,9 +11,9 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "cli/cli.h"
-#include "web/web.h"
 
 #define FILE_MAX (1ULL << 30)
+#define RESPONSE_MAX (1 << 20)
 
 static void ingest_help(FILE *f)
 {
@@ -21,7 +21,8 @@ static void ingest_help(FILE *f)
 	      "\n"
 	      "Sends each pprof FILE (gzipped or raw) to URL/ingest?name=NAME&format=pprof.\n"
 	      "\n"
-	      "  --server URL     e.g. http://127.0.0.1:4040 (http only)\n"
+	      "  --server URL     e.g. http://127.0.0.1:4040 or https://unhex.example.org\n"
+	      "  --cacert FILE    PEM CA certificates to trust for https instead of the system's\n"
 	      "  --name NAME      Pyroscope application name, e.g. 'app.cpu{env=prod}'\n"
 	      "  --tenant T       X-Scope-OrgID (default: none, the server uses anonymous)\n"
 	      "  --from UNIX      profile time when the pprof has none (Unix seconds)\n"
@@ -36,8 +37,10 @@ struct ingest_args {
 	const char *name;
 	const char *tenant;
 	const char *from;
+	const char *cacert;
 	int timeout_ms;
-	struct web_url url;
+	struct cli_server srv;
+	struct cli_http *http; /* owned */
 };
 
 /* Reads a number after `"key":` in our own flat JSON answers; 0 if absent. */
@@ -56,13 +59,13 @@ static int build_path(const struct ingest_args *a, struct buf *path)
 	int rc = buf_puts(path, "/ingest?name=");
 
 	if (!rc)
-		rc = web_url_encode(path, a->name);
+		rc = cli_url_encode(path, a->name);
 	if (!rc)
 		rc = buf_puts(path, "&format=pprof");
 	if (!rc && a->from) {
 		rc = buf_puts(path, "&from=");
 		if (!rc)
-			rc = web_url_encode(path, a->from);
+			rc = cli_url_encode(path, a->from);
 	}
 	return rc;
 }
@@ -71,29 +74,25 @@ static int build_path(const struct ingest_args *a, struct buf *path)
 static int send_file(const struct ingest_args *a, const char *path, const char *file,
 		     unsigned long long *profiles, unsigned long long *samples, size_t *bytes)
 {
-	struct web_header hdr[2] = {
-		{ "Content-Type", "application/octet-stream" },
-		{ "X-Scope-OrgID", a->tenant },
-	};
-	struct web_request req = { 0 };
+	struct cli_request req = { 0 };
 	struct buf data, resp;
 	struct err_msg msg;
 	int status = 0, rc;
 
 	err_clear(&msg);
 	buf_init(&data, FILE_MAX);
-	buf_init(&resp, 0);
+	buf_init(&resp, RESPONSE_MAX);
 	rc = cli_read_file(file, &data, &msg);
 	if (!rc) {
 		*bytes += data.len;
 		req.method = "POST";
 		req.path = path;
-		req.headers = hdr;
-		req.n_headers = a->tenant ? 2 : 1;
+		req.tenant = a->tenant;
+		req.content_type = "application/octet-stream";
 		req.body = data.data;
 		req.len = data.len;
 		req.timeout_ms = a->timeout_ms;
-		rc = web_client_request(&a->url, &req, &status, &resp, &msg);
+		rc = cli_http_request(a->http, &req, &status, &resp, &msg);
 	}
 	if (rc) {
 		fprintf(stderr, "unhex ingest: %s: %s\n", file, msg.text);
@@ -132,10 +131,11 @@ static void progress(size_t i, size_t n, size_t bytes, int tty, size_t *last_dec
 	}
 }
 
-enum { O_SERVER = 256, O_NAME, O_TENANT, O_FROM, O_TIMEOUT, O_HELP };
+enum { O_SERVER = 256, O_CACERT, O_NAME, O_TENANT, O_FROM, O_TIMEOUT, O_HELP };
 
 static const struct option ingest_opts[] = {
 	{ "server", required_argument, NULL, O_SERVER },
+	{ "cacert", required_argument, NULL, O_CACERT },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "tenant", required_argument, NULL, O_TENANT },
 	{ "from", required_argument, NULL, O_FROM },
@@ -156,6 +156,7 @@ static int parse_ingest(int argc, char **argv, struct ingest_args *a)
 	while ((c = getopt_long(argc, argv, "", ingest_opts, NULL)) != -1) {
 		switch (c) {
 		case O_SERVER: a->server = optarg; break;
+		case O_CACERT: a->cacert = optarg; break;
 		case O_NAME: a->name = optarg; break;
 		case O_TENANT: a->tenant = optarg; break;
 		case O_FROM:
@@ -183,19 +184,21 @@ static int parse_ingest(int argc, char **argv, struct ingest_args *a)
 	if (optind >= argc)
 		return cli_usage_error("ingest", "no FILE given");
 	err_clear(&msg);
-	if (web_url_parse(a->server, &a->url, &msg))
-		return cli_usage_error("ingest", "--server: %s", msg.text);
+	if (cli_server_parse(a->server, a->cacert, &a->srv, &msg))
+		return cli_usage_error("ingest", "%s", msg.text);
 	return 0;
 }
 
 int cli_ingest(int argc, char **argv)
 {
 	struct ingest_args a = { 0 };
+	struct err_msg msg;
 	struct buf path;
 	unsigned long long profiles = 0, samples = 0;
 	size_t bytes = 0, failed = 0, n, last_decile = 0;
 	int tty = isatty(STDERR_FILENO), rc;
 
+	err_clear(&msg);
 	rc = parse_ingest(argc, argv, &a);
 	if (rc)
 		return rc < 0 ? CLI_EXIT_OK : rc;
@@ -204,12 +207,18 @@ int cli_ingest(int argc, char **argv)
 		buf_release(&path);
 		return cli_usage_error("ingest", "--name is too long");
 	}
+	if (cli_http_open(&a.srv, &a.http, &msg)) {
+		fprintf(stderr, "unhex ingest: %s\n", msg.text);
+		buf_release(&path);
+		return CLI_EXIT_FAIL;
+	}
 	n = (size_t)(argc - optind);
 	for (size_t i = 0; i < n; i++) {
 		if (send_file(&a, path.data, argv[optind + (int)i], &profiles, &samples, &bytes))
 			failed++;
 		progress(i + 1, n, bytes, tty, &last_decile);
 	}
+	cli_http_close(a.http);
 	buf_release(&path);
 	printf("unhex ingest: %zu of %zu files accepted (%.1f MiB): %llu profiles, %llu samples\n",
 	       n - failed, n, (double)bytes / (1024.0 * 1024.0), profiles, samples);

@@ -13,7 +13,6 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "cli/cli.h"
-#include "web/web.h"
 
 #define DEFAULT_SERVER "http://127.0.0.1:4040"
 #define MAX_RESPONSE ((size_t)1 << 30)
@@ -26,7 +25,7 @@ static void query_help(FILE *f)
 	      "       unhex query diff   --left Q --right Q [--left-from T] [--left-until T]\n"
 	      "                          [--right-from T] [--right-until T] [--mode relative|absolute]\n"
 	      "                          [--limit N]\n"
-	      "common: [--server URL] [--tenant T] [--timeout SECONDS] [-o FILE]\n"
+	      "common: [--server URL] [--cacert FILE] [--tenant T] [--timeout SECONDS] [-o FILE]\n"
 	      "\n"
 	      "Q is a selector: process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"api\"}.\n"
 	      "T is now, now-<N><s|m|h|d|w> or a Unix time (s, ms, us or ns); default\n"
@@ -35,15 +34,17 @@ static void query_help(FILE *f)
 	      "folded prints `frame;frame;frame value` lines; pprof writes the gzipped\n"
 	      "merged profile; diff prints the functions whose self changed the most\n"
 	      "(relative: each side in % of its own total; absolute: raw values).\n"
-	      "--server defaults to " DEFAULT_SERVER ".\n",
+	      "--server defaults to " DEFAULT_SERVER "; for an https:// server, --cacert\n"
+	      "names PEM CA certificates to trust instead of the system's.\n",
 	      f);
 }
 
-enum { O_SERVER = 256, O_TENANT, O_QUERY, O_FROM, O_UNTIL, O_LIMIT, O_SORT, O_LEFT, O_RIGHT,
+enum { O_SERVER = 256, O_CACERT, O_TENANT, O_QUERY, O_FROM, O_UNTIL, O_LIMIT, O_SORT, O_LEFT, O_RIGHT,
        O_LFROM, O_LUNTIL, O_RFROM, O_RUNTIL, O_MODE, O_TIMEOUT, O_HELP };
 
 static const struct option query_opts[] = {
 	{ "server", required_argument, NULL, O_SERVER },
+	{ "cacert", required_argument, NULL, O_CACERT },
 	{ "tenant", required_argument, NULL, O_TENANT },
 	{ "query", required_argument, NULL, O_QUERY },
 	{ "from", required_argument, NULL, O_FROM },
@@ -65,7 +66,7 @@ static const struct option query_opts[] = {
 
 struct query_args {
 	const char *sub;
-	const char *server, *tenant, *query, *from, *until, *limit, *sort;
+	const char *server, *cacert, *tenant, *query, *from, *until, *limit, *sort;
 	const char *left, *right, *lfrom, *luntil, *rfrom, *runtil, *mode, *out;
 	uint64_t timeout_s;
 };
@@ -78,7 +79,7 @@ static int add_param(struct buf *path, const char *key, const char *value)
 	if (!value)
 		return 0;
 	rc = buf_printf(path, "%c%s=", path->data && strchr(path->data, '?') ? '&' : '?', key);
-	return rc ? rc : web_url_encode(path, value);
+	return rc ? rc : cli_url_encode(path, value);
 }
 
 static int build_path(const struct query_args *a, struct buf *path)
@@ -170,19 +171,17 @@ static int write_out(const char *path, const struct buf *body)
 
 static int run(const struct query_args *a)
 {
-	struct web_url url;
-	struct web_header hdr = { "X-Scope-OrgID", a->tenant };
-	struct web_request req = { .method = "GET", .headers = &hdr,
-				   .n_headers = a->tenant ? 1 : 0,
-				   .timeout_ms = (int)(a->timeout_s * 1000),
-				   .max_response_bytes = MAX_RESPONSE };
+	struct cli_server srv;
+	struct cli_http *http = NULL;
+	struct cli_request req = { .method = "GET", .tenant = a->tenant,
+				   .timeout_ms = (int)(a->timeout_s * 1000) };
 	struct buf path, body;
 	struct err_msg msg;
 	int status = 0, rc, ret = CLI_EXIT_FAIL;
 
 	err_clear(&msg);
-	if (web_url_parse(a->server, &url, &msg))
-		return cli_usage_error("query", "--server: %s", msg.text);
+	if (cli_server_parse(a->server, a->cacert, &srv, &msg))
+		return cli_usage_error("query", "%s", msg.text);
 	buf_init(&path, 64 * 1024);
 	buf_init(&body, MAX_RESPONSE);
 	if (build_path(a, &path)) {
@@ -190,7 +189,9 @@ static int run(const struct query_args *a)
 		goto out;
 	}
 	req.path = path.data;
-	rc = web_client_request(&url, &req, &status, &body, &msg);
+	rc = cli_http_open(&srv, &http, &msg);
+	if (!rc)
+		rc = cli_http_request(http, &req, &status, &body, &msg);
 	if (rc) {
 		fprintf(stderr, "unhex query: %s\n", msg.text);
 		goto out;
@@ -202,6 +203,7 @@ static int run(const struct query_args *a)
 	}
 	ret = write_out(a->out, &body);
 out:
+	cli_http_close(http);
 	buf_release(&path);
 	buf_release(&body);
 	return ret;
@@ -226,6 +228,7 @@ int cli_query(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:", query_opts, NULL)) != -1) {
 		switch (c) {
 		case O_SERVER: a.server = optarg; break;
+		case O_CACERT: a.cacert = optarg; break;
 		case O_TENANT: a.tenant = optarg; break;
 		case O_QUERY: a.query = optarg; break;
 		case O_FROM: a.from = optarg; break;

@@ -16,11 +16,12 @@
 static void stats_help(FILE *f)
 {
 	fputs("usage: unhex stats --data DIR [--json]\n"
-	      "       unhex stats --server URL [--tenant T] [--json]\n"
+	      "       unhex stats --server URL [--cacert FILE] [--tenant T] [--json]\n"
 	      "\n"
 	      "Prints per tenant: series, profiles, samples, distinct stacks, locations,\n"
 	      "functions, mappings and bytes on disk per column family.  --data opens the\n"
-	      "store read-only (all tenants); --server asks GET /api/v1/stats (one tenant).\n",
+	      "store read-only (all tenants); --server asks GET /api/v1/stats (one tenant),\n"
+	      "over http or https (--cacert: PEM CAs to trust instead of the system's).\n",
 	      f);
 }
 
@@ -118,12 +119,11 @@ static unsigned long long json_u64(const char *body, const char *key)
 	return p ? strtoull(p + strlen(pat), NULL, 10) : 0;
 }
 
-static int stats_remote(const char *server, const char *tenant, int json)
+static int stats_remote(const char *server, const char *cacert, const char *tenant, int json)
 {
-	struct web_url url;
-	struct web_header hdr = { "X-Scope-OrgID", tenant };
-	struct web_request req = { .method = "GET", .path = "/api/v1/stats",
-				   .headers = &hdr, .n_headers = tenant ? 1 : 0,
+	struct cli_server srv;
+	struct cli_http *http = NULL;
+	struct cli_request req = { .method = "GET", .path = "/api/v1/stats", .tenant = tenant,
 				   .timeout_ms = 30000 };
 	struct store_tenant_stats s = { 0 };
 	struct buf body;
@@ -132,10 +132,13 @@ static int stats_remote(const char *server, const char *tenant, int json)
 	const char *bytes;
 
 	err_clear(&msg);
-	if (web_url_parse(server, &url, &msg))
-		return cli_usage_error("stats", "--server: %s", msg.text);
+	if (cli_server_parse(server, cacert, &srv, &msg))
+		return cli_usage_error("stats", "%s", msg.text);
 	buf_init(&body, 1 << 20);
-	rc = web_client_request(&url, &req, &status, &body, &msg);
+	rc = cli_http_open(&srv, &http, &msg);
+	if (!rc)
+		rc = cli_http_request(http, &req, &status, &body, &msg);
+	cli_http_close(http);
 	if (rc || status != 200) {
 		if (rc)
 			fprintf(stderr, "unhex stats: %s\n", msg.text);
@@ -166,11 +169,12 @@ static int stats_remote(const char *server, const char *tenant, int json)
 	return CLI_EXIT_OK;
 }
 
-enum { O_DATA = 256, O_SERVER, O_TENANT, O_JSON, O_HELP };
+enum { O_DATA = 256, O_SERVER, O_CACERT, O_TENANT, O_JSON, O_HELP };
 
 static const struct option stats_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
 	{ "server", required_argument, NULL, O_SERVER },
+	{ "cacert", required_argument, NULL, O_CACERT },
 	{ "tenant", required_argument, NULL, O_TENANT },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "help", no_argument, NULL, O_HELP },
@@ -179,7 +183,7 @@ static const struct option stats_opts[] = {
 
 int cli_stats(int argc, char **argv)
 {
-	const char *data = NULL, *server = NULL, *tenant = NULL;
+	const char *data = NULL, *server = NULL, *cacert = NULL, *tenant = NULL;
 	int json = 0, c;
 
 	optind = 1;
@@ -188,6 +192,7 @@ int cli_stats(int argc, char **argv)
 		switch (c) {
 		case O_DATA: data = optarg; break;
 		case O_SERVER: server = optarg; break;
+		case O_CACERT: cacert = optarg; break;
 		case O_TENANT: tenant = optarg; break;
 		case O_JSON: json = 1; break;
 		case O_HELP: stats_help(stdout); return CLI_EXIT_OK;
@@ -202,5 +207,7 @@ int cli_stats(int argc, char **argv)
 		return cli_usage_error("stats", "give exactly one of --data DIR or --server URL");
 	if (tenant && data)
 		return cli_usage_error("stats", "--tenant goes with --server; --data shows all tenants");
-	return data ? stats_local(data, json) : stats_remote(server, tenant, json);
+	if (cacert && data)
+		return cli_usage_error("stats", "--cacert goes with --server");
+	return data ? stats_local(data, json) : stats_remote(server, cacert, tenant, json);
 }

@@ -2,33 +2,25 @@
  * upload.c - `unhex upload`: sends debug files (unstripped binaries or
  * `objcopy --only-keep-debug` files) to a server, keyed by the GNU build ID
  * read locally, skipping those the server already has.  The file is
- * streamed from an mmap over one HTTP/1.1 connection, so a progress bar can
- * follow it on a terminal; the server checks everything again.
+ * streamed from disk, never read whole, so a progress bar can follow it on
+ * a terminal; the server checks everything again.
  *
  * Exit status: 0 when every file is uploaded or already present, 1 when any
  * failed, 2 on usage errors.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/buf.h"
-#include "base/clock.h"
 #include "base/err.h"
 #include "cli/cli.h"
 #include "symbolize/symbolize.h"
-#include "web/web.h"
 
-#define SEND_CHUNK (256 * 1024)
 #define RESPONSE_MAX (1 << 20)
 
 static void upload_help(FILE *f)
@@ -39,7 +31,8 @@ static void upload_help(FILE *f)
 	      "objcopy --only-keep-debug) to URL/api/v1/debuginfo/<build ID>, unless the\n"
 	      "server already has that build ID.\n"
 	      "\n"
-	      "  --server URL     default http://127.0.0.1:4040 (http only)\n"
+	      "  --server URL     default http://127.0.0.1:4040; https:// works too\n"
+	      "  --cacert FILE    PEM CA certificates to trust for https instead of the system's\n"
 	      "  --token T        sent as \"Authorization: Bearer T\" (serve --upload-token)\n"
 	      "  --tenant T       X-Scope-OrgID (debug info itself is global)\n"
 	      "  --type KIND      debuginfo (default) or executable\n"
@@ -57,7 +50,8 @@ struct upload_args {
 	const char *type;
 	int force;
 	int timeout_ms;
-	struct web_url url;
+	struct cli_server srv;
+	struct cli_http *http; /* owned */
 	int tty;
 };
 
@@ -73,150 +67,46 @@ static void bar(const char *name, uint64_t done, uint64_t total)
 		total ? (int)(done * 100 / total) : 100, (double)done / (1024.0 * 1024.0));
 }
 
-static int dial(const struct web_url *u, struct err_msg *msg)
+static void on_progress(void *arg, uint64_t sent, uint64_t total)
 {
-	struct addrinfo hints = { 0 }, *res = NULL, *ai;
-	char port[16];
-	int fd = -1, rc;
-
-	hints.ai_socktype = SOCK_STREAM;
-	snprintf(port, sizeof(port), "%d", u->port);
-	rc = getaddrinfo(u->host, port, &hints, &res);
-	if (rc)
-		return err_set(msg, ERR_UNAVAILABLE, "cannot resolve %s: %s", u->host,
-			       gai_strerror(rc));
-	for (ai = res; ai; ai = ai->ai_next) {
-		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-		if (fd < 0)
-			continue;
-		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
-			break;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(res);
-	if (fd < 0)
-		return err_set(msg, ERR_UNAVAILABLE, "cannot connect to %s:%d: %s", u->host, u->port,
-			       strerror(errno));
-	return fd;
+	bar(arg, sent, total);
 }
 
-static int send_all(int fd, const char *p, size_t n, int64_t deadline, struct err_msg *msg)
+/* POSTs `size` bytes of the open file `f`, streamed. */
+static int post_file(const struct upload_args *a, const char *file, const char *path, FILE *f,
+		     uint64_t size, int *status, struct buf *resp, struct err_msg *msg)
 {
-	while (n) {
-		struct pollfd pfd = { fd, POLLOUT, 0 };
-		int64_t left = (deadline - clock_mono_ns()) / 1000000;
-		ssize_t w;
+	struct cli_request req = { 0 };
+	int rc;
 
-		if (left <= 0 || poll(&pfd, 1, (int)(left > 60000 ? 60000 : left)) <= 0)
-			return err_set(msg, ERR_TIMEOUT, "sending timed out");
-		w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return err_set(msg, ERR_UNAVAILABLE, "connection closed while sending: %s",
-				       strerror(errno));
-		p += w;
-		n -= (size_t)w;
+	req.method = "POST";
+	req.path = path;
+	req.tenant = a->tenant;
+	req.token = a->token;
+	req.content_type = "application/octet-stream";
+	req.body_file = f;
+	req.len = size;
+	req.timeout_ms = a->timeout_ms;
+	if (a->tty) {
+		req.progress = on_progress;
+		req.progress_arg = (void *)file;
 	}
-	return 0;
-}
-
-/* Reads the whole response (Connection: close) and parses the status line. */
-static int recv_response(int fd, int64_t deadline, int *status, struct buf *body,
-			 struct err_msg *msg)
-{
-	struct buf raw;
-	char chunk[4096];
-	const char *sep;
-	int rc = 0;
-
-	buf_init(&raw, RESPONSE_MAX);
-	for (;;) {
-		struct pollfd pfd = { fd, POLLIN, 0 };
-		int64_t left = (deadline - clock_mono_ns()) / 1000000;
-		ssize_t r;
-
-		if (left <= 0 || poll(&pfd, 1, (int)(left > 60000 ? 60000 : left)) <= 0) {
-			rc = err_set(msg, ERR_TIMEOUT, "no response in time");
-			break;
-		}
-		r = recv(fd, chunk, sizeof(chunk), 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if ((rc = buf_append(&raw, chunk, (size_t)r))) {
-			err_set(msg, rc, "response larger than %d bytes", RESPONSE_MAX);
-			break;
-		}
-	}
-	if (!rc && (raw.len < 12 || strncmp(raw.data, "HTTP/1.", 7) != 0 ||
-		    !(sep = strstr(raw.data, "\r\n\r\n"))))
-		rc = err_set(msg, ERR_INVALID, "not an HTTP response");
-	if (!rc) {
-		*status = atoi(raw.data + 9);
-		rc = buf_append(body, sep + 4, raw.len - (size_t)(sep + 4 - raw.data));
-	}
-	buf_release(&raw);
-	return rc;
-}
-
-static int post_file(const struct upload_args *a, const char *file, const char *path,
-		     const void *data, uint64_t size, int *status, struct buf *resp,
-		     struct err_msg *msg)
-{
-	int64_t deadline = clock_mono_ns() + (int64_t)a->timeout_ms * 1000000;
-	struct buf hdr;
-	uint64_t sent = 0;
-	int fd, rc;
-
-	fd = dial(&a->url, msg);
-	if (fd < 0)
-		return fd;
-	buf_init(&hdr, 16384);
-	rc = buf_printf(&hdr,
-			"POST %s%s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/octet-stream\r\n"
-			"Content-Length: %llu\r\nConnection: close\r\n",
-			a->url.prefix, path, a->url.host, a->url.port, (unsigned long long)size);
-	if (!rc && a->token)
-		rc = buf_printf(&hdr, "Authorization: Bearer %s\r\n", a->token);
-	if (!rc && a->tenant)
-		rc = buf_printf(&hdr, "X-Scope-OrgID: %s\r\n", a->tenant);
-	if (!rc)
-		rc = buf_puts(&hdr, "\r\n");
-	if (!rc)
-		rc = send_all(fd, hdr.data, hdr.len, deadline, msg);
-	while (!rc && sent < size) {
-		size_t n = size - sent > SEND_CHUNK ? SEND_CHUNK : (size_t)(size - sent);
-
-		rc = send_all(fd, (const char *)data + sent, n, deadline, msg);
-		sent += n;
-		if (a->tty)
-			bar(file, sent, size);
-	}
+	rc = cli_http_request(a->http, &req, status, resp, msg);
 	if (a->tty)
 		fputc('\n', stderr);
-	/* A server that refuses early (401, 413) answers before reading it all. */
-	if (!rc || rc == ERR_UNAVAILABLE)
-		rc = recv_response(fd, deadline, status, resp, msg);
-	buf_release(&hdr);
-	close(fd);
 	return rc;
 }
 
 static int get(const struct upload_args *a, const char *path, int *status, struct buf *resp,
 	       struct err_msg *msg)
 {
-	struct web_header hdr[1] = { { "X-Scope-OrgID", a->tenant } };
-	struct web_request req = { 0 };
+	struct cli_request req = { 0 };
 
 	req.method = "GET";
 	req.path = path;
-	req.headers = hdr;
-	req.n_headers = a->tenant ? 1 : 0;
+	req.tenant = a->tenant;
 	req.timeout_ms = 30000;
-	return web_client_request(&a->url, &req, status, resp, msg);
+	return cli_http_request(a->http, &req, status, resp, msg);
 }
 
 static void trim(struct buf *b)
@@ -233,8 +123,8 @@ static int upload_one(const struct upload_args *a, const char *file)
 	struct buf resp;
 	char id[2 * SYM_BUILD_ID_MAX + 1], path[512], want[64];
 	struct stat sb;
-	void *data = MAP_FAILED;
-	int fd = -1, status = 0, rc;
+	FILE *f = NULL;
+	int status = 0, rc;
 
 	err_clear(&msg);
 	buf_init(&resp, RESPONSE_MAX);
@@ -265,22 +155,15 @@ static int upload_one(const struct upload_args *a, const char *file)
 		}
 		buf_reset(&resp);
 	}
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &sb)) {
+	f = fopen(file, "rbe");
+	if (!f || fstat(fileno(f), &sb)) {
 		fprintf(stderr, "unhex upload: %s: %s\n", file, strerror(errno));
-		rc = ERR_IO;
-		goto out;
-	}
-	if (sb.st_size > 0)
-		data = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (data == MAP_FAILED) {
-		fprintf(stderr, "unhex upload: %s: cannot map the file\n", file);
 		rc = ERR_IO;
 		goto out;
 	}
 	if (strcmp(a->type, "executable") == 0)
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "?type=executable");
-	rc = post_file(a, file, path, data, (uint64_t)sb.st_size, &status, &resp, &msg);
+	rc = post_file(a, file, path, f, (uint64_t)sb.st_size, &status, &resp, &msg);
 	if (rc) {
 		fprintf(stderr, "unhex upload: %s: %s\n", file, msg.text);
 		goto out;
@@ -295,18 +178,17 @@ static int upload_one(const struct upload_args *a, const char *file)
 	printf("%s: %s %s (%lld bytes)\n", file, id, status == 201 ? "uploaded" : "unchanged",
 	       (long long)sb.st_size);
 out:
-	if (data != MAP_FAILED)
-		munmap(data, (size_t)sb.st_size);
-	if (fd >= 0)
-		close(fd);
+	if (f)
+		fclose(f);
 	buf_release(&resp);
 	return rc;
 }
 
-enum { O_SERVER = 256, O_TOKEN, O_TENANT, O_TYPE, O_FORCE, O_TIMEOUT, O_HELP };
+enum { O_SERVER = 256, O_CACERT, O_TOKEN, O_TENANT, O_TYPE, O_FORCE, O_TIMEOUT, O_HELP };
 
 static const struct option upload_opts[] = {
 	{ "server", required_argument, NULL, O_SERVER },
+	{ "cacert", required_argument, NULL, O_CACERT },
 	{ "token", required_argument, NULL, O_TOKEN },
 	{ "tenant", required_argument, NULL, O_TENANT },
 	{ "type", required_argument, NULL, O_TYPE },
@@ -319,7 +201,7 @@ static const struct option upload_opts[] = {
 int cli_upload(int argc, char **argv)
 {
 	struct upload_args a = { 0 };
-	const char *server = "http://127.0.0.1:4040";
+	const char *server = "http://127.0.0.1:4040", *cacert = NULL;
 	struct err_msg msg;
 	size_t failed = 0;
 	uint64_t secs;
@@ -332,6 +214,7 @@ int cli_upload(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", upload_opts, NULL)) != -1) {
 		switch (c) {
 		case O_SERVER: server = optarg; break;
+		case O_CACERT: cacert = optarg; break;
 		case O_TOKEN: a.token = optarg; break;
 		case O_TENANT: a.tenant = optarg; break;
 		case O_FORCE: a.force = 1; break;
@@ -360,12 +243,17 @@ int cli_upload(int argc, char **argv)
 	if (a.tenant && (strchr(a.tenant, '\r') || strchr(a.tenant, '\n')))
 		return cli_usage_error("upload", "--tenant: must not contain line breaks");
 	err_clear(&msg);
-	if (web_url_parse(server, &a.url, &msg))
-		return cli_usage_error("upload", "--server: %s", msg.text);
+	if (cli_server_parse(server, cacert, &a.srv, &msg))
+		return cli_usage_error("upload", "%s", msg.text);
+	if (cli_http_open(&a.srv, &a.http, &msg)) {
+		fprintf(stderr, "unhex upload: %s\n", msg.text);
+		return CLI_EXIT_FAIL;
+	}
 	a.tty = isatty(STDERR_FILENO);
 	for (int i = optind; i < argc; i++)
 		if (upload_one(&a, argv[i]))
 			failed++;
+	cli_http_close(a.http);
 	if (failed)
 		fprintf(stderr, "unhex upload: %zu of %d files failed\n", failed, argc - optind);
 	return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/json.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
 
@@ -327,30 +328,6 @@ int ingest__otlp_convert(struct arena *a, const struct ingest_limits *lim, const
 size_t ingest__otlp_json_tree_cap(size_t len);
 
 /* ---- json.c ------------------------------------------------------------- */
-
-enum json_type { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSON_OBJECT };
-
-#define JSON_MAX_DEPTH 32
-
-struct json_value {
-	enum json_type type;
-	int boolean;
-	const char *str;             /* STRING (unescaped, NUL-terminated) or NUMBER text */
-	size_t len;                  /* bytes of str */
-	size_t n;                    /* elements of ARRAY / members of OBJECT */
-	struct json_value *items;    /* ARRAY elements or OBJECT member values */
-	const char **keys;           /* OBJECT member names */
-};
-
-/*
- * Parses one JSON document (RFC 8259; nesting at most JSON_MAX_DEPTH, no
- * duplicate object keys) into values allocated from `a`.
- */
-int json_parse(struct arena *a, const char *p, size_t len, struct json_value **out,
-	       struct err_msg *msg);
-
-/* The member `key` of an object, or NULL. */
-const struct json_value *json_get(const struct json_value *obj, const char *key);
 
 /*
  * Decodes standard or URL-safe base64, padded or not, into `a`.

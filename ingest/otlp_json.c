@@ -14,7 +14,7 @@
  * range, or two members of one oneof are ERR_INVALID, with the JSON path
  * of the offending value in the message.
  *
- * The JSON tree (json.c) lives in a temporary arena of its own, freed
+ * The JSON tree (base/json.c) lives in a temporary arena of its own, freed
  * before returning: only the structs and copies of the strings stay in the
  * caller's arena.  AnyValue's arrayValue and kvlistValue are recognized
  * but not kept (the .proto declares them as opaque bytes; neither is ever
@@ -809,16 +809,8 @@ static int dec_req(struct jdec *d, const struct json_value *o, Req *r)
 
 size_t ingest__otlp_json_tree_cap(size_t len)
 {
-	/* json.c keeps ~48 bytes per value, arrays at their exact size, and
-	 * counts the scratch of open arrays against the same cap: a dense
-	 * array of one-digit integers ("1,") costs the most per byte (~24x).
-	 * 32x plus 4 MiB holds real requests (stack tables of small indices,
-	 * strings, objects); worse fails with ERR_TOO_LARGE. */
-	const size_t fixed = (size_t)4 << 20;
-
-	if (len > (SIZE_MAX - fixed) / 32)
-		return SIZE_MAX;
-	return 32 * len + fixed;
+	/* The reader's own bound: every document of `len` bytes fits. */
+	return json_mem_bound(len);
 }
 
 int ingest__otlp_json_decode(struct arena *a, const struct ingest_limits *lim, const void *p,
@@ -834,7 +826,7 @@ int ingest__otlp_json_decode(struct arena *a, const struct ingest_limits *lim, c
 		return err_set(msg, ERR_TOO_LARGE, "request of %zu bytes exceeds the limit of %zu", n,
 			       lim->max_decompressed_bytes);
 	arena_init(&ta, ingest__otlp_json_tree_cap(n));
-	rc = json_parse(&ta, n ? p : "", n, &root, msg);
+	rc = json_parse(n ? p : "", n, &ta, &root, msg);
 	if (rc) {
 		if (rc == ERR_TOO_LARGE)
 			rc = err_reset(msg, rc, "parsing the JSON request needs more than %zu bytes of memory",

@@ -155,7 +155,7 @@ static int decode_json(struct arena *a, const struct ingest_limits *lim, const v
 	size_t ns, total = 0, k = 0, m;
 	int rc;
 
-	rc = json_parse(a, body, len, &root, msg);
+	rc = json_parse(body, len, a, &root, msg);
 	if (rc)
 		return rc;
 	if (root->type != JSON_OBJECT)

@@ -1,7 +1,6 @@
 /*
  * params.c - parsing of untrusted request parameters: query strings, tenant
- * ids and media types (times: base/timeparse.h); and the ERR_* -> HTTP
- * status table.
+ * ids and media types (times: base/timeparse.h).
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -95,37 +94,6 @@ int web__tenant_check(const char *s, struct err_msg *msg)
 				       "(allowed: A-Z a-z 0-9 and %s)", c, i, extra);
 	}
 	return 0;
-}
-
-static const struct {
-	int code;
-	int status;
-	const char *connect;
-} err_table[] = {
-	{ ERR_INVALID, 400, "invalid_argument" },
-	{ ERR_TOO_LARGE, 413, "resource_exhausted" },
-	{ ERR_NOT_FOUND, 404, "not_found" },
-	{ ERR_CONFLICT, 409, "aborted" },
-	{ ERR_UNAVAILABLE, 503, "unavailable" },
-	{ ERR_TIMEOUT, 504, "deadline_exceeded" },
-};
-
-int web__status_of_err(int code)
-{
-	if (code == 0)
-		return 200;
-	for (size_t i = 0; i < sizeof(err_table) / sizeof(err_table[0]); i++)
-		if (err_table[i].code == code)
-			return err_table[i].status;
-	return 500;
-}
-
-const char *web__connect_code(int code)
-{
-	for (size_t i = 0; i < sizeof(err_table) / sizeof(err_table[0]); i++)
-		if (err_table[i].code == code)
-			return err_table[i].connect;
-	return "internal";
 }
 
 int web__media_type_is(const char *ct, const char *type)

@@ -20,7 +20,7 @@
 
 void web__resp_text_error(struct web__resp *rs, int code, const char *message)
 {
-	rs->status = web__status_of_err(code);
+	rs->status = err_http_status(code);
 	rs->content_type = "text/plain; charset=utf-8";
 	rs->reason = web__reason_of_err(code);
 	buf_reset(&rs->body);
@@ -31,11 +31,11 @@ void web__resp_connect_error(struct web__resp *rs, int code, const char *message
 {
 	const char *m = message && *message ? message : err_str(code);
 
-	rs->status = web__status_of_err(code);
+	rs->status = err_http_status(code);
 	rs->content_type = "application/json";
 	rs->reason = web__reason_of_err(code);
 	buf_reset(&rs->body);
-	buf_printf(&rs->body, "{\"code\":\"%s\",\"message\":", web__connect_code(code));
+	buf_printf(&rs->body, "{\"code\":\"%s\",\"message\":", err_connect_code(code));
 	buf_put_json_str(&rs->body, m, strlen(m));
 	buf_puts(&rs->body, "}");
 }
@@ -227,41 +227,24 @@ void web__handle_push(struct web__req *rq, struct web__resp *rs)
 	}
 }
 
-/* google.rpc.Code of an error (https://grpc.io/docs/guides/status-codes/). */
-static int rpc_code(int code)
-{
-	switch (code) {
-	case ERR_INVALID:
-		return 3; /* INVALID_ARGUMENT */
-	case ERR_NOT_FOUND:
-		return 5; /* NOT_FOUND */
-	case ERR_TOO_LARGE:
-		return 8; /* RESOURCE_EXHAUSTED */
-	case ERR_UNAVAILABLE:
-		return 14; /* UNAVAILABLE */
-	default:
-		return 13; /* INTERNAL */
-	}
-}
-
 void web__resp_otlp_error(struct web__resp *rs, int code, const char *message, int json)
 {
 	const char *m = message && *message ? message : err_str(code);
 	Google__Rpc__Status st = GOOGLE__RPC__STATUS__INIT;
 	size_t n;
 
-	rs->status = web__status_of_err(code);
+	rs->status = err_http_status(code);
 	rs->reason = web__reason_of_err(code);
 	buf_reset(&rs->body);
 	if (json) {
 		rs->content_type = "application/json";
-		buf_printf(&rs->body, "{\"code\":%d,\"message\":", rpc_code(code));
+		buf_printf(&rs->body, "{\"code\":%d,\"message\":", err_grpc_code(code));
 		buf_put_json_str(&rs->body, m, strlen(m));
 		buf_puts(&rs->body, "}");
 		return;
 	}
 	rs->content_type = "application/x-protobuf";
-	st.code = rpc_code(code);
+	st.code = err_grpc_code(code);
 	st.message = (char *)m;
 	n = google__rpc__status__get_packed_size(&st);
 	if (buf_reserve(&rs->body, n) == 0) {

@@ -173,15 +173,13 @@ static int decode_body(struct mg_connection *conn, struct web_server *srv, struc
 static void send_resp(struct mg_connection *conn, const struct web__resp *rs, int close_conn,
 		      const char *extra_headers)
 {
-	const char *text = mg_get_response_code_text(conn, rs->status);
-
 	mg_printf(conn,
 		  "HTTP/1.1 %d %s\r\n"
 		  "Content-Type: %s\r\n"
 		  "Content-Length: %zu\r\n"
 		  "Cache-Control: %s\r\n"
 		  "%s%s%s\r\n",
-		  rs->status, text ? text : "", rs->content_type, rs->body.len,
+		  rs->status, err_http_reason(rs->status), rs->content_type, rs->body.len,
 		  rs->cache_control ? rs->cache_control : "no-store",
 		  close_conn ? "Connection: close\r\n" : "", extra_headers ? extra_headers : "",
 		  rs->extra_headers ? rs->extra_headers : "");

@@ -1,6 +1,6 @@
 /*
- * web.h - the HTTP face of unhex: a civetweb server with the ingest and ops
- * routes, and a minimal HTTP/1.1 client for the command line.
+ * web.h - the HTTP face of unhex: a civetweb server with the ingest, query,
+ * debuginfo and ops routes.  (The command line's client is cli/http.c.)
  *
  * Server
  *   web_server_start() binds the listen address, starts `threads` civetweb
@@ -23,7 +23,7 @@
  *   limits.max_request_bytes before a byte is read, chunked bodies stop at
  *   the same cap, compressed bodies inflate under max_decompressed_bytes, and
  *   a client that stops sending is dropped after request_timeout_ms.  Error
- *   codes become HTTP statuses through one table (web__status_of_err).
+ *   codes become HTTP statuses through base/err.h's table (err_http_status).
  *
  *   Tenants come from the X-Scope-OrgID header (default "anonymous").
  *
@@ -32,10 +32,6 @@
  *   state outside the request, and its counters (for /metrics) are atomics in
  *   struct web_server.  There is no process-wide state besides civetweb's
  *   own library initialization, done once by web_server_start().
- *
- * Client
- *   web_url_parse() and web_client_request() are blocking, thread-safe, and
- *   use plain sockets with a deadline per request.  Only http:// URLs.
  */
 #ifndef UNHEX_WEB_WEB_H
 #define UNHEX_WEB_WEB_H
@@ -91,46 +87,5 @@ void web_server_stop(struct web_server *srv);
  * GET /api/v1/stats, also printed by `unhex stats --json`).
  */
 int web_stats_json(struct buf *out, const struct store_tenant_stats *s);
-
-/* ---- client ------------------------------------------------------------- */
-
-/* A parsed http://host[:port][/prefix] URL. */
-struct web_url {
-	char host[256];   /* name or address, without IPv6 brackets */
-	int port;         /* 80 when not given */
-	char prefix[512]; /* path prefix without trailing '/', "" for none */
-};
-
-/* Parses `url`; https and other schemes fail with ERR_INVALID. */
-int web_url_parse(const char *url, struct web_url *out, struct err_msg *msg);
-
-struct web_header {
-	const char *name;  /* borrowed */
-	const char *value; /* borrowed */
-};
-
-struct web_request {
-	const char *method;               /* "GET", "POST" */
-	const char *path;                 /* path and query, appended to the prefix */
-	const struct web_header *headers; /* extra headers; borrowed */
-	size_t n_headers;
-	const void *body;                 /* borrowed; NULL for none */
-	size_t len;
-	int timeout_ms;                   /* whole request; 0 picks 60000 */
-	size_t max_response_bytes;        /* 0 picks 64 MiB */
-};
-
-/*
- * Sends `req` to `url` over one HTTP/1.1 connection and reads the answer:
- * the status in *status, the body appended to `body` (caller-initialized).
- * Returns 0 when a response was read, whatever its status; ERR_UNAVAILABLE
- * (connect failed), ERR_TIMEOUT, ERR_TOO_LARGE or ERR_INVALID (not HTTP)
- * with a message otherwise.
- */
-int web_client_request(const struct web_url *url, const struct web_request *req,
-		       int *status, struct buf *body, struct err_msg *msg);
-
-/* Appends `s` percent-encoded for a query string value (RFC 3986 unreserved kept). */
-int web_url_encode(struct buf *out, const char *s);
 
 #endif

@@ -8,7 +8,7 @@
  *   headers, the body in a capped buffer), so civetweb's types stay in
  *   server.c.  params.c and multipart.c are pure functions over untrusted
  *   bytes (query strings, times, tenants, multipart bodies) and are unit
- *   tested without a socket.  client.c is the CLI's HTTP client.
+ *   tested without a socket.
  *
  * Metrics
  *   Counters are per server (struct web__counters), updated with relaxed
@@ -41,12 +41,6 @@ int web__query_param(const char *qs, const char *key, char *out, size_t out_len)
 
 /* 0 when `s` is a valid tenant id, else ERR_INVALID with a message. */
 int web__tenant_check(const char *s, struct err_msg *msg);
-
-/* The one table from ERR_* codes to HTTP statuses. */
-int web__status_of_err(int code);
-
-/* The Connect error code ("invalid_argument", ...) for an ERR_* code. */
-const char *web__connect_code(int code);
 
 /*
  * True when the media type of Content-Type `ct` (parameters and case

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # make_seeds.py - writes the small seed corpus of the fuzz targets
-# (corpus/fuzz_pprof, corpus/fuzz_push) with a hand-rolled protobuf encoder,
-# so it needs nothing but the Python standard library.
+# (corpus/fuzz_pprof, corpus/fuzz_push, corpus/fuzz_multipart) with a
+# hand-rolled protobuf encoder, so it needs nothing but the Python standard
+# library.
 import base64, gzip, json, os
 
 def varint(v):
@@ -74,6 +75,22 @@ def push_json(pprof, url=False):
                                     enc(pprof).decode(), "ID": "x"}]}]}
     return json.dumps(doc).encode()
 
+def multipart(boundary, fields, nl=b"\r\n", close=True, preamble=b""):
+    # fuzz_multipart's input: the Content-Type line, then the body.
+    out = preamble
+    for name, filename, data in fields:
+        disp = b'form-data; name="%s"' % name
+        if filename:
+            disp += b'; filename="%s"' % filename
+        out += b"--" + boundary + nl + b"Content-Disposition: " + disp + nl
+        out += b"Content-Type: application/octet-stream" + nl + nl + data + nl
+    if close:
+        out += b"--" + boundary + b"--" + nl
+    ct = b"multipart/form-data; boundary=" + boundary
+    if b" " in boundary:
+        ct = b'multipart/form-data; boundary="' + boundary + b'"'
+    return ct + b"\n" + out
+
 here = os.path.dirname(os.path.abspath(__file__))
 def write(target, name, data):
     d = os.path.join(here, "corpus", target)
@@ -89,3 +106,11 @@ write("fuzz_pprof", "unpacked_raw.pb", profile(True, unpacked=True))
 write("fuzz_push", "binary.bin", b"\x00" + push_binary(gzip.compress(go, mtime=0)))
 write("fuzz_push", "json.json", b"\x01" + push_json(gzip.compress(native, mtime=0)))
 write("fuzz_push", "json_urlsafe.json", b"\x01" + push_json(native, url=True))
+pyroscope = [(b"profile", b"profile.pprof", gzip.compress(native, mtime=0)),
+             (b"sample_type_config", b"sample_type_config.json",
+              b'{"cpu":{"units":"nanoseconds","display-name":"cpu"}}')]
+write("fuzz_multipart", "pyroscope.txt", multipart(b"a1b2c3d4e5", pyroscope))
+write("fuzz_multipart", "quoted_lf.txt",
+      multipart(b"with space", [(b"profile", None, native)], nl=b"\n",
+                preamble=b"preamble line\r\n"))
+write("fuzz_multipart", "unclosed.txt", multipart(b"x", [(b"profile", None, b"abc")], close=False))

@@ -242,9 +242,9 @@ struct bad {
 
 static const struct bad bads[] = {
 	{ "[]", ERR_INVALID, "request: not a JSON object" },
-	{ "", ERR_INVALID, "json: unexpected end" },
+	{ "", ERR_INVALID, "json: at byte 0: unexpected end of input" },
 	{ "{\"resourceProfiles\":[", ERR_INVALID, "json: " },
-	{ "{} x", ERR_INVALID, "json: trailing bytes" },
+	{ "{} x", ERR_INVALID, "json: at byte 3: unexpected data after the document" },
 	{ "{\"resourceProfiles\":{}}", ERR_INVALID, "resourceProfiles: not an array" },
 	{ "{\"resourceProfiles\":[1]}", ERR_INVALID, "resourceProfiles[0]: not an object" },
 	{ PROF("[{},{},{},{\"stackIndex\":\"x\"}]"), ERR_INVALID,
@@ -328,7 +328,7 @@ static void test_limits(void **state)
 		*p++ = ']';
 	strcpy(p, "}");
 	assert_int_equal(ingest_json(f, "t1", big, NULL, &msg), ERR_INVALID);
-	assert_non_null(strstr(msg.text, "nesting too deep"));
+	assert_non_null(strstr(msg.text, "json: at byte 36: nesting deeper than 32"));
 	free(big);
 	/* The request size limit. */
 	f->lim.max_decompressed_bytes = len - 1;
@@ -342,7 +342,12 @@ static void test_limits(void **state)
 		if (rc != ERR_INVALID || !msg.text[0])
 			fail_msg("cut %zu: rc %d \"%s\"", cut, rc, msg.text);
 	}
-	/* The JSON tree memory cap ends a bomb of tiny values cleanly. */
+	/*
+	 * A bomb of tiny values used to end in ERR_TOO_LARGE: the old reader
+	 * needed more than 32 bytes of tree per byte for it.  The reader of
+	 * base/json.c needs at most 17, so the tree cap now holds any request
+	 * and the bomb decodes (its member is unknown, so into nothing).
+	 */
 	{
 		struct arena a;
 		Req *r = NULL;
@@ -357,9 +362,10 @@ static void test_limits(void **state)
 		arena_init(&a, ingest__otlp_arena_cap(strlen(bomb)));
 		err_clear(&msg);
 		rc = ingest__otlp_json_decode(&a, &f->lim, bomb, strlen(bomb), &r, &msg);
-		assert_int_equal(rc, ERR_TOO_LARGE);
-		assert_non_null(strstr(msg.text, "parsing the JSON request needs more than"));
-		assert_null(r);
+		if (rc)
+			fail_msg("bomb: %s", msg.text);
+		assert_non_null(r);
+		assert_int_equal(r->n_resource_profiles, 0);
 		arena_release(&a);
 		free(bomb);
 	}

@@ -161,10 +161,10 @@ set -e
 [ $rc -eq 1 ] || fail "unhex ingest with one bad file exited $rc: $OUT"
 grep -q "text.txt: HTTP 400" <<<"$OUT" || fail "unhex ingest did not print the server's message: $OUT"
 set +e
-"$UNHEX" ingest --server "https://127.0.0.1:$PORT" --name x "$WORK/good.pb.gz" 2>"$WORK/err"
+"$UNHEX" ingest --server "ftp://127.0.0.1:$PORT" --name x "$WORK/good.pb.gz" 2>"$WORK/err"
 rc=$?
 set -e
-[ $rc -eq 2 ] && grep -q "https is not supported" "$WORK/err" || fail "https URL: exit $rc $(cat "$WORK/err")"
+[ $rc -eq 2 ] && grep -q "only http:// and https://" "$WORK/err" || fail "ftp URL: exit $rc $(cat "$WORK/err")"
 
 
 http GET /metrics

@@ -1,4 +1,4 @@
-/* test_params.c - query strings, time parameters, tenant ids, the error table. */
+/* test_params.c - query strings, time parameters, tenant ids, media types. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -98,24 +98,6 @@ static void test_tenant(void **state)
 	assert_int_equal(web__tenant_check(too_long, NULL), ERR_INVALID);
 }
 
-static void test_error_table(void **state)
-{
-	(void)state;
-	assert_int_equal(web__status_of_err(0), 200);
-	assert_int_equal(web__status_of_err(ERR_INVALID), 400);
-	assert_int_equal(web__status_of_err(ERR_TOO_LARGE), 413);
-	assert_int_equal(web__status_of_err(ERR_NOT_FOUND), 404);
-	assert_int_equal(web__status_of_err(ERR_CONFLICT), 409);
-	assert_int_equal(web__status_of_err(ERR_UNAVAILABLE), 503);
-	assert_int_equal(web__status_of_err(ERR_TIMEOUT), 504);
-	assert_int_equal(web__status_of_err(ERR_IO), 500);
-	assert_int_equal(web__status_of_err(ERR_CORRUPT), 500);
-	assert_int_equal(web__status_of_err(ERR_NOMEM), 500);
-	assert_string_equal(web__connect_code(ERR_INVALID), "invalid_argument");
-	assert_string_equal(web__connect_code(ERR_TOO_LARGE), "resource_exhausted");
-	assert_string_equal(web__connect_code(ERR_IO), "internal");
-}
-
 static void test_media_type(void **state)
 {
 	(void)state;
@@ -135,7 +117,6 @@ int main(void)
 		cmocka_unit_test(test_query_param_hostile),
 		cmocka_unit_test(test_time_param),
 		cmocka_unit_test(test_tenant),
-		cmocka_unit_test(test_error_table),
 		cmocka_unit_test(test_media_type),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
