@@ -14,29 +14,25 @@
 #include <string.h>
 
 /*
- * Appends v in decimal, quoted when `quoted` (Connect's int64).  By hand: a
- * flame graph is mostly integers, and buf_printf costs several times more
- * per number.
+ * Appends v in decimal.  By hand: a flame graph is mostly integers, and
+ * buf_printf costs several times more per number.
  */
-static int put_i64(struct buf *b, int64_t v, int quoted)
+static int put_i64(struct buf *b, int64_t v)
 {
 	char tmp[24], *p = tmp + sizeof(tmp);
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 
-	if (quoted)
-		*--p = '"';
 	do {
 		*--p = (char)('0' + u % 10);
 		u /= 10;
 	} while (u);
 	if (v < 0)
 		*--p = '-';
-	if (quoted)
-		*--p = '"';
 	return buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
-int query__fb_levels_json(const struct query__flame *f, int connect, struct buf *out)
+/* Appends `"names":[...],"levels":[[...],...]`. */
+static int put_levels(const struct query__flame *f, struct buf *out)
 {
 	int rc = buf_puts(out, "\"names\":[");
 
@@ -52,15 +48,15 @@ int query__fb_levels_json(const struct query__flame *f, int connect, struct buf 
 		if (d)
 			rc = buf_putc(out, ',');
 		if (!rc)
-			rc = buf_puts(out, connect ? "{\"values\":[" : "[");
+			rc = buf_putc(out, '[');
 		for (size_t i = 0; i < f->n_values[d] && !rc; i++) {
 			if (i)
 				rc = buf_putc(out, ',');
 			if (!rc)
-				rc = put_i64(out, f->levels[d][i], connect);
+				rc = put_i64(out, f->levels[d][i]);
 		}
 		if (!rc)
-			rc = buf_puts(out, connect ? "]}" : "]");
+			rc = buf_putc(out, ']');
 	}
 	if (!rc)
 		rc = buf_putc(out, ']');
@@ -93,7 +89,7 @@ static int put_timeline(struct buf *out, const struct qmerge *m)
 		if (i)
 			rc = buf_putc(out, ',');
 		if (!rc)
-			rc = put_i64(out, m->tl[i], 0);
+			rc = put_i64(out, m->tl[i]);
 	}
 	if (!rc)
 		rc = buf_printf(out, "],\"durationDelta\":%lld,\"watermarks\":{}}",
@@ -131,7 +127,7 @@ int query__fb_write(const struct query__flame *f, const char *profile_type,
 	assert((n == 1 || n == 2) && f->width == (dbl ? 7 : 4));
 	rc = buf_puts(out, "{\"version\":1,\"flamebearer\":{");
 	if (!rc)
-		rc = query__fb_levels_json(f, 0, out);
+		rc = put_levels(f, out);
 	if (!rc && !dbl)
 		rc = buf_printf(out, ",\"numTicks\":%lld,\"maxSelf\":%lld},",
 				(long long)f->total[0], (long long)f->max_self);

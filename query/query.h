@@ -205,8 +205,11 @@ int query_symbolization(struct store *st, const char *tenant, const struct query
  * Handles one Connect JSON call: `method` is the last path element
  * ("ProfileTypes", "LabelNames", "LabelValues", "Series",
  * "SelectMergeStacktraces", "SelectMergeProfile", "SelectSeries", "Diff"),
- * `body` the JSON request.  Appends the JSON response to `out`.  Unknown
- * method: ERR_NOT_FOUND.  `lim` may be NULL for the defaults.
+ * `body` the request message in proto3 JSON (members naming no field are
+ * ignored; empty: all defaults).  Appends the JSON response message to
+ * `out`: proto3 JSON with every field written (SelectMergeProfile: without
+ * defaults), see query/connect.c.  Unknown method: ERR_NOT_FOUND.  `lim`
+ * may be NULL for the defaults.
  */
 int query_connect(struct store *st, const char *tenant, const char *method,
 		  const void *body, size_t len, const struct query_limits *lim,
@@ -225,5 +228,27 @@ int query_connect(struct store *st, const char *tenant, const char *method,
 int query_connect_proto(struct store *st, const char *tenant, const char *method,
 			const void *body, size_t len, const struct query_limits *lim,
 			struct buf *out, struct err_msg *msg);
+
+/*
+ * The LabelNames and LabelValues methods as typed calls (the legacy label
+ * routes use them): `req` is borrowed; the response and its strings are
+ * allocated in the caller's arena `a` (ERR_TOO_LARGE past its cap): names
+ * sorted and distinct.  Matchers are selectors; with start or end (Unix ms)
+ * only series with a profile in range count.
+ */
+struct arena;
+struct Types__V1__LabelNamesRequest;
+struct Types__V1__LabelNamesResponse;
+struct Types__V1__LabelValuesRequest;
+struct Types__V1__LabelValuesResponse;
+
+int query_label_names(struct store *st, const char *tenant,
+		      const struct Types__V1__LabelNamesRequest *req,
+		      const struct query_limits *lim, struct arena *a,
+		      struct Types__V1__LabelNamesResponse **out, struct err_msg *msg);
+int query_label_values(struct store *st, const char *tenant,
+		       const struct Types__V1__LabelValuesRequest *req,
+		       const struct query_limits *lim, struct arena *a,
+		       struct Types__V1__LabelValuesResponse **out, struct err_msg *msg);
 
 #endif

@@ -387,7 +387,7 @@ int query__sym_json(const struct qmerge *const *ms, size_t n, struct buf *out);
 /* The /api/v1/symbolization object of `m` (every build ID; m->sym set). */
 int query__sym_status_json(const struct qmerge *m, struct buf *out);
 
-/* ---- encode: flame graphs (flame.c, flamebearer.c) -------------------------- */
+/* ---- encode: flame graphs (flame.c, flamebearer.c, connect.c) --------------- */
 
 /*
  * A truncated tree in the layout of Pyroscope's flamebearer and of
@@ -418,11 +418,6 @@ struct query__flame {
 int query__flame_build(struct qctx *q, const struct qtree *t, int dbl, struct query__flame *f);
 void query__flame_release(struct qctx *q, struct query__flame *f);
 
-/*
- * Appends `"names":[...],"levels":[...]`; `connect` writes levels as
- * [{"values":["int64",...]}] (Connect JSON), else as arrays of numbers.
- */
-int query__fb_levels_json(const struct query__flame *f, int connect, struct buf *out);
 /*
  * Appends the flamebearer document of /pyroscope/render (n 1: format
  * "single", a "timeline") or render-diff (n 2: "double", "leftTimeline"
@@ -459,44 +454,5 @@ int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profi
 /* The pprof packed and gzipped, appended to `out`. */
 int query__pprof_write_gz(struct qctx *q, const struct Perftools__Profiles__Profile *p,
 			  struct buf *out);
-/* proto3 JSON of a pprof (google.v1.Profile). */
-int query__pprof_json(const struct Perftools__Profiles__Profile *p, struct buf *out);
-
-/* ---- JSON input ------------------------------------------------------------ */
-
-enum qjson_type { QJ_NULL, QJ_BOOL, QJ_NUM, QJ_STR, QJ_ARR, QJ_OBJ };
-
-struct qjson {
-	enum qjson_type type;
-	const char *s;        /* string (unescaped, NUL-terminated) or number text */
-	size_t len;
-	int b;
-	struct qjson *kids;   /* array items or object values */
-	const char **keys;    /* object keys */
-	size_t n;
-};
-
-/* Parses `len` bytes into a tree allocated in `a`; strict, depth-capped. */
-int query__json_parse(const char *s, size_t len, struct arena *a, struct qjson **out,
-		struct err_msg *msg);
-const struct qjson *query__json_get(const struct qjson *obj, const char *key);
-/* Reads an int64 given as a JSON number or a decimal string; absent -> dflt. */
-int query__json_int(const struct qjson *obj, const char *key, int64_t dflt, int64_t *out,
-	      struct err_msg *msg);
-int query__json_double(const struct qjson *obj, const char *key, double *out, struct err_msg *msg);
-/* Returns the string of `key`, "" when absent; ERR_INVALID if not a string. */
-int query__json_str(const struct qjson *obj, const char *key, const char **out,
-		     struct err_msg *msg);
-
-/*
- * Connect protobuf requests (connect.c): unpacks the request message of
- * `method` from `len` bytes into the JSON request tree the method parses
- * (keys are the proto3 JSON names; int64 and double as number text, proto3
- * zero values present, empty repeated fields and unset messages absent).
- * Everything lives in `a`.  ERR_INVALID for bytes that are not the message,
- * ERR_TOO_LARGE past the arena's cap, ERR_NOT_FOUND for an unknown method.
- */
-int query__connect_pb_request(const char *method, const void *body, size_t len, struct arena *a,
-			struct qjson **out, struct err_msg *msg);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * test_flamebearer.c - the flamebearer JSON writer (query/flamebearer.c)
  * with exact expected documents: the "single" form with its timeline and
- * metadata units, the "double" form of a diff with both timelines, the
- * Connect form of levels, JSON escaping of names, and the output cap.
+ * metadata units, the "double" form of a diff with both timelines, JSON
+ * escaping of names, and the output cap.  (Connect's form of the same
+ * flame graph is tested in test_connect.c.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,16 +57,6 @@ static void test_single(void **state)
 		"\"units\":\"nanoseconds\",\"name\":\"" CPU "\"},"
 		"\"timeline\":{\"startTime\":1700000000,\"samples\":[5,0,6],\"durationDelta\":10,"
 		"\"watermarks\":{}}}");
-
-	/* The levels alone, as Connect JSON writes them (int64 as strings). */
-	buf_reset(&b);
-	assert_int_equal(query__fb_levels_json(&f, 1, &b), 0);
-	assert_string_equal(b.data,
-		"\"names\":[\"total\",\"main\",\"a\",\"b\",\"c\",\"z\",\"x\\\"y\"],"
-		"\"levels\":[{\"values\":[\"0\",\"11\",\"0\",\"0\"]},"
-		"{\"values\":[\"0\",\"6\",\"0\",\"1\",\"0\",\"5\",\"4\",\"5\"]},"
-		"{\"values\":[\"0\",\"2\",\"2\",\"2\",\"0\",\"4\",\"3\",\"3\",\"0\",\"1\",\"1\",\"6\"]},"
-		"{\"values\":[\"2\",\"1\",\"1\",\"4\"]}]");
 
 	/* Past the cap: ERR_TOO_LARGE, and the buffer as it was. */
 	buf_release(&b);

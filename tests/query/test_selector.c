@@ -1,4 +1,4 @@
-/* test_selector.c - selector and time parsing, label matching, JSON reader. */
+/* test_selector.c - selector parsing and label matching. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,54 +113,11 @@ static void test_invalid(void **state)
 	}
 }
 
-static void test_json(void **state)
-{
-	struct arena a;
-	struct qjson *j;
-	struct err_msg msg;
-	const char *s = "{\"a\":[1,\"x\\u00e9\\ud83d\\ude00\",true,null,{\"b\":-1.5e3}],\"n\":\"42\"}";
-	const char *bad[] = { "", "{", "{\"a\"}", "[1,]", "{\"a\":01}", "\"\\x\"", "[1] 2",
-			      "\"\x01\"", "\"\\ud800\"", "tru", "{\"a\":1,}", "-", "1." };
-	int64_t v;
-
-	(void)state;
-	arena_init(&a, 0);
-	assert_int_equal(query__json_parse(s, strlen(s), &a, &j, &msg), 0);
-	assert_int_equal(query__json_get(j, "a")->n, 5);
-	assert_string_equal(query__json_get(j, "a")->kids[1].s, "x\xc3\xa9\xf0\x9f\x98\x80");
-	assert_int_equal(query__json_int(j, "n", 0, &v, &msg), 0);
-	assert_int_equal(v, 42);
-	assert_int_equal(query__json_int(j, "missing", 7, &v, &msg), 0);
-	assert_int_equal(v, 7);
-	assert_int_equal(query__json_int(j, "a", 0, &v, &msg), ERR_INVALID);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(query__json_parse(bad[i], strlen(bad[i]), &a, &j, &msg), ERR_INVALID);
-	{
-		char deep[100];
-		memset(deep, '[', sizeof(deep));
-		err_clear(&msg);
-		assert_int_equal(query__json_parse(deep, sizeof(deep), &a, &j, &msg), ERR_INVALID);
-		assert_non_null(strstr(msg.text, "deeply"));
-	}
-	arena_release(&a);
-	/* the arena cap bounds memory */
-	arena_init(&a, 1024);
-	{
-		char big[8192];
-		memset(big, ' ', sizeof(big));
-		big[0] = '"';
-		big[sizeof(big) - 1] = '"';
-		assert_int_equal(query__json_parse(big, sizeof(big), &a, &j, &msg), ERR_TOO_LARGE);
-	}
-	arena_release(&a);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_invalid),
-		cmocka_unit_test(test_json),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
