@@ -22,10 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/clock.h"
 #include "base/timeparse.h"
 #include "query/query.h"
 #include "web/web_int.h"
+
+#include "types.pb-c.h"
 
 #define TIME_PARAM_MAX 64
 #define DEFAULT_FROM "now-1h"
@@ -144,17 +147,33 @@ static int diff_top(struct web__req *rq, const struct side *l, const struct side
 
 /* ---- legacy label routes ---------------------------------------------------- */
 
+/* Writes names as the bare JSON array Pyroscope's legacy routes return. */
+static int put_names(struct buf *out, char *const *names, size_t n)
+{
+	int rc = buf_putc(out, '[');
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (i)
+			rc = buf_putc(out, ',');
+		if (!rc)
+			rc = buf_put_json_str(out, names[i], strlen(names[i]));
+	}
+	if (!rc)
+		rc = buf_puts(out, "]\n");
+	return rc;
+}
+
 /*
- * Runs LabelNames or LabelValues through query_connect and answers with the
- * bare JSON array Pyroscope's legacy routes return.
+ * /pyroscope/labels and /pyroscope/label-values: the LabelNames or
+ * LabelValues method over the series of `query` (all without one) with a
+ * profile in [from, until).
  */
 static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 		  struct err_msg *msg)
 {
-	char sel[WEB_PARAM_MAX], name[256];
+	char sel[WEB_PARAM_MAX], name[256], *matchers[1] = { sel };
 	int64_t from, until;
-	struct buf body, resp;
-	const char *a, *z;
+	struct arena a;
 	int rc, have_sel;
 
 	rc = param(rq, "query", sel, sizeof(sel), msg);
@@ -172,36 +191,36 @@ static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 		rc = param_time(rq, "until", DEFAULT_UNTIL, now, &until, msg);
 	if (rc)
 		return rc;
-	buf_init(&body, 0);
-	buf_init(&resp, out->max);
-	rc = buf_puts(&body, "{\"matchers\":[");
-	if (!rc && have_sel)
-		rc = buf_put_json_str(&body, sel, strlen(sel));
-	if (!rc && values) {
-		rc = buf_puts(&body, "],\"name\":");
+	/* The methods take Unix milliseconds, as Connect clients send them. */
+	arena_init(&a, rq->srv->opt.query.max_bytes ? rq->srv->opt.query.max_bytes
+						      : QUERY_DEFAULT_MAX_BYTES);
+	if (values) {
+		Types__V1__LabelValuesRequest req = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
+		Types__V1__LabelValuesResponse *resp;
+
+		req.name = name;
+		req.matchers = matchers;
+		req.n_matchers = have_sel;
+		req.start = from / 1000000;
+		req.end = until / 1000000;
+		rc = query_label_values(rq->srv->store, rq->tenant, &req, &rq->srv->opt.query, &a,
+					&resp, msg);
 		if (!rc)
-			rc = buf_put_json_str(&body, name, strlen(name));
-	} else if (!rc) {
-		rc = buf_putc(&body, ']');
+			rc = put_names(out, resp->names, resp->n_names);
+	} else {
+		Types__V1__LabelNamesRequest req = TYPES__V1__LABEL_NAMES_REQUEST__INIT;
+		Types__V1__LabelNamesResponse *resp;
+
+		req.matchers = matchers;
+		req.n_matchers = have_sel;
+		req.start = from / 1000000;
+		req.end = until / 1000000;
+		rc = query_label_names(rq->srv->store, rq->tenant, &req, &rq->srv->opt.query, &a,
+				       &resp, msg);
+		if (!rc)
+			rc = put_names(out, resp->names, resp->n_names);
 	}
-	if (!rc)
-		rc = buf_printf(&body, ",\"start\":\"%lld\",\"end\":\"%lld\"}",
-				(long long)(from / 1000000), (long long)(until / 1000000));
-	if (rc)
-		rc = err_set(msg, rc, "out of memory");
-	if (!rc)
-		rc = query_connect(rq->srv->store, rq->tenant, values ? "LabelValues" : "LabelNames",
-				   body.data, body.len, &rq->srv->opt.query, &resp, msg);
-	if (!rc) {
-		a = resp.data ? strchr(resp.data, '[') : NULL;
-		z = resp.data ? strrchr(resp.data, ']') : NULL;
-		if (!a || !z || z < a)
-			rc = err_set(msg, ERR_CORRUPT, "labels: unexpected engine answer");
-		else if ((rc = buf_append(out, a, (size_t)(z - a + 1))) == 0)
-			rc = buf_putc(out, '\n');
-	}
-	buf_release(&body);
-	buf_release(&resp);
+	arena_release(&a);
 	return rc;
 }
 
