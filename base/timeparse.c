@@ -64,7 +64,8 @@ int time_parse(const char *s, int64_t now_ns, int64_t *out_ns, struct err_msg *m
 	int64_t v, scale, ns;
 
 	if (!n || n > TIME_MAX_LEN)
-		return err_set(msg, ERR_INVALID, "time: \"%.32s\" is empty or too long", s ? s : "");
+		return err_set(msg, ERR_INVALID, "time: \"%.32s\" is empty or too long",
+			       s ? s : "");
 	if (!strncmp(s, "now", 3)) {
 		if (n == 3) {
 			*out_ns = now_ns;

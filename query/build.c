@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "storage/storage.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,7 +69,7 @@ static size_t placeholder_name(char *out, const char *file, uint64_t addr)
 static int push_frame(struct builder *b, uint32_t name)
 {
 	int rc = query__mem_grow(b->q, (void **)&b->frames, &b->fcap, sizeof(*b->frames),
-			   b->nframes + 1, "frame table");
+				 b->nframes + 1, "frame table");
 
 	if (!rc)
 		b->frames[b->nframes++] = name;
@@ -129,7 +130,7 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 				file = base_name(mp.filename);
 			if (mp.build_id && mp.build_id[0]) {
 				rc = query__names_intern(q, &b->t->names, mp.build_id, strlen(mp.build_id),
-						   &b->frames[start + 1]);
+							 &b->frames[start + 1]);
 				if (rc)
 					return rc;
 			}
@@ -175,11 +176,11 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 				       part, stack, MAX_STACK_DEPTH);
 		if (depth >= b->pcap &&
 		    (rc = query__mem_grow(q, (void **)&b->path, &b->pcap, sizeof(*b->path), depth + 1,
-				    "stack path")))
+					  "stack path")))
 			return rc;
 		if (depth >= b->rcap &&
 		    (rc = query__mem_grow(q, (void **)&b->roles, &b->rcap, sizeof(*b->roles), depth + 1,
-				    "stack path")))
+					  "stack path")))
 			return rc;
 		b->roles[depth] = (uint8_t)pc;
 		b->path[depth++] = s;
@@ -190,6 +191,7 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	}
 	if (!s)
 		cur = 0;
+	assert(cur < b->t->n);
 	/* Then descend, creating tree nodes frame by frame. */
 	while (depth-- > 0) {
 		uint32_t off, count;
@@ -209,7 +211,7 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
 			b->t->nodes[cur].build_id = b->frames[off + 1];
 		rc = query__map_put(q, b->roles[depth] ? &b->leaf_memo : &b->trie_memo,
-			      (uint64_t)part << 32 | s, cur);
+				    (uint64_t)part << 32 | s, cur);
 		if (rc)
 			return rc;
 	}

@@ -8,6 +8,7 @@
 #include "base/err.h"
 #include "storage/storage.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,7 +86,7 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 			continue;
 		}
 		rc = query__mem_grow(c->q, (void **)&m->stacks, &m->cap, sizeof(*m->stacks), m->n + 1,
-			       "stack table");
+				     "stack table");
 		if (!rc)
 			rc = query__map_put(c->q, &m->index, key, (uint32_t)m->n);
 		if (rc) {
@@ -116,6 +117,7 @@ int query__collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 	struct collect c = { q, m, 0 };
 	int rc;
 
+	assert(sel && !m->n && !m->profiles); /* one collect per merge */
 	if (until_ns <= from_ns)
 		return err_set(q->msg, ERR_INVALID, "time range: until must be after from");
 	rc = query__select_series(q, sel, add_series, &l);
@@ -143,6 +145,7 @@ int query__timeline_init(struct qctx *q, struct qmerge *m, int64_t from_ns, int6
 	int64_t range = until_ns > from_ns ? until_ns - from_ns : s;
 	int64_t step = range / 1024 / s + 1;
 
+	assert(!m->tl);
 	if (until_ns <= from_ns)
 		return 0;
 	step = (step + 9) / 10 * 10 * s;

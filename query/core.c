@@ -6,11 +6,12 @@
 #include "base/hash.h"
 #include "storage/storage.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
-	       const struct query_limits *lim, struct err_msg *msg)
+		     const struct query_limits *lim, struct err_msg *msg)
 {
 	int64_t timeout = lim && lim->timeout_ns > 0 ? lim->timeout_ns : QUERY_DEFAULT_TIMEOUT_NS;
 
@@ -33,11 +34,12 @@ int query__ctx_check(struct qctx *q)
 }
 
 int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
-	      const char *what)
+		    const char *what)
 {
 	size_t n = *cap ? *cap : 16, old = *cap * elem, bytes;
 	void *np;
 
+	assert(elem > 0 && (*p != NULL || *cap == 0));
 	if (need <= *cap)
 		return 0;
 	while (n < need) {
@@ -200,6 +202,7 @@ int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val)
 	size_t mask, i;
 	int rc;
 
+	assert(val != UINT32_MAX); /* the mark of an empty slot */
 	if (m->dense && dense_put(q, m, key, val, &rc))
 		return rc;
 	if ((m->n + 1) * 4 > m->cap * 3) {

@@ -354,7 +354,7 @@ static ValueType *value_type(struct pb *b, const char *type, const char *unit)
 }
 
 int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profile_type,
-		 int64_t from_ns, int64_t until_ns, struct arena *a, Profile **out)
+		       int64_t from_ns, int64_t until_ns, struct arena *a, Profile **out)
 {
 	char tmp[QUERY_MAX_SELECTOR_BYTES + 1];
 	const char *parts[5];

@@ -72,7 +72,7 @@ struct qctx {
 };
 
 void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
-	       const struct query_limits *lim, struct err_msg *msg);
+		     const struct query_limits *lim, struct err_msg *msg);
 /* Returns ERR_TIMEOUT (with a message) once the deadline passed. */
 int query__ctx_check(struct qctx *q);
 
@@ -82,7 +82,7 @@ int query__ctx_check(struct qctx *q);
  * ERR_TOO_LARGE (with a message naming `what`).
  */
 int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
-	      const char *what);
+		    const char *what);
 /* Frees an array grown by query__mem_grow and refunds the budget. */
 void query__mem_free(struct qctx *q, void *p, size_t cap, size_t elem);
 
@@ -331,11 +331,12 @@ struct qsym_frame {
 /*
  * The symbolization memo (symmemo.c; query_symmemo_new in query.h): a
  * query's access to the frames earlier queries resolved.  Between
- * query__memo_begin and query__memo_unlock the memo is read-locked and query__memo_get may be
- * called; frames it returns stay valid until query__memo_end.  New answers go in
- * between query__memo_put_begin (write-locked) and query__memo_put_end, and are dropped
- * when the service's debug info changed since query__memo_begin.  With a NULL
- * memo every call is a no-op and query__memo_get finds nothing.
+ * query__memo_begin and query__memo_unlock the memo is read-locked and
+ * query__memo_get may be called; frames it returns stay valid until
+ * query__memo_end.  New answers go in between query__memo_put_begin
+ * (write-locked) and query__memo_put_end, and are dropped when the
+ * service's debug info changed since query__memo_begin.  With a NULL memo
+ * every call is a no-op and query__memo_get finds nothing.
  */
 struct qmemo_gen;
 struct qmemo_tenant;
@@ -353,11 +354,11 @@ struct qmemo_view {
 void query__memo_begin(struct query_symmemo *m, const char *tenant, struct qmemo_view *v);
 /* 1 and the frames (n may be 0: nothing known there), or 0 when not memoized. */
 int query__memo_get(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
-	      const struct qsym_frame **f, uint32_t *n);
+		    const struct qsym_frame **f, uint32_t *n);
 void query__memo_unlock(struct qmemo_view *v);
 void query__memo_put_begin(struct qmemo_view *v, const char *tenant);
 void query__memo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
-	       const struct qsym_frame *f, uint32_t n);
+		     const struct qsym_frame *f, uint32_t n);
 void query__memo_put_end(struct qmemo_view *v);
 void query__memo_end(struct qmemo_view *v);
 
@@ -378,7 +379,7 @@ void query__sym_free(struct qctx *q, struct qsym *s);
 int query__sym_kernel(const struct qsym *s, uint32_t part, uint32_t loc);
 /* Resolved frames of a location, innermost first; 0 when it has none. */
 size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
-		   const struct qsym_frame **frames);
+			 const struct qsym_frame **frames);
 /*
  * Appends `,"symbolization":{...}` over the merges given (NULL entries
  * skipped) when any has unresolved frames; nothing otherwise.

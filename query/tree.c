@@ -49,6 +49,7 @@ int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t
 	uint32_t id;
 	int rc;
 
+	assert(parent < t->n && name < t->names.n);
 	if (query__map_get(&t->children, key, &id)) {
 		*out = id;
 		return 0;
@@ -84,6 +85,8 @@ void query__tree_totals(struct qtree *t)
 	}
 	for (i = t->n; i-- > 1;) {
 		struct qnode *p = &t->nodes[t->nodes[i].parent];
+
+		assert(t->nodes[i].parent < i); /* a child comes after its parent */
 		p->total[0] += t->nodes[i].total[0];
 		p->total[1] += t->nodes[i].total[1];
 	}
@@ -122,7 +125,8 @@ static int tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, 
 		map[i] = id;
 		dst->nodes[id].self[side] += s->self[0];
 		if (!dst->nodes[id].build_id && s->build_id)
-			rc = query__tree_copy_name(q, dst, src, s->build_id, &dst->nodes[id].build_id);
+			rc = query__tree_copy_name(q, dst, src, s->build_id,
+						   &dst->nodes[id].build_id);
 	}
 	query__mem_free(q, map, mcap, sizeof(*map));
 	if (!rc)
@@ -131,7 +135,7 @@ static int tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, 
 }
 
 int query__tree_diff(struct qctx *q, const struct qtree *left, const struct qtree *right,
-		    struct qtree *out)
+		     struct qtree *out)
 {
 	int rc = query__tree_init(q, out);
 

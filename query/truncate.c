@@ -105,7 +105,8 @@ static int truncate_into(struct qctx *q, const struct qtree *src, size_t max_nod
 		if (keep) {
 			map[i] = id;
 			if (sn->build_id)
-				rc = query__tree_copy_name(q, dst, src, sn->build_id, &dst->nodes[id].build_id);
+				rc = query__tree_copy_name(q, dst, src, sn->build_id,
+							   &dst->nodes[id].build_id);
 		}
 	}
 	query__mem_free(q, map, mcap, sizeof(*map));
