@@ -1138,19 +1138,17 @@ int query_connect_proto(struct store *st, const char *tenant, const char *method
 /* ---- the label methods, for the legacy label routes --------------------------- */
 
 static int typed(struct store *st, const char *tenant, const ProtobufCMessage *req,
-		 const struct query_limits *lim, struct arena *a, void **out, struct err_msg *msg,
+		 const struct query_limits *lim, struct arena *a, ProtobufCMessage **out,
+		 struct err_msg *msg,
 		 int (*fn)(struct call *, const ProtobufCMessage *, ProtobufCMessage **))
 {
-	ProtobufCMessage *resp;
 	struct call c;
 	struct qctx q;
 	int rc;
 
 	query__ctx_init(&q, st, tenant, lim, msg);
 	call_init(&c, &q, lim, a);
-	rc = fn(&c, req, &resp);
-	if (!rc)
-		*out = resp;
+	rc = fn(&c, req, out);
 	if (rc == ERR_TOO_LARGE || rc == ERR_NOMEM)
 		err_set(msg, rc, "encoding the response: %s", err_str(rc));
 	call_release(&c);
@@ -1162,7 +1160,12 @@ int query_label_names(struct store *st, const char *tenant,
 		      const struct query_limits *lim, struct arena *a,
 		      struct Types__V1__LabelNamesResponse **out, struct err_msg *msg)
 {
-	return typed(st, tenant, &req->base, lim, a, (void **)out, msg, label_names);
+	ProtobufCMessage *m;
+	int rc = typed(st, tenant, &req->base, lim, a, &m, msg, label_names);
+
+	if (!rc)
+		*out = (Types__V1__LabelNamesResponse *)m;
+	return rc;
 }
 
 int query_label_values(struct store *st, const char *tenant,
@@ -1170,5 +1173,10 @@ int query_label_values(struct store *st, const char *tenant,
 		       const struct query_limits *lim, struct arena *a,
 		       struct Types__V1__LabelValuesResponse **out, struct err_msg *msg)
 {
-	return typed(st, tenant, &req->base, lim, a, (void **)out, msg, label_values);
+	ProtobufCMessage *m;
+	int rc = typed(st, tenant, &req->base, lim, a, &m, msg, label_values);
+
+	if (!rc)
+		*out = (Types__V1__LabelValuesResponse *)m;
+	return rc;
 }
