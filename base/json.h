@@ -28,12 +28,12 @@
  * (a digit and a comma), so for any document of `len` bytes the tree takes
  * at most 17 * len + 1024 bytes of the arena.  While it runs the reader
  * also holds, on the heap, 4 bytes per array and object (8 at worst, as
- * that table grows by doubling) and, while it checks the keys of an object of more than 8 members, a
- * hash table of at most 16 bytes per member.  All of it counts against the
- * arena's cap: past it the call fails with ERR_TOO_LARGE.  A cap of
- * json_mem_bound(len) = 24 * len + 2048 bytes is always enough for the
- * document; less refuses some documents of that length.  Time is linear
- * in the input.
+ * that table grows by doubling) and, while it checks the keys of an object
+ * of more than 8 members, a hash table of at most 16 bytes per member.
+ * All of it counts against the arena's cap: past it the call fails with
+ * ERR_TOO_LARGE.  A cap of json_mem_bound(len) = 24 * len + 2048 bytes is
+ * always enough for the document; less refuses some documents of that
+ * length.  Time is linear in the input.
  *
  * Threading: none; a parse uses only its arguments.
  */
@@ -53,7 +53,9 @@ enum json_type { JSON_NULL, JSON_BOOL, JSON_NUMBER, JSON_STRING, JSON_ARRAY, JSO
 
 /*
  * One value.  Read only the members of its type: `len` and `n`, and `str`
- * and `items`, share their storage.
+ * and `items`, share their storage.  Everything a value points to lives in
+ * the arena the tree was parsed into; a caller may edit a tree in place
+ * (say, drop a member's value to JSON_NULL) before handing it on.
  */
 struct json_value {
 	enum json_type type;
@@ -88,10 +90,15 @@ size_t json_mem_bound(size_t len);
 int json_parse(const char *p, size_t len, struct arena *a, struct json_value **out,
 	       struct err_msg *msg);
 
-/* The value of member `key` of `obj`; NULL when absent or `obj` is not an object. */
+/*
+ * The value of member `key` (borrowed) of `obj` (borrowed; may be NULL):
+ * a pointer into obj's tree, or NULL when absent or `obj` is not an object.
+ * Linear in the members: a caller looking up many keys of one big object
+ * walks `keys` instead.
+ */
 const struct json_value *json_get(const struct json_value *obj, const char *key);
 
-/* "null", "a boolean", "a number", "a string", "an array", "an object". */
+/* For messages: "null", "a boolean", "a number", "a string", "an array", "an object". */
 const char *json_type_name(enum json_type type);
 
 /*
@@ -101,7 +108,8 @@ const char *json_type_name(enum json_type type);
  * value is integral ("1.0", "1e3", "-0").  Returns 0, or ERR_INVALID with
  * the reason in `msg` (may be NULL): "not an integer ...", "X is out of
  * range for int64", "-X is negative (want an unsigned integer)", or "X is
- * out of range for a 64-bit integer".  *out is untouched on failure.
+ * out of range for a 64-bit integer".  `v` is borrowed; *out is untouched
+ * on failure.
  */
 int json_int64(const struct json_value *v, int64_t *out, struct err_msg *msg);
 int json_uint64(const struct json_value *v, uint64_t *out, struct err_msg *msg);
@@ -111,7 +119,9 @@ int json_uint64(const struct json_value *v, uint64_t *out, struct err_msg *msg);
  * number or one of "NaN", "Infinity", "-Infinity" (proto3 JSON's spelling
  * of what JSON numbers cannot say).  A finite number too large for a
  * double is ERR_INVALID ("X is out of range for a double"); one too small
- * becomes 0 or a subnormal.  *out is untouched on failure.
+ * becomes 0 or a subnormal.  `v` is borrowed; *out is untouched on
+ * failure.  Reads with strtod(), so the process must keep the C locale's
+ * decimal point (unhex never calls setlocale()).
  */
 int json_double(const struct json_value *v, double *out, struct err_msg *msg);
 

@@ -31,7 +31,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/json.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
 
@@ -326,13 +325,5 @@ int ingest__otlp_convert(struct arena *a, const struct ingest_limits *lim, const
 
 /* The cap of the temporary arena the JSON tree of `len` bytes is parsed into. */
 size_t ingest__otlp_json_tree_cap(size_t len);
-
-/* ---- json.c ------------------------------------------------------------- */
-
-/*
- * Decodes standard or URL-safe base64, padded or not, into `a`.
- * Returns owned-by-arena *out.
- */
-int base64_decode(struct arena *a, const char *s, size_t len, uint8_t **out, size_t *out_len);
 
 #endif

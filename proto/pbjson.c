@@ -132,6 +132,16 @@ static size_t item_size(ProtobufCType t)
 	return 0;
 }
 
+const ProtobufCFieldDescriptor *pbjson_field(const ProtobufCMessageDescriptor *d, const char *key)
+{
+	return field_by_key(d, key);
+}
+
+const char *pbjson_json_name(const ProtobufCFieldDescriptor *f, char *dst, size_t cap)
+{
+	return json_name(f->name, dst, cap);
+}
+
 static int is_hex(const struct pbjson_hooks *h, const ProtobufCMessageDescriptor *d,
 		  const ProtobufCFieldDescriptor *f)
 {
@@ -486,8 +496,9 @@ static int dec_repeated(struct dec *dc, const ProtobufCMessageDescriptor *d,
 }
 
 /* Member i of object v into m: looks up its field and stores its value. */
-static int dec_member(struct dec *dc, const ProtobufCMessageDescriptor *d, const struct json_value *v,
-		      size_t i, int depth, ProtobufCMessage *m, const char **seen)
+static int dec_member(struct dec *dc, const ProtobufCMessageDescriptor *d,
+		      const struct json_value *v, size_t i, int depth, ProtobufCMessage *m,
+		      const char **seen)
 {
 	const ProtobufCFieldDescriptor *f = field_by_key(d, v->keys[i]);
 	const struct json_value *x = &v->items[i];

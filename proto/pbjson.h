@@ -41,7 +41,9 @@
  * Ownership: a decoded message and everything it points to live in the
  * caller's arena, including copies of its strings; the parse tree is
  * never referenced.  Encoding appends to the caller's buffer.  Threading:
- * none; calls share nothing.
+ * none; calls share nothing.  Reals go through strtod() and "%g", so the
+ * process keeps the C locale's decimal point (unhex never calls
+ * setlocale()).
  */
 #ifndef UNHEX_PROTO_PBJSON_H
 #define UNHEX_PROTO_PBJSON_H
@@ -108,6 +110,14 @@ int pbjson_decode_value(const ProtobufCMessageDescriptor *d, const struct json_v
  */
 int pbjson_encode(const ProtobufCMessage *m, const struct pbjson_hooks *hooks,
 		  unsigned flags, struct buf *out);
+
+/*
+ * For callers that look at a document before decoding it: the field of `d`
+ * that JSON member `key` names (by its JSON name or its field name), or
+ * NULL; and the JSON name of `f` in dst (cap bytes, cut if longer).
+ */
+const ProtobufCFieldDescriptor *pbjson_field(const ProtobufCMessageDescriptor *d, const char *key);
+const char *pbjson_json_name(const ProtobufCFieldDescriptor *f, char *dst, size_t cap);
 
 /* A protobuf-c allocator that allocates from `a` (frees are no-ops); `a` is borrowed. */
 void pbjson_arena_allocator(struct arena *a, ProtobufCAllocator *out);

@@ -22,6 +22,7 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/json.h"
 #include "ingest/ingest.h"
 #include "ingest/ingest_int.h"
 #include "query/query.h"
@@ -368,6 +369,23 @@ static void test_limits(void **state)
 		assert_int_equal(r->n_resource_profiles, 0);
 		arena_release(&a);
 		free(bomb);
+	}
+	/* One array past the element limit, in a field that is read. */
+	{
+		size_t nv = INGEST_OTLP_JSON_MAX_ARRAY + 1;
+		char *doc = malloc(2 * nv + 128), *q = doc;
+
+		assert_non_null(doc);
+		q += sprintf(q, "{\"dictionary\":{\"stackTable\":[{},{\"locationIndices\":[");
+		for (size_t i = 0; i < nv; i++)
+			*q++ = '0', *q++ = ',';
+		strcpy(q - 1, "]}]}}");
+		err_clear(&msg);
+		rc = ingest_otlp(f->st, &f->lim, "t1", doc, strlen(doc), 1, T0, NULL, &msg);
+		assert_int_equal(rc, ERR_TOO_LARGE);
+		assert_string_equal(msg.text, "dictionary.stackTable[1].locationIndices: 4194305 elements, "
+					      "more than the limit of 4194304");
+		free(doc);
 	}
 	assert_int_equal(fx_tenant_stats(f).profiles, 0);
 }

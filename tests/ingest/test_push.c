@@ -181,17 +181,26 @@ static void test_json_errors(void **state)
 		const char *body;
 		const char *err;
 	} cases[] = {
-		{ "[]", "request must be a JSON object" },
-		{ "{\"series\":{}}", "series must be an array" },
-		{ "{\"series\":[1]}", "series 0 must be an object" },
-		{ "{\"series\":[{\"samples\":{}}]}", "series 0: samples must be an array" },
-		{ "{\"series\":[{\"labels\":[1]}]}", "series 0: label 0 must be" },
-		{ "{\"series\":[{\"labels\":[{\"name\":1}]}]}", "series 0: label 0 must be" },
-		{ "{\"series\":[{\"samples\":[{}]}]}", "sample 0: rawProfile is missing" },
-		{ "{\"series\":[{\"samples\":[{\"rawProfile\":5}]}]}", "rawProfile must be a base64" },
-		{ "{\"series\":[{\"samples\":[{\"rawProfile\":\"!!\"}]}]}", "not valid base64" },
+		{ "[]", "push: request must be a JSON object" },
+		/* The JSON mapper (proto/pbjson.c) names the path of the bad value. */
+		{ "{\"series\":{}}", "push: series: not an array (got an object)" },
+		{ "{\"series\":[1]}", "push: series[0]: not an object (got a number)" },
+		{ "{\"series\":[{\"samples\":{}}]}",
+		  "push: series[0].samples: not an array (got an object)" },
+		{ "{\"series\":[{\"labels\":[1]}]}", "push: series[0].labels[0]: not an object (got a number)" },
+		{ "{\"series\":[{\"labels\":[{\"name\":1}]}]}",
+		  "push: series[0].labels[0].name: not a string (got a number)" },
+		{ "{\"series\":[{\"samples\":[{}]}]}", "push: series 0: sample 0: rawProfile is missing or empty" },
+		{ "{\"series\":[{\"samples\":[{\"rawProfile\":\"\"}]}]}",
+		  "push: series 0: sample 0: rawProfile is missing or empty" },
+		{ "{\"series\":[{\"samples\":[{\"rawProfile\":5}]}]}",
+		  "push: series[0].samples[0].rawProfile: not a base64 string (got a number)" },
+		{ "{\"series\":[{\"samples\":[{\"rawProfile\":\"!!\"}]}]}",
+		  "push: series[0].samples[0].rawProfile: not base64" },
+		{ "{\"series\":[{\"samples\":[{\"raw_profile\":\"aGk=\",\"rawProfile\":\"aGk=\"}]}]}",
+		  "push: series[0].samples[0]: field rawProfile given twice (as \"raw_profile\" and \"rawProfile\")" },
 		{ "{\"series\":[{\"samples\":[{},{},{},{},{}]}]}", "more than 4 profiles" },
-		{ "{\"series\":[}", "json: " },
+		{ "{\"series\":[}", "json: at byte 11: unexpected character '}'" },
 	};
 	struct ingest_series *s;
 	struct err_msg msg;

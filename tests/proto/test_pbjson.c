@@ -399,21 +399,46 @@ static void test_nulls_unknown_and_bytes(void **state)
 	assert_int_equal(m->color, PBJSONTEST__COLOR__NEGATIVE);
 	assert_int_equal(m->r_color[0], 99);
 	/* base64: standard and URL-safe, padded or not; hex: either case. */
-	m = (Pbjsontest__All *)dec(ALL, "{\"by\":\"-_8\",\"rBy\":[\"+/8=\",\"aGVsbG8\",\"\"],"
+	m = (Pbjsontest__All *)dec(ALL, "{\"by\":\"-_8\",\"rBy\":[\"+/8=\",\"aGVsbG8\",\"\",\"aGV=\"],"
 				       "\"hexId\":\"0aFF\"}", &hex_hooks, 0, &a);
 	assert_int_equal(m->by.len, 2);
 	assert_memory_equal(m->by.data, "\xfb\xff", 2);
-	assert_int_equal(m->n_r_by, 3);
+	assert_int_equal(m->n_r_by, 4);
 	assert_memory_equal(m->r_by[0].data, "\xfb\xff", 2);
 	assert_int_equal(m->r_by[1].len, 5);
 	assert_memory_equal(m->r_by[1].data, "hello", 5);
 	assert_int_equal(m->r_by[2].len, 0);
+	assert_int_equal(m->r_by[3].len, 2);
+	assert_memory_equal(m->r_by[3].data, "he", 2);
 	assert_int_equal(m->hex_id.len, 2);
 	assert_memory_equal(m->hex_id.data, "\x0a\xff", 2);
 	/* Strings are copies in the arena, UTF-8 as given. */
 	m = (Pbjsontest__All *)dec(ALL, "{\"str\":\"caf\\u00e9 \xe2\x82\xac\"}", NULL, 0, &a);
 	assert_string_equal(m->str, "caf\xc3\xa9 \xe2\x82\xac");
 	arena_release(&a);
+}
+
+/* The two lookups for callers that read a tree before decoding it. */
+static void test_field_names(void **state)
+{
+	const ProtobufCFieldDescriptor *f;
+	char name[64], small[4];
+	(void)state;
+
+	f = pbjson_field(ALL, "snakeCaseName2x");
+	assert_non_null(f);
+	assert_ptr_equal(f, pbjson_field(ALL, "snake_case_name_2x"));
+	assert_string_equal(pbjson_json_name(f, name, sizeof(name)), "snakeCaseName2x");
+	assert_string_equal(pbjson_json_name(f, small, sizeof(small)), "sna");
+	assert_null(pbjson_field(ALL, "SnakeCaseName2x"));
+	assert_null(pbjson_field(ALL, "snakecasename2x"));
+	assert_null(pbjson_field(ALL, ""));
+	f = pbjson_field(&querier__v1__select_merge_stacktraces_request__descriptor, "profileTypeID");
+	assert_non_null(f);
+	assert_string_equal(f->name, "profile_typeID");
+	f = pbjson_field(&types__v1__profile_type__descriptor, "ID");
+	assert_non_null(f);
+	assert_string_equal(pbjson_json_name(f, name, sizeof(name)), "ID");
 }
 
 static void test_decode_errors(void **state)
@@ -459,6 +484,8 @@ static void test_decode_errors(void **state)
 		{ "{\"by\":\"a\"}", "by: not base64" },
 		{ "{\"by\":\"aG!s\"}", "by: not base64" },
 		{ "{\"rBy\":[\"\",\"aGVsbG8===\"]}", "rBy[1]: not base64" },
+		{ "{\"by\":\"aG==x\"}", "by: not base64" },
+		{ "{\"by\":\"aGVsbG8=x\"}", "by: not base64" },
 		{ "{\"by\":5}", "by: not a base64 string (got a number)" },
 		{ "{\"hexId\":\"abc\"}", "hexId: odd number of hex digits" },
 		{ "{\"hexId\":\"zz\"}", "hexId: not hex: \"zz\"" },
@@ -724,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_proto2),
 		cmocka_unit_test(test_names_and_numbers),
 		cmocka_unit_test(test_nulls_unknown_and_bytes),
+		cmocka_unit_test(test_field_names),
 		cmocka_unit_test(test_decode_errors),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_memory),
