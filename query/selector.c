@@ -158,6 +158,139 @@ void query_selector_release(struct query_selector *sel)
 	memset(sel, 0, sizeof(*sel));
 }
 
+/*
+ * glibc's regcomp expands a repetition by copying the repeated subtree (a+
+ * becomes a a*, a{2,5} five copies of a), so repetitions stacked or nested
+ * multiply: "x" followed by 30 '+' takes gigabytes, and so does
+ * ((a{1000}){1000}){1000}.  The values of selectors are untrusted, so the
+ * size of the expansion is estimated from the pattern before compiling:
+ * every atom counts 1, times the factor of each repetition applied to it or
+ * to a group around it.  Regexes past REGEX_MAX_NODES are refused; so are
+ * back-references (\1..\9, a glibc extension of ERE whose matching can take
+ * exponential time, and which Prometheus' RE2 syntax does not have).
+ */
+enum { REGEX_MAX_NODES = 1 << 16, REGEX_MAX_NESTING = 256 };
+
+/* a * b, saturated just past REGEX_MAX_NODES. */
+static size_t re_mul(size_t a, size_t b)
+{
+	return a && b > (REGEX_MAX_NODES + 1) / a ? REGEX_MAX_NODES + 1 : a * b;
+}
+
+/* Reads an interval "{m}", "{m,}" or "{m,n}" at s[*i]; 0 and its factor, or -1. */
+static int re_interval(const char *s, size_t n, size_t *i, size_t *factor)
+{
+	size_t j = *i + 1, v[2] = { 0, 0 }, k = 0, digits = 0;
+
+	for (; j < n && s[j] != '}'; j++) {
+		if (s[j] == ',' && k == 0) {
+			k = 1;
+			digits = 0;
+			continue;
+		}
+		if (s[j] < '0' || s[j] > '9')
+			return -1;
+		v[k] = v[k] * 10 + (size_t)(s[j] - '0');
+		if (v[k] > REGEX_MAX_NODES)
+			v[k] = REGEX_MAX_NODES;
+		digits++;
+	}
+	if (j == n || (k == 0 && !digits))
+		return -1;
+	*factor = (k && v[1] > v[0] ? v[1] : v[0]) + 1;
+	*i = j;
+	return 0;
+}
+
+/* Index of the ']' that closes the bracket expression opening at s[i]. */
+static size_t re_bracket_end(const char *s, size_t n, size_t i)
+{
+	i++;
+	if (i < n && s[i] == '^')
+		i++;
+	if (i < n && s[i] == ']') /* a ']' first is a member */
+		i++;
+	while (i < n && s[i] != ']') {
+		/* [:alpha:], [.x.] and [=x=] may hold a ']' of their own. */
+		if (s[i] == '[' && i + 1 < n && strchr(":.=", s[i + 1])) {
+			size_t j = i + 2;
+
+			while (j + 1 < n && !(s[j] == s[i + 1] && s[j + 1] == ']'))
+				j++;
+			i = j + 1;
+		}
+		i++;
+	}
+	return i;
+}
+
+static int re_check(struct parser *p, const struct query_matcher *m)
+{
+	/* sum[d]: nodes of the group open at depth d so far; last: of its last atom */
+	size_t sum[REGEX_MAX_NESTING + 1] = { 0 }, last = 0, depth = 0;
+	const char *s = m->value;
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t factor = 0, atom = 1;
+
+		switch (s[i]) {
+		case '(':
+			if (depth == REGEX_MAX_NESTING)
+				return err_set(p->msg, ERR_TOO_LARGE,
+					       "selector: label %s: regex nested deeper than %d",
+					       m->name, REGEX_MAX_NESTING);
+			sum[++depth] = 0;
+			last = 0;
+			continue;
+		case ')':
+			if (depth)
+				atom = sum[depth--] + 1;
+			break;
+		case '|':
+			last = 0;
+			continue;
+		case '*':
+		case '+':
+			factor = 2;
+			break;
+		case '?':
+			continue;
+		case '{':
+			if (re_interval(s, n, &i, &factor))
+				factor = 0; /* not an interval: a plain '{' */
+			break;
+		case '\\':
+			if (i + 1 < n && s[i + 1] >= '1' && s[i + 1] <= '9')
+				return err_set(p->msg, ERR_INVALID,
+					       "selector: label %s: back-references are not supported",
+					       m->name);
+			i++;
+			break;
+		case '[':
+			i = re_bracket_end(s, n, i);
+			break;
+		default:
+			break;
+		}
+		if (factor) {
+			/* A repetition copies the last atom (nothing to copy at the start). */
+			size_t grown = re_mul(last, factor);
+
+			sum[depth] += grown - last;
+			last = grown;
+		} else {
+			sum[depth] += atom;
+			last = atom;
+		}
+		if (sum[depth] > REGEX_MAX_NODES)
+			return err_set(p->msg, ERR_TOO_LARGE,
+				       "selector: label %s: regex expands past %d nodes (repetitions "
+				       "of repetitions)", m->name, REGEX_MAX_NODES);
+	}
+	return 0;
+}
+
 static int compile_re(struct parser *p, struct query_matcher *m)
 {
 	size_t vl = strlen(m->value);
@@ -169,6 +302,12 @@ static int compile_re(struct parser *p, struct query_matcher *m)
 		free(pat);
 		free(re);
 		return ERR_NOMEM;
+	}
+	rc = re_check(p, m);
+	if (rc) {
+		free(pat);
+		free(re);
+		return rc;
 	}
 	/* Fully anchored, as Prometheus: the whole value must match. */
 	memcpy(pat, "^(", 2);

@@ -113,11 +113,48 @@ static void test_invalid(void **state)
 	}
 }
 
+/*
+ * Regexes whose compiled form regcomp would blow up (stacked or nested
+ * repetitions) or whose matching can take exponential time
+ * (back-references) are refused before regcomp; ordinary ones compile.
+ */
+static void test_regex_limits(void **state)
+{
+	static const char *const ok[] = {
+		"{a=~\"prod|staging\"}", "{a=~\"[a-z]+\"}", "{a=~\"(foo|bar)+x?\"}",
+		"{a=~\"x{1000}\"}", "{a=~\"(a{100}){100}\"}", "{a=~\"[]a]+\"}",
+		"{a=~\"[[:alpha:]]+\"}", "{a=~\".*.*.*\"}", "{a=~\"\\\\d+\"}",
+	};
+	struct query_selector sel;
+	struct err_msg msg;
+	char stacked[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		if (parse(ok[i], &sel, &msg))
+			fail_msg("%s: %s", ok[i], msg.text);
+		query_selector_release(&sel);
+	}
+	/* "x" and 30 '+': each one doubles what regcomp builds. */
+	snprintf(stacked, sizeof(stacked), "{a=~\"x%s\"}", "++++++++++++++++++++++++++++++");
+	assert_int_equal(parse(stacked, &sel, &msg), ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "label a: regex expands past"));
+	assert_int_equal(parse("{a=~\"((a{1000}){1000}){1000}\"}", &sel, &msg), ERR_TOO_LARGE);
+	assert_int_equal(parse("{b!~\"(x+)+(y+)+(z{300}){300}\"}", &sel, &msg), ERR_TOO_LARGE);
+	assert_int_equal(parse("{a=~\"(a)\\\\1\"}", &sel, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "back-references"));
+	/* Equality matchers are not regexes: no limit applies. */
+	snprintf(stacked, sizeof(stacked), "{a=\"x%s\"}", "++++++++++++++++++++++++++++++");
+	assert_int_equal(parse(stacked, &sel, &msg), 0);
+	query_selector_release(&sel);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_invalid),
+		cmocka_unit_test(test_regex_limits),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
