@@ -159,45 +159,77 @@ void query_selector_release(struct query_selector *sel)
 }
 
 /*
- * glibc's regcomp expands a repetition by copying the repeated subtree (a+
- * becomes a a*, a{2,5} five copies of a), so repetitions stacked or nested
- * multiply: "x" followed by 30 '+' takes gigabytes, and so does
- * ((a{1000}){1000}){1000}.  The values of selectors are untrusted, so the
- * size of the expansion is estimated from the pattern before compiling:
- * every atom counts 1, times the factor of each repetition applied to it or
- * to a group around it.  Regexes past REGEX_MAX_NODES are refused; so are
- * back-references (\1..\9, a glibc extension of ERE whose matching can take
- * exponential time, and which Prometheus' RE2 syntax does not have).
+ * Regexes are compiled by glibc's regcomp, whose cost some patterns blow up
+ * (measured on glibc 2.36):
+ *   - a repetition is built by copying the repeated subtree (a+ is a a*,
+ *     a{2,5} five copies), so stacked repetitions multiply: "x" and 30 '+'
+ *     take gigabytes;
+ *   - the epsilon closures of nullable repetitions (a?, a*) are computed in
+ *     time quadratic in how many follow each other: (a?){1000} four times
+ *     takes 2 s;
+ *   - copies of a repetition of a repetition, ((a*)*){20} or (a?)+++, take
+ *     time exponential in the copies: 11 s for 20.
+ * The values of selectors are untrusted, so before regcomp the pattern is
+ * checked against rules close to those of RE2, the syntax of Prometheus
+ * and Pyroscope selectors: no repetition directly after another (RE2: "bad
+ * repetition operator"), repeat counts up to 1000, no repetition of a
+ * repetition inside a '+' or a repeat count, at most 1000 repetitions and
+ * 65536 nodes once the copies are made, groups nested at most 256 deep.
+ * Back-references (\1..\9, a glibc extension of ERE, matched in exponential
+ * time; RE2 has none) are refused too.
  */
-enum { REGEX_MAX_NODES = 1 << 16, REGEX_MAX_NESTING = 256 };
+enum {
+	REGEX_MAX_NODES = 1 << 16,
+	REGEX_MAX_REPS = 1000,
+	REGEX_MAX_COUNT = 1000,
+	REGEX_MAX_NESTING = 256,
+};
 
-/* a * b, saturated just past REGEX_MAX_NODES. */
+/* What a piece of pattern costs once regcomp made its copies. */
+struct re_cost {
+	size_t nodes;   /* syntax tree nodes */
+	size_t reps;    /* repetition nodes among them (nullable loops) */
+	unsigned depth; /* repetitions nested in repetitions */
+};
+
+/* a * b, saturated just past every limit. */
 static size_t re_mul(size_t a, size_t b)
 {
 	return a && b > (REGEX_MAX_NODES + 1) / a ? REGEX_MAX_NODES + 1 : a * b;
 }
 
-/* Reads an interval "{m}", "{m,}" or "{m,n}" at s[*i]; 0 and its factor, or -1. */
-static int re_interval(const char *s, size_t n, size_t *i, size_t *factor)
+static void re_add(struct re_cost *sum, const struct re_cost *c)
 {
-	size_t j = *i + 1, v[2] = { 0, 0 }, k = 0, digits = 0;
+	sum->nodes += c->nodes;
+	sum->reps += c->reps;
+	if (c->depth > sum->depth)
+		sum->depth = c->depth;
+}
+
+/*
+ * Reads an interval "{m}", "{m,}", "{m,n}" or "{,n}" at s[*i] into *lo, *hi
+ * (SIZE_MAX: unbounded); 0, or -1 when it is not one (a plain '{').
+ */
+static int re_interval(const char *s, size_t n, size_t *i, size_t *lo, size_t *hi)
+{
+	size_t j = *i + 1, v[2] = { 0, 0 }, k = 0, digits[2] = { 0, 0 };
 
 	for (; j < n && s[j] != '}'; j++) {
 		if (s[j] == ',' && k == 0) {
 			k = 1;
-			digits = 0;
 			continue;
 		}
 		if (s[j] < '0' || s[j] > '9')
 			return -1;
-		v[k] = v[k] * 10 + (size_t)(s[j] - '0');
-		if (v[k] > REGEX_MAX_NODES)
-			v[k] = REGEX_MAX_NODES;
-		digits++;
+		if (v[k] <= REGEX_MAX_COUNT)
+			v[k] = v[k] * 10 + (size_t)(s[j] - '0');
+		digits[k]++;
 	}
-	if (j == n || (k == 0 && !digits))
+	/* glibc reads "{,n}" as "{0,n}". */
+	if (j == n || (!digits[0] && !k))
 		return -1;
-	*factor = (k && v[1] > v[0] ? v[1] : v[0]) + 1;
+	*lo = v[0];
+	*hi = !k ? v[0] : digits[1] ? v[1] : SIZE_MAX;
 	*i = j;
 	return 0;
 }
@@ -224,42 +256,94 @@ static size_t re_bracket_end(const char *s, size_t n, size_t i)
 	return i;
 }
 
-static int re_check(struct parser *p, const struct query_matcher *m)
+/*
+ * The cost of repeating `a` as s[i] says ('*', '+', '?', or an interval of
+ * lo..hi) into *a; a refusal's reason in *why.
+ */
+static int re_repeat(struct re_cost *a, char op, size_t lo, size_t hi, const char **why)
 {
-	/* sum[d]: nodes of the group open at depth d so far; last: of its last atom */
-	size_t sum[REGEX_MAX_NESTING + 1] = { 0 }, last = 0, depth = 0;
-	const char *s = m->value;
-	size_t n = strlen(s);
+	size_t copies = 1;
+	int loop = 1;    /* adds a nullable repetition node */
 
-	for (size_t i = 0; i < n; i++) {
-		size_t factor = 0, atom = 1;
+	if (op == '+') {
+		copies = 2;
+	} else if (op == '{') {
+		if (lo > REGEX_MAX_COUNT || (hi != SIZE_MAX && hi > REGEX_MAX_COUNT) ||
+		    (hi != SIZE_MAX && hi < lo)) {
+			*why = "a repeat count above 1000 or reversed";
+			return ERR_INVALID;
+		}
+		copies = hi == SIZE_MAX ? lo + 1 : hi ? hi : 1;
+		loop = hi != lo;
+	}
+	if (copies > 1 && a->depth >= 2) {
+		/* copies of a loop in a loop: ((a*)*){20}, ((a?)+)+ */
+		*why = "a repetition of a repetition repeated again";
+		return ERR_INVALID;
+	}
+	a->nodes = re_mul(a->nodes, copies) + 1;
+	a->reps = re_mul(a->reps, copies) + (size_t)loop;
+	a->depth += (unsigned)loop;
+	return 0;
+}
 
-		switch (s[i]) {
+/* Checks `s`, the pattern as compiled (the value inside its anchors). */
+static int re_check(struct parser *p, const struct query_matcher *m, const char *s)
+{
+	struct re_cost sum[REGEX_MAX_NESTING + 1], last = { 0, 0, 0 };
+	size_t depth = 0, n = strlen(s);
+	const char *why = NULL;
+	int quantified = 0; /* the last token was a repetition */
+
+	memset(sum, 0, sizeof(sum));
+	for (size_t i = 0; i < n && !why; i++) {
+		struct re_cost atom = { 1, 0, 0 };
+		size_t lo = 0, hi = 0;
+		char op = s[i];
+		int rc;
+
+		switch (op) {
 		case '(':
 			if (depth == REGEX_MAX_NESTING)
 				return err_set(p->msg, ERR_TOO_LARGE,
-					       "selector: label %s: regex nested deeper than %d",
+					       "selector: label %s: regex groups nested deeper than %d",
 					       m->name, REGEX_MAX_NESTING);
-			sum[++depth] = 0;
-			last = 0;
+			memset(&sum[++depth], 0, sizeof(sum[0]));
+			last = (struct re_cost){ 0, 0, 0 };
+			quantified = 0;
 			continue;
 		case ')':
-			if (depth)
-				atom = sum[depth--] + 1;
+			if (depth) {
+				atom = sum[depth--];
+				atom.nodes++;
+			}
 			break;
 		case '|':
-			last = 0;
-			continue;
-		case '*':
-		case '+':
-			factor = 2;
-			break;
-		case '?':
+			last = (struct re_cost){ 0, 0, 0 };
+			quantified = 0;
 			continue;
 		case '{':
-			if (re_interval(s, n, &i, &factor))
-				factor = 0; /* not an interval: a plain '{' */
-			break;
+			if (re_interval(s, n, &i, &lo, &hi))
+				break; /* a plain '{' */
+			/* fall through */
+		case '*':
+		case '+':
+		case '?':
+			if (quantified) {
+				why = "a repetition directly after another (as a++ or a*{2})";
+				break;
+			}
+			quantified = 1;
+			if (!last.nodes)
+				continue; /* nothing to repeat: regcomp judges it */
+			sum[depth].nodes -= last.nodes;
+			sum[depth].reps -= last.reps;
+			rc = re_repeat(&last, op, lo, hi, &why);
+			if (rc)
+				return err_set(p->msg, rc, "selector: label %s: regex has %s",
+					       m->name, why);
+			re_add(&sum[depth], &last);
+			goto check;
 		case '\\':
 			if (i + 1 < n && s[i + 1] >= '1' && s[i + 1] <= '9')
 				return err_set(p->msg, ERR_INVALID,
@@ -273,21 +357,21 @@ static int re_check(struct parser *p, const struct query_matcher *m)
 		default:
 			break;
 		}
-		if (factor) {
-			/* A repetition copies the last atom (nothing to copy at the start). */
-			size_t grown = re_mul(last, factor);
-
-			sum[depth] += grown - last;
-			last = grown;
-		} else {
-			sum[depth] += atom;
-			last = atom;
-		}
-		if (sum[depth] > REGEX_MAX_NODES)
+		if (why)
+			break;
+		quantified = 0;
+		last = atom;
+		re_add(&sum[depth], &atom);
+check:
+		if (sum[depth].nodes > REGEX_MAX_NODES || sum[depth].reps > REGEX_MAX_REPS)
 			return err_set(p->msg, ERR_TOO_LARGE,
-				       "selector: label %s: regex expands past %d nodes (repetitions "
-				       "of repetitions)", m->name, REGEX_MAX_NODES);
+				       "selector: label %s: regex too costly to compile (over %d nodes "
+				       "or %d repetitions once repeat counts are expanded)",
+				       m->name, REGEX_MAX_NODES, REGEX_MAX_REPS);
 	}
+	if (why)
+		return err_set(p->msg, ERR_INVALID, "selector: label %s: regex has %s", m->name,
+			       why);
 	return 0;
 }
 
@@ -303,16 +387,17 @@ static int compile_re(struct parser *p, struct query_matcher *m)
 		free(re);
 		return ERR_NOMEM;
 	}
-	rc = re_check(p, m);
+	/* Fully anchored, as Prometheus: the whole value must match. */
+	memcpy(pat, "^(", 2);
+	memcpy(pat + 2, m->value, vl);
+	memcpy(pat + 2 + vl, ")$", 3);
+	/* The value's own ')' may close the anchors' group: check what is compiled. */
+	rc = re_check(p, m, pat);
 	if (rc) {
 		free(pat);
 		free(re);
 		return rc;
 	}
-	/* Fully anchored, as Prometheus: the whole value must match. */
-	memcpy(pat, "^(", 2);
-	memcpy(pat + 2, m->value, vl);
-	memcpy(pat + 2 + vl, ")$", 3);
 	rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
 	free(pat);
 	if (rc) {
