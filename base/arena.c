@@ -1,10 +1,12 @@
 /* arena.c - bump allocator with a byte cap. */
 #include "base/arena.h"
 
-#include "base/err.h"
-
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/err.h"
+#include "base/grow.h"
 
 struct arena_block {
 	struct arena_block *next;
@@ -13,14 +15,21 @@ struct arena_block {
 	_Alignas(16) unsigned char data[];
 };
 
-enum { BLOCK_MIN = 64 * 1024 };
+enum { BLOCK_MIN = 64 * 1024, BLOCK_DOUBLE_MAX = 16 * 1024 * 1024 };
+
+void arena_init_alloc(struct arena *a, size_t cap, const struct grow_alloc *alloc)
+{
+	assert(cap > 0);
+	a->head = NULL;
+	a->used = 0;
+	a->cap = cap;
+	a->failed = 0;
+	a->alloc = alloc;
+}
 
 void arena_init(struct arena *a, size_t cap)
 {
-	a->head = NULL;
-	a->used = 0;
-	a->cap = cap ? cap : SIZE_MAX;
-	a->failed = 0;
+	arena_init_alloc(a, cap, NULL);
 }
 
 void arena_release(struct arena *a)
@@ -29,61 +38,69 @@ void arena_release(struct arena *a)
 
 	while (b) {
 		struct arena_block *next = b->next;
-		free(b);
+		int rc;
+
+		grow_resize(a->alloc, b, sizeof(*b) + b->size, 0, &rc);
 		b = next;
 	}
 	a->head = NULL;
 	a->used = 0;
 }
 
-void *arena_alloc(struct arena *a, size_t n)
+static void *fail(struct arena *a, int rc)
+{
+	if (!a->failed)
+		a->failed = rc;
+	return NULL;
+}
+
+/* Returns n bytes at an `align`-byte boundary (a power of two <= 16). */
+static void *alloc_aligned(struct arena *a, size_t n, size_t align)
 {
 	struct arena_block *b = a->head;
-	size_t need = (n + 15) & ~(size_t)15;
-	size_t size;
+	size_t size, at;
+	int rc = 0;
 
-	if (need < n)
-		goto too_large;
-	if (b && b->size - b->off >= need) {
-		void *p = b->data + b->off;
-		b->off += need;
-		return p;
+	if (b) {
+		at = (b->off + align - 1) & ~(align - 1);
+		if (at <= b->size && b->size - at >= n) {
+			b->off = at + n;
+			return b->data + at;
+		}
 	}
-	size = need > BLOCK_MIN ? need : BLOCK_MIN;
-	if (b && b->size * 2 > size && b->size < 16 * 1024 * 1024)
+	if (n > SIZE_MAX - sizeof(*b) - 16)
+		return fail(a, ERR_TOO_LARGE);
+	size = n > BLOCK_MIN ? n : BLOCK_MIN;
+	if (b && b->size * 2 > size && b->size < BLOCK_DOUBLE_MAX)
 		size = b->size * 2;
-	if (size > a->cap - a->used || a->used + size > a->cap) {
-		size = need; /* the smallest block that could still fit */
+	/* used <= cap always holds: blocks are only added below that test. */
+	if (size > a->cap - a->used) {
+		size = n; /* the smallest block that could still fit */
 		if (size > a->cap - a->used)
-			goto too_large;
+			return fail(a, ERR_TOO_LARGE);
 	}
-	b = malloc(sizeof(*b) + size);
-	if (!b) {
-		if (!a->failed)
-			a->failed = ERR_NOMEM;
-		return NULL;
-	}
+	b = grow_resize(a->alloc, NULL, 0, sizeof(*b) + size, &rc);
+	if (!b)
+		return fail(a, rc);
 	b->size = size;
-	b->off = need;
+	b->off = n;
 	b->next = a->head;
 	a->head = b;
 	a->used += size;
 	return b->data;
-too_large:
-	if (!a->failed)
-		a->failed = ERR_TOO_LARGE;
-	return NULL;
+}
+
+void *arena_alloc(struct arena *a, size_t n)
+{
+	return alloc_aligned(a, n, 16);
 }
 
 void *arena_calloc(struct arena *a, size_t count, size_t size)
 {
 	void *p;
 
-	if (size && count > SIZE_MAX / size) {
-		if (!a->failed)
-			a->failed = ERR_TOO_LARGE;
-		return NULL;
-	}
+	if (size && count > SIZE_MAX / size)
+		return fail(a, ERR_TOO_LARGE);
 	p = arena_alloc(a, count * size);
 	if (p)
 		memset(p, 0, count * size);
@@ -92,7 +109,7 @@ void *arena_calloc(struct arena *a, size_t count, size_t size)
 
 char *arena_strndup(struct arena *a, const char *s, size_t len)
 {
-	char *p = len < SIZE_MAX ? arena_alloc(a, len + 1) : NULL;
+	char *p = len < SIZE_MAX ? alloc_aligned(a, len + 1, 1) : fail(a, ERR_TOO_LARGE);
 
 	if (!p)
 		return NULL;

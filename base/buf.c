@@ -2,8 +2,10 @@
 #include "base/buf.h"
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/varint.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +15,8 @@ void buf_init(struct buf *b, size_t max)
 	b->data = NULL;
 	b->len = 0;
 	b->alloc = 0;
-	b->max = max ? max : SIZE_MAX / 2;
+	assert(max > 0);
+	b->max = max < SIZE_MAX ? max : SIZE_MAX - 1; /* room for the NUL */
 }
 
 void buf_release(struct buf *b)
@@ -24,25 +27,20 @@ void buf_release(struct buf *b)
 	b->alloc = 0;
 }
 
+#define FIRST_ALLOC 256
+
 int buf_reserve(struct buf *b, size_t extra)
 {
-	size_t want, n;
-	char *p;
+	size_t want, most = b->max + 1; /* buf_init keeps max below SIZE_MAX */
 
 	if (extra > b->max || b->len > b->max - extra)
 		return ERR_TOO_LARGE;
-	want = b->len + extra + 1;
+	want = b->len + extra + 1; /* and the NUL */
 	if (want <= b->alloc)
 		return 0;
-	n = b->alloc ? b->alloc : 256;
-	while (n < want)
-		n = n > SIZE_MAX / 2 ? want : n * 2;
-	p = realloc(b->data, n);
-	if (!p)
-		return ERR_NOMEM;
-	b->data = p;
-	b->alloc = n;
-	return 0;
+	if (!b->alloc && want < FIRST_ALLOC)
+		want = FIRST_ALLOC < most ? FIRST_ALLOC : most;
+	return grow_array(&b->data, &b->alloc, 1, want, most, NULL);
 }
 
 int buf_append(struct buf *b, const void *p, size_t n)

@@ -2,8 +2,12 @@
  * buf.h - a growable byte buffer with a maximum size.
  *
  * Growth past `max` fails with ERR_TOO_LARGE and leaves the contents as they
- * were (curl's dynbuf is the model).  The data is always NUL-terminated one
- * byte past `len`, so text can be read as a C string.
+ * were (curl's dynbuf is the model).  The cap is mandatory: every buffer is
+ * initialized with the largest size what it holds may reach, named after
+ * that (a response body, a chunk, a key); `max` 0 is a programmer error
+ * (asserted; in a build without asserts every non-empty append then
+ * fails).  The data is always NUL-terminated one byte past `len`, so text
+ * can be read as a C string.
  */
 #ifndef UNHEX_BASE_BUF_H
 #define UNHEX_BASE_BUF_H
@@ -16,9 +20,10 @@ struct buf {
 	char *data;  /* owned; NULL until the first append */
 	size_t len;
 	size_t alloc;
-	size_t max;  /* maximum len; 0 means SIZE_MAX / 2 */
+	size_t max;  /* maximum len; > 0 */
 };
 
+/* Initializes an empty buffer of at most `max` (> 0) bytes; allocates nothing. */
 void buf_init(struct buf *b, size_t max);
 void buf_release(struct buf *b);
 

@@ -28,6 +28,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
 
@@ -104,15 +105,11 @@ static int load_manifest(const char *dir, struct workload *w, struct err_msg *ms
 			rc = err_set(msg, ERR_INVALID, "manifest line %zu: bad time", lineno);
 			break;
 		}
-		if (w->n == w->cap) {
-			size_t nc = w->cap ? w->cap * 2 : 1024;
-			struct entry *ne = nc > MAX_ENTRIES ? NULL : realloc(w->e, nc * sizeof(*ne));
-			if (!ne) {
-				rc = err_set(msg, ERR_TOO_LARGE, "manifest: too many entries");
-				break;
-			}
-			w->e = ne;
-			w->cap = nc;
+		rc = GROW(w->e, w->cap, w->n + 1, MAX_ENTRIES, NULL);
+		if (rc) {
+			err_set(msg, rc, "manifest: %s", rc == ERR_TOO_LARGE ? "too many entries"
+									 : "out of memory");
+			break;
 		}
 		snprintf(path, sizeof(path), "%s/%s", dir, line);
 		if ((rc = read_all(path, &e.data, &e.len, msg)))

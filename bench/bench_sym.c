@@ -30,11 +30,17 @@
 #include "base/buf.h"
 #include "base/compress.h"
 #include "base/err.h"
+#include "base/grow.h"
+#include "base/hash.h"
+#include "base/hmap.h"
 #include "profile.pb-c.h"
 #include "symbolize/symbolize.h"
 
 #define MAX_ADDRS (50u * 1000 * 1000)
 #define MAX_FILE (1u << 30)
+#define MAX_FUNCTIONS (16u << 20) /* named in one pprof */
+#define MAX_STRINGS (64u << 20)   /* of one pprof's string table, old and new */
+#define MAX_LINES (64u << 20)     /* of one pprof's locations, inline frames included */
 
 static double now(void)
 {
@@ -54,15 +60,12 @@ static double peak_rss_mb(void)
 static int read_addrs(const char *path, uint64_t **out, size_t *n)
 {
 	char line[128];
-	size_t cap = 1 << 16, k = 0;
-	uint64_t *v = malloc(cap * sizeof(*v));
+	size_t cap = 0, k = 0;
+	uint64_t *v = NULL;
 	FILE *f = fopen(path, "r");
 
-	if (!f || !v) {
+	if (!f) {
 		fprintf(stderr, "bench-sym: cannot read %s: %s\n", path, strerror(errno));
-		free(v);
-		if (f)
-			fclose(f);
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f) && k < MAX_ADDRS) {
@@ -70,14 +73,10 @@ static int read_addrs(const char *path, uint64_t **out, size_t *n)
 		uint64_t a = strtoull(line, &end, 16);
 		if (end == line)
 			continue;
-		if (k == cap) {
-			uint64_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
-			if (!nv) {
-				free(v);
-				fclose(f);
-				return -1;
-			}
-			v = nv;
+		if (GROW(v, cap, k + 1, MAX_ADDRS, NULL)) {
+			free(v);
+			fclose(f);
+			return -1;
 		}
 		v[k++] = a;
 	}
@@ -192,16 +191,17 @@ static int run_index(const char *path, const char *addrs_path, int rounds)
 
 /* ---- name-pprof ---- */
 
+/* The interned (name, file) pointers of a function. */
 struct fnkey {
 	const char *name, *file;
-	uint64_t id;
 };
 
 struct namer {
 	char **strings; /* the new string table: old entries borrowed, new owned */
 	size_t n_strings, cap_strings, n_old;
-	struct fnkey *keys;  /* open addressing on (name, file) pointers */
-	size_t cap_keys, n_keys;
+	struct hmap fn_index; /* hash of (name, file) -> index in fns and keys */
+	struct fnkey *keys;   /* keys[i]: what fns[i] was made from */
+	size_t cap_keys;
 	Perftools__Profiles__Function **fns;
 	size_t n_fns, cap_fns;
 };
@@ -210,14 +210,8 @@ static int64_t add_string(struct namer *nm, const char *s)
 {
 	if (!s)
 		return 0;
-	if (nm->n_strings == nm->cap_strings) {
-		size_t cap = nm->cap_strings * 2 + 64;
-		char **v = realloc(nm->strings, cap * sizeof(*v));
-		if (!v)
-			return -1;
-		nm->strings = v;
-		nm->cap_strings = cap;
-	}
+	if (GROW(nm->strings, nm->cap_strings, nm->n_strings + 1, MAX_STRINGS, NULL))
+		return -1;
 	nm->strings[nm->n_strings] = strdup(s);
 	if (!nm->strings[nm->n_strings])
 		return -1;
@@ -226,37 +220,17 @@ static int64_t add_string(struct namer *nm, const char *s)
 
 static uint64_t function_id(struct namer *nm, const struct sym_frame *f)
 {
-	if (nm->n_keys * 2 >= nm->cap_keys) {
-		size_t cap = nm->cap_keys ? nm->cap_keys * 2 : 1024;
-		struct fnkey *k = calloc(cap, sizeof(*k));
-		if (!k)
-			return 0;
-		for (size_t i = 0; i < nm->cap_keys; i++)
-			if (nm->keys[i].id) {
-				size_t h = ((uintptr_t)nm->keys[i].name * 31 +
-					    (uintptr_t)nm->keys[i].file) % cap;
-				while (k[h].id)
-					h = (h + 1) % cap;
-				k[h] = nm->keys[i];
-			}
-		free(nm->keys);
-		nm->keys = k;
-		nm->cap_keys = cap;
-	}
-	size_t h = ((uintptr_t)f->function * 31 + (uintptr_t)f->file) % nm->cap_keys;
-	while (nm->keys[h].id) {
-		if (nm->keys[h].name == f->function && nm->keys[h].file == f->file)
-			return nm->keys[h].id;
-		h = (h + 1) % nm->cap_keys;
-	}
-	if (nm->n_fns == nm->cap_fns) {
-		size_t cap = nm->cap_fns * 2 + 64;
-		Perftools__Profiles__Function **v = realloc(nm->fns, cap * sizeof(*v));
-		if (!v)
-			return 0;
-		nm->fns = v;
-		nm->cap_fns = cap;
-	}
+	/* Names and files are interned by the engine: pointers identify them. */
+	uint64_t h = hash_combine(hash_u64((uintptr_t)f->function), (uintptr_t)f->file);
+	struct hmap_probe pr;
+
+	for (uint32_t i = hmap_first(&nm->fn_index, h, &pr); i != HMAP_NONE;
+	     i = hmap_next(&nm->fn_index, &pr))
+		if (nm->keys[i].name == f->function && nm->keys[i].file == f->file)
+			return nm->fns[i]->id;
+	if (GROW(nm->fns, nm->cap_fns, nm->n_fns + 1, MAX_FUNCTIONS, NULL) ||
+	    GROW(nm->keys, nm->cap_keys, nm->n_fns + 1, MAX_FUNCTIONS, NULL))
+		return 0;
 	Perftools__Profiles__Function *fn = malloc(sizeof(*fn));
 	if (!fn)
 		return 0;
@@ -269,11 +243,13 @@ static uint64_t function_id(struct namer *nm, const struct sym_frame *f)
 		free(fn);
 		return 0;
 	}
+	if (hmap_put_probed(&nm->fn_index, &pr, (uint32_t)nm->n_fns)) {
+		free(fn);
+		return 0;
+	}
+	nm->keys[nm->n_fns].name = f->function;
+	nm->keys[nm->n_fns].file = f->file;
 	nm->fns[nm->n_fns++] = fn;
-	nm->keys[h].name = f->function;
-	nm->keys[h].file = f->file;
-	nm->keys[h].id = fn->id;
-	nm->n_keys++;
 	return fn->id;
 }
 
@@ -309,6 +285,7 @@ static int run_name_pprof(const char *in, const char *out, const char *dir)
 	int rc = 1, restore = 0;
 
 	memset(&nm, 0, sizeof(nm));
+	hmap_init(&nm.fn_index, MAX_FUNCTIONS, NULL);
 	buf_init(&raw, MAX_FILE);
 	buf_init(&pb, MAX_FILE);
 	buf_init(&packed, MAX_FILE);
@@ -376,15 +353,9 @@ static int run_name_pprof(const char *in, const char *out, const char *dir)
 		if (to_vaddr(sym_dwarf_info(dw[m]), off, mp->file_offset, !leaf[l], &va) ||
 		    sym_dwarf_lookup(dw[m], va, f, SYM_MAX_FRAMES, &nf) || !nf)
 			continue;
-		if (n_lines + nf > cap_lines) {
-			/* pointers into `lines` are taken after the loop */
-			size_t cap = (cap_lines + nf) * 2;
-			Perftools__Profiles__Line *v = realloc(lines, cap * sizeof(*v));
-			if (!v)
-				goto out;
-			lines = v;
-			cap_lines = cap;
-		}
+		/* pointers into `lines` are taken after the loop */
+		if (GROW(lines, cap_lines, n_lines + nf, MAX_LINES, NULL))
+			goto out;
 		loc->n_line = nf;
 		start[l] = n_lines; /* loc->line is set once `lines` stops moving */
 		for (size_t i = 0; i < nf; i++) {
@@ -449,6 +420,7 @@ out:
 		free(nm.fns[i]);
 	free(nm.fns);
 	free(nm.keys);
+	hmap_release(&nm.fn_index);
 	free(lines);
 	free(line_ptrs);
 	for (size_t m = 0; dw && p && m < p->n_mapping; m++)

@@ -204,7 +204,7 @@ int elfsym_write_file(const struct elfsym *w, const char *path, struct err_msg *
 	FILE *f = NULL;
 	int rc;
 
-	buf_init(&b, 0);
+	buf_init(&b, 2 * (size_t)ELFSYM_MAX_BYTES + 4096); /* both tables, headers, the note */
 	if ((rc = elfsym_write_buf(w, &b))) {
 		err_set(msg, rc, "%s: building the ELF image: %s", path, err_str(rc));
 		goto out;

@@ -89,7 +89,7 @@ static int stats_local(const char *dir, int json)
 		fprintf(stderr, "unhex stats: cannot open %s: %s\n", dir, msg.text);
 		return CLI_EXIT_FAIL;
 	}
-	buf_init(&c.out, 0);
+	buf_init(&c.out, 64u << 20); /* the stats JSON of every tenant */
 	buf_puts(&c.out, "{\"tenants\":[");
 	rc = store_stats(st, on_tenant, &c, &msg);
 	if (!rc)

@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/hash.h"
+#include "base/hmap.h"
 #include "ingest/ingest_int.h"
 #include "storage/storage.h"
 
@@ -45,6 +46,7 @@ struct writer {
 	uint32_t *map_ids;              /* pprof index -> store id, 0 = not yet */
 	uint32_t *fn_ids;
 	uint32_t *loc_ids;
+	struct hmap uniq;               /* stack id -> index in ustack, per group */
 	struct ingest_stats stats;
 	struct err_msg *msg;
 };
@@ -178,36 +180,39 @@ static int write_group(struct writer *w, size_t gi, const uint32_t *members, siz
 {
 	const struct ingest_pprof *p = w->p;
 	const struct ingest_group *g = &p->groups[gi];
-	size_t cap = 16, nu = 0, nl;
-	uint32_t *slot, *ustack, *uof, *out_ids;
+	size_t nu = 0, nl;
+	uint32_t *ustack, *uof, *out_ids;
 	int64_t *sums, *out_vals;
 	struct store_label *labels;
 	struct store_profile_meta meta = { p->time_ns, p->duration_ns, p->period };
 	int rc;
 
-	while (cap < 2 * m)
-		cap *= 2;
-	slot = arena_calloc(w->s, cap, sizeof(*slot));
 	ustack = arena_alloc(w->s, m * sizeof(*ustack));
 	uof = arena_alloc(w->s, m * sizeof(*uof));
 	out_ids = arena_alloc(w->s, m * sizeof(*out_ids));
 	sums = arena_alloc(w->s, m * sizeof(*sums));
 	out_vals = arena_alloc(w->s, m * sizeof(*out_vals));
 	labels = arena_alloc(w->s, (p->n_labels + g->n_labels + 1) * sizeof(*labels));
-	if (!slot || !ustack || !uof || !out_ids || !sums || !out_vals || !labels)
+	if (!ustack || !uof || !out_ids || !sums || !out_vals || !labels)
 		return arena_failed(w->s);
+	hmap_clear(&w->uniq);
+	rc = m > w->uniq.max ? ERR_TOO_LARGE : hmap_reserve(&w->uniq, (uint32_t)m);
+	if (rc)
+		return rc;
 	for (size_t k = 0; k < m; k++) {
-		uint32_t sid = stack_ids[members[k]];
-		size_t i;
+		uint32_t sid = stack_ids[members[k]], u;
+		struct hmap_probe pr;
 
-		for (i = hash_u64(sid) & (cap - 1); slot[i]; i = (i + 1) & (cap - 1))
-			if (ustack[slot[i] - 1] == sid)
+		for (u = hmap_first(&w->uniq, hash_u64(sid), &pr); u != HMAP_NONE;
+		     u = hmap_next(&w->uniq, &pr))
+			if (ustack[u] == sid)
 				break;
-		if (!slot[i]) {
-			ustack[nu] = sid;
-			slot[i] = (uint32_t)++nu;
+		if (u == HMAP_NONE) {
+			u = (uint32_t)nu;
+			ustack[nu++] = sid;
+			hmap_put_probed(&w->uniq, &pr, u); /* cannot fail: reserved */
 		}
-		uof[k] = slot[i] - 1;
+		uof[k] = u;
 	}
 	for (size_t t = 0; t < p->n_types; t++) {
 		uint64_t series;
@@ -273,6 +278,34 @@ static int write_samples(struct writer *w, const uint32_t *stack_ids)
 	return 0;
 }
 
+/*
+ * The writer's scratch arena holds, for one pprof: an id per mapping,
+ * function and location, a store_line per line of every location, per
+ * sample a stack id, its place in the group order and its share of the
+ * group tables (write_group: three u32 and two i64 arrays; the hash index
+ * is on the heap), the location ids of the deepest stack (at most all of
+ * them), and per group its labels; every allocation may be padded to 16
+ * bytes.  Twice that, for the unused tails of the arena's blocks, plus
+ * its first 64 KiB block, so a small pprof still gets one block.
+ */
+static size_t write_scratch_cap(const struct ingest_pprof *p)
+{
+	size_t lines = 0, max_group_labels = 0, allocs, need;
+
+	for (size_t i = 0; i < p->n_locations; i++)
+		lines += p->locations[i].n_lines;
+	for (size_t g = 0; g < p->n_groups; g++)
+		if (p->groups[g].n_labels > max_group_labels)
+			max_group_labels = p->groups[g].n_labels;
+	allocs = 8 + p->n_locations + 6 * p->n_groups;
+	need = 4 * (p->n_mappings + p->n_functions + p->n_locations + 3) +
+	       sizeof(struct store_line) * lines + (4 + 4 + 28) * p->n_samples +
+	       4 * p->sample_off[p->n_samples] + 8 * (p->n_groups + 1) +
+	       sizeof(struct store_label) * (p->n_labels + max_group_labels + 1) * p->n_groups +
+	       16 * allocs;
+	return 2 * need + ((size_t)64 << 10);
+}
+
 static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
 		       struct ingest_stats *stats, struct err_msg *msg)
 {
@@ -283,12 +316,14 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
 
 	if (p->n_samples == 0)
 		return 0;
-	arena_init(&s, 0);
+	arena_init(&s, write_scratch_cap(p));
 	memset(&w, 0, sizeof(w));
 	w.tx = tx;
 	w.s = &s;
 	w.p = p;
 	w.msg = msg;
+	/* A group has at most every sample of the pprof. */
+	hmap_init(&w.uniq, p->n_samples < HMAP_MAX ? (uint32_t)p->n_samples : HMAP_MAX, NULL);
 	w.map_ids = arena_calloc(&s, p->n_mappings + 1, sizeof(uint32_t));
 	w.fn_ids = arena_calloc(&s, p->n_functions + 1, sizeof(uint32_t));
 	w.loc_ids = arena_calloc(&s, p->n_locations + 1, sizeof(uint32_t));
@@ -313,6 +348,7 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
 		stats->pprof_samples += p->n_samples;
 	}
 out:
+	hmap_release(&w.uniq);
 	arena_release(&s);
 	return rc;
 }
@@ -358,6 +394,19 @@ done:
 out:
 	store_txn_abort(tx);
 	return rc;
+}
+
+static int run(struct store *st, const struct ingest_limits *lim, const char *tenant,
+	       const struct ingest_series *in, size_t n, const struct ingest_defaults *def,
+	       struct ingest_stats *out, struct err_msg *msg);
+
+int ingest__run(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		const struct ingest_series *in, size_t n, int64_t time_ns, int64_t duration_ns,
+		struct ingest_stats *out, struct err_msg *msg)
+{
+	struct ingest_defaults def = { time_ns, duration_ns };
+
+	return run(st, lim, tenant, in, n, &def, out, msg);
 }
 
 static int run(struct store *st, const struct ingest_limits *lim, const char *tenant,
@@ -409,28 +458,17 @@ int ingest_legacy(struct store *st, const struct ingest_limits *lim, const char 
 		  const char *name, int64_t from_ns, int64_t until_ns, const void *pprof,
 		  size_t len, struct ingest_stats *out, struct err_msg *msg)
 {
-	struct ingest_defaults def = { from_ns, until_ns > from_ns ? until_ns - from_ns : 0 };
-	struct ingest_series s;
-	struct store_label *labels;
-	struct arena a;
-	size_t n;
-	int rc;
+	struct ingest_request req;
 
-	if (!name)
-		return err_set(msg, ERR_INVALID, "name: missing");
-	arena_init(&a, (size_t)1 << 20);
-	rc = ingest__parse_legacy_name(&a, name, &labels, &n, msg);
-	if (rc == ERR_TOO_LARGE || rc == ERR_NOMEM)
-		err_set(msg, rc, "name: %s", err_str(rc));
-	if (!rc) {
-		s.labels = labels;
-		s.n_labels = n;
-		s.data = pprof;
-		s.len = len;
-		rc = run(st, lim, tenant, &s, 1, &def, out, msg);
-	}
-	arena_release(&a);
-	return rc;
+	memset(&req, 0, sizeof(req));
+	req.name = name;
+	req.format = INGEST_FORMAT_PPROF;
+	req.sample_rate = 100;
+	req.from_ns = from_ns;
+	req.until_ns = until_ns;
+	req.data = pprof;
+	req.len = len;
+	return ingest_pyroscope(st, lim, tenant, &req, out, msg);
 }
 
 int ingest_push(struct store *st, const struct ingest_limits *lim, const char *tenant,

@@ -193,7 +193,7 @@ int query_pprof(struct store *st, const char *tenant, const struct query_params 
 
 	query__ctx_init(&q, st, tenant, &p->limits, msg);
 	query__side_init(&s);
-	arena_init(&a, q.mem.cap / 2);
+	arena_init(&a, (q.mem.cap + 1) / 2);
 	out_begin(&q, out, &oc);
 	rc = query__run(&q, p, QUERY__COLLECTED, 0, &s);
 	if (!rc)

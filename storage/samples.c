@@ -11,6 +11,7 @@
 
 #include "base/compress.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/varint.h"
 
 #define COMPRESS_MIN 64 /* smaller payloads are stored raw */
@@ -60,7 +61,7 @@ int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, 
 		size_t hlen = 2, at = out->len;
 		struct buf z;
 
-		buf_init(&z, 0);
+		buf_init(&z, STORE_MAX_CHUNK_ZSTD);
 		head[0] = CHUNK_MAGIC;
 		head[1] = 0;
 		if (zlevel > 0 && raw.len >= COMPRESS_MIN &&
@@ -96,36 +97,32 @@ void store__chunk_release(struct chunk *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/*
+ * Grows the parallel arrays *ids and *vals, both of *cap items, to hold
+ * `need`.  After a failure *cap is still what both hold (ids may have grown
+ * alone, which is harmless).
+ */
+static int grow_pairs(uint32_t **ids, int64_t **vals, size_t *cap, size_t need, size_t max)
+{
+	size_t ci = *cap, cv = *cap;
+	int rc;
+
+	if (need <= *cap)
+		return 0;
+	rc = GROW(*ids, ci, need, max, NULL);
+	if (!rc)
+		rc = GROW(*vals, cv, need, max, NULL);
+	if (!rc)
+		*cap = cv; /* == ci: the same growth from the same capacity */
+	return rc;
+}
+
 static int chunk_grow(struct chunk *c, size_t profs, size_t samples)
 {
-	if (c->n + profs > c->alloc) {
-		size_t na = c->alloc ? c->alloc : 16;
-		struct chunk_profile *np;
-		while (na < c->n + profs)
-			na *= 2;
-		np = realloc(c->profs, na * sizeof(*np));
-		if (!np)
-			return ERR_NOMEM;
-		c->profs = np;
-		c->alloc = na;
-	}
-	if (c->n_samples + samples > c->alloc_samples) {
-		size_t na = c->alloc_samples ? c->alloc_samples : 1024;
-		uint32_t *ni;
-		int64_t *nv;
-		while (na < c->n_samples + samples)
-			na *= 2;
-		ni = realloc(c->ids, na * sizeof(*ni));
-		if (!ni)
-			return ERR_NOMEM;
-		c->ids = ni;
-		nv = realloc(c->vals, na * sizeof(*nv));
-		if (!nv)
-			return ERR_NOMEM;
-		c->vals = nv;
-		c->alloc_samples = na;
-	}
-	return 0;
+	int rc = GROW(c->profs, c->alloc, c->n + profs, STORE_MAX_CHUNK_PROFILES, NULL);
+
+	return rc ? rc : grow_pairs(&c->ids, &c->vals, &c->alloc_samples, c->n_samples + samples,
+				    STORE_MAX_CHUNK_SAMPLES);
 }
 
 /* Decodes one payload, appending its profiles; ids/vals hold offsets until the end. */
@@ -434,7 +431,7 @@ static rocksdb_compactionfilter_t *filter_create(void *state,
 	if (!r)
 		return NULL; /* RocksDB then compacts without a filter */
 	store__chunk_init(&r->c);
-	buf_init(&r->out, STORE_MAX_CHUNK_RAW);
+	buf_init(&r->out, STORE_MAX_CHUNK_BLOCK);
 	return rocksdb_compactionfilter_create(r, recoder_free, chunk_filter, filter_name);
 }
 
@@ -490,27 +487,10 @@ static struct pair *radix_sort(struct pair *tmp, size_t n, uint32_t max_id)
 
 static int txn_reserve_samples(struct store_txn *tx, size_t n)
 {
-	size_t need = tx->n_samples + n, na;
-	uint32_t *ni;
-	int64_t *nv;
-
-	if (need <= tx->alloc_samples)
-		return 0;
-	if (need > STORE_MAX_TXN_SAMPLES)
+	if (n > STORE_MAX_TXN_SAMPLES)
 		return ERR_TOO_LARGE;
-	na = tx->alloc_samples ? tx->alloc_samples : 4096;
-	while (na < need)
-		na *= 2;
-	ni = realloc(tx->ids, na * sizeof(*ni));
-	if (!ni)
-		return ERR_NOMEM;
-	tx->ids = ni;
-	nv = realloc(tx->vals, na * sizeof(*nv));
-	if (!nv)
-		return ERR_NOMEM;
-	tx->vals = nv;
-	tx->alloc_samples = na;
-	return 0;
+	return grow_pairs(&tx->ids, &tx->vals, &tx->alloc_samples, tx->n_samples + n,
+			  STORE_MAX_TXN_SAMPLES);
 }
 
 /* Copies n pairs sorted by stack id, summing repeats; returns the count kept. */
@@ -569,15 +549,9 @@ int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
 	for (size_t i = 0; i < n; i++)
 		if (stack_ids[i] > n_stacks)
 			return ERR_INVALID;
-	if (tx->n_profs == tx->alloc_profs) {
-		size_t na = tx->alloc_profs ? tx->alloc_profs * 2 : 16;
-		struct txn_profile *np = realloc(tx->profs, na * sizeof(*np));
-		if (!np)
-			return ERR_NOMEM;
-		tx->profs = np;
-		tx->alloc_profs = na;
-	}
-	rc = txn_reserve_samples(tx, n);
+	rc = GROW(tx->profs, tx->alloc_profs, tx->n_profs + 1, STORE_MAX_TXN_PROFILES, NULL);
+	if (!rc)
+		rc = txn_reserve_samples(tx, n);
 	if (rc)
 		return rc;
 	if (n > 1) {

@@ -409,6 +409,12 @@ out:
 	return rc;
 }
 
+/* False for a name or value longer than any label the store accepts. */
+static int storable(const char *s)
+{
+	return strnlen(s, STORE_MAX_LABEL_BYTES + 1) <= STORE_MAX_LABEL_BYTES;
+}
+
 /* Builds tenant|'P'|name\0[value\0] into b. */
 static int posting_prefix(struct buf *b, uint32_t tenant, const char *name, const char *value)
 {
@@ -440,10 +446,10 @@ int store_series_with(struct store *st, const char *tenant, const char *name,
 	struct scan s = { 0 };
 	int rc;
 
-	if (!t || !name || !value)
+	if (!t || !name || !value || !storable(name) || !storable(value))
 		return 0;
-	buf_init(&lo, 0);
-	buf_init(&hi, 0);
+	buf_init(&lo, STORE_MAX_POSTING_KEY);
+	buf_init(&hi, STORE_MAX_POSTING_KEY);
 	lb = labels_buf_new();
 	rc = lb ? posting_prefix(&lo, t->id, name, value) : ERR_NOMEM;
 	if (!rc)
@@ -503,7 +509,7 @@ static int distinct_after(struct store *st, uint32_t tenant, struct buf *lo, str
 	struct scan s;
 	int rc;
 
-	buf_init(&next, 0);
+	buf_init(&next, STORE_MAX_POSTING_KEY);
 	rc = store__scan_open(st, CFI_SERIES, &s, lo->data, lo->len, hi->data, hi->len);
 	while (!rc && rocksdb_iter_valid(s.it)) {
 		size_t klen;
@@ -543,8 +549,8 @@ int store_label_names(struct store *st, const char *tenant,
 
 	if (!t)
 		return 0;
-	buf_init(&lo, 0);
-	buf_init(&hi, 0);
+	buf_init(&lo, STORE_MAX_POSTING_KEY);
+	buf_init(&hi, STORE_MAX_POSTING_KEY);
 	key_tenant_tag(k, t->id, TAG_POSTING);
 	rc = buf_append(&lo, k, 5);
 	key_tenant_tag(k, t->id, TAG_POSTING + 1);
@@ -564,10 +570,10 @@ int store_label_values(struct store *st, const char *tenant, const char *name,
 	struct buf lo, hi;
 	int rc;
 
-	if (!t || !name)
+	if (!t || !name || !storable(name))
 		return 0;
-	buf_init(&lo, 0);
-	buf_init(&hi, 0);
+	buf_init(&lo, STORE_MAX_POSTING_KEY);
+	buf_init(&hi, STORE_MAX_POSTING_KEY);
 	rc = posting_prefix(&lo, t->id, name, NULL);
 	if (!rc)
 		rc = posting_prefix(&hi, t->id, name, NULL);

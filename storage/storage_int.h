@@ -61,6 +61,13 @@
  *         5      n     service name (no NUL)
  *   value 0      4     partition id, u32 BE
  *
+ * Migrations done (migrate.c), one record per migration that ran:
+ *
+ *   key   0      4     tenant = 0
+ *         4      1     'M'
+ *         5      n     migration name, e.g. "profile-types.v1"
+ *   value              "1"
+ *
  * Id counters are not stored: the next series id is 1 + the last 'S' key of
  * the tenant, the next symbol id of a kind is 1 + the entries of that kind
  * (ids are dense), the next partition id is 1 + the largest 'R' value.  They
@@ -231,7 +238,7 @@
  * after the write batch commits; readers snapshot them with acquire loads in
  * store_symbols_get().  An abort truncates the arrays back to the published
  * counts, rolls the pool back, and drops the aborted ids from the dedup
- * tables (struct idtab), which only the writer uses.
+ * tables (struct symtab.dedup), which only the writer uses.
  *
  * A commit writes the batch and publishes the new counts under the write
  * side of store.commit_lock; every range scan creates its iterator under the
@@ -249,6 +256,9 @@
 #include <rocksdb/c.h>
 
 #include "base/buf.h"
+#include "base/hmap.h"
+#include "base/intern.h"
+#include "base/varint.h"
 #include "storage/storage.h"
 
 #define STORE_FORMAT_VERSION 1
@@ -265,8 +275,30 @@
 #define STORE_MAX_SYMBOLS (1u << 30)          /* per kind per partition */
 #define STORE_MAX_POOL_BYTES ((size_t)4 << 30) /* per partition */
 #define STORE_MAX_TXN_SAMPLES ((size_t)64 << 20)
+#define STORE_MAX_TXN_PROFILES STORE_MAX_TXN_SAMPLES /* ingest writes no empty profile */
 #define STORE_MAX_CHUNK_RAW ((size_t)512 << 20)
+/* What one chunk (every block of a window) may decode to. */
+#define STORE_MAX_CHUNK_PROFILES ((size_t)1 << 28)
+#define STORE_MAX_CHUNK_SAMPLES ((size_t)1 << 31)
 #define STORE_MAX_STACK_CACHE ((size_t)32 << 20) /* per partition */
+/* The writer index of a tenant holds every series and partition in memory. */
+#define STORE_MAX_SERIES (1u << 30)                   /* per tenant */
+#define STORE_MAX_TENANTS ((size_t)UINT32_MAX)         /* tenant ids are u32 */
+#define STORE_MAX_PARTS ((size_t)UINT32_MAX)           /* partition ids are u32 */
+#define STORE_MAX_SERIES_KEY_BYTES ((size_t)64 << 30) /* their label keys */
+
+/* Caps of the scratch buffers, derived from the limits above. */
+/* A series' label key (section 4): uv n, then n names and values with lengths. */
+#define STORE_MAX_LABEL_KEY \
+	(VARINT_MAX + 2 * (size_t)STORE_MAX_LABELS * (VARINT_MAX + STORE_MAX_LABEL_BYTES))
+/* A posting key (section 4): tenant, 'P', name\0, value\0, series id. */
+#define STORE_MAX_POSTING_KEY (5 + 2 * ((size_t)STORE_MAX_LABEL_BYTES + 1) + 8)
+/* A chunk block (section 6): magic, codec, two uv lengths, the payload. */
+#define STORE_MAX_CHUNK_BLOCK (2 + 2 * VARINT_MAX + STORE_MAX_CHUNK_RAW)
+/* The zstd output of one payload: ZSTD_compressBound(r) is r + r/256 + 64 KiB at most. */
+#define STORE_MAX_CHUNK_ZSTD (STORE_MAX_CHUNK_RAW + STORE_MAX_CHUNK_RAW / 128 + ((size_t)64 << 10))
+/* A txn's value scratch: a series or symbol record, a posting key, a chunk block. */
+#define STORE_MAX_TXN_VALUE STORE_MAX_CHUNK_BLOCK
 
 /* Column families as opened, in this order; the tenant families come first. */
 enum cfi {
@@ -295,6 +327,7 @@ enum {
 	TAG_SERIES = 'S',
 	TAG_POSTING = 'P',
 	TAG_CHUNK = 'C',
+	TAG_MIGRATION = 'M',
 };
 
 /* Symbol kinds (byte 8 of symbol keys). */
@@ -314,40 +347,27 @@ enum ctr {
 
 /* ---- containers (table.c) ---------------------------------------------- */
 
-/* Map of owned byte keys to u64, open addressing; writer-only. */
-struct bmap_slot {
-	uint64_t hash;
-	uint64_t val;
-	char *key; /* owned; NULL = empty */
-	uint32_t len;
-};
+/*
+ * Map of byte keys to u64, for the writer index (service -> partition,
+ * label key -> series id) and the stack cache: base/intern.h gives each key
+ * a dense id and vals[id] holds its value.  Writer-only.  A released map is
+ * empty and usable again with the same caps.
+ */
 struct bmap {
-	struct bmap_slot *slots;
-	size_t mask;
-	size_t used;
+	struct intern keys;
+	uint64_t *vals; /* by key id; owned */
+	size_t cap;
 };
-void store__bmap_init(struct bmap *m);
+/* At most max_keys keys (<= HMAP_MAX) of max_bytes key storage in all. */
+void store__bmap_init(struct bmap *m, uint32_t max_keys, size_t max_bytes);
 void store__bmap_release(struct bmap *m);
+/* Forgets every key, keeping the tables' memory. */
+void store__bmap_clear(struct bmap *m);
 int store__bmap_get(const struct bmap *m, const void *key, size_t len, uint64_t *val);
-/* Adds a key that is not present yet (copies it). */
+/* Adds a key that is not present yet (copies it); ERR_TOO_LARGE past a cap. */
 int store__bmap_put(struct bmap *m, const void *key, size_t len, uint64_t val);
-
-/* Dedup table: 32-bit content hash -> id, content compared by the caller. */
-struct idtab_slot {
-	uint32_t hash;
-	uint32_t id; /* 0 = empty */
-};
-struct idtab {
-	struct idtab_slot *slots;
-	uint32_t mask;
-	uint32_t used;
-};
-typedef int (*idtab_eq)(const void *ctx, uint32_t id);
-uint32_t store__idtab_find(const struct idtab *t, uint32_t hash, idtab_eq eq, const void *ctx);
-int store__idtab_add(struct idtab *t, uint32_t hash, uint32_t id);
-/* Removes every id above `keep` (after an abort). */
-int store__idtab_truncate(struct idtab *t, uint32_t keep);
-void store__idtab_release(struct idtab *t);
+/* Bytes the map holds: keys, their table and index, the values. */
+size_t store__bmap_bytes(const struct bmap *m);
 
 /* Append-only array whose elements never move: segment k holds 1024 << k. */
 #define SEGARR_LEVELS 23
@@ -369,9 +389,12 @@ static inline const void *segarr_get(const struct segarr *a, uint32_t i)
 }
 
 /* Chunked byte pool whose chunks never move; rolls back to a mark. */
+struct pool_chunk {
+	char *data; /* owned */
+	size_t size;
+};
 struct pool {
-	char **chunks;
-	size_t *sizes;
+	struct pool_chunk *chunks; /* owned */
 	size_t n, alloc;
 	size_t used;  /* bytes used in chunks[n - 1] */
 	size_t total; /* bytes of all chunks */
@@ -408,9 +431,15 @@ struct sym_stack {
 	uint32_t parent, location;
 };
 
+/*
+ * The entries of one kind.  dedup finds an entry by content: content hash
+ * -> id (hmap index = the id itself), the content compared inline by
+ * symbols.c.  It is writer-only; an abort truncates it to the published
+ * count (hmap_truncate needs no allocation).
+ */
 struct symtab {
 	struct segarr arr;
-	struct idtab dedup;         /* writer only */
+	struct hmap dedup;          /* writer only */
 	uint32_t len;               /* entries incl. uncommitted; writer only */
 	_Atomic uint32_t committed; /* published count */
 };
@@ -424,10 +453,9 @@ struct part {
 	struct pool_mark committed_mark; /* writer only */
 	/* Whole stacks seen by the writer (location ids, leaf first) -> stack
 	 * id, so a repeated stack costs one hash instead of one trie lookup
-	 * per frame.  Capped at STORE_MAX_STACK_CACHE key bytes; cleared by an
-	 * abort that added stacks.  Writer only. */
+	 * per frame.  Holds at most STORE_MAX_STACK_CACHE bytes (keys, tables,
+	 * values); cleared by an abort that added stacks.  Writer only. */
 	struct bmap stack_cache;
-	size_t stack_cache_bytes;
 	int dirty;                       /* in the current txn; writer only */
 };
 
@@ -561,6 +589,13 @@ int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg);
 int store__scan_parts(struct store *st, struct tenant *t, struct bmap *map, uint32_t *max_id,
 		      struct err_msg *msg);
 void store__index_drop(struct tenant *t);
+
+/*
+ * The one-time rewrites of data written by older versions (migrate.c),
+ * run by store_open() on read-write opens before anything else touches
+ * the store.  Idempotent.
+ */
+int store__migrate(struct store *st, struct err_msg *msg);
 
 /* Merge operators and the chunk compaction filter (samples.c, store.c). */
 rocksdb_mergeoperator_t *store__chunk_merge_operator(void);

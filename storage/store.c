@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/varint.h"
 
 #define DEFAULT_CACHE_BYTES ((size_t)64 << 20)
@@ -196,8 +197,8 @@ static struct tenant *tenant_new(uint32_t id, const char *name, size_t len)
 	t->name[len] = '\0';
 	t->id = id;
 	pthread_mutex_init(&t->mu, NULL);
-	store__bmap_init(&t->services);
-	store__bmap_init(&t->series);
+	store__bmap_init(&t->services, HMAP_MAX, STORE_MAX_PARTS * STORE_MAX_LABEL_BYTES);
+	store__bmap_init(&t->series, STORE_MAX_SERIES, STORE_MAX_SERIES_KEY_BYTES);
 	return t;
 }
 
@@ -245,19 +246,10 @@ struct tenant *store__tenant_find(struct store *st, const char *name)
 /* Makes room for one more tenant, so that tenant_insert cannot fail. */
 static int tenant_reserve(struct store *st)
 {
-	int rc = 0;
+	int rc;
 
 	pthread_mutex_lock(&st->mu);
-	if (st->n_tenants == st->alloc_tenants) {
-		size_t na = st->alloc_tenants ? st->alloc_tenants * 2 : 8;
-		struct tenant **nt = realloc(st->tenants, na * sizeof(*nt));
-		if (nt) {
-			st->tenants = nt;
-			st->alloc_tenants = na;
-		} else {
-			rc = ERR_NOMEM;
-		}
-	}
+	rc = GROW(st->tenants, st->alloc_tenants, st->n_tenants + 1, STORE_MAX_TENANTS, NULL);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -461,6 +453,8 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	if (rc)
 		goto fail;
 	rc = load_tenants(st, msg);
+	if (!rc)
+		rc = store__migrate(st, msg);
 	if (rc)
 		goto fail;
 	*out = st;
@@ -522,14 +516,10 @@ int store__txn_touch(struct store_txn *tx, struct part *p)
 {
 	if (p->dirty)
 		return 0;
-	if (tx->n_dirty == tx->alloc_dirty) {
-		size_t na = tx->alloc_dirty ? tx->alloc_dirty * 2 : 8;
-		struct part **nd = realloc(tx->dirty, na * sizeof(*nd));
-		if (!nd)
-			return ERR_NOMEM;
-		tx->dirty = nd;
-		tx->alloc_dirty = na;
-	}
+	int rc = GROW(tx->dirty, tx->alloc_dirty, tx->n_dirty + 1, STORE_MAX_PARTS, NULL);
+
+	if (rc)
+		return rc;
 	tx->dirty[tx->n_dirty++] = p;
 	p->dirty = 1;
 	return 0;
@@ -567,8 +557,8 @@ int store_txn_begin(struct store *st, const char *tenant, struct store_txn **out
 	if (!tx)
 		return ERR_NOMEM;
 	tx->st = st;
-	buf_init(&tx->key, 0);
-	buf_init(&tx->val, 0);
+	buf_init(&tx->key, STORE_MAX_LABEL_KEY);
+	buf_init(&tx->val, STORE_MAX_TXN_VALUE);
 	tx->wb = rocksdb_writebatch_create();
 	pthread_mutex_lock(&st->writer);
 	tx->t = store__tenant_find(st, tenant);

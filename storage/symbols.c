@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/hash.h"
 #include "base/varint.h"
 
@@ -25,10 +26,8 @@ static const char *const kind_name[SYM_NKINDS] = {
 	"?", "string", "mapping", "function", "location", "stack",
 };
 
-static inline uint32_t h32(uint64_t h)
-{
-	return (uint32_t)(h >> 32) ^ (uint32_t)h;
-}
+/* Bytes of key, table and value per whole stack, besides its location ids. */
+#define STACK_CACHE_OVERHEAD 48
 
 static inline const void *entry(const struct part *p, enum sym_kind k, uint32_t id)
 {
@@ -45,9 +44,13 @@ static struct part *part_new(uint32_t id)
 		return NULL;
 	p->id = id;
 	pthread_mutex_init(&p->load_mu, NULL);
-	for (int k = 1; k < SYM_NKINDS; k++)
+	for (int k = 1; k < SYM_NKINDS; k++) {
 		store__segarr_init(&p->tab[k].arr, elem_size[k]);
+		hmap_init(&p->tab[k].dedup, STORE_MAX_SYMBOLS, NULL);
+	}
 	store__pool_init(&p->pool);
+	store__bmap_init(&p->stack_cache, STORE_MAX_STACK_CACHE / STACK_CACHE_OVERHEAD,
+			 STORE_MAX_STACK_CACHE);
 	return p;
 }
 
@@ -55,14 +58,13 @@ static void part_clear(struct part *p)
 {
 	for (int k = 1; k < SYM_NKINDS; k++) {
 		store__segarr_release(&p->tab[k].arr);
-		store__idtab_release(&p->tab[k].dedup);
+		hmap_release(&p->tab[k].dedup);
 		p->tab[k].len = 0;
 		atomic_store(&p->tab[k].committed, 0);
 	}
 	store__pool_release(&p->pool);
 	p->committed_mark = store__pool_mark(&p->pool);
 	store__bmap_release(&p->stack_cache);
-	p->stack_cache_bytes = 0;
 }
 
 void store__part_free(struct part *p)
@@ -91,12 +93,10 @@ void store__part_rollback(struct part *p)
 
 		if (t->len == keep)
 			continue;
-		if (k == SYM_STACK) {
-			store__bmap_release(&p->stack_cache);
-			p->stack_cache_bytes = 0;
-		}
+		if (k == SYM_STACK)
+			store__bmap_clear(&p->stack_cache);
 		t->len = keep;
-		store__idtab_truncate(&t->dedup, keep);
+		hmap_truncate(&t->dedup, keep + 1); /* the index of an entry is its id */
 	}
 	store__pool_rollback(&p->pool, p->committed_mark);
 }
@@ -104,7 +104,7 @@ void store__part_rollback(struct part *p)
 /* ---- adding entries ------------------------------------------------------ */
 
 /* Appends `e` as entry len+1 of kind k and indexes it under `hash`. */
-static int append(struct part *p, enum sym_kind k, const void *e, uint32_t hash, uint32_t *id)
+static int append(struct part *p, enum sym_kind k, const void *e, uint64_t hash, uint32_t *id)
 {
 	struct symtab *t = &p->tab[k];
 	void *slot;
@@ -116,7 +116,7 @@ static int append(struct part *p, enum sym_kind k, const void *e, uint32_t hash,
 	if (!slot)
 		return ERR_NOMEM;
 	memcpy(slot, e, elem_size[k]);
-	rc = store__idtab_add(&t->dedup, hash, t->len + 1);
+	rc = hmap_put(&t->dedup, hash, t->len + 1);
 	if (rc)
 		return rc;
 	*id = ++t->len;
@@ -137,37 +137,29 @@ static void put_record(struct store_txn *tx, struct part *p, enum sym_kind k, ui
 
 /* ---- strings ------------------------------------------------------------ */
 
-struct str_key {
-	const struct part *p;
-	const char *s;
-	size_t len;
-};
-
-static int str_eq(const void *ctx, uint32_t id)
+static uint64_t str_hash(const char *s, size_t len)
 {
-	const struct str_key *k = ctx;
-	const struct sym_string *e = entry(k->p, SYM_STRING, id);
-	return e->len == k->len && memcmp(e->s, k->s, k->len) == 0;
-}
-
-static uint32_t str_hash(const char *s, size_t len)
-{
-	return h32(hash_bytes(s, len, 0x57));
+	return hash_bytes(s, len, 0x57);
 }
 
 /* Id of an interned string, 0 for "" or when absent (*found says which). */
 static uint32_t str_find(const struct part *p, const char *s, size_t len, int *found)
 {
-	struct str_key k = { p, s, len };
+	const struct hmap *m = &p->tab[SYM_STRING].dedup;
+	struct hmap_probe pr;
 	uint32_t id;
 
-	if (len == 0) {
-		*found = 1;
+	*found = 1;
+	if (len == 0)
 		return 0;
+	for (id = hmap_first(m, str_hash(s, len), &pr); id != HMAP_NONE; id = hmap_next(m, &pr)) {
+		const struct sym_string *e = entry(p, SYM_STRING, id);
+
+		if (e->len == len && memcmp(e->s, s, len) == 0)
+			return id;
 	}
-	id = store__idtab_find(&p->tab[SYM_STRING].dedup, str_hash(s, len), str_eq, &k);
-	*found = id != 0;
-	return id;
+	*found = 0;
+	return 0;
 }
 
 /* Adds a string read from disk or given by the txn (not yet present). */
@@ -243,14 +235,12 @@ static int txn_fail(struct store_txn *tx, int rc)
  * flag says how to read their addresses.
  */
 struct map_key {
-	const struct part *p;
 	uint32_t filename, build_id, vaddr;
 };
 
-static int map_eq(const void *ctx, uint32_t id)
+static int map_eq(const struct part *p, uint32_t id, const struct map_key *k)
 {
-	const struct map_key *k = ctx;
-	const struct sym_mapping *e = entry(k->p, SYM_MAPPING, id);
+	const struct sym_mapping *e = entry(p, SYM_MAPPING, id);
 
 	if (!!(e->flags & STORE_MAP_ADDR_VADDR) != k->vaddr)
 		return 0;
@@ -259,12 +249,24 @@ static int map_eq(const void *ctx, uint32_t id)
 	return e->build_id == 0 && e->filename == k->filename;
 }
 
-static uint32_t map_hash(uint32_t filename, uint32_t build_id, uint32_t flags)
+static uint64_t map_hash(uint32_t filename, uint32_t build_id, uint32_t flags)
 {
 	uint64_t v = !!(flags & STORE_MAP_ADDR_VADDR) << 1;
 
-	return build_id ? h32(hash_u64((uint64_t)build_id << 2 | v | 1))
-			: h32(hash_u64((uint64_t)filename << 2 | v));
+	return build_id ? hash_u64((uint64_t)build_id << 2 | v | 1)
+			: hash_u64((uint64_t)filename << 2 | v);
+}
+
+/* The id of the mapping equal to k, or 0. */
+static uint32_t map_find(const struct part *p, const struct map_key *k, uint64_t hash)
+{
+	const struct hmap *m = &p->tab[SYM_MAPPING].dedup;
+	struct hmap_probe pr;
+
+	for (uint32_t id = hmap_first(m, hash, &pr); id != HMAP_NONE; id = hmap_next(m, &pr))
+		if (map_eq(p, id, k))
+			return id;
+	return 0;
 }
 
 static int encode_mapping(struct buf *b, const struct sym_mapping *m)
@@ -300,16 +302,13 @@ int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_ma
 	rc = txn_part(tx, part, &p);
 	if (rc)
 		return txn_fail(tx, rc);
-	k.p = p;
 	k.vaddr = !!(m->flags & STORE_MAP_ADDR_VADDR);
 	k.build_id = str_find(p, bid, strlen(bid), &found);
 	k.filename = 0;
 	if (found && !k.build_id)
 		k.filename = str_find(p, fn, strlen(fn), &found);
 	if (found) {
-		uint32_t hit = store__idtab_find(&p->tab[SYM_MAPPING].dedup,
-						 map_hash(k.filename, k.build_id, m->flags), map_eq,
-						 &k);
+		uint32_t hit = map_find(p, &k, map_hash(k.filename, k.build_id, m->flags));
 		if (hit) {
 			*id = hit;
 			return 0;
@@ -336,26 +335,28 @@ int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_ma
 
 /* ---- functions ----------------------------------------------------------- */
 
-struct fn_key {
-	const struct part *p;
-	const struct sym_function *f;
-};
-
-static int fn_eq(const void *ctx, uint32_t id)
-{
-	const struct fn_key *k = ctx;
-	const struct sym_function *e = entry(k->p, SYM_FUNCTION, id);
-
-	return e->name == k->f->name && e->system_name == k->f->system_name &&
-	       e->filename == k->f->filename && e->start_line == k->f->start_line;
-}
-
-static uint32_t fn_hash(const struct sym_function *f)
+static uint64_t fn_hash(const struct sym_function *f)
 {
 	uint64_t h = hash_u64(f->name);
 	h = hash_combine(h, f->system_name);
 	h = hash_combine(h, f->filename);
-	return h32(hash_combine(h, (uint64_t)f->start_line));
+	return hash_combine(h, (uint64_t)f->start_line);
+}
+
+/* The id of the function equal to f, or 0. */
+static uint32_t fn_find(const struct part *p, const struct sym_function *f)
+{
+	const struct hmap *m = &p->tab[SYM_FUNCTION].dedup;
+	struct hmap_probe pr;
+
+	for (uint32_t id = hmap_first(m, fn_hash(f), &pr); id != HMAP_NONE; id = hmap_next(m, &pr)) {
+		const struct sym_function *e = entry(p, SYM_FUNCTION, id);
+
+		if (e->name == f->name && e->system_name == f->system_name &&
+		    e->filename == f->filename && e->start_line == f->start_line)
+			return id;
+	}
+	return 0;
 }
 
 static int encode_function(struct buf *b, const struct sym_function *f)
@@ -380,7 +381,6 @@ int store_txn_function(struct store_txn *tx, uint32_t part, const struct store_f
 			     f->filename ? f->filename : "" };
 	uint32_t sid[3];
 	struct sym_function e;
-	struct fn_key k;
 	struct part *p;
 	int all_found = 1, rc;
 
@@ -402,9 +402,7 @@ int store_txn_function(struct store_txn *tx, uint32_t part, const struct store_f
 		e.name = sid[0];
 		e.system_name = sid[1];
 		e.filename = sid[2];
-		k.p = p;
-		k.f = &e;
-		hit = store__idtab_find(&p->tab[SYM_FUNCTION].dedup, fn_hash(&e), fn_eq, &k);
+		hit = fn_find(p, &e);
 		if (hit) {
 			*id = hit;
 			return 0;
@@ -428,31 +426,22 @@ int store_txn_function(struct store_txn *tx, uint32_t part, const struct store_f
 
 /* ---- locations ----------------------------------------------------------- */
 
-struct loc_key {
-	const struct part *p;
-	uint32_t mapping_id;
-	uint64_t address;
-	const struct store_line *lines;
-	size_t n_lines;
-};
-
-static int loc_eq(const void *ctx, uint32_t id)
+static int loc_eq(const struct part *p, uint32_t id, const struct store_location *l)
 {
-	const struct loc_key *k = ctx;
-	const struct sym_location *e = entry(k->p, SYM_LOCATION, id);
+	const struct sym_location *e = entry(p, SYM_LOCATION, id);
 
-	if (e->mapping_id != k->mapping_id || e->address != k->address ||
-	    e->n_lines != k->n_lines)
+	if (e->mapping_id != l->mapping_id || e->address != l->address ||
+	    e->n_lines != l->n_lines)
 		return 0;
-	for (size_t i = 0; i < k->n_lines; i++)
-		if (e->lines[i].function_id != k->lines[i].function_id ||
-		    e->lines[i].line != k->lines[i].line ||
-		    e->lines[i].column != k->lines[i].column)
+	for (size_t i = 0; i < l->n_lines; i++)
+		if (e->lines[i].function_id != l->lines[i].function_id ||
+		    e->lines[i].line != l->lines[i].line ||
+		    e->lines[i].column != l->lines[i].column)
 			return 0;
 	return 1;
 }
 
-static uint32_t loc_hash(uint32_t mapping_id, uint64_t address, const struct store_line *lines,
+static uint64_t loc_hash(uint32_t mapping_id, uint64_t address, const struct store_line *lines,
 			 size_t n)
 {
 	uint64_t h = hash_combine(hash_u64(mapping_id), address);
@@ -462,7 +451,7 @@ static uint32_t loc_hash(uint32_t mapping_id, uint64_t address, const struct sto
 		h = hash_combine(h, (uint64_t)lines[i].line);
 		h = hash_combine(h, (uint64_t)lines[i].column);
 	}
-	return h32(h);
+	return h;
 }
 
 static int encode_location(struct buf *b, const struct sym_location *l)
@@ -487,7 +476,7 @@ static int encode_location(struct buf *b, const struct sym_location *l)
 
 /* Copies lines into the pool and appends the location. */
 static int loc_add(struct part *p, uint32_t mapping_id, uint64_t address,
-		   const struct store_line *lines, size_t n, uint32_t hash, uint32_t *id)
+		   const struct store_line *lines, size_t n, uint64_t hash, uint32_t *id)
 {
 	struct sym_location e;
 	struct store_line *copy = NULL;
@@ -508,9 +497,10 @@ static int loc_add(struct part *p, uint32_t mapping_id, uint64_t address,
 int store_txn_location(struct store_txn *tx, uint32_t part, const struct store_location *l,
 		       uint32_t *id)
 {
-	struct loc_key k;
+	struct hmap_probe pr;
 	struct part *p;
-	uint32_t hash, hit;
+	uint64_t hash;
+	uint32_t hit;
 	int rc;
 
 	if (l->n_lines > STORE_MAX_LINES)
@@ -525,16 +515,13 @@ int store_txn_location(struct store_txn *tx, uint32_t part, const struct store_l
 	for (size_t i = 0; i < l->n_lines; i++)
 		if (l->lines[i].function_id > p->tab[SYM_FUNCTION].len)
 			return ERR_INVALID;
-	k.p = p;
-	k.mapping_id = l->mapping_id;
-	k.address = l->address;
-	k.lines = l->lines;
-	k.n_lines = l->n_lines;
 	hash = loc_hash(l->mapping_id, l->address, l->lines, l->n_lines);
-	hit = store__idtab_find(&p->tab[SYM_LOCATION].dedup, hash, loc_eq, &k);
-	if (hit) {
-		*id = hit;
-		return 0;
+	for (hit = hmap_first(&p->tab[SYM_LOCATION].dedup, hash, &pr); hit != HMAP_NONE;
+	     hit = hmap_next(&p->tab[SYM_LOCATION].dedup, &pr)) {
+		if (loc_eq(p, hit, l)) {
+			*id = hit;
+			return 0;
+		}
 	}
 	rc = loc_add(p, l->mapping_id, l->address, l->lines, l->n_lines, hash, id);
 	if (!rc)
@@ -548,29 +535,32 @@ int store_txn_location(struct store_txn *tx, uint32_t part, const struct store_l
 
 /* ---- stacks -------------------------------------------------------------- */
 
-struct stack_key {
-	const struct part *p;
-	uint32_t parent, location;
-};
-
-static int stack_eq(const void *ctx, uint32_t id)
+static uint64_t stack_hash(uint32_t parent, uint32_t location)
 {
-	const struct stack_key *k = ctx;
-	const struct sym_stack *e = entry(k->p, SYM_STACK, id);
-	return e->parent == k->parent && e->location == k->location;
+	return hash_u64((uint64_t)parent << 32 | location);
 }
 
-static uint32_t stack_hash(uint32_t parent, uint32_t location)
+/* The id of the trie node (parent, location), or 0. */
+static uint32_t stack_find(const struct part *p, uint32_t parent, uint32_t location,
+			   uint64_t hash)
 {
-	return h32(hash_u64((uint64_t)parent << 32 | location));
+	const struct hmap *m = &p->tab[SYM_STACK].dedup;
+	struct hmap_probe pr;
+
+	for (uint32_t id = hmap_first(m, hash, &pr); id != HMAP_NONE; id = hmap_next(m, &pr)) {
+		const struct sym_stack *e = entry(p, SYM_STACK, id);
+
+		if (e->parent == parent && e->location == location)
+			return id;
+	}
+	return 0;
 }
 
 int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_first,
 		    size_t n, uint32_t *stack_id)
 {
-	struct stack_key k;
 	struct part *p;
-	uint32_t n_loc;
+	uint32_t n_loc, parent;
 	int rc;
 
 	if (n == 0) {
@@ -593,16 +583,13 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
 	for (size_t i = 0; i < n; i++)
 		if (leaf_first[i] == 0 || leaf_first[i] > n_loc)
 			return ERR_INVALID;
-	k.p = p;
-	k.parent = 0;
+	parent = 0;
 	for (size_t i = n; i-- > 0;) {
-		uint32_t hash, id;
+		uint64_t hash = stack_hash(parent, leaf_first[i]);
+		uint32_t id = stack_find(p, parent, leaf_first[i], hash);
 
-		k.location = leaf_first[i];
-		hash = stack_hash(k.parent, k.location);
-		id = store__idtab_find(&p->tab[SYM_STACK].dedup, hash, stack_eq, &k);
 		if (!id) {
-			struct sym_stack e = { k.parent, k.location };
+			struct sym_stack e = { parent, leaf_first[i] };
 			uint8_t v[2 * VARINT_MAX];
 			size_t vlen;
 
@@ -614,13 +601,12 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
 			put_record(tx, p, SYM_STACK, id, v, vlen);
 			tx->ctr[CTR_STACKS]++;
 		}
-		k.parent = id;
+		parent = id;
 	}
 	/* The cache is an optimization: failing to add to it is not an error. */
-	if (p->stack_cache_bytes + n * sizeof(*leaf_first) <= STORE_MAX_STACK_CACHE &&
-	    store__bmap_put(&p->stack_cache, leaf_first, n * sizeof(*leaf_first), k.parent) == 0)
-		p->stack_cache_bytes += n * sizeof(*leaf_first) + sizeof(struct bmap_slot);
-	*stack_id = k.parent;
+	if (store__bmap_bytes(&p->stack_cache) + n * sizeof(*leaf_first) <= STORE_MAX_STACK_CACHE)
+		(void)store__bmap_put(&p->stack_cache, leaf_first, n * sizeof(*leaf_first), parent);
+	*stack_id = parent;
 	return 0;
 }
 
@@ -789,19 +775,15 @@ int store__part_get(struct store *st, struct tenant *t, uint32_t id, struct part
 
 	pthread_mutex_lock(&t->mu);
 	if (id >= t->n_parts) {
-		uint32_t n = t->n_parts ? t->n_parts : 8;
-		struct part **np;
+		size_t cap = t->n_parts;
 
-		while (n <= id)
-			n *= 2;
-		np = realloc(t->parts, n * sizeof(*np));
-		if (!np) {
+		rc = GROW(t->parts, cap, (size_t)id + 1, STORE_MAX_PARTS, NULL);
+		if (rc) {
 			pthread_mutex_unlock(&t->mu);
-			return ERR_NOMEM;
+			return rc;
 		}
-		memset(np + t->n_parts, 0, (n - t->n_parts) * sizeof(*np));
-		t->parts = np;
-		t->n_parts = n;
+		memset(t->parts + t->n_parts, 0, (cap - t->n_parts) * sizeof(*t->parts));
+		t->n_parts = (uint32_t)cap;
 	}
 	p = t->parts[id];
 	if (!p) {

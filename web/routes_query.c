@@ -303,21 +303,16 @@ out:
 
 void web__handle_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs)
 {
-	size_t max;
 	struct err_msg msg;
 	int rc;
 
 	err_clear(&msg);
-	/* The response is part of the query's memory budget. */
-	max = rs->body.max;
-	rs->body.max = rq->srv->opt.query.max_bytes;
+	/* rs->body is capped by the server's response limit (server.c). */
 	rc = run_query(rq, r, rs, &msg);
-	rs->body.max = max;
 	if (rc) {
 		if (!msg.text[0] && rc == ERR_TOO_LARGE)
 			snprintf(msg.text, sizeof(msg.text),
-				 "response larger than the query memory budget of %zu bytes",
-				 rq->srv->opt.query.max_bytes);
+				 "response larger than the limit of %zu bytes", rs->body.max);
 		web__resp_text_error(rs, rc, msg.text);
 		return;
 	}
@@ -340,7 +335,6 @@ void web__handle_query(struct web__req *rq, enum web__query_route r, struct web_
 
 void web__handle_connect(struct web__req *rq, const char *method, struct web__resp *rs)
 {
-	size_t max;
 	struct err_msg msg;
 	int rc, proto;
 
@@ -361,12 +355,9 @@ void web__handle_connect(struct web__req *rq, const char *method, struct web__re
 		rs->reason = WEB_REJ_UNSUPPORTED;
 		return;
 	}
-	max = rs->body.max;
-	rs->body.max = rq->srv->opt.query.max_bytes;
 	rc = (proto ? query_connect_proto : query_connect)(
 		rq->srv->store, rq->tenant, method, rq->body.data ? rq->body.data : "",
 		rq->body.len, &rq->srv->opt.query, &rs->body, &msg);
-	rs->body.max = max;
 	if (rc) {
 		if (rc == ERR_NOT_FOUND && !msg.text[0])
 			snprintf(msg.text, sizeof(msg.text),

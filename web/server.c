@@ -76,6 +76,19 @@ void web_options_default(struct web_options *opt)
 	ingest_limits_default(&opt->limits);
 	opt->query.timeout_ns = QUERY_DEFAULT_TIMEOUT_NS;
 	opt->query.max_bytes = QUERY_DEFAULT_MAX_BYTES;
+	opt->max_response_bytes = WEB_DEFAULT_MAX_RESPONSE_BYTES;
+}
+
+/* Request body caps of 0 (options not from web_options_default) get the defaults. */
+static void default_body_caps(struct ingest_limits *lim)
+{
+	struct ingest_limits def;
+
+	ingest_limits_default(&def);
+	if (!lim->max_request_bytes)
+		lim->max_request_bytes = def.max_request_bytes;
+	if (!lim->max_decompressed_bytes)
+		lim->max_decompressed_bytes = def.max_decompressed_bytes;
 }
 
 static const struct route *find_route(const char *path)
@@ -324,7 +337,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rq.tenant = tenant ? tenant : WEB_DEFAULT_TENANT;
 	rq.conn = conn;
 	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
-	buf_init(&rs.body, 0);
+	buf_init(&rs.body, srv->opt.max_response_bytes);
 	rs.reason = WEB_REJ_OTHER;
 	err_clear(&msg);
 
@@ -415,6 +428,11 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	srv->opt.listen = srv->listen;
 	if (srv->opt.threads <= 0)
 		srv->opt.threads = WEB_DEFAULT_THREADS;
+	if (!srv->opt.max_response_bytes)
+		srv->opt.max_response_bytes = WEB_DEFAULT_MAX_RESPONSE_BYTES;
+	else if (srv->opt.max_response_bytes < WEB_MIN_RESPONSE_BYTES)
+		srv->opt.max_response_bytes = WEB_MIN_RESPONSE_BYTES;
+	default_body_caps(&srv->opt.limits);
 	srv->max_queries = srv->opt.threads - (srv->opt.threads / 4 > 2 ? srv->opt.threads / 4 : 2);
 	if (srv->max_queries < 1)
 		srv->max_queries = 1;

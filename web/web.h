@@ -22,8 +22,11 @@
  *   Every request body is untrusted: its Content-Length is checked against
  *   limits.max_request_bytes before a byte is read, chunked bodies stop at
  *   the same cap, compressed bodies inflate under max_decompressed_bytes, and
- *   a client that stops sending is dropped after request_timeout_ms.  Error
- *   codes become HTTP statuses through base/err.h's table (err_http_status).
+ *   a client that stops sending is dropped after request_timeout_ms.  Every
+ *   response body is built in memory under max_response_bytes: a route
+ *   whose answer (a flame graph, a pprof, a table) would pass it answers
+ *   413 instead.  Error codes become HTTP statuses through base/err.h's
+ *   table (err_http_status).
  *
  *   Tenants come from the X-Scope-OrgID header (default "anonymous").
  *
@@ -61,11 +64,19 @@ struct web_options {
 				    * debuginfo and debuginfod routes */
 	const char *upload_token;  /* borrowed; when set, debuginfo uploads need
 				    * "Authorization: Bearer <token>" */
+	size_t max_response_bytes; /* largest response body of any route (413
+				    * past it); 0 picks WEB_DEFAULT_MAX_RESPONSE_BYTES,
+				    * less than WEB_MIN_RESPONSE_BYTES is raised to it */
 };
 
 #define WEB_DEFAULT_THREADS 16
+#define WEB_DEFAULT_MAX_RESPONSE_BYTES ((size_t)256 << 20)
+#define WEB_MIN_RESPONSE_BYTES ((size_t)64 << 10) /* an error message always fits */
 
-/* Fills the defaults: WEB_DEFAULT_LISTEN, 16 threads, 30 s, ingest and query defaults. */
+/*
+ * Fills the defaults: WEB_DEFAULT_LISTEN, 16 threads, 30 s, ingest and query
+ * defaults, WEB_DEFAULT_MAX_RESPONSE_BYTES.
+ */
 void web_options_default(struct web_options *opt);
 
 /*

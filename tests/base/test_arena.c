@@ -4,16 +4,20 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/arena.h"
 #include "base/err.h"
+#include "base/grow.h"
 
 static void test_alloc_aligned_and_distinct(void **state)
 {
 	struct arena a;
 	(void)state;
-	arena_init(&a, 0);
+	arena_init(&a, 64 << 20);
 	char *p = arena_alloc(&a, 3), *q = arena_alloc(&a, 5);
 	assert_non_null(p);
 	assert_non_null(q);
@@ -32,7 +36,7 @@ static void test_many_blocks(void **state)
 {
 	struct arena a;
 	(void)state;
-	arena_init(&a, 0);
+	arena_init(&a, 64 << 20);
 	for (int i = 0; i < 10000; i++) {
 		int *p = arena_calloc(&a, 100, sizeof(int));
 		assert_non_null(p);
@@ -55,12 +59,73 @@ static void test_cap(void **state)
 	arena_release(&a);
 }
 
+static void test_strings_packed(void **state)
+{
+	struct arena a;
+	(void)state;
+	arena_init(&a, 1 << 20);
+	char *x = arena_strndup(&a, "abc", 3), *y = arena_strndup(&a, "de", 2);
+	assert_string_equal(x, "abc");
+	assert_string_equal(y, "de");
+	assert_ptr_equal(y, x + 4); /* no padding between strings */
+	/* Aligned allocations still are, after an odd-sized string. */
+	char *z = arena_alloc(&a, 8);
+	assert_true(((uintptr_t)z & 15) == 0);
+	assert_true(z >= y + 3);
+	arena_release(&a);
+}
+
+static void test_budget_hook(void **state)
+{
+	struct grow_budget b;
+	struct arena a;
+	(void)state;
+	grow_budget_init(&b, 150000);
+	arena_init_alloc(&a, 1 << 30, &b.alloc);
+	assert_non_null(arena_alloc(&a, 100));
+	assert_true(b.used >= 64 * 1024 && b.used < 64 * 1024 + 64);
+	/* The next block (128 KiB) is over budget. */
+	assert_null(arena_alloc(&a, 100000));
+	assert_int_equal(arena_failed(&a), ERR_TOO_LARGE);
+	arena_release(&a);
+	assert_int_equal(b.used, 0);
+}
+
+/* As for buffers (test_buf.c): a cap of 0 asserts, or refuses every byte. */
+static void test_zero_cap(void **state)
+{
+	struct arena a;
+	(void)state;
+#ifndef NDEBUG
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		arena_init(&a, 0);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+	memset(&a, 0, sizeof(a));
+#else
+	arena_init(&a, 0);
+#endif
+	assert_null(arena_alloc(&a, 1));
+	assert_int_equal(arena_failed(&a), ERR_TOO_LARGE);
+	arena_release(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_alloc_aligned_and_distinct),
 		cmocka_unit_test(test_many_blocks),
 		cmocka_unit_test(test_cap),
+		cmocka_unit_test(test_strings_packed),
+		cmocka_unit_test(test_budget_hook),
+		cmocka_unit_test(test_zero_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

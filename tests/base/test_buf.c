@@ -4,18 +4,23 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/varint.h"
 
+#define TEST_MAX (1 << 20)
+
 static void test_append_printf(void **state)
 {
 	struct buf b;
 	(void)state;
-	buf_init(&b, 0);
+	buf_init(&b, TEST_MAX);
 	assert_int_equal(buf_puts(&b, "abc"), 0);
 	assert_int_equal(buf_printf(&b, "-%d-%s", 42, "x"), 0);
 	assert_string_equal(b.data, "abc-42-x");
@@ -45,7 +50,7 @@ static void test_varints(void **state)
 	static const uint64_t vals[] = { 0, 1, 127, 128, 300, UINT32_MAX, UINT64_MAX };
 	struct buf b;
 	(void)state;
-	buf_init(&b, 0);
+	buf_init(&b, TEST_MAX);
 	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
 		assert_int_equal(buf_put_uvarint(&b, vals[i]), 0);
 	assert_int_equal(buf_put_svarint(&b, -5), 0);
@@ -73,7 +78,7 @@ static void test_json_string(void **state)
 {
 	struct buf b;
 	(void)state;
-	buf_init(&b, 0);
+	buf_init(&b, TEST_MAX);
 	assert_int_equal(buf_put_json_str(&b, "a\"b\\c\n\x01", 7), 0);
 	assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\"");
 	size_t len;
@@ -83,6 +88,58 @@ static void test_json_string(void **state)
 	assert_null(b.data);
 }
 
+/* Growth doubles from 256 bytes and stops at the cap plus the NUL. */
+static void test_growth_policy(void **state)
+{
+	struct buf b;
+	(void)state;
+	buf_init(&b, 1000);
+	assert_int_equal(buf_putc(&b, 'a'), 0);
+	assert_int_equal(b.alloc, 256);
+	assert_int_equal(buf_reserve(&b, 300), 0);
+	assert_int_equal(b.alloc, 512);
+	assert_int_equal(buf_reserve(&b, 999), 0);
+	assert_int_equal(b.alloc, 1001);
+	assert_int_equal(buf_reserve(&b, 1000), ERR_TOO_LARGE);
+	assert_int_equal(b.alloc, 1001);
+	buf_release(&b);
+	/* A cap of SIZE_MAX keeps room for the NUL. */
+	buf_init(&b, SIZE_MAX);
+	assert_int_equal(buf_reserve(&b, SIZE_MAX), ERR_TOO_LARGE);
+	assert_null(b.data);
+	buf_release(&b);
+}
+
+/*
+ * A cap of 0 is a programmer error: buf_init asserts where asserts are
+ * compiled in (Debug, ASan), and where they are not the buffer refuses
+ * every byte instead of growing without bound.
+ */
+static void test_zero_cap(void **state)
+{
+	struct buf b;
+	(void)state;
+#ifndef NDEBUG
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		buf_init(&b, 0);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+	memset(&b, 0, sizeof(b)); /* a struct never initialized has the same cap */
+#else
+	buf_init(&b, 0);
+#endif
+	assert_int_equal(buf_putc(&b, 'x'), ERR_TOO_LARGE);
+	assert_int_equal(b.len, 0);
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -90,6 +147,8 @@ int main(void)
 		cmocka_unit_test(test_cap_leaves_contents),
 		cmocka_unit_test(test_varints),
 		cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_growth_policy),
+		cmocka_unit_test(test_zero_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,7 @@ static size_t tree_bound(size_t len)
 static int parse_n(const char *s, size_t len, struct arena *a, struct json_value **v,
 		   struct err_msg *msg)
 {
-	arena_init(a, 0);
+	arena_init(a, 1 << 30);
 	err_clear(msg);
 	return json_parse(s, len, a, v, msg);
 }

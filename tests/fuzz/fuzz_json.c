@@ -175,7 +175,7 @@ static void reader(const char *p, size_t len)
 	check_tree(v, 0);
 	buf_init(&out, 64 * len + 64);
 	print(v, &out);
-	arena_init(&b, 0);
+	arena_init(&b, 1 << 30);
 	if (json_parse(out.data, out.len, &b, &w, &msg))
 		abort();
 	same_tree(v, w);

@@ -220,7 +220,7 @@ static inline uint8_t *pb_pack(struct pb *b, int gz, size_t *len)
 		*len = n;
 		return raw;
 	}
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	if (gzip_compress(raw, n, 1, &out))
 		abort();
 	free(raw);

@@ -17,7 +17,7 @@ static void test_build_id(void **state)
 	char long_id[INGEST_MAX_BUILD_ID + 2];
 	(void)state;
 
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	assert_int_equal(ingest__build_id(&a, "DEADbeef01", &out), 0);
 	assert_string_equal(out, "deadbeef01");
 	/* Go build ids and other non-hex forms are kept as given. */

@@ -401,7 +401,7 @@ static int run(struct fx *f, struct rb *b, struct ingest_stats *out, struct err_
 
 	err_clear(msg);
 	if (g_json >= 0) {
-		buf_init(&j, 0);
+		buf_init(&j, 1 << 30);
 		je_message(&j, &b->req.base, g_json);
 		rc = ingest_otlp(f->st, &f->lim, "t1", j.data, j.len, 1, T0 + 5 * SEC, out, msg);
 		buf_release(&j);
@@ -474,7 +474,7 @@ static void test_roundtrip(void **state)
 	assert_string_equal(seen.labels[0],
 			    "__name__=process_cpu,__profile_type__=" CPU
 			    ",host.name=h1,service_name=api,");
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	otlp_folded(f, "t1", CPU "{service_name=\"api\"}", &out);
 	/* Timestamps only: 4 and 2 observations, each worth one period. */
 	assert_int_equal(folded_value(&out, "native_app+0x401136"), 4 * PERIOD);
@@ -602,7 +602,7 @@ static void test_multi(void **state)
 		assert_null(strstr(seen.labels[i], "process.pid"));
 	}
 	assert_true(found_exe && found_alloc && found_scope2 && found_unknown);
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	otlp_folded(f, "t1", "alloc_space:alloc_space:bytes:alloc_space:bytes{service_name=\"myexe\"}", &out);
 	assert_int_equal(folded_value(&out, "native_app+0x401136"), 1000);
 	assert_int_equal(folded_value(&out, "native_app+0x401200"), 24);

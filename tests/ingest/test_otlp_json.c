@@ -127,9 +127,9 @@ static void test_same_as_protobuf(void **state)
 	assert_true(pst.profiles >= 2);
 	series_of(f, "pb", &pb);
 	assert_int_equal(pb.n, pst.profiles);
-	buf_init(&j, 0);
-	buf_init(&a, 0);
-	buf_init(&b, 0);
+	buf_init(&j, 1 << 30);
+	buf_init(&a, 1 << 30);
+	buf_init(&b, 1 << 30);
 	for (size_t v = 0; v < sizeof(variants) / sizeof(variants[0]); v++) {
 		struct ingest_stats jst = { 0 };
 		char tenant[16];
@@ -220,7 +220,7 @@ static void test_literal(void **state)
 	assert_int_equal(s.n, 1);
 	assert_string_equal(s.lines[0], "__name__=process_cpu,__profile_type__=" CPU
 			    ",host.name=h2,service_name=lit,");
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	otlp_folded(f, "t1", CPU "{service_name=\"lit\"}", &out);
 	assert_string_equal(out.data, "root;leaf 17\n");
 	buf_release(&out);

@@ -214,11 +214,11 @@ static uint8_t *read_file(const char *path, size_t *len)
 {
 	struct buf raw, out;
 
-	buf_init(&raw, 0);
+	buf_init(&raw, 1 << 30);
 	assert_int_equal(buf_read_file(&raw, path), 0);
 	if (!is_gzip(raw.data, raw.len))
 		return (uint8_t *)buf_detach(&raw, len);
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(gunzip_capped(raw.data, raw.len, 64 << 20, &out, NULL), 0);
 	buf_release(&raw);
 	return (uint8_t *)buf_detach(&out, len);
@@ -416,7 +416,7 @@ static void test_packed_unpacked_unknown(void **state)
 			struct arena a;
 
 			sample_profile(&w, style, unknown);
-			arena_init(&a, 0);
+			arena_init(&a, 1 << 30);
 			if (parse(&w, &a, &m, &msg))
 				fail_msg("style %d unknown %d: %s", style, unknown, msg.text);
 			assert_int_equal(m.n_sample, 1);

@@ -83,7 +83,7 @@ static void test_binary(void **state)
 	body = malloc(len);
 	push__v1__push_request__pack(&req, body);
 
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	assert_int_equal(decode(body, len, 0, &a, &s, &n, &msg), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(s[1].n_labels, 2);
@@ -113,20 +113,20 @@ static void test_binary(void **state)
 		body = malloc(len);
 		push__v1__push_request__pack(&req, body);
 	}
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	assert_int_equal(decode(body, len, 0, &a, &s, &n, &msg), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "more than 4 profiles"));
 	arena_release(&a);
 
 	/* Truncated bytes never crash. */
 	for (size_t cut = 0; cut < len; cut++) {
-		arena_init(&a, 0);
+		arena_init(&a, 1 << 30);
 		int rc = decode(body, cut, 0, &a, &s, &n, &msg);
 		assert_true(rc == 0 || rc == ERR_INVALID || rc == ERR_TOO_LARGE);
 		arena_release(&a);
 	}
 	/* Not a protobuf. */
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	assert_int_equal(decode("\xff\xff\xff", 3, 0, &a, &s, &n, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "not a valid PushRequest"));
 	arena_release(&a);
@@ -147,14 +147,14 @@ static void test_json(void **state)
 	size_t n;
 	(void)state;
 
-	buf_init(&body, 0);
+	buf_init(&body, 1 << 30);
 	buf_puts(&body, "{\"series\":[{\"labels\":[{\"name\":\"__name__\",\"value\":\"process_cpu\"},"
 			"{\"name\":\"service_name\",\"value\":\"j\"}],\"samples\":[{\"rawProfile\":\"");
 	b64(&body, pprof, plen, 0);
 	buf_puts(&body, "\",\"ID\":\"x\"},{\"raw_profile\":\"");
 	b64(&body, pprof, plen, 1);
 	buf_puts(&body, "\"}]},{\"labels\":null,\"samples\":[],\"extra\":{\"ignored\":[1,2]}}]}");
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	assert_int_equal(decode(body.data, body.len, 1, &a, &s, &n, &msg), 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(s[0].labels[1].name, "service_name");
@@ -165,7 +165,7 @@ static void test_json(void **state)
 
 	/* Truncations of the JSON body: all rejected cleanly. */
 	for (size_t cut = 0; cut < body.len; cut += 7) {
-		arena_init(&a, 0);
+		arena_init(&a, 1 << 30);
 		assert_int_equal(decode(body.data, cut, 1, &a, &s, &n, &msg), ERR_INVALID);
 		assert_true(msg.text[0] != '\0');
 		arena_release(&a);
@@ -209,7 +209,7 @@ static void test_json_errors(void **state)
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		arena_init(&a, 0);
+		arena_init(&a, 1 << 30);
 		int rc = decode(cases[i].body, strlen(cases[i].body), 1, &a, &s, &n, &msg);
 		if (rc == 0 || !strstr(msg.text, cases[i].err))
 			fail_msg("'%s': want '%s', got %d '%s'", cases[i].body, cases[i].err, rc,
@@ -217,7 +217,7 @@ static void test_json_errors(void **state)
 		arena_release(&a);
 	}
 	/* Empty request: no profiles. */
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	assert_int_equal(decode("{}", 2, 1, &a, &s, &n, &msg), 0);
 	assert_int_equal(n, 0);
 	arena_release(&a);
@@ -226,7 +226,7 @@ static void test_json_errors(void **state)
 		struct ingest_limits lim;
 		ingest_limits_default(&lim);
 		lim.max_request_bytes = 1;
-		arena_init(&a, 0);
+		arena_init(&a, 1 << 30);
 		assert_int_equal(ingest__decode_push(&a, &lim, "{}", 2, 1, &s, &n, &msg),
 				 ERR_TOO_LARGE);
 		arena_release(&a);

@@ -122,7 +122,7 @@ static char *round_trip(const ProtobufCMessage *m, const struct pbjson_hooks *h)
 		ProtobufCMessage *back;
 		uint8_t *p2;
 
-		arena_init(&a, 0);
+		arena_init(&a, 1 << 30);
 		back = dec(m->descriptor, j1, h, 0, &a);
 		p2 = pack(back, &n2);
 		if (n1 != n2 || memcmp(p1, p2, n1))
@@ -281,7 +281,7 @@ static void test_special_reals(void **state)
 	assert_string_equal(j, "{\"db\":\"Infinity\",\"rFl\":[\"-Infinity\",\"NaN\"],"
 			       "\"rDb\":[\"NaN\",\"Infinity\",\"-Infinity\"]}");
 	free(j);
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	back = (Pbjsontest__All *)dec(ALL, "{\"db\":\"-0\",\"fl\":\"1.5\",\"rDb\":[\"1e3\",2.5e-1]}",
 				       NULL, 0, &a);
 	assert_true(back->db == 0 && signbit(back->db));
@@ -317,7 +317,7 @@ static void test_proto2(void **state)
 	j = round_trip(&m.base, NULL);
 	assert_string_equal(j, "{\"a\":0,\"r\":\"req\",\"s\":\"\",\"b\":\"\",\"m\":{\"r\":\"\"},\"d\":-0}");
 	free(j);
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	back = (Pbjsontest2__Legacy *)dec(&pbjsontest2__legacy__descriptor, "{\"r\":\"x\",\"a\":null}",
 					  NULL, 0, &a);
 	assert_int_equal(back->has_a, 0);
@@ -354,7 +354,7 @@ static void test_names_and_numbers(void **state)
 		ProtobufCMessage *m;
 		char *j;
 
-		arena_init(&a, 0);
+		arena_init(&a, 1 << 30);
 		m = dec(ALL, forms[i], NULL, 0, &a);
 		j = enc(m, NULL, 0);
 		if (!want)
@@ -374,7 +374,7 @@ static void test_nulls_unknown_and_bytes(void **state)
 	Pbjsontest__All *m;
 	(void)state;
 
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	/* null keeps the default, for every kind of field, and leaves a oneof unset. */
 	m = (Pbjsontest__All *)dec(ALL, "{\"i32\":null,\"str\":null,\"inner\":null,\"rI32\":null,"
 				       "\"cStr\":null,\"cI64\":\"4\",\"by\":null}", NULL, 0, &a);
@@ -553,7 +553,7 @@ static void test_memory(void **state)
 		struct arena t;
 		struct json_value *v;
 
-		arena_init(&t, 0);
+		arena_init(&t, 1 << 30);
 		assert_int_equal(json_parse(j, strlen(j), &t, &v, NULL), 0);
 		arena_init(&a, 400);
 		err_clear(&msg);
@@ -710,7 +710,7 @@ static void test_otlp(void **state)
 	assert_non_null(p);
 	len = fread(p, 1, 1 << 20, fp);
 	fclose(fp);
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	pbjson_arena_allocator(&a, &al);
 	r = protobuf_c_message_unpack(OTLP_REQ, &al, len, p);
 	assert_non_null(r);

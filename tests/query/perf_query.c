@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	p.query = FX_CPU "{service_name=\"svc\"}";
 	p.from_ns = FX_T0;
 	p.until_ns = FX_T0 + 3600 * FX_SEC;
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	for (int run = 0; run < (getenv("PERF_RUNS") ? atoi(getenv("PERF_RUNS")) : 4); run++) {
 		buf_reset(&out);
 		t0 = clock_mono_ns();

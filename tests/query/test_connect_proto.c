@@ -43,8 +43,8 @@ static void call_both(struct store *st, const char *method, const ProtobufCMessa
 	int rc;
 
 	protobuf_c_message_pack(req, raw);
-	buf_init(&b->pb, 0);
-	buf_init(&b->js, 0);
+	buf_init(&b->pb, 1 << 30);
+	buf_init(&b->js, 1 << 30);
 	arena_init(&b->a, 64 << 20);
 	rc = query_connect_proto(st, "t1", method, raw, n, NULL, &b->pb, &msg);
 	if (rc)
@@ -410,7 +410,7 @@ static void test_rejects(void **state)
 	(void)state;
 	fx_open(&f);
 	fx_fill_small(&f, 1);
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 
 	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", wrong_type, sizeof(wrong_type),
 				 NULL, &out, &msg), ERR_INVALID);

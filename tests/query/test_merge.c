@@ -174,7 +174,7 @@ static void test_merge_equals_reference(void **state)
 	sum = fill(&f, &ref, 12, FX_T0);
 	/* outside the range: must not count */
 	fill(&f, NULL, 2, FX_T0 + 7200 * FX_SEC);
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(query_folded(f.st, "t1", &p, &out, &msg), 0);
 	ref_parse_folded(&got, out.data);
 	assert_true(ref_equal(&ref, &got));
@@ -182,7 +182,7 @@ static void test_merge_equals_reference(void **state)
 	buf_reset(&out);
 	p.max_nodes = QUERY_MAX_MAX_NODES;
 	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	parse_json(&a, &out, &j);
 	assert_int_equal(atoll(json_get(json_get(j, "flamebearer"), "numTicks")->str), sum);
 	assert_string_equal(json_get(json_get(j, "metadata"), "format")->str, "single");
@@ -226,7 +226,7 @@ static long long folded_sum(struct store *st, const char *q)
 	long long s = 0;
 	int rc;
 
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	rc = query_folded(st, "t1", &p, &out, &msg);
 	if (rc)
 		fprintf(stderr, "%s: %s\n", q, msg.text);
@@ -275,7 +275,7 @@ static void test_two_builds_line_up(void **state)
 	fx_add(&f, "t1", "api", FX_CPU, NULL, FX_T0, st, v1, 2, "/bin/api", "1111", 0x1000, 0);
 	fx_add(&f, "t1", "api", FX_CPU, NULL, FX_T0 + FX_SEC, st, v2, 2, "/bin/api2", "2222",
 	       0x9000, 0);
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(query_folded(f.st, "t1", &p, &out, &msg), 0);
 	ref_parse_folded(&got, out.data);
 	ref_add(&want, "main;serve;handle", 11);
@@ -310,10 +310,10 @@ static void test_max_nodes_other(void **state)
 	fx_open(&f);
 	sum = fill(&f, NULL, 5, FX_T0);
 	p.max_nodes = 8;
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
 	assert_non_null(strstr(out.data, "\"other\""));
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	parse_json(&a, &out, &j);
 	decode_levels(json_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
 	assert_int_equal(root, sum);
@@ -349,9 +349,9 @@ static void test_diff_self(void **state)
 	(void)state;
 	fx_open(&f);
 	sum = fill(&f, NULL, 4, FX_T0);
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(query_render_diff(f.st, "t1", &p, &p, &out, &msg), 0);
-	arena_init(&a, 0);
+	arena_init(&a, 1 << 30);
 	parse_json(&a, &out, &j);
 	fb = json_get(j, "flamebearer");
 	assert_int_equal(atoll(json_get(fb, "leftTicks")->str), sum);
@@ -393,7 +393,7 @@ static void test_limits(void **state)
 	(void)state;
 	fx_open(&f);
 	fill(&f, NULL, 3, FX_T0);
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	p.limits.max_bytes = 2048;
 	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "budget"));

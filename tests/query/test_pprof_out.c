@@ -43,8 +43,8 @@ static void test_roundtrip(void **state)
 	(void)state;
 	fx_open(&f);
 	want = fx_fill_small(&f, 0);
-	buf_init(&gz, 0);
-	buf_init(&raw, 0);
+	buf_init(&gz, 1 << 30);
+	buf_init(&raw, 1 << 30);
 	assert_int_equal(query_pprof(f.st, "t1", &p, &gz, &msg), 0);
 	assert_true(is_gzip(gz.data, gz.len));
 	assert_int_equal(gunzip_capped(gz.data, gz.len, 1 << 24, &raw, &msg), 0);
@@ -115,7 +115,7 @@ static void test_connect(void **state)
 	(void)state;
 	fx_open(&f);
 	fx_fill_small(&f, 0);
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(call(f.st, "ProfileTypes", "{}", &out, &msg), 0);
 	assert_string_equal(out.data,
 			    "{\"profileTypes\":[{\"ID\":\"" FX_CPU "\",\"name\":\"process_cpu\","
@@ -202,7 +202,7 @@ static int write_file(const char *path)
 
 	fx_open(&f);
 	want = fx_fill_small(&f, 0);
-	buf_init(&gz, 0);
+	buf_init(&gz, 1 << 30);
 	rc = query_pprof(f.st, "t1", &p, &gz, &msg);
 	if (!rc && (fp = fopen(path, "wb"))) {
 		fwrite(gz.data, 1, gz.len, fp);

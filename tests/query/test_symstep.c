@@ -16,16 +16,16 @@
 #include "fixture.h"
 
 #include "base/buf.h"
+#include "debuginfo/debuginfo.h"
 #include "query/query.h"
 #include "query/query_int.h"
-#include "symbolize/symbolize.h"
 
 static struct fx g_fx;
-static struct sym_service *g_svc;
+static struct debuginfo *g_svc;
 
 static int setup(void **state)
 {
-	struct sym_service_options o = { 0 };
+	struct debuginfo_options o = { 0 };
 	struct err_msg msg = { { 0 } };
 
 	(void)state;
@@ -33,13 +33,13 @@ static int setup(void **state)
 	o.data_dir = g_fx.dir;
 	o.debuginfod_urls = "";
 	o.workers = 1;
-	return sym_service_open(g_fx.st, &o, &g_svc, &msg);
+	return debuginfo_open(g_fx.st, &o, &g_svc, &msg);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	sym_service_close(g_svc);
+	debuginfo_close(g_svc);
 	fx_close(&g_fx);
 	return 0;
 }
@@ -72,7 +72,7 @@ static uint64_t metric(struct query_symmemo *m, const char *name)
 	const char *p;
 	uint64_t v = UINT64_MAX;
 
-	buf_init(&b, 0);
+	buf_init(&b, 1 << 30);
 	assert_int_equal(query_symmemo_metrics(m, &b), 0);
 	assert_int_equal(buf_putc(&b, '\0'), 0);
 	/* The sample line, not the # HELP line naming the same metric. */
@@ -341,7 +341,7 @@ static void test_shares(void **state)
 	p.from_ns = FX_T0 - FX_SEC;
 	p.until_ns = FX_T0 + 60 * FX_SEC;
 	p.limits.symbolizer = g_svc;
-	buf_init(&out, 0);
+	buf_init(&out, 1 << 30);
 	assert_int_equal(query_symbolization(g_fx.st, "shares", &p, &out, &msg), 0);
 	assert_int_equal(buf_putc(&out, '\0'), 0);
 	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":0.900000"));

@@ -49,7 +49,7 @@ static void test_batch_atomic_with_deletes(void **state)
 	(void)state;
 
 	assert_non_null(st);
-	buf_init(&b, 0);
+	buf_init(&b, STORE_AUX_MAX_VALUE);
 	assert_int_equal(store_aux_write(st, STORE_AUX_DEBUGINFO, first, 3, &msg), 0);
 	assert_int_equal(store_aux_write(st, STORE_AUX_DEBUGINFO, second, 3, &msg), 0);
 	assert_string_equal(get(st, STORE_AUX_DEBUGINFO, "a", &b), "1");
@@ -254,7 +254,7 @@ static void test_persistence_and_read_only(void **state)
 	(void)state;
 
 	assert_non_null(st);
-	buf_init(&b, 0);
+	buf_init(&b, STORE_AUX_MAX_VALUE);
 	put(st, STORE_AUX_DEBUGINFO, "build-1", "meta-1");
 	put(st, STORE_AUX_SYMCACHE, "build-1/0x10", "frames");
 	/* A read-only open beside the writer sees what the writer flushed. */
@@ -338,7 +338,7 @@ static void test_old_store_without_aux(void **state)
 	assert_int_equal(commit(tx), 0);
 	store_close(st);
 	drop_aux_families(dir);
-	buf_init(&b, 0);
+	buf_init(&b, STORE_AUX_MAX_VALUE);
 	/* Read-only: opens, the namespaces read as empty. */
 	st = open_store(dir, 1, 0);
 	assert_non_null(st);
@@ -417,7 +417,7 @@ static void test_limits_and_stats_isolation(void **state)
 	assert_non_null(strstr(msg.text, "value"));
 	kv.vlen = STORE_AUX_MAX_VALUE; /* the maximum itself is fine */
 	assert_int_equal(store_aux_write(st, STORE_AUX_DEBUGINFO, &kv, 1, &msg), 0);
-	buf_init(&b, 0);
+	buf_init(&b, STORE_AUX_MAX_VALUE);
 	assert_int_equal(store_aux_get(st, STORE_AUX_DEBUGINFO, "k", 1, &b, NULL), 0);
 	assert_int_equal(b.len, STORE_AUX_MAX_VALUE);
 	buf_release(&b);

@@ -261,7 +261,7 @@ static void chunk_blocks(struct fixture *f, int64_t window, size_t *blocks, size
 	key_tenant_tag(key, 1, TAG_CHUNK);
 	be64_put(key + 5, f->series);
 	be64_put(key + 13, (uint64_t)window ^ ((uint64_t)1 << 63));
-	buf_init(&raw, 0);
+	buf_init(&raw, STORE_MAX_CHUNK_BLOCK);
 	assert_int_equal(store__raw_get(f->st, CFI_SAMPLES, key, sizeof(key), &raw), 0);
 	*blocks = count_blocks(&raw, zstd);
 	buf_release(&raw);
@@ -408,7 +408,7 @@ static void test_decode_truncated_and_flipped(void **state)
 		p[i].ids = ids;
 		p[i].vals = vals;
 	}
-	buf_init(&enc, 0);
+	buf_init(&enc, 2 * STORE_MAX_CHUNK_BLOCK);
 	assert_int_equal(store__chunk_encode(3, p, 3, 1, &enc), 0);
 	assert_int_equal(store__chunk_encode(3, p, 1, 0, &enc), 0); /* two blocks */
 	store__chunk_init(&c);

@@ -1,5 +1,6 @@
-/* test_table.c - the store's in-memory containers: byte map, dedup tables
- * with truncation after an abort, segmented arrays, the rollback pool. */
+/* test_table.c - the store's in-memory containers: byte map and its caps,
+ * dedup tables with truncation after an abort, segmented arrays, the
+ * rollback pool. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +20,7 @@ static void test_bmap(void **state)
 	uint64_t v;
 
 	(void)state;
-	store__bmap_init(&m);
+	store__bmap_init(&m, 10000, 1 << 20);
 	assert_int_equal(store__bmap_get(&m, "x", 1, &v), ERR_NOT_FOUND);
 	for (int i = 0; i < 5000; i++) {
 		int n = snprintf(key, sizeof(key), "key-%d", i);
@@ -36,56 +37,100 @@ static void test_bmap(void **state)
 	assert_int_equal(store__bmap_get(&m, "a", 1, &v), ERR_NOT_FOUND);
 	assert_int_equal(store__bmap_get(&m, "a\0b", 3, &v), 0);
 	assert_int_equal(v, 7);
+	/* Released, the map is empty and usable again. */
+	store__bmap_release(&m);
+	assert_int_equal(store__bmap_get(&m, "key-1", 5, &v), ERR_NOT_FOUND);
+	assert_int_equal(store__bmap_put(&m, "key-1", 5, 9), 0);
+	assert_int_equal(store__bmap_get(&m, "key-1", 5, &v), 0);
+	assert_int_equal(v, 9);
 	store__bmap_release(&m);
 }
 
-/* Content of id i for the idtab test: ids map to values i / 2 (collisions). */
-static int eq_half(const void *ctx, uint32_t id)
+static void test_bmap_caps(void **state)
 {
-	return *(const uint32_t *)ctx == id;
-}
-
-static void test_idtab_truncate(void **state)
-{
-	struct idtab t = { 0 };
+	struct bmap m;
+	uint64_t v;
+	size_t before;
 	(void)state;
 
+	store__bmap_init(&m, 2, 1 << 20);
+	assert_int_equal(store__bmap_put(&m, "a", 1, 1), 0);
+	assert_int_equal(store__bmap_put(&m, "b", 1, 2), 0);
+	assert_int_equal(store__bmap_put(&m, "c", 1, 3), ERR_TOO_LARGE);
+	assert_int_equal(store__bmap_get(&m, "c", 1, &v), ERR_NOT_FOUND);
+	assert_int_equal(store__bmap_get(&m, "b", 1, &v), 0);
+	assert_int_equal(v, 2);
+	before = store__bmap_bytes(&m);
+	assert_true(before >= 64 * 1024); /* the keys' first arena block */
+	/* Clear keeps the tables, forgets the keys. */
+	store__bmap_clear(&m);
+	assert_int_equal(store__bmap_get(&m, "a", 1, &v), ERR_NOT_FOUND);
+	assert_int_equal(store__bmap_put(&m, "c", 1, 3), 0);
+	assert_int_equal(store__bmap_get(&m, "c", 1, &v), 0);
+	assert_int_equal(v, 3);
+	store__bmap_release(&m);
+	assert_int_equal(store__bmap_bytes(&m), 0);
+}
+
+/*
+ * The dedup tables of the symbol kinds (struct symtab.dedup) index entries
+ * by id (1-based) and are truncated to the published count after an abort
+ * with hmap_truncate(keep + 1).  find() returns the id stored under `h`
+ * that equals `id`, as symbols.c compares content.
+ */
+static uint32_t find(const struct hmap *m, uint64_t h, uint32_t id)
+{
+	struct hmap_probe pr;
+
+	for (uint32_t i = hmap_first(m, h, &pr); i != HMAP_NONE; i = hmap_next(m, &pr))
+		if (i == id)
+			return i;
+	return 0;
+}
+
+static void test_dedup_truncate(void **state)
+{
+	struct hmap t;
+	(void)state;
+
+	hmap_init(&t, STORE_MAX_SYMBOLS, NULL);
 	/* Few distinct hashes force long clusters, which truncation must keep
 	 * reachable. */
 	for (uint32_t id = 1; id <= 3000; id++)
-		assert_int_equal(store__idtab_add(&t, id % 7, id), 0);
+		assert_int_equal(hmap_put(&t, id % 7, id), 0);
 	for (uint32_t id = 1; id <= 3000; id++)
-		assert_int_equal(store__idtab_find(&t, id % 7, eq_half, &id), id);
-	assert_int_equal(store__idtab_truncate(&t, 1234), 0);
-	assert_int_equal(t.used, 1234);
+		assert_int_equal(find(&t, id % 7, id), id);
+	hmap_truncate(&t, 1234 + 1);
+	assert_int_equal(t.n, 1234);
 	for (uint32_t id = 1; id <= 3000; id++)
-		assert_int_equal(store__idtab_find(&t, id % 7, eq_half, &id), id <= 1234 ? id : 0);
+		assert_int_equal(find(&t, id % 7, id), id <= 1234 ? id : 0);
 	/* Re-adding after truncation works. */
 	for (uint32_t id = 1235; id <= 1300; id++)
-		assert_int_equal(store__idtab_add(&t, id * 2654435761u, id), 0);
+		assert_int_equal(hmap_put(&t, id * 2654435761u, id), 0);
 	for (uint32_t id = 1235; id <= 1300; id++)
-		assert_int_equal(store__idtab_find(&t, id * 2654435761u, eq_half, &id), id);
-	store__idtab_release(&t);
+		assert_int_equal(find(&t, id * 2654435761u, id), id);
+	hmap_release(&t);
 }
 
-static void test_idtab_truncate_random(void **state)
+static void test_dedup_truncate_random(void **state)
 {
 	(void)state;
 	srand(42);
 	for (int round = 0; round < 50; round++) {
-		struct idtab t = { 0 };
+		struct hmap t;
 		uint32_t n = 1 + (uint32_t)(rand() % 500), keep = (uint32_t)rand() % (n + 1);
-		uint32_t *h = malloc(n * sizeof(*h));
+		uint64_t *h = malloc(n * sizeof(*h));
+
+		hmap_init(&t, STORE_MAX_SYMBOLS, NULL);
 		for (uint32_t id = 1; id <= n; id++) {
-			h[id - 1] = (uint32_t)rand() % 64 * 0x10001u;
-			assert_int_equal(store__idtab_add(&t, h[id - 1], id), 0);
+			h[id - 1] = (uint64_t)(rand() % 64) * 0x10001u;
+			assert_int_equal(hmap_put(&t, h[id - 1], id), 0);
 		}
-		store__idtab_truncate(&t, keep);
+		hmap_truncate(&t, keep + 1);
 		for (uint32_t id = 1; id <= n; id++)
-			assert_int_equal(store__idtab_find(&t, h[id - 1], eq_half, &id),
-					 id <= keep ? id : 0);
+			assert_int_equal(find(&t, h[id - 1], id), id <= keep ? id : 0);
 		free(h);
-		store__idtab_release(&t);
+		hmap_release(&t);
 	}
 }
 
@@ -136,8 +181,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bmap),
-		cmocka_unit_test(test_idtab_truncate),
-		cmocka_unit_test(test_idtab_truncate_random),
+		cmocka_unit_test(test_bmap_caps),
+		cmocka_unit_test(test_dedup_truncate),
+		cmocka_unit_test(test_dedup_truncate_random),
 		cmocka_unit_test(test_segarr),
 		cmocka_unit_test(test_pool_rollback),
 	};

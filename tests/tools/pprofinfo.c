@@ -332,7 +332,7 @@ static int aggregate(struct ctx *c, struct info *in)
 	uint32_t id;
 	int rc = 0, added;
 
-	buf_init(&sk, 0);
+	buf_init(&sk, MAX_KEYS);
 	for (i = 0; i < p->n_sample && rc == 0; i++) {
 		const Perftools__Profiles__Sample *s = p->sample[i];
 		if (s->n_value != nt) {
@@ -389,7 +389,7 @@ static int analyze(const Profile *p, struct info *in, struct err_msg *msg)
 	memset(in, 0, sizeof(*in));
 	c.p = p;
 	c.msg = msg;
-	buf_init(&c.kb, 0);
+	buf_init(&c.kb, MAX_KEYS);
 	if (p->n_string_table == 0 || p->string_table[0][0] != '\0') {
 		rc = err_set(msg, ERR_INVALID, "string_table[0] must be \"\"");
 		goto out;
@@ -436,7 +436,7 @@ static void print_json_str(const char *s)
 {
 	struct buf b;
 
-	buf_init(&b, 0);
+	buf_init(&b, 6 * strlen(s) + 2); /* every byte escaped, and the quotes */
 	if (buf_put_json_str(&b, s, strlen(s)) == 0)
 		fputs(b.data, stdout);
 	else

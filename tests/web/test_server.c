@@ -1,0 +1,219 @@
+/*
+ * test_server.c - the server's response cap: a flame graph larger than
+ * web_options.max_response_bytes is answered 413 with the encoder's
+ * message, the same query under the default cap is 200, and small routes
+ * are unaffected.  A real server on 127.0.0.1, port 0, over a store in a
+ * temp dir; requests over a plain socket.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "storage/storage.h"
+#include "web/web.h"
+
+#define PTYPE "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+#define T0_S 1700000000LL
+#define N_FUNCS 3000 /* names of ~40 bytes: a flame graph of well over 64 KiB */
+
+static char g_dir[64];
+static struct store *g_st;
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+/* One profile of service "svc": N_FUNCS stacks main;<long name i>. */
+static void fill(struct store *st)
+{
+	struct store_txn *tx;
+	struct err_msg msg = { { 0 } };
+	struct store_label labels[] = { { STORE_LABEL_SERVICE, "svc" },
+					{ STORE_LABEL_PROFILE_TYPE, PTYPE } };
+	struct store_mapping m = { 0x400000, 0x800000, 0, "/bin/svc", "0123",
+				   STORE_MAP_HAS_FUNCTIONS };
+	struct store_profile_meta meta = { T0_S * 1000000000LL, 10000000000LL, 10000000 };
+	uint32_t part, map, main_loc, *stacks = calloc(N_FUNCS, sizeof(uint32_t));
+	int64_t *values = calloc(N_FUNCS, sizeof(int64_t));
+	uint64_t series;
+
+	assert_non_null(stacks);
+	assert_non_null(values);
+	assert_int_equal(store_txn_begin(st, "t1", &tx, &msg), 0);
+	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &m, &map), 0);
+	assert_int_equal(store_txn_series(tx, labels, 2, &series, &msg), 0);
+	for (int i = -1; i < N_FUNCS; i++) {
+		char name[64];
+		struct store_function fn = { name, "", "src.c", 1 };
+		struct store_line ln = { 0, 10, 0 };
+		struct store_location loc = { map, 0x401000 + 16 * (uint64_t)(i + 1), &ln, 1 };
+		uint32_t leaf_first[2];
+
+		if (i < 0)
+			snprintf(name, sizeof(name), "main");
+		else
+			snprintf(name, sizeof(name), "namespace::Component::handler_number_%05d", i);
+		assert_int_equal(store_txn_function(tx, part, &fn, &ln.function_id), 0);
+		assert_int_equal(store_txn_location(tx, part, &loc, i < 0 ? &main_loc : &leaf_first[0]),
+				 0);
+		if (i < 0)
+			continue;
+		leaf_first[1] = main_loc;
+		assert_int_equal(store_txn_stack(tx, part, leaf_first, 2, &stacks[i]), 0);
+		values[i] = 1 + i;
+	}
+	assert_int_equal(store_txn_profile(tx, series, part, &meta, stacks, values, N_FUNCS), 0);
+	assert_int_equal(store_txn_commit(tx, &msg), 0);
+	free(stacks);
+	free(values);
+}
+
+static int setup(void **state)
+{
+	struct store_options o = { 0 };
+	struct err_msg msg = { { 0 } };
+
+	(void)state;
+	strcpy(g_dir, "/tmp/unhex-web-XXXXXX");
+	if (!mkdtemp(g_dir))
+		return -1;
+	o.dir = g_dir;
+	if (store_open(&o, &g_st, &msg))
+		return -1;
+	fill(g_st);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	store_close(g_st);
+	nftw(g_dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	return 0;
+}
+
+static struct web_server *start(size_t max_response)
+{
+	struct web_options opt;
+	struct web_server *srv = NULL;
+	struct err_msg msg = { { 0 } };
+
+	web_options_default(&opt);
+	opt.listen = "127.0.0.1:0";
+	opt.threads = 4;
+	opt.max_response_bytes = max_response;
+	if (web_server_start(g_st, &opt, &srv, &msg))
+		fail_msg("web_server_start: %s", msg.text);
+	return srv;
+}
+
+/* GETs `path`; the status in *status, the body (after the head) into out. */
+static void get(int port, const char *path, int *status, struct buf *out)
+{
+	struct sockaddr_in sa = { 0 };
+	char req[1024], chunk[65536];
+	struct buf all;
+	const char *body;
+	ssize_t n;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	n = snprintf(req, sizeof(req),
+		     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Scope-OrgID: t1\r\n"
+		     "Connection: close\r\n\r\n", path);
+	assert_int_equal(write(fd, req, (size_t)n), n);
+	buf_init(&all, 64u << 20);
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		assert_int_equal(buf_append(&all, chunk, (size_t)n), 0);
+	close(fd);
+	assert_int_equal(sscanf(all.data, "HTTP/1.1 %d", status), 1);
+	body = strstr(all.data, "\r\n\r\n");
+	assert_non_null(body);
+	buf_reset(out);
+	assert_int_equal(buf_puts(out, body + 4), 0);
+	buf_release(&all);
+}
+
+#define RENDER_PATH                                                                           \
+	"/pyroscope/render?query=" PTYPE "%7Bservice_name%3D%22svc%22%7D&from=1699999000" \
+	"&until=1700001000&maxNodes=100000"
+
+static void test_flame_graph_over_the_cap_is_413(void **state)
+{
+	struct web_server *srv = start(64 << 10);
+	struct buf body;
+	int status = 0;
+	(void)state;
+
+	buf_init(&body, 64u << 20);
+	get(web_server_port(srv), RENDER_PATH, &status, &body);
+	assert_int_equal(status, 413);
+	assert_non_null(strstr(body.data, "output limit"));
+	get(web_server_port(srv), "/ready", &status, &body);
+	assert_int_equal(status, 200);
+	assert_string_equal(body.data, "ready\n");
+	web_server_stop(srv);
+	buf_release(&body);
+}
+
+static void test_flame_graph_under_the_default_cap(void **state)
+{
+	struct web_server *srv = start(0);
+	struct buf body;
+	int status = 0;
+	(void)state;
+
+	buf_init(&body, 64u << 20);
+	get(web_server_port(srv), RENDER_PATH, &status, &body);
+	assert_int_equal(status, 200);
+	assert_true(body.len > 64 << 10);
+	assert_non_null(strstr(body.data, "handler_number_02999"));
+	web_server_stop(srv);
+	buf_release(&body);
+}
+
+static void test_tiny_cap_is_raised_to_the_minimum(void **state)
+{
+	struct web_server *srv = start(10);
+	struct buf body;
+	int status = 0;
+	(void)state;
+
+	buf_init(&body, 64u << 20);
+	/* The 413 message itself still fits. */
+	get(web_server_port(srv), RENDER_PATH, &status, &body);
+	assert_int_equal(status, 413);
+	assert_non_null(strstr(body.data, "output limit"));
+	web_server_stop(srv);
+	buf_release(&body);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_flame_graph_over_the_cap_is_413),
+		cmocka_unit_test(test_flame_graph_under_the_default_cap),
+		cmocka_unit_test(test_tiny_cap_is_raised_to_the_minimum),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
