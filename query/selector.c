@@ -447,13 +447,19 @@ static int parse_matcher(struct parser *p, struct query_matcher *m)
 	return rc;
 }
 
+/*
+ * A profile type ID is five parts joined by ':'.  Parts may be empty, as
+ * Pyroscope allows: a pprof without a period type is stored as
+ * `memory:inuse_space:bytes::`, older .NET agents' types as
+ * `process_cpu:<type>:<unit>::nanoseconds` (docs/ingest.md).
+ */
 static int check_profile_type(struct parser *p, const char *t)
 {
 	int colons = 0;
 
 	for (const char *c = t; *c; c++)
 		colons += *c == ':';
-	if (colons != 4 || t[0] == ':' || strstr(t, "::") || t[strlen(t) - 1] == ':')
+	if (colons != 4)
 		return err_set(p->msg, ERR_INVALID,
 			       "selector: profile type \"%s\" is not "
 			       "name:sample_type:sample_unit:period_type:period_unit", t);

@@ -144,6 +144,57 @@ static void test_rejects(void **state)
 		"negative");
 }
 
+/*
+ * Profile type IDs with empty parts, as ingest stores a pprof without a
+ * period type and older .NET agents' types: listed, and queryable by the
+ * selector and by profileTypeID (tenant t3 holds only these).
+ */
+static void test_empty_type_parts(void **state)
+{
+	const char *mem = "memory:inuse_space:bytes::", *net = "process_cpu:cpu:nanoseconds::nanoseconds";
+	const char *req = "{\"profileTypeID\":\"memory:inuse_space:bytes::\","
+			  "\"labelSelector\":\"{service_name=\\\"shop\\\"}\"," RANGE "}";
+	struct query_params p = { 0 };
+	struct err_msg msg = { { 0 } };
+	struct buf out;
+
+	(void)state;
+	fx_add(&f, "t3", "shop", mem, NULL, FX_T0, fx_small_stacks, fx_small_values, 4, "/bin/shop",
+	       "5e01", 0x1000, 0);
+	fx_add(&f, "t3", "shop", net, NULL, FX_T0, fx_small_stacks, fx_small_values, 2, "/bin/shop",
+	       "5e01", 0x1000, 0);
+	buf_init(&out, 1 << 20);
+	assert_int_equal(query_connect(f.st, "t3", "ProfileTypes", "", 0, NULL, &out, &msg), 0);
+	assert_string_equal(out.data,
+			    "{\"profileTypes\":[{\"ID\":\"memory:inuse_space:bytes::\",\"name\":\"memory\","
+			    "\"sampleType\":\"inuse_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"\","
+			    "\"periodUnit\":\"\"},{\"ID\":\"process_cpu:cpu:nanoseconds::nanoseconds\","
+			    "\"name\":\"process_cpu\",\"sampleType\":\"cpu\",\"sampleUnit\":\"nanoseconds\","
+			    "\"periodType\":\"\",\"periodUnit\":\"nanoseconds\"}]}");
+	buf_reset(&out);
+	assert_int_equal(query_connect(f.st, "t3", "SelectMergeStacktraces", req, strlen(req), NULL,
+				       &out, &msg), 0);
+	assert_string_equal(out.data,
+			    "{\"flamegraph\":{\"names\":[\"total\",\"main\",\"gc\",\"serve\",\"handle\","
+			    "\"parse\"],\"levels\":[{\"values\":[\"0\",\"180\",\"0\",\"0\"]},"
+			    "{\"values\":[\"0\",\"180\",\"5\",\"1\"]},"
+			    "{\"values\":[\"0\",\"25\",\"25\",\"2\",\"0\",\"150\",\"0\",\"3\"]},"
+			    "{\"values\":[\"25\",\"100\",\"100\",\"4\",\"0\",\"50\",\"50\",\"5\"]}],"
+			    "\"total\":\"180\",\"maxSelf\":\"100\"}}");
+	buf_reset(&out);
+	/* The .NET type through the selector of the legacy render. */
+	p.query = "process_cpu:cpu:nanoseconds::nanoseconds{service_name=\"shop\"}";
+	p.from_ns = FX_T0;
+	p.until_ns = FX_T0 + 3600 * FX_SEC;
+	assert_int_equal(query_render(f.st, "t3", &p, &out, &msg), 0);
+	assert_non_null(strstr(out.data, "\"flamebearer\":{\"names\":[\"total\",\"main\",\"serve\","
+					 "\"handle\",\"parse\"],\"levels\":[[0,150,0,0],[0,150,0,1],"
+					 "[0,150,0,2],[0,100,100,3,0,50,50,4]],\"numTicks\":150,"));
+	assert_non_null(strstr(out.data, "\"units\":\"nanoseconds\","
+					 "\"name\":\"process_cpu:cpu:nanoseconds::nanoseconds\"}"));
+	buf_release(&out);
+}
+
 /* The typed methods behind /pyroscope/labels and /pyroscope/label-values. */
 static void test_typed_labels(void **state)
 {
@@ -210,6 +261,7 @@ int main(void)
 		cmocka_unit_test(test_flame_graphs),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_typed_labels),
+		cmocka_unit_test(test_empty_type_parts),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

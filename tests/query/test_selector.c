@@ -67,6 +67,15 @@ static void test_valid(void **state)
 	assert_string_equal(sel.m[0].value, "raw\\n");
 	query_selector_release(&sel);
 	assert_int_equal(query_selector_parse2("a:b:c:d:e", "f:g:h:i:j{}", &sel, &msg), ERR_INVALID);
+	/* Empty parts, as stored for pprofs without a period type (Pyroscope's IDs). */
+	assert_int_equal(parse("memory:inuse_space:bytes::{a=\"b\"}", &sel, &msg), 0);
+	assert_string_equal(sel.profile_type, "memory:inuse_space:bytes::");
+	assert_int_equal(sel.n, 1);
+	query_selector_release(&sel);
+	assert_int_equal(query_selector_parse2("process_cpu:cpu:nanoseconds::nanoseconds", "{}", &sel,
+						&msg), 0);
+	assert_string_equal(sel.profile_type, "process_cpu:cpu:nanoseconds::nanoseconds");
+	query_selector_release(&sel);
 }
 
 static void expect_invalid(const char *s, const char *needle)
@@ -95,7 +104,9 @@ static void test_invalid(void **state)
 	expect_invalid("{a=\"\\q\"}", "unknown escape");
 	expect_invalid("{a=~\"(\"}", "bad regex");
 	expect_invalid("cpu{}", "profile type");
-	expect_invalid("a:b::d:e{}", "profile type");
+	expect_invalid("a:b:c:d{}", "profile type");
+	expect_invalid("a:b:c:d:e:f{}", "profile type");
+	expect_invalid("a:b:c::d:{}", "profile type");
 	expect_invalid("{a=\"x\"} junk", "unexpected character");
 	expect_invalid("{a=\"x\" b=\"y\"}", "offset 7");
 	expect_invalid("{a=\"\\u0000\"}", "NUL");
