@@ -57,6 +57,7 @@
 #include <stdint.h>
 
 struct buf;
+struct store_label;
 
 enum regress_norm { REGRESS_NORM_UNCHANGED, REGRESS_NORM_TOTAL };
 
@@ -195,5 +196,90 @@ int regress_write_text(const struct regress_result *res, const char *const title
 		       size_t extra, struct buf *out);
 int regress_write_markdown(const struct regress_result *res, const char *const title[2],
 			   size_t extra, struct buf *out);
+
+/* ---- releases (releases.c) ------------------------------------------------ */
+
+/*
+ * A service's releases: the values of the first of a configured list of
+ * labels that its series carry (RELEASE_DEFAULT_LABELS), and for profiles
+ * of series with none of them, the build ID of the profile's main
+ * executable: the mapping, not a shared library, kernel or vDSO, with a
+ * build ID, whose code the most samples were taken in (at the leaf).
+ */
+#define RELEASE_DEFAULT_LABELS \
+	"version,release,service_version,service.version,service_git_ref,git_sha,git_commit"
+#define RELEASE_MAX_LABELS 16
+#define RELEASE_MAX_RELEASES 10000u
+/* The pseudo-label of releases told apart by build ID. */
+#define RELEASE_BY_BUILD_ID "build_id"
+
+struct release_labels {
+	char buf[512];
+	const char *name[RELEASE_MAX_LABELS]; /* into buf */
+	size_t n;
+};
+
+/*
+ * Parses a comma-separated list of label names (NULL or "": the default)
+ * into *out: ERR_INVALID for a name that is not a label name, too many or
+ * too long.
+ */
+int release_labels_parse(const char *csv, struct release_labels *out, struct err_msg *msg);
+
+/*
+ * The index in `rl` of the first configured label that the label set `l`
+ * carries with a non-empty value (in *value, borrowed from `l`), or -1.
+ */
+int release_label_of(const struct release_labels *rl, const struct store_label *l, size_t n,
+		     const char **value);
+
+struct store;
+struct store_symbols;
+struct debuginfo;
+
+/*
+ * The main executable of one profile (see above): per partition, a memo of
+ * each stack's leaf mapping.  release_main_init, then release_main_of per
+ * profile (its stacks and values, borrowed), release_main_release.  *out
+ * is "" when no mapping with a build ID was sampled; it points into the
+ * partition's symbols, valid until release_main_release.
+ */
+struct release_main {
+	struct store *st;
+	const char *tenant;
+	uint32_t part;
+	struct store_symbols *sym;
+	uint32_t *leaf_map;  /* by stack id: mapping id + 1; 0 not yet known */
+	size_t leaf_cap;
+	struct { uint32_t map; int64_t value; } *acc;
+	size_t nacc, acc_cap;
+	size_t max_bytes;
+};
+
+void release_main_init(struct release_main *m, struct store *st, const char *tenant,
+		       size_t max_bytes);
+int release_main_of(struct release_main *m, uint32_t part, const uint32_t *stack_ids,
+		    const int64_t *values, size_t n, const char **build_id, const char **file,
+		    struct err_msg *msg);
+void release_main_release(struct release_main *m);
+
+struct release_query {
+	const char *service;       /* required */
+	const char *profile_type;  /* NULL: every type */
+	int64_t from_ns, until_ns;
+	const struct release_labels *labels;
+	struct debuginfo *debuginfo; /* may be NULL: build ID status "unknown" */
+	int64_t timeout_ns;        /* > 0 */
+	size_t max_bytes;          /* > 0 */
+};
+
+/*
+ * `GET /api/v1/releases`: the releases of a service in [from, until) as
+ * JSON, oldest first: per release its label and value, time range,
+ * profiles, series, values per profile type, and its build IDs with their
+ * share of the samples, file and symbolization status (docs/regressions.md).
+ */
+int query_releases(struct store *st, const char *tenant, const struct release_query *rq,
+		   struct buf *out, struct err_msg *msg);
 
 #endif
