@@ -476,12 +476,18 @@ static int cmp_test(const void *a, const void *b)
 	return (x->p > y->p) - (x->p < y->p);
 }
 
+/* 2: flagged on self (the function itself changed), 1: on total only, 0. */
+static int rank_class(const struct regress_row *r)
+{
+	return r->flagged ? (r->self_flagged ? 2 : 1) : 0;
+}
+
 static int cmp_row(const void *a, const void *b)
 {
 	const struct regress_row *x = a, *y = b;
 
-	if (x->flagged != y->flagged)
-		return y->flagged - x->flagged;
+	if (rank_class(x) != rank_class(y))
+		return rank_class(y) - rank_class(x);
 	if (x->score != y->score)
 		return x->score < y->score ? 1 : -1;
 	{
@@ -517,44 +523,34 @@ static int group(struct regress *r)
 	return 0;
 }
 
-/* A ratio with its weight, for the weighted median. */
-struct wratio {
-	double ratio, weight;
-};
-
-static int cmp_wratio(const void *a, const void *b)
+static int cmp_double(const void *a, const void *b)
 {
-	double x = ((const struct wratio *)a)->ratio, y = ((const struct wratio *)b)->ratio;
+	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
 }
 
 /*
- * k: the weighted median over the judged named functions of the ratio of
- * their mean self shares, candidate over baseline.  A function's weight is
- * the precision of its log ratio, 1 / (cv0^2 + cv1^2) with cv the standard
- * error of a side's mean over the mean: a large, steady function measures
- * the common scale far better than a small one, which at a few samples a
- * profile swings by tens of percent.  The median keeps functions that did
- * change from moving k while they hold under half the weight.
+ * k: the median over the judged named functions of the ratio of their
+ * mean self shares, candidate over baseline.  Unweighted on purpose: a
+ * weight by precision or share lets one big function hold half the weight,
+ * and when that function is the one that changed, k follows it and every
+ * other function reads as changed.  Each function is one vote, so k holds
+ * while fewer than half of them changed.
  */
 static int norm_factor(struct regress *r, double *k)
 {
-	struct wratio *w;
 	size_t n = 0;
-	double sum = 0, run = 0;
 	int rc;
 
 	*k = 1;
 	if (r->p.norm == REGRESS_NORM_TOTAL || r->nside[0] < 2 || r->nside[1] < 2)
 		return 0;
-	rc = GROW(r->scratch, r->scratchcap, 2 * (r->nfn ? r->nfn : 1),
-		  2 * (size_t)REGRESS_MAX_FUNCTIONS, &r->budget.alloc);
+	rc = GROW(r->scratch, r->scratchcap, r->nfn ? r->nfn : 1, REGRESS_MAX_FUNCTIONS,
+		  &r->budget.alloc);
 	if (rc)
 		return rc;
-	w = (struct wratio *)r->scratch;
 	for (size_t f = 0; f < r->nfn; f++) {
 		struct moments m;
-		double cv0, cv1, prec;
 
 		if (r->fn[f].unnamed)
 			continue;
@@ -562,26 +558,12 @@ static int norm_factor(struct regress *r, double *k)
 		if (m.mean[0] <= 0 || m.mean[1] <= 0 ||
 		    fmax(m.mean[0], m.mean[1]) < r->p.noise_floor)
 			continue;
-		cv0 = sqrt(m.var[0] / (double)r->nside[0]) / m.mean[0];
-		cv1 = sqrt(m.var[1] / (double)r->nside[1]) / m.mean[1];
-		/* Floor the spread at 0.1% so identical profiles do not weigh infinitely. */
-		prec = 1 / (cv0 * cv0 + cv1 * cv1 + 1e-6);
-		w[n].ratio = m.mean[1] / m.mean[0];
-		w[n].weight = prec;
-		sum += prec;
-		n++;
+		r->scratch[n++] = m.mean[1] / m.mean[0];
 	}
 	if (n < 3)
 		return 0;
-	qsort(w, n, sizeof(*w), cmp_wratio);
-	for (size_t i = 0; i < n; i++) {
-		run += w[i].weight;
-		if (run >= sum / 2) {
-			/* Exactly half: between this ratio and the next, as a median of an even count. */
-			*k = run == sum / 2 && i + 1 < n ? (w[i].ratio + w[i + 1].ratio) / 2 : w[i].ratio;
-			break;
-		}
-	}
+	qsort(r->scratch, n, sizeof(*r->scratch), cmp_double);
+	*k = n % 2 ? r->scratch[n / 2] : (r->scratch[n / 2 - 1] + r->scratch[n / 2]) / 2;
 	return 0;
 }
 
@@ -707,7 +689,8 @@ int regress_compute(struct regress *r, struct regress_result *out)
 
 		verdict(&r->p, &row->self);
 		verdict(&r->p, &row->total);
-		row->flagged = flagged(row->self.verdict) || flagged(row->total.verdict);
+		row->self_flagged = flagged(row->self.verdict);
+		row->flagged = row->self_flagged || flagged(row->total.verdict);
 		row->score = fmax(row->self.confidence * fabs(row->self.impact),
 				  row->total.confidence * fabs(row->total.impact));
 		if (worse(&row->self) || worse(&row->total)) {

@@ -21,7 +21,8 @@
  * Normalisation
  *   Shares are of each profile's own total, so more traffic in one release
  *   does not read as a regression.  With REGRESS_NORM_UNCHANGED (the
- *   default) the candidate's shares are then divided by k, the median over
+ *   default) the candidate's shares are then divided by k, the (unweighted)
+ *   median over
  *   the judged named functions of (candidate mean self share / baseline mean
  *   self share): if most functions did not change, k is the factor by which
  *   the candidate's total shrank relative to them, and the rescaled shares
@@ -39,7 +40,9 @@
  *   flagged     Holm-adjusted p < alpha and |change| >= min_effect;
  *               REGRESSED when impact > 0, IMPROVED when < 0.
  *   A function seen on one side only is NEW or GONE (judged the same way).
- *   Rows are ranked by confidence x |impact|, flagged rows first.
+ *   Rows are ranked: flagged on self (the functions that changed), then
+ *   flagged on total only (their callers), then the rest; within each by
+ *   confidence x |impact|.
  *
  * Unnamed code
  *   Frames the symbolizer could not name are registered per build ID with
@@ -55,6 +58,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "query/query.h"
 
 struct buf;
 struct store_label;
@@ -116,6 +121,7 @@ struct regress_row {
 	struct regress_stat self, total;
 	double score;          /* max over self and total of confidence x |impact| */
 	int flagged;           /* self or total REGRESSED/IMPROVED/NEW/GONE */
+	int self_flagged;      /* self is */
 };
 
 struct regress_result {
@@ -281,5 +287,55 @@ struct release_query {
  */
 int query_releases(struct store *st, const char *tenant, const struct release_query *rq,
 		   struct buf *out, struct err_msg *msg);
+
+/* A release resolved to a selection. */
+struct release_sel {
+	char query[4096];      /* "<profile type>{service_name=\"S\"[,label=\"name\"]}" */
+	char label[128];       /* the label that names it, or RELEASE_BY_BUILD_ID */
+	char build_id[160];    /* by build ID: the main executable's, else "" */
+};
+
+/*
+ * Resolves release `name` of `service`: the series whose release label
+ * (`label` when given, else the first of `rl` they carry) has that value,
+ * else, when no series does, the profiles whose main executable has build
+ * ID `name`.  `profile_type` may be NULL: the service's CPU type
+ * (`:cpu:nanoseconds`, else the first in sort order) is taken.
+ * ERR_NOT_FOUND with a message naming the service's releases' labels when
+ * nothing matches.
+ */
+int release_resolve(struct store *st, const char *tenant, const char *service, const char *name,
+		    const char *label, const struct release_labels *rl, const char *profile_type,
+		    struct release_sel *out, struct err_msg *msg);
+
+/* ---- the report over the store (regress_query.c) ---------------------------- */
+
+enum query_regress_format { QUERY_REGRESS_JSON, QUERY_REGRESS_TEXT, QUERY_REGRESS_MARKDOWN };
+
+struct query_regress_side {
+	struct query_params p;  /* the selection: profile type required; borrowed strings */
+	const char *build_id;   /* only profiles whose main executable has it; NULL: all */
+	const char *title;      /* the side's name in the report */
+};
+
+struct query_regress_params {
+	struct query_regress_side side[2];  /* baseline, candidate */
+	struct regress_params stats;
+	enum query_regress_format format;
+	/* With QUERY_REGRESS_JSON: a "report" member holding the text or
+	 * Markdown form too (QUERY_REGRESS_JSON: none), for `unhex regress`. */
+	enum query_regress_format report;
+	size_t extra;           /* rows beyond the flagged and unnamed ones */
+};
+
+/*
+ * `GET /api/v1/regressions`: the regression report between two selections.
+ * Runs the pipeline's select, collect (per profile), symbolize and build
+ * stages over both sides at once, so a function is the same tree name on
+ * both; then the statistics of regress.c.  Limits are side 0's.  Sets
+ * *failed to the verdict (regress_result.failed).
+ */
+int query_regress(struct store *st, const char *tenant, const struct query_regress_params *rp,
+		  struct buf *out, int *failed, struct err_msg *msg);
 
 #endif

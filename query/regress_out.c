@@ -178,12 +178,20 @@ static int flagged_stat(const struct regress_stat *st)
 	       st->verdict == REGRESS_NEW || st->verdict == REGRESS_GONE;
 }
 
-/* The row's headline: its self verdict when flagged, else its total's. */
+/*
+ * The row's headline: a flagged self verdict, else a flagged total one,
+ * else the total when only it was judged (a caller's self is often under
+ * the noise floor), else the self.
+ */
 static const struct regress_stat *lead(const struct regress_row *row)
 {
-	if (flagged_stat(&row->self) || !flagged_stat(&row->total))
+	if (flagged_stat(&row->self))
 		return &row->self;
-	return &row->total;
+	if (flagged_stat(&row->total))
+		return &row->total;
+	if (row->self.verdict == REGRESS_NOISE && row->total.verdict == REGRESS_UNCHANGED)
+		return &row->total;
+	return &row->self;
 }
 
 static int summary(const struct regress_result *res, const char *const title[2], int md,

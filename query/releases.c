@@ -550,3 +550,118 @@ int query_releases(struct store *st, const char *tenant, const struct release_qu
 	intern_release(&r.sumkeys);
 	return rc;
 }
+
+/* ---- resolving a release name ---------------------------------------------------- */
+
+struct resolve {
+	const char *name, *label;
+	const struct release_labels *rl;
+	const char *want_type;
+	char label_found[128];
+	char type[256];        /* the chosen profile type */
+	int matched;
+};
+
+static int better_type(const char *cand, const char *cur)
+{
+	int c = strstr(cand, ":cpu:nanoseconds") != NULL, u = strstr(cur, ":cpu:nanoseconds") != NULL;
+
+	if (!cur[0])
+		return 1;
+	return c != u ? c > u : strcmp(cand, cur) < 0;
+}
+
+static int on_resolve(void *ctx, uint64_t id, uint32_t part, const struct store_label *l, size_t n)
+{
+	struct resolve *r = ctx;
+	const char *ptype = "", *value = NULL, *lname = NULL;
+
+	(void)id;
+	(void)part;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(l[i].name, STORE_LABEL_PROFILE_TYPE))
+			ptype = l[i].value;
+	if (r->want_type && strcmp(ptype, r->want_type))
+		return 0;
+	if (r->label) {
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(l[i].name, r->label))
+				value = l[i].value, lname = r->label;
+	} else {
+		int k = release_label_of(r->rl, l, n, &value);
+		lname = k >= 0 ? r->rl->name[k] : NULL;
+	}
+	if (value && lname && !strcmp(value, r->name)) {
+		if (!r->matched || better_type(ptype, r->type))
+			snprintf(r->type, sizeof(r->type), "%s", ptype);
+		if (!r->matched)
+			snprintf(r->label_found, sizeof(r->label_found), "%s", lname);
+		r->matched = 1;
+	} else if (!r->matched && better_type(ptype, r->type)) {
+		snprintf(r->type, sizeof(r->type), "%s", ptype);
+	}
+	return 0;
+}
+
+/* Appends `s` to a selector value between double quotes, escaped. */
+static int sel_quote(struct buf *b, const char *s)
+{
+	int rc = buf_putc(b, '"');
+
+	for (; *s && !rc; s++)
+		rc = (*s == '"' || *s == '\\') ? buf_printf(b, "\\%c", *s) : buf_putc(b, *s);
+	return rc ? rc : buf_putc(b, '"');
+}
+
+static int hex_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 8 || n > 128)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return 0;
+	return 1;
+}
+
+int release_resolve(struct store *st, const char *tenant, const char *service, const char *name,
+		    const char *label, const struct release_labels *rl, const char *profile_type,
+		    struct release_sel *out, struct err_msg *msg)
+{
+	struct resolve r = { name, label && label[0] ? label : NULL, rl, profile_type, "", "", 0 };
+	struct buf b;
+	int rc;
+
+	if (!service || !service[0])
+		return err_set(msg, ERR_INVALID, "service: required");
+	if (!name || !name[0])
+		return err_set(msg, ERR_INVALID, "release: an empty name");
+	rc = store_series_with(st, tenant, STORE_LABEL_SERVICE, service, on_resolve, &r);
+	if (rc < 0)
+		return err_set(msg, rc, "reading series: %s", err_str(rc));
+	if (!r.type[0])
+		return err_set(msg, ERR_NOT_FOUND, "service \"%s\" has no profiles%s%s", service,
+			       profile_type ? " of type " : "", profile_type ? profile_type : "");
+	if (!r.matched && !hex_id(name))
+		return err_set(msg, ERR_NOT_FOUND,
+			       "service \"%s\" has no release \"%s\" (GET /api/v1/releases lists them)",
+			       service, name);
+	buf_init(&b, sizeof(out->query) - 1);
+	rc = buf_printf(&b, "%s{%s=", r.type, STORE_LABEL_SERVICE);
+	rc = rc ? rc : sel_quote(&b, service);
+	if (r.matched) {
+		rc = rc ? rc : buf_printf(&b, ",%s=", r.label_found);
+		rc = rc ? rc : sel_quote(&b, name);
+	}
+	rc = rc ? rc : buf_putc(&b, '}');
+	if (rc) {
+		buf_release(&b);
+		return err_set(msg, ERR_INVALID, "release \"%s\": the selector is too long", name);
+	}
+	memcpy(out->query, b.data, b.len + 1);
+	buf_release(&b);
+	snprintf(out->label, sizeof(out->label), "%s", r.matched ? r.label_found : RELEASE_BY_BUILD_ID);
+	snprintf(out->build_id, sizeof(out->build_id), "%s", r.matched ? "" : name);
+	return 0;
+}
