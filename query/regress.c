@@ -73,6 +73,7 @@ struct regress {
 	size_t scratchcap;
 	struct regress_stat **tests;
 	size_t testcap;
+	double logk_se, logk_df;  /* the standard error of log k and its degrees of freedom */
 };
 
 void regress_params_default(struct regress_params *p)
@@ -476,10 +477,25 @@ static int cmp_test(const void *a, const void *b)
 	return (x->p > y->p) - (x->p < y->p);
 }
 
-/* 2: flagged on self (the function itself changed), 1: on total only, 0. */
+static int worse(const struct regress_stat *st)
+{
+	return st->verdict == REGRESS_REGRESSED || st->verdict == REGRESS_NEW;
+}
+
+/*
+ * Rank groups, first to last: regressed on self (the functions that got
+ * slower), regressed on total only (their callers), improved on self, on
+ * total, the rest.
+ */
 static int rank_class(const struct regress_row *r)
 {
-	return r->flagged ? (r->self_flagged ? 2 : 1) : 0;
+	if (!r->flagged)
+		return 0;
+	if (worse(&r->self))
+		return 4;
+	if (worse(&r->total))
+		return 3;
+	return r->self_flagged ? 2 : 1;
 }
 
 static int cmp_row(const void *a, const void *b)
@@ -523,34 +539,54 @@ static int group(struct regress *r)
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* A function's ratio of mean self shares, and the variance of its log. */
+struct ratio {
+	double r, var;
+};
+
+static int cmp_ratio(const void *a, const void *b)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	double x = ((const struct ratio *)a)->r, y = ((const struct ratio *)b)->r;
 	return (x > y) - (x < y);
 }
 
 /*
  * k: the median over the judged named functions of the ratio of their
  * mean self shares, candidate over baseline.  Unweighted on purpose: a
- * weight by precision or share lets one big function hold half the weight,
+ * weight by share or precision lets one big function hold half the weight,
  * and when that function is the one that changed, k follows it and every
  * other function reads as changed.  Each function is one vote, so k holds
  * while fewer than half of them changed.
+ *
+ * k is itself measured.  Each function's log ratio has the error
+ * sqrt(cv0^2 + cv1^2), with cv the standard error of a side's mean over
+ * the mean (the delta method); the median of n such ratios scattered by
+ * their own noise has 1.2533 s / sqrt(n), s the typical (median) error.
+ * Its degrees of freedom: min(n0, n1) - 1.  Every test adds it: the totals
+ * of main and its kin, 100% of every profile, have no other variance, and
+ * would otherwise turn k's noise into certainty.  (The spread of the ratios
+ * themselves would not do: when many functions changed, as when hot paths
+ * move, it measures the changes, not k.)
  */
 static int norm_factor(struct regress *r, double *k)
 {
+	struct ratio *v;
 	size_t n = 0;
 	int rc;
 
 	*k = 1;
+	r->logk_se = 0;
+	r->logk_df = 1;
 	if (r->p.norm == REGRESS_NORM_TOTAL || r->nside[0] < 2 || r->nside[1] < 2)
 		return 0;
-	rc = GROW(r->scratch, r->scratchcap, r->nfn ? r->nfn : 1, REGRESS_MAX_FUNCTIONS,
-		  &r->budget.alloc);
+	rc = GROW(r->scratch, r->scratchcap, 2 * (r->nfn ? r->nfn : 1),
+		  2 * (size_t)REGRESS_MAX_FUNCTIONS, &r->budget.alloc);
 	if (rc)
 		return rc;
+	v = (struct ratio *)r->scratch;
 	for (size_t f = 0; f < r->nfn; f++) {
 		struct moments m;
+		double cv0, cv1;
 
 		if (r->fn[f].unnamed)
 			continue;
@@ -558,12 +594,24 @@ static int norm_factor(struct regress *r, double *k)
 		if (m.mean[0] <= 0 || m.mean[1] <= 0 ||
 		    fmax(m.mean[0], m.mean[1]) < r->p.noise_floor)
 			continue;
-		r->scratch[n++] = m.mean[1] / m.mean[0];
+		cv0 = m.var[0] / (double)r->nside[0] / (m.mean[0] * m.mean[0]);
+		cv1 = m.var[1] / (double)r->nside[1] / (m.mean[1] * m.mean[1]);
+		v[n].r = m.mean[1] / m.mean[0];
+		v[n++].var = cv0 + cv1;
 	}
 	if (n < 3)
 		return 0;
-	qsort(r->scratch, n, sizeof(*r->scratch), cmp_double);
-	*k = n % 2 ? r->scratch[n / 2] : (r->scratch[n / 2 - 1] + r->scratch[n / 2]) / 2;
+	qsort(v, n, sizeof(*v), cmp_ratio);
+	*k = n % 2 ? v[n / 2].r : (v[n / 2 - 1].r + v[n / 2].r) / 2;
+	/* The median error: sort the variances in the ratios' place. */
+	for (size_t i = 0; i < n; i++)
+		v[i].r = v[i].var;
+	qsort(v, n, sizeof(*v), cmp_ratio);
+	{
+		double mid = n % 2 ? v[n / 2].r : (v[n / 2 - 1].r + v[n / 2].r) / 2;
+		r->logk_se = 1.2533 * sqrt(mid) / sqrt((double)n);
+	}
+	r->logk_df = (double)((r->nside[0] < r->nside[1] ? r->nside[0] : r->nside[1]) - 1);
 	return 0;
 }
 
@@ -595,6 +643,16 @@ static void judge(const struct regress *r, const struct fninfo *fi, const struct
 		return;
 	}
 	regress_welch(r->nside[0], m->mean[0], m->var[0], r->nside[1], mb, vb, &t, &df, &se);
+	if (r->logk_se > 0 && mb > 0) {
+		/* k's own error: mb / k moves by mb * se(log k); Welch-Satterthwaite over three terms. */
+		double e0 = m->var[0] / (double)r->nside[0], e1 = vb / (double)r->nside[1];
+		double ek = mb * mb * r->logk_se * r->logk_se, s2 = e0 + e1 + ek;
+
+		se = sqrt(s2);
+		t = st->impact / se;
+		df = s2 * s2 / (e0 * e0 / (double)(r->nside[0] - 1) + e1 * e1 / (double)(r->nside[1] - 1) +
+				ek * ek / r->logk_df);
+	}
 	st->p = regress_t_pvalue(t, df);
 	if (se > 0) {
 		/* The quantile depends on df only; a one-entry cache saves the bisection. */
@@ -631,11 +689,6 @@ static int flagged(enum regress_verdict v)
 {
 	return v == REGRESS_REGRESSED || v == REGRESS_IMPROVED || v == REGRESS_NEW ||
 	       v == REGRESS_GONE;
-}
-
-static int worse(const struct regress_stat *st)
-{
-	return st->verdict == REGRESS_REGRESSED || st->verdict == REGRESS_NEW;
 }
 
 int regress_compute(struct regress *r, struct regress_result *out)

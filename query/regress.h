@@ -40,9 +40,9 @@
  *   flagged     Holm-adjusted p < alpha and |change| >= min_effect;
  *               REGRESSED when impact > 0, IMPROVED when < 0.
  *   A function seen on one side only is NEW or GONE (judged the same way).
- *   Rows are ranked: flagged on self (the functions that changed), then
- *   flagged on total only (their callers), then the rest; within each by
- *   confidence x |impact|.
+ *   Rows are ranked: regressed on self (the functions that got slower),
+ *   regressed on total only (their callers), improved on self, improved on
+ *   total, then the rest; within each group by confidence x |impact|.
  *
  * Unnamed code
  *   Frames the symbolizer could not name are registered per build ID with

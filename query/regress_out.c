@@ -258,11 +258,11 @@ int regress_write_text(const struct regress_result *res, const char *const title
 		pct(t0, sizeof(t0), row->total.mean[0]);
 		pct(t1, sizeof(t1), row->total.mean[1]);
 		change(tc, sizeof(tc), &row->total);
-		rc = buf_printf(out, "%-10s %-8s %8s %8s %8s  %8s %8s %8s  %s%s%s", 
+		rc = buf_printf(out, "%-10s %-8s %8s %8s %8s  %8s %8s %8s  %s%s%s",
 				regress_verdict_str(l->verdict), c, s0, s1, sc, t0, t1, tc,
-				row->name, *v ? " " : "", v);
+				row->unnamed ? row->mapping : row->name, *v ? " " : "", v);
 		if (!rc && row->unnamed)
-			rc = buf_printf(out, " [unnamed: %s, build ID %s: %s]", row->mapping,
+			rc = buf_printf(out, " [no names: build ID %s: %s]",
 					row->build_id[0] ? row->build_id : "unknown", row->status);
 		rc = rc ? rc : buf_putc(out, '\n');
 	}
@@ -305,12 +305,10 @@ int regress_write_markdown(const struct regress_result *res, const char *const t
 		rc = buf_printf(out, "| %s%s%s | `", l->verdict == REGRESS_REGRESSED ||
 				l->verdict == REGRESS_NEW ? "🔴 " : "",
 				regress_verdict_str(l->verdict), l == &row->total ? " (total)" : "");
-		rc = rc ? rc : md_cell(out, row->name);
+		rc = rc ? rc : md_cell(out, row->unnamed ? row->mapping : row->name);
 		rc = rc ? rc : buf_putc(out, '`');
 		if (!rc && row->unnamed) {
-			rc = buf_puts(out, " (unnamed: ");
-			rc = rc ? rc : md_cell(out, row->mapping);
-			rc = rc ? rc : buf_puts(out, ", build ID ");
+			rc = buf_puts(out, " (no names: build ID ");
 			rc = rc ? rc : md_cell(out, row->build_id[0] ? row->build_id : "unknown");
 			rc = rc ? rc : buf_puts(out, ": ");
 			rc = rc ? rc : md_cell(out, row->status);

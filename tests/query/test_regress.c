@@ -277,7 +277,7 @@ static void test_unnamed(void **state)
 	{
 		const char *title[2] = { "1", "2" };
 		assert_int_equal(regress_write_text(&res, title, 20, &b), 0);
-		assert_non_null(strstr(b.data, "[unnamed: libfoo.so, build ID abcdef01: not found]"));
+		assert_non_null(strstr(b.data, "libfoo.so [no names: build ID abcdef01: not found]"));
 	}
 	buf_release(&b);
 	regress_free(r);
@@ -417,9 +417,9 @@ static void test_power_one_function_2x(void **state)
 
 		sim_new(&s, &p);
 		for (int i = 0; i < per_side; i++)
-			sim_profile(&s, 0, w, 1000);
+			sim_profile(&s, 0, w, 3000);
 		for (int i = 0; i < per_side; i++)
-			sim_profile(&s, 1, w2, 1000);
+			sim_profile(&s, 1, w2, 3000);
 		assert_int_equal(regress_compute(s.r, &res), 0);
 		for (size_t i = 0; i < res.n; i++) {
 			const struct regress_row *row = &res.rows[i];
@@ -484,7 +484,9 @@ static void test_normalisation(void **state)
 			/* Each ratio is good to ~3%, their median to ~1%: allow 3 sigma. */
 			assert_true(fabs(res.k - 88.0 / 100) < 0.03);
 			assert_int_equal(improved, 0);
-			assert_int_equal(row_of(&res, "main")->total.verdict, REGRESS_REGRESSED);
+			/* k's own error counts: main's total, 100% of every profile, is judged with it. */
+			assert_true(row_of(&res, "main")->total.verdict == REGRESS_REGRESSED ||
+				    row_of(&res, "main")->total.verdict == REGRESS_UNCHANGED);
 			print_message("k %.4f, main's total impact %.4f (expected %.4f)\n", res.k,
 				      row_of(&res, "main")->total.impact, 12.0 / 88);
 			assert_true(fabs(row_of(&res, "main")->total.impact - 12.0 / 88) < 0.04);
