@@ -22,13 +22,17 @@
  *   Shares are of each profile's own total, so more traffic in one release
  *   does not read as a regression.  With REGRESS_NORM_UNCHANGED (the
  *   default) the candidate's shares are then divided by k, the (unweighted)
- *   median over
- *   the judged named functions of (candidate mean self share / baseline mean
- *   self share): if most functions did not change, k is the factor by which
- *   the candidate's total shrank relative to them, and the rescaled shares
- *   are costs in units of the baseline's total per unit of work.  Without it
+ *   median over the judged named functions of (candidate mean self share /
+ *   baseline mean self share): if most functions did not change, k is the
+ *   factor by which the candidate's total shrank relative to them, and the
+ *   rescaled shares are costs in units of the baseline's total per unit of
+ *   work.  Without it
  *   one function growing would make every other function look faster, and
  *   one function getting faster would make every other look slower.
+ *   k is measured too: the error of log k (the median of the functions'
+ *   log-ratio errors, times 1.2533 / sqrt(n)) enters every test as a third
+ *   Welch term, or the totals of main and its callers, 100% of every
+ *   profile, would read k's noise as certain change.
  *   REGRESS_NORM_TOTAL keeps plain shares (k = 1).
  *
  * Judgement (per function, for self and for total)
