@@ -22,6 +22,7 @@
 #include "debuginfo/debuginfo.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
+#include "query/regress.h"
 #include "storage/storage.h"
 #include "web/web.h"
 
@@ -67,6 +68,8 @@ static void serve_help(FILE *f)
 	      "  --symbolize-memo-bytes N    memory for resolved frames kept across queries\n"
 	      "                              (default 64M)\n"
 	      "  --max-debuginfo-bytes N     largest debug file upload (default 2G)\n"
+	      "  --release-labels L,L        labels that name a release, first found wins\n"
+	      "                              (default " RELEASE_DEFAULT_LABELS ")\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -196,7 +199,7 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
        O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
-       O_TENANT_FETCH_RATE };
+       O_TENANT_FETCH_RATE, O_RELEASE_LABELS };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -224,6 +227,7 @@ static const struct option serve_opts[] = {
 	{ "tls.key", required_argument, NULL, O_TLS_KEY },
 	{ "debuginfod-fetches-per-minute", required_argument, NULL, O_FETCH_RATE },
 	{ "debuginfod-fetches-per-tenant-minute", required_argument, NULL, O_TENANT_FETCH_RATE },
+	{ "release-labels", required_argument, NULL, O_RELEASE_LABELS },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -298,6 +302,16 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_AUTH_DISABLED: a->web.auth_disabled = 1; break;
 		case O_TLS_CERT: a->web.tls_cert = optarg; break;
 		case O_TLS_KEY: a->web.tls_key = optarg; break;
+		case O_RELEASE_LABELS: {
+			struct release_labels rl;
+			struct err_msg msg;
+
+			err_clear(&msg);
+			if (release_labels_parse(optarg, &rl, &msg))
+				return cli_usage_error("serve", "--release-labels: %s", msg.text);
+			a->web.release_labels = optarg;
+			break;
+		}
 		case O_SYM_BUDGET:
 			if (parse_duration(optarg, &a->sym.budget_ns))
 				return cli_usage_error("serve", "--symbolize-budget: \"%s\" is not a "

@@ -85,6 +85,8 @@ struct web_options {
 	int auth_disabled;         /* open on purpose: allows a non-loopback listen */
 	const char *tls_cert;      /* borrowed: PEM certificate (chain); with tls_key */
 	const char *tls_key;       /* borrowed: PEM private key; both or neither */
+	const char *release_labels; /* borrowed; comma-separated labels that name a
+				    * release (docs/regressions.md); NULL: the default */
 	size_t max_response_bytes; /* largest response body of any route (413
 				    * past it); 0 picks WEB_DEFAULT_MAX_RESPONSE_BYTES,
 				    * less than WEB_MIN_RESPONSE_BYTES is raised to it */

@@ -283,6 +283,8 @@ ROUTES=(
 	"POST|/api/v1/debuginfo/$ID|upload|@$WORK/prog.forged|application/octet-stream"
 	"POST|/api/v1/debuginfo/$ID?replace=true|admin|@$WORK/prog.forged|application/octet-stream"
 	"GET|/api/v1/symbolization?query=$Q|query||"
+	"GET|/api/v1/releases?service=secret-a&from=now-1h&until=now|query||"
+	"GET|/api/v1/regressions?service=secret-a&baseline=a&candidate=b&from=now-1h&until=now|query||"
 	"GET|/buildid/$ID/debuginfo|query||"
 	"GET|/buildid/$ID/executable|query||"
 	"GET|/|any||"
