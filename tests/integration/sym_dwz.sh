@@ -44,7 +44,8 @@ need SYM_COMPARE
 for t in dwz debuginfod llvm-symbolizer readelf objcopy; do
 	command -v $t >/dev/null || fail "$t is not installed (see .ci/deps.sh)"
 done
-trap 'rc=$?; stop_debuginfod; (exit $rc); cleanup' EXIT
+# set +e: under errexit `(exit $rc)` would end the trap before cleanup.
+trap 'rc=$?; stop_debuginfod; set +e; (exit $rc); cleanup' EXIT
 
 # ---- the programs: C pair and C++ pair, each pair sharing a header
 cat >"$WORK/shared.h" <<'EOF'

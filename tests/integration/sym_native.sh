@@ -26,7 +26,8 @@ command -v debuginfod >/dev/null || fail "debuginfod (package debuginfod) is not
 command -v debuginfod-find >/dev/null || fail "debuginfod-find is not installed"
 command -v llvm-symbolizer >/dev/null || fail "llvm-symbolizer is not installed"
 
-trap 'rc=$?; stop_debuginfod; (exit $rc); cleanup' EXIT
+# set +e: under errexit `(exit $rc)` would end the trap before cleanup.
+trap 'rc=$?; stop_debuginfod; set +e; (exit $rc); cleanup' EXIT
 
 cat >"$WORK/inl.h" <<'EOF'
 static inline __attribute__((always_inline)) unsigned leaf(unsigned x)
