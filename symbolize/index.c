@@ -57,6 +57,7 @@ struct wloc {
 	uint32_t line, col, parent, flags;
 };
 
+/* The writer's tables grow through the handle's budget (SYM__GROW). */
 struct writer {
 	struct sym_dwarf *d;
 	struct wloc *locs;
@@ -68,23 +69,6 @@ struct writer {
 	struct sym__ptrmap stroff;  /* interned string -> offset + 1 */
 	struct buf strtab;
 };
-
-static int grow(struct sym_dwarf *d, void **p, size_t *cap, size_t n, size_t elem)
-{
-	if (n <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 1024;
-	while (nc < n)
-		nc *= 2;
-	if (nc > UINT32_MAX || sym__charge(d, (nc - *cap) * elem))
-		return ERR_TOO_LARGE;
-	void *np = realloc(*p, nc * elem);
-	if (!np)
-		return ERR_NOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
 
 static uint64_t loc_hash(const struct wloc *l)
 {
@@ -103,19 +87,21 @@ static int loc_eq(const struct wloc *a, const struct wloc *b)
 static int slots_grow(struct writer *w)
 {
 	size_t cap = w->scap ? w->scap * 2 : 4096;
-	uint32_t *s = calloc(cap, sizeof(*s));
+	uint32_t *s = NULL;
+	size_t have = 0;
+	int rc = SYM__GROW(w->d, s, have, cap);
 
-	if (!s || sym__charge(w->d, cap * sizeof(*s))) {
-		free(s);
-		return s ? ERR_TOO_LARGE : ERR_NOMEM;
-	}
+	if (rc)
+		return rc;
+	assert(have == cap);
+	memset(s, 0, cap * sizeof(*s));
 	for (size_t i = 0; i < w->n_locs; i++) {
 		size_t j = loc_hash(&w->locs[i]) & (cap - 1);
 		while (s[j])
 			j = (j + 1) & (cap - 1);
 		s[j] = (uint32_t)i + 1;
 	}
-	free(w->slots);
+	SYM__FREE(w->d, w->slots, w->scap);
 	w->slots = s;
 	w->scap = cap;
 	return 0;
@@ -137,7 +123,7 @@ static int intern_loc(struct writer *w, const struct wloc *l, uint32_t *out)
 	}
 	if (w->n_locs >= SYM_NONE - 1)
 		return ERR_TOO_LARGE;
-	if ((rc = grow(w->d, (void **)&w->locs, &w->lcap, w->n_locs + 1, sizeof(*w->locs))))
+	if ((rc = SYM__GROW(w->d, w->locs, w->lcap, w->n_locs + 1)))
 		return rc;
 	w->locs[w->n_locs] = *l;
 	w->slots[j] = (uint32_t)w->n_locs + 1;
@@ -166,10 +152,9 @@ static int intern_chain(struct writer *w, const struct sym_frame *f, size_t n, u
 static int add_range(struct writer *w, uint32_t start, uint32_t loc)
 {
 	assert(w->n_ranges == 0 || w->starts[w->n_ranges - 1] < start);
-	int rc = grow(w->d, (void **)&w->starts, &w->rcap, w->n_ranges + 1, sizeof(uint32_t));
+	int rc = SYM__GROW(w->d, w->starts, w->rcap, w->n_ranges + 1);
 
-	if (rc || (rc = grow(w->d, (void **)&w->rlocs, &w->rcap2, w->n_ranges + 1,
-			     sizeof(uint32_t))))
+	if (rc || (rc = SYM__GROW(w->d, w->rlocs, w->rcap2, w->n_ranges + 1)))
 		return rc;
 	w->starts[w->n_ranges] = start;
 	w->rlocs[w->n_ranges++] = loc;
@@ -353,11 +338,11 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 						   out->len - before, nf, d->n_syms };
 	}
 out:
-	free(v);
-	free(w.locs);
-	free(w.slots);
-	free(w.starts);
-	free(w.rlocs);
+	SYM__FREE(d, v, cap);
+	SYM__FREE(d, w.locs, w.lcap);
+	SYM__FREE(d, w.slots, w.scap);
+	SYM__FREE(d, w.starts, w.rcap);
+	SYM__FREE(d, w.rlocs, w.rcap2);
 	sym__ptrmap_release(&w.stroff);
 	buf_release(&w.strtab);
 	return rc;

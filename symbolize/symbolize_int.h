@@ -35,6 +35,11 @@
  * All strings handed out (names, paths) are interned in one table, so equal
  * strings are equal pointers for the lifetime of the handle.
  *
+ * Memory: the tables of a handle (and the index writer's) grow with
+ * SYM__GROW through one struct grow_budget of max_memory bytes and are
+ * freed through it, so the budget bounds what the handle holds at once;
+ * scratch freed after a build (an inline tree's spans) is refunded.
+ *
  * ==== Index file format, version 1 ====
  *
  * All integers little-endian.  Sections are 4-byte aligned and follow the
@@ -90,6 +95,7 @@
 #include <stdint.h>
 
 #include "base/arena.h"
+#include "base/grow.h"
 #include "symbolize/symbolize.h"
 
 #define SYM_NONE 0xffffffffu
@@ -100,6 +106,8 @@
 
 #define SYM__MAX_DIE_DEPTH 256   /* DIE nesting we follow; deeper is ignored */
 #define SYM__MAX_NAME 65536      /* longer names are not demangled */
+/* Items of any one table: span idx, node and location indexes are u32. */
+#define SYM__MAX_ITEMS ((size_t)UINT32_MAX - 1)
 
 struct sym__span {
 	uint64_t lo, hi;  /* [lo, hi) */
@@ -153,10 +161,10 @@ struct sym__node {
 struct sym__func {
 	Dwarf_Die die;
 	int loaded;                 /* 1: nodes built, -1: failed */
-	struct sym__node *nodes;
-	size_t n_nodes;
-	struct sym__span *spans;
-	size_t n_spans;
+	struct sym__node *nodes;    /* owned, through sym_dwarf.budget */
+	size_t n_nodes, nodes_cap;
+	struct sym__span *spans;    /* owned, through sym_dwarf.budget */
+	size_t n_spans, spans_cap;
 };
 
 struct sym__cu_scan;
@@ -168,11 +176,12 @@ struct sym__cu {
 	int have_files;
 	Dwarf_Files *files;
 	size_t n_files;
-	struct sym__func *funcs;
-	size_t n_funcs;
-	struct sym__span *spans;    /* idx = function */
-	size_t n_spans;
-	struct sym__cu_scan *scan;  /* owned; dwarf.c's DIE scanner state, or NULL */
+	struct sym__func *funcs;    /* owned, through sym_dwarf.budget */
+	size_t n_funcs, funcs_cap;
+	struct sym__span *spans;    /* idx = function; owned, through sym_dwarf.budget */
+	size_t n_spans, spans_cap;
+	struct sym__cu_scan *scan;  /* owned, through sym_dwarf.budget; dwarf.c's DIE
+				       scanner state, or NULL */
 	int scan_failed;            /* the unit cannot be scanned: libdw walks */
 };
 
@@ -191,30 +200,41 @@ struct sym_dwarf {
 	void *mem;                  /* owned copy for sym_dwarf_open_mem */
 	Elf *elf, *alt_elf;
 	Dwarf *dw, *alt;
-	size_t mem_used, mem_cap;
+	struct grow_budget budget;  /* max_memory: every table and string of
+				       the handle is allocated through budget.alloc */
 	struct sym__intern strings;
 	struct sym__ptrmap names;   /* raw DWARF/ELF name -> demangled */
 	struct sym__ptrmap paths;   /* raw libdw file name (per CU) -> absolute */
 	struct sym__ptrmap origins; /* abstract origin DIE addr -> name of the
 				       inlined DIEs that only refer to it */
 	struct sym__cu *cus;
-	size_t n_cus;
+	size_t n_cus, cus_cap;
 	struct sym__span *cu_spans; /* idx = cu */
-	size_t n_cu_spans;
+	size_t n_cu_spans, cu_spans_cap;
 	struct sym__span *syms;     /* idx = sym_names index */
-	size_t n_syms;
+	size_t n_syms, syms_cap;
 	const char **sym_names;
+	size_t sym_names_cap;
 };
+
+/*
+ * Grows the table `p` (a T *; capacity `cap`, a size_t) of handle `d` to
+ * hold `need` items, against the handle's budget: 0, ERR_TOO_LARGE (past
+ * SYM__MAX_ITEMS or max_memory) or ERR_NOMEM, the table unchanged then.
+ */
+#define SYM__GROW(d, p, cap, need) GROW(p, cap, need, SYM__MAX_ITEMS, &(d)->budget.alloc)
+/* Frees a table grown by SYM__GROW, refunding the budget. */
+#define SYM__FREE(d, p, cap) grow_free(&(d)->budget.alloc, p, cap, sizeof(*(p)))
 
 /* Loads every CU's functions and every function's tree (index writer). */
 int sym__dwarf_load_all(struct sym_dwarf *d);
 
-/* The boundaries of the piecewise-constant lookup, appended to *v (malloc'd). */
+/*
+ * The boundaries of the piecewise-constant lookup, appended to *v (grown
+ * through d->budget.alloc: the caller frees it with grow_free there).
+ */
 int sym__dwarf_boundaries(struct sym_dwarf *d, uint64_t **v, size_t *n,
 			  size_t *cap);
-
-/* Accounts `n` more bytes against the memory cap. */
-int sym__charge(struct sym_dwarf *d, size_t n);
 
 /* Initializes libelf once (idempotent, thread-safe). */
 void sym__elf_init(void);
