@@ -1058,7 +1058,7 @@ static struct sym_dwarf *dwarf_new(const struct sym_dwarf_opts *o)
 	d->fd = d->alt_fd = -1;
 	grow_budget_init(&d->budget, o && o->max_memory ? o->max_memory : DEFAULT_MEM_CAP);
 	d->flags = o ? o->flags : 0;
-	sym__intern_init(&d->strings, d->budget.cap);
+	intern_init(&d->strings, HMAP_MAX, d->budget.cap, &d->budget.alloc);
 	return d;
 }
 
@@ -1145,7 +1145,7 @@ void sym_dwarf_close(struct sym_dwarf *d)
 	sym__ptrmap_release(&d->names);
 	sym__ptrmap_release(&d->paths);
 	sym__ptrmap_release(&d->origins);
-	sym__intern_release(&d->strings);
+	intern_release(&d->strings);
 	if (d->dw)
 		dwarf_end(d->dw);
 	if (d->alt)

@@ -32,8 +32,9 @@
  * (tests/symbolize/test_dwarf_scan.c builds both ways, with
  * SYM_DWARF_LIBDW_WALK, and compares the tables and the index bytes).
  *
- * All strings handed out (names, paths) are interned in one table, so equal
- * strings are equal pointers for the lifetime of the handle.
+ * All strings handed out (names, paths) are interned in one base/intern.h
+ * table, so equal strings are equal pointers for the lifetime of the
+ * handle; its arena and index count against the handle's budget.
  *
  * Memory: the tables of a handle (and the index writer's) grow with
  * SYM__GROW through one struct grow_budget of max_memory bytes and are
@@ -94,8 +95,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/arena.h"
 #include "base/grow.h"
+#include "base/intern.h"
 #include "symbolize/symbolize.h"
 
 #define SYM_NONE 0xffffffffu
@@ -132,23 +133,19 @@ void *sym__ptrmap_get(const struct sym__ptrmap *m, const void *key);
 int sym__ptrmap_put(struct sym__ptrmap *m, const void *key, void *val);
 void sym__ptrmap_release(struct sym__ptrmap *m);
 
-/* String interning: equal content, equal pointer; strings live in an arena. */
-struct sym__intern {
-	const char **slots;
-	size_t cap, count;
-	struct arena arena;
-};
-
-void sym__intern_init(struct sym__intern *t, size_t cap_bytes);
-void sym__intern_release(struct sym__intern *t);
-/* Returns the interned copy of s[0..len), or NULL (no memory / cap). */
-const char *sym__intern(struct sym__intern *t, const char *s, size_t len);
+/*
+ * Returns the copy of s[0..len) (borrowed) in the interner `t`: equal
+ * content, equal pointer, valid until t is released.  Interned strings are
+ * C strings, so the content stops at an embedded NUL.  NULL when a cap of
+ * t or its budget refuses, or without memory.
+ */
+const char *sym__intern(struct intern *t, const char *s, size_t len);
 
 /*
  * Demangles `name` (C++, Rust, D via libiberty) and interns the result, or
  * interns `name` as is when it is not a mangled name.
  */
-const char *sym__demangle(struct sym__intern *t, const char *name);
+const char *sym__demangle(struct intern *t, const char *name);
 
 /* An inline-tree node: index 0 is the function itself. */
 struct sym__node {
@@ -202,7 +199,7 @@ struct sym_dwarf {
 	Dwarf *dw, *alt;
 	struct grow_budget budget;  /* max_memory: every table and string of
 				       the handle is allocated through budget.alloc */
-	struct sym__intern strings;
+	struct intern strings;      /* every name and path handed out */
 	struct sym__ptrmap names;   /* raw DWARF/ELF name -> demangled */
 	struct sym__ptrmap paths;   /* raw libdw file name (per CU) -> absolute */
 	struct sym__ptrmap origins; /* abstract origin DIE addr -> name of the

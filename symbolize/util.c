@@ -139,68 +139,21 @@ void sym__ptrmap_release(struct sym__ptrmap *m)
 
 /* ---- interning ---- */
 
-void sym__intern_init(struct sym__intern *t, size_t cap_bytes)
+const char *sym__intern(struct intern *t, const char *s, size_t len)
 {
-	memset(t, 0, sizeof(*t));
-	arena_init(&t->arena, cap_bytes);
-}
+	const char *nul;
+	uint32_t id;
 
-void sym__intern_release(struct sym__intern *t)
-{
-	free(t->slots);
-	arena_release(&t->arena);
-	memset(t, 0, sizeof(*t));
-}
-
-static int intern_grow(struct sym__intern *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 1024;
-	const char **slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return ERR_NOMEM;
-	for (size_t i = 0; i < t->cap; i++) {
-		const char *s = t->slots[i];
-		if (!s)
-			continue;
-		size_t j = hash_bytes(s, strlen(s), 0) & (cap - 1);
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = s;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->cap = cap;
-	return 0;
-}
-
-const char *sym__intern(struct sym__intern *t, const char *s, size_t len)
-{
 	assert(s || len == 0);
-	if ((t->count + 1) * 4 > t->cap * 3 && intern_grow(t))
-		return NULL;
-	/* Interned strings are C strings: content stops at an embedded NUL. */
-	const char *nul = memchr(s, '\0', len);
+	nul = memchr(s, '\0', len);
 	if (nul)
 		len = (size_t)(nul - s);
-	size_t i = hash_bytes(s, len, 0) & (t->cap - 1);
-	for (;; i = (i + 1) & (t->cap - 1)) {
-		const char *c = t->slots[i];
-		if (!c)
-			break;
-		if (strncmp(c, s, len) == 0 && c[len] == '\0')
-			return c;
-	}
-	char *copy = arena_strndup(&t->arena, s, len);
-	if (!copy)
+	if (intern_put(t, s, len, &id))
 		return NULL;
-	t->slots[i] = copy;
-	t->count++;
-	assert(t->count < t->cap);
-	return copy;
+	return intern_str(t, id);
 }
 
-const char *sym__demangle(struct sym__intern *t, const char *name)
+const char *sym__demangle(struct intern *t, const char *name)
 {
 	size_t len = strlen(name);
 	char *dm = NULL;
