@@ -1059,6 +1059,9 @@ static struct sym_dwarf *dwarf_new(const struct sym_dwarf_opts *o)
 	grow_budget_init(&d->budget, o && o->max_memory ? o->max_memory : DEFAULT_MEM_CAP);
 	d->flags = o ? o->flags : 0;
 	intern_init(&d->strings, HMAP_MAX, d->budget.cap, &d->budget.alloc);
+	sym__ptrmap_init(&d->names, &d->budget.alloc);
+	sym__ptrmap_init(&d->paths, &d->budget.alloc);
+	sym__ptrmap_init(&d->origins, &d->budget.alloc);
 	return d;
 }
 

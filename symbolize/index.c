@@ -301,6 +301,7 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 
 	memset(&w, 0, sizeof(w));
 	w.d = d;
+	sym__ptrmap_init(&w.stroff, &d->budget.alloc);
 	buf_init(&w.strtab, (size_t)UINT32_MAX); /* string offsets are u32 */
 	if ((rc = sym__dwarf_load_all(d))) {
 		err_set(msg, rc, "loading DWARF tables: %s", err_str(rc));

@@ -96,6 +96,7 @@
 #include <stdint.h>
 
 #include "base/grow.h"
+#include "base/hmap.h"
 #include "base/intern.h"
 #include "symbolize/symbolize.h"
 
@@ -122,14 +123,29 @@ void sym__spans_sort(struct sym__span *s, size_t n);
 const struct sym__span *sym__span_find(const struct sym__span *s, size_t n,
 				       uint64_t pc);
 
-/* An open-addressing map from pointer keys to pointer values. */
-struct sym__ptrmap {
-	const void **keys;
-	void **vals;
-	size_t cap, count;
+/*
+ * A map from pointer keys (never NULL) to pointer values: a base/hmap.h
+ * index over an array of pairs, both grown through `alloc` (borrowed; the
+ * handle's budget), at most SYM__MAX_PTRMAP pairs.
+ */
+struct sym__ptrmap_pair {
+	const void *key;
+	void *val;
 };
 
+struct sym__ptrmap {
+	struct hmap index;              /* hash_u64 of the key -> pair */
+	struct sym__ptrmap_pair *v;     /* owned, through alloc */
+	size_t n, cap;
+	const struct grow_alloc *alloc; /* borrowed */
+};
+
+#define SYM__MAX_PTRMAP HMAP_MAX
+
+void sym__ptrmap_init(struct sym__ptrmap *m, const struct grow_alloc *alloc);
+/* The value of `key`, or NULL when it has none. */
 void *sym__ptrmap_get(const struct sym__ptrmap *m, const void *key);
+/* Sets the value of `key`; 0, ERR_TOO_LARGE or ERR_NOMEM (the map unchanged). */
 int sym__ptrmap_put(struct sym__ptrmap *m, const void *key, void *val);
 void sym__ptrmap_release(struct sym__ptrmap *m);
 
