@@ -23,6 +23,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hash.h"
+#include "base/hmap.h"
 #include "symbolize/symbolize_int.h"
 
 static inline uint32_t rd32(const uint8_t *p)
@@ -62,8 +63,7 @@ struct writer {
 	struct sym_dwarf *d;
 	struct wloc *locs;
 	size_t n_locs, lcap;
-	uint32_t *slots;            /* loc index + 1, open addressing */
-	size_t scap;
+	struct hmap loc_index;      /* loc_hash -> index in locs */
 	uint32_t *starts, *rlocs;
 	size_t n_ranges, rcap, rcap2;
 	struct sym__ptrmap stroff;  /* interned string -> offset + 1 */
@@ -84,49 +84,24 @@ static int loc_eq(const struct wloc *a, const struct wloc *b)
 	       a->col == b->col && a->parent == b->parent && a->flags == b->flags;
 }
 
-static int slots_grow(struct writer *w)
-{
-	size_t cap = w->scap ? w->scap * 2 : 4096;
-	uint32_t *s = NULL;
-	size_t have = 0;
-	int rc = SYM__GROW(w->d, s, have, cap);
-
-	if (rc)
-		return rc;
-	assert(have == cap);
-	memset(s, 0, cap * sizeof(*s));
-	for (size_t i = 0; i < w->n_locs; i++) {
-		size_t j = loc_hash(&w->locs[i]) & (cap - 1);
-		while (s[j])
-			j = (j + 1) & (cap - 1);
-		s[j] = (uint32_t)i + 1;
-	}
-	SYM__FREE(w->d, w->slots, w->scap);
-	w->slots = s;
-	w->scap = cap;
-	return 0;
-}
-
-/* Returns the index of location `l`, adding it if new; SYM_NONE on failure. */
+/* Sets *out to the index of location `l`, adding it if new. */
 static int intern_loc(struct writer *w, const struct wloc *l, uint32_t *out)
 {
+	struct hmap_probe pr;
+	uint32_t i;
 	int rc;
 
-	if ((w->n_locs + 1) * 2 > w->scap && (rc = slots_grow(w)))
-		return rc;
-	size_t j = loc_hash(l) & (w->scap - 1);
-	for (; w->slots[j]; j = (j + 1) & (w->scap - 1)) {
-		if (loc_eq(&w->locs[w->slots[j] - 1], l)) {
-			*out = w->slots[j] - 1;
+	for (i = hmap_first(&w->loc_index, loc_hash(l), &pr); i != HMAP_NONE;
+	     i = hmap_next(&w->loc_index, &pr)) {
+		if (loc_eq(&w->locs[i], l)) {
+			*out = i;
 			return 0;
 		}
 	}
-	if (w->n_locs >= SYM_NONE - 1)
-		return ERR_TOO_LARGE;
-	if ((rc = SYM__GROW(w->d, w->locs, w->lcap, w->n_locs + 1)))
+	if ((rc = SYM__GROW(w->d, w->locs, w->lcap, w->n_locs + 1)) ||
+	    (rc = hmap_put_probed(&w->loc_index, &pr, (uint32_t)w->n_locs)))
 		return rc;
 	w->locs[w->n_locs] = *l;
-	w->slots[j] = (uint32_t)w->n_locs + 1;
 	*out = (uint32_t)w->n_locs++;
 	return 0;
 }
@@ -301,6 +276,8 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 
 	memset(&w, 0, sizeof(w));
 	w.d = d;
+	/* At most HMAP_MAX locations: their indexes stay below SYM_NONE. */
+	hmap_init(&w.loc_index, HMAP_MAX, &d->budget.alloc);
 	sym__ptrmap_init(&w.stroff, &d->budget.alloc);
 	buf_init(&w.strtab, (size_t)UINT32_MAX); /* string offsets are u32 */
 	if ((rc = sym__dwarf_load_all(d))) {
@@ -341,7 +318,7 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 out:
 	SYM__FREE(d, v, cap);
 	SYM__FREE(d, w.locs, w.lcap);
-	SYM__FREE(d, w.slots, w.scap);
+	hmap_release(&w.loc_index);
 	SYM__FREE(d, w.starts, w.rcap);
 	SYM__FREE(d, w.rlocs, w.rcap2);
 	sym__ptrmap_release(&w.stroff);
