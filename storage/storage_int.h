@@ -61,6 +61,13 @@
  *         5      n     service name (no NUL)
  *   value 0      4     partition id, u32 BE
  *
+ * Migrations done (migrate.c), one record per migration that ran:
+ *
+ *   key   0      4     tenant = 0
+ *         4      1     'M'
+ *         5      n     migration name, e.g. "profile-types.v1"
+ *   value              "1"
+ *
  * Id counters are not stored: the next series id is 1 + the last 'S' key of
  * the tenant, the next symbol id of a kind is 1 + the entries of that kind
  * (ids are dense), the next partition id is 1 + the largest 'R' value.  They
@@ -320,6 +327,7 @@ enum {
 	TAG_SERIES = 'S',
 	TAG_POSTING = 'P',
 	TAG_CHUNK = 'C',
+	TAG_MIGRATION = 'M',
 };
 
 /* Symbol kinds (byte 8 of symbol keys). */
@@ -581,6 +589,13 @@ int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg);
 int store__scan_parts(struct store *st, struct tenant *t, struct bmap *map, uint32_t *max_id,
 		      struct err_msg *msg);
 void store__index_drop(struct tenant *t);
+
+/*
+ * The one-time rewrites of data written by older versions (migrate.c),
+ * run by store_open() on read-write opens before anything else touches
+ * the store.  Idempotent.
+ */
+int store__migrate(struct store *st, struct err_msg *msg);
 
 /* Merge operators and the chunk compaction filter (samples.c, store.c). */
 rocksdb_mergeoperator_t *store__chunk_merge_operator(void);

@@ -453,6 +453,8 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	if (rc)
 		goto fail;
 	rc = load_tenants(st, msg);
+	if (!rc)
+		rc = store__migrate(st, msg);
 	if (rc)
 		goto fail;
 	*out = st;
