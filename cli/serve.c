@@ -18,7 +18,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "cli/cli.h"
+#include "cli.h"
 #include "debuginfo/debuginfo.h"
 #include "ingest/ingest.h"
 #include "query/query.h"

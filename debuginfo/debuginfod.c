@@ -32,7 +32,7 @@
 
 #include "base/clock.h"
 #include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 struct fetch_ctx {
 	int64_t deadline_ns;

@@ -10,7 +10,7 @@
 
 #include "base/clock.h"
 #include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
 {

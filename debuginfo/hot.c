@@ -13,7 +13,7 @@
 #include "base/buf.h"
 #include "base/grow.h"
 #include "base/hash.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 #include "storage/storage.h"
 
 enum {

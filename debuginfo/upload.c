@@ -18,7 +18,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 #include "storage/storage.h"
 
 int debuginfo_upload_begin(struct debuginfo *s, struct debuginfo_upload **out,

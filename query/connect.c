@@ -16,7 +16,7 @@
  * (LabelNames, LabelValues, Series) keep only series with a profile in
  * [start, end) when either bound is given.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/buf.h"
 #include "base/clock.h"

@@ -1,5 +1,5 @@
 /* core.c - a query's deadline and byte budget, its hash map and name table. */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/clock.h"
 #include "base/err.h"

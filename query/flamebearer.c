@@ -8,7 +8,7 @@
  * of the same level (delta encoding).  Children of a node are ordered by name
  * and start at the node's own left offset.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/buf.h"
 #include "base/err.h"

@@ -6,7 +6,7 @@
  * ERR_INVALID with the byte offset.  Strings are unescaped (\uXXXX with
  * surrogate pairs to UTF-8); numbers are kept as their text.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 

@@ -2,7 +2,7 @@
  * merge.c - sums the selected profiles by (partition, stack id), then turns
  * the distinct stacks into one call tree of frame names.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 #include "storage/storage.h"

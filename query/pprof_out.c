@@ -4,7 +4,7 @@
  * for `go tool pprof` and later symbolization.  Also its proto3 JSON form
  * (google.v1.Profile) for Connect's SelectMergeProfile.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/buf.h"
 #include "base/compress.h"

@@ -2,7 +2,7 @@
  * selector.c - label selectors (`type{name="v", env=~"a|b"}`), matching of
  * label sets, time strings, and series selection through the postings.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/hex.h"
 #include "base/err.h"

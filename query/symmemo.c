@@ -18,7 +18,7 @@
  * to the generation they read, so frames they point at stay valid until
  * they finish.  One rwlock guards the arrays (which grow by realloc).
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/arena.h"
 #include "base/buf.h"

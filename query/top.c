@@ -5,7 +5,7 @@
  * A function's total counts each stack once even when the function recurses:
  * a node adds its total only when its name is not already on the path above.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/buf.h"
 #include "base/err.h"

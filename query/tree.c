@@ -1,5 +1,5 @@
 /* tree.c - the merged call tree: children by name, totals, maxNodes folding. */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 

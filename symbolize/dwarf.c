@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
-#include "symbolize/symbolize_int.h"
+#include "symbolize_int.h"
 
 #define DEFAULT_MEM_CAP ((size_t)4 << 30)
 

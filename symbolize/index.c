@@ -24,7 +24,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/hmap.h"
-#include "symbolize/symbolize_int.h"
+#include "symbolize_int.h"
 
 static inline uint32_t rd32(const uint8_t *p)
 {

@@ -9,7 +9,7 @@
 
 #include "base/err.h"
 #include "base/hash.h"
-#include "symbolize/symbolize_int.h"
+#include "symbolize_int.h"
 
 /* Bound on the backward scan over overlapping spans (see the header). */
 #define MAX_OVERLAP_SCAN 64

@@ -13,7 +13,7 @@
 
 #include "base/clock.h"
 #include "base/compress.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #include "otlp_status.pb-c.h"
 

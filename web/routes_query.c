@@ -24,7 +24,7 @@
 
 #include "base/clock.h"
 #include "query/query.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #define TIME_PARAM_MAX 64
 #define DEFAULT_FROM "now-1h"
