@@ -66,8 +66,19 @@ int grow_array(void *pp, size_t *cap, size_t elem, size_t need, size_t max,
 /* Frees an array of *cap items grown by grow_array through `a`. */
 void grow_free(const struct grow_alloc *a, void *p, size_t cap, size_t elem);
 
-/* grow_array() with elem taken from the array's type: GROW(v, cap, n + 1, MAX, NULL). */
-#define GROW(v, cap, need, max, a) grow_array(&(v), &(cap), sizeof(*(v)), (need), (max), (a))
+/*
+ * grow_array() with elem taken from the array's type: GROW(v, cap, n + 1,
+ * MAX, NULL).  A need that fits answers 0 inline: most calls are one per
+ * append, and the out-of-line call cost an index build 1.7 % more
+ * instructions than the hand-written helpers it replaced.
+ */
+static inline int grow__array(void *pp, size_t *cap, size_t elem, size_t need, size_t max,
+			      const struct grow_alloc *a)
+{
+	return need <= *cap ? 0 : grow_array(pp, cap, elem, need, max, a);
+}
+
+#define GROW(v, cap, need, max, a) grow__array(&(v), &(cap), sizeof(*(v)), (need), (max), (a))
 
 /*
  * A byte budget: every allocation made through `alloc` is counted in

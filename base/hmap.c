@@ -87,14 +87,14 @@ static int resize(struct hmap *m, size_t size)
 
 int hmap_reserve(struct hmap *m, uint32_t n)
 {
-	size_t size;
-
 	if (n > m->max)
 		return ERR_TOO_LARGE;
-	size = slots_for(n);
-	if (is_allocated(m) && size <= (size_t)m->mask + 1)
+	/* The common call (intern_put's, once per new string) fits: answer it
+	 * without sizing a table from MIN_SLOTS up.  An allocated table has a
+	 * power of two >= MIN_SLOTS slots, so this is slots_for(n) <= slots. */
+	if (is_allocated(m) && (uint64_t)n * 4 <= ((uint64_t)m->mask + 1) * 3)
 		return 0;
-	return resize(m, size);
+	return resize(m, slots_for(n));
 }
 
 /* Makes room for one more entry. */

@@ -47,6 +47,8 @@
 #include "storage/storage.h"
 #include "debuginfo/debuginfo.h"
 
+#include "server_env.h"
+
 #define MAX_BODY (64u << 20)
 /* The answer of one unbounded query: the query budget bounds it anyway. */
 #define MAX_OUT ((size_t)QUERY_DEFAULT_MAX_BYTES)
@@ -260,28 +262,10 @@ static int run_once(struct store *st, const struct args *a, const struct buf *bo
 	return rc;
 }
 
-static int write_file(const char *path, const struct buf *b, struct err_msg *msg)
-{
-	FILE *f = fopen(path, "wb");
-
-	if (!f || (b->len && fwrite(b->data, 1, b->len, f) != b->len)) {
-		if (f)
-			fclose(f);
-		return err_set(msg, ERR_IO, "cannot write %s", path);
-	}
-	if (fclose(f))
-		return err_set(msg, ERR_IO, "cannot write %s", path);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct args a;
-	struct store_options so = { 0 };
-	struct debuginfo_options sy = { 0 };
-	struct store *st = NULL;
-	struct debuginfo *sym = NULL;
-	struct query_symmemo *memo = NULL;
+	struct bench_server srv = { 0 };
 	struct query_limits lim = { 0 };
 	struct err_msg msg;
 	struct buf body, out;
@@ -296,37 +280,24 @@ int main(int argc, char **argv)
 		err_set(&msg, rc, "cannot read %s", a.body);
 		goto out;
 	}
-	so.dir = a.data;
-	if ((rc = store_open(&so, &st, &msg)))
+	if ((rc = bench_server_open(a.data, a.no_sym, 0, &srv, &msg)))
 		goto out;
 	lim.timeout_ns = TIMEOUT_NS;
 	lim.max_bytes = QUERY_DEFAULT_MAX_BYTES;
-	if (!a.no_sym) {
-		sy.data_dir = a.data;
-		sy.debuginfod_urls = "";
-		if ((rc = debuginfo_open(st, &sy, &sym, &msg)))
-			goto out;
-		if ((rc = query_symmemo_new(sym, 0, &memo))) {
-			err_set(&msg, rc, "symbolization memo");
-			goto out;
-		}
-		lim.symbolizer = sym;
-		lim.symmemo = memo;
-	}
+	lim.symbolizer = srv.sym;
+	lim.symmemo = srv.memo;
 	printf("RESULT phase=open method=%s codec=%s body_bytes=%zu heap=%" PRId64 "\n", a.method,
 	       a.json ? "json" : "proto", body.len, atomic_load(&heap_live));
 	for (int i = 1; i <= a.runs; i++)
-		run_once(st, &a, &body, &lim, i, &out);
+		run_once(srv.st, &a, &body, &lim, i, &out);
 	rc = 0;
 	if (a.out)
-		rc = write_file(a.out, &out, &msg);
+		rc = bench_write_file(a.out, &out, &msg);
 out:
 	if (rc)
 		fprintf(stderr, "bench-connect: %s\n", msg.text[0] ? msg.text : err_str(rc));
 	buf_release(&out);
 	buf_release(&body);
-	query_symmemo_free(memo);
-	debuginfo_close(sym);
-	store_close(st);
+	bench_server_close(&srv);
 	return rc ? 1 : 0;
 }

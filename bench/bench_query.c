@@ -34,6 +34,8 @@
 #include "query/query.h"
 #include "storage/storage.h"
 
+#include "server_env.h"
+
 #define MAX_RUNS 1000
 #define MAX_RESPONSE ((size_t)1 << 30) /* one render's flamebearer JSON */
 
@@ -161,11 +163,7 @@ static int measure(struct store *st, const struct args *a, const struct query_pa
 int main(int argc, char **argv)
 {
 	struct args a;
-	struct store_options so = { 0 };
-	struct debuginfo_options sy = { 0 };
-	struct store *st = NULL;
-	struct debuginfo *sym = NULL;
-	struct query_symmemo *memo = NULL;
+	struct bench_server srv = { 0 };
 	struct query_params p = { 0 };
 	struct err_msg msg = { { 0 } };
 	struct buf out;
@@ -184,53 +182,30 @@ int main(int argc, char **argv)
 	p.query = a.query;
 	p.max_nodes = a.max_nodes;
 	p.limits.timeout_ns = a.timeout_s * 1000000000LL;
-	so.dir = a.data;
 	t0 = clock_mono_ns();
-	if ((rc = store_open(&so, &st, &msg)))
+	if ((rc = bench_server_open(a.data, a.no_sym, a.no_memo, &srv, &msg)))
 		goto out;
-	if (!a.no_sym) {
-		sy.data_dir = a.data;
-		sy.debuginfod_urls = "";
-		if ((rc = debuginfo_open(st, &sy, &sym, &msg)))
-			goto out;
-		p.limits.symbolizer = sym;
-		if (!a.no_memo && (rc = query_symmemo_new(sym, 0, &memo)))
-			goto out;
-		p.limits.symmemo = memo;
-	}
+	p.limits.symbolizer = srv.sym;
+	p.limits.symmemo = srv.memo;
 	printf("RESULT phase=open open_ms=%.2f\n", (clock_mono_ns() - t0) / 1e6);
-	if ((rc = measure(st, &a, &p, "before_compact", &out, &msg)))
+	if ((rc = measure(srv.st, &a, &p, "before_compact", &out, &msg)))
 		goto out;
 	if (a.compact) {
 		t0 = clock_mono_ns();
-		if ((rc = store_compact(st, &msg)))
+		if ((rc = store_compact(srv.st, &msg)))
 			goto out;
 		printf("RESULT phase=compact compact_ms=%.1f\n", (clock_mono_ns() - t0) / 1e6);
-		if ((rc = measure(st, &a, &p, "after_compact", &out, &msg)))
+		if ((rc = measure(srv.st, &a, &p, "after_compact", &out, &msg)))
 			goto out;
 	}
-	if (a.out) {
-		FILE *f = fopen(a.out, "wb");
-
-		if (!f || fwrite(out.data, 1, out.len, f) != out.len) {
-			rc = err_set(&msg, ERR_IO, "cannot write %s", a.out);
-			if (f)
-				fclose(f);
-			goto out;
-		}
-		if (fclose(f)) {
-			rc = err_set(&msg, ERR_IO, "cannot write %s", a.out);
-			goto out;
-		}
-	}
+	if (a.out && (rc = bench_write_file(a.out, &out, &msg)))
+		goto out;
 	getrusage(RUSAGE_SELF, &ru);
 	printf("RESULT phase=end peak_rss_kib=%ld\n", ru.ru_maxrss);
 out:
 	if (rc)
 		fprintf(stderr, "bench-query: %s\n", msg.text[0] ? msg.text : "failed");
 	buf_release(&out);
-	query_symmemo_free(memo);
-	debuginfo_close(sym);
-	store_close(st);
+	bench_server_close(&srv);
 	return rc ? 1 : 0;
 }

@@ -57,7 +57,7 @@ END=1767225600 # 2026-01-01T00:00:00Z, the generator's default: fixed query rang
 PTYPE=process_cpu:cpu:nanoseconds:cpu:nanoseconds
 TICK=$(getconf CLK_TCK)
 
-for bin in bench/unhex-workload bench/bench-ingest bench/bench-query cli/unhex tests/tools/pprofinfo; do
+for bin in bench/unhex-workload bench/bench-ingest bench/bench-query cli/unhex tools/pprofinfo; do
 	[ -x "$B/$bin" ] || { echo "bench_storage.sh: $B/$bin is missing; build first" >&2; exit 1; }
 done
 command -v curl >/dev/null || { echo "bench_storage.sh: curl is needed" >&2; exit 1; }
@@ -229,7 +229,7 @@ select_query() {
 		if [ "$total" -ge "$QUERY_SAMPLES" ] && [ "$t" != "$last" ]; then
 			break
 		fi
-		n=$("$B/tests/tools/pprofinfo" --json "$1/$path" | grep -o '"samples":[0-9]*' | head -1 | cut -d: -f2)
+		n=$("$B/tools/pprofinfo" --json "$1/$path" | grep -o '"samples":[0-9]*' | head -1 | cut -d: -f2)
 		total=$((total + n))
 		last=$t
 		echo "$path" >>"$OUT/query-$2.files"

@@ -41,7 +41,7 @@
  * DIR/manifest.tsv as `<relative path>\t<pyroscope name>\t<unix seconds>`.
  *
  * With --debug-dir, every build ID also gets a symbol file
- * DIR/<build-id>.debug (bench/elfsym.h): a real ELF whose PT_LOAD maps the
+ * DIR/<build-id>.debug (tools/elfsym.h): a real ELF whose PT_LOAD maps the
  * profiles' file offsets to FUNC symbols with realistic names (C++ for the
  * service's code and libstdc++, C for libc and libssl).  A function keeps
  * its name from release to release unless --churn renames it, so a diff
@@ -72,8 +72,8 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/hash.h"
-#include "bench/elfsym.h"
-#include "tests/tools/pprof_writer.h"
+#include "tools/elfsym.h"
+#include "tools/pprof_writer.h"
 
 #define N_BINS 5
 #define MAX_CALLEES 6

@@ -20,7 +20,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "cli/cli.h"
+#include "cli.h"
 
 #ifndef UNHEX_VERSION
 #define UNHEX_VERSION "unknown"

@@ -10,7 +10,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "cli/cli.h"
+#include "cli.h"
 
 #define FILE_MAX (1ULL << 30)
 #define RESPONSE_MAX (1 << 20)

@@ -15,7 +15,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/json.h"
-#include "cli/cli.h"
+#include "cli.h"
 
 #define DEFAULT_SERVER "http://127.0.0.1:4040"
 #define MAX_RESPONSE ((size_t)256 << 20)

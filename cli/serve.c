@@ -18,7 +18,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "cli/cli.h"
+#include "cli.h"
 #include "debuginfo/debuginfo.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
@@ -307,7 +307,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			struct err_msg msg;
 
 			err_clear(&msg);
-			if (release_labels_parse(optarg, &rl, &msg))
+			if (query_release_labels_parse(optarg, &rl, &msg))
 				return cli_usage_error("serve", "--release-labels: %s", msg.text);
 			a->web.release_labels = optarg;
 			break;

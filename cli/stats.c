@@ -9,7 +9,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "cli/cli.h"
+#include "cli.h"
 #include "storage/storage.h"
 #include "web/web.h"
 

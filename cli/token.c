@@ -23,7 +23,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "cli/cli.h"
+#include "cli.h"
 #include "web/web.h"
 
 #define TOKEN_BYTES 32

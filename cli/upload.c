@@ -18,7 +18,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "cli/cli.h"
+#include "cli.h"
 #include "symbolize/symbolize.h"
 
 #define RESPONSE_MAX (1 << 20)

@@ -10,7 +10,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 struct alt_ctx {
 	struct debuginfo *s;

@@ -10,7 +10,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/varint.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 #define CACHE_VERSION 1
 

@@ -10,7 +10,7 @@
 
 #include "base/clock.h"
 #include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		   struct debuginfo **out, struct err_msg *msg)

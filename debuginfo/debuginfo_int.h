@@ -82,6 +82,7 @@
 #include <stdint.h>
 
 #include "base/buf.h"
+#include "base/hmap.h"
 #include "debuginfo/debuginfo.h"
 
 struct arena;
@@ -375,20 +376,20 @@ void debuginfo__touch_forget(struct debuginfo *s, const uint8_t *bid, size_t ble
 /* ---- hot.c: recent symbol-cache pairs in memory ---- */
 
 struct debuginfo__hot_entry {
-	uint64_t hash;
-	uint32_t koff, klen; /* klen 0: empty slot */
+	uint32_t koff, klen;
 	uint32_t voff, vlen;
 };
 
 /*
- * Open addressing over entries whose key and value bytes live in `pool`;
- * cap is 0 or a power of two, at most half full.  Readers hold the read
- * lock while they use pointers into the pool, writers the write lock.
+ * A base/hmap.h index (hash_bytes of the key) over entries whose key and
+ * value bytes live in `pool`, in the order they came.  Readers hold the
+ * read lock while they use pointers into the pool, writers the write lock.
  */
 struct debuginfo__hot {
 	pthread_rwlock_t lock;
-	struct debuginfo__hot_entry *tab;
-	size_t cap, n;
+	struct hmap index;
+	struct debuginfo__hot_entry *v; /* owned */
+	size_t n, cap;
 	struct buf pool;
 };
 

@@ -51,7 +51,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 #ifndef UNHEX_VERSION
 #define UNHEX_VERSION "unknown"

@@ -31,7 +31,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/sha256.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 /*
  * One cell of a rate of 60 s / interval a minute, in bursts of up to that

@@ -17,7 +17,7 @@
 
 #include "base/err.h"
 #include "base/hash.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 static const char *const kind_names[2] = { "debuginfo", "executable" };
 

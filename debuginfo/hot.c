@@ -1,9 +1,9 @@
 /*
  * hot.c - the hot cache: the symbol cache's (key -> encoded frames) pairs
  * of recent queries, in memory, so a repeated query does not read
- * thousands of addresses back from RocksDB.  Open addressing over entries
- * whose bytes live in one pool; when the pool would pass HOT_MAX_BYTES
- * everything is dropped (the store still holds it all).
+ * thousands of addresses back from RocksDB.  A base/hmap.h index over
+ * entries whose bytes live in one pool; when the pool would pass
+ * HOT_MAX_BYTES everything is dropped (the store still holds it all).
  */
 #include <assert.h>
 #include <pthread.h>
@@ -11,14 +11,18 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/grow.h"
 #include "base/hash.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 #include "storage/storage.h"
 
 enum {
 	HOT_MAX_BYTES = 64u << 20,
-	/* Keys hashed ahead of the probe: each probe prefetches the slot of
-	 * the key this far ahead, and the entry of the key half as far. */
+	/* A pair holds at least a 10-byte key (a build ID byte, the address,
+	 * the leaf flag), so the pool cap bounds the entries. */
+	HOT_MAX_PAIRS = HOT_MAX_BYTES / 10,
+	/* Keys hashed ahead of the probe: each probe prefetches the index
+	 * slot of the key this far ahead. */
 	HOT_PREFETCH = 8,
 };
 
@@ -26,70 +30,40 @@ void debuginfo__hot_init(struct debuginfo__hot *c)
 {
 	memset(c, 0, sizeof(*c));
 	pthread_rwlock_init(&c->lock, NULL);
+	hmap_init(&c->index, HOT_MAX_PAIRS, NULL);
 	buf_init(&c->pool, HOT_MAX_BYTES);
 }
 
 void debuginfo__hot_release(struct debuginfo__hot *c)
 {
-	free(c->tab);
+	hmap_release(&c->index);
+	grow_free(NULL, c->v, c->cap, sizeof(*c->v));
 	buf_release(&c->pool);
 	pthread_rwlock_destroy(&c->lock);
 }
 
-/* Looks `key` (hash h) up; the caller holds the read (or write) lock. */
-static int get_h(const struct debuginfo__hot *c, const uint8_t *key, size_t klen, uint64_t h,
-		 const void **val, size_t *vlen)
+/*
+ * Looks `key` (hash h) up; the caller holds the read (or write) lock.
+ * Returns the entry's index or HMAP_NONE, *pr where the lookup ended.
+ */
+static inline uint32_t find(const struct debuginfo__hot *c, const uint8_t *key, size_t klen,
+			    uint64_t h, struct hmap_probe *pr)
 {
-	if (!c->n)
-		return 0;
-	/* A power of two, never full: every probe ends at an empty slot. */
-	assert((c->cap & (c->cap - 1)) == 0 && c->n < c->cap);
-	for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
-		const struct debuginfo__hot_entry *e = &c->tab[i];
+	uint32_t i;
 
-		if (!e->klen)
-			return 0;
-		if (e->hash == h && e->klen == klen &&
-		    !memcmp(c->pool.data + e->koff, key, klen)) {
-			*val = c->pool.data + e->voff;
-			*vlen = e->vlen;
-			return 1;
-		}
+	for (i = hmap_first(&c->index, h, pr); i != HMAP_NONE; i = hmap_next(&c->index, pr)) {
+		const struct debuginfo__hot_entry *e = &c->v[i];
+
+		if (e->klen == klen && !memcmp(c->pool.data + e->koff, key, klen))
+			return i;
 	}
-}
-
-static int get(const struct debuginfo__hot *c, const uint8_t *key, size_t klen,
-	       const void **val, size_t *vlen)
-{
-	return c->n ? get_h(c, key, klen, hash_bytes(key, klen, 0), val, vlen) : 0;
-}
-
-/* Hints the CPU to load the slot of hash h (the caller holds a lock). */
-static void prefetch(const struct debuginfo__hot *c, uint64_t h)
-{
-	if (c->n)
-		__builtin_prefetch(&c->tab[h & (c->cap - 1)]);
-}
-
-/* Then the pooled key and value of that slot's entry, if it has one. */
-static void prefetch_pair(const struct debuginfo__hot *c, uint64_t h)
-{
-	const struct debuginfo__hot_entry *e;
-
-	if (!c->n)
-		return;
-	e = &c->tab[h & (c->cap - 1)];
-	if (e->klen && e->hash == h) {
-		__builtin_prefetch(c->pool.data + e->koff);
-		__builtin_prefetch(c->pool.data + e->voff + e->vlen - 1);
-	}
+	return HMAP_NONE;
 }
 
 /* The caller holds the write lock. */
 static void clear(struct debuginfo__hot *c)
 {
-	if (c->tab)
-		memset(c->tab, 0, c->cap * sizeof(*c->tab));
+	hmap_clear(&c->index);
 	c->n = 0;
 	buf_reset(&c->pool);
 }
@@ -98,50 +72,36 @@ static void clear(struct debuginfo__hot *c)
 static void put(struct debuginfo__hot *c, const uint8_t *key, size_t klen, const void *val,
 		size_t vlen)
 {
-	const void *old;
-	size_t oldlen, i;
-	uint64_t h;
+	struct debuginfo__hot_entry *e;
+	struct hmap_probe pr;
+	uint64_t h = hash_bytes(key, klen, 0);
 
-	if (get(c, key, klen, &old, &oldlen))
+	if (find(c, key, klen, h, &pr) != HMAP_NONE)
 		return;
 	if (klen + vlen > HOT_MAX_BYTES / 4)
 		return;
-	if (c->pool.len + klen + vlen > HOT_MAX_BYTES)
+	if (c->pool.len + klen + vlen > HOT_MAX_BYTES || c->n == HOT_MAX_PAIRS) {
 		clear(c);
-	if ((c->n + 1) * 2 > c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 1024;
-		struct debuginfo__hot_entry *nt = calloc(ncap, sizeof(*nt));
-
-		if (!nt)
-			return;
-		for (size_t j = 0; j < c->cap; j++) {
-			if (!c->tab[j].klen)
-				continue;
-			for (i = c->tab[j].hash & (ncap - 1); nt[i].klen; i = (i + 1) & (ncap - 1))
-				;
-			nt[i] = c->tab[j];
-		}
-		free(c->tab);
-		c->tab = nt;
-		c->cap = ncap;
+		find(c, key, klen, h, &pr); /* the probe of the emptied index */
 	}
-	h = hash_bytes(key, klen, 0);
-	for (i = h & (c->cap - 1); c->tab[i].klen; i = (i + 1) & (c->cap - 1))
-		;
-	c->tab[i].hash = h;
-	c->tab[i].koff = (uint32_t)c->pool.len;
-	c->tab[i].klen = (uint32_t)klen;
-	if (buf_append(&c->pool, key, klen))
+	if (GROW(c->v, c->cap, c->n + 1, HOT_MAX_PAIRS, NULL))
 		return;
-	c->tab[i].voff = (uint32_t)c->pool.len;
-	c->tab[i].vlen = (uint32_t)vlen;
-	if (buf_append(&c->pool, val, vlen)) {
-		c->pool.len = c->tab[i].koff;
-		c->tab[i].klen = 0;
+	e = &c->v[c->n];
+	e->koff = (uint32_t)c->pool.len;
+	e->klen = (uint32_t)klen;
+	e->voff = e->koff + e->klen;
+	e->vlen = (uint32_t)vlen;
+	/* The pool has room (tested above); a failed index insert takes the
+	 * pair back out of the pool. */
+	if (buf_append(&c->pool, key, klen) || buf_append(&c->pool, val, vlen)) {
+		c->pool.len = e->koff;
+		return;
+	}
+	if (hmap_put_probed(&c->index, &pr, (uint32_t)c->n)) {
+		c->pool.len = e->koff;
 		return;
 	}
 	c->n++;
-	assert(c->n * 2 <= c->cap);
 }
 
 void debuginfo__hot_put(struct debuginfo__hot *c, const struct store_kv *kv, size_t n)
@@ -172,20 +132,32 @@ int debuginfo__hot_probe(struct debuginfo__hot *c, const uint8_t *keys, size_t k
 	for (size_t i = 0; i < n; i++)
 		hashes[i] = hash_bytes(keys + i * klen, klen, 0);
 	pthread_rwlock_rdlock(&c->lock);
-	for (size_t i = 0; i < n && i < HOT_PREFETCH; i++)
-		prefetch(c, hashes[i]);
-	for (size_t i = 0; i < n && !rc; i++) {
-		const void *v;
-		size_t vl;
+	{
+		/* Nothing changes under the read lock: locals the calls of
+		 * `hit` cannot invalidate, so they stay in registers. */
+		const struct hmap ix = c->index;
+		const struct debuginfo__hot_entry *v = c->v;
+		const char *pool = c->pool.data;
+		size_t nc = 0;
 
-		if (i + HOT_PREFETCH < n)
-			prefetch(c, hashes[i + HOT_PREFETCH]);
-		if (i + HOT_PREFETCH / 2 < n)
-			prefetch_pair(c, hashes[i + HOT_PREFETCH / 2]);
-		if (get_h(c, keys + i * klen, klen, hashes[i], &v, &vl))
-			rc = hit(ctx, i, v, vl);
-		else
-			cold[(*n_cold)++] = i;
+		for (size_t i = 0; i < n && i < HOT_PREFETCH; i++)
+			__builtin_prefetch(&ix.slots[hmap__digest(hashes[i]) & ix.mask]);
+		for (size_t i = 0; i < n && !rc; i++) {
+			const uint8_t *key = keys + i * klen;
+			struct hmap_probe pr;
+			uint32_t k;
+
+			if (i + HOT_PREFETCH < n)
+				__builtin_prefetch(&ix.slots[hmap__digest(hashes[i + HOT_PREFETCH]) & ix.mask]);
+			for (k = hmap_first(&ix, hashes[i], &pr); k != HMAP_NONE; k = hmap_next(&ix, &pr))
+				if (v[k].klen == klen && !memcmp(pool + v[k].koff, key, klen))
+					break;
+			if (k == HMAP_NONE)
+				cold[nc++] = i;
+			else
+				rc = hit(ctx, i, pool + v[k].voff, v[k].vlen);
+		}
+		*n_cold = nc;
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;

@@ -12,7 +12,7 @@
 
 #include "base/clock.h"
 #include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 /* Fetches the debug file of `id` if none is stored, then builds its index. */
 static void job_run(struct debuginfo *s, const char *id)

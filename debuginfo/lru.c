@@ -19,7 +19,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 int debuginfo__lru_init(struct debuginfo *s)
 {

@@ -14,7 +14,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/varint.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 #include "storage/storage.h"
 
 #define META_VERSION 1

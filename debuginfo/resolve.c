@@ -12,7 +12,7 @@
 
 #include "base/clock.h"
 #include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 #define PAGE 4096u /* the kernel maps segments page-aligned */
 

@@ -12,7 +12,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/varint.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 #include "storage/storage.h"
 
 #define WRITE_BATCH 4096            /* pairs per store write */

@@ -7,7 +7,7 @@
 #include "base/clock.h"
 #include "base/hash.h"
 #include "base/log.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 
 #define TOUCH_EVERY_NS (60LL * 1000000000)
 

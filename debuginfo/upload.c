@@ -24,7 +24,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/sha256.h"
-#include "debuginfo/debuginfo_int.h"
+#include "debuginfo_int.h"
 #include "storage/storage.h"
 
 int debuginfo_upload_begin(struct debuginfo *s, struct debuginfo_upload **out,

@@ -15,7 +15,7 @@
  * its final size, into the request arena.  Every count is bounded by
  * struct ingest_limits (samples, stack depth) or by INGEST_MAX_GROUPS.
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

@@ -21,7 +21,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/hmap.h"
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 #include "storage/storage.h"
 
 #include <string.h>

@@ -54,7 +54,7 @@
  * the chunk) ends values of empty types repeated by huge counts.  Memory
  * is the chunk's arena (capped, freed per chunk) plus the builders'.
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

@@ -8,7 +8,7 @@
  * \" and \\ escapes; labels named __*__ are dropped, as Pyroscope drops
  * them.
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

@@ -17,7 +17,7 @@
  *
  * Everything here is a pure function of its arguments.
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

@@ -17,7 +17,7 @@
  * addresses are already final: they are kept.  Address 0 means "none"
  * (symbolized Java/Python frames) and is kept too.
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

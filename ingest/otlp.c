@@ -8,7 +8,7 @@
 
 #include "base/arena.h"
 #include "base/err.h"
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 int ingest_otlp(struct store *st, const struct ingest_limits *lim, const char *tenant,
 		const void *body, size_t len, int json, int64_t now_ns, struct ingest_stats *out,

@@ -6,12 +6,12 @@
  * in ingest_int.h; the user-facing rules (service name, labels, profile
  * types, build IDs, limits) in docs/ingest.md, "OTLP profiles".
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"
 
-#include "ingest/otlp_types.h"
+#include "otlp_types.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -25,14 +25,14 @@
  * returning: only the structs and copies of the strings stay in the
  * caller's arena.
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"
 #include "base/json.h"
 #include "proto/pbjson.h"
 
-#include "ingest/otlp_types.h"
+#include "otlp_types.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * 1..n) and through an open-addressing table otherwise, so every lookup on
  * the per-sample path is O(1).
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/buf.h"

@@ -25,7 +25,7 @@
  * with the wrong wire type, a varint longer than 10 bytes and a length past
  * the end of its enclosing message are errors.
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

@@ -11,7 +11,7 @@
  * errors name the JSON path ("push: series[0].samples[1].rawProfile: not
  * base64").
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

@@ -25,7 +25,7 @@
 #include "base/compress.h"
 #include "base/err.h"
 #include "base/json.h"
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 #include "storage/storage.h"
 
 #include <stdio.h>

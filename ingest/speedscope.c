@@ -17,7 +17,7 @@
  * by 100 for time units and "none" (1 for bytes); request.c turns that
  * into nanoseconds with the sample rate (speedscope_rate()).
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

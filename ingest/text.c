@@ -25,7 +25,7 @@
  * at most max_stack_depth + 2 entries, and a stack string is at most the
  * input plus the separators of its path (bounded by the depth).
  */
-#include "ingest/ingest_int.h"
+#include "ingest_int.h"
 
 #include "base/arena.h"
 #include "base/err.h"

@@ -6,7 +6,7 @@
  * its lines, else from query-time symbolization, else as
  * `<binary>+0x<address>`.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 #include "storage/storage.h"

@@ -3,7 +3,7 @@
  * profile of the selected series in [from, until) by (partition, stack id),
  * with the totals per time step of a timeline when one was set up.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 #include "storage/storage.h"

@@ -27,7 +27,7 @@
  * (LabelNames, LabelValues, Series) keep only series with a profile in
  * [start, end) when either bound is given.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/arena.h"
 #include "base/buf.h"
@@ -714,7 +714,7 @@ struct ss {
 	struct qctx *q;
 	char *const *group_by;
 	size_t ngroup;
-	struct qnames keys;     /* group key -> group id (ids from 2) */
+	struct intern keys;     /* group key -> group id (ids from 2) */
 	uint64_t *sid;          /* selected series */
 	uint32_t *sgroup;       /* their group */
 	size_t n, cap, gcap;
@@ -789,7 +789,7 @@ struct ss_rank {
 static int cmp_rank(const void *a, const void *b)
 {
 	const struct ss_rank *x = a, *y = b;
-	const char *kx = x->s->keys.s[x->g], *ky = y->s->keys.s[y->g];
+	const char *kx = intern_str(&x->s->keys, x->g), *ky = intern_str(&y->s->keys, y->g);
 
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
@@ -811,7 +811,7 @@ static int cmp_rank(const void *a, const void *b)
  */
 static int ss_order(struct ss *s, size_t **order, size_t *ocap, size_t *n)
 {
-	size_t ng = s->keys.n > 2 ? s->keys.n - 2 : 0, rcap = 0;
+	size_t ng = intern_count(&s->keys) > 2 ? intern_count(&s->keys) - 2 : 0, rcap = 0;
 	struct ss_rank *r = NULL;
 	int rc;
 
@@ -849,7 +849,7 @@ static int ss_order(struct ss *s, size_t **order, size_t *ocap, size_t *n)
 static int ss_series_msg(struct call *c, const struct ss *s, size_t g, Types__V1__Series **out)
 {
 	Types__V1__Series *se = rmem(c, sizeof(*se));
-	const char *k = s->keys.s[g];
+	const char *k = intern_str(&s->keys, g);
 	size_t np = 0;
 
 	if (!se)
@@ -912,7 +912,7 @@ static int ss_response(struct call *c, struct ss *s, Querier__V1__SelectSeriesRe
 
 static void ss_release(struct ss *s)
 {
-	query__names_release(s->q, &s->keys);
+	query__names_release(&s->keys);
 	query__mem_free(s->q, s->sid, s->cap, sizeof(*s->sid));
 	query__mem_free(s->q, s->sgroup, s->gcap, sizeof(*s->sgroup));
 	query__mem_free(s->q, s->cells, s->ccap, sizeof(*s->cells));
@@ -960,9 +960,9 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	if (!rc)
 		rc = query__select_series(q, &sel, ss_series, &s);
 	if (!rc) {
-		if (s.keys.n > SIZE_MAX / s.nb)
+		if (intern_count(&s.keys) > SIZE_MAX / s.nb)
 			rc = err_set(q->msg, ERR_TOO_LARGE, "SelectSeries: too many groups");
-		ncells = s.keys.n * s.nb;
+		ncells = intern_count(&s.keys) * s.nb;
 	}
 	if (!rc)
 		rc = query__mem_grow(q, (void **)&s.cells, &s.ccap, sizeof(*s.cells), ncells,

@@ -1,5 +1,5 @@
-/* core.c - a query's deadline and byte budget, its hash map and name table. */
-#include "query/query_int.h"
+/* core.c - a query's deadline and byte budget, its hash map and name tables. */
+#include "query_int.h"
 
 #include "base/clock.h"
 #include "base/err.h"
@@ -18,8 +18,7 @@ void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->st = st;
 	q->tenant = tenant;
 	q->deadline_ns = clock_mono_ns() + timeout;
-	q->mem.used = 0;
-	q->mem.cap = lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES;
+	grow_budget_init(&q->mem, lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES);
 	q->msg = msg;
 	q->tick = 0;
 	q->symbolizer = lim ? lim->symbolizer : NULL;
@@ -36,37 +35,25 @@ int query__ctx_check(struct qctx *q)
 int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
 		    const char *what)
 {
-	size_t n = *cap ? *cap : 16, old = *cap * elem, bytes;
-	void *np;
+	int rc;
 
 	assert(elem > 0 && (*p != NULL || *cap == 0));
 	if (need <= *cap)
 		return 0;
-	while (n < need) {
-		if (n > SIZE_MAX / 4)
-			return err_set(q->msg, ERR_TOO_LARGE, "%s: too many entries", what);
-		n *= 2;
-	}
-	if (n > SIZE_MAX / elem)
+	if (need > SIZE_MAX / elem)
 		return err_set(q->msg, ERR_TOO_LARGE, "%s: too many entries", what);
-	bytes = n * elem;
-	if (q->mem.used - old + bytes > q->mem.cap)
+	rc = grow_array(p, cap, elem, need, SIZE_MAX / elem, &q->mem.alloc);
+	if (rc == ERR_TOO_LARGE)
 		return err_set(q->msg, ERR_TOO_LARGE,
 			       "query memory budget of %zu bytes exceeded (%s)", q->mem.cap, what);
-	np = realloc(*p, bytes);
-	if (!np)
-		return err_set(q->msg, ERR_NOMEM, "out of memory (%s)", what);
-	q->mem.used = q->mem.used - old + bytes;
-	*p = np;
-	*cap = n;
+	if (rc)
+		return err_set(q->msg, rc, "out of memory (%s)", what);
 	return 0;
 }
 
 void query__mem_free(struct qctx *q, void *p, size_t cap, size_t elem)
 {
-	free(p);
-	if (q->mem.used >= cap * elem)
-		q->mem.used -= cap * elem;
+	grow_free(&q->mem.alloc, p, cap, elem);
 }
 
 /* ---- qmap ----------------------------------------------------------------- */
@@ -223,99 +210,38 @@ int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val)
 	return 0;
 }
 
-/* ---- qnames ------------------------------------------------------------- */
+/* ---- name tables ----------------------------------------------------------- */
 
-int query__names_init(struct qctx *q, struct qnames *nm)
+int query__names_init(struct qctx *q, struct intern *nm)
 {
 	uint32_t id;
 	int rc;
 
-	memset(nm, 0, sizeof(*nm));
-	arena_init(&nm->strs, q->mem.cap);
+	/* Ids are u32 and hmap-indexed; the budget bounds the bytes. */
+	intern_init(nm, HMAP_MAX, q->mem.cap, &q->mem.alloc);
 	rc = query__names_intern(q, nm, "total", 5, &id);
 	if (!rc)
 		rc = query__names_intern(q, nm, "other", 5, &id);
 	if (rc)
-		query__names_release(q, nm);
+		query__names_release(nm);
+	assert(rc || intern_count(nm) == 2);
 	return rc;
 }
 
-void query__names_release(struct qctx *q, struct qnames *nm)
+void query__names_release(struct intern *nm)
 {
-	if (q->mem.used >= nm->strs.used)
-		q->mem.used -= nm->strs.used;
-	arena_release(&nm->strs);
-	query__mem_free(q, nm->s, nm->cap, sizeof(*nm->s));
-	free(nm->len);
-	query__mem_free(q, nm->slots, nm->nslots, sizeof(*nm->slots));
-	memset(nm, 0, sizeof(*nm));
+	intern_release(nm);
 }
 
-static int names_reindex(struct qctx *q, struct qnames *nm)
+int query__names_intern(struct qctx *q, struct intern *nm, const char *s, size_t len, uint32_t *id)
 {
-	size_t want = nm->nslots ? nm->nslots * 2 : 1024, got = 0, i, j, mask;
-	uint32_t *slots = NULL;
-	int rc = query__mem_grow(q, (void **)&slots, &got, sizeof(*slots), want, "name table");
+	int rc = intern_put(nm, s, len, id);
 
+	if (rc == ERR_TOO_LARGE)
+		return err_set(q->msg, rc, "query memory budget of %zu bytes exceeded (names)",
+			       q->mem.cap);
 	if (rc)
-		return rc;
-	memset(slots, 0, got * sizeof(*slots));
-	mask = got - 1;
-	for (i = 0; i < nm->n; i++) {
-		for (j = hash_bytes(nm->s[i], nm->len[i], 0) & mask; slots[j]; j = (j + 1) & mask)
-			;
-		slots[j] = (uint32_t)i + 1;
-	}
-	query__mem_free(q, nm->slots, nm->nslots, sizeof(*nm->slots));
-	nm->slots = slots;
-	nm->nslots = got;
-	return 0;
-}
-
-int query__names_intern(struct qctx *q, struct qnames *nm, const char *s, size_t len, uint32_t *id)
-{
-	size_t mask, j, before, lcap;
-	char *copy;
-	uint32_t *nl;
-	int rc;
-
-	if ((nm->n + 1) * 2 > nm->nslots) {
-		rc = names_reindex(q, nm);
-		if (rc)
-			return rc;
-	}
-	mask = nm->nslots - 1;
-	for (j = hash_bytes(s, len, 0) & mask; nm->slots[j]; j = (j + 1) & mask) {
-		uint32_t k = nm->slots[j] - 1;
-		if (nm->len[k] == len && !memcmp(nm->s[k], s, len)) {
-			*id = k;
-			return 0;
-		}
-	}
-	if (nm->n >= UINT32_MAX - 2)
-		return err_set(q->msg, ERR_TOO_LARGE, "too many distinct names");
-	lcap = nm->cap;
-	rc = query__mem_grow(q, (void **)&nm->s, &nm->cap, sizeof(*nm->s), nm->n + 1, "name table");
-	if (rc)
-		return rc;
-	if (nm->cap != lcap) {
-		nl = realloc(nm->len, nm->cap * sizeof(*nm->len));
-		if (!nl)
-			return err_set(q->msg, ERR_NOMEM, "out of memory (name table)");
-		nm->len = nl;
-	}
-	before = nm->strs.used;
-	if (q->mem.used + len + 64 > q->mem.cap)
-		return err_set(q->msg, ERR_TOO_LARGE,
-			       "query memory budget of %zu bytes exceeded (names)", q->mem.cap);
-	copy = arena_strndup(&nm->strs, s, len);
-	if (!copy)
-		return err_set(q->msg, ERR_NOMEM, "out of memory (names)");
-	q->mem.used += nm->strs.used - before;
-	nm->s[nm->n] = copy;
-	nm->len[nm->n] = (uint32_t)len;
-	nm->slots[j] = (uint32_t)nm->n + 1;
-	*id = (uint32_t)nm->n++;
+		return err_set(q->msg, rc, "out of memory (names)");
 	return 0;
 }
 
@@ -341,20 +267,10 @@ int query__views_get(struct qctx *q, struct qviews *v, uint32_t part, struct sto
 			return 0;
 		}
 	}
-	if (v->n == v->cap) {
-		size_t nc = v->cap ? v->cap * 2 : 8;
-		uint32_t *np = realloc(v->part, nc * sizeof(*np));
-		struct store_symbols **ns;
-
-		if (!np)
-			return err_set(q->msg, ERR_NOMEM, "out of memory (symbol views)");
-		v->part = np;
-		ns = realloc(v->sym, nc * sizeof(*ns));
-		if (!ns)
-			return err_set(q->msg, ERR_NOMEM, "out of memory (symbol views)");
-		v->sym = ns;
-		v->cap = nc;
-	}
+	if ((rc = GROW(v->part, v->part_cap, v->n + 1, QVIEWS_MAX, NULL)) ||
+	    (rc = GROW(v->sym, v->sym_cap, v->n + 1, QVIEWS_MAX, NULL)))
+		return err_set(q->msg, rc, "%s (symbol views)",
+			       rc == ERR_NOMEM ? "out of memory" : "too many partitions");
 	rc = store_symbols_get(q->st, q->tenant, part, &s, q->msg);
 	if (rc)
 		return err_set(q->msg, rc, "reading symbols of partition %u: %s", part, err_str(rc));

@@ -9,7 +9,7 @@
  * level, with their offsets made relative to the end of the previous node
  * of the same level.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 
@@ -120,11 +120,11 @@ static int alloc_levels(struct qctx *q, const struct qtree *t, struct scratch *s
 	    (rc = query__mem_grow(q, (void **)&f->n_values, &f->cap_n_values,
 				  sizeof(*f->n_values), nl, "flame graph")) ||
 	    (rc = query__mem_grow(q, (void **)&f->names, &f->cap_names, sizeof(*f->names),
-				  t->names.n, "flame graph")) ||
+				  intern_count(&t->names), "flame graph")) ||
 	    (rc = query__mem_grow(q, (void **)&f->name_len, &f->cap_name_len,
-				  sizeof(*f->name_len), t->names.n, "flame graph")) ||
-	    (rc = query__mem_grow(q, (void **)&s->remap, &s->rcap, sizeof(*s->remap), t->names.n,
-				  "flame graph")) ||
+				  sizeof(*f->name_len), intern_count(&t->names), "flame graph")) ||
+	    (rc = query__mem_grow(q, (void **)&s->remap, &s->rcap, sizeof(*s->remap),
+				  intern_count(&t->names), "flame graph")) ||
 	    (rc = query__mem_grow(q, (void **)&s->end, &s->ecap, sizeof(*s->end), 2 * nl,
 				  "flame graph")))
 		return rc;
@@ -137,7 +137,7 @@ static int alloc_levels(struct qctx *q, const struct qtree *t, struct scratch *s
 		off += f->n_values[d];
 		f->n_values[d] = 0; /* counted again while laying out */
 	}
-	memset(s->remap, 0xff, t->names.n * sizeof(*s->remap));
+	memset(s->remap, 0xff, intern_count(&t->names) * sizeof(*s->remap));
 	memset(s->end, 0, 2 * nl * sizeof(*s->end));
 	return 0;
 }
@@ -153,8 +153,8 @@ static void lay_out(const struct qtree *t, struct scratch *s, const struct ent *
 
 	if (s->remap[nd->name] == UINT32_MAX) {
 		s->remap[nd->name] = (uint32_t)f->n_names;
-		f->names[f->n_names] = t->names.s[nd->name];
-		f->name_len[f->n_names++] = t->names.len[nd->name];
+		f->names[f->n_names] = intern_str(&t->names, nd->name);
+		f->name_len[f->n_names++] = intern_len(&t->names, nd->name);
 	}
 	for (int k = 0; k < sides; k++) {
 		if (nd->self[k] > f->max_self)
@@ -188,6 +188,6 @@ int query__flame_build(struct qctx *q, const struct qtree *t, int dbl, struct qu
 	if (rc)
 		query__flame_release(q, f);
 	else
-		assert(f->n_names >= 1 && f->names[0] == t->names.s[QNAME_TOTAL]);
+		assert(f->n_names >= 1 && f->names[0] == intern_str(&t->names, QNAME_TOTAL));
 	return rc;
 }

@@ -5,7 +5,7 @@
  * timelines and symbolization summaries.  Writing only: nothing here
  * computes a value.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/buf.h"
 #include "base/err.h"

@@ -7,7 +7,7 @@
  * needs and hands the typed result to one writer: that is the encode stage,
  * the only place bytes are written.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/arena.h"
 #include "base/buf.h"

@@ -4,7 +4,7 @@
  * for `go tool pprof` and later symbolization; Connect's SelectMergeProfile
  * answers with the same message.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/buf.h"
 #include "base/compress.h"
@@ -51,7 +51,7 @@ static int pvec_push(struct arena *a, struct pvec *pv, void *item)
 struct pb {
 	struct qctx *q;
 	struct arena *a;
-	struct qnames strs;   /* pprof string index = id + 1; index 0 is "" */
+	struct intern strs;   /* pprof string index = id + 1; index 0 is "" */
 	struct qmap locs, funcs, maps;
 	struct pvec samples, locations, functions, mappings;
 	struct qviews views;
@@ -62,7 +62,7 @@ struct pb {
 	 * as a caller, so leaves get their own Location when resolved. */
 	const struct qsym *sym;
 	struct qmap leaf_locs;
-	struct qnames fkeys;  /* "name\x01file" of resolved functions */
+	struct intern fkeys;  /* "name\x01file" of resolved functions */
 	struct qmap rfuncs;   /* fkeys id -> index in functions */
 };
 
@@ -378,7 +378,7 @@ int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profi
 		return rc;
 	rc = query__names_init(q, &b.fkeys);
 	if (rc) {
-		query__names_release(q, &b.strs);
+		query__names_release(&b.strs);
 		return rc;
 	}
 	p = nalloc(&b, sizeof(*p));
@@ -412,20 +412,20 @@ int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profi
 	p->n_function = b.functions.n;
 	p->mapping = (Mapping **)b.mappings.v;
 	p->n_mapping = b.mappings.n;
-	p->string_table = arena_alloc(a, (b.strs.n + 1) * sizeof(char *));
+	p->string_table = arena_alloc(a, (intern_count(&b.strs) + 1) * sizeof(char *));
 	if (!p->string_table) {
 		rc = err_set(q->msg, ERR_TOO_LARGE, "pprof: query memory budget exceeded");
 		goto out;
 	}
 	p->string_table[0] = "";
-	for (size_t i = 0; i < b.strs.n; i++) {
-		p->string_table[i + 1] = arena_strndup(a, b.strs.s[i], b.strs.len[i]);
+	for (size_t i = 0; i < intern_count(&b.strs); i++) {
+		p->string_table[i + 1] = arena_strndup(a, intern_str(&b.strs, i), intern_len(&b.strs, i));
 		if (!p->string_table[i + 1]) {
 			rc = err_set(q->msg, ERR_TOO_LARGE, "pprof: query memory budget exceeded");
 			goto out;
 		}
 	}
-	p->n_string_table = b.strs.n + 1;
+	p->n_string_table = intern_count(&b.strs) + 1;
 	/* The profile stays in the arena until the caller packs it: it is
 	 * part of the query's memory from here on. */
 	if (a->used > q->mem.cap - q->mem.used) {
@@ -437,13 +437,13 @@ int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profi
 out:
 	if (rc && !arena_failed(a) && rc == ERR_TOO_LARGE)
 		err_set(q->msg, rc, "pprof: query memory budget exceeded");
-	query__names_release(q, &b.strs);
+	query__names_release(&b.strs);
 	query__map_release(q, &b.locs);
 	query__map_release(q, &b.funcs);
 	query__map_release(q, &b.maps);
 	query__map_release(q, &b.leaf_locs);
 	query__map_release(q, &b.rfuncs);
-	query__names_release(q, &b.fkeys);
+	query__names_release(&b.fkeys);
 	query__views_release(&b.views);
 	query__mem_free(q, b.ids, b.ids_cap, sizeof(*b.ids));
 	return rc;

@@ -3,16 +3,18 @@
  * tests.
  *
  * Memory
- *   A query owns one struct qctx: its deadline, its byte budget (struct qmem)
- *   and the message of its failure.  Every growable table of a query (the
- *   stack aggregation, memo tables, tree nodes, names) is grown through
- *   query__mem_grow(), which charges the budget, so a query fails with
- *   ERR_TOO_LARGE instead of exhausting the machine.
+ *   A query owns one struct qctx: its deadline, its byte budget (a
+ *   base/grow.h struct grow_budget) and the message of its failure.  Every
+ *   growable table of a query (the stack aggregation, memo tables, tree
+ *   nodes) is grown through query__mem_grow(), which is grow_array()
+ *   through the budget, and the name tables are base/intern.h interners
+ *   on the same budget, so a query fails with ERR_TOO_LARGE instead of
+ *   exhausting the machine.
  *
  * Names
- *   struct qnames interns strings: id 0 is "total" (the root), id 1 is
- *   "other" (folded children).  Strings live in an arena charged to the
- *   budget.
+ *   A name table is a struct intern (base/intern.h) made by
+ *   query__names_init: id 0 is "total" (the root), id 1 is "other" (folded
+ *   children).  Its strings, id table and index are charged to the budget.
  *
  * Tree
  *   struct qtree is a flat array of nodes; node 0 is the root.  A child is
@@ -45,6 +47,8 @@
 #define UNHEX_QUERY_QUERY_INT_H
 
 #include "base/arena.h"
+#include "base/grow.h"
+#include "base/intern.h"
 #include "query/query.h"
 
 #include <stddef.h>
@@ -56,16 +60,11 @@ struct store_symbols;
 
 /* ---- budget and deadline ------------------------------------------------- */
 
-struct qmem {
-	size_t used;
-	size_t cap;
-};
-
 struct qctx {
 	struct store *st;
 	const char *tenant;
 	int64_t deadline_ns;   /* monotonic clock */
-	struct qmem mem;
+	struct grow_budget mem; /* not to be moved: mem.alloc points to it */
 	struct err_msg *msg;
 	unsigned tick;
 	struct debuginfo *symbolizer;   /* borrowed from the limits; may be NULL */
@@ -129,18 +128,14 @@ int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val);
 
 enum { QNAME_TOTAL = 0, QNAME_OTHER = 1 };
 
-struct qnames {
-	struct arena strs;
-	const char **s;
-	uint32_t *len;
-	size_t n, cap;
-	uint32_t *slots;  /* hash index: name id + 1, 0 empty */
-	size_t nslots;
-};
-
-int query__names_init(struct qctx *q, struct qnames *nm);
-void query__names_release(struct qctx *q, struct qnames *nm);
-int query__names_intern(struct qctx *q, struct qnames *nm, const char *s, size_t len, uint32_t *id);
+/*
+ * A name table: intern_init() on the query's budget, then "total" and
+ * "other".  Read it with intern_str(), intern_len() and intern_count().
+ */
+int query__names_init(struct qctx *q, struct intern *nm);
+void query__names_release(struct intern *nm);
+/* intern_put() with the failure's message in q->msg. */
+int query__names_intern(struct qctx *q, struct intern *nm, const char *s, size_t len, uint32_t *id);
 
 /* ---- call tree ------------------------------------------------------------- */
 
@@ -156,7 +151,7 @@ struct qnode {
 };
 
 struct qtree {
-	struct qnames names;
+	struct intern names;
 	struct qnode *nodes;
 	size_t n, cap;
 	struct qmap children;  /* parent << 32 | name -> node */
@@ -201,10 +196,14 @@ int query__tree_sorted_children(struct qctx *q, const struct qtree *t, uint32_t 
 
 /* ---- symbol views, one per partition a query touches ------------------- */
 
+enum { QVIEWS_MAX = 1 << 20 }; /* partitions one query reads */
+
 struct qviews {
 	uint32_t *part;
+	size_t part_cap;
 	struct store_symbols **sym;
-	size_t n, cap;
+	size_t sym_cap;
+	size_t n;
 };
 
 /* Returns the view of `part`, getting it from the store on first use. */

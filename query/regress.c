@@ -3,7 +3,7 @@
  * every function, Welch's t test per function and measure, Holm's
  * adjustment over the report, and the ranking (see regress.h).
  */
-#include "query/regress.h"
+#include "regress.h"
 
 #include "base/arena.h"
 #include "base/err.h"
@@ -76,7 +76,7 @@ struct regress {
 	double logk_se, logk_df;  /* the standard error of log k and its degrees of freedom */
 };
 
-void regress_params_default(struct regress_params *p)
+void query_regress_params_default(struct regress_params *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->alpha = REGRESS_DEFAULT_ALPHA;
@@ -86,7 +86,7 @@ void regress_params_default(struct regress_params *p)
 	p->max_bytes = REGRESS_DEFAULT_MAX_BYTES;
 }
 
-const char *regress_verdict_str(enum regress_verdict v)
+const char *query_regress_verdict_str(enum regress_verdict v)
 {
 	switch (v) {
 	case REGRESS_UNCHANGED: return "unchanged";
@@ -101,7 +101,7 @@ const char *regress_verdict_str(enum regress_verdict v)
 	return "?";
 }
 
-int regress_new(const struct regress_params *p, struct regress **out, struct err_msg *msg)
+int query_regress_new(const struct regress_params *p, struct regress **out, struct err_msg *msg)
 {
 	struct regress *r;
 
@@ -127,7 +127,7 @@ int regress_new(const struct regress_params *p, struct regress **out, struct err
 	return 0;
 }
 
-void regress_free(struct regress *r)
+void query_regress_free(struct regress *r)
 {
 	const struct grow_alloc *a;
 
@@ -181,7 +181,7 @@ static void add_fn(struct regress *r, uint32_t key, int unnamed, const char *bui
 	*id = (uint32_t)r->nfn++;
 }
 
-int regress_fn(struct regress *r, const char *name, size_t len, uint32_t *id)
+int query_regress_fn(struct regress *r, const char *name, size_t len, uint32_t *id)
 {
 	char stackbuf[256];
 	char *k = len + 1 <= sizeof(stackbuf) ? stackbuf : malloc(len + 1);
@@ -218,7 +218,7 @@ static const char *copy_str(struct regress *r, const char *s)
 	return c;
 }
 
-int regress_fn_unnamed(struct regress *r, const char *build_id, const char *mapping,
+int query_regress_fn_unnamed(struct regress *r, const char *build_id, const char *mapping,
 		       const char *status, uint32_t *id)
 {
 	const char *by = build_id && build_id[0] ? build_id : mapping ? mapping : "";
@@ -252,7 +252,7 @@ int regress_fn_unnamed(struct regress *r, const char *build_id, const char *mapp
 	return 0;
 }
 
-int regress_profile_begin(struct regress *r, int side)
+int query_regress_profile_begin(struct regress *r, int side)
 {
 	assert(!r->in_profile && (side == 0 || side == 1));
 	if (r->nprof >= REGRESS_MAX_PROFILES)
@@ -264,7 +264,7 @@ int regress_profile_begin(struct regress *r, int side)
 	return 0;
 }
 
-int regress_stack(struct regress *r, const uint32_t *fns, size_t depth, int64_t value)
+int query_regress_stack(struct regress *r, const uint32_t *fns, size_t depth, int64_t value)
 {
 	uint32_t prof_mark = (uint32_t)r->nprof + 1;
 	int rc;
@@ -305,7 +305,7 @@ int regress_stack(struct regress *r, const uint32_t *fns, size_t depth, int64_t 
 	return 0;
 }
 
-int regress_profile_end(struct regress *r)
+int query_regress_profile_end(struct regress *r)
 {
 	const struct grow_alloc *a = &r->budget.alloc;
 	double tot;
@@ -389,7 +389,7 @@ static double inc_beta(double a, double b, double x)
 	return 1 - front * beta_cf(b, a, 1 - x) / b;
 }
 
-double regress_t_pvalue(double t, double df)
+double query_regress_t_pvalue(double t, double df)
 {
 	assert(df > 0);
 	if (isnan(t))
@@ -400,7 +400,7 @@ double regress_t_pvalue(double t, double df)
 	return inc_beta(df / 2, 0.5, df / (df + t * t));
 }
 
-double regress_t_quantile(double q, double df)
+double query_regress_t_quantile(double q, double df)
 {
 	double lo = 0, hi = 1, tail;
 
@@ -408,13 +408,13 @@ double regress_t_quantile(double q, double df)
 	if (q == 0.5)
 		return 0;
 	if (q < 0.5)
-		return -regress_t_quantile(1 - q, df);
+		return -query_regress_t_quantile(1 - q, df);
 	tail = 2 * (1 - q); /* the two-sided p-value at the quantile */
-	while (regress_t_pvalue(hi, df) > tail && hi < 1e12)
+	while (query_regress_t_pvalue(hi, df) > tail && hi < 1e12)
 		hi *= 2;
 	for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; i++) {
 		double mid = (lo + hi) / 2;
-		if (regress_t_pvalue(mid, df) > tail)
+		if (query_regress_t_pvalue(mid, df) > tail)
 			lo = mid;
 		else
 			hi = mid;
@@ -422,7 +422,7 @@ double regress_t_quantile(double q, double df)
 	return (lo + hi) / 2;
 }
 
-void regress_welch(size_t na, double ma, double va, size_t nb, double mb, double vb,
+void query_regress_welch(size_t na, double ma, double va, size_t nb, double mb, double vb,
 		   double *t, double *df, double *se)
 {
 	double ea = va / (double)na, eb = vb / (double)nb, s2 = ea + eb;
@@ -642,7 +642,7 @@ static void judge(const struct regress *r, const struct fninfo *fi, const struct
 		st->verdict = REGRESS_NOISE;
 		return;
 	}
-	regress_welch(r->nside[0], m->mean[0], m->var[0], r->nside[1], mb, vb, &t, &df, &se);
+	query_regress_welch(r->nside[0], m->mean[0], m->var[0], r->nside[1], mb, vb, &t, &df, &se);
 	if (r->logk_se > 0 && mb > 0) {
 		/* k's own error: mb / k moves by mb * se(log k); Welch-Satterthwaite over three terms. */
 		double e0 = m->var[0] / (double)r->nside[0], e1 = vb / (double)r->nside[1];
@@ -653,14 +653,14 @@ static void judge(const struct regress *r, const struct fninfo *fi, const struct
 		df = s2 * s2 / (e0 * e0 / (double)(r->nside[0] - 1) + e1 * e1 / (double)(r->nside[1] - 1) +
 				ek * ek / r->logk_df);
 	}
-	st->p = regress_t_pvalue(t, df);
+	st->p = query_regress_t_pvalue(t, df);
 	if (se > 0) {
 		/* The quantile depends on df only; a one-entry cache saves the bisection. */
 		double q;
 		if (tq_cache[0] == df) {
 			q = tq_cache[1];
 		} else {
-			q = regress_t_quantile(1 - r->p.alpha / 2, df);
+			q = query_regress_t_quantile(1 - r->p.alpha / 2, df);
 			tq_cache[0] = df;
 			tq_cache[1] = q;
 		}
@@ -691,7 +691,7 @@ static int flagged(enum regress_verdict v)
 	       v == REGRESS_GONE;
 }
 
-int regress_compute(struct regress *r, struct regress_result *out)
+int query_regress_compute(struct regress *r, struct regress_result *out)
 {
 	const struct grow_alloc *a = &r->budget.alloc;
 	double k, tq[2] = { -1, 0 };

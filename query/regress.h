@@ -50,7 +50,7 @@
  *
  * Unnamed code
  *   Frames the symbolizer could not name are registered per build ID with
- *   regress_fn_unnamed(): the row carries the build ID, the mapping and the
+ *   query_regress_fn_unnamed(): the row carries the build ID, the mapping and the
  *   caller's status text, its shares are reported, and it is never judged:
  *   two hex addresses of different builds say nothing about each other.
  *
@@ -88,7 +88,7 @@ struct regress_params {
 };
 
 /* The defaults above, fail_on 0 (never), REGRESS_NORM_UNCHANGED. */
-void regress_params_default(struct regress_params *p);
+void query_regress_params_default(struct regress_params *p);
 
 enum regress_verdict {
 	REGRESS_UNCHANGED,  /* judged, not flagged */
@@ -102,7 +102,7 @@ enum regress_verdict {
 };
 
 /* "unchanged", "regressed", ... (static). */
-const char *regress_verdict_str(enum regress_verdict v);
+const char *query_regress_verdict_str(enum regress_verdict v);
 
 /* One measure (self or total) of one function. */
 struct regress_stat {
@@ -144,51 +144,51 @@ struct regress;
 
 /* Checks `p` (ERR_INVALID naming the bad one); *out owned, free with regress_free. */
 struct err_msg;
-int regress_new(const struct regress_params *p, struct regress **out, struct err_msg *msg);
-void regress_free(struct regress *r);
+int query_regress_new(const struct regress_params *p, struct regress **out, struct err_msg *msg);
+void query_regress_free(struct regress *r);
 
 /*
  * The id of a named function (the `len` bytes of `name`, borrowed), the
  * same id for the same name: inline frames are functions of their own.
  */
-int regress_fn(struct regress *r, const char *name, size_t len, uint32_t *id);
+int query_regress_fn(struct regress *r, const char *name, size_t len, uint32_t *id);
 
 /*
  * The id of the unnamed code of one build ID: `build_id` (may be "" when
  * unknown, then `mapping` keys it), `mapping` and `status` are copied; the
  * status of the first registration stays.
  */
-int regress_fn_unnamed(struct regress *r, const char *build_id, const char *mapping,
+int query_regress_fn_unnamed(struct regress *r, const char *build_id, const char *mapping,
 		       const char *status, uint32_t *id);
 
 /*
- * Profiles: regress_profile_begin(side), stacks, regress_profile_end().
+ * Profiles: query_regress_profile_begin(side), stacks, query_regress_profile_end().
  * `fns` (borrowed) are ids from regress_fn*, root first, depth >= 1;
  * values must be >= 0.  A profile whose stacks sum to 0 is dropped.
  */
-int regress_profile_begin(struct regress *r, int side);
-int regress_stack(struct regress *r, const uint32_t *fns, size_t depth, int64_t value);
-int regress_profile_end(struct regress *r);
+int query_regress_profile_begin(struct regress *r, int side);
+int query_regress_stack(struct regress *r, const uint32_t *fns, size_t depth, int64_t value);
+int query_regress_profile_end(struct regress *r);
 
 /*
  * Computes the report.  *out (rows included) stays valid until the next
  * call or regress_free; calling it again after more profiles is allowed.
  */
-int regress_compute(struct regress *r, struct regress_result *out);
+int query_regress_compute(struct regress *r, struct regress_result *out);
 
 /* ---- statistics, exposed for tests --------------------------------------- */
 
 /* Two-sided p-value of Student's t with `df` (> 0) degrees of freedom. */
-double regress_t_pvalue(double t, double df);
+double query_regress_t_pvalue(double t, double df);
 /* The q-quantile (0 < q < 1) of Student's t with `df` degrees of freedom. */
-double regress_t_quantile(double q, double df);
+double query_regress_t_quantile(double q, double df);
 
 /*
  * Welch's test of mean(b) - mean(a) from the counts, means and sample
  * variances of two samples (na, nb >= 2): sets *t, *df and *se; when both
  * variances are 0, *se is 0 and *t is 0 or +-HUGE_VAL.
  */
-void regress_welch(size_t na, double ma, double va, size_t nb, double mb, double vb,
+void query_regress_welch(size_t na, double ma, double va, size_t nb, double mb, double vb,
 		   double *t, double *df, double *se);
 
 /* ---- encoders -------------------------------------------------------------- */
@@ -200,11 +200,11 @@ void regress_welch(size_t na, double ma, double va, size_t nb, double mb, double
  * the first `extra` other rows in rank order.  `title[2]` names the sides
  * (borrowed, e.g. "1.4" and "1.5").
  */
-int regress_write_json(const struct regress_result *res, const char *const title[2],
+int query_regress_write_json(const struct regress_result *res, const char *const title[2],
 		       size_t extra, struct buf *out);
-int regress_write_text(const struct regress_result *res, const char *const title[2],
+int query_regress_write_text(const struct regress_result *res, const char *const title[2],
 		       size_t extra, struct buf *out);
-int regress_write_markdown(const struct regress_result *res, const char *const title[2],
+int query_regress_write_markdown(const struct regress_result *res, const char *const title[2],
 			   size_t extra, struct buf *out);
 
 /* ---- releases (releases.c) ------------------------------------------------ */
@@ -234,13 +234,13 @@ struct release_labels {
  * into *out: ERR_INVALID for a name that is not a label name, too many or
  * too long.
  */
-int release_labels_parse(const char *csv, struct release_labels *out, struct err_msg *msg);
+int query_release_labels_parse(const char *csv, struct release_labels *out, struct err_msg *msg);
 
 /*
  * The index in `rl` of the first configured label that the label set `l`
  * carries with a non-empty value (in *value, borrowed from `l`), or -1.
  */
-int release_label_of(const struct release_labels *rl, const struct store_label *l, size_t n,
+int query_release_label_of(const struct release_labels *rl, const struct store_label *l, size_t n,
 		     const char **value);
 
 struct store;
@@ -266,12 +266,12 @@ struct release_main {
 	size_t max_bytes;
 };
 
-void release_main_init(struct release_main *m, struct store *st, const char *tenant,
+void query_release_main_init(struct release_main *m, struct store *st, const char *tenant,
 		       size_t max_bytes);
-int release_main_of(struct release_main *m, uint32_t part, const uint32_t *stack_ids,
+int query_release_main_of(struct release_main *m, uint32_t part, const uint32_t *stack_ids,
 		    const int64_t *values, size_t n, const char **build_id, const char **file,
 		    struct err_msg *msg);
-void release_main_release(struct release_main *m);
+void query_release_main_release(struct release_main *m);
 
 struct release_query {
 	const char *service;       /* required */
@@ -308,7 +308,7 @@ struct release_sel {
  * ERR_NOT_FOUND with a message naming the service's releases' labels when
  * nothing matches.
  */
-int release_resolve(struct store *st, const char *tenant, const char *service, const char *name,
+int query_release_resolve(struct store *st, const char *tenant, const char *service, const char *name,
 		    const char *label, const struct release_labels *rl, const char *profile_type,
 		    struct release_sel *out, struct err_msg *msg);
 

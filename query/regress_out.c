@@ -2,7 +2,7 @@
  * regress_out.c - the regression report as JSON (GET /api/v1/regressions),
  * plain text and Markdown (`unhex regress`, pull-request comments).
  */
-#include "query/regress.h"
+#include "regress.h"
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -71,7 +71,7 @@ static int json_stat(struct buf *b, const char *key, const struct regress_stat *
 	rc = rc ? rc : json_num(b, st->p);
 	rc = rc ? rc : buf_puts(b, ",\"confidence\":");
 	rc = rc ? rc : json_num(b, st->confidence);
-	rc = rc ? rc : buf_printf(b, ",\"verdict\":\"%s\"}", regress_verdict_str(st->verdict));
+	rc = rc ? rc : buf_printf(b, ",\"verdict\":\"%s\"}", query_regress_verdict_str(st->verdict));
 	return rc;
 }
 
@@ -90,7 +90,7 @@ static const char *norm_name(enum regress_norm n)
 	return n == REGRESS_NORM_TOTAL ? "total" : "unchanged";
 }
 
-int regress_write_json(const struct regress_result *res, const char *const title[2], size_t extra,
+int query_regress_write_json(const struct regress_result *res, const char *const title[2], size_t extra,
 		       struct buf *out)
 {
 	const struct regress_params *p = &res->params;
@@ -234,7 +234,7 @@ static int summary(const struct regress_result *res, const char *const title[2],
 	return rc;
 }
 
-int regress_write_text(const struct regress_result *res, const char *const title[2], size_t extra,
+int query_regress_write_text(const struct regress_result *res, const char *const title[2], size_t extra,
 		       struct buf *out)
 {
 	size_t others = 0;
@@ -259,7 +259,7 @@ int regress_write_text(const struct regress_result *res, const char *const title
 		pct(t1, sizeof(t1), row->total.mean[1]);
 		change(tc, sizeof(tc), &row->total);
 		rc = buf_printf(out, "%-10s %-8s %8s %8s %8s  %8s %8s %8s  %s%s%s",
-				regress_verdict_str(l->verdict), c, s0, s1, sc, t0, t1, tc,
+				query_regress_verdict_str(l->verdict), c, s0, s1, sc, t0, t1, tc,
 				row->unnamed ? row->mapping : row->name, *v ? " " : "", v);
 		if (!rc && row->unnamed)
 			rc = buf_printf(out, " [no names: build ID %s: %s]",
@@ -280,7 +280,7 @@ static int md_cell(struct buf *b, const char *s)
 	return rc;
 }
 
-int regress_write_markdown(const struct regress_result *res, const char *const title[2],
+int query_regress_write_markdown(const struct regress_result *res, const char *const title[2],
 			   size_t extra, struct buf *out)
 {
 	size_t others = 0;
@@ -304,7 +304,7 @@ int regress_write_markdown(const struct regress_result *res, const char *const t
 		change(tc, sizeof(tc), &row->total);
 		rc = buf_printf(out, "| %s%s%s | `", l->verdict == REGRESS_REGRESSED ||
 				l->verdict == REGRESS_NEW ? "🔴 " : "",
-				regress_verdict_str(l->verdict), l == &row->total ? " (total)" : "");
+				query_regress_verdict_str(l->verdict), l == &row->total ? " (total)" : "");
 		rc = rc ? rc : md_cell(out, row->unnamed ? row->mapping : row->name);
 		rc = rc ? rc : buf_putc(out, '`');
 		if (!rc && row->unnamed) {

@@ -5,8 +5,8 @@
  * on both sides; each profile's stacks are then read back as paths of
  * function ids for regress.c.
  */
-#include "query/query_int.h"
-#include "query/regress.h"
+#include "query_int.h"
+#include "regress.h"
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -28,7 +28,7 @@ static int keep_build(void *ctx, const struct store_profile_view *p)
 {
 	struct keep_build *k = ctx;
 	const char *bid = "", *file = "";
-	int rc = release_main_of(&k->main, p->part, p->stack_ids, p->values, p->n, &bid, &file,
+	int rc = query_release_main_of(&k->main, p->part, p->stack_ids, p->values, p->n, &bid, &file,
 				 k->msg);
 
 	if (rc)
@@ -51,7 +51,7 @@ struct fnmap {
 /* The unnamed function of a raw frame's build ID, with its status. */
 static int unnamed_fn(struct fnmap *f, const struct qnode *nd, uint32_t *out)
 {
-	const char *bid = f->t->names.s[nd->build_id], *name = f->t->names.s[nd->name];
+	const char *bid = intern_str(&f->t->names, nd->build_id), *name = intern_str(&f->t->names, nd->name);
 	const char *plus = strstr(name, "+0x");
 	char file[256], status[300];
 	int rc;
@@ -74,7 +74,7 @@ static int unnamed_fn(struct fnmap *f, const struct qnode *nd, uint32_t *out)
 	} else {
 		snprintf(status, sizeof(status), "not symbolized (the server has no symbolizer)");
 	}
-	rc = regress_fn_unnamed(f->r, bid, file, status, out);
+	rc = query_regress_fn_unnamed(f->r, bid, file, status, out);
 	if (!rc)
 		rc = query__map_put(f->q, &f->unnamed, nd->build_id, *out);
 	return rc;
@@ -92,7 +92,7 @@ static int fn_of(struct fnmap *f, uint32_t node, uint32_t *out)
 	if (nd->build_id)
 		rc = unnamed_fn(f, nd, out);
 	else
-		rc = regress_fn(f->r, f->t->names.s[nd->name], f->t->names.len[nd->name], out);
+		rc = query_regress_fn(f->r, intern_str(&f->t->names, nd->name), intern_len(&f->t->names, nd->name), out);
 	if (rc)
 		return err_set(f->q->msg, rc, "regression report: %s (functions)", err_str(rc));
 	f->fn[node] = *out;
@@ -131,7 +131,7 @@ static int feed(struct fnmap *f, const struct qprofiles *pp, const uint32_t *nod
 	int rc = 0;
 
 	for (size_t i = 0; i < pp->n && !rc; i++) {
-		if ((rc = query__ctx_check(f->q)) || (rc = regress_profile_begin(r, pp->side[i])))
+		if ((rc = query__ctx_check(f->q)) || (rc = query_regress_profile_begin(r, pp->side[i])))
 			break;
 		for (uint32_t e = pp->start[i]; e < pp->start[i + 1] && !rc; e++) {
 			uint32_t node = node_of[pp->idx[e]];
@@ -141,10 +141,10 @@ static int feed(struct fnmap *f, const struct qprofiles *pp, const uint32_t *nod
 				continue;
 			rc = path_of(f, node, &depth);
 			if (!rc && depth)
-				rc = regress_stack(r, f->path, depth, pp->val[e]);
+				rc = query_regress_stack(r, f->path, depth, pp->val[e]);
 		}
 		if (!rc)
-			rc = regress_profile_end(r);
+			rc = query_regress_profile_end(r);
 	}
 	if (rc && !f->q->msg->text[0])
 		err_set(f->q->msg, rc, "regression report: %s", err_str(rc));
@@ -161,20 +161,20 @@ static int encode(const struct query_regress_params *rp, const struct regress_re
 
 	switch (rp->format) {
 	case QUERY_REGRESS_TEXT:
-		return regress_write_text(res, title, rp->extra, out);
+		return query_regress_write_text(res, title, rp->extra, out);
 	case QUERY_REGRESS_MARKDOWN:
-		return regress_write_markdown(res, title, rp->extra, out);
+		return query_regress_write_markdown(res, title, rp->extra, out);
 	case QUERY_REGRESS_JSON:
 		break;
 	}
-	if ((rc = regress_write_json(res, title, rp->extra, out)) || rp->report == QUERY_REGRESS_JSON)
+	if ((rc = query_regress_write_json(res, title, rp->extra, out)) || rp->report == QUERY_REGRESS_JSON)
 		return rc;
 	/* `unhex regress`: the rendered report as one more member. */
 	assert(out->len >= 2 && !memcmp(out->data + out->len - 2, "}\n", 2));
 	out->len -= 2;
 	buf_init(&rep, out->max);
-	rc = rp->report == QUERY_REGRESS_TEXT ? regress_write_text(res, title, rp->extra, &rep)
-					      : regress_write_markdown(res, title, rp->extra, &rep);
+	rc = rp->report == QUERY_REGRESS_TEXT ? query_regress_write_text(res, title, rp->extra, &rep)
+					      : query_regress_write_markdown(res, title, rp->extra, &rep);
 	rc = rc ? rc : buf_puts(out, ",\"report\":");
 	rc = rc ? rc : buf_put_json_str(out, rep.data ? rep.data : "", rep.len);
 	rc = rc ? rc : buf_puts(out, "}\n");
@@ -206,7 +206,7 @@ int query_regress(struct store *st, const char *tenant, const struct query_regre
 	query__merge_init(&m);
 	m.per_profile = &pp;
 	for (int s = 0; s < 2; s++)
-		release_main_init(&kb[s].main, st, tenant, q.mem.cap);
+		query_release_main_init(&kb[s].main, st, tenant, q.mem.cap);
 	for (int s = 0; s < 2 && !rc; s++)
 		if (!(rc = query__select(&rp->side[s].p, &sel[s], msg)))
 			nsel++;
@@ -234,7 +234,7 @@ int query_regress(struct store *st, const char *tenant, const struct query_regre
 	if (!rc) {
 		if (!stats.max_bytes || stats.max_bytes > q.mem.cap)
 			stats.max_bytes = q.mem.cap;
-		rc = regress_new(&stats, &r, msg);
+		rc = query_regress_new(&stats, &r, msg);
 	}
 	if (!rc) {
 		f.q = &q;
@@ -248,7 +248,7 @@ int query_regress(struct store *st, const char *tenant, const struct query_regre
 			rc = feed(&f, &pp, node_of);
 		}
 	}
-	if (!rc && (rc = regress_compute(r, &res)))
+	if (!rc && (rc = query_regress_compute(r, &res)))
 		rc = err_set(msg, rc, "regression report: %s", err_str(rc));
 	if (!rc) {
 		rc = encode(rp, &res, out);
@@ -257,7 +257,7 @@ int query_regress(struct store *st, const char *tenant, const struct query_regre
 		else if (failed)
 			*failed = res.failed;
 	}
-	regress_free(r);
+	query_regress_free(r);
 	query__mem_free(&q, f.fn, f.fn_cap, sizeof(*f.fn));
 	query__mem_free(&q, f.path, f.path_cap, sizeof(*f.path));
 	if (f.q)
@@ -268,7 +268,7 @@ int query_regress(struct store *st, const char *tenant, const struct query_regre
 	query__profiles_release(&q, &pp);
 	query__merge_release(&q, &m);
 	for (int s = 0; s < 2; s++) {
-		release_main_release(&kb[s].main);
+		query_release_main_release(&kb[s].main);
 		if (s < nsel)
 			query_selector_release(&sel[s]);
 	}

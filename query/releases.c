@@ -3,7 +3,7 @@
  * series has none, from the build ID of each profile's main executable;
  * GET /api/v1/releases (see regress.h and docs/regressions.md).
  */
-#include "query/regress.h"
+#include "regress.h"
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -26,7 +26,7 @@ static int label_char(char c, int first)
 	       (!first && ((c >= '0' && c <= '9') || c == '.'));
 }
 
-int release_labels_parse(const char *csv, struct release_labels *out, struct err_msg *msg)
+int query_release_labels_parse(const char *csv, struct release_labels *out, struct err_msg *msg)
 {
 	struct release_labels rl;
 	size_t len;
@@ -64,7 +64,7 @@ int release_labels_parse(const char *csv, struct release_labels *out, struct err
 	return 0;
 }
 
-int release_label_of(const struct release_labels *rl, const struct store_label *l, size_t n,
+int query_release_label_of(const struct release_labels *rl, const struct store_label *l, size_t n,
 		     const char **value)
 {
 	for (size_t k = 0; k < rl->n; k++)
@@ -78,7 +78,7 @@ int release_label_of(const struct release_labels *rl, const struct store_label *
 
 /* ---- the main executable of a profile ------------------------------------------ */
 
-void release_main_init(struct release_main *m, struct store *st, const char *tenant,
+void query_release_main_init(struct release_main *m, struct store *st, const char *tenant,
 		       size_t max_bytes)
 {
 	assert(max_bytes > 0);
@@ -88,7 +88,7 @@ void release_main_init(struct release_main *m, struct store *st, const char *ten
 	m->max_bytes = max_bytes;
 }
 
-void release_main_release(struct release_main *m)
+void query_release_main_release(struct release_main *m)
 {
 	if (m->sym)
 		store_symbols_put(m->sym);
@@ -158,7 +158,7 @@ static int leaf_mapping(struct release_main *m, uint32_t stack, uint32_t *map, s
 	return 0;
 }
 
-int release_main_of(struct release_main *m, uint32_t part, const uint32_t *stack_ids,
+int query_release_main_of(struct release_main *m, uint32_t part, const uint32_t *stack_ids,
 		    const int64_t *values, size_t n, const char **build_id, const char **file,
 		    struct err_msg *msg)
 {
@@ -316,7 +316,7 @@ static int on_profile(void *ctx, const struct store_profile_view *p)
 		r->rc = err_set(r->msg, ERR_TIMEOUT, "releases: deadline exceeded");
 		return 1;
 	}
-	rc = release_main_of(&r->main, p->part, p->stack_ids, p->values, p->n, &bid, &file, r->msg);
+	rc = query_release_main_of(&r->main, p->part, p->stack_ids, p->values, p->n, &bid, &file, r->msg);
 	if (!rc)
 		rc = r->label >= 0 ? release_of(r, r->label, r->value, &rel)
 				   : release_of(r, -1, bid[0] ? bid : "unknown", &rel);
@@ -382,7 +382,7 @@ static int on_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 			ptype = l[i].value;
 	if (r->rq->profile_type && strcmp(ptype, r->rq->profile_type))
 		return 0;
-	label = release_label_of(r->rq->labels, l, n, &value);
+	label = query_release_label_of(r->rq->labels, l, n, &value);
 	rc = GROW(s->v, s->cap, s->n + 1, 1u << 24, &r->budget.alloc);
 	if (!rc)
 		rc = put_key(r, 'V', value, &s->v[s->n].value);
@@ -504,7 +504,7 @@ int query_releases(struct store *st, const char *tenant, const struct release_qu
 	grow_budget_init(&r.budget, rq->max_bytes);
 	intern_init(&r.keys, 1u << 24, rq->max_bytes, &r.budget.alloc);
 	intern_init(&r.sumkeys, 1u << 24, rq->max_bytes, &r.budget.alloc);
-	release_main_init(&r.main, st, tenant, rq->max_bytes);
+	query_release_main_init(&r.main, st, tenant, rq->max_bytes);
 	sl = (struct series_list){ &r, NULL, 0, 0 };
 	rc = store_series_with(st, tenant, STORE_LABEL_SERVICE, rq->service, on_series, &sl);
 	if (r.rc)
@@ -542,7 +542,7 @@ int query_releases(struct store *st, const char *tenant, const struct release_qu
 			rc = write_json(&r, out);
 		}
 	}
-	release_main_release(&r.main);
+	query_release_main_release(&r.main);
 	grow_free(&r.budget.alloc, sl.v, sl.cap, sizeof(*sl.v));
 	grow_free(&r.budget.alloc, r.rel, r.relcap, sizeof(*r.rel));
 	grow_free(&r.budget.alloc, r.sum, r.sumcap, sizeof(*r.sum));
@@ -588,7 +588,7 @@ static int on_resolve(void *ctx, uint64_t id, uint32_t part, const struct store_
 			if (!strcmp(l[i].name, r->label))
 				value = l[i].value, lname = r->label;
 	} else {
-		int k = release_label_of(r->rl, l, n, &value);
+		int k = query_release_label_of(r->rl, l, n, &value);
 		lname = k >= 0 ? r->rl->name[k] : NULL;
 	}
 	if (value && lname && !strcmp(value, r->name)) {
@@ -625,7 +625,7 @@ static int hex_id(const char *s)
 	return 1;
 }
 
-int release_resolve(struct store *st, const char *tenant, const char *service, const char *name,
+int query_release_resolve(struct store *st, const char *tenant, const char *service, const char *name,
 		    const char *label, const struct release_labels *rl, const char *profile_type,
 		    struct release_sel *out, struct err_msg *msg)
 {

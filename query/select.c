@@ -3,7 +3,7 @@
  * parameters (its selector, checked) and the series it matches, found
  * through the postings of its most selective equality matcher.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 #include "storage/storage.h"

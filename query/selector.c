@@ -2,10 +2,11 @@
  * selector.c - the selector language (`type{name="v", env=~"a|b"}`): parsing
  * and matching of label sets.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/hex.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "storage/storage.h"
 
 #include <regex.h>
@@ -504,17 +505,8 @@ int query_selector_parse(const char *s, size_t len, struct query_selector *out,
 					     QUERY_MAX_MATCHERS);
 				goto out;
 			}
-			if (sel.n == cap) {
-				struct query_matcher *nm;
-
-				cap = cap ? cap * 2 : 4;
-				nm = realloc(sel.m, cap * sizeof(*nm));
-				if (!nm) {
-					rc = ERR_NOMEM;
-					goto out;
-				}
-				sel.m = nm;
-			}
+			if ((rc = GROW(sel.m, cap, sel.n + 1, QUERY_MAX_MATCHERS, NULL)))
+				goto out;
 			memset(&sel.m[sel.n], 0, sizeof(sel.m[0]));
 			sel.n++;
 			rc = parse_matcher(&p, &sel.m[sel.n - 1]);

@@ -5,7 +5,7 @@
  * address, one budget for the whole query), remembers why any stayed hex,
  * and measures the share of samples each build ID leaves unnamed.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/arena.h"
 #include "base/buf.h"

@@ -11,19 +11,20 @@
  *
  * Layout: one *generation* holds everything: per tenant, per partition id,
  * two arrays indexed by location id (return-address and leaf answers) of
- * {frames, count, set}; the frames and their strings (interned: a function
- * has many addresses) live in the generation's arena.  A generation is never
+ * {frames, count, set}; the frames live in the generation's arena and
+ * their strings in its base/intern.h interner (a function has many
+ * addresses).  A generation is never
  * modified in place except by appending, and is replaced whole when the
  * debug info changed or it reached its byte cap; queries hold a reference
  * to the generation they read, so frames they point at stay valid until
  * they finish.  One rwlock guards the arrays (which grow by realloc).
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/err.h"
-#include "base/hash.h"
+#include "base/intern.h"
 #include "debuginfo/debuginfo.h"
 
 #include <pthread.h>
@@ -51,12 +52,11 @@ struct qmemo_tenant {
 struct qmemo_gen {
 	atomic_int refs;
 	uint64_t svc_gen;
-	struct arena a;            /* frames and strings; capped */
-	size_t array_bytes;        /* entry, partition, tenant and intern arrays */
+	struct arena a;            /* frames; capped */
+	size_t array_bytes;        /* entry, partition and tenant arrays */
 	struct qmemo_tenant *tenants;
 	size_t n_tenants;
-	const char **strs;         /* interned strings, open addressing */
-	size_t n_strs, cap_strs;
+	struct intern strs;        /* function and file names, each stored once */
 	size_t max_bytes;
 	int full;                  /* a store failed: the next writer starts over */
 };
@@ -79,6 +79,7 @@ static struct qmemo_gen *gen_new(uint64_t svc_gen, size_t max_bytes)
 	g->svc_gen = svc_gen;
 	g->max_bytes = max_bytes;
 	arena_init(&g->a, max_bytes);
+	intern_init(&g->strs, HMAP_MAX, max_bytes, NULL);
 	return g;
 }
 
@@ -97,14 +98,14 @@ static void gen_unref(struct qmemo_gen *g)
 		free(t->name);
 	}
 	free(g->tenants);
-	free(g->strs);
+	intern_release(&g->strs);
 	arena_release(&g->a);
 	free(g);
 }
 
 static size_t gen_bytes(const struct qmemo_gen *g)
 {
-	return g->a.used + g->array_bytes;
+	return g->a.used + g->array_bytes + intern_bytes(&g->strs);
 }
 
 int query_symmemo_new(struct debuginfo *svc, size_t max_bytes, struct query_symmemo **out)
@@ -272,43 +273,14 @@ static int grow_zero(struct qmemo_gen *g, void **p, uint32_t *cap, size_t elem, 
 	return 0;
 }
 
+/* The stored copy of a name (NUL-terminated), or NULL past a cap. */
 static const char *intern(struct qmemo_gen *g, const char *s, size_t len)
 {
-	uint64_t h = hash_bytes(s, len, 0);
-	size_t mask, i;
-	char *d;
+	uint32_t id;
 
-	if ((g->n_strs + 1) * 2 > g->cap_strs) {
-		size_t ncap = g->cap_strs ? g->cap_strs * 2 : 1024;
-		const char **nt;
-
-		if (gen_bytes(g) + (ncap - g->cap_strs) * sizeof(*nt) > g->max_bytes ||
-		    !(nt = calloc(ncap, sizeof(*nt))))
-			return NULL;
-		for (size_t k = 0; k < g->cap_strs; k++) {
-			const char *o = g->strs[k];
-
-			if (!o)
-				continue;
-			for (i = hash_bytes(o, strlen(o), 0) & (ncap - 1); nt[i]; i = (i + 1) & (ncap - 1))
-				;
-			nt[i] = o;
-		}
-		g->array_bytes += (ncap - g->cap_strs) * sizeof(*nt);
-		free(g->strs);
-		g->strs = nt;
-		g->cap_strs = ncap;
-	}
-	mask = g->cap_strs - 1;
-	for (i = h & mask; g->strs[i]; i = (i + 1) & mask)
-		if (strncmp(g->strs[i], s, len) == 0 && g->strs[i][len] == '\0')
-			return g->strs[i];
-	d = arena_strndup(&g->a, s, len);
-	if (!d)
+	if (intern_put(&g->strs, s, len, &id))
 		return NULL;
-	g->strs[i] = d;
-	g->n_strs++;
-	return d;
+	return intern_str(&g->strs, id);
 }
 
 static struct qmemo_tenant *tenant_for_put(struct qmemo_gen *g, const char *tenant)

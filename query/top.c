@@ -9,7 +9,7 @@
  * function recurses: a node adds its total only when its name is not
  * already on the path above.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -98,12 +98,13 @@ static int top_rows(struct qctx *q, const struct qtree *t, int side, struct rows
 	int rc;
 
 	*sum = 0;
-	if ((rc = query__mem_grow(q, (void **)&by, &bcap, sizeof(*by), t->names.n, "top table")) ||
-	    (rc = query__mem_grow(q, (void **)&onpath, &ocap, sizeof(*onpath), t->names.n,
+	if ((rc = query__mem_grow(q, (void **)&by, &bcap, sizeof(*by), intern_count(&t->names),
+				  "top table")) ||
+	    (rc = query__mem_grow(q, (void **)&onpath, &ocap, sizeof(*onpath), intern_count(&t->names),
 				  "top table")))
 		goto out;
-	memset(by, 0, t->names.n * sizeof(*by));
-	memset(onpath, 0, t->names.n * sizeof(*onpath));
+	memset(by, 0, intern_count(&t->names) * sizeof(*by));
+	memset(onpath, 0, intern_count(&t->names) * sizeof(*onpath));
 	rc = push_children(&d, 0, 1);
 	while (!rc && d.n) {
 		struct frame f = d.v[--d.n];
@@ -121,7 +122,7 @@ static int top_rows(struct qctx *q, const struct qtree *t, int side, struct rows
 		if (!rc)
 			rc = push_children(&d, f.node, f.depth + 1);
 	}
-	for (size_t i = 0; i < t->names.n && !rc; i++) {
+	for (size_t i = 0; i < intern_count(&t->names) && !rc; i++) {
 		struct row *w;
 
 		if (!by[i].total[0] && !by[i].self[0])
@@ -132,8 +133,8 @@ static int top_rows(struct qctx *q, const struct qtree *t, int side, struct rows
 			break;
 		w = &r->v[r->n++];
 		memset(w, 0, sizeof(*w));
-		w->name = t->names.s[i];
-		w->len = t->names.len[i];
+		w->name = intern_str(&t->names, i);
+		w->len = intern_len(&t->names, i);
 		w->id = (uint32_t)i;
 		w->self[side] = by[i].self[0];
 		w->total[side] = by[i].total[0];
@@ -223,7 +224,8 @@ int query__folded_write(struct qctx *q, const struct qtree *t, struct buf *out)
 				if (i)
 					rc = buf_putc(out, ';');
 				if (!rc)
-					rc = buf_append(out, t->names.s[path[i]], t->names.len[path[i]]);
+					rc = buf_append(out, intern_str(&t->names, path[i]),
+							intern_len(&t->names, path[i]));
 			}
 			if (!rc)
 				rc = buf_printf(out, " %lld\n", (long long)nd->self[0]);

@@ -2,7 +2,7 @@
  * tree.c - the merged call tree: children by name, totals, the union of two
  * trees for a diff, and children in name order for the encoders.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 
@@ -21,7 +21,7 @@ int query__tree_init(struct qctx *q, struct qtree *t)
 		return rc;
 	rc = query__mem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), 1, "tree");
 	if (rc) {
-		query__names_release(q, &t->names);
+		query__names_release(&t->names);
 		return rc;
 	}
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
@@ -35,7 +35,7 @@ int query__tree_init(struct qctx *q, struct qtree *t)
 
 void query__tree_release(struct qctx *q, struct qtree *t)
 {
-	query__names_release(q, &t->names);
+	query__names_release(&t->names);
 	query__mem_free(q, t->nodes, t->cap, sizeof(*t->nodes));
 	query__map_release(q, &t->children);
 	memset(t, 0, sizeof(*t));
@@ -49,7 +49,7 @@ int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t
 	uint32_t id;
 	int rc;
 
-	assert(parent < t->n && name < t->names.n);
+	assert(parent < t->n && name < intern_count(&t->names));
 	if (query__map_get(&t->children, key, &id)) {
 		*out = id;
 		return 0;
@@ -99,7 +99,8 @@ int query__tree_copy_name(struct qctx *q, struct qtree *dst, const struct qtree 
 		*out = name;
 		return 0;
 	}
-	return query__names_intern(q, &dst->names, src->names.s[name], src->names.len[name], out);
+	return query__names_intern(q, &dst->names, intern_str(&src->names, name),
+				   intern_len(&src->names, name), out);
 }
 
 /* Adds every node of `src` (side 0) into `dst` side `side`, by name. */
@@ -194,8 +195,8 @@ int query__tree_sorted_children(struct qctx *q, const struct qtree *t, uint32_t 
 		return rc;
 	i = 0;
 	for (c = t->nodes[node].first_child; c != QNONE; c = t->nodes[c].next_sibling) {
-		k->named[i].s = t->names.s[t->nodes[c].name];
-		k->named[i].len = t->names.len[t->nodes[c].name];
+		k->named[i].s = intern_str(&t->names, t->nodes[c].name);
+		k->named[i].len = intern_len(&t->names, t->nodes[c].name);
 		k->named[i].id = c;
 		i++;
 	}

@@ -4,7 +4,7 @@
  * diff); the children of a parent that fall below are folded into one child
  * "other" of that parent, so every total is kept.
  */
-#include "query/query_int.h"
+#include "query_int.h"
 
 #include "base/err.h"
 

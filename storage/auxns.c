@@ -3,7 +3,7 @@
  * symbol cache): global column families whose bytes belong to their users.
  * Layout and limits: storage_int.h, section 7.
  */
-#include "storage/storage_int.h"
+#include "storage_int.h"
 
 #include <stdlib.h>
 #include <string.h>

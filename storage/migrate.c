@@ -35,7 +35,7 @@
  * migration ran, and the rename is idempotent anyway (a renamed series no
  * longer matches).  Runs only on read-write opens, before any writer.
  */
-#include "storage/storage_int.h"
+#include "storage_int.h"
 
 #include <stdlib.h>
 #include <string.h>

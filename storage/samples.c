@@ -4,7 +4,7 @@
  * recodes a chunk into one columnar block, and time-range reads.  Layout:
  * storage_int.h, section 6.
  */
-#include "storage/storage_int.h"
+#include "storage_int.h"
 
 #include <stdlib.h>
 #include <string.h>

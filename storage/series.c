@@ -3,7 +3,7 @@
  * postings) and the writer's in-memory maps service -> partition and
  * labels -> series id.  Layouts: storage_int.h, sections 2 and 4.
  */
-#include "storage/storage_int.h"
+#include "storage_int.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * store.c - opening the RocksDB database and its column families, tenants,
  * write transactions, statistics and flushes.  Layouts: storage_int.h.
  */
-#include "storage/storage_int.h"
+#include "storage_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * lock-free snapshots.  Layouts and the concurrency design: storage_int.h,
  * sections 5 and 7.
  */
-#include "storage/storage_int.h"
+#include "storage_int.h"
 
 #include <stdlib.h>
 #include <string.h>

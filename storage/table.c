@@ -5,7 +5,7 @@
  * entries never move, so readers read them without a lock while the writer
  * appends (storage_int.h, section 8).
  */
-#include "storage/storage_int.h"
+#include "storage_int.h"
 
 #include <stdlib.h>
 #include <string.h>

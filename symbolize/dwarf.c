@@ -24,39 +24,9 @@
 #include <unistd.h>
 
 #include "base/err.h"
-#include "symbolize/symbolize_int.h"
+#include "symbolize_int.h"
 
 #define DEFAULT_MEM_CAP ((size_t)4 << 30)
-
-int sym__charge(struct sym_dwarf *d, size_t n)
-{
-	if (n > d->mem_cap - d->mem_used)
-		return ERR_TOO_LARGE;
-	d->mem_used += n;
-	assert(d->mem_used <= d->mem_cap);
-	return 0;
-}
-
-/* Grows *p (an array of `elem`-byte items with capacity *cap) to hold n. */
-static int reserve(struct sym_dwarf *d, void **p, size_t *cap, size_t n, size_t elem)
-{
-	assert(elem > 0 && (*p || *cap == 0));
-	if (n <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap : 16;
-	while (nc < n)
-		nc *= 2;
-	if (nc > SIZE_MAX / elem / 2)
-		return ERR_TOO_LARGE;
-	if (sym__charge(d, (nc - *cap) * elem))
-		return ERR_TOO_LARGE;
-	void *np = realloc(*p, nc * elem);
-	if (!np)
-		return ERR_NOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
 
 /* Address 0 and all-ones are the tombstones linkers leave for dropped code. */
 static int good_range(uint64_t lo, uint64_t hi)
@@ -190,12 +160,7 @@ static void spans_sort(struct sym__span *s, size_t n)
 
 /* ---- per-CU function table ---- */
 
-struct func_vecs {
-	size_t fcap, scap;
-};
-
-static int add_func(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs *v,
-		    Dwarf_Die *die)
+static int add_func(struct sym_dwarf *d, struct sym__cu *cu, Dwarf_Die *die)
 {
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
@@ -205,8 +170,7 @@ static int add_func(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs *v
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
 		if (!good_range(lo, hi))
 			continue;
-		rc = reserve(d, (void **)&cu->spans, &v->scap, cu->n_spans + 1,
-			     sizeof(*cu->spans));
+		rc = SYM__GROW(d, cu->spans, cu->spans_cap, cu->n_spans + 1);
 		if (rc)
 			return rc;
 		cu->spans[cu->n_spans++] = (struct sym__span){ lo, hi, 0, fi };
@@ -214,7 +178,7 @@ static int add_func(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs *v
 	}
 	if (!any)
 		return 0;
-	rc = reserve(d, (void **)&cu->funcs, &v->fcap, cu->n_funcs + 1, sizeof(*cu->funcs));
+	rc = SYM__GROW(d, cu->funcs, cu->funcs_cap, cu->n_funcs + 1);
 	if (rc)
 		return rc;
 	memset(&cu->funcs[fi], 0, sizeof(cu->funcs[fi]));
@@ -241,8 +205,8 @@ static int no_functions_below(int tag)
 	return 0;
 }
 
-static int collect_funcs(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs *v,
-			 Dwarf_Die *parent, int depth)
+static int collect_funcs(struct sym_dwarf *d, struct sym__cu *cu, Dwarf_Die *parent,
+			 int depth)
 {
 	Dwarf_Die child;
 	int rc;
@@ -251,10 +215,10 @@ static int collect_funcs(struct sym_dwarf *d, struct sym__cu *cu, struct func_ve
 		return 0;
 	do {
 		int tag = dwarf_tag(&child);
-		if (tag == DW_TAG_subprogram && (rc = add_func(d, cu, v, &child)))
+		if (tag == DW_TAG_subprogram && (rc = add_func(d, cu, &child)))
 			return rc;
 		if (dwarf_haschildren(&child) > 0 && !no_functions_below(tag) &&
-		    (rc = collect_funcs(d, cu, v, &child, depth + 1)))
+		    (rc = collect_funcs(d, cu, &child, depth + 1)))
 			return rc;
 	} while (dwarf_siblingof(&child, &child) == 0);
 	return 0;
@@ -394,7 +358,7 @@ static int scan_op(struct sym_dwarf *d, struct sym__cu_scan *sc, struct scan_abb
 	}
 	if (sc->n_ops >= SCAN_MAX_OPS)
 		return SCAN_FALLBACK;
-	int rc = reserve(d, (void **)&sc->ops, &sc->ops_cap, sc->n_ops + 1, sizeof(*sc->ops));
+	int rc = SYM__GROW(d, sc->ops, sc->ops_cap, sc->n_ops + 1);
 	if (rc)
 		return rc;
 	sc->ops[sc->n_ops++] = op;
@@ -413,7 +377,7 @@ static int scan_learn(struct sym_dwarf *d, struct sym__cu_scan *sc, uint64_t cod
 		return SCAN_FALLBACK;
 	if (code >= sc->ab_cap) {
 		size_t old = sc->ab_cap;
-		if ((rc = reserve(d, (void **)&sc->ab, &sc->ab_cap, code + 1, sizeof(*sc->ab))))
+		if ((rc = SYM__GROW(d, sc->ab, sc->ab_cap, code + 1)))
 			return rc;
 		memset(sc->ab + old, 0, (sc->ab_cap - old) * sizeof(*sc->ab));
 	}
@@ -527,6 +491,7 @@ static struct sym__cu_scan *scan_get(struct sym_dwarf *d, struct sym__cu *cu)
 	Dwarf_Half version;
 	uint8_t addr_size, off_size;
 	struct sym__cu_scan *sc;
+	int rc;
 
 	if (cu->scan || cu->scan_failed)
 		return cu->scan;
@@ -543,14 +508,15 @@ static struct sym__cu_scan *scan_get(struct sym_dwarf *d, struct sym__cu *cu)
 			    &off_size, NULL, NULL) != 0 || next <= start)
 		return NULL;
 	if ((addr_size != 4 && addr_size != 8) || (off_size != 4 && off_size != 8) ||
-	    version < 2 || version > 5 || sym__charge(d, sizeof(*sc)) ||
-	    !(sc = calloc(1, sizeof(*sc))))
+	    version < 2 || version > 5 ||
+	    !(sc = grow_resize(&d->budget.alloc, NULL, 0, sizeof(*sc), &rc)))
 		return NULL;
+	memset(sc, 0, sizeof(*sc));
 	sc->start = (const unsigned char *)cu->die.addr - dwarf_cuoffset(&cu->die);
 	/* dwarf_next_unit does not clamp a unit's length to its section. */
 	const unsigned char *sec_end = info_end(d, sc->start);
 	if (!sec_end || next - start > (Dwarf_Off)(sec_end - sc->start)) {
-		free(sc);
+		grow_free(&d->budget.alloc, sc, 1, sizeof(*sc));
 		return NULL;
 	}
 	sc->end = sc->start + (next - start);
@@ -563,17 +529,17 @@ static struct sym__cu_scan *scan_get(struct sym_dwarf *d, struct sym__cu *cu)
 	return sc;
 }
 
-static void scan_free(struct sym__cu_scan *sc)
+static void scan_free(struct sym_dwarf *d, struct sym__cu_scan *sc)
 {
 	if (!sc)
 		return;
-	free(sc->ab);
-	free(sc->ops);
-	free(sc);
+	SYM__FREE(d, sc->ab, sc->ab_cap);
+	SYM__FREE(d, sc->ops, sc->ops_cap);
+	grow_free(&d->budget.alloc, sc, 1, sizeof(*sc));
 }
 
 /* collect_funcs over the whole unit, by scanning. */
-static int scan_funcs(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs *v)
+static int scan_funcs(struct sym_dwarf *d, struct sym__cu *cu)
 {
 	struct sym__cu_scan *sc = scan_get(d, cu);
 	const unsigned char *p = cu->die.addr;
@@ -599,7 +565,7 @@ static int scan_funcs(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs 
 			if (a->tag == DW_TAG_subprogram && a->has_pc) {
 				Dwarf_Die die;
 				if ((rc = scan_die(d, sc, die_ptr, &die)) ||
-				    (rc = add_func(d, cu, v, &die)))
+				    (rc = add_func(d, cu, &die)))
 					return rc;
 			}
 			if (a->has_kids && (no_functions_below(a->tag) || level > SYM__MAX_DIE_DEPTH))
@@ -615,16 +581,14 @@ static int scan_funcs(struct sym_dwarf *d, struct sym__cu *cu, struct func_vecs 
 
 static int load_cu(struct sym_dwarf *d, struct sym__cu *cu)
 {
-	struct func_vecs v = { 0, 0 };
-
 	if (cu->loaded)
 		return 0;
-	int rc = scan_funcs(d, cu, &v);
+	int rc = scan_funcs(d, cu);
 	if (rc == SCAN_FALLBACK) {
 		/* Start over the libdw way (what scan_funcs added is discarded). */
 		cu->n_funcs = 0;
 		cu->n_spans = 0;
-		rc = collect_funcs(d, cu, &v, &cu->die, 0);
+		rc = collect_funcs(d, cu, &cu->die, 0);
 		d->walks.cus_walked++;
 	} else {
 		d->walks.cus_scanned++;
@@ -648,8 +612,7 @@ struct tree_span {
 struct tree_build {
 	struct sym__cu *cu;
 	struct sym__func *fn;
-	size_t ncap;
-	struct tree_span *ts;
+	struct tree_span *ts; /* through d->budget, freed when the tree is built */
 	size_t n_ts, tcap;
 };
 
@@ -672,14 +635,14 @@ static int add_inlined(struct sym_dwarf *d, struct tree_build *b, Dwarf_Die *die
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
 		if (!good_range(lo, hi))
 			continue;
-		rc = reserve(d, (void **)&b->ts, &b->tcap, b->n_ts + 1, sizeof(*b->ts));
+		rc = SYM__GROW(d, b->ts, b->tcap, b->n_ts + 1);
 		if (rc)
 			return rc;
 		b->ts[b->n_ts++] = (struct tree_span){ pnode, { lo, hi, 0, k } };
 	}
 	if (b->n_ts == first)
 		return 0;
-	rc = reserve(d, (void **)&fn->nodes, &b->ncap, fn->n_nodes + 1, sizeof(*fn->nodes));
+	rc = SYM__GROW(d, fn->nodes, fn->nodes_cap, fn->n_nodes + 1);
 	if (rc)
 		return rc;
 	struct sym__node *n = &fn->nodes[fn->n_nodes++];
@@ -777,12 +740,12 @@ static int scan_tree(struct sym_dwarf *d, struct tree_build *b, struct sym__cu_s
 
 static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *fn)
 {
-	struct tree_build b = { cu, fn, 0, NULL, 0, 0 };
+	struct tree_build b = { cu, fn, NULL, 0, 0 };
 	int rc;
 
 	if (fn->loaded)
 		return 0;
-	rc = reserve(d, (void **)&fn->nodes, &b.ncap, 1, sizeof(*fn->nodes));
+	rc = SYM__GROW(d, fn->nodes, fn->nodes_cap, 1);
 	if (rc)
 		goto out;
 	memset(&fn->nodes[0], 0, sizeof(fn->nodes[0]));
@@ -802,8 +765,7 @@ static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *
 	if (rc)
 		goto out;
 	if (b.n_ts) {
-		size_t scap = 0;
-		if ((rc = reserve(d, (void **)&fn->spans, &scap, b.n_ts, sizeof(*fn->spans))))
+		if ((rc = SYM__GROW(d, fn->spans, fn->spans_cap, b.n_ts)))
 			goto out;
 		/* Group the spans by parent (a counting sort; each group is
 		 * sorted below, so the order inside a group does not matter). */
@@ -828,7 +790,7 @@ static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *
 	}
 	fn->loaded = 1;
 out:
-	free(b.ts);
+	SYM__FREE(d, b.ts, b.tcap);
 	if (rc)
 		fn->loaded = -1;
 	return rc;
@@ -842,7 +804,6 @@ static int build_cu_table(struct sym_dwarf *d)
 	Dwarf_Half version;
 	uint8_t unit_type;
 	Dwarf_Die cudie, subdie;
-	size_t ccap = 0, scap = 0;
 	int rc;
 
 	while (dwarf_get_units(d->dw, cu, &next, &version, &unit_type, &cudie, &subdie) == 0) {
@@ -856,8 +817,7 @@ static int build_cu_table(struct sym_dwarf *d)
 		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
 			if (!good_range(lo, hi))
 				continue;
-			rc = reserve(d, (void **)&d->cu_spans, &scap, d->n_cu_spans + 1,
-				     sizeof(*d->cu_spans));
+			rc = SYM__GROW(d, d->cu_spans, d->cu_spans_cap, d->n_cu_spans + 1);
 			if (rc)
 				return rc;
 			d->cu_spans[d->n_cu_spans++] = (struct sym__span){ lo, hi, 0, ci };
@@ -865,7 +825,7 @@ static int build_cu_table(struct sym_dwarf *d)
 		}
 		if (!any)
 			continue;
-		if ((rc = reserve(d, (void **)&d->cus, &ccap, d->n_cus + 1, sizeof(*d->cus))))
+		if ((rc = SYM__GROW(d, d->cus, d->cus_cap, d->n_cus + 1)))
 			return rc;
 		struct sym__cu *c = &d->cus[d->n_cus++];
 		memset(c, 0, sizeof(*c));
@@ -922,7 +882,7 @@ static int collect_syms(struct sym_dwarf *d, struct raw_sym **v, size_t *n, size
 			const char *name = elf_strptr(d->elf, sh.sh_link, s.st_name);
 			if (!name || !name[0])
 				continue;
-			int rc = reserve(d, (void **)v, cap, *n + 1, sizeof(**v));
+			int rc = SYM__GROW(d, *v, *cap, *n + 1);
 			if (rc)
 				return rc;
 			int bind = GELF_ST_BIND(s.st_info);
@@ -938,7 +898,7 @@ static int collect_syms(struct sym_dwarf *d, struct raw_sym **v, size_t *n, size
 static int build_symtab(struct sym_dwarf *d)
 {
 	struct raw_sym *v = NULL;
-	size_t n = 0, cap = 0, scap = 0, ncap = 0;
+	size_t n = 0, cap = 0;
 	int rc = collect_syms(d, &v, &n, &cap);
 
 	if (rc)
@@ -967,8 +927,8 @@ static int build_symtab(struct sym_dwarf *d)
 			goto out;
 		}
 		uint32_t k = (uint32_t)d->n_syms;
-		if ((rc = reserve(d, (void **)&d->syms, &scap, k + 1, sizeof(*d->syms))) ||
-		    (rc = reserve(d, (void **)&d->sym_names, &ncap, k + 1, sizeof(*d->sym_names))))
+		if ((rc = SYM__GROW(d, d->syms, d->syms_cap, k + 1)) ||
+		    (rc = SYM__GROW(d, d->sym_names, d->sym_names_cap, k + 1)))
 			goto out;
 		d->syms[k] = (struct sym__span){ v[i].lo, v[i].hi, 0, k };
 		d->sym_names[k] = name;
@@ -976,7 +936,7 @@ static int build_symtab(struct sym_dwarf *d)
 	}
 	sym__spans_sort(d->syms, d->n_syms);
 out:
-	free(v);
+	SYM__FREE(d, v, cap);
 	return rc;
 }
 
@@ -1096,9 +1056,12 @@ static struct sym_dwarf *dwarf_new(const struct sym_dwarf_opts *o)
 	if (!d)
 		return NULL;
 	d->fd = d->alt_fd = -1;
-	d->mem_cap = o && o->max_memory ? o->max_memory : DEFAULT_MEM_CAP;
+	grow_budget_init(&d->budget, o && o->max_memory ? o->max_memory : DEFAULT_MEM_CAP);
 	d->flags = o ? o->flags : 0;
-	sym__intern_init(&d->strings, d->mem_cap);
+	intern_init(&d->strings, HMAP_MAX, d->budget.cap, &d->budget.alloc);
+	sym__ptrmap_init(&d->names, &d->budget.alloc);
+	sym__ptrmap_init(&d->paths, &d->budget.alloc);
+	sym__ptrmap_init(&d->origins, &d->budget.alloc);
 	return d;
 }
 
@@ -1171,21 +1134,21 @@ void sym_dwarf_close(struct sym_dwarf *d)
 	for (size_t i = 0; i < d->n_cus; i++) {
 		struct sym__cu *cu = &d->cus[i];
 		for (size_t j = 0; j < cu->n_funcs; j++) {
-			free(cu->funcs[j].nodes);
-			free(cu->funcs[j].spans);
+			SYM__FREE(d, cu->funcs[j].nodes, cu->funcs[j].nodes_cap);
+			SYM__FREE(d, cu->funcs[j].spans, cu->funcs[j].spans_cap);
 		}
-		free(cu->funcs);
-		free(cu->spans);
-		scan_free(cu->scan);
+		SYM__FREE(d, cu->funcs, cu->funcs_cap);
+		SYM__FREE(d, cu->spans, cu->spans_cap);
+		scan_free(d, cu->scan);
 	}
-	free(d->cus);
-	free(d->cu_spans);
-	free(d->syms);
-	free(d->sym_names);
+	SYM__FREE(d, d->cus, d->cus_cap);
+	SYM__FREE(d, d->cu_spans, d->cu_spans_cap);
+	SYM__FREE(d, d->syms, d->syms_cap);
+	SYM__FREE(d, d->sym_names, d->sym_names_cap);
 	sym__ptrmap_release(&d->names);
 	sym__ptrmap_release(&d->paths);
 	sym__ptrmap_release(&d->origins);
-	sym__intern_release(&d->strings);
+	intern_release(&d->strings);
 	if (d->dw)
 		dwarf_end(d->dw);
 	if (d->alt)
@@ -1340,7 +1303,7 @@ int sym__dwarf_load_all(struct sym_dwarf *d)
 
 static int push(struct sym_dwarf *d, uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 {
-	int rc = reserve(d, (void **)v, cap, *n + 1, sizeof(**v));
+	int rc = SYM__GROW(d, *v, *cap, *n + 1);
 	if (rc)
 		return rc;
 	(*v)[(*n)++] = x;

@@ -28,7 +28,7 @@
 
 #include "base/hex.h"
 #include "base/err.h"
-#include "symbolize/symbolize_int.h"
+#include "symbolize_int.h"
 
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
 

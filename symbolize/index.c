@@ -23,7 +23,8 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hash.h"
-#include "symbolize/symbolize_int.h"
+#include "base/hmap.h"
+#include "symbolize_int.h"
 
 static inline uint32_t rd32(const uint8_t *p)
 {
@@ -57,34 +58,17 @@ struct wloc {
 	uint32_t line, col, parent, flags;
 };
 
+/* The writer's tables grow through the handle's budget (SYM__GROW). */
 struct writer {
 	struct sym_dwarf *d;
 	struct wloc *locs;
 	size_t n_locs, lcap;
-	uint32_t *slots;            /* loc index + 1, open addressing */
-	size_t scap;
+	struct hmap loc_index;      /* loc_hash -> index in locs */
 	uint32_t *starts, *rlocs;
 	size_t n_ranges, rcap, rcap2;
 	struct sym__ptrmap stroff;  /* interned string -> offset + 1 */
 	struct buf strtab;
 };
-
-static int grow(struct sym_dwarf *d, void **p, size_t *cap, size_t n, size_t elem)
-{
-	if (n <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 1024;
-	while (nc < n)
-		nc *= 2;
-	if (nc > UINT32_MAX || sym__charge(d, (nc - *cap) * elem))
-		return ERR_TOO_LARGE;
-	void *np = realloc(*p, nc * elem);
-	if (!np)
-		return ERR_NOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
 
 static uint64_t loc_hash(const struct wloc *l)
 {
@@ -100,47 +84,24 @@ static int loc_eq(const struct wloc *a, const struct wloc *b)
 	       a->col == b->col && a->parent == b->parent && a->flags == b->flags;
 }
 
-static int slots_grow(struct writer *w)
-{
-	size_t cap = w->scap ? w->scap * 2 : 4096;
-	uint32_t *s = calloc(cap, sizeof(*s));
-
-	if (!s || sym__charge(w->d, cap * sizeof(*s))) {
-		free(s);
-		return s ? ERR_TOO_LARGE : ERR_NOMEM;
-	}
-	for (size_t i = 0; i < w->n_locs; i++) {
-		size_t j = loc_hash(&w->locs[i]) & (cap - 1);
-		while (s[j])
-			j = (j + 1) & (cap - 1);
-		s[j] = (uint32_t)i + 1;
-	}
-	free(w->slots);
-	w->slots = s;
-	w->scap = cap;
-	return 0;
-}
-
-/* Returns the index of location `l`, adding it if new; SYM_NONE on failure. */
+/* Sets *out to the index of location `l`, adding it if new. */
 static int intern_loc(struct writer *w, const struct wloc *l, uint32_t *out)
 {
+	struct hmap_probe pr;
+	uint32_t i;
 	int rc;
 
-	if ((w->n_locs + 1) * 2 > w->scap && (rc = slots_grow(w)))
-		return rc;
-	size_t j = loc_hash(l) & (w->scap - 1);
-	for (; w->slots[j]; j = (j + 1) & (w->scap - 1)) {
-		if (loc_eq(&w->locs[w->slots[j] - 1], l)) {
-			*out = w->slots[j] - 1;
+	for (i = hmap_first(&w->loc_index, loc_hash(l), &pr); i != HMAP_NONE;
+	     i = hmap_next(&w->loc_index, &pr)) {
+		if (loc_eq(&w->locs[i], l)) {
+			*out = i;
 			return 0;
 		}
 	}
-	if (w->n_locs >= SYM_NONE - 1)
-		return ERR_TOO_LARGE;
-	if ((rc = grow(w->d, (void **)&w->locs, &w->lcap, w->n_locs + 1, sizeof(*w->locs))))
+	if ((rc = SYM__GROW(w->d, w->locs, w->lcap, w->n_locs + 1)) ||
+	    (rc = hmap_put_probed(&w->loc_index, &pr, (uint32_t)w->n_locs)))
 		return rc;
 	w->locs[w->n_locs] = *l;
-	w->slots[j] = (uint32_t)w->n_locs + 1;
 	*out = (uint32_t)w->n_locs++;
 	return 0;
 }
@@ -166,10 +127,9 @@ static int intern_chain(struct writer *w, const struct sym_frame *f, size_t n, u
 static int add_range(struct writer *w, uint32_t start, uint32_t loc)
 {
 	assert(w->n_ranges == 0 || w->starts[w->n_ranges - 1] < start);
-	int rc = grow(w->d, (void **)&w->starts, &w->rcap, w->n_ranges + 1, sizeof(uint32_t));
+	int rc = SYM__GROW(w->d, w->starts, w->rcap, w->n_ranges + 1);
 
-	if (rc || (rc = grow(w->d, (void **)&w->rlocs, &w->rcap2, w->n_ranges + 1,
-			     sizeof(uint32_t))))
+	if (rc || (rc = SYM__GROW(w->d, w->rlocs, w->rcap2, w->n_ranges + 1)))
 		return rc;
 	w->starts[w->n_ranges] = start;
 	w->rlocs[w->n_ranges++] = loc;
@@ -316,6 +276,9 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 
 	memset(&w, 0, sizeof(w));
 	w.d = d;
+	/* At most HMAP_MAX locations: their indexes stay below SYM_NONE. */
+	hmap_init(&w.loc_index, HMAP_MAX, &d->budget.alloc);
+	sym__ptrmap_init(&w.stroff, &d->budget.alloc);
 	buf_init(&w.strtab, (size_t)UINT32_MAX); /* string offsets are u32 */
 	if ((rc = sym__dwarf_load_all(d))) {
 		err_set(msg, rc, "loading DWARF tables: %s", err_str(rc));
@@ -353,11 +316,11 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 						   out->len - before, nf, d->n_syms };
 	}
 out:
-	free(v);
-	free(w.locs);
-	free(w.slots);
-	free(w.starts);
-	free(w.rlocs);
+	SYM__FREE(d, v, cap);
+	SYM__FREE(d, w.locs, w.lcap);
+	hmap_release(&w.loc_index);
+	SYM__FREE(d, w.starts, w.rcap);
+	SYM__FREE(d, w.rlocs, w.rcap2);
 	sym__ptrmap_release(&w.stroff);
 	buf_release(&w.strtab);
 	return rc;

@@ -192,7 +192,8 @@ struct sym_dwarf_opts {
 	int (*find_alt)(void *ctx, const uint8_t *id, size_t id_len,
 			const char *name, char **path);
 	void *ctx;
-	/* Caps the memory of per-CU tables and strings; 0 means 4 GiB. */
+	/* Caps the bytes the handle's tables and strings hold at once (an
+	 * index build's included); past it, ERR_TOO_LARGE.  0 means 4 GiB. */
 	size_t max_memory;
 	unsigned flags;  /* enum sym_dwarf_flags */
 };

@@ -32,8 +32,14 @@
  * (tests/symbolize/test_dwarf_scan.c builds both ways, with
  * SYM_DWARF_LIBDW_WALK, and compares the tables and the index bytes).
  *
- * All strings handed out (names, paths) are interned in one table, so equal
- * strings are equal pointers for the lifetime of the handle.
+ * All strings handed out (names, paths) are interned in one base/intern.h
+ * table, so equal strings are equal pointers for the lifetime of the
+ * handle; its arena and index count against the handle's budget.
+ *
+ * Memory: the tables of a handle (and the index writer's) grow with
+ * SYM__GROW through one struct grow_budget of max_memory bytes and are
+ * freed through it, so the budget bounds what the handle holds at once;
+ * scratch freed after a build (an inline tree's spans) is refunded.
  *
  * ==== Index file format, version 1 ====
  *
@@ -89,7 +95,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/arena.h"
+#include "base/grow.h"
+#include "base/hmap.h"
+#include "base/intern.h"
 #include "symbolize/symbolize.h"
 
 #define SYM_NONE 0xffffffffu
@@ -100,6 +108,8 @@
 
 #define SYM__MAX_DIE_DEPTH 256   /* DIE nesting we follow; deeper is ignored */
 #define SYM__MAX_NAME 65536      /* longer names are not demangled */
+/* Items of any one table: span idx, node and location indexes are u32. */
+#define SYM__MAX_ITEMS ((size_t)UINT32_MAX - 1)
 
 struct sym__span {
 	uint64_t lo, hi;  /* [lo, hi) */
@@ -113,34 +123,45 @@ void sym__spans_sort(struct sym__span *s, size_t n);
 const struct sym__span *sym__span_find(const struct sym__span *s, size_t n,
 				       uint64_t pc);
 
-/* An open-addressing map from pointer keys to pointer values. */
-struct sym__ptrmap {
-	const void **keys;
-	void **vals;
-	size_t cap, count;
+/*
+ * A map from pointer keys (never NULL) to pointer values: a base/hmap.h
+ * index over an array of pairs, both grown through `alloc` (borrowed; the
+ * handle's budget), at most SYM__MAX_PTRMAP pairs.
+ */
+struct sym__ptrmap_pair {
+	const void *key;
+	void *val;
 };
 
+struct sym__ptrmap {
+	struct hmap index;              /* hash_u64 of the key -> pair */
+	struct sym__ptrmap_pair *v;     /* owned, through alloc */
+	size_t n, cap;
+	const struct grow_alloc *alloc; /* borrowed */
+};
+
+#define SYM__MAX_PTRMAP HMAP_MAX
+
+void sym__ptrmap_init(struct sym__ptrmap *m, const struct grow_alloc *alloc);
+/* The value of `key`, or NULL when it has none. */
 void *sym__ptrmap_get(const struct sym__ptrmap *m, const void *key);
+/* Sets the value of `key`; 0, ERR_TOO_LARGE or ERR_NOMEM (the map unchanged). */
 int sym__ptrmap_put(struct sym__ptrmap *m, const void *key, void *val);
 void sym__ptrmap_release(struct sym__ptrmap *m);
 
-/* String interning: equal content, equal pointer; strings live in an arena. */
-struct sym__intern {
-	const char **slots;
-	size_t cap, count;
-	struct arena arena;
-};
-
-void sym__intern_init(struct sym__intern *t, size_t cap_bytes);
-void sym__intern_release(struct sym__intern *t);
-/* Returns the interned copy of s[0..len), or NULL (no memory / cap). */
-const char *sym__intern(struct sym__intern *t, const char *s, size_t len);
+/*
+ * Returns the copy of s[0..len) (borrowed) in the interner `t`: equal
+ * content, equal pointer, valid until t is released.  Interned strings are
+ * C strings, so the content stops at an embedded NUL.  NULL when a cap of
+ * t or its budget refuses, or without memory.
+ */
+const char *sym__intern(struct intern *t, const char *s, size_t len);
 
 /*
  * Demangles `name` (C++, Rust, D via libiberty) and interns the result, or
  * interns `name` as is when it is not a mangled name.
  */
-const char *sym__demangle(struct sym__intern *t, const char *name);
+const char *sym__demangle(struct intern *t, const char *name);
 
 /* An inline-tree node: index 0 is the function itself. */
 struct sym__node {
@@ -153,10 +174,10 @@ struct sym__node {
 struct sym__func {
 	Dwarf_Die die;
 	int loaded;                 /* 1: nodes built, -1: failed */
-	struct sym__node *nodes;
-	size_t n_nodes;
-	struct sym__span *spans;
-	size_t n_spans;
+	struct sym__node *nodes;    /* owned, through sym_dwarf.budget */
+	size_t n_nodes, nodes_cap;
+	struct sym__span *spans;    /* owned, through sym_dwarf.budget */
+	size_t n_spans, spans_cap;
 };
 
 struct sym__cu_scan;
@@ -168,11 +189,12 @@ struct sym__cu {
 	int have_files;
 	Dwarf_Files *files;
 	size_t n_files;
-	struct sym__func *funcs;
-	size_t n_funcs;
-	struct sym__span *spans;    /* idx = function */
-	size_t n_spans;
-	struct sym__cu_scan *scan;  /* owned; dwarf.c's DIE scanner state, or NULL */
+	struct sym__func *funcs;    /* owned, through sym_dwarf.budget */
+	size_t n_funcs, funcs_cap;
+	struct sym__span *spans;    /* idx = function; owned, through sym_dwarf.budget */
+	size_t n_spans, spans_cap;
+	struct sym__cu_scan *scan;  /* owned, through sym_dwarf.budget; dwarf.c's DIE
+				       scanner state, or NULL */
 	int scan_failed;            /* the unit cannot be scanned: libdw walks */
 };
 
@@ -191,30 +213,41 @@ struct sym_dwarf {
 	void *mem;                  /* owned copy for sym_dwarf_open_mem */
 	Elf *elf, *alt_elf;
 	Dwarf *dw, *alt;
-	size_t mem_used, mem_cap;
-	struct sym__intern strings;
+	struct grow_budget budget;  /* max_memory: every table and string of
+				       the handle is allocated through budget.alloc */
+	struct intern strings;      /* every name and path handed out */
 	struct sym__ptrmap names;   /* raw DWARF/ELF name -> demangled */
 	struct sym__ptrmap paths;   /* raw libdw file name (per CU) -> absolute */
 	struct sym__ptrmap origins; /* abstract origin DIE addr -> name of the
 				       inlined DIEs that only refer to it */
 	struct sym__cu *cus;
-	size_t n_cus;
+	size_t n_cus, cus_cap;
 	struct sym__span *cu_spans; /* idx = cu */
-	size_t n_cu_spans;
+	size_t n_cu_spans, cu_spans_cap;
 	struct sym__span *syms;     /* idx = sym_names index */
-	size_t n_syms;
+	size_t n_syms, syms_cap;
 	const char **sym_names;
+	size_t sym_names_cap;
 };
+
+/*
+ * Grows the table `p` (a T *; capacity `cap`, a size_t) of handle `d` to
+ * hold `need` items, against the handle's budget: 0, ERR_TOO_LARGE (past
+ * SYM__MAX_ITEMS or max_memory) or ERR_NOMEM, the table unchanged then.
+ */
+#define SYM__GROW(d, p, cap, need) GROW(p, cap, need, SYM__MAX_ITEMS, &(d)->budget.alloc)
+/* Frees a table grown by SYM__GROW, refunding the budget. */
+#define SYM__FREE(d, p, cap) grow_free(&(d)->budget.alloc, p, cap, sizeof(*(p)))
 
 /* Loads every CU's functions and every function's tree (index writer). */
 int sym__dwarf_load_all(struct sym_dwarf *d);
 
-/* The boundaries of the piecewise-constant lookup, appended to *v (malloc'd). */
+/*
+ * The boundaries of the piecewise-constant lookup, appended to *v (grown
+ * through d->budget.alloc: the caller frees it with grow_free there).
+ */
 int sym__dwarf_boundaries(struct sym_dwarf *d, uint64_t **v, size_t *n,
 			  size_t *cap);
-
-/* Accounts `n` more bytes against the memory cap. */
-int sym__charge(struct sym_dwarf *d, size_t n);
 
 /* Initializes libelf once (idempotent, thread-safe). */
 void sym__elf_init(void);

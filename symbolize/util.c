@@ -9,7 +9,7 @@
 
 #include "base/err.h"
 #include "base/hash.h"
-#include "symbolize/symbolize_int.h"
+#include "symbolize_int.h"
 
 /* Bound on the backward scan over overlapping spans (see the header). */
 #define MAX_OVERLAP_SCAN 64
@@ -65,142 +65,82 @@ const struct sym__span *sym__span_find(const struct sym__span *s, size_t n,
 
 /* ---- pointer map ---- */
 
-static size_t ptr_slot(const void *key, size_t cap)
+void sym__ptrmap_init(struct sym__ptrmap *m, const struct grow_alloc *alloc)
 {
-	assert(cap && (cap & (cap - 1)) == 0);
-	return hash_u64((uint64_t)(uintptr_t)key) & (cap - 1);
+	hmap_init(&m->index, SYM__MAX_PTRMAP, alloc);
+	m->v = NULL;
+	m->n = 0;
+	m->cap = 0;
+	m->alloc = alloc;
+}
+
+static uint32_t ptr_find(const struct sym__ptrmap *m, const void *key, struct hmap_probe *pr)
+{
+	uint32_t i;
+
+	for (i = hmap_first(&m->index, hash_u64((uint64_t)(uintptr_t)key), pr); i != HMAP_NONE;
+	     i = hmap_next(&m->index, pr))
+		if (m->v[i].key == key)
+			return i;
+	return HMAP_NONE;
 }
 
 void *sym__ptrmap_get(const struct sym__ptrmap *m, const void *key)
 {
-	if (!m->cap)
-		return NULL;
-	for (size_t i = ptr_slot(key, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		if (!m->keys[i])
-			return NULL;
-		if (m->keys[i] == key)
-			return m->vals[i];
-	}
-}
+	struct hmap_probe pr;
+	uint32_t i = ptr_find(m, key, &pr);
 
-static int ptrmap_grow(struct sym__ptrmap *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 256;
-	const void **keys = calloc(cap, sizeof(*keys));
-	void **vals = calloc(cap, sizeof(*vals));
-
-	if (!keys || !vals) {
-		free(keys);
-		free(vals);
-		return ERR_NOMEM;
-	}
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->keys[i])
-			continue;
-		size_t j = ptr_slot(m->keys[i], cap);
-		while (keys[j])
-			j = (j + 1) & (cap - 1);
-		keys[j] = m->keys[i];
-		vals[j] = m->vals[i];
-	}
-	free(m->keys);
-	free(m->vals);
-	m->keys = keys;
-	m->vals = vals;
-	m->cap = cap;
-	return 0;
+	return i == HMAP_NONE ? NULL : m->v[i].val;
 }
 
 int sym__ptrmap_put(struct sym__ptrmap *m, const void *key, void *val)
 {
-	assert(key); /* NULL marks an empty slot */
-	if ((m->count + 1) * 4 > m->cap * 3) {
-		int rc = ptrmap_grow(m);
-		if (rc)
-			return rc;
+	struct hmap_probe pr;
+	uint32_t i;
+	int rc;
+
+	assert(key);
+	i = ptr_find(m, key, &pr);
+	if (i != HMAP_NONE) {
+		m->v[i].val = val;
+		return 0;
 	}
-	size_t i = ptr_slot(key, m->cap);
-	while (m->keys[i] && m->keys[i] != key)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->keys[i])
-		m->count++;
-	assert(m->count < m->cap);
-	m->keys[i] = key;
-	m->vals[i] = val;
+	rc = GROW(m->v, m->cap, m->n + 1, SYM__MAX_PTRMAP, m->alloc);
+	if (!rc)
+		rc = hmap_put_probed(&m->index, &pr, (uint32_t)m->n);
+	if (rc)
+		return rc;
+	m->v[m->n].key = key;
+	m->v[m->n++].val = val;
 	return 0;
 }
 
 void sym__ptrmap_release(struct sym__ptrmap *m)
 {
-	free(m->keys);
-	free(m->vals);
-	memset(m, 0, sizeof(*m));
+	hmap_release(&m->index);
+	grow_free(m->alloc, m->v, m->cap, sizeof(*m->v));
+	m->v = NULL;
+	m->n = 0;
+	m->cap = 0;
 }
 
 /* ---- interning ---- */
 
-void sym__intern_init(struct sym__intern *t, size_t cap_bytes)
+const char *sym__intern(struct intern *t, const char *s, size_t len)
 {
-	memset(t, 0, sizeof(*t));
-	arena_init(&t->arena, cap_bytes);
-}
+	const char *nul;
+	uint32_t id;
 
-void sym__intern_release(struct sym__intern *t)
-{
-	free(t->slots);
-	arena_release(&t->arena);
-	memset(t, 0, sizeof(*t));
-}
-
-static int intern_grow(struct sym__intern *t)
-{
-	size_t cap = t->cap ? t->cap * 2 : 1024;
-	const char **slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return ERR_NOMEM;
-	for (size_t i = 0; i < t->cap; i++) {
-		const char *s = t->slots[i];
-		if (!s)
-			continue;
-		size_t j = hash_bytes(s, strlen(s), 0) & (cap - 1);
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = s;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->cap = cap;
-	return 0;
-}
-
-const char *sym__intern(struct sym__intern *t, const char *s, size_t len)
-{
 	assert(s || len == 0);
-	if ((t->count + 1) * 4 > t->cap * 3 && intern_grow(t))
-		return NULL;
-	/* Interned strings are C strings: content stops at an embedded NUL. */
-	const char *nul = memchr(s, '\0', len);
+	nul = memchr(s, '\0', len);
 	if (nul)
 		len = (size_t)(nul - s);
-	size_t i = hash_bytes(s, len, 0) & (t->cap - 1);
-	for (;; i = (i + 1) & (t->cap - 1)) {
-		const char *c = t->slots[i];
-		if (!c)
-			break;
-		if (strncmp(c, s, len) == 0 && c[len] == '\0')
-			return c;
-	}
-	char *copy = arena_strndup(&t->arena, s, len);
-	if (!copy)
+	if (intern_put(t, s, len, &id))
 		return NULL;
-	t->slots[i] = copy;
-	t->count++;
-	assert(t->count < t->cap);
-	return copy;
+	return intern_str(t, id);
 }
 
-const char *sym__demangle(struct sym__intern *t, const char *name)
+const char *sym__demangle(struct intern *t, const char *name)
 {
 	size_t len = strlen(name);
 	char *dm = NULL;

@@ -21,7 +21,7 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/sha256.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #define TOKEN_FILE_MAX (1u << 20)
 #define TOKENS_MAX 10000

@@ -15,7 +15,7 @@
 
 #include "base/buf.h"
 #include "base/sha256.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 static const char *const scope_names[] = { "ingest", "query", "upload", "admin" };
 #define N_SCOPES (sizeof(scope_names) / sizeof(scope_names[0]))

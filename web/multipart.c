@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "web/web_int.h"
+#include "web_int.h"
 
 /* Characters RFC 2046 allows in a boundary ("bchars"). */
 static int is_bchar(int c)

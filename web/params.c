@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "base/hex.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 
 /* Decodes the form-urlencoded value [p, end) into out. */

@@ -29,7 +29,7 @@
 #include "base/timeparse.h"
 #include "debuginfo/debuginfo.h"
 #include "query/query.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #define UPLOAD_CHUNK (256 * 1024)
 #define ID_MAX (2 * SYM_BUILD_ID_MAX)

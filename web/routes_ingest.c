@@ -14,7 +14,7 @@
 #include "base/clock.h"
 #include "base/compress.h"
 #include "base/timeparse.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #include "otlp_status.pb-c.h"
 

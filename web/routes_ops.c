@@ -7,7 +7,7 @@
 
 #include "base/log.h"
 #include "storage/storage.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #ifndef UNHEX_VERSION
 #define UNHEX_VERSION "unknown"

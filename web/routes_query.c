@@ -26,7 +26,7 @@
 #include "base/clock.h"
 #include "base/timeparse.h"
 #include "query/query.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #include "types.pb-c.h"
 

@@ -19,7 +19,7 @@
 
 #include "base/clock.h"
 #include "query/regress.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #define DEFAULT_FROM "now-24h"
 #define DEFAULT_UNTIL "now"
@@ -64,7 +64,7 @@ static int param_labels(const struct web__req *rq, struct release_labels *rl, st
 
 	if (rc < 0)
 		return rc;
-	return release_labels_parse(rc ? rq->srv->opt.release_labels : v, rl, msg);
+	return query_release_labels_parse(rc ? rq->srv->opt.release_labels : v, rl, msg);
 }
 
 static int param_range(const struct web__req *rq, const char *fkey, const char *ukey,
@@ -177,7 +177,7 @@ static int parse_stats(const struct web__req *rq, struct regress_params *s, stru
 	char v[32], *end;
 	int rc;
 
-	regress_params_default(s);
+	query_regress_params_default(s);
 	if ((rc = param_percent(rq, "minEffect", &s->min_effect, msg)) ||
 	    (rc = param_percent(rq, "noiseFloor", &s->noise_floor, msg)) ||
 	    (rc = param_percent(rq, "failOn", &s->fail_on, msg)))
@@ -243,7 +243,7 @@ static int parse_sides(const struct web__req *rq, struct regress_req *r, int64_t
 		struct query_regress_side *sd = &r->p.side[s];
 
 		if (!byq[0]) {
-			rc = release_resolve(rq->srv->store, rq->tenant, r->service, r->name[s],
+			rc = query_release_resolve(rq->srv->store, rq->tenant, r->service, r->name[s],
 					     r->label, &r->rl, r->type[0] ? r->type : NULL, &r->rel[s],
 					     msg);
 			if (rc)

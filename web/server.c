@@ -17,7 +17,7 @@
 #include "base/clock.h"
 #include "base/compress.h"
 #include "base/log.h"
-#include "web/web_int.h"
+#include "web_int.h"
 
 #define ERRORS_OTLP 2
 

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "web/web_int.h"
+#include "web_int.h"
 
 const struct web__asset *web__asset_find(const char *path)
 {

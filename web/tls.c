@@ -17,7 +17,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "web/web_int.h"
+#include "web_int.h"
 
 /* TLS 1.2: forward-secret key exchange, AEAD only. */
 #define TLS12_CIPHERS "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL"

@@ -7,13 +7,18 @@
  *   worker threads and returns an owned server; web_server_stop() stops
  *   accepting, waits for in-flight requests to finish and frees it.  The
  *   store is borrowed: it must stay open until web_server_stop() returned.
- *   Routes (docs/api.md): GET /ready, POST /ingest and /pyroscope/ingest
- *   (Pyroscope legacy), POST /push.v1.PusherService/Push (Connect, JSON or
- *   binary), GET /api/v1/stats, GET /metrics; the query routes (GET
- *   /pyroscope/render, /pyroscope/render-diff, /api/v1/pprof, /api/v1/top,
- *   /api/v1/folded, /api/v1/diff-top, /pyroscope/labels,
- *   /pyroscope/label-values, POST /querier.v1.QuerierService/<Method>); and
- *   the browser UI embedded at build time (GET / and GET /<file>).
+ *   Routes (docs/api.md; the table is `routes` in server.c): GET /ready;
+ *   ingest: POST /ingest and /pyroscope/ingest (Pyroscope legacy), POST
+ *   /push.v1.PusherService/Push (Connect, JSON or binary), POST
+ *   /v1development/profiles (OTLP profiles over HTTP); GET /api/v1/stats,
+ *   GET /metrics; the query routes (GET /pyroscope/render,
+ *   /pyroscope/render-diff, /api/v1/pprof, /api/v1/top, /api/v1/folded,
+ *   /api/v1/diff-top, /pyroscope/labels, /pyroscope/label-values, POST
+ *   /querier.v1.QuerierService/<Method>, POST /symbolz, GET
+ *   /api/v1/symbolization); debug info (POST and GET
+ *   /api/v1/debuginfo/<build-id>, GET /api/v1/debuginfo, and debuginfod's
+ *   GET /buildid/<build-id>/debuginfo|executable); and the browser UI
+ *   embedded at build time (GET / and GET /<file>).
  *
  *   Queries run on the same workers as ingest, but at most threads minus a
  *   reserve (a quarter of the threads, at least 2) at once: past that a

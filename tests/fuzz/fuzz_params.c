@@ -53,7 +53,7 @@ static void release_labels(const char *v)
 	struct err_msg msg = { { 0 } };
 
 	rl.n = 99;
-	if (release_labels_parse(v, &rl, &msg)) {
+	if (query_release_labels_parse(v, &rl, &msg)) {
 		if (!msg.text[0] || rl.n != 99)
 			abort();
 		return;

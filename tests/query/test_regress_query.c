@@ -67,23 +67,23 @@ static void test_report(void **state)
 	(void)state;
 	fx_open(&f);
 	fill(&f);
-	assert_int_equal(release_labels_parse(NULL, &rl, &msg), 0);
-	assert_int_equal(release_resolve(f.st, "t1", "api", "1", NULL, &rl, NULL, &sel[0], &msg), 0);
+	assert_int_equal(query_release_labels_parse(NULL, &rl, &msg), 0);
+	assert_int_equal(query_release_resolve(f.st, "t1", "api", "1", NULL, &rl, NULL, &sel[0], &msg), 0);
 	assert_string_equal(sel[0].query, FX_CPU "{service_name=\"api\",version=\"1\"}");
 	assert_string_equal(sel[0].label, "version");
-	assert_int_equal(release_resolve(f.st, "t1", "api", "2", "version", &rl, NULL, &sel[1], &msg), 0);
+	assert_int_equal(query_release_resolve(f.st, "t1", "api", "2", "version", &rl, NULL, &sel[1], &msg), 0);
 	err_clear(&msg);
-	assert_int_equal(release_resolve(f.st, "t1", "api", "3", NULL, &rl, NULL, &sel[1], &msg),
+	assert_int_equal(query_release_resolve(f.st, "t1", "api", "3", NULL, &rl, NULL, &sel[1], &msg),
 			 ERR_NOT_FOUND);
 	assert_non_null(strstr(msg.text, "no release \"3\""));
-	assert_int_equal(release_resolve(f.st, "t1", "nope", "1", NULL, &rl, NULL, &sel[1], &msg),
+	assert_int_equal(query_release_resolve(f.st, "t1", "nope", "1", NULL, &rl, NULL, &sel[1], &msg),
 			 ERR_NOT_FOUND);
 	/* A build ID names a release too, for services without labels. */
-	assert_int_equal(release_resolve(f.st, "t1", "api", "aa02aa02", NULL, &rl, NULL, &sel[1],
+	assert_int_equal(query_release_resolve(f.st, "t1", "api", "aa02aa02", NULL, &rl, NULL, &sel[1],
 					 &msg), 0);
 	assert_string_equal(sel[1].label, RELEASE_BY_BUILD_ID);
 	assert_string_equal(sel[1].build_id, "aa02aa02");
-	assert_int_equal(release_resolve(f.st, "t1", "api", "2", NULL, &rl, NULL, &sel[1], &msg), 0);
+	assert_int_equal(query_release_resolve(f.st, "t1", "api", "2", NULL, &rl, NULL, &sel[1], &msg), 0);
 
 	memset(&rp, 0, sizeof(rp));
 	for (int s = 0; s < 2; s++) {
@@ -92,7 +92,7 @@ static void test_report(void **state)
 		rp.side[s].p.until_ns = FX_T0 + 1000 * FX_SEC;
 		rp.side[s].title = s ? "2" : "1";
 	}
-	regress_params_default(&rp.stats);
+	query_regress_params_default(&rp.stats);
 	rp.stats.fail_on = 0.05;
 	rp.format = QUERY_REGRESS_JSON;
 	rp.report = QUERY_REGRESS_MARKDOWN;
@@ -132,7 +132,7 @@ static void test_report(void **state)
 	rp.format = QUERY_REGRESS_JSON;
 	rp.report = QUERY_REGRESS_JSON;
 	for (int s = 0; s < 2; s++) {
-		assert_int_equal(release_resolve(f.st, "t1", "raw", s ? "2" : "1", NULL, &rl, NULL,
+		assert_int_equal(query_release_resolve(f.st, "t1", "raw", s ? "2" : "1", NULL, &rl, NULL,
 						 &sel[s], &msg), 0);
 		rp.side[s].p.query = sel[s].query;
 	}

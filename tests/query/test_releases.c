@@ -65,28 +65,28 @@ static void test_labels_parse(void **state)
 	const char *v = NULL;
 
 	(void)state;
-	assert_int_equal(release_labels_parse(NULL, &rl, &msg), 0);
+	assert_int_equal(query_release_labels_parse(NULL, &rl, &msg), 0);
 	assert_string_equal(rl.name[0], "version");
 	assert_string_equal(rl.name[3], "service.version");
-	assert_int_equal(release_labels_parse("git_sha,version", &rl, &msg), 0);
+	assert_int_equal(query_release_labels_parse("git_sha,version", &rl, &msg), 0);
 	assert_int_equal(rl.n, 2);
 	{
 		/* The configured order decides, not the label set's. */
 		struct store_label l[] = { { "git_sha", "abc123" }, { "version", "1.5" } };
-		assert_int_equal(release_label_of(&rl, l, 2, &v), 0);
+		assert_int_equal(query_release_label_of(&rl, l, 2, &v), 0);
 		assert_string_equal(v, "abc123");
 		l[0].value = "";
-		assert_int_equal(release_label_of(&rl, l, 2, &v), 1);
+		assert_int_equal(query_release_label_of(&rl, l, 2, &v), 1);
 		assert_string_equal(v, "1.5");
 		l[1].name = "pod";
-		assert_int_equal(release_label_of(&rl, l, 2, &v), -1);
+		assert_int_equal(query_release_label_of(&rl, l, 2, &v), -1);
 	}
-	assert_int_equal(release_labels_parse("version,,x", &rl, &msg), ERR_INVALID);
-	assert_int_equal(release_labels_parse("9lives", &rl, &msg), ERR_INVALID);
+	assert_int_equal(query_release_labels_parse("version,,x", &rl, &msg), ERR_INVALID);
+	assert_int_equal(query_release_labels_parse("9lives", &rl, &msg), ERR_INVALID);
 	err_clear(&msg);
-	assert_int_equal(release_labels_parse("a b", &rl, &msg), ERR_INVALID);
+	assert_int_equal(query_release_labels_parse("a b", &rl, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "not a label name"));
-	assert_int_equal(release_labels_parse("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", &rl, &msg),
+	assert_int_equal(query_release_labels_parse("a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q", &rl, &msg),
 			 ERR_INVALID);
 }
 
@@ -137,7 +137,7 @@ static void test_releases(void **state)
 	       "db02", 0x1000, 0);
 	add_mixed(&f, FX_T0 + 60 * FX_SEC);
 
-	assert_int_equal(release_labels_parse(NULL, &rl, &msg), 0);
+	assert_int_equal(query_release_labels_parse(NULL, &rl, &msg), 0);
 	memset(&rq, 0, sizeof(rq));
 	rq.service = "api";
 	rq.from_ns = FX_T0 - FX_SEC;

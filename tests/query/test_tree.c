@@ -103,7 +103,7 @@ static void test_diff_union(void **state)
 	n = tfx_node(&d, "main;a");
 	assert_int_equal(d.nodes[n].total[0], 10);
 	assert_int_equal(d.nodes[n].total[1], 0);
-	assert_string_equal(d.names.s[d.nodes[n].build_id], "abcd");
+	assert_string_equal(intern_str(&d.names, d.nodes[n].build_id), "abcd");
 	n = tfx_node(&d, "main;d");
 	assert_int_equal(d.nodes[n].total[0], 0);
 	assert_int_equal(d.nodes[n].total[1], 3);
@@ -135,7 +135,7 @@ static void test_sorted_children(void **state)
 	assert_int_equal(query__tree_sorted_children(&q, &t, 0, &k, &ids, &n), 0);
 	assert_int_equal(n, 5);
 	for (size_t i = 0; i < n; i++)
-		assert_string_equal(t.names.s[t.nodes[ids[i]].name], want[i]);
+		assert_string_equal(intern_str(&t.names, t.nodes[ids[i]].name), want[i]);
 	/* The scratch is reused: a leaf has no children. */
 	assert_int_equal(query__tree_sorted_children(&q, &t, ids[3], &k, &ids, &n), 0);
 	assert_int_equal(n, 0);

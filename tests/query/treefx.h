@@ -61,8 +61,8 @@ static inline void tfx_tree(struct qctx *q, struct qtree *t, const char *const *
 static inline uint32_t tfx_child(const struct qtree *t, uint32_t parent, const char *name)
 {
 	for (uint32_t c = t->nodes[parent].first_child; c != QNONE; c = t->nodes[c].next_sibling)
-		if (t->names.len[t->nodes[c].name] == strlen(name) &&
-		    !memcmp(t->names.s[t->nodes[c].name], name, strlen(name)))
+		if (intern_len(&t->names, t->nodes[c].name) == strlen(name) &&
+		    !memcmp(intern_str(&t->names, t->nodes[c].name), name, strlen(name)))
 			return c;
 	return QNONE;
 }

@@ -1,5 +1,5 @@
 /*
- * test_elfsym.c - the workload's symbol files (bench/elfsym.c) as unhex's
+ * test_elfsym.c - the workload's symbol files (tools/elfsym.c) as unhex's
  * symbolize engine sees them: inspection, checks, symtab lookups through
  * libdw/libelf, the compact index, the file-offset mapping of profiles,
  * and the generated names (valid manglings, unique, stable).
@@ -18,7 +18,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "bench/elfsym.h"
+#include "tools/elfsym.h"
 #include "symbolize/symbolize.h"
 
 #define TEXT_OFF 0x4000u

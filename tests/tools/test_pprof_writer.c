@@ -13,7 +13,7 @@
 #include "base/compress.h"
 #include "base/err.h"
 #include "profile.pb-c.h"
-#include "tests/tools/pprof_writer.h"
+#include "tools/pprof_writer.h"
 
 static const char *const types[] = { "samples", "count", "cpu", "nanoseconds" };
 

@@ -11,7 +11,7 @@
  * the process's MMAP/MMAP2 events, so the pprof mappings and locations look
  * exactly like a live process's.
  */
-#include "tests/tools/perf2pprof.h"
+#include "perf2pprof.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "symbolize/symbolize.h"
-#include "tests/tools/pprof_writer.h"
+#include "pprof_writer.h"
 
 #define MAX_LINE (1u << 20)
 #define MAX_FRAMES 4096

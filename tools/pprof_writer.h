@@ -10,8 +10,8 @@
  *
  * Ids handed out are pprof ids (1-based).  Not thread-safe.
  */
-#ifndef UNHEX_TESTS_TOOLS_PPROF_WRITER_H
-#define UNHEX_TESTS_TOOLS_PPROF_WRITER_H
+#ifndef UNHEX_TOOLS_PPROF_WRITER_H
+#define UNHEX_TOOLS_PPROF_WRITER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,13 +1,16 @@
 /*
- * bench_sym.c - micro benchmark of the symbolize engine on one debug file:
+ * bench_sym_quick.c - bench-sym-quick: every phase of the symbolize engine
+ * on one debug file in one process, for a quick look while changing it:
  * cold first answer, bulk lookups from raw DWARF (first pass and warm),
  * index build time and size, index open and lookups, peak RSS.
  *
- *   bench_sym <debug-or-unstripped-elf> [n_addresses=100000] [distinct=2000]
+ *   bench-sym-quick <debug-or-unstripped-elf> [n_addresses=100000] [distinct=2000]
  *
  * Addresses are drawn (fixed seed) from the FUNC symbols' ranges: `distinct`
- * addresses sampled n times with a skewed (profile-like) distribution.  Not a
- * pass/fail test; real benchmarks live in bench/.
+ * addresses sampled n times with a skewed (profile-like) distribution.  The
+ * ranges come from the handle's symbol table, which is why this one reads
+ * symbolize_int.h.  bench-sym and bench_sym.sh run the same engines one per
+ * process, on the address files llvm-symbolizer reads too, for RESULTS.md.
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -1,14 +1,16 @@
 /*
- * perf_query.c - measures one merged flame graph over one hour of a
- * 20-instance service: 360 ten-second profiles per instance, N samples each
+ * bench_query_synth.c - bench-query-synth: one merged flame graph over a
+ * synthetic store built in process (the query tests' fixture,
+ * tests/query/fixture.h), no workload files needed: one hour of a
+ * 20-instance service, 360 ten-second profiles per instance, N samples each
  * (argv[1], default 100 -> 720,000 samples; 1000 -> 7.2 M), stacks of depth
  * ~30 drawn from a pool of 2000.  Prints cold and warm times of
- * query_render; not a pass/fail test (numbers belong in bench/RESULTS.md).
+ * query_render.  bench-query measures the same call on a real store.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fixture.h"
+#include "tests/query/fixture.h"
 
 #include "base/buf.h"
 #include "base/clock.h"

@@ -8,7 +8,7 @@
  * followed by the text of /proc/self/maps at the time the profile stopped.
  * The word size is found from the header (its second word is 3).
  */
-#include "tests/tools/perf2pprof.h"
+#include "perf2pprof.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "base/err.h"
-#include "tests/tools/pprof_writer.h"
+#include "pprof_writer.h"
 
 #define MAX_FILE (1024u * 1024 * 1024)
 #define MAX_DEPTH 4096

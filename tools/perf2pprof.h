@@ -6,8 +6,8 @@
  * loaded executable segment that a sample touched, build IDs from the
  * caller's cache, and a `thread` label, then report the time span.
  */
-#ifndef UNHEX_TESTS_TOOLS_PERF2PPROF_H
-#define UNHEX_TESTS_TOOLS_PERF2PPROF_H
+#ifndef UNHEX_TOOLS_PERF2PPROF_H
+#define UNHEX_TOOLS_PERF2PPROF_H
 
 #include <stdint.h>
 

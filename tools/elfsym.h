@@ -28,8 +28,8 @@
  *
  * Not thread-safe per writer; no global state.
  */
-#ifndef UNHEX_BENCH_ELFSYM_H
-#define UNHEX_BENCH_ELFSYM_H
+#ifndef UNHEX_TOOLS_ELFSYM_H
+#define UNHEX_TOOLS_ELFSYM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -21,7 +21,7 @@
 
 #include "base/err.h"
 #include "base/hash.h"
-#include "bench/elfsym.h"
+#include "elfsym.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "elfsym writes ELFDATA2LSB from host structures: little-endian hosts only"

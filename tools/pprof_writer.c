@@ -1,5 +1,5 @@
 /* pprof_writer.c - interning tables and protobuf-c encoding of a pprof. */
-#include "tests/tools/pprof_writer.h"
+#include "pprof_writer.h"
 
 #include <stdlib.h>
 #include <string.h>
