@@ -235,6 +235,16 @@ static uint64_t loc_hash(uint32_t mapping, uint64_t address, const struct store_
 	return h;
 }
 
+/* Field by field: struct store_line has padding. */
+static int lines_eq(const struct store_line *a, const struct store_line *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].function_id != b[i].function_id || a[i].line != b[i].line ||
+		    a[i].column != b[i].column)
+			return 0;
+	return 1;
+}
+
 static int out_location(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32_t *out)
 {
 	const struct store_symbols *v = m->v;
@@ -269,7 +279,7 @@ static int out_location(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32
 	for (i = hmap_first(&b->loc_ix, h, &pr); i != HMAP_NONE; i = hmap_next(&b->loc_ix, &pr)) {
 		const struct oloc *o = &b->loc[i];
 		if (o->mapping == mapping && o->address == e->address && o->n_lines == e->n_lines &&
-		    !memcmp(b->lines + o->line0, b->lines + line0, e->n_lines * sizeof(*b->lines)))
+		    lines_eq(b->lines + o->line0, b->lines + line0, e->n_lines))
 			break;
 	}
 	if (i == HMAP_NONE) {
