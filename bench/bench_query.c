@@ -5,7 +5,7 @@
  *
  *   bench-query --data DIR --query SELECTOR --from T --until T
  *               [--tenant T] [--runs N] [--max-nodes N] [--compact]
- *               [--no-symbolizer] [--no-memo] [--out FILE]
+ *               [--no-symbolizer] [--no-memo] [--timeout-s S] [--out FILE]
  *
  * Opens the store, and, like `unhex serve`, a symbolization service over it
  * with no debuginfod upstream (so the query runs the same symbolize step as
@@ -14,6 +14,8 @@
  * (cold: nothing of this store is in memory yet) and then N more (warm,
  * median and min).  With --compact it then times store_compact() and the
  * same cold/warm series again.  T is anything query_parse_time() accepts.
+ * --timeout-s replaces the server's 30 s query deadline (a query under
+ * callgrind on a busy machine can take longer; bench/callgrind.sh).
  * --out writes the last response body.  Prints one `key=value` line per
  * phase for scripts; the process's peak RSS is on the last line.
  */
@@ -27,9 +29,9 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "debuginfo/debuginfo.h"
 #include "query/query.h"
 #include "storage/storage.h"
-#include "symbolize/symbolize.h"
 
 #define MAX_RUNS 1000
 #define MAX_RESPONSE ((size_t)1 << 30) /* one render's flamebearer JSON */
@@ -43,6 +45,7 @@ struct args {
 	const char *out;
 	int runs;
 	int64_t max_nodes;
+	int64_t timeout_s;
 	int compact;
 	int no_sym;
 	int no_memo;
@@ -68,7 +71,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: bench-query --data DIR --query SELECTOR --from T --until T\n"
 			"                   [--tenant T] [--runs N] [--max-nodes N] [--compact]\n"
-			"                   [--no-symbolizer] [--no-memo] [--out FILE]\n");
+			"                   [--no-symbolizer] [--no-memo] [--timeout-s S] [--out FILE]\n");
 	return 2;
 }
 
@@ -114,10 +117,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->runs = atoi(v);
 		else if (!strcmp(k, "--max-nodes"))
 			a->max_nodes = strtoll(v, NULL, 10);
+		else if (!strcmp(k, "--timeout-s"))
+			a->timeout_s = strtoll(v, NULL, 10);
 		else
 			return -1;
 	}
-	if (!a->data || !a->query || !a->from || !a->until || a->runs < 1 || a->runs > MAX_RUNS)
+	if (!a->data || !a->query || !a->from || !a->until || a->runs < 1 || a->runs > MAX_RUNS ||
+	    a->timeout_s < 0 || a->timeout_s > 86400)
 		return -1;
 	return 0;
 }
@@ -155,9 +161,9 @@ int main(int argc, char **argv)
 {
 	struct args a;
 	struct store_options so = { 0 };
-	struct sym_service_options sy = { 0 };
+	struct debuginfo_options sy = { 0 };
 	struct store *st = NULL;
-	struct sym_service *sym = NULL;
+	struct debuginfo *sym = NULL;
 	struct query_symmemo *memo = NULL;
 	struct query_params p = { 0 };
 	struct err_msg msg = { { 0 } };
@@ -176,6 +182,7 @@ int main(int argc, char **argv)
 	}
 	p.query = a.query;
 	p.max_nodes = a.max_nodes;
+	p.limits.timeout_ns = a.timeout_s * 1000000000LL;
 	so.dir = a.data;
 	t0 = clock_mono_ns();
 	if ((rc = store_open(&so, &st, &msg)))
@@ -183,7 +190,7 @@ int main(int argc, char **argv)
 	if (!a.no_sym) {
 		sy.data_dir = a.data;
 		sy.debuginfod_urls = "";
-		if ((rc = sym_service_open(st, &sy, &sym, &msg)))
+		if ((rc = debuginfo_open(st, &sy, &sym, &msg)))
 			goto out;
 		p.limits.symbolizer = sym;
 		if (!a.no_memo && (rc = query_symmemo_new(sym, 0, &memo)))
@@ -222,7 +229,7 @@ out:
 		fprintf(stderr, "bench-query: %s\n", msg.text[0] ? msg.text : "failed");
 	buf_release(&out);
 	query_symmemo_free(memo);
-	sym_service_close(sym);
+	debuginfo_close(sym);
 	store_close(st);
 	return rc ? 1 : 0;
 }

@@ -4,6 +4,7 @@
  *
  * Signals are blocked before any thread starts, so civetweb's threads
  * inherit the mask and only the main thread receives them, in sigwait().
+ * The debuginfod client's environment is set then too (debuginfo_setenv).
  */
 #include <dirent.h>
 #include <getopt.h>
@@ -18,10 +19,10 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "cli/cli.h"
+#include "debuginfo/debuginfo.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "storage/storage.h"
-#include "symbolize/symbolize.h"
 #include "web/web.h"
 
 #define MANIFEST_LINE_MAX 65536
@@ -214,7 +215,7 @@ struct serve_args {
 	int sync_writes;
 	size_t memo_bytes;
 	struct web_options web;
-	struct sym_service_options sym;
+	struct debuginfo_options sym;
 };
 
 /* Parses "30s", "500ms", "2m", "1h" or plain seconds into nanoseconds (> 0). */
@@ -319,24 +320,24 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 }
 
 /* Stores one debug file through the same validation as an HTTP upload. */
-static int preload_debug_file(struct sym_service *sym, const char *path, const char *hex,
-			      struct sym_upload_result *res, struct err_msg *msg)
+static int preload_debug_file(struct debuginfo *sym, const char *path, const char *hex,
+			      struct debuginfo_upload_result *res, struct err_msg *msg)
 {
-	struct sym_upload *u = NULL;
+	struct debuginfo_upload *u = NULL;
 	struct buf file;
 	int rc;
 
-	buf_init(&file, sym_service_max_upload(sym));
+	buf_init(&file, debuginfo_max_upload(sym));
 	rc = cli_read_file(path, &file, msg);
 	if (!rc)
-		rc = sym_upload_begin(sym, &u, msg);
+		rc = debuginfo_upload_begin(sym, &u, msg);
 	if (!rc)
-		rc = sym_upload_write(u, file.data, file.len, msg);
+		rc = debuginfo_upload_write(u, file.data, file.len, msg);
 	if (!rc) {
-		rc = sym_upload_commit(u, hex, SYM_FILE_DEBUGINFO, res, msg);
+		rc = debuginfo_upload_commit(u, hex, DEBUGINFO_FILE_DEBUGINFO, res, msg);
 		u = NULL; /* commit consumes the upload, also on failure */
 	}
-	sym_upload_abort(u);
+	debuginfo_upload_abort(u);
 	buf_release(&file);
 	return rc;
 }
@@ -346,7 +347,7 @@ static int preload_debug_file(struct sym_service *sym, const char *path, const c
  * `unhex upload` would, so demo profiles get names.  Identical files already
  * stored are left as they are.
  */
-static void preload_debuginfo(struct sym_service *sym, const char *dir)
+static void preload_debuginfo(struct debuginfo *sym, const char *dir)
 {
 	size_t stored = 0, unchanged = 0, failed = 0;
 	struct dirent *de;
@@ -357,7 +358,7 @@ static void preload_debuginfo(struct sym_service *sym, const char *dir)
 		return;
 	}
 	while ((de = readdir(d))) {
-		struct sym_upload_result res = { 0 };
+		struct debuginfo_upload_result res = { 0 };
 		struct err_msg msg;
 		size_t len = strlen(de->d_name);
 		char hex[64], *path;
@@ -390,7 +391,7 @@ int cli_serve(int argc, char **argv)
 	struct store_options so = { 0 };
 	struct store *st = NULL;
 	struct web_server *srv = NULL;
-	struct sym_service *sym = NULL;
+	struct debuginfo *sym = NULL;
 	struct query_symmemo *memo = NULL;
 	struct err_msg msg;
 	sigset_t set;
@@ -406,6 +407,15 @@ int cli_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	err_clear(&msg);
+	a.sym.data_dir = a.data;
+	if (!a.sym.debuginfod_urls)
+		a.sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");
+	/* libdebuginfod reads its settings from the environment; it is set
+	 * here, before the store starts RocksDB's threads (debuginfo.h). */
+	if (debuginfo_setenv(&a.sym, &msg)) {
+		log_error("%s", msg.text);
+		return CLI_EXIT_FAIL;
+	}
 	so.dir = a.data;
 	so.sync_writes = a.sync_writes;
 	if (store_open(&so, &st, &msg)) {
@@ -414,10 +424,7 @@ int cli_serve(int argc, char **argv)
 	}
 	if (a.preload)
 		preload(st, &a.web.limits, a.preload);
-	a.sym.data_dir = a.data;
-	if (!a.sym.debuginfod_urls)
-		a.sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");
-	if (sym_service_open(st, &a.sym, &sym, &msg)) {
+	if (debuginfo_open(st, &a.sym, &sym, &msg)) {
 		log_error("%s", msg.text);
 		store_close(st);
 		return CLI_EXIT_FAIL;
@@ -426,7 +433,7 @@ int cli_serve(int argc, char **argv)
 		preload_debuginfo(sym, a.preload_debuginfo);
 	if (query_symmemo_new(sym, a.memo_bytes, &memo)) {
 		log_error("out of memory");
-		sym_service_close(sym);
+		debuginfo_close(sym);
 		store_close(st);
 		return CLI_EXIT_FAIL;
 	}
@@ -435,7 +442,7 @@ int cli_serve(int argc, char **argv)
 	if (web_server_start(st, &a.web, &srv, &msg)) {
 		log_error("%s", msg.text);
 		query_symmemo_free(memo);
-		sym_service_close(sym);
+		debuginfo_close(sym);
 		store_close(st);
 		return CLI_EXIT_FAIL;
 	}
@@ -450,7 +457,7 @@ int cli_serve(int argc, char **argv)
 	log_info("received %s; finishing in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	web_server_stop(srv);
 	query_symmemo_free(memo);
-	sym_service_close(sym);
+	debuginfo_close(sym);
 	store_close(st);
 	log_info("stopped");
 	return CLI_EXIT_OK;

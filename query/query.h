@@ -96,7 +96,7 @@ int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct err_
 
 /* ---- parameters --------------------------------------------------------- */
 
-struct sym_service;
+struct debuginfo;
 
 struct query_limits {
 	int64_t timeout_ns;   /* 0 picks QUERY_DEFAULT_TIMEOUT_NS */
@@ -108,7 +108,7 @@ struct query_limits {
 	 * built, waiting at most the service's budget; responses then carry a
 	 * "symbolization" object (docs/symbolization.md).
 	 */
-	struct sym_service *symbolizer;
+	struct debuginfo *symbolizer;
 	/*
 	 * The symbolization memo (borrowed; may be NULL): frames resolved by
 	 * earlier queries, per location, so a repeated query skips the
@@ -125,7 +125,7 @@ struct query_limits {
  */
 struct query_symmemo;
 
-int query_symmemo_new(struct sym_service *svc, size_t max_bytes, struct query_symmemo **out);
+int query_symmemo_new(struct debuginfo *svc, size_t max_bytes, struct query_symmemo **out);
 void query_symmemo_free(struct query_symmemo *m);
 /* Prometheus text of the memo's counters (lookups, resets, bytes). */
 int query_symmemo_metrics(struct query_symmemo *m, struct buf *out);

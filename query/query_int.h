@@ -54,7 +54,7 @@ struct qctx {
 	struct qmem mem;
 	struct err_msg *msg;
 	unsigned tick;
-	struct sym_service *symbolizer; /* borrowed from the limits; may be NULL */
+	struct debuginfo *symbolizer;   /* borrowed from the limits; may be NULL */
 	struct query_symmemo *symmemo;  /* borrowed from the limits; may be NULL */
 };
 

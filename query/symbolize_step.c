@@ -11,8 +11,8 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "debuginfo/debuginfo.h"
 #include "storage/storage.h"
-#include "symbolize/symbolize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,8 +45,8 @@ struct qloc {
 struct qgroup {
 	char *build_id;      /* "" when the mapping has none */
 	char *binary;
-	struct sym_mapping_ref map;
-	enum sym_status status;
+	struct debuginfo_mapping_ref map;
+	enum debuginfo_status status;
 	char reason[256];
 	int64_t unnamed;
 	size_t n_want;
@@ -159,7 +159,7 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	g->map.memory_limit = mp->memory_limit;
 	g->map.file_offset = mp->file_offset;
 	g->map.addr_is_vaddr = !!(mp->flags & STORE_MAP_ADDR_VADDR);
-	g->status = bid[0] ? SYM_STATUS_OK : SYM_STATUS_NO_BUILD_ID;
+	g->status = bid[0] ? DEBUGINFO_STATUS_OK : DEBUGINFO_STATUS_NO_BUILD_ID;
 	if (!bid[0])
 		snprintf(g->reason, sizeof(g->reason),
 			 "the profile's mapping has no build ID; rebuild with -Wl,--build-id "
@@ -407,9 +407,9 @@ static void sort_areq(struct areq *a, struct areq *tmp, size_t n)
 /* Pass 2: one service call per build ID, addresses sorted. */
 static int resolve_groups(struct qctx *q, struct qsym *s)
 {
-	int64_t deadline = clock_mono_ns() + sym_service_budget_ns(q->symbolizer);
+	int64_t deadline = clock_mono_ns() + debuginfo_budget_ns(q->symbolizer);
 	struct areq *a = NULL, *tmp = NULL;
-	struct sym_addr_req *reqs = NULL;
+	struct debuginfo_addr_req *reqs = NULL;
 	uint32_t *which = NULL;
 	size_t *start = NULL, total = 0, most = 0;
 	int rc = 0;
@@ -473,12 +473,12 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 			which[i] = ga[i].idx;
 		}
 		rctx.which = which;
-		rc = sym_service_resolve(q->symbolizer, gr->build_id, &gr->map, reqs, n, deadline,
-					 on_frames, &rctx, &gr->status, gr->reason,
-					 sizeof(gr->reason));
+		rc = debuginfo_resolve(q->symbolizer, gr->build_id, &gr->map, reqs, n, deadline,
+				       on_frames, &rctx, &gr->status, gr->reason,
+				       sizeof(gr->reason));
 		if (rc && !q->msg->text[0])
 			err_set(q->msg, rc, "symbolizing %s: %s", gr->build_id, err_str(rc));
-		if (gr->status == SYM_STATUS_PENDING)
+		if (gr->status == DEBUGINFO_STATUS_PENDING)
 			s->pending = 1;
 	}
 out:
@@ -630,9 +630,9 @@ static void remember(struct qctx *q, struct qsym *s)
 	for (size_t g = 0; g < s->n_groups; g++) {
 		const struct qgroup *gr = &s->groups[g];
 
-		sym_service_note_unresolved(q->symbolizer, gr->status, gr->n_unresolved);
-		if (gr->build_id[0] && gr->status == SYM_STATUS_OK)
-			sym_service_touch(q->symbolizer, gr->build_id);
+		debuginfo_note_unresolved(q->symbolizer, gr->status, gr->n_unresolved);
+		if (gr->build_id[0] && gr->status == DEBUGINFO_STATUS_OK)
+			debuginfo_touch(q->symbolizer, gr->build_id);
 	}
 	if (!s->memo.m)
 		return;
@@ -682,7 +682,7 @@ int qsym_step(struct qctx *q, struct qmerge *m)
 
 static int group_json(struct buf *out, const struct qgroup *g, int64_t total, int first)
 {
-	const char *status = sym_status_str(g->status);
+	const char *status = debuginfo_status_str(g->status);
 	int rc = buf_puts(out, first ? "{\"buildId\":" : ",{\"buildId\":");
 
 	/* Frames that stayed hex under an "ok" build ID: the debug info knows
@@ -720,7 +720,7 @@ static int put_object(const struct qmerge *const *ms, size_t n, int all, struct 
 		for (size_t g = 0; s && g < s->n_groups && !rc; g++) {
 			const struct qgroup *gr = &s->groups[g];
 
-			if (!all && !gr->unnamed && gr->status == SYM_STATUS_OK)
+			if (!all && !gr->unnamed && gr->status == DEBUGINFO_STATUS_OK)
 				continue;
 			rc = group_json(out, gr, total, first);
 			first = 0;
@@ -743,7 +743,7 @@ int qsym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
 		if (s->pending || s->unnamed)
 			needed = 1;
 		for (size_t g = 0; g < s->n_groups; g++)
-			if (s->groups[g].status != SYM_STATUS_OK)
+			if (s->groups[g].status != DEBUGINFO_STATUS_OK)
 				needed = 1;
 	}
 	if (!needed)

@@ -5,7 +5,7 @@
  * Symbol ids never change once committed, and a location's answer depends
  * only on its mapping's build ID and address, so a location resolved once
  * keeps its frames until the service reports that some debug info was
- * replaced (sym_service_generation moved).  A repeated query then finds its
+ * replaced (debuginfo_generation moved).  A repeated query then finds its
  * frames by two array indexes instead of hashing, looking up and decoding
  * every address again.
  *
@@ -24,7 +24,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hash.h"
-#include "symbolize/symbolize.h"
+#include "debuginfo/debuginfo.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -63,7 +63,7 @@ struct qmemo_gen {
 
 struct query_symmemo {
 	pthread_rwlock_t lock;
-	struct sym_service *svc;
+	struct debuginfo *svc;
 	struct qmemo_gen *cur;
 	size_t max_bytes;
 	atomic_uint_fast64_t hits, stored, resets;
@@ -107,7 +107,7 @@ static size_t gen_bytes(const struct qmemo_gen *g)
 	return g->a.used + g->array_bytes;
 }
 
-int query_symmemo_new(struct sym_service *svc, size_t max_bytes, struct query_symmemo **out)
+int query_symmemo_new(struct debuginfo *svc, size_t max_bytes, struct query_symmemo **out)
 {
 	struct query_symmemo *m = calloc(1, sizeof(*m));
 
@@ -116,7 +116,7 @@ int query_symmemo_new(struct sym_service *svc, size_t max_bytes, struct query_sy
 		return ERR_NOMEM;
 	m->svc = svc;
 	m->max_bytes = max_bytes ? max_bytes : QUERY_DEFAULT_SYMMEMO_BYTES;
-	m->cur = gen_new(sym_service_generation(svc), m->max_bytes);
+	m->cur = gen_new(debuginfo_generation(svc), m->max_bytes);
 	if (!m->cur || pthread_rwlock_init(&m->lock, NULL)) {
 		gen_unref(m->cur);
 		free(m);
@@ -189,7 +189,7 @@ void qmemo_begin(struct query_symmemo *m, const char *tenant, struct qmemo_view 
 	if (!m)
 		return;
 	v->m = m;
-	now = sym_service_generation(m->svc);
+	now = debuginfo_generation(m->svc);
 	v->svc_gen = now;
 	pthread_rwlock_rdlock(&m->lock);
 	if (m->cur->svc_gen != now) {
@@ -340,7 +340,7 @@ void qmemo_put_begin(struct qmemo_view *v, const char *tenant)
 	pthread_rwlock_wrlock(&m->lock);
 	v->locked = 1;
 	/* Frames resolved before a replacement must not outlive it. */
-	if (sym_service_generation(m->svc) != v->svc_gen || m->cur->svc_gen != v->svc_gen)
+	if (debuginfo_generation(m->svc) != v->svc_gen || m->cur->svc_gen != v->svc_gen)
 		return;
 	if ((m->cur->full || gen_bytes(m->cur) >= m->max_bytes) && reset_locked(m, v->svc_gen))
 		return;

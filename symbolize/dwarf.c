@@ -12,6 +12,7 @@
  * scan" below) and use libdw only for the DIEs they keep; the plain libdw
  * walks remain as the fallback for anything the scanner does not know.
  */
+#include <assert.h>
 #include <dwarf.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
@@ -32,12 +33,14 @@ int sym__charge(struct sym_dwarf *d, size_t n)
 	if (n > d->mem_cap - d->mem_used)
 		return ERR_TOO_LARGE;
 	d->mem_used += n;
+	assert(d->mem_used <= d->mem_cap);
 	return 0;
 }
 
 /* Grows *p (an array of `elem`-byte items with capacity *cap) to hold n. */
 static int reserve(struct sym_dwarf *d, void **p, size_t *cap, size_t n, size_t elem)
 {
+	assert(elem > 0 && (*p || *cap == 0));
 	if (n <= *cap)
 		return 0;
 	size_t nc = *cap ? *cap : 16;
@@ -528,6 +531,8 @@ static struct sym__cu_scan *scan_get(struct sym_dwarf *d, struct sym__cu *cu)
 	if (cu->scan || cu->scan_failed)
 		return cu->scan;
 	cu->scan_failed = 1;
+	if (d->flags & SYM_DWARF_LIBDW_WALK)
+		return NULL;
 	/* Big-endian files and exotic sizes take the libdw path. */
 	const char *ident = elf_getident(d->elf, NULL);
 	if (!ident || ident[EI_DATA] != ELFDATA2LSB || !cu->die.addr ||
@@ -620,6 +625,9 @@ static int load_cu(struct sym_dwarf *d, struct sym__cu *cu)
 		cu->n_funcs = 0;
 		cu->n_spans = 0;
 		rc = collect_funcs(d, cu, &v, &cu->die, 0);
+		d->walks.cus_walked++;
+	} else {
+		d->walks.cus_scanned++;
 	}
 	if (rc) {
 		cu->loaded = -1;
@@ -752,8 +760,11 @@ static int scan_tree(struct sym_dwarf *d, struct tree_build *b, struct sym__cu_s
 			if (a->has_kids) {
 				if (node == SYM_NONE || level > SYM__MAX_DIE_DEPTH)
 					prune = level;
-				else
+				else {
+					/* Deeper levels were pruned just above. */
+					assert((size_t)level + 1 < sizeof(pn) / sizeof(pn[0]));
 					pn[level + 1] = node;
+				}
 			}
 		}
 		if (a->has_kids && ++level > SCAN_MAX_LEVEL)
@@ -784,6 +795,9 @@ static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *
 		fn->n_nodes = 1;
 		b.n_ts = 0;
 		rc = tree_walk(d, &b, &fn->die, 0, 0);
+		d->walks.funcs_walked++;
+	} else {
+		d->walks.funcs_scanned++;
 	}
 	if (rc)
 		goto out;
@@ -800,8 +814,11 @@ static int load_func(struct sym_dwarf *d, struct sym__cu *cu, struct sym__func *
 			pos += fn->nodes[i].n_kids;
 			fn->nodes[i].kids = pos; /* the group's end, counted down below */
 		}
+		assert(pos == b.n_ts);
 		for (size_t i = b.n_ts; i-- > 0;)
 			fn->spans[--fn->nodes[b.ts[i].parent].kids] = b.ts[i].s;
+		/* Each group was counted down to its start: the first begins at 0. */
+		assert(fn->nodes[0].n_kids == 0 || fn->nodes[0].kids == 0);
 		for (size_t i = 0; i < fn->n_nodes; i++)
 			if (fn->nodes[i].n_kids == 0)
 				fn->nodes[i].kids = 0;
@@ -1080,6 +1097,7 @@ static struct sym_dwarf *dwarf_new(const struct sym_dwarf_opts *o)
 		return NULL;
 	d->fd = d->alt_fd = -1;
 	d->mem_cap = o && o->max_memory ? o->max_memory : DEFAULT_MEM_CAP;
+	d->flags = o ? o->flags : 0;
 	sym__intern_init(&d->strings, d->mem_cap);
 	return d;
 }
@@ -1224,6 +1242,7 @@ int sym_dwarf_lookup(struct sym_dwarf *d, uint64_t pc, struct sym_frame *frames,
 	size_t depth = 0, k = 0;
 	int rc;
 
+	assert(n && (frames || max == 0));
 	if (cu) {
 		if ((rc = load_cu(d, cu)))
 			return rc;
@@ -1291,6 +1310,7 @@ int sym_dwarf_resolve(struct sym_dwarf *d, const uint64_t *vaddrs, size_t n,
 {
 	struct sym_frame frames[SYM_MAX_FRAMES];
 
+	assert(fn && (vaddrs || n == 0));
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
 		int rc = sym_dwarf_lookup(d, vaddrs[i], frames, SYM_MAX_FRAMES, &k);

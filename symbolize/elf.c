@@ -6,6 +6,7 @@
  * libelf does the parsing and bounds-checks section and segment tables
  * against the file size; we check every count and string it hands back.
  */
+#include <assert.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -105,17 +106,48 @@ static void classify_section(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 		read_altlink(scn, out);
 }
 
+/* Whether a table of n entries of `ent` bytes at `off` ends past `size`. */
+static int past_end(uint64_t off, uint64_t n, uint64_t ent, size_t size)
+{
+	return n && (off > size || n * ent > size - off);
+}
+
+/*
+ * libelf reads a section or program header table that lies past the end
+ * of the image as an empty one, so a truncated upload would inspect as a
+ * file without a build ID, segments or symbols, and be refused for that.
+ * It is refused as what it is.
+ */
+static int check_extent(Elf *elf, const GElf_Ehdr *eh, struct err_msg *msg)
+{
+	size_t size = 0, nph = eh->e_phnum;
+
+	if (!elf_rawfile(elf, &size))
+		return invalid(msg, "file image");
+	if (eh->e_phnum == PN_XNUM && elf_getphdrnum(elf, &nph) != 0)
+		return invalid(msg, "program headers");
+	if (past_end(eh->e_phoff, nph, eh->e_phentsize, size) ||
+	    past_end(eh->e_shoff, eh->e_shnum ? eh->e_shnum : eh->e_shoff != 0, eh->e_shentsize,
+		     size))
+		return err_set(msg, ERR_INVALID, "invalid_elf: truncated: its header tables end "
+			       "past its %zu bytes", size);
+	return 0;
+}
+
 int sym__elf_info(Elf *elf, struct sym_elf_info *out, struct err_msg *msg)
 {
 	struct sym_elf_info info;
 	GElf_Ehdr eh;
 	size_t nph = 0, shstrndx = 0;
+	int rc;
 
 	memset(&info, 0, sizeof(info));
 	if (elf_kind(elf) != ELF_K_ELF)
 		return err_set(msg, ERR_INVALID, "invalid_elf: not an ELF file");
 	if (!gelf_getehdr(elf, &eh))
 		return invalid(msg, "ELF header");
+	if ((rc = check_extent(elf, &eh, msg)))
+		return rc;
 	info.elf_class = gelf_getclass(elf) == ELFCLASS32 ? 32 : 64;
 	info.elf_type = eh.e_type;
 	info.machine = eh.e_machine;
@@ -239,6 +271,7 @@ int sym_elf_check(const struct sym_elf_info *info, const uint8_t *want_id,
 {
 	char have[2 * SYM_BUILD_ID_MAX + 1], want[2 * SYM_BUILD_ID_MAX + 1];
 
+	assert(info && reason);
 	if (want_id) {
 		if (info->build_id_len == 0) {
 			*reason = SYM_REASON_NO_BUILD_ID;
@@ -275,6 +308,7 @@ void sym_build_id_hex(const uint8_t *id, size_t len, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
 
+	assert(len <= SYM_BUILD_ID_MAX && (id || len == 0) && out);
 	for (size_t i = 0; i < len; i++) {
 		out[2 * i] = hex[id[i] >> 4];
 		out[2 * i + 1] = hex[id[i] & 15];
@@ -306,6 +340,7 @@ int sym_addr_to_vaddr(const struct sym_elf_info *info, uint64_t file_offset,
 {
 	const struct sym_segment *best = NULL;
 
+	assert(info && vaddr && info->n_segments <= SYM_MAX_SEGMENTS);
 	if (info->flags & SYM_SEGMENTS_FROM_DEBUG)
 		return ERR_INVALID;
 	for (size_t i = 0; i < info->n_segments && i < SYM_MAX_SEGMENTS; i++) {

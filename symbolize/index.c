@@ -9,6 +9,7 @@
  * The lookup is constant between consecutive boundaries, so the index
  * answers exactly what the DWARF resolver answers, at every address.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -155,6 +156,8 @@ static int intern_chain(struct writer *w, const struct sym_frame *f, size_t n, u
 		int rc = intern_loc(w, &l, &parent);
 		if (rc)
 			return rc;
+		/* The format's rule, which the reader checks: a parent comes first. */
+		assert(l.parent == SYM_NONE || l.parent < parent);
 	}
 	*leaf = parent;
 	return 0;
@@ -162,6 +165,7 @@ static int intern_chain(struct writer *w, const struct sym_frame *f, size_t n, u
 
 static int add_range(struct writer *w, uint32_t start, uint32_t loc)
 {
+	assert(w->n_ranges == 0 || w->starts[w->n_ranges - 1] < start);
 	int rc = grow(w->d, (void **)&w->starts, &w->rcap, w->n_ranges + 1, sizeof(uint32_t));
 
 	if (rc || (rc = grow(w->d, (void **)&w->rlocs, &w->rcap2, w->n_ranges + 1,
@@ -187,6 +191,7 @@ static int flatten(struct writer *w, const uint64_t *v, size_t n, uint64_t base)
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
 		uint32_t leaf = SYM_NONE;
+		assert(i == 0 || v[i - 1] <= v[i]);
 		if (i > 0 && v[i] == v[i - 1])
 			continue;
 		if ((rc = sym_dwarf_lookup(w->d, v[i], frames, SYM_MAX_FRAMES, &k)))
@@ -291,6 +296,7 @@ static int serialize(struct writer *w, uint64_t base, struct buf *out)
 	}
 	buf_append(out, locs.data, locs.len);
 	buf_append(out, w->strtab.data, w->strtab.len);
+	assert(out->len - start == total);
 	uint8_t *f = (uint8_t *)out->data + start;
 	uLong crc = crc32(0L, f, 124);
 	crc = crc32(crc, f + SYM_INDEX_HEADER, (uInt)(total - SYM_INDEX_HEADER));
@@ -611,6 +617,7 @@ int sym_index_lookup(const struct sym_index *x, uint64_t vaddr,
 {
 	size_t k = 0;
 
+	assert(x && n && (frames || max == 0));
 	*n = 0;
 	if (vaddr < x->base || vaddr - x->base > UINT32_MAX || x->n_ranges == 0)
 		return 0;

@@ -20,7 +20,8 @@
  *   3. The compact per-build-ID index (struct sym_index): one pass over the
  *      whole debug file writes a flat file (documented byte by byte in
  *      symbolize_int.h) that answers a lookup with one binary search and no
- *      decoding.  It is what later layers cache on disk and query.
+ *      decoding.  The debug-info service (debuginfo/debuginfo.h)
+ *      keeps one per build ID on disk and queries it.
  *
  * Addresses.  Profiles store file offsets (ingest normalizes runtime PCs to
  * `pc - memory_start + file_offset`).  sym_addr_to_vaddr() maps a file
@@ -193,6 +194,16 @@ struct sym_dwarf_opts {
 	void *ctx;
 	/* Caps the memory of per-CU tables and strings; 0 means 4 GiB. */
 	size_t max_memory;
+	unsigned flags;  /* enum sym_dwarf_flags */
+};
+
+enum sym_dwarf_flags {
+	/*
+	 * Walks the DIEs of every unit with libdw only (dwarf_child,
+	 * dwarf_siblingof), never scanning their bytes itself: slower, and
+	 * the reference the scanner is tested against.  Answers are the same.
+	 */
+	SYM_DWARF_LIBDW_WALK = 1 << 0,
 };
 
 /*
@@ -293,193 +304,5 @@ const uint8_t *sym_index_build_id(const struct sym_index *idx, size_t *len);
  */
 int sym_index_lookup(const struct sym_index *idx, uint64_t vaddr,
 		     struct sym_frame *frames, size_t max, size_t *n);
-
-/* ---- 4. The symbolization service ------------------------------------------
- *
- * struct sym_service turns (build ID, file offset) into frames for the query
- * path, and owns everything that makes that cheap after the first time
- * (docs/symbolization.md has the whole flow):
- *
- *   - the debug-file store: <data dir>/debuginfo/<id[0:2]>/<id>/
- *     {debuginfo, executable, index}, each written to a temporary file,
- *     fsynced and renamed; metadata per build ID in the store namespace
- *     STORE_AUX_DEBUGINFO (format in symbolize_int.h).  Debug info is global,
- *     not per tenant: it is content-addressed by build ID, and a build ID
- *     names the same bytes for every tenant.
- *   - the persisted symbol cache (STORE_AUX_SYMCACHE): resolved frames per
- *     (build ID, file offset, leaf/return), read with one multi-get per build
- *     ID and written with one batch, so an address is resolved once, ever.
- *   - an LRU of open indexes (struct sym_index), built once per build ID by a
- *     background worker and kept on disk across restarts.
- *   - the debuginfod client: build IDs that are not uploaded are fetched from
- *     the upstream URLs by the workers (one fetch per build ID at a time),
- *     with a not-found cache and a retry time in the metadata.
- *
- * Threading: every function is thread-safe.  Queries wait for a build or a
- * fetch at most until their deadline; the work goes on in the background and
- * the next query finds the result.
- */
-struct store;
-struct sym_service;
-
-/* Why the frames of a build ID are (or are not) named. */
-enum sym_status {
-	SYM_STATUS_OK = 0,
-	SYM_STATUS_NO_BUILD_ID,    /* the mapping has no build ID */
-	SYM_STATUS_NOT_FOUND,      /* not uploaded, not upstream */
-	SYM_STATUS_MISMATCH,       /* the only file offered had another build ID */
-	SYM_STATUS_INVALID_ELF,
-	SYM_STATUS_NO_SYMBOLS,     /* no .debug_info and no FUNC symbols */
-	SYM_STATUS_UPSTREAM_ERROR, /* debuginfod failed or timed out */
-	SYM_STATUS_PENDING,        /* a fetch or index build is in progress */
-	SYM_STATUS_COUNT
-};
-
-/* "ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
- * "upstream_error", "pending". */
-const char *sym_status_str(enum sym_status s);
-
-struct sym_service_options {
-	const char *data_dir;        /* required; borrowed during open */
-	const char *debuginfod_urls; /* space-separated upstreams; NULL/"" none */
-	const char *cache_dir;       /* debuginfod client cache; NULL picks
-				      * <data dir>/debuginfod-cache */
-	int fetch_timeout_s;         /* per upstream fetch; 0 picks 30 */
-	int64_t retry_ns;            /* not_found/upstream_error retry; 0: 10 min */
-	int64_t budget_ns;           /* what a query waits; 0 picks 5 s */
-	uint64_t max_upload_bytes;   /* 0 picks 2 GiB */
-	size_t max_open;             /* open indexes kept; 0 picks 32 */
-	int workers;                 /* background threads (1..4); 0 picks 2 */
-};
-
-/*
- * Opens the service over `st` (borrowed; must outlive the service).  With
- * upstream URLs it sets DEBUGINFOD_URLS, DEBUGINFOD_CACHE_PATH and
- * DEBUGINFOD_TIMEOUT in the environment once, before its threads start
- * (libdebuginfod reads them there).  Returns an owned *out.
- */
-int sym_service_open(struct store *st, const struct sym_service_options *opt,
-		     struct sym_service **out, struct err_msg *msg);
-
-/* Stops the workers (an in-flight fetch is cancelled) and frees.  NULL: no-op. */
-void sym_service_close(struct sym_service *s);
-
-int64_t sym_service_budget_ns(const struct sym_service *s);
-uint64_t sym_service_max_upload(const struct sym_service *s);
-
-/* ---- uploads ---- */
-
-struct sym_upload;
-
-enum sym_file_kind { SYM_FILE_DEBUGINFO = 0, SYM_FILE_EXECUTABLE = 1 };
-
-/* Starts an upload into a temporary file under the data dir (owned *out). */
-int sym_upload_begin(struct sym_service *s, struct sym_upload **out, struct err_msg *msg);
-
-/* Appends bytes; ERR_TOO_LARGE past the upload cap, ERR_IO on a disk error. */
-int sym_upload_write(struct sym_upload *u, const void *data, size_t len,
-		     struct err_msg *msg);
-
-struct sym_upload_result {
-	int unchanged;            /* identical content was already stored */
-	enum sym_reason reason;   /* why a file was refused */
-	uint64_t size;
-	unsigned kinds;           /* 1 << enum sym_file_kind stored for the ID */
-};
-
-/*
- * Validates the uploaded bytes as `kind` for the claimed `build_id_hex` and
- * stores them; frees `u` in every case.  A file whose build ID differs is
- * ERR_CONFLICT ("build ID mismatch: file has X, claimed Y"); not an ELF, or
- * no symbols for a debuginfo upload, is ERR_INVALID with res->reason set.
- * A refusal is recorded in the metadata unless a good file is stored.
- */
-int sym_upload_commit(struct sym_upload *u, const char *build_id_hex,
-		      enum sym_file_kind kind, struct sym_upload_result *res,
-		      struct err_msg *msg);
-
-/* Discards an upload. NULL is a no-op. */
-void sym_upload_abort(struct sym_upload *u);
-
-/*
- * The path of a stored file of `build_id_hex` into `out`, 0 or ERR_NOT_FOUND
- * (also for a malformed ID).  Used to serve the debuginfod protocol.
- */
-int sym_service_file_path(struct sym_service *s, const char *build_id_hex,
-			  enum sym_file_kind kind, char *out, size_t out_len);
-
-/*
- * Appends the JSON metadata object of one build ID ({"buildId", "source",
- * "size", "uploaded", "lastUsed", "status", "reason", "kinds"}), or the JSON
- * array of every known build ID when `build_id_hex` is NULL.  ERR_NOT_FOUND
- * when the one ID is unknown.
- */
-int sym_service_info_json(struct sym_service *s, const char *build_id_hex,
-			  struct buf *out, struct err_msg *msg);
-
-/* Prometheus text of the service's counters (uploads, fetches, builds). */
-int sym_service_metrics(struct sym_service *s, struct buf *out);
-
-/* ---- resolution ---- */
-
-/* How file offsets of one mapping relate to the binary (from the profile). */
-struct sym_mapping_ref {
-	uint64_t memory_start, memory_limit, file_offset;
-	int addr_is_vaddr;   /* addresses are ELF vaddrs already (OTLP) */
-};
-
-/* One address to resolve: a file offset, and whether it is a leaf PC. */
-struct sym_addr_req {
-	uint64_t addr;
-	int leaf;            /* 0: a return address, looked up at vaddr - 1 */
-};
-
-/*
- * Resolves `n` addresses (borrowed; sorted is fastest) of one build ID:
- * first the persisted cache (one multi-get), then the index, waiting for a
- * fetch or index build at most until `deadline_ns` (monotonic clock).  `fn`
- * is called for every address that got an answer (n frames, possibly 0 when
- * the debug info knows nothing there), in any order, with `i` its index in
- * `reqs`.  *status says why the rest got none (SYM_STATUS_PENDING past the
- * deadline) and `reason` (reason_len bytes) explains it.  Returns 0, or an
- * error of `fn` or of the store.
- */
-int sym_service_resolve(struct sym_service *s, const char *build_id_hex,
-			const struct sym_mapping_ref *map, const struct sym_addr_req *reqs,
-			size_t n, int64_t deadline_ns, sym_frames_fn fn, void *ctx,
-			enum sym_status *status, char *reason, size_t reason_len);
-
-/*
- * A counter that changes whenever frames resolved earlier may no longer be
- * right: the debug info of a build ID was replaced.  Callers that keep
- * resolved frames of their own (the query's symbolization memo) drop them
- * when it moved.
- */
-uint64_t sym_service_generation(const struct sym_service *s);
-
-/*
- * Counts `n` distinct locations a query left without names because of
- * `status` (unhex_symbolize_unresolved_locations_total{status} in /metrics;
- * "ok" means the debug info knows nothing at those addresses).
- */
-void sym_service_note_unresolved(struct sym_service *s, enum sym_status status, uint64_t n);
-
-/*
- * Records that a query used the debug info of `build_id_hex` (the
- * "lastUsed" date of GET /api/v1/debuginfo).  Cheap to call per query:
- * the store is written at most once a minute per build ID, and never while
- * an upload is installing a file.
- */
-void sym_service_touch(struct sym_service *s, const char *build_id_hex);
-
-struct sym_service_stats {
-	uint64_t index_builds;     /* DWARF index builds since open */
-	uint64_t index_opens;      /* indexes opened from disk */
-	uint64_t cache_hits, cache_misses;
-	uint64_t fetches_ok, fetches_not_found, fetches_error;
-	uint64_t uploads_ok, uploads_refused;
-};
-
-void sym_service_stats(struct sym_service *s, struct sym_service_stats *out);
 
 #endif

@@ -28,7 +28,9 @@
  * The walks behind cu->funcs and fn->nodes scan a unit's DIE bytes
  * linearly with a per-unit abbreviation cache (cu->scan, dwarf.c), falling
  * back to dwarf_child/dwarf_siblingof when the scan meets anything unknown;
- * on well-formed DWARF both visit the same DIEs in the same order.
+ * on well-formed DWARF both visit the same DIEs in the same order
+ * (tests/symbolize/test_dwarf_scan.c builds both ways, with
+ * SYM_DWARF_LIBDW_WALK, and compares the tables and the index bytes).
  *
  * All strings handed out (names, paths) are interned in one table, so equal
  * strings are equal pointers for the lifetime of the handle.
@@ -174,8 +176,17 @@ struct sym__cu {
 	int scan_failed;            /* the unit cannot be scanned: libdw walks */
 };
 
+/* How the function tables were built: units and functions scanned by
+ * dwarf.c, or walked with libdw (the fallback, or SYM_DWARF_LIBDW_WALK). */
+struct sym__walks {
+	size_t cus_scanned, cus_walked;
+	size_t funcs_scanned, funcs_walked;
+};
+
 struct sym_dwarf {
 	struct sym_elf_info info;
+	unsigned flags;             /* enum sym_dwarf_flags */
+	struct sym__walks walks;
 	int fd, alt_fd;
 	void *mem;                  /* owned copy for sym_dwarf_open_mem */
 	Elf *elf, *alt_elf;
@@ -210,58 +221,5 @@ void sym__elf_init(void);
 
 /* Fills `out` from an open Elf; shared by sym_elf_inspect* and sym_dwarf. */
 int sym__elf_info(Elf *elf, struct sym_elf_info *out, struct err_msg *msg);
-
-/*
- * ==== The service's store records ====
- *
- * STORE_AUX_DEBUGINFO, key: the build ID in lower-case hex.  Value:
- *   u8       version (1)
- *   uvarint  source   (0 none, 1 upload, 2 debuginfod)
- *   uvarint  status   (enum sym_status of the build ID)
- *   uvarint  kinds    (bit 1 << enum sym_file_kind for each file stored)
- *   uvarint  size     (bytes of the debuginfo file, else of the executable)
- *   uvarint  hash     (hash_bytes of the file, seed 0; identity for re-uploads)
- *   svarint  uploaded (ns since the epoch the file arrived)
- *   svarint  last_used (ns; updated at most once a minute)
- *   svarint  retry_at (ns; when a not_found / upstream_error may be retried)
- *   uvarint  reason length, then that many bytes of text
- * A reader ignores bytes after the fields it knows (later versions append).
- *
- * STORE_AUX_SYMCACHE, key: build ID bytes, then the file offset as 8 bytes
- * big-endian, then one byte (1: leaf PC, 0: return address), so one build
- * ID's entries are contiguous and sorted by address.  Value:
- *   u8       version (1)
- *   uvarint  n frames (0: the debug info knows nothing at this address)
- *   n times, innermost first:
- *     uvarint flags, uvarint line, uvarint column,
- *     uvarint length + bytes of the function name ("" when unknown),
- *     uvarint length + bytes of the file path ("" when unknown)
- * A record that does not decode is treated as a miss and rewritten.
- *
- * ==== File layout ====
- *
- *   <data dir>/debuginfo/<id[0:2]>/<id>/debuginfo   uploaded .debug or unstripped ELF
- *   <data dir>/debuginfo/<id[0:2]>/<id>/executable  the executable, when known
- *   <data dir>/debuginfo/<id[0:2]>/<id>/index       our index (format above)
- *   <data dir>/debuginfo/tmp/                       uploads in progress
- * Every file is written to a temporary name, fsynced and renamed.
- */
-
-/* debuginfod.c: fetches one file of a build ID from the upstream URLs set in
- * the environment (DEBUGINFOD_URLS).  On success *path is an owned copy of
- * the cached file's path.  ERR_NOT_FOUND when no server has it,
- * ERR_TIMEOUT past `deadline_ns` (monotonic) or when *cancel becomes
- * non-zero, ERR_UNAVAILABLE for other failures; `msg` says which. */
-int sym__debuginfod_fetch(const char *build_id_hex, int executable,
-			  int64_t deadline_ns, const volatile int *cancel,
-			  char **path, struct err_msg *msg);
-
-/* Encodes / decodes frames as in the symcache record above. */
-struct buf;
-int sym__frames_encode(const struct sym_frame *f, size_t n, struct buf *out);
-/* Decodes into f (max entries); strings point into `val`-backed copies in
- * `strs` (arena).  ERR_CORRUPT when malformed. */
-int sym__frames_decode(const void *val, size_t len, struct arena *strs,
-		       struct sym_frame *f, size_t max, size_t *n);
 
 #endif

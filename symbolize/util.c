@@ -2,6 +2,7 @@
  * util.c - the small containers of the symbolize module: sorted span
  * tables, a pointer map, string interning and the demangling wrapper.
  */
+#include <assert.h>
 #include <libiberty/demangle.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ void sym__spans_sort(struct sym__span *s, size_t n)
 {
 	uint64_t m = 0;
 
+	assert(s || n == 0);
 	if (n > 1)
 		qsort(s, n, sizeof(*s), span_cmp);
 	for (size_t i = 0; i < n; i++) {
@@ -42,6 +44,7 @@ const struct sym__span *sym__span_find(const struct sym__span *s, size_t n,
 {
 	size_t lo = 0, hi = n;
 
+	assert(s || n == 0);
 	/* Count the spans with lo <= pc. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
@@ -64,6 +67,7 @@ const struct sym__span *sym__span_find(const struct sym__span *s, size_t n,
 
 static size_t ptr_slot(const void *key, size_t cap)
 {
+	assert(cap && (cap & (cap - 1)) == 0);
 	return hash_u64((uint64_t)(uintptr_t)key) & (cap - 1);
 }
 
@@ -109,6 +113,7 @@ static int ptrmap_grow(struct sym__ptrmap *m)
 
 int sym__ptrmap_put(struct sym__ptrmap *m, const void *key, void *val)
 {
+	assert(key); /* NULL marks an empty slot */
 	if ((m->count + 1) * 4 > m->cap * 3) {
 		int rc = ptrmap_grow(m);
 		if (rc)
@@ -119,6 +124,7 @@ int sym__ptrmap_put(struct sym__ptrmap *m, const void *key, void *val)
 		i = (i + 1) & (m->cap - 1);
 	if (!m->keys[i])
 		m->count++;
+	assert(m->count < m->cap);
 	m->keys[i] = key;
 	m->vals[i] = val;
 	return 0;
@@ -170,6 +176,7 @@ static int intern_grow(struct sym__intern *t)
 
 const char *sym__intern(struct sym__intern *t, const char *s, size_t len)
 {
+	assert(s || len == 0);
 	if ((t->count + 1) * 4 > t->cap * 3 && intern_grow(t))
 		return NULL;
 	/* Interned strings are C strings: content stops at an embedded NUL. */
@@ -189,6 +196,7 @@ const char *sym__intern(struct sym__intern *t, const char *s, size_t len)
 		return NULL;
 	t->slots[i] = copy;
 	t->count++;
+	assert(t->count < t->cap);
 	return copy;
 }
 

@@ -1,6 +1,6 @@
 /*
- * routes_debuginfo.c - debug info over HTTP, on top of the symbolization
- * service (symbolize/symbolize.h):
+ * routes_debuginfo.c - debug info over HTTP, on top of the debug-info
+ * service (debuginfo/debuginfo.h):
  *
  *   POST /api/v1/debuginfo/<build-id>[?type=executable]  upload, streamed to disk
  *   GET  /api/v1/debuginfo/<build-id>                    metadata, 404 if unknown
@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "debuginfo/debuginfo.h"
 #include "query/query.h"
-#include "symbolize/symbolize.h"
 #include "web/web_int.h"
 
 #define UPLOAD_CHUNK (256 * 1024)
@@ -63,12 +63,12 @@ static int authorized(struct web__req *rq)
 	return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, tok) == 0;
 }
 
-static void upload(struct web__req *rq, struct sym_service *svc, const char *id,
+static void upload(struct web__req *rq, struct debuginfo *svc, const char *id,
 		   struct web__resp *rs)
 {
-	struct sym_upload_result res;
-	struct sym_upload *u = NULL;
-	enum sym_file_kind kind = SYM_FILE_DEBUGINFO;
+	struct debuginfo_upload_result res;
+	struct debuginfo_upload *u = NULL;
+	enum debuginfo_file_kind kind = DEBUGINFO_FILE_DEBUGINFO;
 	long long declared = web__req_content_length(rq);
 	struct err_msg msg;
 	char type[32];
@@ -84,20 +84,21 @@ static void upload(struct web__req *rq, struct sym_service *svc, const char *id,
 	}
 	if (web__query_param(rq->query, "type", type, sizeof(type)) == 0 && type[0]) {
 		if (strcmp(type, "executable") == 0)
-			kind = SYM_FILE_EXECUTABLE;
+			kind = DEBUGINFO_FILE_EXECUTABLE;
 		else if (strcmp(type, "debuginfo") != 0) {
 			web__resp_text_error(rs, ERR_INVALID, "type must be debuginfo or executable");
 			return;
 		}
 	}
-	if (declared >= 0 && (unsigned long long)declared > sym_service_max_upload(svc)) {
+	if (declared >= 0 && (unsigned long long)declared > debuginfo_max_upload(svc)) {
 		err_set(&msg, ERR_TOO_LARGE, "debug info file of %lld bytes exceeds the limit of %llu",
-			declared, (unsigned long long)sym_service_max_upload(svc));
+			declared, (unsigned long long)debuginfo_max_upload(svc));
 		web__resp_text_error(rs, ERR_TOO_LARGE, msg.text);
 		return;
 	}
 	chunk = malloc(UPLOAD_CHUNK);
-	rc = chunk ? sym_upload_begin(svc, &u, &msg) : err_set(&msg, ERR_NOMEM, "out of memory");
+	rc = chunk ? debuginfo_upload_begin(svc, &u, &msg)
+		   : err_set(&msg, ERR_NOMEM, "out of memory");
 	while (!rc) {
 		int n = web__req_read(rq, chunk, UPLOAD_CHUNK);
 
@@ -107,16 +108,16 @@ static void upload(struct web__req *rq, struct sym_service *svc, const char *id,
 			rc = err_set(&msg, ERR_INVALID, "upload: read failed or timed out");
 			break;
 		}
-		rc = sym_upload_write(u, chunk, (size_t)n, &msg);
+		rc = debuginfo_upload_write(u, chunk, (size_t)n, &msg);
 	}
 	free(chunk);
 	if (rc) {
-		sym_upload_abort(u);
+		debuginfo_upload_abort(u);
 		web__resp_text_error(rs, rc, msg.text);
 		return;
 	}
 	rq->body_state = WEB_BODY_CONSUMED;
-	rc = sym_upload_commit(u, id, kind, &res, &msg);
+	rc = debuginfo_upload_commit(u, id, kind, &res, &msg);
 	if (rc) {
 		web__resp_text_error(rs, rc, msg.text);
 		if (rc == ERR_INVALID && res.reason == SYM_REASON_NO_SYMBOLS)
@@ -127,12 +128,68 @@ static void upload(struct web__req *rq, struct sym_service *svc, const char *id,
 	buf_printf(&rs->body,
 		   "{\"buildId\":\"%s\",\"type\":\"%s\",\"size\":%llu,\"unchanged\":%s,"
 		   "\"debuginfo\":%s,\"executable\":%s}\n",
-		   id, kind == SYM_FILE_EXECUTABLE ? "executable" : "debuginfo",
+		   id, kind == DEBUGINFO_FILE_EXECUTABLE ? "executable" : "debuginfo",
 		   (unsigned long long)res.size, res.unchanged ? "true" : "false",
 		   res.kinds & 1 ? "true" : "false", res.kinds & 2 ? "true" : "false");
 }
 
-static void symbolization(struct web__req *rq, struct sym_service *svc, struct web__resp *rs)
+int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r)
+{
+	int rc = buf_puts(out, "{\"buildId\":");
+
+	if (!rc) rc = buf_put_json_str(out, r->build_id, strlen(r->build_id));
+	if (!rc)
+		rc = buf_printf(out,
+				",\"source\":\"%s\",\"size\":%llu,\"uploaded\":%lld,\"lastUsed\":%lld,"
+				"\"status\":\"%s\",\"reason\":",
+				debuginfo_source_str(r->source), (unsigned long long)r->size,
+				(long long)(r->uploaded_ns / 1000000),
+				(long long)(r->last_used_ns / 1000000),
+				debuginfo_status_str(r->status));
+	if (!rc) rc = buf_put_json_str(out, r->reason, strlen(r->reason));
+	if (!rc)
+		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"retryAt\":%lld}",
+				r->kinds & (1u << DEBUGINFO_FILE_DEBUGINFO) ? "true" : "false",
+				r->kinds & (1u << DEBUGINFO_FILE_EXECUTABLE) ? "true" : "false",
+				(long long)(r->retry_at_ns / 1000000));
+	return rc;
+}
+
+struct list_out {
+	struct buf *out;
+	size_t n;
+};
+
+static int list_one(void *ctx, const struct debuginfo_record *r)
+{
+	struct list_out *l = ctx;
+	int rc = l->n++ ? buf_putc(l->out, ',') : 0;
+
+	return rc ? rc : web__debuginfo_record_json(l->out, r);
+}
+
+/* GET /api/v1/debuginfo: a JSON array of every record. */
+static void list(struct debuginfo *svc, struct web__resp *rs)
+{
+	struct list_out l = { &rs->body, 0 };
+	struct err_msg msg;
+	int rc;
+
+	err_clear(&msg);
+	rc = buf_putc(&rs->body, '[');
+	if (!rc)
+		rc = debuginfo_list(svc, list_one, &l, &msg);
+	if (!rc)
+		rc = buf_putc(&rs->body, ']');
+	if (rc) {
+		buf_reset(&rs->body);
+		web__resp_text_error(rs, ERR_IO, msg.text[0] ? msg.text : err_str(rc));
+		return;
+	}
+	json_ok(rs, 200);
+}
+
+static void symbolization(struct web__req *rq, struct debuginfo *svc, struct web__resp *rs)
 {
 	char query[8192], from[64], until[64];
 	struct query_params p;
@@ -170,7 +227,8 @@ static void symbolization(struct web__req *rq, struct sym_service *svc, struct w
 
 void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 {
-	struct sym_service *svc = rq->srv->opt.query.symbolizer;
+	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
+	struct debuginfo_record rec;
 	const char *path = rq->path, *rest;
 	int is_get = strcmp(rq->method, "GET") == 0;
 	char id[ID_MAX + 1];
@@ -186,16 +244,11 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		return;
 	}
 	if (strcmp(path, "/api/v1/debuginfo") == 0) {
-		if (sym_service_info_json(svc, NULL, &rs->body, &msg)) {
-			buf_reset(&rs->body);
-			web__resp_text_error(rs, ERR_IO, msg.text);
-			return;
-		}
-		json_ok(rs, 200);
+		list(svc, rs);
 		return;
 	}
 	if (strncmp(path, "/buildid/", 9) == 0) {
-		enum sym_file_kind kind;
+		enum debuginfo_file_kind kind;
 		char file[4096];
 
 		if (take_id(path + 9, id, sizeof(id), &rest)) {
@@ -203,14 +256,14 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 			return;
 		}
 		if (strcmp(rest, "/debuginfo") == 0)
-			kind = SYM_FILE_DEBUGINFO;
+			kind = DEBUGINFO_FILE_DEBUGINFO;
 		else if (strcmp(rest, "/executable") == 0)
-			kind = SYM_FILE_EXECUTABLE;
+			kind = DEBUGINFO_FILE_EXECUTABLE;
 		else {
 			web__resp_text_error(rs, ERR_NOT_FOUND, "only debuginfo and executable are served");
 			return;
 		}
-		if (sym_service_file_path(svc, id, kind, file, sizeof(file))) {
+		if (debuginfo_file_path(svc, id, kind, file, sizeof(file))) {
 			web__resp_text_error(rs, ERR_NOT_FOUND, "no such build ID here");
 			return;
 		}
@@ -237,18 +290,76 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		rs->status = 405;
 		return;
 	}
-	if (sym_service_info_json(svc, id, &rs->body, &msg)) {
-		buf_reset(&rs->body);
+	if (debuginfo_get(svc, id, &rec, &msg)) {
 		web__resp_text_error(rs, ERR_NOT_FOUND, msg.text);
+		return;
+	}
+	if (web__debuginfo_record_json(&rs->body, &rec)) {
+		buf_reset(&rs->body);
+		web__resp_text_error(rs, ERR_NOMEM, "out of memory");
 		return;
 	}
 	json_ok(rs, 200);
 }
 
+int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *st,
+				const uint64_t *by_status)
+{
+	int rc = buf_puts(out,
+			  "# HELP unhex_debuginfo_build_ids Build IDs the server knows, by status.\n"
+			  "# TYPE unhex_debuginfo_build_ids gauge\n");
+
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT && !rc; i++)
+		if (i != DEBUGINFO_STATUS_PENDING)
+			rc = buf_printf(out, "unhex_debuginfo_build_ids{status=\"%s\"} %llu\n",
+					debuginfo_status_str(i), (unsigned long long)by_status[i]);
+	if (!rc)
+		rc = buf_puts(out, "# HELP unhex_symbolize_unresolved_locations_total Distinct "
+				   "locations that queries left without names, by why.\n"
+				   "# TYPE unhex_symbolize_unresolved_locations_total counter\n");
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT && !rc; i++)
+		rc = buf_printf(out,
+				"unhex_symbolize_unresolved_locations_total{status=\"%s\"} %llu\n",
+				debuginfo_status_str(i), (unsigned long long)st->unresolved[i]);
+	return rc ? rc : buf_printf(
+		out,
+		"# TYPE unhex_debuginfo_uploads_total counter\n"
+		"unhex_debuginfo_uploads_total{result=\"ok\"} %llu\n"
+		"unhex_debuginfo_uploads_total{result=\"refused\"} %llu\n"
+		"# TYPE unhex_debuginfod_fetches_total counter\n"
+		"unhex_debuginfod_fetches_total{result=\"ok\"} %llu\n"
+		"unhex_debuginfod_fetches_total{result=\"not_found\"} %llu\n"
+		"unhex_debuginfod_fetches_total{result=\"error\"} %llu\n"
+		"# TYPE unhex_symbolize_index_builds_total counter\n"
+		"unhex_symbolize_index_builds_total %llu\n"
+		"# TYPE unhex_symbolize_index_opens_total counter\n"
+		"unhex_symbolize_index_opens_total %llu\n"
+		"# TYPE unhex_symbolize_cache_lookups_total counter\n"
+		"unhex_symbolize_cache_lookups_total{result=\"hit\"} %llu\n"
+		"unhex_symbolize_cache_lookups_total{result=\"miss\"} %llu\n"
+		"# TYPE unhex_symbolize_open_indexes gauge\n"
+		"unhex_symbolize_open_indexes %llu\n",
+		(unsigned long long)st->uploads_ok, (unsigned long long)st->uploads_refused,
+		(unsigned long long)st->fetches_ok, (unsigned long long)st->fetches_not_found,
+		(unsigned long long)st->fetches_error, (unsigned long long)st->index_builds,
+		(unsigned long long)st->index_opens, (unsigned long long)st->cache_hits,
+		(unsigned long long)st->cache_misses, (unsigned long long)st->open_indexes);
+}
+
 void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs)
 {
-	if (rq->srv->opt.query.symbolizer && rs->status == 200)
-		sym_service_metrics(rq->srv->opt.query.symbolizer, &rs->body);
+	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
+
+	if (svc && rs->status == 200) {
+		uint64_t by[DEBUGINFO_STATUS_COUNT];
+		struct debuginfo_stats st;
+
+		debuginfo_stats(svc, &st);
+		/* A store error leaves the build IDs counted before it: the
+		 * gauge is advice, the rest of /metrics still matters. */
+		debuginfo_count_by_status(svc, by, NULL);
+		web__debuginfo_metrics_text(&rs->body, &st, by);
+	}
 	if (rq->srv->opt.query.symmemo && rs->status == 200)
 		query_symmemo_metrics(rq->srv->opt.query.symmemo, &rs->body);
 }

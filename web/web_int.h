@@ -171,8 +171,20 @@ struct web__resp;
 
 /* /api/v1/debuginfo[/<id>], /buildid/<id>/<kind>, /api/v1/symbolization. */
 void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs);
-/* Appends the symbolization service's metrics to a /metrics response. */
+/* Appends the debug-info service's metrics to a /metrics response. */
 void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs);
+
+struct debuginfo_record;
+struct debuginfo_stats;
+
+/* The JSON object of one build ID in GET /api/v1/debuginfo[/<id>]. */
+int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r);
+/*
+ * The Prometheus text of the debug-info service: `st`, and the build IDs
+ * the store knows by status (by_status[DEBUGINFO_STATUS_COUNT]).
+ */
+int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *st,
+				const uint64_t *by_status);
 
 /* A response built by a handler; server.c sends it. */
 struct web__resp {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # make_seeds.py - writes the small seed corpus of the fuzz targets
-# (corpus/fuzz_pprof, corpus/fuzz_push, corpus/fuzz_multipart) with a
-# hand-rolled protobuf encoder, so it needs nothing but the Python standard
-# library.
+# (corpus/fuzz_pprof, corpus/fuzz_push, corpus/fuzz_multipart, corpus/fuzz_symcache)
+# with hand-rolled protobuf and symbol-cache encoders, so it needs nothing but
+# the Python standard library.
 import base64, gzip, json, os
 
 def varint(v):
@@ -114,3 +114,19 @@ write("fuzz_multipart", "quoted_lf.txt",
       multipart(b"with space", [(b"profile", None, native)], nl=b"\n",
                 preamble=b"preamble line\r\n"))
 write("fuzz_multipart", "unclosed.txt", multipart(b"x", [(b"profile", None, b"abc")], close=False))
+
+# fuzz_symcache: symbol-cache values (debuginfo/debuginfo_int.h): version 1,
+# a count, then per frame flags, line, column, function and file.
+def symcache(frames):
+    out = b"\x01" + varint(len(frames))
+    for flags, line, col, fn, path in frames:
+        out += varint(flags) + varint(line) + varint(col)
+        out += varint(len(fn)) + fn + varint(len(path)) + path
+    return out
+
+write("fuzz_symcache", "none.bin", symcache([]))
+write("fuzz_symcache", "leaf.bin", symcache([(0, 16, 5, b"work", b"/src/prog.c")]))
+write("fuzz_symcache", "inline_chain.bin", symcache([
+    (1, 3, 9, b"leaf", b"/src/inl.h"), (1, 7, 11, b"mid", b"/src/prog.c"),
+    (1, 12, 9, b"top", b"/src/prog.c"), (0, 16, 9, b"work", b"/src/prog.c")]))
+write("fuzz_symcache", "symtab_only.bin", symcache([(2, 0, 0, b"std::vector<int>::push_back(int&&)", b"")]))

@@ -16,16 +16,16 @@
 #include "fixture.h"
 
 #include "base/buf.h"
+#include "debuginfo/debuginfo.h"
 #include "query/query.h"
 #include "query/query_int.h"
-#include "symbolize/symbolize.h"
 
 static struct fx g_fx;
-static struct sym_service *g_svc;
+static struct debuginfo *g_svc;
 
 static int setup(void **state)
 {
-	struct sym_service_options o = { 0 };
+	struct debuginfo_options o = { 0 };
 	struct err_msg msg = { { 0 } };
 
 	(void)state;
@@ -33,13 +33,13 @@ static int setup(void **state)
 	o.data_dir = g_fx.dir;
 	o.debuginfod_urls = "";
 	o.workers = 1;
-	return sym_service_open(g_fx.st, &o, &g_svc, &msg);
+	return debuginfo_open(g_fx.st, &o, &g_svc, &msg);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	sym_service_close(g_svc);
+	debuginfo_close(g_svc);
 	fx_close(&g_fx);
 	return 0;
 }

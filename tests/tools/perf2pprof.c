@@ -24,7 +24,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "tests/tools/elf_buildid.h"
+#include "symbolize/symbolize.h"
 #include "tests/tools/pprof_writer.h"
 
 #define MAX_LINE (1u << 20)
@@ -56,16 +56,33 @@ int bid_put(struct bid_cache *c, const char *path, const char *hex)
 	return 0;
 }
 
+/*
+ * The GNU build ID of the file at `path` in hex, or "" (not a regular file,
+ * not an ELF, no build ID), read by the symbolizer's own inspection so the
+ * tools and the server agree on it.
+ */
+static void build_id_of(const char *path, char hex[2 * SYM_BUILD_ID_MAX + 1])
+{
+	struct sym_elf_info info;
+	struct stat sb;
+
+	hex[0] = '\0';
+	/* Never opened: FIFOs and devices (a mapping may name anything). */
+	if (path[0] != '/' || stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+		return;
+	if (sym_elf_inspect_file(path, &info, NULL) == 0 && info.build_id_len)
+		sym_build_id_hex(info.build_id, info.build_id_len, hex);
+}
+
 const char *bid_get(struct bid_cache *c, const char *path)
 {
-	char hex[129] = "";
+	char hex[2 * SYM_BUILD_ID_MAX + 1];
 	struct bid_entry *e;
 
 	for (e = c->head; e; e = e->next)
 		if (strcmp(e->path, path) == 0)
 			return e->hex;
-	if (path[0] == '/' && elf_build_id(path, hex, sizeof(hex)) != 0)
-		hex[0] = '\0';
+	build_id_of(path, hex);
 	if (bid_put(c, path, hex) != 0)
 		return "";
 	return c->head->hex;

@@ -1,4 +1,4 @@
-/* test_pprof_writer.c - the pprof writer and the ELF build-ID reader of the tools. */
+/* test_pprof_writer.c - the pprof writer of the tools. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -14,7 +13,6 @@
 #include "base/compress.h"
 #include "base/err.h"
 #include "profile.pb-c.h"
-#include "tests/tools/elf_buildid.h"
 #include "tests/tools/pprof_writer.h"
 
 static const char *const types[] = { "samples", "count", "cpu", "nanoseconds" };
@@ -126,93 +124,11 @@ static void test_many_entries_grow(void **state)
 	pw_release(&w);
 }
 
-/* The build ID of our own executable, against readelf's reading of it. */
-static void test_build_id_matches_readelf(void **state)
-{
-	char hex[129], want[129] = "", cmd[4200], exe[4096];
-	ssize_t n;
-	FILE *f;
-	(void)state;
-
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	assert_true(n > 0);
-	exe[n] = '\0';
-	snprintf(cmd, sizeof(cmd), "readelf -n '%s' | awk '/Build ID/ {print $3}'", exe);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	if (!fgets(want, sizeof(want), f))
-		want[0] = '\0';
-	pclose(f);
-	want[strcspn(want, "\n")] = '\0';
-	if (!want[0])
-		skip(); /* linked without --build-id */
-	assert_int_equal(elf_build_id(exe, hex, sizeof(hex)), 0);
-	assert_string_equal(hex, want);
-}
-
-static void write_bytes(const char *path, const void *p, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	assert_non_null(f);
-	assert_int_equal(fwrite(p, 1, n, f), n);
-	fclose(f);
-}
-
-/* Truncated and corrupted ELF files get an error, never a crash. */
-static void test_build_id_bad_input(void **state)
-{
-	char dir[] = "/tmp/unhex-elf.XXXXXX", path[64], hex[129], exe[4096];
-	unsigned char *img;
-	size_t len, cut, i;
-	ssize_t n;
-	FILE *f;
-	int rc;
-	(void)state;
-
-	assert_non_null(mkdtemp(dir));
-	snprintf(path, sizeof(path), "%s/x", dir);
-	write_bytes(path, "hello", 5);
-	assert_int_equal(elf_build_id(path, hex, sizeof(hex)), ERR_INVALID);
-	assert_int_equal(elf_build_id("/nonexistent/x", hex, sizeof(hex)), ERR_IO);
-
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	assert_true(n > 0);
-	exe[n] = '\0';
-	f = fopen(exe, "rb");
-	assert_non_null(f);
-	img = malloc(1 << 16);
-	assert_non_null(img);
-	len = fread(img, 1, 1 << 16, f);
-	fclose(f);
-	for (cut = 0; cut < 1024; cut += 7) {
-		write_bytes(path, img, cut);
-		rc = elf_build_id(path, hex, sizeof(hex));
-		assert_true(rc == ERR_INVALID || rc == ERR_NOT_FOUND || rc == 0);
-	}
-	srand(7);
-	for (i = 0; i < 300; i++) {
-		unsigned char *copy = malloc(len);
-		assert_non_null(copy);
-		memcpy(copy, img, len);
-		for (int k = 0; k < 8; k++)
-			copy[(size_t)rand() % 256] = (unsigned char)rand();
-		write_bytes(path, copy, len);
-		rc = elf_build_id(path, hex, sizeof(hex));
-		assert_true(rc == ERR_INVALID || rc == ERR_NOT_FOUND || rc == ERR_IO || rc == 0);
-		free(copy);
-	}
-	free(img);
-	unlink(path);
-	rmdir(dir);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_aggregates_and_encodes),
 		cmocka_unit_test(test_many_entries_grow),
-		cmocka_unit_test(test_build_id_matches_readelf),
-		cmocka_unit_test(test_build_id_bad_input),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

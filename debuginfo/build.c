@@ -1,0 +1,89 @@
+/*
+ * build.c - building the address index of a stored build ID: one pass over
+ * its debug file (symbolize/ sym_index_build), the DWZ alt file found by
+ * build ID, and a failure recorded with its reason.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "debuginfo/debuginfo_int.h"
+
+struct alt_ctx {
+	struct debuginfo *s;
+	int64_t deadline;
+};
+
+/*
+ * The DWZ alt file of a debug file, by its build ID only: the store first,
+ * then the upstreams (the name in .gnu_debugaltlink is another machine's
+ * path and is never opened).
+ */
+static int find_alt(void *ctx, const uint8_t *id, size_t id_len, const char *name, char **path)
+{
+	struct alt_ctx *a = ctx;
+	char hex[DEBUGINFO_HEX_MAX], p[DEBUGINFO__PATH_MAX];
+
+	(void)name;
+	if (id_len == 0 || id_len > SYM_BUILD_ID_MAX)
+		return ERR_NOT_FOUND;
+	sym_build_id_hex(id, id_len, hex);
+	if (!debuginfo__path(a->s, hex, "debuginfo", p, sizeof(p)) && debuginfo__file_exists(p)) {
+		*path = strdup(p);
+		return *path ? 0 : ERR_NOMEM;
+	}
+	if (a->s->upstream &&
+	    debuginfo__debuginfod_fetch(hex, 0, a->deadline, &a->s->cancel, path, NULL) == 0)
+		return 0;
+	return ERR_NOT_FOUND;
+}
+
+int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
+{
+	struct sym_dwarf_opts opts = { 0 };
+	struct sym_index_stats stats;
+	struct alt_ctx actx = { s, clock_mono_ns() + s->fetch_timeout_ns };
+	struct err_msg msg;
+	char src[DEBUGINFO__PATH_MAX], dst[DEBUGINFO__PATH_MAX];
+	int64_t t0 = clock_mono_ns();
+	int rc;
+
+	if (debuginfo__path(s, id, "index", dst, sizeof(dst)) ||
+	    debuginfo__path(s, id, "debuginfo", src, sizeof(src)))
+		return ERR_TOO_LARGE;
+	if (debuginfo__file_exists(dst))
+		return 0;
+	if (!debuginfo__file_exists(src) &&
+	    (debuginfo__path(s, id, "executable", src, sizeof(src)) ||
+	     !debuginfo__file_exists(src)))
+		return ERR_NOT_FOUND;
+	opts.build_id = bid;
+	opts.build_id_len = blen;
+	opts.find_alt = find_alt;
+	opts.ctx = &actx;
+	err_clear(&msg);
+	rc = sym_index_build(src, dst, &opts, &stats, &msg);
+	if (rc) {
+		struct sym_elf_info info;
+		enum sym_reason reason = SYM_REASON_INVALID_ELF;
+
+		if (!sym_elf_inspect_file(src, &info, NULL))
+			sym_elf_check(&info, bid, blen, 0, &reason, NULL);
+		log_warn("debuginfo: index of %s: %s", id, msg.text);
+		/* ERR_NOT_FOUND from a good file: a DWZ alt file is missing. */
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
+				     reason != SYM_REASON_OK ? debuginfo__status_of_reason(reason) :
+				     rc == ERR_NOT_FOUND     ? DEBUGINFO_STATUS_NOT_FOUND :
+							       DEBUGINFO_STATUS_INVALID_ELF,
+				     clock_wall_ns() + s->retry_ns, msg.text);
+		return rc;
+	}
+	atomic_fetch_add(&s->index_builds, 1);
+	log_info("debuginfo: built the index of %s in %.2f s (%llu ranges, %llu functions)", id,
+		 (double)(clock_mono_ns() - t0) / 1e9, (unsigned long long)stats.ranges,
+		 (unsigned long long)stats.functions);
+	return 0;
+}

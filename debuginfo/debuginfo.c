@@ -1,0 +1,119 @@
+/*
+ * debuginfo.c - the service as a whole: opening it (options, directories,
+ * a check of the debuginfod client's environment, the workers), closing
+ * it, and its counters.  Each concern lives in its own file;
+ * debuginfo_int.h maps them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "debuginfo/debuginfo_int.h"
+
+int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
+		   struct debuginfo **out, struct err_msg *msg)
+{
+	struct debuginfo *s;
+	char path[DEBUGINFO__PATH_MAX];
+	int workers;
+
+	if (!opt || !opt->data_dir || !opt->data_dir[0])
+		return err_set(msg, ERR_INVALID, "debuginfo: a data directory is required");
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	debuginfo__hot_init(&s->hot);
+	s->st = st;
+	snprintf(path, sizeof(path), "%s/debuginfo", opt->data_dir);
+	s->dir = strdup(path);
+	s->retry_ns = opt->retry_ns > 0 ? opt->retry_ns : 600LL * 1000000000LL;
+	s->budget_ns = opt->budget_ns > 0 ? opt->budget_ns : 5LL * 1000000000LL;
+	s->fetch_timeout_ns = (opt->fetch_timeout_s > 0 ? opt->fetch_timeout_s : 30) * 1000000000LL;
+	s->max_upload = opt->max_upload_bytes ? opt->max_upload_bytes : (uint64_t)2 << 30;
+	s->max_open = opt->max_open ? opt->max_open : 32;
+	snprintf(path, sizeof(path), "%s/debuginfo/tmp", opt->data_dir);
+	if (!s->dir || debuginfo__lru_init(s) || debuginfo__mkdir_p(path)) {
+		int rc = err_set(msg, s->dir && s->lru ? ERR_IO : ERR_NOMEM,
+				 "debuginfo: cannot create %s: %s", path, strerror(errno));
+		debuginfo__lru_release(s);
+		debuginfo__hot_release(&s->hot);
+		free(s->dir);
+		free(s);
+		return rc;
+	}
+	if (opt->debuginfod_urls && opt->debuginfod_urls[0]) {
+		int rc = debuginfo__debuginfod_env_check(opt, msg);
+
+		if (rc) {
+			debuginfo__lru_release(s);
+			debuginfo__hot_release(&s->hot);
+			free(s->dir);
+			free(s);
+			return rc;
+		}
+		s->upstream = 1;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->upload_mu, NULL);
+	pthread_mutex_init(&s->touch_mu, NULL);
+	pthread_cond_init(&s->work_cv, NULL);
+	pthread_cond_init(&s->done_cv, NULL);
+	workers = opt->workers > 0 ? opt->workers : 2;
+	if (workers > DEBUGINFO__MAX_WORKERS)
+		workers = DEBUGINFO__MAX_WORKERS;
+	if (debuginfo__jobs_start(s, workers)) {
+		debuginfo_close(s);
+		return err_set(msg, ERR_UNAVAILABLE, "debuginfo: cannot start a worker thread");
+	}
+	*out = s;
+	return 0;
+}
+
+void debuginfo_close(struct debuginfo *s)
+{
+	if (!s)
+		return;
+	debuginfo__jobs_stop(s);
+	debuginfo__lru_release(s);
+	pthread_cond_destroy(&s->work_cv);
+	pthread_cond_destroy(&s->done_cv);
+	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->upload_mu);
+	pthread_mutex_destroy(&s->touch_mu);
+	debuginfo__hot_release(&s->hot);
+	free(s->dir);
+	free(s);
+}
+
+int64_t debuginfo_budget_ns(const struct debuginfo *s)
+{
+	return s->budget_ns;
+}
+
+uint64_t debuginfo_max_upload(const struct debuginfo *s)
+{
+	return s->max_upload;
+}
+
+void debuginfo_stats(struct debuginfo *s, struct debuginfo_stats *o)
+{
+	o->index_builds = atomic_load(&s->index_builds);
+	o->index_opens = atomic_load(&s->index_opens);
+	o->cache_hits = atomic_load(&s->cache_hits);
+	o->cache_misses = atomic_load(&s->cache_misses);
+	o->fetches_ok = atomic_load(&s->fetches_ok);
+	o->fetches_not_found = atomic_load(&s->fetches_not_found);
+	o->fetches_error = atomic_load(&s->fetches_error);
+	o->uploads_ok = atomic_load(&s->uploads_ok);
+	o->uploads_refused = atomic_load(&s->uploads_refused);
+	o->open_indexes = debuginfo__lru_count(s);
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT; i++)
+		o->unresolved[i] = atomic_load(&s->unresolved[i]);
+}
+
+uint64_t debuginfo_generation(const struct debuginfo *s)
+{
+	return atomic_load(&((struct debuginfo *)s)->generation);
+}

@@ -1,0 +1,285 @@
+/*
+ * debuginfo.h - the debug-info service: turns (build ID, file offset) into
+ * frames for the query path, and owns everything that makes that cheap
+ * after the first time (docs/symbolization.md has the whole flow):
+ *
+ *   - the debug-file store: <data dir>/debuginfo/<id[0:2]>/<id>/
+ *     {debuginfo, executable, index}, each written to a temporary file,
+ *     fsynced and renamed; metadata per build ID in the store namespace
+ *     STORE_AUX_DEBUGINFO (format in debuginfo_int.h).  Debug info is
+ *     global, not per tenant: it is content-addressed by build ID, and a
+ *     build ID names the same bytes for every tenant.
+ *   - the persisted symbol cache (STORE_AUX_SYMCACHE): resolved frames per
+ *     (build ID, file offset, leaf/return), read with one multi-get per
+ *     build ID and written with one batch, so an address is resolved once,
+ *     ever.
+ *   - an LRU of open indexes (struct sym_index), built once per build ID by
+ *     a background worker and kept on disk across restarts.
+ *   - the debuginfod client: build IDs that are not uploaded are fetched
+ *     from the upstream URLs by the workers (one fetch per build ID at a
+ *     time), with a not-found cache and a retry time in the metadata.
+ *
+ * Resolution itself (ELF, DWARF, the index format, demangling) is the
+ * symbolize module's (symbolize/symbolize.h); this module decides which
+ * file to resolve from, and remembers the answers.
+ *
+ * Invariants.  A stored file was checked before it was stored: an ELF
+ * whose build-ID note is the ID it is stored under, with DWARF or function
+ * symbols (code, for an executable).  An index and cached frames always
+ * come from the file stored now: replacing a file drops its index, its
+ * open index (once no query holds it) and its cached frames, then moves
+ * debuginfo_generation.  Every build ID with a file has a record, and so
+ * does every build ID a query needed and found nowhere.
+ *
+ * Threading: every function is thread-safe, except debuginfo_setenv, which
+ * must run before the process has threads.  Queries wait for a build or a
+ * fetch at most until their deadline; the work goes on in the background
+ * and the next query finds the result.
+ *
+ * Ownership: the caller of debuginfo_open owns the service and closes it
+ * after every other call has returned; the service borrows the store.  An
+ * upload belongs to its caller until debuginfo_upload_commit or _abort,
+ * which free it.  Records and counters are copied out; frames handed to a
+ * sym_frames_fn, and records handed to a debuginfo_record_fn, are borrowed
+ * for the call only.
+ */
+#ifndef UNHEX_DEBUGINFO_DEBUGINFO_H
+#define UNHEX_DEBUGINFO_DEBUGINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbolize/symbolize.h"
+
+struct buf;
+struct err_msg;
+struct store;
+struct debuginfo;
+
+/* A build ID in lower-case hex, with its NUL. */
+#define DEBUGINFO_HEX_MAX (2 * SYM_BUILD_ID_MAX + 1)
+
+/* Why the frames of a build ID are (or are not) named. */
+enum debuginfo_status {
+	DEBUGINFO_STATUS_OK = 0,
+	DEBUGINFO_STATUS_NO_BUILD_ID,    /* the mapping has no build ID */
+	DEBUGINFO_STATUS_NOT_FOUND,      /* not uploaded, not upstream */
+	DEBUGINFO_STATUS_MISMATCH,       /* the only file offered had another build ID */
+	DEBUGINFO_STATUS_INVALID_ELF,
+	DEBUGINFO_STATUS_NO_SYMBOLS,     /* no .debug_info and no FUNC symbols */
+	DEBUGINFO_STATUS_UPSTREAM_ERROR, /* debuginfod failed or timed out */
+	DEBUGINFO_STATUS_PENDING,        /* a fetch or index build is in progress */
+	DEBUGINFO_STATUS_COUNT
+};
+
+/* "ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
+ * "upstream_error", "pending". */
+const char *debuginfo_status_str(enum debuginfo_status s);
+
+/* Where the debug info of a build ID came from. */
+enum debuginfo_source {
+	DEBUGINFO_SOURCE_NONE = 0,   /* nowhere yet: a query needed it */
+	DEBUGINFO_SOURCE_UPLOAD,
+	DEBUGINFO_SOURCE_DEBUGINFOD,
+	DEBUGINFO_SOURCE_COUNT
+};
+
+struct debuginfo_options {
+	const char *data_dir;        /* required; borrowed during open */
+	const char *debuginfod_urls; /* space-separated upstreams; NULL/"" none */
+	const char *cache_dir;       /* debuginfod client cache; NULL picks
+				      * <data dir>/debuginfod-cache */
+	int fetch_timeout_s;         /* per upstream fetch; 0 picks 30 */
+	int64_t retry_ns;            /* not_found/upstream_error retry; 0: 10 min */
+	int64_t budget_ns;           /* what a query waits; 0 picks 5 s */
+	uint64_t max_upload_bytes;   /* 0 picks 2 GiB */
+	size_t max_open;             /* open indexes kept; 0 picks 32 */
+	int workers;                 /* background threads (1..4); 0 picks 2 */
+};
+
+/*
+ * With upstream URLs in `opt` (borrowed), sets DEBUGINFOD_URLS,
+ * DEBUGINFOD_CACHE_PATH and DEBUGINFOD_TIMEOUT for libdebuginfod, which
+ * reads them from the environment only, and creates the cache directory.
+ * setenv() races with getenv() in other threads, so call this from the
+ * main thread before the process starts any thread (before store_open,
+ * whose RocksDB threads read the environment); debuginfod.c says more.
+ * Without URLs it does nothing.  Returns 0, ERR_INVALID, ERR_IO or
+ * ERR_NOMEM with a message.
+ */
+int debuginfo_setenv(const struct debuginfo_options *opt, struct err_msg *msg);
+
+/*
+ * Opens the service over `st` (borrowed; must outlive the service) and
+ * starts its workers.  With upstream URLs, the environment must hold what
+ * debuginfo_setenv(opt) set (ERR_INVALID otherwise).  Returns an owned
+ * *out.
+ */
+int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
+		   struct debuginfo **out, struct err_msg *msg);
+
+/* Stops the workers (an in-flight fetch is cancelled) and frees.  NULL: no-op. */
+void debuginfo_close(struct debuginfo *d);
+
+int64_t debuginfo_budget_ns(const struct debuginfo *d);
+uint64_t debuginfo_max_upload(const struct debuginfo *d);
+
+/* ---- uploads ---- */
+
+struct debuginfo_upload;
+
+enum debuginfo_file_kind { DEBUGINFO_FILE_DEBUGINFO = 0, DEBUGINFO_FILE_EXECUTABLE = 1 };
+
+/* Starts an upload into a temporary file under the data dir (owned *out). */
+int debuginfo_upload_begin(struct debuginfo *d, struct debuginfo_upload **out,
+			   struct err_msg *msg);
+
+/* Appends bytes; ERR_TOO_LARGE past the upload cap, ERR_IO on a disk error. */
+int debuginfo_upload_write(struct debuginfo_upload *u, const void *data, size_t len,
+			   struct err_msg *msg);
+
+struct debuginfo_upload_result {
+	int unchanged;            /* identical content was already stored */
+	enum sym_reason reason;   /* why a file was refused */
+	uint64_t size;
+	unsigned kinds;           /* 1 << enum debuginfo_file_kind stored for the ID */
+};
+
+/*
+ * Validates the uploaded bytes as `kind` for the claimed `build_id_hex` and
+ * stores them; frees `u` in every case.  A file whose build ID differs is
+ * ERR_CONFLICT ("build ID mismatch: file has X, claimed Y"); not an ELF, or
+ * no symbols for a debuginfo upload, is ERR_INVALID with res->reason set.
+ * A refusal is recorded in the metadata unless a good file is stored.
+ */
+int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex,
+			    enum debuginfo_file_kind kind, struct debuginfo_upload_result *res,
+			    struct err_msg *msg);
+
+/* Discards an upload. NULL is a no-op. */
+void debuginfo_upload_abort(struct debuginfo_upload *u);
+
+/*
+ * The path of a stored file of `build_id_hex` into `out`, 0 or ERR_NOT_FOUND
+ * (also for a malformed ID).  Used to serve the debuginfod protocol.
+ */
+int debuginfo_file_path(struct debuginfo *d, const char *build_id_hex,
+			enum debuginfo_file_kind kind, char *out, size_t out_len);
+
+/* ---- what is known per build ID ---- */
+
+/*
+ * The metadata of one build ID, as GET /api/v1/debuginfo shows it: every
+ * build ID with a debug file, and those a query needed and found nowhere.
+ */
+struct debuginfo_record {
+	char build_id[DEBUGINFO_HEX_MAX];   /* canonical lower-case hex */
+	enum debuginfo_source source;
+	enum debuginfo_status status;
+	char reason[256];                   /* why, when the status is not ok */
+	unsigned kinds;                     /* 1 << enum debuginfo_file_kind stored */
+	uint64_t size;                      /* of the debuginfo file, else the executable */
+	int64_t uploaded_ns;                /* wall clock; 0 when no file arrived */
+	int64_t last_used_ns;               /* last query that used it, to the minute */
+	int64_t retry_at_ns;                /* a failure is retried from then on; 0 now */
+};
+
+/* "none", "upload", "debuginfod". */
+const char *debuginfo_source_str(enum debuginfo_source s);
+
+/*
+ * The record of `build_id_hex` into *out: 0, ERR_INVALID (not a hex build
+ * ID), ERR_NOT_FOUND (never heard of), or an error of the store (ERR_CORRUPT
+ * for a record that does not decode); `msg` says which.
+ */
+int debuginfo_get(struct debuginfo *d, const char *build_id_hex, struct debuginfo_record *out,
+		  struct err_msg *msg);
+
+/* Called per record (borrowed for the call); non-zero stops the listing. */
+typedef int (*debuginfo_record_fn)(void *ctx, const struct debuginfo_record *r);
+
+/*
+ * Calls `fn` for every record, in build-ID order; records that do not
+ * decode are skipped.  Returns 0, the non-zero return of `fn`, or an
+ * error of the store.
+ */
+int debuginfo_list(struct debuginfo *d, debuginfo_record_fn fn, void *ctx, struct err_msg *msg);
+
+/*
+ * Counts the records by status into by[] (zeroed first).  On an error of
+ * the store, by[] holds what was counted before it, and the error is
+ * returned.
+ */
+int debuginfo_count_by_status(struct debuginfo *d, uint64_t by[DEBUGINFO_STATUS_COUNT],
+			      struct err_msg *msg);
+
+/* ---- resolution ---- */
+
+/* How file offsets of one mapping relate to the binary (from the profile). */
+struct debuginfo_mapping_ref {
+	uint64_t memory_start, memory_limit, file_offset;
+	int addr_is_vaddr;   /* addresses are ELF vaddrs already (OTLP) */
+};
+
+/* One address to resolve: a file offset, and whether it is a leaf PC. */
+struct debuginfo_addr_req {
+	uint64_t addr;
+	int leaf;            /* 0: a return address, looked up at vaddr - 1 */
+};
+
+/*
+ * Resolves `n` addresses (borrowed; sorted is fastest) of one build ID:
+ * first the persisted cache (one multi-get), then the index, waiting for a
+ * fetch or index build at most until `deadline_ns` (monotonic clock).  `fn`
+ * is called for every address that got an answer (n frames, possibly 0 when
+ * the debug info knows nothing there), in any order, with `i` its index in
+ * `reqs`; the frames' strings are borrowed for the call only.  *status says
+ * why the rest got none (DEBUGINFO_STATUS_PENDING past the deadline) and
+ * `reason` (reason_len bytes) explains it.  Returns 0, or an error of `fn`
+ * or of the store.
+ */
+int debuginfo_resolve(struct debuginfo *d, const char *build_id_hex,
+		      const struct debuginfo_mapping_ref *map,
+		      const struct debuginfo_addr_req *reqs, size_t n, int64_t deadline_ns,
+		      sym_frames_fn fn, void *ctx, enum debuginfo_status *status, char *reason,
+		      size_t reason_len);
+
+/*
+ * A counter that changes whenever frames resolved earlier may no longer be
+ * right: the debug info of a build ID was replaced.  Callers that keep
+ * resolved frames of their own (the query's symbolization memo) drop them
+ * when it moved.
+ */
+uint64_t debuginfo_generation(const struct debuginfo *d);
+
+/*
+ * Counts `n` distinct locations a query left without names because of
+ * `status` (unhex_symbolize_unresolved_locations_total{status} in /metrics;
+ * "ok" means the debug info knows nothing at those addresses).
+ */
+void debuginfo_note_unresolved(struct debuginfo *d, enum debuginfo_status status, uint64_t n);
+
+/*
+ * Records that a query used the debug info of `build_id_hex` (the
+ * "lastUsed" date of GET /api/v1/debuginfo).  Cheap to call per query:
+ * the store is written at most once a minute per build ID, and never while
+ * an upload is installing a file.
+ */
+void debuginfo_touch(struct debuginfo *d, const char *build_id_hex);
+
+/* The service's counters since open (cheap: no store access). */
+struct debuginfo_stats {
+	uint64_t index_builds;     /* DWARF index builds */
+	uint64_t index_opens;      /* indexes opened from disk */
+	uint64_t cache_hits, cache_misses;
+	uint64_t fetches_ok, fetches_not_found, fetches_error;
+	uint64_t uploads_ok, uploads_refused;
+	uint64_t open_indexes;     /* a gauge: indexes open now */
+	/* Distinct locations queries left without names, by why
+	 * (debuginfo_note_unresolved). */
+	uint64_t unresolved[DEBUGINFO_STATUS_COUNT];
+};
+
+void debuginfo_stats(struct debuginfo *d, struct debuginfo_stats *out);
+
+#endif

@@ -1,0 +1,376 @@
+/*
+ * debuginfo_int.h - internals of the debug-info service, shared by its
+ * files and its tests: which file does what, the store records, the file
+ * layout, and struct debuginfo with its locks.
+ *
+ * ==== Files ====
+ *
+ *   debuginfo.c   open (options, directories, workers), close, counters
+ *   files.c       canonical IDs, paths, installing and comparing files,
+ *                 the debuginfod server side (debuginfo_file_path)
+ *   meta.c        the metadata record: codec, get/put, failures, the
+ *                 typed records (debuginfo_get, _list, _count_by_status)
+ *   upload.c      uploads: check, install, drop what a replaced file gave
+ *   touch.c       last use, written at most once a minute
+ *   debuginfod.c  the client (libdebuginfod only here) and its environment
+ *   jobs.c        worker threads and the queue of one job per build ID
+ *   fetch.c       a job's fetch from upstream into the store
+ *   build.c       a job's index build, with the DWZ alt file by build ID
+ *   lru.c         open indexes in slots that never move
+ *   codec.c       the symbol-cache value codec
+ *   symcache.c    the symbol cache: batch lookups, batch writes, drops
+ *   hot.c         recent symbol-cache pairs in memory
+ *   resolve.c     debuginfo_resolve and the address rule
+ *
+ * ==== Store records ====
+ *
+ * STORE_AUX_DEBUGINFO, key: the build ID in lower-case hex.  Value:
+ *   u8       version (1)
+ *   uvarint  source   (0 none, 1 upload, 2 debuginfod)
+ *   uvarint  status   (enum debuginfo_status of the build ID)
+ *   uvarint  kinds    (bit 1 << enum debuginfo_file_kind for each file stored)
+ *   uvarint  size     (bytes of the debuginfo file, else of the executable)
+ *   uvarint  hash     (hash_bytes of the file, seed 0; informational: whether a
+ *                      re-upload is identical is decided by comparing bytes)
+ *   svarint  uploaded (ns since the epoch the file arrived)
+ *   svarint  last_used (ns; updated at most once a minute)
+ *   svarint  retry_at (ns; when a not_found / upstream_error may be retried)
+ *   uvarint  reason length, then that many bytes of text
+ * A reader ignores bytes after the fields it knows (later versions append).
+ *
+ * STORE_AUX_SYMCACHE, key: build ID bytes, then the file offset as 8 bytes
+ * big-endian, then one byte (1: leaf PC, 0: return address), so one build
+ * ID's entries are contiguous and sorted by address.  Value:
+ *   u8       version (1)
+ *   uvarint  n frames (0: the debug info knows nothing at this address)
+ *   n times, innermost first:
+ *     uvarint flags, uvarint line, uvarint column,
+ *     uvarint length + bytes of the function name ("" when unknown),
+ *     uvarint length + bytes of the file path ("" when unknown)
+ * Strings are written without NUL; a reader ends one at its first NUL and
+ * takes one that starts with NUL as unknown.  Bytes after the last frame
+ * are ignored.  A record that does not decode is treated as a miss and
+ * rewritten.
+ *
+ * ==== File layout ====
+ *
+ *   <data dir>/debuginfo/<id[0:2]>/<id>/debuginfo   uploaded .debug or unstripped ELF
+ *   <data dir>/debuginfo/<id[0:2]>/<id>/executable  the executable, when known
+ *   <data dir>/debuginfo/<id[0:2]>/<id>/index       our index (symbolize_int.h)
+ *   <data dir>/debuginfo/tmp/                       uploads in progress
+ * Every file is written to a temporary name, fsynced and renamed.
+ */
+#ifndef UNHEX_DEBUGINFO_DEBUGINFO_INT_H
+#define UNHEX_DEBUGINFO_DEBUGINFO_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/buf.h"
+#include "debuginfo/debuginfo.h"
+
+struct arena;
+struct store_kv;
+
+#define DEBUGINFO__MAX_WORKERS 4
+#define DEBUGINFO__TOUCH_SLOTS 1024
+#define DEBUGINFO__PATH_MAX 4096
+
+/* A decoded STORE_AUX_DEBUGINFO record. */
+struct debuginfo__meta {
+	unsigned source, status, kinds; /* enum debuginfo_source, enum debuginfo_status */
+	uint64_t size, hash;
+	int64_t uploaded, last_used, retry_at;
+	char reason[256];
+};
+
+/* A background job: fetch (if needed) and build the index of one build ID. */
+struct debuginfo__job {
+	char id[DEBUGINFO_HEX_MAX];
+	int running;
+	struct debuginfo__job *next;
+};
+
+/* An open index (lru.c); `refs` queries are using it. */
+struct debuginfo__open_index {
+	char id[DEBUGINFO_HEX_MAX];
+	struct sym_index *idx;      /* owned */
+	struct sym_elf_info layout; /* program headers for file offsets */
+	uint64_t used;              /* LRU tick */
+	unsigned refs;
+	int stale;                  /* replaced: the last reference closes it */
+	int heap;                   /* not in the array: the reference frees it */
+};
+
+/* When the last_used of the build ID with this hash was last written. */
+struct debuginfo__touch_slot {
+	uint64_t hash;
+	int64_t written;
+};
+
+/* debuginfod.c: fetches one file of a build ID from the upstream URLs set in
+ * the environment (DEBUGINFOD_URLS).  On success *path is an owned copy of
+ * the cached file's path.  ERR_NOT_FOUND when no server has it,
+ * ERR_TIMEOUT past `deadline_ns` (monotonic) or when *cancel (read from
+ * libdebuginfod's progress callback, on this thread) becomes non-zero,
+ * ERR_UNAVAILABLE for other failures; `msg` says which. */
+int debuginfo__debuginfod_fetch(const char *build_id_hex, int executable,
+				int64_t deadline_ns, const atomic_int *cancel,
+				char **path, struct err_msg *msg);
+/* ERR_INVALID unless the environment holds what debuginfo_setenv(opt) sets. */
+int debuginfo__debuginfod_env_check(const struct debuginfo_options *opt, struct err_msg *msg);
+
+/* ---- codec.c: symbol-cache values ---- */
+
+/* Appends the record of frames f[0..n) (ERR_TOO_LARGE past out's cap). */
+int debuginfo__frames_encode(const struct sym_frame *f, size_t n, struct buf *out);
+/*
+ * Decodes a record into f (room for `max` frames); the strings are copied
+ * into the arena `strs`.  ERR_CORRUPT when the bytes are not a record of at
+ * most `max` frames (f and *n are then undefined), ERR_NOMEM.
+ */
+int debuginfo__frames_decode(const void *val, size_t len, struct arena *strs,
+			     struct sym_frame *f, size_t max, size_t *n);
+/*
+ * The same, with the strings copied into the scratch buffer `scr` (emptied
+ * first), so they stay valid until the next call with that buffer.
+ */
+int debuginfo__frames_decode_scratch(const void *val, size_t len, struct buf *scr,
+				     struct sym_frame *f, size_t max, size_t *n);
+/* The same into `scr` as it is, which has room for len + 2 * max more bytes. */
+int debuginfo__frames_decode_into(const void *val, size_t len, struct buf *scr,
+				  struct sym_frame *f, size_t max, size_t *n);
+
+/* ---- files.c: paths and files ---- */
+
+/*
+ * A build ID in canonical form (lower-case hex of 2..128 digits) into
+ * `out`, and its bytes into `bytes` (SYM_BUILD_ID_MAX, may be NULL) and
+ * *len (may be NULL).  ERR_INVALID for NULL or anything else.
+ */
+int debuginfo__canon_id(const char *hex, char out[DEBUGINFO_HEX_MAX], uint8_t *bytes,
+			size_t *len);
+/* "<dir>/<id[0:2]>/<id>/<name>" (or the directory when name is NULL); ERR_TOO_LARGE. */
+int debuginfo__path(const struct debuginfo *s, const char *id, const char *name, char *out,
+		    size_t len);
+/* "debuginfo" or "executable": the file name of a kind. */
+const char *debuginfo__kind_name(enum debuginfo_file_kind kind);
+/* 1 when `path` is a regular file. */
+int debuginfo__file_exists(const char *path);
+/* mkdir -p; ERR_IO (errno says why) or ERR_TOO_LARGE. */
+int debuginfo__mkdir_p(const char *path);
+/* fsyncs the directory holding `file_path`, so a rename in it is durable. */
+void debuginfo__fsync_dir(const char *file_path);
+/* Hard-links (same file system) or copies `src` to `dst` via a temporary name. */
+int debuginfo__install_copy(const char *src, const char *dst, struct err_msg *msg);
+/* Size and hash_bytes (seed 0) of a whole file; ERR_IO. */
+int debuginfo__file_hash(const char *path, uint64_t *size, uint64_t *hash);
+/* *same = 1 when files a and b hold the same bytes (compared in full); ERR_IO. */
+int debuginfo__same_content(const char *a, const char *b, int *same);
+
+/* ---- meta.c: the metadata record of a build ID ---- */
+
+int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out);
+/* ERR_CORRUPT for bytes that are not a record (*m is then zeroed). */
+int debuginfo__meta_decode(const void *val, size_t len, struct debuginfo__meta *m);
+/* 0 and *m, ERR_NOT_FOUND, ERR_CORRUPT or an error of the store. */
+int debuginfo__meta_get(struct debuginfo *s, const char *id, struct debuginfo__meta *m);
+int debuginfo__meta_put(struct debuginfo *s, const char *id, const struct debuginfo__meta *m);
+/*
+ * Records a failure status for `id` (a canonical ID), keeping what is
+ * known about its files; `source` only fills an empty one.  A failure to
+ * write is logged, not returned: the status is advice, the query goes on.
+ */
+void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
+			  enum debuginfo_status st, int64_t retry_at, const char *reason);
+/* The status a refused file gives its build ID. */
+enum debuginfo_status debuginfo__status_of_reason(enum sym_reason r);
+/* snprintf of `s` (NULL: "") into out[len], when len > 0. */
+void debuginfo__copy_reason(char *out, size_t len, const char *s);
+
+/* ---- lru.c: open indexes ---- */
+
+/* Allocates the max_open slots; ERR_NOMEM. */
+int debuginfo__lru_init(struct debuginfo *s);
+/* Closes every index and frees the slots (no references may remain). */
+void debuginfo__lru_release(struct debuginfo *s);
+/*
+ * A referenced entry for `id` (bytes `bid`): the open one, else its index
+ * file opened and inserted.  ERR_NOT_FOUND when there is no usable index
+ * file (a corrupt one is deleted, to be rebuilt), ERR_NOMEM.  The entry
+ * stays valid until debuginfo__lru_unref.
+ */
+int debuginfo__lru_acquire(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
+			   struct debuginfo__open_index **out);
+void debuginfo__lru_unref(struct debuginfo *s, struct debuginfo__open_index *e);
+/* Forgets the open index of `id` (its debug info was replaced). */
+void debuginfo__lru_drop(struct debuginfo *s, const char *id);
+/* Open indexes in the table. */
+size_t debuginfo__lru_count(struct debuginfo *s);
+
+/* ---- jobs.c, fetch.c, build.c: background work ---- */
+
+/* Starts up to `workers` threads; ERR_UNAVAILABLE when none started. */
+int debuginfo__jobs_start(struct debuginfo *s, int workers);
+/* Cancels a fetch in flight, joins the workers and drops queued jobs. */
+void debuginfo__jobs_stop(struct debuginfo *s);
+/*
+ * Queues the job of `id` unless one is queued or running, and waits for it
+ * until `deadline_mono`: 0 when it is done, ERR_TIMEOUT when it is still
+ * pending (it goes on), ERR_NOMEM.
+ */
+int debuginfo__job_await(struct debuginfo *s, const char *id, int64_t deadline_mono);
+/* Fetches the debug info of `id` from upstream into the store; the
+ * outcome is in its metadata.  0 when a usable file was stored. */
+int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen);
+/* Builds the index of `id` from its stored debuginfo (else executable)
+ * file unless it exists; a failure is recorded in its metadata. */
+int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *bid,
+			   size_t blen);
+
+/* ---- symcache.c: the persisted symbol cache ---- */
+
+#define DEBUGINFO__KEY_MAX (SYM_BUILD_ID_MAX + 9)
+
+/* The key of request `r` of a build ID (blen + 9 bytes into k). */
+void debuginfo__cache_key(uint8_t *k, const uint8_t *bid, size_t blen,
+			  const struct debuginfo_addr_req *r);
+/*
+ * Looks the `n` requests of build ID `bid` up in the hot cache, then the
+ * rest in the store with one multi-get (what it finds joins the hot
+ * cache).  Calls fn for each request answered, in any order, and sets
+ * missing[i] (zeroed by the caller) for the others, whose count goes to
+ * *n_missing.  A record that does not decode is a miss.  Returns 0, the
+ * first non-zero return of fn, or an error.
+ */
+int debuginfo__symcache_lookup(struct debuginfo *s, const uint8_t *bid, size_t blen,
+			       const struct debuginfo_addr_req *reqs, size_t n, sym_frames_fn fn,
+			       void *ctx, uint8_t *missing, size_t *n_missing);
+
+/* Resolved frames of one build ID on their way to the store, in batches. */
+struct debuginfo__symcache_writer {
+	struct debuginfo *s;
+	const uint8_t *bid;         /* borrowed */
+	size_t blen, klen;
+	uint8_t *keys;              /* owned: WRITE_BATCH keys */
+	size_t *offs;               /* owned: where each value starts in vals */
+	struct buf vals;
+	size_t k;                   /* pairs in the batch */
+};
+
+int debuginfo__symcache_writer_init(struct debuginfo__symcache_writer *w, struct debuginfo *s,
+				    const uint8_t *bid, size_t blen);
+/* Adds the frames of request `r`, writing the batch when it is full. */
+int debuginfo__symcache_add(struct debuginfo__symcache_writer *w,
+			    const struct debuginfo_addr_req *r, const struct sym_frame *f, size_t n);
+/* Writes what the batch holds (and adds it to the hot cache). */
+int debuginfo__symcache_flush(struct debuginfo__symcache_writer *w);
+/* Frees the batch; what was not flushed is not written. */
+void debuginfo__symcache_writer_release(struct debuginfo__symcache_writer *w);
+/* Deletes every cached frame of a build ID, and empties the hot cache. */
+void debuginfo__symcache_drop(struct debuginfo *s, const uint8_t *bid, size_t blen);
+
+/* ---- touch.c ---- */
+
+/* The next use of build ID `bid` is written again (its file just changed). */
+void debuginfo__touch_forget(struct debuginfo *s, const uint8_t *bid, size_t blen);
+
+/* ---- hot.c: recent symbol-cache pairs in memory ---- */
+
+struct debuginfo__hot_entry {
+	uint64_t hash;
+	uint32_t koff, klen; /* klen 0: empty slot */
+	uint32_t voff, vlen;
+};
+
+/*
+ * Open addressing over entries whose key and value bytes live in `pool`;
+ * cap is 0 or a power of two, at most half full.  Readers hold the read
+ * lock while they use pointers into the pool, writers the write lock.
+ */
+struct debuginfo__hot {
+	pthread_rwlock_t lock;
+	struct debuginfo__hot_entry *tab;
+	size_t cap, n;
+	struct buf pool;
+};
+
+void debuginfo__hot_init(struct debuginfo__hot *c);
+void debuginfo__hot_release(struct debuginfo__hot *c);
+/* Adds `n` pairs (copied; failures only skip a pair). */
+void debuginfo__hot_put(struct debuginfo__hot *c, const struct store_kv *kv, size_t n);
+/* Forgets every pair. */
+void debuginfo__hot_clear(struct debuginfo__hot *c);
+
+/* A hit of debuginfo__hot_probe: the value is valid during the call only. */
+typedef int (*debuginfo__hot_hit_fn)(void *ctx, size_t i, const void *val, size_t vlen);
+
+/*
+ * Looks up the `n` keys of `klen` bytes each at `keys`, under one read
+ * lock: calls `hit` for each key found, and lists the indexes of the
+ * others in cold[0..*n_cold).  `hashes` is scratch for n hashes.  Stops at
+ * the first non-zero return of `hit` and returns it.
+ */
+int debuginfo__hot_probe(struct debuginfo__hot *c, const uint8_t *keys, size_t klen, size_t n,
+			 uint64_t *hashes, debuginfo__hot_hit_fn hit, void *ctx, size_t *cold,
+			 size_t *n_cold);
+
+/* ---- struct debuginfo ---- */
+
+/*
+ * The service.  Its locks:
+ *   mu         jobs, stopping, the LRU (lru, n_lru, tick, refs)
+ *   upload_mu  installing the files and metadata of an upload, and the
+ *              read-modify-write of last_used
+ *   touch_mu   the touched table
+ *   hot.lock   the hot cache
+ * Only upload_mu is held while taking another (an upload drops an open
+ * index, clears the hot cache and forgets a touch), so there is no cycle.
+ * Counters are atomics; everything else is set at open and read-only.
+ */
+struct debuginfo {
+	struct store *st;           /* borrowed */
+	char *dir;                  /* owned: <data dir>/debuginfo */
+	int upstream;               /* debuginfod URLs were given */
+	int64_t retry_ns, budget_ns, fetch_timeout_ns;
+	uint64_t max_upload;
+	size_t max_open;
+
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv;     /* a job was queued, or stopping */
+	pthread_cond_t done_cv;     /* a job finished */
+	struct debuginfo__job *jobs; /* owned; queued and running, one per build ID */
+	int stopping;
+	atomic_int cancel;          /* set once, by close: in-flight fetches stop */
+	pthread_t threads[DEBUGINFO__MAX_WORKERS];
+	int n_threads;
+	struct debuginfo__open_index *lru; /* owned; max_open slots (lru.c) */
+	size_t n_lru;
+	uint64_t tick;
+
+	pthread_mutex_t upload_mu;
+	atomic_uint_fast64_t tmp_seq;
+
+	struct debuginfo__hot hot;
+	atomic_uint_fast64_t generation; /* bumped when a build ID's debug info is replaced */
+
+	pthread_mutex_t touch_mu;
+	struct debuginfo__touch_slot touched[DEBUGINFO__TOUCH_SLOTS];
+
+	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
+	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
+	atomic_uint_fast64_t uploads_ok, uploads_refused;
+	atomic_uint_fast64_t unresolved[DEBUGINFO_STATUS_COUNT]; /* locations queries left hex */
+};
+
+/* An upload in progress: a temporary file under <dir>/tmp. */
+struct debuginfo_upload {
+	struct debuginfo *s;        /* borrowed */
+	char path[DEBUGINFO__PATH_MAX];
+	int fd;
+	uint64_t size;
+};
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * meta.c - the metadata record of a build ID (STORE_AUX_DEBUGINFO, format
+ * in debuginfo_int.h): its codec, reading and writing it, recording a
+ * failure, the status and source names, and the typed records the service
+ * hands out (debuginfo_get, debuginfo_list, debuginfo_count_by_status).
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/log.h"
+#include "base/varint.h"
+#include "debuginfo/debuginfo_int.h"
+#include "storage/storage.h"
+
+#define META_VERSION 1
+
+static const char *const status_names[DEBUGINFO_STATUS_COUNT] = {
+	"ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
+	"upstream_error", "pending",
+};
+
+static const char *const source_names[DEBUGINFO_SOURCE_COUNT] = {
+	"none", "upload", "debuginfod",
+};
+
+const char *debuginfo_status_str(enum debuginfo_status s)
+{
+	return (unsigned)s < DEBUGINFO_STATUS_COUNT ? status_names[s] : "unknown";
+}
+
+const char *debuginfo_source_str(enum debuginfo_source s)
+{
+	return source_names[(unsigned)s < DEBUGINFO_SOURCE_COUNT ? s : DEBUGINFO_SOURCE_NONE];
+}
+
+enum debuginfo_status debuginfo__status_of_reason(enum sym_reason r)
+{
+	switch (r) {
+	case SYM_REASON_OK: return DEBUGINFO_STATUS_OK;
+	case SYM_REASON_INVALID_ELF: return DEBUGINFO_STATUS_INVALID_ELF;
+	case SYM_REASON_BUILD_ID_MISMATCH: return DEBUGINFO_STATUS_MISMATCH;
+	case SYM_REASON_NO_BUILD_ID: return DEBUGINFO_STATUS_NO_BUILD_ID;
+	case SYM_REASON_NO_SYMBOLS:
+	case SYM_REASON_NO_DEBUG_INFO: break;
+	}
+	return DEBUGINFO_STATUS_NO_SYMBOLS;
+}
+
+void debuginfo__copy_reason(char *out, size_t len, const char *s)
+{
+	if (len)
+		snprintf(out, len, "%s", s ? s : "");
+}
+
+int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out)
+{
+	size_t rl = strnlen(m->reason, sizeof(m->reason));
+	int rc;
+
+	/* A status the decoder would refuse would lose the record. */
+	assert(m->status < DEBUGINFO_STATUS_COUNT);
+	rc = buf_putc(out, META_VERSION);
+	if (!rc) rc = buf_put_uvarint(out, m->source);
+	if (!rc) rc = buf_put_uvarint(out, m->status);
+	if (!rc) rc = buf_put_uvarint(out, m->kinds);
+	if (!rc) rc = buf_put_uvarint(out, m->size);
+	if (!rc) rc = buf_put_uvarint(out, m->hash);
+	if (!rc) rc = buf_put_svarint(out, m->uploaded);
+	if (!rc) rc = buf_put_svarint(out, m->last_used);
+	if (!rc) rc = buf_put_svarint(out, m->retry_at);
+	if (!rc) rc = buf_put_uvarint(out, rl);
+	if (!rc) rc = buf_append(out, m->reason, rl);
+	return rc;
+}
+
+int debuginfo__meta_decode(const void *val, size_t len, struct debuginfo__meta *m)
+{
+	const uint8_t *p = val, *end = p + len;
+	uint64_t v[9];
+	size_t k;
+
+	memset(m, 0, sizeof(*m));
+	if (len < 1 || p[0] != META_VERSION)
+		return ERR_CORRUPT;
+	p++;
+	for (int i = 0; i < 9; i++) {
+		k = varint_get(p, end, &v[i]);
+		if (!k)
+			return ERR_CORRUPT;
+		p += k;
+	}
+	if (v[1] >= DEBUGINFO_STATUS_COUNT || v[8] > (uint64_t)(end - p))
+		return ERR_CORRUPT;
+	m->source = (unsigned)v[0];
+	m->status = (unsigned)v[1];
+	m->kinds = (unsigned)v[2] & 3;
+	m->size = v[3];
+	m->hash = v[4];
+	m->uploaded = zigzag_decode(v[5]);
+	m->last_used = zigzag_decode(v[6]);
+	m->retry_at = zigzag_decode(v[7]);
+	k = v[8] < sizeof(m->reason) - 1 ? (size_t)v[8] : sizeof(m->reason) - 1;
+	memcpy(m->reason, p, k);
+	m->reason[k] = '\0';
+	return 0;
+}
+
+int debuginfo__meta_get(struct debuginfo *s, const char *id, struct debuginfo__meta *m)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b, 1 << 20);
+	rc = store_aux_get(s->st, STORE_AUX_DEBUGINFO, id, strlen(id), &b, NULL);
+	if (!rc && debuginfo__meta_decode(b.data, b.len, m))
+		rc = ERR_CORRUPT;
+	buf_release(&b);
+	return rc;
+}
+
+int debuginfo__meta_put(struct debuginfo *s, const char *id, const struct debuginfo__meta *m)
+{
+	struct store_kv kv;
+	struct buf b;
+	int rc;
+
+	buf_init(&b, 1 << 20);
+	rc = debuginfo__meta_encode(m, &b);
+	if (!rc) {
+		kv.key = id;
+		kv.klen = strlen(id);
+		kv.val = b.data;
+		kv.vlen = b.len;
+		rc = store_aux_write(s->st, STORE_AUX_DEBUGINFO, &kv, 1, NULL);
+	}
+	buf_release(&b);
+	return rc;
+}
+
+void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
+			  enum debuginfo_status st, int64_t retry_at, const char *reason)
+{
+	struct debuginfo__meta m;
+
+	if (debuginfo__meta_get(s, id, &m))
+		memset(&m, 0, sizeof(m));
+	if (!m.source)
+		m.source = source;
+	m.status = st;
+	m.retry_at = retry_at;
+	debuginfo__copy_reason(m.reason, sizeof(m.reason), reason);
+	if (debuginfo__meta_put(s, id, &m))
+		log_warn("debuginfo: cannot record the status of %s", id);
+}
+
+/* ---- typed records ---- */
+
+static void to_record(const char *id, size_t idlen, const struct debuginfo__meta *m,
+		      struct debuginfo_record *r)
+{
+	memcpy(r->build_id, id, idlen);
+	r->build_id[idlen] = '\0';
+	/* An unknown source (a later version's) shows as none. */
+	r->source = m->source < DEBUGINFO_SOURCE_COUNT ? (enum debuginfo_source)m->source
+						       : DEBUGINFO_SOURCE_NONE;
+	r->status = (enum debuginfo_status)m->status;
+	snprintf(r->reason, sizeof(r->reason), "%s", m->reason);
+	r->kinds = m->kinds;
+	r->size = m->size;
+	r->uploaded_ns = m->uploaded;
+	r->last_used_ns = m->last_used;
+	r->retry_at_ns = m->retry_at;
+}
+
+int debuginfo_get(struct debuginfo *s, const char *build_id_hex, struct debuginfo_record *out,
+		  struct err_msg *msg)
+{
+	char id[DEBUGINFO_HEX_MAX];
+	struct debuginfo__meta m;
+	int rc;
+
+	if (debuginfo__canon_id(build_id_hex, id, NULL, NULL))
+		return err_set(msg, ERR_INVALID, "\"%.100s\" is not a hex build ID",
+			       build_id_hex ? build_id_hex : "");
+	rc = debuginfo__meta_get(s, id, &m);
+	if (rc == ERR_NOT_FOUND)
+		return err_set(msg, rc, "build ID %s is not known", id);
+	if (rc)
+		return err_set(msg, rc, "reading the metadata of %s: %s", id, err_str(rc));
+	to_record(id, strlen(id), &m, out);
+	return 0;
+}
+
+struct list_ctx {
+	debuginfo_record_fn fn;
+	void *ctx;
+	struct debuginfo_record r;
+};
+
+static int list_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct list_ctx *l = ctx;
+	struct debuginfo__meta m;
+
+	/* Keys are canonical IDs (debuginfo__canon_id), so they fit. */
+	if (klen >= DEBUGINFO_HEX_MAX || debuginfo__meta_decode(val, vlen, &m))
+		return 0;
+	to_record(key, klen, &m, &l->r);
+	return l->fn(l->ctx, &l->r);
+}
+
+int debuginfo_list(struct debuginfo *s, debuginfo_record_fn fn, void *ctx, struct err_msg *msg)
+{
+	struct list_ctx l;
+
+	memset(&l, 0, sizeof(l));
+	l.fn = fn;
+	l.ctx = ctx;
+	return store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, list_one, &l, msg);
+}
+
+static int count_status(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	uint64_t *by = ctx;
+	struct debuginfo__meta m;
+
+	(void)key;
+	(void)klen;
+	if (!debuginfo__meta_decode(val, vlen, &m) && m.status < DEBUGINFO_STATUS_COUNT)
+		by[m.status]++;
+	return 0;
+}
+
+int debuginfo_count_by_status(struct debuginfo *s, uint64_t by[DEBUGINFO_STATUS_COUNT],
+			      struct err_msg *msg)
+{
+	memset(by, 0, DEBUGINFO_STATUS_COUNT * sizeof(*by));
+	return store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, count_status, by, msg);
+}

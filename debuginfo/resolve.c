@@ -1,0 +1,202 @@
+/*
+ * resolve.c - resolution for the query path: the persisted cache first,
+ * then the open index of the build ID, queuing its fetch or build and
+ * waiting for it until the query's deadline, and caching what was
+ * resolved.  Also the address rule that turns a profile's file offsets
+ * into ELF virtual addresses.
+ */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "debuginfo/debuginfo_int.h"
+
+#define PAGE 4096u /* the kernel maps segments page-aligned */
+
+/*
+ * The ELF virtual address of a file offset (docs/symbolization.md, "The
+ * address rule").  With the executable's program headers: the PT_LOAD that
+ * holds the offset.  With only a .debug file, whose p_offset values objcopy
+ * rewrote: the kernel maps segments page-aligned, so the segment the profile
+ * mapping maps had p_offset = mapping.file_offset + p_vaddr % page; the
+ * executable segment that holds the offset under that rule wins.
+ */
+static int to_vaddr(const struct sym_elf_info *l, const struct debuginfo_mapping_ref *map,
+		    const struct debuginfo_addr_req *r, uint64_t *vaddr)
+{
+	uint64_t adj = r->leaf ? 0 : 1, span = 0;
+	size_t best = SIZE_MAX;
+
+	/* ELF vaddrs come from OTLP, whose sender (the OpenTelemetry eBPF
+	 * profiler) already moved each return address into its call
+	 * instruction: every address is looked up as it is. */
+	if (map->addr_is_vaddr) {
+		*vaddr = r->addr;
+		return 0;
+	}
+	if (!(l->flags & SYM_SEGMENTS_FROM_DEBUG))
+		return sym_addr_to_vaddr(l, r->addr, r->leaf ? 0 : SYM_ADDR_RETURN, vaddr);
+	if (map->memory_limit > map->memory_start)
+		span = map->memory_limit - map->memory_start;
+	for (int pass = 0; pass < 2 && best == SIZE_MAX; pass++)
+		for (size_t i = 0; i < l->n_segments; i++) {
+			const struct sym_segment *g = &l->segments[i];
+			uint64_t off = map->file_offset + g->vaddr % PAGE;
+
+			if (pass == 0 && !(g->flags & 1))
+				continue;
+			if (r->addr < off || r->addr - off >= g->memsz)
+				continue;
+			if (best == SIZE_MAX ||
+			    (span && ((g->memsz + g->vaddr % PAGE + PAGE - 1) / PAGE * PAGE) == span))
+				best = i;
+		}
+	if (best == SIZE_MAX)
+		return ERR_NOT_FOUND;
+	*vaddr = r->addr - (map->file_offset + l->segments[best].vaddr % PAGE) +
+		 l->segments[best].vaddr;
+	if (*vaddr < adj)
+		return ERR_NOT_FOUND;
+	*vaddr -= adj;
+	return 0;
+}
+
+/* Resolves the cache misses of a batch through the index and caches them. */
+static int resolve_misses(struct debuginfo *s, struct debuginfo__open_index *e,
+			  const uint8_t *bid, size_t blen, const struct debuginfo_mapping_ref *map,
+			  const struct debuginfo_addr_req *reqs, size_t n, const uint8_t *missing,
+			  sym_frames_fn fn, void *ctx)
+{
+	struct debuginfo__symcache_writer w;
+	int rc = debuginfo__symcache_writer_init(&w, s, bid, blen);
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct sym_frame f[SYM_MAX_FRAMES];
+		size_t nf = 0;
+		uint64_t vaddr = 0;
+
+		if (!missing[i])
+			continue;
+		if (!to_vaddr(&e->layout, map, &reqs[i], &vaddr))
+			sym_index_lookup(e->idx, vaddr, f, SYM_MAX_FRAMES, &nf);
+		rc = fn(ctx, i, vaddr, f, nf);
+		if (!rc)
+			rc = debuginfo__symcache_add(&w, &reqs[i], f, nf);
+	}
+	if (!rc)
+		rc = debuginfo__symcache_flush(&w);
+	debuginfo__symcache_writer_release(&w);
+	return rc;
+}
+
+/*
+ * Gets the open index of `id`, queuing a fetch or build and waiting for it
+ * until the deadline.  On failure *status/reason say why.
+ */
+static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
+			 int64_t deadline, struct debuginfo__open_index **out,
+			 enum debuginfo_status *status, char *reason, size_t rlen)
+{
+	char p1[DEBUGINFO__PATH_MAX], p2[DEBUGINFO__PATH_MAX];
+	struct debuginfo__meta m;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int have_meta, have_file, waited;
+
+		if (!debuginfo__lru_acquire(s, id, bid, blen, out))
+			return 0;
+		have_meta = debuginfo__meta_get(s, id, &m) == 0;
+		have_file = !debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) &&
+			    !debuginfo__path(s, id, "executable", p2, sizeof(p2)) &&
+			    (debuginfo__file_exists(p1) || debuginfo__file_exists(p2));
+		if (have_meta && m.status != DEBUGINFO_STATUS_OK &&
+		    m.status != DEBUGINFO_STATUS_PENDING &&
+		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt)) {
+			*status = m.status;
+			debuginfo__copy_reason(reason, rlen, m.reason);
+			return ERR_NOT_FOUND;
+		}
+		if (!have_file && !s->upstream) {
+			*status = DEBUGINFO_STATUS_NOT_FOUND;
+			debuginfo__copy_reason(reason, rlen,
+					       "not uploaded (unhex upload), and no debuginfod "
+					       "upstream is configured");
+			/* Recorded once, so GET /api/v1/debuginfo and the build-ID
+			 * gauge list what queries need; no retry time, so a restart
+			 * with an upstream fetches it at once. */
+			if (!have_meta)
+				debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
+						     DEBUGINFO_STATUS_NOT_FOUND, 0, reason);
+			return ERR_NOT_FOUND;
+		}
+		if (attempt) {
+			*status = have_file ? DEBUGINFO_STATUS_INVALID_ELF : DEBUGINFO_STATUS_NOT_FOUND;
+			debuginfo__copy_reason(reason, rlen, have_file ? "the index could not be built"
+							     : "the fetch found nothing");
+			return ERR_NOT_FOUND;
+		}
+		waited = debuginfo__job_await(s, id, deadline);
+		if (waited == ERR_NOMEM)
+			return ERR_NOMEM;
+		if (waited) {
+			*status = DEBUGINFO_STATUS_PENDING;
+			debuginfo__copy_reason(reason, rlen, have_file ? "building the address index"
+							     : "fetching from debuginfod");
+			return ERR_TIMEOUT;
+		}
+	}
+	return ERR_NOT_FOUND;
+}
+
+int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
+		      const struct debuginfo_mapping_ref *map,
+		      const struct debuginfo_addr_req *reqs, size_t n, int64_t deadline_ns,
+		      sym_frames_fn fn, void *ctx, enum debuginfo_status *status, char *reason,
+		      size_t reason_len)
+{
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	size_t blen, n_missing = 0;
+	char id[DEBUGINFO_HEX_MAX];
+	struct debuginfo__open_index *e = NULL;
+	uint8_t *missing;
+	int rc;
+
+	assert(s && map && (reqs || n == 0) && fn && status && (reason || reason_len == 0));
+	*status = DEBUGINFO_STATUS_OK;
+	debuginfo__copy_reason(reason, reason_len, "");
+	if (debuginfo__canon_id(build_id_hex, id, bid, &blen)) {
+		*status = DEBUGINFO_STATUS_NO_BUILD_ID;
+		debuginfo__copy_reason(reason, reason_len, "the mapping's build ID is not hex");
+		return 0;
+	}
+	if (!n)
+		return 0;
+	missing = calloc(n, 1);
+	if (!missing)
+		return ERR_NOMEM;
+	rc = debuginfo__symcache_lookup(s, bid, blen, reqs, n, fn, ctx, missing, &n_missing);
+	if (rc)
+		goto out;
+	atomic_fetch_add(&s->cache_hits, n - n_missing);
+	atomic_fetch_add(&s->cache_misses, n_missing);
+	if (!n_missing)
+		goto out;
+	rc = acquire_index(s, id, bid, blen, deadline_ns, &e, status, reason, reason_len);
+	if (rc) {
+		rc = rc == ERR_NOMEM ? rc : 0;
+		goto out;
+	}
+	rc = resolve_misses(s, e, bid, blen, map, reqs, n, missing, fn, ctx);
+	debuginfo__lru_unref(s, e);
+out:
+	free(missing);
+	return rc;
+}
+
+void debuginfo_note_unresolved(struct debuginfo *s, enum debuginfo_status status, uint64_t n)
+{
+	if ((unsigned)status < DEBUGINFO_STATUS_COUNT && n)
+		atomic_fetch_add(&s->unresolved[status], n);
+}

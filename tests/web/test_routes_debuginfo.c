@@ -1,0 +1,136 @@
+/*
+ * test_routes_debuginfo.c - what the debug-info routes write from the
+ * service's typed data (routes_debuginfo.c): the JSON object of a build
+ * ID and the Prometheus text, byte for byte as before they moved out of
+ * the service, escapes and all.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "base/buf.h"
+#include "debuginfo/debuginfo.h"
+#include "web/web_int.h"
+
+static void check_json(const struct debuginfo_record *r, const char *want)
+{
+	struct buf b;
+
+	buf_init(&b, 1 << 20);
+	assert_int_equal(web__debuginfo_record_json(&b, r), 0);
+	assert_string_equal(b.data, want);
+	buf_release(&b);
+}
+
+static void test_record_json(void **state)
+{
+	struct debuginfo_record r;
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	strcpy(r.build_id, "00112233");
+	r.source = DEBUGINFO_SOURCE_UPLOAD;
+	r.status = DEBUGINFO_STATUS_OK;
+	r.kinds = 3;
+	r.size = 12345;
+	r.uploaded_ns = 1700000000123456789LL;
+	r.last_used_ns = 1700000001999999999LL;
+	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
+		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
+		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"retryAt\":0}");
+
+	memset(&r, 0, sizeof(r));
+	strcpy(r.build_id, "aabb");
+	r.source = DEBUGINFO_SOURCE_DEBUGINFOD;
+	r.status = DEBUGINFO_STATUS_UPSTREAM_ERROR;
+	strcpy(r.reason, "debuginfod: \"quoted\"\ttab\\ and unicode \xc3\xa9 \x01");
+	r.retry_at_ns = 1700000600000000000LL;
+	check_json(&r, "{\"buildId\":\"aabb\",\"source\":\"debuginfod\",\"size\":0,\"uploaded\":0,"
+		       "\"lastUsed\":0,\"status\":\"upstream_error\",\"reason\":\"debuginfod: "
+		       "\\\"quoted\\\"\\ttab\\\\ and unicode \xc3\xa9 \\u0001\",\"debuginfo\":false,"
+		       "\"executable\":false,\"retryAt\":1700000600000}");
+
+	memset(&r, 0, sizeof(r));
+	strcpy(r.build_id, "ccdd");
+	r.source = DEBUGINFO_SOURCE_NONE;
+	r.status = DEBUGINFO_STATUS_NOT_FOUND;
+	r.kinds = 1;
+	r.retry_at_ns = 1700000600000000000LL;
+	check_json(&r, "{\"buildId\":\"ccdd\",\"source\":\"none\",\"size\":0,\"uploaded\":0,"
+		       "\"lastUsed\":0,\"status\":\"not_found\",\"reason\":\"\",\"debuginfo\":true,"
+		       "\"executable\":false,\"retryAt\":1700000600000}");
+}
+
+static const char want_metrics[] =
+	"# HELP unhex_debuginfo_build_ids Build IDs the server knows, by status.\n"
+	"# TYPE unhex_debuginfo_build_ids gauge\n"
+	"unhex_debuginfo_build_ids{status=\"ok\"} 1\n"
+	"unhex_debuginfo_build_ids{status=\"no_build_id\"} 0\n"
+	"unhex_debuginfo_build_ids{status=\"not_found\"} 1\n"
+	"unhex_debuginfo_build_ids{status=\"mismatch\"} 0\n"
+	"unhex_debuginfo_build_ids{status=\"invalid_elf\"} 0\n"
+	"unhex_debuginfo_build_ids{status=\"no_symbols\"} 0\n"
+	"unhex_debuginfo_build_ids{status=\"upstream_error\"} 1\n"
+	"# HELP unhex_symbolize_unresolved_locations_total Distinct locations that queries left "
+	"without names, by why.\n"
+	"# TYPE unhex_symbolize_unresolved_locations_total counter\n"
+	"unhex_symbolize_unresolved_locations_total{status=\"ok\"} 0\n"
+	"unhex_symbolize_unresolved_locations_total{status=\"no_build_id\"} 3\n"
+	"unhex_symbolize_unresolved_locations_total{status=\"not_found\"} 6\n"
+	"unhex_symbolize_unresolved_locations_total{status=\"mismatch\"} 9\n"
+	"unhex_symbolize_unresolved_locations_total{status=\"invalid_elf\"} 12\n"
+	"unhex_symbolize_unresolved_locations_total{status=\"no_symbols\"} 15\n"
+	"unhex_symbolize_unresolved_locations_total{status=\"upstream_error\"} 18\n"
+	"unhex_symbolize_unresolved_locations_total{status=\"pending\"} 21\n"
+	"# TYPE unhex_debuginfo_uploads_total counter\n"
+	"unhex_debuginfo_uploads_total{result=\"ok\"} 5\n"
+	"unhex_debuginfo_uploads_total{result=\"refused\"} 6\n"
+	"# TYPE unhex_debuginfod_fetches_total counter\n"
+	"unhex_debuginfod_fetches_total{result=\"ok\"} 7\n"
+	"unhex_debuginfod_fetches_total{result=\"not_found\"} 8\n"
+	"unhex_debuginfod_fetches_total{result=\"error\"} 9\n"
+	"# TYPE unhex_symbolize_index_builds_total counter\n"
+	"unhex_symbolize_index_builds_total 10\n"
+	"# TYPE unhex_symbolize_index_opens_total counter\n"
+	"unhex_symbolize_index_opens_total 11\n"
+	"# TYPE unhex_symbolize_cache_lookups_total counter\n"
+	"unhex_symbolize_cache_lookups_total{result=\"hit\"} 12\n"
+	"unhex_symbolize_cache_lookups_total{result=\"miss\"} 13\n"
+	"# TYPE unhex_symbolize_open_indexes gauge\n"
+	"unhex_symbolize_open_indexes 14\n";
+
+static void test_metrics_text(void **state)
+{
+	struct debuginfo_stats st = { 10, 11, 12, 13, 7, 8, 9, 5, 6, 14, { 0 } };
+	uint64_t by[DEBUGINFO_STATUS_COUNT] = { 0 };
+	struct buf b;
+
+	(void)state;
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT; i++)
+		st.unresolved[i] = (uint64_t)i * 3;
+	by[DEBUGINFO_STATUS_OK] = 1;
+	by[DEBUGINFO_STATUS_NOT_FOUND] = 1;
+	by[DEBUGINFO_STATUS_UPSTREAM_ERROR] = 1;
+	by[DEBUGINFO_STATUS_PENDING] = 99; /* never a stored status: not shown */
+	buf_init(&b, 1 << 20);
+	assert_int_equal(web__debuginfo_metrics_text(&b, &st, by), 0);
+	assert_string_equal(b.data, want_metrics);
+	buf_release(&b);
+	/* A response at its cap fails instead of growing. */
+	buf_init(&b, 100);
+	assert_int_equal(web__debuginfo_metrics_text(&b, &st, by), ERR_TOO_LARGE);
+	buf_release(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_record_json),
+		cmocka_unit_test(test_metrics_text),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
