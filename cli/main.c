@@ -27,6 +27,7 @@ static void usage(FILE *f)
 	      "  stats     print what a store holds (--data DIR or --server URL)\n"
 	      "  query     ask a server: top, folded, pprof, diff\n"
 	      "  upload    send debug files (by build ID) to a server\n"
+	      "  verify    check every block of a store (--data DIR)\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run `unhex <command> --help` for a command's options; docs/cli.md has more.\n",
@@ -120,6 +121,8 @@ int main(int argc, char **argv)
 		return cli_stats(argc - 1, argv + 1);
 	if (strcmp(cmd, "query") == 0)
 		return cli_query(argc - 1, argv + 1);
+	if (strcmp(cmd, "verify") == 0)
+		return cli_verify(argc - 1, argv + 1);
 	if (strcmp(cmd, "upload") == 0)
 		return cli_upload(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

@@ -25,8 +25,6 @@ static const int64_t LEVEL_MULT[] = { 1, 6, 24 };
 #define N_LEVELS (sizeof(LEVEL_MULT) / sizeof(LEVEL_MULT[0]))
 /* Windows of an epoch this many epochs old are sealed even before their range ended. */
 #define FORCE_EPOCHS 3
-#define ZLEVEL_SEAL 3
-#define ZLEVEL_COMPACT 6
 #define MAX_PLAN ((size_t)1 << 26)
 
 void store__crashpoint(struct store *st, const char *point)
@@ -393,7 +391,7 @@ static int seal_build(struct seal *s, size_t ri, size_t k0, size_t k1, char **pa
 		ser[i].n_src = (i + 1 < n_ser ? ser[i + 1].src0 : k1) - ser[i].src0;
 	qsort(ser, n_ser, sizeof(*ser), wser_cmp);
 	rc = store__bw_open(st, s->t->name, 0, r * st->block_range_ns, (r + 1) * st->block_range_ns,
-			    ZLEVEL_SEAL, &w, msg);
+			    BLOCK_ZLEVEL_SEAL, &w, msg);
 	for (size_t i = 0; !rc && i < n_ser; i++) {
 		if (!i || strcmp(ser[i].svc, ser[i - 1].svc))
 			rc = store__bw_service(w, ser[i].svc, msg);
@@ -877,7 +875,7 @@ static int compact_group(struct store *st, struct tenant *t, struct csrc *src, s
 	if (rc)
 		goto out;
 	qsort(all, n_all, sizeof(*all), cser_cmp);
-	rc = store__bw_open(st, t->name, level, lo, hi, ZLEVEL_COMPACT, &w, msg);
+	rc = store__bw_open(st, t->name, level, lo, hi, BLOCK_ZLEVEL_COMPACT, &w, msg);
 	for (size_t i = 0; !rc && i < n_all;) {
 		size_t j = i + 1;
 		while (j < n_all && !wser_cmp(&all[j].w, &all[i].w))

@@ -376,7 +376,7 @@ struct store_tenant_stats {
 	uint64_t head_profiles;      /* of profiles: not sealed yet */
 	uint64_t blocks;             /* block files, the unreadable included */
 	uint64_t blocks_unreadable;  /* corrupt or missing: skipped by queries */
-	int64_t oldest_ns, newest_ns; /* profile times held (0 when empty) */
+	int64_t oldest_ns, newest_ns; /* first and last profile time in blocks (0: none) */
 	/* What retention removed, since the store was created. */
 	uint64_t expired_blocks, expired_bytes, expired_profiles, expired_samples;
 };

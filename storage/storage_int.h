@@ -1138,6 +1138,9 @@ uint32_t store__crc32c_soft(uint32_t crc, const void *p, size_t n);
 #define BLOCK_MAX_SERIES (1u << 28)
 #define BLOCK_MAX_PAGES (1u << 28)
 #define BLOCK_MAX_PAGE_BYTES ((size_t)512 << 20)
+/* zstd levels of sealing (fast, off the hot path anyway) and compaction. */
+#define BLOCK_ZLEVEL_SEAL 3
+#define BLOCK_ZLEVEL_COMPACT 6
 
 enum bsec_kind { BSEC_INDEX = 1, BSEC_SYMBOLS = 2, BSEC_SAMPLES = 3 };
 enum bsec_codec { BCODEC_RAW = 0, BCODEC_ZSTD = 1 };
