@@ -446,6 +446,18 @@ void store__block_unlist(struct tenant *t, struct block *b)
 	}
 }
 
+int store__block_bury(struct tenant *t, struct block *b)
+{
+	int rc = GROW(t->grave, t->cap_grave, t->n_grave + 1, MAX_BLOCKS_PER_TENANT, NULL);
+
+	if (rc)
+		return rc;
+	store__block_unlist(t, b);
+	b->retired_ns = store__mono();
+	t->grave[t->n_grave++] = b;
+	return 0;
+}
+
 /*
  * Gives b its process-local ref and partition ids and lists it in t->known
  * (t->mu held).  Refs and partition ids only grow, so known stays sorted.
@@ -1123,6 +1135,7 @@ void store__blocks_close(struct store *st)
 	for (size_t i = 0; i < st->n_tenants; i++) {
 		struct tenant *t = st->tenants[i];
 
+		store__reclaim(st, t, 1);
 		/* Every reader and view is gone: the list's references are the last. */
 		while (t->n_blocks) {
 			struct block *b = t->blocks[t->n_blocks - 1];

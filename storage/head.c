@@ -322,14 +322,11 @@ int store__epochs_gc(struct store *st, struct tenant *t, uint64_t *dropped, stru
 				j++;
 				continue;
 			}
+			/* The list keeps its reference for the grace period
+			 * (store__reclaim): readers without a struct store_reader
+			 * may still name the partition. */
 			p->retired = 1;
-			if (atomic_fetch_sub(&p->refs, 1) == 1) {
-				memmove(t->parts + j, t->parts + j + 1,
-					(t->n_parts - j - 1) * sizeof(*t->parts));
-				t->n_parts--;
-				store__part_free(p);
-				continue;
-			}
+			p->retired_ns = store__mono();
 			j++;
 		}
 		pthread_mutex_unlock(&t->mu);
@@ -396,9 +393,22 @@ static int u64set_has(const struct u64set *s, uint64_t x)
  * block and stopped before deleting them), notes the windows of the others in
  * their epochs, and collects the series that still have chunks.
  */
+/* Raises *newest to the newest profile time of a chunk value. */
+static void newest_of(const void *v, size_t len, _Atomic int64_t *newest)
+{
+	struct chunk c;
+
+	store__chunk_init(&c);
+	if (!store__chunk_decode(&c, v, len, NULL))
+		for (size_t i = 0; i < c.n; i++)
+			if (c.profs[i].meta.time_ns > atomic_load(newest))
+				atomic_store(newest, c.profs[i].meta.time_ns);
+	store__chunk_release(&c);
+}
+
 static int scan_chunks(struct store *st, struct tenant *t, rocksdb_writebatch_t *wb,
 		       struct u64set *live, uint64_t *del_profiles, uint64_t *del_samples,
-		       struct err_msg *msg)
+		       int64_t *max_window, struct err_msg *msg)
 {
 	uint8_t lo[5], hi[5];
 	struct scan s;
@@ -437,8 +447,14 @@ static int scan_chunks(struct store *st, struct tenant *t, rocksdb_writebatch_t 
 			if (!rc)
 				live->v[live->n++] = series;
 		}
-		if (!rc && w < INT64_MAX / st->window_ns && w * st->window_ns > atomic_load(&st->newest_ns))
-			atomic_store(&st->newest_ns, w * st->window_ns);
+		/* The store's clock is the newest profile time: read from the
+		 * chunks of the latest window seen so far (keys are by series,
+		 * so this decodes about one chunk per series). */
+		if (!rc && w >= *max_window) {
+			const char *v = rocksdb_iter_value(s.it, &vlen);
+			*max_window = w;
+			newest_of(v, vlen, &st->newest_ns);
+		}
 	}
 	if (rc)
 		store__scan_close(&s, NULL);
@@ -452,6 +468,44 @@ static int u64set_has_cb(void *ctx, uint64_t x)
 	return u64set_has(ctx, x);
 }
 
+void store__reclaim(struct store *st, struct tenant *t, int all)
+{
+	int64_t now = store__mono();
+	struct block **drop = NULL;
+	size_t n_drop = 0;
+
+	pthread_mutex_lock(&t->mu);
+	for (size_t j = 0; j < t->n_parts;) {
+		struct part *p = t->parts[j];
+		if (!p->retired || p->reclaimed || (!all && now - p->retired_ns < st->grace_ns)) {
+			j++;
+			continue;
+		}
+		p->reclaimed = 1;
+		if (atomic_fetch_sub(&p->refs, 1) == 1) {
+			memmove(t->parts + j, t->parts + j + 1, (t->n_parts - j - 1) * sizeof(*t->parts));
+			t->n_parts--;
+			store__part_free(p);
+			continue;
+		}
+		j++;
+	}
+	drop = calloc(t->n_grave + 1, sizeof(*drop));
+	for (size_t j = 0; drop && j < t->n_grave;) {
+		if (!all && now - t->grave[j]->retired_ns < st->grace_ns) {
+			j++;
+			continue;
+		}
+		drop[n_drop++] = t->grave[j];
+		memmove(t->grave + j, t->grave + j + 1, (t->n_grave - j - 1) * sizeof(*t->grave));
+		t->n_grave--;
+	}
+	pthread_mutex_unlock(&t->mu);
+	for (size_t j = 0; j < n_drop; j++)
+		store__block_put(st, drop[j]);
+	free(drop);
+}
+
 int store__head_covered(struct store *st, struct tenant *t, int64_t w, uint32_t e)
 {
 	return covered(st, t, w, e);
@@ -461,6 +515,7 @@ int store__head_open(struct store *st, struct tenant *t, struct err_msg *msg)
 {
 	struct u64set live = { NULL, 0, 0 };
 	uint64_t del_profiles = 0, del_samples = 0, del_series = 0;
+	int64_t max_window = INT64_MIN;
 	rocksdb_writebatch_t *wb;
 	char *err = NULL;
 	int rc;
@@ -471,7 +526,7 @@ int store__head_open(struct store *st, struct tenant *t, struct err_msg *msg)
 	if (rc)
 		return rc;
 	wb = rocksdb_writebatch_create();
-	rc = scan_chunks(st, t, wb, &live, &del_profiles, &del_samples, msg);
+	rc = scan_chunks(st, t, wb, &live, &del_profiles, &del_samples, &max_window, msg);
 	/* Series left without chunks by the interrupted seal go too (a series
 	 * that never had a profile, which ingest never writes, is kept). */
 	if (!rc && !st->read_only && del_profiles)

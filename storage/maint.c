@@ -970,10 +970,8 @@ static int compact_publish(struct store *st, struct tenant *t, const char *path,
 			rc = store__block_list(t, b);
 			for (size_t i = 0; !rc && i < n; i++) {
 				if (src[i].b->live) {
-					store__block_unlist(t, src[i].b);
 					src[i].b->doomed = 1;
-					/* The list's reference; compact_level's keeps it until the end. */
-					atomic_fetch_sub(&src[i].b->refs, 1);
+					rc = store__block_bury(t, src[i].b);
 				}
 			}
 			pthread_mutex_unlock(&t->mu);
@@ -1096,9 +1094,11 @@ static int expire_tenant(struct store *st, struct tenant *t, struct store_maint_
 			for (size_t i = 0; i < n; i++) {
 				if (!v[i]->live)
 					continue;
-				store__block_unlist(t, v[i]);
 				v[i]->doomed = 1;
-				atomic_fetch_sub(&v[i]->refs, 1); /* the list's; ours goes below */
+				if (store__block_bury(t, v[i])) { /* no memory: released now */
+					store__block_unlist(t, v[i]);
+					atomic_fetch_sub(&v[i]->refs, 1);
+				}
 			}
 			pthread_mutex_unlock(&t->mu);
 		}
@@ -1151,6 +1151,7 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 			rc = compact_level(st, ts[i], k, flags, &ms, msg);
 		if (!rc)
 			rc = expire_tenant(st, ts[i], &ms, msg);
+		store__reclaim(st, ts[i], 0);
 	}
 	add_stats(&st->maint_total, &ms);
 	pthread_mutex_unlock(&st->maint_mu);

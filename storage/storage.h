@@ -103,6 +103,9 @@ struct store_options {
 	/* Period of the background maintenance thread (seal, compact, expire);
 	 * 0 starts none: the caller runs store_maintain(). */
 	int64_t maintain_interval_ns;
+	/* How long partitions and blocks that sealing, compaction or retention
+	 * replaced stay readable by the calls without a reader; 0 picks 2 min. */
+	int64_t reader_grace_ns;
 	/* The wall clock, ns since the epoch (tests); NULL reads CLOCK_REALTIME. */
 	int64_t (*clock_ns)(void *ctx);
 	void *clock_ctx;
@@ -359,9 +362,9 @@ const char *store_cf_name(enum store_cf cf);
 
 /*
  * Per tenant.  profiles and samples count every retained profile once,
- * wherever it is; series counts distinct label sets; the symbol counts are
- * entries stored (the head's partitions plus each block's: a function in
- * three blocks counts three times).
+ * wherever it is; series counts distinct label sets (reading the index of
+ * every block); the symbol counts are entries stored (the head's partitions
+ * plus each block's: a function in three blocks counts three times).
  */
 struct store_tenant_stats {
 	const char *tenant;

@@ -761,6 +761,8 @@ struct part {
 	 * of a retired partition frees it (section 8). */
 	_Atomic int refs;
 	int retired;                   /* its epoch was dropped; under tenant.mu */
+	int reclaimed;                 /* the list's reference went (store__reclaim) */
+	int64_t retired_ns;            /* monotonic time of the drop */
 	char *broken;                  /* why its records did not load (then empty); owned */
 	struct symtab tab[SYM_NKINDS]; /* index by enum sym_kind; [0] unused */
 	struct pool pool;
@@ -814,6 +816,10 @@ struct tenant {
 	size_t n_blocks, cap_blocks;
 	struct block **known;
 	size_t n_known, cap_known;
+	/* Blocks unlisted by compaction or retention whose list reference is
+	 * kept for the grace period (store__reclaim). */
+	struct block **grave;
+	size_t n_grave, cap_grave;
 
 	/* Head epochs, under the store's writer lock; the last one is current. */
 	struct epoch *epochs;
@@ -865,6 +871,7 @@ struct store {
 
 	/* Time blocks and maintenance (sections 9 and 10). */
 	int64_t block_range_ns, seal_delay_ns, retention_ns;
+	int64_t grace_ns;           /* retired partitions and blocks outlive readers' calls */
 	struct store_retention *overrides; /* owned copies of the names */
 	size_t n_overrides;
 	int64_t (*clock_ns)(void *ctx);
@@ -1312,6 +1319,7 @@ struct block {
 	char id_hex[2 * BLOCK_ID_BYTES + 1];
 	char *path;             /* the file (may be gone: a missing block) */
 	uint64_t file_size;
+	int64_t retired_ns;     /* monotonic time it was unlisted */
 	_Atomic int bad;        /* corrupt or missing: skipped; why says why */
 	char why[256];
 	/* Cached decoded objects (under store.cache.mu). */
@@ -1342,6 +1350,16 @@ struct block *store__block_by_part(struct tenant *t, uint32_t part);
 struct block *store__block_by_ref(struct tenant *t, uint32_t ref);
 /* Removes a live block from the list; the list's reference passes to the caller (t->mu held). */
 void store__block_unlist(struct tenant *t, struct block *b);
+/* Unlists b and keeps the list's reference for the grace period (t->mu held). */
+int store__block_bury(struct tenant *t, struct block *b);
+/*
+ * Drops the references of partitions and blocks retired more than
+ * grace_ns ago (all of them with `all`): until then the calls without a
+ * reader, which hold nothing between a series listing, a profile read and
+ * a symbol view, still find what they were told of.
+ */
+void store__reclaim(struct store *st, struct tenant *t, int all);
+int64_t store__mono(void);
 /* Lists a registered block live, with a reference of the list (t->mu held). */
 int store__block_list(struct tenant *t, struct block *b);
 

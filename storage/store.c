@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "base/varint.h"
 
@@ -19,6 +20,7 @@
 #define DEFAULT_WINDOW_NS ((int64_t)600 * 1000000000)
 #define DEFAULT_BLOCK_RANGE_NS ((int64_t)3600 * 1000000000)
 #define DEFAULT_SYMBOL_CACHE_BYTES ((size_t)128 << 20)
+#define DEFAULT_GRACE_NS ((int64_t)120 * 1000000000)
 #define WRITE_BUFFER_BYTES ((size_t)32 << 20)
 #define DB_WRITE_BUFFER_BYTES ((size_t)128 << 20)
 
@@ -218,6 +220,7 @@ static void tenant_free(struct tenant *t)
 	free(t->parts);
 	free(t->blocks);
 	free(t->known);
+	free(t->grave);
 	store__epochs_free(t);
 	store__index_drop(t);
 	pthread_mutex_destroy(&t->mu);
@@ -453,6 +456,7 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 	st->clock_ns = opt->clock_ns;
 	st->clock_ctx = opt->clock_ctx;
 	st->maint_interval_ns = opt->maintain_interval_ns;
+	st->grace_ns = opt->reader_grace_ns ? opt->reader_grace_ns : DEFAULT_GRACE_NS;
 	st->cache.cap = opt->symbol_cache_bytes ? opt->symbol_cache_bytes : DEFAULT_SYMBOL_CACHE_BYTES;
 	if (opt->block_range_ns < 0 || opt->seal_delay_ns < 0 || opt->retention_ns < 0 ||
 	    opt->maintain_interval_ns < 0)
@@ -906,12 +910,103 @@ static uint64_t memtable_bytes(struct store *st, enum cfi c)
 	return v;
 }
 
+/* A set of 64-bit hashes (of label keys), for counting distinct series. */
+struct hset {
+	uint64_t *v;
+	size_t n, cap;
+	struct hmap ix;
+	struct buf key;
+	int rc;
+};
+
+static int hset_add_labels(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
+			   size_t n)
+{
+	struct hset *h = ctx;
+	struct hmap_probe pr;
+	uint64_t x;
+	uint32_t i;
+	int rc;
+
+	(void)id, (void)part;
+	buf_reset(&h->key);
+	rc = buf_put_uvarint(&h->key, n);
+	for (size_t k = 0; k < n && !rc; k++) {
+		rc = buf_puts(&h->key, l[k].name);
+		if (!rc)
+			rc = buf_putc(&h->key, '\0');
+		if (!rc)
+			rc = buf_puts(&h->key, l[k].value);
+		if (!rc)
+			rc = buf_putc(&h->key, '\0');
+	}
+	if (rc)
+		return h->rc = rc;
+	x = hash_bytes(h->key.data, h->key.len, 0x5e71e5);
+	for (i = hmap_first(&h->ix, x, &pr); i != HMAP_NONE; i = hmap_next(&h->ix, &pr))
+		if (h->v[i] == x)
+			return 0;
+	rc = GROW(h->v, h->cap, h->n + 1, (size_t)STORE_MAX_SERIES, NULL);
+	if (!rc)
+		rc = hmap_put_probed(&h->ix, &pr, (uint32_t)h->n);
+	if (!rc)
+		h->v[h->n++] = x;
+	return h->rc = rc;
+}
+
+/*
+ * The distinct label sets of t, head and blocks (hashes of the label keys:
+ * two label sets whose 64-bit hashes collide count once, which the count
+ * of a stats page can live with).
+ */
+static uint64_t distinct_series(struct store *st, struct tenant *t)
+{
+	struct store_label l[STORE_MAX_LABELS];
+	struct block **v = NULL;
+	struct hset h;
+	size_t n = 0;
+	uint64_t count;
+
+	memset(&h, 0, sizeof(h));
+	hmap_init(&h.ix, STORE_MAX_SERIES, NULL);
+	buf_init(&h.key, STORE_MAX_LABEL_KEY);
+	store__head_series_each(st, t, NULL, hset_add_labels, &h);
+	pthread_mutex_lock(&t->mu);
+	v = calloc(t->n_blocks + 1, sizeof(*v));
+	for (size_t i = 0; v && i < t->n_blocks; i++) {
+		store__block_ref(t->blocks[i]);
+		v[n++] = t->blocks[i];
+	}
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct bidx *x = NULL;
+		if (v[i]->have_meta && !atomic_load(&v[i]->bad) &&
+		    !store__block_index(st, v[i], &x, NULL)) {
+			for (uint32_t j = 0; j < x->x.n_series && !h.rc; j++) {
+				const struct bser *se = &x->x.series[j];
+				for (uint32_t k = 0; k < se->n_labels; k++) {
+					l[k].name = x->x.str[x->x.labels[2 * ((size_t)se->label0 + k)]];
+					l[k].value = x->x.str[x->x.labels[2 * ((size_t)se->label0 + k) + 1]];
+				}
+				hset_add_labels(&h, 0, 0, l, se->n_labels);
+			}
+			store__bidx_put(x);
+		}
+		store__block_put(st, v[i]);
+	}
+	free(v);
+	count = h.n;
+	free(h.v);
+	hmap_release(&h.ix);
+	buf_release(&h.key);
+	return count;
+}
+
 /* Adds what the blocks of t hold to s. */
 static void block_stats(struct store *st, struct tenant *t, struct store_tenant_stats *s)
 {
 	int64_t oldest = INT64_MAX, newest = INT64_MIN;
 
-	(void)st;
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n_blocks; i++) {
 		const struct block *b = t->blocks[i];
@@ -923,7 +1018,6 @@ static void block_stats(struct store *st, struct tenant *t, struct store_tenant_
 		if (r->range_end == INT64_MAX)
 			continue; /* nothing known of it */
 		s->bytes[STORE_CF_BLOCKS] += r->bytes;
-		s->series += r->series;
 		s->profiles += r->profiles;
 		s->samples += r->samples;
 		if (r->min_time < oldest)
@@ -942,6 +1036,9 @@ static void block_stats(struct store *st, struct tenant *t, struct store_tenant_
 		s->oldest_ns = oldest;
 		s->newest_ns = newest;
 	}
+	/* With blocks, a label set may be in several places. */
+	if (s->blocks)
+		s->series = distinct_series(st, t);
 }
 
 /*
@@ -1142,6 +1239,11 @@ int store__tenant_ensure(struct store *st, const char *name, struct tenant **out
 	tenant_insert(st, t);
 	*out = t;
 	return 0;
+}
+
+int64_t store__mono(void)
+{
+	return clock_mono_ns();
 }
 
 int64_t store__wall(struct store *st)
