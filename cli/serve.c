@@ -64,6 +64,8 @@ static void serve_help(FILE *f)
 	      "                              before it is sealed (default a quarter of the range)\n"
 	      "  --maintain-interval T       how often to seal, compact and expire (default 1m)\n"
 	      "  --symbol-cache-bytes N      decoded block indexes and symbols kept (default 128M)\n"
+	      "  --debuginfo-retention T     delete debug info no retained profile uses once its\n"
+	      "                              last use is older than T (default: keep forever)\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -192,7 +194,7 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
        O_SYM_MEMO, O_RETENTION, O_RETENTION_TENANT, O_BLOCK_RANGE, O_SEAL_DELAY,
-       O_MAINTAIN, O_SYMCACHE };
+       O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -223,6 +225,7 @@ static const struct option serve_opts[] = {
 	{ "seal-delay", required_argument, NULL, O_SEAL_DELAY },
 	{ "maintain-interval", required_argument, NULL, O_MAINTAIN },
 	{ "symbol-cache-bytes", required_argument, NULL, O_SYMCACHE },
+	{ "debuginfo-retention", required_argument, NULL, O_DEBUGINFO_RETENTION },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -333,6 +336,11 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 							"duration (1h, 10m)", serve_opts[idx].name, optarg);
 			break;
 		}
+		case O_DEBUGINFO_RETENTION:
+			if (strcmp(optarg, "0") && parse_duration(optarg, &a->sym.retention_ns))
+				return cli_usage_error("serve", "--debuginfo-retention: \"%s\" is not a "
+							"duration (30d, 12h) or 0", optarg);
+			break;
 		case O_SYMCACHE:
 			if (cli_parse_size(optarg, &a->symbol_cache_bytes) || !a->symbol_cache_bytes)
 				return cli_usage_error("serve", "--symbol-cache-bytes: \"%s\" is not a "
@@ -483,6 +491,8 @@ int cli_serve(int argc, char **argv)
 	so.seal_delay_ns = a.seal_delay_ns;
 	so.symbol_cache_bytes = a.symbol_cache_bytes;
 	so.maintain_interval_ns = a.maintain_ns ? a.maintain_ns : DEFAULT_MAINTAIN_NS;
+	/* Debug info retention follows the blocks it depends on, at the same pace. */
+	a.sym.retain_interval_ns = so.maintain_interval_ns;
 	if (store_open(&so, &st, &msg)) {
 		log_error("cannot open the store in %s: %s", a.data, msg.text);
 		return CLI_EXIT_FAIL;

@@ -21,6 +21,7 @@
  *   symcache.c    the symbol cache: batch lookups, batch writes, drops
  *   hot.c         recent symbol-cache pairs in memory
  *   resolve.c     debuginfo_resolve and the address rule
+ *   retention.c   debug info kept as long as retained profiles reference it
  *
  * ==== Store records ====
  *
@@ -36,6 +37,10 @@
  *   svarint  last_used (ns; updated at most once a minute)
  *   svarint  retry_at (ns; when a not_found / upstream_error may be retried)
  *   uvarint  reason length, then that many bytes of text
+ *   svarint  last_profile (ns; the newest profile the store retains that
+ *                      references the build ID, as the last retention pass
+ *                      saw it; 0 none seen; absent in records written before
+ *                      debug info retention, read as 0)
  * A reader ignores bytes after the fields it knows (later versions append).
  *
  * STORE_AUX_SYMCACHE, key: build ID bytes, then the file offset as 8 bytes
@@ -84,6 +89,7 @@ struct debuginfo__meta {
 	uint64_t size, hash;
 	int64_t uploaded, last_used, retry_at;
 	char reason[256];
+	int64_t last_profile;
 };
 
 /* A background job: fetch (if needed) and build the index of one build ID. */
@@ -189,6 +195,15 @@ void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
 enum debuginfo_status debuginfo__status_of_reason(enum sym_reason r);
 /* snprintf of `s` (NULL: "") into out[len], when len > 0. */
 void debuginfo__copy_reason(char *out, size_t len, const char *s);
+
+/* retention.c: the thread of debuginfo_retain (started when retention_ns > 0). */
+void debuginfo__retain_init(struct debuginfo *s);
+int debuginfo__retain_start(struct debuginfo *s);
+void debuginfo__retain_stop(struct debuginfo *s);
+void debuginfo__retain_release(struct debuginfo *s);
+
+/* Drops what was derived from the file of `id`: index, open index, cached frames. */
+void debuginfo__drop_derived(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen);
 
 /* ---- lru.c: open indexes ---- */
 
@@ -363,6 +378,15 @@ struct debuginfo {
 	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
 	atomic_uint_fast64_t uploads_ok, uploads_refused;
 	atomic_uint_fast64_t unresolved[DEBUGINFO_STATUS_COUNT]; /* locations queries left hex */
+
+	/* Retention (retention.c): its thread, and what its last pass saw. */
+	int64_t retention_ns, retain_interval_ns;
+	pthread_t retain_thread;
+	int retain_started;
+	pthread_mutex_t retain_mu;     /* one pass at a time; the fields below */
+	pthread_cond_t retain_cv;
+	int retain_stop;
+	struct debuginfo_retention_stats retain_last, retain_total;
 };
 
 /* An upload in progress: a temporary file under <dir>/tmp. */

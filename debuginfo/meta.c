@@ -73,6 +73,7 @@ int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out)
 	if (!rc) rc = buf_put_svarint(out, m->retry_at);
 	if (!rc) rc = buf_put_uvarint(out, rl);
 	if (!rc) rc = buf_append(out, m->reason, rl);
+	if (!rc) rc = buf_put_svarint(out, m->last_profile);
 	return rc;
 }
 
@@ -105,6 +106,10 @@ int debuginfo__meta_decode(const void *val, size_t len, struct debuginfo__meta *
 	k = v[8] < sizeof(m->reason) - 1 ? (size_t)v[8] : sizeof(m->reason) - 1;
 	memcpy(m->reason, p, k);
 	m->reason[k] = '\0';
+	p += v[8];
+	/* Appended later: absent in older records. */
+	if (p < end && varint_get(p, end, &v[0]))
+		m->last_profile = zigzag_decode(v[0]);
 	return 0;
 }
 
@@ -173,6 +178,7 @@ static void to_record(const char *id, size_t idlen, const struct debuginfo__meta
 	r->uploaded_ns = m->uploaded;
 	r->last_used_ns = m->last_used;
 	r->retry_at_ns = m->retry_at;
+	r->last_profile_ns = m->last_profile;
 }
 
 int debuginfo_get(struct debuginfo *s, const char *build_id_hex, struct debuginfo_record *out,

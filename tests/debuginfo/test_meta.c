@@ -21,7 +21,7 @@
 
 static const struct debuginfo__meta g_meta = {
 	DEBUGINFO_SOURCE_UPLOAD, DEBUGINFO_STATUS_NOT_FOUND, 3, 123456, 0xfedcba9876543210ull,
-	1700000000000000000LL, -5, 42, "alt_not_found: something"
+	1700000000000000000LL, -5, 42, "alt_not_found: something", 1700000000123456789LL
 };
 
 static void same_meta(const struct debuginfo__meta *x, const struct debuginfo__meta *y)
@@ -35,6 +35,7 @@ static void same_meta(const struct debuginfo__meta *x, const struct debuginfo__m
 	assert_true(x->last_used == y->last_used);
 	assert_true(x->retry_at == y->retry_at);
 	assert_string_equal(x->reason, y->reason);
+	assert_true(x->last_profile == y->last_profile);
 }
 
 static void encode(const struct debuginfo__meta *m, struct buf *b)
@@ -52,8 +53,27 @@ static void test_round_trip_and_prefixes(void **state)
 	encode(&g_meta, &b);
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), 0);
 	same_meta(&g_meta, &out);
-	for (size_t cut = 0; cut < b.len; cut++)
-		assert_int_equal(debuginfo__meta_decode(b.data, cut, &out), ERR_CORRUPT);
+	/* Every cut fails up to the reason's end; last_profile was appended
+	 * later, so a record that ends before it (or in it) is one of the
+	 * format before, with last_profile 0. */
+	{
+		size_t whole = b.len, old_len;
+		struct buf o;
+		struct debuginfo__meta m = g_meta;
+
+		m.last_profile = 0;
+		encode(&m, &o);
+		old_len = o.len - 1; /* the 1-byte varint of 0 */
+		buf_release(&o);
+		for (size_t cut = 0; cut < old_len; cut++)
+			assert_int_equal(debuginfo__meta_decode(b.data, cut, &out), ERR_CORRUPT);
+		for (size_t cut = old_len; cut < whole; cut++) {
+			assert_int_equal(debuginfo__meta_decode(b.data, cut, &out), 0);
+			assert_true(out.last_profile == 0);
+			out.last_profile = g_meta.last_profile;
+			same_meta(&g_meta, &out);
+		}
+	}
 	/* A later version appends fields: this reader ignores them. */
 	assert_int_equal(buf_append(&b, "\x05\x06", 2), 0);
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), 0);

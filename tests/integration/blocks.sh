@@ -18,7 +18,8 @@ need PPROFINFO
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 END=1767225600 # 2026-01-01T00:00:00Z: the store's clock follows the data
 WL="$WORK/workload"
-"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 120 --interval 60 --end "$END" --quiet
+"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 120 --interval 60 --end "$END" \
+	--debug-dir "$WL/debug" --quiet
 NFILES=$(grep -vc '^#' "$WL/manifest.tsv")
 FROM=$((END - 3 * 3600))
 UNTIL=$((END + 600))
@@ -90,6 +91,12 @@ S=$(tenant_stats anonymous)
 note "sealed: $(jq -c '{head_profiles, blocks: (.blocks | {count, list: [.list[] | {level, profiles}]})}' <<<"$S")"
 [ "$(jq -c '[.blocks.list[].level] | sort' <<<"$S")" = "[0,0,0,0,0,1]" ] || fail "levels: $S"
 [ "$(jq -r .head_profiles <<<"$S")" -gt 0 ] || fail "the open range was sealed: $S"
+# No debug info was uploaded: every build ID of the workload is history that stays hex.
+http GET "/api/v1/debuginfo?missing=1"
+NBID=$(grep -c . "$WL/debug/manifest.tsv")
+[ "$(jq length <<<"$BODY")" = "$NBID" ] || fail "missing debug info: $BODY, want $NBID build IDs"
+grep -q "^unhex_debuginfo_missing_build_ids $NBID\$" <<<"$(curl -s "$URL/metrics")" ||
+	fail "metrics of missing debug info"
 grep -q '^unhex_store_blocks{tenant="anonymous"} 6$' <<<"$(curl -s "$URL/metrics")" || fail "metrics"
 stop_server
 "$UNHEX" verify --data "$DATA" >"$WORK/verify" || fail "verify: $(cat "$WORK/verify")"
@@ -127,7 +134,10 @@ crash_at compact-output-written "$WORK/crash3"
 
 # ---- retention 45m: the hour block and the first 10 minutes of the next
 # hold nothing newer than the cutoff (the newest profile - 45 minutes).
-start_server "$DATA" --maintain-interval 1s --block-range 10m --retention 45m
+# Debug info of every build ID is uploaded; --debuginfo-retention 1s then
+# deletes what only the expired blocks used, and keeps what retained ones use.
+start_server "$DATA" --maintain-interval 1s --block-range 10m --retention 45m \
+	--debuginfo-retention 1s --preload-debuginfo "$WL/debug"
 for i in $(seq 1 100); do
 	S=$(tenant_stats anonymous)
 	[ "$(jq -r .retention.expired_blocks <<<"$S")" -ge 2 ] && break
@@ -141,6 +151,35 @@ jq -e --argjson c "$CUTOFF" '[.blocks.list[] | .max_time_ns >= $c] | all' <<<"$S
 [ "$(($(jq -r .profiles <<<"$S") + $(jq -r .retention.expired_profiles <<<"$S")))" = "$REF_PROFILES" ] ||
 	fail "retained + expired profiles != ingested: $S"
 [ "$(jq '.blocks.list | length' <<<"$S")" = 4 ] || fail "blocks after retention: $S"
+# The releases of the retained profiles (the oldest retained block's range on).
+RET_FROM=$(jq '[.blocks.list[].range_start_ns] | min / 1000000000 | floor' <<<"$S")
+RELEASES=$(awk -F'\t' -v f="$RET_FROM" '!/^#/ && NF && $3 >= f {
+	match($2, /version=[0-9.]+/); print substr($2, RSTART + 8, RLENGTH - 8) }' "$WL/manifest.tsv" | sort -u)
+KEEP=() DROP=()
+while IFS=$'\t' read -r _ bid _ rel; do
+	used=0
+	for r in $RELEASES; do [[ ",$rel," == *",$r,"* ]] && used=1; done
+	if [ $used = 1 ]; then KEEP+=("$bid"); else DROP+=("$bid"); fi
+done <"$WL/debug/manifest.tsv"
+note "releases retained: $(echo $RELEASES); debug info kept ${#KEEP[@]}, deleted ${#DROP[@]}"
+[ ${#DROP[@]} -gt 0 ] && [ ${#KEEP[@]} -gt 0 ] || fail "the workload gives nothing to tell apart"
+for i in $(seq 1 150); do
+	gone=0
+	for b in "${DROP[@]}"; do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "$URL/api/v1/debuginfo/$b")" = 404 ] && gone=$((gone + 1))
+	done
+	[ $gone = ${#DROP[@]} ] && break
+	sleep 0.2
+done
+[ $gone = ${#DROP[@]} ] || fail "debug info only expired blocks used is still there ($gone of ${#DROP[@]} gone)"
+for b in "${KEEP[@]}"; do
+	http GET "/api/v1/debuginfo/$b"
+	[ "$STATUS" = 200 ] && [ "$(jq -r .debuginfo <<<"$BODY")" = true ] ||
+		fail "debug info a retained block uses was deleted: $b: $STATUS $BODY"
+	[ "$(jq -r .lastProfile <<<"$BODY")" -gt 0 ] || fail "no lastProfile: $BODY"
+done
+http GET "/api/v1/debuginfo?missing=1"
+[ "$BODY" = "[]" ] || fail "missing debug info after the uploads: $BODY"
 stop_server
 
 # ---- a corrupted block: reported, skipped, the rest works
