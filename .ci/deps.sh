@@ -10,6 +10,7 @@ PACKAGES=(
   libcmocka-dev clang libclang-rt-14-dev libcurl4-gnutls-dev
   elfutils binutils linux-perf google-perftools libgoogle-perftools-dev
   golang-go jq g++ llvm debuginfod rustc time valgrind dwz protobuf-compiler socat openssl
+  openjdk-17-jdk-headless
 )
 
 missing=()

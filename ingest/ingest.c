@@ -398,6 +398,19 @@ out:
 
 static int run(struct store *st, const struct ingest_limits *lim, const char *tenant,
 	       const struct ingest_series *in, size_t n, const struct ingest_defaults *def,
+	       struct ingest_stats *out, struct err_msg *msg);
+
+int ingest__run(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		const struct ingest_series *in, size_t n, int64_t time_ns, int64_t duration_ns,
+		struct ingest_stats *out, struct err_msg *msg)
+{
+	struct ingest_defaults def = { time_ns, duration_ns };
+
+	return run(st, lim, tenant, in, n, &def, out, msg);
+}
+
+static int run(struct store *st, const struct ingest_limits *lim, const char *tenant,
+	       const struct ingest_series *in, size_t n, const struct ingest_defaults *def,
 	       struct ingest_stats *out, struct err_msg *msg)
 {
 	struct ingest_pprof *pp = NULL;
@@ -445,28 +458,17 @@ int ingest_legacy(struct store *st, const struct ingest_limits *lim, const char 
 		  const char *name, int64_t from_ns, int64_t until_ns, const void *pprof,
 		  size_t len, struct ingest_stats *out, struct err_msg *msg)
 {
-	struct ingest_defaults def = { from_ns, until_ns > from_ns ? until_ns - from_ns : 0 };
-	struct ingest_series s;
-	struct store_label *labels;
-	struct arena a;
-	size_t n;
-	int rc;
+	struct ingest_request req;
 
-	if (!name)
-		return err_set(msg, ERR_INVALID, "name: missing");
-	arena_init(&a, (size_t)1 << 20);
-	rc = ingest__parse_legacy_name(&a, name, &labels, &n, msg);
-	if (rc == ERR_TOO_LARGE || rc == ERR_NOMEM)
-		err_set(msg, rc, "name: %s", err_str(rc));
-	if (!rc) {
-		s.labels = labels;
-		s.n_labels = n;
-		s.data = pprof;
-		s.len = len;
-		rc = run(st, lim, tenant, &s, 1, &def, out, msg);
-	}
-	arena_release(&a);
-	return rc;
+	memset(&req, 0, sizeof(req));
+	req.name = name;
+	req.format = INGEST_FORMAT_PPROF;
+	req.sample_rate = 100;
+	req.from_ns = from_ns;
+	req.until_ns = until_ns;
+	req.data = pprof;
+	req.len = len;
+	return ingest_pyroscope(st, lim, tenant, &req, out, msg);
 }
 
 int ingest_push(struct store *st, const struct ingest_limits *lim, const char *tenant,

@@ -11,8 +11,12 @@
  *
  * Each sample type of a pprof becomes its own profile type, identified as
  * Pyroscope does: `<__name__>:<sample type>:<sample unit>:<period type>:<period unit>`,
- * stored as the series label __profile_type__.  Runtime addresses are stored
- * as file offsets (address - memory_start + file_offset); see normalize.c.
+ * stored as the series label __profile_type__, with __name__ as Pyroscope
+ * gives it per agent (naming.c; docs/ingest.md, "Profile type names"): the
+ * request's declaration when it makes one, else Pyroscope's rule over the
+ * profile's sample types, so two kinds of data never share a series.
+ * Runtime addresses are stored as file offsets (address - memory_start +
+ * file_offset); see normalize.c.
  *
  * Threading: all functions are reentrant; the store serializes writers.
  */
@@ -46,12 +50,15 @@ struct ingest_stats {
 	uint64_t pprof_samples; /* pprof Sample messages decoded, before aggregation */
 };
 
+struct ingest_hints;
+
 /* One raw pprof with the labels of its series. */
 struct ingest_series {
 	const struct store_label *labels; /* borrowed; must include service_name */
 	size_t n_labels;
 	const void *data;                 /* pprof, gzipped or raw; borrowed */
 	size_t len;
+	const struct ingest_hints *hints; /* borrowed, internal (ingest_int.h); NULL: none */
 };
 
 /*
@@ -72,6 +79,42 @@ int ingest_profiles(struct store *st, const struct ingest_limits *lim, const cha
 int ingest_legacy(struct store *st, const struct ingest_limits *lim, const char *tenant,
 		  const char *name, int64_t from_ns, int64_t until_ns, const void *pprof,
 		  size_t len, struct ingest_stats *out, struct err_msg *msg);
+
+/* The formats of Pyroscope's `POST /ingest` (its `format` parameter). */
+enum ingest_format {
+	INGEST_FORMAT_PPROF,      /* pprof, gzipped or raw */
+	INGEST_FORMAT_JFR,        /* Java Flight Recorder chunks, gzipped or raw */
+	INGEST_FORMAT_FOLDED,     /* "a;b;c 12" per line (Pyroscope's default, "groups") */
+	INGEST_FORMAT_LINES,      /* "a;b;c" per line, one sample each */
+	INGEST_FORMAT_TRIE,       /* the first Go agent's transport trie */
+	INGEST_FORMAT_TREE,       /* a serialized flame tree */
+	INGEST_FORMAT_SPEEDSCOPE, /* speedscope's JSON file format */
+};
+
+/* One `POST /ingest` as web/ decoded it; every pointer is borrowed. */
+struct ingest_request {
+	const char *name;           /* the name parameter: app[.kind]{k=v,...} */
+	enum ingest_format format;
+	const char *spy_name;       /* spyName, NULL when absent */
+	uint32_t sample_rate;       /* sampleRate; 100 when absent or not a number */
+	int64_t from_ns, until_ns;  /* from and until */
+	const void *data;           /* the profile: the body or its multipart part */
+	size_t len;
+	const void *sample_type_config; /* pprof: the multipart part, or NULL */
+	size_t stc_len;
+	const void *jfr_labels;     /* jfr: the "labels" part (LabelsSnapshot), or NULL */
+	size_t labels_len;
+};
+
+/*
+ * Pyroscope's `POST /ingest` in any format, named as Pyroscope names it
+ * (docs/ingest.md has the labels and profile types per format and agent).
+ * A pprof or JFR without times of its own is stored at `from_ns`, lasting
+ * until `until_ns`.  Everything is written in one transaction, or nothing.
+ */
+int ingest_pyroscope(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		     const struct ingest_request *req, struct ingest_stats *out,
+		     struct err_msg *msg);
 
 /*
  * Pyroscope's `push.v1.PusherService/Push`: a PushRequest in binary protobuf

@@ -31,12 +31,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/arena.h"
+#include "base/err.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
 
-struct arena;
 struct buf;
 struct err_msg;
+
+/* Rewrites `msg` as "<prefix>: <its text>" (or the code's name); returns rc. */
+static inline int ingest__msg_prefix(struct err_msg *msg, int rc, const char *prefix)
+{
+	struct err_msg old;
+
+	if (!msg)
+		return rc;
+	old = *msg;
+	return err_reset(msg, rc, "%s: %s", prefix, old.text[0] ? old.text : err_str(rc));
+}
 
 #define INGEST_MAX_GROUPS 4096     /* distinct sample label sets in one pprof */
 #define INGEST_MAX_BUILD_ID 256    /* bytes of a mapping build id */
@@ -241,16 +253,253 @@ int ingest__check_labels(const struct ingest_limits *lim, const struct store_lab
 /* The value of label `name`, or NULL. */
 const char *ingest__label_get(const struct store_label *labels, size_t n, const char *name);
 
+/* Pyroscope's `name` parameter, taken apart (ingest__parse_name). */
+struct ingest_name {
+	const char *app;                  /* before '{', trimmed, never empty */
+	const char *kind;                 /* after the last '.' of app, or NULL */
+	size_t base_len;                  /* bytes of app before ".kind" */
+	const struct store_label *labels; /* the braces' labels, __*__ ones dropped */
+	size_t n_labels;
+};
+
 /*
- * Parses Pyroscope's `app.name.kind{k=v,...}` into labels (service_name,
- * __name__ when the kind is known, then the braces' labels), allocated from
- * `a`.  Returns owned-by-arena *labels.
+ * Parses `app.name.kind{k=v,...}` (see labels.c) into `out`; everything
+ * lives in `a`.  Labels named __*__ are dropped (Pyroscope drops them,
+ * pyroscope-go sends __session_id__); any other invalid or repeated label
+ * name is ERR_INVALID.
+ */
+int ingest__parse_name(struct arena *a, const char *name, struct ingest_name *out,
+		       struct err_msg *msg);
+
+/*
+ * The labels of a pprof sent to /ingest: service_name (the braces' one,
+ * else the application name without a known kind suffix), __name__ when
+ * the suffix is a known kind (ingest__kind_name), then the braces' labels.
+ * Allocated from `a`; returns owned-by-arena *labels.
  */
 int ingest__parse_legacy_name(struct arena *a, const char *name,
 			      struct store_label **labels, size_t *n, struct err_msg *msg);
 
-/* Pyroscope's __name__ for a legacy kind suffix ("cpu" -> "process_cpu"), or NULL. */
+/* ---- naming.c ----------------------------------------------------------- */
+
+#define INGEST_MAX_STC_BYTES (1 << 20) /* a sample_type_config part */
+
+/* One entry of pyroscope-go's sample_type_config ("display-name", ...). */
+struct ingest_stc_entry {
+	const char *type;        /* the pprof sample type it configures */
+	const char *display;     /* "display-name", or NULL */
+	const char *units;       /* or NULL */
+	const char *aggregation; /* "sum", "average", or NULL */
+	int cumulative, sampled;
+};
+
+/* A request's sample_type_config; NULL where one is taken means Pyroscope's defaults. */
+struct ingest_stc {
+	const struct ingest_stc_entry *e;
+	size_t n;
+};
+
+/*
+ * Parses the JSON of a sample_type_config multipart part (an object of
+ * sample type -> settings; members matched case-insensitively, unknown ones
+ * ignored) into `out`, allocated from `a`.  ERR_INVALID names the member.
+ */
+int ingest__stc_parse(struct arena *a, const void *json, size_t len, struct ingest_stc *out,
+		      struct err_msg *msg);
+
+/* The entry of `type` in `stc` (Pyroscope's defaults when stc is NULL), or NULL. */
+const struct ingest_stc_entry *ingest__stc_find(const struct ingest_stc *stc, const char *type);
+
+/*
+ * Pyroscope's __name__ of a pprof sent to /ingest, from its sample types in
+ * order, each seen through its display name: "wall" when any type is wall,
+ * else the first match of process_cpu (contains "cpu"), memory ("alloc_",
+ * "inuse_", "space", "objects"), mutex ("mutex_"), block ("block_"),
+ * goroutines ("goroutines"); else the last display name.  Returns a static
+ * string or one of `types` / the stc's strings (borrowed).
+ */
+const char *ingest__metric_name(const char *const *types, size_t n, const struct ingest_stc *stc);
+
+/* __name__ declared by a pprof's kind suffix ("cpu" -> "process_cpu"), or NULL. */
 const char *ingest__kind_name(const char *kind, size_t len);
+
+/* A kind of the legacy text formats: one value per stack, named by the suffix. */
+struct ingest_text_kind {
+	const char *kind;       /* the suffix */
+	const char *name;       /* __name__ */
+	const char *type, *unit; /* the sample type without a sample rate */
+	const char *timed_type; /* with a sample rate: <timed_type>/nanoseconds, else NULL */
+};
+
+/* The text kind of suffix `kind`, or NULL when Pyroscope does not know it. */
+const struct ingest_text_kind *ingest__text_kind(const char *kind);
+
+/* Alloy's godeltaprof_<kind> __name__ as <kind> (a pointer into `name`); others unchanged. */
+const char *ingest__relabel_name(const char *name);
+
+/* Whether Pyroscope drops a request label of this name before storing (__delta__, __session_id__). */
+int ingest__label_dropped(const char *name);
+
+/* Fixes Pyroscope applies to the pprof of /ingest, by agent (struct ingest_hints). */
+enum {
+	INGEST_FIX_TIME = 1 << 0,      /* time_nanos in 1970 (microseconds): use `from` */
+	INGEST_FIX_DOTNET = 1 << 1,    /* function ids 0 -> location ids; '-' -> '_' in types */
+	INGEST_FIX_SCRIPTING = 1 << 2, /* function names become "<file> <name>" */
+	INGEST_FIX_PYSPY = 1 << 3,     /* ... except for absolute file names */
+};
+
+/* The INGEST_FIX_* flags for a spyName (NULL when absent) and sample_type_config. */
+unsigned ingest__spy_fixes(const char *spy, const struct ingest_stc *stc);
+
+/* How a request's /ingest parameters change the conversion of its pprof. */
+struct ingest_hints {
+	const struct ingest_stc *stc; /* names __name__ when no label gives it; NULL: defaults */
+	unsigned fixes;               /* INGEST_FIX_* */
+};
+
+/* ---- builder.c ---------------------------------------------------------- */
+
+#define INGEST_MAX_FRAME_BYTES 65535 /* one frame name (Pyroscope's symbol limit) */
+#define INGEST_BUILDER_MAX_TYPES 4
+
+/* An open-addressing table of indices + 1 (0 = empty) with their hashes. */
+struct ingest_btab {
+	uint32_t *slot;
+	uint64_t *hash;
+	size_t mask; /* 0 before the first insert */
+};
+
+/*
+ * Builds one struct ingest_pprof from named frames (builder.c).  Fields
+ * are the builder's; callers use the functions below.
+ */
+struct ingest_builder {
+	struct arena *a;   /* the result's arena (borrowed) */
+	struct arena t;    /* tables and growing arrays, capped */
+	const struct ingest_limits *lim;
+	size_t n_types;
+	struct store_function *fns;
+	size_t *fn_len;
+	size_t n_fns, cap_fns, cap_fn_len;
+	struct ingest_line *lines; /* one per location */
+	size_t n_locs, cap_lines;
+	struct ingest_group *groups; /* [1..n_groups]; 0 is the empty set */
+	size_t n_groups, cap_groups;
+	size_t *off;
+	uint32_t *stack, *grp;
+	int64_t *vals;
+	size_t n_samples, n_stack, cap_off, cap_grp, cap_vals, cap_stack;
+	struct ingest_btab fn_tab, loc_tab, grp_tab, smp_tab;
+};
+
+/*
+ * Starts a profile of `n_types` values per sample (1..INGEST_BUILDER_MAX_TYPES)
+ * whose result lives in `a` (borrowed) and whose temporaries may take
+ * `tmp_cap` bytes.  Always pair with ingest__b_release().
+ */
+void ingest__b_init(struct ingest_builder *b, struct arena *a, size_t tmp_cap,
+		    const struct ingest_limits *lim, size_t n_types);
+void ingest__b_release(struct ingest_builder *b);
+
+/* Interns a frame name (borrowed, `len` bytes) as a function; *out is its index. */
+int ingest__b_function(struct ingest_builder *b, const char *name, size_t len, uint32_t *out);
+/* Interns (function, line) as a location; *out is its index. */
+int ingest__b_location(struct ingest_builder *b, uint32_t fn, int64_t line, uint32_t *out);
+/* Interns a label set (sorted by name, borrowed); *out is its group, 0 for none. */
+int ingest__b_group(struct ingest_builder *b, const struct store_label *sorted, size_t n,
+		    uint32_t *out);
+/*
+ * Adds `values` (n_types of them) to the sample of this stack (location
+ * indices, leaf first) and group, creating it.  ERR_TOO_LARGE past
+ * max_samples or max_stack_depth, ERR_INVALID when a sum overflows.
+ * *sample (may be NULL) is the sample's index.
+ */
+int ingest__b_sample(struct ingest_builder *b, const uint32_t *leaf_first, size_t depth,
+		     uint32_t group, const int64_t *values, size_t *sample);
+/*
+ * Copies the symbols, groups and samples into `out` (in the result
+ * arena); labels, types, times and the period are the caller's to set.
+ */
+int ingest__b_finish(struct ingest_builder *b, struct ingest_pprof *out);
+/* Adds `values` to sample `sample` (an index from ingest__b_sample); ERR_INVALID on overflow. */
+int ingest__b_add(struct ingest_builder *b, size_t sample, const int64_t *values);
+/* Every value becomes value * num / den (num >= 0, den > 0); ERR_INVALID on overflow. */
+int ingest__b_scale(struct ingest_builder *b, int64_t num, int64_t den);
+
+/* ---- text.c ------------------------------------------------------------- */
+
+/*
+ * Adds one stack written as frames root first separated by ';' (`s`,
+ * `len` bytes, borrowed) with `value`, splitting it as Pyroscope does.
+ * `scratch` holds max_stack_depth + 1 entries.
+ */
+int ingest__b_stack_string(struct ingest_builder *b, const char *s, size_t len, int64_t value,
+			   uint32_t *scratch, struct err_msg *msg);
+
+/* Reads a folded, lines, trie or tree body (text.c) into `b` (one value per sample). */
+int ingest__parse_text(enum ingest_format f, const void *data, size_t n,
+		       struct ingest_builder *b, struct err_msg *msg);
+
+/* ---- speedscope.c ------------------------------------------------------- */
+
+/* One profile of a speedscope file: its builder holds value * multiplier per stack. */
+struct ingest_ss_profile {
+	const char *name; /* borrowed from the JSON tree */
+	const char *unit; /* "nanoseconds", ..., "none" or "bytes" */
+	struct ingest_builder b;
+};
+
+/* The multiplier of a speedscope unit (100 for time units and none, 1 for bytes); ERR_INVALID when unknown. */
+int ingest__ss_unit(const char *unit, uint64_t *mult);
+
+/*
+ * Parses a speedscope file into *out (n_out profiles, in `a`; their
+ * builders draw on `a` and tmp_cap each, and must be released by the
+ * caller).  The JSON tree lives in `tree` (cap it with json_mem_bound()).
+ */
+int ingest__parse_speedscope(struct arena *a, struct arena *tree, const void *data, size_t len,
+			     const struct ingest_limits *lim, size_t tmp_cap,
+			     struct ingest_ss_profile **out, size_t *n_out, struct err_msg *msg);
+
+/* ---- jfr.c -------------------------------------------------------------- */
+
+/* One profile Pyroscope makes of a JFR event kind. */
+struct ingest_jfr_kind {
+	const char *metric;            /* __name__ */
+	size_t n_types;
+	const char *types[2], *units[2];
+	const char *period_type, *period_unit; /* "" when none */
+	int timed;                     /* values are samples of 1/sample_rate s each */
+};
+
+struct ingest_jfr_profile {
+	const struct ingest_jfr_kind *kind;
+	struct ingest_builder b;
+};
+
+#define INGEST_JFR_KINDS 9
+
+/* A parsed recording: one builder per kind (most stay empty). */
+struct ingest_jfr {
+	struct ingest_jfr_profile p[INGEST_JFR_KINDS];
+	size_t n;
+	const char *event;   /* the recording's "event" setting, "" when none */
+	int64_t period;      /* 1e9 / sample_rate, 0 when the rate is 0 */
+	uint64_t events;     /* events read */
+};
+
+/*
+ * Parses a JFR file (one or more chunks, not gzipped) and pyroscope-java's
+ * LabelsSnapshot (`labels`, may be NULL) into `out`, whose builders put
+ * their results in `a`.  Context labels already among `base` (the
+ * series' labels) are left to them.  On failure *out holds nothing.
+ * Always pair with ingest__jfr_release().
+ */
+int ingest__parse_jfr(struct arena *a, const void *data, size_t len, const void *labels,
+		      size_t labels_len, const struct ingest_limits *lim, uint32_t sample_rate,
+		      const struct store_label *base, size_t n_base, struct ingest_jfr *out,
+		      struct err_msg *msg);
+void ingest__jfr_release(struct ingest_jfr *j);
 
 /* ---- push.c ------------------------------------------------------------- */
 
@@ -263,6 +512,14 @@ int ingest__decode_push(struct arena *a, const struct ingest_limits *lim, const 
 			struct err_msg *msg);
 
 /* ---- ingest.c ----------------------------------------------------------- */
+
+/*
+ * Converts the `n` pprofs of `in` and writes them in one transaction:
+ * what ingest_profiles() does, with the defaults of time and duration.
+ */
+int ingest__run(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		const struct ingest_series *in, size_t n, int64_t time_ns, int64_t duration_ns,
+		struct ingest_stats *out, struct err_msg *msg);
 
 /*
  * Writes `n` converted profiles (borrowed) in one store transaction for

@@ -3,9 +3,10 @@
  *
  * Label names follow Prometheus plus the dots Pyroscope accepts:
  * [a-zA-Z_][a-zA-Z0-9_.]*.  The legacy name is `app.name.kind{k=v,k2="v 2"}`:
- * a known kind suffix (the last dot-segment) gives __name__ and the rest is
- * the service; values may be bare (spaces around them trimmed) or quoted
- * with \" and \\ escapes.
+ * the last dot-segment may be a kind suffix (naming.c says which, per
+ * format); values may be bare (spaces around them trimmed) or quoted with
+ * \" and \\ escapes; labels named __*__ are dropped, as Pyroscope drops
+ * them.
  */
 #include "ingest/ingest_int.h"
 
@@ -70,33 +71,6 @@ int ingest__check_labels(const struct ingest_limits *lim, const struct store_lab
 	    !*ingest__label_get(labels, n, STORE_LABEL_NAME))
 		return err_set(msg, ERR_INVALID, "label '%s' is empty", STORE_LABEL_NAME);
 	return 0;
-}
-
-/* Pyroscope's legacy kinds (the suffix of `name`) and the __name__ they mean. */
-static const struct {
-	const char *kind;
-	const char *name;
-} kinds[] = {
-	{ "cpu", "process_cpu" },
-	{ "itimer", "process_cpu" },
-	{ "wall", "wall" },
-	{ "alloc_objects", "memory" },
-	{ "alloc_space", "memory" },
-	{ "inuse_objects", "memory" },
-	{ "inuse_space", "memory" },
-	{ "goroutines", "goroutine" },
-	{ "mutex_count", "mutex" },
-	{ "mutex_duration", "mutex" },
-	{ "block_count", "block" },
-	{ "block_duration", "block" },
-};
-
-const char *ingest__kind_name(const char *kind, size_t len)
-{
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strlen(kinds[i].kind) == len && memcmp(kinds[i].kind, kind, len) == 0)
-			return kinds[i].name;
-	return NULL;
 }
 
 static int is_space(char c)
@@ -176,8 +150,6 @@ static int parse_braces(struct arena *a, const char *s, const char *e,
 			return arena_failed(a);
 		if (!ingest__label_name_ok(name))
 			return err_set(msg, ERR_INVALID, "name: label name '%.64s' is invalid", name);
-		if (name[0] == '_' && name[1] == '_')
-			return err_set(msg, ERR_INVALID, "name: label '%.64s' is reserved", name);
 		for (size_t i = 0; i < *n; i++)
 			if (strcmp(out[i].name, name) == 0)
 				return err_set(msg, ERR_INVALID, "name: label '%.64s' given twice",
@@ -197,12 +169,12 @@ static int parse_braces(struct arena *a, const char *s, const char *e,
 	return 0;
 }
 
-int ingest__parse_legacy_name(struct arena *a, const char *name,
-			      struct store_label **labels, size_t *n, struct err_msg *msg)
+int ingest__parse_name(struct arena *a, const char *name, struct ingest_name *out,
+		       struct err_msg *msg)
 {
 	size_t len = strlen(name), cap, nb = 0, no = 0;
-	const char *s = name, *e = name + len, *brace, *app_e, *dot, *kind = NULL, *svc;
-	struct store_label *lab, *braces;
+	const char *s = name, *e = name + len, *brace, *app_e, *dot = NULL;
+	struct store_label *braces, *kept;
 	char *app;
 	int rc;
 
@@ -226,37 +198,65 @@ int ingest__parse_legacy_name(struct arena *a, const char *name,
 	/* Every item has an '=', so len/2 bounds the label count. */
 	cap = len / 2 + 2;
 	braces = arena_calloc(a, cap, sizeof(*braces));
-	lab = arena_calloc(a, cap + 2, sizeof(*lab));
-	if (!braces || !lab)
+	kept = arena_calloc(a, cap, sizeof(*kept));
+	app = arena_strndup(a, s, (size_t)(app_e - s));
+	if (!braces || !kept || !app)
 		return arena_failed(a);
 	if (brace) {
 		rc = parse_braces(a, brace + 1, e - 1, braces, &nb, cap, msg);
 		if (rc)
 			return rc;
 	}
-	dot = NULL;
+	/* Labels named __*__ are the server's: agents send some of them
+	 * (pyroscope-go's __session_id__), Pyroscope drops them, so do we. */
+	for (size_t i = 0; i < nb; i++)
+		if (!(braces[i].name[0] == '_' && braces[i].name[1] == '_'))
+			kept[no++] = braces[i];
 	for (const char *p = s; p < app_e; p++)
 		if (*p == '.')
 			dot = p;
-	if (dot && ingest__kind_name(dot + 1, (size_t)(app_e - dot - 1))) {
-		kind = ingest__kind_name(dot + 1, (size_t)(app_e - dot - 1));
-		app_e = dot;
-		if (s == app_e)
+	memset(out, 0, sizeof(*out));
+	out->app = app;
+	out->base_len = dot ? (size_t)(dot - s) : (size_t)(app_e - s);
+	out->kind = dot ? app + (dot - s) + 1 : NULL;
+	out->labels = kept;
+	out->n_labels = no;
+	return 0;
+}
+
+int ingest__parse_legacy_name(struct arena *a, const char *name,
+			      struct store_label **labels, size_t *n, struct err_msg *msg)
+{
+	struct ingest_name nm;
+	struct store_label *lab;
+	const char *kind = NULL, *svc, *app;
+	size_t no = 0;
+	int rc;
+
+	rc = ingest__parse_name(a, name, &nm, msg);
+	if (rc)
+		return rc;
+	app = nm.app;
+	if (nm.kind && (kind = ingest__kind_name(nm.kind, strlen(nm.kind)))) {
+		if (nm.base_len == 0)
 			return err_set(msg, ERR_INVALID, "name: empty application name");
+		app = arena_strndup(a, nm.app, nm.base_len);
+		if (!app)
+			return arena_failed(a);
 	}
-	app = arena_strndup(a, s, (size_t)(app_e - s));
-	if (!app)
+	lab = arena_calloc(a, nm.n_labels + 2, sizeof(*lab));
+	if (!lab)
 		return arena_failed(a);
-	svc = ingest__label_get(braces, nb, STORE_LABEL_SERVICE);
+	svc = ingest__label_get(nm.labels, nm.n_labels, STORE_LABEL_SERVICE);
 	lab[no].name = STORE_LABEL_SERVICE;
 	lab[no++].value = svc ? svc : app;
 	if (kind) {
 		lab[no].name = STORE_LABEL_NAME;
 		lab[no++].value = kind;
 	}
-	for (size_t i = 0; i < nb; i++)
-		if (strcmp(braces[i].name, STORE_LABEL_SERVICE) != 0)
-			lab[no++] = braces[i];
+	for (size_t i = 0; i < nm.n_labels; i++)
+		if (strcmp(nm.labels[i].name, STORE_LABEL_SERVICE) != 0)
+			lab[no++] = nm.labels[i];
 	*labels = lab;
 	*n = no;
 	return 0;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #define MAX_SAMPLE_TYPES 64
+#define YEAR_1971_NS (365LL * 86400 * 1000000000)
 
 typedef struct pprof_msg Profile;
 
@@ -135,6 +136,7 @@ struct conv {
 	uint64_t *str_hash;         /* string index -> content hash + 1, lazily */
 	uint8_t *key_state;         /* string index as sample label key, see key_check */
 	struct idmap maps, funcs, locs;
+	unsigned fixes;             /* INGEST_FIX_* of the request */
 	struct err_msg *msg;
 };
 
@@ -311,6 +313,28 @@ static int conv_mappings(struct conv *c)
 	return 0;
 }
 
+/*
+ * Interpreted stacks (py-spy, rbspy) name a function by its name alone, so
+ * `main` of two files would be one frame; Pyroscope names them
+ * "<file> <name>" for these agents (py-spy's absolute paths excepted).
+ */
+static const char *script_name(struct conv *c, const struct pprof_function *f)
+{
+	const char *file = str_at(c, f->filename), *name = str_at(c, f->name);
+	size_t fl = strlen(file), nl = strlen(name);
+	char *r;
+
+	if ((c->fixes & INGEST_FIX_PYSPY) && file[0] == '/')
+		return str_copy(c, f->name);
+	r = arena_alloc(c->a, fl + nl + 2);
+	if (!r)
+		return NULL;
+	memcpy(r, file, fl);
+	r[fl] = ' ';
+	memcpy(r + fl + 1, name, nl + 1);
+	return r;
+}
+
 static int conv_functions(struct conv *c)
 {
 	const Profile *p = c->p;
@@ -334,7 +358,8 @@ static int conv_functions(struct conv *c)
 			rc = check_str(c, f->filename, "function", i, "filename");
 		if (rc)
 			return rc;
-		out[i].name = str_copy(c, f->name);
+		out[i].name = (c->fixes & INGEST_FIX_SCRIPTING) ? script_name(c, f)
+							       : str_copy(c, f->name);
 		out[i].system_name = str_copy(c, f->system_name);
 		out[i].filename = str_copy(c, f->filename);
 		out[i].start_line = f->start_line;
@@ -709,47 +734,90 @@ static int conv_samples(struct conv *c)
 
 /* ---- profile types ------------------------------------------------------ */
 
+/*
+ * The sample type names as named: .NET agents wrote "inuse-space" where
+ * everyone else writes "inuse_space", and Pyroscope renames them.
+ */
+static int conv_type_names(struct conv *c, const char ***out)
+{
+	const Profile *p = c->p;
+	const char **names = arena_calloc(c->t, p->n_sample_type, sizeof(*names));
+
+	if (!names)
+		return arena_failed(c->t);
+	for (size_t t = 0; t < p->n_sample_type; t++) {
+		const char *s = str_at(c, p->sample_type[t].type);
+		char *r;
+
+		names[t] = s;
+		if (!(c->fixes & INGEST_FIX_DOTNET) || !strchr(s, '-'))
+			continue;
+		r = arena_strndup(c->t, s, strlen(s));
+		if (!r)
+			return arena_failed(c->t);
+		for (char *q = r; *q; q++)
+			if (*q == '-')
+				*q = '_';
+		names[t] = r;
+	}
+	*out = names;
+	return 0;
+}
 
 /*
- * Base labels: the request's, plus __name__ when the request has none (the
- * push API sends it; otherwise it is derived as Pyroscope does: process_cpu
- * for CPU profiles, else the first sample type).
+ * Base labels: the request's, with __name__ as Pyroscope has it: the one
+ * the request gives (Alloy's godeltaprof_<kind> read as <kind>), else the
+ * one Pyroscope derives from the sample types and the request's
+ * sample_type_config (ingest__metric_name).
  */
 static int conv_labels(struct conv *c, const struct ingest_series *in)
 {
 	const Profile *p = c->p;
 	const char *name = ingest__label_get(in->labels, in->n_labels, STORE_LABEL_NAME);
+	const struct ingest_stc *stc = in->hints ? in->hints->stc : NULL;
+	const char **type_names = NULL;
 	struct store_label *l;
 	size_t n = in->n_labels;
+	int rc;
 
-	if (!name) {
-		if (p->has_period_type && strcmp(str_at(c, p->period_type.type), "cpu") == 0)
-			name = "process_cpu";
-		else
-			name = str_at(c, p->sample_type[0].type);
+	rc = conv_type_names(c, &type_names);
+	if (rc)
+		return rc;
+	if (name) {
+		name = ingest__relabel_name(name);
+	} else {
+		name = ingest__metric_name(type_names, p->n_sample_type, stc);
 		if (!*name)
 			return err_set(c->msg, ERR_INVALID,
 				       "no __name__ label and sample_type 0 has no type to derive it");
 		if (!ingest__label_name_ok(name))
 			return err_set(c->msg, ERR_INVALID,
-				       "no __name__ label and sample_type 0 type '%.64s' is not a valid name",
+				       "no __name__ label and the profile's name '%.64s' is not a valid name",
 				       name);
-		name = arena_strndup(c->a, name, strlen(name));
-		if (!name)
-			return arena_failed(c->a);
 		n++;
+	}
+	name = arena_strndup(c->a, name, strlen(name));
+	if (!name)
+		return arena_failed(c->a);
+	l = arena_calloc(c->a, n ? n : 1, sizeof(*l));
+	if (!l)
+		return arena_failed(c->a);
+	n = 0;
+	for (size_t i = 0; i < in->n_labels; i++) {
+		if (ingest__label_dropped(in->labels[i].name))
+			continue;
+		l[n] = in->labels[i];
+		if (strcmp(l[n].name, STORE_LABEL_NAME) == 0)
+			l[n].value = name;
+		n++;
+	}
+	if (!ingest__label_get(l, n, STORE_LABEL_NAME)) {
+		l[n].name = STORE_LABEL_NAME;
+		l[n++].value = name;
 	}
 	if (n + 1 > c->lim->max_labels)
 		return err_set(c->msg, ERR_TOO_LARGE, "%zu series labels, more than the limit of %zu",
 			       n + 1, c->lim->max_labels);
-	l = arena_calloc(c->a, n, sizeof(*l));
-	if (!l)
-		return arena_failed(c->a);
-	memcpy(l, in->labels, in->n_labels * sizeof(*l));
-	if (n > in->n_labels) {
-		l[in->n_labels].name = STORE_LABEL_NAME;
-		l[in->n_labels].value = name;
-	}
 	c->out->labels = l;
 	c->out->n_labels = n;
 	c->out->service = ingest__label_get(l, n, STORE_LABEL_SERVICE);
@@ -759,11 +827,13 @@ static int conv_labels(struct conv *c, const struct ingest_series *in)
 		return arena_failed(c->a);
 	for (size_t t = 0; t < p->n_sample_type; t++) {
 		const struct pprof_value_type *st = &p->sample_type[t];
-		const struct pprof_value_type *pt = p->has_period_type ? &p->period_type : st;
-		const char *parts[5] = { ingest__label_get(l, n, STORE_LABEL_NAME),
-					 str_at(c, st->type), str_at(c, st->unit),
-					 str_at(c, pt->type), str_at(c, pt->unit) };
+		const char *parts[5] = { name, type_names[t], str_at(c, st->unit), "", "" };
 
+		/* Without a period_type Pyroscope leaves its two parts empty. */
+		if (p->has_period_type) {
+			parts[3] = str_at(c, p->period_type.type);
+			parts[4] = str_at(c, p->period_type.unit);
+		}
 		types[t] = ingest__profile_type_id(c->a, parts);
 		if (!types[t])
 			return arena_failed(c->a);
@@ -802,8 +872,37 @@ static int convert_profile(struct conv *c, const struct ingest_series *in,
 	if (rc)
 		return rc;
 	c->out->time_ns = p->time_nanos ? p->time_nanos : def->time_ns;
+	/* Old py-spy, rbspy and pyroscope-rs agents wrote microseconds here:
+	 * a time in 1970 is taken as missing. */
+	if ((c->fixes & INGEST_FIX_TIME) && p->time_nanos < YEAR_1971_NS)
+		c->out->time_ns = def->time_ns;
 	c->out->duration_ns = p->duration_nanos ? p->duration_nanos : def->duration_ns;
 	c->out->period = p->period;
+	return 0;
+}
+
+/*
+ * Old .NET agents wrote every function with id 0 and one function per
+ * location, in the same order; Pyroscope repairs such a profile by giving
+ * each function the id of its location, which is what the lines refer to.
+ */
+static int dotnet_function_ids(struct arena *pa, Profile *p)
+{
+	struct pprof_function *f;
+
+	if (p->n_function == 0 || p->n_function != p->n_location)
+		return 0;
+	for (size_t i = 0; i < p->n_function; i++)
+		if (p->function[i].id != 0)
+			return 0;
+	f = arena_alloc(pa, p->n_function * sizeof(*f));
+	if (!f)
+		return arena_failed(pa);
+	for (size_t i = 0; i < p->n_function; i++) {
+		f[i] = p->function[i];
+		f[i].id = p->location[i].id;
+	}
+	p->function = f;
 	return 0;
 }
 
@@ -827,8 +926,14 @@ int ingest__convert(struct arena *a, const struct ingest_limits *lim,
 	buf_release(&scratch);
 	if (rc)
 		goto out;
+	if (in->hints && (in->hints->fixes & INGEST_FIX_DOTNET)) {
+		rc = dotnet_function_ids(&pa, &prof);
+		if (rc)
+			goto out;
+	}
 	memset(&res, 0, sizeof(res));
 	memset(&c, 0, sizeof(c));
+	c.fixes = in->hints ? in->hints->fixes : 0;
 	c.a = a;
 	c.t = &pa;
 	c.lim = lim;

@@ -97,6 +97,13 @@
  *                      sv max time, uv file bytes, uv series, uv profiles,
  *                      uv samples (as in the footer)
  *
+ * Migrations done (migrate.c), one record per migration that ran:
+ *
+ *   key   0      4     tenant = 0
+ *         4      1     'M'
+ *         5      n     migration name, e.g. "profile-types.v1"
+ *   value              "1"
+ *
  * Id counters are not stored: the next series id is 1 + the last 'S' key of
  * the tenant, the next symbol id of a kind is 1 + the entries of that kind
  * (ids are dense), the next partition id is 1 + the largest 'R' value or the
@@ -630,6 +637,7 @@ enum {
 	TAG_CHUNK = 'C',
 	TAG_EPOCH = 'E',
 	TAG_BLOCK = 'B',
+	TAG_MIGRATION = 'M',
 };
 
 /* Chunk keys: tenant, 'C', series, window, epoch (format 1: without the epoch). */
@@ -1058,6 +1066,13 @@ int64_t store__clock(struct store *st);
 int64_t store__wall(struct store *st);
 /* The retention of a tenant (0: none). */
 int64_t store__retention(struct store *st, const char *tenant);
+
+/*
+ * The one-time rewrites of data written by older versions (migrate.c),
+ * run by store_open() on read-write opens before anything else touches
+ * the store.  Idempotent.
+ */
+int store__migrate(struct store *st, struct err_msg *msg);
 
 /* Merge operators and the chunk compaction filter (samples.c, store.c). */
 rocksdb_mergeoperator_t *store__chunk_merge_operator(void);

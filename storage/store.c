@@ -545,6 +545,8 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	}
 	rc = load_tenants(st, msg);
 	if (!rc)
+		rc = store__migrate(st, msg);
+	if (!rc)
 		rc = store__blocks_open(st, msg);
 	for (size_t i = 0; !rc && i < st->n_tenants; i++)
 		rc = store__head_open(st, st->tenants[i], msg);

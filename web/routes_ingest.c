@@ -1,6 +1,8 @@
 /*
  * routes_ingest.c - the ingest endpoints: Pyroscope's legacy
- * POST /ingest (raw or multipart pprof) and the Connect unary
+ * POST /ingest (pprof raw or multipart with its sample_type_config, JFR raw
+ * or multipart with its labels, folded and lines text, trie, tree and
+ * speedscope), the Connect unary
  * POST /push.v1.PusherService/Push (JSON or binary PushRequest), and
  * OTLP/HTTP POST /v1development/profiles (binary or JSON
  * ExportProfilesServiceRequest; errors as google.rpc.Status, in the
@@ -10,12 +12,15 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/compress.h"
 #include "web/web_int.h"
 
 #include "otlp_status.pb-c.h"
 
 #define NAME_MAX_BYTES 4096
 #define TIME_MAX_BYTES 64
+#define FORMAT_MAX_BYTES 32
+#define SPY_MAX_BYTES 128
 
 void web__resp_text_error(struct web__resp *rs, int code, const char *message)
 {
@@ -73,40 +78,137 @@ static int time_param(const char *qs, const char *key, int64_t now_ns, int64_t *
 	return web__parse_time(key, v, now_ns, out, msg);
 }
 
-/* Finds the pprof bytes of the request: the body, or its multipart `profile` field. */
-static int find_pprof(struct web__req *rq, const void **data, size_t *len, struct err_msg *msg)
+/* The parts of a multipart body, or none when the body is not multipart. */
+struct form {
+	struct web__part parts[WEB_MULTIPART_MAX_PARTS];
+	size_t n;
+	int multipart;
+};
+
+static int read_form(struct web__req *rq, struct form *f, struct err_msg *msg)
 {
 	char boundary[WEB_BOUNDARY_MAX + 1];
-	struct web__part parts[WEB_MULTIPART_MAX_PARTS];
-	const struct web__part *p;
-	size_t n = 0;
 	int rc;
 
-	if (!web__media_type_is(rq->content_type, "multipart/form-data")) {
-		*data = rq->body.data;
-		*len = rq->body.len;
+	f->n = 0;
+	f->multipart = web__media_type_is(rq->content_type, "multipart/form-data");
+	if (!f->multipart)
 		return 0;
-	}
 	rc = web__multipart_boundary(rq->content_type, boundary, sizeof(boundary), msg);
 	if (rc)
 		return rc;
-	rc = web__multipart_parse(rq->body.data, rq->body.len, boundary, parts,
-				  WEB_MULTIPART_MAX_PARTS, &n, msg);
-	if (rc)
-		return rc;
-	p = web__multipart_find(parts, n, "profile");
+	return web__multipart_parse(rq->body.data, rq->body.len, boundary, f->parts,
+				    WEB_MULTIPART_MAX_PARTS, &f->n, msg);
+}
+
+/*
+ * The profile bytes: the body, or, in a multipart body, the part named
+ * `field` (pprof: "profile", with an optional "sample_type_config"; jfr:
+ * "jfr", with an optional "labels"), as Pyroscope's clients lay them out.
+ */
+static int find_parts(struct web__req *rq, const struct form *f, struct ingest_request *req,
+		      struct err_msg *msg)
+{
+	const char *field = req->format == INGEST_FORMAT_JFR ? "jfr" : "profile";
+	const struct web__part *p;
+
+	if (!f->multipart) {
+		req->data = rq->body.data;
+		req->len = rq->body.len;
+		return 0;
+	}
+	p = web__multipart_find(f->parts, f->n, field);
 	if (!p)
-		return err_set(msg, ERR_INVALID, "multipart: no \"profile\" field");
-	*data = p->data;
-	*len = p->len;
+		return err_set(msg, ERR_INVALID, "multipart: no \"%s\" field", field);
+	req->data = p->data;
+	req->len = p->len;
+	if (req->format == INGEST_FORMAT_JFR) {
+		p = web__multipart_find(f->parts, f->n, "labels");
+		if (p && p->len) {
+			req->jfr_labels = p->data;
+			req->labels_len = p->len;
+		}
+		return 0;
+	}
+	/* Delta profiles computed by the server: Pyroscope refuses them too. */
+	if (web__multipart_find(f->parts, f->n, "prev_profile"))
+		return err_set(msg, ERR_INVALID,
+			       "multipart: prev_profile is not supported; update pyroscope-go");
+	p = web__multipart_find(f->parts, f->n, "sample_type_config");
+	if (p) {
+		req->sample_type_config = p->data;
+		req->stc_len = p->len;
+	}
 	return 0;
 }
 
-/* Checks name and format and reads from/until; 0 or an error with its reason. */
-static int ingest_params(struct web__req *rq, char *name, int64_t *from, int64_t *until,
-			 int *format_given, enum web__reason *reason, struct err_msg *msg)
+/*
+ * The format, as Pyroscope picks it: the format parameter, else a
+ * content type that names trie or tree, else pprof for a multipart body,
+ * else folded text.  unhex also takes "folded" and "groups" by name, a
+ * gzipped body without a format as pprof (text never starts 1f 8b), and
+ * refuses formats it does not know.
+ */
+static int pick_format(struct web__req *rq, const char *format, int multipart,
+		       enum ingest_format *out, struct err_msg *msg)
 {
-	char format[32];
+	static const struct {
+		const char *name;
+		enum ingest_format f;
+	} names[] = {
+		{ "pprof", INGEST_FORMAT_PPROF },   { "jfr", INGEST_FORMAT_JFR },
+		{ "trie", INGEST_FORMAT_TRIE },     { "tree", INGEST_FORMAT_TREE },
+		{ "lines", INGEST_FORMAT_LINES },   { "speedscope", INGEST_FORMAT_SPEEDSCOPE },
+		{ "folded", INGEST_FORMAT_FOLDED }, { "groups", INGEST_FORMAT_FOLDED },
+	};
+
+	if (format) {
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (strcmp(format, names[i].name) == 0) {
+				*out = names[i].f;
+				return 0;
+			}
+		return err_set(msg, ERR_INVALID,
+			       "format %.32s not supported (pprof, jfr, folded, lines, trie, tree, "
+			       "speedscope)",
+			       format);
+	}
+	if (web__media_type_is(rq->content_type, "binary/octet-stream+trie"))
+		*out = INGEST_FORMAT_TRIE;
+	else if (web__media_type_is(rq->content_type, "binary/octet-stream+tree"))
+		*out = INGEST_FORMAT_TREE;
+	else if (multipart || is_gzip(rq->body.data, rq->body.len))
+		*out = INGEST_FORMAT_PPROF;
+	else
+		*out = INGEST_FORMAT_FOLDED;
+	return 0;
+}
+
+/* sampleRate as Pyroscope reads it: a non-negative integer, else the default 100. */
+static uint32_t sample_rate(const char *qs)
+{
+	char v[32];
+	unsigned long long r = 0;
+	const char *p = v;
+
+	if (web__query_param(qs, "sampleRate", v, sizeof(v)) || !*v)
+		return 100;
+	if (*p == '+')
+		p++;
+	if (!*p)
+		return 100;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9' || r > UINT32_MAX)
+			return 100;
+		r = r * 10 + (unsigned)(*p - '0');
+	}
+	return r > UINT32_MAX ? 100 : (uint32_t)r;
+}
+
+/* Reads the query parameters into `req` (name, format, spyName, ...). */
+static int ingest_params(struct web__req *rq, char *name, char *format, char *spy,
+			 struct ingest_request *req, enum web__reason *reason, struct err_msg *msg)
+{
 	int64_t now = clock_wall_ns();
 	int rc;
 
@@ -120,55 +222,87 @@ static int ingest_params(struct web__req *rq, char *name, int64_t *from, int64_t
 			       NAME_MAX_BYTES - 1);
 	if (rc)
 		return err_set(msg, ERR_INVALID, "name parameter: malformed percent-encoding");
-	rc = web__query_param(rq->query, "format", format, sizeof(format));
-	*format_given = rc != ERR_NOT_FOUND;
-	if (rc == 0 && strcmp(format, "pprof") != 0) {
-		*reason = WEB_REJ_UNSUPPORTED;
-		return err_set(msg, ERR_INVALID, "format %s not supported (only pprof)", format);
-	}
+	req->name = name;
+	rc = web__query_param(rq->query, "format", format, FORMAT_MAX_BYTES);
 	if (rc && rc != ERR_NOT_FOUND) {
 		*reason = WEB_REJ_UNSUPPORTED;
-		return err_set(msg, ERR_INVALID, "format parameter not supported (only pprof)");
+		return err_set(msg, ERR_INVALID, "format parameter not supported");
 	}
-	rc = time_param(rq->query, "from", now, from, msg);
+	if (rc == ERR_NOT_FOUND || !*format)
+		format[0] = '\0';
+	rc = web__query_param(rq->query, "spyName", spy, SPY_MAX_BYTES);
+	if (rc == ERR_NOT_FOUND || (!rc && !*spy))
+		req->spy_name = NULL;
+	else if (rc)
+		return err_set(msg, ERR_INVALID, "spyName parameter: malformed or too long");
+	else
+		req->spy_name = spy;
+	req->sample_rate = sample_rate(rq->query);
+	rc = time_param(rq->query, "from", now, &req->from_ns, msg);
 	if (rc == 0)
-		rc = time_param(rq->query, "until", now, until, msg);
+		rc = time_param(rq->query, "until", now, &req->until_ns, msg);
 	return rc;
+}
+
+static const char *format_name(enum ingest_format f)
+{
+	switch (f) {
+	case INGEST_FORMAT_PPROF:
+		return "pprof";
+	case INGEST_FORMAT_JFR:
+		return "jfr";
+	case INGEST_FORMAT_FOLDED:
+		return "folded text";
+	case INGEST_FORMAT_LINES:
+		return "lines";
+	case INGEST_FORMAT_TRIE:
+		return "trie";
+	case INGEST_FORMAT_TREE:
+		return "tree";
+	case INGEST_FORMAT_SPEEDSCOPE:
+		return "speedscope";
+	}
+	return "?";
 }
 
 void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__resp *rs)
 {
-	char name[NAME_MAX_BYTES];
-	int64_t from = 0, until = 0;
-	int format_given = 0;
+	char name[NAME_MAX_BYTES], format[FORMAT_MAX_BYTES], spy[SPY_MAX_BYTES];
+	struct ingest_request req;
 	enum web__reason reason;
 	struct ingest_stats st = { 0 };
 	struct err_msg msg;
-	const void *data = NULL;
-	size_t len = 0;
+	struct form form;
 	int rc;
 
 	(void)ep;
 	err_clear(&msg);
-	rc = ingest_params(rq, name, &from, &until, &format_given, &reason, &msg);
+	memset(&req, 0, sizeof(req));
+	rc = ingest_params(rq, name, format, spy, &req, &reason, &msg);
+	if (!rc)
+		rc = read_form(rq, &form, &msg);
+	if (!rc) {
+		rc = pick_format(rq, *format ? format : NULL, form.multipart, &req.format, &msg);
+		if (rc)
+			reason = WEB_REJ_UNSUPPORTED;
+	}
 	if (rc) {
 		web__resp_text_error(rs, rc, msg.text);
 		rs->reason = reason;
 		return;
 	}
-	rc = find_pprof(rq, &data, &len, &msg);
-	if (rc == 0 && len == 0)
+	rc = find_parts(rq, &form, &req, &msg);
+	if (rc == 0 && req.len == 0)
 		rc = err_set(&msg, ERR_INVALID, "empty profile body");
 	if (rc == 0)
-		rc = ingest_legacy(rq->srv->store, &rq->srv->opt.limits, rq->tenant, name, from,
-				   until, data, len, &st, &msg);
+		rc = ingest_pyroscope(rq->srv->store, &rq->srv->opt.limits, rq->tenant, &req, &st,
+				      &msg);
 	if (rc) {
-		if (rc == ERR_INVALID && !format_given &&
-		    !web__media_type_is(rq->content_type, "multipart/form-data")) {
+		if (rc == ERR_INVALID && !*format && !form.multipart) {
 			size_t n = strlen(msg.text);
 
 			snprintf(msg.text + n, sizeof(msg.text) - n,
-				 " (no format parameter: body parsed as pprof)");
+				 " (no format parameter: body read as %s)", format_name(req.format));
 		}
 		web__resp_text_error(rs, rc, msg.text);
 		return;

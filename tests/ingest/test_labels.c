@@ -58,7 +58,7 @@ static void test_legacy_names(void **state)
 		{ "app.itimer", "service_name=app,__name__=process_cpu", NULL },
 		{ "app.wall", "service_name=app,__name__=wall", NULL },
 		{ "app.inuse_objects", "service_name=app,__name__=memory", NULL },
-		{ "app.goroutines", "service_name=app,__name__=goroutine", NULL },
+		{ "app.goroutines", "service_name=app,__name__=goroutines", NULL },
 		{ "app.mutex_duration", "service_name=app,__name__=mutex", NULL },
 		{ "app.block_count", "service_name=app,__name__=block", NULL },
 		{ "app.unknown", "service_name=app.unknown", NULL },
@@ -76,7 +76,9 @@ static void test_legacy_names(void **state)
 		{ "app.cpu{a=b,}", NULL, "empty label after ','" },
 		{ "app.cpu{9a=b}", NULL, "label name '9a' is invalid" },
 		{ "app.cpu{a=1,a=2}", NULL, "label 'a' given twice" },
-		{ "app.cpu{__name__=x}", NULL, "label '__name__' is reserved" },
+		/* Pyroscope drops labels named __*__ (pyroscope-go sends __session_id__). */
+		{ "app.cpu{__name__=x}", "service_name=app,__name__=process_cpu", NULL },
+		{ "app{__session_id__=1f2e,env=prod}", "service_name=app,env=prod", NULL },
 		{ "app.cpu{a=\"x}", NULL, "unterminated quoted value" },
 		{ "ap=p.cpu", NULL, "invalid character '='" },
 	};

@@ -43,6 +43,7 @@ static void convert_labels(struct run *r, struct pb *b, int gz, const struct ing
 	s.n_labels = n;
 	s.data = bytes;
 	s.len = len;
+	s.hints = NULL;
 	arena_init(&r->a, 1 << 30);
 	err_clear(&r->msg);
 	memset(&r->pp, 0, sizeof(r->pp));
@@ -135,9 +136,9 @@ static void test_go_functions(void **state)
 	pb_sample(b, s1, 2, v, 4);
 	convert_labels(&r, b, 1, NULL, labels, 1);
 	assert_int_equal(r.rc, 0);
-	assert_string_equal(r.pp.profile_types[1], "alloc_objects:alloc_space:bytes:space:bytes");
-	assert_string_equal(ingest__label_get(r.pp.labels, r.pp.n_labels, "__name__"),
-			    "alloc_objects");
+	/* Pyroscope's name for a heap profile (ingest__metric_name). */
+	assert_string_equal(r.pp.profile_types[1], "memory:alloc_space:bytes:space:bytes");
+	assert_string_equal(ingest__label_get(r.pp.labels, r.pp.n_labels, "__name__"), "memory");
 	assert_string_equal(r.pp.mappings[0].build_id, "go-build-id/xyz");
 	assert_true(r.pp.mappings[0].flags & STORE_MAP_HAS_FUNCTIONS);
 	assert_int_equal(r.pp.n_functions, 2);
@@ -158,11 +159,12 @@ static void test_go_functions(void **state)
 	assert_int_equal(r.rc, 0);
 	assert_string_equal(r.pp.profile_types[0], "process_cpu:samples:count:cpu:nanoseconds");
 	done(&r);
-	/* Without a period type, the sample type stands in for it. */
+	/* Without a period type Pyroscope leaves its parts empty; the name
+	 * still comes from the sample types ("samples" displays as cpu). */
 	b->p.period_type = NULL;
 	convert_labels(&r, b, 0, NULL, labels, 1);
 	assert_int_equal(r.rc, 0);
-	assert_string_equal(r.pp.profile_types[1], "samples:cpu:nanoseconds:cpu:nanoseconds");
+	assert_string_equal(r.pp.profile_types[1], "process_cpu:cpu:nanoseconds::");
 	done(&r);
 	pb_free(b);
 }
@@ -534,7 +536,7 @@ static void test_truncated_and_corrupted(void **state)
 			copy = realloc(copy, len);
 		}
 		for (size_t cut = 0; cut < len; cut++) {
-			struct ingest_series s = { base_labels, 2, bytes, cut };
+			struct ingest_series s = { base_labels, 2, bytes, cut, NULL };
 			struct ingest_pprof pp;
 			struct err_msg msg = { { 0 } };
 			struct arena a;
@@ -553,7 +555,7 @@ static void test_truncated_and_corrupted(void **state)
 		}
 		/* Flip every byte in turn. */
 		for (size_t i = 0; i < len; i++) {
-			struct ingest_series s = { base_labels, 2, copy, len };
+			struct ingest_series s = { base_labels, 2, copy, len, NULL };
 			struct ingest_pprof pp;
 			struct err_msg msg = { { 0 } };
 			struct arena a;
@@ -591,7 +593,7 @@ static void test_gzip_bomb(void **state)
 	assert_int_equal(gzip_compress(zeros, n, 9, &gz), 0);
 	free(zeros);
 	assert_true(gz.len < 200 * 1024);
-	struct ingest_series s = { base_labels, 2, gz.data, gz.len };
+	struct ingest_series s = { base_labels, 2, gz.data, gz.len, NULL };
 	arena_init(&a, 1 << 30);
 	assert_int_equal(ingest__convert(&a, &lim, &s, &d, &pp, &msg), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "exceeds"));
@@ -627,7 +629,7 @@ static void test_decode_memory_cap(void **state)
 			p[len++] = 0x00;
 		}
 	}
-	struct ingest_series s = { base_labels, 2, p, len };
+	struct ingest_series s = { base_labels, 2, p, len, NULL };
 	arena_init(&a, 1 << 30);
 	int rc = ingest__convert(&a, &lim, &s, &d, &pp, &msg);
 	/* Either the cap stops the decoder or the profile is rejected later. */
@@ -680,7 +682,7 @@ static void test_speed(void **state)
 
 	ingest_limits_default(&lim);
 	for (int i = 0; i < rounds; i++) {
-		struct ingest_series s = { base_labels, 2, bytes, len };
+		struct ingest_series s = { base_labels, 2, bytes, len, NULL };
 		struct ingest_pprof pp;
 		struct err_msg msg = { { 0 } };
 		struct arena a;
