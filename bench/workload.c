@@ -5,6 +5,9 @@
  *   unhex-workload --out DIR --services N --instances M --minutes T
  *                  [--interval 10] [--end now|UNIX] [--seed S]
  *                  [--functions F] [--hz 100] [--debug-dir DIR] [--quiet]
+ *                  [--shape diverse|month] [--days D] [--cadence S]
+ *                  [--releases R] [--stacks P] [--zipf Z] [--branch B]
+ *                  [--churn C]
  *
  * Model, per service:
  *   - a main binary and four shared libraries (libc, libssl, libstdc++ and a
@@ -13,30 +16,48 @@
  *   - F functions laid out in those text segments, arranged in levels so
  *     that every call goes one to three levels down; a call path is a walk
  *     from `main` of depth 10..60;
- *   - a pool of call paths ranked by a Zipf law: a few hot stacks dominate,
- *     then a long tail.  The leaf PC moves among a few instructions.
- * Every instance is a process with its own load addresses (ASLR).  The first
- * half of the time range runs version 1.4; instances roll to 1.5 around the
- * middle: new build IDs for the main binary and the service library, some
- * functions grown (addresses shift) and a few hot paths swapped.
+ *   - a pool of P call paths ranked by a Zipf law of exponent Z: a few hot
+ *     stacks dominate, then a long tail.  The leaf PC moves among a few
+ *     instructions.  With --branch B every path after the first forks from
+ *     an earlier one instead: it keeps that path's frames but its last 1..2B
+ *     and adds 1..2B of its own, as the callees of a big service's dispatch
+ *     code share their callers (deep stacks with long common prefixes).
+ * Every instance is a process with its own load addresses (ASLR).  The time
+ * range is cut into R releases (default 2: 1.4, then 1.5 from the middle;
+ * release r is version 1.<4 + r>); instances roll to the next release one
+ * after another, 20 s apart, restarting with new load addresses.  A release
+ * gives the main binary and the service library new build IDs, grows or
+ * shrinks about one function in eight of their code (addresses shift) and
+ * lets a few hot paths trade places with warm ones.  With --churn C it also
+ * drops C % of the call paths and draws as many new ones, moves C/2 % of the
+ * service's own functions elsewhere in its text and renames C/4 % of them.
  *
  * Each profile covers `interval` seconds at `hz` samples per second
  * (period 10 ms at 100 Hz), sample types samples/count and cpu/nanoseconds,
  * no function names (the stripped-production case), gzipped like Go's
- * Profile.Write.  Files: DIR/<service>/<instance>/<unix>.pb.gz, listed in
+ * Profile.Write.  An instance sends one every `cadence` seconds (default:
+ * the interval; a coarser cadence scales a long range down by cadence /
+ * interval).  Files: DIR/<service>/<instance>/<unix>.pb.gz, listed in
  * DIR/manifest.tsv as `<relative path>\t<pyroscope name>\t<unix seconds>`.
  *
  * With --debug-dir, every build ID also gets a symbol file
  * DIR/<build-id>.debug (bench/elfsym.h): a real ELF whose PT_LOAD maps the
  * profiles' file offsets to FUNC symbols with realistic names (C++ for the
  * service's code and libstdc++, C for libc and libssl).  A function keeps
- * its name in both releases, so a 1.4/1.5 diff lines up by name.  The shared
- * libraries have one build ID for every service, hence one file, laid out
- * as in the first service (other services' code in them falls under those
- * names) and extended with more functions up to the largest text segment.
+ * its name from release to release unless --churn renames it, so a diff
+ * between releases lines up by name.  The shared libraries have one build ID
+ * for every service and release, hence one file, laid out as in the first
+ * service (other services' code in them falls under those names) and
+ * extended with more functions up to the largest text segment.
  * DIR/manifest.tsv lists `<file>\t<build-id>\t<binary path>\t<release>`
- * (release "1.4,1.5" for the shared libraries).  Profiles are the same bytes
- * with or without the flag.
+ * (every release, comma-separated, for the shared libraries).  Profiles are
+ * the same bytes with or without the flag.
+ *
+ * Compatibility: with the defaults of the new options (one profile per
+ * interval, 2 releases, 2,500 paths, Z = 1.75, no branching, no churn) the
+ * files are byte for byte those of the generator before them; the benches
+ * and the golden comparisons of bench/ rely on it.  New randomness (later
+ * releases, churn) comes from streams of its own, never from the model's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -49,6 +70,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/grow.h"
 #include "base/hash.h"
 #include "bench/elfsym.h"
 #include "tests/tools/pprof_writer.h"
@@ -56,9 +78,16 @@
 #define N_BINS 5
 #define MAX_CALLEES 6
 #define LEVELS 120
-#define PATHS 2500
 #define MAX_DEPTH 64
-#define ZIPF_S 1.75
+#define MIN_WALK 10 /* walks from main are 10..60 frames deep */
+#define MAX_WALK 60
+#define DEFAULT_PATHS 2500
+#define DEFAULT_ZIPF 1.75
+#define MIN_PATHS 256            /* the hot/warm swaps of a release need 210 ranks */
+#define MAX_PATHS (16u * 1024 * 1024) /* every path drawn, churn included */
+#define MAX_TABLE (64u * 1024 * 1024) /* releases x functions, releases x paths */
+#define MAX_RELEASES 1000
+#define ROLL_STEP 20 /* seconds between two instances' restarts */
 #define DEFAULT_END 1767225600 /* 2026-01-01T00:00:00Z */
 
 /* ---- randomness ---------------------------------------------------------- */
@@ -88,12 +117,21 @@ static uint64_t seed_of(uint64_t seed, const char *a, uint64_t b, uint64_t c)
 
 /* ---- the model of one service ------------------------------------------- */
 
+/* What a service looks like and how it changes; see the file comment. */
+struct shape {
+	size_t functions;
+	size_t paths;    /* call paths live in each release */
+	double zipf;     /* exponent of the rank law */
+	unsigned branch; /* 0: every path walks from main */
+	unsigned churn;  /* percent of paths replaced per release */
+	int releases;
+};
+
 struct binary {
 	char path[256];
-	char version[16];
-	uint64_t text_off;  /* file offset of the executable segment */
-	uint64_t text_size; /* grows with the functions laid out */
-	int per_release;    /* build ID changes with the service version */
+	uint64_t text_off;   /* file offset of the executable segment */
+	uint64_t text_size;  /* covers every release's layout */
+	int per_release;     /* build ID changes with the service version */
 };
 
 struct func {
@@ -101,8 +139,6 @@ struct func {
 	uint16_t level;
 	uint8_t n_callees;
 	uint32_t callees[MAX_CALLEES];
-	uint32_t size[2]; /* bytes, per release */
-	uint64_t off[2];  /* file offset, per release */
 };
 
 struct path {
@@ -113,18 +149,42 @@ struct path {
 
 struct model {
 	char service[64];
+	uint64_t seed;
+	int n_rel;
 	struct binary bins[N_BINS];
-	char build_id[2][N_BINS][41];
-	struct func *funcs;
+	char (*build_id)[N_BINS][41]; /* [release][binary], owned */
+	struct func *funcs;           /* owned */
 	size_t n_funcs;
-	uint32_t *pool; /* function indexes of every path, root first */
-	size_t n_pool;
-	struct path paths[PATHS];
-	uint32_t rank_path[2][PATHS]; /* Zipf rank -> path, per release */
-	double cdf[PATHS];
+	size_t n_named[N_BINS]; /* functions of each binary: its first free name ordinal */
+	/* Per release r and function i, at [r * n_funcs + i]; owned. */
+	uint32_t *size;  /* bytes */
+	uint64_t *off;   /* file offset */
+	uint32_t *name;  /* name ordinal within its binary (elfsym_name) */
+	uint32_t *pool;  /* function indexes of every path, root first; owned */
+	size_t n_pool, cap_pool;
+	struct path *paths; /* every path any release uses; owned */
+	size_t n_paths, cap_paths;
+	size_t n_ranks;      /* paths live in one release */
+	uint32_t *rank_path; /* [r * n_ranks + rank] -> path, owned */
+	double *cdf;         /* [rank], owned */
 };
 
-static const char *const release_names[2] = { "1.4", "1.5" };
+static size_t at(const struct model *m, int r, size_t i)
+{
+	return (size_t)r * m->n_funcs + i;
+}
+
+/* Release r is version 1.<4 + r>: 1.4 and 1.5 for the historical two. */
+static void release_name(int r, char out[16])
+{
+	snprintf(out, 16, "1.%d", 4 + r);
+}
+
+/* A stream of its own for one purpose of release r, apart from the model's. */
+static uint64_t release_stream(const struct model *m, int r, uint64_t purpose)
+{
+	return seed_of(m->seed, m->service, ((uint64_t)1 << 40) | (uint64_t)r, purpose);
+}
 
 static void build_id(const char *path, const char *version, char out[41])
 {
@@ -151,6 +211,7 @@ static void init_binaries(struct model *m)
 		{ "/usr/lib/x86_64-linux-gnu/libstdc++.so.6", "12.2.0", 0x9b000, 0 },
 		{ "/opt/%s/lib/libservice.so", NULL, 0x4000, 1 },
 	};
+	char rel[16];
 	int b, r;
 
 	for (b = 0; b < N_BINS; b++) {
@@ -158,9 +219,10 @@ static void init_binaries(struct model *m)
 		snprintf(bin->path, sizeof(bin->path), spec[b].fmt, m->service);
 		bin->text_off = spec[b].text_off;
 		bin->per_release = spec[b].per_release;
-		for (r = 0; r < 2; r++)
-			build_id(bin->path, spec[b].per_release ? release_names[r] : spec[b].version,
-				 m->build_id[r][b]);
+		for (r = 0; r < m->n_rel; r++) {
+			release_name(r, rel);
+			build_id(bin->path, spec[b].per_release ? rel : spec[b].version, m->build_id[r][b]);
+		}
 	}
 }
 
@@ -176,39 +238,138 @@ static uint8_t bin_for_level(unsigned level, uint64_t *rs)
 	return r < 45 ? 1 : r < 70 ? 3 : r < 85 ? 2 : 4;
 }
 
-/* Lays the functions of each binary out in its text, per release. */
-static void layout(struct model *m, uint64_t *rs)
+static int own(const struct model *m, size_t i)
 {
-	uint64_t next[2][N_BINS];
-	size_t i;
-	int b, r;
+	return m->bins[m->funcs[i].bin].per_release;
+}
 
-	for (r = 0; r < 2; r++)
-		for (b = 0; b < N_BINS; b++)
-			next[r][b] = m->bins[b].text_off + 0x40;
+/* A random function of the service's own binaries (main, service library). */
+static size_t pick_own(const struct model *m, uint64_t *rs)
+{
+	size_t i;
+
+	do
+		i = (size_t)rnd_below(rs, m->n_funcs);
+	while (!own(m, i));
+	return i;
+}
+
+/* Sizes of release r >= 2 from r - 1: about one own function in eight changes. */
+static void resize_release(struct model *m, int r)
+{
+	uint64_t rs = release_stream(m, r, 1);
+	size_t i;
+
 	for (i = 0; i < m->n_funcs; i++) {
-		struct func *f = &m->funcs[i];
-		/* Sizes follow a rough log-uniform law between 48 bytes and 6 KiB. */
-		uint32_t size = (uint32_t)(48.0 * exp(rnd_unit(rs) * log(128.0)));
-		size = (size + 15) & ~15u;
-		f->size[0] = size;
-		/* Release 1.5 changed about one function in eight of its own code. */
-		f->size[1] = size;
-		if (m->bins[f->bin].per_release && rnd_below(rs, 8) == 0)
-			f->size[1] = size + 16 * (uint32_t)(1 + rnd_below(rs, 12));
-		for (r = 0; r < 2; r++) {
-			f->off[r] = next[r][f->bin];
-			next[r][f->bin] += f->size[r];
+		uint32_t s = m->size[at(m, r - 1, i)];
+		if (own(m, i) && rnd_below(&rs, 8) == 0) {
+			uint32_t d = 16 * (uint32_t)(1 + rnd_below(&rs, 12));
+			s = rnd_below(&rs, 2) && s >= 48 + d ? s - d : s + d;
 		}
-	}
-	for (b = 0; b < N_BINS; b++) {
-		uint64_t end = next[1][b] > next[0][b] ? next[1][b] : next[0][b];
-		m->bins[b].text_size = ((end - m->bins[b].text_off) + 0xfff) & ~0xfffULL;
+		m->size[at(m, r, i)] = s;
 	}
 }
 
+/*
+ * Churn of release r >= 1 in the layout: `order` (every function, in text
+ * order, carried from release to release) has churn/2 % of the own
+ * functions moved elsewhere, and churn/4 % of them get a new name.
+ */
+static void churn_layout(struct model *m, int r, unsigned churn, uint32_t *order)
+{
+	uint64_t rs = release_stream(m, r, 2);
+	size_t n_own = 0, i, k, moves, renames;
+
+	for (i = 0; i < m->n_funcs; i++)
+		n_own += (size_t)own(m, i);
+	moves = n_own * churn / 200;
+	renames = n_own * churn / 400;
+	for (k = 0; k < moves && n_own; k++) {
+		uint32_t f = (uint32_t)pick_own(m, &rs);
+		size_t from = 0, to = (size_t)rnd_below(&rs, m->n_funcs);
+		while (order[from] != f)
+			from++;
+		if (from < to)
+			memmove(order + from, order + from + 1, (to - from) * sizeof(*order));
+		else
+			memmove(order + to + 1, order + to, (from - to) * sizeof(*order));
+		order[to] = f;
+	}
+	for (k = 0; k < renames && n_own; k++) {
+		size_t f = pick_own(m, &rs);
+		m->name[at(m, r, f)] = (uint32_t)m->n_named[m->funcs[f].bin]++;
+	}
+}
+
+/* File offsets of release r: the functions of each binary in `order`. */
+static void place_release(struct model *m, int r, const uint32_t *order, uint64_t end[N_BINS])
+{
+	uint64_t next[N_BINS];
+	size_t k;
+	int b;
+
+	for (b = 0; b < N_BINS; b++)
+		next[b] = m->bins[b].text_off + 0x40;
+	for (k = 0; k < m->n_funcs; k++) {
+		size_t i = order ? order[k] : k;
+		uint8_t fb = m->funcs[i].bin;
+		m->off[at(m, r, i)] = next[fb];
+		next[fb] += m->size[at(m, r, i)];
+	}
+	for (b = 0; b < N_BINS; b++)
+		if (next[b] > end[b])
+			end[b] = next[b];
+}
+
+/* Lays the functions of each binary out in its text, per release. */
+static int layout(struct model *m, uint64_t *rs, const struct shape *sh)
+{
+	uint64_t end[N_BINS];
+	uint32_t *order = NULL;
+	size_t i;
+	int b, r;
+
+	for (i = 0; i < m->n_funcs; i++) {
+		uint8_t fb = m->funcs[i].bin;
+		/* Sizes follow a rough log-uniform law between 48 bytes and 6 KiB. */
+		uint32_t size = (uint32_t)(48.0 * exp(rnd_unit(rs) * log(128.0))), next;
+		size = (size + 15) & ~15u;
+		/* Release 1.5 changed about one function in eight of its own code. */
+		next = size;
+		if (m->bins[fb].per_release && rnd_below(rs, 8) == 0)
+			next = size + 16 * (uint32_t)(1 + rnd_below(rs, 12));
+		m->size[at(m, 0, i)] = size;
+		if (m->n_rel > 1)
+			m->size[at(m, 1, i)] = next;
+		m->name[at(m, 0, i)] = (uint32_t)m->n_named[fb]++;
+	}
+	for (r = 2; r < m->n_rel; r++)
+		resize_release(m, r);
+	if (sh->churn) {
+		order = malloc(m->n_funcs * sizeof(*order));
+		if (!order)
+			return ERR_NOMEM;
+		for (i = 0; i < m->n_funcs; i++)
+			order[i] = (uint32_t)i;
+	}
+	for (b = 0; b < N_BINS; b++)
+		end[b] = m->bins[b].text_off;
+	for (r = 0; r < m->n_rel; r++) {
+		if (r > 0)
+			memcpy(m->name + at(m, r, 0), m->name + at(m, r - 1, 0),
+			       m->n_funcs * sizeof(*m->name));
+		if (r > 0 && order)
+			churn_layout(m, r, sh->churn, order);
+		place_release(m, r, order, end);
+	}
+	for (b = 0; b < N_BINS; b++)
+		m->bins[b].text_size = ((end[b] - m->bins[b].text_off) + 0xfff) & ~0xfffULL;
+	free(order);
+	return 0;
+}
+
 /* Levels, binaries and callees: every call goes one to three levels down. */
-static int build_graph(struct model *m, uint64_t *rs)
+static int build_graph(struct model *m, uint64_t *rs, const struct shape *sh)
 {
 	size_t per_level, i, level_start[LEVELS + 1];
 	unsigned l;
@@ -247,70 +408,156 @@ static int build_graph(struct model *m, uint64_t *rs)
 		for (l = 0; l < f->n_callees; l++)
 			f->callees[l] = (uint32_t)(a + rnd_below(rs, z - a));
 	}
-	layout(m, rs);
-	return 0;
+	return layout(m, rs, sh);
 }
 
-/* Draws the call paths, their Zipf ranks and the 1.5 rank changes. */
-static int build_paths(struct model *m, uint64_t *rs)
+/*
+ * Appends one call path: a walk from main of 10..60 frames, or, with
+ * `branch`, a fork of a random earlier path (see the file comment).  The
+ * draws of a walk from main are those of the historical generator.
+ */
+static int add_path(struct model *m, uint64_t *rs, unsigned branch)
 {
-	double total = 0;
-	size_t p, k;
+	struct path *pa;
+	uint32_t f = 0, *fs;
+	unsigned want;
+	int rc;
 
-	m->pool = calloc((size_t)PATHS * MAX_DEPTH, sizeof(*m->pool));
-	if (!m->pool)
-		return ERR_NOMEM;
-	for (p = 0; p < PATHS; p++) {
-		struct path *pa = &m->paths[p];
+	if ((rc = GROW(m->paths, m->cap_paths, m->n_paths + 1, MAX_PATHS, NULL)) ||
+	    (rc = GROW(m->pool, m->cap_pool, m->n_pool + MAX_DEPTH, (size_t)MAX_PATHS * MAX_DEPTH, NULL)))
+		return rc;
+	pa = &m->paths[m->n_paths];
+	memset(pa, 0, sizeof(*pa));
+	pa->first = (uint32_t)m->n_pool;
+	fs = m->pool + m->n_pool;
+	if (branch && m->n_paths > 0) {
+		const struct path *q = &m->paths[rnd_below(rs, m->n_paths)];
+		unsigned cut = 1 + (unsigned)rnd_below(rs, 2 * branch);
+		unsigned add = 1 + (unsigned)rnd_below(rs, 2 * branch);
+		unsigned keep = q->depth > cut ? q->depth - cut : 1;
+		want = keep + add < MIN_WALK ? MIN_WALK : keep + add > MAX_WALK ? MAX_WALK : keep + add;
+		memcpy(fs, m->pool + q->first, keep * sizeof(*fs));
+		pa->depth = (uint16_t)keep;
+		f = fs[keep - 1];
+		while (pa->depth < want && m->funcs[f].n_callees) {
+			f = m->funcs[f].callees[rnd_below(rs, m->funcs[f].n_callees)];
+			fs[pa->depth++] = f;
+		}
+	} else {
 		/* Depth: triangular between 10 and 60, mean 35. */
-		unsigned want = 10 + (unsigned)rnd_below(rs, 26) + (unsigned)rnd_below(rs, 26);
-		uint32_t f = 0;
-		pa->first = (uint32_t)m->n_pool;
+		want = MIN_WALK + (unsigned)rnd_below(rs, 26) + (unsigned)rnd_below(rs, 26);
 		for (;;) {
-			m->pool[m->n_pool++] = f;
-			pa->depth++;
+			fs[pa->depth++] = f;
 			if (pa->depth >= want || m->funcs[f].n_callees == 0)
 				break;
 			f = m->funcs[f].callees[rnd_below(rs, m->funcs[f].n_callees)];
 		}
-		pa->leaf_variants = (uint8_t)(1 + rnd_below(rs, 4));
 	}
-	for (k = 0; k < PATHS; k++) {
-		total += 1.0 / pow((double)(k + 1), ZIPF_S);
-		m->cdf[k] = total;
-		m->rank_path[0][k] = (uint32_t)k;
-		m->rank_path[1][k] = (uint32_t)k;
-	}
-	for (k = 0; k < PATHS; k++)
-		m->cdf[k] /= total;
-	/* 1.5 shifts the hot spots: a few hot ranks trade places with warm ones. */
+	m->n_pool += pa->depth;
+	pa->leaf_variants = (uint8_t)(1 + rnd_below(rs, 4));
+	m->n_paths++;
+	return 0;
+}
+
+/* A few hot ranks of release r trade places with warm ones. */
+static void swap_hot(struct model *m, int r, uint64_t *rs)
+{
+	uint32_t *rank = m->rank_path + (size_t)r * m->n_ranks;
+	int k;
+
 	for (k = 0; k < 6; k++) {
 		size_t a = rnd_below(rs, 10), b = 10 + rnd_below(rs, 200);
-		uint32_t t = m->rank_path[1][a];
-		m->rank_path[1][a] = m->rank_path[1][b];
-		m->rank_path[1][b] = t;
+		uint32_t t = rank[a];
+		rank[a] = rank[b];
+		rank[b] = t;
+	}
+}
+
+/* Release r >= 1 replaces churn % of its ranks' paths with new ones. */
+static int churn_paths(struct model *m, int r, const struct shape *sh)
+{
+	uint64_t rs = release_stream(m, r, 3);
+	uint32_t *rank = m->rank_path + (size_t)r * m->n_ranks;
+	size_t k, n = m->n_ranks * sh->churn / 100;
+	int rc;
+
+	for (k = 0; k < n; k++) {
+		size_t slot = (size_t)rnd_below(&rs, m->n_ranks);
+		if ((rc = add_path(m, &rs, sh->branch)))
+			return rc;
+		rank[slot] = (uint32_t)(m->n_paths - 1);
 	}
 	return 0;
 }
 
-static int model_init(struct model *m, const char *service, size_t n_funcs, uint64_t seed)
+/* Draws the call paths, their Zipf ranks and each release's rank changes. */
+static int build_paths(struct model *m, uint64_t *rs, const struct shape *sh)
+{
+	double total = 0;
+	size_t p, k;
+	int r, rc;
+
+	for (p = 0; p < m->n_ranks; p++)
+		if ((rc = add_path(m, rs, sh->branch)))
+			return rc;
+	for (k = 0; k < m->n_ranks; k++) {
+		total += 1.0 / pow((double)(k + 1), sh->zipf);
+		m->cdf[k] = total;
+		m->rank_path[k] = (uint32_t)k;
+	}
+	for (k = 0; k < m->n_ranks; k++)
+		m->cdf[k] /= total;
+	for (r = 1; r < m->n_rel; r++) {
+		uint64_t rr = release_stream(m, r, 4);
+		memcpy(m->rank_path + (size_t)r * m->n_ranks, m->rank_path + (size_t)(r - 1) * m->n_ranks,
+		       m->n_ranks * sizeof(*m->rank_path));
+		/* 1.5 shifts the hot spots with the model's own draws, as it always did. */
+		swap_hot(m, r, r == 1 ? rs : &rr);
+		if (sh->churn && (rc = churn_paths(m, r, sh)))
+			return rc;
+	}
+	return 0;
+}
+
+
+static int model_init(struct model *m, const char *service, const struct shape *sh, uint64_t seed)
 {
 	uint64_t rs = seed_of(seed, service, 0, 0);
 	int rc;
 
 	memset(m, 0, sizeof(*m));
 	snprintf(m->service, sizeof(m->service), "%s", service);
-	m->n_funcs = n_funcs;
+	m->seed = seed;
+	m->n_rel = sh->releases;
+	m->n_funcs = sh->functions;
+	m->n_ranks = sh->paths;
+	if (m->n_funcs > MAX_TABLE / (size_t)m->n_rel || m->n_ranks > MAX_TABLE / (size_t)m->n_rel)
+		return ERR_TOO_LARGE;
+	m->build_id = calloc((size_t)m->n_rel, sizeof(*m->build_id));
+	m->size = calloc((size_t)m->n_rel * m->n_funcs, sizeof(*m->size));
+	m->off = calloc((size_t)m->n_rel * m->n_funcs, sizeof(*m->off));
+	m->name = calloc((size_t)m->n_rel * m->n_funcs, sizeof(*m->name));
+	m->rank_path = calloc((size_t)m->n_rel * m->n_ranks, sizeof(*m->rank_path));
+	m->cdf = calloc(m->n_ranks, sizeof(*m->cdf));
+	if (!m->build_id || !m->size || !m->off || !m->name || !m->rank_path || !m->cdf)
+		return ERR_NOMEM;
 	init_binaries(m);
-	if ((rc = build_graph(m, &rs)) || (rc = build_paths(m, &rs)))
+	if ((rc = build_graph(m, &rs, sh)) || (rc = build_paths(m, &rs, sh)))
 		return rc;
 	return 0;
 }
 
 static void model_release(struct model *m)
 {
+	free(m->build_id);
 	free(m->funcs);
+	free(m->size);
+	free(m->off);
+	free(m->name);
 	free(m->pool);
+	free(m->paths);
+	free(m->rank_path);
+	free(m->cdf);
 }
 
 /* ---- one profile ---------------------------------------------------------- */
@@ -318,14 +565,16 @@ static void model_release(struct model *m)
 struct instance {
 	const struct model *m;
 	int index;
-	int64_t phase;   /* seconds after the interval start the agent uploads */
-	int64_t rollout; /* unix time this instance restarts as 1.5 */
+	int64_t phase; /* seconds after the cadence step the agent uploads */
+	uint8_t *seen; /* [release * n_paths + path]: leaf variants drawn, borrowed */
 };
 
 /* Load address of binary b for this process (ASLR): page-aligned, random. */
 static uint64_t load_base(const struct instance *in, int release, int b, uint64_t seed)
 {
-	uint64_t h = seed_of(seed, in->m->service, (uint64_t)in->index * 4 + (uint64_t)release, (uint64_t)b + 99);
+	uint64_t later = release >= 2 ? (uint64_t)release << 32 : 0;
+	uint64_t h = seed_of(seed, in->m->service, (uint64_t)in->index * 4 + (uint64_t)release,
+			     (uint64_t)b + 99 + later);
 
 	if (b == 0)
 		return 0x550000000000ULL + ((h & 0xfffffffULL) << 12);
@@ -335,7 +584,7 @@ static uint64_t load_base(const struct instance *in, int release, int b, uint64_
 static uint32_t draw_rank(const struct model *m, uint64_t *rs)
 {
 	double u = rnd_unit(rs);
-	size_t lo = 0, hi = PATHS - 1;
+	size_t lo = 0, hi = m->n_ranks - 1;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -353,11 +602,13 @@ struct gen_opts {
 	uint64_t seed;
 };
 
+/* Writes one gzipped pprof to `out`; adds its Sample messages to *n_samples. */
 static int write_profile(const struct instance *in, int release, int64_t t, const struct gen_opts *o,
-			 struct buf *out)
+			 struct buf *out, uint64_t *n_samples)
 {
 	static const char *const types[] = { "samples", "count", "cpu", "nanoseconds" };
 	const struct model *m = in->m;
+	const uint32_t *rank = m->rank_path + (size_t)release * m->n_ranks;
 	uint64_t rs = seed_of(o->seed, m->service, (uint64_t)in->index, (uint64_t)t);
 	int64_t period = 1000000000 / o->hz;
 	uint64_t map_ids[N_BINS], locs[MAX_DEPTH], base[N_BINS];
@@ -378,30 +629,34 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 	/* CPU use varies between 70 % and 130 % of one core. */
 	n_draws = (size_t)((double)o->hz * (double)o->interval * (0.7 + 0.6 * rnd_unit(&rs)));
 	for (d = 0; d < n_draws; d++) {
-		const struct path *pa = &m->paths[m->rank_path[release][draw_rank(m, &rs)]];
+		uint32_t id = rank[draw_rank(m, &rs)];
+		const struct path *pa = &m->paths[id];
 		const uint32_t *fs = m->pool + pa->first;
+		uint64_t variant = rnd_below(&rs, pa->leaf_variants);
 		int64_t values[2] = { 1, period };
 		size_t k, n = pa->depth;
 
 		for (k = 0; k < n; k++) {
 			/* leaf first: k = 0 is the sampled PC, the rest return addresses */
-			const struct func *f = &m->funcs[fs[n - 1 - k]];
+			size_t fi = at(m, release, fs[n - 1 - k]);
 			uint64_t pos;
 			if (k == 0)
-				pos = 4 * (1 + hash_combine(pa->first, rnd_below(&rs, pa->leaf_variants)) % (f->size[release] / 4 - 1));
+				pos = 4 * (1 + hash_combine(pa->first, variant) % (m->size[fi] / 4 - 1));
 			else
-				pos = 5 + hash_combine(fs[n - 1 - k], fs[n - k]) % (f->size[release] - 8);
+				pos = 5 + hash_combine(fs[n - 1 - k], fs[n - k]) % (m->size[fi] - 8);
 			/* runtime = memory_start + (file offset - mapping file_offset) */
-			if ((rc = pw_location(&w, map_ids[f->bin], base[f->bin] + f->off[release] + pos,
-					      &locs[k])))
+			if ((rc = pw_location(&w, map_ids[m->funcs[fs[n - 1 - k]].bin],
+					      base[m->funcs[fs[n - 1 - k]].bin] + m->off[fi] + pos, &locs[k])))
 				goto out;
 		}
 		if ((rc = pw_sample(&w, locs, n, NULL, values)))
 			goto out;
+		in->seen[(size_t)release * m->n_paths + id] |= (uint8_t)(1u << variant);
 	}
 	meta = (struct pw_meta){ .type_unit = types, .period_type = "cpu", .period_unit = "nanoseconds",
 				 .period = period, .time_nanos = t * 1000000000,
 				 .duration_nanos = o->interval * 1000000000 };
+	*n_samples += w.n_samples;
 	rc = pw_write(&w, &meta, 1, out);
 out:
 	pw_release(&w);
@@ -420,7 +675,10 @@ struct opts {
 	const char *debug_dir;
 	int services, instances, minutes, quiet;
 	int64_t end;
-	size_t functions;
+	int64_t cadence; /* 0: the interval */
+	int daily;       /* a release a day unless --releases says otherwise */
+	int releases_given;
+	struct shape shape;
 	struct gen_opts gen;
 };
 
@@ -466,6 +724,21 @@ static void service_name(int s, char *out, size_t size)
 		snprintf(out, size, "%s-%d", service_names[s % n], s / n);
 }
 
+/*
+ * The release instance `in` runs at time t: the range [start, start +
+ * range) is cut into n_rel equal parts and each instance restarts into the
+ * next release ROLL_STEP seconds after the one before it.
+ */
+static int release_at(int n_rel, int64_t start, int64_t range, const struct instance *in, int64_t t)
+{
+	int64_t x = t - start - (int64_t)(in->index - 1) * ROLL_STEP, r;
+
+	if (x <= 0 || n_rel == 1)
+		return 0;
+	r = x * n_rel / range;
+	return r < n_rel ? (int)r : n_rel - 1;
+}
+
 /* ---- symbol files -------------------------------------------------------- */
 
 /* The name flavour of each entry of init_binaries()' table. */
@@ -495,6 +768,23 @@ static int add_symbol(struct elfsym *w, const struct model *m, int b, uint64_t k
 	return rc ? rc : elfsym_add(w, name, off, size);
 }
 
+/* The release column of a symbol file's manifest line, every release for a shared one. */
+static void release_list(const struct model *m, int b, int r, char *out, size_t size)
+{
+	size_t len = 0;
+	char rel[16];
+	int k;
+
+	out[0] = '\0';
+	for (k = m->bins[b].per_release ? r : 0; k < (m->bins[b].per_release ? r + 1 : m->n_rel); k++) {
+		release_name(k, rel);
+		len += (size_t)snprintf(out + len, len < size ? size - len : 0, "%s%s", k > r ? "," : "",
+					rel);
+		if (len >= size)
+			return;
+	}
+}
+
 /*
  * The symbol file of binary b of model m in release r, its text segment
  * `text_size` bytes (at least the model's own).  For a shared library,
@@ -506,11 +796,11 @@ static int write_debug_file(const struct model *m, int b, int r, uint64_t text_s
 {
 	const struct binary *bin = &m->bins[b];
 	const char *id = m->build_id[r][b];
-	uint64_t k = 0, end = bin->text_off + 0x40, limit = bin->text_off + text_size;
+	uint64_t k = m->n_named[b], end = bin->text_off + 0x40, limit = bin->text_off + text_size;
 	uint8_t raw[20];
 	struct err_msg msg = { { 0 } };
 	struct elfsym w;
-	char path[4096];
+	char path[4096], rels[MAX_RELEASES * 8];
 	size_t i;
 	int rc;
 
@@ -520,13 +810,13 @@ static int write_debug_file(const struct model *m, int b, int r, uint64_t text_s
 	if ((rc = elfsym_init(&w, raw, sizeof(raw), bin->text_off, text_size)))
 		goto out;
 	for (i = 0; i < m->n_funcs; i++) {
-		const struct func *f = &m->funcs[i];
-		if (f->bin != b)
+		size_t fi = at(m, r, i);
+		if (m->funcs[i].bin != b)
 			continue;
-		if ((rc = add_symbol(&w, m, b, k++, f->off[r], f->size[r])))
+		if ((rc = add_symbol(&w, m, b, m->name[fi], m->off[fi], m->size[fi])))
 			goto out;
-		if (f->off[r] + f->size[r] > end)
-			end = f->off[r] + f->size[r];
+		if (m->off[fi] + m->size[fi] > end)
+			end = m->off[fi] + m->size[fi];
 	}
 	while (!bin->per_release && end + 48 <= limit) {
 		uint64_t h = hash_u64(hash_combine(k, (uint64_t)b));
@@ -543,8 +833,8 @@ static int write_debug_file(const struct model *m, int b, int r, uint64_t text_s
 		fprintf(stderr, "unhex-workload: %s\n", msg.text);
 		goto out;
 	}
-	fprintf(manifest, "%s.debug\t%s\t%s\t%s\n", id, id, bin->path,
-		bin->per_release ? release_names[r] : "1.4,1.5");
+	release_list(m, b, r, rels, sizeof(rels));
+	fprintf(manifest, "%s.debug\t%s\t%s\t%s\n", id, id, bin->path, rels);
 out:
 	elfsym_release(&w);
 	return rc;
@@ -578,7 +868,7 @@ static int write_debug_files(const struct model *models, int n_models, const cha
 			int per_release = m->bins[b].per_release;
 			if (!per_release && s > 0)
 				continue;
-			for (r = 0; r < (per_release ? 2 : 1) && !rc; r++, n++)
+			for (r = 0; r < (per_release ? m->n_rel : 1) && !rc; r++, n++)
 				rc = write_debug_file(m, b, r, per_release ? m->bins[b].text_size : shared_size[b],
 						      dir, manifest);
 		}
@@ -590,12 +880,27 @@ static int write_debug_files(const struct model *models, int n_models, const cha
 	return rc;
 }
 
+/* Distinct stacks drawn: (release, path, leaf variant) triples seen. */
+static uint64_t count_stacks(const struct model *m, const uint8_t *seen)
+{
+	size_t i, n = (size_t)m->n_rel * m->n_paths;
+	uint64_t total = 0;
+
+	for (i = 0; i < n; i++)
+		total += (uint64_t)__builtin_popcount(seen[i]);
+	return total;
+}
+
 static int generate(const struct opts *o)
 {
-	int64_t start = o->end - (int64_t)o->minutes * 60, steps = (int64_t)o->minutes * 60 / o->gen.interval;
+	int64_t range = (int64_t)o->minutes * 60, start = o->end - range;
+	int64_t cadence = o->cadence ? o->cadence : o->gen.interval, steps = range / cadence;
+	int64_t total = steps * o->services * o->instances; /* profiles to write */
 	struct model *models = calloc((size_t)o->services, sizeof(*models));
 	struct instance *ins = calloc((size_t)o->services * (size_t)o->instances, sizeof(*ins));
-	uint64_t files = 0, bytes = 0;
+	uint8_t **seen = calloc((size_t)o->services, sizeof(*seen));
+	uint64_t files = 0, bytes = 0, samples = 0, stacks = 0;
+	size_t funcs = 0;
 	char path[4096], name[64];
 	FILE *manifest = NULL;
 	struct buf b;
@@ -603,22 +908,27 @@ static int generate(const struct opts *o)
 	int s, i, rc = 0;
 
 	buf_init(&b, 256u * 1024 * 1024);
-	if (!models || !ins) {
+	if (!models || !ins || !seen) {
 		rc = ERR_NOMEM;
 		goto out;
 	}
 	for (s = 0; s < o->services; s++) {
 		service_name(s, name, sizeof(name));
-		if ((rc = model_init(&models[s], name, o->functions, o->gen.seed)))
+		if ((rc = model_init(&models[s], name, &o->shape, o->gen.seed)))
 			goto out;
+		seen[s] = calloc((size_t)models[s].n_rel * models[s].n_paths, 1);
+		if (!seen[s]) {
+			rc = ERR_NOMEM;
+			goto out;
+		}
+		funcs += models[s].n_funcs;
 		for (i = 0; i < o->instances; i++) {
 			struct instance *in = &ins[s * o->instances + i];
 			uint64_t h = seed_of(o->gen.seed, name, (uint64_t)i, 7);
 			in->m = &models[s];
 			in->index = i + 1;
-			in->phase = (int64_t)(h % (uint64_t)o->gen.interval);
-			/* a rolling deploy: instances restart one after another */
-			in->rollout = start + (int64_t)o->minutes * 30 + (int64_t)i * 20;
+			in->phase = (int64_t)(h % (uint64_t)cadence);
+			in->seen = seen[s];
 			snprintf(path, sizeof(path), "%s/%s/i-%02d", o->out, name, in->index);
 			if ((rc = mkdirs(path)))
 				goto out;
@@ -636,48 +946,88 @@ static int generate(const struct opts *o)
 		for (s = 0; s < o->services; s++) {
 			for (i = 0; i < o->instances; i++) {
 				const struct instance *in = &ins[s * o->instances + i];
-				int64_t t = start + k * o->gen.interval + in->phase;
-				int release = t >= in->rollout;
-				char rel[256];
+				int64_t t = start + k * cadence + in->phase;
+				int release = release_at(o->shape.releases, start, range, in, t);
+				char rel[256], version[16];
 				buf_reset(&b);
-				if ((rc = write_profile(in, release, t, &o->gen, &b)))
+				if ((rc = write_profile(in, release, t, &o->gen, &b, &samples)))
 					goto out;
 				snprintf(rel, sizeof(rel), "%s/i-%02d/%" PRId64 ".pb.gz", in->m->service,
 					 in->index, t);
 				snprintf(path, sizeof(path), "%s/%s", o->out, rel);
 				if ((rc = write_file(path, &b)))
 					goto out;
+				release_name(release, version);
 				fprintf(manifest, "%s\t%s.cpu{instance=i-%02d,env=prod,version=%s}\t%" PRId64 "\n",
-					rel, in->m->service, in->index, release_names[release], t);
+					rel, in->m->service, in->index, version, t);
 				files++;
 				bytes += b.len;
 			}
 		}
+		if (!o->quiet && total >= 50000 && steps >= 10 && (k + 1) % (steps / 10) == 0 && k + 1 < steps)
+			fprintf(stderr, "unhex-workload: %" PRId64 " %%, %" PRIu64 " profiles\n",
+				(k + 1) * 100 / steps, files);
 	}
 	if (fclose(manifest) != 0)
 		rc = ERR_IO;
 	manifest = NULL;
-	if (!o->quiet && rc == 0)
+	for (s = 0; s < o->services; s++)
+		stacks += count_stacks(&models[s], seen[s]);
+	if (!o->quiet && rc == 0) {
 		fprintf(stderr, "unhex-workload: %" PRIu64 " profiles, %.1f MB gzipped, in %s\n", files,
 			(double)bytes / 1e6, o->out);
+		fprintf(stderr, "unhex-workload: %" PRIu64 " pprof samples over %" PRIu64
+			" distinct stacks; %zu functions, %d releases\n", samples, stacks, funcs,
+			o->shape.releases);
+	}
 out:
 	if (manifest)
 		fclose(manifest);
 	if (models)
 		for (s = 0; s < o->services; s++)
 			model_release(&models[s]);
+	if (seen)
+		for (s = 0; s < o->services; s++)
+			free(seen[s]);
+	free(seen);
 	free(models);
 	free(ins);
 	buf_release(&b);
 	return rc;
 }
 
-static void usage(void)
+/* ---- options -------------------------------------------------------------- */
+
+static void usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: unhex-workload --out DIR --services N --instances M --minutes T\n"
 		"                      [--interval 10] [--end now|UNIX] [--seed S] [--functions F]\n"
-		"                      [--hz 100] [--debug-dir DIR] [--quiet]\n");
+		"                      [--hz 100] [--debug-dir DIR] [--quiet]\n"
+		"                      [--shape diverse|month] [--days D] [--cadence S] [--releases R]\n"
+		"                      [--stacks P] [--zipf Z] [--branch B] [--churn C]\n"
+		"\n"
+		"  --days D       the range is D days (instead of --minutes)\n"
+		"  --cadence S    an instance sends a profile every S seconds (default: the\n"
+		"                 interval); each still covers --interval seconds, so a range\n"
+		"                 is scaled down by S / interval\n"
+		"  --releases R   releases over the range, one after the other (default 2)\n"
+		"  --stacks P     call paths live in each release (default 2500)\n"
+		"  --zipf Z       exponent of the Zipf law over them (default 1.75)\n"
+		"  --branch B     paths fork from earlier ones, B frames apart on average\n"
+		"                 (default 0: independent walks from main)\n"
+		"  --churn C      per release: C %% of the paths replaced, C/2 %% of the\n"
+		"                 service's functions moved, C/4 %% renamed (default 0)\n"
+		"\n"
+		"Shapes of issue 11 (options given with --shape override its values):\n"
+		"  --shape diverse   high diversity, one build of a large C++ service:\n"
+		"                    --services 1 --instances 20 --minutes 6 --releases 1\n"
+		"                    --functions 30000 --stacks 190000 --zipf 0.9 --branch 4\n"
+		"                    (about 590,000 pprof samples over 187,000 distinct stacks)\n"
+		"  --shape month     a month of a fleet with a release a day: --services 1\n"
+		"                    --instances 20 --days 30 --cadence 300 --churn 10, and\n"
+		"                    --releases equal to the days (profiles every 5 min\n"
+		"                    instead of every 10 s: the month scaled by 1/30)\n");
 }
 
 static int parse_int(const char *s, long long lo, long long hi, long long *out)
@@ -693,61 +1043,135 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
 	return 0;
 }
 
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Applies a --shape preset; ERR_INVALID for an unknown name. */
+static int apply_shape(struct opts *o, const char *name)
+{
+	o->services = 1;
+	o->instances = 20;
+	if (strcmp(name, "diverse") == 0) {
+		o->minutes = 6;
+		o->shape.functions = 30000;
+		o->shape.paths = 190000;
+		o->shape.zipf = 0.9;
+		o->shape.branch = 4;
+		o->shape.releases = 1;
+	} else if (strcmp(name, "month") == 0) {
+		o->minutes = 30 * 24 * 60;
+		o->daily = 1;
+		o->shape.churn = 10;
+		o->cadence = 300;
+	} else {
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
+/* Parses one option with its value; -1 for a bad or unknown one. */
+static int parse_opt(struct opts *o, const char *a, const char *val)
+{
+	long long v = 0;
+	int bad = 0;
+
+	if (strcmp(a, "--out") == 0)
+		o->out = val;
+	else if (strcmp(a, "--debug-dir") == 0)
+		o->debug_dir = val;
+	else if (strcmp(a, "--shape") == 0)
+		bad = 0; /* applied before the other options */
+	else if (strcmp(a, "--services") == 0)
+		bad = parse_int(val, 1, 1000, &v), o->services = (int)v;
+	else if (strcmp(a, "--instances") == 0)
+		bad = parse_int(val, 1, 99, &v), o->instances = (int)v;
+	else if (strcmp(a, "--minutes") == 0)
+		bad = parse_int(val, 1, 60 * 24 * 31, &v), o->minutes = (int)v;
+	else if (strcmp(a, "--days") == 0)
+		bad = parse_int(val, 1, 366, &v), o->minutes = (int)v * 24 * 60;
+	else if (strcmp(a, "--interval") == 0)
+		bad = parse_int(val, 1, 3600, &v), o->gen.interval = v;
+	else if (strcmp(a, "--cadence") == 0)
+		bad = parse_int(val, 1, 86400, &v), o->cadence = v;
+	else if (strcmp(a, "--hz") == 0)
+		bad = parse_int(val, 1, 10000, &v), o->gen.hz = (int)v;
+	else if (strcmp(a, "--seed") == 0)
+		bad = parse_int(val, 0, INT64_MAX, &v), o->gen.seed = (uint64_t)v;
+	else if (strcmp(a, "--functions") == 0)
+		bad = parse_int(val, 200, 1000000, &v), o->shape.functions = (size_t)v;
+	else if (strcmp(a, "--stacks") == 0)
+		bad = parse_int(val, MIN_PATHS, MAX_PATHS / 2, &v), o->shape.paths = (size_t)v;
+	else if (strcmp(a, "--releases") == 0)
+		bad = parse_int(val, 1, MAX_RELEASES, &v), o->shape.releases = (int)v, o->releases_given = 1;
+	else if (strcmp(a, "--branch") == 0)
+		bad = parse_int(val, 0, 25, &v), o->shape.branch = (unsigned)v;
+	else if (strcmp(a, "--churn") == 0)
+		bad = parse_int(val, 0, 100, &v), o->shape.churn = (unsigned)v;
+	else if (strcmp(a, "--zipf") == 0)
+		bad = parse_double(val, 0.1, 4.0, &o->shape.zipf);
+	else if (strcmp(a, "--end") == 0) {
+		if (strcmp(val, "now") == 0)
+			o->end = (int64_t)time(NULL);
+		else
+			bad = parse_int(val, 0, INT32_MAX * 4LL, &v), o->end = v;
+	} else
+		bad = -1;
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
-	struct opts o = { .services = 0, .end = DEFAULT_END, .functions = 4000,
+	struct opts o = { .services = 0, .end = DEFAULT_END,
+			  .shape = { .functions = 4000, .paths = DEFAULT_PATHS, .zipf = DEFAULT_ZIPF,
+				     .releases = 2 },
 			  .gen = { .interval = 10, .hz = 100, .seed = 1 } };
-	long long v;
 	int i, rc;
 
 	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc && apply_shape(&o, argv[i + 1])) {
+			fprintf(stderr, "unhex-workload: bad --shape %s\n", argv[i + 1]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-		int bad = 0;
 		if (strcmp(a, "--quiet") == 0) {
 			o.quiet = 1;
 			continue;
 		}
 		if (!val) {
-			usage();
+			usage(stderr);
 			return 2;
 		}
 		i++;
-		if (strcmp(a, "--out") == 0)
-			o.out = val;
-		else if (strcmp(a, "--debug-dir") == 0)
-			o.debug_dir = val;
-		else if (strcmp(a, "--services") == 0)
-			bad = parse_int(val, 1, 1000, &v), o.services = (int)v;
-		else if (strcmp(a, "--instances") == 0)
-			bad = parse_int(val, 1, 99, &v), o.instances = (int)v;
-		else if (strcmp(a, "--minutes") == 0)
-			bad = parse_int(val, 1, 60 * 24 * 31, &v), o.minutes = (int)v;
-		else if (strcmp(a, "--interval") == 0)
-			bad = parse_int(val, 1, 3600, &v), o.gen.interval = v;
-		else if (strcmp(a, "--hz") == 0)
-			bad = parse_int(val, 1, 10000, &v), o.gen.hz = (int)v;
-		else if (strcmp(a, "--seed") == 0)
-			bad = parse_int(val, 0, INT64_MAX, &v), o.gen.seed = (uint64_t)v;
-		else if (strcmp(a, "--functions") == 0)
-			bad = parse_int(val, 200, 1000000, &v), o.functions = (size_t)v;
-		else if (strcmp(a, "--end") == 0) {
-			if (strcmp(val, "now") == 0)
-				o.end = (int64_t)time(NULL);
-			else
-				bad = parse_int(val, 0, INT32_MAX * 4LL, &v), o.end = v;
-		} else
-			bad = 1;
-		if (bad) {
+		if (parse_opt(&o, a, val)) {
 			fprintf(stderr, "unhex-workload: bad %s %s\n", a, val);
-			usage();
+			usage(stderr);
 			return 2;
 		}
 	}
 	if (!o.out || !o.services || !o.instances || !o.minutes ||
-	    (int64_t)o.minutes * 60 < o.gen.interval) {
-		usage();
+	    (int64_t)o.minutes * 60 < o.gen.interval || (int64_t)o.minutes * 60 < o.cadence) {
+		usage(stderr);
 		return 2;
 	}
+	if (o.daily && !o.releases_given)
+		o.shape.releases = o.minutes / (24 * 60) > 0 ? o.minutes / (24 * 60) : 1;
 	if (o.debug_dir && strcmp(o.debug_dir, o.out) == 0) {
 		fprintf(stderr, "unhex-workload: --debug-dir must differ from --out (both get a manifest.tsv)\n");
 		return 2;
