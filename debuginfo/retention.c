@@ -73,7 +73,8 @@ static int collect_refs(struct debuginfo *s, struct refs *r, struct err_msg *msg
 		return rc;
 	}
 	/* Canonical forms sort like the store's lower-case hex; merge duplicates anyway. */
-	qsort(r->v, r->n, sizeof(*r->v), ref_cmp);
+	if (r->n) /* r->v is NULL when the store references no build ID */
+		qsort(r->v, r->n, sizeof(*r->v), ref_cmp);
 	{
 		size_t k = 0;
 		for (size_t i = 0; i < r->n; i++) {

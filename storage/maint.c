@@ -283,7 +283,7 @@ static int collect_keys(struct seal *s, struct err_msg *msg)
 		store__scan_close(&sc, NULL);
 	else
 		rc = store__scan_close(&sc, msg);
-	if (!rc)
+	if (!rc && s->n_keys) /* a GROW array is NULL while empty; qsort wants a base */
 		qsort(s->keys, s->n_keys, sizeof(*s->keys), skey_cmp);
 	return rc;
 }
@@ -389,7 +389,8 @@ static int seal_build(struct seal *s, size_t ri, size_t k0, size_t k1, char **pa
 	}
 	for (size_t i = 0; i < n_ser; i++)
 		ser[i].n_src = (i + 1 < n_ser ? ser[i + 1].src0 : k1) - ser[i].src0;
-	qsort(ser, n_ser, sizeof(*ser), wser_cmp);
+	if (n_ser)
+		qsort(ser, n_ser, sizeof(*ser), wser_cmp);
 	rc = store__bw_open(st, s->t->name, 0, r * st->block_range_ns, (r + 1) * st->block_range_ns,
 			    BLOCK_ZLEVEL_SEAL, &w, msg);
 	for (size_t i = 0; !rc && i < n_ser; i++) {
@@ -785,7 +786,8 @@ static int compact_series(struct bw *w, struct csrc *src, const struct cser *par
 			}
 		}
 	}
-	qsort(spans, n_spans, sizeof(*spans), i64_cmp);
+	if (n_spans)
+		qsort(spans, n_spans, sizeof(*spans), i64_cmp);
 	prev = INT64_MIN;
 	for (size_t k = 0; k < n_spans && !rc; k++) {
 		int64_t a = spans[k], lo, hi;
@@ -874,7 +876,8 @@ static int compact_group(struct store *st, struct tenant *t, struct csrc *src, s
 	}
 	if (rc)
 		goto out;
-	qsort(all, n_all, sizeof(*all), cser_cmp);
+	if (n_all)
+		qsort(all, n_all, sizeof(*all), cser_cmp);
 	rc = store__bw_open(st, t->name, level, lo, hi, BLOCK_ZLEVEL_COMPACT, &w, msg);
 	for (size_t i = 0; !rc && i < n_all;) {
 		size_t j = i + 1;

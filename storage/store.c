@@ -1382,7 +1382,7 @@ int store_build_ids_each(struct store *st,
 		}
 		pthread_mutex_unlock(&t->mu);
 	}
-	if (!rc)
+	if (!rc && ne) /* qsort's base may not be NULL, even for 0 elements */
 		qsort(e, ne, sizeof(*e), bid_cmp);
 	for (size_t i = 0; !rc && i < ne;) {
 		size_t j = i + 1;
