@@ -13,7 +13,7 @@
  * without the memo, --no-symbolizer skips the step).  Times the first query_render
  * (cold: nothing of this store is in memory yet) and then N more (warm,
  * median and min).  With --compact it then times store_compact() and the
- * same cold/warm series again.  T is anything query_parse_time() accepts.
+ * same cold/warm series again.  T is anything time_parse() accepts.
  * --timeout-s replaces the server's 30 s query deadline (a query under
  * callgrind on a busy machine can take longer; bench/callgrind.sh).
  * --out writes the last response body.  Prints one `key=value` line per
@@ -29,6 +29,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/timeparse.h"
 #include "debuginfo/debuginfo.h"
 #include "query/query.h"
 #include "storage/storage.h"
@@ -175,8 +176,8 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &a))
 		return usage();
 	buf_init(&out, MAX_RESPONSE);
-	if (query_parse_time(a.from, now, &p.from_ns, &msg) ||
-	    query_parse_time(a.until, now, &p.until_ns, &msg)) {
+	if (time_parse(a.from, now, &p.from_ns, &msg) ||
+	    time_parse(a.until, now, &p.until_ns, &msg)) {
 		rc = 1;
 		goto out;
 	}

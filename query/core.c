@@ -6,11 +6,12 @@
 #include "base/hash.h"
 #include "storage/storage.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-void qctx_init(struct qctx *q, struct store *st, const char *tenant,
-	       const struct query_limits *lim, struct err_msg *msg)
+void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
+		     const struct query_limits *lim, struct err_msg *msg)
 {
 	int64_t timeout = lim && lim->timeout_ns > 0 ? lim->timeout_ns : QUERY_DEFAULT_TIMEOUT_NS;
 
@@ -25,19 +26,20 @@ void qctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->symmemo = lim && lim->symbolizer ? lim->symmemo : NULL;
 }
 
-int qctx_check(struct qctx *q)
+int query__ctx_check(struct qctx *q)
 {
 	if (clock_mono_ns() > q->deadline_ns)
 		return err_set(q->msg, ERR_TIMEOUT, "query deadline exceeded");
 	return 0;
 }
 
-int qmem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
-	      const char *what)
+int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
+		    const char *what)
 {
 	size_t n = *cap ? *cap : 16, old = *cap * elem, bytes;
 	void *np;
 
+	assert(elem > 0 && (*p != NULL || *cap == 0));
 	if (need <= *cap)
 		return 0;
 	while (n < need) {
@@ -60,7 +62,7 @@ int qmem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
 	return 0;
 }
 
-void qmem_free(struct qctx *q, void *p, size_t cap, size_t elem)
+void query__mem_free(struct qctx *q, void *p, size_t cap, size_t elem)
 {
 	free(p);
 	if (q->mem.used >= cap * elem)
@@ -69,24 +71,24 @@ void qmem_free(struct qctx *q, void *p, size_t cap, size_t elem)
 
 /* ---- qmap ----------------------------------------------------------------- */
 
-void qmap_init(struct qmap *m)
+void query__map_init(struct qmap *m)
 {
 	memset(m, 0, sizeof(*m));
 }
 
-void qmap_init_dense(struct qmap *m)
+void query__map_init_dense(struct qmap *m)
 {
-	qmap_init(m);
+	query__map_init(m);
 	m->dense = 1;
 }
 
-void qmap_release(struct qctx *q, struct qmap *m)
+void query__map_release(struct qctx *q, struct qmap *m)
 {
-	qmem_free(q, m->keys, m->cap, sizeof(*m->keys));
-	qmem_free(q, m->vals, m->cap, sizeof(*m->vals));
+	query__mem_free(q, m->keys, m->cap, sizeof(*m->keys));
+	query__mem_free(q, m->vals, m->cap, sizeof(*m->vals));
 	for (unsigned i = 0; i < m->n_dense; i++)
-		qmem_free(q, m->d[i].v, m->d[i].cap, sizeof(*m->d[i].v));
-	qmap_init(m);
+		query__mem_free(q, m->d[i].v, m->d[i].cap, sizeof(*m->d[i].v));
+	query__map_init(m);
 }
 
 static struct qmap_dense *dense_of(const struct qmap *m, uint32_t part)
@@ -97,7 +99,7 @@ static struct qmap_dense *dense_of(const struct qmap *m, uint32_t part)
 	return NULL;
 }
 
-int qmap_get(const struct qmap *m, uint64_t key, uint32_t *val)
+int query__map_get(const struct qmap *m, uint64_t key, uint32_t *val)
 {
 	size_t mask, i;
 
@@ -149,7 +151,7 @@ static int dense_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val,
 			return 0;
 		if (want < 2 * d->size)
 			want = 2 * d->size;
-		*rc = qmem_grow(q, (void **)&d->v, &d->cap, sizeof(*d->v), want, "id table");
+		*rc = query__mem_grow(q, (void **)&d->v, &d->cap, sizeof(*d->v), want, "id table");
 		if (*rc)
 			return 1;
 		memset(d->v + old, 0xff, (d->cap - old) * sizeof(*d->v));
@@ -169,14 +171,14 @@ static int qmap_rehash(struct qctx *q, struct qmap *m)
 	uint32_t *vals = NULL;
 	int rc;
 
-	rc = qmem_grow(q, (void **)&keys, &kc, sizeof(*keys), ncap, "hash table");
+	rc = query__mem_grow(q, (void **)&keys, &kc, sizeof(*keys), ncap, "hash table");
 	if (!rc)
-		rc = qmem_grow(q, (void **)&vals, &vc, sizeof(*vals), ncap, "hash table");
+		rc = query__mem_grow(q, (void **)&vals, &vc, sizeof(*vals), ncap, "hash table");
 	if (rc) {
-		qmem_free(q, keys, kc, sizeof(*keys));
+		query__mem_free(q, keys, kc, sizeof(*keys));
 		return rc;
 	}
-	/* qmem_grow rounds to powers of two starting at 16, so kc == ncap. */
+	/* query__mem_grow rounds to powers of two starting at 16, so kc == ncap. */
 	memset(vals, 0xff, vc * sizeof(*vals));
 	mask = kc - 1;
 	for (i = 0; i < m->cap; i++) {
@@ -187,19 +189,20 @@ static int qmap_rehash(struct qctx *q, struct qmap *m)
 		keys[j] = m->keys[i];
 		vals[j] = m->vals[i];
 	}
-	qmem_free(q, m->keys, m->cap, sizeof(*m->keys));
-	qmem_free(q, m->vals, m->cap, sizeof(*m->vals));
+	query__mem_free(q, m->keys, m->cap, sizeof(*m->keys));
+	query__mem_free(q, m->vals, m->cap, sizeof(*m->vals));
 	m->keys = keys;
 	m->vals = vals;
 	m->cap = kc;
 	return 0;
 }
 
-int qmap_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val)
+int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val)
 {
 	size_t mask, i;
 	int rc;
 
+	assert(val != UINT32_MAX); /* the mark of an empty slot */
 	if (m->dense && dense_put(q, m, key, val, &rc))
 		return rc;
 	if ((m->n + 1) * 4 > m->cap * 3) {
@@ -222,29 +225,29 @@ int qmap_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val)
 
 /* ---- qnames ------------------------------------------------------------- */
 
-int qnames_init(struct qctx *q, struct qnames *nm)
+int query__names_init(struct qctx *q, struct qnames *nm)
 {
 	uint32_t id;
 	int rc;
 
 	memset(nm, 0, sizeof(*nm));
 	arena_init(&nm->strs, q->mem.cap);
-	rc = qnames_intern(q, nm, "total", 5, &id);
+	rc = query__names_intern(q, nm, "total", 5, &id);
 	if (!rc)
-		rc = qnames_intern(q, nm, "other", 5, &id);
+		rc = query__names_intern(q, nm, "other", 5, &id);
 	if (rc)
-		qnames_release(q, nm);
+		query__names_release(q, nm);
 	return rc;
 }
 
-void qnames_release(struct qctx *q, struct qnames *nm)
+void query__names_release(struct qctx *q, struct qnames *nm)
 {
 	if (q->mem.used >= nm->strs.used)
 		q->mem.used -= nm->strs.used;
 	arena_release(&nm->strs);
-	qmem_free(q, nm->s, nm->cap, sizeof(*nm->s));
+	query__mem_free(q, nm->s, nm->cap, sizeof(*nm->s));
 	free(nm->len);
-	qmem_free(q, nm->slots, nm->nslots, sizeof(*nm->slots));
+	query__mem_free(q, nm->slots, nm->nslots, sizeof(*nm->slots));
 	memset(nm, 0, sizeof(*nm));
 }
 
@@ -252,7 +255,7 @@ static int names_reindex(struct qctx *q, struct qnames *nm)
 {
 	size_t want = nm->nslots ? nm->nslots * 2 : 1024, got = 0, i, j, mask;
 	uint32_t *slots = NULL;
-	int rc = qmem_grow(q, (void **)&slots, &got, sizeof(*slots), want, "name table");
+	int rc = query__mem_grow(q, (void **)&slots, &got, sizeof(*slots), want, "name table");
 
 	if (rc)
 		return rc;
@@ -263,13 +266,13 @@ static int names_reindex(struct qctx *q, struct qnames *nm)
 			;
 		slots[j] = (uint32_t)i + 1;
 	}
-	qmem_free(q, nm->slots, nm->nslots, sizeof(*nm->slots));
+	query__mem_free(q, nm->slots, nm->nslots, sizeof(*nm->slots));
 	nm->slots = slots;
 	nm->nslots = got;
 	return 0;
 }
 
-int qnames_intern(struct qctx *q, struct qnames *nm, const char *s, size_t len, uint32_t *id)
+int query__names_intern(struct qctx *q, struct qnames *nm, const char *s, size_t len, uint32_t *id)
 {
 	size_t mask, j, before, lcap;
 	char *copy;
@@ -292,7 +295,7 @@ int qnames_intern(struct qctx *q, struct qnames *nm, const char *s, size_t len, 
 	if (nm->n >= UINT32_MAX - 2)
 		return err_set(q->msg, ERR_TOO_LARGE, "too many distinct names");
 	lcap = nm->cap;
-	rc = qmem_grow(q, (void **)&nm->s, &nm->cap, sizeof(*nm->s), nm->n + 1, "name table");
+	rc = query__mem_grow(q, (void **)&nm->s, &nm->cap, sizeof(*nm->s), nm->n + 1, "name table");
 	if (rc)
 		return rc;
 	if (nm->cap != lcap) {
@@ -318,7 +321,7 @@ int qnames_intern(struct qctx *q, struct qnames *nm, const char *s, size_t len, 
 
 /* ---- symbol views ---------------------------------------------------------- */
 
-void qviews_release(struct qviews *v)
+void query__views_release(struct qviews *v)
 {
 	for (size_t i = 0; i < v->n; i++)
 		store_symbols_put(v->sym[i]);
@@ -327,7 +330,7 @@ void qviews_release(struct qviews *v)
 	memset(v, 0, sizeof(*v));
 }
 
-int qviews_get(struct qctx *q, struct qviews *v, uint32_t part, struct store_symbols **out)
+int query__views_get(struct qctx *q, struct qviews *v, uint32_t part, struct store_symbols **out)
 {
 	struct store_symbols *s;
 	int rc;

@@ -1,8 +1,8 @@
 /*
  * pprof_out.c - the merged profile as a pprof: one sample per distinct
  * (partition, stack), locations by address so mappings and build IDs survive
- * for `go tool pprof` and later symbolization.  Also its proto3 JSON form
- * (google.v1.Profile) for Connect's SelectMergeProfile.
+ * for `go tool pprof` and later symbolization; Connect's SelectMergeProfile
+ * answers with the same message.
  */
 #include "query/query_int.h"
 
@@ -75,7 +75,7 @@ static int str_idx(struct pb *b, const char *s, int64_t *out)
 		*out = 0;
 		return 0;
 	}
-	rc = qnames_intern(b->q, &b->strs, s, strlen(s), &id);
+	rc = query__names_intern(b->q, &b->strs, s, strlen(s), &id);
 	if (!rc)
 		*out = (int64_t)id + 1;
 	return rc;
@@ -101,7 +101,7 @@ static int get_mapping(struct pb *b, uint32_t part, struct store_symbols *sym, u
 
 	if (store_symbols_mapping(sym, id, mp))
 		return err_set(b->q->msg, ERR_CORRUPT, "partition %u: mapping %u not found", part, id);
-	if (qmap_get(&b->maps, key, &at)) {
+	if (query__map_get(&b->maps, key, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -119,7 +119,7 @@ static int get_mapping(struct pb *b, uint32_t part, struct store_symbols *sym, u
 	m->has_inline_frames = !!(mp->flags & STORE_MAP_HAS_INLINE_FRAMES);
 	if ((rc = str_idx(b, mp->filename, &m->filename)) ||
 	    (rc = str_idx(b, mp->build_id, &m->build_id)) ||
-	    (rc = qmap_put(b->q, &b->maps, key, (uint32_t)b->mappings.n)) ||
+	    (rc = query__map_put(b->q, &b->maps, key, (uint32_t)b->mappings.n)) ||
 	    (rc = pvec_push(b->a, &b->mappings, m)))
 		return rc;
 	*out = m->id;
@@ -135,7 +135,7 @@ static int get_function(struct pb *b, uint32_t part, struct store_symbols *sym, 
 	Function *f;
 	int rc;
 
-	if (qmap_get(&b->funcs, key, &at)) {
+	if (query__map_get(&b->funcs, key, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -151,7 +151,7 @@ static int get_function(struct pb *b, uint32_t part, struct store_symbols *sym, 
 	    (rc = str_idx(b, sf.system_name && sf.system_name[0] ? sf.system_name : sf.name,
 			  &f->system_name)) ||
 	    (rc = str_idx(b, sf.filename, &f->filename)) ||
-	    (rc = qmap_put(b->q, &b->funcs, key, (uint32_t)b->functions.n)) ||
+	    (rc = query__map_put(b->q, &b->funcs, key, (uint32_t)b->functions.n)) ||
 	    (rc = pvec_push(b->a, &b->functions, f)))
 		return rc;
 	*out = f->id;
@@ -167,10 +167,10 @@ static int get_rfunc(struct pb *b, const struct qsym_frame *f, uint64_t *out)
 	int n, rc;
 
 	n = snprintf(key, sizeof(key), "%.600s\x01%.400s", f->function, f->file ? f->file : "");
-	rc = qnames_intern(b->q, &b->fkeys, key, (size_t)n, &kid);
+	rc = query__names_intern(b->q, &b->fkeys, key, (size_t)n, &kid);
 	if (rc)
 		return rc;
-	if (qmap_get(&b->rfuncs, kid, &at)) {
+	if (query__map_get(&b->rfuncs, kid, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -182,7 +182,7 @@ static int get_rfunc(struct pb *b, const struct qsym_frame *f, uint64_t *out)
 	if ((rc = str_idx(b, f->function, &fn->name)) ||
 	    (rc = str_idx(b, f->function, &fn->system_name)) ||
 	    (rc = str_idx(b, f->file, &fn->filename)) ||
-	    (rc = qmap_put(b->q, &b->rfuncs, kid, (uint32_t)b->functions.n)) ||
+	    (rc = query__map_put(b->q, &b->rfuncs, kid, (uint32_t)b->functions.n)) ||
 	    (rc = pvec_push(b->a, &b->functions, fn)))
 		return rc;
 	*out = fn->id;
@@ -233,11 +233,11 @@ static int get_location(struct pb *b, uint32_t part, struct store_symbols *sym, 
 	int rc;
 
 	if (b->sym) {
-		nsf = qsym_frames(b->sym, part, id, leaf, &sf);
+		nsf = query__sym_frames(b->sym, part, id, leaf, &sf);
 		if (leaf && nsf)
 			memo = &b->leaf_locs;
 	}
-	if (qmap_get(memo, key, &at)) {
+	if (query__map_get(memo, key, &at)) {
 		*out = at + 1;
 		return 0;
 	}
@@ -285,7 +285,7 @@ static int get_location(struct pb *b, uint32_t part, struct store_symbols *sym, 
 			l->line[l->n_line++] = ln;
 		}
 	}
-	if ((rc = qmap_put(b->q, memo, key, (uint32_t)b->locations.n)) ||
+	if ((rc = query__map_put(b->q, memo, key, (uint32_t)b->locations.n)) ||
 	    (rc = pvec_push(b->a, &b->locations, l)))
 		return rc;
 	*out = l->id;
@@ -302,7 +302,7 @@ static int add_sample(struct pb *b, const struct qstack *qs)
 
 	if (!qs->value)
 		return 0;
-	rc = qviews_get(b->q, &b->views, qs->part, &sym);
+	rc = query__views_get(b->q, &b->views, qs->part, &sym);
 	if (rc)
 		return rc;
 	/* The trie walk from a stack to the root is leaf first, as pprof wants.
@@ -316,12 +316,12 @@ static int add_sample(struct pb *b, const struct qstack *qs)
 		if (store_symbols_stack_node(sym, s, &parent, &loc))
 			return err_set(b->q->msg, ERR_CORRUPT, "partition %u: stack %u not found",
 				       qs->part, s);
-		rc = qmem_grow(b->q, (void **)&b->ids, &b->ids_cap, sizeof(*b->ids), n + 1, "pprof");
+		rc = query__mem_grow(b->q, (void **)&b->ids, &b->ids_cap, sizeof(*b->ids), n + 1, "pprof");
 		if (!rc)
 			rc = get_location(b, qs->part, sym, loc, pc, &b->ids[n]);
 		if (rc)
 			return rc;
-		pc = qsym_kernel(b->sym, qs->part, loc);
+		pc = query__sym_kernel(b->sym, qs->part, loc);
 		n++;
 		s = parent;
 	}
@@ -353,8 +353,8 @@ static ValueType *value_type(struct pb *b, const char *type, const char *unit)
 	return v;
 }
 
-int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_type,
-		 int64_t from_ns, int64_t until_ns, struct arena *a, Profile **out)
+int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profile_type,
+		       int64_t from_ns, int64_t until_ns, struct arena *a, Profile **out)
 {
 	char tmp[QUERY_MAX_SELECTOR_BYTES + 1];
 	const char *parts[5];
@@ -362,23 +362,23 @@ int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_typ
 	Profile *p;
 	int rc = 0;
 
-	if (qprofile_type_split(profile_type, tmp, sizeof(tmp), parts))
+	if (query__profile_type_split(profile_type, tmp, sizeof(tmp), parts))
 		return err_set(q->msg, ERR_INVALID, "pprof: bad profile type \"%s\"", profile_type);
 	memset(&b, 0, sizeof(b));
 	b.q = q;
 	b.a = a;
-	qmap_init(&b.locs);
-	qmap_init(&b.funcs);
-	qmap_init(&b.maps);
-	qmap_init(&b.leaf_locs);
-	qmap_init(&b.rfuncs);
+	query__map_init(&b.locs);
+	query__map_init(&b.funcs);
+	query__map_init(&b.maps);
+	query__map_init(&b.leaf_locs);
+	query__map_init(&b.rfuncs);
 	b.sym = m->sym;
-	rc = qnames_init(q, &b.strs);
+	rc = query__names_init(q, &b.strs);
 	if (rc)
 		return rc;
-	rc = qnames_init(q, &b.fkeys);
+	rc = query__names_init(q, &b.fkeys);
 	if (rc) {
-		qnames_release(q, &b.strs);
+		query__names_release(q, &b.strs);
 		return rc;
 	}
 	p = nalloc(&b, sizeof(*p));
@@ -395,7 +395,7 @@ int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_typ
 	}
 	p->n_sample_type = 1;
 	for (size_t i = 0; i < m->n && !rc; i++) {
-		if ((i & 1023) == 1023 && (rc = qctx_check(q)))
+		if ((i & 1023) == 1023 && (rc = query__ctx_check(q)))
 			break;
 		rc = add_sample(&b, &m->stacks[i]);
 	}
@@ -426,246 +426,44 @@ int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_typ
 		}
 	}
 	p->n_string_table = b.strs.n + 1;
+	/* The profile stays in the arena until the caller packs it: it is
+	 * part of the query's memory from here on. */
+	if (a->used > q->mem.cap - q->mem.used) {
+		rc = err_set(q->msg, ERR_TOO_LARGE, "pprof: query memory budget exceeded");
+		goto out;
+	}
+	q->mem.used += a->used;
 	*out = p;
 out:
 	if (rc && !arena_failed(a) && rc == ERR_TOO_LARGE)
 		err_set(q->msg, rc, "pprof: query memory budget exceeded");
-	qnames_release(q, &b.strs);
-	qmap_release(q, &b.locs);
-	qmap_release(q, &b.funcs);
-	qmap_release(q, &b.maps);
-	qmap_release(q, &b.leaf_locs);
-	qmap_release(q, &b.rfuncs);
-	qnames_release(q, &b.fkeys);
-	qviews_release(&b.views);
-	qmem_free(q, b.ids, b.ids_cap, sizeof(*b.ids));
+	query__names_release(q, &b.strs);
+	query__map_release(q, &b.locs);
+	query__map_release(q, &b.funcs);
+	query__map_release(q, &b.maps);
+	query__map_release(q, &b.leaf_locs);
+	query__map_release(q, &b.rfuncs);
+	query__names_release(q, &b.fkeys);
+	query__views_release(&b.views);
+	query__mem_free(q, b.ids, b.ids_cap, sizeof(*b.ids));
 	return rc;
 }
 
-int query_pprof(struct store *st, const char *tenant, const struct query_params *p,
-		struct buf *out, struct err_msg *msg)
+int query__pprof_write_gz(struct qctx *q, const Profile *prof, struct buf *out)
 {
-	struct qctx q;
-	struct qmerge m;
-	struct query_selector sel;
-	struct arena a;
-	Profile *prof = NULL;
+	size_t len = perftools__profiles__profile__get_packed_size(prof), cap = 0;
 	uint8_t *packed = NULL;
-	size_t len;
 	int rc;
 
-	qctx_init(&q, st, tenant, &p->limits, msg);
-	qmerge_init(&m);
-	arena_init(&a, (q.mem.cap + 1) / 2);
-	rc = qparams_selector(p, &sel, msg);
+	if (len > q->mem.cap - q->mem.used)
+		return err_set(q->msg, ERR_TOO_LARGE, "pprof: %zu bytes exceed the query budget", len);
+	rc = query__mem_grow(q, (void **)&packed, &cap, 1, len ? len : 1, "pprof");
 	if (rc)
-		goto out_m;
-	rc = qmerge_collect(&q, &sel, p->from_ns, p->until_ns, &m);
-	if (!rc)
-		rc = qpprof_build(&q, &m, sel.profile_type, p->from_ns, p->until_ns, &a, &prof);
-	query_selector_release(&sel);
-	if (rc)
-		goto out_m;
-	len = perftools__profiles__profile__get_packed_size(prof);
-	if (len > q.mem.cap - q.mem.used) {
-		rc = err_set(msg, ERR_TOO_LARGE, "pprof: %zu bytes exceed the query budget", len);
-		goto out_m;
-	}
-	packed = malloc(len ? len : 1);
-	if (!packed) {
-		rc = err_set(msg, ERR_NOMEM, "pprof: out of memory");
-		goto out_m;
-	}
+		return rc;
 	perftools__profiles__profile__pack(prof, packed);
 	rc = gzip_compress(packed, len, 0, out);
 	if (rc)
-		rc = err_set(msg, rc, "pprof: compressing %zu bytes: %s", len, err_str(rc));
-out_m:
-	free(packed);
-	arena_release(&a);
-	qmerge_release(&q, &m);
-	return rc;
-}
-
-/* ---- proto3 JSON (google.v1.Profile) ----------------------------------- */
-
-static int j_i64(struct buf *o, const char *key, int64_t v, int *first)
-{
-	int rc;
-
-	if (!v)
-		return 0;
-	rc = buf_printf(o, "%s\"%s\":\"%lld\"", *first ? "" : ",", key, (long long)v);
-	*first = 0;
-	return rc;
-}
-
-static int j_u64(struct buf *o, const char *key, uint64_t v, int *first)
-{
-	int rc;
-
-	if (!v)
-		return 0;
-	rc = buf_printf(o, "%s\"%s\":\"%llu\"", *first ? "" : ",", key, (unsigned long long)v);
-	*first = 0;
-	return rc;
-}
-
-static int j_bool(struct buf *o, const char *key, int v, int *first)
-{
-	int rc;
-
-	if (!v)
-		return 0;
-	rc = buf_printf(o, "%s\"%s\":true", *first ? "" : ",", key);
-	*first = 0;
-	return rc;
-}
-
-static int j_vt(struct buf *o, const ValueType *v)
-{
-	int first = 1, rc = buf_putc(o, '{');
-
-	if (!rc)
-		rc = j_i64(o, "type", v->type, &first);
-	if (!rc)
-		rc = j_i64(o, "unit", v->unit, &first);
-	if (!rc)
-		rc = buf_putc(o, '}');
-	return rc;
-}
-
-static int j_sample(struct buf *o, const Sample *s)
-{
-	int rc = buf_puts(o, "{\"locationId\":[");
-
-	for (size_t i = 0; i < s->n_location_id && !rc; i++)
-		rc = buf_printf(o, "%s\"%llu\"", i ? "," : "", (unsigned long long)s->location_id[i]);
-	if (!rc)
-		rc = buf_puts(o, "],\"value\":[");
-	for (size_t i = 0; i < s->n_value && !rc; i++)
-		rc = buf_printf(o, "%s\"%lld\"", i ? "," : "", (long long)s->value[i]);
-	if (!rc)
-		rc = buf_puts(o, "]}");
-	return rc;
-}
-
-static int j_mapping(struct buf *o, const Mapping *m)
-{
-	int first = 1, rc = buf_putc(o, '{');
-
-	if (!rc) rc = j_u64(o, "id", m->id, &first);
-	if (!rc) rc = j_u64(o, "memoryStart", m->memory_start, &first);
-	if (!rc) rc = j_u64(o, "memoryLimit", m->memory_limit, &first);
-	if (!rc) rc = j_u64(o, "fileOffset", m->file_offset, &first);
-	if (!rc) rc = j_i64(o, "filename", m->filename, &first);
-	if (!rc) rc = j_i64(o, "buildId", m->build_id, &first);
-	if (!rc) rc = j_bool(o, "hasFunctions", m->has_functions, &first);
-	if (!rc) rc = j_bool(o, "hasFilenames", m->has_filenames, &first);
-	if (!rc) rc = j_bool(o, "hasLineNumbers", m->has_line_numbers, &first);
-	if (!rc) rc = j_bool(o, "hasInlineFrames", m->has_inline_frames, &first);
-	if (!rc) rc = buf_putc(o, '}');
-	return rc;
-}
-
-static int j_location(struct buf *o, const Location *l)
-{
-	int first = 1, rc = buf_putc(o, '{');
-
-	if (!rc) rc = j_u64(o, "id", l->id, &first);
-	if (!rc) rc = j_u64(o, "mappingId", l->mapping_id, &first);
-	if (!rc) rc = j_u64(o, "address", l->address, &first);
-	if (!rc && l->n_line) {
-		rc = buf_printf(o, "%s\"line\":[", first ? "" : ",");
-		first = 0;
-		for (size_t i = 0; i < l->n_line && !rc; i++) {
-			int f2 = 1;
-
-			rc = buf_puts(o, i ? ",{" : "{");
-			if (!rc) rc = j_u64(o, "functionId", l->line[i]->function_id, &f2);
-			if (!rc) rc = j_i64(o, "line", l->line[i]->line, &f2);
-			if (!rc) rc = j_i64(o, "column", l->line[i]->column, &f2);
-			if (!rc) rc = buf_putc(o, '}');
-		}
-		if (!rc)
-			rc = buf_putc(o, ']');
-	}
-	if (!rc) rc = buf_putc(o, '}');
-	return rc;
-}
-
-static int j_function(struct buf *o, const Function *f)
-{
-	int first = 1, rc = buf_putc(o, '{');
-
-	if (!rc) rc = j_u64(o, "id", f->id, &first);
-	if (!rc) rc = j_i64(o, "name", f->name, &first);
-	if (!rc) rc = j_i64(o, "systemName", f->system_name, &first);
-	if (!rc) rc = j_i64(o, "filename", f->filename, &first);
-	if (!rc) rc = j_i64(o, "startLine", f->start_line, &first);
-	if (!rc) rc = buf_putc(o, '}');
-	return rc;
-}
-
-int qpprof_json(const Profile *p, struct buf *o)
-{
-	int first = 0, rc = buf_puts(o, "{\"sampleType\":[");
-
-	for (size_t i = 0; i < p->n_sample_type && !rc; i++) {
-		rc = i ? buf_putc(o, ',') : 0;
-		if (!rc)
-			rc = j_vt(o, p->sample_type[i]);
-	}
-	if (!rc)
-		rc = buf_puts(o, "],\"sample\":[");
-	for (size_t i = 0; i < p->n_sample && !rc; i++) {
-		rc = i ? buf_putc(o, ',') : 0;
-		if (!rc)
-			rc = j_sample(o, p->sample[i]);
-	}
-	if (!rc)
-		rc = buf_puts(o, "],\"mapping\":[");
-	for (size_t i = 0; i < p->n_mapping && !rc; i++) {
-		rc = i ? buf_putc(o, ',') : 0;
-		if (!rc)
-			rc = j_mapping(o, p->mapping[i]);
-	}
-	if (!rc)
-		rc = buf_puts(o, "],\"location\":[");
-	for (size_t i = 0; i < p->n_location && !rc; i++) {
-		rc = i ? buf_putc(o, ',') : 0;
-		if (!rc)
-			rc = j_location(o, p->location[i]);
-	}
-	if (!rc)
-		rc = buf_puts(o, "],\"function\":[");
-	for (size_t i = 0; i < p->n_function && !rc; i++) {
-		rc = i ? buf_putc(o, ',') : 0;
-		if (!rc)
-			rc = j_function(o, p->function[i]);
-	}
-	if (!rc)
-		rc = buf_puts(o, "],\"stringTable\":[");
-	for (size_t i = 0; i < p->n_string_table && !rc; i++) {
-		if (i)
-			rc = buf_putc(o, ',');
-		if (!rc)
-			rc = buf_put_json_str(o, p->string_table[i], strlen(p->string_table[i]));
-	}
-	if (!rc)
-		rc = buf_putc(o, ']');
-	if (!rc)
-		rc = j_i64(o, "timeNanos", p->time_nanos, &first);
-	if (!rc)
-		rc = j_i64(o, "durationNanos", p->duration_nanos, &first);
-	if (!rc && p->period_type) {
-		rc = buf_puts(o, ",\"periodType\":");
-		if (!rc)
-			rc = j_vt(o, p->period_type);
-	}
-	if (!rc)
-		rc = j_i64(o, "period", p->period, &first);
-	if (!rc)
-		rc = buf_putc(o, '}');
+		rc = err_set(q->msg, rc, "pprof: compressing %zu bytes: %s", len, err_str(rc));
+	query__mem_free(q, packed, cap, 1);
 	return rc;
 }

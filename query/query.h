@@ -17,16 +17,24 @@
  * Output
  *   Every entry point appends its response bytes to a caller's struct buf
  *   and is web-agnostic: web/ and cli/ parse HTTP or argv into the
- *   parameters below.  On failure nothing useful is in `out` (the caller
- *   resets it) and `msg` says what and where.
+ *   parameters below.  A response counts against the query's byte budget:
+ *   for the call, the buffer's cap is lowered to the budget when it has
+ *   none or a larger one (and restored).  On failure nothing useful is in
+ *   `out` (the caller resets it) and `msg` says what and where.
  *
  * Limits
- *   Each query has a deadline (ERR_TIMEOUT) and a byte budget for its tables
- *   and trees (ERR_TOO_LARGE); selectors, time strings and JSON bodies are
- *   untrusted and rejected with ERR_INVALID and a message.
+ *   Each query has a deadline (ERR_TIMEOUT) and a byte budget for its tables,
+ *   trees and encoders (ERR_TOO_LARGE); selectors and JSON bodies are
+ *   untrusted and rejected with ERR_INVALID and a message.  Times are
+ *   nanoseconds here; HTTP strings are parsed by base/timeparse.h.
  *
- * Threading: every function is reentrant; queries only use the store's read
- * functions, which never take the writer lock, so they never block ingest.
+ * Threading: every function is reentrant.  Queries read profiles and
+ * symbols only through the store's read functions, which never take the
+ * writer lock, so they never block ingest.  With a symbolizer (struct
+ * query_limits) a query also writes: the service records the frames it
+ * resolved in the store's symbol cache and the debug-info status of the
+ * build IDs it looked up (store_aux_write, outside the writer lock), and the
+ * symbolization memo takes its own lock to keep the answers.
  */
 #ifndef UNHEX_QUERY_QUERY_H
 #define UNHEX_QUERY_QUERY_H
@@ -48,7 +56,7 @@ struct store;
 #define QUERY_MAX_SELECTOR_BYTES 4096
 #define QUERY_MAX_MATCHERS 64
 
-/* ---- selectors and times ---------------------------------------------- */
+/* ---- selectors ---------------------------------------------- */
 
 enum query_match_op { QUERY_EQ, QUERY_NEQ, QUERY_RE, QUERY_NRE };
 
@@ -86,13 +94,6 @@ void query_selector_release(struct query_selector *sel);
 struct store_label;
 int query_selector_matches(const struct query_selector *sel,
 			   const struct store_label *labels, size_t n);
-
-/*
- * Parses a time: "now", "now-<N><s|m|h|d|w>", or a decimal Unix time in
- * seconds, milliseconds, microseconds or nanoseconds (told apart by
- * magnitude).  `now_ns` is the wall clock to resolve "now" against.
- */
-int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct err_msg *msg);
 
 /* ---- parameters --------------------------------------------------------- */
 
@@ -174,6 +175,21 @@ int query_top(struct store *st, const char *tenant, const struct query_params *p
 int query_folded(struct store *st, const char *tenant, const struct query_params *p,
 		 struct buf *out, struct err_msg *msg);
 
+/* How diff-top compares: shares of each side's total, or raw values. */
+enum query_diff_mode { QUERY_DIFF_RELATIVE, QUERY_DIFF_ABSOLUTE };
+
+/*
+ * `GET /api/v1/diff-top`: the functions of `left` (baseline) and `right`
+ * (comparison) by the change of their self, largest first, at most `limit`
+ * rows (0: all), as text: a "# mode ..." line with both totals, a header,
+ * then per function its self and total on each side and their changes,
+ * tagged " [new]" or " [removed]" when absent from one side.  Neither side
+ * is truncated by maxNodes; the limits are the left side's.
+ */
+int query_diff_top(struct store *st, const char *tenant, const struct query_params *left,
+		   const struct query_params *right, enum query_diff_mode mode, size_t limit,
+		   struct buf *out, struct err_msg *msg);
+
 /*
  * `GET /api/v1/symbolization`: for the selection of `p`, per build ID of
  * the unsymbolized mappings its status, reason and the share of samples it
@@ -189,8 +205,11 @@ int query_symbolization(struct store *st, const char *tenant, const struct query
  * Handles one Connect JSON call: `method` is the last path element
  * ("ProfileTypes", "LabelNames", "LabelValues", "Series",
  * "SelectMergeStacktraces", "SelectMergeProfile", "SelectSeries", "Diff"),
- * `body` the JSON request.  Appends the JSON response to `out`.  Unknown
- * method: ERR_NOT_FOUND.  `lim` may be NULL for the defaults.
+ * `body` the request message in proto3 JSON (members naming no field are
+ * ignored; empty: all defaults).  Appends the JSON response message to
+ * `out`: proto3 JSON with every field written (SelectMergeProfile: without
+ * defaults), see query/connect.c.  Unknown method: ERR_NOT_FOUND.  `lim`
+ * may be NULL for the defaults.
  */
 int query_connect(struct store *st, const char *tenant, const char *method,
 		  const void *body, size_t len, const struct query_limits *lim,
@@ -209,5 +228,27 @@ int query_connect(struct store *st, const char *tenant, const char *method,
 int query_connect_proto(struct store *st, const char *tenant, const char *method,
 			const void *body, size_t len, const struct query_limits *lim,
 			struct buf *out, struct err_msg *msg);
+
+/*
+ * The LabelNames and LabelValues methods as typed calls (the legacy label
+ * routes use them): `req` is borrowed; the response and its strings are
+ * allocated in the caller's arena `a` (ERR_TOO_LARGE past its cap): names
+ * sorted and distinct.  Matchers are selectors; with start or end (Unix ms)
+ * only series with a profile in range count.
+ */
+struct arena;
+struct Types__V1__LabelNamesRequest;
+struct Types__V1__LabelNamesResponse;
+struct Types__V1__LabelValuesRequest;
+struct Types__V1__LabelValuesResponse;
+
+int query_label_names(struct store *st, const char *tenant,
+		      const struct Types__V1__LabelNamesRequest *req,
+		      const struct query_limits *lim, struct arena *a,
+		      struct Types__V1__LabelNamesResponse **out, struct err_msg *msg);
+int query_label_values(struct store *st, const char *tenant,
+		       const struct Types__V1__LabelValuesRequest *req,
+		       const struct query_limits *lim, struct arena *a,
+		       struct Types__V1__LabelValuesResponse **out, struct err_msg *msg);
 
 #endif

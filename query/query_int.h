@@ -6,7 +6,7 @@
  *   A query owns one struct qctx: its deadline, its byte budget (struct qmem)
  *   and the message of its failure.  Every growable table of a query (the
  *   stack aggregation, memo tables, tree nodes, names) is grown through
- *   qmem_grow(), which charges the budget, so a query fails with
+ *   query__mem_grow(), which charges the budget, so a query fails with
  *   ERR_TOO_LARGE instead of exhausting the machine.
  *
  * Names
@@ -22,11 +22,24 @@
  *   sides: side 0 for single trees and the left of a diff, side 1 for the
  *   right of a diff.
  *
- * Merge
- *   qmerge_collect() sums values per (partition, stack id) over every
- *   selected series; qmerge_tree() then resolves each distinct stack once,
- *   walking the stack trie root-ward only until a memoized trie node, so a
- *   prefix shared by many stacks is resolved once.
+ * Pipeline
+ *   Every read API runs the same stages over each selection it names
+ *   (pipeline.c, query__run; a diff runs two), as far as its output needs:
+ *
+ *     select     select.c          parameters -> checked selector -> series
+ *     collect    collect.c         values summed per (partition, stack id),
+ *                                  and per time step for a timeline
+ *     symbolize  symbolize_step.c  frames for the raw locations of those
+ *                                  stacks (with a symbolizer)
+ *     build      build.c           the call tree of frame names
+ *     truncate   truncate.c        at most maxNodes nodes, the rest "other"
+ *     encode     the API's writer  flamebearer.c (render JSON), connect.c
+ *                                  (querier.v1 messages), top.c (text),
+ *                                  pprof_out.c (pprof), symbolize_step.c
+ *
+ *   A stage's result is a typed value (struct query_selector, struct
+ *   qmerge, struct qtree, struct query__flame, protobuf-c messages), and
+ *   only the encode stage writes bytes; nothing a stage wrote is read back.
  */
 #ifndef UNHEX_QUERY_QUERY_INT_H
 #define UNHEX_QUERY_QUERY_INT_H
@@ -58,26 +71,26 @@ struct qctx {
 	struct query_symmemo *symmemo;  /* borrowed from the limits; may be NULL */
 };
 
-void qctx_init(struct qctx *q, struct store *st, const char *tenant,
-	       const struct query_limits *lim, struct err_msg *msg);
+void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
+		     const struct query_limits *lim, struct err_msg *msg);
 /* Returns ERR_TIMEOUT (with a message) once the deadline passed. */
-int qctx_check(struct qctx *q);
+int query__ctx_check(struct qctx *q);
 
 /*
  * Grows *p (an array of `elem`-byte items, *cap items allocated) to hold at
  * least `need` items, charging the budget.  Returns 0, ERR_NOMEM or
  * ERR_TOO_LARGE (with a message naming `what`).
  */
-int qmem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
-	      const char *what);
-/* Frees an array grown by qmem_grow and refunds the budget. */
-void qmem_free(struct qctx *q, void *p, size_t cap, size_t elem);
+int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
+		    const char *what);
+/* Frees an array grown by query__mem_grow and refunds the budget. */
+void query__mem_free(struct qctx *q, void *p, size_t cap, size_t elem);
 
 /* ---- u64 -> u32 hash map (open addressing; key 0 is allowed) ------------ */
 
 /*
  * A map from uint64 keys to uint32 values (UINT32_MAX is not a value).
- * Open addressing by default.  A map made with qmap_init_dense() is for keys
+ * Open addressing by default.  A map made with query__map_init_dense() is for keys
  * `part << 32 | id` where ids are the store's dense symbol or stack ids: the
  * first QMAP_DENSE_PARTS partitions get flat arrays indexed by id, which a
  * merge over ~150k trie nodes needs (a hash probe per node is a cache miss);
@@ -98,18 +111,18 @@ struct qmap {
 	uint32_t *vals;   /* UINT32_MAX marks an empty slot */
 	size_t cap;       /* power of two or 0 */
 	size_t n;         /* entries in the hash table */
-	int dense;        /* made by qmap_init_dense */
+	int dense;        /* made by query__map_init_dense */
 	unsigned n_dense;
 	size_t dense_entries;
 	struct qmap_dense d[QMAP_DENSE_PARTS];
 };
 
-void qmap_init(struct qmap *m);
-void qmap_init_dense(struct qmap *m);
-void qmap_release(struct qctx *q, struct qmap *m);
-/* qmap_get returns 1 and sets *val when `key` is present, else 0. */
-int qmap_get(const struct qmap *m, uint64_t key, uint32_t *val);
-int qmap_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val);
+void query__map_init(struct qmap *m);
+void query__map_init_dense(struct qmap *m);
+void query__map_release(struct qctx *q, struct qmap *m);
+/* query__map_get returns 1 and sets *val when `key` is present, else 0. */
+int query__map_get(const struct qmap *m, uint64_t key, uint32_t *val);
+int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val);
 
 /* ---- interned names -------------------------------------------------------- */
 
@@ -124,9 +137,9 @@ struct qnames {
 	size_t nslots;
 };
 
-int qnames_init(struct qctx *q, struct qnames *nm);
-void qnames_release(struct qctx *q, struct qnames *nm);
-int qnames_intern(struct qctx *q, struct qnames *nm, const char *s, size_t len, uint32_t *id);
+int query__names_init(struct qctx *q, struct qnames *nm);
+void query__names_release(struct qctx *q, struct qnames *nm);
+int query__names_intern(struct qctx *q, struct qnames *nm, const char *s, size_t len, uint32_t *id);
 
 /* ---- call tree ------------------------------------------------------------- */
 
@@ -149,22 +162,40 @@ struct qtree {
 
 #define QNONE UINT32_MAX
 
-int qtree_init(struct qctx *q, struct qtree *t);
-void qtree_release(struct qctx *q, struct qtree *t);
+int query__tree_init(struct qctx *q, struct qtree *t);
+void query__tree_release(struct qctx *q, struct qtree *t);
 /* Finds or creates the child `name` of `parent`. */
-int qtree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name, uint32_t *out);
+int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name,
+		      uint32_t *out);
 /* Sets every total from the selves (both sides). */
-void qtree_totals(struct qtree *t);
-/* Adds every node of `src` (side 0) into `dst` side `side`, by name. */
-int qtree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int side);
+void query__tree_totals(struct qtree *t);
+/* The id in `dst` of name `name` of `src` (interned into `dst`). */
+int query__tree_copy_name(struct qctx *q, struct qtree *dst, const struct qtree *src,
+			  uint32_t name, uint32_t *out);
 /*
- * Writes into `dst` (initialized, empty) the nodes of `src` whose total (max
- * of both sides) is at least the `max_nodes`-th biggest; the rest of each
- * parent's children are folded into a child "other".
+ * The union of two trees by name path into `out` (initialized by the
+ * callee): `left` on side 0, `right` on side 1 (each read from its side 0),
+ * totals set.  Both are borrowed.
  */
-int qtree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes, struct qtree *dst);
-/* Children of `node` sorted by name, into *out (owned; free()). */
-int qtree_sorted_children(const struct qtree *t, uint32_t node, uint32_t **out, size_t *n);
+int query__tree_diff(struct qctx *q, const struct qtree *left, const struct qtree *right,
+		     struct qtree *out);
+
+/* Scratch of query__tree_sorted_children, reused across calls, charged to the budget. */
+struct query__named;
+struct query__kids {
+	struct query__named *named;
+	size_t named_cap;
+	uint32_t *ids;
+	size_t ids_cap;
+};
+
+void query__kids_release(struct qctx *q, struct query__kids *k);
+/*
+ * The children of `node`, sorted by name (bytewise, shorter first), as *n
+ * node ids at *out: memory of `k`, valid until its next use.
+ */
+int query__tree_sorted_children(struct qctx *q, const struct qtree *t, uint32_t node,
+				struct query__kids *k, const uint32_t **out, size_t *n);
 
 /* ---- symbol views, one per partition a query touches ------------------- */
 
@@ -175,8 +206,8 @@ struct qviews {
 };
 
 /* Returns the view of `part`, getting it from the store on first use. */
-int qviews_get(struct qctx *q, struct qviews *v, uint32_t part, struct store_symbols **out);
-void qviews_release(struct qviews *v);
+int query__views_get(struct qctx *q, struct qviews *v, uint32_t part, struct store_symbols **out);
+void query__views_release(struct qviews *v);
 
 /* ---- merge --------------------------------------------------------------- */
 
@@ -201,32 +232,86 @@ struct qmerge {
 	struct qsym *sym;      /* owned; query-time symbolization, NULL if none ran */
 };
 
-void qmerge_init(struct qmerge *m);
-void qmerge_release(struct qctx *q, struct qmerge *m);
+void query__merge_init(struct qmerge *m);
+void query__merge_release(struct qctx *q, struct qmerge *m);
+/* Frees the stack table once the tree is built; totals, timeline and sym stay. */
+void query__merge_drop_stacks(struct qctx *q, struct qmerge *m);
+
+/* ---- pipeline stages --------------------------------------------------------- */
+
+/*
+ * select (select.c): the checked selector of `p` into *sel (released by
+ * the caller with query_selector_release): a profile type is required and
+ * maxNodes must be in 0..QUERY_MAX_MAX_NODES.
+ */
+int query__select(const struct query_params *p, struct query_selector *sel,
+		  struct err_msg *msg);
+/* maxNodes of `p`, the default for 0. */
+size_t query__max_nodes(const struct query_params *p);
 
 /* Calls cb for every series of sel (postings for an equality matcher). */
 typedef int (*qseries_cb)(void *ctx, uint64_t series_id, uint32_t part,
 			  const struct store_label *labels, size_t n);
-int qselect_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb, void *ctx);
+int query__select_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb,
+			 void *ctx);
 
-/* Sums every profile of every series of `sel` in [from, until). */
-int qmerge_collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
+/*
+ * collect (collect.c): sums every profile of every series of `sel` in
+ * [from, until) into `m` (initialized); with a timeline set up by
+ * query__timeline_init, the totals per step too.
+ */
+int query__collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
 		   int64_t until_ns, struct qmerge *m);
-/* Builds the name tree of the collected stacks into `t` (initialized). */
-int qmerge_tree(struct qctx *q, const struct qmerge *m, struct qtree *t);
+/* Timeline buckets of [from, until) in `m`: at most ~1024 steps, never under 10 s. */
+int query__timeline_init(struct qctx *q, struct qmerge *m, int64_t from_ns, int64_t until_ns);
 
-/* Parses the profile selection of `p` (query/profile_type), checked. */
-int qparams_selector(const struct query_params *p, struct query_selector *sel,
-		     struct err_msg *msg);
+/* build (build.c): the name tree of the stacks of `m` into *t (initialized by the callee). */
+int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t);
 
-/* Runs selection + merge + tree for `p`: the whole tree, untruncated. */
-int qquery_tree(struct qctx *q, const struct query_params *p, struct qmerge *m,
-		struct qtree *t, char **profile_type);
+/*
+ * truncate (truncate.c): keeps the nodes of *t whose total (the larger
+ * side) is at least the `max_nodes`-th largest (>= 1); the other children
+ * of each parent are folded into a child "other".  *t is replaced.
+ */
+int query__truncate(struct qctx *q, struct qtree *t, size_t max_nodes);
+
+/* ---- the pipeline (pipeline.c) ------------------------------------------------ */
+
+/* How far query__run goes. */
+enum query__stage {
+	QUERY__COLLECTED,  /* select, collect, symbolize */
+	QUERY__TREE,       /* ... and build the whole tree */
+	QUERY__TRUNCATED,  /* ... and truncate it to maxNodes */
+};
+
+enum { QUERY__TIMELINE = 1 }; /* flags: collect a timeline too */
+
+/* One selection as it went through the pipeline. */
+struct query__side {
+	struct query_selector sel; /* select; sel.profile_type is set */
+	struct qmerge m;           /* collect, symbolize */
+	struct qtree t;            /* build, truncate: valid when have_tree */
+	int have_tree;
+};
+
+void query__side_init(struct query__side *s);
+void query__side_release(struct qctx *q, struct query__side *s);
+/* Runs the stages of `p` (borrowed) up to `last` into *s (initialized). */
+int query__run(struct qctx *q, const struct query_params *p, enum query__stage last,
+	       unsigned flags, struct query__side *s);
+/*
+ * Both sides of a diff to their whole trees, then their union into *t
+ * (initialized by the callee; left on side 0), truncated to the left's
+ * maxNodes.  The profile types must be equal.
+ */
+int query__run_diff(struct qctx *q, const struct query_params *left,
+		    const struct query_params *right, unsigned flags, struct query__side *l,
+		    struct query__side *r, struct qtree *t);
 
 /* ---- query-time symbolization (symbolize_step.c) ------------------------- */
 
 /*
- * After qmerge_collect: the distinct locations reachable from the merged
+ * After query__collect: the distinct locations reachable from the merged
  * stacks whose mapping has no functions and that carry no lines are
  * grouped by build ID, sorted by address and resolved through the
  * service, all within one budget.  A location is resolved as a leaf (the
@@ -246,18 +331,19 @@ struct qsym_frame {
 /*
  * The symbolization memo (symmemo.c; query_symmemo_new in query.h): a
  * query's access to the frames earlier queries resolved.  Between
- * qmemo_begin and qmemo_unlock the memo is read-locked and qmemo_get may be
- * called; frames it returns stay valid until qmemo_end.  New answers go in
- * between qmemo_put_begin (write-locked) and qmemo_put_end, and are dropped
- * when the service's debug info changed since qmemo_begin.  With a NULL
- * memo every call is a no-op and qmemo_get finds nothing.
+ * query__memo_begin and query__memo_unlock the memo is read-locked and
+ * query__memo_get may be called; frames it returns stay valid until
+ * query__memo_end.  New answers go in between query__memo_put_begin
+ * (write-locked) and query__memo_put_end, and are dropped when the
+ * service's debug info changed since query__memo_begin.  With a NULL memo
+ * every call is a no-op and query__memo_get finds nothing.
  */
 struct qmemo_gen;
 struct qmemo_tenant;
 
 struct qmemo_view {
 	struct query_symmemo *m;
-	struct qmemo_gen *g;            /* referenced until qmemo_end */
+	struct qmemo_gen *g;            /* referenced until query__memo_end */
 	const struct qmemo_tenant *t;   /* while read-locked */
 	struct qmemo_tenant *put;       /* while write-locked */
 	uint64_t svc_gen;
@@ -265,103 +351,109 @@ struct qmemo_view {
 	int locked;
 };
 
-void qmemo_begin(struct query_symmemo *m, const char *tenant, struct qmemo_view *v);
+void query__memo_begin(struct query_symmemo *m, const char *tenant, struct qmemo_view *v);
 /* 1 and the frames (n may be 0: nothing known there), or 0 when not memoized. */
-int qmemo_get(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
-	      const struct qsym_frame **f, uint32_t *n);
-void qmemo_unlock(struct qmemo_view *v);
-void qmemo_put_begin(struct qmemo_view *v, const char *tenant);
-void qmemo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
-	       const struct qsym_frame *f, uint32_t n);
-void qmemo_put_end(struct qmemo_view *v);
-void qmemo_end(struct qmemo_view *v);
+int query__memo_get(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
+		    const struct qsym_frame **f, uint32_t *n);
+void query__memo_unlock(struct qmemo_view *v);
+void query__memo_put_begin(struct qmemo_view *v, const char *tenant);
+void query__memo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
+		     const struct qsym_frame *f, uint32_t n);
+void query__memo_put_end(struct qmemo_view *v);
+void query__memo_end(struct qmemo_view *v);
 
-/* Runs the step for `m` (q->symbolizer set); fills m->sym. */
-int qsym_step(struct qctx *q, struct qmerge *m);
-void qsym_free(struct qctx *q, struct qsym *s);
+/*
+ * symbolize: runs the step for `m` when q->symbolizer is set (else, or when
+ * it ran already, nothing); fills m->sym.
+ */
+int query__symbolize(struct qctx *q, struct qmerge *m);
+void query__sym_free(struct qctx *q, struct qsym *s);
 /*
  * Whether location `loc` of partition `part` is a kernel frame: its mapping
  * is named "[kernel..." or "[vmlinux...", or its address is in the upper
  * half (0 with s NULL).  The location just root-ward of a kernel frame is
  * the PC the kernel was entered from (an interrupt, fault or system call),
  * not a return address: it is resolved as a leaf, like the stack's own
- * location.  Known for every location of the merge after qsym_step.
+ * location.  Known for every location of the merge after query__symbolize.
  */
-int qsym_kernel(const struct qsym *s, uint32_t part, uint32_t loc);
+int query__sym_kernel(const struct qsym *s, uint32_t part, uint32_t loc);
 /* Resolved frames of a location, innermost first; 0 when it has none. */
-size_t qsym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
-		   const struct qsym_frame **frames);
+size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
+			 const struct qsym_frame **frames);
 /*
  * Appends `,"symbolization":{...}` over the merges given (NULL entries
  * skipped) when any has unresolved frames; nothing otherwise.
  */
-int qsym_json(const struct qmerge *const *ms, size_t n, struct buf *out);
+int query__sym_json(const struct qmerge *const *ms, size_t n, struct buf *out);
+/* The /api/v1/symbolization object of `m` (every build ID; m->sym set). */
+int query__sym_status_json(const struct qmerge *m, struct buf *out);
 
-/* ---- encoders --------------------------------------------------------------- */
+/* ---- encode: flame graphs (flame.c, flamebearer.c, connect.c) --------------- */
 
 /*
- * Appends `"names":[...],"levels":[...]` of a single (4-tuples) or double
- * (7-tuples) tree; `connect` writes levels as [{"values":["int64",...]}].
- * Names are those the levels use, in order of first use; names[0] "total".
+ * A truncated tree in the layout of Pyroscope's flamebearer and of
+ * querier.v1's FlameGraph and FlameGraphDiff messages: nodes in DFS
+ * pre-order, children by name, nodes without a value on either side left
+ * out; one array of values per depth, per node [x, total, self, name] of a
+ * single tree or [lx, ltotal, lself, rx, rtotal, rself, name] of a diff,
+ * where x is the node's left offset minus the right end of the previous node
+ * of its level (delta encoding) and name an index into names.  names[0] is
+ * "total"; names are those the levels use, in order of first use.
  */
-int qfb_encode(const struct qtree *t, int dbl, int connect, struct buf *out, int64_t *max_self);
-/* Units for the flamebearer metadata from the sample type and unit. */
-const char *qfb_units(const char *sample_type, const char *sample_unit);
+struct query__flame {
+	const char **names;   /* borrowed from the tree (live while it does) */
+	uint32_t *name_len;
+	size_t n_names;
+	int64_t **levels;     /* levels[d]: n_values[d] values */
+	size_t *n_values;
+	size_t n_levels;
+	int width;            /* values per node: 4, or 7 for a diff */
+	int64_t total[2];     /* the root's totals of both sides */
+	int64_t max_self;     /* the largest self of any node, of either side drawn */
+	/* Allocations (charged to the query's budget). */
+	int64_t *values;
+	size_t cap_values, cap_levels, cap_n_values, cap_names, cap_name_len;
+};
+
+/* The flame graph of `t` (borrowed, kept alive by the caller) into *f; dbl: a diff. */
+int query__flame_build(struct qctx *q, const struct qtree *t, int dbl, struct query__flame *f);
+void query__flame_release(struct qctx *q, struct query__flame *f);
+
 /*
- * Runs both sides of a diff and combines them into `dt` (left on side 0,
- * right on side 1), truncated to the left side's maxNodes.
+ * Appends the flamebearer document of /pyroscope/render (n 1: format
+ * "single", a "timeline") or render-diff (n 2: "double", "leftTimeline"
+ * and "rightTimeline"), the timelines and the symbolization summary from
+ * the merges `ms` (borrowed).
  */
-int qdiff_tree(struct qctx *q, const struct query_params *left,
-	       const struct query_params *right, struct qmerge *ml, struct qmerge *mr,
-	       struct qtree *dt, char **profile_type);
-/* Runs `p` and truncates to its maxNodes: *tr initialized by the callee. */
-int qfb_query(struct qctx *q, const struct query_params *p, struct qmerge *m,
-	      struct qtree *tr, char **profile_type);
+int query__fb_write(const struct query__flame *f, const char *profile_type,
+		    const struct qmerge *const *ms, size_t n, struct buf *out);
 
 /* Splits a profile type ID into its 5 parts (pointers into `buf`). */
-int qprofile_type_split(const char *id, char *buf, size_t bufsz, const char *parts[5]);
+int query__profile_type_split(const char *id, char *buf, size_t bufsz, const char *parts[5]);
+
+/* ---- encode: text (top.c) ------------------------------------------------------ */
+
+/* The top table of `t` (sorted, at most `limit` rows, 0: all) as text. */
+int query__top_write(struct qctx *q, const struct qtree *t, enum query_top_sort sort,
+		     size_t limit, struct buf *out);
+/* Folded stacks of `t`: "root;caller;callee value\n" per node with self > 0. */
+int query__folded_write(struct qctx *q, const struct qtree *t, struct buf *out);
+/*
+ * The diff-top table of two whole trees (borrowed): functions by the
+ * change of their self, as text.
+ */
+int query__diff_top_write(struct qctx *q, const struct qtree *l, const struct qtree *r,
+			  enum query_diff_mode mode, size_t limit, struct buf *out);
+
+/* ---- encode: pprof (pprof_out.c) ------------------------------------------------ */
 
 struct Perftools__Profiles__Profile;
 /* Builds the merged pprof (owned by the arena `a`). */
-int qpprof_build(struct qctx *q, const struct qmerge *m, const char *profile_type,
-		 int64_t from_ns, int64_t until_ns, struct arena *a, struct Perftools__Profiles__Profile **out);
-/* proto3 JSON of a pprof (google.v1.Profile). */
-int qpprof_json(const struct Perftools__Profiles__Profile *p, struct buf *out);
-
-/* ---- JSON input ------------------------------------------------------------ */
-
-enum qjson_type { QJ_NULL, QJ_BOOL, QJ_NUM, QJ_STR, QJ_ARR, QJ_OBJ };
-
-struct qjson {
-	enum qjson_type type;
-	const char *s;        /* string (unescaped, NUL-terminated) or number text */
-	size_t len;
-	int b;
-	struct qjson *kids;   /* array items or object values */
-	const char **keys;    /* object keys */
-	size_t n;
-};
-
-/* Parses `len` bytes into a tree allocated in `a`; strict, depth-capped. */
-int qjson_parse(const char *s, size_t len, struct arena *a, struct qjson **out,
-		struct err_msg *msg);
-const struct qjson *qjson_get(const struct qjson *obj, const char *key);
-/* Reads an int64 given as a JSON number or a decimal string; absent -> dflt. */
-int qjson_int(const struct qjson *obj, const char *key, int64_t dflt, int64_t *out,
-	      struct err_msg *msg);
-int qjson_double(const struct qjson *obj, const char *key, double *out, struct err_msg *msg);
-/* Returns the string of `key`, "" when absent; ERR_INVALID if not a string. */
-int qjson_str(const struct qjson *obj, const char *key, const char **out, struct err_msg *msg);
-
-/*
- * Connect protobuf requests (connect.c): unpacks the request message of
- * `method` from `len` bytes into the JSON request tree the method parses
- * (keys are the proto3 JSON names; int64 and double as number text, proto3
- * zero values present, empty repeated fields and unset messages absent).
- * Everything lives in `a`.  ERR_INVALID for bytes that are not the message,
- * ERR_TOO_LARGE past the arena's cap, ERR_NOT_FOUND for an unknown method.
- */
-int qconnect_pb_request(const char *method, const void *body, size_t len, struct arena *a,
-			struct qjson **out, struct err_msg *msg);
+int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profile_type,
+		       int64_t from_ns, int64_t until_ns, struct arena *a,
+		       struct Perftools__Profiles__Profile **out);
+/* The pprof packed and gzipped, appended to `out`. */
+int query__pprof_write_gz(struct qctx *q, const struct Perftools__Profiles__Profile *p,
+			  struct buf *out);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * selector.c - label selectors (`type{name="v", env=~"a|b"}`), matching of
- * label sets, time strings, and series selection through the postings.
+ * selector.c - the selector language (`type{name="v", env=~"a|b"}`): parsing
+ * and matching of label sets.
  */
 #include "query/query_int.h"
 
@@ -158,6 +158,223 @@ void query_selector_release(struct query_selector *sel)
 	memset(sel, 0, sizeof(*sel));
 }
 
+/*
+ * Regexes are compiled by glibc's regcomp, whose cost some patterns blow up
+ * (measured on glibc 2.36):
+ *   - a repetition is built by copying the repeated subtree (a+ is a a*,
+ *     a{2,5} five copies), so stacked repetitions multiply: "x" and 30 '+'
+ *     take gigabytes;
+ *   - the epsilon closures of nullable repetitions (a?, a*) are computed in
+ *     time quadratic in how many follow each other: (a?){1000} four times
+ *     takes 2 s;
+ *   - copies of a repetition of a repetition, ((a*)*){20} or (a?)+++, take
+ *     time exponential in the copies: 11 s for 20.
+ * The values of selectors are untrusted, so before regcomp the pattern is
+ * checked against rules close to those of RE2, the syntax of Prometheus
+ * and Pyroscope selectors: no repetition directly after another (RE2: "bad
+ * repetition operator"), repeat counts up to 1000, no repetition of a
+ * repetition inside a '+' or a repeat count, at most 1000 repetitions and
+ * 65536 nodes once the copies are made, groups nested at most 256 deep.
+ * Back-references (\1..\9, a glibc extension of ERE, matched in exponential
+ * time; RE2 has none) are refused too.
+ */
+enum {
+	REGEX_MAX_NODES = 1 << 16,
+	REGEX_MAX_REPS = 1000,
+	REGEX_MAX_COUNT = 1000,
+	REGEX_MAX_NESTING = 256,
+};
+
+/* What a piece of pattern costs once regcomp made its copies. */
+struct re_cost {
+	size_t nodes;   /* syntax tree nodes */
+	size_t reps;    /* repetition nodes among them (nullable loops) */
+	unsigned depth; /* repetitions nested in repetitions */
+};
+
+/* a * b, saturated just past every limit. */
+static size_t re_mul(size_t a, size_t b)
+{
+	return a && b > (REGEX_MAX_NODES + 1) / a ? REGEX_MAX_NODES + 1 : a * b;
+}
+
+static void re_add(struct re_cost *sum, const struct re_cost *c)
+{
+	sum->nodes += c->nodes;
+	sum->reps += c->reps;
+	if (c->depth > sum->depth)
+		sum->depth = c->depth;
+}
+
+/*
+ * Reads an interval "{m}", "{m,}", "{m,n}" or "{,n}" at s[*i] into *lo, *hi
+ * (SIZE_MAX: unbounded); 0, or -1 when it is not one (a plain '{').
+ */
+static int re_interval(const char *s, size_t n, size_t *i, size_t *lo, size_t *hi)
+{
+	size_t j = *i + 1, v[2] = { 0, 0 }, k = 0, digits[2] = { 0, 0 };
+
+	for (; j < n && s[j] != '}'; j++) {
+		if (s[j] == ',' && k == 0) {
+			k = 1;
+			continue;
+		}
+		if (s[j] < '0' || s[j] > '9')
+			return -1;
+		if (v[k] <= REGEX_MAX_COUNT)
+			v[k] = v[k] * 10 + (size_t)(s[j] - '0');
+		digits[k]++;
+	}
+	/* glibc reads "{,n}" as "{0,n}". */
+	if (j == n || (!digits[0] && !k))
+		return -1;
+	*lo = v[0];
+	*hi = !k ? v[0] : digits[1] ? v[1] : SIZE_MAX;
+	*i = j;
+	return 0;
+}
+
+/* Index of the ']' that closes the bracket expression opening at s[i]. */
+static size_t re_bracket_end(const char *s, size_t n, size_t i)
+{
+	i++;
+	if (i < n && s[i] == '^')
+		i++;
+	if (i < n && s[i] == ']') /* a ']' first is a member */
+		i++;
+	while (i < n && s[i] != ']') {
+		/* [:alpha:], [.x.] and [=x=] may hold a ']' of their own. */
+		if (s[i] == '[' && i + 1 < n && strchr(":.=", s[i + 1])) {
+			size_t j = i + 2;
+
+			while (j + 1 < n && !(s[j] == s[i + 1] && s[j + 1] == ']'))
+				j++;
+			i = j + 1;
+		}
+		i++;
+	}
+	return i;
+}
+
+/*
+ * The cost of repeating `a` as s[i] says ('*', '+', '?', or an interval of
+ * lo..hi) into *a; a refusal's reason in *why.
+ */
+static int re_repeat(struct re_cost *a, char op, size_t lo, size_t hi, const char **why)
+{
+	size_t copies = 1;
+	int loop = 1;    /* adds a nullable repetition node */
+
+	if (op == '+') {
+		copies = 2;
+	} else if (op == '{') {
+		if (lo > REGEX_MAX_COUNT || (hi != SIZE_MAX && hi > REGEX_MAX_COUNT) ||
+		    (hi != SIZE_MAX && hi < lo)) {
+			*why = "a repeat count above 1000 or reversed";
+			return ERR_INVALID;
+		}
+		copies = hi == SIZE_MAX ? lo + 1 : hi ? hi : 1;
+		loop = hi != lo;
+	}
+	if (copies > 1 && a->depth >= 2) {
+		/* copies of a loop in a loop: ((a*)*){20}, ((a?)+)+ */
+		*why = "a repetition of a repetition repeated again";
+		return ERR_INVALID;
+	}
+	a->nodes = re_mul(a->nodes, copies) + 1;
+	a->reps = re_mul(a->reps, copies) + (size_t)loop;
+	a->depth += (unsigned)loop;
+	return 0;
+}
+
+/* Checks `s`, the pattern as compiled (the value inside its anchors). */
+static int re_check(struct parser *p, const struct query_matcher *m, const char *s)
+{
+	struct re_cost sum[REGEX_MAX_NESTING + 1], last = { 0, 0, 0 };
+	size_t depth = 0, n = strlen(s);
+	const char *why = NULL;
+	int quantified = 0; /* the last token was a repetition */
+
+	memset(sum, 0, sizeof(sum));
+	for (size_t i = 0; i < n && !why; i++) {
+		struct re_cost atom = { 1, 0, 0 };
+		size_t lo = 0, hi = 0;
+		char op = s[i];
+		int rc;
+
+		switch (op) {
+		case '(':
+			if (depth == REGEX_MAX_NESTING)
+				return err_set(p->msg, ERR_TOO_LARGE,
+					       "selector: label %s: regex groups nested deeper than %d",
+					       m->name, REGEX_MAX_NESTING);
+			memset(&sum[++depth], 0, sizeof(sum[0]));
+			last = (struct re_cost){ 0, 0, 0 };
+			quantified = 0;
+			continue;
+		case ')':
+			if (depth) {
+				atom = sum[depth--];
+				atom.nodes++;
+			}
+			break;
+		case '|':
+			last = (struct re_cost){ 0, 0, 0 };
+			quantified = 0;
+			continue;
+		case '{':
+			if (re_interval(s, n, &i, &lo, &hi))
+				break; /* a plain '{' */
+			/* fall through */
+		case '*':
+		case '+':
+		case '?':
+			if (quantified) {
+				why = "a repetition directly after another (as a++ or a*{2})";
+				break;
+			}
+			quantified = 1;
+			if (!last.nodes)
+				continue; /* nothing to repeat: regcomp judges it */
+			sum[depth].nodes -= last.nodes;
+			sum[depth].reps -= last.reps;
+			rc = re_repeat(&last, op, lo, hi, &why);
+			if (rc)
+				return err_set(p->msg, rc, "selector: label %s: regex has %s",
+					       m->name, why);
+			re_add(&sum[depth], &last);
+			goto check;
+		case '\\':
+			if (i + 1 < n && s[i + 1] >= '1' && s[i + 1] <= '9')
+				return err_set(p->msg, ERR_INVALID,
+					       "selector: label %s: back-references are not supported",
+					       m->name);
+			i++;
+			break;
+		case '[':
+			i = re_bracket_end(s, n, i);
+			break;
+		default:
+			break;
+		}
+		if (why)
+			break;
+		quantified = 0;
+		last = atom;
+		re_add(&sum[depth], &atom);
+check:
+		if (sum[depth].nodes > REGEX_MAX_NODES || sum[depth].reps > REGEX_MAX_REPS)
+			return err_set(p->msg, ERR_TOO_LARGE,
+				       "selector: label %s: regex too costly to compile (over %d nodes "
+				       "or %d repetitions once repeat counts are expanded)",
+				       m->name, REGEX_MAX_NODES, REGEX_MAX_REPS);
+	}
+	if (why)
+		return err_set(p->msg, ERR_INVALID, "selector: label %s: regex has %s", m->name,
+			       why);
+	return 0;
+}
+
 static int compile_re(struct parser *p, struct query_matcher *m)
 {
 	size_t vl = strlen(m->value);
@@ -174,6 +391,13 @@ static int compile_re(struct parser *p, struct query_matcher *m)
 	memcpy(pat, "^(", 2);
 	memcpy(pat + 2, m->value, vl);
 	memcpy(pat + 2 + vl, ")$", 3);
+	/* The value's own ')' may close the anchors' group: check what is compiled. */
+	rc = re_check(p, m, pat);
+	if (rc) {
+		free(pat);
+		free(re);
+		return rc;
+	}
 	rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
 	free(pat);
 	if (rc) {
@@ -223,13 +447,19 @@ static int parse_matcher(struct parser *p, struct query_matcher *m)
 	return rc;
 }
 
+/*
+ * A profile type ID is five parts joined by ':'.  Parts may be empty, as
+ * Pyroscope allows: a pprof without a period type is stored as
+ * `memory:inuse_space:bytes::`, older .NET agents' types as
+ * `process_cpu:<type>:<unit>::nanoseconds` (docs/ingest.md).
+ */
 static int check_profile_type(struct parser *p, const char *t)
 {
 	int colons = 0;
 
 	for (const char *c = t; *c; c++)
 		colons += *c == ':';
-	if (colons != 4 || t[0] == ':' || strstr(t, "::") || t[strlen(t) - 1] == ':')
+	if (colons != 4)
 		return err_set(p->msg, ERR_INVALID,
 			       "selector: profile type \"%s\" is not "
 			       "name:sample_type:sample_unit:period_type:period_unit", t);
@@ -373,125 +603,22 @@ int query_selector_matches(const struct query_selector *sel, const struct store_
 	return 1;
 }
 
-/* ---- time ------------------------------------------------------------------ */
-
-static int parse_u64(const char *s, size_t n, uint64_t *out)
+int query__profile_type_split(const char *id, char *tmp, size_t tmpsz, const char *parts[5])
 {
-	uint64_t v = 0;
+	size_t n = strlen(id);
+	int k = 0;
 
-	if (!n)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		if (v > (UINT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-int query_parse_time(const char *s, int64_t now_ns, int64_t *out_ns, struct err_msg *msg)
-{
-	size_t n = s ? strlen(s) : 0;
-	uint64_t v, mult;
-
-	if (!n || n > 32)
-		return err_set(msg, ERR_INVALID, "time: \"%.32s\" is empty or too long", s ? s : "");
-	if (n >= 3 && !memcmp(s, "now", 3)) {
-		if (n == 3) {
-			*out_ns = now_ns;
-			return 0;
-		}
-		if (s[3] != '-' || n < 6)
-			return err_set(msg, ERR_INVALID, "time: \"%s\": want now-<N><s|m|h|d|w>", s);
-		switch (s[n - 1]) {
-		case 's': mult = 1000000000ULL; break;
-		case 'm': mult = 60ULL * 1000000000ULL; break;
-		case 'h': mult = 3600ULL * 1000000000ULL; break;
-		case 'd': mult = 86400ULL * 1000000000ULL; break;
-		case 'w': mult = 7ULL * 86400ULL * 1000000000ULL; break;
-		default:
-			return err_set(msg, ERR_INVALID, "time: \"%s\": unit must be s, m, h, d or w", s);
-		}
-		if (parse_u64(s + 4, n - 5, &v) || v > (uint64_t)INT64_MAX / mult ||
-		    (int64_t)(v * mult) > now_ns)
-			return err_set(msg, ERR_INVALID, "time: \"%s\": bad or too large offset", s);
-		*out_ns = now_ns - (int64_t)(v * mult);
-		return 0;
-	}
-	if (parse_u64(s, n, &v))
-		return err_set(msg, ERR_INVALID,
-			       "time: \"%s\" is not now, now-<N><unit> or a Unix time", s);
-	/* Seconds until 2286, then milliseconds, microseconds, nanoseconds. */
-	if (v < 10000000000ULL)
-		mult = 1000000000ULL;
-	else if (v < 10000000000000ULL)
-		mult = 1000000ULL;
-	else if (v < 10000000000000000ULL)
-		mult = 1000ULL;
-	else
-		mult = 1;
-	if (v > (uint64_t)INT64_MAX / mult)
-		return err_set(msg, ERR_INVALID, "time: \"%s\" is out of range", s);
-	*out_ns = (int64_t)(v * mult);
-	return 0;
-}
-
-/* ---- series selection ------------------------------------------------------ */
-
-struct select_ctx {
-	struct qctx *q;
-	const struct query_selector *sel;
-	qseries_cb cb;
-	void *ctx;
-	int rc;
-};
-
-static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
-		      size_t n)
-{
-	struct select_ctx *c = ctx;
-	int rc;
-
-	if ((++c->q->tick & 255) == 0 && (rc = qctx_check(c->q))) {
-		c->rc = rc;
-		return 1;
-	}
-	if (!query_selector_matches(c->sel, labels, n))
-		return 0;
-	rc = c->cb(c->ctx, id, part, labels, n);
-	if (rc) {
-		c->rc = rc;
-		return 1;
-	}
-	return 0;
-}
-
-int qselect_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb, void *ctx)
-{
-	struct select_ctx c = { q, sel, cb, ctx, 0 };
-	const struct query_matcher *eq = NULL;
-	int rc;
-
-	/* The most selective equality we know of: service_name, then any. */
-	for (size_t i = 0; i < sel->n; i++) {
-		if (sel->m[i].op != QUERY_EQ || !sel->m[i].value[0])
+	if (n + 1 > tmpsz)
+		return ERR_INVALID;
+	memcpy(tmp, id, n + 1);
+	parts[k++] = tmp;
+	for (char *c = tmp; *c; c++) {
+		if (*c != ':')
 			continue;
-		if (!eq || !strcmp(sel->m[i].name, STORE_LABEL_SERVICE))
-			eq = &sel->m[i];
+		if (k == 5)
+			return ERR_INVALID;
+		*c = '\0';
+		parts[k++] = c + 1;
 	}
-	if (eq)
-		rc = store_series_with(q->st, q->tenant, eq->name, eq->value, select_one, &c);
-	else if (sel->profile_type)
-		rc = store_series_with(q->st, q->tenant, STORE_LABEL_PROFILE_TYPE, sel->profile_type,
-				       select_one, &c);
-	else
-		rc = store_series_each(q->st, q->tenant, select_one, &c);
-	if (c.rc)
-		return c.rc;
-	if (rc < 0)
-		return err_set(q->msg, rc, "reading series: %s", err_str(rc));
-	return 0;
+	return k == 5 ? 0 : ERR_INVALID;
 }

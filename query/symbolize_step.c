@@ -70,29 +70,29 @@ struct qsym {
 	struct qmemo_view memo;
 };
 
-void qsym_free(struct qctx *q, struct qsym *s)
+void query__sym_free(struct qctx *q, struct qsym *s)
 {
 	if (!s)
 		return;
-	qmemo_end(&s->memo);
+	query__memo_end(&s->memo);
 	arena_release(&s->strs);
-	qmem_free(q, s->locs, s->cap_locs, sizeof(*s->locs));
-	qmem_free(q, s->frames, s->cap_frames, sizeof(*s->frames));
-	qmem_free(q, s->groups, s->cap_groups, sizeof(*s->groups));
-	qmap_release(q, &s->nonleaf);
-	qmap_release(q, &s->leaf);
-	qmap_release(q, &s->mapgroup);
-	qmap_release(q, &s->kern);
+	query__mem_free(q, s->locs, s->cap_locs, sizeof(*s->locs));
+	query__mem_free(q, s->frames, s->cap_frames, sizeof(*s->frames));
+	query__mem_free(q, s->groups, s->cap_groups, sizeof(*s->groups));
+	query__map_release(q, &s->nonleaf);
+	query__map_release(q, &s->leaf);
+	query__map_release(q, &s->mapgroup);
+	query__map_release(q, &s->kern);
 	free(s);
 }
 
-size_t qsym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
+size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
 		   const struct qsym_frame **frames)
 {
 	uint32_t at;
 	const struct qloc *l;
 
-	if (!s || !qmap_get(leaf ? &s->leaf : &s->nonleaf, (uint64_t)part << 32 | loc, &at))
+	if (!s || !query__map_get(leaf ? &s->leaf : &s->nonleaf, (uint64_t)part << 32 | loc, &at))
 		return 0;
 	l = &s->locs[at];
 	if (!l->n_frames)
@@ -147,7 +147,7 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	if (s->n_groups >= MAX_GROUPS)
 		return err_set(q->msg, ERR_TOO_LARGE, "symbolization: more than %d binaries",
 			       MAX_GROUPS);
-	rc = qmem_grow(q, (void **)&s->groups, &s->cap_groups, sizeof(*s->groups),
+	rc = query__mem_grow(q, (void **)&s->groups, &s->cap_groups, sizeof(*s->groups),
 		       s->n_groups + 1, "symbolization groups");
 	if (rc)
 		return rc;
@@ -168,11 +168,11 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	return 0;
 }
 
-int qsym_kernel(const struct qsym *s, uint32_t part, uint32_t loc)
+int query__sym_kernel(const struct qsym *s, uint32_t part, uint32_t loc)
 {
 	uint32_t k;
 
-	return s && s->any_kernel && qmap_get(&s->kern, (uint64_t)part << 32 | loc, &k);
+	return s && s->any_kernel && query__map_get(&s->kern, (uint64_t)part << 32 | loc, &k);
 }
 
 /* A mapping the kernel's frames are in (perf: [kernel.kallsyms]). */
@@ -193,11 +193,11 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 	struct qloc *l;
 	int rc, kern;
 
-	if (qmap_get(map, key, idx))
+	if (query__map_get(map, key, idx))
 		return 0;
 	if (store_symbols_location(sym, loc, &lv))
 		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part, loc);
-	rc = qmem_grow(q, (void **)&s->locs, &s->cap_locs, sizeof(*s->locs), s->n_locs + 1,
+	rc = query__mem_grow(q, (void **)&s->locs, &s->cap_locs, sizeof(*s->locs), s->n_locs + 1,
 		       "symbolization locations");
 	if (rc)
 		return rc;
@@ -215,7 +215,7 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 		uint64_t mkey = (uint64_t)part << 32 | lv.mapping_id;
 		uint32_t g1;
 
-		if (!qmap_get(&s->mapgroup, mkey, &g1)) {
+		if (!query__map_get(&s->mapgroup, mkey, &g1)) {
 			g1 = 0;
 			if (!store_symbols_mapping(sym, lv.mapping_id, &mp)) {
 				if (!(mp.flags & STORE_MAP_HAS_FUNCTIONS)) {
@@ -226,7 +226,7 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 				if (kernel_mapping(&mp))
 					g1 |= MAP_KERNEL;
 			}
-			if ((rc = qmap_put(q, &s->mapgroup, mkey, g1)))
+			if ((rc = query__map_put(q, &s->mapgroup, mkey, g1)))
 				return rc;
 		}
 		kern |= !!(g1 & MAP_KERNEL);
@@ -238,7 +238,7 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 			uint32_t mn;
 
 			l->group = g1 - 1;
-			if (s->memo.locked && qmemo_get(&s->memo, part, loc, leaf, &mf, &mn)) {
+			if (s->memo.locked && query__memo_get(&s->memo, part, loc, leaf, &mf, &mn)) {
 				l->state = ST_MEMO;
 				l->fr.memo = mf;
 				l->n_frames = (uint16_t)mn;
@@ -252,12 +252,12 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 	if (kern) {
 		uint32_t known;
 
-		if (!qmap_get(&s->kern, key, &known) && (rc = qmap_put(q, &s->kern, key, 1)))
+		if (!query__map_get(&s->kern, key, &known) && (rc = query__map_put(q, &s->kern, key, 1)))
 			return rc;
 		s->any_kernel = 1;
 	}
 	*idx = (uint32_t)s->n_locs;
-	rc = qmap_put(q, map, key, *idx);
+	rc = query__map_put(q, map, key, *idx);
 	if (!rc)
 		s->n_locs++;
 	return rc;
@@ -275,7 +275,7 @@ static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 	uint32_t idx, parent, loc;
 	int rc = 0;
 
-	qmap_init_dense(&seen);
+	query__map_init_dense(&seen);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
@@ -284,7 +284,7 @@ static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 
 		if (!st)
 			continue;
-		if ((rc = qviews_get(q, v, part, &sym)))
+		if ((rc = query__views_get(q, v, part, &sym)))
 			break;
 		if (store_symbols_stack_node(sym, st, &parent, &loc)) {
 			rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, st);
@@ -292,12 +292,12 @@ static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 		}
 		if ((rc = add_loc(q, s, sym, part, loc, 1, &idx)))
 			break;
-		pc = qsym_kernel(s, part, loc);
+		pc = query__sym_kernel(s, part, loc);
 		for (st = parent; st; st = parent) {
 			uint64_t key = (uint64_t)part << 32 | st;
 			uint32_t roles = 0, bit = pc ? 2 : 1;
 
-			if (qmap_get(&seen, key, &roles) && (roles & bit))
+			if (query__map_get(&seen, key, &roles) && (roles & bit))
 				break;
 			if (++depth > MAX_DEPTH) {
 				rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack too deep", part);
@@ -309,12 +309,12 @@ static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 				break;
 			}
 			if ((rc = add_loc(q, s, sym, part, loc, pc, &idx)) ||
-			    (rc = qmap_put(q, &seen, key, roles | bit)) || roles)
+			    (rc = query__map_put(q, &seen, key, roles | bit)) || roles)
 				break;
-			pc = qsym_kernel(s, part, loc);
+			pc = query__sym_kernel(s, part, loc);
 		}
 	}
-	qmap_release(q, &seen);
+	query__map_release(q, &seen);
 	return rc;
 }
 
@@ -333,7 +333,7 @@ static int on_frames(void *ctx, size_t i, uint64_t vaddr, const struct sym_frame
 	int rc;
 
 	(void)vaddr;
-	rc = qmem_grow(r->q, (void **)&s->frames, &s->cap_frames, sizeof(*s->frames),
+	rc = query__mem_grow(r->q, (void **)&s->frames, &s->cap_frames, sizeof(*s->frames),
 		       s->n_frames + n, "symbolization frames");
 	if (rc)
 		return rc;
@@ -522,17 +522,17 @@ static int gset_add(struct qctx *q, struct gsets *gs, uint32_t *set, uint32_t g)
 	for (uint32_t k = *set; k; k = gs->v[k].parent)
 		if (gs->v[k].group == g)
 			return 0;
-	if (qmap_get(&gs->index, key, &found)) {
+	if (query__map_get(&gs->index, key, &found)) {
 		*set = found;
 		return 0;
 	}
 	if (!gs->n)
 		gs->n = 1; /* set 0, the empty one */
-	if ((rc = qmem_grow(q, (void **)&gs->v, &gs->cap, sizeof(*gs->v), gs->n + 1, "group sets")))
+	if ((rc = query__mem_grow(q, (void **)&gs->v, &gs->cap, sizeof(*gs->v), gs->n + 1, "group sets")))
 		return rc;
 	gs->v[gs->n].parent = *set;
 	gs->v[gs->n].group = g;
-	if ((rc = qmap_put(q, &gs->index, key, (uint32_t)gs->n)))
+	if ((rc = query__map_put(q, &gs->index, key, (uint32_t)gs->n)))
 		return rc;
 	*set = (uint32_t)gs->n++;
 	return 0;
@@ -556,9 +556,9 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 	int rc = 0;
 
 	memset(&gs, 0, sizeof(gs));
-	qmap_init(&gs.index);
-	qmap_init_dense(&memo[0]);
-	qmap_init_dense(&memo[1]);
+	query__map_init(&gs.index);
+	query__map_init_dense(&memo[0]);
+	query__map_init_dense(&memo[1]);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
@@ -569,24 +569,24 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 		s->total += m->stacks[i].value;
 		if (!st)
 			continue;
-		if ((rc = qviews_get(q, v, part, &sym)))
+		if ((rc = query__views_get(q, v, part, &sym)))
 			break;
 		store_symbols_stack_node(sym, st, &parent, &loc);
-		pc = qsym_kernel(s, part, loc);
+		pc = query__sym_kernel(s, part, loc);
 		/* Walk root-ward to a memoized node, then fill the memo downward. */
-		for (uint32_t n = parent; n && !qmap_get(&memo[pc], (uint64_t)part << 32 | n, &set);) {
+		for (uint32_t n = parent; n && !query__map_get(&memo[pc], (uint64_t)part << 32 | n, &set);) {
 			uint32_t pp, ll;
 
 			if (depth >= pcap &&
-			    ((rc = qmem_grow(q, (void **)&path, &pcap, sizeof(*path), depth + 1,
+			    ((rc = query__mem_grow(q, (void **)&path, &pcap, sizeof(*path), depth + 1,
 					     "stack path")) ||
-			     (rc = qmem_grow(q, (void **)&roles, &rcap, sizeof(*roles), pcap,
+			     (rc = query__mem_grow(q, (void **)&roles, &rcap, sizeof(*roles), pcap,
 					     "stack path"))))
 				break;
 			roles[depth] = (uint8_t)pc;
 			path[depth++] = n;
 			store_symbols_stack_node(sym, n, &pp, &ll);
-			pc = qsym_kernel(s, part, ll);
+			pc = query__sym_kernel(s, part, ll);
 			n = pp;
 			set = 0;
 		}
@@ -598,7 +598,7 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 				break;
 			if (unresolved(s, idx) && (rc = gset_add(q, &gs, &set, s->locs[idx].group)))
 				break;
-			rc = qmap_put(q, &memo[roles[depth]], (uint64_t)part << 32 | path[depth], set);
+			rc = query__map_put(q, &memo[roles[depth]], (uint64_t)part << 32 | path[depth], set);
 		}
 		if (!rc && !(rc = add_loc(q, s, sym, part, loc, 1, &idx)) && unresolved(s, idx))
 			rc = gset_add(q, &gs, &set, s->locs[idx].group);
@@ -609,12 +609,12 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 		for (uint32_t k = set; k; k = gs.v[k].parent)
 			s->groups[gs.v[k].group].unnamed += m->stacks[i].value;
 	}
-	qmap_release(q, &memo[0]);
-	qmap_release(q, &memo[1]);
-	qmap_release(q, &gs.index);
-	qmem_free(q, gs.v, gs.cap, sizeof(*gs.v));
-	qmem_free(q, path, pcap, sizeof(*path));
-	qmem_free(q, roles, rcap, sizeof(*roles));
+	query__map_release(q, &memo[0]);
+	query__map_release(q, &memo[1]);
+	query__map_release(q, &gs.index);
+	query__mem_free(q, gs.v, gs.cap, sizeof(*gs.v));
+	query__mem_free(q, path, pcap, sizeof(*path));
+	query__mem_free(q, roles, rcap, sizeof(*roles));
 	return rc;
 }
 
@@ -636,18 +636,18 @@ static void remember(struct qctx *q, struct qsym *s)
 	}
 	if (!s->memo.m)
 		return;
-	qmemo_put_begin(&s->memo, q->tenant);
+	query__memo_put_begin(&s->memo, q->tenant);
 	for (size_t i = 0; i < s->n_locs; i++) {
 		const struct qloc *l = &s->locs[i];
 
 		if (l->state == ST_DONE)
-			qmemo_put(&s->memo, l->part, l->loc, l->leaf, &s->frames[l->fr.off],
+			query__memo_put(&s->memo, l->part, l->loc, l->leaf, &s->frames[l->fr.off],
 				  l->n_frames);
 	}
-	qmemo_put_end(&s->memo);
+	query__memo_put_end(&s->memo);
 }
 
-int qsym_step(struct qctx *q, struct qmerge *m)
+int query__symbolize(struct qctx *q, struct qmerge *m)
 {
 	struct qviews v;
 	struct qsym *s;
@@ -659,22 +659,22 @@ int qsym_step(struct qctx *q, struct qmerge *m)
 	if (!s)
 		return err_set(q->msg, ERR_NOMEM, "symbolization: out of memory");
 	arena_init(&s->strs, STRS_CAP);
-	qmap_init_dense(&s->nonleaf);
-	qmap_init_dense(&s->leaf);
-	qmap_init_dense(&s->mapgroup);
-	qmap_init(&s->kern);
+	query__map_init_dense(&s->nonleaf);
+	query__map_init_dense(&s->leaf);
+	query__map_init_dense(&s->mapgroup);
+	query__map_init(&s->kern);
 	memset(&v, 0, sizeof(v));
 	m->sym = s;
-	qmemo_begin(q->symmemo, q->tenant, &s->memo);
+	query__memo_begin(q->symmemo, q->tenant, &s->memo);
 	rc = collect(q, s, m, &v);
-	qmemo_unlock(&s->memo);
+	query__memo_unlock(&s->memo);
 	if (!rc)
 		rc = resolve_groups(q, s);
 	if (!rc)
 		remember(q, s);
 	if (!rc)
 		rc = measure(q, s, m, &v);
-	qviews_release(&v);
+	query__views_release(&v);
 	return rc;
 }
 
@@ -731,7 +731,7 @@ static int put_object(const struct qmerge *const *ms, size_t n, int all, struct 
 	return rc;
 }
 
-int qsym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
+int query__sym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
 {
 	int needed = 0, rc;
 
@@ -752,29 +752,9 @@ int qsym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
 	return rc ? rc : put_object(ms, n, 0, out);
 }
 
-int query_symbolization(struct store *st, const char *tenant, const struct query_params *p,
-			struct buf *out, struct err_msg *msg)
+int query__sym_status_json(const struct qmerge *m, struct buf *out)
 {
-	const struct qmerge *ms[1];
-	struct query_selector sel;
-	struct qctx q;
-	struct qmerge m;
-	int rc;
+	const struct qmerge *ms[1] = { m };
 
-	if (!p->limits.symbolizer)
-		return err_set(msg, ERR_UNAVAILABLE, "symbolization is not enabled on this server");
-	qctx_init(&q, st, tenant, &p->limits, msg);
-	qmerge_init(&m);
-	rc = qparams_selector(p, &sel, msg);
-	if (rc)
-		return rc;
-	rc = qmerge_collect(&q, &sel, p->from_ns, p->until_ns, &m);
-	query_selector_release(&sel);
-	ms[0] = &m;
-	if (!rc && !m.sym)
-		rc = err_set(msg, ERR_UNAVAILABLE, "symbolization did not run");
-	if (!rc)
-		rc = put_object(ms, 1, 1, out);
-	qmerge_release(&q, &m);
-	return rc;
+	return put_object(ms, 1, 1, out);
 }

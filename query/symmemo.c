@@ -181,7 +181,7 @@ static const struct qmemo_tenant *find_tenant(const struct qmemo_gen *g, const c
 	return NULL;
 }
 
-void qmemo_begin(struct query_symmemo *m, const char *tenant, struct qmemo_view *v)
+void query__memo_begin(struct query_symmemo *m, const char *tenant, struct qmemo_view *v)
 {
 	uint64_t now;
 
@@ -209,7 +209,7 @@ void qmemo_begin(struct query_symmemo *m, const char *tenant, struct qmemo_view 
 	v->locked = 1;
 }
 
-int qmemo_get(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
+int query__memo_get(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
 	      const struct qsym_frame **f, uint32_t *n)
 {
 	const struct memo_part *p;
@@ -226,7 +226,7 @@ int qmemo_get(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
 	return 1;
 }
 
-void qmemo_unlock(struct qmemo_view *v)
+void query__memo_unlock(struct qmemo_view *v)
 {
 	if (!v->locked)
 		return;
@@ -238,9 +238,9 @@ void qmemo_unlock(struct qmemo_view *v)
 	v->hits = 0;
 }
 
-void qmemo_end(struct qmemo_view *v)
+void query__memo_end(struct qmemo_view *v)
 {
-	qmemo_unlock(v);
+	query__memo_unlock(v);
 	gen_unref(v->g);
 	memset(v, 0, sizeof(v[0]));
 }
@@ -330,7 +330,7 @@ static struct qmemo_tenant *tenant_for_put(struct qmemo_gen *g, const char *tena
 	return t;
 }
 
-void qmemo_put_begin(struct qmemo_view *v, const char *tenant)
+void query__memo_put_begin(struct qmemo_view *v, const char *tenant)
 {
 	struct query_symmemo *m = v->m;
 
@@ -347,7 +347,7 @@ void qmemo_put_begin(struct qmemo_view *v, const char *tenant)
 	v->put = tenant_for_put(m->cur, tenant);
 }
 
-void qmemo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
+void query__memo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
 	       const struct qsym_frame *f, uint32_t n)
 {
 	struct qmemo_gen *g;
@@ -399,7 +399,7 @@ fail:
 	v->put = NULL;
 }
 
-void qmemo_put_end(struct qmemo_view *v)
+void query__memo_put_end(struct qmemo_view *v)
 {
 	v->put = NULL;
 	if (v->locked) {

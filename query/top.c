@@ -1,17 +1,24 @@
 /*
- * top.c - text outputs for the CLI: the top table (self and total per
- * function name) and folded stacks ("a;b;c value").
+ * top.c - the text outputs of the CLI's query routes: the top table (self
+ * and total per function name), folded stacks ("a;b;c value"), and the
+ * diff-top table of two selections.
  *
- * A function's total counts each stack once even when the function recurses:
- * a node adds its total only when its name is not already on the path above.
+ * The rows of a top table are computed from the whole tree as typed values
+ * (struct row) and then written; diff-top joins the rows of its two trees
+ * by name.  A function's total counts each stack once even when the
+ * function recurses: a node adds its total only when its name is not
+ * already on the path above.
  */
 #include "query/query_int.h"
 
 #include "base/buf.h"
 #include "base/err.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ---- DFS over a tree, children in name order ------------------------------ */
 
 struct frame {
 	uint32_t node;
@@ -20,42 +27,128 @@ struct frame {
 };
 
 struct dfs {
+	struct qctx *q;
+	const struct qtree *t;
 	struct frame *v;
 	size_t n, cap;
+	struct query__kids kids;
 };
 
 static int dfs_push(struct dfs *d, uint32_t node, uint32_t depth, int exit)
 {
-	if (d->n == d->cap) {
-		size_t nc = d->cap ? d->cap * 2 : 256;
-		struct frame *nv = realloc(d->v, nc * sizeof(*nv));
+	int rc = query__mem_grow(d->q, (void **)&d->v, &d->cap, sizeof(*d->v), d->n + 1,
+				 "tree walk");
 
-		if (!nv)
-			return ERR_NOMEM;
-		d->v = nv;
-		d->cap = nc;
-	}
-	d->v[d->n++] = (struct frame){ node, depth, exit };
-	return 0;
-}
-
-/* Pushes the children of `node` so that they pop in name order. */
-static int push_children(const struct qtree *t, struct dfs *d, uint32_t node, uint32_t depth)
-{
-	uint32_t *kids;
-	size_t nk;
-	int rc = qtree_sorted_children(t, node, &kids, &nk);
-
-	for (size_t i = nk; i-- > 0 && !rc;)
-		rc = dfs_push(d, kids[i], depth, 0);
-	free(kids);
+	if (!rc)
+		d->v[d->n++] = (struct frame){ node, depth, exit };
 	return rc;
 }
 
+/* Pushes the children of `node` so that they pop in name order. */
+static int push_children(struct dfs *d, uint32_t node, uint32_t depth)
+{
+	const uint32_t *kids;
+	size_t nk;
+	int rc = query__tree_sorted_children(d->q, d->t, node, &d->kids, &kids, &nk);
+
+	for (size_t i = nk; i-- > 0 && !rc;)
+		rc = dfs_push(d, kids[i], depth, 0);
+	return rc;
+}
+
+static void dfs_release(struct dfs *d)
+{
+	query__mem_free(d->q, d->v, d->cap, sizeof(*d->v));
+	query__kids_release(d->q, &d->kids);
+}
+
+/* ---- rows ------------------------------------------------------------------- */
+
 struct row {
-	uint32_t name;
-	int64_t self, total;
+	const char *name;   /* borrowed from the tree */
+	uint32_t len;
+	uint32_t id;        /* name id in its tree: the order of equal keys */
+	int64_t self[2];    /* side 1: diff-top's comparison */
+	int64_t total[2];
+	double dself, dtotal; /* diff-top: comparison minus baseline */
 };
+
+struct rows {
+	struct qctx *q;
+	struct row *v;
+	size_t n, cap;
+};
+
+static void rows_release(struct rows *r)
+{
+	query__mem_free(r->q, r->v, r->cap, sizeof(*r->v));
+}
+
+/*
+ * Appends to `r` one row per function name of `t` with a self or total
+ * (on `side`), in name id order; *sum is the sum of their selves.
+ */
+static int top_rows(struct qctx *q, const struct qtree *t, int side, struct rows *r,
+		    int64_t *sum)
+{
+	struct dfs d = { q, t, NULL, 0, 0, { 0 } };
+	struct row *by = NULL;
+	uint32_t *onpath = NULL;
+	size_t bcap = 0, ocap = 0, first = r->n;
+	int rc;
+
+	*sum = 0;
+	if ((rc = query__mem_grow(q, (void **)&by, &bcap, sizeof(*by), t->names.n, "top table")) ||
+	    (rc = query__mem_grow(q, (void **)&onpath, &ocap, sizeof(*onpath), t->names.n,
+				  "top table")))
+		goto out;
+	memset(by, 0, t->names.n * sizeof(*by));
+	memset(onpath, 0, t->names.n * sizeof(*onpath));
+	rc = push_children(&d, 0, 1);
+	while (!rc && d.n) {
+		struct frame f = d.v[--d.n];
+		const struct qnode *nd = &t->nodes[f.node];
+
+		if (f.exit) {
+			onpath[nd->name]--;
+			continue;
+		}
+		by[nd->name].self[0] += nd->self[0];
+		if (!onpath[nd->name])
+			by[nd->name].total[0] += nd->total[0];
+		onpath[nd->name]++;
+		rc = dfs_push(&d, f.node, f.depth, 1);
+		if (!rc)
+			rc = push_children(&d, f.node, f.depth + 1);
+	}
+	for (size_t i = 0; i < t->names.n && !rc; i++) {
+		struct row *w;
+
+		if (!by[i].total[0] && !by[i].self[0])
+			continue;
+		rc = query__mem_grow(q, (void **)&r->v, &r->cap, sizeof(*r->v), r->n + 1,
+				     "top table");
+		if (rc)
+			break;
+		w = &r->v[r->n++];
+		memset(w, 0, sizeof(*w));
+		w->name = t->names.s[i];
+		w->len = t->names.len[i];
+		w->id = (uint32_t)i;
+		w->self[side] = by[i].self[0];
+		w->total[side] = by[i].total[0];
+		*sum += w->self[side];
+	}
+	if (rc)
+		r->n = first;
+out:
+	dfs_release(&d);
+	query__mem_free(q, by, bcap, sizeof(*by));
+	query__mem_free(q, onpath, ocap, sizeof(*onpath));
+	return rc;
+}
+
+/* ---- top ---------------------------------------------------------------------- */
 
 static int cmp_keys(int64_t kx, int64_t ky, uint32_t nx, uint32_t ny)
 {
@@ -68,14 +161,14 @@ static int cmp_self(const void *a, const void *b)
 {
 	const struct row *x = a, *y = b;
 
-	return cmp_keys(x->self, y->self, x->name, y->name);
+	return cmp_keys(x->self[0], y->self[0], x->id, y->id);
 }
 
 static int cmp_total(const void *a, const void *b)
 {
 	const struct row *x = a, *y = b;
 
-	return cmp_keys(x->total, y->total, x->name, y->name);
+	return cmp_keys(x->total[0], y->total[0], x->id, y->id);
 }
 
 static double pct(int64_t v, int64_t total)
@@ -83,82 +176,47 @@ static double pct(int64_t v, int64_t total)
 	return total ? 100.0 * (double)v / (double)total : 0.0;
 }
 
-static int top_encode(const struct qtree *t, enum query_top_sort sort, size_t limit,
-		      struct buf *out)
+int query__top_write(struct qctx *q, const struct qtree *t, enum query_top_sort sort,
+		     size_t limit, struct buf *out)
 {
-	struct row *rows = calloc(t->names.n, sizeof(*rows));
-	uint32_t *onpath = calloc(t->names.n, sizeof(*onpath));
-	struct dfs d = { 0 };
-	int64_t all = t->nodes[0].total[0];
-	size_t nrows = 0;
-	int rc = 0;
+	struct rows r = { q, NULL, 0, 0 };
+	int64_t all = t->nodes[0].total[0], sum;
+	size_t n;
+	int rc = top_rows(q, t, 0, &r, &sum);
 
-	if (!rows || !onpath) {
-		rc = ERR_NOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < t->names.n; i++)
-		rows[i].name = (uint32_t)i;
-	rc = push_children(t, &d, 0, 1);
-	while (!rc && d.n) {
-		struct frame f = d.v[--d.n];
-		const struct qnode *nd = &t->nodes[f.node];
-
-		if (f.exit) {
-			onpath[nd->name]--;
-			continue;
-		}
-		rows[nd->name].self += nd->self[0];
-		if (!onpath[nd->name])
-			rows[nd->name].total += nd->total[0];
-		onpath[nd->name]++;
-		rc = dfs_push(&d, f.node, f.depth, 1);
-		if (!rc)
-			rc = push_children(t, &d, f.node, f.depth + 1);
-	}
 	if (rc)
 		goto out;
-	for (size_t i = 0; i < t->names.n; i++)
-		if (rows[i].total || rows[i].self)
-			rows[nrows++] = rows[i];
-	qsort(rows, nrows, sizeof(*rows), sort == QUERY_TOP_BY_TOTAL ? cmp_total : cmp_self);
-	if (limit && nrows > limit)
-		nrows = limit;
+	if (r.n)
+		qsort(r.v, r.n, sizeof(*r.v), sort == QUERY_TOP_BY_TOTAL ? cmp_total : cmp_self);
+	n = limit && r.n > limit ? limit : r.n;
 	rc = buf_printf(out, "%14s %7s %14s %7s  %s\n", "self", "self%", "total", "total%", "name");
-	for (size_t i = 0; i < nrows && !rc; i++)
+	for (size_t i = 0; i < n && !rc; i++)
 		rc = buf_printf(out, "%14lld %6.2f%% %14lld %6.2f%%  %.*s\n",
-				(long long)rows[i].self, pct(rows[i].self, all),
-				(long long)rows[i].total, pct(rows[i].total, all),
-				(int)t->names.len[rows[i].name], t->names.s[rows[i].name]);
+				(long long)r.v[i].self[0], pct(r.v[i].self[0], all),
+				(long long)r.v[i].total[0], pct(r.v[i].total[0], all),
+				(int)r.v[i].len, r.v[i].name);
 out:
-	free(rows);
-	free(onpath);
-	free(d.v);
+	rows_release(&r);
 	return rc;
 }
 
-static int folded_encode(const struct qtree *t, struct buf *out)
+/* ---- folded ---------------------------------------------------------------------- */
+
+int query__folded_write(struct qctx *q, const struct qtree *t, struct buf *out)
 {
-	struct dfs d = { 0 };
+	struct dfs d = { q, t, NULL, 0, 0, { 0 } };
 	uint32_t *path = NULL;
 	size_t pcap = 0;
-	int rc = push_children(t, &d, 0, 0);
+	int rc = push_children(&d, 0, 0);
 
 	while (!rc && d.n) {
 		struct frame f = d.v[--d.n];
 		const struct qnode *nd = &t->nodes[f.node];
 
-		if (f.depth >= pcap) {
-			size_t nc = pcap ? pcap * 2 : 64;
-			uint32_t *np = realloc(path, nc * sizeof(*np));
-
-			if (!np) {
-				rc = ERR_NOMEM;
-				break;
-			}
-			path = np;
-			pcap = nc;
-		}
+		rc = query__mem_grow(q, (void **)&path, &pcap, sizeof(*path), (size_t)f.depth + 1,
+				     "tree walk");
+		if (rc)
+			break;
 		path[f.depth] = nd->name;
 		if (nd->self[0]) {
 			for (uint32_t i = 0; i <= f.depth && !rc; i++) {
@@ -171,46 +229,122 @@ static int folded_encode(const struct qtree *t, struct buf *out)
 				rc = buf_printf(out, " %lld\n", (long long)nd->self[0]);
 		}
 		if (!rc)
-			rc = push_children(t, &d, f.node, f.depth + 1);
+			rc = push_children(&d, f.node, f.depth + 1);
 	}
-	free(path);
-	free(d.v);
+	query__mem_free(q, path, pcap, sizeof(*path));
+	dfs_release(&d);
 	return rc;
 }
 
-static int run_full(struct store *st, const char *tenant, const struct query_params *p,
-		    int which, enum query_top_sort sort, size_t limit, struct buf *out,
-		    struct err_msg *msg)
-{
-	struct qctx q;
-	struct qmerge m;
-	struct qtree t;
-	int rc;
+/* ---- diff-top -------------------------------------------------------------------- */
 
-	qctx_init(&q, st, tenant, &p->limits, msg);
-	qmerge_init(&m);
-	rc = qtree_init(&q, &t);
-	if (rc)
-		goto out_m;
-	rc = qquery_tree(&q, p, &m, &t, NULL);
+static int cmp_name(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+	size_t n = x->len < y->len ? x->len : y->len;
+	int c = memcmp(x->name, y->name, n);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static double mag(double v)
+{
+	return v < 0 ? -v : v;
+}
+
+/* Largest change of self first, then of total, then by name. */
+static int cmp_change(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (mag(x->dself) != mag(y->dself))
+		return mag(x->dself) < mag(y->dself) ? 1 : -1;
+	if (mag(x->dtotal) != mag(y->dtotal))
+		return mag(x->dtotal) < mag(y->dtotal) ? 1 : -1;
+	return cmp_name(a, b);
+}
+
+/* Merges the rows of the same name (one per side at most) and computes the changes. */
+static size_t join_rows(struct rows *r, int64_t lsum, int64_t rsum, int relative)
+{
+	double ls = 1, rs = 1;
+	size_t n = 0;
+
+	if (r->n)
+		qsort(r->v, r->n, sizeof(*r->v), cmp_name);
+	for (size_t i = 0; i < r->n; i++) {
+		if (n && !cmp_name(&r->v[n - 1], &r->v[i])) {
+			for (int s = 0; s < 2; s++) {
+				r->v[n - 1].self[s] += r->v[i].self[s];
+				r->v[n - 1].total[s] += r->v[i].total[s];
+			}
+			continue;
+		}
+		r->v[n++] = r->v[i];
+	}
+	if (relative) {
+		ls = lsum ? 100.0 / (double)lsum : 0;
+		rs = rsum ? 100.0 / (double)rsum : 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		r->v[i].dself = (double)r->v[i].self[1] * rs - (double)r->v[i].self[0] * ls;
+		r->v[i].dtotal = (double)r->v[i].total[1] * rs - (double)r->v[i].total[0] * ls;
+	}
+	if (n)
+		qsort(r->v, n, sizeof(*r->v), cmp_change);
+	return n;
+}
+
+static int put_diff_rows(struct buf *out, const struct rows *r, size_t n, int64_t lsum,
+			 int64_t rsum, int relative)
+{
+	double l = lsum ? 100.0 / (double)lsum : 0, c = rsum ? 100.0 / (double)rsum : 0;
+	int rc = buf_printf(out, "# mode %s; baseline total %lld, comparison total %lld\n",
+			    relative ? "relative" : "absolute", (long long)lsum, (long long)rsum);
+
 	if (!rc)
-		rc = which ? folded_encode(&t, out) : top_encode(&t, sort, limit, out);
-	if (rc == ERR_TOO_LARGE || rc == ERR_NOMEM)
-		err_set(msg, rc, "encoding the response: %s", err_str(rc));
-	qtree_release(&q, &t);
-out_m:
-	qmerge_release(&q, &m);
+		rc = buf_printf(out, "%14s %14s %14s %14s %14s %14s  %s\n", "base_self",
+				"comp_self", "delta_self", "base_total", "comp_total",
+				"delta_total", relative ? "name (values in % of each side's total)"
+							: "name");
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct row *w = &r->v[i];
+		const char *tag = !w->total[0] ? " [new]" : !w->total[1] ? " [removed]" : "";
+
+		if (relative)
+			rc = buf_printf(out, "%13.4f%% %13.4f%% %+13.4f%% %13.4f%% %13.4f%% "
+					     "%+13.4f%%  %.*s%s\n",
+					(double)w->self[0] * l, (double)w->self[1] * c, w->dself,
+					(double)w->total[0] * l, (double)w->total[1] * c, w->dtotal,
+					(int)w->len, w->name, tag);
+		else
+			rc = buf_printf(out, "%14lld %14lld %+14lld %14lld %14lld %+14lld  %.*s%s\n",
+					(long long)w->self[0], (long long)w->self[1],
+					(long long)(w->self[1] - w->self[0]), (long long)w->total[0],
+					(long long)w->total[1], (long long)(w->total[1] - w->total[0]),
+					(int)w->len, w->name, tag);
+	}
 	return rc;
 }
 
-int query_top(struct store *st, const char *tenant, const struct query_params *p,
-	      enum query_top_sort sort, size_t limit, struct buf *out, struct err_msg *msg)
+int query__diff_top_write(struct qctx *q, const struct qtree *l, const struct qtree *r,
+			  enum query_diff_mode mode, size_t limit, struct buf *out)
 {
-	return run_full(st, tenant, p, 0, sort, limit, out, msg);
-}
+	struct rows rows = { q, NULL, 0, 0 };
+	int64_t lsum, rsum;
+	int relative = mode == QUERY_DIFF_RELATIVE, rc;
+	size_t n;
 
-int query_folded(struct store *st, const char *tenant, const struct query_params *p,
-		 struct buf *out, struct err_msg *msg)
-{
-	return run_full(st, tenant, p, 1, QUERY_TOP_BY_SELF, 0, out, msg);
+	assert(mode == QUERY_DIFF_RELATIVE || mode == QUERY_DIFF_ABSOLUTE);
+	rc = top_rows(q, l, 0, &rows, &lsum);
+	if (!rc)
+		rc = top_rows(q, r, 1, &rows, &rsum);
+	if (!rc) {
+		n = join_rows(&rows, lsum, rsum, relative);
+		if (limit && limit < n)
+			n = limit;
+		rc = put_diff_rows(out, &rows, n, lsum, rsum, relative);
+	}
+	rows_release(&rows);
+	return rc;
 }

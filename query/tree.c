@@ -1,23 +1,27 @@
-/* tree.c - the merged call tree: children by name, totals, maxNodes folding. */
+/*
+ * tree.c - the merged call tree: children by name, totals, the union of two
+ * trees for a diff, and children in name order for the encoders.
+ */
 #include "query/query_int.h"
 
 #include "base/err.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-int qtree_init(struct qctx *q, struct qtree *t)
+int query__tree_init(struct qctx *q, struct qtree *t)
 {
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	qmap_init(&t->children);
-	rc = qnames_init(q, &t->names);
+	query__map_init(&t->children);
+	rc = query__names_init(q, &t->names);
 	if (rc)
 		return rc;
-	rc = qmem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), 1, "tree");
+	rc = query__mem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), 1, "tree");
 	if (rc) {
-		qnames_release(q, &t->names);
+		query__names_release(q, &t->names);
 		return rc;
 	}
 	memset(&t->nodes[0], 0, sizeof(t->nodes[0]));
@@ -29,32 +33,34 @@ int qtree_init(struct qctx *q, struct qtree *t)
 	return 0;
 }
 
-void qtree_release(struct qctx *q, struct qtree *t)
+void query__tree_release(struct qctx *q, struct qtree *t)
 {
-	qnames_release(q, &t->names);
-	qmem_free(q, t->nodes, t->cap, sizeof(*t->nodes));
-	qmap_release(q, &t->children);
+	query__names_release(q, &t->names);
+	query__mem_free(q, t->nodes, t->cap, sizeof(*t->nodes));
+	query__map_release(q, &t->children);
 	memset(t, 0, sizeof(*t));
 }
 
-int qtree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name, uint32_t *out)
+int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name,
+		      uint32_t *out)
 {
 	uint64_t key = (uint64_t)parent << 32 | name;
 	struct qnode *c;
 	uint32_t id;
 	int rc;
 
-	if (qmap_get(&t->children, key, &id)) {
+	assert(parent < t->n && name < t->names.n);
+	if (query__map_get(&t->children, key, &id)) {
 		*out = id;
 		return 0;
 	}
 	if (t->n >= UINT32_MAX - 1)
 		return err_set(q->msg, ERR_TOO_LARGE, "call tree has too many nodes");
-	rc = qmem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), t->n + 1, "tree");
+	rc = query__mem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), t->n + 1, "tree");
 	if (rc)
 		return rc;
 	id = (uint32_t)t->n;
-	rc = qmap_put(q, &t->children, key, id);
+	rc = query__map_put(q, &t->children, key, id);
 	if (rc)
 		return rc;
 	c = &t->nodes[id];
@@ -69,7 +75,7 @@ int qtree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name,
 	return 0;
 }
 
-void qtree_totals(struct qtree *t)
+void query__tree_totals(struct qtree *t)
 {
 	size_t i;
 
@@ -79,26 +85,29 @@ void qtree_totals(struct qtree *t)
 	}
 	for (i = t->n; i-- > 1;) {
 		struct qnode *p = &t->nodes[t->nodes[i].parent];
+
+		assert(t->nodes[i].parent < i); /* a child comes after its parent */
 		p->total[0] += t->nodes[i].total[0];
 		p->total[1] += t->nodes[i].total[1];
 	}
 }
 
-static int map_name(struct qctx *q, struct qtree *dst, const struct qtree *src, uint32_t name,
-		    uint32_t *out)
+int query__tree_copy_name(struct qctx *q, struct qtree *dst, const struct qtree *src,
+			  uint32_t name, uint32_t *out)
 {
 	if (name == QNAME_TOTAL || name == QNAME_OTHER) {
 		*out = name;
 		return 0;
 	}
-	return qnames_intern(q, &dst->names, src->names.s[name], src->names.len[name], out);
+	return query__names_intern(q, &dst->names, src->names.s[name], src->names.len[name], out);
 }
 
-int qtree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int side)
+/* Adds every node of `src` (side 0) into `dst` side `side`, by name. */
+static int tree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int side)
 {
 	uint32_t *map = NULL;
 	size_t mcap = 0, i;
-	int rc = qmem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
+	int rc = query__mem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
 
 	if (rc)
 		return rc;
@@ -106,125 +115,41 @@ int qtree_add(struct qctx *q, struct qtree *dst, const struct qtree *src, int si
 	dst->nodes[0].self[side] += src->nodes[0].self[0];
 	for (i = 1; i < src->n && !rc; i++) {
 		const struct qnode *s = &src->nodes[i];
-		uint32_t name, id;
+		uint32_t name, id = 0;
 
-		rc = map_name(q, dst, src, s->name, &name);
+		rc = query__tree_copy_name(q, dst, src, s->name, &name);
 		if (!rc)
-			rc = qtree_child(q, dst, map[s->parent], name, &id);
+			rc = query__tree_child(q, dst, map[s->parent], name, &id);
 		if (rc)
 			break;
 		map[i] = id;
 		dst->nodes[id].self[side] += s->self[0];
 		if (!dst->nodes[id].build_id && s->build_id)
-			rc = map_name(q, dst, src, s->build_id, &dst->nodes[id].build_id);
+			rc = query__tree_copy_name(q, dst, src, s->build_id,
+						   &dst->nodes[id].build_id);
 	}
-	qmem_free(q, map, mcap, sizeof(*map));
+	query__mem_free(q, map, mcap, sizeof(*map));
 	if (!rc)
-		qtree_totals(dst);
+		query__tree_totals(dst);
 	return rc;
 }
 
-static int64_t node_key(const struct qnode *n)
+int query__tree_diff(struct qctx *q, const struct qtree *left, const struct qtree *right,
+		     struct qtree *out)
 {
-	return n->total[0] > n->total[1] ? n->total[0] : n->total[1];
-}
+	int rc = query__tree_init(q, out);
 
-/*
- * Returns the k-th largest of keys[0..n) (k counts from 0), reordering keys.
- * Quickselect: linear on average, where a full sort of ~150k node totals per
- * query was the single largest cost of truncation.
- */
-static int64_t kth_largest(int64_t *keys, size_t n, size_t k)
-{
-	size_t lo = 0, hi = n - 1;
-
-	while (lo < hi) {
-		int64_t pivot = keys[lo + (hi - lo) / 2];
-		size_t i = lo, j = hi;
-
-		while (i <= j) {
-			while (keys[i] > pivot)
-				i++;
-			while (keys[j] < pivot)
-				j--;
-			if (i <= j) {
-				int64_t t = keys[i];
-				keys[i] = keys[j];
-				keys[j] = t;
-				i++;
-				if (j == 0)
-					break;
-				j--;
-			}
-		}
-		/* Now keys[lo..j] >= pivot >= keys[i..hi]; i > j. */
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			return keys[k];
-	}
-	return keys[k];
-}
-
-int qtree_truncate(struct qctx *q, const struct qtree *src, size_t max_nodes, struct qtree *dst)
-{
-	int64_t *keys = NULL, minv = INT64_MIN;
-	uint32_t *map = NULL;
-	size_t kcap = 0, mcap = 0, i;
-	int rc;
-
-	if (max_nodes == 0)
-		max_nodes = 1;
-	if (src->n > max_nodes) {
-		rc = qmem_grow(q, (void **)&keys, &kcap, sizeof(*keys), src->n, "tree");
-		if (rc)
-			return rc;
-		for (i = 0; i < src->n; i++)
-			keys[i] = node_key(&src->nodes[i]);
-		minv = kth_largest(keys, src->n, max_nodes - 1);
-		qmem_free(q, keys, kcap, sizeof(*keys));
-	}
-	rc = qmem_grow(q, (void **)&map, &mcap, sizeof(*map), src->n, "tree");
 	if (rc)
 		return rc;
-	map[0] = 0;
-	for (int s = 0; s < 2; s++) {
-		dst->nodes[0].self[s] += src->nodes[0].self[s];
-		dst->nodes[0].total[s] += src->nodes[0].total[s];
-	}
-	for (i = 1; i < src->n && !rc; i++) {
-		const struct qnode *sn = &src->nodes[i];
-		uint32_t parent = map[sn->parent], name, id;
-		int keep = parent != QNONE && node_key(sn) >= minv && sn->name != QNAME_OTHER;
-
-		map[i] = QNONE;
-		if (parent == QNONE)
-			continue;
-		if (keep)
-			rc = map_name(q, dst, src, sn->name, &name);
-		else
-			name = QNAME_OTHER;
-		if (!rc)
-			rc = qtree_child(q, dst, parent, name, &id);
-		if (rc)
-			break;
-		for (int s = 0; s < 2; s++) {
-			dst->nodes[id].total[s] += sn->total[s];
-			dst->nodes[id].self[s] += keep ? sn->self[s] : sn->total[s];
-		}
-		if (keep) {
-			map[i] = id;
-			if (sn->build_id)
-				rc = map_name(q, dst, src, sn->build_id, &dst->nodes[id].build_id);
-		}
-	}
-	qmem_free(q, map, mcap, sizeof(*map));
+	rc = tree_add(q, out, left, 0);
+	if (!rc)
+		rc = tree_add(q, out, right, 1);
+	if (rc)
+		query__tree_release(q, out);
 	return rc;
 }
 
-struct named {
+struct query__named {
 	const char *s;
 	uint32_t len;
 	uint32_t id;
@@ -232,7 +157,7 @@ struct named {
 
 static int cmp_named(const void *a, const void *b)
 {
-	const struct named *x = a, *y = b;
+	const struct query__named *x = a, *y = b;
 	size_t n = x->len < y->len ? x->len : y->len;
 	int c = memcmp(x->s, y->s, n);
 
@@ -241,38 +166,44 @@ static int cmp_named(const void *a, const void *b)
 	return x->len < y->len ? -1 : x->len > y->len ? 1 : 0;
 }
 
-int qtree_sorted_children(const struct qtree *t, uint32_t node, uint32_t **out, size_t *n)
+void query__kids_release(struct qctx *q, struct query__kids *k)
 {
-	size_t k = 0, i;
-	uint32_t c;
-	struct named *v;
-	uint32_t *ids;
+	query__mem_free(q, k->named, k->named_cap, sizeof(*k->named));
+	query__mem_free(q, k->ids, k->ids_cap, sizeof(*k->ids));
+	memset(k, 0, sizeof(*k));
+}
 
-	for (c = t->nodes[node].first_child; c != QNONE; c = t->nodes[c].next_sibling)
-		k++;
+int query__tree_sorted_children(struct qctx *q, const struct qtree *t, uint32_t node,
+				struct query__kids *k, const uint32_t **out, size_t *n)
+{
+	size_t nk = 0, i;
+	uint32_t c;
+	int rc;
+
+	assert(node < t->n);
 	*out = NULL;
 	*n = 0;
-	if (!k)
+	for (c = t->nodes[node].first_child; c != QNONE; c = t->nodes[c].next_sibling)
+		nk++;
+	if (!nk)
 		return 0;
-	v = malloc(k * sizeof(*v));
-	ids = malloc(k * sizeof(*ids));
-	if (!v || !ids) {
-		free(v);
-		free(ids);
-		return ERR_NOMEM;
-	}
+	if ((rc = query__mem_grow(q, (void **)&k->named, &k->named_cap, sizeof(*k->named), nk,
+				  "child list")) ||
+	    (rc = query__mem_grow(q, (void **)&k->ids, &k->ids_cap, sizeof(*k->ids), nk,
+				  "child list")))
+		return rc;
 	i = 0;
 	for (c = t->nodes[node].first_child; c != QNONE; c = t->nodes[c].next_sibling) {
-		v[i].s = t->names.s[t->nodes[c].name];
-		v[i].len = t->names.len[t->nodes[c].name];
-		v[i].id = c;
+		k->named[i].s = t->names.s[t->nodes[c].name];
+		k->named[i].len = t->names.len[t->nodes[c].name];
+		k->named[i].id = c;
 		i++;
 	}
-	qsort(v, k, sizeof(*v), cmp_named);
-	for (i = 0; i < k; i++)
-		ids[i] = v[i].id;
-	free(v);
-	*out = ids;
-	*n = k;
+	if (nk > 1)
+		qsort(k->named, nk, sizeof(*k->named), cmp_named);
+	for (i = 0; i < nk; i++)
+		k->ids[i] = k->named[i].id;
+	*out = k->ids;
+	*n = nk;
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
- * params.c - parsing of untrusted request parameters: query strings, time
- * values, tenant ids and media types.
+ * params.c - parsing of untrusted request parameters: query strings, tenant
+ * ids and media types (times: base/timeparse.h).
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -71,81 +71,6 @@ int web__query_param(const char *qs, const char *key, char *out, size_t out_len)
 		p = amp + 1;
 	}
 	return ERR_NOT_FOUND;
-}
-
-/* Multiplies with overflow detection. */
-static int mul_ok(int64_t a, int64_t b, int64_t *out)
-{
-	return !__builtin_mul_overflow(a, b, out);
-}
-
-static int parse_relative(const char *what, const char *s, int64_t now_ns, int64_t *out_ns,
-			  struct err_msg *msg)
-{
-	int64_t n = 0, unit, delta;
-	const char *p = s;
-
-	if (!isdigit((unsigned char)*p))
-		return err_set(msg, ERR_INVALID, "%s: expected now-<number><unit>, got \"%s\"",
-			       what, s);
-	while (isdigit((unsigned char)*p)) {
-		if (n > (INT64_MAX - 9) / 10)
-			return err_set(msg, ERR_INVALID, "%s: number out of range", what);
-		n = n * 10 + (*p++ - '0');
-	}
-	if (strcmp(p, "s") == 0)
-		unit = 1000000000LL;
-	else if (strcmp(p, "m") == 0)
-		unit = 60LL * 1000000000LL;
-	else if (strcmp(p, "h") == 0)
-		unit = 3600LL * 1000000000LL;
-	else if (strcmp(p, "d") == 0)
-		unit = 86400LL * 1000000000LL;
-	else if (strcmp(p, "w") == 0)
-		unit = 7LL * 86400LL * 1000000000LL;
-	else
-		return err_set(msg, ERR_INVALID, "%s: unknown unit \"%s\" (use s, m, h, d or w)",
-			       what, p);
-	if (!mul_ok(n, unit, &delta) || delta > now_ns)
-		return err_set(msg, ERR_INVALID, "%s: \"now-%s\" is out of range", what, s);
-	*out_ns = now_ns - delta;
-	return 0;
-}
-
-int web__parse_time(const char *what, const char *s, int64_t now_ns, int64_t *out_ns,
-		    struct err_msg *msg)
-{
-	int64_t v = 0, scale;
-	const char *p = s;
-
-	if (strcmp(s, "now") == 0) {
-		*out_ns = now_ns;
-		return 0;
-	}
-	if (strncmp(s, "now-", 4) == 0)
-		return parse_relative(what, s + 4, now_ns, out_ns, msg);
-	if (!*p)
-		return err_set(msg, ERR_INVALID, "%s: empty time", what);
-	for (; *p; p++) {
-		if (!isdigit((unsigned char)*p))
-			return err_set(msg, ERR_INVALID,
-				       "%s: \"%s\" is not a Unix time or now[-<N><unit>]", what, s);
-		if (v > (INT64_MAX - 9) / 10)
-			return err_set(msg, ERR_INVALID, "%s: \"%s\" is out of range", what, s);
-		v = v * 10 + (*p - '0');
-	}
-	/* Seconds now are ~1.7e9; ms ~1.7e12; us ~1.7e15; ns ~1.7e18. */
-	if (v < 100000000000LL)
-		scale = 1000000000LL;
-	else if (v < 100000000000000LL)
-		scale = 1000000LL;
-	else if (v < 100000000000000000LL)
-		scale = 1000LL;
-	else
-		scale = 1;
-	if (!mul_ok(v, scale, out_ns))
-		return err_set(msg, ERR_INVALID, "%s: \"%s\" is out of range", what, s);
-	return 0;
 }
 
 int web__tenant_check(const char *s, struct err_msg *msg)

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/timeparse.h"
 #include "debuginfo/debuginfo.h"
 #include "query/query.h"
 #include "web/web_int.h"
@@ -240,9 +241,9 @@ static void symbolization(struct web__req *rq, struct debuginfo *svc, struct web
 	p.query = query;
 	p.limits = rq->srv->opt.query;
 	p.limits.symbolizer = svc;
-	rc = query_parse_time(from, now, &p.from_ns, &msg);
+	rc = time_parse(from, now, &p.from_ns, &msg);
 	if (!rc)
-		rc = query_parse_time(until, now, &p.until_ns, &msg);
+		rc = time_parse(until, now, &p.until_ns, &msg);
 	if (!rc)
 		rc = query_symbolization(rq->srv->store, rq->tenant, &p, &rs->body, &msg);
 	if (rc) {

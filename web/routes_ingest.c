@@ -13,6 +13,7 @@
 
 #include "base/clock.h"
 #include "base/compress.h"
+#include "base/timeparse.h"
 #include "web/web_int.h"
 
 #include "otlp_status.pb-c.h"
@@ -67,6 +68,7 @@ static int time_param(const char *qs, const char *key, int64_t now_ns, int64_t *
 		      struct err_msg *msg)
 {
 	char v[TIME_MAX_BYTES];
+	struct err_msg why;
 	int rc = web__query_param(qs, key, v, sizeof(v));
 
 	if (rc == ERR_NOT_FOUND || (rc == 0 && v[0] == '\0')) {
@@ -75,7 +77,9 @@ static int time_param(const char *qs, const char *key, int64_t now_ns, int64_t *
 	}
 	if (rc)
 		return err_set(msg, ERR_INVALID, "%s: malformed or too long", key);
-	return web__parse_time(key, v, now_ns, out, msg);
+	err_clear(&why);
+	rc = time_parse(v, now_ns, out, &why);
+	return rc ? err_set(msg, rc, "%s: %s", key, why.text) : 0;
 }
 
 /* The parts of a multipart body, or none when the body is not multipart. */

@@ -2,7 +2,7 @@
  * routes_query.c - the read API: HTTP parameters in, query/query.h out.
  *
  * Every route parses its query string (untrusted: sizes capped at
- * WEB_PARAM_MAX, times through query_parse_time, selectors by the engine),
+ * WEB_PARAM_MAX, times through time_parse, selectors by the engine),
  * runs one engine call under the server's query limits, and answers with
  * the engine's bytes or with the engine's message through the one
  * ERR -> HTTP table.  Unknown parameters are ignored, so clients that add
@@ -22,9 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/clock.h"
+#include "base/timeparse.h"
 #include "query/query.h"
 #include "web/web_int.h"
+
+#include "types.pb-c.h"
 
 #define TIME_PARAM_MAX 64
 #define DEFAULT_FROM "now-1h"
@@ -61,7 +65,7 @@ static int param_time(const struct web__req *rq, const char *key, const char *df
 	else if (rc)
 		return rc;
 	err_clear(&why);
-	rc = query_parse_time(v, now, out, &why);
+	rc = time_parse(v, now, out, &why);
 	if (rc)
 		return err_set(msg, rc, "parameter %s: %s", key, why.text);
 	return 0;
@@ -118,167 +122,12 @@ static int parse_side(const struct web__req *rq, const char *qkey, const char *f
 
 /* ---- /api/v1/diff-top ---------------------------------------------------- */
 
-struct fn_row {
-	const char *name;   /* borrowed from a top text buffer */
-	size_t len;
-	int64_t self[2];
-	int64_t total[2];
-	double dself, dtotal; /* comparison minus baseline, in the mode's unit */
-};
-
-struct fn_rows {
-	struct fn_row *v;
-	size_t n, cap;
-};
-
-/*
- * Reads the lines of query_top text ("self self% total total%  name") of
- * one side into rows.  The text is ours, but it is still checked.
- */
-static int read_top(const struct buf *text, int side, struct fn_rows *rows, int64_t *sum,
-		    struct err_msg *msg)
-{
-	const char *p = text->data ? text->data : "";
-	const char *nl = strchr(p, '\n');
-
-	*sum = 0;
-	for (p = nl ? nl + 1 : p + strlen(p); *p; p = nl + 1) {
-		struct fn_row *r;
-		char *e;
-		long long self, total;
-
-		nl = strchr(p, '\n');
-		if (!nl)
-			break;
-		self = strtoll(p, &e, 10);
-		e += strspn(e, " ");
-		e += strcspn(e, " ");
-		total = strtoll(e, &e, 10);
-		e += strspn(e, " ");
-		e += strcspn(e, " ");
-		if (e + 2 > nl || e[0] != ' ' || e[1] != ' ')
-			return err_set(msg, ERR_CORRUPT, "diff-top: unexpected top line");
-		e += 2;
-		if (rows->n == rows->cap) {
-			size_t nc = rows->cap ? rows->cap * 2 : 256;
-			struct fn_row *nv = realloc(rows->v, nc * sizeof(*nv));
-
-			if (!nv)
-				return err_set(msg, ERR_NOMEM, "diff-top: out of memory");
-			rows->v = nv;
-			rows->cap = nc;
-		}
-		r = &rows->v[rows->n++];
-		memset(r, 0, sizeof(*r));
-		r->name = e;
-		r->len = (size_t)(nl - e);
-		r->self[side] = self;
-		r->total[side] = total;
-		*sum += self;
-	}
-	return 0;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-	const struct fn_row *x = a, *y = b;
-	size_t n = x->len < y->len ? x->len : y->len;
-	int c = memcmp(x->name, y->name, n);
-
-	return c ? c : (x->len > y->len) - (x->len < y->len);
-}
-
-static double mag(double v)
-{
-	return v < 0 ? -v : v;
-}
-
-static int cmp_change(const void *a, const void *b)
-{
-	const struct fn_row *x = a, *y = b;
-
-	if (mag(x->dself) != mag(y->dself))
-		return mag(x->dself) < mag(y->dself) ? 1 : -1;
-	if (mag(x->dtotal) != mag(y->dtotal))
-		return mag(x->dtotal) < mag(y->dtotal) ? 1 : -1;
-	return cmp_name(a, b);
-}
-
-/* Merges rows of the same name (sorted by name) and computes the changes. */
-static size_t join_rows(struct fn_rows *rows, int64_t lsum, int64_t rsum, int relative)
-{
-	size_t n = 0;
-
-	qsort(rows->v, rows->n, sizeof(*rows->v), cmp_name);
-	for (size_t i = 0; i < rows->n; i++) {
-		if (n && cmp_name(&rows->v[n - 1], &rows->v[i]) == 0) {
-			struct fn_row *d = &rows->v[n - 1];
-
-			for (int s = 0; s < 2; s++) {
-				d->self[s] += rows->v[i].self[s];
-				d->total[s] += rows->v[i].total[s];
-			}
-			continue;
-		}
-		rows->v[n++] = rows->v[i];
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct fn_row *r = &rows->v[i];
-		double ls = 1, rs = 1;
-
-		if (relative) {
-			ls = lsum ? 100.0 / (double)lsum : 0;
-			rs = rsum ? 100.0 / (double)rsum : 0;
-		}
-		r->dself = (double)r->self[1] * rs - (double)r->self[0] * ls;
-		r->dtotal = (double)r->total[1] * rs - (double)r->total[0] * ls;
-	}
-	qsort(rows->v, n, sizeof(*rows->v), cmp_change);
-	return n;
-}
-
-static int put_diff_rows(struct buf *out, const struct fn_rows *rows, size_t n, int64_t lsum,
-			 int64_t rsum, int relative)
-{
-	int rc = buf_printf(out, "# mode %s; baseline total %lld, comparison total %lld\n",
-			    relative ? "relative" : "absolute", (long long)lsum, (long long)rsum);
-
-	if (!rc)
-		rc = buf_printf(out, "%14s %14s %14s %14s %14s %14s  %s\n", "base_self",
-				"comp_self", "delta_self", "base_total", "comp_total",
-				"delta_total", relative ? "name (values in % of each side's total)"
-							: "name");
-	for (size_t i = 0; i < n && !rc; i++) {
-		const struct fn_row *r = &rows->v[i];
-		const char *tag = !r->total[0] ? " [new]" : !r->total[1] ? " [removed]" : "";
-
-		if (relative) {
-			double l = lsum ? 100.0 / (double)lsum : 0, c = rsum ? 100.0 / (double)rsum : 0;
-
-			rc = buf_printf(out, "%13.4f%% %13.4f%% %+13.4f%% %13.4f%% %13.4f%% %+13.4f%%  %.*s%s\n",
-					(double)r->self[0] * l, (double)r->self[1] * c, r->dself,
-					(double)r->total[0] * l, (double)r->total[1] * c, r->dtotal,
-					(int)r->len, r->name, tag);
-		} else {
-			rc = buf_printf(out, "%14lld %14lld %+14lld %14lld %14lld %+14lld  %.*s%s\n",
-					(long long)r->self[0], (long long)r->self[1],
-					(long long)(r->self[1] - r->self[0]), (long long)r->total[0],
-					(long long)r->total[1], (long long)(r->total[1] - r->total[0]),
-					(int)r->len, r->name, tag);
-		}
-	}
-	return rc;
-}
-
 static int diff_top(struct web__req *rq, const struct side *l, const struct side *r,
 		    struct buf *out, struct err_msg *msg)
 {
 	char mode[16] = "relative";
-	int64_t limit = 20, lsum = 0, rsum = 0;
-	struct buf lt, rt;
-	struct fn_rows rows = { 0 };
-	size_t n;
-	int rc, relative;
+	int64_t limit = 20;
+	int rc;
 
 	rc = param(rq, "mode", mode, sizeof(mode), msg);
 	if (rc == ERR_NOT_FOUND)
@@ -288,46 +137,43 @@ static int diff_top(struct web__req *rq, const struct side *l, const struct side
 	if (strcmp(mode, "relative") != 0 && strcmp(mode, "absolute") != 0)
 		return err_set(msg, ERR_INVALID, "parameter mode: \"%s\" is not relative or absolute",
 			       mode);
-	relative = mode[0] == 'r';
 	rc = param_int(rq, "limit", 1000000, &limit, msg);
 	if (rc)
 		return rc;
-	buf_init(&lt, out->max);
-	buf_init(&rt, out->max);
-	rc = query_top(rq->srv->store, rq->tenant, &l->p, QUERY_TOP_BY_SELF, 0, &lt, msg);
-	if (!rc)
-		rc = query_top(rq->srv->store, rq->tenant, &r->p, QUERY_TOP_BY_SELF, 0, &rt, msg);
-	if (!rc)
-		rc = read_top(&lt, 0, &rows, &lsum, msg);
-	if (!rc)
-		rc = read_top(&rt, 1, &rows, &rsum, msg);
-	if (!rc) {
-		n = join_rows(&rows, lsum, rsum, relative);
-		if (limit && (size_t)limit < n)
-			n = (size_t)limit;
-		rc = put_diff_rows(out, &rows, n, lsum, rsum, relative);
-		if (rc)
-			rc = err_set(msg, rc, "diff-top: response too large");
-	}
-	free(rows.v);
-	buf_release(&lt);
-	buf_release(&rt);
-	return rc;
+	return query_diff_top(rq->srv->store, rq->tenant, &l->p, &r->p,
+			      mode[0] == 'r' ? QUERY_DIFF_RELATIVE : QUERY_DIFF_ABSOLUTE,
+			      (size_t)limit, out, msg);
 }
 
 /* ---- legacy label routes ---------------------------------------------------- */
 
+/* Writes names as the bare JSON array Pyroscope's legacy routes return. */
+static int put_names(struct buf *out, char *const *names, size_t n)
+{
+	int rc = buf_putc(out, '[');
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (i)
+			rc = buf_putc(out, ',');
+		if (!rc)
+			rc = buf_put_json_str(out, names[i], strlen(names[i]));
+	}
+	if (!rc)
+		rc = buf_puts(out, "]\n");
+	return rc;
+}
+
 /*
- * Runs LabelNames or LabelValues through query_connect and answers with the
- * bare JSON array Pyroscope's legacy routes return.
+ * /pyroscope/labels and /pyroscope/label-values: the LabelNames or
+ * LabelValues method over the series of `query` (all without one) with a
+ * profile in [from, until).
  */
 static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 		  struct err_msg *msg)
 {
-	char sel[WEB_PARAM_MAX], name[256];
+	char sel[WEB_PARAM_MAX], name[256], *matchers[1] = { sel };
 	int64_t from, until;
-	struct buf body, resp;
-	const char *a, *z;
+	struct arena a;
 	int rc, have_sel;
 
 	rc = param(rq, "query", sel, sizeof(sel), msg);
@@ -345,36 +191,36 @@ static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 		rc = param_time(rq, "until", DEFAULT_UNTIL, now, &until, msg);
 	if (rc)
 		return rc;
-	buf_init(&body, 8 * WEB_PARAM_MAX); /* two parameters, JSON-escaped */
-	buf_init(&resp, out->max);
-	rc = buf_puts(&body, "{\"matchers\":[");
-	if (!rc && have_sel)
-		rc = buf_put_json_str(&body, sel, strlen(sel));
-	if (!rc && values) {
-		rc = buf_puts(&body, "],\"name\":");
+	/* The methods take Unix milliseconds, as Connect clients send them. */
+	arena_init(&a, rq->srv->opt.query.max_bytes ? rq->srv->opt.query.max_bytes
+						      : QUERY_DEFAULT_MAX_BYTES);
+	if (values) {
+		Types__V1__LabelValuesRequest req = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
+		Types__V1__LabelValuesResponse *resp;
+
+		req.name = name;
+		req.matchers = matchers;
+		req.n_matchers = have_sel;
+		req.start = from / 1000000;
+		req.end = until / 1000000;
+		rc = query_label_values(rq->srv->store, rq->tenant, &req, &rq->srv->opt.query, &a,
+					&resp, msg);
 		if (!rc)
-			rc = buf_put_json_str(&body, name, strlen(name));
-	} else if (!rc) {
-		rc = buf_putc(&body, ']');
+			rc = put_names(out, resp->names, resp->n_names);
+	} else {
+		Types__V1__LabelNamesRequest req = TYPES__V1__LABEL_NAMES_REQUEST__INIT;
+		Types__V1__LabelNamesResponse *resp;
+
+		req.matchers = matchers;
+		req.n_matchers = have_sel;
+		req.start = from / 1000000;
+		req.end = until / 1000000;
+		rc = query_label_names(rq->srv->store, rq->tenant, &req, &rq->srv->opt.query, &a,
+				       &resp, msg);
+		if (!rc)
+			rc = put_names(out, resp->names, resp->n_names);
 	}
-	if (!rc)
-		rc = buf_printf(&body, ",\"start\":\"%lld\",\"end\":\"%lld\"}",
-				(long long)(from / 1000000), (long long)(until / 1000000));
-	if (rc)
-		rc = err_set(msg, rc, "out of memory");
-	if (!rc)
-		rc = query_connect(rq->srv->store, rq->tenant, values ? "LabelValues" : "LabelNames",
-				   body.data, body.len, &rq->srv->opt.query, &resp, msg);
-	if (!rc) {
-		a = resp.data ? strchr(resp.data, '[') : NULL;
-		z = resp.data ? strrchr(resp.data, ']') : NULL;
-		if (!a || !z || z < a)
-			rc = err_set(msg, ERR_CORRUPT, "labels: unexpected engine answer");
-		else if ((rc = buf_append(out, a, (size_t)(z - a + 1))) == 0)
-			rc = buf_putc(out, '\n');
-	}
-	buf_release(&body);
-	buf_release(&resp);
+	arena_release(&a);
 	return rc;
 }
 

@@ -37,15 +37,6 @@
  */
 int web__query_param(const char *qs, const char *key, char *out, size_t out_len);
 
-/*
- * Parses a time parameter: Unix seconds, milliseconds, microseconds or
- * nanoseconds told apart by magnitude, "now", or "now-<N><unit>" with unit
- * s, m, h, d or w.  Writes nanoseconds since the epoch.  ERR_INVALID with a
- * message naming `what` otherwise.
- */
-int web__parse_time(const char *what, const char *s, int64_t now_ns, int64_t *out_ns,
-		    struct err_msg *msg);
-
 #define WEB_TENANT_MAX 150
 
 /* 0 when `s` is a valid tenant id, else ERR_INVALID with a message. */

@@ -614,6 +614,9 @@ check "legacy speedscope total (ms -> ns)" "$(total "$CPU" '{service_name="ssapp
 http POST "/ingest?name=memapp.inuse_space&from=$((NOW - 10))&until=$NOW" --data-binary @"$WORK/folded.txt"
 expect_status 200 '"profiles":1' "legacy: folded without a format (Pyroscope's default)"
 types | grep -qx 'memory:inuse_space:bytes::' || fail "legacy: memory:inuse_space:bytes:: not listed"
+# ... and are queried by them (not time-based: the values as sent).
+check "legacy memory total (empty parts)" "$(total 'memory:inuse_space:bytes::' '{service_name="memapp"}')" "$LSUM"
+check "legacy memory top (empty parts)" "$(top_self 'memory:inuse_space:bytes::' '{service_name="memapp"}' 1)" "37 work"
 
 # ---- node -----------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@
 #include "fixture.h"
 
 #include "base/arena.h"
+#include "base/json.h"
 #include "base/buf.h"
 #include "query/query.h"
 #include "query/query_int.h"
@@ -85,30 +86,30 @@ struct dnode {
 };
 
 /* Decodes levels (4- or 7-tuples, side `side`) back into folded stacks. */
-static void decode_levels(const struct qjson *fb, int width, int side, struct ref *out,
+static void decode_levels(const struct json_value *fb, int width, int side, struct ref *out,
 			  long long *root_total, int check_sums)
 {
-	const struct qjson *levels = qjson_get(fb, "levels"), *nm = qjson_get(fb, "names");
+	const struct json_value *levels = json_get(fb, "levels"), *nm = json_get(fb, "names");
 	struct dnode *prev = NULL, *cur = NULL;
 	size_t nprev = 0;
 
 	assert_non_null(levels);
-	assert_string_equal(nm->kids[0].s, "total");
+	assert_string_equal(nm->items[0].str, "total");
 	for (size_t d = 0; d < levels->n; d++) {
-		const struct qjson *lv = &levels->kids[d];
+		const struct json_value *lv = &levels->items[d];
 		long long end = 0;
 		size_t ncur = lv->n / (size_t)width;
 
 		assert_int_equal(lv->n % (size_t)width, 0);
 		cur = calloc(ncur ? ncur : 1, sizeof(*cur));
 		for (size_t i = 0; i < ncur; i++) {
-			const struct qjson *t = &lv->kids[i * (size_t)width + (size_t)side * 3];
+			const struct json_value *t = &lv->items[i * (size_t)width + (size_t)side * 3];
 			struct dnode *n = &cur[i];
 
-			n->x = end + atoll(t[0].s);
-			n->total = atoll(t[1].s);
-			n->self = atoll(t[2].s);
-			n->name = atoi(lv->kids[i * (size_t)width + (size_t)width - 1].s);
+			n->x = end + atoll(t[0].str);
+			n->total = atoll(t[1].str);
+			n->self = atoll(t[2].str);
+			n->name = atoi(lv->items[i * (size_t)width + (size_t)width - 1].str);
 			end = n->x + n->total;
 			n->parent = -1;
 			if (d == 0) {
@@ -123,7 +124,7 @@ static void decode_levels(const struct qjson *fb, int width, int side, struct re
 				continue;
 			assert_true(n->parent >= 0);
 			snprintf(n->path, sizeof(n->path), "%.900s%s%.900s", prev[n->parent].path,
-				 prev[n->parent].path[0] ? ";" : "", nm->kids[n->name].s);
+				 prev[n->parent].path[0] ? ";" : "", nm->items[n->name].str);
 			if (n->self)
 				ref_add(out, n->path, n->self);
 		}
@@ -145,10 +146,10 @@ static void decode_levels(const struct qjson *fb, int width, int side, struct re
 	free(prev);
 }
 
-static void parse_json(struct arena *a, const struct buf *b, struct qjson **out)
+static void parse_json(struct arena *a, const struct buf *b, struct json_value **out)
 {
 	struct err_msg msg = { { 0 } };
-	int rc = qjson_parse(b->data, b->len, a, out, &msg);
+	int rc = json_parse(b->data, b->len, a, out, &msg);
 
 	if (rc)
 		fprintf(stderr, "json: %s\n", msg.text);
@@ -165,7 +166,7 @@ static void test_merge_equals_reference(void **state)
 	struct err_msg msg = { { 0 } };
 	struct query_params p = params(FX_CPU "{service_name=\"api\"}");
 	struct arena a;
-	struct qjson *j;
+	struct json_value *j;
 	long long sum, root = -1;
 
 	(void)state;
@@ -183,19 +184,19 @@ static void test_merge_equals_reference(void **state)
 	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
 	arena_init(&a, 1 << 30);
 	parse_json(&a, &out, &j);
-	assert_int_equal(atoll(qjson_get(qjson_get(j, "flamebearer"), "numTicks")->s), sum);
-	assert_string_equal(qjson_get(qjson_get(j, "metadata"), "format")->s, "single");
-	decode_levels(qjson_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
+	assert_int_equal(atoll(json_get(json_get(j, "flamebearer"), "numTicks")->str), sum);
+	assert_string_equal(json_get(json_get(j, "metadata"), "format")->str, "single");
+	decode_levels(json_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
 	assert_int_equal(root, sum);
 	assert_true(ref_equal(&ref, &dec));
 	{
-		const struct qjson *tl = qjson_get(j, "timeline"), *s = qjson_get(tl, "samples");
+		const struct json_value *tl = json_get(j, "timeline"), *s = json_get(tl, "samples");
 		long long ts = 0;
 
 		for (size_t i = 0; i < s->n; i++)
-			ts += atoll(s->kids[i].s);
+			ts += atoll(s->items[i].str);
 		assert_int_equal(ts, sum);
-		assert_true(atoll(qjson_get(tl, "durationDelta")->s) >= 10);
+		assert_true(atoll(json_get(tl, "durationDelta")->str) >= 10);
 	}
 	arena_release(&a);
 
@@ -301,7 +302,7 @@ static void test_max_nodes_other(void **state)
 	struct buf out;
 	struct err_msg msg = { { 0 } };
 	struct arena a;
-	struct qjson *j;
+	struct json_value *j;
 	struct ref dec = { 0 };
 	long long sum, root = -1;
 
@@ -314,7 +315,7 @@ static void test_max_nodes_other(void **state)
 	assert_non_null(strstr(out.data, "\"other\""));
 	arena_init(&a, 1 << 30);
 	parse_json(&a, &out, &j);
-	decode_levels(qjson_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
+	decode_levels(json_get(j, "flamebearer"), 4, 0, &dec, &root, 1);
 	assert_int_equal(root, sum);
 	{
 		long long s = 0;
@@ -322,7 +323,7 @@ static void test_max_nodes_other(void **state)
 			s += dec.v[i];
 		assert_int_equal(s, sum);
 	}
-	assert_true(qjson_get(qjson_get(j, "flamebearer"), "names")->n <= 10);
+	assert_true(json_get(json_get(j, "flamebearer"), "names")->n <= 10);
 	arena_release(&a);
 	ref_free(&dec);
 
@@ -340,8 +341,8 @@ static void test_diff_self(void **state)
 	struct buf out;
 	struct err_msg msg = { { 0 } };
 	struct arena a;
-	struct qjson *j;
-	const struct qjson *fb, *levels;
+	struct json_value *j;
+	const struct json_value *fb, *levels;
 	struct ref l = { 0 }, r = { 0 };
 	long long sum, lt = 0, rt = 0;
 
@@ -352,17 +353,17 @@ static void test_diff_self(void **state)
 	assert_int_equal(query_render_diff(f.st, "t1", &p, &p, &out, &msg), 0);
 	arena_init(&a, 1 << 30);
 	parse_json(&a, &out, &j);
-	fb = qjson_get(j, "flamebearer");
-	assert_int_equal(atoll(qjson_get(fb, "leftTicks")->s), sum);
-	assert_int_equal(atoll(qjson_get(fb, "rightTicks")->s), sum);
-	assert_string_equal(qjson_get(qjson_get(j, "metadata"), "format")->s, "double");
-	levels = qjson_get(fb, "levels");
+	fb = json_get(j, "flamebearer");
+	assert_int_equal(atoll(json_get(fb, "leftTicks")->str), sum);
+	assert_int_equal(atoll(json_get(fb, "rightTicks")->str), sum);
+	assert_string_equal(json_get(json_get(j, "metadata"), "format")->str, "double");
+	levels = json_get(fb, "levels");
 	for (size_t d = 0; d < levels->n; d++) {
-		const struct qjson *lv = &levels->kids[d];
+		const struct json_value *lv = &levels->items[d];
 		for (size_t i = 0; i + 7 <= lv->n; i += 7) {
-			assert_string_equal(lv->kids[i].s, lv->kids[i + 3].s);
-			assert_string_equal(lv->kids[i + 1].s, lv->kids[i + 4].s);
-			assert_string_equal(lv->kids[i + 2].s, lv->kids[i + 5].s);
+			assert_string_equal(lv->items[i].str, lv->items[i + 3].str);
+			assert_string_equal(lv->items[i + 1].str, lv->items[i + 4].str);
+			assert_string_equal(lv->items[i + 2].str, lv->items[i + 5].str);
 		}
 	}
 	decode_levels(fb, 7, 0, &l, &lt, 1);

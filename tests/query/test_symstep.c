@@ -63,7 +63,7 @@ static void put_named(struct qmemo_view *v, uint32_t part, uint32_t loc, int lea
 		f[k].line = 10 + k;
 		f[k].column = k;
 	}
-	qmemo_put(v, part, loc, leaf, f, n);
+	query__memo_put(v, part, loc, leaf, f, n);
 }
 
 static uint64_t metric(struct query_symmemo *m, const char *name)
@@ -96,22 +96,22 @@ static void test_roundtrip(void **state)
 
 	(void)state;
 	assert_int_equal(query_symmemo_new(g_svc, 0, &m), 0);
-	qmemo_begin(m, "acme", &v);
-	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 0);
-	qmemo_unlock(&v);
-	qmemo_put_begin(&v, "acme");
+	query__memo_begin(m, "acme", &v);
+	assert_int_equal(query__memo_get(&v, 1, 5, 1, &f, &n), 0);
+	query__memo_unlock(&v);
+	query__memo_put_begin(&v, "acme");
 	put_named(&v, 1, 5, 1, 3);
 	put_named(&v, 1, 5, 0, 0); /* resolved: nothing known there */
 	put_named(&v, 2, 70000, 1, 1);
 	put_named(&v, 2, 70001, 1, 2);
-	qmemo_put_end(&v);
-	qmemo_end(&v);
+	query__memo_put_end(&v);
+	query__memo_end(&v);
 	assert_int_equal(metric(m, "unhex_symbolize_memo_lookups_total{result=\"stored\"} "), 4);
 
-	qmemo_begin(m, "acme", &v);
-	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 1);
+	query__memo_begin(m, "acme", &v);
+	assert_int_equal(query__memo_get(&v, 1, 5, 1, &f, &n), 1);
 	assert_int_equal(n, 3);
-	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 1); /* twice: two hits */
+	assert_int_equal(query__memo_get(&v, 1, 5, 1, &f, &n), 1); /* twice: two hits */
 	for (uint32_t k = 0; k < n; k++) {
 		name_of(want, sizeof(want), 1, 5, 1, k);
 		assert_string_equal(f[k].function, want);
@@ -122,34 +122,34 @@ static void test_roundtrip(void **state)
 		else
 			assert_null(f[k].file);
 	}
-	assert_int_equal(qmemo_get(&v, 1, 5, 0, &g, &n), 1);
+	assert_int_equal(query__memo_get(&v, 1, 5, 0, &g, &n), 1);
 	assert_int_equal(n, 0);
-	assert_int_equal(qmemo_get(&v, 2, 70000, 1, &g, &n), 1);
+	assert_int_equal(query__memo_get(&v, 2, 70000, 1, &g, &n), 1);
 	assert_int_equal(n, 1);
-	assert_int_equal(qmemo_get(&v, 2, 70001, 1, &g, &n), 1);
+	assert_int_equal(query__memo_get(&v, 2, 70001, 1, &g, &n), 1);
 	assert_int_equal(n, 2);
 	/* Interned: one copy of a string however many frames use it. */
 	assert_ptr_equal(f[1].file, g[1].file);
-	assert_int_equal(qmemo_get(&v, 2, 70000, 0, &f, &n), 0);
-	assert_int_equal(qmemo_get(&v, 1, 6, 1, &f, &n), 0);
-	assert_int_equal(qmemo_get(&v, 3, 5, 1, &f, &n), 0);
-	qmemo_end(&v);
+	assert_int_equal(query__memo_get(&v, 2, 70000, 0, &f, &n), 0);
+	assert_int_equal(query__memo_get(&v, 1, 6, 1, &f, &n), 0);
+	assert_int_equal(query__memo_get(&v, 3, 5, 1, &f, &n), 0);
+	query__memo_end(&v);
 	/* Tenants never see each other's locations. */
-	qmemo_begin(m, "other", &v);
-	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 0);
-	qmemo_end(&v);
+	query__memo_begin(m, "other", &v);
+	assert_int_equal(query__memo_get(&v, 1, 5, 1, &f, &n), 0);
+	query__memo_end(&v);
 	assert_int_equal(metric(m, "unhex_symbolize_memo_lookups_total{result=\"hit\"} "), 5);
 	assert_int_equal(metric(m, "unhex_symbolize_memo_resets_total "), 0);
 	query_symmemo_free(m);
 
 	/* Without a memo everything is a quiet miss. */
-	qmemo_begin(NULL, "acme", &v);
-	assert_int_equal(qmemo_get(&v, 1, 5, 1, &f, &n), 0);
-	qmemo_unlock(&v);
-	qmemo_put_begin(&v, "acme");
+	query__memo_begin(NULL, "acme", &v);
+	assert_int_equal(query__memo_get(&v, 1, 5, 1, &f, &n), 0);
+	query__memo_unlock(&v);
+	query__memo_put_begin(&v, "acme");
 	put_named(&v, 1, 5, 1, 1);
-	qmemo_put_end(&v);
-	qmemo_end(&v);
+	query__memo_put_end(&v);
+	query__memo_end(&v);
 }
 
 /* Past the cap storing stops, the next writer starts over, and a reader
@@ -165,37 +165,37 @@ static void test_cap(void **state)
 
 	(void)state;
 	assert_int_equal(query_symmemo_new(g_svc, cap, &m), 0);
-	qmemo_begin(m, "acme", &v);
-	qmemo_unlock(&v);
-	qmemo_put_begin(&v, "acme");
+	query__memo_begin(m, "acme", &v);
+	query__memo_unlock(&v);
+	query__memo_put_begin(&v, "acme");
 	for (loc = 1; loc < 100000; loc++)
 		put_named(&v, 1, loc, 1, 2);
-	qmemo_put_end(&v);
-	qmemo_end(&v);
+	query__memo_put_end(&v);
+	query__memo_end(&v);
 	assert_true(metric(m, "unhex_symbolize_memo_lookups_total{result=\"stored\"} ") < 99999);
 	assert_true(metric(m, "unhex_symbolize_memo_lookups_total{result=\"stored\"} ") > 100);
 	assert_true(metric(m, "unhex_symbolize_memo_bytes ") <= cap + 4096);
 
-	qmemo_begin(m, "acme", &old);
-	assert_int_equal(qmemo_get(&old, 1, 7, 1, &f, &n), 1);
-	qmemo_unlock(&old);
+	query__memo_begin(m, "acme", &old);
+	assert_int_equal(query__memo_get(&old, 1, 7, 1, &f, &n), 1);
+	query__memo_unlock(&old);
 	/* The memo is full: this writer replaces it. */
-	qmemo_begin(m, "acme", &v);
-	qmemo_unlock(&v);
-	qmemo_put_begin(&v, "acme");
+	query__memo_begin(m, "acme", &v);
+	query__memo_unlock(&v);
+	query__memo_put_begin(&v, "acme");
 	put_named(&v, 9, 9, 0, 1);
-	qmemo_put_end(&v);
-	qmemo_end(&v);
+	query__memo_put_end(&v);
+	query__memo_end(&v);
 	assert_int_equal(metric(m, "unhex_symbolize_memo_resets_total "), 1);
 	assert_int_equal(n, 2);
 	name_of(want, sizeof(want), 1, 7, 1, 1);
 	assert_string_equal(f[1].function, want); /* still the old generation's */
-	qmemo_end(&old);
+	query__memo_end(&old);
 
-	qmemo_begin(m, "acme", &v);
-	assert_int_equal(qmemo_get(&v, 1, 7, 1, &f, &n), 0);
-	assert_int_equal(qmemo_get(&v, 9, 9, 0, &f, &n), 1);
-	qmemo_end(&v);
+	query__memo_begin(m, "acme", &v);
+	assert_int_equal(query__memo_get(&v, 1, 7, 1, &f, &n), 0);
+	assert_int_equal(query__memo_get(&v, 9, 9, 0, &f, &n), 1);
+	query__memo_end(&v);
 	query_symmemo_free(m);
 }
 
@@ -216,12 +216,12 @@ static void *work(void *arg)
 		const struct qsym_frame *f;
 		uint32_t n;
 
-		qmemo_begin(w->m, (it & 1) ? "acme" : "beta", &v);
+		query__memo_begin(w->m, (it & 1) ? "acme" : "beta", &v);
 		for (int i = 0; i < 50; i++) {
 			uint32_t part = 1 + rand_r(&w->seed) % 3, loc = rand_r(&w->seed) % 3000;
 			int leaf = (int)(rand_r(&w->seed) & 1);
 
-			if (!qmemo_get(&v, part, loc, leaf, &f, &n))
+			if (!query__memo_get(&v, part, loc, leaf, &f, &n))
 				continue;
 			w->hits++;
 			if (n != 1 + loc % 3)
@@ -232,15 +232,15 @@ static void *work(void *arg)
 					w->bad++;
 			}
 		}
-		qmemo_unlock(&v);
-		qmemo_put_begin(&v, (it & 1) ? "acme" : "beta");
+		query__memo_unlock(&v);
+		query__memo_put_begin(&v, (it & 1) ? "acme" : "beta");
 		for (int i = 0; i < 40; i++) {
 			uint32_t part = 1 + rand_r(&w->seed) % 3, loc = rand_r(&w->seed) % 3000;
 
 			put_named(&v, part, loc, (int)(rand_r(&w->seed) & 1), 1 + loc % 3);
 		}
-		qmemo_put_end(&v);
-		qmemo_end(&v);
+		query__memo_put_end(&v);
+		query__memo_end(&v);
 	}
 	return NULL;
 }

@@ -1,0 +1,259 @@
+/*
+ * build.c - the fourth stage of the pipeline: the call tree of frame names
+ * over the collected stacks.  Each distinct stack is resolved once, walking
+ * the stack trie root-ward only until a memoized trie node, so a prefix
+ * shared by many stacks is resolved once; a location names its frames from
+ * its lines, else from query-time symbolization, else as
+ * `<binary>+0x<address>`.
+ */
+#include "query/query_int.h"
+
+#include "base/err.h"
+#include "storage/storage.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A corrupt trie must not loop forever: stacks deeper than this are refused. */
+enum { MAX_STACK_DEPTH = 1 << 16 };
+
+struct builder {
+	struct qctx *q;
+	struct qtree *t;
+	struct qviews views;
+	struct qmap trie_memo;  /* part << 32 | stack id -> tree node */
+	struct qmap loc_memo;   /* part << 32 | location id -> offset in frames */
+	/* With query-time symbolization a stack's own (leaf) location may name
+	 * other frames than the same location as a caller: separate memos. */
+	const struct qsym *sym;
+	struct qmap leaf_memo, leaf_loc_memo;
+	uint32_t *frames;       /* [count, build id name, name ids...] per location */
+	size_t nframes, fcap;
+	uint32_t *path;
+	size_t pcap;
+	uint8_t *roles; /* per path entry: 1 when resolved as a PC (leaf) */
+	size_t rcap;
+};
+
+static const char *base_name(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/*
+ * Writes "<file>+0x<hex address>" (file cut at 400 bytes) into out[512] and
+ * returns its length.  By hand: snprintf was 4 % of a query that names
+ * ~150k raw frames.
+ */
+static size_t placeholder_name(char *out, const char *file, uint64_t addr)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strnlen(file, 400), d = 1;
+
+	memcpy(out, file, n);
+	memcpy(out + n, "+0x", 3);
+	n += 3;
+	while (d < 16 && addr >> (4 * d))
+		d++;
+	for (size_t i = d; i-- > 0; addr >>= 4)
+		out[n + i] = hex[addr & 15];
+	n += d;
+	out[n] = '\0';
+	return n;
+}
+
+static int push_frame(struct builder *b, uint32_t name)
+{
+	int rc = query__mem_grow(b->q, (void **)&b->frames, &b->fcap, sizeof(*b->frames),
+				 b->nframes + 1, "frame table");
+
+	if (!rc)
+		b->frames[b->nframes++] = name;
+	return rc;
+}
+
+/* Resolves location `loc` of `sym` to frame names (outermost first), memoized. */
+static int resolve_location(struct builder *b, uint32_t part, struct store_symbols *sym,
+			    uint32_t loc, int leaf, uint32_t *off)
+{
+	struct store_location_view lv;
+	struct qctx *q = b->q;
+	struct qmap *memo = leaf ? &b->leaf_loc_memo : &b->loc_memo;
+	uint64_t key = (uint64_t)part << 32 | loc;
+	size_t start = b->nframes;
+	const struct qsym_frame *sf;
+	uint32_t name, count = 0;
+	size_t nsf;
+	int rc;
+
+	if (query__map_get(memo, key, off))
+		return 0;
+	rc = store_symbols_location(sym, loc, &lv);
+	if (rc)
+		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part, loc);
+	if ((rc = push_frame(b, 0)) || (rc = push_frame(b, 0)))
+		return rc;
+	for (size_t i = lv.n_lines; i-- > 0;) {
+		struct store_function f;
+
+		if (!lv.lines[i].function_id ||
+		    store_symbols_function(sym, lv.lines[i].function_id, &f) || !f.name || !f.name[0])
+			continue;
+		rc = query__names_intern(q, &b->t->names, f.name, strlen(f.name), &name);
+		if (!rc)
+			rc = push_frame(b, name);
+		if (rc)
+			return rc;
+		count++;
+	}
+	nsf = lv.n_lines ? 0 : query__sym_frames(b->sym, part, loc, leaf, &sf);
+	for (size_t i = nsf; i-- > 0;) { /* outermost first */
+		rc = query__names_intern(q, &b->t->names, sf[i].function, sf[i].function_len, &name);
+		if (!rc)
+			rc = push_frame(b, name);
+		if (rc)
+			return rc;
+		count++;
+	}
+	if (!count) {
+		struct store_mapping mp;
+		char tmp[512];
+		const char *file = "[unknown]";
+		size_t n;
+
+		if (lv.mapping_id && !store_symbols_mapping(sym, lv.mapping_id, &mp)) {
+			if (mp.filename && mp.filename[0])
+				file = base_name(mp.filename);
+			if (mp.build_id && mp.build_id[0]) {
+				rc = query__names_intern(q, &b->t->names, mp.build_id, strlen(mp.build_id),
+							 &b->frames[start + 1]);
+				if (rc)
+					return rc;
+			}
+		}
+		n = placeholder_name(tmp, file, lv.address);
+		rc = query__names_intern(q, &b->t->names, tmp, n, &name);
+		if (!rc)
+			rc = push_frame(b, name);
+		if (rc)
+			return rc;
+		count = 1;
+	}
+	b->frames[start] = count;
+	*off = (uint32_t)start;
+	return query__map_put(q, memo, key, *off);
+}
+
+/* Returns in *node the tree node of stack `stack` of partition `part`. */
+static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint32_t *node)
+{
+	struct qctx *q = b->q;
+	struct store_symbols *sym;
+	uint32_t cur = 0, s = stack, parent, loc;
+	size_t depth = 0;
+	int rc, pc;
+
+	if (!stack) {
+		*node = 0;
+		return 0;
+	}
+	if (b->sym && query__map_get(&b->leaf_memo, (uint64_t)part << 32 | stack, node))
+		return 0;
+	rc = query__views_get(q, &b->views, part, &sym);
+	if (rc)
+		return rc;
+	/* Walk root-ward until a trie node whose tree node is known in the role
+	 * it has here: with symbolization the stack's own node, and the node
+	 * root-ward of a kernel frame, are resolved as a leaf (a PC). */
+	pc = b->sym != NULL;
+	while (s && !query__map_get(pc ? &b->leaf_memo : &b->trie_memo, (uint64_t)part << 32 | s, &cur)) {
+		if (depth >= MAX_STACK_DEPTH)
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u deeper than %d",
+				       part, stack, MAX_STACK_DEPTH);
+		if (depth >= b->pcap &&
+		    (rc = query__mem_grow(q, (void **)&b->path, &b->pcap, sizeof(*b->path), depth + 1,
+					  "stack path")))
+			return rc;
+		if (depth >= b->rcap &&
+		    (rc = query__mem_grow(q, (void **)&b->roles, &b->rcap, sizeof(*b->roles), depth + 1,
+					  "stack path")))
+			return rc;
+		b->roles[depth] = (uint8_t)pc;
+		b->path[depth++] = s;
+		if (store_symbols_stack_node(sym, s, &parent, &loc))
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, s);
+		pc = query__sym_kernel(b->sym, part, loc);
+		s = parent;
+	}
+	if (!s)
+		cur = 0;
+	assert(cur < b->t->n);
+	/* Then descend, creating tree nodes frame by frame. */
+	while (depth-- > 0) {
+		uint32_t off, count;
+
+		s = b->path[depth];
+		if (store_symbols_stack_node(sym, s, &parent, &loc))
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, s);
+		rc = resolve_location(b, part, sym, loc, b->roles[depth], &off);
+		if (rc)
+			return rc;
+		count = b->frames[off];
+		for (uint32_t i = 0; i < count; i++) {
+			rc = query__tree_child(q, b->t, cur, b->frames[off + 2 + i], &cur);
+			if (rc)
+				return rc;
+		}
+		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
+			b->t->nodes[cur].build_id = b->frames[off + 1];
+		rc = query__map_put(q, b->roles[depth] ? &b->leaf_memo : &b->trie_memo,
+				    (uint64_t)part << 32 | s, cur);
+		if (rc)
+			return rc;
+	}
+	*node = cur;
+	return 0;
+}
+
+int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
+{
+	struct builder b;
+	int rc = query__tree_init(q, t);
+
+	if (rc)
+		return rc;
+	memset(&b, 0, sizeof(b));
+	b.q = q;
+	b.t = t;
+	query__map_init_dense(&b.trie_memo);
+	query__map_init_dense(&b.loc_memo);
+	query__map_init_dense(&b.leaf_memo);
+	query__map_init_dense(&b.leaf_loc_memo);
+	b.sym = m->sym;
+	for (size_t i = 0; i < m->n && !rc; i++) {
+		uint32_t node = 0;
+
+		if ((i & 1023) == 1023 && (rc = query__ctx_check(q)))
+			break;
+		rc = resolve_stack(&b, m->stacks[i].part, m->stacks[i].stack, &node);
+		if (!rc)
+			t->nodes[node].self[0] += m->stacks[i].value;
+	}
+	if (!rc)
+		query__tree_totals(t);
+	query__views_release(&b.views);
+	query__map_release(q, &b.trie_memo);
+	query__map_release(q, &b.loc_memo);
+	query__map_release(q, &b.leaf_memo);
+	query__map_release(q, &b.leaf_loc_memo);
+	query__mem_free(q, b.frames, b.fcap, sizeof(*b.frames));
+	query__mem_free(q, b.path, b.pcap, sizeof(*b.path));
+	query__mem_free(q, b.roles, b.rcap, sizeof(*b.roles));
+	if (rc)
+		query__tree_release(q, t);
+	return rc;
+}

@@ -1,0 +1,157 @@
+/*
+ * collect.c - the second stage of the pipeline: sums the values of every
+ * profile of the selected series in [from, until) by (partition, stack id),
+ * with the totals per time step of a timeline when one was set up.
+ */
+#include "query/query_int.h"
+
+#include "base/err.h"
+#include "storage/storage.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+void query__merge_init(struct qmerge *m)
+{
+	memset(m, 0, sizeof(*m));
+	query__map_init_dense(&m->index);
+}
+
+void query__merge_release(struct qctx *q, struct qmerge *m)
+{
+	query__mem_free(q, m->stacks, m->cap, sizeof(*m->stacks));
+	query__map_release(q, &m->index);
+	free(m->tl);
+	query__sym_free(q, m->sym);
+	query__merge_init(m);
+}
+
+void query__merge_drop_stacks(struct qctx *q, struct qmerge *m)
+{
+	query__mem_free(q, m->stacks, m->cap, sizeof(*m->stacks));
+	query__map_release(q, &m->index);
+	query__map_init_dense(&m->index);
+	m->stacks = NULL;
+	m->n = m->cap = 0;
+}
+
+struct sel_list {
+	struct qctx *q;
+	uint64_t *ids;
+	size_t n, cap;
+};
+
+static int add_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
+		      size_t n)
+{
+	struct sel_list *l = ctx;
+	int rc;
+
+	(void)part;
+	(void)labels;
+	(void)n;
+	rc = query__mem_grow(l->q, (void **)&l->ids, &l->cap, sizeof(*l->ids), l->n + 1, "series list");
+	if (rc)
+		return rc;
+	l->ids[l->n++] = id;
+	return 0;
+}
+
+struct collect {
+	struct qctx *q;
+	struct qmerge *m;
+	int rc;
+};
+
+static int add_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct collect *c = ctx;
+	struct qmerge *m = c->m;
+	uint64_t hi = (uint64_t)p->part << 32;
+	int64_t sum = 0;
+	int rc;
+
+	if ((rc = query__ctx_check(c->q))) {
+		c->rc = rc;
+		return 1;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t key = hi | p->stack_ids[i];
+		uint32_t at;
+
+		sum += p->values[i];
+		if (query__map_get(&m->index, key, &at)) {
+			m->stacks[at].value += p->values[i];
+			continue;
+		}
+		rc = query__mem_grow(c->q, (void **)&m->stacks, &m->cap, sizeof(*m->stacks), m->n + 1,
+				     "stack table");
+		if (!rc)
+			rc = query__map_put(c->q, &m->index, key, (uint32_t)m->n);
+		if (rc) {
+			c->rc = rc;
+			return 1;
+		}
+		m->stacks[m->n].part = p->part;
+		m->stacks[m->n].stack = p->stack_ids[i];
+		m->stacks[m->n].value = p->values[i];
+		m->n++;
+	}
+	m->total += sum;
+	m->profiles++;
+	if (p->meta.period)
+		m->period = p->meta.period;
+	if (m->tl && m->tl_step_ns > 0 && p->meta.time_ns >= m->tl_start_ns) {
+		int64_t b = (p->meta.time_ns - m->tl_start_ns) / m->tl_step_ns;
+		if (b >= 0 && (size_t)b < m->tl_n)
+			m->tl[b] += sum;
+	}
+	return 0;
+}
+
+int query__collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
+		   int64_t until_ns, struct qmerge *m)
+{
+	struct sel_list l = { q, NULL, 0, 0 };
+	struct collect c = { q, m, 0 };
+	int rc;
+
+	assert(sel && !m->n && !m->profiles); /* one collect per merge */
+	if (until_ns <= from_ns)
+		return err_set(q->msg, ERR_INVALID, "time range: until must be after from");
+	rc = query__select_series(q, sel, add_series, &l);
+	for (size_t i = 0; i < l.n && !rc; i++) {
+		rc = store_profiles_each(q->st, q->tenant, l.ids[i], from_ns, until_ns, add_profile,
+					 &c, q->msg);
+		if (c.rc)
+			rc = c.rc;
+		else if (rc > 0)
+			rc = 0;
+		else if (rc)
+			rc = err_set(q->msg, rc, "reading profiles of series %llu: %s",
+				     (unsigned long long)l.ids[i], err_str(rc));
+	}
+	m->series = l.n;
+	query__mem_free(q, l.ids, l.cap, sizeof(*l.ids));
+	return rc;
+}
+
+
+/* Timeline buckets: at most ~1024 points, never under 10 s. */
+int query__timeline_init(struct qctx *q, struct qmerge *m, int64_t from_ns, int64_t until_ns)
+{
+	const int64_t s = 1000000000LL;
+	int64_t range = until_ns > from_ns ? until_ns - from_ns : s;
+	int64_t step = range / 1024 / s + 1;
+
+	assert(!m->tl);
+	if (until_ns <= from_ns)
+		return 0;
+	step = (step + 9) / 10 * 10 * s;
+	m->tl_step_ns = step;
+	m->tl_start_ns = from_ns / step * step;
+	m->tl_n = (size_t)((until_ns - m->tl_start_ns + step - 1) / step);
+	m->tl = calloc(m->tl_n ? m->tl_n : 1, sizeof(*m->tl));
+	return m->tl ? 0 : err_set(q->msg, ERR_NOMEM, "out of memory (timeline)");
+}

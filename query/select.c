@@ -1,0 +1,96 @@
+/*
+ * select.c - the first stage of the pipeline: the selection of a query's
+ * parameters (its selector, checked) and the series it matches, found
+ * through the postings of its most selective equality matcher.
+ */
+#include "query/query_int.h"
+
+#include "base/err.h"
+#include "storage/storage.h"
+
+#include <assert.h>
+#include <string.h>
+
+int query__select(const struct query_params *p, struct query_selector *sel,
+		  struct err_msg *msg)
+{
+	int rc;
+
+	assert(p && sel);
+	rc = query_selector_parse2(p->profile_type, p->query, sel, msg);
+	if (rc)
+		return rc;
+	if (!sel->profile_type) {
+		query_selector_release(sel);
+		return err_set(msg, ERR_INVALID,
+			       "query: a profile type is required, e.g. "
+			       "process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name=\"api\"}");
+	}
+	if (p->max_nodes < 0 || p->max_nodes > QUERY_MAX_MAX_NODES) {
+		query_selector_release(sel);
+		return err_set(msg, ERR_INVALID, "maxNodes: %lld is outside 0..%d",
+			       (long long)p->max_nodes, QUERY_MAX_MAX_NODES);
+	}
+	return 0;
+}
+
+size_t query__max_nodes(const struct query_params *p)
+{
+	return p->max_nodes > 0 ? (size_t)p->max_nodes : QUERY_DEFAULT_MAX_NODES;
+}
+
+struct select_ctx {
+	struct qctx *q;
+	const struct query_selector *sel;
+	qseries_cb cb;
+	void *ctx;
+	int rc;
+};
+
+static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
+		      size_t n)
+{
+	struct select_ctx *c = ctx;
+	int rc;
+
+	if ((++c->q->tick & 255) == 0 && (rc = query__ctx_check(c->q))) {
+		c->rc = rc;
+		return 1;
+	}
+	if (!query_selector_matches(c->sel, labels, n))
+		return 0;
+	rc = c->cb(c->ctx, id, part, labels, n);
+	if (rc) {
+		c->rc = rc;
+		return 1;
+	}
+	return 0;
+}
+
+int query__select_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb,
+			 void *ctx)
+{
+	struct select_ctx c = { q, sel, cb, ctx, 0 };
+	const struct query_matcher *eq = NULL;
+	int rc;
+
+	/* The most selective equality we know of: service_name, then any. */
+	for (size_t i = 0; i < sel->n; i++) {
+		if (sel->m[i].op != QUERY_EQ || !sel->m[i].value[0])
+			continue;
+		if (!eq || !strcmp(sel->m[i].name, STORE_LABEL_SERVICE))
+			eq = &sel->m[i];
+	}
+	if (eq)
+		rc = store_series_with(q->st, q->tenant, eq->name, eq->value, select_one, &c);
+	else if (sel->profile_type)
+		rc = store_series_with(q->st, q->tenant, STORE_LABEL_PROFILE_TYPE, sel->profile_type,
+				       select_one, &c);
+	else
+		rc = store_series_each(q->st, q->tenant, select_one, &c);
+	if (c.rc)
+		return c.rc;
+	if (rc < 0)
+		return err_set(q->msg, rc, "reading series: %s", err_str(rc));
+	return 0;
+}

@@ -1,0 +1,268 @@
+/*
+ * test_connect.c - Connect JSON of querier.v1.QuerierService (query/connect.c)
+ * over a small real store, with exact expected answers: requests decoded by
+ * the proto3 JSON mapper (lowerCamel and original field names, int64 as
+ * numbers or strings, members unhex does not read ignored), responses with
+ * every field written as Pyroscope's clients read them; the typed label
+ * methods of the legacy routes; and malformed requests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fixture.h"
+
+#include "base/arena.h"
+#include "base/buf.h"
+#include "query/query.h"
+
+#include "types.pb-c.h"
+
+#define FROM "1700000000000"
+#define TO "1700003600000"
+#define RANGE "\"start\":" FROM ",\"end\":\"" TO "\""
+
+static struct fx f;
+
+static int setup(void **state)
+{
+	(void)state;
+	fx_open(&f);
+	fx_fill_small(&f, 1);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	fx_close(&f);
+	return 0;
+}
+
+/* Calls `method` with the JSON `req` and checks the answer is exactly `want`. */
+static void call(const char *method, const char *req, const char *want)
+{
+	struct err_msg msg = { { 0 } };
+	struct buf out;
+	int rc;
+
+	buf_init(&out, 1 << 20);
+	rc = query_connect(f.st, "t1", method, req, strlen(req), NULL, &out, &msg);
+	if (rc)
+		fail_msg("%s %s: %s", method, req, msg.text);
+	assert_string_equal(out.data, want);
+	buf_release(&out);
+}
+
+/* Calls `method` with the JSON `req`, which must fail with `rc` and a message containing `why`. */
+static void refused(const char *method, const char *req, int want_rc, const char *why)
+{
+	struct err_msg msg = { { 0 } };
+	struct buf out;
+
+	buf_init(&out, 1 << 20);
+	assert_int_equal(query_connect(f.st, "t1", method, req, strlen(req), NULL, &out, &msg),
+			 want_rc);
+	if (!strstr(msg.text, why))
+		fail_msg("%s %s: message \"%s\" lacks \"%s\"", method, req, msg.text, why);
+	buf_release(&out);
+}
+
+static void test_metadata(void **state)
+{
+	(void)state;
+	call("ProfileTypes", "",
+	     "{\"profileTypes\":[{\"ID\":\"memory:alloc_space:bytes:space:bytes\",\"name\":\"memory\","
+	     "\"sampleType\":\"alloc_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"space\","
+	     "\"periodUnit\":\"bytes\"},{\"ID\":\"" FX_CPU "\",\"name\":\"process_cpu\","
+	     "\"sampleType\":\"cpu\",\"sampleUnit\":\"nanoseconds\",\"periodType\":\"cpu\","
+	     "\"periodUnit\":\"nanoseconds\"}]}");
+	call("LabelNames", "{" RANGE "}",
+	     "{\"names\":[\"__profile_type__\",\"pod\",\"service_name\"]}");
+	call("LabelValues", "{\"name\":\"pod\",\"matchers\":[\"{service_name=\\\"api\\\"}\"]," RANGE "}",
+	     "{\"names\":[\"p1\",\"p2\"]}");
+	/* No series in range: the list is written, empty. */
+	call("LabelValues", "{\"name\":\"pod\",\"start\":1,\"end\":2}", "{\"names\":[]}");
+	/* Original field names, and members unhex does not read. */
+	call("Series", "{\"matchers\":[\"{service_name=\\\"api\\\"}\"],\"label_names\":[\"pod\"],"
+		       RANGE ",\"format\":\"x\",\"extra\":{\"a\":[1,null]}}",
+	     "{\"labelsSet\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}]},"
+	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}]}]}");
+	call("SelectSeries",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\"," RANGE
+	     ",\"step\":15,\"groupBy\":[\"pod\"]}",
+	     "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1699999995000\"}]},"
+	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000010000\"},"
+	     "{\"value\":150,\"timestamp\":\"1700000025000\"}]}]}");
+}
+
+static void test_flame_graphs(void **state)
+{
+	(void)state;
+	/* maxNodes as a string with an exponent: any integral spelling. */
+	call("SelectMergeStacktraces",
+	     "{\"profile_typeID\":\"" FX_CPU "\",\"labelSelector\":\"{pod=\\\"p1\\\"}\"," RANGE
+	     ",\"maxNodes\":\"1e1\"}",
+	     "{\"flamegraph\":{\"names\":[\"total\",\"main\",\"gc\",\"serve\",\"handle\",\"parse\"],"
+	     "\"levels\":[{\"values\":[\"0\",\"180\",\"0\",\"0\"]},"
+	     "{\"values\":[\"0\",\"180\",\"5\",\"1\"]},"
+	     "{\"values\":[\"0\",\"25\",\"25\",\"2\",\"0\",\"150\",\"0\",\"3\"]},"
+	     "{\"values\":[\"25\",\"100\",\"100\",\"4\",\"0\",\"50\",\"50\",\"5\"]}],"
+	     "\"total\":\"180\",\"maxSelf\":\"100\"}}");
+	/* maxNodes 3 keeps root, main and serve; gc, handle and parse become
+	 * "other" under their parents. */
+	call("Diff",
+	     "{\"left\":{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{pod=\\\"p1\\\"}\","
+	     RANGE ",\"maxNodes\":3},\"right\":{\"profileTypeID\":\"" FX_CPU "\","
+	     "\"labelSelector\":\"{service_name=\\\"api\\\",pod=\\\"p1\\\"}\"," RANGE "}}",
+	     "{\"flamegraph\":{\"names\":[\"total\",\"main\",\"other\",\"serve\"],"
+	     "\"levels\":[{\"values\":[\"0\",\"180\",\"0\",\"0\",\"180\",\"0\",\"0\"]},"
+	     "{\"values\":[\"0\",\"180\",\"5\",\"0\",\"180\",\"5\",\"1\"]},"
+	     "{\"values\":[\"0\",\"25\",\"25\",\"0\",\"25\",\"25\",\"2\","
+	     "\"0\",\"150\",\"0\",\"0\",\"150\",\"0\",\"3\"]},"
+	     "{\"values\":[\"25\",\"150\",\"150\",\"25\",\"150\",\"150\",\"2\"]}],"
+	     "\"total\":\"360\",\"maxSelf\":\"150\",\"leftTicks\":\"180\",\"rightTicks\":\"180\"}}");
+}
+
+static void test_rejects(void **state)
+{
+	(void)state;
+	refused("LabelNames", "{\"start\":1,\"start\":2}", ERR_INVALID, "duplicate key");
+	refused("LabelNames", "[]", ERR_INVALID, "LabelNamesRequest: not an object");
+	refused("LabelNames", "{\"start\":", ERR_INVALID, "unexpected end");
+	refused("SelectMergeStacktraces", "{\"profileTypeID\":5}", ERR_INVALID, "profileTypeID");
+	refused("SelectMergeStacktraces", "{\"maxNodes\":1.5}", ERR_INVALID, "maxNodes");
+	refused("LabelValues", "{}", ERR_INVALID, "label name");
+	refused("Diff", "{\"left\":{}}", ERR_INVALID, "field right is required");
+	refused("Series", "{\"start\":\"-5\"}", ERR_INVALID, "out of range");
+	refused("Nope", "{}", ERR_NOT_FOUND, "unknown method");
+	refused("SelectSeries", "{\"profileTypeID\":\"" FX_CPU "\",\"limit\":-1}", ERR_INVALID,
+		"negative");
+}
+
+/*
+ * Profile type IDs with empty parts, as ingest stores a pprof without a
+ * period type and older .NET agents' types: listed, and queryable by the
+ * selector and by profileTypeID (tenant t3 holds only these).
+ */
+static void test_empty_type_parts(void **state)
+{
+	const char *mem = "memory:inuse_space:bytes::", *net = "process_cpu:cpu:nanoseconds::nanoseconds";
+	const char *req = "{\"profileTypeID\":\"memory:inuse_space:bytes::\","
+			  "\"labelSelector\":\"{service_name=\\\"shop\\\"}\"," RANGE "}";
+	struct query_params p = { 0 };
+	struct err_msg msg = { { 0 } };
+	struct buf out;
+
+	(void)state;
+	fx_add(&f, "t3", "shop", mem, NULL, FX_T0, fx_small_stacks, fx_small_values, 4, "/bin/shop",
+	       "5e01", 0x1000, 0);
+	fx_add(&f, "t3", "shop", net, NULL, FX_T0, fx_small_stacks, fx_small_values, 2, "/bin/shop",
+	       "5e01", 0x1000, 0);
+	buf_init(&out, 1 << 20);
+	assert_int_equal(query_connect(f.st, "t3", "ProfileTypes", "", 0, NULL, &out, &msg), 0);
+	assert_string_equal(out.data,
+			    "{\"profileTypes\":[{\"ID\":\"memory:inuse_space:bytes::\",\"name\":\"memory\","
+			    "\"sampleType\":\"inuse_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"\","
+			    "\"periodUnit\":\"\"},{\"ID\":\"process_cpu:cpu:nanoseconds::nanoseconds\","
+			    "\"name\":\"process_cpu\",\"sampleType\":\"cpu\",\"sampleUnit\":\"nanoseconds\","
+			    "\"periodType\":\"\",\"periodUnit\":\"nanoseconds\"}]}");
+	buf_reset(&out);
+	assert_int_equal(query_connect(f.st, "t3", "SelectMergeStacktraces", req, strlen(req), NULL,
+				       &out, &msg), 0);
+	assert_string_equal(out.data,
+			    "{\"flamegraph\":{\"names\":[\"total\",\"main\",\"gc\",\"serve\",\"handle\","
+			    "\"parse\"],\"levels\":[{\"values\":[\"0\",\"180\",\"0\",\"0\"]},"
+			    "{\"values\":[\"0\",\"180\",\"5\",\"1\"]},"
+			    "{\"values\":[\"0\",\"25\",\"25\",\"2\",\"0\",\"150\",\"0\",\"3\"]},"
+			    "{\"values\":[\"25\",\"100\",\"100\",\"4\",\"0\",\"50\",\"50\",\"5\"]}],"
+			    "\"total\":\"180\",\"maxSelf\":\"100\"}}");
+	buf_reset(&out);
+	/* The .NET type through the selector of the legacy render. */
+	p.query = "process_cpu:cpu:nanoseconds::nanoseconds{service_name=\"shop\"}";
+	p.from_ns = FX_T0;
+	p.until_ns = FX_T0 + 3600 * FX_SEC;
+	assert_int_equal(query_render(f.st, "t3", &p, &out, &msg), 0);
+	assert_non_null(strstr(out.data, "\"flamebearer\":{\"names\":[\"total\",\"main\",\"serve\","
+					 "\"handle\",\"parse\"],\"levels\":[[0,150,0,0],[0,150,0,1],"
+					 "[0,150,0,2],[0,100,100,3,0,50,50,4]],\"numTicks\":150,"));
+	assert_non_null(strstr(out.data, "\"units\":\"nanoseconds\","
+					 "\"name\":\"process_cpu:cpu:nanoseconds::nanoseconds\"}"));
+	buf_release(&out);
+}
+
+/* The typed methods behind /pyroscope/labels and /pyroscope/label-values. */
+static void test_typed_labels(void **state)
+{
+	Types__V1__LabelNamesRequest nr = TYPES__V1__LABEL_NAMES_REQUEST__INIT;
+	Types__V1__LabelValuesRequest vr = TYPES__V1__LABEL_VALUES_REQUEST__INIT;
+	Types__V1__LabelNamesResponse *n;
+	Types__V1__LabelValuesResponse *v;
+	char *matchers[] = { "{pod=\"p2\"}" };
+	struct err_msg msg = { { 0 } };
+	struct arena a;
+	size_t need = 0;
+
+	(void)state;
+	arena_init(&a, 1 << 20);
+	nr.start = FX_T0 / 1000000;
+	nr.end = nr.start + 3600000;
+	assert_int_equal(query_label_names(f.st, "t1", &nr, NULL, &a, &n, &msg), 0);
+	assert_int_equal(n->n_names, 3);
+	assert_string_equal(n->names[1], "pod");
+	vr.name = "service_name";
+	assert_int_equal(query_label_values(f.st, "t1", &vr, NULL, &a, &v, &msg), 0);
+	assert_int_equal(v->n_names, 2);
+	assert_string_equal(v->names[0], "api");
+	assert_string_equal(v->names[1], "db");
+	vr.name = "pod";
+	vr.matchers = matchers;
+	vr.n_matchers = 1;
+	assert_int_equal(query_label_values(f.st, "t1", &vr, NULL, &a, &v, &msg), 0);
+	assert_int_equal(v->n_names, 1);
+	assert_string_equal(v->names[0], "p2");
+	/* Another tenant sees nothing. */
+	assert_int_equal(query_label_values(f.st, "t2", &vr, NULL, &a, &v, &msg), 0);
+	assert_int_equal(v->n_names, 0);
+	arena_release(&a);
+	/*
+	 * The response's arena bounds it: below the answer's size every call is
+	 * ERR_TOO_LARGE with a message, from it on the answer is whole.
+	 */
+	vr.n_matchers = 0;
+	vr.name = "service_name";
+	for (size_t cap = 1; cap <= 4096 && !need; cap++) {
+		int rc;
+
+		err_clear(&msg);
+		arena_init(&a, cap);
+		rc = query_label_values(f.st, "t1", &vr, NULL, &a, &v, &msg);
+		if (rc == 0) {
+			need = cap;
+			assert_int_equal(v->n_names, 2);
+			assert_string_equal(v->names[1], "db");
+		} else {
+			assert_int_equal(rc, ERR_TOO_LARGE);
+			assert_true(msg.text[0]);
+		}
+		arena_release(&a);
+	}
+	assert_true(need > sizeof(*v));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_metadata),
+		cmocka_unit_test(test_flame_graphs),
+		cmocka_unit_test(test_rejects),
+		cmocka_unit_test(test_typed_labels),
+		cmocka_unit_test(test_empty_type_parts),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

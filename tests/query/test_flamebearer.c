@@ -1,0 +1,181 @@
+/*
+ * test_flamebearer.c - the flamebearer JSON writer (query/flamebearer.c)
+ * with exact expected documents: the "single" form with its timeline and
+ * metadata units, the "double" form of a diff with both timelines, JSON
+ * escaping of names, and the output cap.  (Connect's form of the same
+ * flame graph is tested in test_connect.c.)
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <cmocka.h>
+
+#include "treefx.h"
+
+#define CPU "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+#define T0 1700000000LL
+
+/* A merge holding only a timeline of `n` steps of 10 s from T0. */
+static void timeline(struct qmerge *m, int64_t *tl, size_t n)
+{
+	query__merge_init(m);
+	m->tl_start_ns = T0 * 1000000000LL;
+	m->tl_step_ns = 10 * 1000000000LL;
+	m->tl = tl;
+	m->tl_n = n;
+}
+
+static void test_single(void **state)
+{
+	static const char *const p[] = { "z", "main;b", "main;a", "main;b;c", "z;x\"y" };
+	static const int64_t v[] = { 4, 3, 2, 1, 1 };
+	int64_t tl[] = { 5, 0, 6 };
+	const struct qmerge *ms[1];
+	struct query__flame f;
+	struct err_msg msg;
+	struct qmerge m;
+	struct qctx q;
+	struct qtree t;
+	struct buf b;
+
+	(void)state;
+	tfx_ctx(&q, &msg, 0);
+	tfx_tree(&q, &t, p, v, 5);
+	timeline(&m, tl, 3);
+	ms[0] = &m;
+	assert_int_equal(query__flame_build(&q, &t, 0, &f), 0);
+	buf_init(&b, 1 << 20);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &b), 0);
+	assert_string_equal(b.data,
+		"{\"version\":1,\"flamebearer\":{"
+		"\"names\":[\"total\",\"main\",\"a\",\"b\",\"c\",\"z\",\"x\\\"y\"],"
+		"\"levels\":[[0,11,0,0],[0,6,0,1,0,5,4,5],[0,2,2,2,0,4,3,3,0,1,1,6],[2,1,1,4]],"
+		"\"numTicks\":11,\"maxSelf\":4},"
+		"\"metadata\":{\"format\":\"single\",\"spyName\":\"\",\"sampleRate\":100,"
+		"\"units\":\"nanoseconds\",\"name\":\"" CPU "\"},"
+		"\"timeline\":{\"startTime\":1700000000,\"samples\":[5,0,6],\"durationDelta\":10,"
+		"\"watermarks\":{}}}");
+
+	/* Past the cap: ERR_TOO_LARGE, and the buffer as it was. */
+	buf_release(&b);
+	buf_init(&b, 100);
+	assert_int_equal(buf_puts(&b, "x"), 0);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &b), ERR_TOO_LARGE);
+	assert_true(b.len <= 100);
+	buf_release(&b);
+	query__flame_release(&q, &f);
+	query__tree_release(&q, &t);
+}
+
+static void test_units(void **state)
+{
+	static const struct { const char *type, *units; } cases[] = {
+		{ "memory:alloc_space:bytes:space:bytes", "bytes" },
+		{ "goroutine:goroutine:count:goroutine:count", "goroutines" },
+		{ "memory:alloc_objects:count:space:bytes", "objects" },
+		{ "memory:inuse_objects:count:space:bytes", "objects" },
+		{ "process_cpu:samples:count:cpu:nanoseconds", "samples" },
+		{ "block:delay:seconds:contentions:count", "seconds" },
+		{ "x:y::p:q", "samples" },
+		{ "not-a-profile-type", "samples" },
+	};
+	int64_t tl[1] = { 0 };
+	const struct qmerge *ms[1];
+	struct query__flame f;
+	struct err_msg msg;
+	struct qmerge m;
+	struct qctx q;
+	struct qtree t;
+	struct buf b;
+	char want[256];
+
+	(void)state;
+	tfx_ctx(&q, &msg, 0);
+	assert_int_equal(query__tree_init(&q, &t), 0);
+	assert_int_equal(query__flame_build(&q, &t, 0, &f), 0);
+	timeline(&m, tl, 0);
+	ms[0] = &m;
+	buf_init(&b, 1 << 20);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		buf_reset(&b);
+		assert_int_equal(query__fb_write(&f, cases[i].type, ms, 1, &b), 0);
+		snprintf(want, sizeof(want), "\"units\":\"%s\",\"name\":\"%s\"}", cases[i].units,
+			 cases[i].type);
+		if (!strstr(b.data, want))
+			fail_msg("%s: want %s in %s", cases[i].type, want, b.data);
+	}
+	/* An empty tree and timeline. */
+	buf_reset(&b);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &b), 0);
+	assert_string_equal(b.data,
+		"{\"version\":1,\"flamebearer\":{\"names\":[\"total\"],\"levels\":[[0,0,0,0]],"
+		"\"numTicks\":0,\"maxSelf\":0},"
+		"\"metadata\":{\"format\":\"single\",\"spyName\":\"\",\"sampleRate\":100,"
+		"\"units\":\"nanoseconds\",\"name\":\"" CPU "\"},"
+		"\"timeline\":{\"startTime\":1700000000,\"samples\":[],\"durationDelta\":10,"
+		"\"watermarks\":{}}}");
+	buf_release(&b);
+	query__flame_release(&q, &f);
+	query__tree_release(&q, &t);
+}
+
+static void test_double(void **state)
+{
+	static const char *const lp[] = { "main;a", "main;b" };
+	static const int64_t lv[] = { 2, 3 };
+	static const char *const rp[] = { "main;b", "c" };
+	static const int64_t rv[] = { 1, 4 };
+	int64_t ltl[] = { 5 }, rtl[] = { 1, 4 };
+	const struct qmerge *ms[2];
+	struct query__flame f;
+	struct err_msg msg;
+	struct qmerge ml, mr;
+	struct qctx q;
+	struct qtree l, r, d;
+	struct buf b;
+
+	(void)state;
+	tfx_ctx(&q, &msg, 0);
+	tfx_tree(&q, &l, lp, lv, 2);
+	tfx_tree(&q, &r, rp, rv, 2);
+	assert_int_equal(query__tree_diff(&q, &l, &r, &d), 0);
+	assert_int_equal(query__flame_build(&q, &d, 1, &f), 0);
+	timeline(&ml, ltl, 1);
+	timeline(&mr, rtl, 2);
+	mr.tl_start_ns += 3600 * 1000000000LL;
+	ms[0] = &ml;
+	ms[1] = &mr;
+	buf_init(&b, 1 << 20);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 2, &b), 0);
+	assert_string_equal(b.data,
+		"{\"version\":1,\"flamebearer\":{"
+		"\"names\":[\"total\",\"c\",\"main\",\"a\",\"b\"],"
+		"\"levels\":[[0,5,0,0,5,0,0],[0,0,0,0,4,4,1,0,5,0,0,1,0,2],"
+		"[0,2,2,4,0,0,3,0,3,3,0,1,1,4]],"
+		"\"numTicks\":10,\"maxSelf\":4,\"leftTicks\":5,\"rightTicks\":5},"
+		"\"metadata\":{\"format\":\"double\",\"spyName\":\"\",\"sampleRate\":100,"
+		"\"units\":\"nanoseconds\",\"name\":\"" CPU "\"},"
+		"\"leftTimeline\":{\"startTime\":1700000000,\"samples\":[5],\"durationDelta\":10,"
+		"\"watermarks\":{}},"
+		"\"rightTimeline\":{\"startTime\":1700003600,\"samples\":[1,4],\"durationDelta\":10,"
+		"\"watermarks\":{}}}");
+	buf_release(&b);
+	query__flame_release(&q, &f);
+	query__tree_release(&q, &d);
+	query__tree_release(&q, &l);
+	query__tree_release(&q, &r);
+	assert_int_equal(q.mem.used, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_single),
+		cmocka_unit_test(test_units),
+		cmocka_unit_test(test_double),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,90 @@
+/*
+ * treefx.h - call trees built by hand for the unit tests of the tree, its
+ * truncation and its encoders: a query context without a store, and
+ * "root;caller;callee" paths added with a value on one side.
+ */
+#ifndef UNHEX_TESTS_QUERY_TREEFX_H
+#define UNHEX_TESTS_QUERY_TREEFX_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "query/query_int.h"
+
+/* A query context with no store: enough for trees and encoders. */
+static inline void tfx_ctx(struct qctx *q, struct err_msg *msg, size_t max_bytes)
+{
+	struct query_limits lim = { 0 };
+
+	lim.max_bytes = max_bytes;
+	err_clear(msg);
+	query__ctx_init(q, NULL, "t", &lim, msg);
+}
+
+/* Adds `v` to the self of the node of `path` ("a;b;c") on `side`; 0 or an error. */
+static inline int tfx_add(struct qctx *q, struct qtree *t, const char *path, int64_t v, int side)
+{
+	uint32_t node = 0, name;
+	const char *p = path;
+	int rc = 0;
+
+	while (*p && !rc) {
+		size_t n = strcspn(p, ";");
+
+		rc = query__names_intern(q, &t->names, p, n, &name);
+		if (!rc)
+			rc = query__tree_child(q, t, node, name, &node);
+		p += n;
+		if (*p == ';')
+			p++;
+	}
+	if (!rc)
+		t->nodes[node].self[side] += v;
+	return rc;
+}
+
+/* A tree of `n` (path, value) pairs on side 0, totals set; aborts the test on failure. */
+static inline void tfx_tree(struct qctx *q, struct qtree *t, const char *const *paths,
+			    const int64_t *values, size_t n)
+{
+	if (query__tree_init(q, t))
+		abort();
+	for (size_t i = 0; i < n; i++)
+		if (tfx_add(q, t, paths[i], values[i], 0))
+			abort();
+	query__tree_totals(t);
+}
+
+/* The id of the child of `parent` named `name`, or QNONE. */
+static inline uint32_t tfx_child(const struct qtree *t, uint32_t parent, const char *name)
+{
+	for (uint32_t c = t->nodes[parent].first_child; c != QNONE; c = t->nodes[c].next_sibling)
+		if (t->names.len[t->nodes[c].name] == strlen(name) &&
+		    !memcmp(t->names.s[t->nodes[c].name], name, strlen(name)))
+			return c;
+	return QNONE;
+}
+
+/* The node of `path` ("a;b"), or QNONE. */
+static inline uint32_t tfx_node(const struct qtree *t, const char *path)
+{
+	char name[256];
+	uint32_t node = 0;
+	const char *p = path;
+
+	while (*p && node != QNONE) {
+		size_t n = strcspn(p, ";");
+
+		memcpy(name, p, n);
+		name[n] = '\0';
+		node = tfx_child(t, node, name);
+		p += n;
+		if (*p == ';')
+			p++;
+	}
+	return node;
+}
+
+#endif
