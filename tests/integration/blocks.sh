@@ -193,6 +193,21 @@ note "verify: $(grep '^BAD' "$WORK/verify2")"
 start_server "$DATA" --maintain-interval 1000h --retention 45m
 http GET "/pyroscope/render?query=$Q&from=$FROM&until=$UNTIL"
 expect_status 200 "" "render with a corrupt block"
+# A query that meets the corrupt bytes (the first pages of the samples
+# section: the first service's) skips the block and says which in its
+# answer; one that reads only intact pages answers in full, without warning.
+BADID=$(basename "$BLK" .blk)
+WARNED=
+for svc in checkout shop-api; do
+	http GET "/pyroscope/render?query=$(selector "$CPU" "$svc")&from=$FROM&until=$UNTIL"
+	expect_status 200 "" "render of $svc with a corrupt block"
+	if jq -e --arg id "$BADID" '[(.warnings // [])[] | select(contains($id))] | length == 1' \
+		<<<"$BODY" >/dev/null; then
+		WARNED="$WARNED $svc"
+		note "$svc: $(jq -r '.warnings[0]' <<<"$BODY")"
+	fi
+done
+[ -n "$WARNED" ] || fail "no render warned about block $BADID"
 http POST "/ingest?name=shop-api.cpu%7Bafter%3Dcorrupt%7D&format=pprof&from=$END" \
 	--data-binary @"$WL/$(awk -F'\t' '!/^#/ && NF { print $1; exit }' "$WL/manifest.tsv")"
 expect_status 200 '"samples":' "ingest next to a corrupt block"
