@@ -39,6 +39,9 @@
 #        MONTH_DAYS=30  MONTH_CADENCE=300   (MONTH_CADENCE=10 is the real month)
 #        MONTH_INPROC=0         skip bench-ingest over the whole month
 #                               (it holds every file in memory: ~3 GB)
+#        MONTH_RETENTION=7d     the month's server runs with --retention
+#                               this ("" for none); the blocks and what
+#                               retention removed are reported per day
 set -euo pipefail
 
 B=$(cd "${1:?usage: bench_storage.sh BUILD_DIR [OUT_DIR]}" && pwd)
@@ -53,6 +56,7 @@ CALLGRIND=${CALLGRIND:-1}
 MONTH_DAYS=${MONTH_DAYS:-30}
 MONTH_CADENCE=${MONTH_CADENCE:-300}
 MONTH_INPROC=${MONTH_INPROC:-1}
+MONTH_RETENTION=${MONTH_RETENTION:-7d}
 END=1767225600 # 2026-01-01T00:00:00Z, the generator's default: fixed query ranges
 PTYPE=process_cpu:cpu:nanoseconds:cpu:nanoseconds
 TICK=$(getconf CLK_TCK)
@@ -87,8 +91,8 @@ field() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; } # field FILE KEY: every valu
 json_num() { grep -o "\"$2\":[0-9]*" "$1" | head -1 | cut -d: -f2; } # json_num FILE KEY
 sst_bytes() { find "$1" -name '*.sst' -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
 
-start_server() { # start_server DATA LOG: sets SERVER_PID and URL
-	"$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$1" --debuginfod-urls "" >"$2" 2>&1 &
+start_server() { # start_server DATA LOG [SERVE-ARGS...]: sets SERVER_PID and URL
+	"$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$1" --debuginfod-urls "" "${@:3}" >"$2" 2>&1 &
 	SERVER_PID=$!
 	URL=
 	for _ in $(seq 1 300); do
@@ -325,6 +329,28 @@ static_shape() { # static_shape NAME GENERATOR-ARGS...
 	ingest_instructions "$wl" "$shape"
 	go_merge "$wl" "$OUT/query-$shape.files" "$shape"
 	symbols_per_kind "$data" "$shape"
+
+	log "== $shape: blocks (bench-blocks: everything sealed, then compacted)"
+	local bb=$OUT/$shape/bench-blocks.txt bdata=$OUT/$shape/blocks-data
+	"$B/bench/bench-blocks" --manifest "$wl" --data "$bdata" >"$bb"
+	grep -v '^RESULT' "$bb" >&2
+	"$B/bench/bench-query" --data "$bdata" --query "$PTYPE{service_name=\"$SERVICE\"}" \
+		--from "$Q_FROM" --until "$Q_UNTIL" --runs "$RUNS" --out "$OUT/$shape/inproc-blocks.json" \
+		>"$OUT/$shape/bench-query-blocks.txt"
+	local bqb=$OUT/$shape/bench-query-blocks.txt
+	start_server "$bdata" "$OUT/$shape/serve3.log"
+	render "$shape-http-blocks" "$Q_FROM" "$Q_UNTIL" "$RUNS"
+	local h3_cold=$COLD h3_warm=$WARM h3_min=$WARM_MIN h3_ticks=$TICKS same=differs
+	local hwm_blocks
+	hwm_blocks=$(kib "$SERVER_PID" VmHWM)
+	stop_server
+	cmp -s <(jq -cS 'del(.symbolization, .timeline)' "$OUT/$shape-http-before.json") \
+		<(jq -cS 'del(.symbolization, .timeline)' "$OUT/$shape-http-blocks.json") && same=identical
+	local b_total b_l1 b_head ratio_b
+	b_l1=$(field "$bb" l1_block_bytes)
+	b_head=$(field "$bb" l1_head_bytes)
+	b_total=$((b_l1 + b_head))
+	[ -z "$GO_S" ] || ratio_b=$(calc "%.0f" "$GO_S * 1000 / $h3_warm")
 	local load_end
 	load_end=$(load1)
 
@@ -365,6 +391,10 @@ static_shape() { # static_shape NAME GENERATOR-ARGS...
 		esac
 		[ -z "$I_INSTR" ] || echo "| instructions in ingest_legacy() (callgrind, bench-ingest) | $(calc "%.0f" "$I_INSTR / 1e6") M = $(calc "%.0f" "$I_INSTR / $pprof_samples") per pprof sample |"
 		[ -z "$GO_S" ] || echo "| go tool pprof -proto, same $Q_FILES files | $GO_S s wall, peak RSS $GO_RSS MiB, merged cpu total $GO_TOTAL ns; **go / HTTP warm = ${ratio_w}x** (cold ${ratio_c}x, in-process warm ${ratio_i}x) |"
+		echo "| **blocks** (bench-blocks: sealed at 1 h ranges, compacted) | **$(mb "$b_total") MB = $(calc "%.1f" "100 * $b_total / $gz") % of gz** ($(field "$bb" l1_blocks) blocks $(mb "$b_l1") MB: symbols $(mb "$(field "$bb" l1_symbol_bytes)") MB, samples $(mb "$(field "$bb" l1_sample_bytes)") MB, index $(mb "$(field "$bb" l1_index_bytes)") MB; head left $(mb "$b_head") MB); level 0 before compaction $(mb "$(($(field "$bb" l0_block_bytes) + $(field "$bb" l0_head_bytes)))") MB; the head alone, RocksDB-compacted, $(mb "$(field "$bb" head_only_bytes)") MB; seal $(field "$bb" seal_s) s, compaction $(field "$bb" compact_s) s |"
+		echo "| symbols in blocks | $(field "$bb" l1_stacks) stack-trie nodes, **$(calc "%.2f" "$(field "$bb" l1_stack_bytes) / $(field "$bb" l1_stacks)") B per stack node**; $(field "$bb" l1_locations) locations, **$(calc "%.2f" "$(field "$bb" l1_location_bytes) / $(field "$bb" l1_locations)") B per location** (each column set compressed alone) |"
+		echo "| HTTP render from blocks (same query) | cold $h3_cold ms; warm median $h3_warm ms, min $h3_min ms; numTicks $h3_ticks, flame graph $same to the head's; server VmHWM $(mib "$hwm_blocks") MiB${ratio_b:+; **go / HTTP warm from blocks = ${ratio_b}x**} |"
+		echo "| in process from blocks | cold $(field "$bqb" cold_ms | head -1) ms; warm median $(field "$bqb" warm_median_ms | head -1) ms, min $(field "$bqb" warm_min_ms | head -1) ms (thread CPU median $(field "$bqb" warm_cpu_median_ms | head -1) ms)${GO_S:+; go / in-process warm $(calc "%.0f" "$GO_S * 1000 / $(field "$bqb" warm_median_ms | head -1)")x} |"
 		echo
 	} | tee -a "$REPORT"
 }
@@ -391,12 +421,16 @@ month_shape() {
 		echo
 		echo "$files profiles, $(mb "$gz") MB gzipped, generated in ${gen_s} s ($(tail -1 "$OUT/month/gen.log" | sed 's/^unhex-workload: //')); $(ls "$OUT/month/debug"/*.debug | wc -l) symbol files. Ingested day by day into one \`unhex serve\` (unhex ingest x$PARALLEL); after each day: the server's VmRSS and VmHWM, its CPU time for the day, the data directory's bytes (du: SSTs, WAL, logs; no forced compaction) and its SST files' bytes, the counters of \`unhex stats\`, and the render of that day (the last 24 h), cold and the median of 3 warm. Pprof samples are the stored pairs over 2 (two sample types, no zero values in this workload)."
 		echo
-		echo "| day | profiles | pprof samples | ingest s | server CPU s | pprof samples per server CPU-s | VmRSS MiB | VmHWM MiB | data dir MB (SST MB) | series | stack nodes | locations | last 24 h cold / warm ms |"
-		echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+		echo "Server: \`unhex serve${MONTH_RETENTION:+ --retention $MONTH_RETENTION}\` (default block range 1 h, seal delay 15 min, maintenance every minute; the store's clock is its newest profile, so a backfilled day is sealed and expired as if it had been live). Blocks: count, bytes of the block files, and the blocks retention has deleted so far; series, stack nodes and locations are the head's."
+		echo
+		echo "| day | profiles | pprof samples | ingest s | server CPU s | pprof samples per server CPU-s | VmRSS MiB | VmHWM MiB | data dir MB (SST MB) | blocks (MB) | expired blocks | series | stack nodes | locations | last 24 h cold / warm ms |"
+		echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	} | tee -a "$REPORT"
 
 	local data=$OUT/month/server-data d cpu0 cpu1 lo hi day_pairs rss hwm du_b st
-	start_server "$data" "$OUT/month/serve.log"
+	local sargs=()
+	[ -z "$MONTH_RETENTION" ] || sargs=(--retention "$MONTH_RETENTION")
+	start_server "$data" "$OUT/month/serve.log" "${sargs[@]}"
 	local rss_idle
 	rss_idle=$(kib "$SERVER_PID" VmRSS)
 	for d in $(seq 1 "$days"); do
@@ -413,7 +447,7 @@ month_shape() {
 		du_b=$(du -sb "$data" | cut -f1)
 		st=$OUT/month/stats-day$d.json
 		"$B/cli/unhex" stats --server "$URL" --json >"$st"
-		echo "| $d | $(wc -l <"$OUT/month/day$d.tsv") | $((day_pairs / 2)) | $INGEST_S | $(calc "%.2f" "$cpu1 - $cpu0") | $(calc "%.0f" "$day_pairs / 2 / ($cpu1 - $cpu0)") | $(mib "$rss") | $(mib "$hwm") | $(mb "$du_b") ($(mb "$(sst_bytes "$data")")) | $(json_num "$st" series) | $(json_num "$st" stacks) | $(json_num "$st" locations) | $COLD / $WARM |" |
+		echo "| $d | $(wc -l <"$OUT/month/day$d.tsv") | $((day_pairs / 2)) | $INGEST_S | $(calc "%.2f" "$cpu1 - $cpu0") | $(calc "%.0f" "$day_pairs / 2 / ($cpu1 - $cpu0)") | $(mib "$rss") | $(mib "$hwm") | $(mb "$du_b") ($(mb "$(sst_bytes "$data")")) | $(jq -r '.blocks.count' "$st") ($(mb "$(find "$data/blocks" -name '*.blk' -printf '%s\n' 2>/dev/null | awk '{s += $1} END {print s + 0}')")) | $(jq -r '.retention.expired_blocks' "$st") | $(json_num "$st" series) | $(json_num "$st" stacks) | $(json_num "$st" locations) | $COLD / $WARM |" |
 			tee -a "$REPORT"
 		[ "$INGEST_FAILED" = 0 ] || log "   day $d: $INGEST_FAILED files failed"
 	done
@@ -439,7 +473,7 @@ month_shape() {
 	local f_cold=$COLD f_warm=$WARM f_hwm
 	f_hwm=$(kib "$SERVER_PID" VmHWM)
 	stop_server
-	start_server "$data" "$OUT/month/serve-after.log"
+	start_server "$data" "$OUT/month/serve-after.log" "${sargs[@]}"
 	render month-after "$last_lo" "$END" "$RUNS"
 	local a_cold=$COLD a_warm=$WARM a_hwm
 	a_hwm=$(kib "$SERVER_PID" VmHWM)

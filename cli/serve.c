@@ -70,6 +70,17 @@ static void serve_help(FILE *f)
 	      "  --max-debuginfo-bytes N     largest debug file upload (default 2G)\n"
 	      "  --release-labels L,L        labels that name a release, first found wins\n"
 	      "                              (default " RELEASE_DEFAULT_LABELS ")\n"
+	      "  --retention T               delete profiles older than T (30d, 12h; default: keep\n"
+	      "                              everything), a whole block at a time\n"
+	      "  --retention-tenant TENANT=T this tenant's own retention (repeatable; 0 keeps all)\n"
+	      "  --block-range T             time range of a sealed block (default 1h); blocks are\n"
+	      "                              compacted into 6 and 24 of them\n"
+	      "  --seal-delay T              how long after a range ends late profiles may come\n"
+	      "                              before it is sealed (default a quarter of the range)\n"
+	      "  --maintain-interval T       how often to seal, compact and expire (default 1m)\n"
+	      "  --symbol-cache-bytes N      decoded block indexes and symbols kept (default 128M)\n"
+	      "  --debuginfo-retention T     delete debug info no retained profile uses once its\n"
+	      "                              last use is older than T (default: keep forever)\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -199,7 +210,11 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
        O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
-       O_TENANT_FETCH_RATE, O_RELEASE_LABELS };
+       O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
+       O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION };
+
+#define MAX_RETENTION_TENANTS 1024
+#define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -228,6 +243,13 @@ static const struct option serve_opts[] = {
 	{ "debuginfod-fetches-per-minute", required_argument, NULL, O_FETCH_RATE },
 	{ "debuginfod-fetches-per-tenant-minute", required_argument, NULL, O_TENANT_FETCH_RATE },
 	{ "release-labels", required_argument, NULL, O_RELEASE_LABELS },
+	{ "retention", required_argument, NULL, O_RETENTION },
+	{ "retention-tenant", required_argument, NULL, O_RETENTION_TENANT },
+	{ "block-range", required_argument, NULL, O_BLOCK_RANGE },
+	{ "seal-delay", required_argument, NULL, O_SEAL_DELAY },
+	{ "maintain-interval", required_argument, NULL, O_MAINTAIN },
+	{ "symbol-cache-bytes", required_argument, NULL, O_SYMCACHE },
+	{ "debuginfo-retention", required_argument, NULL, O_DEBUGINFO_RETENTION },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -240,9 +262,13 @@ struct serve_args {
 	size_t memo_bytes;
 	struct web_options web;
 	struct debuginfo_options sym;
+	int64_t retention_ns, block_range_ns, seal_delay_ns, maintain_ns;
+	size_t symbol_cache_bytes;
+	struct store_retention tenant_retention[MAX_RETENTION_TENANTS];
+	size_t n_tenant_retention;
 };
 
-/* Parses "30s", "500ms", "2m", "1h" or plain seconds into nanoseconds (> 0). */
+/* Parses "30s", "500ms", "2m", "1h", "7d", "2w" or plain seconds into nanoseconds (> 0). */
 static int parse_duration(const char *s, int64_t *out)
 {
 	static const struct {
@@ -250,7 +276,8 @@ static int parse_duration(const char *s, int64_t *out)
 		int64_t ns;
 	} units[] = {
 		{ "", 1000000000LL },  { "s", 1000000000LL },      { "ms", 1000000LL },
-		{ "m", 60000000000LL }, { "h", 3600000000000LL },
+		{ "m", 60000000000LL }, { "h", 3600000000000LL }, { "d", 86400000000000LL },
+		{ "w", 7 * 86400000000000LL },
 	};
 	char *end;
 	unsigned long long v;
@@ -327,6 +354,45 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			if (parse_duration(optarg, &a->web.query.timeout_ns))
 				return cli_usage_error("serve", "--query-timeout: \"%s\" is not a "
 							"positive duration (30s, 500ms, 2m)", optarg);
+			break;
+		case O_RETENTION:
+			if (strcmp(optarg, "0") && parse_duration(optarg, &a->retention_ns))
+				return cli_usage_error("serve", "--retention: \"%s\" is not a duration "
+							"(30d, 12h) or 0", optarg);
+			break;
+		case O_RETENTION_TENANT: {
+			char *eq = strrchr(optarg, '=');
+			struct store_retention *r = &a->tenant_retention[a->n_tenant_retention];
+
+			if (!eq || eq == optarg || a->n_tenant_retention >= MAX_RETENTION_TENANTS)
+				return cli_usage_error("serve", "--retention-tenant: \"%s\" is not "
+							"TENANT=DURATION", optarg);
+			*eq = '\0';
+			r->tenant = optarg;
+			r->ns = 0;
+			if (strcmp(eq + 1, "0") && parse_duration(eq + 1, &r->ns))
+				return cli_usage_error("serve", "--retention-tenant: \"%s\" is not a "
+							"duration (30d, 12h) or 0", eq + 1);
+			a->n_tenant_retention++;
+			break;
+		}
+		case O_BLOCK_RANGE: case O_SEAL_DELAY: case O_MAINTAIN: {
+			int64_t *d = c == O_BLOCK_RANGE ? &a->block_range_ns
+				     : c == O_SEAL_DELAY ? &a->seal_delay_ns : &a->maintain_ns;
+			if (parse_duration(optarg, d))
+				return cli_usage_error("serve", "--%s: \"%s\" is not a positive "
+							"duration (1h, 10m)", serve_opts[idx].name, optarg);
+			break;
+		}
+		case O_DEBUGINFO_RETENTION:
+			if (strcmp(optarg, "0") && parse_duration(optarg, &a->sym.retention_ns))
+				return cli_usage_error("serve", "--debuginfo-retention: \"%s\" is not a "
+							"duration (30d, 12h) or 0", optarg);
+			break;
+		case O_SYMCACHE:
+			if (cli_parse_size(optarg, &a->symbol_cache_bytes) || !a->symbol_cache_bytes)
+				return cli_usage_error("serve", "--symbol-cache-bytes: \"%s\" is not a "
+							"positive size", optarg);
 			break;
 		case O_HELP: serve_help(stdout); return -1;
 		case O_LOG:
@@ -470,6 +536,15 @@ int cli_serve(int argc, char **argv)
 		a.sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");
 	so.dir = a.data;
 	so.sync_writes = a.sync_writes;
+	so.retention_ns = a.retention_ns;
+	so.retention_overrides = a.tenant_retention;
+	so.n_retention_overrides = a.n_tenant_retention;
+	so.block_range_ns = a.block_range_ns;
+	so.seal_delay_ns = a.seal_delay_ns;
+	so.symbol_cache_bytes = a.symbol_cache_bytes;
+	so.maintain_interval_ns = a.maintain_ns ? a.maintain_ns : DEFAULT_MAINTAIN_NS;
+	/* Debug info retention follows the blocks it depends on, at the same pace. */
+	a.sym.retain_interval_ns = so.maintain_interval_ns;
 	if (store_open(&so, &st, &msg)) {
 		log_error("cannot open the store in %s: %s", a.data, msg.text);
 		return CLI_EXIT_FAIL;

@@ -73,12 +73,16 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->upload_mu, NULL);
 	pthread_mutex_init(&s->touch_mu, NULL);
+	debuginfo__retain_init(s);
+	s->retention_ns = opt->retention_ns > 0 ? opt->retention_ns : 0;
+	s->retain_interval_ns = opt->retain_interval_ns > 0 ? opt->retain_interval_ns
+							     : 60LL * 1000000000LL;
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
 	workers = opt->workers > 0 ? opt->workers : 2;
 	if (workers > DEBUGINFO__MAX_WORKERS)
 		workers = DEBUGINFO__MAX_WORKERS;
-	if (debuginfo__jobs_start(s, workers)) {
+	if (debuginfo__jobs_start(s, workers) || debuginfo__retain_start(s)) {
 		debuginfo_close(s);
 		return err_set(msg, ERR_UNAVAILABLE, "debuginfo: cannot start a worker thread");
 	}
@@ -90,6 +94,7 @@ void debuginfo_close(struct debuginfo *s)
 {
 	if (!s)
 		return;
+	debuginfo__retain_stop(s);
 	debuginfo__jobs_stop(s);
 	debuginfo__lru_release(s);
 	pthread_cond_destroy(&s->work_cv);
@@ -97,6 +102,7 @@ void debuginfo_close(struct debuginfo *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->upload_mu);
 	pthread_mutex_destroy(&s->touch_mu);
+	debuginfo__retain_release(s);
 	debuginfo__hot_release(&s->hot);
 	debuginfo__upstreams_close(s);
 	free(s->dir);

@@ -125,6 +125,12 @@ struct debuginfo_options {
 	uint64_t max_upload_bytes;   /* 0 picks 2 GiB */
 	size_t max_open;             /* open indexes kept; 0 picks 32 */
 	int workers;                 /* background threads (1..4); 0 picks 2 */
+	/* Debug info no retained profile references is deleted once its last
+	 * reference (or its upload) is this old; 0 keeps it forever.  A
+	 * thread runs debuginfo_retain every retain_interval_ns (0: 1 min),
+	 * also with no retention (it records each build ID's last profile). */
+	int64_t retention_ns;
+	int64_t retain_interval_ns;
 };
 
 /*
@@ -230,6 +236,7 @@ struct debuginfo_record {
 	int shared;                         /* every tenant may see the files */
 	int has_sha256;
 	uint8_t sha256[32];                 /* of the file `size` describes */
+	int64_t last_profile_ns;            /* newest retained profile using it; 0 none seen */
 };
 
 /* "none", "upload", "debuginfod". */
@@ -370,5 +377,42 @@ struct debuginfo_stats {
 };
 
 void debuginfo_stats(struct debuginfo *d, struct debuginfo_stats *out);
+
+/* ---- retention: debug info lives as long as the profiles that need it ---- */
+
+struct debuginfo_retention_stats {
+	uint64_t referenced;     /* build IDs retained profiles reference */
+	uint64_t missing;        /* of those, without a usable debug file */
+	uint64_t deleted;        /* records (and files) deleted */
+	uint64_t deleted_bytes;  /* bytes of the files deleted */
+};
+
+/*
+ * One pass: every build ID that a profile the store retains references
+ * (store_build_ids_each: its blocks and its head) gets the time of the
+ * newest such profile recorded as its last_profile; then, when
+ * `retention_ns` > 0, the files, index, cached frames and record of every
+ * build ID that no retained profile references and whose last reference
+ * (its upload or last use when none was ever seen) is older than
+ * now_ns - retention_ns are deleted.  A build ID a retained profile
+ * references is never deleted, whatever its age.  Adds to *out (may be
+ * NULL).
+ */
+int debuginfo_retain(struct debuginfo *d, int64_t retention_ns, int64_t now_ns,
+		     struct debuginfo_retention_stats *out, struct err_msg *msg);
+
+/* What the retention passes did since open, and what the last one saw. */
+void debuginfo_retention_totals(struct debuginfo *d, struct debuginfo_retention_stats *total,
+				struct debuginfo_retention_stats *last);
+
+/*
+ * Calls fn for every build ID that retained profiles reference and whose
+ * debug info is missing (no usable file: those frames will stay hex), with
+ * the newest profile time referencing it and its status, in build ID order.
+ */
+typedef int (*debuginfo_missing_fn)(void *ctx, const char *build_id, int64_t last_profile_ns,
+				    enum debuginfo_status status);
+int debuginfo_missing_each(struct debuginfo *d, debuginfo_missing_fn fn, void *ctx,
+			   struct err_msg *msg);
 
 #endif

@@ -23,6 +23,7 @@
  *   symcache.c    the symbol cache: batch lookups, batch writes, drops
  *   hot.c         recent symbol-cache pairs in memory
  *   resolve.c     debuginfo_resolve and the address rule
+ *   retention.c   debug info kept as long as retained profiles reference it
  *
  * ==== Store records ====
  *
@@ -47,6 +48,10 @@
  *            describes
  *   svarint  failed (ns; when the last failure was recorded: records without
  *            a file are forgotten failure_ttl after it)
+ *   svarint  last_profile (ns; the newest profile the store retains that
+ *                      references the build ID, as the last retention pass
+ *                      saw it; 0 none seen; absent in records written before
+ *                      debug info retention, read as 0)
  * A reader ignores bytes after the fields it knows (later versions append).
  * A record that ends after the reason predates owners: its files are
  * every tenant's, as all files were then.
@@ -105,6 +110,7 @@ struct debuginfo__meta {
 	uint8_t sha256[32];
 	int has_sha256;
 	int64_t failed;                 /* when the last failure was recorded */
+	int64_t last_profile;
 };
 
 /* A background job: fetch (if needed) and build the index of one build ID. */
@@ -283,6 +289,15 @@ void debuginfo__meta_sweep(struct debuginfo *s);
 enum debuginfo_status debuginfo__status_of_reason(enum sym_reason r);
 /* snprintf of `s` (NULL: "") into out[len], when len > 0. */
 void debuginfo__copy_reason(char *out, size_t len, const char *s);
+
+/* retention.c: the thread of debuginfo_retain (started when retention_ns > 0). */
+void debuginfo__retain_init(struct debuginfo *s);
+int debuginfo__retain_start(struct debuginfo *s);
+void debuginfo__retain_stop(struct debuginfo *s);
+void debuginfo__retain_release(struct debuginfo *s);
+
+/* Drops what was derived from the file of `id`: index, open index, cached frames. */
+void debuginfo__drop_derived(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen);
 
 /* ---- lru.c: open indexes ---- */
 
@@ -472,6 +487,15 @@ struct debuginfo {
 	atomic_uint_fast64_t fetches_limited, redirects_refused, failures_dropped;
 	atomic_uint_fast64_t fetches_deferred;
 	atomic_uint_fast64_t unresolved[DEBUGINFO_STATUS_COUNT]; /* locations queries left hex */
+
+	/* Retention (retention.c): its thread, and what its last pass saw. */
+	int64_t retention_ns, retain_interval_ns;
+	pthread_t retain_thread;
+	int retain_started;
+	pthread_mutex_t retain_mu;     /* one pass at a time; the fields below */
+	pthread_cond_t retain_cv;
+	int retain_stop;
+	struct debuginfo_retention_stats retain_last, retain_total;
 };
 
 /* An upload in progress: a temporary file under <dir>/tmp. */

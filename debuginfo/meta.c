@@ -81,10 +81,14 @@ int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out)
 	if (!rc) rc = buf_put_uvarint(out, m->has_sha256 ? sizeof(m->sha256) : 0);
 	if (!rc && m->has_sha256) rc = buf_append(out, m->sha256, sizeof(m->sha256));
 	if (!rc) rc = buf_put_svarint(out, m->failed);
+	if (!rc) rc = buf_put_svarint(out, m->last_profile);
 	return rc;
 }
 
-/* The fields appended after the reason: owners, sha256, failed (format in debuginfo_int.h). */
+/*
+ * The fields appended after the reason: owners, sha256, failed, last_profile
+ * (format in debuginfo_int.h).  Each may be absent in an older record.
+ */
 static int decode_tail(const uint8_t *p, const uint8_t *end, struct debuginfo__meta *m)
 {
 	uint64_t n;
@@ -118,6 +122,13 @@ static int decode_tail(const uint8_t *p, const uint8_t *end, struct debuginfo__m
 	if (!k)
 		return ERR_CORRUPT;
 	m->failed = zigzag_decode(n);
+	p += k;
+	if (p == end)
+		return 0;
+	k = varint_get(p, end, &n);
+	if (!k)
+		return ERR_CORRUPT;
+	m->last_profile = zigzag_decode(n);
 	return 0;
 }
 
@@ -330,6 +341,7 @@ static void to_record(const char *id, size_t idlen, const struct debuginfo__meta
 	r->shared = strcmp(m->owners, "*") == 0;
 	r->has_sha256 = m->has_sha256;
 	memcpy(r->sha256, m->sha256, sizeof(r->sha256));
+	r->last_profile_ns = m->last_profile;
 }
 
 int debuginfo_get_as(struct debuginfo *s, const char *tenant, const char *build_id_hex,

@@ -80,8 +80,7 @@ void debuginfo_upload_abort(struct debuginfo_upload *u)
 	free(u);
 }
 
-/* Drops what was derived from the old file of `id`: index, open index, cached frames. */
-static void drop_derived(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
+void debuginfo__drop_derived(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
 {
 	char path[DEBUGINFO__PATH_MAX];
 
@@ -375,7 +374,7 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 		    !debuginfo__install_copy(dst, exe, NULL))
 			m.kinds |= 1u << DEBUGINFO_FILE_EXECUTABLE;
 		if (replaced || (had_meta && m.status != DEBUGINFO_STATUS_OK))
-			drop_derived(s, id, bid, blen);
+			debuginfo__drop_derived(s, id, bid, blen);
 		m.source = DEBUGINFO_SOURCE_UPLOAD;
 		m.status = DEBUGINFO_STATUS_OK;
 		m.reason[0] = '\0';

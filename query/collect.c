@@ -1,10 +1,12 @@
 /*
  * collect.c - the second stage of the pipeline: sums the values of every
  * profile of the selected series in [from, until) by (partition, stack id),
- * with the totals per time step of a timeline when one was set up.
+ * with the totals per time step of a timeline when one was set up; reads
+ * the head and the blocks through one store reader (storage.h).
  */
 #include "query_int.h"
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "storage/storage.h"
 
@@ -24,6 +26,7 @@ void query__merge_release(struct qctx *q, struct qmerge *m)
 	query__map_release(q, &m->index);
 	free(m->tl);
 	query__sym_free(q, m->sym);
+	store_reader_close(m->rd);
 	query__merge_init(m);
 }
 
@@ -184,10 +187,17 @@ int query__collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 	assert(sel && ((!m->n && !m->profiles) || m->per_profile));
 	if (until_ns <= from_ns)
 		return err_set(q->msg, ERR_INVALID, "time range: until must be after from");
-	rc = query__select_series(q, sel, add_series, &l);
+	/* One view of the head and the blocks for select and collect: a label
+	 * set is one series across them, and a profile is read exactly once
+	 * while sealing, compaction or retention change the store. */
+	assert(!m->rd);
+	rc = store_reader_open(q->st, q->tenant, from_ns, until_ns, &m->rd, q->msg);
+	if (rc)
+		return rc;
+	rc = query__select_series_in(q, m->rd, sel, add_series, &l);
 	for (size_t i = 0; i < l.n && !rc; i++) {
-		rc = store_profiles_each(q->st, q->tenant, l.ids[i], from_ns, until_ns, add_profile,
-					 &c, q->msg);
+		rc = store_reader_profiles_each(m->rd, l.ids[i], from_ns, until_ns, add_profile, &c,
+						q->msg);
 		if (c.rc)
 			rc = c.rc;
 		else if (rc > 0)
@@ -201,6 +211,34 @@ int query__collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 	return rc;
 }
 
+
+size_t query__warning_count(const struct qmerge *const *ms, size_t n)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; i < n; i++)
+		w += ms[i]->rd ? store_reader_warning_count(ms[i]->rd) : 0;
+	return w;
+}
+
+int query__warnings_json(const struct qmerge *const *ms, size_t n, struct buf *out)
+{
+	size_t k = 0;
+	int rc = buf_putc(out, '[');
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t nw = ms[i]->rd ? store_reader_warning_count(ms[i]->rd) : 0;
+
+		for (size_t j = 0; j < nw && !rc; j++) {
+			const char *w = store_reader_warning(ms[i]->rd, j);
+
+			rc = k++ ? buf_putc(out, ',') : 0;
+			if (!rc)
+				rc = buf_put_json_str(out, w, strlen(w));
+		}
+	}
+	return rc ? rc : buf_putc(out, ']');
+}
 
 /* Timeline buckets: at most ~1024 points, never under 10 s. */
 int query__timeline_init(struct qctx *q, struct qmerge *m, int64_t from_ns, int64_t until_ns)

@@ -146,6 +146,12 @@ int query__fb_write(const struct query__flame *f, const char *profile_type,
 	}
 	if (!rc)
 		rc = query__sym_json(ms, n, out);
+	/* Only when a block was skipped, so that other answers keep their bytes. */
+	if (!rc && query__warning_count(ms, n)) {
+		rc = buf_puts(out, ",\"warnings\":");
+		if (!rc)
+			rc = query__warnings_json(ms, n, out);
+	}
 	if (!rc)
 		rc = buf_putc(out, '}');
 	return rc;

@@ -353,6 +353,24 @@ static ValueType *value_type(struct pb *b, const char *type, const char *unit)
 	return v;
 }
 
+/* The blocks the query skipped (corrupt or missing), as the profile's comments. */
+static int add_warnings(struct pb *b, const struct qmerge *m, Profile *p)
+{
+	size_t n = m->rd ? store_reader_warning_count(m->rd) : 0;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	p->comment = nalloc(b, n * sizeof(*p->comment));
+	if (!p->comment)
+		return ERR_TOO_LARGE;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = str_idx(b, store_reader_warning(m->rd, i), &p->comment[i]);
+	if (!rc)
+		p->n_comment = n;
+	return rc;
+}
+
 int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profile_type,
 		       int64_t from_ns, int64_t until_ns, struct arena *a, Profile **out)
 {
@@ -399,6 +417,9 @@ int query__pprof_build(struct qctx *q, const struct qmerge *m, const char *profi
 			break;
 		rc = add_sample(&b, &m->stacks[i]);
 	}
+	if (rc)
+		goto out;
+	rc = add_warnings(&b, m, p);
 	if (rc)
 		goto out;
 	p->period = m->period;

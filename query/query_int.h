@@ -255,6 +255,14 @@ struct qmerge {
 	int side;
 	qprofile_keep keep;    /* may be NULL: every profile */
 	void *keep_ctx;
+	/*
+	 * owned; the consistent view of the head and blocks collect read the
+	 * profiles from (NULL before).  Open until the merge is released, so
+	 * the partitions its profiles named stay readable while the tree is
+	 * built and symbolized, whatever sealing, compaction and retention do
+	 * meanwhile; its warnings name the blocks it had to skip.
+	 */
+	struct store_reader *rd;
 };
 
 void query__profiles_release(struct qctx *q, struct qprofiles *pp);
@@ -281,6 +289,16 @@ typedef int (*qseries_cb)(void *ctx, uint64_t series_id, uint32_t part,
 			  const struct store_label *labels, size_t n);
 int query__select_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb,
 			 void *ctx);
+/* The same through reader `rd` (borrowed): series ids are the reader's. */
+int query__select_series_in(struct qctx *q, struct store_reader *rd,
+			    const struct query_selector *sel, qseries_cb cb, void *ctx);
+/*
+ * The warnings of the readers of ms[0..n) as a JSON array of strings
+ * (`[]` when none): the blocks a query skipped because they are corrupt or
+ * missing.
+ */
+size_t query__warning_count(const struct qmerge *const *ms, size_t n);
+int query__warnings_json(const struct qmerge *const *ms, size_t n, struct buf *out);
 
 /*
  * collect (collect.c): sums every profile of every series of `sel` in

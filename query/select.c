@@ -70,6 +70,12 @@ static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_
 int query__select_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb,
 			 void *ctx)
 {
+	return query__select_series_in(q, NULL, sel, cb, ctx);
+}
+
+int query__select_series_in(struct qctx *q, struct store_reader *rd,
+			    const struct query_selector *sel, qseries_cb cb, void *ctx)
+{
 	struct select_ctx c = { q, sel, cb, ctx, 0 };
 	const struct query_matcher *eq = NULL;
 	int rc;
@@ -81,7 +87,14 @@ int query__select_series(struct qctx *q, const struct query_selector *sel, qseri
 		if (!eq || !strcmp(sel->m[i].name, STORE_LABEL_SERVICE))
 			eq = &sel->m[i];
 	}
-	if (eq)
+	if (rd && eq)
+		rc = store_reader_series_with(rd, eq->name, eq->value, select_one, &c);
+	else if (rd && sel->profile_type)
+		rc = store_reader_series_with(rd, STORE_LABEL_PROFILE_TYPE, sel->profile_type,
+					      select_one, &c);
+	else if (rd)
+		rc = store_reader_series_each(rd, select_one, &c);
+	else if (eq)
 		rc = store_series_with(q->st, q->tenant, eq->name, eq->value, select_one, &c);
 	else if (sel->profile_type)
 		rc = store_series_with(q->st, q->tenant, STORE_LABEL_PROFILE_TYPE, sel->profile_type,

@@ -202,7 +202,7 @@ static int cmp_u64(const void *a, const void *b)
 
 static int has_u64(const uint64_t *v, size_t n, uint64_t x)
 {
-	return bsearch(&x, v, n, sizeof(*v), cmp_u64) != NULL;
+	return n && bsearch(&x, v, n, sizeof(*v), cmp_u64) != NULL; /* v is NULL when n is 0 */
 }
 
 struct tenant_scan {
@@ -298,10 +298,11 @@ static int scan_tenant(struct store *st, struct tenant *t, struct tenant_scan *t
 		store__scan_close(&sc, NULL);
 	else
 		rc = store__scan_close(&sc, msg);
-	if (!rc) {
+	/* qsort's base may not be NULL, even for 0 elements (C11 7.22.5). */
+	if (!rc && ts->n_keys)
 		qsort(ts->keys, ts->n_keys, sizeof(*ts->keys), cmp_u64);
+	if (!rc && ts->n_walls)
 		qsort(ts->walls, ts->n_walls, sizeof(*ts->walls), cmp_u64);
-	}
 	return rc;
 }
 

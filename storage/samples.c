@@ -138,8 +138,8 @@ static int decode_payload(struct chunk *c, const uint8_t *p, const uint8_t *end)
 	if (!(k = varint_get(p, end, &n)) || n > (uint64_t)(end - p) / 4)
 		return ERR_CORRUPT;
 	p += k;
-	if (c->n && c->part != part)
-		return ERR_CORRUPT; /* one series has one partition */
+	if (c->part && c->part != part)
+		return ERR_CORRUPT; /* one chunk value is of one partition */
 	c->part = (uint32_t)part;
 	rc = chunk_grow(c, (size_t)n, 0);
 	if (rc)
@@ -153,6 +153,7 @@ static int decode_payload(struct chunk *c, const uint8_t *p, const uint8_t *end)
 			p += k;
 		}
 		prev += (uint64_t)zigzag_decode(u[0]);
+		cp->part = (uint32_t)part;
 		cp->meta.time_ns = (int64_t)prev;
 		cp->meta.duration_ns = zigzag_decode(u[1]);
 		cp->meta.period = zigzag_decode(u[2]);
@@ -237,12 +238,24 @@ static int block_header(const uint8_t **p, const uint8_t *end, int *codec,
 
 int store__chunk_decode(struct chunk *c, const void *v, size_t len, struct err_msg *msg)
 {
-	const uint8_t *p = v, *end = p + len;
-	size_t blocks = 0;
-	int rc;
-
 	c->n = 0;
 	c->n_samples = 0;
+	return store__chunk_decode_more(c, v, len, msg);
+}
+
+int store__chunk_decode_more(struct chunk *c, const void *v, size_t len, struct err_msg *msg)
+{
+	const uint8_t *p = v, *end = p + len;
+	size_t blocks = 0, first = c->n;
+	int rc;
+
+	if (first) {
+		/* Offsets again until the end, as decode_payload leaves them. */
+		for (size_t i = 0; i < first; i++)
+			c->profs[i].ids = (const uint32_t *)(uintptr_t)(c->profs[i].ids - c->ids);
+		blocks = 1;
+	}
+	c->part = 0;
 	if (len == 0)
 		return err_set(msg, ERR_CORRUPT, "sample chunk is empty");
 	while (p < end) {
@@ -271,6 +284,7 @@ int store__chunk_decode(struct chunk *c, const void *v, size_t len, struct err_m
 	 * in insertion order. */
 	if (blocks > 1 && !time_sorted(c))
 		qsort(c->profs, c->n, sizeof(*c->profs), prof_cmp);
+	(void)first;
 	for (size_t i = 0; i < c->n; i++) {
 		size_t off = (size_t)(uintptr_t)c->profs[i].ids;
 		c->profs[i].ids = c->ids + off;
@@ -542,7 +556,9 @@ int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
 	if (series_id == 0 || series_id >= tx->t->next_series || part == 0 ||
 	    part >= tx->t->next_part)
 		return ERR_INVALID;
-	rc = store__part_get(tx->st, tx->t, part, &p, NULL);
+	if (part < store__epoch_part_lo(tx->t))
+		return ERR_INVALID; /* of an earlier epoch */
+	rc = store__part_get(tx->st, tx->t, part, 1, &p, NULL);
 	if (rc)
 		return rc;
 	n_stacks = p->tab[SYM_STACK].len;
@@ -585,11 +601,18 @@ static int txn_prof_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-static void chunk_key(uint8_t *k, uint32_t tenant, uint64_t series, int64_t window)
+/* Notes window w of the txn (ascending input, so a check of the last one dedups). */
+static int txn_window(struct store_txn *tx, int64_t w)
 {
-	key_tenant_tag(k, tenant, TAG_CHUNK);
-	be64_put(k + 5, series);
-	be64_put(k + 13, (uint64_t)window ^ ((uint64_t)1 << 63));
+	int rc;
+
+	for (size_t i = tx->n_wins; i-- > 0;)
+		if (tx->wins[i] == w)
+			return 0;
+	rc = GROW(tx->wins, tx->cap_wins, tx->n_wins + 1, STORE_MAX_TXN_PROFILES, NULL);
+	if (!rc)
+		tx->wins[tx->n_wins++] = w;
+	return rc;
 }
 
 int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
@@ -607,7 +630,7 @@ int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
 	while (i < tx->n_profs && !rc) {
 		const struct txn_profile *g = &tx->profs[i];
 		size_t j = i, m = 0;
-		uint8_t k[21];
+		uint8_t k[CHUNK_KEY_LEN];
 
 		for (; j < tx->n_profs && tx->profs[j].series == g->series &&
 		       tx->profs[j].window == g->window; j++) {
@@ -616,6 +639,8 @@ int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
 			cp[m].n = tp->n;
 			cp[m].ids = tx->ids + tp->off;
 			cp[m].vals = tx->vals + tp->off;
+			if (tp->meta.time_ns > tx->max_time)
+				tx->max_time = tp->meta.time_ns;
 			m++;
 		}
 		buf_reset(&tx->val);
@@ -626,7 +651,10 @@ int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
 				(unsigned long long)g->series);
 			break;
 		}
-		chunk_key(k, tx->t->id, g->series, g->window);
+		rc = txn_window(tx, g->window);
+		if (rc)
+			break;
+		store__chunk_key(k, tx->t->id, g->series, g->window, store__epoch_current(tx->t));
 		store__txn_merge(tx, CFI_SAMPLES, k, sizeof(k), tx->val.data, tx->val.len);
 		i = j;
 	}
@@ -638,49 +666,82 @@ int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
 	return rc;
 }
 
-/* ---- reading --------------------------------------------------------------------- */
+/* ---- reading the head ------------------------------------------------------------ */
 
-int store_profiles_each(struct store *st, const char *tenant, uint64_t series_id,
-			int64_t from_ns, int64_t until_ns,
-			int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx,
-			struct err_msg *msg)
+/* Passes the profiles of c in [from, until) to cb; returns cb's non-zero value. */
+static int emit(const struct chunk *c, uint64_t series_id, int64_t from_ns, int64_t until_ns,
+		int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx)
 {
-	struct tenant *t = store__tenant_find(st, tenant);
-	uint8_t lo[21], hi[21];
+	int rc = 0;
+
+	for (size_t i = 0; i < c->n && !rc; i++) {
+		struct store_profile_view pv;
+
+		if (c->profs[i].meta.time_ns < from_ns || c->profs[i].meta.time_ns >= until_ns)
+			continue;
+		pv.series_id = series_id;
+		pv.part = c->profs[i].part;
+		pv.meta = c->profs[i].meta;
+		pv.n = c->profs[i].n;
+		pv.stack_ids = c->profs[i].ids;
+		pv.values = c->profs[i].vals;
+		rc = cb(ctx, &pv);
+	}
+	return rc;
+}
+
+int store__head_profiles(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			 uint64_t series_id, int64_t from_ns, int64_t until_ns,
+			 int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx,
+			 struct err_msg *msg)
+{
+	uint8_t lo[CHUNK_KEY_LEN], hi[CHUNK_KEY_LEN];
+	int64_t cur = 0;
+	int have = 0;
 	struct chunk c;
 	struct scan s;
 	int rc;
 
-	if (!t || until_ns <= from_ns)
+	if (until_ns <= from_ns)
 		return 0;
-	chunk_key(lo, t->id, series_id, floor_div(from_ns, st->window_ns));
-	chunk_key(hi, t->id, series_id, floor_div(until_ns - 1, st->window_ns) + 1);
+	store__chunk_key(lo, t->id, series_id, floor_div(from_ns, st->window_ns), 0);
+	store__chunk_key(hi, t->id, series_id, floor_div(until_ns - 1, st->window_ns) + 1, 0);
 	store__chunk_init(&c);
-	rc = store__scan_open(st, CFI_SAMPLES, &s, lo, sizeof(lo), hi, sizeof(hi));
+	rc = store__scan_open_snap(st, CFI_SAMPLES, snap, &s, lo, CHUNK_KEY_LEN_V1, hi,
+				   CHUNK_KEY_LEN_V1);
+	/* The chunks of one window (one per epoch that wrote to it) are merged by time. */
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
-		size_t vlen;
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
 		const char *v = rocksdb_iter_value(s.it, &vlen);
+		uint64_t sid;
+		int64_t w;
+		uint32_t e;
 
-		rc = store__chunk_decode(&c, v, vlen, msg);
-		if (rc) {
-			err_set(msg, rc, "series %llu of tenant %s: corrupt sample chunk",
-				(unsigned long long)series_id, tenant);
+		if (store__chunk_key_parse(k, klen, &sid, &w, &e) || sid != series_id) {
+			rc = err_set(msg, ERR_CORRUPT, "series %llu of tenant %s: bad chunk key",
+				     (unsigned long long)series_id, t->name);
 			break;
 		}
-		for (size_t i = 0; i < c.n && !rc; i++) {
-			struct store_profile_view pv;
-
-			if (c.profs[i].meta.time_ns < from_ns || c.profs[i].meta.time_ns >= until_ns)
-				continue;
-			pv.series_id = series_id;
-			pv.part = c.part;
-			pv.meta = c.profs[i].meta;
-			pv.n = c.profs[i].n;
-			pv.stack_ids = c.profs[i].ids;
-			pv.values = c.profs[i].vals;
-			rc = cb(ctx, &pv);
+		if (st->read_only && store__head_covered(st, t, w, e))
+			continue; /* a block has it; a writer would have deleted it */
+		if (have && w != cur) {
+			rc = emit(&c, series_id, from_ns, until_ns, cb, ctx);
+			c.n = c.n_samples = 0;
+			if (rc)
+				break;
+		}
+		cur = w;
+		have = 1;
+		rc = store__chunk_decode_more(&c, v, vlen, msg);
+		if (rc) {
+			err_set(msg, rc, "series %llu of tenant %s: corrupt sample chunk",
+				(unsigned long long)series_id, t->name);
+			break;
 		}
 	}
+	if (!rc && have)
+		rc = emit(&c, series_id, from_ns, until_ns, cb, ctx);
 	if (rc)
 		store__scan_close(&s, NULL);
 	else

@@ -105,7 +105,8 @@ int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg)
 		rc = store__scan_close(&s, msg);
 	if (rc)
 		goto fail;
-	t->next_part = max_part + 1;
+	/* A partition of the current epoch may be the largest id, or none yet. */
+	t->next_part = max_part + 1 > store__epoch_part_lo(t) ? max_part + 1 : store__epoch_part_lo(t);
 	t->next_series = max_series + 1;
 	t->index_loaded = 1;
 	return 0;
@@ -124,11 +125,13 @@ static int txn_partition(struct store_txn *tx, const char *service, size_t len,
 	uint64_t id;
 	int rc;
 
-	if (store__bmap_get(&t->services, service, len, &id) == 0) {
+	/* A service's partition of an earlier epoch is not written to again. */
+	if (store__bmap_get(&t->services, service, len, &id) == 0 &&
+	    id >= store__epoch_part_lo(t)) {
 		*part = (uint32_t)id;
 		return 0;
 	}
-	if (t->next_part == UINT32_MAX)
+	if (t->next_part >= STORE_BLOCK_PART_MIN - 1)
 		return ERR_TOO_LARGE;
 	rc = store__bmap_put(&t->services, service, len, t->next_part);
 	if (rc) {
@@ -141,7 +144,14 @@ static int txn_partition(struct store_txn *tx, const char *service, size_t len,
 	be32_put(v, t->next_part);
 	store__txn_put(tx, CFI_META, k, 5 + len, v, 4);
 	*part = t->next_part++;
-	return 0;
+	/* The partition exists from now on, even before it holds a symbol. */
+	{
+		struct part *p;
+		rc = store__part_get(tx->st, t, *part, 1, &p, NULL);
+		if (rc)
+			tx->failed = 1;
+	}
+	return rc;
 }
 
 int store_txn_partition(struct store_txn *tx, const char *service, uint32_t *part)
@@ -369,22 +379,20 @@ static void labels_buf_free(struct labels_buf *lb)
 	}
 }
 
-int store_series_each(struct store *st, const char *tenant, store_series_cb cb, void *ctx)
+int store__head_series_each(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			    store_series_cb cb, void *ctx)
 {
-	struct tenant *t = store__tenant_find(st, tenant);
 	struct labels_buf *lb;
 	uint8_t lo[5], hi[5];
 	struct scan s;
 	int rc;
 
-	if (!t)
-		return 0;
 	lb = labels_buf_new();
 	if (!lb)
 		return ERR_NOMEM;
 	key_tenant_tag(lo, t->id, TAG_SERIES);
 	key_tenant_tag(hi, t->id, TAG_SERIES + 1);
-	rc = store__scan_open(st, CFI_SERIES, &s, lo, 5, hi, 5);
+	rc = store__scan_open_snap(st, CFI_SERIES, snap, &s, lo, 5, hi, 5);
 	if (rc)
 		goto out;
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
@@ -437,16 +445,16 @@ static void prefix_end(struct buf *b)
 	b->data[b->len - 1] = 1;
 }
 
-int store_series_with(struct store *st, const char *tenant, const char *name,
-		      const char *value, store_series_cb cb, void *ctx)
+int store__head_series_with(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			    const char *name, const char *value, store_series_cb cb, void *ctx)
 {
-	struct tenant *t = store__tenant_find(st, tenant);
 	struct labels_buf *lb = NULL;
+	rocksdb_readoptions_t *ro = NULL;
 	struct buf lo, hi;
 	struct scan s = { 0 };
 	int rc;
 
-	if (!t || !name || !value || !storable(name) || !storable(value))
+	if (!name || !value || !storable(name) || !storable(value))
 		return 0;
 	buf_init(&lo, STORE_MAX_POSTING_KEY);
 	buf_init(&hi, STORE_MAX_POSTING_KEY);
@@ -457,7 +465,10 @@ int store_series_with(struct store *st, const char *tenant, const char *name,
 	if (rc)
 		goto out;
 	prefix_end(&hi);
-	rc = store__scan_open(st, CFI_SERIES, &s, lo.data, lo.len, hi.data, hi.len);
+	ro = rocksdb_readoptions_create();
+	if (snap)
+		rocksdb_readoptions_set_snapshot(ro, snap);
+	rc = store__scan_open_snap(st, CFI_SERIES, snap, &s, lo.data, lo.len, hi.data, hi.len);
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
 		size_t klen, vlen, n;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
@@ -471,8 +482,7 @@ int store_series_with(struct store *st, const char *tenant, const char *name,
 		}
 		key_tenant_tag(sk, t->id, TAG_SERIES);
 		memcpy(sk + 5, k + lo.len, 8);
-		v = rocksdb_get_cf(st->db, st->ropt, st->cf[CFI_SERIES], (const char *)sk, 13,
-				   &vlen, &err);
+		v = rocksdb_get_cf(st->db, ro, st->cf[CFI_SERIES], (const char *)sk, 13, &vlen, &err);
 		if (err) {
 			rc = store__rocks_err(NULL, ERR_IO, "series get", err);
 			break;
@@ -491,6 +501,8 @@ int store_series_with(struct store *st, const char *tenant, const char *name,
 	else
 		rc = store__scan_close(&s, NULL);
 out:
+	if (ro)
+		rocksdb_readoptions_destroy(ro);
 	labels_buf_free(lb);
 	buf_release(&lo);
 	buf_release(&hi);
@@ -501,8 +513,8 @@ out:
  * Walks the distinct strings that follow `lo` in posting keys: each one is
  * reported once, then the scan seeks past every key that continues it.
  */
-static int distinct_after(struct store *st, uint32_t tenant, struct buf *lo, struct buf *hi,
-			  int (*cb)(void *ctx, const char *s), void *ctx)
+static int distinct_after(struct store *st, const rocksdb_snapshot_t *snap, struct buf *lo,
+			  struct buf *hi, int (*cb)(void *ctx, const char *s), void *ctx)
 {
 	size_t base = lo->len;
 	struct buf next;
@@ -510,7 +522,7 @@ static int distinct_after(struct store *st, uint32_t tenant, struct buf *lo, str
 	int rc;
 
 	buf_init(&next, STORE_MAX_POSTING_KEY);
-	rc = store__scan_open(st, CFI_SERIES, &s, lo->data, lo->len, hi->data, hi->len);
+	rc = store__scan_open_snap(st, CFI_SERIES, snap, &s, lo->data, lo->len, hi->data, hi->len);
 	while (!rc && rocksdb_iter_valid(s.it)) {
 		size_t klen;
 		const char *k = rocksdb_iter_key(s.it, &klen);
@@ -530,7 +542,6 @@ static int distinct_after(struct store *st, uint32_t tenant, struct buf *lo, str
 		prefix_end(&next);
 		rocksdb_iter_seek(s.it, next.data, next.len);
 	}
-	(void)tenant;
 	if (rc)
 		store__scan_close(&s, NULL);
 	else
@@ -539,16 +550,13 @@ static int distinct_after(struct store *st, uint32_t tenant, struct buf *lo, str
 	return rc;
 }
 
-int store_label_names(struct store *st, const char *tenant,
-		      int (*cb)(void *ctx, const char *name), void *ctx)
+int store__head_label_names(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			    int (*cb)(void *ctx, const char *name), void *ctx)
 {
-	struct tenant *t = store__tenant_find(st, tenant);
 	struct buf lo, hi;
 	uint8_t k[5];
 	int rc;
 
-	if (!t)
-		return 0;
 	buf_init(&lo, STORE_MAX_POSTING_KEY);
 	buf_init(&hi, STORE_MAX_POSTING_KEY);
 	key_tenant_tag(k, t->id, TAG_POSTING);
@@ -557,20 +565,19 @@ int store_label_names(struct store *st, const char *tenant,
 	if (!rc)
 		rc = buf_append(&hi, k, 5);
 	if (!rc)
-		rc = distinct_after(st, t->id, &lo, &hi, cb, ctx);
+		rc = distinct_after(st, snap, &lo, &hi, cb, ctx);
 	buf_release(&lo);
 	buf_release(&hi);
 	return rc;
 }
 
-int store_label_values(struct store *st, const char *tenant, const char *name,
-		       int (*cb)(void *ctx, const char *value), void *ctx)
+int store__head_label_values(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			     const char *name, int (*cb)(void *ctx, const char *value), void *ctx)
 {
-	struct tenant *t = store__tenant_find(st, tenant);
 	struct buf lo, hi;
 	int rc;
 
-	if (!t || !name || !storable(name))
+	if (!name || !storable(name))
 		return 0;
 	buf_init(&lo, STORE_MAX_POSTING_KEY);
 	buf_init(&hi, STORE_MAX_POSTING_KEY);
@@ -579,9 +586,81 @@ int store_label_values(struct store *st, const char *tenant, const char *name,
 		rc = posting_prefix(&hi, t->id, name, NULL);
 	if (!rc) {
 		prefix_end(&hi);
-		rc = distinct_after(st, t->id, &lo, &hi, cb, ctx);
+		rc = distinct_after(st, snap, &lo, &hi, cb, ctx);
 	}
 	buf_release(&lo);
 	buf_release(&hi);
+	return rc;
+}
+
+/* ---- dropping series whose chunks are all sealed -------------------------- */
+
+/* Adds the deletion of series `id` (record value v) and its postings to wb. */
+static int delete_series(struct store *st, struct tenant *t, rocksdb_writebatch_t *wb,
+			 uint64_t id, const uint8_t *v, size_t vlen, struct labels_buf *lb,
+			 struct buf *k)
+{
+	uint8_t sk[13];
+	uint32_t part;
+	size_t n;
+	int rc = decode_series(v, vlen, &part, lb, &n);
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = posting_prefix(k, t->id, lb->l[i].name, lb->l[i].value);
+		if (!rc)
+			rc = buf_put_be64(k, id);
+		if (!rc)
+			rocksdb_writebatch_delete_cf(wb, st->cf[CFI_SERIES], k->data, k->len);
+	}
+	if (rc)
+		return rc;
+	key_tenant_tag(sk, t->id, TAG_SERIES);
+	be64_put(sk + 5, id);
+	rocksdb_writebatch_delete_cf(wb, st->cf[CFI_SERIES], (const char *)sk, 13);
+	return 0;
+}
+
+int store__series_gc(struct store *st, struct tenant *t, rocksdb_writebatch_t *wb,
+		     int (*keep)(void *ctx, uint64_t id), void *ctx, uint64_t *deleted,
+		     struct err_msg *msg)
+{
+	struct labels_buf *lb = labels_buf_new();
+	uint8_t lo[5], hi[5];
+	struct buf k;
+	struct scan s;
+	int rc;
+
+	if (!lb)
+		return ERR_NOMEM;
+	buf_init(&k, STORE_MAX_POSTING_KEY);
+	key_tenant_tag(lo, t->id, TAG_SERIES);
+	key_tenant_tag(hi, t->id, TAG_SERIES + 1);
+	rc = store__scan_open(st, CFI_SERIES, &s, lo, 5, hi, 5);
+	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
+		size_t klen, vlen;
+		const uint8_t *key = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
+		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(s.it, &vlen);
+		uint64_t id;
+
+		if (klen != 13) {
+			rc = err_set(msg, ERR_CORRUPT, "series: bad key of tenant %s", t->name);
+			break;
+		}
+		id = be64_get(key + 5);
+		if (keep(ctx, id))
+			continue;
+		rc = delete_series(st, t, wb, id, v, vlen, lb, &k);
+		if (rc)
+			err_set(msg, rc, "series %llu of tenant %s: bad record", (unsigned long long)id,
+				t->name);
+		else
+			(*deleted)++;
+	}
+	if (rc)
+		store__scan_close(&s, NULL);
+	else
+		rc = store__scan_close(&s, msg);
+	buf_release(&k);
+	labels_buf_free(lb);
 	return rc;
 }

@@ -1,19 +1,37 @@
 /*
- * storage.h - the profile store: series, symbols and columnar samples on
- * RocksDB.  The only module that includes RocksDB.
+ * storage.h - the profile store: a head of recent profiles in RocksDB and
+ * immutable, self-contained time blocks in files of our own format.  The
+ * only module that includes RocksDB.
  *
  * Model
- *   A *tenant* (X-Scope-OrgID) owns everything below it; every key starts with
- *   the tenant's numeric id, so tenants never see each other's data.
+ *   A *tenant* (X-Scope-OrgID) owns everything below it; tenants never see
+ *   each other's data.
  *   A *series* is a sorted label set that always holds `service_name` and
  *   `__profile_type__` (e.g. process_cpu:cpu:nanoseconds:cpu:nanoseconds).
- *   A *partition* holds the symbols of one (tenant, service_name): strings,
+ *   A *partition* holds the symbols of one service of a tenant: strings,
  *   mappings, functions, locations and a stack trie.  Symbol ids are dense
- *   uint32 per partition, starting at 1; 0 means "none".  A stack id is a trie
- *   node id (parent stack id + location id); 0 is the empty stack.
+ *   uint32 per partition, starting at 1; 0 means "none".  A stack id is a
+ *   trie node id (parent stack id + location id); 0 is the empty stack.
  *   A *profile* is one pprof sample type of one ingested pprof: a timestamp and
- *   the columns (stack id, value).  Profiles are stored in columnar chunks per
- *   (series, time window).
+ *   the columns (stack id, value).
+ *
+ * Head and blocks (docs/storage.md; byte layouts in storage_int.h)
+ *   Commits go to the *head*: RocksDB with its WAL.  The head's partitions
+ *   live in *epochs*: a new epoch starts each time the head is sealed, and
+ *   an epoch's symbols are dropped once every profile that used them is in
+ *   a block, so the head holds the symbols of recent data only.
+ *   store_maintain() (or the background thread of store_options.
+ *   maintain_interval_ns) *seals* the head's profiles of each level-0 time
+ *   range that has ended into a *block*: one immutable file holding that
+ *   range's series, postings, the symbols its samples reference (one
+ *   partition per service, as columns) and its samples; it *compacts*
+ *   blocks into larger ones (6 and 24 level-0 ranges by default), and
+ *   applies *retention* by deleting whole blocks.  Block partitions get
+ *   partition ids of their own (>= STORE_BLOCK_PART_MIN, never reused by a
+ *   process), so a merge by (partition, stack id) works across the head and
+ *   blocks unchanged.  A profile is in exactly one place at any time: a
+ *   reader sees it in the head or in one block, never both, never neither
+ *   (also across crashes: storage_int.h, section 10).
  *
  * Writing
  *   store_txn_begin() takes the store's single writer lock; everything added
@@ -22,15 +40,24 @@
  *   that returned 0 survives kill -9 of the process.  store_txn_abort()
  *   discards everything the txn added, including in-memory dedup entries.
  *   Strings given to the txn are borrowed for the duration of the call only.
+ *   A partition id is valid for the txn that got it (the next may be in a
+ *   new epoch).
  *
  * Reading
- *   Read functions never take the writer lock and may run on any thread
- *   concurrently with a writer.  Symbol views (struct store_symbols) are
- *   refcounted snapshots: entries committed before store_symbols_get()
- *   are visible and stay valid until store_symbols_put().
+ *   A struct store_reader is a consistent view of one tenant over a time
+ *   range: a snapshot of the head and references on the blocks, so sealing,
+ *   compaction and retention running meanwhile change nothing it reads.
+ *   Its series are label sets merged across the head and blocks.  The
+ *   store_series_*, store_label_* and store_profiles_each calls without a
+ *   reader read the current state, where one label set may be several
+ *   series (one per block); they are kept for tools and tests.
+ *   Symbol views (struct store_symbols) are refcounted snapshots: entries
+ *   committed before store_symbols_get() are visible and stay valid until
+ *   store_symbols_put().  A partition id named by a profile a reader
+ *   returned stays valid while that reader is open.
  *
  * Threading: struct store is thread-safe.  A struct store_txn belongs to the
- * thread that began it.
+ * thread that began it; a struct store_reader to one thread at a time.
  */
 #ifndef UNHEX_STORAGE_STORAGE_H
 #define UNHEX_STORAGE_STORAGE_H
@@ -49,13 +76,43 @@ struct store_symbols;
 #define STORE_LABEL_PROFILE_TYPE "__profile_type__"
 #define STORE_LABEL_NAME "__name__"
 
+/* A tenant's own retention (store_options.retention_overrides). */
+struct store_retention {
+	const char *tenant; /* borrowed for the life of the store */
+	int64_t ns;         /* 0 keeps everything */
+};
+
 struct store_options {
 	const char *dir;            /* database directory; created if missing */
 	int read_only;              /* open an existing store for reading only */
 	int sync_writes;            /* fsync the WAL at every commit (power loss) */
-	size_t block_cache_bytes;   /* 0 picks 64 MiB */
-	int64_t window_ns;          /* sample chunk window; 0 picks 10 minutes */
+	size_t block_cache_bytes;   /* RocksDB's block cache; 0 picks 64 MiB */
+	int64_t window_ns;          /* head chunk window; 0 picks 10 minutes */
+	/* Level-0 block range, a multiple of window_ns; 0 picks 1 hour. */
+	int64_t block_range_ns;
+	/* How long past the end of a range profiles may still arrive before it
+	 * is sealed; 0 picks a quarter of the block range. */
+	int64_t seal_delay_ns;
+	/* Blocks whose newest profile is older than this are deleted; 0 keeps
+	 * everything.  Overrides (borrowed) replace it for their tenants. */
+	int64_t retention_ns;
+	const struct store_retention *retention_overrides;
+	size_t n_retention_overrides;
+	/* Decoded block indexes and symbols kept across queries; 0 picks 128 MiB. */
+	size_t symbol_cache_bytes;
+	/* Period of the background maintenance thread (seal, compact, expire);
+	 * 0 starts none: the caller runs store_maintain(). */
+	int64_t maintain_interval_ns;
+	/* How long partitions and blocks that sealing, compaction or retention
+	 * replaced stay readable by the calls without a reader; 0 picks 2 min. */
+	int64_t reader_grace_ns;
+	/* The wall clock, ns since the epoch (tests); NULL reads CLOCK_REALTIME. */
+	int64_t (*clock_ns)(void *ctx);
+	void *clock_ctx;
 };
+
+/* Partition ids at or above this name a service of a block. */
+#define STORE_BLOCK_PART_MIN 0x80000000u
 
 /* Opens (creating if needed) the store; returns owned *out. */
 int store_open(const struct store_options *opt, struct store **out, struct err_msg *msg);
@@ -216,6 +273,51 @@ int store_profiles_each(struct store *st, const char *tenant, uint64_t series_id
 			int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx,
 			struct err_msg *msg);
 
+/* ---- readers: head and blocks at once ----------------------------------- */
+
+struct store_reader;
+
+/*
+ * Opens a consistent view of `tenant` over [from_ns, until_ns): a snapshot
+ * of the head and the blocks that overlap the range.  An unknown tenant
+ * gives an empty reader.  Returns owned *out.
+ */
+int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
+		      int64_t until_ns, struct store_reader **out, struct err_msg *msg);
+/* Releases the view; NULL is a no-op. */
+void store_reader_close(struct store_reader *r);
+
+/*
+ * Series of the view, each label set once with an id of this reader (the
+ * `part` argument is 0: its profiles carry their partitions).
+ */
+int store_reader_series_each(struct store_reader *r, store_series_cb cb, void *ctx);
+int store_reader_series_with(struct store_reader *r, const char *name, const char *value,
+			     store_series_cb cb, void *ctx);
+int store_reader_label_names(struct store_reader *r,
+			     int (*cb)(void *ctx, const char *name), void *ctx);
+int store_reader_label_values(struct store_reader *r, const char *name,
+			      int (*cb)(void *ctx, const char *value), void *ctx);
+
+/*
+ * Calls cb for every profile of reader series `series_id` with from_ns <=
+ * time_ns < until_ns (within the reader's range), in time order within each
+ * block and within the head.  A block whose bytes turn out corrupt is
+ * skipped whole (checked before its first profile is passed) and reported
+ * as a warning of the reader.
+ */
+int store_reader_profiles_each(struct store_reader *r, uint64_t series_id, int64_t from_ns,
+			       int64_t until_ns,
+			       int (*cb)(void *ctx, const struct store_profile_view *p),
+			       void *ctx, struct err_msg *msg);
+
+/*
+ * Warnings of the reader: blocks of its range it could not read (corrupt
+ * or missing), one sentence each, valid until the reader is closed.
+ */
+size_t store_reader_warning_count(const struct store_reader *r);
+const char *store_reader_warning(const struct store_reader *r, size_t i);
+
 /* Returns a refcounted view of partition `part` of `tenant`. */
 int store_symbols_get(struct store *st, const char *tenant, uint32_t part,
 		      struct store_symbols **out, struct err_msg *msg);
@@ -245,17 +347,25 @@ int store_symbols_mapping(const struct store_symbols *sym, uint32_t id,
 
 /* ---- statistics --------------------------------------------------------- */
 
+/* Where bytes are: the head's column families, and the block files. */
 enum store_cf {
 	STORE_CF_META,
 	STORE_CF_SERIES,
 	STORE_CF_SYMBOLS,
 	STORE_CF_SAMPLES,
+	STORE_CF_BLOCKS,
 	STORE_CF_COUNT
 };
 
-/* The RocksDB column family name of `cf` ("series", ...). */
+/* The name of `cf` ("series", ..., "blocks"). */
 const char *store_cf_name(enum store_cf cf);
 
+/*
+ * Per tenant.  profiles and samples count every retained profile once,
+ * wherever it is; series counts distinct label sets (reading the index of
+ * every block); the symbol counts are entries stored (the head's partitions
+ * plus each block's: a function in three blocks counts three times).
+ */
 struct store_tenant_stats {
 	const char *tenant;
 	uint64_t series;
@@ -265,13 +375,88 @@ struct store_tenant_stats {
 	uint64_t locations;
 	uint64_t functions;
 	uint64_t mappings;
-	uint64_t bytes[STORE_CF_COUNT]; /* on disk (SST + memtable estimate) */
+	uint64_t bytes[STORE_CF_COUNT]; /* on disk (SST + memtable estimate; block files) */
+	uint64_t head_profiles;      /* of profiles: not sealed yet */
+	uint64_t blocks;             /* block files, the unreadable included */
+	uint64_t blocks_unreadable;  /* corrupt or missing: skipped by queries */
+	int64_t oldest_ns, newest_ns; /* first and last profile time in blocks (0: none) */
+	/* What retention removed, since the store was created. */
+	uint64_t expired_blocks, expired_bytes, expired_profiles, expired_samples;
 };
 
 /* Calls cb once per tenant, in tenant name order. */
 int store_stats(struct store *st,
 		int (*cb)(void *ctx, const struct store_tenant_stats *s), void *ctx,
 		struct err_msg *msg);
+
+/* One block, as listed by store_blocks_each(); strings live during the call. */
+struct store_block_info {
+	const char *tenant;
+	const char *id;         /* 32 hex digits */
+	uint32_t level;         /* 0 sealed from the head, k compacted */
+	int64_t range_start, range_end; /* [start, end) */
+	int64_t min_time, max_time;     /* of its profiles */
+	uint64_t bytes, series, profiles, samples;
+	size_t sources;         /* blocks it replaced */
+	const char *error;      /* NULL, or why it is skipped (corrupt, missing) */
+};
+
+/* Calls cb for every block of `tenant` (NULL: every tenant), by time. */
+int store_blocks_each(struct store *st, const char *tenant,
+		      int (*cb)(void *ctx, const struct store_block_info *b), void *ctx,
+		      struct err_msg *msg);
+
+/* ---- maintenance: sealing, compaction, retention ------------------------ */
+
+struct store_maint_stats {
+	uint64_t sealed_blocks;     /* written from the head */
+	uint64_t sealed_profiles;
+	uint64_t compactions;       /* blocks written by compaction */
+	uint64_t compacted_blocks;  /* blocks they replaced */
+	uint64_t expired_blocks;    /* deleted by retention */
+	uint64_t expired_bytes;
+	uint64_t dropped_epochs;    /* head symbol epochs freed */
+};
+
+enum {
+	/* Seal every profile of the head, also of ranges not over yet. */
+	STORE_MAINT_SEAL_ALL = 1 << 0,
+	/* Compact every group of two or more blocks, also of ranges not over. */
+	STORE_MAINT_COMPACT_ALL = 1 << 1,
+};
+
+/*
+ * One maintenance pass over every tenant: seal the ranges that ended
+ * (seal_delay_ns ago, by the store's clock), compact, expire.  The store's
+ * clock is the newest profile time stored, never ahead of the wall clock,
+ * so a backfill is sealed and expired as it would have been live.  Adds
+ * what it did to *out (may be NULL).  Serialized with the background
+ * thread; never blocks ingest or queries for longer than a write batch.
+ */
+int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *out,
+		   struct err_msg *msg);
+
+/* Counters of the maintenance done by this process (background included). */
+void store_maint_totals(struct store *st, struct store_maint_stats *out);
+
+/*
+ * Checks every block of every tenant: the checksums of every section, the
+ * decoding of every section and page, and every reference (stack ids of the
+ * pages, ids inside the symbols, services and sources).  Calls cb per block
+ * (error set when it is corrupt or missing).  Returns 0 when all are fine,
+ * ERR_CORRUPT when any is not, another error when the check itself failed.
+ */
+int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block_info *b),
+		 void *ctx, struct err_msg *msg);
+
+/*
+ * Calls cb for every build ID that a retained profile references (the head
+ * and every readable block) with the newest time of such a profile, once per
+ * build ID, in build ID order.
+ */
+int store_build_ids_each(struct store *st,
+			 int (*cb)(void *ctx, const char *build_id, int64_t last_ns), void *ctx,
+			 struct err_msg *msg);
 
 /* Flushes memtables to SST files (for accurate sizes and benchmarks). */
 int store_flush(struct store *st, struct err_msg *msg);

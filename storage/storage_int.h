@@ -2,6 +2,10 @@
  * storage_int.h - private design of the store: on-disk layouts, in-memory
  * tables and the internals shared by the files of storage/ and its tests.
  *
+ * Sections 1-8 are the head (RocksDB), 9 the block files, 10 how data
+ * moves from the head into blocks and between blocks, and why a crash at
+ * any point loses nothing acknowledged and counts nothing twice.
+ *
  * ==========================================================================
  * 1. Column families
  * ==========================================================================
@@ -10,7 +14,8 @@
  *   ---------  -----------------  ---------------  ---------------------------
  *   default    STORE_CF_META      -                nothing (RocksDB requires it)
  *   meta       STORE_CF_META      -                format record, tenants,
- *                                                  partitions
+ *                                                  partitions, epochs, the
+ *                                                  block registry
  *   counters   STORE_CF_META      unhex.add64.v1   per-tenant statistics
  *   series     STORE_CF_SERIES    -                series records, postings
  *   symbols    STORE_CF_SYMBOLS   -                strings, mappings, functions,
@@ -37,15 +42,21 @@
  * 2. meta
  * ==========================================================================
  *
- * Format record, written once when the store is created:
+ * Format record, written when the store is created (or upgraded):
  *
  *   key   offset size  field
  *         0      4     tenant = 0
  *         4      1     'F'
  *   value 0      4     magic "UNHX"
- *         4      1     format version (STORE_FORMAT_VERSION = 1)
+ *         4      1     format version (STORE_FORMAT_VERSION = 2)
  *         5      8     window_ns, u64 BE: the sample chunk window.  The value
  *                      given at creation is used for the life of the store.
+ *         13     16    store id: random bytes, named by the head origins of
+ *                      the blocks this store sealed (section 9)
+ *
+ * Format 1 (the release before blocks) had a 13-byte value and no store id;
+ * such a store is read as it is and upgraded at its first read-write open
+ * (section 10, "Upgrade").
  *
  * Tenant name -> id (ids are dense from 1; the next id is max + 1 at open):
  *
@@ -54,12 +65,37 @@
  *         5      n     tenant name (no NUL)
  *   value 0      4     tenant id, u32 BE
  *
- * Partition (tenant, service_name) -> partition id (dense from 1 per tenant):
+ * Partition (tenant, service_name) -> the service's newest partition id
+ * (dense from 1 per tenant, below STORE_BLOCK_PART_MIN, never reused):
  *
  *   key   0      4     tenant id
  *         4      1     'R'
  *         5      n     service name (no NUL)
  *   value 0      4     partition id, u32 BE
+ *
+ * A service gets a new partition in each epoch it writes in; the record then
+ * names the new one.  A record naming a partition of an earlier epoch (or
+ * one dropped with its epoch) only says the id is taken.
+ *
+ * Epoch (section 10), one per live epoch of the head:
+ *
+ *   key   0      4     tenant id
+ *         4      1     'E'
+ *         5      4     epoch number, u32 BE
+ *   value 0      4     its first partition id, u32 BE; its partitions are
+ *                      [this, the next epoch's first)
+ *
+ * Block record, one per block of the tenant (the registry: a block file
+ * without a record is adopted or deleted at open, a record without a file
+ * is a missing block, section 10):
+ *
+ *   key   0      4     tenant id
+ *         4      1     'B'
+ *         5      16    block id
+ *   value 0      1     record version = 1
+ *         1      ...   uv level, sv range start, sv range end, sv min time,
+ *                      sv max time, uv file bytes, uv series, uv profiles,
+ *                      uv samples (as in the footer)
  *
  * Migrations done (migrate.c), one record per migration that ran:
  *
@@ -70,21 +106,26 @@
  *
  * Id counters are not stored: the next series id is 1 + the last 'S' key of
  * the tenant, the next symbol id of a kind is 1 + the entries of that kind
- * (ids are dense), the next partition id is 1 + the largest 'R' value.  They
- * are derived by the range scans that build the in-memory indexes anyway, so
- * they can never disagree with the data.
+ * (ids are dense), the next partition id is 1 + the largest 'R' value or the
+ * current epoch's first, whichever is larger.  They are derived by the range
+ * scans that build the in-memory indexes anyway, so they can never disagree
+ * with the data.
  *
  * ==========================================================================
  * 3. counters (merge operator unhex.add64.v1: wrapping u64 sum)
  * ==========================================================================
  *
  *   key   0      4     tenant id
- *         4      1     counter kind: enum ctr (CTR_SERIES = 1 ... CTR_MAPPINGS)
+ *         4      1     counter kind: enum ctr (CTR_SERIES = 1 ... CTR_EXP_SAMPLES)
  *   value 0      8     u64 little-endian; each merge operand is the same
  *
  * Operands are added in the same write batch as the records they count, so
  * the counters are exact and survive restarts.  A value of another length is
  * ignored by the merge (counted as 0) and reported as ERR_CORRUPT on read.
+ * CTR_SERIES .. CTR_MAPPINGS count what the head holds: sealing subtracts
+ * (a wrapping add of the negation) what it moves into a block, in the batch
+ * that deletes it; dropping an epoch subtracts its symbols.  CTR_EXP_*
+ * count what retention deleted (blocks, bytes, profiles, samples).
  *
  * ==========================================================================
  * 4. series
@@ -150,13 +191,19 @@
  * 6. samples (merge operator unhex.chunk.v1)
  * ==========================================================================
  *
- * One chunk per (series, time window):
+ * One chunk per (series, time window, epoch):
  *
  *   key   0      4     tenant id
  *         4      1     'C'
  *         5      8     series id, u64 BE
  *         13     8     window index = floor(time_ns / window_ns), as u64 BE
  *                      with the sign bit flipped (so negative times sort first)
+ *         21     4     epoch the chunk was written in, u32 BE (section 10)
+ *
+ * A format 1 key ends after the window (21 bytes): epoch 0.  A window's
+ * chunks of several epochs are adjacent (the epoch is the last field) and
+ * readers merge them by time.  All the profiles of one chunk value are of
+ * one partition (one series is one service, and a txn writes one epoch).
  *
  * A chunk value is a sequence of one or more *blocks*, back to back.  Each
  * commit adds one raw (uncompressed) block per chunk it touches as a merge
@@ -229,8 +276,15 @@
  * store's writer lock; an aborted txn that created series or partitions
  * drops it and it is rebuilt from disk by the next txn.
  *
- * struct part (a symbol partition) is loaded from disk by one range scan the
- * first time anyone uses it, and lives until store_close.  Its entries live
+ * struct part (a symbol partition of the head) is loaded from disk by one
+ * range scan at open (every partition of the live epochs: the head is small
+ * by design), or created empty by the txn that creates the partition.  It
+ * is refcounted: the tenant's list holds one reference until its epoch is
+ * dropped, each view and each reader or seal that pinned it one more; it is
+ * freed with its last reference, so a reader that pinned the partitions of
+ * its snapshot can name them even after the epoch is gone.  A partition
+ * whose records do not decode is kept empty and "broken": reads and writes
+ * of it fail with ERR_CORRUPT, the rest of the store works.  Its entries live
  * in segmented arrays (struct segarr) whose segments never move, and strings
  * and line arrays live in a chunked pool whose chunks never move, so readers
  * can read any entry below a published count without a lock while the writer
@@ -244,6 +298,259 @@
  * side of store.commit_lock; every range scan creates its iterator under the
  * read side.  So a profile or series visible to a scan was published before
  * it, and the symbols it references are in any view taken afterwards.
+ *
+ * struct block (blocks.c) is one block file: its decoded footer (small: the
+ * section table, services, build IDs), its 'B' record, refs.  The index and
+ * the symbol sections are decoded on demand into refcounted objects (struct
+ * bidx, struct bsymtab) kept in one LRU cache of at most
+ * store_options.symbol_cache_bytes for the whole store (struct bcache):
+ * memory grows with the head and with what queries read, never with
+ * history.  A block's services are partitions part_base..part_base+n-1,
+ * given when the process registers the block from a counter that only grows
+ * (starting at STORE_BLOCK_PART_MIN): an id names one immutable symbol table
+ * for the life of the process, which is what the query engine's
+ * symbolization memo (keyed by tenant, partition, location) relies on.
+ *
+ * ==========================================================================
+ * 9. Block files
+ * ==========================================================================
+ *
+ * A block holds every profile of one tenant over one time range, and
+ * everything needed to read them: its series and postings, the symbols its
+ * samples reference (per service, as columns) and the samples (per series,
+ * as pages).  One file per block, written once, never modified:
+ *
+ *   <dir>/blocks/<tenant>/<id as 32 lower-case hex digits>.blk
+ *
+ * <tenant> is the tenant name with every byte outside [A-Za-z0-9_.-] (and a
+ * leading '.') written %XX, which is one to one and never "." or "..".  A
+ * block id is 6 bytes of the creation time in ms, big-endian, then 10
+ * random bytes: unique without coordination, which the next step (several
+ * processes writing to one bucket) needs.  A block being written is
+ * "<id>.blk.tmp" until it is complete and fsynced (section 10).
+ *
+ * File layout (fixed-width integers little-endian; uv/sv varints as above):
+ *
+ *   offset        size  field
+ *   0             8     magic "UNHXBLK
+"
+ *   8             4     block format version, u32 (BLOCK_FORMAT_VERSION = 1)
+ *   12            4     0 (reserved)
+ *   16            ...   sections back to back, at the offsets the footer
+ *                       gives: the samples section, then the symbol
+ *                       sections of the services in name order, then the
+ *                       index section
+ *   F             L     footer
+ *   size - 16     4     L, footer length, u32 (<= BLOCK_MAX_FOOTER)
+ *   size - 12     4     CRC-32C of the footer
+ *   size - 8      8     magic "UNHXBEND"
+ *
+ * Reading a block takes one read of its last 64 KiB (BLOCK_SUFFIX_READ),
+ * which holds the trailer and the footer unless the footer is larger (then
+ * one more), and then one read per section or page it needs: exactly the
+ * ranged GETs of object storage (issue 12).  Every byte read is checked: the
+ * footer by its CRC, each section by the CRC in the footer, each page by
+ * the CRC in the index.  CRC-32C is computed with the SSE4.2 instruction
+ * (crc32c.c), several GB/s, so checking costs nothing next to zstd.
+ *
+ * Footer (BLOCK_FOOTER_VERSION = 1), fields in this order:
+ *
+ *   uv   footer version
+ *   16   block id
+ *   uv+  tenant name (uv length, bytes; 1..STORE_MAX_TENANT_NAME)
+ *   uv   level: 0 sealed from the head, k > 0 written by compaction
+ *   sv   range start ns; sv range length ns (> 0): [start, start + length)
+ *   sv   min time - range start; sv max time - min time: the first and last
+ *        profile time, inclusive, inside the range
+ *   sv   creation time, ns since the epoch (wall clock, for people)
+ *   uv   series, uv profiles, uv samples (counts of the whole block)
+ *   uv   n origins (0..BLOCK_MAX_ORIGINS); each: 16 bytes store id, sv
+ *        window_ns, sv first window, sv last window - first, uv max epoch:
+ *        "the head chunks of this store with a window in [first, last] and
+ *        an epoch <= max are in this block" (a compaction output lists the
+ *        origins of all its sources)
+ *   uv   n sources; each: 16 bytes, the id of a block this one replaces
+ *   uv   n build IDs; each uv+ lower-case hex, sorted, unique: every build
+ *        ID of a mapping of the block (for debug info retention)
+ *   uv   n services (>= 1), in name order; each: uv+ service name, uv index
+ *        of its symbol section in the section table, uv strings, uv
+ *        mappings, uv functions, uv locations, uv stacks (its counts)
+ *   uv   n sections; each: uv kind (1 index, 2 symbols, 3 samples), uv codec
+ *        (0 raw, 1 zstd frame with content size), uv offset, uv stored
+ *        length, uv raw length, 4 bytes CRC-32C of the stored bytes
+ *
+ * The decoder checks: one index section, one samples section (raw), one
+ * symbol section per service and none shared, sections inside [16, size -
+ * 16) and not overlapping, raw lengths <= BLOCK_MAX_SECTION_RAW, times in
+ * order, counts within the limits, and nothing after the last field.
+ *
+ * Index section (zstd; what a query reads to find series and pages):
+ *
+ *   uv   n strings: the label names and values, sorted bytewise, unique
+ *        each: uv length, bytes
+ *   uv   n series (== footer series), sorted by (service, label key)
+ *        each: uv service index
+ *              uv n labels; each: uv name string id, uv value string id
+ *                 (names ascending: the series' label key of section 4)
+ *              uv n pages (>= 1), ascending in time; each:
+ *                 sv min time - previous page's max time (first: - range
+ *                    start), uv max time - min time
+ *                 uv stored length, 4 bytes CRC-32C of it
+ *                 uv profiles, uv samples
+ *   uv   n label names of the postings, ascending string ids; each:
+ *        uv name string id, uv n values; each (ascending): uv value string
+ *        id, uv n series, that many uv series index deltas (ascending; the
+ *        first from 0)
+ *
+ * A page's offset is implied: pages are stored in series order, back to
+ * back, from the start of the samples section, and the lengths must add up
+ * to it.  Profile and sample counts must add up to the footer's.
+ *
+ * Samples section (raw; its pages are compressed one by one): a page is
+ * one chunk block of section 6 (magic 0xC1, codec, lengths, payload) whose
+ * partition field is the service index + 1: all the profiles of one series
+ * in one page span (the level-0 range; a compaction output of 24 ranges has
+ * up to 24 pages per series), sorted by time, stack ids into the service's
+ * trie of this block.  A query of part of a block's range reads only the
+ * pages it overlaps.
+ *
+ * Symbol section (zstd; one per service; column by column, which is what
+ * lets zstd find the regularity of each column):
+ *
+ *   uv   n strings (string id 0 is "" and is not stored; ids 1..n)
+ *        n x uv length (>= 1), then the n strings' bytes back to back,
+ *        sorted bytewise
+ *   uv   n mappings; columns of n: uv memory start, uv memory limit - start,
+ *        uv file offset, uv filename id, uv build ID id, uv flags
+ *   uv   n functions, sorted by (name, file, system name, start line);
+ *        columns: sv name id - previous name id, uv system name id, uv
+ *        filename id, sv start line
+ *   uv   n locations, sorted by (mapping, address, lines); columns: sv
+ *        mapping id - previous (0 = none), sv address - previous address of
+ *        the same mapping (the first of a mapping: - 0), uv n lines; then the
+ *        lines of every location in order as three columns: uv function id,
+ *        sv line, sv column
+ *   uv   n stacks (trie nodes, ids 1..n, parent before child); columns: uv
+ *        id - parent id (1..id; id for a root), uv location id (>= 1)
+ *
+ * Every id is checked against the count of what it names.  A block's
+ * stacks keep the ids the writer gave them on first sight (the pages
+ * already use them); trie nodes met along new paths are consecutive, so
+ * most parent deltas are 1.  Strings, functions and locations are sorted
+ * at the end and renumbered, so that addresses and name ids become small
+ * deltas.
+ *
+ * Why a file format of our own and not a RocksDB SST (SstFileWriter and
+ * IngestExternalFile): (1) an SST is RocksDB's format, read through
+ * RocksDB's Env; the C API has no Env of our own, so a querier could not
+ * read an SST in object storage with range GETs, which is what the next
+ * issue needs; a footer, a section table and CRCs of our own is what
+ * Pyroscope v2 and Parca do too.  (2) An SST stores keys: one record per
+ * string, location and trie node, as the head does, costs bytes per entry
+ * that no column layout pays (bench/RESULTS.md, "Blocks", for the numbers).
+ * (3) A block is immutable and read as a whole object or in a few large
+ * ranges; an SST's sorted-key machinery (block index, bloom filters,
+ * compaction) buys nothing for that and would tie the object format to
+ * RocksDB's release.
+ *
+ * ==========================================================================
+ * 10. Head, epochs, sealing, compaction, retention, crash safety
+ * ==========================================================================
+ *
+ * Clock.  The store's clock is the newest profile time stored, capped by
+ * the wall clock (store__clock): sealing and retention follow it, so a
+ * backfill (or a simulated month) is sealed and expired as it would have
+ * been live, a profile stamped in the future cannot expire anything, and an
+ * idle store keeps its last retention period.
+ *
+ * Epochs.  Every partition of the head belongs to one epoch; every chunk
+ * key names the epoch it was written in.  A txn writes to the current
+ * epoch: store_txn_partition gives the service's partition of that epoch,
+ * creating it if needed.  Each seal starts a new epoch before it reads
+ * anything, so the partitions of the epochs it seals receive nothing more.
+ * An epoch that is not current and has no chunk left (its window set,
+ * rebuilt at open from the chunk keys, is empty) is dropped: its 'E'
+ * record, a DeleteRange of its partitions' symbol records, and its
+ * partitions leave memory when the last reader lets go.  So the head's
+ * symbols are those of the data not sealed yet: a few epochs, never
+ * history.  A window whose epoch is FORCE_EPOCHS behind is sealed even if
+ * its range has not ended (profiles stamped in the future), so no epoch
+ * lives long.
+ *
+ * Sealing (maint.c, seal_tenant), per tenant, for each level-0 range
+ * [r * R, (r + 1) * R) whose end + seal delay <= clock (R = block range):
+ *   1. under the writer lock: choose the ranges, max_epoch = the current
+ *      epoch, start epoch max_epoch + 1 (its record written synced), take a
+ *      RocksDB snapshot, pin the partitions of epochs <= max_epoch.  From
+ *      here on no commit adds a chunk with an epoch <= max_epoch.
+ *   2. without any lock: collect the snapshot's chunk keys of those ranges
+ *      with epoch <= max_epoch; per range, write the block (blockwrite.c:
+ *      temporary file, fsync, rename, fsync of the directory).
+ *   3. publish, under the writer lock and the write side of commit_lock:
+ *      one synced batch deletes exactly the collected chunk keys, subtracts
+ *      their profiles and samples from the counters and writes the block's
+ *      'B' record; the block joins the tenant's list in the same critical
+ *      section.  A reader takes its snapshot and its blocks under the read
+ *      side: it sees the chunks or the block, never both, never neither.
+ *   4. series with no chunk left leave the head (record and postings); then
+ *      epochs without chunks are dropped.
+ * The block's origin (store id, window range, max_epoch) says which head
+ * chunks it holds.
+ *
+ * Compaction (compact_level): blocks of lower levels that fit in one
+ * aligned slot of level k (6 and 24 level-0 ranges) are merged once the
+ * slot's last range is over: series by label key, symbols rebuilt per
+ * service from the sources' (only what the pages reference), pages
+ * re-cut by page span and re-sorted by time.  The output names its sources
+ * and inherits their origins.  Publication: one synced batch writes the
+ * output's record and deletes the sources'; in the same critical section
+ * the output joins the list and the sources leave it; a source's file is
+ * deleted when its last reader lets go.  A source found corrupt makes the
+ * compaction give up; the source is marked and left out of the next.
+ *
+ * Retention: a block whose newest profile is older than clock - retention
+ * (per tenant: store_options.retention_overrides) is deleted whole: its
+ * record goes in a synced batch that also adds it to CTR_EXP_*, then its
+ * file with its last reference.  Nothing else is scanned.
+ *
+ * Crash safety, case by case (kill -9 or power loss at any point):
+ *   - during a commit: RocksDB's WAL; a commit that returned is durable
+ *     (kill -9: always; power loss: with sync_writes).
+ *   - while a block is written: only "<id>.blk.tmp" exists; open deletes
+ *     it; the head still has everything.
+ *   - after the rename, before the seal's batch: a complete block with no
+ *     record, whose origin covers chunks still in the head.  Open adopts the
+ *     block (writes its record) and deletes the head chunks its origins
+ *     cover, with their counters, in one synced batch: the seal finishes
+ *     (idempotently: a second crash there repeats the same deletions).
+ *     The epoch record of the seal was synced before any write of the new
+ *     epoch could happen, so no chunk written after the seal began can be
+ *     covered.
+ *   - after the seal's batch: nothing to do; an epoch left without chunks
+ *     is dropped at open.
+ *   - after a compaction's rename, before its batch: the output has no
+ *     record and names its sources.  Open deletes every block named as a
+ *     source by a complete block (files and records), then adopts the
+ *     output: its profiles are counted once.
+ *   - after the batch, before the sources' files are deleted: sources
+ *     without records, named by the output: deleted at open, as above.
+ *   - retention after the batch, before the unlink: a block without a
+ *     record, not named by any output: adopted at open, and expired again.
+ *   - a record without a file: a missing block, reported by readers
+ *     (warnings), stats and verify, never silently dropped.
+ *   - a file whose footer does not check: a corrupt block, kept for the
+ *     operator, reported and skipped; its record (if any) still gives its
+ *     range, so only the queries of that range warn.
+ * UNHEX_CRASHPOINT=<name> makes the process kill itself (SIGKILL) at
+ * "block-synced" (a block fsynced, not renamed), "seal-before-head-delete"
+ * (renamed, head not deleted) and "compact-output-written" (renamed, sources
+ * not forgotten): the integration tests' way to crash at those exact points.
+ *
+ * Upgrade.  A format 1 store is read as it is: its chunk keys are epoch 0,
+ * its partitions (from 1) are epoch 0's.  The first read-write open writes
+ * epoch records 0 and 1 for every tenant and the format 2 record with a new
+ * store id; new writes go to epoch 1, and maintenance seals the old data
+ * into blocks like any other.  Nothing is rewritten at open.
  */
 #ifndef UNHEX_STORAGE_STORAGE_INT_H
 #define UNHEX_STORAGE_STORAGE_INT_H
@@ -261,7 +568,8 @@
 #include "base/varint.h"
 #include "storage/storage.h"
 
-#define STORE_FORMAT_VERSION 1
+#define STORE_FORMAT_VERSION 2
+#define FORMAT_RECORD_LEN 29
 #define STORE_MAGIC "UNHX"
 #define CHUNK_MAGIC 0xC1
 
@@ -327,8 +635,14 @@ enum {
 	TAG_SERIES = 'S',
 	TAG_POSTING = 'P',
 	TAG_CHUNK = 'C',
+	TAG_EPOCH = 'E',
+	TAG_BLOCK = 'B',
 	TAG_MIGRATION = 'M',
 };
+
+/* Chunk keys: tenant, 'C', series, window, epoch (format 1: without the epoch). */
+#define CHUNK_KEY_LEN 25
+#define CHUNK_KEY_LEN_V1 21
 
 /* Symbol kinds (byte 8 of symbol keys). */
 enum sym_kind { SYM_STRING = 1, SYM_MAPPING, SYM_FUNCTION, SYM_LOCATION, SYM_STACK, SYM_NKINDS };
@@ -342,6 +656,10 @@ enum ctr {
 	CTR_LOCATIONS,
 	CTR_FUNCTIONS,
 	CTR_MAPPINGS,
+	CTR_EXP_BLOCKS,   /* what retention removed */
+	CTR_EXP_BYTES,
+	CTR_EXP_PROFILES,
+	CTR_EXP_SAMPLES,
 	CTR_N
 };
 
@@ -364,7 +682,7 @@ void store__bmap_release(struct bmap *m);
 /* Forgets every key, keeping the tables' memory. */
 void store__bmap_clear(struct bmap *m);
 int store__bmap_get(const struct bmap *m, const void *key, size_t len, uint64_t *val);
-/* Adds a key that is not present yet (copies it); ERR_TOO_LARGE past a cap. */
+/* Adds a key (copied), or sets the value of a present one; ERR_TOO_LARGE past a cap. */
 int store__bmap_put(struct bmap *m, const void *key, size_t len, uint64_t val);
 /* Bytes the map holds: keys, their table and index, the values. */
 size_t store__bmap_bytes(const struct bmap *m);
@@ -446,8 +764,14 @@ struct symtab {
 
 struct part {
 	uint32_t id;
-	pthread_mutex_t load_mu;
-	_Atomic int loaded;
+	/* One reference from the tenant's list while the partition's epoch
+	 * lives, one per view and per reader that pinned it; the last put
+	 * of a retired partition frees it (section 8). */
+	_Atomic int refs;
+	int retired;                   /* its epoch was dropped; under tenant.mu */
+	int reclaimed;                 /* the list's reference went (store__reclaim) */
+	int64_t retired_ns;            /* monotonic time of the drop */
+	char *broken;                  /* why its records did not load (then empty); owned */
 	struct symtab tab[SYM_NKINDS]; /* index by enum sym_kind; [0] unused */
 	struct pool pool;
 	struct pool_mark committed_mark; /* writer only */
@@ -459,21 +783,55 @@ struct part {
 	int dirty;                       /* in the current txn; writer only */
 };
 
+/*
+ * A view of one partition: a head partition (p, counts snapshotted from its
+ * published counts) or the decoded symbols of one service of a block (b,
+ * counts from the section).  Holds a reference on either.
+ */
+struct bsymtab;
 struct store_symbols {
 	struct part *p;
+	struct tenant *t; /* of p */
+	struct bsymtab *b;
 	uint32_t count[SYM_NKINDS];
 };
 
 /* ---- store (store.c) --------------------------------------------------- */
 
+/* A head epoch (section 10): its partitions and the windows its chunks are in. */
+struct epoch {
+	uint32_t n;
+	uint32_t part_lo;   /* its partitions are [part_lo, next epoch's part_lo) */
+	int64_t *win;       /* windows holding chunks of this epoch, ascending */
+	size_t n_win, cap_win;
+};
+
+struct block;
+
 struct tenant {
 	uint32_t id;
 	char *name;
+	int persisted;       /* has its 'T' record (a read-only open may lack it) */
 
-	pthread_mutex_t mu;  /* guards parts/n_parts */
-	struct part **parts; /* by partition id; [0] unused */
-	uint32_t n_parts;    /* slots in parts */
-	_Atomic uint32_t committed_parts;
+	pthread_mutex_t mu;  /* guards parts, blocks and known */
+	struct part **parts; /* live head partitions and retired ones still referenced, by id */
+	size_t n_parts, cap_parts;
+	_Atomic uint32_t committed_parts; /* largest partition id committed */
+
+	/* Blocks: live ones by (range start, id); and every block this process
+	 * registered that is still referenced, by ref (= by part_base). */
+	struct block **blocks;
+	size_t n_blocks, cap_blocks;
+	struct block **known;
+	size_t n_known, cap_known;
+	/* Blocks unlisted by compaction or retention whose list reference is
+	 * kept for the grace period (store__reclaim). */
+	struct block **grave;
+	size_t n_grave, cap_grave;
+
+	/* Head epochs, under the store's writer lock; the last one is current. */
+	struct epoch *epochs;
+	size_t n_epochs, cap_epochs;
 
 	/* writer index, under the store's writer lock */
 	int index_loaded;
@@ -485,14 +843,26 @@ struct tenant {
 	_Atomic uint64_t written[CFI_N]; /* bytes written by this process */
 };
 
+/* Decoded block objects kept across queries within a byte budget (blocks.c). */
+struct bcache_ent;
+struct bcache {
+	pthread_mutex_t mu;
+	struct bcache_ent *head, *tail; /* most recently used first */
+	size_t bytes, cap;
+	uint64_t hits, misses, evictions;
+};
+
 struct store {
 	rocksdb_t *db;
+	char *dir;
+	uint8_t store_id[16];
 	rocksdb_column_family_handle_t *cf[CFI_N];
 	rocksdb_options_t *dbopt;
 	rocksdb_options_t *cfopt[CFI_N];
-	rocksdb_cache_t *cache;
+	rocksdb_cache_t *cache_rocks;
 	rocksdb_readoptions_t *ropt;
 	rocksdb_writeoptions_t *wopt;
+	rocksdb_writeoptions_t *wopt_sync; /* for the writes sealing depends on */
 	int read_only;
 	int64_t window_ns;
 
@@ -506,6 +876,27 @@ struct store {
 	size_t n_tenants, alloc_tenants;
 	uint32_t next_tenant; /* under writer */
 	_Atomic uint64_t written_total[CFI_N];
+
+	/* Time blocks and maintenance (sections 9 and 10). */
+	int64_t block_range_ns, seal_delay_ns, retention_ns;
+	int64_t grace_ns;           /* retired partitions and blocks outlive readers' calls */
+	struct store_retention *overrides; /* owned copies of the names */
+	size_t n_overrides;
+	int64_t (*clock_ns)(void *ctx);
+	void *clock_ctx;
+	_Atomic int64_t newest_ns;  /* newest profile time stored (head or blocks) */
+	_Atomic uint32_t next_bref; /* block refs: 1, 2, ... per process */
+	_Atomic uint32_t next_bpart; /* partition ids of blocks, from STORE_BLOCK_PART_MIN */
+	struct bcache cache;
+	pthread_mutex_t maint_mu;   /* one maintenance pass at a time */
+	struct store_maint_stats maint_total; /* under maint_mu */
+	pthread_t maint_thread;
+	int maint_started;
+	pthread_mutex_t maint_wait_mu;
+	pthread_cond_t maint_cv;
+	int maint_stop;
+	int64_t maint_interval_ns;
+	char crashpoint[64];        /* UNHEX_CRASHPOINT: test hook, section 10 */
 };
 
 struct txn_profile {
@@ -538,6 +929,10 @@ struct store_txn {
 	 * tenant's mutex each time cost ~9 % of ingest. */
 	uint32_t last_part_id;
 	struct part *last_part;
+	/* Windows of the profiles added, for the epoch's window set. */
+	int64_t *wins;
+	size_t n_wins, cap_wins;
+	int64_t max_time;
 };
 
 /* Key helpers. */
@@ -568,16 +963,32 @@ struct scan {
 };
 int store__scan_open(struct store *st, enum cfi cf, struct scan *s, const void *lo,
 		     size_t lolen, const void *hi, size_t hilen);
+/* The same at a snapshot (NULL: the latest state). */
+int store__scan_open_snap(struct store *st, enum cfi cf, const rocksdb_snapshot_t *snap,
+			  struct scan *s, const void *lo, size_t lolen, const void *hi,
+			  size_t hilen);
 /* Returns 0 at the end of a clean scan, else the iterator's error. */
 int store__scan_close(struct scan *s, struct err_msg *msg);
 
 /* Looks up a committed tenant by name; NULL when unknown. */
 struct tenant *store__tenant_find(struct store *st, const char *name);
 
-/* Returns the loaded partition `id` of `t` (creating its struct). */
-int store__part_get(struct store *st, struct tenant *t, uint32_t id, struct part **out,
-		    struct err_msg *msg);
+/*
+ * The live head partition `id` of t (not a reference: the writer's, or under
+ * a pin); `create` lists a new empty one (writer only).
+ */
+int store__part_get(struct store *st, struct tenant *t, uint32_t id, int create,
+		    struct part **out, struct err_msg *msg);
+/* The listed partition `id` (live or retired), or NULL; t->mu held. */
+struct part *store__part_find(struct tenant *t, uint32_t id);
+/* Loads every partition of t with symbols on disk and an id >= from_id (open). */
+int store__parts_load(struct store *st, struct tenant *t, uint32_t from_id,
+		      struct err_msg *msg);
+/* Drops a reference; the last one of a retired partition frees it. */
+void store__part_put(struct tenant *t, struct part *p);
 void store__part_free(struct part *p);
+/* Frees what only the writer of the partition's (closed) epoch needed. */
+void store__part_close_writer(struct part *p);
 /* Marks the partition as touched by the txn. */
 int store__txn_touch(struct store_txn *tx, struct part *p);
 void store__part_publish(struct part *p);
@@ -589,6 +1000,72 @@ int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg);
 int store__scan_parts(struct store *st, struct tenant *t, struct bmap *map, uint32_t *max_id,
 		      struct err_msg *msg);
 void store__index_drop(struct tenant *t);
+
+/* ---- the head's epochs (head.c), section 10 ---- */
+
+void store__chunk_key(uint8_t k[CHUNK_KEY_LEN], uint32_t tenant, uint64_t series, int64_t window,
+		      uint32_t epoch);
+/* Parses a chunk key of either format; ERR_CORRUPT otherwise. */
+int store__chunk_key_parse(const uint8_t *k, size_t klen, uint64_t *series, int64_t *window,
+			   uint32_t *epoch);
+/* The current epoch of t and its first partition id (writer lock held). */
+uint32_t store__epoch_current(const struct tenant *t);
+uint32_t store__epoch_part_lo(const struct tenant *t);
+struct epoch *store__epoch_find(struct tenant *t, uint32_t n);
+void store__epoch_put_record(rocksdb_writebatch_t *wb, struct store *st, uint32_t tenant,
+			     uint32_t n, uint32_t part_lo);
+int store__epochs_load(struct store *st, struct tenant *t, struct err_msg *msg);
+void store__epochs_free(struct tenant *t);
+/* Starts a new epoch (writer lock held): a synced record, then new partitions. */
+int store__epoch_bump(struct store *st, struct tenant *t, struct err_msg *msg);
+/* Notes the windows a commit wrote to in the current epoch. */
+void store__epoch_note(struct tenant *t, const int64_t *wins, size_t n);
+/* Forgets windows [first, last] of every epoch <= max_epoch (they were sealed). */
+void store__epoch_forget_windows(struct tenant *t, uint32_t max_epoch, int64_t first,
+				 int64_t last);
+/* Drops every closed epoch without windows, and its symbols (writer lock held). */
+int store__epochs_gc(struct store *st, struct tenant *t, uint64_t *dropped, struct err_msg *msg);
+/* Loads the head of t at open and finishes an interrupted seal. */
+int store__head_open(struct store *st, struct tenant *t, struct err_msg *msg);
+/* Whether a block holds the head chunk (w, e) already. */
+int store__head_covered(struct store *st, struct tenant *t, int64_t w, uint32_t e);
+/* Adds a (wrapping) decrement or increment of counter c to wb. */
+void store__ctr_sub(rocksdb_writebatch_t *wb, struct store *st, uint32_t tenant, enum ctr c,
+		    uint64_t n);
+void store__ctr_add(rocksdb_writebatch_t *wb, struct store *st, uint32_t tenant, enum ctr c,
+		    uint64_t n);
+
+/* Head reads, at a snapshot (NULL: the latest state) (series.c, samples.c). */
+int store__head_series_each(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			    store_series_cb cb, void *ctx);
+int store__head_series_with(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			    const char *name, const char *value, store_series_cb cb, void *ctx);
+int store__head_label_names(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			    int (*cb)(void *ctx, const char *name), void *ctx);
+int store__head_label_values(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			     const char *name, int (*cb)(void *ctx, const char *value), void *ctx);
+int store__head_profiles(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
+			 uint64_t series_id, int64_t from_ns, int64_t until_ns,
+			 int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx,
+			 struct err_msg *msg);
+/* Deletes (into wb) every series of t for which keep() says no, with its postings. */
+int store__series_gc(struct store *st, struct tenant *t, rocksdb_writebatch_t *wb,
+		     int (*keep)(void *ctx, uint64_t id), void *ctx, uint64_t *deleted,
+		     struct err_msg *msg);
+
+/* Tenants (store.c): finds or creates (and records) the tenant `name`. */
+int store__tenant_ensure(struct store *st, const char *name, struct tenant **out,
+			 struct err_msg *msg);
+/* Writes the epoch record of a new tenant into wb and gives it epoch 1 in memory. */
+int store__tenant_first_epoch(struct store *st, struct tenant *t, rocksdb_writebatch_t *wb);
+/* The background maintenance thread (maint.c). */
+int store__maint_start(struct store *st);
+void store__maint_stop(struct store *st);
+/* The store's clock: the newest profile time stored, never past the wall clock. */
+int64_t store__clock(struct store *st);
+int64_t store__wall(struct store *st);
+/* The retention of a tenant (0: none). */
+int64_t store__retention(struct store *st, const char *tenant);
 
 /*
  * The one-time rewrites of data written by older versions (migrate.c),
@@ -605,6 +1082,7 @@ rocksdb_mergeoperator_t *store__add64_merge_operator(void);
 /* Chunk codec (samples.c). */
 struct chunk_profile {
 	struct store_profile_meta meta;
+	uint32_t part; /* set by the decoder; ignored by the encoder */
 	size_t n;
 	const uint32_t *ids;
 	const int64_t *vals;
@@ -626,6 +1104,8 @@ struct chunk {
 void store__chunk_init(struct chunk *c);
 void store__chunk_release(struct chunk *c);
 int store__chunk_decode(struct chunk *c, const void *v, size_t len, struct err_msg *msg);
+/* Decodes more values into c, keeping what it holds (all merged by time). */
+int store__chunk_decode_more(struct chunk *c, const void *v, size_t len, struct err_msg *msg);
 
 /* Test hooks: raw access to a column family. */
 int store__raw_put(struct store *st, enum cfi cf, const void *k, size_t klen,
@@ -642,5 +1122,356 @@ static inline int64_t floor_div(int64_t t, int64_t w)
 		q--;
 	return q;
 }
+
+/* ---- symbol access for both kinds of views (ids 1..count, checked by the caller) */
+
+static inline const struct sym_stack *sv_stack(const struct store_symbols *v, uint32_t id);
+static inline const struct sym_location *sv_loc(const struct store_symbols *v, uint32_t id);
+static inline const struct sym_function *sv_fn(const struct store_symbols *v, uint32_t id);
+static inline const struct sym_mapping *sv_map(const struct store_symbols *v, uint32_t id);
+static inline const struct sym_string *sv_str(const struct store_symbols *v, uint32_t id);
+
+/* ---- checksums (crc32c.c) ----------------------------------------------- */
+
+/* CRC-32C of n bytes, continuing `crc` (0 to start). */
+uint32_t store__crc32c(uint32_t crc, const void *p, size_t n);
+/* The table-driven path alone (tests compare it with the fast one). */
+uint32_t store__crc32c_soft(uint32_t crc, const void *p, size_t n);
+
+/* ---- block files: codecs (blockfmt.c), section 9 ------------------------ */
+
+#define BLOCK_MAGIC "UNHXBLK\n"
+#define BLOCK_END_MAGIC "UNHXBEND"
+#define BLOCK_FORMAT_VERSION 1
+#define BLOCK_FOOTER_VERSION 1
+#define BLOCK_HEADER_BYTES 16
+#define BLOCK_TRAILER_BYTES 16
+#define BLOCK_ID_BYTES 16
+#define BLOCK_SUFFIX_READ ((size_t)64 << 10) /* what one tail read fetches */
+/* Limits a reader enforces on what a block file claims (ERR_CORRUPT past them). */
+#define BLOCK_MAX_FOOTER ((size_t)64 << 20)
+#define BLOCK_MAX_SECTION_RAW ((size_t)2 << 30)
+#define BLOCK_MAX_SERVICES 65536u
+#define BLOCK_MAX_SOURCES 65536u
+#define BLOCK_MAX_ORIGINS 65536u
+#define BLOCK_MAX_BUILD_IDS (1u << 20)
+#define BLOCK_MAX_BUILD_ID_LEN 256
+#define BLOCK_MAX_SECTIONS (BLOCK_MAX_SERVICES + 2)
+#define BLOCK_MAX_SERIES (1u << 28)
+#define BLOCK_MAX_PAGES (1u << 28)
+#define BLOCK_MAX_PAGE_BYTES ((size_t)512 << 20)
+/* zstd levels of sealing (fast, off the hot path anyway) and compaction. */
+#define BLOCK_ZLEVEL_SEAL 3
+#define BLOCK_ZLEVEL_COMPACT 6
+
+enum bsec_kind { BSEC_INDEX = 1, BSEC_SYMBOLS = 2, BSEC_SAMPLES = 3 };
+enum bsec_codec { BCODEC_RAW = 0, BCODEC_ZSTD = 1 };
+
+struct bsection {
+	uint32_t kind;    /* enum bsec_kind */
+	uint32_t codec;   /* enum bsec_codec (the samples section is always raw) */
+	uint64_t off;     /* from the start of the file */
+	uint64_t len;     /* stored bytes */
+	uint64_t raw_len; /* bytes once decompressed (= len when raw) */
+	uint32_t crc;     /* CRC-32C of the stored bytes */
+};
+
+struct bservice {
+	const char *name;  /* NUL-terminated, in bmeta.mem */
+	uint32_t section;  /* index into bmeta.sec of its BSEC_SYMBOLS */
+	uint32_t count[SYM_NKINDS];
+};
+
+/* The head chunks a block took over when it was sealed (see section 10). */
+struct borigin {
+	uint8_t store_id[16];
+	int64_t window_ns;
+	int64_t first, last; /* window indexes, inclusive */
+	uint32_t max_epoch;
+};
+
+/* A decoded footer.  Every pointer points into `mem` (owned). */
+struct bmeta {
+	uint8_t id[BLOCK_ID_BYTES];
+	const char *tenant;
+	uint32_t level;
+	int64_t range_start, range_end; /* [start, end): every profile time is inside */
+	int64_t min_time, max_time;     /* of its profiles, inclusive */
+	int64_t created_ns;
+	uint64_t series, profiles, samples;
+	struct borigin *origins;
+	size_t n_origins;
+	uint8_t (*sources)[BLOCK_ID_BYTES];
+	size_t n_sources;
+	const char **build_ids; /* sorted, unique */
+	size_t n_build_ids;
+	struct bservice *svc;   /* sorted by name */
+	size_t n_svc;
+	struct bsection *sec;
+	size_t n_sec;
+	uint32_t index_sec, samples_sec;
+	void *mem;
+	size_t mem_bytes;
+};
+
+/*
+ * Parses the 16-byte trailer at `tail` of a file of `file_size` bytes into
+ * the footer's length and CRC; ERR_CORRUPT when it is not a block trailer.
+ */
+int store__btrailer_parse(const uint8_t tail[BLOCK_TRAILER_BYTES], uint64_t file_size,
+			  uint32_t *footer_len, uint32_t *footer_crc, struct err_msg *msg);
+void store__btrailer_put(uint8_t tail[BLOCK_TRAILER_BYTES], uint32_t footer_len,
+			 uint32_t footer_crc);
+/*
+ * Decodes the `len` bytes of a footer (its CRC already checked) of a file of
+ * `file_size` bytes into *out (released with store__bmeta_release); every
+ * count, offset and reference is checked (ERR_CORRUPT).
+ */
+int store__bmeta_decode(const uint8_t *p, size_t len, uint64_t file_size, struct bmeta *out,
+			struct err_msg *msg);
+/* Appends the footer of `m` (borrowed) to out. */
+int store__bmeta_encode(const struct bmeta *m, struct buf *out);
+void store__bmeta_release(struct bmeta *m);
+
+/* A page of a series: one chunk block (section 6 layout) in the samples section. */
+struct bpage {
+	int64_t min_time, max_time;
+	uint64_t off;      /* from the start of the samples section */
+	uint32_t len, crc; /* stored bytes and their CRC-32C */
+	uint32_t profiles;
+	uint64_t samples;
+};
+
+struct bser {
+	uint32_t svc;     /* index into bmeta.svc */
+	uint32_t label0;  /* first pair in bindex.labels */
+	uint32_t n_labels;
+	uint32_t page0;   /* first page in bindex.pages */
+	uint32_t n_pages;
+};
+
+struct bpost_name {
+	uint32_t name;    /* string id */
+	uint32_t val0, n_vals; /* into bindex.pvals */
+};
+
+struct bpost_val {
+	uint32_t value;   /* string id */
+	uint32_t list0, n; /* into bindex.plist */
+};
+
+/* The decoded index section of a block: label strings, series, postings. */
+struct bindex {
+	uint32_t n_str;
+	const char **str;  /* NUL-terminated, sorted bytewise */
+	uint32_t *str_len;
+	uint32_t n_series;
+	struct bser *series;
+	uint32_t *labels;  /* (name id, value id) pairs */
+	uint32_t n_pages;
+	struct bpage *pages;
+	uint32_t n_pnames;
+	struct bpost_name *pnames;
+	struct bpost_val *pvals;
+	uint32_t *plist;   /* series indexes */
+	void *mem;         /* owns everything above */
+	size_t bytes;
+};
+
+/* Decodes the raw (decompressed) index section of a block with footer m. */
+int store__bindex_decode(const uint8_t *p, size_t len, const struct bmeta *m,
+			 struct bindex *out, struct err_msg *msg);
+void store__bindex_release(struct bindex *x);
+
+/* The decoded symbols of one service of a block; ids are 1-based as in the head. */
+struct bsyms {
+	uint32_t n[SYM_NKINDS];
+	struct sym_string *str;   /* [id - 1] */
+	struct sym_mapping *map;
+	struct sym_function *fn;
+	struct sym_location *loc;
+	struct sym_stack *stk;
+	void *mem;                /* owns everything above, and the lines */
+	size_t bytes;
+};
+
+int store__bsyms_decode(const uint8_t *p, size_t len, struct bsyms *out, struct err_msg *msg);
+void store__bsyms_release(struct bsyms *s);
+
+/* ---- blocks: the registry, caches and reads (blocks.c), section 9 ------- */
+
+#define BLOCKS_DIR "blocks"
+#define BLOCK_SUFFIX ".blk"
+#define BLOCK_TMP_SUFFIX ".tmp"
+
+/* A block's 'B' record in the meta family: what the registry knows without the file. */
+struct brec {
+	uint32_t level;
+	int64_t range_start, range_end, min_time, max_time;
+	uint64_t bytes, series, profiles, samples;
+};
+
+/* A block's decoded index, shared by readers and the cache. */
+struct bidx {
+	_Atomic int refs;
+	struct bindex x;
+	size_t bytes;
+	struct bcache_ent *ent;
+};
+
+struct block {
+	_Atomic int refs;       /* the tenant's list while live, readers, views, maintenance */
+	struct tenant *t;
+	uint32_t ref;           /* process-local, 1, 2, ...: block series ids carry it */
+	uint32_t part_base;     /* its services are partitions part_base + i */
+	uint32_t n_parts;       /* partition ids it holds (>= 1) */
+	int live;               /* listed in tenant.blocks; under tenant.mu */
+	int doomed;             /* delete the file with the last reference */
+	int have_meta;          /* m is the decoded footer */
+	struct bmeta m;
+	struct brec rec;        /* from the footer, or the 'B' record without one */
+	uint8_t id[BLOCK_ID_BYTES];
+	char id_hex[2 * BLOCK_ID_BYTES + 1];
+	char *path;             /* the file (may be gone: a missing block) */
+	uint64_t file_size;
+	int64_t retired_ns;     /* monotonic time it was unlisted */
+	_Atomic int bad;        /* corrupt or missing: skipped; why says why */
+	char why[256];
+	/* Cached decoded objects (under store.cache.mu). */
+	struct bidx *index;
+	struct bsymtab **syms;  /* [m.n_svc] */
+};
+
+/* Opens the blocks directory at store open: section 10's recovery. */
+int store__blocks_open(struct store *st, struct err_msg *msg);
+void store__blocks_close(struct store *st);
+/* The directory of a tenant's blocks; created (with its parents) if asked. */
+int store__tenant_dir(struct store *st, const char *tenant, int create, char **out,
+		      struct err_msg *msg);
+/*
+ * Reads the footer of the new block file `path` and gives it a ref and
+ * partition ids in t, unlisted: the caller's reference is the only one
+ * (put without listing, the file stays for the next open to adopt).
+ */
+int store__block_load_unlisted(struct store *st, struct tenant *t, const char *path,
+			       struct block **out, struct err_msg *msg);
+void store__block_ref(struct block *b);
+void store__block_put(struct store *st, struct block *b);
+/* Marks b corrupt or missing (first reason wins) and logs it once. */
+void store__block_bad(struct block *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* The block holding partition `part` / with ref `ref`, or NULL; t->mu held. */
+struct block *store__block_by_part(struct tenant *t, uint32_t part);
+struct block *store__block_by_ref(struct tenant *t, uint32_t ref);
+/* Removes a live block from the list; the list's reference passes to the caller (t->mu held). */
+void store__block_unlist(struct tenant *t, struct block *b);
+/* Unlists b and keeps the list's reference for the grace period (t->mu held). */
+int store__block_bury(struct tenant *t, struct block *b);
+/*
+ * Drops the references of partitions and blocks retired more than
+ * grace_ns ago (all of them with `all`): until then the calls without a
+ * reader, which hold nothing between a series listing, a profile read and
+ * a symbol view, still find what they were told of.
+ */
+void store__reclaim(struct store *st, struct tenant *t, int all);
+int64_t store__mono(void);
+/* Lists a registered block live, with a reference of the list (t->mu held). */
+int store__block_list(struct tenant *t, struct block *b);
+
+/* The decoded index of b (a reference the caller puts); marks b bad when corrupt. */
+int store__block_index(struct store *st, struct block *b, struct bidx **out,
+		       struct err_msg *msg);
+void store__bidx_put(struct bidx *x);
+/* The decoded symbols of service `svc` of b (a reference). */
+int store__block_syms(struct store *st, struct block *b, uint32_t svc, struct bsymtab **out,
+		      struct err_msg *msg);
+void store__bsymtab_put(struct bsymtab *s);
+/* Reads page `pg` of b through fd (opened by the caller) into out; checks its CRC. */
+int store__block_page(struct block *b, int fd, const struct bpage *pg, struct buf *out,
+		      struct err_msg *msg);
+int store__block_open_fd(struct block *b, struct err_msg *msg);
+/* Reads and checks one whole section into out (decompressed). */
+int store__block_section(struct block *b, int fd, const struct bsection *sec, struct buf *out,
+			 struct err_msg *msg);
+
+/* 'B' records (meta family): key tenant|'B'|id. */
+void store__brec_key(uint8_t k[5 + BLOCK_ID_BYTES], uint32_t tenant,
+		     const uint8_t id[BLOCK_ID_BYTES]);
+int store__brec_encode(const struct brec *r, struct buf *out);
+int store__brec_decode(const uint8_t *v, size_t len, struct brec *out);
+void store__brec_of(const struct bmeta *m, uint64_t bytes, struct brec *out);
+
+/* ---- writing blocks (blockwrite.c) ---- */
+
+struct bw;
+int store__block_id_new(uint8_t id[BLOCK_ID_BYTES]);
+void store__block_id_hex(const uint8_t id[BLOCK_ID_BYTES], char out[2 * BLOCK_ID_BYTES + 1]);
+/*
+ * Starts a block of `tenant` over [range_start, range_end) in a temporary
+ * file.  Then, services in name order (store__bw_service), each with its
+ * series (store__bw_series, labels sorted by name), each with its profiles
+ * (store__bw_profile: stacks of the source view `src`, which must stay
+ * valid until the service ends), a page at a time (store__bw_page_end:
+ * pages of a series ascend in time); store__bw_finish writes the rest,
+ * makes the file durable under its final name and returns that (owned).
+ * store__bw_abort removes the temporary file.  Memory: see blockwrite.c.
+ */
+int store__bw_open(struct store *st, const char *tenant, uint32_t level, int64_t range_start,
+		   int64_t range_end, int zlevel, struct bw **out, struct err_msg *msg);
+int store__bw_service(struct bw *w, const char *name, struct err_msg *msg);
+int store__bw_series(struct bw *w, const struct store_label *labels, size_t n,
+		     struct err_msg *msg);
+int store__bw_profile(struct bw *w, const struct store_symbols *src,
+		      const struct store_profile_meta *meta, const uint32_t *stack_ids,
+		      const int64_t *values, size_t n, struct err_msg *msg);
+int store__bw_page_end(struct bw *w, struct err_msg *msg);
+int store__bw_finish(struct bw *w, const struct borigin *origins, size_t n_origins,
+		     const uint8_t (*sources)[BLOCK_ID_BYTES], size_t n_sources, char **path_out,
+		     struct err_msg *msg);
+void store__bw_abort(struct bw *w);
+int store__fsync_dir(const char *dir);
+
+/* Test hook: when UNHEX_CRASHPOINT names `point`, the process kills itself there. */
+void store__crashpoint(struct store *st, const char *point);
+
+/* A block's decoded symbols of one service, shared by views and the cache. */
+struct bsymtab {
+	_Atomic int refs;
+	struct bsyms s;
+	size_t bytes;          /* accounted in the cache */
+	struct bcache_ent *ent; /* its cache entry while cached; under the cache lock */
+};
+
+static inline const struct sym_stack *sv_stack(const struct store_symbols *v, uint32_t id)
+{
+	return v->b ? &v->b->s.stk[id - 1] : segarr_get(&v->p->tab[SYM_STACK].arr, id - 1);
+}
+
+static inline const struct sym_location *sv_loc(const struct store_symbols *v, uint32_t id)
+{
+	return v->b ? &v->b->s.loc[id - 1] : segarr_get(&v->p->tab[SYM_LOCATION].arr, id - 1);
+}
+
+static inline const struct sym_function *sv_fn(const struct store_symbols *v, uint32_t id)
+{
+	return v->b ? &v->b->s.fn[id - 1] : segarr_get(&v->p->tab[SYM_FUNCTION].arr, id - 1);
+}
+
+static inline const struct sym_mapping *sv_map(const struct store_symbols *v, uint32_t id)
+{
+	return v->b ? &v->b->s.map[id - 1] : segarr_get(&v->p->tab[SYM_MAPPING].arr, id - 1);
+}
+
+static inline const struct sym_string *sv_str(const struct store_symbols *v, uint32_t id)
+{
+	return v->b ? &v->b->s.str[id - 1] : segarr_get(&v->p->tab[SYM_STRING].arr, id - 1);
+}
+/*
+ * Appends the raw symbol section of `s` (functions sorted by name id,
+ * locations by mapping then address, every stack after its parent).
+ */
+int store__bsyms_encode(const struct bsyms *s, struct buf *out);
+/* Appends the raw index section of `x` (pages' off ignored: implied by order). */
+int store__bindex_encode(const struct bindex *x, int64_t range_start, struct buf *out);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * store.c - opening the RocksDB database and its column families, tenants,
+ * store.c - opening the store (the RocksDB database, its column families,
+ * the format record and its upgrade, the head and the blocks), tenants,
  * write transactions, statistics and flushes.  Layouts: storage_int.h.
  */
 #include "storage_int.h"
@@ -8,12 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/hash.h"
+#include "base/log.h"
 #include "base/varint.h"
 
 #define DEFAULT_CACHE_BYTES ((size_t)64 << 20)
 #define DEFAULT_WINDOW_NS ((int64_t)600 * 1000000000)
+#define DEFAULT_BLOCK_RANGE_NS ((int64_t)3600 * 1000000000)
+#define DEFAULT_SYMBOL_CACHE_BYTES ((size_t)128 << 20)
+#define DEFAULT_GRACE_NS ((int64_t)120 * 1000000000)
 #define WRITE_BUFFER_BYTES ((size_t)32 << 20)
 #define DB_WRITE_BUFFER_BYTES ((size_t)128 << 20)
 
@@ -28,6 +35,7 @@ const char *store_cf_name(enum store_cf cf)
 	case STORE_CF_SERIES: return "series";
 	case STORE_CF_SYMBOLS: return "symbols";
 	case STORE_CF_SAMPLES: return "samples";
+	case STORE_CF_BLOCKS: return "blocks";
 	default: return "?";
 	}
 }
@@ -135,7 +143,7 @@ static rocksdb_options_t *cf_options(struct store *st, enum cfi c)
 	rocksdb_options_t *o = rocksdb_options_create();
 	rocksdb_block_based_table_options_t *bbo = rocksdb_block_based_options_create();
 
-	rocksdb_block_based_options_set_block_cache(bbo, st->cache);
+	rocksdb_block_based_options_set_block_cache(bbo, st->cache_rocks);
 	rocksdb_block_based_options_set_block_size(bbo, 16 * 1024);
 	rocksdb_block_based_options_set_cache_index_and_filter_blocks(bbo, 1);
 	rocksdb_block_based_options_set_format_version(bbo, 5);
@@ -196,6 +204,7 @@ static struct tenant *tenant_new(uint32_t id, const char *name, size_t len)
 	memcpy(t->name, name, len);
 	t->name[len] = '\0';
 	t->id = id;
+	t->persisted = 1;
 	pthread_mutex_init(&t->mu, NULL);
 	store__bmap_init(&t->services, HMAP_MAX, STORE_MAX_PARTS * STORE_MAX_LABEL_BYTES);
 	store__bmap_init(&t->series, STORE_MAX_SERIES, STORE_MAX_SERIES_KEY_BYTES);
@@ -206,9 +215,13 @@ static void tenant_free(struct tenant *t)
 {
 	if (!t)
 		return;
-	for (uint32_t i = 0; i < t->n_parts; i++)
+	for (size_t i = 0; i < t->n_parts; i++)
 		store__part_free(t->parts[i]);
 	free(t->parts);
+	free(t->blocks);
+	free(t->known);
+	free(t->grave);
+	store__epochs_free(t);
 	store__index_drop(t);
 	pthread_mutex_destroy(&t->mu);
 	free(t->name);
@@ -322,42 +335,66 @@ static int load_tenants(struct store *st, struct err_msg *msg)
 	return rc;
 }
 
-/* Reads or writes the format record; sets st->window_ns. */
-static int load_format(struct store *st, int64_t want_window, struct err_msg *msg)
+/* Writes the format record of this version (a new store, or an upgrade). */
+static int put_format(struct store *st, struct err_msg *msg)
 {
-	uint8_t k[5], v[13];
+	uint8_t k[5], v[FORMAT_RECORD_LEN];
+	char *err = NULL;
+
+	key_tenant_tag(k, 0, TAG_FORMAT);
+	memcpy(v, STORE_MAGIC, 4);
+	v[4] = STORE_FORMAT_VERSION;
+	be64_put(v + 5, (uint64_t)st->window_ns);
+	memcpy(v + 13, st->store_id, 16);
+	rocksdb_put_cf(st->db, st->wopt_sync, st->cf[CFI_META], (const char *)k, 5, (const char *)v,
+		       sizeof(v), &err);
+	if (err)
+		return store__rocks_err(msg, ERR_IO, "write format record", err);
+	return 0;
+}
+
+/*
+ * Reads or writes the format record; sets st->window_ns and st->store_id.
+ * *upgrade is set for a format 1 store (no store id, no epochs, chunk keys
+ * without an epoch): its data is read as it is, as epoch 0 (section 10).
+ */
+static int load_format(struct store *st, int64_t want_window, int *upgrade, struct err_msg *msg)
+{
+	uint8_t k[5];
 	char *err = NULL, *val;
 	size_t vlen;
 
+	*upgrade = 0;
 	key_tenant_tag(k, 0, TAG_FORMAT);
 	val = rocksdb_get_cf(st->db, st->ropt, st->cf[CFI_META], (const char *)k, 5, &vlen, &err);
 	if (err)
 		return store__rocks_err(msg, ERR_IO, "read format record", err);
 	if (val) {
-		int ok = vlen == 13 && memcmp(val, STORE_MAGIC, 4) == 0;
+		int ok = vlen >= 13 && memcmp(val, STORE_MAGIC, 4) == 0;
 		uint8_t ver = vlen > 4 ? (uint8_t)val[4] : 0;
 		int64_t w = ok ? (int64_t)be64_get((const uint8_t *)val + 5) : 0;
+
+		if (ok && ver == STORE_FORMAT_VERSION && vlen == FORMAT_RECORD_LEN)
+			memcpy(st->store_id, val + 13, 16);
 		rocksdb_free(val);
 		if (!ok || w <= 0)
 			return err_set(msg, ERR_CORRUPT, "%s: not an unhex store (bad format record)",
 				       "meta");
-		if (ver != STORE_FORMAT_VERSION)
+		if (ver == 1 && vlen == 13) {
+			*upgrade = 1;
+		} else if (ver != STORE_FORMAT_VERSION || vlen != FORMAT_RECORD_LEN) {
 			return err_set(msg, ERR_CORRUPT, "store format version %u, expected %u",
 				       ver, STORE_FORMAT_VERSION);
+		}
 		st->window_ns = w;
 		return 0;
 	}
 	if (st->read_only)
 		return err_set(msg, ERR_NOT_FOUND, "no unhex store (format record missing)");
-	memcpy(v, STORE_MAGIC, 4);
-	v[4] = STORE_FORMAT_VERSION;
-	be64_put(v + 5, (uint64_t)want_window);
-	rocksdb_put_cf(st->db, st->wopt, st->cf[CFI_META], (const char *)k, 5, (const char *)v,
-		       13, &err);
-	if (err)
-		return store__rocks_err(msg, ERR_IO, "write format record", err);
 	st->window_ns = want_window;
-	return 0;
+	if (store__block_id_new(st->store_id))
+		return err_set(msg, ERR_IO, "no random bytes for the store id");
+	return put_format(st, msg);
 }
 
 /*
@@ -406,12 +443,55 @@ static int open_read_only(struct store *st, const char *dir, const rocksdb_optio
 	return 0;
 }
 
+static int copy_options(struct store *st, const struct store_options *opt, struct err_msg *msg)
+{
+	const char *cp = getenv("UNHEX_CRASHPOINT");
+
+	st->dir = strdup(opt->dir);
+	if (!st->dir)
+		return ERR_NOMEM;
+	st->block_range_ns = opt->block_range_ns ? opt->block_range_ns : DEFAULT_BLOCK_RANGE_NS;
+	st->seal_delay_ns = opt->seal_delay_ns ? opt->seal_delay_ns : st->block_range_ns / 4;
+	st->retention_ns = opt->retention_ns;
+	st->clock_ns = opt->clock_ns;
+	st->clock_ctx = opt->clock_ctx;
+	st->maint_interval_ns = opt->maintain_interval_ns;
+	st->grace_ns = opt->reader_grace_ns ? opt->reader_grace_ns : DEFAULT_GRACE_NS;
+	st->cache.cap = opt->symbol_cache_bytes ? opt->symbol_cache_bytes : DEFAULT_SYMBOL_CACHE_BYTES;
+	if (opt->block_range_ns < 0 || opt->seal_delay_ns < 0 || opt->retention_ns < 0 ||
+	    opt->maintain_interval_ns < 0)
+		return err_set(msg, ERR_INVALID, "store: negative durations");
+	if (opt->n_retention_overrides) {
+		st->overrides = calloc(opt->n_retention_overrides, sizeof(*st->overrides));
+		if (!st->overrides)
+			return ERR_NOMEM;
+		for (size_t i = 0; i < opt->n_retention_overrides; i++) {
+			const struct store_retention *o = &opt->retention_overrides[i];
+			if (!o->tenant || o->ns < 0)
+				return err_set(msg, ERR_INVALID, "store: bad retention override");
+			st->overrides[i].tenant = strdup(o->tenant);
+			st->overrides[i].ns = o->ns;
+			st->n_overrides++;
+			if (!st->overrides[i].tenant)
+				return ERR_NOMEM;
+		}
+	}
+	if (cp && strlen(cp) < sizeof(st->crashpoint))
+		strcpy(st->crashpoint, cp);
+	st->next_bref = 1;
+	st->next_bpart = STORE_BLOCK_PART_MIN;
+	pthread_mutex_init(&st->cache.mu, NULL);
+	pthread_mutex_init(&st->maint_mu, NULL);
+	pthread_mutex_init(&st->maint_wait_mu, NULL);
+	return 0;
+}
+
 int store_open(const struct store_options *opt, struct store **out, struct err_msg *msg)
 {
 	struct store *st;
 	const rocksdb_options_t *cfo[CFI_N];
 	char *err = NULL;
-	int rc = 0;
+	int rc = 0, upgrade = 0;
 
 	if (!opt || !opt->dir || !*opt->dir)
 		return err_set(msg, ERR_INVALID, "store: no directory given");
@@ -425,8 +505,11 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	pthread_rwlock_init(&st->commit_lock, NULL);
 	st->read_only = opt->read_only;
 	st->next_tenant = 1;
-	st->cache = rocksdb_cache_create_lru(opt->block_cache_bytes ? opt->block_cache_bytes
-								     : DEFAULT_CACHE_BYTES);
+	rc = copy_options(st, opt, msg);
+	if (rc)
+		goto fail;
+	st->cache_rocks = rocksdb_cache_create_lru(opt->block_cache_bytes ? opt->block_cache_bytes
+									  : DEFAULT_CACHE_BYTES);
 	db_options(st);
 	for (int c = 0; c < CFI_N; c++) {
 		st->cfopt[c] = cf_options(st, (enum cfi)c);
@@ -435,6 +518,8 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	st->ropt = rocksdb_readoptions_create();
 	st->wopt = rocksdb_writeoptions_create();
 	rocksdb_writeoptions_set_sync(st->wopt, opt->sync_writes ? 1 : 0);
+	st->wopt_sync = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(st->wopt_sync, 1);
 
 	if (st->read_only)
 		rc = open_read_only(st, opt->dir, cfo, &err, msg);
@@ -449,12 +534,37 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 		st->db = NULL;
 		goto fail;
 	}
-	rc = load_format(st, opt->window_ns ? opt->window_ns : DEFAULT_WINDOW_NS, msg);
+	rc = load_format(st, opt->window_ns ? opt->window_ns : DEFAULT_WINDOW_NS, &upgrade, msg);
 	if (rc)
 		goto fail;
+	if (st->block_range_ns % st->window_ns != 0 || st->block_range_ns < st->window_ns) {
+		rc = err_set(msg, ERR_INVALID, "store: the block range (%lld ns) is not a multiple of "
+			     "the chunk window (%lld ns)", (long long)st->block_range_ns,
+			     (long long)st->window_ns);
+		goto fail;
+	}
 	rc = load_tenants(st, msg);
 	if (!rc)
 		rc = store__migrate(st, msg);
+	if (!rc)
+		rc = store__blocks_open(st, msg);
+	for (size_t i = 0; !rc && i < st->n_tenants; i++)
+		rc = store__head_open(st, st->tenants[i], msg);
+	if (rc)
+		goto fail;
+	if (upgrade && !st->read_only) {
+		/* Every tenant has its epochs now: the store is of this format. */
+		if (store__block_id_new(st->store_id)) {
+			rc = err_set(msg, ERR_IO, "no random bytes for the store id");
+			goto fail;
+		}
+		rc = put_format(st, msg);
+		if (rc)
+			goto fail;
+		log_info("store %s: upgraded from format 1; its data is in the head and is sealed "
+			 "into blocks by maintenance", opt->dir);
+	}
+	rc = store__maint_start(st);
 	if (rc)
 		goto fail;
 	*out = st;
@@ -468,6 +578,8 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
+	store__maint_stop(st);
+	store__blocks_close(st);
 	if (st->db) {
 		if (!st->read_only)
 			store_flush(st, NULL);
@@ -484,12 +596,21 @@ void store_close(struct store *st)
 			rocksdb_options_destroy(st->cfopt[c]);
 	if (st->dbopt)
 		rocksdb_options_destroy(st->dbopt);
-	if (st->cache)
-		rocksdb_cache_destroy(st->cache);
+	if (st->cache_rocks)
+		rocksdb_cache_destroy(st->cache_rocks);
 	if (st->ropt)
 		rocksdb_readoptions_destroy(st->ropt);
 	if (st->wopt)
 		rocksdb_writeoptions_destroy(st->wopt);
+	if (st->wopt_sync)
+		rocksdb_writeoptions_destroy(st->wopt_sync);
+	for (size_t i = 0; i < st->n_overrides; i++)
+		free((char *)st->overrides[i].tenant);
+	free(st->overrides);
+	free(st->dir);
+	pthread_mutex_destroy(&st->cache.mu);
+	pthread_mutex_destroy(&st->maint_mu);
+	pthread_mutex_destroy(&st->maint_wait_mu);
 	pthread_mutex_destroy(&st->writer);
 	pthread_mutex_destroy(&st->mu);
 	pthread_rwlock_destroy(&st->commit_lock);
@@ -533,6 +654,7 @@ static void txn_free(struct store_txn *tx)
 	free(tx->profs);
 	free(tx->ids);
 	free(tx->vals);
+	free(tx->wins);
 	buf_release(&tx->key);
 	buf_release(&tx->val);
 	free(tx);
@@ -557,6 +679,7 @@ int store_txn_begin(struct store *st, const char *tenant, struct store_txn **out
 	if (!tx)
 		return ERR_NOMEM;
 	tx->st = st;
+	tx->max_time = INT64_MIN;
 	buf_init(&tx->key, STORE_MAX_LABEL_KEY);
 	buf_init(&tx->val, STORE_MAX_TXN_VALUE);
 	tx->wb = rocksdb_writebatch_create();
@@ -585,6 +708,10 @@ int store_txn_begin(struct store *st, const char *tenant, struct store_txn **out
 		memcpy(k + 5, tenant, len);
 		be32_put(v, tx->t->id);
 		store__txn_put(tx, CFI_META, k, 5 + len, v, 4);
+		/* A new tenant starts in epoch 1 (epoch 0 is a format 1 store's data). */
+		rc = store__tenant_first_epoch(st, tx->t, tx->wb);
+		if (rc)
+			goto fail;
 	} else if (!tx->t->index_loaded) {
 		rc = store__index_load(st, tx->t, msg);
 		if (rc)
@@ -673,6 +800,13 @@ int store_txn_commit(struct store_txn *tx, struct err_msg *msg)
 	if (tx->new_tenant)
 		tenant_insert(st, t);
 	pthread_rwlock_unlock(&st->commit_lock);
+	store__epoch_note(t, tx->wins, tx->n_wins);
+	if (tx->n_profs) {
+		int64_t cur = atomic_load(&st->newest_ns);
+		while (tx->max_time > cur &&
+		       !atomic_compare_exchange_weak(&st->newest_ns, &cur, tx->max_time))
+			;
+	}
 	pthread_mutex_unlock(&st->writer);
 	txn_free(tx);
 	return rc;
@@ -778,6 +912,137 @@ static uint64_t memtable_bytes(struct store *st, enum cfi c)
 	return v;
 }
 
+/* A set of 64-bit hashes (of label keys), for counting distinct series. */
+struct hset {
+	uint64_t *v;
+	size_t n, cap;
+	struct hmap ix;
+	struct buf key;
+	int rc;
+};
+
+static int hset_add_labels(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
+			   size_t n)
+{
+	struct hset *h = ctx;
+	struct hmap_probe pr;
+	uint64_t x;
+	uint32_t i;
+	int rc;
+
+	(void)id, (void)part;
+	buf_reset(&h->key);
+	rc = buf_put_uvarint(&h->key, n);
+	for (size_t k = 0; k < n && !rc; k++) {
+		rc = buf_puts(&h->key, l[k].name);
+		if (!rc)
+			rc = buf_putc(&h->key, '\0');
+		if (!rc)
+			rc = buf_puts(&h->key, l[k].value);
+		if (!rc)
+			rc = buf_putc(&h->key, '\0');
+	}
+	if (rc)
+		return h->rc = rc;
+	x = hash_bytes(h->key.data, h->key.len, 0x5e71e5);
+	for (i = hmap_first(&h->ix, x, &pr); i != HMAP_NONE; i = hmap_next(&h->ix, &pr))
+		if (h->v[i] == x)
+			return 0;
+	rc = GROW(h->v, h->cap, h->n + 1, (size_t)STORE_MAX_SERIES, NULL);
+	if (!rc)
+		rc = hmap_put_probed(&h->ix, &pr, (uint32_t)h->n);
+	if (!rc)
+		h->v[h->n++] = x;
+	return h->rc = rc;
+}
+
+/*
+ * The distinct label sets of t, head and blocks (hashes of the label keys:
+ * two label sets whose 64-bit hashes collide count once, which the count
+ * of a stats page can live with).
+ */
+static uint64_t distinct_series(struct store *st, struct tenant *t)
+{
+	struct store_label l[STORE_MAX_LABELS];
+	struct block **v = NULL;
+	struct hset h;
+	size_t n = 0;
+	uint64_t count;
+
+	memset(&h, 0, sizeof(h));
+	hmap_init(&h.ix, STORE_MAX_SERIES, NULL);
+	buf_init(&h.key, STORE_MAX_LABEL_KEY);
+	store__head_series_each(st, t, NULL, hset_add_labels, &h);
+	pthread_mutex_lock(&t->mu);
+	v = calloc(t->n_blocks + 1, sizeof(*v));
+	for (size_t i = 0; v && i < t->n_blocks; i++) {
+		store__block_ref(t->blocks[i]);
+		v[n++] = t->blocks[i];
+	}
+	pthread_mutex_unlock(&t->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct bidx *x = NULL;
+		if (v[i]->have_meta && !atomic_load(&v[i]->bad) &&
+		    !store__block_index(st, v[i], &x, NULL)) {
+			for (uint32_t j = 0; j < x->x.n_series && !h.rc; j++) {
+				const struct bser *se = &x->x.series[j];
+				for (uint32_t k = 0; k < se->n_labels; k++) {
+					l[k].name = x->x.str[x->x.labels[2 * ((size_t)se->label0 + k)]];
+					l[k].value = x->x.str[x->x.labels[2 * ((size_t)se->label0 + k) + 1]];
+				}
+				hset_add_labels(&h, 0, 0, l, se->n_labels);
+			}
+			store__bidx_put(x);
+		}
+		store__block_put(st, v[i]);
+	}
+	free(v);
+	count = h.n;
+	free(h.v);
+	hmap_release(&h.ix);
+	buf_release(&h.key);
+	return count;
+}
+
+/* Adds what the blocks of t hold to s. */
+static void block_stats(struct store *st, struct tenant *t, struct store_tenant_stats *s)
+{
+	int64_t oldest = INT64_MAX, newest = INT64_MIN;
+
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->n_blocks; i++) {
+		const struct block *b = t->blocks[i];
+		const struct brec *r = &b->rec;
+
+		s->blocks++;
+		if (atomic_load(&b->bad))
+			s->blocks_unreadable++;
+		if (r->range_end == INT64_MAX)
+			continue; /* nothing known of it */
+		s->bytes[STORE_CF_BLOCKS] += r->bytes;
+		s->profiles += r->profiles;
+		s->samples += r->samples;
+		if (r->min_time < oldest)
+			oldest = r->min_time;
+		if (r->max_time > newest)
+			newest = r->max_time;
+		for (size_t k = 0; b->have_meta && k < b->m.n_svc; k++) {
+			s->stacks += b->m.svc[k].count[SYM_STACK];
+			s->locations += b->m.svc[k].count[SYM_LOCATION];
+			s->functions += b->m.svc[k].count[SYM_FUNCTION];
+			s->mappings += b->m.svc[k].count[SYM_MAPPING];
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (oldest != INT64_MAX) {
+		s->oldest_ns = oldest;
+		s->newest_ns = newest;
+	}
+	/* With blocks, a label set may be in several places. */
+	if (s->blocks)
+		s->series = distinct_series(st, t);
+}
+
 /*
  * RocksDB 7.8's C API has no approximate size including memtables, so the
  * unflushed bytes of each column family are shared among tenants in
@@ -806,7 +1071,7 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 		rc = read_counters(st, v[i]->id, ctr[i], msg);
 		if (rc)
 			goto out;
-		for (int c = 1; c < CTR_N; c++)
+		for (int c = 1; c < CTR_EXP_BLOCKS; c++)
 			total_records += ctr[i][c];
 	}
 	for (int c = 0; c < CFI_TENANT_N; c++)
@@ -827,7 +1092,12 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 		s.locations = ctr[i][CTR_LOCATIONS];
 		s.functions = ctr[i][CTR_FUNCTIONS];
 		s.mappings = ctr[i][CTR_MAPPINGS];
-		for (int c = 1; c < CTR_N; c++)
+		s.head_profiles = s.profiles;
+		s.expired_blocks = ctr[i][CTR_EXP_BLOCKS];
+		s.expired_bytes = ctr[i][CTR_EXP_BYTES];
+		s.expired_profiles = ctr[i][CTR_EXP_PROFILES];
+		s.expired_samples = ctr[i][CTR_EXP_SAMPLES];
+		for (int c = 1; c < CTR_EXP_BLOCKS; c++)
 			records += ctr[i][c];
 		for (int c = 0; c < CFI_TENANT_N; c++) {
 			uint64_t total = atomic_load(&st->written_total[c]);
@@ -839,6 +1109,7 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 				share = total_records ? (double)records / (double)total_records : 0;
 			s.bytes[cf_public((enum cfi)c)] += sst[c] + (uint64_t)(share * (double)mem[c]);
 		}
+		block_stats(st, v[i], &s);
 		rc = cb(ctx, &s);
 		if (rc)
 			goto out;
@@ -871,12 +1142,21 @@ int store_flush(struct store *st, struct err_msg *msg)
 int store__scan_open(struct store *st, enum cfi cf, struct scan *s, const void *lo,
 		     size_t lolen, const void *hi, size_t hilen)
 {
+	return store__scan_open_snap(st, cf, NULL, s, lo, lolen, hi, hilen);
+}
+
+int store__scan_open_snap(struct store *st, enum cfi cf, const rocksdb_snapshot_t *snap,
+			  struct scan *s, const void *lo, size_t lolen, const void *hi,
+			  size_t hilen)
+{
 	s->hi = malloc(hilen ? hilen : 1);
 	if (!s->hi)
 		return ERR_NOMEM;
 	memcpy(s->hi, hi, hilen);
 	s->ro = rocksdb_readoptions_create();
 	rocksdb_readoptions_set_iterate_upper_bound(s->ro, s->hi, hilen);
+	if (snap)
+		rocksdb_readoptions_set_snapshot(s->ro, snap);
 	pthread_rwlock_rdlock(&st->commit_lock);
 	s->it = rocksdb_create_iterator_cf(st->db, s->ro, st->cf[cf]);
 	pthread_rwlock_unlock(&st->commit_lock);
@@ -898,6 +1178,227 @@ int store__scan_close(struct scan *s, struct err_msg *msg)
 	rocksdb_readoptions_destroy(s->ro);
 	free(s->hi);
 	s->it = NULL;
+	return rc;
+}
+
+/* ---- tenants at open, the clock, retention ------------------------------- */
+
+int store__tenant_first_epoch(struct store *st, struct tenant *t, rocksdb_writebatch_t *wb)
+{
+	int rc = GROW(t->epochs, t->cap_epochs, 1, 1, NULL);
+
+	if (rc)
+		return rc;
+	memset(&t->epochs[0], 0, sizeof(t->epochs[0]));
+	t->epochs[0].n = 1;
+	t->epochs[0].part_lo = 1;
+	t->n_epochs = 1;
+	store__epoch_put_record(wb, st, t->id, 1, 1);
+	return 0;
+}
+
+int store__tenant_ensure(struct store *st, const char *name, struct tenant **out,
+			 struct err_msg *msg)
+{
+	size_t len = strlen(name);
+	struct tenant *t = store__tenant_find(st, name);
+	rocksdb_writebatch_t *wb;
+	uint8_t k[5 + STORE_MAX_TENANT_NAME], v[4];
+	char *err = NULL;
+	int rc;
+
+	if (t) {
+		*out = t;
+		return 0;
+	}
+	if (len == 0 || len > STORE_MAX_TENANT_NAME || st->next_tenant == UINT32_MAX)
+		return err_set(msg, ERR_INVALID, "blocks: bad tenant name");
+	rc = tenant_reserve(st);
+	if (rc)
+		return rc;
+	t = tenant_new(st->next_tenant, name, len);
+	if (!t)
+		return ERR_NOMEM;
+	wb = rocksdb_writebatch_create();
+	rc = store__tenant_first_epoch(st, t, wb);
+	if (!rc && !st->read_only) {
+		/* Blocks of a tenant the head does not know (copied in): record it. */
+		key_tenant_tag(k, 0, TAG_TENANT);
+		memcpy(k + 5, name, len);
+		be32_put(v, t->id);
+		rocksdb_writebatch_put_cf(wb, st->cf[CFI_META], (const char *)k, 5 + len,
+					  (const char *)v, 4);
+		rocksdb_write(st->db, st->wopt_sync, wb, &err);
+		if (err)
+			rc = store__rocks_err(msg, ERR_IO, "record a tenant", err);
+	}
+	rocksdb_writebatch_destroy(wb);
+	if (rc) {
+		tenant_free(t);
+		return rc;
+	}
+	t->persisted = !st->read_only;
+	tenant_insert(st, t);
+	*out = t;
+	return 0;
+}
+
+int64_t store__mono(void)
+{
+	return clock_mono_ns();
+}
+
+int64_t store__wall(struct store *st)
+{
+	return st->clock_ns ? st->clock_ns(st->clock_ctx) : clock_wall_ns();
+}
+
+int64_t store__clock(struct store *st)
+{
+	int64_t wall = store__wall(st), newest = atomic_load(&st->newest_ns);
+
+	return newest < wall ? newest : wall;
+}
+
+int64_t store__retention(struct store *st, const char *tenant)
+{
+	for (size_t i = 0; i < st->n_overrides; i++)
+		if (strcmp(st->overrides[i].tenant, tenant) == 0)
+			return st->overrides[i].ns;
+	return st->retention_ns;
+}
+
+/* ---- listing blocks and their build IDs ----------------------------------- */
+
+int store_blocks_each(struct store *st, const char *tenant,
+		      int (*cb)(void *ctx, const struct store_block_info *b), void *ctx,
+		      struct err_msg *msg)
+{
+	struct tenant **v = NULL;
+	size_t n = 0;
+	int rc = tenants_snapshot(st, &v, &n);
+
+	(void)msg;
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct tenant *t = v[i];
+		struct block **bs;
+		size_t nb = 0;
+
+		if (tenant && strcmp(tenant, t->name) != 0)
+			continue;
+		pthread_mutex_lock(&t->mu);
+		bs = calloc(t->n_blocks + 1, sizeof(*bs));
+		for (size_t j = 0; bs && j < t->n_blocks; j++) {
+			store__block_ref(t->blocks[j]);
+			bs[nb++] = t->blocks[j];
+		}
+		pthread_mutex_unlock(&t->mu);
+		if (!bs) {
+			rc = ERR_NOMEM;
+			break;
+		}
+		for (size_t j = 0; j < nb; j++) {
+			const struct block *b = bs[j];
+			struct store_block_info bi;
+
+			memset(&bi, 0, sizeof(bi));
+			bi.tenant = t->name;
+			bi.id = b->id_hex;
+			bi.level = b->rec.level;
+			bi.range_start = b->rec.range_start;
+			bi.range_end = b->rec.range_end;
+			bi.min_time = b->rec.min_time;
+			bi.max_time = b->rec.max_time;
+			bi.bytes = b->rec.bytes;
+			bi.series = b->rec.series;
+			bi.profiles = b->rec.profiles;
+			bi.samples = b->rec.samples;
+			bi.sources = b->have_meta ? b->m.n_sources : 0;
+			bi.error = atomic_load(&b->bad) == 2 ? b->why : NULL;
+			if (!rc)
+				rc = cb(ctx, &bi);
+		}
+		for (size_t j = 0; j < nb; j++)
+			store__block_put(st, bs[j]);
+		free(bs);
+	}
+	free(v);
+	return rc;
+}
+
+struct bid_ent {
+	char *id;
+	int64_t last;
+};
+
+static int bid_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct bid_ent *)a)->id, ((const struct bid_ent *)b)->id);
+}
+
+int store_build_ids_each(struct store *st,
+			 int (*cb)(void *ctx, const char *build_id, int64_t last_ns), void *ctx,
+			 struct err_msg *msg)
+{
+	struct tenant **v = NULL;
+	struct bid_ent *e = NULL;
+	size_t n = 0, ne = 0, cap = 0;
+	int rc = tenants_snapshot(st, &v, &n);
+
+	(void)msg;
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct tenant *t = v[i];
+		int64_t head_last = store__clock(st);
+
+		pthread_mutex_lock(&t->mu);
+		for (size_t j = 0; !rc && j < t->n_blocks; j++) {
+			const struct block *b = t->blocks[j];
+			for (size_t k = 0; b->have_meta && !rc && k < b->m.n_build_ids; k++) {
+				rc = GROW(e, cap, ne + 1, (size_t)1 << 28, NULL);
+				if (!rc && !(e[ne].id = strdup(b->m.build_ids[k])))
+					rc = ERR_NOMEM;
+				if (!rc)
+					e[ne++].last = b->m.max_time;
+			}
+		}
+		/* The head: every mapping of its live partitions, as of now. */
+		for (size_t j = 0; !rc && j < t->n_parts; j++) {
+			struct part *p = t->parts[j];
+			uint32_t nm = atomic_load(&p->tab[SYM_MAPPING].committed);
+			if (p->retired)
+				continue;
+			for (uint32_t m = 1; !rc && m <= nm; m++) {
+				const struct sym_mapping *mp = segarr_get(&p->tab[SYM_MAPPING].arr, m - 1);
+				const struct sym_string *bs;
+				if (!mp->build_id)
+					continue;
+				bs = segarr_get(&p->tab[SYM_STRING].arr, mp->build_id - 1);
+				rc = GROW(e, cap, ne + 1, (size_t)1 << 28, NULL);
+				if (!rc && !(e[ne].id = strdup(bs->s)))
+					rc = ERR_NOMEM;
+				if (!rc)
+					e[ne++].last = head_last;
+			}
+		}
+		pthread_mutex_unlock(&t->mu);
+	}
+	if (!rc && ne) /* qsort's base may not be NULL, even for 0 elements */
+		qsort(e, ne, sizeof(*e), bid_cmp);
+	for (size_t i = 0; !rc && i < ne;) {
+		size_t j = i + 1;
+		int64_t last = e[i].last;
+		while (j < ne && !strcmp(e[j].id, e[i].id)) {
+			if (e[j].last > last)
+				last = e[j].last;
+			j++;
+		}
+		rc = cb(ctx, e[i].id, last);
+		i = j;
+	}
+	for (size_t i = 0; i < ne; i++)
+		free(e[i].id);
+	free(e);
+	free(v);
 	return rc;
 }
 

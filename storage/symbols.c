@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/hash.h"
+#include "base/log.h"
 #include "base/varint.h"
 
 static const size_t elem_size[SYM_NKINDS] = {
@@ -43,7 +44,7 @@ static struct part *part_new(uint32_t id)
 	if (!p)
 		return NULL;
 	p->id = id;
-	pthread_mutex_init(&p->load_mu, NULL);
+	p->refs = 1;
 	for (int k = 1; k < SYM_NKINDS; k++) {
 		store__segarr_init(&p->tab[k].arr, elem_size[k]);
 		hmap_init(&p->tab[k].dedup, STORE_MAX_SYMBOLS, NULL);
@@ -72,8 +73,17 @@ void store__part_free(struct part *p)
 	if (!p)
 		return;
 	part_clear(p);
-	pthread_mutex_destroy(&p->load_mu);
+	free(p->broken);
 	free(p);
+}
+
+void store__part_close_writer(struct part *p)
+{
+	/* The epoch is over: nothing adds to this partition again, so the
+	 * writer's dedup tables and stack cache are dead weight. */
+	for (int k = 1; k < SYM_NKINDS; k++)
+		hmap_release(&p->tab[k].dedup);
+	store__bmap_release(&p->stack_cache);
 }
 
 void store__part_publish(struct part *p)
@@ -201,13 +211,15 @@ static int txn_part(struct store_txn *tx, uint32_t part, struct part **out)
 	struct part *p;
 	int rc;
 
-	if (part == 0 || part >= tx->t->next_part)
+	if (part == 0 || part >= tx->t->next_part || part < store__epoch_part_lo(tx->t))
 		return ERR_INVALID;
 	if (tx->last_part && tx->last_part_id == part) {
 		*out = tx->last_part;
 		return 0;
 	}
-	rc = store__part_get(tx->st, tx->t, part, &p, NULL);
+	rc = store__part_get(tx->st, tx->t, part, 1, &p, NULL);
+	if (!rc && p->broken)
+		rc = ERR_CORRUPT;
 	if (!rc)
 		rc = store__txn_touch(tx, p);
 	if (!rc) {
@@ -767,48 +779,183 @@ static int part_load(struct store *st, struct tenant *t, struct part *p, struct 
 	return 0;
 }
 
-int store__part_get(struct store *st, struct tenant *t, uint32_t id, struct part **out,
-		    struct err_msg *msg)
+/* Index in t->parts of the first partition whose id is >= id (t->mu held). */
+static size_t part_lower(const struct tenant *t, uint32_t id)
+{
+	size_t lo = 0, hi = t->n_parts;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t->parts[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct part *store__part_find(struct tenant *t, uint32_t id)
+{
+	size_t i = part_lower(t, id);
+
+	return i < t->n_parts && t->parts[i]->id == id ? t->parts[i] : NULL;
+}
+
+/* Lists a new, empty partition (t->mu held). */
+static int part_insert(struct tenant *t, uint32_t id, struct part **out)
+{
+	size_t i = part_lower(t, id);
+	struct part *p;
+	int rc = GROW(t->parts, t->cap_parts, t->n_parts + 1, STORE_MAX_PARTS, NULL);
+
+	if (rc)
+		return rc;
+	p = part_new(id);
+	if (!p)
+		return ERR_NOMEM;
+	memmove(t->parts + i + 1, t->parts + i, (t->n_parts - i) * sizeof(*t->parts));
+	t->parts[i] = p;
+	t->n_parts++;
+	*out = p;
+	return 0;
+}
+
+int store__part_get(struct store *st, struct tenant *t, uint32_t id, int create,
+		    struct part **out, struct err_msg *msg)
 {
 	struct part *p;
 	int rc = 0;
 
+	(void)st;
 	pthread_mutex_lock(&t->mu);
-	if (id >= t->n_parts) {
-		size_t cap = t->n_parts;
-
-		rc = GROW(t->parts, cap, (size_t)id + 1, STORE_MAX_PARTS, NULL);
-		if (rc) {
-			pthread_mutex_unlock(&t->mu);
-			return rc;
-		}
-		memset(t->parts + t->n_parts, 0, (cap - t->n_parts) * sizeof(*t->parts));
-		t->n_parts = (uint32_t)cap;
-	}
-	p = t->parts[id];
-	if (!p) {
-		p = t->parts[id] = part_new(id);
-		if (!p) {
-			pthread_mutex_unlock(&t->mu);
-			return ERR_NOMEM;
-		}
-	}
+	p = store__part_find(t, id);
+	if (p && p->retired)
+		p = NULL;
+	if (!p && create)
+		rc = part_insert(t, id, &p);
+	else if (!p)
+		rc = err_set(msg, ERR_NOT_FOUND, "tenant %s has no partition %u", t->name, id);
 	pthread_mutex_unlock(&t->mu);
-	if (!atomic_load_explicit(&p->loaded, memory_order_acquire)) {
-		pthread_mutex_lock(&p->load_mu);
-		if (!atomic_load_explicit(&p->loaded, memory_order_relaxed)) {
-			rc = part_load(st, t, p, msg);
-			if (!rc)
-				atomic_store_explicit(&p->loaded, 1, memory_order_release);
-		}
-		pthread_mutex_unlock(&p->load_mu);
-	}
 	if (!rc)
 		*out = p;
 	return rc;
 }
 
+int store__parts_load(struct store *st, struct tenant *t, uint32_t from_id,
+		      struct err_msg *msg)
+{
+	uint8_t lo[8], hi[8];
+	uint32_t id = from_id;
+	int rc = 0;
+
+	be32_put(hi, t->id + 1);
+	memset(hi + 4, 0, 4);
+	/* Every partition with symbols, found by seeking past the previous one. */
+	for (;;) {
+		rocksdb_iterator_t *it;
+		struct part *p;
+		size_t klen;
+		const uint8_t *k;
+
+		be32_put(lo, t->id);
+		be32_put(lo + 4, id);
+		it = rocksdb_create_iterator_cf(st->db, st->ropt, st->cf[CFI_SYMBOLS]);
+		rocksdb_iter_seek(it, (const char *)lo, 8);
+		if (!rocksdb_iter_valid(it)) {
+			char *err = NULL;
+			rocksdb_iter_get_error(it, &err);
+			rocksdb_iter_destroy(it);
+			if (err)
+				rc = store__rocks_err(msg, ERR_IO, "symbols scan", err);
+			break;
+		}
+		k = (const uint8_t *)rocksdb_iter_key(it, &klen);
+		if (klen < 8 || memcmp(k, hi, 8) >= 0 || be32_get(k) != t->id) {
+			rocksdb_iter_destroy(it);
+			break;
+		}
+		id = be32_get(k + 4);
+		rocksdb_iter_destroy(it);
+		pthread_mutex_lock(&t->mu);
+		p = store__part_find(t, id);
+		rc = p ? 0 : part_insert(t, id, &p);
+		pthread_mutex_unlock(&t->mu);
+		if (!rc) {
+			struct err_msg why;
+			err_clear(&why);
+			rc = part_load(st, t, p, &why);
+			if (rc == ERR_CORRUPT) {
+				/* One bad partition must not keep the store from opening:
+				 * it stays empty, and reads and writes of it fail. */
+				log_error("%s", why.text);
+				p->broken = strdup(why.text[0] ? why.text : "corrupt");
+				rc = p->broken ? 0 : ERR_NOMEM;
+			} else if (rc) {
+				err_set(msg, rc, "%s", why.text);
+			}
+		}
+		if (rc || id == UINT32_MAX)
+			break;
+		id++;
+	}
+	return rc;
+}
+
+void store__part_put(struct tenant *t, struct part *p)
+{
+	size_t i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&t->mu);
+	if (atomic_fetch_sub(&p->refs, 1) != 1) {
+		pthread_mutex_unlock(&t->mu);
+		return;
+	}
+	i = part_lower(t, p->id);
+	if (i < t->n_parts && t->parts[i] == p) {
+		memmove(t->parts + i, t->parts + i + 1, (t->n_parts - i - 1) * sizeof(*t->parts));
+		t->n_parts--;
+	}
+	pthread_mutex_unlock(&t->mu);
+	store__part_free(p);
+}
+
 /* ---- reading ------------------------------------------------------------- */
+
+/* A view of service `part - part_base` of a block (t->mu not held). */
+static int block_view(struct store *st, struct tenant *t, uint32_t part,
+		      struct store_symbols **out, struct err_msg *msg)
+{
+	struct store_symbols *v;
+	struct bsymtab *s = NULL;
+	struct block *b;
+	int rc;
+
+	pthread_mutex_lock(&t->mu);
+	b = store__block_by_part(t, part);
+	if (b)
+		store__block_ref(b);
+	pthread_mutex_unlock(&t->mu);
+	if (!b)
+		return err_set(msg, ERR_NOT_FOUND, "tenant %s has no partition %u", t->name, part);
+	if (!b->have_meta)
+		rc = err_set(msg, ERR_CORRUPT, "block %s is unreadable", b->id_hex);
+	else
+		rc = store__block_syms(st, b, part - b->part_base, &s, msg);
+	store__block_put(st, b);
+	if (rc)
+		return rc;
+	v = calloc(1, sizeof(*v));
+	if (!v) {
+		store__bsymtab_put(s);
+		return ERR_NOMEM;
+	}
+	v->b = s;
+	memcpy(v->count, s->s.n, sizeof(v->count));
+	*out = v;
+	return 0;
+}
 
 int store_symbols_get(struct store *st, const char *tenant, uint32_t part,
 		      struct store_symbols **out, struct err_msg *msg)
@@ -816,19 +963,33 @@ int store_symbols_get(struct store *st, const char *tenant, uint32_t part,
 	struct tenant *t = store__tenant_find(st, tenant);
 	struct store_symbols *v;
 	struct part *p;
-	int rc;
 
 	if (!t)
 		return err_set(msg, ERR_NOT_FOUND, "unknown tenant %s", tenant);
+	if (part >= STORE_BLOCK_PART_MIN)
+		return block_view(st, t, part, out, msg);
 	if (part == 0 || part > atomic_load_explicit(&t->committed_parts, memory_order_acquire))
 		return err_set(msg, ERR_NOT_FOUND, "tenant %s has no partition %u", tenant, part);
-	rc = store__part_get(st, t, part, &p, msg);
-	if (rc)
-		return rc;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return ERR_NOMEM;
+	pthread_mutex_lock(&t->mu);
+	p = store__part_find(t, part);
+	if (p)
+		atomic_fetch_add(&p->refs, 1);
+	pthread_mutex_unlock(&t->mu);
+	if (!p) {
+		free(v);
+		return err_set(msg, ERR_NOT_FOUND, "tenant %s has no partition %u", tenant, part);
+	}
+	if (p->broken) {
+		int rc = err_set(msg, ERR_CORRUPT, "%s", p->broken);
+		store__part_put(t, p);
+		free(v);
+		return rc;
+	}
 	v->p = p;
+	v->t = t;
 	/* Commits publish kinds in dependency order (strings first, stacks
 	 * last, see store__part_publish); reading them in the reverse order
 	 * means every entry a counted stack, location, function or mapping
@@ -841,6 +1002,12 @@ int store_symbols_get(struct store *st, const char *tenant, uint32_t part,
 
 void store_symbols_put(struct store_symbols *sym)
 {
+	if (!sym)
+		return;
+	if (sym->b)
+		store__bsymtab_put(sym->b);
+	else
+		store__part_put(sym->t, sym->p);
 	free(sym);
 }
 
@@ -858,7 +1025,7 @@ static const char *view_str(const struct store_symbols *sym, uint32_t id)
 {
 	if (id == 0 || id > sym->count[SYM_STRING])
 		return "";
-	return ((const struct sym_string *)entry(sym->p, SYM_STRING, id))->s;
+	return sv_str(sym, id)->s;
 }
 
 int store_symbols_stack_node(const struct store_symbols *sym, uint32_t stack_id,
@@ -868,7 +1035,7 @@ int store_symbols_stack_node(const struct store_symbols *sym, uint32_t stack_id,
 
 	if (stack_id == 0 || stack_id > sym->count[SYM_STACK])
 		return ERR_NOT_FOUND;
-	e = entry(sym->p, SYM_STACK, stack_id);
+	e = sv_stack(sym, stack_id);
 	*parent = e->parent;
 	*location_id = e->location;
 	return 0;
@@ -881,7 +1048,7 @@ int store_symbols_location(const struct store_symbols *sym, uint32_t id,
 
 	if (id == 0 || id > sym->count[SYM_LOCATION])
 		return ERR_NOT_FOUND;
-	e = entry(sym->p, SYM_LOCATION, id);
+	e = sv_loc(sym, id);
 	out->mapping_id = e->mapping_id;
 	out->address = e->address;
 	out->lines = e->lines;
@@ -896,7 +1063,7 @@ int store_symbols_function(const struct store_symbols *sym, uint32_t id,
 
 	if (id == 0 || id > sym->count[SYM_FUNCTION])
 		return ERR_NOT_FOUND;
-	e = entry(sym->p, SYM_FUNCTION, id);
+	e = sv_fn(sym, id);
 	out->name = view_str(sym, e->name);
 	out->system_name = view_str(sym, e->system_name);
 	out->filename = view_str(sym, e->filename);
@@ -911,7 +1078,7 @@ int store_symbols_mapping(const struct store_symbols *sym, uint32_t id,
 
 	if (id == 0 || id > sym->count[SYM_MAPPING])
 		return ERR_NOT_FOUND;
-	e = entry(sym->p, SYM_MAPPING, id);
+	e = sv_map(sym, id);
 	out->memory_start = e->start;
 	out->memory_limit = e->limit;
 	out->file_offset = e->offset;

@@ -5,6 +5,8 @@
  *   POST /api/v1/debuginfo/<build-id>[?type=executable]  upload, streamed to disk
  *   GET  /api/v1/debuginfo/<build-id>                    metadata, 404 if unknown
  *   GET  /api/v1/debuginfo                               every build ID
+ *   GET  /api/v1/debuginfo?missing=1                     build IDs retained profiles
+ *                                                        use without debug info
  *   GET  /buildid/<build-id>/debuginfo|executable        debuginfod protocol
  *   GET  /api/v1/symbolization?query=&from=&until=       status per build ID
  *
@@ -146,6 +148,11 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id,
 		   res.kinds & 1 ? "true" : "false", res.kinds & 2 ? "true" : "false");
 }
 
+struct list_out {
+	struct buf *out;
+	size_t n;
+};
+
 int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r)
 {
 	char sha[2 * sizeof(r->sha256) + 1];
@@ -163,10 +170,11 @@ int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r
 	if (!rc) rc = buf_put_json_str(out, r->reason, strlen(r->reason));
 	if (!rc)
 		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"retryAt\":%lld,"
-				"\"shared\":%s",
+				"\"shared\":%s,\"lastProfile\":%lld",
 				r->kinds & (1u << DEBUGINFO_FILE_DEBUGINFO) ? "true" : "false",
 				r->kinds & (1u << DEBUGINFO_FILE_EXECUTABLE) ? "true" : "false",
-				(long long)(r->retry_at_ns / 1000000), r->shared ? "true" : "false");
+				(long long)(r->retry_at_ns / 1000000), r->shared ? "true" : "false",
+				(long long)(r->last_profile_ns / 1000000));
 	if (!rc && r->has_sha256) {
 		sha256_hex(r->sha256, sha);
 		rc = buf_printf(out, ",\"sha256\":\"%s\"", sha);
@@ -174,10 +182,21 @@ int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r
 	return rc ? rc : buf_putc(out, '}');
 }
 
-struct list_out {
-	struct buf *out;
-	size_t n;
-};
+static int missing_one(void *ctx, const char *build_id, int64_t last_profile_ns,
+		       enum debuginfo_status status)
+{
+	struct list_out *l = ctx;
+	int rc = l->n++ ? buf_putc(l->out, ',') : 0;
+
+	if (!rc)
+		rc = buf_puts(l->out, "{\"buildId\":");
+	if (!rc)
+		rc = buf_put_json_str(l->out, build_id, strlen(build_id));
+	if (!rc)
+		rc = buf_printf(l->out, ",\"lastProfile\":%lld,\"status\":\"%s\"}",
+				(long long)(last_profile_ns / 1000000), debuginfo_status_str(status));
+	return rc;
+}
 
 static int list_one(void *ctx, const struct debuginfo_record *r)
 {
@@ -198,17 +217,35 @@ static void internal_error(struct web__resp *rs, int rc, const char *what, const
 	web__resp_text_error(rs, rc == ERR_TOO_LARGE ? rc : ERR_IO, text);
 }
 
-/* GET /api/v1/debuginfo: a JSON array of the records the request may see. */
+/*
+ * GET /api/v1/debuginfo: a JSON array of the records the request may see;
+ * with missing=1, of the build IDs that retained profiles reference and
+ * have no usable debug info (their frames stay hex).  The store does not
+ * say which tenant's profiles reference a build ID, so that list is for
+ * all-tenants tokens only: it would name other tenants' binaries.
+ */
 static void list(struct web__req *rq, struct debuginfo *svc, struct web__resp *rs)
 {
 	struct list_out l = { &rs->body, 0 };
 	struct err_msg msg;
+	char missing[8];
 	int rc;
 
 	err_clear(&msg);
 	rc = buf_putc(&rs->body, '[');
-	if (!rc)
+	if (!rc && !web__query_param(rq->query, "missing", missing, sizeof(missing)) &&
+	    truthy(missing)) {
+		if (viewer(rq)) {
+			buf_reset(&rs->body);
+			web__resp_text_error(rs, ERR_PERMISSION,
+					     "missing=1 lists the build IDs of every tenant's profiles: "
+					     "it needs a token for all tenants");
+			return;
+		}
+		rc = debuginfo_missing_each(svc, missing_one, &l, &msg);
+	} else if (!rc) {
 		rc = debuginfo_list_as(svc, viewer(rq), list_one, &l, &msg);
+	}
 	if (!rc)
 		rc = buf_putc(&rs->body, ']');
 	if (rc) {
@@ -389,6 +426,39 @@ int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *s
 		(unsigned long long)st->cache_misses, (unsigned long long)st->open_indexes);
 }
 
+static int count_missing(void *ctx, const char *build_id, int64_t last_profile_ns,
+			 enum debuginfo_status status)
+{
+	(void)build_id, (void)last_profile_ns, (void)status;
+	++*(uint64_t *)ctx;
+	return 0;
+}
+
+/* Build IDs retained profiles use without debug info, and what retention deleted. */
+static void retention_metrics(struct debuginfo *svc, struct buf *out)
+{
+	struct debuginfo_retention_stats total;
+	uint64_t missing = 0;
+
+	debuginfo_retention_totals(svc, &total, NULL);
+	if (debuginfo_missing_each(svc, count_missing, &missing, NULL))
+		return;
+	buf_printf(out,
+		   "# HELP unhex_debuginfo_missing_build_ids Build IDs that retained profiles use "
+		   "and that have no debug info: those frames stay hex.\n"
+		   "# TYPE unhex_debuginfo_missing_build_ids gauge\n"
+		   "unhex_debuginfo_missing_build_ids %llu\n"
+		   "# HELP unhex_debuginfo_deleted_total Debug info deleted by retention (no "
+		   "retained profile used it).\n"
+		   "# TYPE unhex_debuginfo_deleted_total counter\n"
+		   "unhex_debuginfo_deleted_total %llu\n"
+		   "# HELP unhex_debuginfo_deleted_bytes_total Bytes of the debug files retention deleted.\n"
+		   "# TYPE unhex_debuginfo_deleted_bytes_total counter\n"
+		   "unhex_debuginfo_deleted_bytes_total %llu\n",
+		   (unsigned long long)missing, (unsigned long long)total.deleted,
+		   (unsigned long long)total.deleted_bytes);
+}
+
 void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs)
 {
 	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
@@ -402,6 +472,7 @@ void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs)
 		 * gauge is advice, the rest of /metrics still matters. */
 		debuginfo_count_by_status(svc, by, NULL);
 		web__debuginfo_metrics_text(&rs->body, &st, by);
+		retention_metrics(svc, &rs->body);
 	}
 	if (rq->srv->opt.query.symmemo && rs->status == 200)
 		query_symmemo_metrics(rq->srv->opt.query.symmemo, &rs->body);

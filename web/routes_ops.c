@@ -43,8 +43,43 @@ void web__count(struct web_server *srv, enum web__endpoint ep, const struct web_
 		atomic_fetch_add_explicit(&c->rejected[rs->reason], 1, memory_order_relaxed);
 }
 
-int web_stats_json(struct buf *out, const struct store_tenant_stats *s)
+static int json_i64_or_null(struct buf *out, const char *key, int64_t v, int have)
 {
+	return have ? buf_printf(out, ",\"%s\":%lld", key, (long long)v)
+		    : buf_printf(out, ",\"%s\":null", key);
+}
+
+static int block_json(void *ctx, const struct store_block_info *b)
+{
+	struct buf *out = ctx;
+	int known = b->range_end != INT64_MAX;
+	int rc = buf_printf(out, "%s{\"id\":\"%s\",\"level\":%u", out->data[out->len - 1] == '[' ? "" : ",",
+			    b->id, b->level);
+
+	if (!rc)
+		rc = json_i64_or_null(out, "range_start_ns", b->range_start, known);
+	if (!rc)
+		rc = json_i64_or_null(out, "range_end_ns", b->range_end, known);
+	if (!rc)
+		rc = json_i64_or_null(out, "min_time_ns", b->min_time, known);
+	if (!rc)
+		rc = json_i64_or_null(out, "max_time_ns", b->max_time, known);
+	if (!rc)
+		rc = buf_printf(out, ",\"bytes\":%llu,\"series\":%llu,\"profiles\":%llu,"
+				"\"samples\":%llu,\"sources\":%zu,\"error\":",
+				(unsigned long long)b->bytes, (unsigned long long)b->series,
+				(unsigned long long)b->profiles, (unsigned long long)b->samples,
+				b->sources);
+	if (!rc)
+		rc = b->error ? buf_put_json_str(out, b->error, strlen(b->error)) : buf_puts(out, "null");
+	if (!rc)
+		rc = buf_putc(out, '}');
+	return rc;
+}
+
+int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct store *st)
+{
+	int have = s->oldest_ns || s->newest_ns;
 	int rc;
 
 	rc = buf_puts(out, "{\"tenant\":");
@@ -62,6 +97,28 @@ int web_stats_json(struct buf *out, const struct store_tenant_stats *s)
 	for (int cf = 0; !rc && cf < STORE_CF_COUNT; cf++)
 		rc = buf_printf(out, "%s\"%s\":%llu", cf ? "," : "", store_cf_name(cf),
 				(unsigned long long)s->bytes[cf]);
+	if (!rc)
+		rc = buf_printf(out, "},\"head_profiles\":%llu", (unsigned long long)s->head_profiles);
+	if (!rc)
+		rc = buf_printf(out, ",\"retention\":{\"expired_blocks\":%llu,\"expired_bytes\":%llu,"
+				"\"expired_profiles\":%llu,\"expired_samples\":%llu}",
+				(unsigned long long)s->expired_blocks, (unsigned long long)s->expired_bytes,
+				(unsigned long long)s->expired_profiles,
+				(unsigned long long)s->expired_samples);
+	if (!rc)
+		rc = buf_printf(out, ",\"blocks\":{\"count\":%llu,\"unreadable\":%llu",
+				(unsigned long long)s->blocks, (unsigned long long)s->blocks_unreadable);
+	if (!rc)
+		rc = json_i64_or_null(out, "oldest_ns", s->oldest_ns, have);
+	if (!rc)
+		rc = json_i64_or_null(out, "newest_ns", s->newest_ns, have);
+	if (!rc && st) {
+		rc = buf_puts(out, ",\"list\":[");
+		if (!rc)
+			rc = store_blocks_each(st, s->tenant, block_json, out, NULL);
+		if (!rc)
+			rc = buf_putc(out, ']');
+	}
 	if (!rc)
 		rc = buf_puts(out, "}}");
 	return rc;
@@ -103,7 +160,7 @@ void web__handle_stats(struct web__req *rq, struct web__resp *rs)
 	}
 	rs->status = 200;
 	rs->content_type = "application/json";
-	if (web_stats_json(&rs->body, &p.found) || buf_putc(&rs->body, '\n'))
+	if (web_stats_json(&rs->body, &p.found, rq->srv->store) || buf_putc(&rs->body, '\n'))
 		web__resp_text_error(rs, ERR_NOMEM, "out of memory");
 }
 
@@ -115,6 +172,96 @@ static void metric_head(struct buf *b, const char *name, const char *type, const
 static unsigned long long load(atomic_uint_fast64_t *v)
 {
 	return (unsigned long long)atomic_load_explicit(v, memory_order_relaxed);
+}
+
+/* A Prometheus label value: backslash, double quote and newline escaped. */
+static void label_value(struct buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			buf_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			buf_puts(b, "\\n");
+		else
+			buf_putc(b, *s);
+	}
+}
+
+struct store_metric {
+	const char *name, *type, *help;
+};
+
+static const struct store_metric store_metric_defs[] = {
+	{ "unhex_store_profiles", "gauge", "Profiles retained, in the head and in blocks." },
+	{ "unhex_store_head_profiles", "gauge", "Profiles in the head, not sealed into a block yet." },
+	{ "unhex_store_blocks", "gauge", "Block files of the tenant." },
+	{ "unhex_store_blocks_unreadable", "gauge",
+	  "Blocks skipped by queries because they are corrupt or missing (see unhex verify)." },
+	{ "unhex_store_block_bytes", "gauge", "Bytes of the tenant's block files." },
+	{ "unhex_store_head_bytes", "gauge", "Bytes of the tenant's head in RocksDB (estimate)." },
+	{ "unhex_store_oldest_profile_seconds", "gauge", "Time of the oldest profile in a block." },
+	{ "unhex_store_expired_blocks_total", "counter", "Blocks deleted by retention." },
+	{ "unhex_store_expired_bytes_total", "counter", "Bytes of the blocks deleted by retention." },
+	{ "unhex_store_expired_profiles_total", "counter", "Profiles deleted by retention." },
+};
+#define N_STORE_METRICS (sizeof(store_metric_defs) / sizeof(store_metric_defs[0]))
+
+struct store_metric_ctx {
+	struct buf lines[N_STORE_METRICS];
+};
+
+static int store_metric_tenant(void *ctx, const struct store_tenant_stats *s)
+{
+	struct store_metric_ctx *c = ctx;
+	uint64_t head = s->bytes[STORE_CF_META] + s->bytes[STORE_CF_SERIES] +
+			s->bytes[STORE_CF_SYMBOLS] + s->bytes[STORE_CF_SAMPLES];
+	double v[N_STORE_METRICS] = {
+		(double)s->profiles, (double)s->head_profiles, (double)s->blocks,
+		(double)s->blocks_unreadable, (double)s->bytes[STORE_CF_BLOCKS], (double)head,
+		(double)s->oldest_ns / 1e9, (double)s->expired_blocks, (double)s->expired_bytes,
+		(double)s->expired_profiles,
+	};
+
+	for (size_t i = 0; i < N_STORE_METRICS; i++) {
+		if (i == 6 && !s->oldest_ns)
+			continue;
+		buf_printf(&c->lines[i], "%s{tenant=\"", store_metric_defs[i].name);
+		label_value(&c->lines[i], s->tenant);
+		buf_printf(&c->lines[i], "\"} %.17g\n", v[i]);
+	}
+	return 0;
+}
+
+/* The store's gauges per tenant, and what maintenance did since start. */
+static void store_metrics(struct store *st, struct buf *b)
+{
+	struct store_metric_ctx c;
+	struct store_maint_stats m;
+
+	for (size_t i = 0; i < N_STORE_METRICS; i++)
+		buf_init(&c.lines[i], (size_t)64 << 20);
+	if (store_stats(st, store_metric_tenant, &c, NULL) == 0) {
+		for (size_t i = 0; i < N_STORE_METRICS; i++) {
+			metric_head(b, store_metric_defs[i].name, store_metric_defs[i].type,
+				    store_metric_defs[i].help);
+			if (c.lines[i].len)
+				buf_append(b, c.lines[i].data, c.lines[i].len);
+		}
+	}
+	for (size_t i = 0; i < N_STORE_METRICS; i++)
+		buf_release(&c.lines[i]);
+	store_maint_totals(st, &m);
+	metric_head(b, "unhex_store_maintenance_total", "counter",
+		    "What maintenance did since the server started, by action.");
+	buf_printf(b, "unhex_store_maintenance_total{action=\"sealed_blocks\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"sealed_profiles\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"compactions\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"compacted_blocks\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"expired_blocks\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"dropped_epochs\"} %llu\n",
+		   (unsigned long long)m.sealed_blocks, (unsigned long long)m.sealed_profiles,
+		   (unsigned long long)m.compactions, (unsigned long long)m.compacted_blocks,
+		   (unsigned long long)m.expired_blocks, (unsigned long long)m.dropped_epochs);
 }
 
 void web__handle_metrics(struct web__req *rq, struct web__resp *rs)
@@ -151,6 +298,7 @@ void web__handle_metrics(struct web__req *rq, struct web__resp *rs)
 	for (int r = 0; r < WEB_REJ_COUNT; r++)
 		buf_printf(b, "unhex_ingest_rejected_total{reason=\"%s\"} %llu\n",
 			   web__reason_names[r], load(&c->rejected[r]));
+	store_metrics(rq->srv->store, b);
 	metric_head(b, "unhex_build_info", "gauge", "Build information; the value is always 1.");
 	buf_printf(b, "unhex_build_info{version=\"%s\"} 1\n", UNHEX_VERSION);
 	rs->status = 200;

@@ -142,8 +142,10 @@ void web_server_stop(struct web_server *srv);
 
 /*
  * Appends the JSON object of one tenant's statistics (the body of
- * GET /api/v1/stats, also printed by `unhex stats --json`).
+ * GET /api/v1/stats, also printed by `unhex stats --json`): counts, bytes,
+ * blocks (with the list of the tenant's blocks read from `st`, borrowed;
+ * NULL leaves the list out) and what retention removed.
  */
-int web_stats_json(struct buf *out, const struct store_tenant_stats *s);
+int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct store *st);
 
 #endif

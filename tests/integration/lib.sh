@@ -116,9 +116,10 @@ tenant_stats() {
 	echo "$BODY"
 }
 
-# counts JSON: the stats without the byte sizes (which change with flushes).
+# counts JSON: the stats without the byte sizes (which change with flushes)
+# and where profiles are (head or blocks, which changes with sealing).
 counts() {
-	jq -cS 'del(.bytes)' <<<"$1"
+	jq -cS 'del(.bytes, .head_profiles, .blocks, .retention)' <<<"$1"
 }
 
 # field JSON NAME

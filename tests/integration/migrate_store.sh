@@ -5,7 +5,9 @@
 # that can only have come from the old rule are renamed (Go heap ->
 # memory, Node.js wall -> wall, .NET cpu -> process_cpu), the ambiguous
 # ones kept (contentions, goroutine), totals unchanged, new data under the
-# new names joins the renamed series, and a second open changes nothing.
+# new names joins the renamed series, a second open changes nothing, and
+# maintenance seals the renamed series into a block (the store of the old
+# binary is also the format before time blocks) with every answer unchanged.
 # Exits 77 (skipped) when UNHEX_OLD is not set.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -19,6 +21,9 @@ for tool in go python3 jq curl; do
 	command -v "$tool" >/dev/null 2>&1 || fail "$tool is not installed"
 done
 NOW=$(date +%s)
+# The profiles are stamped half an hour back, so that one profile stamped
+# now moves the store's clock past the end of their block range.
+OLD=$((NOW - 1800))
 FROM=$((NOW - 3600))
 UNTIL=$((NOW + 600))
 
@@ -68,16 +73,34 @@ func main() {
 EOF
 (cd "$WORK/go" && GOPATH="$WORK/gopath" GOCACHE="$WORK/gocache" GO111MODULE=off GOPROXY=off \
 	go run main.go "$WORK/p") || fail "go run"
-python3 - "$WORK/p" "$NOW" <<'EOF'
-import sys
-d, now = sys.argv[1], int(sys.argv[2])
+python3 - "$WORK/p" "$OLD" "$NOW" <<'EOF'
+import gzip, sys
+d, old, now = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def v(x):
     o = bytearray()
     while x >= 0x80: o.append(x & 0x7f | 0x80); x >>= 7
     o.append(x); return bytes(o)
 def ld(f, b): return v(f << 3 | 2) + v(len(b)) + b
 def vi(f, x): return v(f << 3) + v(x)
-def pprof(types, period, samples):
+def uv(b, i):
+    x = s = 0
+    while True:
+        c = b[i]; i += 1; x |= (c & 0x7f) << s; s += 7
+        if c < 0x80: return x, i
+def restamp(path, t):
+    # Go's runtime stamps time_nanos (field 9) itself: rewrite it.
+    b, i, out = gzip.decompress(open(path, "rb").read()), 0, bytearray()
+    while i < len(b):
+        j = i
+        k, i = uv(b, i)
+        if k & 7 == 0: _, i = uv(b, i)
+        elif k & 7 == 2: n, i = uv(b, i); i += n
+        elif k & 7 == 1: i += 8
+        elif k & 7 == 5: i += 4
+        else: raise SystemExit("restamp: wire type %d" % (k & 7))
+        if k >> 3 != 9: out += b[j:i]
+    open(path, "wb").write(gzip.compress(bytes(out) + vi(9, t * 10**9)))
+def pprof(types, period, samples, now=old):
     st = [""]
     def s(x):
         if x not in st: st.append(x)
@@ -90,6 +113,10 @@ def pprof(types, period, samples):
         out += ld(2, ld(1, v(i)) + ld(2, b"".join(v(x) for x in vals)))
     out += vi(9, now * 10**9)
     return out + b"".join(ld(6, x.encode()) for x in st)
+for p in ("heap", "goroutine", "mutex"):
+    restamp(d + "/" + p + ".pb.gz", old)
+open(d + "/late.pb", "wb").write(pprof([("cpu", "nanoseconds")], ("cpu", "nanoseconds"),
+    [("late", [10000000])], now))
 open(d + "/nodewall.pb", "wb").write(pprof([("samples", "count"), ("wall", "microseconds")],
     ("wall", "microseconds"), [("work", [3, 30000]), ("idle", [1, 10000])]))
 open(d + "/dotnet.pb", "wb").write(pprof([("cpu", "nanoseconds"), ("alloc_samples", "count")],
@@ -98,7 +125,7 @@ EOF
 
 ingest_all() { # the name parameter
 	for f in heap.pb.gz goroutine.pb.gz mutex.pb.gz nodewall.pb dotnet.pb; do
-		http POST "/ingest?name=$1&from=$((NOW - 10))&until=$NOW&format=pprof" --data-binary @"$WORK/p/$f"
+		http POST "/ingest?name=$1&from=$((OLD - 10))&until=$OLD&format=pprof" --data-binary @"$WORK/p/$f"
 		[ "$STATUS" = 200 ] || fail "ingest $f: HTTP $STATUS $BODY"
 	done
 }
@@ -163,5 +190,36 @@ stop_server
 start_server "$WORK/data"
 grep -q 'renamed' "$WORK/server.$SERVER_N.log" && fail "the migration ran twice"
 types | diff - "$WORK/new2.types" >&2 || fail "types changed on the second open"
+render_all() { # render_all TAG: every flame graph of app that a selector can name
+	for t in $(grep -v '::' "$WORK/new2.types"); do
+		http GET /pyroscope/render -G --data-urlencode "query=$t{service_name=\"app\"}" \
+			-d "from=$FROM" -d "until=$UNTIL"
+		[ "$STATUS" = 200 ] || fail "render $t: HTTP $STATUS $BODY"
+		jq -cS 'del(.symbolization)' <<<"$BODY" >"$WORK/render.$t.$1"
+	done
+}
+render_all head
 stop_server
+
+# Sealed: a profile stamped now moves the clock past the renamed data's
+# range, which maintenance then writes into a block under the new names.
+start_server "$WORK/data" --block-range 10m --maintain-interval 1s
+http POST "/ingest?name=late.cpu&from=$((NOW - 10))&until=$NOW&format=pprof" --data-binary @"$WORK/p/late.pb"
+[ "$STATUS" = 200 ] || fail "ingest late.pb: HTTP $STATUS $BODY"
+for _ in $(seq 1 150); do
+	S=$(tenant_stats anonymous)
+	[ "$(jq -r .head_profiles <<<"$S")" = 1 ] && break
+	sleep 0.2
+done
+[ "$(jq -r .head_profiles <<<"$S")" = 1 ] || fail "the renamed data was not sealed: $S"
+[ "$(jq -r .blocks.count <<<"$S")" -ge 1 ] || fail "no block: $S"
+types | grep -vx "process_cpu:cpu:nanoseconds:cpu:nanoseconds" | diff - "$WORK/new2.types" >&2 ||
+	fail "types changed with sealing"
+render_all blocks
+for t in $(grep -v '::' "$WORK/new2.types"); do
+	cmp -s "$WORK/render.$t.head" "$WORK/render.$t.blocks" || fail "$t: the flame graph changed with sealing"
+done
+stop_server
+"$UNHEX" verify --data "$WORK/data" >"$WORK/verify" || fail "verify: $(cat "$WORK/verify")"
+note "sealed: $(jq -c '{head_profiles, blocks: .blocks.count}' <<<"$S"), every flame graph unchanged"
 note "migrate_store: ok"

@@ -526,6 +526,11 @@ http GET /api/v1/debuginfo -H "$(bearer "$B_ALL")"
 expect_status 200 "" "team-b's listing"
 jq -e --arg id "$ID" 'all(.[]; .buildId != $id)' <<<"$BODY" >/dev/null ||
 	fail "team-b lists team-a's build ID: $BODY"
+# The missing list names build IDs of every tenant's profiles: all-tenants tokens only.
+http GET "/api/v1/debuginfo?missing=1" -H "$(bearer "$B_ALL")"
+expect_status 403 "all tenants" "team-b lists the build IDs every tenant's profiles miss"
+http GET "/api/v1/debuginfo?missing=1" -H "$(bearer "$OPS")"
+expect_status 200 "" "the all-tenants token's missing list"
 http GET "/api/v1/debuginfo/$ID" -H "$(bearer "$B_ALL")"
 expect_status 404 "is not known" "team-b reads team-a's record"
 http GET "/buildid/$ID/debuginfo" -H "$(bearer "$B_ALL")"

@@ -29,6 +29,7 @@ declare -A public=([storage]=storage.h [ingest]=ingest.h [symbolize]=symbolize.h
 # file -> the private header it may include anyway, and why
 declare -A WHITEBOX=(
 	["bench/bench_sym_quick.c"]="symbolize/symbolize_int.h" # draws addresses from the FUNC symbol table
+	["bench/bench_blocks.c"]="storage/storage_int.h" # measures the head's partitions against its blocks
 )
 
 is_public() { # MODULE FILE

@@ -255,12 +255,10 @@ static size_t count_blocks(const struct buf *raw, size_t *zstd)
 
 static void chunk_blocks(struct fixture *f, int64_t window, size_t *blocks, size_t *zstd)
 {
-	uint8_t key[21];
+	uint8_t key[CHUNK_KEY_LEN];
 	struct buf raw;
 
-	key_tenant_tag(key, 1, TAG_CHUNK);
-	be64_put(key + 5, f->series);
-	be64_put(key + 13, (uint64_t)window ^ ((uint64_t)1 << 63));
+	store__chunk_key(key, 1, f->series, window, 1); /* a new tenant writes epoch 1 */
 	buf_init(&raw, STORE_MAX_CHUNK_BLOCK);
 	assert_int_equal(store__raw_get(f->st, CFI_SAMPLES, key, sizeof(key), &raw), 0);
 	*blocks = count_blocks(&raw, zstd);
@@ -359,13 +357,11 @@ static void test_corrupt_chunk(void **state)
 	struct store_txn *tx;
 	struct collect c;
 	struct err_msg msg = { { 0 } };
-	uint8_t key[21];
+	uint8_t key[CHUNK_KEY_LEN];
 	(void)state;
 
 	fixture_open(&f);
-	key_tenant_tag(key, 1, TAG_CHUNK);
-	be64_put(key + 5, f.series);
-	be64_put(key + 13, (uint64_t)0 ^ ((uint64_t)1 << 63));
+	store__chunk_key(key, 1, f.series, 0, 1);
 	assert_int_equal(store__raw_put(f.st, CFI_SAMPLES, key, sizeof(key), "garbage!", 8), 0);
 	/* Merges on top of garbage keep working (the DB stays writable). */
 	tx = begin(f.st, "t");

@@ -38,10 +38,11 @@ static void test_record_json(void **state)
 	r.size = 12345;
 	r.uploaded_ns = 1700000000123456789LL;
 	r.last_used_ns = 1700000001999999999LL;
+	r.last_profile_ns = 1700000002500000000LL;
 	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
 		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
 		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"retryAt\":0,"
-		       "\"shared\":false}");
+		       "\"shared\":false,\"lastProfile\":1700000002500}");
 	r.shared = 1;
 	r.has_sha256 = 1;
 	for (int i = 0; i < 32; i++)
@@ -49,7 +50,8 @@ static void test_record_json(void **state)
 	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
 		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
 		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"retryAt\":0,"
-		       "\"shared\":true,\"sha256\":\"00081018202830384048505860687078"
+		       "\"shared\":true,\"lastProfile\":1700000002500,"
+		       "\"sha256\":\"00081018202830384048505860687078"
 		       "80889098a0a8b0b8c0c8d0d8e0e8f0f8\"}");
 
 	memset(&r, 0, sizeof(r));
@@ -61,7 +63,7 @@ static void test_record_json(void **state)
 	check_json(&r, "{\"buildId\":\"aabb\",\"source\":\"debuginfod\",\"size\":0,\"uploaded\":0,"
 		       "\"lastUsed\":0,\"status\":\"upstream_error\",\"reason\":\"debuginfod: "
 		       "\\\"quoted\\\"\\ttab\\\\ and unicode \xc3\xa9 \\u0001\",\"debuginfo\":false,"
-		       "\"executable\":false,\"retryAt\":1700000600000,\"shared\":false}");
+		       "\"executable\":false,\"retryAt\":1700000600000,\"shared\":false,\"lastProfile\":0}");
 
 	memset(&r, 0, sizeof(r));
 	strcpy(r.build_id, "ccdd");
@@ -71,7 +73,7 @@ static void test_record_json(void **state)
 	r.retry_at_ns = 1700000600000000000LL;
 	check_json(&r, "{\"buildId\":\"ccdd\",\"source\":\"none\",\"size\":0,\"uploaded\":0,"
 		       "\"lastUsed\":0,\"status\":\"not_found\",\"reason\":\"\",\"debuginfo\":true,"
-		       "\"executable\":false,\"retryAt\":1700000600000,\"shared\":false}");
+		       "\"executable\":false,\"retryAt\":1700000600000,\"shared\":false,\"lastProfile\":0}");
 }
 
 static const char want_metrics[] =

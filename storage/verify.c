@@ -1,0 +1,137 @@
+/*
+ * verify.c - store_verify(): every byte of every block checked against its
+ * checksum, every section and page decoded, every reference followed (the
+ * stack ids of the pages into their service's trie, ids inside the
+ * symbols, services of the series).  `unhex verify` runs it.
+ */
+#include "storage_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+
+/* Checks one block; returns 0, ERR_CORRUPT (why in msg) or another failure. */
+static int verify_block(struct store *st, struct block *b, struct err_msg *msg)
+{
+	struct bsymtab **syms = NULL;
+	struct bidx *x = NULL;
+	struct buf raw, pb;
+	struct chunk c;
+	int fd = -1, rc;
+
+	if (atomic_load(&b->bad) == 2)
+		return err_set(msg, ERR_CORRUPT, "%s", b->why);
+	buf_init(&raw, BLOCK_MAX_SECTION_RAW);
+	buf_init(&pb, BLOCK_MAX_PAGE_BYTES);
+	store__chunk_init(&c);
+	fd = store__block_open_fd(b, msg);
+	rc = fd < 0 ? fd : 0;
+	/* Every section's checksum, the samples section whole. */
+	for (size_t i = 0; !rc && i < b->m.n_sec; i++) {
+		buf_reset(&raw);
+		rc = store__block_section(b, fd, &b->m.sec[i], &raw, msg);
+	}
+	if (!rc)
+		rc = store__block_index(st, b, &x, msg);
+	syms = calloc(b->m.n_svc + 1, sizeof(*syms));
+	if (!rc && !syms)
+		rc = ERR_NOMEM;
+	for (size_t i = 0; !rc && i < b->m.n_svc; i++)
+		rc = store__block_syms(st, b, (uint32_t)i, &syms[i], msg);
+	for (uint32_t i = 0; !rc && x && i < x->x.n_series; i++) {
+		const struct bser *s = &x->x.series[i];
+		uint32_t n_stacks = syms[s->svc]->s.n[SYM_STACK];
+
+		for (uint32_t j = 0; !rc && j < s->n_pages; j++) {
+			const struct bpage *pg = &x->x.pages[s->page0 + j];
+			rc = store__block_page(b, fd, pg, &pb, msg);
+			if (!rc)
+				rc = store__chunk_decode(&c, pb.data, pb.len, msg);
+			if (!rc && (c.part != s->svc + 1 || c.n != pg->profiles))
+				rc = err_set(msg, ERR_CORRUPT, "series %u: a page disagrees with the index", i);
+			for (size_t k = 0; !rc && k < c.n; k++) {
+				const struct chunk_profile *p = &c.profs[k];
+				if (p->meta.time_ns < pg->min_time || p->meta.time_ns > pg->max_time)
+					rc = err_set(msg, ERR_CORRUPT, "series %u: a profile outside its page", i);
+				for (size_t q = 0; !rc && q < p->n; q++)
+					if (p->ids[q] > n_stacks)
+						rc = err_set(msg, ERR_CORRUPT,
+							     "series %u: stack %u beyond the %u of its service",
+							     i, p->ids[q], n_stacks);
+			}
+		}
+	}
+	if (rc == ERR_CORRUPT)
+		store__block_bad(b, "%s", msg && msg->text[0] ? msg->text : "corrupt");
+	for (size_t i = 0; syms && i < b->m.n_svc; i++)
+		store__bsymtab_put(syms[i]);
+	free(syms);
+	store__bidx_put(x);
+	if (fd >= 0)
+		close(fd);
+	store__chunk_release(&c);
+	buf_release(&raw);
+	buf_release(&pb);
+	return rc;
+}
+
+int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block_info *b),
+		 void *ctx, struct err_msg *msg)
+{
+	int bad = 0, rc = 0;
+
+	for (size_t i = 0; !rc && i < st->n_tenants; i++) {
+		struct tenant *t = st->tenants[i];
+		struct block **v;
+		size_t n = 0;
+
+		pthread_mutex_lock(&t->mu);
+		v = calloc(t->n_blocks + 1, sizeof(*v));
+		for (size_t j = 0; v && j < t->n_blocks; j++) {
+			store__block_ref(t->blocks[j]);
+			v[n++] = t->blocks[j];
+		}
+		pthread_mutex_unlock(&t->mu);
+		if (!v)
+			return ERR_NOMEM;
+		for (size_t j = 0; j < n; j++) {
+			struct block *b = v[j];
+			struct store_block_info bi;
+			struct err_msg m;
+			int r;
+
+			err_clear(&m);
+			r = verify_block(st, b, &m);
+			if (r && r != ERR_CORRUPT && r != ERR_NOT_FOUND && !rc)
+				rc = err_set(msg, r, "block %s: %s", b->id_hex, m.text[0] ? m.text : err_str(r));
+			memset(&bi, 0, sizeof(bi));
+			bi.tenant = t->name;
+			bi.id = b->id_hex;
+			bi.level = b->rec.level;
+			bi.range_start = b->rec.range_start;
+			bi.range_end = b->rec.range_end;
+			bi.min_time = b->rec.min_time;
+			bi.max_time = b->rec.max_time;
+			bi.bytes = b->rec.bytes;
+			bi.series = b->rec.series;
+			bi.profiles = b->rec.profiles;
+			bi.samples = b->rec.samples;
+			bi.sources = b->have_meta ? b->m.n_sources : 0;
+			bi.error = r ? (atomic_load(&b->bad) == 2 ? b->why : (m.text[0] ? m.text : err_str(r)))
+				     : NULL;
+			if (r)
+				bad = 1;
+			if (cb && !rc)
+				rc = cb(ctx, &bi);
+		}
+		for (size_t j = 0; j < n; j++)
+			store__block_put(st, v[j]);
+		free(v);
+	}
+	if (!rc && bad)
+		rc = err_set(msg, ERR_CORRUPT, "some blocks are corrupt or missing");
+	return rc;
+}

@@ -1,0 +1,290 @@
+/* blockgen.h - for the block tests: a deterministic writer of realistic
+ * profiles (mappings with and without build IDs, functions, inline lines,
+ * raw addresses, stacks of depth 1..12) and a canonical dump of everything a
+ * reader returns, independent of ids and partitions, so that the same
+ * profiles in the head, in blocks or in compacted blocks compare equal. */
+#ifndef UNHEX_TESTS_STORAGE_BLOCKGEN_H
+#define UNHEX_TESTS_STORAGE_BLOCKGEN_H
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "storage/storage.h"
+
+#define GEN_SEC 1000000000LL
+
+static inline uint64_t gen_rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/*
+ * One txn: one profile of service `svc`, pod `pod` at time t; the symbols
+ * depend on `release` (two releases share some functions), the samples on
+ * `seed`.  Returns the commit's result.
+ */
+static inline int gen_profile(struct store *st, const char *tenant, const char *svc,
+			      const char *pod, int64_t t, int release, uint64_t seed)
+{
+	struct err_msg msg = { { 0 } };
+	struct store_txn *tx = NULL;
+	char bid[64], fname[64];
+	uint32_t part, maps[2], fns[24], locs[40], stacks[16], path[12];
+	int64_t vals[16];
+	uint64_t series;
+	int rc;
+
+	rc = store_txn_begin(st, tenant, &tx, &msg);
+	if (rc)
+		return rc;
+	{
+		struct store_label l[3] = {
+			{ "__profile_type__", "process_cpu:cpu:nanoseconds:cpu:nanoseconds" },
+			{ "service_name", svc },
+			{ "pod", pod },
+		};
+		rc = store_txn_series(tx, l, 3, &series, &msg);
+	}
+	if (!rc)
+		rc = store_txn_partition(tx, svc, &part);
+	snprintf(bid, sizeof(bid), "%08x%s", 0xab00 + release, svc);
+	{
+		struct store_mapping m0 = { 0x400000 + (uint64_t)release * 0x1000, 0x500000, 0x1000,
+					    "/usr/bin/app", bid, 0 };
+		struct store_mapping m1 = { 0x7f0000000000, 0x7f0000100000, 0, "/lib/libc.so.6", "",
+					    STORE_MAP_HAS_FUNCTIONS };
+		if (!rc)
+			rc = store_txn_mapping(tx, part, &m0, &maps[0]);
+		if (!rc)
+			rc = store_txn_mapping(tx, part, &m1, &maps[1]);
+	}
+	for (int i = 0; i < 24 && !rc; i++) {
+		struct store_function f = { NULL, "", "src/app.cc", i };
+		snprintf(fname, sizeof(fname), "ns::fn_%d_r%d", i, i < 16 ? 0 : release);
+		f.name = fname;
+		f.system_name = i & 1 ? "" : "_ZN2ns2fnE";
+		rc = store_txn_function(tx, part, &f, &fns[i]);
+	}
+	for (int i = 0; i < 40 && !rc; i++) {
+		struct store_line ln[2] = { { fns[i % 24], 10 + i, i & 3 }, { fns[(i + 5) % 24], 99, 0 } };
+		struct store_location l = { maps[i & 1], 0x1000 + (uint64_t)i * 24 + (uint64_t)release,
+					    i % 3 ? ln : NULL, (size_t)(i % 3) };
+		rc = store_txn_location(tx, part, &l, &locs[i]);
+	}
+	for (int i = 0; i < 16 && !rc; i++) {
+		uint64_t s = seed * 131 + (uint64_t)i;
+		size_t d = 1 + (size_t)(gen_rnd(&s) % 12);
+		for (size_t j = 0; j < d; j++)
+			path[j] = locs[gen_rnd(&s) % 40];
+		rc = store_txn_stack(tx, part, path, d, &stacks[i]);
+		vals[i] = (int64_t)(gen_rnd(&s) % 1000) - 100; /* negatives and zeros too */
+	}
+	if (!rc) {
+		struct store_profile_meta m = { t, 10 * GEN_SEC, 10000000 };
+		rc = store_txn_profile(tx, series, part, &m, stacks, vals, 16);
+	}
+	if (rc) {
+		store_txn_abort(tx);
+		return rc;
+	}
+	return store_txn_commit(tx, &msg);
+}
+
+/* ---- canonical dump ---------------------------------------------------------------- */
+
+struct gen_views {
+	uint32_t part[4096];
+	struct store_symbols *v[4096];
+	size_t n;
+};
+
+static inline struct store_symbols *gen_view(struct store *st, const char *tenant,
+					     struct gen_views *gv, uint32_t part)
+{
+	struct store_symbols *v = NULL;
+
+	for (size_t i = 0; i < gv->n; i++)
+		if (gv->part[i] == part)
+			return gv->v[i];
+	if (store_symbols_get(st, tenant, part, &v, NULL) || gv->n >= 4096)
+		return NULL;
+	gv->part[gv->n] = part;
+	gv->v[gv->n++] = v;
+	return v;
+}
+
+static inline void gen_views_release(struct gen_views *gv)
+{
+	for (size_t i = 0; i < gv->n; i++)
+		store_symbols_put(gv->v[i]);
+	gv->n = 0;
+}
+
+/* Appends the content of stack `s` of view v, leaf first. */
+static inline int gen_stack_text(const struct store_symbols *v, uint32_t s, struct buf *out)
+{
+	while (s) {
+		uint32_t parent, loc;
+		struct store_location_view lv;
+		struct store_mapping mp;
+
+		if (store_symbols_stack_node(v, s, &parent, &loc) || store_symbols_location(v, loc, &lv))
+			return ERR_CORRUPT;
+		buf_printf(out, "[%" PRIx64, lv.address);
+		if (lv.mapping_id) {
+			if (store_symbols_mapping(v, lv.mapping_id, &mp))
+				return ERR_CORRUPT;
+			buf_printf(out, " %s %s %x", mp.filename, mp.build_id, mp.flags);
+		}
+		for (size_t i = 0; i < lv.n_lines; i++) {
+			struct store_function f = { "", "", "", 0 };
+			if (lv.lines[i].function_id && store_symbols_function(v, lv.lines[i].function_id, &f))
+				return ERR_CORRUPT;
+			buf_printf(out, " (%s|%s|%s|%lld:%lld:%lld)", f.name, f.system_name, f.filename,
+				   (long long)f.start_line, (long long)lv.lines[i].line,
+				   (long long)lv.lines[i].column);
+		}
+		buf_puts(out, "]");
+		s = parent;
+	}
+	return 0;
+}
+
+struct gen_dump {
+	struct store *st;
+	const char *tenant;
+	struct gen_views gv;
+	char **lines;
+	size_t n, cap;
+	const char *labels;
+	int rc;
+};
+
+static inline int gen_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static inline int gen_profile_cb(void *ctx, const struct store_profile_view *p)
+{
+	struct gen_dump *d = ctx;
+	struct store_symbols *v = gen_view(d->st, d->tenant, &d->gv, p->part);
+	char **pairs = calloc(p->n + 1, sizeof(*pairs));
+	struct buf line;
+
+	if (!v || !pairs) {
+		free(pairs);
+		d->rc = ERR_CORRUPT;
+		return 1;
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		struct buf b;
+		buf_init(&b, 1 << 20);
+		buf_printf(&b, "%lld=", (long long)p->values[i]);
+		if (gen_stack_text(v, p->stack_ids[i], &b))
+			d->rc = ERR_CORRUPT;
+		pairs[i] = b.data ? b.data : strdup("");
+	}
+	qsort(pairs, p->n, sizeof(*pairs), gen_cmp_str);
+	buf_init(&line, 1 << 24);
+	buf_printf(&line, "%s @%lld d%lld p%lld:", d->labels, (long long)p->meta.time_ns,
+		   (long long)p->meta.duration_ns, (long long)p->meta.period);
+	for (size_t i = 0; i < p->n; i++) {
+		buf_puts(&line, " ");
+		buf_puts(&line, pairs[i]);
+		free(pairs[i]);
+	}
+	free(pairs);
+	if (d->n == d->cap) {
+		d->cap = d->cap ? 2 * d->cap : 256;
+		d->lines = realloc(d->lines, d->cap * sizeof(*d->lines));
+	}
+	d->lines[d->n++] = line.data ? line.data : strdup("");
+	return 0;
+}
+
+struct gen_series {
+	uint64_t id[4096];
+	char *labels[4096];
+	size_t n;
+};
+
+static inline int gen_series_cb(void *ctx, uint64_t id, uint32_t part,
+				const struct store_label *l, size_t n)
+{
+	struct gen_series *s = ctx;
+	struct buf b;
+
+	(void)part;
+	if (s->n >= 4096)
+		return 1;
+	buf_init(&b, 1 << 16);
+	buf_puts(&b, "{");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&b, "%s=%s,", l[i].name, l[i].value);
+	buf_puts(&b, "}");
+	s->id[s->n] = id;
+	s->labels[s->n++] = b.data;
+	return 0;
+}
+
+/*
+ * Every profile of `tenant` in [from, until) through a reader, one line
+ * each, sorted; *warnings gets the reader's warning count.  Returns an
+ * owned string, NULL on failure.
+ */
+static inline char *gen_dump(struct store *st, const char *tenant, int64_t from, int64_t until,
+			     size_t *series, size_t *warnings)
+{
+	struct gen_dump d;
+	struct gen_series s;
+	struct store_reader *r = NULL;
+	struct buf all;
+	struct err_msg msg = { { 0 } };
+
+	memset(&d, 0, sizeof(d));
+	memset(&s, 0, sizeof(s));
+	d.st = st;
+	d.tenant = tenant;
+	if (store_reader_open(st, tenant, from, until, &r, &msg))
+		return NULL;
+	if (store_reader_series_each(r, gen_series_cb, &s)) {
+		store_reader_close(r);
+		return NULL;
+	}
+	for (size_t i = 0; i < s.n && !d.rc; i++) {
+		d.labels = s.labels[i];
+		if (store_reader_profiles_each(r, s.id[i], from, until, gen_profile_cb, &d, &msg))
+			d.rc = ERR_CORRUPT;
+	}
+	if (warnings)
+		*warnings = store_reader_warning_count(r);
+	if (series)
+		*series = s.n;
+	gen_views_release(&d.gv);
+	store_reader_close(r);
+	for (size_t i = 0; i < s.n; i++)
+		free(s.labels[i]);
+	qsort(d.lines, d.n, sizeof(*d.lines), gen_cmp_str);
+	buf_init(&all, (size_t)1 << 30);
+	for (size_t i = 0; i < d.n; i++) {
+		buf_puts(&all, d.lines[i]);
+		buf_puts(&all, "\n");
+		free(d.lines[i]);
+	}
+	free(d.lines);
+	if (d.rc) {
+		buf_release(&all);
+		return NULL;
+	}
+	return all.data ? all.data : strdup("");
+}
+
+#endif
