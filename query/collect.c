@@ -27,6 +27,7 @@ void query__merge_release(struct qctx *q, struct qmerge *m)
 	free(m->tl);
 	query__sym_free(q, m->sym);
 	store_reader_close(m->rd);
+	store_reader_close(m->rd_side);
 	query__merge_init(m);
 }
 
@@ -181,6 +182,7 @@ int query__collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 {
 	struct sel_list l = { q, NULL, 0, 0 };
 	struct collect c = { q, m, 0 };
+	struct store_reader **rdp;
 	int rc;
 
 	/* One collect per merge, but for per-profile records (one per side). */
@@ -190,13 +192,17 @@ int query__collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 	/* One view of the head and the blocks for select and collect: a label
 	 * set is one series across them, and a profile is read exactly once
 	 * while sealing, compaction or retention change the store. */
-	assert(!m->rd);
-	rc = store_reader_open(q->st, q->tenant, from_ns, until_ns, &m->rd, q->msg);
+	rdp = &m->rd;
+	if (m->rd) {
+		assert(m->per_profile && !m->rd_side);
+		rdp = &m->rd_side;
+	}
+	rc = store_reader_open(q->st, q->tenant, from_ns, until_ns, rdp, q->msg);
 	if (rc)
 		return rc;
-	rc = query__select_series_in(q, m->rd, sel, add_series, &l);
+	rc = query__select_series_in(q, *rdp, sel, add_series, &l);
 	for (size_t i = 0; i < l.n && !rc; i++) {
-		rc = store_reader_profiles_each(m->rd, l.ids[i], from_ns, until_ns, add_profile, &c,
+		rc = store_reader_profiles_each(*rdp, l.ids[i], from_ns, until_ns, add_profile, &c,
 						q->msg);
 		if (c.rc)
 			rc = c.rc;

@@ -263,6 +263,8 @@ struct qmerge {
 	 * meanwhile; its warnings name the blocks it had to skip.
 	 */
 	struct store_reader *rd;
+	/* per-profile records collect twice (one side each): the second view */
+	struct store_reader *rd_side;
 };
 
 void query__profiles_release(struct qctx *q, struct qprofiles *pp);
