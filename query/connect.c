@@ -710,24 +710,38 @@ static int merge_profile(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 
 /* ---- SelectSeries ----------------------------------------------------------- */
 
+/*
+ * Pyroscope's grid: point k is labelled start + k*step (ms) and holds the
+ * profiles with start + (k-1)*step < t <= start + k*step, so profiles of
+ * [start - step, start] make point 0 and no point lies after end.  A
+ * series' labels are the groupBy labels it has, sorted by name; series are
+ * ordered by their points' sum, largest first, then by labels.
+ */
 struct ss {
 	struct qctx *q;
-	char *const *group_by;
-	size_t ngroup;
+	const char **by;        /* groupBy names, sorted, distinct */
+	size_t nby, bycap;
 	struct qnames keys;     /* group key -> group id (ids from 2) */
 	uint64_t *sid;          /* selected series */
 	uint32_t *sgroup;       /* their group */
 	size_t n, cap, gcap;
-	int64_t start, step;
+	int64_t start, step;    /* ms */
 	size_t nb;
-	int64_t *cells;         /* group-major buckets */
-	uint8_t *has;
-	size_t ccap, hcap;
+	int64_t *cells;         /* group-major buckets: sums */
+	uint32_t *cnt;          /* and profile counts */
+	size_t ccap, ncap;
 	int64_t cur_group;
-	int64_t limit;          /* top N groups by total; 0: all, in key order */
+	int64_t limit;          /* top N groups by total; 0: all */
+	int average;
 	int rc;
 };
 
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The group key: per groupBy name, 0 (absent) or 1 and the value with its NUL. */
 static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l, size_t n)
 {
 	struct ss *s = ctx;
@@ -737,13 +751,15 @@ static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 
 	(void)part;
 	buf_init(&key, 1 << 16);
-	for (size_t k = 0; k < s->ngroup && !rc; k++) {
-		const char *v = "";
+	for (size_t k = 0; k < s->nby && !rc; k++) {
+		const char *v = NULL;
 
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(l[i].name, s->group_by[k]))
+		for (size_t i = 0; i < n && !v; i++)
+			if (!strcmp(l[i].name, s->by[k]))
 				v = l[i].value;
-		rc = buf_append(&key, v, strlen(v) + 1);
+		rc = buf_putc(&key, v ? 1 : 0);
+		if (!rc && v)
+			rc = buf_append(&key, v, strlen(v) + 1);
 	}
 	if (!rc)
 		rc = query__names_intern(s->q, &s->keys, key.data ? key.data : "", key.len, &g);
@@ -763,51 +779,72 @@ static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 static int ss_profile(void *ctx, const struct store_profile_view *p)
 {
 	struct ss *s = ctx;
-	int64_t b, sum = 0;
+	int64_t t = p->meta.time_ns / 1000000, b = 0, sum = 0;
 	size_t at;
 
 	if ((s->rc = query__ctx_check(s->q)))
 		return 1;
-	b = (p->meta.time_ns - s->start) / s->step;
-	if (b < 0 || (size_t)b >= s->nb)
+	if (t > s->start)
+		b = (t - s->start + s->step - 1) / s->step;
+	if ((size_t)b >= s->nb)
 		return 0;
 	for (size_t i = 0; i < p->n; i++)
 		sum += p->values[i];
 	at = (size_t)s->cur_group * s->nb + (size_t)b;
 	s->cells[at] += sum;
-	s->has[at] = 1;
+	s->cnt[at]++;
 	return 0;
+}
+
+static double ss_value(const struct ss *s, size_t at)
+{
+	return s->average ? (double)s->cells[at] / s->cnt[at] : (double)s->cells[at];
 }
 
 struct ss_rank {
 	const struct ss *s;
 	size_t g;
-	int64_t total;
+	double total;
 };
 
-/* Larger total first; equal totals by their label values. */
+/* Pyroscope's CompareLabelPairs over two group keys: by name, then value, then count. */
+static int cmp_keys(const struct ss *s, const char *x, const char *y)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		int c;
+
+		while (i < s->nby && !*x)
+			i++, x++;
+		while (j < s->nby && !*y)
+			j++, y++;
+		if (i == s->nby || j == s->nby)
+			return (i < s->nby) - (j < s->nby);
+		if (i != j)
+			return strcmp(s->by[i], s->by[j]);
+		x++, y++;
+		if ((c = strcmp(x, y)))
+			return c;
+		x += strlen(x) + 1, y += strlen(y) + 1;
+		i++, j++;
+	}
+}
+
+/* Larger total first; equal totals by their labels. */
 static int cmp_rank(const void *a, const void *b)
 {
 	const struct ss_rank *x = a, *y = b;
-	const char *kx = x->s->keys.s[x->g], *ky = y->s->keys.s[y->g];
 
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	for (size_t i = 0; i < x->s->ngroup; i++) {
-		int c = strcmp(kx, ky);
-
-		if (c)
-			return c;
-		kx += strlen(kx) + 1;
-		ky += strlen(ky) + 1;
-	}
-	return 0;
+	return cmp_keys(x->s, x->s->keys.s[x->g], y->s->keys.s[y->g]);
 }
 
 /*
- * The groups to emit, in order: with a limit, the `limit` largest by total
- * (as Pyroscope's SelectSeries limit); without, all in key order.  *order
- * is charged scratch of *ocap entries.
+ * The groups to emit, in order (Pyroscope's TopSeries): by total, then
+ * labels; with a limit, only the first `limit`.  *order is charged scratch
+ * of *ocap entries.
  */
 static int ss_order(struct ss *s, size_t **order, size_t *ocap, size_t *n)
 {
@@ -818,15 +855,9 @@ static int ss_order(struct ss *s, size_t **order, size_t *ocap, size_t *n)
 	*n = 0;
 	rc = query__mem_grow(s->q, (void **)order, ocap, sizeof(**order), ng ? ng : 1,
 			     "SelectSeries");
-	if (rc)
-		return rc;
-	if (!s->limit) {
-		for (size_t i = 0; i < ng; i++)
-			(*order)[i] = 2 + i;
-		*n = ng;
-		return 0;
-	}
-	rc = query__mem_grow(s->q, (void **)&r, &rcap, sizeof(*r), ng ? ng : 1, "SelectSeries");
+	if (!rc)
+		rc = query__mem_grow(s->q, (void **)&r, &rcap, sizeof(*r), ng ? ng : 1,
+				     "SelectSeries");
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < ng; i++) {
@@ -834,11 +865,12 @@ static int ss_order(struct ss *s, size_t **order, size_t *ocap, size_t *n)
 		r[i].g = 2 + i;
 		r[i].total = 0;
 		for (size_t b = 0; b < s->nb; b++)
-			r[i].total += s->cells[r[i].g * s->nb + b];
+			if (s->cnt[r[i].g * s->nb + b])
+				r[i].total += ss_value(s, r[i].g * s->nb + b);
 	}
 	if (ng)
 		qsort(r, ng, sizeof(*r), cmp_rank);
-	*n = (uint64_t)s->limit < ng ? (size_t)s->limit : ng;
+	*n = s->limit && (uint64_t)s->limit < ng ? (size_t)s->limit : ng;
 	for (size_t i = 0; i < *n; i++)
 		(*order)[i] = r[i].g;
 	query__mem_free(s->q, r, rcap, sizeof(*r));
@@ -856,18 +888,21 @@ static int ss_series_msg(struct call *c, const struct ss *s, size_t g, Types__V1
 		return rfail(c);
 	types__v1__series__init(se);
 	for (size_t b = 0; b < s->nb; b++)
-		np += s->has[g * s->nb + b];
-	se->labels = rmem(c, (s->ngroup ? s->ngroup : 1) * sizeof(*se->labels));
+		np += s->cnt[g * s->nb + b] != 0;
+	se->labels = rmem(c, (s->nby ? s->nby : 1) * sizeof(*se->labels));
 	se->points = rmem(c, (np ? np : 1) * sizeof(*se->points));
 	if (!se->labels || !se->points)
 		return rfail(c);
-	for (size_t i = 0; i < s->ngroup; i++) {
-		Types__V1__LabelPair *p = rmem(c, sizeof(*p));
+	for (size_t i = 0; i < s->nby; i++) {
+		Types__V1__LabelPair *p;
 
+		if (!*k++)
+			continue;
+		p = rmem(c, sizeof(*p));
 		if (!p)
 			return rfail(c);
 		types__v1__label_pair__init(p);
-		if (!(p->name = rstr(c, s->group_by[i])) || !(p->value = rstr(c, k)))
+		if (!(p->name = rstr(c, s->by[i])) || !(p->value = rstr(c, k)))
 			return rfail(c);
 		se->labels[se->n_labels++] = p;
 		k += strlen(k) + 1;
@@ -876,14 +911,14 @@ static int ss_series_msg(struct call *c, const struct ss *s, size_t g, Types__V1
 		size_t at = g * s->nb + b;
 		Types__V1__Point *pt;
 
-		if (!s->has[at])
+		if (!s->cnt[at])
 			continue;
 		pt = rmem(c, sizeof(*pt));
 		if (!pt)
 			return rfail(c);
 		types__v1__point__init(pt);
-		pt->value = (double)s->cells[at];
-		pt->timestamp = (s->start + (int64_t)b * s->step) / 1000000;
+		pt->value = ss_value(s, at);
+		pt->timestamp = s->start + (int64_t)b * s->step;
 		se->points[se->n_points++] = pt;
 	}
 	*out = se;
@@ -913,10 +948,55 @@ static int ss_response(struct call *c, struct ss *s, Querier__V1__SelectSeriesRe
 static void ss_release(struct ss *s)
 {
 	query__names_release(s->q, &s->keys);
+	query__mem_free(s->q, s->by, s->bycap, sizeof(*s->by));
 	query__mem_free(s->q, s->sid, s->cap, sizeof(*s->sid));
 	query__mem_free(s->q, s->sgroup, s->gcap, sizeof(*s->sgroup));
 	query__mem_free(s->q, s->cells, s->ccap, sizeof(*s->cells));
-	query__mem_free(s->q, s->has, s->hcap, 1);
+	query__mem_free(s->q, s->cnt, s->ncap, sizeof(*s->cnt));
+}
+
+/* Checks the request's step, limit and aggregation and sets up s's grid. */
+static int ss_setup(struct ss *s, const Querier__V1__SelectSeriesRequest *req,
+		    const struct query_params *p, struct err_msg *msg)
+{
+	int64_t end = p->until_ns / 1000000;
+	int rc;
+
+	if (req->limit < 0)
+		return err_set(msg, ERR_INVALID, "field limit: %lld is negative",
+			       (long long)req->limit);
+	if (req->step != req->step || req->step < 0 || req->step > 1e9 ||
+	    (req->step > 0 && req->step < 0.001))
+		return err_set(msg, ERR_INVALID, "field step: must be at least 1ms (0.001)");
+	if (req->aggregation != TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
+	    req->aggregation != TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE)
+		return err_set(msg, ERR_INVALID, "field aggregation: unknown value %d",
+			       (int)req->aggregation);
+	s->average = req->aggregation ==
+		     TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE;
+	s->limit = req->limit;
+	/* Seconds to whole milliseconds, truncated as Pyroscope does. */
+	s->step = req->step > 0 ? (int64_t)(req->step * 1000) : 15000;
+	if (s->step < 1)
+		s->step = 1;
+	s->start = p->from_ns / 1000000;
+	if ((end - s->start) / s->step >= MAX_SERIES_POINTS)
+		return err_set(msg, ERR_INVALID,
+			       "SelectSeries: more than %d points per series; raise step",
+			       MAX_SERIES_POINTS);
+	s->nb = (size_t)((end - s->start) / s->step) + 1;
+	rc = query__mem_grow(s->q, (void **)&s->by, &s->bycap, sizeof(*s->by),
+			     req->n_group_by ? req->n_group_by : 1, "groupBy");
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < req->n_group_by; i++)
+		s->by[i] = req->group_by[i];
+	if (req->n_group_by)
+		qsort(s->by, req->n_group_by, sizeof(*s->by), cmp_cstr);
+	for (size_t i = 0; i < req->n_group_by; i++)
+		if (!s->nby || strcmp(s->by[s->nby - 1], s->by[i]))
+			s->by[s->nby++] = s->by[i];
+	return 0;
 }
 
 static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
@@ -926,6 +1006,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	Querier__V1__SelectSeriesResponse *r = NULL;
 	struct query_params p;
 	struct query_selector sel;
+	int64_t from, until;
 	struct ss s;
 	size_t ncells = 0;
 	int rc;
@@ -936,26 +1017,20 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		rc = req_strings_max(req->n_group_by, "groupBy", q->msg);
 	if (rc)
 		return rc;
-	if (req->limit < 0)
-		return err_set(q->msg, ERR_INVALID, "field limit: %lld is negative",
-			       (long long)req->limit);
-	if (req->step != req->step || req->step < 0 || req->step > 1e9)
-		return err_set(q->msg, ERR_INVALID, "field step: bad value");
 	memset(&s, 0, sizeof(s));
 	s.q = q;
-	s.group_by = req->group_by;
-	s.ngroup = req->n_group_by;
-	s.limit = req->limit;
-	s.step = req->step >= 0.001 ? (int64_t)(req->step * 1e9) : 15000000000LL;
-	s.start = p.from_ns / s.step * s.step;
-	if ((p.until_ns - s.start) / s.step >= MAX_SERIES_POINTS)
-		return err_set(q->msg, ERR_INVALID,
-			       "SelectSeries: more than %d points per series; raise step",
-			       MAX_SERIES_POINTS);
-	s.nb = (size_t)((p.until_ns - s.start + s.step - 1) / s.step);
-	rc = query__select(&p, &sel, q->msg);
-	if (rc)
+	rc = ss_setup(&s, req, &p, q->msg);
+	if (!rc)
+		rc = query__select(&p, &sel, q->msg);
+	if (rc) {
+		ss_release(&s);
 		return rc;
+	}
+	/* Profiles of [start - step, end], in whole milliseconds, as Pyroscope reads them. */
+	from = (s.start - s.step) * 1000000;
+	if (from < 0)
+		from = 0;
+	until = (s.start + (int64_t)(s.nb - 1) * s.step) * 1000000 + 1000000;
 	rc = query__names_init(q, &s.keys);
 	if (!rc)
 		rc = query__select_series(q, &sel, ss_series, &s);
@@ -968,15 +1043,16 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		rc = query__mem_grow(q, (void **)&s.cells, &s.ccap, sizeof(*s.cells), ncells,
 				     "series points");
 	if (!rc)
-		rc = query__mem_grow(q, (void **)&s.has, &s.hcap, 1, ncells, "series points");
+		rc = query__mem_grow(q, (void **)&s.cnt, &s.ncap, sizeof(*s.cnt), ncells,
+				     "series points");
 	if (!rc) {
 		memset(s.cells, 0, ncells * sizeof(*s.cells));
-		memset(s.has, 0, ncells);
+		memset(s.cnt, 0, ncells * sizeof(*s.cnt));
 	}
 	for (size_t i = 0; i < s.n && !rc; i++) {
 		s.cur_group = s.sgroup[i];
-		rc = store_profiles_each(q->st, q->tenant, s.sid[i], p.from_ns, p.until_ns,
-					 ss_profile, &s, q->msg);
+		rc = store_profiles_each(q->st, q->tenant, s.sid[i], from, until, ss_profile, &s,
+					 q->msg);
 		if (s.rc)
 			rc = s.rc;
 		else if (rc > 0)

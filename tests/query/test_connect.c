@@ -93,11 +93,32 @@ static void test_metadata(void **state)
 	call("SelectSeries",
 	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\"," RANGE
 	     ",\"step\":15,\"groupBy\":[\"pod\"]}",
+	     "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],"
+	     "\"points\":[{\"value\":330,\"timestamp\":\"1700000030000\"}]},"
+	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000000000\"}]}]}");
+	/*
+	 * Pyroscope's grid: points at start + k*step, each the profiles of
+	 * (t - step, t]; p1's profile at T0 is 1 s before this start, so it
+	 * makes point 0.  Average divides by the profiles in a point; groupBy
+	 * names a label no series has (left out of the labels) and repeats one.
+	 */
+	call("SelectSeries",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":1700000001000,"
+	     "\"end\":1700000031000,\"step\":15,\"groupBy\":[\"zone\",\"pod\",\"pod\"],"
+	     "\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\"}",
 	     "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],"
-	     "\"points\":[{\"value\":180,\"timestamp\":\"1699999995000\"}]},"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000001000\"}]},"
 	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],"
-	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000010000\"},"
-	     "{\"value\":150,\"timestamp\":\"1700000025000\"}]}]}");
+	     "\"points\":[{\"value\":165,\"timestamp\":\"1700000031000\"}]}]}");
+	/* Sum (the enum by number) over 10 s steps: p2's profiles in two points. */
+	call("SelectSeries",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":1700000001000,"
+	     "\"end\":1700000031000,\"step\":10,\"aggregation\":0}",
+	     "{\"series\":[{\"labels\":[],"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000001000\"},"
+	     "{\"value\":180,\"timestamp\":\"1700000021000\"},"
+	     "{\"value\":150,\"timestamp\":\"1700000031000\"}]}]}");
 }
 
 static void test_flame_graphs(void **state)

@@ -360,8 +360,9 @@ static void test_profile_and_series(void **state)
 						 jint(&pts->items[k], "timestamp"));
 			}
 		}
-		assert_true(r->series[1]->points[1]->value == 150.0);
-		assert_int_equal(r->series[1]->points[1]->timestamp, 1700000030000LL);
+		/* p2 (330) before p1 (180); its profiles at T0+20 s and T0+30 s end their steps. */
+		assert_true(r->series[0]->points[1]->value == 150.0);
+		assert_int_equal(r->series[0]->points[1]->timestamp, 1700000030000LL);
 		querier__v1__select_series_response__free_unpacked(r, NULL);
 		both_release(&b);
 
