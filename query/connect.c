@@ -361,37 +361,70 @@ static int meta_each(struct meta *m, qseries_cb cb, void *ctx)
 
 /* ---- ProfileTypes --------------------------------------------------------------- */
 
+/* LabelValues of __profile_type__ over the qualifying series. */
+static int type_cb(void *ctx, uint64_t id, uint32_t part, const struct store_label *l, size_t n)
+{
+	struct strset *s = ctx;
+
+	(void)id;
+	(void)part;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(l[i].name, STORE_LABEL_PROFILE_TYPE))
+			return strset_add(s, l[i].value);
+	return 0;
+}
+
+/*
+ * The types with a profile in [start, end), as Pyroscope's ProfileTypes:
+ * without start and end, the last hour.
+ */
 static int profile_types(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__ProfileTypesRequest *req = (const void *)msg;
 	Querier__V1__ProfileTypesResponse *r;
 	struct strset s = { c->q, NULL, 0, 0, 0 };
-	int64_t from, until;
-	size_t n = 0;
+	char **ids = NULL;
+	size_t nids = 0, n = 0;
+	struct meta m;
 	int rc;
 
-	rc = req_range(req->start, req->end, &from, &until, NULL, c->q->msg);
+	rc = meta_init(&m, c->q, NULL, 0, req->start, req->end);
+	if (!rc && !m.ranged) {
+		m.ranged = 1;
+		/* meta_init kept every series when no range was given: the last hour. */
+		query__map_release(c->q, &m.ok);
+		query__map_init(&m.ok);
+		for (size_t i = 0; i < m.nids && !rc; i++) {
+			int hit = store_profiles_each(c->q->st, c->q->tenant, m.ids[i], m.from,
+						      m.until, stop_cb, NULL, c->q->msg);
+
+			if (hit < 0)
+				rc = err_set(c->q->msg, hit, "reading profiles: %s", err_str(hit));
+			else if (hit)
+				rc = query__map_put(c->q, &m.ok, m.ids[i], 1);
+		}
+	}
 	if (!rc)
-		rc = store_label_values(c->q->st, c->q->tenant, STORE_LABEL_PROFILE_TYPE, add_str_cb,
-					&s);
+		rc = meta_each(&m, type_cb, &s);
+	if (!rc)
+		rc = strset_names(c, &s, &ids, &nids);
+	meta_release(&m);
 	if (rc < 0)
 		goto out;
 	rc = 0;
-	if (s.n)
-		qsort(s.v, s.n, sizeof(*s.v), cmp_str);
 	r = rmem(c, sizeof(*r));
 	if (r)
 		querier__v1__profile_types_response__init(r);
-	if (!r || !(r->profile_types = rmem(c, (s.n ? s.n : 1) * sizeof(*r->profile_types)))) {
+	if (!r || !(r->profile_types = rmem(c, (nids ? nids : 1) * sizeof(*r->profile_types)))) {
 		rc = rfail(c);
 		goto out;
 	}
-	for (size_t i = 0; i < s.n && !rc; i++) {
+	for (size_t i = 0; i < nids && !rc; i++) {
 		char tmp[QUERY_MAX_SELECTOR_BYTES + 1];
 		const char *pt[5];
 		Types__V1__ProfileType *t;
 
-		if (query__profile_type_split(s.v[i], tmp, sizeof(tmp), pt))
+		if (query__profile_type_split(ids[i], tmp, sizeof(tmp), pt))
 			continue;
 		t = rmem(c, sizeof(*t));
 		if (!t) {
@@ -399,9 +432,10 @@ static int profile_types(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 			break;
 		}
 		types__v1__profile_type__init(t);
-		if (!(t->id = rstr(c, s.v[i])) || !(t->name = rstr(c, pt[0])) ||
-		    !(t->sample_type = rstr(c, pt[1])) || !(t->sample_unit = rstr(c, pt[2])) ||
-		    !(t->period_type = rstr(c, pt[3])) || !(t->period_unit = rstr(c, pt[4])))
+		t->id = ids[i];
+		if (!(t->name = rstr(c, pt[0])) || !(t->sample_type = rstr(c, pt[1])) ||
+		    !(t->sample_unit = rstr(c, pt[2])) || !(t->period_type = rstr(c, pt[3])) ||
+		    !(t->period_unit = rstr(c, pt[4])))
 			rc = rfail(c);
 		r->profile_types[n++] = t;
 	}
@@ -504,7 +538,35 @@ struct series_ctx {
 	size_t nnames;
 	Types__V1__Labels **v;
 	size_t n, cap;
+	struct qnames seen;  /* with labelNames: the label sets already answered */
+	struct buf key;
 };
+
+/*
+ * With labelNames, a label set restricted to them is answered once, as
+ * Pyroscope's Series does: 1 when this one (the `k` pairs of ls) is new.
+ */
+static int series_new(struct series_ctx *s, const Types__V1__Labels *ls, int *fresh)
+{
+	size_t before = s->seen.n;
+	uint32_t id;
+	int rc = 0;
+
+	s->key.len = 0;
+	for (size_t i = 0; i < ls->n_labels && !rc; i++) {
+		rc = buf_append(&s->key, ls->labels[i]->name, strlen(ls->labels[i]->name) + 1);
+		if (!rc)
+			rc = buf_append(&s->key, ls->labels[i]->value,
+					strlen(ls->labels[i]->value) + 1);
+	}
+	if (!rc)
+		rc = query__names_intern(s->c->q, &s->seen, s->key.data ? s->key.data : "",
+					 s->key.len, &id);
+	if (rc)
+		return err_set(s->c->q->msg, rc, "Series: label set too large");
+	*fresh = s->seen.n > before;
+	return 0;
+}
 
 static int series_cb(void *ctx, uint64_t id, uint32_t part, const struct store_label *l, size_t n)
 {
@@ -548,6 +610,12 @@ static int series_cb(void *ctx, uint64_t id, uint32_t part, const struct store_l
 		ls->labels[k++] = p;
 	}
 	ls->n_labels = k;
+	if (s->nnames) {
+		int fresh = 0, rc = series_new(s, ls, &fresh);
+
+		if (rc || !fresh)
+			return rc;
+	}
 	s->v[s->n++] = ls;
 	return 0;
 }
@@ -556,19 +624,31 @@ static int series(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage 
 {
 	const Querier__V1__SeriesRequest *req = (const void *)msg;
 	Querier__V1__SeriesResponse *r = rmem(c, sizeof(*r));
-	struct series_ctx s = { c, req->label_names, req->n_label_names, NULL, 0, 0 };
+	struct series_ctx s;
 	struct meta m;
 	int rc;
 
 	if (!r)
 		return rfail(c);
 	querier__v1__series_response__init(r);
+	memset(&s, 0, sizeof(s));
+	s.c = c;
+	s.names = req->label_names;
+	s.nnames = req->n_label_names;
+	buf_init(&s.key, 1 << 20);
+	rc = query__names_init(c->q, &s.seen);
+	if (rc) {
+		buf_release(&s.key);
+		return rc;
+	}
 	rc = meta_init(&m, c->q, req->matchers, req->n_matchers, req->start, req->end);
 	if (!rc)
 		rc = req_strings_max(req->n_label_names, "labelNames", c->q->msg);
 	if (!rc)
 		rc = meta_each(&m, series_cb, &s);
 	meta_release(&m);
+	query__names_release(c->q, &s.seen);
+	buf_release(&s.key);
 	if (rc)
 		return rc;
 	r->labels_set = s.v;

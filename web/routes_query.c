@@ -115,6 +115,9 @@ static int parse_side(const struct web__req *rq, const char *qkey, const char *f
 		rc = param_time(rq, ukey, DEFAULT_UNTIL, now, &s->p.until_ns, msg);
 	if (!rc && s->p.until_ns <= s->p.from_ns)
 		rc = err_set(msg, ERR_INVALID, "%s must be later than %s", ukey, fkey);
+	/* Pyroscope reads max-nodes (Drilldown's spelling), then maxNodes over it. */
+	if (!rc)
+		rc = param_int(rq, "max-nodes", QUERY_MAX_MAX_NODES, &s->p.max_nodes, msg);
 	if (!rc)
 		rc = param_int(rq, "maxNodes", QUERY_MAX_MAX_NODES, &s->p.max_nodes, msg);
 	return rc;

@@ -73,7 +73,14 @@ static void refused(const char *method, const char *req, int want_rc, const char
 static void test_metadata(void **state)
 {
 	(void)state;
-	call("ProfileTypes", "",
+	/* Without a range, the last hour, as Pyroscope: the fixture's profiles are older. */
+	call("ProfileTypes", "", "{\"profileTypes\":[]}");
+	/* A range with only db's memory profile (T0+5 s). */
+	call("ProfileTypes", "{\"start\":1700000001000,\"end\":1700000010000}",
+	     "{\"profileTypes\":[{\"ID\":\"memory:alloc_space:bytes:space:bytes\",\"name\":\"memory\","
+	     "\"sampleType\":\"alloc_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"space\","
+	     "\"periodUnit\":\"bytes\"}]}");
+	call("ProfileTypes", "{" RANGE "}",
 	     "{\"profileTypes\":[{\"ID\":\"memory:alloc_space:bytes:space:bytes\",\"name\":\"memory\","
 	     "\"sampleType\":\"alloc_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"space\","
 	     "\"periodUnit\":\"bytes\"},{\"ID\":\"" FX_CPU "\",\"name\":\"process_cpu\","
@@ -90,6 +97,10 @@ static void test_metadata(void **state)
 		       RANGE ",\"format\":\"x\",\"extra\":{\"a\":[1,null]}}",
 	     "{\"labelsSet\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}]},"
 	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}]}]}");
+	/* labelNames: each distinct set once (three api series, one db). */
+	call("Series", "{\"matchers\":[\"{}\"],\"labelNames\":[\"service_name\"]," RANGE "}",
+	     "{\"labelsSet\":[{\"labels\":[{\"name\":\"service_name\",\"value\":\"api\"}]},"
+	     "{\"labels\":[{\"name\":\"service_name\",\"value\":\"db\"}]}]}");
 	call("SelectSeries",
 	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\"," RANGE
 	     ",\"step\":15,\"groupBy\":[\"pod\"]}",
@@ -185,7 +196,8 @@ static void test_empty_type_parts(void **state)
 	fx_add(&f, "t3", "shop", net, NULL, FX_T0, fx_small_stacks, fx_small_values, 2, "/bin/shop",
 	       "5e01", 0x1000, 0);
 	buf_init(&out, 1 << 20);
-	assert_int_equal(query_connect(f.st, "t3", "ProfileTypes", "", 0, NULL, &out, &msg), 0);
+	assert_int_equal(query_connect(f.st, "t3", "ProfileTypes", "{" RANGE "}", strlen("{" RANGE "}"),
+				       NULL, &out, &msg), 0);
 	assert_string_equal(out.data,
 			    "{\"profileTypes\":[{\"ID\":\"memory:inuse_space:bytes::\",\"name\":\"memory\","
 			    "\"sampleType\":\"inuse_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"\","
@@ -211,8 +223,8 @@ static void test_empty_type_parts(void **state)
 	assert_non_null(strstr(out.data, "\"flamebearer\":{\"names\":[\"total\",\"main\",\"serve\","
 					 "\"handle\",\"parse\"],\"levels\":[[0,150,0,0],[0,150,0,1],"
 					 "[0,150,0,2],[0,100,100,3,0,50,50,4]],\"numTicks\":150,"));
-	assert_non_null(strstr(out.data, "\"units\":\"nanoseconds\","
-					 "\"name\":\"process_cpu:cpu:nanoseconds::nanoseconds\"}"));
+	assert_non_null(strstr(out.data, "\"sampleRate\":1000000000,\"units\":\"samples\","
+					 "\"name\":\"cpu\"}"));
 	buf_release(&out);
 }
 

@@ -125,7 +125,13 @@ static void test_metadata(void **state)
 		Querier__V1__ProfileTypesResponse *r;
 		const struct json_value *a;
 
-		call_both(f.st, "ProfileTypes", &rq.base, "{}", &b);
+		char pj[128];
+
+		rq.start = FROM_MS;
+		rq.end = TO_MS;
+		snprintf(pj, sizeof(pj), "{\"start\":%lld,\"end\":%lld}", (long long)FROM_MS,
+			 (long long)TO_MS);
+		call_both(f.st, "ProfileTypes", &rq.base, pj, &b);
 		r = querier__v1__profile_types_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
 		assert_non_null(r);
 		a = jget(b.j, "profileTypes");
