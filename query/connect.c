@@ -1147,6 +1147,97 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	return rc;
 }
 
+/* ---- GetProfileStats ------------------------------------------------------- */
+
+/*
+ * Whether the tenant has any profile, and the times of its oldest and
+ * newest (Drilldown shows its onboarding screen when there is none).  The
+ * oldest is each series' first profile; the newest is searched in windows
+ * growing back from now + 1 day, so a live tenant reads only its last hour.
+ */
+struct stats {
+	struct qctx *q;
+	uint64_t *ids;
+	size_t n, cap;
+	int64_t oldest, newest;  /* ns; -1 none */
+};
+
+static int stats_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
+			size_t n)
+{
+	struct stats *s = ctx;
+	int rc;
+
+	(void)part;
+	(void)l;
+	(void)n;
+	rc = query__mem_grow(s->q, (void **)&s->ids, &s->cap, sizeof(*s->ids), s->n + 1,
+			     "series");
+	if (!rc)
+		s->ids[s->n++] = id;
+	return rc;
+}
+
+static int stats_first(void *ctx, const struct store_profile_view *p)
+{
+	struct stats *s = ctx;
+
+	if (s->oldest < 0 || p->meta.time_ns < s->oldest)
+		s->oldest = p->meta.time_ns;
+	return 1;
+}
+
+static int stats_last(void *ctx, const struct store_profile_view *p)
+{
+	struct stats *s = ctx;
+
+	if (p->meta.time_ns > s->newest)
+		s->newest = p->meta.time_ns;
+	return query__ctx_check(s->q) ? 1 : 0;
+}
+
+static int profile_stats(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
+{
+	Types__V1__GetProfileStatsResponse *r;
+	struct stats s = { c->q, NULL, 0, 0, -1, -1 };
+	const int64_t hour = 3600000000000LL;
+	int64_t end = clock_wall_ns() + 24 * hour, win = hour;
+	int rc;
+
+	(void)msg;
+	rc = store_series_each(c->q->st, c->q->tenant, stats_series, &s);
+	for (size_t i = 0; i < s.n && rc >= 0; i++)
+		rc = store_profiles_each(c->q->st, c->q->tenant, s.ids[i], 0, INT64_MAX, stats_first,
+					 &s, c->q->msg);
+	/* Every series' newest profile is at or before the oldest's end, so this ends. */
+	while (rc >= 0 && s.oldest >= 0 && s.newest < 0) {
+		int64_t from = end - win > s.oldest ? end - win : s.oldest;
+
+		for (size_t i = 0; i < s.n && rc >= 0; i++)
+			rc = store_profiles_each(c->q->st, c->q->tenant, s.ids[i], from, INT64_MAX,
+						 stats_last, &s, c->q->msg);
+		if (from == s.oldest && s.newest < 0)
+			rc = err_set(c->q->msg, ERR_CORRUPT, "GetProfileStats: profiles vanished");
+		win = win > INT64_MAX / 4 ? INT64_MAX / 2 : win * 4;
+	}
+	query__mem_free(c->q, s.ids, s.cap, sizeof(*s.ids));
+	if (rc < 0)
+		return c->q->msg->text[0] ? rc : err_set(c->q->msg, rc, "reading profiles: %s",
+							 err_str(rc));
+	if ((rc = query__ctx_check(c->q)))
+		return rc;
+	r = rmem(c, sizeof(*r));
+	if (!r)
+		return rfail(c);
+	types__v1__get_profile_stats_response__init(r);
+	r->data_ingested = s.oldest >= 0;
+	/* Pyroscope's values when nothing was ingested: 0 and 0. */
+	r->oldest_profile_time = s.oldest >= 0 ? s.oldest / 1000000 : 0;
+	r->newest_profile_time = s.newest >= 0 ? s.newest / 1000000 : 0;
+	*out = &r->base;
+	return 0;
+}
+
 /* ---- methods and codecs ------------------------------------------------------ */
 
 struct method {
@@ -1178,6 +1269,9 @@ static const struct method methods[] = {
 	  NULL },
 	{ "Diff", &querier__v1__diff_request__descriptor, &querier__v1__diff_response__descriptor,
 	  diff, PBJSON_EMIT_DEFAULTS, NULL },
+	{ "GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
+	  &types__v1__get_profile_stats_response__descriptor, profile_stats, PBJSON_EMIT_DEFAULTS,
+	  NULL },
 };
 
 static const struct method *method_find(const char *name)

@@ -132,6 +132,23 @@ static void test_metadata(void **state)
 	     "{\"value\":150,\"timestamp\":\"1700000031000\"}]}]}");
 }
 
+/* GetProfileStats: t1's oldest (api p1, T0) and newest (api p2, T0+30 s); none for t9. */
+static void test_profile_stats(void **state)
+{
+	struct err_msg msg = { { 0 } };
+	struct buf out;
+
+	(void)state;
+	call("GetProfileStats", "{}",
+	     "{\"dataIngested\":true,\"oldestProfileTime\":\"1700000000000\","
+	     "\"newestProfileTime\":\"1700000030000\"}");
+	buf_init(&out, 1 << 20);
+	assert_int_equal(query_connect(f.st, "t9", "GetProfileStats", "", 0, NULL, &out, &msg), 0);
+	assert_string_equal(out.data, "{\"dataIngested\":false,\"oldestProfileTime\":\"0\","
+				      "\"newestProfileTime\":\"0\"}");
+	buf_release(&out);
+}
+
 static void test_flame_graphs(void **state)
 {
 	(void)state;
@@ -291,6 +308,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata),
+		cmocka_unit_test(test_profile_stats),
 		cmocka_unit_test(test_flame_graphs),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_typed_labels),
