@@ -19,7 +19,7 @@
 
 #define ERRORS_OTLP 2
 
-enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT,
+enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT, R_SETTINGS,
 		  R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS };
 
 
@@ -49,6 +49,7 @@ static const struct route {
 	{ "/api/v1/folded", "GET", R_QUERY, WEB_Q_FOLDED, 0 },
 	{ "/api/v1/diff-top", "GET", R_QUERY, WEB_Q_DIFF_TOP, 0 },
 	{ "/querier.v1.QuerierService/", "POST", R_CONNECT, 0, 1 },
+	{ "/settings.v1.SettingsService/", "POST", R_SETTINGS, 0, 1 },
 	{ "/symbolz", "POST", R_SYMBOLZ, 0, 0 },
 	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0 },
 	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0 },
@@ -287,6 +288,9 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 	case R_CONNECT:
 		web__handle_connect(rq, rq->path + strlen(rt->path), rs);
 		break;
+	case R_SETTINGS:
+		web__handle_settings(rq, rq->path + strlen(rt->path), rs);
+		break;
 	case R_SYMBOLZ:
 		web__handle_symbolz(rq, rs);
 		break;
@@ -360,7 +364,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
 	} else {
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
-		     rt->kind != R_SYMBOLZ) ||
+		     rt->kind != R_SETTINGS && rt->kind != R_SYMBOLZ) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))
@@ -423,6 +427,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	if (!srv)
 		return err_set(msg, ERR_NOMEM, "out of memory");
 	srv->store = st;
+	pthread_mutex_init(&srv->settings_lock, NULL);
 	srv->opt = *opt;
 	snprintf(srv->listen, sizeof(srv->listen), "%s", opt->listen ? opt->listen : WEB_DEFAULT_LISTEN);
 	srv->opt.listen = srv->listen;
@@ -470,6 +475,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	if (!srv->ctx) {
 		int rc = err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
 				 err_text[0] ? err_text : "civetweb failed to start");
+		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return rc;
 	}
@@ -477,6 +483,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	memset(ports, 0, sizeof(ports));
 	if (mg_get_server_ports(srv->ctx, 4, ports) < 1) {
 		mg_stop(srv->ctx);
+		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return err_set(msg, ERR_UNAVAILABLE, "civetweb reports no listening port");
 	}
@@ -495,5 +502,6 @@ void web_server_stop(struct web_server *srv)
 	if (!srv)
 		return;
 	mg_stop(srv->ctx);
+	pthread_mutex_destroy(&srv->settings_lock);
 	free(srv);
 }

@@ -19,6 +19,7 @@
 #ifndef UNHEX_WEB_WEB_INT_H
 #define UNHEX_WEB_WEB_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -130,6 +131,7 @@ struct web_server {
 	struct web__counters counters;
 	atomic_int queries_running;  /* admitted queries (web__query_admit) */
 	int max_queries;             /* threads minus the reserve kept for ingest */
+	pthread_mutex_t settings_lock; /* serializes settings.v1 read-modify-write */
 };
 
 /* A request as the handlers see it. */
@@ -230,6 +232,8 @@ void web__handle_symbolz(struct web__req *rq, struct web__resp *rs);
 
 /* POST /querier.v1.QuerierService/<method>: Connect JSON through query_connect. */
 void web__handle_connect(struct web__req *rq, const char *method, struct web__resp *rs);
+/* settings.v1.SettingsService/<method> (routes_settings.c). */
+void web__handle_settings(struct web__req *rq, const char *method, struct web__resp *rs);
 
 /*
  * Takes a query slot: 0, or ERR_UNAVAILABLE when max_queries are running,
