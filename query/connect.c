@@ -155,6 +155,27 @@ static int req_params(const char *profile_type, const char *label_selector, int6
 	return req_range(start, end, &p->from_ns, &p->until_ns, NULL, msg);
 }
 
+/* The call site names of a stack trace selector, into p (memory of the call's arena). */
+static int req_call_site(struct call *c, const Types__V1__StackTraceSelector *sts,
+			 struct query_params *p)
+{
+	const char **v;
+
+	if (!sts || !sts->n_call_site)
+		return 0;
+	if (sts->n_call_site > 65536)
+		return err_set(c->q->msg, ERR_TOO_LARGE,
+			       "field stackTraceSelector.callSite: more than 65536 frames");
+	v = rmem(c, sts->n_call_site * sizeof(*v));
+	if (!v)
+		return rfail(c);
+	for (size_t i = 0; i < sts->n_call_site; i++)
+		v[i] = sts->call_site[i]->name;
+	p->call_site = v;
+	p->n_call_site = sts->n_call_site;
+	return 0;
+}
+
 static int req_strings_max(size_t n, const char *what, struct err_msg *msg)
 {
 	if (n > QUERY_MAX_MATCHERS)
@@ -690,6 +711,8 @@ static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, Protob
 	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end,
 			req->max_nodes, c->lim, &p, c->q->msg);
 	if (!rc)
+		rc = req_call_site(c, req->stack_trace_selector, &p);
+	if (!rc)
 		rc = query__run(c->q, &p, QUERY__TRUNCATED, 0, &c->side[0]);
 	if (!rc && !(rc = query__flame_build(c->q, &c->side[0].t, 0, &c->flame)))
 		c->have_flame = 1;
@@ -737,7 +760,9 @@ static int diff(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **
 	if ((rc = req_params(lr->profile_typeid, lr->label_selector, lr->start, lr->end,
 			     lr->max_nodes, c->lim, &l, c->q->msg)) ||
 	    (rc = req_params(rr->profile_typeid, rr->label_selector, rr->start, rr->end,
-			     rr->max_nodes, c->lim, &rp, c->q->msg)))
+			     rr->max_nodes, c->lim, &rp, c->q->msg)) ||
+	    (rc = req_call_site(c, lr->stack_trace_selector, &l)) ||
+	    (rc = req_call_site(c, rr->stack_trace_selector, &rp)))
 		return rc;
 	rc = query__run_diff(c->q, &l, &rp, 0, &c->side[0], &c->side[1], &c->tree);
 	if (rc)

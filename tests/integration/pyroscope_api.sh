@@ -175,6 +175,16 @@ http GET "/pyroscope/render-diff?leftQuery=$Q&rightQuery=$Q&leftFrom=$((S_MS / 1
 jq -e --argjson n "$WANT" '.leftTicks == $n and .rightTicks == $n and (.flamebearer | has("leftTicks") | not)' <<<"$BODY" >/dev/null ||
 	fail "render-diff ticks: $(jq -c '{leftTicks, rightTicks}' <<<"$BODY")"
 
+# ---- stackTraceSelector (Grafana's function details): the subtree of a call site
+js /querier.v1.QuerierService/SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"maxNodes\":1000000}"
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$WANT" ] || fail "SelectMergeStacktraces total, want $WANT"
+# The first child of the root, and its total.
+read -r SITE SITE_TOTAL < <(jq -r '.flamegraph as $g | $g.levels[1].values as $v | "\($g.names[$v[3] | tonumber]) \($v[1])"' <<<"$BODY")
+js /querier.v1.QuerierService/SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"stackTraceSelector\":{\"callSite\":[{\"name\":\"$SITE\"}]}}"
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SITE_TOTAL" ] ||
+	fail "stackTraceSelector $SITE: total $(jq -r .flamegraph.total <<<"$BODY"), want $SITE_TOTAL"
+note "stackTraceSelector: $SITE keeps $SITE_TOTAL of $WANT"
+
 # ---- settings.v1: per tenant, Pyroscope's conflict rule, kept on disk
 SET=/settings.v1.SettingsService
 js $SET/Get '{}'
