@@ -700,6 +700,67 @@ static int flame_levels(struct call *c, Querier__V1__Level ***out, size_t *n)
 	return 0;
 }
 
+/*
+ * The truncated tree in Pyroscope's tree bytes (format TREE, what profilecli
+ * reads): depth first from a virtual root named "", each node as uvarint
+ * name length, the name, uvarint self, uvarint child count; the children
+ * are pushed on a stack, so they are read back last first.  Nodes of total
+ * 0 are left out; an empty tree is no bytes.
+ */
+static int tree_bytes(struct call *c, const struct qtree *t, ProtobufCBinaryData *out)
+{
+	struct qctx *q = c->q;
+	uint32_t *stack = NULL;
+	size_t n = 0, cap = 0;
+	struct buf b;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!t->n || !t->nodes[0].total[0])
+		return 0;
+	buf_init(&b, q->mem.cap);
+	rc = query__mem_grow(q, (void **)&stack, &cap, sizeof(*stack), 1, "tree bytes");
+	if (!rc)
+		stack[n++] = 0;
+	while (n && !rc) {
+		uint32_t id = stack[--n], k;
+		const struct qnode *nd = &t->nodes[id];
+		const char *name = id ? t->names.s[nd->name] : "";
+		size_t len = id ? t->names.len[nd->name] : 0;
+		uint64_t kids = 0;
+
+		rc = buf_put_uvarint(&b, len);
+		if (!rc && len)
+			rc = buf_append(&b, name, len);
+		if (!rc)
+			rc = buf_put_uvarint(&b, (uint64_t)nd->self[0]);
+		for (k = nd->first_child; k != QNONE && !rc; k = t->nodes[k].next_sibling) {
+			if (!t->nodes[k].total[0])
+				continue;
+			rc = query__mem_grow(q, (void **)&stack, &cap, sizeof(*stack), n + 1,
+					     "tree bytes");
+			if (!rc)
+				stack[n++] = k;
+			kids++;
+		}
+		if (!rc)
+			rc = buf_put_uvarint(&b, kids);
+		if (!rc && (rc = query__ctx_check(q)))
+			break;
+	}
+	query__mem_free(q, stack, cap, sizeof(*stack));
+	if (!rc && !(out->data = rmem(c, b.len ? b.len : 1)))
+		rc = rfail(c);
+	if (!rc) {
+		memcpy(out->data, b.data, b.len);
+		out->len = b.len;
+	} else if (rc == ERR_TOO_LARGE) {
+		err_set(q->msg, rc, "the tree needs more than the query memory budget");
+	}
+	buf_release(&b);
+	return rc;
+}
+
 static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__SelectMergeStacktracesRequest *req = (const void *)msg;
@@ -712,8 +773,21 @@ static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, Protob
 			req->max_nodes, c->lim, &p, c->q->msg);
 	if (!rc)
 		rc = req_call_site(c, req->stack_trace_selector, &p);
+	if (!rc && req->format > QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
+		rc = err_set(c->q->msg, ERR_INVALID,
+			     "field format: only PROFILE_FORMAT_FLAMEGRAPH and PROFILE_FORMAT_TREE "
+			     "are answered (for pprof, call SelectMergeProfile)");
 	if (!rc)
 		rc = query__run(c->q, &p, QUERY__TRUNCATED, 0, &c->side[0]);
+	if (!rc && req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
+		if (!(r = rmem(c, sizeof(*r))))
+			return rfail(c);
+		querier__v1__select_merge_stacktraces_response__init(r);
+		rc = tree_bytes(c, &c->side[0].t, &r->tree);
+		if (!rc)
+			*out = &r->base;
+		return rc;
+	}
 	if (!rc && !(rc = query__flame_build(c->q, &c->side[0].t, 0, &c->flame)))
 		c->have_flame = 1;
 	if (rc)

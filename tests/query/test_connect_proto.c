@@ -17,6 +17,7 @@
 #include "base/arena.h"
 #include "base/json.h"
 #include "base/buf.h"
+#include "base/varint.h"
 #include "query/query.h"
 #include "query/query_int.h"
 
@@ -397,6 +398,115 @@ static int call_pb(struct store *st, const char *method, const void *body, size_
 	return query_connect_proto(st, "t1", method, body, len, lim, out, msg);
 }
 
+/*
+ * Pyroscope's tree bytes read back the way its UnmarshalTree reads them:
+ * a stack of parents, each node (name length, name, self, child count)
+ * popping its parent; every node with a self becomes a folded line.
+ */
+struct tnode {
+	char path[256];
+	uint64_t kids;
+};
+
+static void read_tree(const uint8_t *p, size_t len, char *folded, size_t cap)
+{
+	struct tnode st[64];
+	size_t n = 0, off = 0;
+	int first = 1;
+
+	folded[0] = '\0';
+	while (off < len) {
+		uint64_t nl = 0, self = 0, kids = 0;
+		char path[256];
+		size_t k;
+
+		k = varint_get(p + off, p + len, &nl);
+		assert_true(k > 0 && off + k + nl <= len);
+		off += k;
+		if (first) {
+			path[0] = '\0';
+			assert_int_equal(nl, 0);
+		} else {
+			assert_true(n > 0);
+			snprintf(path, sizeof(path), "%s%s%.*s", st[n - 1].path,
+				 st[n - 1].path[0] ? ";" : "", (int)nl, (const char *)p + off);
+			if (--st[n - 1].kids == 0)
+				n--;
+		}
+		off += nl;
+		k = varint_get(p + off, p + len, &self);
+		assert_true(k > 0);
+		off += k;
+		k = varint_get(p + off, p + len, &kids);
+		assert_true(k > 0);
+		off += k;
+		if (self)
+			snprintf(folded + strlen(folded), cap - strlen(folded), "%s %llu\n", path,
+				 (unsigned long long)self);
+		if (kids) {
+			assert_true(n < 64);
+			snprintf(st[n].path, sizeof(st[n].path), "%s", path);
+			st[n++].kids = kids;
+		}
+		first = 0;
+	}
+	assert_int_equal(n, 0);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* format TREE (profilecli): the tree bytes hold p1's four stacks, nothing else. */
+static void test_tree_format(void **state)
+{
+	Querier__V1__SelectMergeStacktracesRequest rq =
+		QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
+	Querier__V1__SelectMergeStacktracesResponse *r;
+	struct err_msg msg = { { 0 } };
+	char folded[4096], *lines[16], *save = NULL;
+	uint8_t raw[1024];
+	struct buf out;
+	struct fx f;
+	size_t n = 0;
+
+	(void)state;
+	fx_open(&f);
+	fx_fill_small(&f, 1);
+	buf_init(&out, 1 << 30);
+	rq.profile_typeid = FX_CPU;
+	rq.label_selector = "{pod=\"p1\"}";
+	rq.start = FROM_MS;
+	rq.end = TO_MS;
+	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE;
+	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
+				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
+				 &out, &msg), 0);
+	r = querier__v1__select_merge_stacktraces_response__unpack(NULL, out.len,
+								   (uint8_t *)out.data);
+	assert_non_null(r);
+	assert_null(r->flamegraph);
+	read_tree(r->tree.data, r->tree.len, folded, sizeof(folded));
+	for (char *l = strtok_r(folded, "\n", &save); l && n < 16; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	qsort(lines, n, sizeof(*lines), cmp_line);
+	assert_int_equal(n, 4);
+	assert_string_equal(lines[0], "main 5");
+	assert_string_equal(lines[1], "main;gc 25");
+	assert_string_equal(lines[2], "main;serve;handle 100");
+	assert_string_equal(lines[3], "main;serve;parse 50");
+	querier__v1__select_merge_stacktraces_response__free_unpacked(r, NULL);
+	/* DOT is not answered: a 400 that says so, not a flame graph. */
+	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT;
+	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
+				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
+				 &out, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "format"));
+	buf_release(&out);
+	fx_close(&f);
+}
+
 static void test_rejects(void **state)
 {
 	struct fx f;
@@ -497,6 +607,7 @@ int main(void)
 		cmocka_unit_test(test_metadata),
 		cmocka_unit_test(test_flamegraphs),
 		cmocka_unit_test(test_profile_and_series),
+		cmocka_unit_test(test_tree_format),
 		cmocka_unit_test(test_rejects),
 	};
 
