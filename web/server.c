@@ -19,7 +19,7 @@
 
 #define ERRORS_OTLP 2
 
-enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT, R_SETTINGS,
+enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT, R_SETTINGS, R_DEBUGINFO_V1,
 		  R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS };
 
 
@@ -50,6 +50,8 @@ static const struct route {
 	{ "/api/v1/diff-top", "GET", R_QUERY, WEB_Q_DIFF_TOP, 0 },
 	{ "/querier.v1.QuerierService/", "POST", R_CONNECT, 0, 1 },
 	{ "/settings.v1.SettingsService/", "POST", R_SETTINGS, 0, 1 },
+	{ "/debuginfo.v1alpha1.DebuginfoService/Upload/", "POST", R_DEBUGINFO, 0, 0 },
+	{ "/debuginfo.v1alpha1.DebuginfoService/", "POST", R_DEBUGINFO_V1, 0, 1 },
 	{ "/symbolz", "POST", R_SYMBOLZ, 0, 0 },
 	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0 },
 	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0 },
@@ -291,6 +293,9 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 	case R_SETTINGS:
 		web__handle_settings(rq, rq->path + strlen(rt->path), rs);
 		break;
+	case R_DEBUGINFO_V1:
+		web__handle_debuginfo_connect(rq, rq->path + strlen(rt->path), rs);
+		break;
 	case R_SYMBOLZ:
 		web__handle_symbolz(rq, rs);
 		break;
@@ -364,7 +369,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
 	} else {
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
-		     rt->kind != R_SETTINGS && rt->kind != R_SYMBOLZ) ||
+		     rt->kind != R_SETTINGS && rt->kind != R_DEBUGINFO_V1 && rt->kind != R_SYMBOLZ) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))

@@ -232,6 +232,8 @@ void web__handle_symbolz(struct web__req *rq, struct web__resp *rs);
 
 /* POST /querier.v1.QuerierService/<method>: Connect JSON through query_connect. */
 void web__handle_connect(struct web__req *rq, const char *method, struct web__resp *rs);
+/* debuginfo.v1alpha1.DebuginfoService/<method> over Connect (routes_debuginfo.c). */
+void web__handle_debuginfo_connect(struct web__req *rq, const char *method, struct web__resp *rs);
 /* settings.v1.SettingsService/<method> (routes_settings.c). */
 void web__handle_settings(struct web__req *rq, const char *method, struct web__resp *rs);
 

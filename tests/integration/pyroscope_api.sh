@@ -16,6 +16,8 @@
 #     leftTicks/rightTicks beside the flamebearer;
 #   - settings.v1 Get/Set/Delete in JSON and protobuf, kept per tenant
 #     across a restart, with Pyroscope's conflict on an older modifiedAt;
+#   - debuginfo.v1alpha1 as profilecli uploads: the file lands in unhex's
+#     debug-info store;
 #   - with node and npm, the real connect-es client (tests/integration/
 #     connect_es) calls the same methods in both codecs.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -84,7 +86,7 @@ pb() {
 }
 proto_file() {
 	case "$1" in querier.*) echo querier.proto ;; types.*) echo types.proto ;;
-	settings.*) echo settings.proto ;; esac
+	settings.*) echo settings.proto ;; debuginfo.*) echo debuginfo.proto ;; esac
 }
 
 # Points of a SelectSeries JSON answer grouped by service_name: "service ts value".
@@ -209,6 +211,28 @@ jq -e '[.settings[].name] == ["pluginSettings"]' <<<"$BODY" >/dev/null || fail "
 js $SET/Nope '{}'
 expect_status 404 "no method" "settings unknown method"
 note "settings.v1: Get/Set/Delete, per tenant, conflict, restart"
+
+# ---- debuginfo.v1alpha1, as profilecli's `debuginfo upload` calls it
+printf 'int main(void) { return 0; }\n' >"$WORK/tiny.c"
+cc -g -O0 -Wl,--build-id -o "$WORK/tiny" "$WORK/tiny.c" || fail "cc tiny"
+BID=$(build_id "$WORK/tiny")
+DI=/debuginfo.v1alpha1.DebuginfoService
+pb $DI/ShouldInitiateUpload debuginfo.v1alpha1.ShouldInitiateUploadRequest \
+	debuginfo.v1alpha1.ShouldInitiateUploadResponse "file { gnu_build_id: \"$BID\" name: \"tiny\" type: TYPE_EXECUTABLE_FULL }"
+grep -q 'should_initiate_upload: true' "$WORK/pb.txt" || fail "ShouldInitiateUpload (new): $(cat "$WORK/pb.txt")"
+http POST "$DI/Upload/$BID" -H "X-Scope-OrgID: $T" --data-binary "@$WORK/tiny"
+expect_status 200 "$BID" "debuginfo.v1alpha1 Upload"
+pb $DI/UploadFinished debuginfo.v1alpha1.UploadFinishedRequest debuginfo.v1alpha1.UploadFinishedResponse "gnu_build_id: \"$BID\""
+pb $DI/ShouldInitiateUpload debuginfo.v1alpha1.ShouldInitiateUploadRequest \
+	debuginfo.v1alpha1.ShouldInitiateUploadResponse "file { gnu_build_id: \"$BID\" }"
+grep -q 'should_initiate_upload' "$WORK/pb.txt" && fail "ShouldInitiateUpload after the upload: $(cat "$WORK/pb.txt")"
+grep -q 'already exists' "$WORK/pb.txt" || fail "ShouldInitiateUpload reason: $(cat "$WORK/pb.txt")"
+js $DI/ListDebuginfo '{}'
+jq -e --arg id "$BID" '[.object[].file.gnuBuildId] | index($id) != null' <<<"$BODY" >/dev/null ||
+	fail "ListDebuginfo lacks $BID: $BODY"
+http GET "/api/v1/debuginfo/$BID"
+jq -e '.status == "ok"' <<<"$BODY" >/dev/null || fail "the upload is not in unhex's store: $BODY"
+note "debuginfo.v1alpha1: ShouldInitiateUpload, Upload, UploadFinished, ListDebuginfo; $BID stored"
 
 # ---- connect-es, the real Connect client of JavaScript (npm)
 if command -v node >/dev/null && command -v npm >/dev/null; then
