@@ -1135,8 +1135,17 @@ static void ss_release(struct ss *s)
 }
 
 /* Checks the request's step, limit and aggregation and sets up s's grid. */
-static int ss_setup(struct ss *s, const Querier__V1__SelectSeriesRequest *req,
-		    const struct query_params *p, struct err_msg *msg)
+/* The grid and grouping of a SelectSeries or SelectHeatmap request. */
+struct ss_req {
+	double step;
+	int64_t limit;
+	int aggregation;
+	char *const *group_by;
+	size_t n_group_by;
+};
+
+static int ss_setup(struct ss *s, const struct ss_req *req, const struct query_params *p,
+		    struct err_msg *msg)
 {
 	int64_t end = p->until_ns / 1000000;
 	int rc;
@@ -1198,7 +1207,12 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		return rc;
 	memset(&s, 0, sizeof(s));
 	s.q = q;
-	rc = ss_setup(&s, req, &p, q->msg);
+	{
+		const struct ss_req sr = { req->step, req->limit, (int)req->aggregation, req->group_by,
+					   req->n_group_by };
+
+		rc = ss_setup(&s, &sr, &p, q->msg);
+	}
 	if (!rc)
 		rc = query__select(&p, &sel, q->msg);
 	if (rc) {
@@ -1242,6 +1256,282 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	if (!rc)
 		*out = &r->base;
 	ss_release(&s);
+	query_selector_release(&sel);
+	return rc;
+}
+
+/* ---- SelectHeatmap ------------------------------------------------------------- */
+
+/*
+ * Pyroscope's heatmap of individual profiles: each profile's total is a
+ * point at its time; a point falls in the slot whose right edge is the
+ * first start + k*step at or after it (clamped to [start, end rounded up]),
+ * and in one of 20 value buckets spread evenly from the smallest total to
+ * the largest (at least 0; one more than the smallest when all are equal).  Series group by
+ * the groupBy labels as SelectSeries does, are ordered by labels, and with
+ * a limit the N with the most profiles are kept.
+ */
+enum { HM_BUCKETS = 20 };
+
+struct hm_pt {
+	uint32_t group;
+	int64_t ts;     /* slot's right edge, ms */
+	int64_t v;
+	int y;
+};
+
+struct hm {
+	struct ss s;
+	struct hm_pt *pt;
+	size_t n, cap;
+	int64_t end_r;  /* end rounded up to the grid */
+};
+
+static int64_t hm_round_up(int64_t ts, int64_t start, int64_t step)
+{
+	int64_t mod = start % step;
+
+	ts -= mod;
+	if (ts % step)
+		ts = (ts / step + 1) * step;
+	return ts + mod;
+}
+
+static int hm_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct hm *h = ctx;
+	int64_t sum = 0, ts = hm_round_up(p->meta.time_ns / 1000000, h->s.start, h->s.step);
+
+	if ((h->s.rc = query__ctx_check(h->s.q)))
+		return 1;
+	if ((h->s.rc = query__mem_grow(h->s.q, (void **)&h->pt, &h->cap, sizeof(*h->pt), h->n + 1,
+				       "heatmap points")))
+		return 1;
+	for (size_t i = 0; i < p->n; i++)
+		sum += p->values[i];
+	h->pt[h->n].group = (uint32_t)h->s.cur_group;
+	h->pt[h->n].ts = ts < h->s.start ? h->s.start : ts > h->end_r ? h->end_r : ts;
+	h->pt[h->n].v = sum;
+	h->n++;
+	return 0;
+}
+
+static int cmp_hm_pt(const void *a, const void *b)
+{
+	const struct hm_pt *x = a, *y = b;
+
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->y - y->y;
+}
+
+/* Groups by labels (Pyroscope's CompareLabelPairs); with a limit, by count first. */
+static int cmp_hm_rank(const void *a, const void *b)
+{
+	const struct ss_rank *x = a, *y = b;
+
+	if (x->total != y->total && x->s->limit)
+		return x->total > y->total ? -1 : 1;
+	return cmp_keys(x->s, x->s->keys.s[x->g], y->s->keys.s[y->g]);
+}
+
+/* The series of group g from its sorted points pt[0..n). */
+static int hm_series(struct call *c, const struct hm *h, size_t g, const struct hm_pt *pt,
+		     size_t n, const double *ymin, Types__V1__HeatmapSeries **out)
+{
+	Types__V1__HeatmapSeries *se = rmem(c, sizeof(*se));
+	const char *k = h->s.keys.s[g];
+	size_t nslots = 0;
+
+	if (!se)
+		return rfail(c);
+	types__v1__heatmap_series__init(se);
+	for (size_t i = 0; i < n; i++)
+		nslots += !i || pt[i].ts != pt[i - 1].ts;
+	se->labels = rmem(c, (h->s.nby ? h->s.nby : 1) * sizeof(*se->labels));
+	se->slots = rmem(c, (nslots ? nslots : 1) * sizeof(*se->slots));
+	if (!se->labels || !se->slots)
+		return rfail(c);
+	for (size_t i = 0; i < h->s.nby; i++) {
+		Types__V1__LabelPair *p;
+
+		if (!*k++)
+			continue;
+		if (!(p = rmem(c, sizeof(*p))))
+			return rfail(c);
+		types__v1__label_pair__init(p);
+		if (!(p->name = rstr(c, h->s.by[i])) || !(p->value = rstr(c, k)))
+			return rfail(c);
+		se->labels[se->n_labels++] = p;
+		k += strlen(k) + 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		Types__V1__HeatmapSlot *sl;
+
+		if (!i || pt[i].ts != pt[i - 1].ts) {
+			if (!(sl = rmem(c, sizeof(*sl))))
+				return rfail(c);
+			types__v1__heatmap_slot__init(sl);
+			sl->timestamp = pt[i].ts;
+			sl->y_min = (double *)ymin;
+			sl->n_y_min = HM_BUCKETS;
+			sl->counts = rmem(c, HM_BUCKETS * sizeof(*sl->counts));
+			if (!sl->counts)
+				return rfail(c);
+			sl->n_counts = HM_BUCKETS;
+			se->slots[se->n_slots++] = sl;
+		}
+		se->slots[se->n_slots - 1]->counts[pt[i].y]++;
+	}
+	*out = se;
+	return 0;
+}
+
+static int hm_response(struct call *c, struct hm *h, Querier__V1__SelectHeatmapResponse *r)
+{
+	struct ss *s = &h->s;
+	size_t ng = s->keys.n > 2 ? s->keys.n - 2 : 0, rcap = 0, *first = NULL, fcap = 0, keep;
+	int64_t lo = INT64_MAX, hi = 0;
+	struct ss_rank *rank = NULL;
+	double *ymin;
+	int64_t bmin[HM_BUCKETS], bmax[HM_BUCKETS];
+	int rc;
+
+	if (!h->n)
+		return 0;
+	for (size_t i = 0; i < h->n; i++) {
+		lo = h->pt[i].v < lo ? h->pt[i].v : lo;
+		hi = h->pt[i].v > hi ? h->pt[i].v : hi;
+	}
+	if (lo == hi)
+		hi = lo + 1;
+	if (!(ymin = rmem(c, HM_BUCKETS * sizeof(*ymin))))
+		return rfail(c);
+	for (int b = 0; b < HM_BUCKETS; b++) {
+		double size = (double)(hi - lo) / HM_BUCKETS;
+
+		bmin[b] = lo + (int64_t)(b * size);
+		bmax[b] = lo + (int64_t)((b + 1) * size);
+		ymin[b] = (double)bmin[b];
+	}
+	bmax[HM_BUCKETS - 1] = hi;
+	for (size_t i = 0; i < h->n; i++) {
+		int y = -1;
+
+		for (int b = 0; b < HM_BUCKETS && y < 0; b++)
+			if (h->pt[i].v >= bmin[b] && h->pt[i].v < bmax[b])
+				y = b;
+		if (y < 0)
+			y = HM_BUCKETS - 1; /* at or past the last bucket's max */
+		h->pt[i].y = y;
+	}
+	qsort(h->pt, h->n, sizeof(*h->pt), cmp_hm_pt);
+	if ((rc = query__mem_grow(s->q, (void **)&rank, &rcap, sizeof(*rank), ng ? ng : 1,
+				  "SelectHeatmap")) ||
+	    (rc = query__mem_grow(s->q, (void **)&first, &fcap, sizeof(*first), ng + 3,
+				  "SelectHeatmap")))
+		goto out;
+	/* first[g]..first[g+1]: the points of group g (groups from 2). */
+	for (size_t g = 0, i = 0; g < ng + 3; g++) {
+		while (i < h->n && h->pt[i].group < g)
+			i++;
+		first[g] = i;
+	}
+	for (size_t i = 0; i < ng; i++) {
+		rank[i].s = s;
+		rank[i].g = 2 + i;
+		rank[i].total = (double)(first[3 + i] - first[2 + i]);
+	}
+	if (ng)
+		qsort(rank, ng, sizeof(*rank), cmp_hm_rank);
+	keep = s->limit && (uint64_t)s->limit < ng ? (size_t)s->limit : ng;
+	if (!(r->series = rmem(c, (keep ? keep : 1) * sizeof(*r->series)))) {
+		rc = rfail(c);
+		goto out;
+	}
+	for (size_t i = 0; i < keep && !rc; i++) {
+		size_t g = rank[i].g;
+
+		if (first[g + 1] == first[g])
+			continue;
+		rc = hm_series(c, h, g, h->pt + first[g], first[g + 1] - first[g], ymin,
+			       &r->series[r->n_series++]);
+	}
+out:
+	query__mem_free(s->q, rank, rcap, sizeof(*rank));
+	query__mem_free(s->q, first, fcap, sizeof(*first));
+	return rc;
+}
+
+static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
+{
+	const Querier__V1__SelectHeatmapRequest *req = (const void *)msg;
+	struct qctx *q = c->q;
+	Querier__V1__SelectHeatmapResponse *r;
+	struct query_params p;
+	struct query_selector sel;
+	int64_t from, until;
+	struct hm h;
+	int rc;
+
+	if (req->step < 0.001)
+		return err_set(q->msg, ERR_INVALID, "field step: must be at least 1ms (0.001), got %g",
+			       req->step);
+	if (req->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN)
+		return err_set(q->msg, ERR_INVALID,
+			       "SelectHeatmap: span heatmaps need span ids, which unhex does not keep");
+	if (req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL)
+		return err_set(q->msg, ERR_INVALID,
+			       "SelectHeatmap: valid heatmap query type must be specified");
+	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end, 0, c->lim,
+			&p, q->msg);
+	if (!rc)
+		rc = req_strings_max(req->n_group_by, "groupBy", q->msg);
+	if (rc)
+		return rc;
+	memset(&h, 0, sizeof(h));
+	h.s.q = q;
+	{
+		const struct ss_req sr = { req->step, req->limit, 0, req->group_by, req->n_group_by };
+
+		rc = ss_setup(&h.s, &sr, &p, q->msg);
+	}
+	if (!rc)
+		rc = query__select(&p, &sel, q->msg);
+	if (rc) {
+		ss_release(&h.s);
+		return rc;
+	}
+	h.end_r = hm_round_up(p.until_ns / 1000000, h.s.start, h.s.step);
+	from = (h.s.start - h.s.step) * 1000000;
+	if (from < 0)
+		from = 0;
+	until = p.until_ns + 1000000;
+	rc = query__names_init(q, &h.s.keys);
+	if (!rc)
+		rc = query__select_series(q, &sel, ss_series, &h.s);
+	for (size_t i = 0; i < h.s.n && !rc; i++) {
+		h.s.cur_group = h.s.sgroup[i];
+		rc = store_profiles_each(q->st, q->tenant, h.s.sid[i], from, until, hm_profile, &h,
+					 q->msg);
+		if (h.s.rc)
+			rc = h.s.rc;
+		else if (rc > 0)
+			rc = 0;
+	}
+	r = rc ? NULL : rmem(c, sizeof(*r));
+	if (!rc && !r)
+		rc = rfail(c);
+	if (!rc) {
+		querier__v1__select_heatmap_response__init(r);
+		rc = hm_response(c, &h, r);
+	}
+	if (!rc)
+		*out = &r->base;
+	query__mem_free(q, h.pt, h.cap, sizeof(*h.pt));
+	ss_release(&h.s);
 	query_selector_release(&sel);
 	return rc;
 }
@@ -1368,6 +1658,9 @@ static const struct method methods[] = {
 	  NULL },
 	{ "Diff", &querier__v1__diff_request__descriptor, &querier__v1__diff_response__descriptor,
 	  diff, PBJSON_EMIT_DEFAULTS, NULL },
+	{ "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor,
+	  &querier__v1__select_heatmap_response__descriptor, select_heatmap, PBJSON_EMIT_DEFAULTS,
+	  NULL },
 	{ "GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
 	  &types__v1__get_profile_stats_response__descriptor, profile_stats, PBJSON_EMIT_DEFAULTS,
 	  NULL },

@@ -149,6 +149,41 @@ static void test_profile_stats(void **state)
 	buf_release(&out);
 }
 
+/*
+ * SelectHeatmap of individual profiles on Pyroscope's grid (start T0+1 s,
+ * step 10 s): p1's 180 at T0 in the slot ending at start, p2's 180 and 150
+ * in the slots ending 20 s and 30 s later; 20 value buckets from 150 to
+ * 180, 180 in the last, 150 in the first.
+ */
+static void test_heatmap(void **state)
+{
+	char ymin[256] = "", c19[128] = "", c0[128] = "", want[2048];
+	int n = 0;
+
+	(void)state;
+	for (int b = 0; b < 20; b++) {
+		n += snprintf(ymin + n, sizeof(ymin) - (size_t)n, "%s%lld", b ? "," : "",
+			      150LL + (long long)(b * 1.5));
+		snprintf(c19 + strlen(c19), sizeof(c19) - strlen(c19), "%s%d", b ? "," : "", b == 19);
+		snprintf(c0 + strlen(c0), sizeof(c0) - strlen(c0), "%s%d", b ? "," : "", b == 0);
+	}
+	snprintf(want, sizeof(want),
+		 "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],\"slots\":["
+		 "{\"timestamp\":\"1700000001000\",\"yMin\":[%s],\"counts\":[%s]}]},"
+		 "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"slots\":["
+		 "{\"timestamp\":\"1700000021000\",\"yMin\":[%s],\"counts\":[%s]},"
+		 "{\"timestamp\":\"1700000031000\",\"yMin\":[%s],\"counts\":[%s]}]}]}",
+		 ymin, c19, ymin, c19, ymin, c0);
+	call("SelectHeatmap",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":1700000001000,"
+	     "\"end\":1700000031000,\"step\":10,\"groupBy\":[\"pod\"],"
+	     "\"queryType\":\"HEATMAP_QUERY_TYPE_INDIVIDUAL\"}", want);
+	refused("SelectHeatmap", "{\"profileTypeID\":\"" FX_CPU "\",\"step\":10,\"queryType\":2}",
+		ERR_INVALID, "span ids");
+	refused("SelectHeatmap", "{\"profileTypeID\":\"" FX_CPU "\",\"queryType\":1}", ERR_INVALID,
+		"at least 1ms");
+}
+
 static void test_flame_graphs(void **state)
 {
 	(void)state;
@@ -325,6 +360,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata),
 		cmocka_unit_test(test_profile_stats),
+		cmocka_unit_test(test_heatmap),
 		cmocka_unit_test(test_flame_graphs),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_typed_labels),
