@@ -673,6 +673,7 @@ static const char *const service_names[] = {
 struct opts {
 	const char *out;
 	const char *debug_dir;
+	const char *truth;
 	int services, instances, minutes, quiet;
 	int64_t end;
 	int64_t cadence; /* 0: the interval */
@@ -880,6 +881,70 @@ static int write_debug_files(const struct model *models, int n_models, const cha
 	return rc;
 }
 
+/*
+ * --truth: per service, release and function, the share of the samples
+ * whose leaf it is (self) and whose path holds it (total, once per path),
+ * in expectation: the rank law's probabilities over the release's paths.
+ * Lines `service \t version \t function name \t self \t total`, for the
+ * functions with a share of at least 0.01 %; names as the symbol files of
+ * --debug-dir give them (mangled C++ where the binary is C++).
+ */
+static int write_truth(const struct model *models, int n_services, const char *path)
+{
+	FILE *f = fopen(path, "w");
+	double *self = NULL, *total = NULL;
+	uint32_t *stamp = NULL;
+	int rc = f ? 0 : ERR_IO;
+
+	for (int s = 0; s < n_services && !rc; s++) {
+		const struct model *m = &models[s];
+
+		free(self), free(total), free(stamp);
+		self = calloc(m->n_funcs, sizeof(*self));
+		total = calloc(m->n_funcs, sizeof(*total));
+		stamp = calloc(m->n_funcs, sizeof(*stamp));
+		if (!self || !total || !stamp) {
+			rc = ERR_NOMEM;
+			break;
+		}
+		for (int r = 0; r < m->n_rel && !rc; r++) {
+			char version[16], name[ELFSYM_NAME_MAX];
+
+			memset(self, 0, m->n_funcs * sizeof(*self));
+			memset(total, 0, m->n_funcs * sizeof(*total));
+			for (size_t k = 0; k < m->n_ranks; k++) {
+				const struct path *pa = &m->paths[m->rank_path[(size_t)r * m->n_ranks + k]];
+				const uint32_t *fs = m->pool + pa->first;
+				double p = m->cdf[k] - (k ? m->cdf[k - 1] : 0);
+				uint32_t mark = (uint32_t)(r * m->n_ranks + k + 1);
+
+				self[fs[pa->depth - 1]] += p;
+				for (size_t d = 0; d < pa->depth; d++)
+					if (stamp[fs[d]] != mark) {
+						stamp[fs[d]] = mark;
+						total[fs[d]] += p;
+					}
+			}
+			release_name(r, version);
+			for (size_t i = 0; i < m->n_funcs && !rc; i++) {
+				if (total[i] < 1e-4)
+					continue;
+				rc = elfsym_name(bin_flavor[m->funcs[i].bin], m->service, m->name[at(m, r, i)],
+						 name, sizeof(name));
+				if (!rc && fprintf(f, "%s\t%s\t%s\t%.6f\t%.6f\n", m->service, version, name,
+						   self[i], total[i]) < 0)
+					rc = ERR_IO;
+			}
+		}
+	}
+	free(self);
+	free(total);
+	free(stamp);
+	if (f && fclose(f) != 0 && !rc)
+		rc = ERR_IO;
+	return rc;
+}
+
 /* Distinct stacks drawn: (release, path, leaf variant) triples seen. */
 static uint64_t count_stacks(const struct model *m, const uint8_t *seen)
 {
@@ -935,6 +1000,8 @@ static int generate(const struct opts *o)
 		}
 	}
 	if (o->debug_dir && (rc = write_debug_files(models, o->services, o->debug_dir, o->quiet)))
+		goto out;
+	if (o->truth && (rc = write_truth(models, o->services, o->truth)))
 		goto out;
 	snprintf(path, sizeof(path), "%s/manifest.tsv", o->out);
 	manifest = fopen(path, "w");
@@ -1003,7 +1070,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: unhex-workload --out DIR --services N --instances M --minutes T\n"
 		"                      [--interval 10] [--end now|UNIX] [--seed S] [--functions F]\n"
-		"                      [--hz 100] [--debug-dir DIR] [--quiet]\n"
+		"                      [--hz 100] [--debug-dir DIR] [--truth FILE] [--quiet]\n"
 		"                      [--shape diverse|month] [--days D] [--cadence S] [--releases R]\n"
 		"                      [--stacks P] [--zipf Z] [--branch B] [--churn C]\n"
 		"\n"
@@ -1018,6 +1085,9 @@ static void usage(FILE *f)
 		"                 (default 0: independent walks from main)\n"
 		"  --churn C      per release: C %% of the paths replaced, C/2 %% of the\n"
 		"                 service's functions moved, C/4 %% renamed (default 0)\n"
+		"  --truth FILE   the expected self and total share of every function per\n"
+		"                 service and release, from the model (what a regression\n"
+		"                 report between two releases should find)\n"
 		"\n"
 		"Shapes of issue 11 (options given with --shape override its values):\n"
 		"  --shape diverse   high diversity, one build of a large C++ service:\n"
@@ -1089,6 +1159,8 @@ static int parse_opt(struct opts *o, const char *a, const char *val)
 		o->out = val;
 	else if (strcmp(a, "--debug-dir") == 0)
 		o->debug_dir = val;
+	else if (strcmp(a, "--truth") == 0)
+		o->truth = val;
 	else if (strcmp(a, "--shape") == 0)
 		bad = 0; /* applied before the other options */
 	else if (strcmp(a, "--services") == 0)

@@ -21,6 +21,7 @@ int cli_serve(int argc, char **argv);
 int cli_ingest(int argc, char **argv);
 int cli_stats(int argc, char **argv);
 int cli_query(int argc, char **argv);
+int cli_regress(int argc, char **argv);
 int cli_upload(int argc, char **argv);
 
 /* Parses "1048576", "64K", "16MiB", "1G" into bytes; 0 or ERR_INVALID. */

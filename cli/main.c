@@ -26,6 +26,7 @@ static void usage(FILE *f)
 	      "  ingest    send pprof files to a server\n"
 	      "  stats     print what a store holds (--data DIR or --server URL)\n"
 	      "  query     ask a server: top, folded, pprof, diff\n"
+	      "  regress   the regression report between two releases, for CI\n"
 	      "  upload    send debug files (by build ID) to a server\n"
 	      "  version   print the version\n"
 	      "\n"
@@ -120,6 +121,8 @@ int main(int argc, char **argv)
 		return cli_stats(argc - 1, argv + 1);
 	if (strcmp(cmd, "query") == 0)
 		return cli_query(argc - 1, argv + 1);
+	if (strcmp(cmd, "regress") == 0)
+		return cli_regress(argc - 1, argv + 1);
 	if (strcmp(cmd, "upload") == 0)
 		return cli_upload(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

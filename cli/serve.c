@@ -22,6 +22,7 @@
 #include "debuginfo/debuginfo.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
+#include "query/regress.h"
 #include "storage/storage.h"
 #include "web/web.h"
 
@@ -55,6 +56,8 @@ static void serve_help(FILE *f)
 	      "                              (default 64M)\n"
 	      "  --max-debuginfo-bytes N     largest debug file upload (default 2G)\n"
 	      "  --upload-token T            uploads need \"Authorization: Bearer T\"\n"
+	      "  --release-labels L,L        labels that name a release, first found wins\n"
+	      "                              (default " RELEASE_DEFAULT_LABELS ")\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -182,7 +185,7 @@ static int parse_level(const char *s, enum log_level *out)
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
-       O_SYM_MEMO };
+       O_SYM_MEMO, O_RELEASE_LABELS };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -204,6 +207,7 @@ static const struct option serve_opts[] = {
 	{ "max-debuginfo-bytes", required_argument, NULL, O_MAX_DEBUGINFO },
 	{ "symbolize-memo-bytes", required_argument, NULL, O_SYM_MEMO },
 	{ "upload-token", required_argument, NULL, O_UPLOAD_TOKEN },
+	{ "release-labels", required_argument, NULL, O_RELEASE_LABELS },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -264,6 +268,16 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_SYNC: a->sync_writes = 1; break;
 		case O_DEBUGINFOD: a->sym.debuginfod_urls = optarg; break;
 		case O_UPLOAD_TOKEN: a->web.upload_token = optarg; break;
+		case O_RELEASE_LABELS: {
+			struct release_labels rl;
+			struct err_msg msg;
+
+			err_clear(&msg);
+			if (release_labels_parse(optarg, &rl, &msg))
+				return cli_usage_error("serve", "--release-labels: %s", msg.text);
+			a->web.release_labels = optarg;
+			break;
+		}
 		case O_SYM_BUDGET:
 			if (parse_duration(optarg, &a->sym.budget_ns))
 				return cli_usage_error("serve", "--symbolize-budget: \"%s\" is not a "

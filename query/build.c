@@ -122,19 +122,19 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 	if (!count) {
 		struct store_mapping mp;
 		char tmp[512];
-		const char *file = "[unknown]";
+		const char *file = "[unknown]", *bid = "";
 		size_t n;
 
 		if (lv.mapping_id && !store_symbols_mapping(sym, lv.mapping_id, &mp)) {
 			if (mp.filename && mp.filename[0])
 				file = base_name(mp.filename);
-			if (mp.build_id && mp.build_id[0]) {
-				rc = query__names_intern(q, &b->t->names, mp.build_id, strlen(mp.build_id),
-							 &b->frames[start + 1]);
-				if (rc)
-					return rc;
-			}
+			if (mp.build_id)
+				bid = mp.build_id;
 		}
+		/* Marks the frame raw: "" when the mapping has no build ID. */
+		rc = query__names_intern(q, &b->t->names, bid, strlen(bid), &b->frames[start + 1]);
+		if (rc)
+			return rc;
 		n = placeholder_name(tmp, file, lv.address);
 		rc = query__names_intern(q, &b->t->names, tmp, n, &name);
 		if (!rc)
@@ -221,6 +221,12 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 
 int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 {
+	return query__build_tree_nodes(q, m, t, NULL);
+}
+
+int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree *t,
+			    uint32_t *node_of)
+{
 	struct builder b;
 	int rc = query__tree_init(q, t);
 
@@ -242,6 +248,8 @@ int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
 		rc = resolve_stack(&b, m->stacks[i].part, m->stacks[i].stack, &node);
 		if (!rc)
 			t->nodes[node].self[0] += m->stacks[i].value;
+		if (!rc && node_of)
+			node_of[i] = node;
 	}
 	if (!rc)
 		query__tree_totals(t);

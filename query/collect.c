@@ -64,6 +64,52 @@ struct collect {
 	int rc;
 };
 
+void query__profiles_release(struct qctx *q, struct qprofiles *pp)
+{
+	query__mem_free(q, pp->start, pp->start_cap, sizeof(*pp->start));
+	query__mem_free(q, pp->side, pp->side_cap, sizeof(*pp->side));
+	query__mem_free(q, pp->idx, pp->idx_cap, sizeof(*pp->idx));
+	query__mem_free(q, pp->val, pp->val_cap, sizeof(*pp->val));
+	memset(pp, 0, sizeof(*pp));
+}
+
+/* Opens the record of one more profile of side m->side. */
+static int profile_begin(struct qctx *q, struct qmerge *m)
+{
+	struct qprofiles *pp = m->per_profile;
+	int rc;
+
+	if ((rc = query__mem_grow(q, (void **)&pp->start, &pp->start_cap, sizeof(*pp->start),
+				  pp->n + 2, "profile table")) ||
+	    (rc = query__mem_grow(q, (void **)&pp->side, &pp->side_cap, sizeof(*pp->side),
+				  pp->n + 1, "profile table")))
+		return rc;
+	if (pp->len > UINT32_MAX - 1)
+		return err_set(q->msg, ERR_TOO_LARGE, "too many samples in the profiles");
+	pp->start[pp->n] = (uint32_t)pp->len;
+	pp->side[pp->n] = (uint8_t)m->side;
+	pp->start[++pp->n] = (uint32_t)pp->len;
+	return 0;
+}
+
+/* Adds one (stack index, value) entry to the profile opened last. */
+static int profile_add(struct qctx *q, struct qprofiles *pp, uint32_t idx, int64_t val)
+{
+	int rc;
+
+	if ((rc = query__mem_grow(q, (void **)&pp->idx, &pp->idx_cap, sizeof(*pp->idx), pp->len + 1,
+				  "profile samples")) ||
+	    (rc = query__mem_grow(q, (void **)&pp->val, &pp->val_cap, sizeof(*pp->val), pp->len + 1,
+				  "profile samples")))
+		return rc;
+	if (pp->len >= UINT32_MAX - 1)
+		return err_set(q->msg, ERR_TOO_LARGE, "too many samples in the profiles");
+	pp->idx[pp->len] = idx;
+	pp->val[pp->len++] = val;
+	pp->start[pp->n] = (uint32_t)pp->len;
+	return 0;
+}
+
 static int add_profile(void *ctx, const struct store_profile_view *p)
 {
 	struct collect *c = ctx;
@@ -76,6 +122,14 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 		c->rc = rc;
 		return 1;
 	}
+	if (m->keep && (rc = m->keep(m->keep_ctx, p)) <= 0) {
+		c->rc = rc;
+		return rc < 0;
+	}
+	if (m->per_profile && (rc = profile_begin(c->q, m))) {
+		c->rc = rc;
+		return 1;
+	}
 	for (size_t i = 0; i < p->n; i++) {
 		uint64_t key = hi | p->stack_ids[i];
 		uint32_t at;
@@ -83,6 +137,10 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 		sum += p->values[i];
 		if (query__map_get(&m->index, key, &at)) {
 			m->stacks[at].value += p->values[i];
+			if (m->per_profile && (rc = profile_add(c->q, m->per_profile, at, p->values[i]))) {
+				c->rc = rc;
+				return 1;
+			}
 			continue;
 		}
 		rc = query__mem_grow(c->q, (void **)&m->stacks, &m->cap, sizeof(*m->stacks), m->n + 1,
@@ -96,6 +154,11 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 		m->stacks[m->n].part = p->part;
 		m->stacks[m->n].stack = p->stack_ids[i];
 		m->stacks[m->n].value = p->values[i];
+		if (m->per_profile && (rc = profile_add(c->q, m->per_profile, (uint32_t)m->n,
+							p->values[i]))) {
+			c->rc = rc;
+			return 1;
+		}
 		m->n++;
 	}
 	m->total += sum;
@@ -117,7 +180,8 @@ int query__collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 	struct collect c = { q, m, 0 };
 	int rc;
 
-	assert(sel && !m->n && !m->profiles); /* one collect per merge */
+	/* One collect per merge, but for per-profile records (one per side). */
+	assert(sel && ((!m->n && !m->profiles) || m->per_profile));
 	if (until_ns <= from_ns)
 		return err_set(q->msg, ERR_INVALID, "time range: until must be after from");
 	rc = query__select_series(q, sel, add_series, &l);
@@ -132,7 +196,7 @@ int query__collect(struct qctx *q, const struct query_selector *sel, int64_t fro
 			rc = err_set(q->msg, rc, "reading profiles of series %llu: %s",
 				     (unsigned long long)l.ids[i], err_str(rc));
 	}
-	m->series = l.n;
+	m->series += l.n;
 	query__mem_free(q, l.ids, l.cap, sizeof(*l.ids));
 	return rc;
 }

@@ -51,6 +51,7 @@
 #include <stdint.h>
 
 struct buf;
+struct store_profile_view;
 struct store_symbols;
 
 /* ---- budget and deadline ------------------------------------------------- */
@@ -148,7 +149,8 @@ struct qnode {
 	uint32_t parent;       /* UINT32_MAX for the root */
 	uint32_t first_child;  /* UINT32_MAX when none */
 	uint32_t next_sibling; /* UINT32_MAX when none */
-	uint32_t build_id;     /* name id of the build ID of a raw frame, 0 none */
+	uint32_t build_id;     /* a raw frame (`<file>+0x<address>`): name id of its build
+				* ID, "" when its mapping has none; 0 a named frame */
 	int64_t self[2];
 	int64_t total[2];
 };
@@ -224,6 +226,24 @@ struct qstack {
 	int64_t value;
 };
 
+/*
+ * The stacks of each collected profile, kept apart (optional, for the
+ * regression report): profile i holds entries start[i] .. start[i + 1] - 1
+ * of idx (indexes into the merge's stacks) and val; side[i] is the merge's
+ * `side` when it was collected.
+ */
+struct qprofiles {
+	uint32_t *start;       /* n + 1 entries once a profile is in */
+	uint8_t *side;
+	size_t n, start_cap, side_cap;
+	uint32_t *idx;
+	int64_t *val;
+	size_t len, idx_cap, val_cap;
+};
+
+/* Decides per profile whether a collect takes it (1) or skips it (0); < 0 fails. */
+typedef int (*qprofile_keep)(void *ctx, const struct store_profile_view *p);
+
 struct qmerge {
 	struct qstack *stacks; /* distinct (part, stack) with summed values */
 	size_t n, cap;
@@ -237,7 +257,15 @@ struct qmerge {
 	int64_t *tl;
 	size_t tl_n;
 	struct qsym *sym;      /* owned; query-time symbolization, NULL if none ran */
+	/* Per-profile records (borrowed; NULL: none): with them, several
+	 * collects may go into one merge, each its own side. */
+	struct qprofiles *per_profile;
+	int side;
+	qprofile_keep keep;    /* may be NULL: every profile */
+	void *keep_ctx;
 };
+
+void query__profiles_release(struct qctx *q, struct qprofiles *pp);
 
 void query__merge_init(struct qmerge *m);
 void query__merge_release(struct qctx *q, struct qmerge *m);
@@ -274,6 +302,9 @@ int query__timeline_init(struct qctx *q, struct qmerge *m, int64_t from_ns, int6
 
 /* build (build.c): the name tree of the stacks of `m` into *t (initialized by the callee). */
 int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t);
+/* The same, also setting node_of[i] (m->n entries) to the tree node of m->stacks[i]. */
+int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree *t,
+			    uint32_t *node_of);
 
 /*
  * truncate (truncate.c): keeps the nodes of *t whose total (the larger

@@ -41,8 +41,8 @@ struct side {
 };
 
 /* Reads `key` into out; ERR_NOT_FOUND is returned as is, other errors get a message. */
-static int param(const struct web__req *rq, const char *key, char *out, size_t len,
-		 struct err_msg *msg)
+int web__param(const struct web__req *rq, const char *key, char *out, size_t len,
+	       struct err_msg *msg)
 {
 	int rc = web__query_param(rq->query, key, out, len);
 
@@ -53,12 +53,12 @@ static int param(const struct web__req *rq, const char *key, char *out, size_t l
 	return rc;
 }
 
-static int param_time(const struct web__req *rq, const char *key, const char *dflt,
-		      int64_t now, int64_t *out, struct err_msg *msg)
+int web__param_time(const struct web__req *rq, const char *key, const char *dflt, int64_t now,
+		    int64_t *out, struct err_msg *msg)
 {
 	char v[TIME_PARAM_MAX];
 	struct err_msg why;
-	int rc = param(rq, key, v, sizeof(v), msg);
+	int rc = web__param(rq, key, v, sizeof(v), msg);
 
 	if (rc == ERR_NOT_FOUND || (rc == 0 && v[0] == '\0'))
 		snprintf(v, sizeof(v), "%s", dflt);
@@ -78,7 +78,7 @@ static int param_int(const struct web__req *rq, const char *key, int64_t max, in
 	char v[32];
 	char *end;
 	long long n;
-	int rc = param(rq, key, v, sizeof(v), msg);
+	int rc = web__param(rq, key, v, sizeof(v), msg);
 
 	if (rc == ERR_NOT_FOUND || (rc == 0 && v[0] == '\0'))
 		return 0;
@@ -100,7 +100,7 @@ static int parse_side(const struct web__req *rq, const char *qkey, const char *f
 	int rc;
 
 	memset(&s->p, 0, sizeof(s->p));
-	rc = param(rq, qkey, s->query, sizeof(s->query), msg);
+	rc = web__param(rq, qkey, s->query, sizeof(s->query), msg);
 	if (rc == ERR_NOT_FOUND || (rc == 0 && s->query[0] == '\0'))
 		return err_set(msg, ERR_INVALID,
 			       "missing parameter %s (a selector such as "
@@ -110,9 +110,9 @@ static int parse_side(const struct web__req *rq, const char *qkey, const char *f
 		return rc;
 	s->p.query = s->query;
 	s->p.limits = rq->srv->opt.query;
-	rc = param_time(rq, fkey, DEFAULT_FROM, now, &s->p.from_ns, msg);
+	rc = web__param_time(rq, fkey, DEFAULT_FROM, now, &s->p.from_ns, msg);
 	if (!rc)
-		rc = param_time(rq, ukey, DEFAULT_UNTIL, now, &s->p.until_ns, msg);
+		rc = web__param_time(rq, ukey, DEFAULT_UNTIL, now, &s->p.until_ns, msg);
 	if (!rc && s->p.until_ns <= s->p.from_ns)
 		rc = err_set(msg, ERR_INVALID, "%s must be later than %s", ukey, fkey);
 	/* Pyroscope reads max-nodes (Drilldown's spelling), then maxNodes over it. */
@@ -132,7 +132,7 @@ static int diff_top(struct web__req *rq, const struct side *l, const struct side
 	int64_t limit = 20;
 	int rc;
 
-	rc = param(rq, "mode", mode, sizeof(mode), msg);
+	rc = web__param(rq, "mode", mode, sizeof(mode), msg);
 	if (rc == ERR_NOT_FOUND)
 		rc = 0;
 	if (rc)
@@ -179,19 +179,19 @@ static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 	struct arena a;
 	int rc, have_sel;
 
-	rc = param(rq, "query", sel, sizeof(sel), msg);
+	rc = web__param(rq, "query", sel, sizeof(sel), msg);
 	have_sel = rc == 0 && sel[0];
 	if (rc == ERR_NOT_FOUND)
 		rc = 0;
 	if (!rc && values) {
-		rc = param(rq, "label", name, sizeof(name), msg);
+		rc = web__param(rq, "label", name, sizeof(name), msg);
 		if (rc == ERR_NOT_FOUND || (rc == 0 && !name[0]))
 			rc = err_set(msg, ERR_INVALID, "missing parameter label");
 	}
 	if (!rc)
-		rc = param_time(rq, "from", DEFAULT_FROM, now, &from, msg);
+		rc = web__param_time(rq, "from", DEFAULT_FROM, now, &from, msg);
 	if (!rc)
-		rc = param_time(rq, "until", DEFAULT_UNTIL, now, &until, msg);
+		rc = web__param_time(rq, "until", DEFAULT_UNTIL, now, &until, msg);
 	if (rc)
 		return rc;
 	/* The methods take Unix milliseconds, as Connect clients send them. */
@@ -232,7 +232,7 @@ static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 static int parse_sort(const struct web__req *rq, enum query_top_sort *out, struct err_msg *msg)
 {
 	char v[16];
-	int rc = param(rq, "sort", v, sizeof(v), msg);
+	int rc = web__param(rq, "sort", v, sizeof(v), msg);
 
 	*out = QUERY_TOP_BY_SELF;
 	if (rc == ERR_NOT_FOUND || (rc == 0 && !v[0]))

@@ -19,8 +19,9 @@
 
 #define ERRORS_OTLP 2
 
-enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT, R_SETTINGS, R_DEBUGINFO_V1,
-		  R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS };
+enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT, R_SETTINGS,
+		  R_DEBUGINFO_V1, R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS, R_RELEASES,
+		  R_REGRESSIONS };
 
 
 /* A path ending in '/' is a prefix (the rest is the Connect method). */
@@ -56,6 +57,8 @@ static const struct route {
 	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0 },
 	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0 },
 	{ "/api/v1/symbolization", "GET", R_SYMSTATUS, 0, 0 },
+	{ "/api/v1/releases", "GET", R_RELEASES, 0, 0 },
+	{ "/api/v1/regressions", "GET", R_REGRESSIONS, 0, 0 },
 	{ "/buildid/", "GET", R_DEBUGINFO, 0, 0 },
 };
 
@@ -65,7 +68,8 @@ static const struct route static_route = { "/", "GET", R_STATIC, 0, 0 };
 /* Routes that merge profiles: they count against the query limit. */
 static int is_query(const struct route *rt)
 {
-	return rt->kind == R_QUERY || rt->kind == R_CONNECT || rt->kind == R_SYMSTATUS;
+	return rt->kind == R_QUERY || rt->kind == R_CONNECT || rt->kind == R_SYMSTATUS ||
+	       rt->kind == R_RELEASES || rt->kind == R_REGRESSIONS;
 }
 
 #define READ_CHUNK (64 * 1024)
@@ -298,6 +302,12 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 		break;
 	case R_SYMBOLZ:
 		web__handle_symbolz(rq, rs);
+		break;
+	case R_RELEASES:
+		web__handle_releases(rq, rs);
+		break;
+	case R_REGRESSIONS:
+		web__handle_regressions(rq, rs);
 		break;
 	case R_STATIC:
 		web__handle_static(rq, rs);

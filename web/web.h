@@ -64,6 +64,8 @@ struct web_options {
 				    * debuginfo and debuginfod routes */
 	const char *upload_token;  /* borrowed; when set, debuginfo uploads need
 				    * "Authorization: Bearer <token>" */
+	const char *release_labels; /* borrowed; comma-separated labels that name a
+				    * release (docs/regressions.md); NULL: the default */
 	size_t max_response_bytes; /* largest response body of any route (413
 				    * past it); 0 picks WEB_DEFAULT_MAX_RESPONSE_BYTES,
 				    * less than WEB_MIN_RESPONSE_BYTES is raised to it */

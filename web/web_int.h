@@ -218,6 +218,20 @@ enum web__query_route {
 #define WEB_PARAM_MAX 8192
 
 /*
+ * Reads query parameter `key` into out (len bytes with the NUL):
+ * ERR_NOT_FOUND as is, other failures with a message naming the parameter.
+ */
+int web__param(const struct web__req *rq, const char *key, char *out, size_t len,
+	       struct err_msg *msg);
+/* A time parameter (base/timeparse.h), `dflt` when absent or empty. */
+int web__param_time(const struct web__req *rq, const char *key, const char *dflt, int64_t now,
+		    int64_t *out, struct err_msg *msg);
+
+/* GET /api/v1/releases and /api/v1/regressions (routes_regress.c); admitted as queries. */
+void web__handle_releases(struct web__req *rq, struct web__resp *rs);
+void web__handle_regressions(struct web__req *rq, struct web__resp *rs);
+
+/*
  * Handles a GET query route.  Sets resp->extra_headers for downloads.  The
  * caller has admitted the query (web__query_admit).
  */

@@ -5,6 +5,9 @@
  * buffer of the route's size, its times go through time_parse and its
  * selectors through the query engine's parser.  A refusal must say why and
  * must leave the output untouched; a decoded value must fit its buffer.
+ * The release label lists of /api/v1/releases and /api/v1/regressions
+ * (`labels`) go through release_labels_parse: on success every name is a
+ * label name inside the list's own buffer.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include "base/err.h"
 #include "base/timeparse.h"
 #include "query/query.h"
+#include "query/regress.h"
 #include "web/web_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,6 +44,30 @@ static void time_value(const char *v)
 	if (time_parse(v, NOW, &t, &msg)) {
 		if (!msg.text[0] || t != 42 || strncmp(msg.text, "time: ", 6))
 			abort();
+	}
+}
+
+static void release_labels(const char *v)
+{
+	struct release_labels rl;
+	struct err_msg msg = { { 0 } };
+
+	rl.n = 99;
+	if (release_labels_parse(v, &rl, &msg)) {
+		if (!msg.text[0] || rl.n != 99)
+			abort();
+		return;
+	}
+	if (rl.n == 0 || rl.n > RELEASE_MAX_LABELS)
+		abort();
+	for (size_t i = 0; i < rl.n; i++) {
+		const char *n = rl.name[i];
+		if (n < rl.buf || n >= rl.buf + sizeof(rl.buf) || !n[0] || (n[0] >= '0' && n[0] <= '9'))
+			abort();
+		for (; *n; n++)
+			if (!((*n >= 'A' && *n <= 'Z') || (*n >= 'a' && *n <= 'z') || (*n >= '0' && *n <= '9') ||
+			      *n == '_' || *n == '.'))
+				abort();
 	}
 }
 
@@ -72,6 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
 		if (!web__query_param(qs, ints[i], small, sizeof(small)) && strlen(small) >= 32)
 			abort();
+	if (!web__query_param(qs, "labels", sel, 512))
+		release_labels(sel);
 	free(qs);
 	return 0;
 }

@@ -318,6 +318,48 @@ test('diff: two releases, a frame whose cost grew is coloured as slower', T, asy
   await ctx.close();
 });
 
+test('releases: two releases ranked with confidence; a row opens the diff focused on its function', T, async () => {
+  const { ctx, page, problems } = await open('#view=releases');
+  await waitReady(page, 'releasesReady');
+  const st = await page.evaluate(() => window.__unhex.state());
+  assert.equal(st.view, 'releases');
+  // The releases, from the server itself.
+  const now = Math.floor(Date.now() / 1000);
+  const rel = await (await fetch(`${URL0}/api/v1/releases?${new URLSearchParams({ service: st.service, type: st.type, from: String(now - 86400), until: String(now + 60) })}`)).json();
+  const names = rel.releases.map((r) => r.name);
+  assert.deepEqual(names, ['1.4', '1.5'], 'the workload has releases 1.4 then 1.5');
+  assert.equal(await page.locator('#rel-list tbody tr').count(), 2, 'one row per release');
+  assert.equal(await page.inputValue('#rel-base'), '1.4');
+  assert.equal(await page.inputValue('#rel-cand'), '1.5');
+  // The ranked table is the server's report, row for row.
+  const rep = await (await fetch(`${URL0}/api/v1/regressions?${new URLSearchParams({ service: st.service, type: st.type, baseline: '1.4', candidate: '1.5', from: String(now - 86400), until: String(now + 60), format: 'json', limit: '30' })}`)).json();
+  const flagged = rep.rows.filter((r) => r.flagged && !r.unnamed);
+  assert.ok(flagged.length > 0, 'the swapped hot paths of 1.5 are flagged');
+  const rows = page.locator('#rel-table tbody tr');
+  assert.equal(await rows.count(), rep.rows.length, 'one table row per report row');
+  assert.equal(await rows.first().getAttribute('data-function'), rep.rows[0].function, 'ranked as the server ranks');
+  const first = flagged[0];
+  const row = page.locator(`#rel-table tbody tr[data-function="${first.function.replace(/"/g, '\\"')}"]`);
+  const lead = first.self.verdict === 'unchanged' || first.self.verdict === 'below noise floor' ? first.total : first.self;
+  assert.match(await row.locator('td').first().textContent(), new RegExp(lead.verdict));
+  const conf = lead.confidence >= 0.9999 ? '>99.99%' : (lead.confidence * 100).toFixed(2) + '%';
+  assert.equal((await row.locator('td').last().textContent()).trim(), conf, 'confidence as the server computed it');
+  assert.match(await page.textContent('#rel-summary'), /regression/);
+  await page.screenshot({ path: path.join(SHOTS, 'releases.png') });
+  // A click: the diff of the two releases, focused on that function.
+  const diffResp = page.waitForResponse((r) => r.url().includes('/pyroscope/render-diff?'), { timeout: 20000 });
+  await row.click();
+  const q = new URL((await diffResp).url()).searchParams;
+  assert.match(q.get('leftQuery'), /version="1\.4"/);
+  assert.match(q.get('rightQuery'), /version="1\.5"/);
+  await waitReady(page, 'diffReady');
+  assert.equal(await page.evaluate(() => window.__unhex.state().view), 'diff');
+  assert.equal(await page.evaluate(() => window.__unhex.diffFocusName), first.function, 'the graph is focused on the row\'s function');
+  await page.screenshot({ path: path.join(SHOTS, 'releases-diff.png') });
+  assert.deepEqual(problems, []);
+  await ctx.close();
+});
+
 test('symbolization: the banner names a missing build ID, the page lists every build ID', T, async () => {
   const { ctx, page, problems, renderResp } = await open();
   await waitReady(page);

@@ -76,3 +76,20 @@ export async function symbolization(query, from, until) {
   await check(res, 'symbolization');
   return res.json();
 }
+
+export async function releases(service, type, from, until) {
+  const p = new URLSearchParams({ service, from: String(from), until: String(until) });
+  if (type) p.set('type', type);
+  const res = await fetch('/api/v1/releases?' + p);
+  await check(res, 'releases');
+  return res.json();
+}
+
+// The regression report between two releases of a service (JSON, every flagged row and `limit` more).
+export async function regressions(service, type, baseline, candidate, from, until, limit) {
+  const p = new URLSearchParams({ service, baseline, candidate, from: String(from), until: String(until), format: 'json', limit: String(limit) });
+  if (type) p.set('type', type);
+  const res = await fetch('/api/v1/regressions?' + p);
+  await check(res, 'regressions');
+  return res.json();
+}

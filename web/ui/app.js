@@ -9,7 +9,7 @@
 import * as api from './api.js';
 import { decodeFlamebearer, topTable, sandwich, folded, unnamedShare } from './model.js';
 import { FlameGraph } from './flame.js';
-import { renderTopTable, renderDiffTable, renderSymbolsTable, adviceFor } from './tables.js';
+import { renderTopTable, renderDiffTable, renderSymbolsTable, adviceFor, renderReleasesTable, renderRegressionTable } from './tables.js';
 import { fmtValue, fmtPct, fmtTime, el, DIFF_PALETTES } from './format.js';
 
 const $ = (id) => document.getElementById(id);
@@ -20,11 +20,12 @@ const DEFAULTS = {
   focus: '', search: '', orient: 'icicle', color: 'package', layout: 'both',
   sort: 'self', dir: 'desc', tfilter: '', fn: '',
   lsel: '', rsel: '', lfrom: '', luntil: '', rfrom: '', runtil: '', dmode: 'relative', cb: '0', dsearch: '',
+  dfocus: '', rbase: '', rcand: '',
 };
 let state = { ...DEFAULTS };
 
 const hooks = window.__unhex = {
-  ready: false, loads: 0, diffReady: false, symbolsReady: false,
+  ready: false, loads: 0, diffReady: false, symbolsReady: false, releasesReady: false,
   firstRenderMs: null, renderMs: null, lastTooltip: null, focusedName: 'total',
   searchInfo: null, errors: [], state: () => ({ ...state }),
 };
@@ -463,12 +464,21 @@ async function runDiff(seq) {
   hooks.diffModel = m;
   diffFlame.setOptions({ diffMode: state.dmode, palette: state.cb === '1' ? 'colorblind' : 'default', orientation: state.orient });
   diffFlame.search = state.dsearch;
-  diffFlame.setModel(m);
+  diffFlame.setModel(m, focusNode(m, state.dfocus));
+  hooks.diffFocusName = diffFlame.focus ? m.names[m.name[diffFlame.focus]] : 'total';
   updateCrumbs($('diff-crumbs'), diffFlame, m);
   renderLegend();
   $('diff-totals').textContent = `Baseline: ${fmtValue(m.leftTicks, m.units)} over ${fmtDur(lr)} · Comparison: ${fmtValue(m.rightTicks, m.units)} over ${fmtDur(rr)}`;
   renderDiffTables(m);
   hooks.diffReady = true;
+}
+
+// The node of function `name` with the largest total (0, the root, when there is none).
+function focusNode(m, name) {
+  let best = 0;
+  if (!name) return 0;
+  for (let i = 1; i < m.n; i++) if (m.names[m.name[i]] === name && (!best || m.total[i] > m.total[best])) best = i;
+  return best;
 }
 
 function fmtDur(r) {
@@ -495,6 +505,79 @@ function renderLegend() {
     el('span', null, sw(p.slower, 0.75), ' [new] = only in the comparison'),
     el('span', null, sw(p.faster, 0.75), ' [removed] = only in the baseline'),
     el('span', { class: 'muted' }, 'Width = baseline + comparison.'));
+}
+
+// ---- releases page ------------------------------------------------------------------
+
+let releaseList = [];
+
+async function loadReleases(run) {
+  const seq = ++loadSeq;
+  hooks.releasesReady = false;
+  showError(null);
+  busy(true);
+  try {
+    const r = range(state.from === DEFAULTS.from ? 'now-24h' : state.from, state.until);
+    const types = await api.profileTypes(r.from * 1000, r.until * 1000);
+    const ids = types.map((t) => t.ID);
+    if (!ids.length) throw new Error('no profiles in this time range: widen it');
+    if (!ids.includes(state.type)) state.type = ids.find((i) => /:cpu:/.test(i)) || ids[0];
+    fillSelect($('ptype'), ids, state.type);
+    const services = await api.labelValues('service_name', [], r.from * 1000, r.until * 1000);
+    if (!services.includes(state.service)) state.service = services[0] || '';
+    fillSelect($('service'), services, state.service);
+    const list = await api.releases(state.service, state.type, r.from, r.until);
+    if (seq !== loadSeq) return;
+    releaseList = list.releases || [];
+    hooks.releases = list;
+    renderReleasesTable($('rel-list'), releaseList, fmtTime);
+    const names = releaseList.map((x) => x.name);
+    if (!names.includes(state.rbase)) state.rbase = names.length >= 2 ? names[names.length - 2] : names[0] || '';
+    if (!names.includes(state.rcand)) state.rcand = names[names.length - 1] || '';
+    fillSelect($('rel-base'), names, state.rbase);
+    fillSelect($('rel-cand'), names, state.rcand);
+    writeState(false);
+    if (names.length < 2) {
+      $('rel-summary').replaceChildren(el('p', { class: 'muted' }, `service ${state.service} has ${names.length} release${names.length === 1 ? '' : 's'} in this time range: nothing to compare`));
+      $('rel-table').replaceChildren();
+      hooks.releasesReady = true;
+      return;
+    }
+    if (run) await runRegress(seq, r);
+    else hooks.releasesReady = true;
+  } catch (e) {
+    if (seq === loadSeq) { showError(e); hooks.releasesReady = true; }
+  } finally {
+    busy(false);
+  }
+}
+
+async function runRegress(seq, r) {
+  const rep = await api.regressions(state.service, state.type, state.rbase, state.rcand, r.from, r.until, 30);
+  if (seq !== loadSeq) return;
+  hooks.regressions = rep;
+  const n = rep.regressed;
+  $('rel-summary').replaceChildren(el('p', null,
+    el('span', { class: n ? 'fail' : 'pass' }, n ? `${n} regression${n === 1 ? '' : 's'}` : 'no regression'),
+    ` between ${state.rbase} (${rep.baseline.profiles} profiles) and ${state.rcand} (${rep.candidate.profiles} profiles), `,
+    `with ${fmtPct((1 - rep.params.alpha) * 100)} confidence (Welch, Holm-adjusted over ${rep.tests} tests); `,
+    `min effect ${fmtPct(rep.params.minEffect * 100)}, noise floor ${fmtPct(rep.params.noiseFloor * 100)}; k = ${rep.k.toFixed(4)}.`));
+  renderRegressionTable($('rel-table'), rep, { onPick: openRegressionDiff });
+  hooks.releasesReady = true;
+}
+
+// A row of the report: the diff flame graph of the two releases, focused on its function.
+function openRegressionDiff(row) {
+  if (row.unnamed) return;
+  const rel = (name) => releaseList.find((x) => x.name === name);
+  const sel = (x) => (x && x.label !== 'build_id'
+    ? `{service_name="${esc(state.service)}",${x.label}="${esc(x.name)}"}` : `{service_name="${esc(state.service)}"}`);
+  const b = rel(state.rbase), c = rel(state.rcand);
+  state.lsel = sel(b); state.rsel = sel(c);
+  if (b) { state.lfrom = String(Math.floor(b.from / 1000)); state.luntil = String(Math.ceil(b.until / 1000) + 1); }
+  if (c) { state.rfrom = String(Math.floor(c.from / 1000)); state.runtil = String(Math.ceil(c.until / 1000) + 1); }
+  state.dfocus = row.function; state.dsearch = row.function;
+  go('diff');
 }
 
 // ---- build IDs page ------------------------------------------------------------------
@@ -532,15 +615,17 @@ function go(view) {
 }
 
 function route() {
-  for (const v of ['explore', 'diff', 'symbols']) {
+  for (const v of ['explore', 'diff', 'releases', 'symbols']) {
     $(v).hidden = state.view !== v;
     $('nav-' + v).classList.toggle('on', state.view === v);
   }
   syncInputs();
   if (state.view !== 'explore') $('banner').hidden = true;
-  document.querySelector('.add-filter').hidden = state.view === 'diff';
-  $('filters').hidden = state.view === 'diff';
+  const noFilters = state.view === 'diff' || state.view === 'releases';
+  document.querySelector('.add-filter').hidden = noFilters;
+  $('filters').hidden = noFilters;
   if (state.view === 'diff') loadDiff(true);
+  else if (state.view === 'releases') loadReleases(true);
   else if (state.view === 'symbols') loadSymbols();
   else loadExplore();
 }
@@ -571,13 +656,18 @@ function init() {
   };
   for (const fg of [swCallers, swCallees]) fg.onFocus = () => {};
 
-  for (const v of ['explore', 'diff', 'symbols']) $('nav-' + v).addEventListener('click', (e) => { e.preventDefault(); go(v); });
+  for (const v of ['explore', 'diff', 'releases', 'symbols']) $('nav-' + v).addEventListener('click', (e) => { e.preventDefault(); go(v); });
+  $('rel-run').addEventListener('click', () => {
+    state.rbase = $('rel-base').value; state.rcand = $('rel-cand').value;
+    writeState(true);
+    loadReleases(true);
+  });
   document.querySelector('.brand').addEventListener('click', (e) => { e.preventDefault(); go('explore'); });
   window.addEventListener('hashchange', () => { readState(); route(); });
 
   $('ptype').addEventListener('change', () => { state.type = $('ptype').value; state.focus = ''; writeState(true); route(); });
   $('service').addEventListener('change', () => {
-    state.service = $('service').value; state.sel = ''; state.focus = ''; state.fn = ''; state.lsel = ''; state.rsel = '';
+    state.service = $('service').value; state.sel = ''; state.focus = ''; state.fn = ''; state.lsel = ''; state.rsel = ''; state.rbase = ''; state.rcand = ''; state.dfocus = '';
     writeState(true); route();
   });
   $('f-name').addEventListener('change', onFilterName);

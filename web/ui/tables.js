@@ -81,3 +81,51 @@ export function renderSymbolsTable(box, ids) {
       el('td', null, b.status === 'ok' ? '' : adviceFor({ status: b.status }, false))))))
     : el('p', { class: 'muted' }, 'no build IDs in this selection'));
 }
+
+// The releases of a service: name, label, time range, profiles, build IDs and their status.
+export function renderReleasesTable(box, rels, fmtTime) {
+  const table = el('table', { class: 'top' },
+    el('thead', null, el('tr', null, el('th', null, 'Release'), el('th', null, 'Label'), el('th', null, 'From'),
+      el('th', null, 'Until'), el('th', null, 'Profiles'), el('th', null, 'Build IDs'))),
+    el('tbody', null, rels.map((r) => el('tr', { 'data-release': r.name },
+      el('td', { class: 'fn' }, r.name), el('td', null, r.label),
+      el('td', null, fmtTime(r.from / 1000)), el('td', null, fmtTime(r.until / 1000)),
+      el('td', { class: 'num' }, String(r.profiles)),
+      el('td', null, (r.buildIDs || []).filter((b) => b.share >= 0.01).map((b) => el('div', null,
+        el('span', { class: 'tag st-' + b.status }, statusText(b.status)), ' ',
+        el('code', null, b.buildID.slice(0, 12)), ' ', b.file.split('/').pop(), ' ',
+        el('span', { class: 'muted' }, fmtPct(b.share * 100)))))))));
+  box.replaceChildren(rels.length ? table : el('div', { class: 'muted' }, 'no releases in this time range'));
+}
+
+// The ranked rows of a regression report; o.onPick(row) on a click.
+export function renderRegressionTable(box, rep, o) {
+  const pc = (v) => (v === null || v === undefined ? 'new' : (v > 0 ? '+' : '') + fmtPct(v * 100));
+  const lead = (r) => {
+    const fl = (v) => v === 'regressed' || v === 'improved' || v === 'new' || v === 'gone';
+    if (fl(r.self.verdict)) return ['self', r.self];
+    if (fl(r.total.verdict)) return ['total', r.total];
+    if (r.self.verdict === 'below noise floor' && r.total.verdict === 'unchanged') return ['total', r.total];
+    return ['self', r.self];
+  };
+  const judged = (s) => !['below noise floor', 'too few profiles', 'unnamed'].includes(s.verdict);
+  const rows = rep.rows || [];
+  const table = el('table', { class: 'top regress' },
+    el('thead', null, el('tr', null, el('th', null, 'Verdict'), el('th', null, 'Function'),
+      el('th', null, 'Self'), el('th', null, 'Δ self'), el('th', null, 'Total'), el('th', null, 'Δ total'),
+      el('th', null, 'Confidence'))),
+    el('tbody', null, rows.map((r) => {
+      const [m, s] = lead(r);
+      return el('tr', { 'data-function': r.function, 'data-verdict': s.verdict, class: r.flagged ? 'flagged' : '',
+        title: r.unnamed ? 'frames without names: upload this build ID\'s debug info' : 'click: the diff flame graph focused on this function',
+        onclick: () => o.onPick(r) },
+      el('td', null, el('span', { class: 'tag v-' + s.verdict }, s.verdict + (m === 'total' && r.flagged ? ' (total)' : ''))),
+      el('td', { class: 'fn' }, r.unnamed ? [r.mapping, ' ', el('span', { class: 'muted' }, `no names: build ID ${r.buildID || 'unknown'}: ${r.status}`)] : r.function),
+      el('td', { class: 'num' }, `${fmtPct(r.self.baseline * 100)} → ${fmtPct(r.self.candidate * 100)}`),
+      el('td', { class: 'num' }, pc(r.self.change)),
+      el('td', { class: 'num' }, `${fmtPct(r.total.baseline * 100)} → ${fmtPct(r.total.candidate * 100)}`),
+      el('td', { class: 'num' }, pc(r.total.change)),
+      el('td', { class: 'num' }, judged(s) ? (s.confidence >= 0.9999 ? '>99.99%' : fmtPct(s.confidence * 100)) : '–'));
+    })));
+  box.replaceChildren(rows.length ? table : el('div', { class: 'muted' }, 'no functions'));
+}
