@@ -428,8 +428,14 @@ static void read_tree(const uint8_t *p, size_t len, char *folded, size_t cap)
 			assert_int_equal(nl, 0);
 		} else {
 			assert_true(n > 0);
-			snprintf(path, sizeof(path), "%s%s%.*s", st[n - 1].path,
-				 st[n - 1].path[0] ? ";" : "", (int)nl, (const char *)p + off);
+			size_t pl = strlen(st[n - 1].path);
+
+			assert_true(pl + 1 + nl < sizeof(path));
+			memcpy(path, st[n - 1].path, pl);
+			if (pl)
+				path[pl++] = ';';
+			memcpy(path + pl, p + off, nl);
+			path[pl + nl] = '\0';
 			if (--st[n - 1].kids == 0)
 				n--;
 		}
@@ -445,7 +451,7 @@ static void read_tree(const uint8_t *p, size_t len, char *folded, size_t cap)
 				 (unsigned long long)self);
 		if (kids) {
 			assert_true(n < 64);
-			snprintf(st[n].path, sizeof(st[n].path), "%s", path);
+			memcpy(st[n].path, path, sizeof(path));
 			st[n++].kids = kids;
 		}
 		first = 0;
