@@ -172,6 +172,8 @@ http GET "$RENDER&maxNodes=8" -H "X-Scope-OrgID: $T"
 [ "$(nodes)" = "$DASH" ] || fail "max-nodes=8 gives $DASH nodes, maxNodes=8 $(nodes)"
 [ "$DASH" -lt "$ALL" ] || fail "max-nodes=8 keeps $DASH of $ALL nodes"
 note "render: $ALL nodes, max-nodes=8 and maxNodes=8 both $DASH; numTicks $WANT"
+http GET "$RENDER&format=dot" -H "X-Scope-OrgID: $T"
+expect_status 400 "go tool pprof -dot" "render format=dot (not generated)"
 http GET "/pyroscope/render-diff?leftQuery=$Q&rightQuery=$Q&leftFrom=$((S_MS / 1000))&leftUntil=$((E_MS / 1000))&rightFrom=$((S_MS / 1000))&rightUntil=$((E_MS / 1000))" \
 	-H "X-Scope-OrgID: $T"
 jq -e --argjson n "$WANT" '.leftTicks == $n and .rightTicks == $n and (.flamebearer | has("leftTicks") | not)' <<<"$BODY" >/dev/null ||
