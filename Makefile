@@ -9,7 +9,9 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 DATA       ?= ./data
-LISTEN     ?= 0.0.0.0:4040
+# Loopback: `make run` is an open server (no token file), which unhex refuses
+# on other addresses; docs/security.md shows how to serve a network.
+LISTEN     ?= 127.0.0.1:4040
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 # -Werror (UNHEX_WERROR) is on for the test targets, as in CI, and off for

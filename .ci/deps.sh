@@ -3,11 +3,13 @@
 # Idempotent: when everything is present it returns without touching apt.
 set -euo pipefail
 
+# libssl-dev: libcrypto (SHA-256 of tokens and debug files) and the unversioned
+# libssl.so / libcrypto.so that Debian's civetweb loads at run time for TLS.
 PACKAGES=(
   build-essential cmake pkg-config git curl ca-certificates python3
   librocksdb-dev libprotobuf-c-dev protobuf-c-compiler libcivetweb-dev
   libdw-dev libelf-dev libdebuginfod-dev libzstd-dev zlib1g-dev libdeflate-dev libiberty-dev
-  libcmocka-dev clang libclang-rt-14-dev libcurl4-gnutls-dev
+  libcmocka-dev clang libclang-rt-14-dev libcurl4-gnutls-dev libssl-dev
   elfutils binutils linux-perf google-perftools libgoogle-perftools-dev
   golang-go jq g++ llvm debuginfod rustc time valgrind dwz protobuf-compiler socat openssl
   openjdk-17-jdk-headless

@@ -33,6 +33,8 @@ static const struct err_row {
 	{ ERR_UNAVAILABLE, "unavailable", 503, "Service Unavailable", "unavailable", 14 },
 	{ ERR_TIMEOUT, "timed out", 504, "Gateway Timeout", "deadline_exceeded", 4 },
 	{ ERR_CONFLICT, "conflict", 409, "Conflict", "aborted", 10 },
+	{ ERR_UNAUTHENTICATED, "unauthenticated", 401, "Unauthorized", "unauthenticated", 16 },
+	{ ERR_PERMISSION, "permission denied", 403, "Forbidden", "permission_denied", 7 },
 };
 
 /* What a code outside the table maps to. */
@@ -40,13 +42,12 @@ static const struct err_row unknown_row = {
 	0, "unknown error", 500, "Internal Server Error", "internal", 13,
 };
 
-/* Statuses that routes set without an error code (uploads, auth, methods). */
+/* Statuses that routes set without an error code (uploads, methods). */
 static const struct {
 	int http;
 	const char *reason;
 } other_statuses[] = {
 	{ 201, "Created" },
-	{ 401, "Unauthorized" },
 	{ 405, "Method Not Allowed" },
 	{ 415, "Unsupported Media Type" },
 	{ 422, "Unprocessable Content" },

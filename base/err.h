@@ -32,6 +32,8 @@ enum {
 	ERR_UNAVAILABLE = -7, /* a dependency is down or we are shutting down */
 	ERR_TIMEOUT = -8,     /* a deadline passed */
 	ERR_CONFLICT = -9,    /* the request contradicts stored state */
+	ERR_UNAUTHENTICATED = -10, /* no credentials, or ones the server does not know */
+	ERR_PERMISSION = -11, /* known credentials that do not allow this request */
 };
 
 /* Returns a static, lower-case name for an error code ("invalid", ...). */
@@ -48,8 +50,8 @@ int err_grpc_code(int code);
 
 /*
  * The static reason phrase (RFC 9110 §15) of an HTTP status that unhex
- * sends, those of the table and the few a route sets itself (201, 401, 405,
- * 415, 422); "" for any other status, which HTTP/1.1 allows.
+ * sends, those of the table and the few a route sets itself (201, 405, 415,
+ * 422); "" for any other status, which HTTP/1.1 allows.
  */
 const char *err_http_reason(int status);
 

@@ -23,6 +23,7 @@ int cli_stats(int argc, char **argv);
 int cli_query(int argc, char **argv);
 int cli_regress(int argc, char **argv);
 int cli_upload(int argc, char **argv);
+int cli_token(int argc, char **argv);
 
 /* Parses "1048576", "64K", "16MiB", "1G" into bytes; 0 or ERR_INVALID. */
 int cli_parse_size(const char *s, size_t *out);
@@ -61,7 +62,8 @@ struct cli_request {
 	const char *method;       /* "GET" or "POST" */
 	const char *path;         /* path and encoded query, appended to the URL; borrowed */
 	const char *tenant;       /* X-Scope-OrgID, or NULL; borrowed */
-	const char *token;        /* "Authorization: Bearer <token>", or NULL; borrowed */
+	const char *token;        /* "Authorization: Bearer <token>", or NULL for the
+				   * client's own ($UNHEX_TOKEN_FILE, $UNHEX_TOKEN); borrowed */
 	const char *content_type; /* of a POST body; NULL: application/octet-stream */
 	const void *body;         /* borrowed, or NULL */
 	FILE *body_file;          /* borrowed, or NULL */
@@ -75,7 +77,10 @@ struct cli_request {
 /*
  * A client for one server: it keeps its connection open between requests.
  * Not thread-safe; a command opens one, makes its requests and closes it.
- * cli_http_open() returns an owned client; cli_http_close(NULL) is a no-op.
+ * cli_http_open() returns an owned client, with the token of the
+ * environment (the first line of the file $UNHEX_TOKEN_FILE names, else
+ * $UNHEX_TOKEN) for requests without their own; ERR_INVALID when that
+ * file cannot be read.  cli_http_close(NULL) is a no-op.
  */
 struct cli_http;
 int cli_http_open(const struct cli_server *srv, struct cli_http **out, struct err_msg *msg);

@@ -2,7 +2,9 @@
  * http.c - the CLI's requests to a server, over libcurl: http:// and
  * https:// server URLs, one easy handle per command so its connection is
  * kept alive between requests, bodies from memory or streamed from a file,
- * and capped responses.  The only file of unhex that includes curl.h.
+ * capped responses, and the token every request carries (from
+ * $UNHEX_TOKEN_FILE or $UNHEX_TOKEN, never needed on a command line).
+ * The CLI's libcurl (debuginfo/debuginfod.c has the server's own).
  */
 #include <assert.h>
 #include <errno.h>
@@ -26,11 +28,48 @@
 
 #define HEADER_MAX 8192
 
+#define TOKEN_MAX 512
+
 struct cli_http {
 	CURL *curl;                   /* owned */
 	struct cli_server srv;        /* copy */
 	char errbuf[CURL_ERROR_SIZE]; /* libcurl's detail of the last failure */
+	char token[TOKEN_MAX + 1];    /* from the environment; "" when none */
 };
+
+/*
+ * The token of the environment: the first line of $UNHEX_TOKEN_FILE, else
+ * $UNHEX_TOKEN.  ERR_INVALID with a message when the file cannot be read
+ * or the token is empty or too long.
+ */
+static int env_token(char out[TOKEN_MAX + 1], struct err_msg *msg)
+{
+	const char *file = getenv("UNHEX_TOKEN_FILE"), *tok = getenv("UNHEX_TOKEN");
+	char line[TOKEN_MAX + 2];
+	size_t n;
+
+	out[0] = '\0';
+	if (file && file[0]) {
+		FILE *f = fopen(file, "re");
+
+		if (!f)
+			return err_set(msg, ERR_INVALID, "UNHEX_TOKEN_FILE %s: %s", file, strerror(errno));
+		if (!fgets(line, sizeof(line), f))
+			line[0] = '\0';
+		fclose(f);
+		tok = line;
+	}
+	if (!tok || !tok[0])
+		return 0;
+	n = strcspn(tok, "\r\n");
+	if (n == 0 || n > TOKEN_MAX)
+		return err_set(msg, ERR_INVALID, "the token of %s is empty or longer than %d bytes",
+			       file && file[0] ? "UNHEX_TOKEN_FILE" : "UNHEX_TOKEN", TOKEN_MAX);
+	memcpy(out, tok, n);
+	out[n] = '\0';
+	explicit_bzero(line, sizeof(line));
+	return 0;
+}
 
 /* ---- server URLs ---------------------------------------------------------- */
 
@@ -163,6 +202,12 @@ int cli_http_open(const struct cli_server *srv, struct cli_http **out, struct er
 		curl_global_cleanup();
 		return err_set(msg, ERR_NOMEM, "out of memory for an HTTP client");
 	}
+	if (env_token(h->token, msg)) {
+		curl_easy_cleanup(h->curl);
+		free(h);
+		curl_global_cleanup();
+		return ERR_INVALID;
+	}
 	h->srv = *srv;
 	*out = h;
 	return 0;
@@ -173,6 +218,7 @@ void cli_http_close(struct cli_http *h)
 	if (!h)
 		return;
 	curl_easy_cleanup(h->curl);
+	explicit_bzero(h->token, sizeof(h->token));
 	free(h);
 	curl_global_cleanup();
 }
@@ -263,18 +309,20 @@ static int add_header(struct curl_slist **list, const char *name, const char *va
 	return 0;
 }
 
-static int build_headers(const struct cli_request *req, struct curl_slist **list,
-			 struct err_msg *msg)
+static int build_headers(const struct cli_http *h, const struct cli_request *req,
+			 struct curl_slist **list, struct err_msg *msg)
 {
+	const char *token = req->token ? req->token : h->token[0] ? h->token : NULL;
 	int rc = 0;
 
 	if (req->tenant)
 		rc = add_header(list, "X-Scope-OrgID", req->tenant, msg);
-	if (!rc && req->token) {
+	if (!rc && token) {
 		char bearer[HEADER_MAX];
 
-		snprintf(bearer, sizeof(bearer), "Bearer %s", req->token);
+		snprintf(bearer, sizeof(bearer), "Bearer %s", token);
 		rc = add_header(list, "Authorization", bearer, msg);
+		explicit_bzero(bearer, sizeof(bearer));
 	}
 	/* Without a type of its own, a POST would be labelled a form by libcurl. */
 	if (!rc && strcmp(req->method, "POST") == 0)
@@ -413,7 +461,7 @@ int cli_http_request(struct cli_http *h, const struct cli_request *req, int *sta
 		rc = err_set(msg, ERR_INVALID, "request path too long");
 		goto out;
 	}
-	rc = build_headers(req, &headers, msg);
+	rc = build_headers(h, req, &headers, msg);
 	if (rc)
 		goto out;
 	if (req->body_file)

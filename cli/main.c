@@ -28,6 +28,7 @@ static void usage(FILE *f)
 	      "  query     ask a server: top, folded, pprof, diff\n"
 	      "  regress   the regression report between two releases, for CI\n"
 	      "  upload    send debug files (by build ID) to a server\n"
+	      "  token     make API tokens and lines of the server's token file\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run `unhex <command> --help` for a command's options; docs/cli.md has more.\n",
@@ -125,6 +126,8 @@ int main(int argc, char **argv)
 		return cli_regress(argc - 1, argv + 1);
 	if (strcmp(cmd, "upload") == 0)
 		return cli_upload(argc - 1, argv + 1);
+	if (strcmp(cmd, "token") == 0)
+		return cli_token(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("unhex %s\n", UNHEX_VERSION);
 		return CLI_EXIT_OK;

@@ -1,10 +1,10 @@
 /*
  * serve.c - `unhex serve`: open the store, optionally preload a workload
- * directory, run the HTTP server until SIGINT or SIGTERM, shut down cleanly.
+ * directory, run the HTTP server until SIGINT or SIGTERM, shut down cleanly;
+ * SIGHUP reads the token file again.
  *
  * Signals are blocked before any thread starts, so civetweb's threads
  * inherit the mask and only the main thread receives them, in sigwait().
- * The debuginfod client's environment is set then too (debuginfo_setenv).
  */
 #include <dirent.h>
 #include <getopt.h>
@@ -35,7 +35,15 @@ static void serve_help(FILE *f)
 	      "Runs the HTTP server until SIGINT or SIGTERM.\n"
 	      "\n"
 	      "  --data DIR                  store directory (default ./data)\n"
-	      "  --listen HOST:PORT          listen address (default 0.0.0.0:4040; port 0 picks one)\n"
+	      "  --listen HOST:PORT          listen address (default 127.0.0.1:4040; port 0 picks\n"
+	      "                              one; 0.0.0.0:4040 for every interface)\n"
+	      "  --auth.tokens FILE          who may do what: one hashed token per line\n"
+	      "                              (docs/security.md; `unhex token` writes lines);\n"
+	      "                              SIGHUP reads it again\n"
+	      "  --auth.disabled             no token file on purpose: serve anyone, also on a\n"
+	      "                              listen address other than loopback\n"
+	      "  --tls.cert FILE             PEM certificate (chain): serve HTTPS only, TLS 1.2+\n"
+	      "  --tls.key FILE              PEM private key of --tls.cert\n"
 	      "  --preload DIR               ingest DIR/manifest.tsv into tenant anonymous when the\n"
 	      "                              store is empty\n"
 	      "  --preload-debuginfo DIR     store every DIR/<build-id>.debug as if uploaded\n"
@@ -49,13 +57,17 @@ static void serve_help(FILE *f)
 	      "  --max-stack-depth N         locations in one sample\n"
 	      "  --max-labels N              labels of one series\n"
 	      "  --sync-writes               fsync the WAL at every commit\n"
-	      "  --debuginfod-urls URLS      upstream debuginfod servers, space-separated\n"
-	      "                              (default: $DEBUGINFOD_URLS; \"\" for none)\n"
+	      "  --debuginfod-urls URLS      upstream debuginfod servers (http, https),\n"
+	      "                              space-separated (default: $DEBUGINFOD_URLS; \"\"\n"
+	      "                              for none)\n"
+	      "  --debuginfod-fetches-per-minute N  upstream lookups started per minute at\n"
+	      "                              most (default 60)\n"
+	      "  --debuginfod-fetches-per-tenant-minute N  of those, started by one\n"
+	      "                              tenant's queries (default 20)\n"
 	      "  --symbolize-budget T        how long a query waits for symbolization (5s)\n"
 	      "  --symbolize-memo-bytes N    memory for resolved frames kept across queries\n"
 	      "                              (default 64M)\n"
 	      "  --max-debuginfo-bytes N     largest debug file upload (default 2G)\n"
-	      "  --upload-token T            uploads need \"Authorization: Bearer T\"\n"
 	      "  --release-labels L,L        labels that name a release, first found wins\n"
 	      "                              (default " RELEASE_DEFAULT_LABELS ")\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
@@ -152,8 +164,9 @@ static int preload(struct store *st, const struct ingest_limits *lim, const char
 }
 
 /* The URL a user can open for a listen address, e.g. 0.0.0.0:4040 -> 127.0.0.1. */
-static void reachable_url(const char *listen, int port, char *out, size_t len, int *all)
+static void reachable_url(const char *listen, int port, int tls, char *out, size_t len, int *all)
 {
+	const char *scheme = tls ? "https" : "http";
 	const char *colon = strrchr(listen, ':');
 	size_t hlen = colon ? (size_t)(colon - listen) : 0;
 	char host[256];
@@ -164,10 +177,10 @@ static void reachable_url(const char *listen, int port, char *out, size_t len, i
 	host[hlen] = '\0';
 	*all = hlen == 0 || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "[::]") == 0;
 	if (*all)
-		snprintf(out, len, "http://%s:%d", strcmp(host, "[::]") == 0 ? "[::1]" : "127.0.0.1",
-			 port);
+		snprintf(out, len, "%s://%s:%d", scheme,
+			 strcmp(host, "[::]") == 0 ? "[::1]" : "127.0.0.1", port);
 	else
-		snprintf(out, len, "http://%s:%d", host, port);
+		snprintf(out, len, "%s://%s:%d", scheme, host, port);
 }
 
 static int parse_level(const char *s, enum log_level *out)
@@ -185,7 +198,8 @@ static int parse_level(const char *s, enum log_level *out)
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
-       O_SYM_MEMO, O_RELEASE_LABELS };
+       O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
+       O_TENANT_FETCH_RATE, O_RELEASE_LABELS };
 
 static const struct option serve_opts[] = {
 	{ "data", required_argument, NULL, O_DATA },
@@ -207,6 +221,12 @@ static const struct option serve_opts[] = {
 	{ "max-debuginfo-bytes", required_argument, NULL, O_MAX_DEBUGINFO },
 	{ "symbolize-memo-bytes", required_argument, NULL, O_SYM_MEMO },
 	{ "upload-token", required_argument, NULL, O_UPLOAD_TOKEN },
+	{ "auth.tokens", required_argument, NULL, O_AUTH_TOKENS },
+	{ "auth.disabled", no_argument, NULL, O_AUTH_DISABLED },
+	{ "tls.cert", required_argument, NULL, O_TLS_CERT },
+	{ "tls.key", required_argument, NULL, O_TLS_KEY },
+	{ "debuginfod-fetches-per-minute", required_argument, NULL, O_FETCH_RATE },
+	{ "debuginfod-fetches-per-tenant-minute", required_argument, NULL, O_TENANT_FETCH_RATE },
 	{ "release-labels", required_argument, NULL, O_RELEASE_LABELS },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
@@ -267,7 +287,21 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_PRELOAD_DEBUG: a->preload_debuginfo = optarg; break;
 		case O_SYNC: a->sync_writes = 1; break;
 		case O_DEBUGINFOD: a->sym.debuginfod_urls = optarg; break;
-		case O_UPLOAD_TOKEN: a->web.upload_token = optarg; break;
+		case O_UPLOAD_TOKEN:
+			/* A secret on the command line is readable by every user in
+			 * ps and /proc: the option is gone, and says what replaces it. */
+			return cli_usage_error("serve", "--upload-token was removed: a token on the "
+						"command line is visible to every user (ps). Put a "
+						"hashed line in a token file instead:\n"
+						"  printf %%s \"$TOKEN\" | unhex token hash --tenant '*' "
+						"--scopes upload --name ci >> tokens\n"
+						"  unhex serve --auth.tokens tokens ...\n"
+						"Clients keep sending \"Authorization: Bearer $TOKEN\" "
+						"(docs/security.md, \"Migrating from --upload-token\")");
+		case O_AUTH_TOKENS: a->web.auth_tokens = optarg; break;
+		case O_AUTH_DISABLED: a->web.auth_disabled = 1; break;
+		case O_TLS_CERT: a->web.tls_cert = optarg; break;
+		case O_TLS_KEY: a->web.tls_key = optarg; break;
 		case O_RELEASE_LABELS: {
 			struct release_labels rl;
 			struct err_msg msg;
@@ -303,6 +337,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			break;
 		case O_THREADS: case O_MAX_REQ: case O_MAX_DEC: case O_MAX_SAMPLES:
 		case O_MAX_DEPTH: case O_MAX_LABELS: case O_QBYTES: case O_SYM_MEMO:
+		case O_FETCH_RATE: case O_TENANT_FETCH_RATE:
 			if (cli_parse_size(optarg, &v) || v == 0)
 				return cli_usage_error("serve", "--%s: \"%s\" is not a positive number",
 						       serve_opts[idx].name, optarg);
@@ -316,6 +351,10 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				a->web.query.max_bytes = v;
 			else if (c == O_SYM_MEMO)
 				a->memo_bytes = v;
+			else if (c == O_FETCH_RATE)
+				a->sym.fetch_per_minute = v > 100000 ? 100000 : (unsigned)v;
+			else if (c == O_TENANT_FETCH_RATE)
+				a->sym.fetch_per_tenant_minute = v > 100000 ? 100000 : (unsigned)v;
 			else if (c == O_MAX_SAMPLES)
 				a->web.limits.max_samples = v;
 			else if (c == O_MAX_DEPTH)
@@ -330,6 +369,10 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	}
 	if (optind < argc)
 		return cli_usage_error("serve", "unexpected argument \"%s\"", argv[optind]);
+	if (!a->web.tls_cert != !a->web.tls_key)
+		return cli_usage_error("serve", "--tls.cert and --tls.key go together");
+	if (a->web.auth_tokens && a->web.auth_disabled)
+		return cli_usage_error("serve", "--auth.tokens and --auth.disabled contradict each other");
 	return 0;
 }
 
@@ -418,18 +461,13 @@ int cli_serve(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	err_clear(&msg);
 	a.sym.data_dir = a.data;
 	if (!a.sym.debuginfod_urls)
 		a.sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");
-	/* libdebuginfod reads its settings from the environment; it is set
-	 * here, before the store starts RocksDB's threads (debuginfo.h). */
-	if (debuginfo_setenv(&a.sym, &msg)) {
-		log_error("%s", msg.text);
-		return CLI_EXIT_FAIL;
-	}
 	so.dir = a.data;
 	so.sync_writes = a.sync_writes;
 	if (store_open(&so, &st, &msg)) {
@@ -460,14 +498,28 @@ int cli_serve(int argc, char **argv)
 		store_close(st);
 		return CLI_EXIT_FAIL;
 	}
-	reachable_url(a.web.listen, web_server_port(srv), url, sizeof(url), &all);
+	reachable_url(a.web.listen, web_server_port(srv), a.web.tls_cert != NULL, url, sizeof(url),
+		      &all);
 	printf("unhex: listening on %s\n", url);
 	fflush(stdout);
-	log_info("serving %s on %s%s", a.data, all ? "all interfaces, port " : a.web.listen,
-		 all ? strrchr(url, ':') + 1 : "");
+	log_info("serving %s on %s%s%s", a.data, all ? "all interfaces, port " : a.web.listen,
+		 all ? strrchr(url, ':') + 1 : "", a.web.tls_cert ? " (TLS)" : "");
 
-	while (sigwait(&set, &sig) != 0)
-		;
+	for (;;) {
+		size_t n = 0;
+
+		while (sigwait(&set, &sig) != 0)
+			;
+		if (sig != SIGHUP)
+			break;
+		err_clear(&msg);
+		if (!a.web.auth_tokens)
+			log_warn("SIGHUP: no token file to read again (the server runs open)");
+		else if (web_server_reload_auth(srv, &n, &msg))
+			log_error("SIGHUP: %s; the tokens loaded before stay in use", msg.text);
+		else
+			log_info("SIGHUP: %zu tokens from %s", n, a.web.auth_tokens);
+	}
 	log_info("received %s; finishing in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	web_server_stop(srv);
 	query_symmemo_free(memo);

@@ -33,10 +33,12 @@ static void upload_help(FILE *f)
 	      "\n"
 	      "  --server URL     default http://127.0.0.1:4040; https:// works too\n"
 	      "  --cacert FILE    PEM CA certificates to trust for https instead of the system's\n"
-	      "  --token T        sent as \"Authorization: Bearer T\" (serve --upload-token)\n"
-	      "  --tenant T       X-Scope-OrgID (debug info itself is global)\n"
+	      "  --token T        sent as \"Authorization: Bearer T\"; visible in ps: prefer\n"
+	      "                   $UNHEX_TOKEN_FILE or $UNHEX_TOKEN (docs/cli.md)\n"
+	      "  --tenant T       X-Scope-OrgID: the tenant the files are for\n"
 	      "  --type KIND      debuginfo (default) or executable\n"
-	      "  --force          upload even when the server has the build ID\n"
+	      "  --force          upload even when the server has the build ID, replacing\n"
+	      "                   other bytes it holds (needs a token with the admin scope)\n"
 	      "  --timeout S      seconds per file (default 600)\n"
 	      "\n"
 	      "Exit status: 0 when every file is uploaded or already present, 1 otherwise,\n"
@@ -105,6 +107,7 @@ static int get(const struct upload_args *a, const char *path, int *status, struc
 	req.method = "GET";
 	req.path = path;
 	req.tenant = a->tenant;
+	req.token = a->token;
 	req.timeout_ms = 30000;
 	return cli_http_request(a->http, &req, status, resp, msg);
 }
@@ -161,8 +164,11 @@ static int upload_one(const struct upload_args *a, const char *file)
 		rc = ERR_IO;
 		goto out;
 	}
-	if (strcmp(a->type, "executable") == 0)
-		snprintf(path + strlen(path), sizeof(path) - strlen(path), "?type=executable");
+	/* --force replaces what the server holds (its admin scope decides). */
+	snprintf(path + strlen(path), sizeof(path) - strlen(path), "%s%s",
+		 strcmp(a->type, "executable") == 0 ? "?type=executable" : "",
+		 !a->force ? "" : strcmp(a->type, "executable") == 0 ? "&replace=true"
+								       : "?replace=true");
 	rc = post_file(a, file, path, f, (uint64_t)sb.st_size, &status, &resp, &msg);
 	if (rc) {
 		fprintf(stderr, "unhex upload: %s: %s\n", file, msg.text);

@@ -14,7 +14,6 @@
 
 struct alt_ctx {
 	struct debuginfo *s;
-	int64_t deadline;
 };
 
 /*
@@ -31,13 +30,15 @@ static int find_alt(void *ctx, const uint8_t *id, size_t id_len, const char *nam
 	if (id_len == 0 || id_len > SYM_BUILD_ID_MAX)
 		return ERR_NOT_FOUND;
 	sym_build_id_hex(id, id_len, hex);
-	if (!debuginfo__path(a->s, hex, "debuginfo", p, sizeof(p)) && debuginfo__file_exists(p)) {
+	if (debuginfo__path(a->s, hex, "debuginfo", p, sizeof(p)))
+		return ERR_NOT_FOUND;
+	/* Fetched into the store under its own build ID, like any debug file. */
+	if (!debuginfo__file_exists(p) && a->s->upstream)
+		debuginfo__fetch(a->s, hex, id, id_len);
+	if (debuginfo__file_exists(p)) {
 		*path = strdup(p);
 		return *path ? 0 : ERR_NOMEM;
 	}
-	if (a->s->upstream &&
-	    debuginfo__debuginfod_fetch(hex, 0, a->deadline, &a->s->cancel, path, NULL) == 0)
-		return 0;
 	return ERR_NOT_FOUND;
 }
 
@@ -45,7 +46,7 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 {
 	struct sym_dwarf_opts opts = { 0 };
 	struct sym_index_stats stats;
-	struct alt_ctx actx = { s, clock_mono_ns() + s->fetch_timeout_ns };
+	struct alt_ctx actx = { s };
 	struct err_msg msg;
 	char src[DEBUGINFO__PATH_MAX], dst[DEBUGINFO__PATH_MAX];
 	int64_t t0 = clock_mono_ns();

@@ -1,14 +1,14 @@
 /*
  * debuginfo.c - the service as a whole: opening it (options, directories,
- * a check of the debuginfod client's environment, the workers), closing
- * it, and its counters.  Each concern lives in its own file;
- * debuginfo_int.h maps them.
+ * the upstream URLs, the workers), closing it, and its counters.  Each
+ * concern lives in its own file; debuginfo_int.h maps them.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 #include "debuginfo/debuginfo_int.h"
 
@@ -43,8 +43,8 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		free(s);
 		return rc;
 	}
-	if (opt->debuginfod_urls && opt->debuginfod_urls[0]) {
-		int rc = debuginfo__debuginfod_env_check(opt, msg);
+	{
+		int rc = debuginfo__upstreams_open(s, opt->debuginfod_urls, msg);
 
 		if (rc) {
 			debuginfo__lru_release(s);
@@ -53,8 +53,23 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 			free(s);
 			return rc;
 		}
-		s->upstream = 1;
 	}
+	s->fetch_interval_ns = 60000000000LL / (opt->fetch_per_minute ? opt->fetch_per_minute : 60);
+	atomic_init(&s->fetch_tat, 0);
+	{
+		unsigned per_tenant = opt->fetch_per_tenant_minute ? opt->fetch_per_tenant_minute : 20;
+
+		s->tenant_interval_ns = 60000000000LL / per_tenant;
+		if (s->tenant_interval_ns < s->fetch_interval_ns)
+			s->tenant_interval_ns = s->fetch_interval_ns;
+		for (size_t i = 0; i < DEBUGINFO__TENANT_SLOTS; i++)
+			atomic_init(&s->tenant_tat[i], 0);
+	}
+	s->max_failures = opt->max_failure_records ? opt->max_failure_records : 10000;
+	s->failure_ttl_ns = opt->failure_ttl_ns > 0 ? opt->failure_ttl_ns : 86400LL * 1000000000LL;
+	atomic_init(&s->failures, -1);
+	atomic_init(&s->last_sweep, clock_wall_ns());
+	atomic_flag_clear(&s->sweeping);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->upload_mu, NULL);
 	pthread_mutex_init(&s->touch_mu, NULL);
@@ -83,6 +98,7 @@ void debuginfo_close(struct debuginfo *s)
 	pthread_mutex_destroy(&s->upload_mu);
 	pthread_mutex_destroy(&s->touch_mu);
 	debuginfo__hot_release(&s->hot);
+	debuginfo__upstreams_close(s);
 	free(s->dir);
 	free(s);
 }
@@ -108,6 +124,10 @@ void debuginfo_stats(struct debuginfo *s, struct debuginfo_stats *o)
 	o->fetches_error = atomic_load(&s->fetches_error);
 	o->uploads_ok = atomic_load(&s->uploads_ok);
 	o->uploads_refused = atomic_load(&s->uploads_refused);
+	o->fetches_limited = atomic_load(&s->fetches_limited);
+	o->fetches_deferred = atomic_load(&s->fetches_deferred);
+	o->redirects_refused = atomic_load(&s->redirects_refused);
+	o->failures_dropped = atomic_load(&s->failures_dropped);
 	o->open_indexes = debuginfo__lru_count(s);
 	for (int i = 0; i < DEBUGINFO_STATUS_COUNT; i++)
 		o->unresolved[i] = atomic_load(&s->unresolved[i]);

@@ -6,9 +6,8 @@
  *   - the debug-file store: <data dir>/debuginfo/<id[0:2]>/<id>/
  *     {debuginfo, executable, index}, each written to a temporary file,
  *     fsynced and renamed; metadata per build ID in the store namespace
- *     STORE_AUX_DEBUGINFO (format in debuginfo_int.h).  Debug info is
- *     global, not per tenant: it is content-addressed by build ID, and a
- *     build ID names the same bytes for every tenant.
+ *     STORE_AUX_DEBUGINFO (format in debuginfo_int.h).  A build ID has one
+ *     debuginfo and one executable file, whoever uploaded them.
  *   - the persisted symbol cache (STORE_AUX_SYMCACHE): resolved frames per
  *     (build ID, file offset, leaf/return), read with one multi-get per
  *     build ID and written with one batch, so an address is resolved once,
@@ -18,6 +17,30 @@
  *   - the debuginfod client: build IDs that are not uploaded are fetched
  *     from the upstream URLs by the workers (one fetch per build ID at a
  *     time), with a not-found cache and a retry time in the metadata.
+ *
+ * Trust.  The first file stored for a build ID wins: another upload of
+ * the same bytes changes nothing, other bytes are refused (ERR_CONFLICT)
+ * unless the upload asks to replace and may (an uploader for every
+ * tenant, or the file's only owner; the web layer also demands the admin
+ * scope), and a replacement is logged with who, when and both SHA-256s.
+ * Every file is a well-formed ELF (sym_elf_inspect_file) whose build-ID
+ * note is the ID it is stored under.  Who may see a build ID's files (the
+ * _as calls below, with a tenant): the tenants that uploaded them, or
+ * every tenant when an all-tenants uploader stored them or they came from
+ * an upstream; records of build IDs without a file (statuses of lookups
+ * that failed) only the all-tenants view (tenant NULL) lists.  What a
+ * tenant may not see answers as unknown, in the same words.
+ *
+ * Outbound.  Fetches go only to http(s) upstreams; redirects are followed
+ * only to public addresses or to the upstreams themselves (a redirect to
+ * loopback, link-local or private addresses is refused, so an upstream
+ * cannot aim the server at its own network); at most fetch_per_minute
+ * fetches start per minute; one query starts at most
+ * DEBUGINFO_QUERY_FETCHES new lookups, one tenant's queries at most
+ * fetch_per_tenant_minute a minute (struct debuginfo_asker); records of
+ * failed lookups expire after
+ * failure_ttl_ns and are at most max_failure_records (debuginfod.c and
+ * fetch.c say how).
  *
  * Resolution itself (ELF, DWARF, the index format, demangling) is the
  * symbolize module's (symbolize/symbolize.h); this module decides which
@@ -31,8 +54,7 @@
  * debuginfo_generation.  Every build ID with a file has a record, and so
  * does every build ID a query needed and found nowhere.
  *
- * Threading: every function is thread-safe, except debuginfo_setenv, which
- * must run before the process has threads.  Queries wait for a build or a
+ * Threading: every function is thread-safe.  Queries wait for a build or a
  * fetch at most until their deadline; the work goes on in the background
  * and the next query finds the result.
  *
@@ -86,10 +108,18 @@ enum debuginfo_source {
 
 struct debuginfo_options {
 	const char *data_dir;        /* required; borrowed during open */
-	const char *debuginfod_urls; /* space-separated upstreams; NULL/"" none */
-	const char *cache_dir;       /* debuginfod client cache; NULL picks
-				      * <data dir>/debuginfod-cache */
+	const char *debuginfod_urls; /* space-separated http(s) upstreams; NULL/"" none;
+				      * borrowed during open */
 	int fetch_timeout_s;         /* per upstream fetch; 0 picks 30 */
+	unsigned fetch_per_minute;   /* upstream fetches started per minute at most
+				      * (bursts up to it); 0 picks 60 */
+	unsigned fetch_per_tenant_minute; /* new upstream lookups one tenant's queries
+				      * start per minute at most; 0 picks 20; at
+				      * most fetch_per_minute */
+	uint64_t max_failure_records; /* records of build IDs without a file (failed
+				      * lookups) kept at most; 0 picks 10000 */
+	int64_t failure_ttl_ns;      /* such a record is forgotten this long after its
+				      * last failure; 0 picks 24 h */
 	int64_t retry_ns;            /* not_found/upstream_error retry; 0: 10 min */
 	int64_t budget_ns;           /* what a query waits; 0 picks 5 s */
 	uint64_t max_upload_bytes;   /* 0 picks 2 GiB */
@@ -98,22 +128,10 @@ struct debuginfo_options {
 };
 
 /*
- * With upstream URLs in `opt` (borrowed), sets DEBUGINFOD_URLS,
- * DEBUGINFOD_CACHE_PATH and DEBUGINFOD_TIMEOUT for libdebuginfod, which
- * reads them from the environment only, and creates the cache directory.
- * setenv() races with getenv() in other threads, so call this from the
- * main thread before the process starts any thread (before store_open,
- * whose RocksDB threads read the environment); debuginfod.c says more.
- * Without URLs it does nothing.  Returns 0, ERR_INVALID, ERR_IO or
- * ERR_NOMEM with a message.
- */
-int debuginfo_setenv(const struct debuginfo_options *opt, struct err_msg *msg);
-
-/*
  * Opens the service over `st` (borrowed; must outlive the service) and
- * starts its workers.  With upstream URLs, the environment must hold what
- * debuginfo_setenv(opt) set (ERR_INVALID otherwise).  Returns an owned
- * *out.
+ * starts its workers.  Upstream URLs must be http:// or https:// with a
+ * host (ERR_INVALID naming the bad one; file:// and every other scheme are
+ * refused).  Returns an owned *out.
  */
 int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		   struct debuginfo **out, struct err_msg *msg);
@@ -145,13 +163,29 @@ struct debuginfo_upload_result {
 	unsigned kinds;           /* 1 << enum debuginfo_file_kind stored for the ID */
 };
 
+/* Who uploads, for the trust rules and the log (all borrowed). */
+struct debuginfo_upload_by {
+	const char *tenant;  /* the uploading tenant; NULL: every tenant's file */
+	int replace;         /* replace other bytes already stored, if allowed */
+	const char *name;    /* the token's name, for the log; NULL: "server" */
+	const char *from;    /* the client's address, for the log; NULL: "local" */
+};
+
 /*
  * Validates the uploaded bytes as `kind` for the claimed `build_id_hex` and
- * stores them; frees `u` in every case.  A file whose build ID differs is
- * ERR_CONFLICT ("build ID mismatch: file has X, claimed Y"); not an ELF, or
- * no symbols for a debuginfo upload, is ERR_INVALID with res->reason set.
- * A refusal is recorded in the metadata unless a good file is stored.
+ * stores them under the trust rules above; frees `u` in every case.  A
+ * file whose build ID differs is ERR_CONFLICT ("build ID mismatch: file
+ * has X, claimed Y"); not a well-formed ELF, or no symbols for a
+ * debuginfo upload, is ERR_INVALID with res->reason set; other bytes than
+ * those stored are ERR_CONFLICT without by->replace, ERR_PERMISSION when
+ * `by` may not replace them.  A refusal writes nothing to the store.
+ * `by` NULL uploads for every tenant without replacing.
  */
+int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_hex,
+			       enum debuginfo_file_kind kind, const struct debuginfo_upload_by *by,
+			       struct debuginfo_upload_result *res, struct err_msg *msg);
+
+/* debuginfo_upload_commit_as with `by` NULL. */
 int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex,
 			    enum debuginfo_file_kind kind, struct debuginfo_upload_result *res,
 			    struct err_msg *msg);
@@ -161,10 +195,21 @@ void debuginfo_upload_abort(struct debuginfo_upload *u);
 
 /*
  * The path of a stored file of `build_id_hex` into `out`, 0 or ERR_NOT_FOUND
- * (also for a malformed ID).  Used to serve the debuginfod protocol.
+ * (also for a malformed ID, and for a file `tenant` may not see; NULL: every
+ * tenant's view).  Used to serve the debuginfod protocol; the path is for
+ * the server, never for a client.
  */
+int debuginfo_file_path_as(struct debuginfo *d, const char *tenant, const char *build_id_hex,
+			   enum debuginfo_file_kind kind, char *out, size_t out_len);
 int debuginfo_file_path(struct debuginfo *d, const char *build_id_hex,
 			enum debuginfo_file_kind kind, char *out, size_t out_len);
+
+/*
+ * 1 when build ID `build_id_hex` has a file `tenant` may see (NULL: every
+ * tenant's view, any file), else 0.  For callers that resolve on behalf
+ * of one tenant.
+ */
+int debuginfo_visible(struct debuginfo *d, const char *tenant, const char *build_id_hex);
 
 /* ---- what is known per build ID ---- */
 
@@ -182,6 +227,9 @@ struct debuginfo_record {
 	int64_t uploaded_ns;                /* wall clock; 0 when no file arrived */
 	int64_t last_used_ns;               /* last query that used it, to the minute */
 	int64_t retry_at_ns;                /* a failure is retried from then on; 0 now */
+	int shared;                         /* every tenant may see the files */
+	int has_sha256;
+	uint8_t sha256[32];                 /* of the file `size` describes */
 };
 
 /* "none", "upload", "debuginfod". */
@@ -189,9 +237,12 @@ const char *debuginfo_source_str(enum debuginfo_source s);
 
 /*
  * The record of `build_id_hex` into *out: 0, ERR_INVALID (not a hex build
- * ID), ERR_NOT_FOUND (never heard of), or an error of the store (ERR_CORRUPT
- * for a record that does not decode); `msg` says which.
+ * ID), ERR_NOT_FOUND (never heard of, or not `tenant`'s to see), or an
+ * error of the store (ERR_CORRUPT for a record that does not decode); `msg`
+ * says which.  `tenant` NULL is every tenant's view; debuginfo_get is that.
  */
+int debuginfo_get_as(struct debuginfo *d, const char *tenant, const char *build_id_hex,
+		     struct debuginfo_record *out, struct err_msg *msg);
 int debuginfo_get(struct debuginfo *d, const char *build_id_hex, struct debuginfo_record *out,
 		  struct err_msg *msg);
 
@@ -199,10 +250,13 @@ int debuginfo_get(struct debuginfo *d, const char *build_id_hex, struct debuginf
 typedef int (*debuginfo_record_fn)(void *ctx, const struct debuginfo_record *r);
 
 /*
- * Calls `fn` for every record, in build-ID order; records that do not
- * decode are skipped.  Returns 0, the non-zero return of `fn`, or an
- * error of the store.
+ * Calls `fn` for every record `tenant` may see (NULL: all), in build-ID
+ * order; records that do not decode are skipped.  Returns 0, the non-zero
+ * return of `fn`, or an error of the store.  debuginfo_list is every
+ * tenant's view.
  */
+int debuginfo_list_as(struct debuginfo *d, const char *tenant, debuginfo_record_fn fn, void *ctx,
+		      struct err_msg *msg);
 int debuginfo_list(struct debuginfo *d, debuginfo_record_fn fn, void *ctx, struct err_msg *msg);
 
 /*
@@ -244,6 +298,36 @@ int debuginfo_resolve(struct debuginfo *d, const char *build_id_hex,
 		      sym_frames_fn fn, void *ctx, enum debuginfo_status *status, char *reason,
 		      size_t reason_len);
 
+/* New upstream lookups one query may start (struct debuginfo_asker). */
+#define DEBUGINFO_QUERY_FETCHES 8u
+
+/*
+ * On whose behalf a query resolves: one per query, shared by all its
+ * debuginfo_resolve_as calls (one thread at a time), which update it.
+ */
+struct debuginfo_asker {
+	const char *tenant;      /* borrowed; NULL: every tenant's view */
+	unsigned fetches_left;   /* new upstream lookups it may still start;
+				  * DEBUGINFO_QUERY_FETCHES for a new query */
+};
+
+/*
+ * debuginfo_resolve for one tenant's query `a` (NULL: every tenant's view,
+ * no query budget).  A build ID whose file `a->tenant` may not see
+ * (debuginfo_visible) resolves nothing, with status not_found and the
+ * words of a build ID nobody uploaded, so a tenant cannot name frames from
+ * another's private file by sending its build ID.  A lookup the build ID
+ * needs upstream starts only while the query's and the tenant's budgets
+ * allow (one fetch per build ID is shared by every query waiting for it);
+ * past them the status is pending with the reason, nothing is recorded,
+ * and a later query asks again.
+ */
+int debuginfo_resolve_as(struct debuginfo *d, struct debuginfo_asker *a,
+			 const char *build_id_hex, const struct debuginfo_mapping_ref *map,
+			 const struct debuginfo_addr_req *reqs, size_t n, int64_t deadline_ns,
+			 sym_frames_fn fn, void *ctx, enum debuginfo_status *status,
+			 char *reason, size_t reason_len);
+
 /*
  * A counter that changes whenever frames resolved earlier may no longer be
  * right: the debug info of a build ID was replaced.  Callers that keep
@@ -274,6 +358,11 @@ struct debuginfo_stats {
 	uint64_t cache_hits, cache_misses;
 	uint64_t fetches_ok, fetches_not_found, fetches_error;
 	uint64_t uploads_ok, uploads_refused;
+	uint64_t fetches_limited;  /* fetches not started: past fetch_per_minute */
+	uint64_t fetches_deferred; /* lookups a query did not start: past its own
+				    * or its tenant's budget */
+	uint64_t redirects_refused; /* upstream redirects to a private address */
+	uint64_t failures_dropped; /* failure records not kept: max_failure_records */
 	uint64_t open_indexes;     /* a gauge: indexes open now */
 	/* Distinct locations queries left without names, by why
 	 * (debuginfo_note_unresolved). */

@@ -8,11 +8,13 @@
  *   debuginfo.c   open (options, directories, workers), close, counters
  *   files.c       canonical IDs, paths, installing and comparing files,
  *                 the debuginfod server side (debuginfo_file_path)
- *   meta.c        the metadata record: codec, get/put, failures, the
- *                 typed records (debuginfo_get, _list, _count_by_status)
+ *   meta.c        the metadata record: codec, get/put, failures (bounded,
+ *                 expiring), who may see a record, the typed records
+ *                 (debuginfo_get, _list, _count_by_status)
  *   upload.c      uploads: check, install, drop what a replaced file gave
  *   touch.c       last use, written at most once a minute
- *   debuginfod.c  the client (libdebuginfod only here) and its environment
+ *   debuginfod.c  the client of upstream debuginfod servers (libcurl only here)
+ *                 and where it may connect
  *   jobs.c        worker threads and the queue of one job per build ID
  *   fetch.c       a job's fetch from upstream into the store
  *   build.c       a job's index build, with the DWZ alt file by build ID
@@ -30,13 +32,24 @@
  *   uvarint  status   (enum debuginfo_status of the build ID)
  *   uvarint  kinds    (bit 1 << enum debuginfo_file_kind for each file stored)
  *   uvarint  size     (bytes of the debuginfo file, else of the executable)
- *   uvarint  hash     (hash_bytes of the file, seed 0; informational: whether a
- *                      re-upload is identical is decided by comparing bytes)
+ *   uvarint  hash     (informational: the first 8 bytes of sha256 below, big
+ *                      endian; hash_bytes of the file in records written before
+ *                      sha256 existed.  Whether a re-upload is identical is
+ *                      decided by comparing bytes)
  *   svarint  uploaded (ns since the epoch the file arrived)
  *   svarint  last_used (ns; updated at most once a minute)
  *   svarint  retry_at (ns; when a not_found / upstream_error may be retried)
  *   uvarint  reason length, then that many bytes of text
+ *   uvarint  owners length, then that many bytes: who may see the files ("*"
+ *            every tenant; else the tenant ids that uploaded them, joined
+ *            by ','; "" when no file is stored)
+ *   uvarint  sha256 length (0 or 32), then the SHA-256 of the file `size`
+ *            describes
+ *   svarint  failed (ns; when the last failure was recorded: records without
+ *            a file are forgotten failure_ttl after it)
  * A reader ignores bytes after the fields it knows (later versions append).
+ * A record that ends after the reason predates owners: its files are
+ * every tenant's, as all files were then.
  *
  * STORE_AUX_SYMCACHE, key: build ID bytes, then the file offset as 8 bytes
  * big-endian, then one byte (1: leaf PC, 0: return address), so one build
@@ -72,11 +85,14 @@
 #include "debuginfo/debuginfo.h"
 
 struct arena;
+struct sockaddr;
 struct store_kv;
 
 #define DEBUGINFO__MAX_WORKERS 4
 #define DEBUGINFO__TOUCH_SLOTS 1024
 #define DEBUGINFO__PATH_MAX 4096
+
+#define DEBUGINFO__OWNERS_MAX 1024 /* the owners list, with its NUL */
 
 /* A decoded STORE_AUX_DEBUGINFO record. */
 struct debuginfo__meta {
@@ -84,6 +100,10 @@ struct debuginfo__meta {
 	uint64_t size, hash;
 	int64_t uploaded, last_used, retry_at;
 	char reason[256];
+	char owners[DEBUGINFO__OWNERS_MAX]; /* "*", "a,b" or "" (format above) */
+	uint8_t sha256[32];
+	int has_sha256;
+	int64_t failed;                 /* when the last failure was recorded */
 };
 
 /* A background job: fetch (if needed) and build the index of one build ID. */
@@ -110,17 +130,71 @@ struct debuginfo__touch_slot {
 	int64_t written;
 };
 
-/* debuginfod.c: fetches one file of a build ID from the upstream URLs set in
- * the environment (DEBUGINFOD_URLS).  On success *path is an owned copy of
- * the cached file's path.  ERR_NOT_FOUND when no server has it,
- * ERR_TIMEOUT past `deadline_ns` (monotonic) or when *cancel (read from
- * libdebuginfod's progress callback, on this thread) becomes non-zero,
- * ERR_UNAVAILABLE for other failures; `msg` says which. */
-int debuginfo__debuginfod_fetch(const char *build_id_hex, int executable,
-				int64_t deadline_ns, const atomic_int *cancel,
-				char **path, struct err_msg *msg);
-/* ERR_INVALID unless the environment holds what debuginfo_setenv(opt) sets. */
-int debuginfo__debuginfod_env_check(const struct debuginfo_options *opt, struct err_msg *msg);
+/* ---- debuginfod.c: upstream fetches ---- */
+
+#define DEBUGINFO__URL_MAX 1024
+#define DEBUGINFO__MAX_UPSTREAMS 16
+
+/* One configured upstream. */
+struct debuginfo__upstream {
+	char url[DEBUGINFO__URL_MAX];  /* http(s)://host[:port][/prefix], no trailing '/' */
+	char host[256];                /* without IPv6 brackets */
+	int port;                      /* the URL's, or its scheme's default */
+};
+
+/*
+ * Parses space-separated upstream URLs (NULL or "" for none) into an owned
+ * array (NULL when none) of *n: http:// or https:// with a host, at most
+ * DEBUGINFO__MAX_UPSTREAMS.  ERR_INVALID naming the bad one.
+ */
+int debuginfo__upstreams_parse(const char *urls, struct debuginfo__upstream **out, size_t *n,
+			       struct err_msg *msg);
+/* Sets s->upstreams, n_upstreams and upstream from `urls`, and readies libcurl. */
+int debuginfo__upstreams_open(struct debuginfo *s, const char *urls, struct err_msg *msg);
+/* Frees the upstreams and drops libcurl's reference. */
+void debuginfo__upstreams_close(struct debuginfo *s);
+/* An address and port a fetch may reach although it is private: an upstream's. */
+struct debuginfo__allowed {
+	int family;           /* AF_INET or AF_INET6 */
+	uint8_t addr[16];     /* network order; 4 bytes for AF_INET */
+	int port;
+};
+
+/*
+ * 1 when a fetch may connect to `sa`: a public address, or one of the
+ * n_allow addresses of `allow` with its port.  Private means loopback,
+ * link-local, RFC 1918, shared (100.64/10), unique-local, multicast,
+ * unspecified or reserved, also inside IPv4-mapped IPv6.
+ */
+int debuginfo__address_allowed(const struct sockaddr *sa, const struct debuginfo__allowed *allow,
+			       size_t n_allow);
+/*
+ * Fetches one file of a build ID from the upstreams, in order, into a
+ * temporary file under <dir>/tmp; on success *path is its owned path (the
+ * caller moves or removes the file).  ERR_NOT_FOUND when every upstream
+ * answered 404, ERR_TIMEOUT past `deadline_ns` (monotonic) or when the
+ * service's cancel flag is set, ERR_TOO_LARGE past max_upload,
+ * ERR_UNAVAILABLE for other failures (a refused redirect among them);
+ * `msg` says which.
+ */
+int debuginfo__debuginfod_fetch(struct debuginfo *s, const char *build_id_hex, int executable,
+				int64_t deadline_ns, char **path, struct err_msg *msg);
+
+/* ---- fetch.c: the outbound budget ---- */
+
+/*
+ * Takes one upstream fetch from the budget of fetch_per_minute: 0, or
+ * ERR_UNAVAILABLE with *retry_ns (wall clock) when the next one may start.
+ */
+int debuginfo__fetch_admit(struct debuginfo *s, int64_t *retry_ns);
+/*
+ * Takes one lookup from the per-minute budget of `tenant`'s queries: 0, or
+ * ERR_UNAVAILABLE.  Tenants share DEBUGINFO__TENANT_SLOTS budgets by a
+ * hash of their id, so the table is bounded whatever the tenants.
+ */
+int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant);
+
+#define DEBUGINFO__TENANT_SLOTS 256
 
 /* ---- codec.c: symbol-cache values ---- */
 
@@ -180,11 +254,30 @@ int debuginfo__meta_get(struct debuginfo *s, const char *id, struct debuginfo__m
 int debuginfo__meta_put(struct debuginfo *s, const char *id, const struct debuginfo__meta *m);
 /*
  * Records a failure status for `id` (a canonical ID), keeping what is
- * known about its files; `source` only fills an empty one.  A failure to
- * write is logged, not returned: the status is advice, the query goes on.
+ * known about its files; `source` only fills an empty one.  A build ID
+ * without a file gets a record only while fewer than max_failure_records
+ * exist after forgetting those older than failure_ttl_ns (a sweep runs at
+ * most every failure_ttl_ns / 24, or when the count is reached).  A
+ * failure to write is logged, not returned: the status is advice, the
+ * query goes on.
  */
 void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
 			  enum debuginfo_status st, int64_t retry_at, const char *reason);
+/*
+ * 1 when `tenant` may see the files of record `m`: NULL (every tenant's
+ * view) sees every record; a tenant sees a record with a file whose owners
+ * are "*" or name it.
+ */
+int debuginfo__visible(const struct debuginfo__meta *m, const char *tenant);
+/* 1 when the owners list `owners` names `tenant`. */
+int debuginfo__owner_has(const char *owners, const char *tenant);
+/*
+ * Forgets the records of build IDs without a file whose last failure is
+ * older than failure_ttl_ns and whose retry time passed, and counts those
+ * left into s->failures.  One sweep at a time; takes upload_mu.
+ */
+void debuginfo__meta_sweep(struct debuginfo *s);
+
 /* The status a refused file gives its build ID. */
 enum debuginfo_status debuginfo__status_of_reason(enum sym_reason r);
 /* snprintf of `s` (NULL: "") into out[len], when len > 0. */
@@ -222,6 +315,8 @@ void debuginfo__jobs_stop(struct debuginfo *s);
  * pending (it goes on), ERR_NOMEM.
  */
 int debuginfo__job_await(struct debuginfo *s, const char *id, int64_t deadline_mono);
+/* 1 when a job for `id` is queued or running. */
+int debuginfo__job_exists(struct debuginfo *s, const char *id);
 /* Fetches the debug info of `id` from upstream into the store; the
  * outcome is in its metadata.  0 when a usable file was stored. */
 int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen);
@@ -334,9 +429,20 @@ struct debuginfo {
 	struct store *st;           /* borrowed */
 	char *dir;                  /* owned: <data dir>/debuginfo */
 	int upstream;               /* debuginfod URLs were given */
+	struct debuginfo__upstream *upstreams; /* owned; n_upstreams of them */
+	size_t n_upstreams;
 	int64_t retry_ns, budget_ns, fetch_timeout_ns;
 	uint64_t max_upload;
 	size_t max_open;
+	int64_t fetch_interval_ns;  /* 60 s / fetch_per_minute */
+	atomic_int_fast64_t fetch_tat; /* the budget's theoretical arrival time (GCRA) */
+	int64_t tenant_interval_ns; /* 60 s / fetch_per_tenant_minute */
+	atomic_int_fast64_t tenant_tat[DEBUGINFO__TENANT_SLOTS]; /* per hashed tenant */
+	uint64_t max_failures;      /* max_failure_records */
+	int64_t failure_ttl_ns;
+	atomic_int_fast64_t failures; /* file-less records, an upper bound; -1 unknown */
+	atomic_int_fast64_t last_sweep; /* wall clock of the last expiry sweep */
+	atomic_flag sweeping;
 
 	pthread_mutex_t mu;
 	pthread_cond_t work_cv;     /* a job was queued, or stopping */
@@ -362,6 +468,8 @@ struct debuginfo {
 	atomic_uint_fast64_t index_builds, index_opens, cache_hits, cache_misses;
 	atomic_uint_fast64_t fetches_ok, fetches_not_found, fetches_error;
 	atomic_uint_fast64_t uploads_ok, uploads_refused;
+	atomic_uint_fast64_t fetches_limited, redirects_refused, failures_dropped;
+	atomic_uint_fast64_t fetches_deferred;
 	atomic_uint_fast64_t unresolved[DEBUGINFO_STATUS_COUNT]; /* locations queries left hex */
 };
 

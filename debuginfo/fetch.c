@@ -2,29 +2,163 @@
  * fetch.c - fetching the debug info of a build ID nobody uploaded from the
  * debuginfod upstreams (debuginfod.c) into the store, checked like an
  * upload, with the outcome recorded in its metadata (a not-found or an
- * upstream error is retried after retry_ns).
+ * upstream error is retried after retry_ns), under the outbound budget.
+ *
+ * The budget.  Each build ID has at most one fetch at a time (jobs.c) and
+ * a failure is not retried before its retry time, so a lookup is never
+ * repeated; but a profile can name many build IDs nobody has.  So at most
+ * fetch_per_minute fetches start per minute, in bursts of up to that many
+ * (a generic cell rate: one timestamp, moved by compare-and-swap).  A
+ * fetch past the budget is not sent; its build ID is recorded as an
+ * upstream error to be retried once the budget allows, so the queries
+ * that need it do not queue it again meanwhile.  Before that, resolve.c
+ * lets one query queue at most DEBUGINFO_QUERY_FETCHES new lookups and one
+ * tenant's queries fetch_per_tenant_minute a minute (the same cell rate
+ * per hashed tenant), so one tenant's profiles full of unknown build IDs
+ * cannot spend the whole budget.
+ *
+ * A fetched file is installed under upload_mu, and only if no upload
+ * stored a file meanwhile: the first file of a build ID wins, whoever
+ * brought it.  Fetched files are every tenant's.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/log.h"
+#include "base/sha256.h"
 #include "debuginfo/debuginfo_int.h"
 
-int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
+/*
+ * One cell of a rate of 60 s / interval a minute, in bursts of up to that
+ * many: 0, or ERR_UNAVAILABLE with *wait_ns until the next cell.
+ */
+static int gcra_take(atomic_int_fast64_t *tat_p, int64_t interval, int64_t *wait_ns)
 {
-	int64_t now = clock_wall_ns();
+	int64_t now = clock_mono_ns(), burst = 60000000000LL - interval;
+	int64_t tat = atomic_load(tat_p);
+
+	for (;;) {
+		int64_t start = tat > now ? tat : now;
+
+		if (start - now > burst) {
+			*wait_ns = start - now - burst;
+			return ERR_UNAVAILABLE;
+		}
+		if (atomic_compare_exchange_weak(tat_p, &tat, start + interval))
+			return 0;
+	}
+}
+
+int debuginfo__fetch_admit(struct debuginfo *s, int64_t *retry_ns)
+{
+	int64_t wait = 0;
+
+	if (gcra_take(&s->fetch_tat, s->fetch_interval_ns, &wait)) {
+		*retry_ns = clock_wall_ns() + wait;
+		return ERR_UNAVAILABLE;
+	}
+	return 0;
+}
+
+int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	int64_t wait = 0;
+
+	for (const unsigned char *p = (const unsigned char *)tenant; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ULL;
+	return gcra_take(&s->tenant_tat[h % DEBUGINFO__TENANT_SLOTS], s->tenant_interval_ns, &wait);
+}
+
+/* Checks the fetched file at `got`; 0, or the failure recorded. */
+static int check_fetched(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
+			 const char *got, int64_t now)
+{
 	struct sym_elf_info info;
 	enum sym_reason reason;
 	struct err_msg msg;
-	char *got = NULL, dst[DEBUGINFO__PATH_MAX];
-	struct debuginfo__meta m;
+	char text[600];
 	int rc;
 
 	err_clear(&msg);
-	rc = debuginfo__debuginfod_fetch(id, 0, clock_mono_ns() + s->fetch_timeout_ns, &s->cancel,
-					 &got, &msg);
+	/* Some servers hand out a stripped binary as "debuginfo": insist on DWARF. */
+	rc = sym_elf_inspect_file(got, &info, &msg);
+	if (rc)
+		reason = SYM_REASON_INVALID_ELF;
+	else
+		rc = sym_elf_check(&info, bid, blen, 1, &reason, &msg);
+	if (!rc)
+		return 0;
+	snprintf(text, sizeof(text), "debuginfod served an unusable file: %s", msg.text);
+	debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, debuginfo__status_of_reason(reason),
+			     now + s->retry_ns, text);
+	return ERR_INVALID;
+}
+
+/* Moves the checked file to the store unless a file arrived meanwhile.  upload_mu held. */
+static int install_fetched(struct debuginfo *s, const char *id, const char *got, int64_t now)
+{
+	char dst[DEBUGINFO__PATH_MAX], exe[DEBUGINFO__PATH_MAX], dir[DEBUGINFO__PATH_MAX];
+	struct debuginfo__meta m;
+	uint8_t d[SHA256_LEN];
+	uint64_t size = 0;
+	int rc;
+
+	if (debuginfo__path(s, id, "debuginfo", dst, sizeof(dst)) ||
+	    debuginfo__path(s, id, "executable", exe, sizeof(exe)) ||
+	    debuginfo__path(s, id, NULL, dir, sizeof(dir)))
+		return ERR_TOO_LARGE;
+	if (debuginfo__file_exists(dst) || debuginfo__file_exists(exe))
+		return 0;
+	rc = sha256_file(got, d, &size);
+	if (!rc)
+		rc = debuginfo__mkdir_p(dir);
+	if (!rc && rename(got, dst)) {
+		log_error("debuginfo: cannot rename %s to %s: %s", got, dst, strerror(errno));
+		rc = ERR_IO;
+	}
+	if (rc)
+		return rc;
+	debuginfo__fsync_dir(dst);
+	memset(&m, 0, sizeof(m));
+	m.source = DEBUGINFO_SOURCE_DEBUGINFOD;
+	m.status = DEBUGINFO_STATUS_OK;
+	m.kinds = 1u << DEBUGINFO_FILE_DEBUGINFO;
+	m.size = size;
+	for (int i = 0; i < 8; i++)
+		m.hash = m.hash << 8 | d[i];
+	memcpy(m.sha256, d, SHA256_LEN);
+	m.has_sha256 = 1;
+	snprintf(m.owners, sizeof(m.owners), "*");
+	m.uploaded = now;
+	m.last_used = now;
+	return debuginfo__meta_put(s, id, &m);
+}
+
+int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
+{
+	int64_t now = clock_wall_ns(), retry = 0;
+	struct err_msg msg;
+	char *got = NULL, text[300];
+	int rc;
+
+	err_clear(&msg);
+	if (debuginfo__fetch_admit(s, &retry)) {
+		atomic_fetch_add(&s->fetches_limited, 1);
+		snprintf(text, sizeof(text),
+			 "not fetched: upstream lookups are limited to %lld a minute; retried later",
+			 (long long)(60000000000LL / s->fetch_interval_ns));
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
+				     DEBUGINFO_STATUS_UPSTREAM_ERROR, retry, text);
+		return ERR_UNAVAILABLE;
+	}
+	rc = debuginfo__debuginfod_fetch(s, id, 0, clock_mono_ns() + s->fetch_timeout_ns, &got,
+					 &msg);
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
 		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND,
@@ -39,43 +173,17 @@ int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 		return rc;
 	}
 	atomic_fetch_add(&s->fetches_ok, 1);
-	/* Some servers hand out a stripped binary as "debuginfo": insist on DWARF. */
-	rc = sym_elf_inspect_file(got, &info, &msg);
-	if (rc)
-		reason = SYM_REASON_INVALID_ELF;
-	else
-		rc = sym_elf_check(&info, bid, blen, 1, &reason, &msg);
-	if (rc) {
-		char text[600];
-
-		snprintf(text, sizeof(text), "debuginfod served an unusable file: %s", msg.text);
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
-				     debuginfo__status_of_reason(reason), now + s->retry_ns, text);
-		free(got);
-		return ERR_INVALID;
-	}
-	rc = debuginfo__path(s, id, "debuginfo", dst, sizeof(dst));
+	rc = check_fetched(s, id, bid, blen, got, now);
 	if (!rc) {
-		char dir[DEBUGINFO__PATH_MAX];
-
-		debuginfo__path(s, id, NULL, dir, sizeof(dir));
-		rc = debuginfo__mkdir_p(dir);
+		pthread_mutex_lock(&s->upload_mu);
+		rc = install_fetched(s, id, got, now);
+		pthread_mutex_unlock(&s->upload_mu);
+		if (rc)
+			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
+					     DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
+					     "cannot store the fetched file");
 	}
-	if (!rc)
-		rc = debuginfo__install_copy(got, dst, &msg);
+	unlink(got); /* gone already when installed */
 	free(got);
-	if (rc) {
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
-				     DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
-				     "cannot store the fetched file");
-		return rc;
-	}
-	memset(&m, 0, sizeof(m));
-	m.source = DEBUGINFO_SOURCE_DEBUGINFOD;
-	m.status = DEBUGINFO_STATUS_OK;
-	m.kinds = 1u << DEBUGINFO_FILE_DEBUGINFO;
-	debuginfo__file_hash(dst, &m.size, &m.hash);
-	m.uploaded = now;
-	m.last_used = now;
-	return debuginfo__meta_put(s, id, &m);
+	return rc;
 }

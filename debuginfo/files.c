@@ -3,7 +3,7 @@
  * under <data dir>/debuginfo (layout in debuginfo_int.h), creating
  * directories, installing a file under its final name (a temporary name,
  * fsync, rename, fsync of the directory), comparing two files, and the
- * lookup that serves the debuginfod protocol.
+ * lookup that serves the debuginfod protocol to those who may see a file.
  */
 #include <assert.h>
 #include <errno.h>
@@ -242,15 +242,26 @@ out:
 	return rc;
 }
 
-int debuginfo_file_path(struct debuginfo *s, const char *build_id_hex,
-			enum debuginfo_file_kind kind, char *out, size_t out_len)
+int debuginfo_file_path_as(struct debuginfo *s, const char *tenant, const char *build_id_hex,
+			   enum debuginfo_file_kind kind, char *out, size_t out_len)
 {
 	char id[DEBUGINFO_HEX_MAX];
+	struct debuginfo__meta m;
 
 	if (debuginfo__canon_id(build_id_hex, id, NULL, NULL) ||
 	    (unsigned)kind > DEBUGINFO_FILE_EXECUTABLE ||
 	    debuginfo__path(s, id, debuginfo__kind_name(kind), out, out_len) ||
 	    !debuginfo__file_exists(out))
 		return ERR_NOT_FOUND;
+	/* A file without a record (a crash between rename and record) is no
+	 * tenant's: only the every-tenant view serves it. */
+	if (tenant && (debuginfo__meta_get(s, id, &m) || !debuginfo__visible(&m, tenant)))
+		return ERR_NOT_FOUND;
 	return 0;
+}
+
+int debuginfo_file_path(struct debuginfo *s, const char *build_id_hex,
+			enum debuginfo_file_kind kind, char *out, size_t out_len)
+{
+	return debuginfo_file_path_as(s, NULL, build_id_hex, kind, out, out_len);
 }

@@ -129,6 +129,16 @@ int debuginfo__job_await(struct debuginfo *s, const char *id, int64_t deadline_m
 	return rc;
 }
 
+int debuginfo__job_exists(struct debuginfo *s, const char *id)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->mu);
+	rc = job_pending(s, id);
+	pthread_mutex_unlock(&s->mu);
+	return rc;
+}
+
 int debuginfo__jobs_start(struct debuginfo *s, int workers)
 {
 	for (int i = 0; i < workers && i < DEBUGINFO__MAX_WORKERS; i++) {

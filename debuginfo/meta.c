@@ -1,14 +1,16 @@
 /*
  * meta.c - the metadata record of a build ID (STORE_AUX_DEBUGINFO, format
  * in debuginfo_int.h): its codec, reading and writing it, recording a
- * failure, the status and source names, and the typed records the service
- * hands out (debuginfo_get, debuginfo_list, debuginfo_count_by_status).
+ * failure, the status and source names, who may see a build ID's files,
+ * and the typed records the service hands out (debuginfo_get, _list,
+ * _count_by_status, and their views for one tenant).
  */
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "base/varint.h"
@@ -58,6 +60,7 @@ void debuginfo__copy_reason(char *out, size_t len, const char *s)
 int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out)
 {
 	size_t rl = strnlen(m->reason, sizeof(m->reason));
+	size_t ol = strnlen(m->owners, sizeof(m->owners) - 1);
 	int rc;
 
 	/* A status the decoder would refuse would lose the record. */
@@ -73,7 +76,49 @@ int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out)
 	if (!rc) rc = buf_put_svarint(out, m->retry_at);
 	if (!rc) rc = buf_put_uvarint(out, rl);
 	if (!rc) rc = buf_append(out, m->reason, rl);
+	if (!rc) rc = buf_put_uvarint(out, ol);
+	if (!rc) rc = buf_append(out, m->owners, ol);
+	if (!rc) rc = buf_put_uvarint(out, m->has_sha256 ? sizeof(m->sha256) : 0);
+	if (!rc && m->has_sha256) rc = buf_append(out, m->sha256, sizeof(m->sha256));
+	if (!rc) rc = buf_put_svarint(out, m->failed);
 	return rc;
+}
+
+/* The fields appended after the reason: owners, sha256, failed (format in debuginfo_int.h). */
+static int decode_tail(const uint8_t *p, const uint8_t *end, struct debuginfo__meta *m)
+{
+	uint64_t n;
+	size_t k;
+
+	if (p == end) {
+		/* Written before owners existed: files were every tenant's. */
+		snprintf(m->owners, sizeof(m->owners), "%s", m->kinds ? "*" : "");
+		return 0;
+	}
+	k = varint_get(p, end, &n);
+	if (!k || n > (uint64_t)(end - p - (ptrdiff_t)k) || n >= sizeof(m->owners) ||
+	    memchr(p + k, '\0', (size_t)n))
+		return ERR_CORRUPT;
+	memcpy(m->owners, p + k, (size_t)n);
+	m->owners[n] = '\0';
+	p += k + (size_t)n;
+	if (p == end)
+		return 0;
+	k = varint_get(p, end, &n);
+	if (!k || (n != 0 && n != sizeof(m->sha256)) || n > (uint64_t)(end - p - (ptrdiff_t)k))
+		return ERR_CORRUPT;
+	if (n) {
+		memcpy(m->sha256, p + k, sizeof(m->sha256));
+		m->has_sha256 = 1;
+	}
+	p += k + (size_t)n;
+	if (p == end)
+		return 0;
+	k = varint_get(p, end, &n);
+	if (!k)
+		return ERR_CORRUPT;
+	m->failed = zigzag_decode(n);
+	return 0;
 }
 
 int debuginfo__meta_decode(const void *val, size_t len, struct debuginfo__meta *m)
@@ -105,7 +150,34 @@ int debuginfo__meta_decode(const void *val, size_t len, struct debuginfo__meta *
 	k = v[8] < sizeof(m->reason) - 1 ? (size_t)v[8] : sizeof(m->reason) - 1;
 	memcpy(m->reason, p, k);
 	m->reason[k] = '\0';
+	if (decode_tail(p + v[8], end, m)) {
+		memset(m, 0, sizeof(*m));
+		return ERR_CORRUPT;
+	}
 	return 0;
+}
+
+int debuginfo__owner_has(const char *owners, const char *tenant)
+{
+	size_t n = strlen(tenant);
+
+	for (const char *p = owners; *p;) {
+		size_t k = strcspn(p, ",");
+
+		if (k == n && memcmp(p, tenant, n) == 0)
+			return 1;
+		p += k + (p[k] == ',');
+	}
+	return 0;
+}
+
+int debuginfo__visible(const struct debuginfo__meta *m, const char *tenant)
+{
+	if (!tenant)
+		return 1;
+	if (!m->kinds)
+		return 0;
+	return strcmp(m->owners, "*") == 0 || debuginfo__owner_has(m->owners, tenant);
 }
 
 int debuginfo__meta_get(struct debuginfo *s, const char *id, struct debuginfo__meta *m)
@@ -140,20 +212,102 @@ int debuginfo__meta_put(struct debuginfo *s, const char *id, const struct debugi
 	return rc;
 }
 
+/* A record of a build ID without a file whose time is up. */
+static int expired(const struct debuginfo__meta *m, int64_t now, int64_t ttl)
+{
+	return !m->kinds && m->retry_at <= now && m->failed <= now - ttl;
+}
+
+struct sweep {
+	int64_t now, ttl;
+	struct buf ids;       /* NUL-terminated build IDs to forget */
+	int64_t kept;         /* file-less records that stay */
+};
+
+static int sweep_one(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct sweep *w = ctx;
+	struct debuginfo__meta m;
+	int rc;
+
+	if (klen >= DEBUGINFO_HEX_MAX || debuginfo__meta_decode(val, vlen, &m) || m.kinds)
+		return 0;
+	if (!expired(&m, w->now, w->ttl)) {
+		w->kept++;
+		return 0;
+	}
+	rc = buf_append(&w->ids, key, klen);
+	return rc ? rc : buf_putc(&w->ids, '\0');
+}
+
+void debuginfo__meta_sweep(struct debuginfo *s)
+{
+	struct sweep w = { clock_wall_ns(), s->failure_ttl_ns, { 0 }, 0 };
+	size_t forgotten = 0;
+
+	if (atomic_flag_test_and_set(&s->sweeping))
+		return;
+	buf_init(&w.ids, 64u << 20);
+	/* Under upload_mu: an upload or a fetch that stores a file for one of
+	 * these IDs meanwhile must not lose its record to the delete. */
+	pthread_mutex_lock(&s->upload_mu);
+	if (!store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, sweep_one, &w, NULL)) {
+		for (size_t at = 0; at < w.ids.len; at += strlen(w.ids.data + at) + 1) {
+			const char *id = w.ids.data + at;
+			struct store_kv kv = { id, strlen(id), NULL, 0 };
+			struct debuginfo__meta m;
+
+			if (debuginfo__meta_get(s, id, &m) || !expired(&m, w.now, w.ttl))
+				continue;
+			if (!store_aux_write(s->st, STORE_AUX_DEBUGINFO, &kv, 1, NULL))
+				forgotten++;
+		}
+		atomic_store(&s->failures, w.kept);
+	}
+	pthread_mutex_unlock(&s->upload_mu);
+	atomic_store(&s->last_sweep, w.now);
+	buf_release(&w.ids);
+	atomic_flag_clear(&s->sweeping);
+	if (forgotten)
+		log_info("debuginfo: forgot %zu records of failed lookups older than %lld s", forgotten,
+			 (long long)(s->failure_ttl_ns / 1000000000LL));
+}
+
+/* Room for one more record of a build ID without a file: sweeps when due or full. */
+static int failure_room(struct debuginfo *s, int64_t now)
+{
+	if (atomic_load(&s->failures) < 0 || now - atomic_load(&s->last_sweep) > s->failure_ttl_ns / 24 ||
+	    (uint64_t)atomic_load(&s->failures) >= s->max_failures)
+		debuginfo__meta_sweep(s);
+	return atomic_load(&s->failures) >= 0 &&
+	       (uint64_t)atomic_load(&s->failures) < s->max_failures;
+}
+
 void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
 			  enum debuginfo_status st, int64_t retry_at, const char *reason)
 {
 	struct debuginfo__meta m;
+	int64_t now = clock_wall_ns();
+	int fresh = debuginfo__meta_get(s, id, &m) != 0;
 
-	if (debuginfo__meta_get(s, id, &m))
+	if (fresh)
 		memset(&m, 0, sizeof(m));
+	if (fresh && !failure_room(s, now)) {
+		atomic_fetch_add(&s->failures_dropped, 1);
+		log_debug("debuginfo: %s: not recorded, %llu records of failed lookups exist", id,
+			  (unsigned long long)s->max_failures);
+		return;
+	}
 	if (!m.source)
 		m.source = source;
 	m.status = st;
 	m.retry_at = retry_at;
+	m.failed = now;
 	debuginfo__copy_reason(m.reason, sizeof(m.reason), reason);
 	if (debuginfo__meta_put(s, id, &m))
 		log_warn("debuginfo: cannot record the status of %s", id);
+	else if (fresh)
+		atomic_fetch_add(&s->failures, 1);
 }
 
 /* ---- typed records ---- */
@@ -173,10 +327,13 @@ static void to_record(const char *id, size_t idlen, const struct debuginfo__meta
 	r->uploaded_ns = m->uploaded;
 	r->last_used_ns = m->last_used;
 	r->retry_at_ns = m->retry_at;
+	r->shared = strcmp(m->owners, "*") == 0;
+	r->has_sha256 = m->has_sha256;
+	memcpy(r->sha256, m->sha256, sizeof(r->sha256));
 }
 
-int debuginfo_get(struct debuginfo *s, const char *build_id_hex, struct debuginfo_record *out,
-		  struct err_msg *msg)
+int debuginfo_get_as(struct debuginfo *s, const char *tenant, const char *build_id_hex,
+		     struct debuginfo_record *out, struct err_msg *msg)
 {
 	char id[DEBUGINFO_HEX_MAX];
 	struct debuginfo__meta m;
@@ -186,17 +343,34 @@ int debuginfo_get(struct debuginfo *s, const char *build_id_hex, struct debuginf
 		return err_set(msg, ERR_INVALID, "\"%.100s\" is not a hex build ID",
 			       build_id_hex ? build_id_hex : "");
 	rc = debuginfo__meta_get(s, id, &m);
-	if (rc == ERR_NOT_FOUND)
-		return err_set(msg, rc, "build ID %s is not known", id);
+	/* What a tenant may not see is not there, in the same words. */
+	if (rc == ERR_NOT_FOUND || (!rc && !debuginfo__visible(&m, tenant)))
+		return err_set(msg, ERR_NOT_FOUND, "build ID %s is not known", id);
 	if (rc)
 		return err_set(msg, rc, "reading the metadata of %s: %s", id, err_str(rc));
 	to_record(id, strlen(id), &m, out);
 	return 0;
 }
 
+int debuginfo_get(struct debuginfo *s, const char *build_id_hex, struct debuginfo_record *out,
+		  struct err_msg *msg)
+{
+	return debuginfo_get_as(s, NULL, build_id_hex, out, msg);
+}
+
+int debuginfo_visible(struct debuginfo *s, const char *tenant, const char *build_id_hex)
+{
+	char id[DEBUGINFO_HEX_MAX];
+	struct debuginfo__meta m;
+
+	return !debuginfo__canon_id(build_id_hex, id, NULL, NULL) &&
+	       !debuginfo__meta_get(s, id, &m) && m.kinds && debuginfo__visible(&m, tenant);
+}
+
 struct list_ctx {
 	debuginfo_record_fn fn;
 	void *ctx;
+	const char *tenant;
 	struct debuginfo_record r;
 };
 
@@ -206,20 +380,28 @@ static int list_one(void *ctx, const void *key, size_t klen, const void *val, si
 	struct debuginfo__meta m;
 
 	/* Keys are canonical IDs (debuginfo__canon_id), so they fit. */
-	if (klen >= DEBUGINFO_HEX_MAX || debuginfo__meta_decode(val, vlen, &m))
+	if (klen >= DEBUGINFO_HEX_MAX || debuginfo__meta_decode(val, vlen, &m) ||
+	    !debuginfo__visible(&m, l->tenant))
 		return 0;
 	to_record(key, klen, &m, &l->r);
 	return l->fn(l->ctx, &l->r);
 }
 
-int debuginfo_list(struct debuginfo *s, debuginfo_record_fn fn, void *ctx, struct err_msg *msg)
+int debuginfo_list_as(struct debuginfo *s, const char *tenant, debuginfo_record_fn fn, void *ctx,
+		      struct err_msg *msg)
 {
 	struct list_ctx l;
 
 	memset(&l, 0, sizeof(l));
 	l.fn = fn;
 	l.ctx = ctx;
+	l.tenant = tenant;
 	return store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, list_one, &l, msg);
+}
+
+int debuginfo_list(struct debuginfo *s, debuginfo_record_fn fn, void *ctx, struct err_msg *msg)
+{
+	return debuginfo_list_as(s, NULL, fn, ctx, msg);
 }
 
 static int count_status(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)

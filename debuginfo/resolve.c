@@ -6,6 +6,7 @@
  * into ELF virtual addresses.
  */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,12 +93,46 @@ static int resolve_misses(struct debuginfo *s, struct debuginfo__open_index *e,
 }
 
 /*
- * Gets the open index of `id`, queuing a fetch or build and waiting for it
- * until the deadline.  On failure *status/reason say why.
+ * Whether asker `a` (NULL: no budget) may start the upstream lookup of
+ * `id`: 1, taking it from the query's and the tenant's budgets, when no
+ * job for `id` exists (joining one costs nothing); else 0 with why.
  */
-static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
-			 int64_t deadline, struct debuginfo__open_index **out,
-			 enum debuginfo_status *status, char *reason, size_t rlen)
+static int may_look_up(struct debuginfo *s, struct debuginfo_asker *a, const char *id,
+		       enum debuginfo_status *status, char *reason, size_t rlen)
+{
+	char text[160];
+
+	if (!a || debuginfo__job_exists(s, id))
+		return 1;
+	if (!a->fetches_left)
+		snprintf(text, sizeof(text),
+			 "not looked up yet: one query starts at most %u upstream lookups; "
+			 "the next query asks",
+			 DEBUGINFO_QUERY_FETCHES);
+	else if (a->tenant && debuginfo__tenant_admit(s, a->tenant))
+		snprintf(text, sizeof(text),
+			 "not looked up yet: this tenant's queries start at most %lld upstream "
+			 "lookups a minute; a later query asks",
+			 (long long)(60000000000LL / s->tenant_interval_ns));
+	else {
+		a->fetches_left--;
+		return 1;
+	}
+	atomic_fetch_add(&s->fetches_deferred, 1);
+	*status = DEBUGINFO_STATUS_PENDING;
+	debuginfo__copy_reason(reason, rlen, text);
+	return 0;
+}
+
+/*
+ * Gets the open index of `id`, queuing a fetch or build and waiting for it
+ * until the deadline; a fetch only as asker `a` may (may_look_up).  On
+ * failure *status/reason say why.
+ */
+static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const char *id,
+			 const uint8_t *bid, size_t blen, int64_t deadline,
+			 struct debuginfo__open_index **out, enum debuginfo_status *status,
+			 char *reason, size_t rlen)
 {
 	char p1[DEBUGINFO__PATH_MAX], p2[DEBUGINFO__PATH_MAX];
 	struct debuginfo__meta m;
@@ -137,6 +172,8 @@ static int acquire_index(struct debuginfo *s, const char *id, const uint8_t *bid
 							     : "the fetch found nothing");
 			return ERR_NOT_FOUND;
 		}
+		if (!have_file && !may_look_up(s, a, id, status, reason, rlen))
+			return ERR_TIMEOUT;
 		waited = debuginfo__job_await(s, id, deadline);
 		if (waited == ERR_NOMEM)
 			return ERR_NOMEM;
@@ -156,6 +193,25 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 		      sym_frames_fn fn, void *ctx, enum debuginfo_status *status, char *reason,
 		      size_t reason_len)
 {
+	return debuginfo_resolve_as(s, NULL, build_id_hex, map, reqs, n, deadline_ns, fn, ctx,
+				    status, reason, reason_len);
+}
+
+/* 1 when `tenant` may not use the file of `id`: it has one, another's. */
+static int hidden_from(struct debuginfo *s, const char *tenant, const char *id)
+{
+	struct debuginfo__meta m;
+
+	return tenant && !debuginfo__meta_get(s, id, &m) && m.kinds &&
+	       !debuginfo__visible(&m, tenant);
+}
+
+int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
+			 const char *build_id_hex, const struct debuginfo_mapping_ref *map,
+			 const struct debuginfo_addr_req *reqs, size_t n, int64_t deadline_ns,
+			 sym_frames_fn fn, void *ctx, enum debuginfo_status *status,
+			 char *reason, size_t reason_len)
+{
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	size_t blen, n_missing = 0;
 	char id[DEBUGINFO_HEX_MAX];
@@ -173,6 +229,12 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 	}
 	if (!n)
 		return 0;
+	/* Before the cache: frames cached from A's file are A's too. */
+	if (a && hidden_from(s, a->tenant, id)) {
+		*status = DEBUGINFO_STATUS_NOT_FOUND;
+		debuginfo__copy_reason(reason, reason_len, "not uploaded (unhex upload)");
+		return 0;
+	}
 	missing = calloc(n, 1);
 	if (!missing)
 		return ERR_NOMEM;
@@ -183,7 +245,7 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 	atomic_fetch_add(&s->cache_misses, n_missing);
 	if (!n_missing)
 		goto out;
-	rc = acquire_index(s, id, bid, blen, deadline_ns, &e, status, reason, reason_len);
+	rc = acquire_index(s, a, id, bid, blen, deadline_ns, &e, status, reason, reason_len);
 	if (rc) {
 		rc = rc == ERR_NOMEM ? rc : 0;
 		goto out;

@@ -1,10 +1,15 @@
 /*
  * upload.c - uploads of debug files: streamed into a temporary file under
- * <dir>/tmp, checked (an ELF whose build ID is the claimed one, with
- * symbols, or code for an executable), installed under the build ID with
- * its metadata, and what the previous file of that build ID gave (index,
- * open index, cached frames) dropped.  An upload of a DWZ alt file makes
- * the build IDs waiting for it retry at their next query.
+ * <dir>/tmp, checked (a well-formed ELF whose build ID is the claimed one,
+ * with symbols, or code for an executable), and installed under the build
+ * ID with its metadata, under the trust rules of debuginfo.h: the first
+ * upload wins, the same bytes again only add their uploader to the
+ * owners, and other bytes replace the file only when asked to by someone
+ * allowed to (then what the previous file gave - index, open index,
+ * cached frames - is dropped, and the replacement is logged with both
+ * SHA-256s).  An upload of a DWZ alt file makes the build IDs waiting for
+ * it retry at their next query.  Messages never carry server paths: those
+ * go to the log.
  */
 #include <assert.h>
 #include <errno.h>
@@ -18,6 +23,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/sha256.h"
 #include "debuginfo/debuginfo_int.h"
 #include "storage/storage.h"
 
@@ -33,10 +39,10 @@ int debuginfo_upload_begin(struct debuginfo *s, struct debuginfo_upload **out,
 		 (unsigned long long)atomic_fetch_add(&s->tmp_seq, 1));
 	u->fd = open(u->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (u->fd < 0) {
-		int rc = err_set(msg, ERR_IO, "cannot create %s: %s", u->path, strerror(errno));
-
+		log_error("debuginfo: cannot create %s: %s", u->path, strerror(errno));
 		free(u);
-		return rc;
+		return err_set(msg, ERR_IO, "cannot store the upload: %s (the server log says more)",
+			       strerror(errno));
 	}
 	*out = u;
 	return 0;
@@ -56,7 +62,7 @@ int debuginfo_upload_write(struct debuginfo_upload *u, const void *data, size_t 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return err_set(msg, ERR_IO, "writing the upload: %s", strerror(errno));
+			return err_set(msg, ERR_IO, "cannot store the upload: %s", strerror(errno));
 		p += n;
 		len -= (size_t)n;
 		u->size += (uint64_t)n;
@@ -134,22 +140,20 @@ static void retry_waiting(struct debuginfo *s, const char *alt_id)
 	buf_release(&w.ids);
 }
 
-static int refuse(struct debuginfo_upload *u, const char *id, enum sym_reason reason, int code,
-		  struct debuginfo_upload_result *res, struct err_msg *msg)
+/*
+ * Counts a refused upload.  Nothing is written to the store: the uploader
+ * reads why in the answer, and a client's garbage must leave no records
+ * behind (nor explain another tenant's frames).
+ */
+static int refuse(struct debuginfo_upload *u, enum sym_reason reason, int code,
+		  struct debuginfo_upload_result *res)
 {
-	struct debuginfo__meta m;
-
 	res->reason = reason;
 	atomic_fetch_add(&u->s->uploads_refused, 1);
-	/* A refusal explains a hex frame only when no good file is stored. */
-	if (id[0] &&
-	    (debuginfo__meta_get(u->s, id, &m) || m.status != DEBUGINFO_STATUS_OK || !m.kinds))
-		debuginfo__meta_fail(u->s, id, DEBUGINFO_SOURCE_UPLOAD,
-				     debuginfo__status_of_reason(reason), 0, msg ? msg->text : "");
 	return code;
 }
 
-/* Validates the uploaded file as `kind` of build ID `id`; a refusal is recorded. */
+/* Validates the uploaded file as `kind` of build ID `id`. */
 static int check_file(struct debuginfo_upload *u, const char *id, const uint8_t *bid,
 		      size_t blen, enum debuginfo_file_kind kind, struct sym_elf_info *info,
 		      struct debuginfo_upload_result *res, struct err_msg *msg)
@@ -158,77 +162,172 @@ static int check_file(struct debuginfo_upload *u, const char *id, const uint8_t 
 	char have[DEBUGINFO_HEX_MAX];
 
 	if (sym_elf_inspect_file(u->path, info, msg))
-		return refuse(u, id, SYM_REASON_INVALID_ELF, ERR_INVALID, res, msg);
+		return refuse(u, SYM_REASON_INVALID_ELF, ERR_INVALID, res);
 	if (info->build_id_len == 0) {
 		err_set(msg, ERR_INVALID, "no_build_id: the file has no GNU build ID note");
-		return refuse(u, "", SYM_REASON_NO_BUILD_ID, ERR_INVALID, res, msg);
+		return refuse(u, SYM_REASON_NO_BUILD_ID, ERR_INVALID, res);
 	}
 	if (info->build_id_len != blen || memcmp(info->build_id, bid, blen) != 0) {
 		sym_build_id_hex(info->build_id, info->build_id_len, have);
 		err_set(msg, ERR_CONFLICT, "build ID mismatch: file has %s, claimed %s", have, id);
-		return refuse(u, id, SYM_REASON_BUILD_ID_MISMATCH, ERR_CONFLICT, res, msg);
+		return refuse(u, SYM_REASON_BUILD_ID_MISMATCH, ERR_CONFLICT, res);
 	}
 	if (kind == DEBUGINFO_FILE_DEBUGINFO && sym_elf_check(info, NULL, 0, 0, &reason, msg))
-		return refuse(u, id, reason, ERR_INVALID, res, msg);
+		return refuse(u, reason, ERR_INVALID, res);
 	if (kind == DEBUGINFO_FILE_EXECUTABLE &&
 	    (!(info->flags & SYM_HAS_TEXT) || (info->flags & SYM_SEGMENTS_FROM_DEBUG) ||
 	     !info->n_segments)) {
 		err_set(msg, ERR_INVALID, "invalid_elf: not an executable (no code or no PT_LOAD)");
-		return refuse(u, id, SYM_REASON_INVALID_ELF, ERR_INVALID, res, msg);
+		return refuse(u, SYM_REASON_INVALID_ELF, ERR_INVALID, res);
 	}
 	return 0;
 }
 
+/* The first 8 bytes of a SHA-256, big endian: the record's informational hash. */
+static uint64_t short_hash(const uint8_t d[SHA256_LEN])
+{
+	uint64_t h = 0;
+
+	for (int i = 0; i < 8; i++)
+		h = h << 8 | d[i];
+	return h;
+}
+
 /*
- * Moves the upload to `dst` unless identical content is there already
- * (res->unchanged); *replaced when other content was.  Fills the size and
- * hash of `m` for the file the record describes.  upload_mu held.
+ * Whether `by` may store a file of `kind` for the record `m` (had_meta:
+ * it exists), given what is at `dst` now (*exists, *same: the same bytes).
+ * 0, ERR_CONFLICT (other bytes came first, or the build ID's files belong
+ * to other tenants) or ERR_PERMISSION (a replacement by someone who may
+ * not).  upload_mu held.
+ */
+static int may_store(const struct debuginfo_upload_by *by, const char *id,
+		     const struct debuginfo__meta *m, int exists, int same, struct err_msg *msg)
+{
+	const char *tenant = by ? by->tenant : NULL;
+	int mine = debuginfo__visible(m, tenant), others = m->kinds && !mine;
+
+	if (same && (!others || (m->owners[0] && strcmp(m->owners, "*") != 0)))
+		return 0;
+	if (exists && !same && !(by && by->replace))
+		return err_set(msg, ERR_CONFLICT,
+			       "build ID %s already has other debug info (the first upload wins); "
+			       "replacing it needs an admin token and ?replace=true", id);
+	if (exists && !same && tenant && (others || strcmp(m->owners, tenant) != 0))
+		return err_set(msg, ERR_PERMISSION,
+			       "the debug info of build ID %s is not this tenant's alone; only an "
+			       "all-tenants admin token may replace it", id);
+	if (others)
+		return err_set(msg, ERR_CONFLICT,
+			       "build ID %s already has debug info of another tenant", id);
+	return 0;
+}
+
+/* Adds `tenant` (NULL: every tenant) to the owners of `m`; ERR_CONFLICT when full. */
+static int add_owner(struct debuginfo__meta *m, const char *tenant, const char *id,
+		     struct err_msg *msg)
+{
+	size_t n = strlen(m->owners), k;
+
+	if (!tenant) {
+		snprintf(m->owners, sizeof(m->owners), "*");
+		return 0;
+	}
+	if (strcmp(m->owners, "*") == 0 || debuginfo__owner_has(m->owners, tenant))
+		return 0;
+	k = strlen(tenant);
+	if (n + (n > 0) + k >= sizeof(m->owners))
+		return err_set(msg, ERR_CONFLICT,
+			       "build ID %s: too many tenants uploaded this file; upload it with an "
+			       "all-tenants token to share it with everyone", id);
+	if (n)
+		m->owners[n++] = ',';
+	memcpy(m->owners + n, tenant, k + 1);
+	return 0;
+}
+
+/* Logs a stored or replaced file: who, from where, when, which bytes. */
+static void log_install(const struct debuginfo_upload_by *by, const char *id,
+			enum debuginfo_file_kind kind, int replaced, const uint8_t old[SHA256_LEN],
+			const uint8_t new_d[SHA256_LEN], uint64_t size)
+{
+	char oh[SHA256_HEX_LEN + 1] = "?", nh[SHA256_HEX_LEN + 1];
+	const char *name = by && by->name ? by->name : "server";
+	const char *tenant = by && by->tenant ? by->tenant : "*";
+	const char *from = by && by->from ? by->from : "local";
+
+	sha256_hex(new_d, nh);
+	if (!replaced) {
+		log_info("debuginfo: stored %s for %s (%llu bytes, sha256 %s) from token %s, "
+			 "tenant %s, %s", debuginfo__kind_name(kind), id, (unsigned long long)size,
+			 nh, name, tenant, from);
+		return;
+	}
+	if (old)
+		sha256_hex(old, oh);
+	log_warn("debuginfo: REPLACED %s of %s by token %s, tenant %s, from %s at %lld ms: "
+		 "sha256 %s -> %s (%llu bytes)", debuginfo__kind_name(kind), id, name, tenant,
+		 from, (long long)(clock_wall_ns() / 1000000), oh, nh, (unsigned long long)size);
+}
+
+/*
+ * Moves the upload to `dst`; fills the size and hashes of `m` for the file
+ * the record describes.  upload_mu held.
  */
 static int install(struct debuginfo_upload *u, const char *id, enum debuginfo_file_kind kind,
-		   const char *dst, struct debuginfo__meta *m, struct debuginfo_upload_result *res,
-		   int *replaced, struct err_msg *msg)
+		   const char *dst, const uint8_t d[SHA256_LEN], struct debuginfo__meta *m,
+		   struct err_msg *msg)
 {
-	uint64_t size = 0, hash = 0;
 	char dir[DEBUGINFO__PATH_MAX];
-	int same = 0, rc = debuginfo__file_hash(u->path, &size, &hash);
+	int rc;
 
-	/* Identical means the same bytes, compared: equal 64-bit hashes of a
-	 * non-cryptographic hash say nothing about a file a client chose, and
-	 * a wrong "identical" would keep the old debug info for good. */
-	if (!rc && debuginfo__file_exists(dst) && !debuginfo__same_content(u->path, dst, &same)) {
-		if (same)
-			res->unchanged = 1;
-		else
-			*replaced = 1;
+	if (!(m->kinds & (1u << DEBUGINFO_FILE_DEBUGINFO)) || kind == DEBUGINFO_FILE_DEBUGINFO) {
+		m->size = u->size;
+		m->hash = short_hash(d);
+		memcpy(m->sha256, d, SHA256_LEN);
+		m->has_sha256 = 1;
 	}
-	if (!rc && (!(m->kinds & (1u << DEBUGINFO_FILE_DEBUGINFO)) ||
-		    kind == DEBUGINFO_FILE_DEBUGINFO)) {
-		m->size = size;
-		m->hash = hash;
-	}
-	if (rc || res->unchanged)
-		return rc;
 	debuginfo__path(u->s, id, NULL, dir, sizeof(dir));
 	rc = debuginfo__mkdir_p(dir);
-	if (rc)
-		return err_set(msg, rc, "cannot create %s: %s", dir, strerror(errno));
-	if (rename(u->path, dst))
-		return err_set(msg, ERR_IO, "cannot store %s: %s", dst, strerror(errno));
+	if (rc) {
+		log_error("debuginfo: cannot create %s: %s", dir, strerror(errno));
+		return err_set(msg, rc, "cannot store the upload: %s", strerror(errno));
+	}
+	if (rename(u->path, dst)) {
+		log_error("debuginfo: cannot rename %s to %s: %s", u->path, dst, strerror(errno));
+		return err_set(msg, ERR_IO, "cannot store the upload: %s", strerror(errno));
+	}
 	debuginfo__fsync_dir(dst);
 	return 0;
 }
 
-int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex,
-			    enum debuginfo_file_kind kind, struct debuginfo_upload_result *res,
-			    struct err_msg *msg)
+/* What is at `dst` now: *exists, *same (the same bytes as the upload), *old its SHA-256. */
+static int compare_stored(struct debuginfo_upload *u, const char *dst, int *exists, int *same,
+			  uint8_t old[SHA256_LEN], struct err_msg *msg)
+{
+	*exists = debuginfo__file_exists(dst);
+	*same = 0;
+	/* Identical means the same bytes, compared: a wrong "identical" would
+	 * keep the old debug info for good. */
+	if (*exists && debuginfo__same_content(u->path, dst, same)) {
+		log_error("debuginfo: cannot compare the upload with %s", dst);
+		return err_set(msg, ERR_IO, "cannot read the stored debug info");
+	}
+	if (*exists && !*same && sha256_file(dst, old, NULL))
+		memset(old, 0, SHA256_LEN);
+	return 0;
+}
+
+int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_hex,
+			       enum debuginfo_file_kind kind, const struct debuginfo_upload_by *by,
+			       struct debuginfo_upload_result *res, struct err_msg *msg)
 {
 	struct debuginfo *s = u->s;
-	uint8_t bid[SYM_BUILD_ID_MAX];
+	uint8_t bid[SYM_BUILD_ID_MAX], d[SHA256_LEN], old[SHA256_LEN];
 	size_t blen;
 	char id[DEBUGINFO_HEX_MAX], dst[DEBUGINFO__PATH_MAX], exe[DEBUGINFO__PATH_MAX];
 	struct sym_elf_info info;
 	struct debuginfo__meta m;
-	int rc, had_meta, replaced = 0;
+	int rc, had_meta, exists = 0, same = 0, replaced = 0;
 
 	assert(u && res && (kind == DEBUGINFO_FILE_DEBUGINFO || kind == DEBUGINFO_FILE_EXECUTABLE));
 	memset(res, 0, sizeof(*res));
@@ -238,11 +337,15 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 		goto out;
 	}
 	if (fsync(u->fd)) {
-		rc = err_set(msg, ERR_IO, "fsync of the upload: %s", strerror(errno));
+		rc = err_set(msg, ERR_IO, "cannot store the upload: %s", strerror(errno));
 		goto out;
 	}
 	if ((rc = check_file(u, id, bid, blen, kind, &info, res, msg)))
 		goto out;
+	if (sha256_file(u->path, d, NULL)) {
+		rc = err_set(msg, ERR_IO, "cannot read the upload back: %s", strerror(errno));
+		goto out;
+	}
 
 	pthread_mutex_lock(&s->upload_mu);
 	had_meta = debuginfo__meta_get(s, id, &m) == 0;
@@ -250,12 +353,22 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 		memset(&m, 0, sizeof(m));
 	rc = debuginfo__path(s, id, debuginfo__kind_name(kind), dst, sizeof(dst));
 	if (!rc)
-		rc = install(u, id, kind, dst, &m, res, &replaced, msg);
+		rc = compare_stored(u, dst, &exists, &same, old, msg);
+	if (!rc)
+		rc = may_store(by, id, &m, exists, same, msg);
+	if (!rc && exists && !same && by && by->tenant) /* a replacement: its tenant's alone now */
+		m.owners[0] = '\0';
+	if (!rc)
+		rc = add_owner(&m, by ? by->tenant : NULL, id, msg);
+	res->unchanged = same;
+	replaced = exists && !same;
+	if (!rc && !same)
+		rc = install(u, id, kind, dst, d, &m, msg);
 	if (!rc) {
 		m.kinds |= 1u << kind;
 		/* An unstripped binary is its own executable: its program headers
 		 * give exact file offsets, and /buildid/<id>/executable serves it. */
-		if (kind == DEBUGINFO_FILE_DEBUGINFO && (info.flags & SYM_HAS_TEXT) &&
+		if (kind == DEBUGINFO_FILE_DEBUGINFO && !same && (info.flags & SYM_HAS_TEXT) &&
 		    !(info.flags & SYM_SEGMENTS_FROM_DEBUG) &&
 		    !debuginfo__path(s, id, "executable", exe, sizeof(exe)) &&
 		    (!debuginfo__file_exists(exe) || replaced) &&
@@ -267,25 +380,36 @@ int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex
 		m.status = DEBUGINFO_STATUS_OK;
 		m.reason[0] = '\0';
 		m.retry_at = 0;
-		if (!res->unchanged || !m.uploaded)
+		if (!same || !m.uploaded)
 			m.uploaded = clock_wall_ns();
-		if (!res->unchanged)
+		if (!same)
 			debuginfo__touch_forget(s, bid, blen);
 		rc = debuginfo__meta_put(s, id, &m);
 		if (rc)
 			err_set(msg, rc, "cannot record the metadata of %s", id);
-		else if (!res->unchanged)
+		else if (!same)
 			retry_waiting(s, id);
 	}
 	pthread_mutex_unlock(&s->upload_mu);
 	if (!rc) {
 		res->kinds = m.kinds;
 		atomic_fetch_add(&s->uploads_ok, 1);
-		log_info("debuginfo: %s %s for %s (%llu bytes)",
-			 res->unchanged ? "kept identical" : replaced ? "replaced" : "stored",
-			 debuginfo__kind_name(kind), id, (unsigned long long)u->size);
+		if (!same)
+			log_install(by, id, kind, replaced, replaced ? old : NULL, d, u->size);
+	} else if (rc == ERR_CONFLICT || rc == ERR_PERMISSION) {
+		atomic_fetch_add(&s->uploads_refused, 1);
+		log_info("debuginfo: upload of %s for %s refused (token %s, tenant %s): %s",
+			 debuginfo__kind_name(kind), id, by && by->name ? by->name : "server",
+			 by && by->tenant ? by->tenant : "*", msg ? msg->text : "");
 	}
 out:
 	debuginfo_upload_abort(u);
 	return rc;
+}
+
+int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex,
+			    enum debuginfo_file_kind kind, struct debuginfo_upload_result *res,
+			    struct err_msg *msg)
+{
+	return debuginfo_upload_commit_as(u, build_id_hex, kind, NULL, res, msg);
 }

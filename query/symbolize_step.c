@@ -408,6 +408,8 @@ static void sort_areq(struct areq *a, struct areq *tmp, size_t n)
 static int resolve_groups(struct qctx *q, struct qsym *s)
 {
 	int64_t deadline = clock_mono_ns() + debuginfo_budget_ns(q->symbolizer);
+	/* The query's tenant may use only its own and shared debug files. */
+	struct debuginfo_asker asker = { q->tenant, DEBUGINFO_QUERY_FETCHES };
 	struct areq *a = NULL, *tmp = NULL;
 	struct debuginfo_addr_req *reqs = NULL;
 	uint32_t *which = NULL;
@@ -473,9 +475,9 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 			which[i] = ga[i].idx;
 		}
 		rctx.which = which;
-		rc = debuginfo_resolve(q->symbolizer, gr->build_id, &gr->map, reqs, n, deadline,
-				       on_frames, &rctx, &gr->status, gr->reason,
-				       sizeof(gr->reason));
+		rc = debuginfo_resolve_as(q->symbolizer, &asker, gr->build_id, &gr->map, reqs, n,
+					  deadline, on_frames, &rctx, &gr->status, gr->reason,
+					  sizeof(gr->reason));
 		if (rc && !q->msg->text[0])
 			err_set(q->msg, rc, "symbolizing %s: %s", gr->build_id, err_str(rc));
 		if (gr->status == DEBUGINFO_STATUS_PENDING)

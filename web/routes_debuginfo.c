@@ -16,10 +16,14 @@
  *
  * Uploads are never buffered: the body is read in chunks straight into the
  * service's temporary file, under --max-debuginfo-bytes (a Content-Length
- * over it is refused before reading).  With --upload-token, uploads must
- * carry "Authorization: Bearer <token>".  Debug info is global, so these
- * routes ignore the tenant, except /api/v1/symbolization which measures
- * the tenant's profiles.
+ * over it is refused before reading).  server.c has checked the token's
+ * scope (upload for POST, query or upload to read); replacing stored bytes
+ * (?replace=true) also needs admin, checked here before the body is read.
+ * A token bound to one tenant sees, fetches and replaces only what the
+ * service lets that tenant see (debuginfo.h, "Trust"); an all-tenants
+ * token sees everything and uploads files for every tenant.  Answers
+ * never carry server paths: store and disk errors are logged, and the
+ * client gets a plain sentence.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,8 @@
 
 #include "base/arena.h"
 #include "base/clock.h"
+#include "base/log.h"
+#include "base/sha256.h"
 #include "base/timeparse.h"
 #include "debuginfo/debuginfo.h"
 #include "query/query.h"
@@ -64,15 +70,15 @@ static int take_id(const char *p, char *id, size_t len, const char **rest)
 	return n % 2 ? ERR_INVALID : 0;
 }
 
-static int authorized(struct web__req *rq)
+/* The tenant whose view of debug info a request gets: NULL for an all-tenants token. */
+static const char *viewer(const struct web__req *rq)
 {
-	const char *tok = rq->srv->opt.upload_token;
-	const char *h;
+	return strcmp(rq->who->tenant, WEB_ALL_TENANTS) == 0 ? NULL : rq->tenant;
+}
 
-	if (!tok || !tok[0])
-		return 1;
-	h = web__req_header(rq, "Authorization");
-	return h && strncmp(h, "Bearer ", 7) == 0 && strcmp(h + 7, tok) == 0;
+static int truthy(const char *v)
+{
+	return strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
 }
 
 static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, int pyroscope,
@@ -80,19 +86,25 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 {
 	struct debuginfo_upload_result res;
 	struct debuginfo_upload *u = NULL;
+	struct debuginfo_upload_by by = { viewer(rq), 0, rq->who->name, web__req_remote(rq) };
 	enum debuginfo_file_kind kind = DEBUGINFO_FILE_DEBUGINFO;
 	long long declared = web__req_content_length(rq);
 	struct err_msg msg;
-	char type[32];
+	char type[32], replace[16];
 	char *chunk = NULL;
 	int rc;
 
 	err_clear(&msg);
 	rq->body_state = WEB_BODY_UNREAD;
-	if (!authorized(rq)) {
-		web__resp_text_error(rs, ERR_INVALID, "upload needs \"Authorization: Bearer <token>\"");
-		rs->status = 401;
-		return;
+	if (web__query_param(rq->query, "replace", replace, sizeof(replace)) == 0 &&
+	    truthy(replace)) {
+		if (!(rq->who->scopes & WEB_SCOPE_ADMIN)) {
+			web__resp_text_error(rs, ERR_PERMISSION,
+					     "replacing stored debug info needs a token with the admin "
+					     "scope");
+			return;
+		}
+		by.replace = 1;
 	}
 	/* Pyroscope's uploads are whole executables (profilecli's executable-full). */
 	if (pyroscope)
@@ -132,7 +144,7 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 		return;
 	}
 	rq->body_state = WEB_BODY_CONSUMED;
-	rc = debuginfo_upload_commit(u, id, kind, &res, &msg);
+	rc = debuginfo_upload_commit_as(u, id, kind, &by, &res, &msg);
 	if (rc) {
 		web__resp_text_error(rs, rc, msg.text);
 		if (rc == ERR_INVALID && res.reason == SYM_REASON_NO_SYMBOLS)
@@ -150,6 +162,7 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 
 int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r)
 {
+	char sha[2 * sizeof(r->sha256) + 1];
 	int rc = buf_puts(out, "{\"buildId\":");
 
 	if (!rc) rc = buf_put_json_str(out, r->build_id, strlen(r->build_id));
@@ -163,11 +176,16 @@ int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r
 				debuginfo_status_str(r->status));
 	if (!rc) rc = buf_put_json_str(out, r->reason, strlen(r->reason));
 	if (!rc)
-		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"retryAt\":%lld}",
+		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"retryAt\":%lld,"
+				"\"shared\":%s",
 				r->kinds & (1u << DEBUGINFO_FILE_DEBUGINFO) ? "true" : "false",
 				r->kinds & (1u << DEBUGINFO_FILE_EXECUTABLE) ? "true" : "false",
-				(long long)(r->retry_at_ns / 1000000));
-	return rc;
+				(long long)(r->retry_at_ns / 1000000), r->shared ? "true" : "false");
+	if (!rc && r->has_sha256) {
+		sha256_hex(r->sha256, sha);
+		rc = buf_printf(out, ",\"sha256\":\"%s\"", sha);
+	}
+	return rc ? rc : buf_putc(out, '}');
 }
 
 struct list_out {
@@ -183,8 +201,19 @@ static int list_one(void *ctx, const struct debuginfo_record *r)
 	return rc ? rc : web__debuginfo_record_json(l->out, r);
 }
 
-/* GET /api/v1/debuginfo: a JSON array of every record. */
-static void list(struct debuginfo *svc, struct web__resp *rs)
+/* A failure of the store or the disk: logged in full, answered plainly. */
+static void internal_error(struct web__resp *rs, int rc, const char *what, const struct err_msg *msg)
+{
+	char text[128];
+
+	log_error("%s: %s", what, msg->text[0] ? msg->text : err_str(rc));
+	snprintf(text, sizeof(text), "%s failed (the server log says why)", what);
+	buf_reset(&rs->body);
+	web__resp_text_error(rs, rc == ERR_TOO_LARGE ? rc : ERR_IO, text);
+}
+
+/* GET /api/v1/debuginfo: a JSON array of the records the request may see. */
+static void list(struct web__req *rq, struct debuginfo *svc, struct web__resp *rs)
 {
 	struct list_out l = { &rs->body, 0 };
 	struct err_msg msg;
@@ -193,12 +222,11 @@ static void list(struct debuginfo *svc, struct web__resp *rs)
 	err_clear(&msg);
 	rc = buf_putc(&rs->body, '[');
 	if (!rc)
-		rc = debuginfo_list(svc, list_one, &l, &msg);
+		rc = debuginfo_list_as(svc, viewer(rq), list_one, &l, &msg);
 	if (!rc)
 		rc = buf_putc(&rs->body, ']');
 	if (rc) {
-		buf_reset(&rs->body);
-		web__resp_text_error(rs, ERR_IO, msg.text[0] ? msg.text : err_str(rc));
+		internal_error(rs, rc, "listing the debug info", &msg);
 		return;
 	}
 	json_ok(rs, 200);
@@ -446,7 +474,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
 	struct debuginfo_record rec;
 	const char *path = rq->path, *rest;
-	int is_get = strcmp(rq->method, "GET") == 0;
+	int is_get = strcmp(rq->method, "GET") == 0, rc;
 	char id[ID_MAX + 1];
 	struct err_msg msg;
 
@@ -460,7 +488,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		return;
 	}
 	if (strcmp(path, "/api/v1/debuginfo") == 0) {
-		list(svc, rs);
+		list(rq, svc, rs);
 		return;
 	}
 	if (strncmp(path, PYRO_UPLOAD, strlen(PYRO_UPLOAD)) == 0) {
@@ -488,7 +516,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 			web__resp_text_error(rs, ERR_NOT_FOUND, "only debuginfo and executable are served");
 			return;
 		}
-		if (debuginfo_file_path(svc, id, kind, file, sizeof(file))) {
+		if (debuginfo_file_path_as(svc, viewer(rq), id, kind, file, sizeof(file))) {
 			web__resp_text_error(rs, ERR_NOT_FOUND, "no such build ID here");
 			return;
 		}
@@ -516,8 +544,13 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 		rs->status = 405;
 		return;
 	}
-	if (debuginfo_get(svc, id, &rec, &msg)) {
-		web__resp_text_error(rs, ERR_NOT_FOUND, msg.text);
+	rc = debuginfo_get_as(svc, viewer(rq), id, &rec, &msg);
+	if (rc == ERR_NOT_FOUND || rc == ERR_INVALID) {
+		web__resp_text_error(rs, rc, msg.text);
+		return;
+	}
+	if (rc) {
+		internal_error(rs, rc, "reading the debug info record", &msg);
 		return;
 	}
 	if (web__debuginfo_record_json(&rs->body, &rec)) {
@@ -556,6 +589,12 @@ int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *s
 		"unhex_debuginfod_fetches_total{result=\"ok\"} %llu\n"
 		"unhex_debuginfod_fetches_total{result=\"not_found\"} %llu\n"
 		"unhex_debuginfod_fetches_total{result=\"error\"} %llu\n"
+		"unhex_debuginfod_fetches_total{result=\"rate_limited\"} %llu\n"
+		"unhex_debuginfod_fetches_total{result=\"deferred\"} %llu\n"
+		"# TYPE unhex_debuginfod_redirects_refused_total counter\n"
+		"unhex_debuginfod_redirects_refused_total %llu\n"
+		"# TYPE unhex_debuginfo_failure_records_dropped_total counter\n"
+		"unhex_debuginfo_failure_records_dropped_total %llu\n"
 		"# TYPE unhex_symbolize_index_builds_total counter\n"
 		"unhex_symbolize_index_builds_total %llu\n"
 		"# TYPE unhex_symbolize_index_opens_total counter\n"
@@ -567,7 +606,10 @@ int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *s
 		"unhex_symbolize_open_indexes %llu\n",
 		(unsigned long long)st->uploads_ok, (unsigned long long)st->uploads_refused,
 		(unsigned long long)st->fetches_ok, (unsigned long long)st->fetches_not_found,
-		(unsigned long long)st->fetches_error, (unsigned long long)st->index_builds,
+		(unsigned long long)st->fetches_error, (unsigned long long)st->fetches_limited,
+		(unsigned long long)st->fetches_deferred,
+		(unsigned long long)st->redirects_refused, (unsigned long long)st->failures_dropped,
+		(unsigned long long)st->index_builds,
 		(unsigned long long)st->index_opens, (unsigned long long)st->cache_hits,
 		(unsigned long long)st->cache_misses, (unsigned long long)st->open_indexes);
 }

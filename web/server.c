@@ -1,7 +1,8 @@
 /*
- * server.c - the civetweb glue: start and stop, routing, tenant check,
- * reading request bodies under the caps, and writing responses.  The only
- * file that includes civetweb.h.
+ * server.c - the civetweb glue: start and stop, routing, who asks and for
+ * which tenant (before any handler runs or any body byte is read), reading
+ * request bodies under the caps, and writing responses.  The only file
+ * that includes civetweb.h.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <civetweb.h>
 
@@ -24,7 +26,17 @@ enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONN
 		  R_REGRESSIONS };
 
 
-/* A path ending in '/' is a prefix (the rest is the Connect method). */
+/*
+ * A path ending in '/' is a prefix (the rest is the Connect method).
+ * `scopes`: a token needs one of them (docs/security.md); SCOPE_PUBLIC
+ * needs no token, SCOPE_ANY_TOKEN any valid token (the UI's files: a
+ * browser must ask for credentials before its first API call).  The debug
+ * info routes decide by method (route_scopes).
+ */
+#define SCOPE_PUBLIC 0u
+#define SCOPE_ANY_TOKEN WEB_SCOPE_ALL
+#define SCOPE_BY_METHOD (~0u)
+
 static const struct route {
 	const char *path;
 	const char *method;
@@ -33,37 +45,50 @@ static const struct route {
 				  enum web__query_route for R_QUERY */
 	int connect;           /* errors in Connect JSON form (1) or as
 				  OTLP google.rpc.Status (ERRORS_OTLP) */
+	unsigned scopes;
 } routes[] = {
-	{ "/ready", "GET", R_READY, 0, 0 },
-	{ "/ingest", "POST", R_INGEST, WEB_EP_INGEST, 0 },
-	{ "/pyroscope/ingest", "POST", R_INGEST, WEB_EP_PYROSCOPE_INGEST, 0 },
-	{ "/push.v1.PusherService/Push", "POST", R_PUSH, WEB_EP_PUSH, 1 },
-	{ "/v1development/profiles", "POST", R_PUSH, WEB_EP_OTLP, ERRORS_OTLP },
-	{ "/api/v1/stats", "GET", R_STATS, 0, 0 },
-	{ "/metrics", "GET", R_METRICS, 0, 0 },
-	{ "/pyroscope/render", "GET", R_QUERY, WEB_Q_RENDER, 0 },
-	{ "/pyroscope/render-diff", "GET", R_QUERY, WEB_Q_RENDER_DIFF, 0 },
-	{ "/pyroscope/labels", "GET", R_QUERY, WEB_Q_LABELS, 0 },
-	{ "/pyroscope/label-values", "GET", R_QUERY, WEB_Q_LABEL_VALUES, 0 },
-	{ "/api/v1/pprof", "GET", R_QUERY, WEB_Q_PPROF, 0 },
-	{ "/api/v1/top", "GET", R_QUERY, WEB_Q_TOP, 0 },
-	{ "/api/v1/folded", "GET", R_QUERY, WEB_Q_FOLDED, 0 },
-	{ "/api/v1/diff-top", "GET", R_QUERY, WEB_Q_DIFF_TOP, 0 },
-	{ "/querier.v1.QuerierService/", "POST", R_CONNECT, 0, 1 },
-	{ "/settings.v1.SettingsService/", "POST", R_SETTINGS, 0, 1 },
-	{ "/debuginfo.v1alpha1.DebuginfoService/Upload/", "POST", R_DEBUGINFO, 0, 0 },
-	{ "/debuginfo.v1alpha1.DebuginfoService/", "POST", R_DEBUGINFO_V1, 0, 1 },
-	{ "/symbolz", "POST", R_SYMBOLZ, 0, 0 },
-	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0 },
-	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0 },
-	{ "/api/v1/symbolization", "GET", R_SYMSTATUS, 0, 0 },
-	{ "/api/v1/releases", "GET", R_RELEASES, 0, 0 },
-	{ "/api/v1/regressions", "GET", R_REGRESSIONS, 0, 0 },
-	{ "/buildid/", "GET", R_DEBUGINFO, 0, 0 },
+	{ "/ready", "GET", R_READY, 0, 0, SCOPE_PUBLIC },
+	{ "/ingest", "POST", R_INGEST, WEB_EP_INGEST, 0, WEB_SCOPE_INGEST },
+	{ "/pyroscope/ingest", "POST", R_INGEST, WEB_EP_PYROSCOPE_INGEST, 0, WEB_SCOPE_INGEST },
+	{ "/push.v1.PusherService/Push", "POST", R_PUSH, WEB_EP_PUSH, 1, WEB_SCOPE_INGEST },
+	{ "/v1development/profiles", "POST", R_PUSH, WEB_EP_OTLP, ERRORS_OTLP, WEB_SCOPE_INGEST },
+	{ "/api/v1/stats", "GET", R_STATS, 0, 0, WEB_SCOPE_QUERY },
+	{ "/metrics", "GET", R_METRICS, 0, 0, WEB_SCOPE_ADMIN },
+	{ "/pyroscope/render", "GET", R_QUERY, WEB_Q_RENDER, 0, WEB_SCOPE_QUERY },
+	{ "/pyroscope/render-diff", "GET", R_QUERY, WEB_Q_RENDER_DIFF, 0, WEB_SCOPE_QUERY },
+	{ "/pyroscope/labels", "GET", R_QUERY, WEB_Q_LABELS, 0, WEB_SCOPE_QUERY },
+	{ "/pyroscope/label-values", "GET", R_QUERY, WEB_Q_LABEL_VALUES, 0, WEB_SCOPE_QUERY },
+	{ "/api/v1/pprof", "GET", R_QUERY, WEB_Q_PPROF, 0, WEB_SCOPE_QUERY },
+	{ "/api/v1/top", "GET", R_QUERY, WEB_Q_TOP, 0, WEB_SCOPE_QUERY },
+	{ "/api/v1/folded", "GET", R_QUERY, WEB_Q_FOLDED, 0, WEB_SCOPE_QUERY },
+	{ "/api/v1/diff-top", "GET", R_QUERY, WEB_Q_DIFF_TOP, 0, WEB_SCOPE_QUERY },
+	{ "/querier.v1.QuerierService/", "POST", R_CONNECT, 0, 1, WEB_SCOPE_QUERY },
+	{ "/settings.v1.SettingsService/", "POST", R_SETTINGS, 0, 1, WEB_SCOPE_QUERY },
+	{ "/debuginfo.v1alpha1.DebuginfoService/Upload/", "POST", R_DEBUGINFO, 0, 0, WEB_SCOPE_UPLOAD },
+	{ "/debuginfo.v1alpha1.DebuginfoService/", "POST", R_DEBUGINFO_V1, 0, 1, WEB_SCOPE_UPLOAD },
+	{ "/symbolz", "POST", R_SYMBOLZ, 0, 0, WEB_SCOPE_QUERY },
+	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0, SCOPE_BY_METHOD },
+	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0, WEB_SCOPE_QUERY | WEB_SCOPE_UPLOAD },
+	{ "/api/v1/symbolization", "GET", R_SYMSTATUS, 0, 0, WEB_SCOPE_QUERY },
+	{ "/api/v1/releases", "GET", R_RELEASES, 0, 0, WEB_SCOPE_QUERY },
+	{ "/api/v1/regressions", "GET", R_REGRESSIONS, 0, 0, WEB_SCOPE_QUERY },
+	{ "/buildid/", "GET", R_DEBUGINFO, 0, 0, WEB_SCOPE_QUERY },
 };
 
 /* Any other GET path is looked up among the embedded UI files. */
-static const struct route static_route = { "/", "GET", R_STATIC, 0, 0 };
+static const struct route static_route = { "/", "GET", R_STATIC, 0, 0, SCOPE_ANY_TOKEN };
+
+/*
+ * The scopes a request on `rt` needs: an upload (POST) needs upload
+ * (replacing also needs admin, which routes_debuginfo.c checks); reading a
+ * build ID's record needs query or upload (`unhex upload` asks first).
+ */
+static unsigned route_scopes(const struct route *rt, const char *method)
+{
+	if (rt->scopes != SCOPE_BY_METHOD)
+		return rt->scopes;
+	return strcmp(method, "POST") == 0 ? WEB_SCOPE_UPLOAD : WEB_SCOPE_QUERY | WEB_SCOPE_UPLOAD;
+}
 
 /* Routes that merge profiles: they count against the query limit. */
 static int is_query(const struct route *rt)
@@ -248,6 +273,11 @@ long long web__req_content_length(struct web__req *rq)
 	return mg_get_request_info(rq->conn)->content_length;
 }
 
+const char *web__req_remote(struct web__req *rq)
+{
+	return mg_get_request_info(rq->conn)->remote_addr;
+}
+
 static void set_error(struct web__resp *rs, const struct route *rt, int code, const char *m,
 		      enum web__reason reason)
 {
@@ -335,26 +365,99 @@ static int prepare(struct mg_connection *conn, const struct mg_request_info *ri,
 	return rc;
 }
 
+/* How many times header `name` came (civetweb keeps every occurrence). */
+static int header_count(const struct mg_request_info *ri, const char *name)
+{
+	int n = 0;
+
+	for (int i = 0; i < ri->num_headers; i++)
+		if (strcasecmp(ri->http_headers[i].name, name) == 0)
+			n++;
+	return n;
+}
+
+static const struct web__principal open_principal = { WEB_ALL_TENANTS, WEB_SCOPE_ALL, "open" };
+
+/*
+ * Decides who asks and for which tenant, before anything of the request is
+ * read: *who and tenant, or an error code with a message (ERR_UNAUTHENTICATED
+ * 401, ERR_PERMISSION 403, ERR_INVALID 400).  On an open server every
+ * request may act for any tenant; its Basic user, if any, still names the
+ * tenant, as it does for an all-tenants token.
+ */
+static int authenticate(struct web_server *srv, struct mg_connection *conn,
+			const struct route *rt, const char *method, struct web__principal *who,
+			char tenant[WEB_TENANT_MAX + 1], struct err_msg *msg)
+{
+	const char *h = mg_get_header(conn, "Authorization");
+	const char *org = mg_get_header(conn, "X-Scope-OrgID");
+	unsigned need = route_scopes(rt, method);
+	struct web__cred cred;
+	char have[64], want[64];
+	int rc;
+
+	memset(&cred, 0, sizeof(cred));
+	if (!srv->auth || need == SCOPE_PUBLIC) {
+		*who = open_principal;
+		if (h && web__cred_parse(h, &cred, NULL) != 0)
+			cred.user[0] = '\0';
+		rc = web__tenant_for(who, srv->auth ? NULL : cred.user, org, tenant, msg);
+		goto out;
+	}
+	if (!h) {
+		rc = err_set(msg, ERR_UNAUTHENTICATED,
+			     "authentication required: send \"Authorization: Bearer <token>\", or "
+			     "HTTP Basic with the tenant as user and the token as password");
+		goto out;
+	}
+	rc = web__cred_parse(h, &cred, msg);
+	if (!rc) {
+		rc = web__auth_lookup(srv->auth, cred.secret, cred.secret_len, who);
+		if (rc == ERR_UNAUTHENTICATED)
+			err_set(msg, rc, "unknown token");
+		else if (rc)
+			err_set(msg, rc, "out of memory");
+	}
+	if (!rc)
+		rc = web__tenant_for(who, cred.basic ? cred.user : NULL, org, tenant, msg);
+	if (!rc && !(who->scopes & need)) {
+		web__scopes_str(who->scopes, have, sizeof(have));
+		web__scopes_str(need, want, sizeof(want));
+		rc = err_set(msg, ERR_PERMISSION, "token \"%s\" (scopes %s) may not %s %s: it needs %s%s",
+			     who->name, have[0] ? have : "none", method, rt->path,
+			     need == SCOPE_ANY_TOKEN ? "any scope" : "the scope ",
+			     need == SCOPE_ANY_TOKEN ? "" : want);
+	}
+out:
+	explicit_bzero(&cred, sizeof(cred));
+	return rc;
+}
+
+/* A 401 invites credentials; Basic makes a browser ask for tenant and token. */
+#define CHALLENGE "WWW-Authenticate: Basic realm=\"unhex\", charset=\"UTF-8\"\r\n"
+
 static int on_request(struct mg_connection *conn, void *cbdata)
 {
 	struct web_server *srv = cbdata;
 	const struct mg_request_info *ri = mg_get_request_info(conn);
 	const char *path = ri->local_uri ? ri->local_uri : "";
 	const struct route *rt = find_route(path);
-	const char *tenant = mg_get_header(conn, "X-Scope-OrgID");
+	struct web__principal who;
 	struct web__req rq = { 0 };
 	struct web__resp rs = { 0 };
-	char allow[64] = "";
+	char extra[128] = "", tenant[WEB_TENANT_MAX + 1] = WEB_DEFAULT_TENANT;
 	struct err_msg msg;
-	int unread = ri->content_length > 0;
+	int unread = ri->content_length > 0, rc;
 
 	rq.srv = srv;
 	rq.method = ri->request_method;
 	rq.path = path;
 	rq.query = ri->query_string;
 	rq.content_type = mg_get_header(conn, "Content-Type");
-	rq.tenant = tenant ? tenant : WEB_DEFAULT_TENANT;
+	rq.tenant = tenant;
+	rq.who = &who;
 	rq.conn = conn;
+	who = open_principal;
 	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
 	buf_init(&rs.body, srv->opt.max_response_bytes);
 	rs.reason = WEB_REJ_OTHER;
@@ -372,7 +475,20 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			 rt->method);
 		set_error(&rs, rt, ERR_INVALID, m, WEB_REJ_UNSUPPORTED);
 		rs.status = 405;
-		snprintf(allow, sizeof(allow), "Allow: %s\r\n", rt->method);
+		snprintf(extra, sizeof(extra), "Allow: %s\r\n", rt->method);
+	} else if (header_count(ri, "X-Scope-OrgID") > 1 || header_count(ri, "Authorization") > 1) {
+		/* Which one counts would depend on who reads them: a client's
+		 * header must never win over the one a proxy adds. */
+		set_error(&rs, rt, ERR_INVALID,
+			  header_count(ri, "Authorization") > 1 ? "Authorization given more than once"
+								: "X-Scope-OrgID given more than once",
+			  WEB_REJ_TENANT);
+	} else if ((rc = authenticate(srv, conn, rt, ri->request_method, &who, tenant, &msg))) {
+		set_error(&rs, rt, rc, msg.text, rc == ERR_INVALID ? WEB_REJ_TENANT : WEB_REJ_OTHER);
+		if (rc == ERR_UNAUTHENTICATED)
+			snprintf(extra, sizeof(extra), "%s", CHALLENGE);
+		log_info("auth: %s %s from %s: %d %s", ri->request_method, path, ri->remote_addr,
+			 rs.status, msg.text);
 	} else if (web__tenant_check(rq.tenant, &msg)) {
 		set_error(&rs, rt, ERR_INVALID, msg.text, WEB_REJ_TENANT);
 	} else if (is_query(rt) && web__query_admit(srv, &msg)) {
@@ -402,7 +518,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			rs.status = 404;
 			buf_reset(&rs.body);
 		}
-		send_resp(conn, &rs, unread, allow[0] ? allow : NULL);
+		send_resp(conn, &rs, unread, extra[0] ? extra : NULL);
 	}
 	free(rs.file);
 	buf_release(&rq.body);
@@ -424,6 +540,49 @@ static void lib_init(void)
 	mg_init_library(0);
 }
 
+static int on_init_ssl(void *ssl_ctx, void *user_data)
+{
+	struct web_server *srv = user_data;
+
+	/* 1: the certificate is set up; civetweb adds nothing of its own. */
+	return web__tls_setup(ssl_ctx, srv->opt.tls_cert, srv->opt.tls_key, &srv->tls_msg) ? -1 : 1;
+}
+
+/*
+ * Who may connect, checked before anything listens: a token file is
+ * loaded, or the server is open, which is refused on a reachable address
+ * unless asked for; TLS needs both files and a working libssl.
+ */
+static int check_access(struct web_server *srv, const struct web_options *o, struct err_msg *msg)
+{
+	int rc;
+
+	if ((o->tls_cert && o->tls_cert[0]) != (o->tls_key && o->tls_key[0]))
+		return err_set(msg, ERR_INVALID, "TLS needs both a certificate and a private key");
+	if (o->tls_cert && o->tls_cert[0] && (rc = web__tls_check_runtime(msg)))
+		return rc;
+	if (o->auth_tokens && o->auth_tokens[0]) {
+		rc = web__auth_new(o->auth_tokens, &srv->auth, msg);
+		if (rc)
+			return rc;
+		log_info("auth: %zu tokens from %s", web__auth_count(srv->auth), o->auth_tokens);
+		if (!web__auth_count(srv->auth))
+			log_warn("auth: %s holds no token: every request but /ready gets 401",
+				 o->auth_tokens);
+		return 0;
+	}
+	if (!o->auth_disabled && !web__listen_is_loopback(srv->listen))
+		return err_set(msg, ERR_INVALID,
+			       "refusing to listen on %s without authentication: anyone who can "
+			       "reach it could read and write every tenant's profiles; give a token "
+			       "file (--auth.tokens FILE, docs/security.md), listen on 127.0.0.1, or "
+			       "pass --auth.disabled if that is really meant", srv->listen);
+	log_warn("AUTHENTICATION IS OFF: every client that reaches %s may read and write every "
+		 "tenant's profiles and debug info (give --auth.tokens FILE; docs/security.md)",
+		 srv->listen);
+	return 0;
+}
+
 int web_server_start(struct store *st, const struct web_options *opt,
 		     struct web_server **out, struct err_msg *msg)
 {
@@ -434,9 +593,9 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	struct mg_server_port ports[4];
 	unsigned err_code = 0;
 	char err_text[256] = "";
-	char threads[16], timeout[16];
-	const char *options[16];
-	int n = 0;
+	char threads[16], timeout[16], ports_opt[sizeof(srv->listen) + 2];
+	const char *options[20];
+	int n = 0, tls, rc;
 
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
@@ -459,11 +618,22 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	if (srv->opt.request_timeout_ms <= 0)
 		srv->opt.request_timeout_ms = 30000;
 	srv->started_ns = clock_wall_ns();
+	srv->opt.auth_tokens = NULL; /* read here; the table is srv->auth */
+	err_clear(&srv->tls_msg);
 	snprintf(threads, sizeof(threads), "%d", srv->opt.threads);
 	snprintf(timeout, sizeof(timeout), "%d", srv->opt.request_timeout_ms);
+	tls = opt->tls_cert && opt->tls_cert[0];
+	/* civetweb's suffix "s" makes a port TLS-only. */
+	snprintf(ports_opt, sizeof(ports_opt), "%s%s", srv->listen, tls ? "s" : "");
+	rc = check_access(srv, opt, msg);
+	if (rc) {
+		pthread_mutex_destroy(&srv->settings_lock);
+		free(srv);
+		return rc;
+	}
 
 	options[n++] = "listening_ports";
-	options[n++] = srv->listen;
+	options[n++] = ports_opt;
 	options[n++] = "num_threads";
 	options[n++] = threads;
 	options[n++] = "request_timeout_ms";
@@ -472,11 +642,18 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	options[n++] = "yes";
 	options[n++] = "keep_alive_timeout_ms";
 	options[n++] = "5000";
+	if (tls) {
+		/* civetweb's own floor too (4: TLS 1.2 and later); tls.c sets the same. */
+		options[n++] = "ssl_protocol_version";
+		options[n++] = "4";
+	}
 	options[n++] = NULL;
 
 	pthread_once(&lib_once, lib_init);
 	memset(&cb, 0, sizeof(cb));
 	cb.log_message = on_log;
+	if (tls)
+		cb.init_ssl = on_init_ssl;
 	memset(&init, 0, sizeof(init));
 	init.callbacks = &cb;
 	init.user_data = srv;
@@ -488,8 +665,11 @@ int web_server_start(struct store *st, const struct web_options *opt,
 
 	srv->ctx = mg_start2(&init, &err);
 	if (!srv->ctx) {
-		int rc = err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
-				 err_text[0] ? err_text : "civetweb failed to start");
+		rc = srv->tls_msg.text[0]
+			     ? err_set(msg, ERR_INVALID, "%s", srv->tls_msg.text)
+			     : err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
+				       err_text[0] ? err_text : "civetweb failed to start");
+		web__auth_free(srv->auth);
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return rc;
@@ -498,6 +678,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	memset(ports, 0, sizeof(ports));
 	if (mg_get_server_ports(srv->ctx, 4, ports) < 1) {
 		mg_stop(srv->ctx);
+		web__auth_free(srv->auth);
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return err_set(msg, ERR_UNAVAILABLE, "civetweb reports no listening port");
@@ -505,6 +686,18 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	srv->port = ports[0].port;
 	*out = srv;
 	return 0;
+}
+
+int web_server_reload_auth(struct web_server *srv, size_t *n, struct err_msg *msg)
+{
+	int rc;
+
+	if (!srv->auth)
+		return err_set(msg, ERR_INVALID, "the server runs without a token file");
+	rc = web__auth_reload(srv->auth, msg);
+	if (n)
+		*n = web__auth_count(srv->auth);
+	return rc;
 }
 
 int web_server_port(const struct web_server *srv)
@@ -517,6 +710,7 @@ void web_server_stop(struct web_server *srv)
 	if (!srv)
 		return;
 	mg_stop(srv->ctx);
+	web__auth_free(srv->auth);
 	pthread_mutex_destroy(&srv->settings_lock);
 	free(srv);
 }

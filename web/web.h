@@ -28,7 +28,26 @@
  *   413 instead.  Error codes become HTTP statuses through base/err.h's
  *   table (err_http_status).
  *
- *   Tenants come from the X-Scope-OrgID header (default "anonymous").
+ *   Who may do what (docs/security.md).  With a token file
+ *   (opt.auth_tokens) every route but /ready needs a token, sent as
+ *   "Authorization: Bearer <token>" or as HTTP Basic with the tenant as
+ *   user and the token as password; each token grants scopes (ingest,
+ *   query, upload, admin) for one tenant or for all.  The tenant of a
+ *   request is X-Scope-OrgID, else the Basic user, else the token's own
+ *   (WEB_DEFAULT_TENANT for an all-tenants token); a token bound to one
+ *   tenant never acts for another, and a repeated X-Scope-OrgID or
+ *   Authorization header is refused.  Failures are 401 (no or unknown
+ *   token; with a Basic challenge, so a browser asks) or 403 (a token
+ *   without the scope, or another tenant's), decided before a byte of
+ *   the body is read.  The file is read at start and again by
+ *   web_server_reload_auth().  Without a token file the server is open
+ *   (every request may act for any tenant), which web_server_start()
+ *   refuses on a listen address that is not loopback unless
+ *   opt.auth_disabled says it is meant.
+ *
+ *   TLS: with opt.tls_cert and opt.tls_key the server speaks only HTTPS,
+ *   TLS 1.2 or later with forward-secret AEAD ciphers, through civetweb's
+ *   OpenSSL (web/tls.c says how Debian's civetweb is made to load it).
  *
  * Threading
  *   Requests run on civetweb worker threads; the server keeps no per-request
@@ -51,7 +70,7 @@ struct store;
 struct store_tenant_stats;
 struct web_server;
 
-#define WEB_DEFAULT_LISTEN "0.0.0.0:4040"
+#define WEB_DEFAULT_LISTEN "127.0.0.1:4040"
 #define WEB_DEFAULT_TENANT "anonymous"
 
 struct web_options {
@@ -62,8 +81,10 @@ struct web_options {
 	struct query_limits query; /* deadline and byte budget of every query;
 				    * query.symbolizer (borrowed) also serves the
 				    * debuginfo and debuginfod routes */
-	const char *upload_token;  /* borrowed; when set, debuginfo uploads need
-				    * "Authorization: Bearer <token>" */
+	const char *auth_tokens;   /* borrowed: the token file; NULL runs open */
+	int auth_disabled;         /* open on purpose: allows a non-loopback listen */
+	const char *tls_cert;      /* borrowed: PEM certificate (chain); with tls_key */
+	const char *tls_key;       /* borrowed: PEM private key; both or neither */
 	const char *release_labels; /* borrowed; comma-separated labels that name a
 				    * release (docs/regressions.md); NULL: the default */
 	size_t max_response_bytes; /* largest response body of any route (413
@@ -91,6 +112,25 @@ int web_server_start(struct store *st, const struct web_options *opt,
 
 /* The TCP port actually bound (useful with port 0). */
 int web_server_port(const struct web_server *srv);
+
+/*
+ * Reads the token file again and, when it parses, uses it for every
+ * request from now on (requests in flight finish with the old tokens;
+ * connections stay open).  A file that does not parse changes nothing and
+ * is ERR_INVALID (or ERR_IO) with a message naming the line.  *n gets the
+ * number of tokens now in use.  ERR_INVALID on a server without a token
+ * file.  Thread-safe.
+ */
+int web_server_reload_auth(struct web_server *srv, size_t *n, struct err_msg *msg);
+
+/*
+ * Appends the token-file line of a token (borrowed, `len` bytes) bound to
+ * `tenant` ("*" for all) with `scopes` ("ingest,query") and an optional
+ * `name` (NULL for none), with a line end: what `unhex token` prints.
+ * ERR_INVALID with a message for a bad tenant, scope list, name or token.
+ */
+int web_token_line(const char *token, size_t len, const char *tenant, const char *scopes,
+		   const char *name, struct buf *out, struct err_msg *msg);
 
 /* Stops accepting, waits for running requests, frees.  NULL is a no-op. */
 void web_server_stop(struct web_server *srv);

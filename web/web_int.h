@@ -49,6 +49,127 @@ int web__tenant_check(const char *s, struct err_msg *msg);
  */
 int web__media_type_is(const char *ct, const char *type);
 
+/* ---- credentials.c: who is asking (pure functions over untrusted bytes) ---- */
+
+/* Scopes a token grants (docs/security.md has the table of routes). */
+#define WEB_SCOPE_INGEST 1u  /* send profiles */
+#define WEB_SCOPE_QUERY 2u   /* read profiles, stats, debug-info listings */
+#define WEB_SCOPE_UPLOAD 4u  /* upload debug info a build ID does not have yet */
+#define WEB_SCOPE_ADMIN 8u   /* /metrics, replacing debug info */
+#define WEB_SCOPE_ALL 15u
+
+#define WEB_ALL_TENANTS "*"   /* tenant= of a token that may act for any tenant */
+#define WEB_SECRET_MAX 512    /* bytes of a token */
+#define WEB_TOKEN_NAME_MAX 64
+#define WEB_TOKEN_LINE_MAX 1024
+
+/*
+ * Parses a comma-separated scope list ("ingest,query") of `len` bytes into
+ * bits.  ERR_INVALID naming an unknown or empty scope.
+ */
+int web__scopes_parse(const char *s, size_t len, unsigned *out, struct err_msg *msg);
+/* The scope list of `scopes` ("ingest,query"; "" for none) into out[len]. */
+void web__scopes_str(unsigned scopes, char *out, size_t len);
+
+/* The credentials of an Authorization header. */
+struct web__cred {
+	int basic;                         /* 1: Basic, 0: Bearer */
+	char user[WEB_TENANT_MAX + 1];     /* the Basic user ("" when none): a tenant id */
+	char secret[WEB_SECRET_MAX + 1];   /* the token, NUL-terminated */
+	size_t secret_len;
+};
+
+/*
+ * Parses an Authorization header value (borrowed): "Bearer <token68>" or
+ * "Basic <base64 of user:password>", the scheme in any case.  A token is
+ * 1..WEB_SECRET_MAX bytes without control characters; a Basic user at most
+ * WEB_TENANT_MAX.  ERR_UNAUTHENTICATED with a message for anything else,
+ * *out untouched then.
+ */
+int web__cred_parse(const char *value, struct web__cred *out, struct err_msg *msg);
+
+/* One token of the token file. */
+struct web__token_line {
+	uint8_t sha256[32];                   /* SHA-256 of the token's bytes */
+	char tenant[WEB_TENANT_MAX + 1];      /* a tenant id, or WEB_ALL_TENANTS */
+	unsigned scopes;                      /* WEB_SCOPE_* bits */
+	char name[WEB_TOKEN_NAME_MAX + 1];    /* label for logs; "" when not given */
+};
+
+/*
+ * Parses one line of the token file (`len` bytes, no line end needed; a
+ * trailing CR is ignored): "sha256=<64 hex> tenant=<id|*> scopes=<list>
+ * [name=<label>]" in any order, blanks between.  Returns 1 with *out for a
+ * token, 0 for a blank or '#' comment line, ERR_INVALID with a message
+ * (unknown or repeated field, bad value, a plain token) otherwise.
+ */
+int web__token_line_parse(const char *line, size_t len, struct web__token_line *out,
+			  struct err_msg *msg);
+
+/* Who a request is: the token it showed, or the open server's stand-in. */
+struct web__principal {
+	char tenant[WEB_TENANT_MAX + 1];      /* bound tenant, or WEB_ALL_TENANTS */
+	unsigned scopes;
+	char name[WEB_TOKEN_NAME_MAX + 1];
+};
+
+/*
+ * The tenant a request of `p` acts for, into out: X-Scope-OrgID `header`
+ * (borrowed, NULL when absent), else the Basic user `basic_user` (NULL or
+ * "" when none), else the bound tenant (WEB_DEFAULT_TENANT for an
+ * all-tenants token).  ERR_INVALID for a malformed tenant id; ERR_PERMISSION
+ * when a token bound to one tenant is asked for another.
+ */
+int web__tenant_for(const struct web__principal *p, const char *basic_user, const char *header,
+		    char out[WEB_TENANT_MAX + 1], struct err_msg *msg);
+
+/*
+ * 1 when the "HOST:PORT" listen address `listen` binds loopback only
+ * (127.0.0.0/8, [::1], localhost), 0 for anything else: all interfaces
+ * (":4040", "4040", 0.0.0.0, [::]) or any other address.
+ */
+int web__listen_is_loopback(const char *listen);
+
+/* ---- auth.c: the token table ------------------------------------------- */
+
+struct web_auth;
+
+/*
+ * Loads the token file at `path` (copied): at most 1 MiB and 10000
+ * tokens, each once, not writable by other users.  Returns an owned *out;
+ * ERR_INVALID naming the file and line, ERR_IO, ERR_TOO_LARGE, ERR_NOMEM.
+ */
+int web__auth_new(const char *path, struct web_auth **out, struct err_msg *msg);
+/* Re-reads the file; on any failure the loaded tokens stay.  Thread-safe. */
+int web__auth_reload(struct web_auth *a, struct err_msg *msg);
+size_t web__auth_count(struct web_auth *a);
+const char *web__auth_path(const struct web_auth *a);
+/* NULL is a no-op; no lookup may be running. */
+void web__auth_free(struct web_auth *a);
+/*
+ * The principal of a presented token (`len` bytes, borrowed) into *who:
+ * 0, or ERR_UNAUTHENTICATED when no token of the table has its SHA-256
+ * (every entry is compared, in constant time).  Thread-safe.
+ */
+int web__auth_lookup(struct web_auth *a, const char *secret, size_t len,
+		     struct web__principal *who);
+
+/* ---- tls.c: the server's TLS through civetweb's OpenSSL --------------- */
+
+/*
+ * Checks that civetweb will find a usable OpenSSL when it loads
+ * "libssl.so" (tls.c says why it may not): ERR_UNAVAILABLE with a message
+ * otherwise.
+ */
+int web__tls_check_runtime(struct err_msg *msg);
+/*
+ * Configures civetweb's SSL_CTX `ssl_ctx` (an SSL_CTX *): the certificate
+ * chain `cert` and private key `key` (PEM paths, borrowed), TLS 1.2 or
+ * later, forward-secret AEAD ciphers only.  0 or ERR_INVALID with
+ * OpenSSL's reason.
+ */
+int web__tls_setup(void *ssl_ctx, const char *cert, const char *key, struct err_msg *msg);
+
 /* ---- multipart.c -------------------------------------------------------- */
 
 #define WEB_BOUNDARY_MAX 70 /* RFC 2046 §5.1.1 */
@@ -131,6 +252,8 @@ struct web_server {
 	struct web__counters counters;
 	atomic_int queries_running;  /* admitted queries (web__query_admit) */
 	int max_queries;             /* threads minus the reserve kept for ingest */
+	struct web_auth *auth;       /* owned; NULL: the server runs open */
+	struct err_msg tls_msg;      /* why the TLS setup failed, at start */
 	pthread_mutex_t settings_lock; /* serializes settings.v1 read-modify-write */
 };
 
@@ -141,7 +264,9 @@ struct web__req {
 	const char *path;
 	const char *query;            /* may be NULL */
 	const char *content_type;     /* may be NULL */
-	const char *tenant;           /* validated */
+	const char *tenant;           /* validated; the one the request acts for */
+	const struct web__principal *who; /* who asks (an open server's stand-in
+				       * has every scope for every tenant) */
 	struct buf body;              /* read and, if Content-Encoding said so, inflated */
 	/* Streaming handlers (uploads) read the body themselves through
 	 * web__req_read() and say here what they left on the connection. */
@@ -157,6 +282,8 @@ int web__req_read(struct web__req *rq, void *buf, size_t len);
 const char *web__req_header(struct web__req *rq, const char *name);
 /* The declared Content-Length, -1 when chunked or absent. */
 long long web__req_content_length(struct web__req *rq);
+/* The client's address (borrowed, valid during the request), for logs. */
+const char *web__req_remote(struct web__req *rq);
 
 /* ---- routes_debuginfo.c: uploads, debuginfod protocol, symbolization ---- */
 

@@ -23,7 +23,8 @@ stop_tls() {
 	fi
 	TLS_PID=
 }
-trap 'rc=$?; stop_tls; (exit $rc); cleanup' EXIT
+# set +e: under errexit `(exit $rc)` would end the trap before cleanup.
+trap 'rc=$?; stop_tls; set +e; (exit $rc); cleanup' EXIT
 
 # ---- a certificate for 127.0.0.1, trusted only through --cacert
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \

@@ -81,9 +81,15 @@ static int svc_teardown(void **state)
 	return 0;
 }
 
-static int upload_file(const char *path, const char *id, enum debuginfo_file_kind kind,
-		       struct debuginfo_upload_result *res, struct err_msg *msg)
+/*
+ * Uploads the file at `path` as `by` says (NULL: an all-tenants uploader
+ * that replaces what is there, as the tests of replacements need).
+ */
+static int upload_file_by(const char *path, const char *id, enum debuginfo_file_kind kind,
+			  const struct debuginfo_upload_by *by, struct debuginfo_upload_result *res,
+			  struct err_msg *msg)
 {
+	static const struct debuginfo_upload_by replacer = { NULL, 1, "test", NULL };
 	struct debuginfo_upload *u;
 	struct buf b;
 	int rc;
@@ -98,9 +104,15 @@ static int upload_file(const char *path, const char *id, enum debuginfo_file_kin
 
 		assert_int_equal(debuginfo_upload_write(u, b.data + off, n, msg), 0);
 	}
-	rc = debuginfo_upload_commit(u, id, kind, res, msg);
+	rc = debuginfo_upload_commit_as(u, id, kind, by ? by : &replacer, res, msg);
 	buf_release(&b);
 	return rc;
+}
+
+static int upload_file(const char *path, const char *id, enum debuginfo_file_kind kind,
+		       struct debuginfo_upload_result *res, struct err_msg *msg)
+{
+	return upload_file_by(path, id, kind, NULL, res, msg);
 }
 
 #endif

@@ -1,9 +1,11 @@
 /*
- * test_debuginfod.c - the debuginfod client (debuginfod.c) against a fake
- * upstream on loopback: the environment debuginfo_setenv sets before any
- * thread and the check debuginfo_open makes of it, a file found and then
- * served from libdebuginfod's cache, not found, and a transfer stopped by
- * the deadline or by the service's cancel flag.
+ * test_debuginfod.c - the debuginfod client (debuginfod.c) against fake
+ * upstreams on loopback: upstream URLs (http and https only), a file
+ * found, not found, the size cap, a transfer stopped by the deadline or by
+ * the service's cancel flag, and where a fetch may connect: public
+ * addresses and the upstreams' own, so a redirect to another loopback
+ * port is refused before any request reaches it, while one to the
+ * upstream itself is followed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "base/clock.h"
@@ -19,74 +23,155 @@
 #include "tests/symbolize/symtest.h"
 #include "upstream.h"
 
-static struct fake_upstream g_up;
-static struct debuginfo_options g_opt;
-static char g_urls[64], g_data[300];
+static struct fake_upstream g_up, g_other;
+static struct debuginfo g_s; /* just what a fetch reads */
+static char g_dir[300];
 
 static int setup(void **state)
 {
+	struct err_msg msg;
+	char urls[64];
+
 	(void)state;
-	return fake_start(&g_up);
+	t_mkdtemp();
+	snprintf(g_dir, sizeof(g_dir), "%s", t_path("debuginfo"));
+	if (t_run("mkdir -p '%s/tmp'", g_dir) || fake_listen(&g_up) || fake_listen(&g_other))
+		return -1;
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%d/", g_up.port);
+	g_s.dir = g_dir;
+	g_s.max_upload = 1 << 20;
+	err_clear(&msg);
+	if (debuginfo__upstreams_open(&g_s, urls, &msg)) {
+		fprintf(stderr, "%s\n", msg.text);
+		return -1;
+	}
+	return fake_start(&g_up) || fake_start(&g_other);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
 	fake_stop(&g_up);
+	fake_stop(&g_other);
+	debuginfo__upstreams_close(&g_s);
+	t_rmdir();
 	return 0;
 }
 
-static void test_environment(void **state)
+static void test_urls(void **state)
 {
-	struct debuginfo_options other = g_opt, none = { 0 };
-	char cache[400];
+	static const char *const refused[] = {
+		"file:///usr/lib/debug", "ftp://example.org", "http://", "gopher://x:70",
+		"http://ok.example https://fine.example file:///etc",
+	};
+	struct debuginfo__upstream *u = NULL;
 	struct err_msg msg;
+	size_t n = 9;
 
 	(void)state;
-	snprintf(cache, sizeof(cache), "%s/debuginfod-cache", g_data);
-	assert_string_equal(getenv("DEBUGINFOD_URLS"), g_urls);
-	assert_string_equal(getenv("DEBUGINFOD_CACHE_PATH"), cache);
-	assert_string_equal(getenv("DEBUGINFOD_TIMEOUT"), "5");
-	assert_int_equal(access(cache, W_OK), 0);
 	err_clear(&msg);
-	assert_int_equal(debuginfo__debuginfod_env_check(&g_opt, &msg), 0);
-	/* Set already: nothing to change (so this is safe with threads running). */
-	assert_int_equal(debuginfo_setenv(&g_opt, &msg), 0);
-	/* Options the environment was not set for are refused by the check. */
-	other.debuginfod_urls = "http://elsewhere:1";
-	assert_int_equal(debuginfo__debuginfod_env_check(&other, &msg), ERR_INVALID);
-	assert_non_null(strstr(msg.text, "debuginfo_setenv"));
-	other = g_opt;
-	other.fetch_timeout_s = 9;
-	assert_int_equal(debuginfo__debuginfod_env_check(&other, &msg), ERR_INVALID);
-	/* Without upstreams there is nothing to set. */
-	assert_int_equal(debuginfo_setenv(&none, &msg), 0);
-	none.debuginfod_urls = "http://x:1";
-	err_clear(&msg);
-	assert_int_equal(debuginfo_setenv(&none, &msg), ERR_INVALID);
+	assert_int_equal(debuginfo__upstreams_parse(" http://a.example/x/  https://[::1]:8002 ", &u,
+						    &n, &msg), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(u[0].url, "http://a.example/x");
+	assert_string_equal(u[0].host, "a.example");
+	assert_int_equal(u[0].port, 80);
+	assert_string_equal(u[1].host, "::1");
+	assert_int_equal(u[1].port, 8002);
+	free(u);
+	assert_int_equal(debuginfo__upstreams_parse("", &u, &n, &msg), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(debuginfo__upstreams_parse(NULL, &u, &n, &msg), 0);
+	assert_int_equal(n, 0);
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		err_clear(&msg);
+		assert_int_equal(debuginfo__upstreams_parse(refused[i], &u, &n, &msg), ERR_INVALID);
+		assert_non_null(strstr(msg.text, "debuginfod URL"));
+	}
 }
 
-static void test_found_then_cached(void **state)
+static void v4(struct sockaddr_in *a, const char *ip, int port)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	assert_int_equal(inet_pton(AF_INET, ip, &a->sin_addr), 1);
+}
+
+static void v6(struct sockaddr_in6 *a, const char *ip, int port)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin6_family = AF_INET6;
+	a->sin6_port = htons((uint16_t)port);
+	assert_int_equal(inet_pton(AF_INET6, ip, &a->sin6_addr), 1);
+}
+
+static void test_addresses(void **state)
+{
+	static const char *const private4[] = {
+		"127.0.0.1", "127.9.9.9", "10.1.2.3", "172.16.0.1", "172.31.255.255",
+		"192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1",
+		"255.255.255.255", "198.18.0.1",
+	};
+	static const char *const public4[] = { "8.8.8.8", "172.32.0.1", "100.128.0.1", "1.1.1.1" };
+	static const char *const private6[] = {
+		"::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "ff02::1", "::ffff:127.0.0.1",
+		"::ffff:10.0.0.1", "fec0::1",
+	};
+	struct debuginfo__allowed allow = { AF_INET, { 127, 0, 0, 1 }, 8002 };
+	struct sockaddr_in a4;
+	struct sockaddr_in6 a6;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(private4) / sizeof(private4[0]); i++) {
+		v4(&a4, private4[i], 80);
+		assert_false(debuginfo__address_allowed((struct sockaddr *)&a4, &allow, 1));
+	}
+	for (size_t i = 0; i < sizeof(public4) / sizeof(public4[0]); i++) {
+		v4(&a4, public4[i], 80);
+		assert_true(debuginfo__address_allowed((struct sockaddr *)&a4, NULL, 0));
+	}
+	for (size_t i = 0; i < sizeof(private6) / sizeof(private6[0]); i++) {
+		v6(&a6, private6[i], 80);
+		assert_false(debuginfo__address_allowed((struct sockaddr *)&a6, &allow, 1));
+	}
+	v6(&a6, "2a00:1450:4001::1", 443);
+	assert_true(debuginfo__address_allowed((struct sockaddr *)&a6, NULL, 0));
+	/* A configured upstream's address and port, and only that port. */
+	v4(&a4, "127.0.0.1", 8002);
+	assert_true(debuginfo__address_allowed((struct sockaddr *)&a4, &allow, 1));
+	v4(&a4, "127.0.0.1", 8003);
+	assert_false(debuginfo__address_allowed((struct sockaddr *)&a4, &allow, 1));
+}
+
+static void test_found(void **state)
 {
 	struct err_msg msg;
 	char *path = NULL;
-	int before;
 
 	(void)state;
 	t_write("served", "the bytes upstream");
 	snprintf(g_up.file, sizeof(g_up.file), "%s", t_path("served"));
 	atomic_store(&g_up.mode, FAKE_FILE);
 	err_clear(&msg);
-	assert_int_equal(debuginfo__debuginfod_fetch("a1b2", 0, clock_mono_ns() + 10000000000LL,
-						     NULL, &path, &msg), 0);
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "a1b2", 0,
+						     clock_mono_ns() + 10000000000LL, &path, &msg), 0);
 	assert_non_null(path);
+	assert_int_equal(strncmp(path, g_dir, strlen(g_dir)), 0);
 	assert_int_equal(t_run("cmp -s '%s' '%s'", path, t_path("served")), 0);
+	unlink(path);
 	free(path);
-	before = atomic_load(&g_up.requests);
-	assert_int_equal(debuginfo__debuginfod_fetch("a1b2", 0, clock_mono_ns() + 10000000000LL,
-						     NULL, &path, &msg), 0);
-	free(path);
-	assert_int_equal(atomic_load(&g_up.requests), before);
+	/* Past the size cap: refused, nothing left behind. */
+	g_s.max_upload = 5;
+	err_clear(&msg);
+	path = NULL;
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "a1b2", 0,
+						     clock_mono_ns() + 10000000000LL, &path, &msg),
+			 ERR_UNAVAILABLE);
+	assert_null(path);
+	assert_non_null(strstr(msg.text, "larger than 5 bytes"));
+	g_s.max_upload = 1 << 20;
+	assert_int_equal(t_run("test -z \"$(ls '%s/tmp')\"", g_dir), 0);
 }
 
 static void test_not_found(void **state)
@@ -97,14 +182,57 @@ static void test_not_found(void **state)
 	(void)state;
 	atomic_store(&g_up.mode, FAKE_404);
 	err_clear(&msg);
-	assert_int_equal(debuginfo__debuginfod_fetch("c3d4", 0, clock_mono_ns() + 10000000000LL,
-						     NULL, &path, &msg), ERR_NOT_FOUND);
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "c3d4", 0,
+						     clock_mono_ns() + 10000000000LL, &path, &msg),
+			 ERR_NOT_FOUND);
 	assert_null(path);
 	assert_non_null(strstr(msg.text, "debug info for c3d4"));
 	err_clear(&msg);
-	assert_int_equal(debuginfo__debuginfod_fetch("c3d5", 1, clock_mono_ns() + 10000000000LL,
-						     NULL, &path, &msg), ERR_NOT_FOUND);
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "c3d5", 1,
+						     clock_mono_ns() + 10000000000LL, &path, &msg),
+			 ERR_NOT_FOUND);
 	assert_non_null(strstr(msg.text, "an executable for c3d5"));
+}
+
+static void test_redirects(void **state)
+{
+	struct err_msg msg;
+	char *path = NULL;
+	uint64_t refused = atomic_load(&g_s.redirects_refused);
+
+	(void)state;
+	t_write("served", "moved bytes");
+	snprintf(g_up.file, sizeof(g_up.file), "%s", t_path("served"));
+	snprintf(g_other.file, sizeof(g_other.file), "%s", t_path("served"));
+	atomic_store(&g_other.mode, FAKE_FILE);
+	atomic_store(&g_up.mode, FAKE_REDIRECT);
+	/* To another port on loopback: no upstream there, so never connected. */
+	snprintf(g_up.location, sizeof(g_up.location), "http://127.0.0.1:%d/moved/internal",
+		 g_other.port);
+	err_clear(&msg);
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "e1e2", 0,
+						     clock_mono_ns() + 10000000000LL, &path, &msg),
+			 ERR_UNAVAILABLE);
+	assert_null(path);
+	assert_non_null(strstr(msg.text, "private address"));
+	assert_int_equal(atomic_load(&g_other.requests), 0);
+	assert_int_equal(atomic_load(&g_s.redirects_refused), refused + 1);
+	/* file:// is no protocol to follow. */
+	snprintf(g_up.location, sizeof(g_up.location), "file:///etc/passwd");
+	err_clear(&msg);
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "e1e2", 0,
+						     clock_mono_ns() + 10000000000LL, &path, &msg),
+			 ERR_UNAVAILABLE);
+	assert_null(path);
+	/* To the upstream itself: followed. */
+	snprintf(g_up.location, sizeof(g_up.location), "http://127.0.0.1:%d/moved/here", g_up.port);
+	err_clear(&msg);
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "e1e2", 0,
+						     clock_mono_ns() + 10000000000LL, &path, &msg), 0);
+	assert_int_equal(t_run("cmp -s '%s' '%s'", path, t_path("served")), 0);
+	unlink(path);
+	free(path);
+	assert_int_equal(atomic_load(&g_other.requests), 0);
 }
 
 static void test_deadline(void **state)
@@ -116,31 +244,23 @@ static void test_deadline(void **state)
 	(void)state;
 	atomic_store(&g_up.mode, FAKE_HANG);
 	err_clear(&msg);
-	assert_int_equal(debuginfo__debuginfod_fetch("e5f6", 0, t0 + 300000000LL, NULL, &path,
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "e5f6", 0, t0 + 300000000LL, &path,
 						     &msg), ERR_TIMEOUT);
 	assert_non_null(strstr(msg.text, "timed out"));
-	/* Well before the 5 s DEBUGINFOD_TIMEOUT: our deadline stopped it. */
 	assert_true(clock_mono_ns() - t0 < 4000000000LL);
 }
 
-struct canceller {
-	atomic_int *flag;
-};
-
 static void *cancel_soon(void *arg)
 {
-	struct canceller *c = arg;
 	struct timespec ts = { 0, 200000000 };
 
 	nanosleep(&ts, NULL);
-	atomic_store(c->flag, 1);
+	atomic_store((atomic_int *)arg, 1);
 	return NULL;
 }
 
 static void test_cancel(void **state)
 {
-	atomic_int flag = 0;
-	struct canceller c = { &flag };
 	struct err_msg msg;
 	pthread_t t;
 	char *path = NULL;
@@ -148,41 +268,26 @@ static void test_cancel(void **state)
 
 	(void)state;
 	atomic_store(&g_up.mode, FAKE_HANG);
-	assert_int_equal(pthread_create(&t, NULL, cancel_soon, &c), 0);
+	assert_int_equal(pthread_create(&t, NULL, cancel_soon, &g_s.cancel), 0);
 	err_clear(&msg);
-	assert_int_equal(debuginfo__debuginfod_fetch("a7b8", 0, t0 + 60000000000LL, &flag, &path,
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "a7b8", 0, t0 + 60000000000LL, &path,
 						     &msg), ERR_TIMEOUT);
 	pthread_join(t, NULL);
 	assert_true(clock_mono_ns() - t0 < 4000000000LL);
+	atomic_store(&g_s.cancel, 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_environment),
-		cmocka_unit_test(test_found_then_cached),
+		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_found),
 		cmocka_unit_test(test_not_found),
+		cmocka_unit_test(test_redirects),
 		cmocka_unit_test(test_deadline),
 		cmocka_unit_test(test_cancel),
 	};
-	struct err_msg msg;
-	int rc;
 
-	/* Before any thread: the environment, then the server's socket. */
-	t_mkdtemp();
-	if (fake_listen(&g_up))
-		return 1;
-	snprintf(g_urls, sizeof(g_urls), "http://127.0.0.1:%d", g_up.port);
-	snprintf(g_data, sizeof(g_data), "%s", t_path("data"));
-	g_opt.data_dir = g_data;
-	g_opt.debuginfod_urls = g_urls;
-	g_opt.fetch_timeout_s = 5;
-	err_clear(&msg);
-	if (debuginfo_setenv(&g_opt, &msg)) {
-		fprintf(stderr, "%s\n", msg.text);
-		return 1;
-	}
-	rc = cmocka_run_group_tests(tests, setup, teardown);
-	t_rmdir();
-	return rc;
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

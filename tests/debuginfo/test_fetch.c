@@ -2,7 +2,10 @@
  * test_fetch.c - fetches from upstream into the store (fetch.c) through a
  * real service and a fake debuginfod on loopback: not found, an upstream
  * that hangs, files that cannot serve as debug info (not an ELF, a stripped
- * binary), and a good .debug file stored and then resolved from.
+ * binary), a good .debug file stored (every tenant's) and then resolved
+ * from, the budget of fetches per minute, the budgets of one query and one
+ * tenant, a tenant's query that may not use another's file, and a fetch
+ * that finds an upload already stored.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
 #include "debuginfo/debuginfo_int.h"
@@ -114,7 +118,6 @@ static void test_unusable_files(void **state)
 	m = meta_of(g_id);
 	assert_int_equal(m.status, DEBUGINFO_STATUS_INVALID_ELF);
 	assert_non_null(strstr(m.reason, "debuginfod served an unusable file"));
-	/* libdebuginfod caches what it got: the next files need their own IDs. */
 	assert_int_equal(debuginfo__path(g_s, g_id, "debuginfo", dst, sizeof(dst)), 0);
 	assert_false(debuginfo__file_exists(dst));
 	assert_int_equal(atomic_load(&g_s->fetches_ok), 1);
@@ -161,7 +164,6 @@ static void test_fetched_and_resolved(void **state)
 	size_t n;
 
 	(void)state;
-	/* Another build: what was served for prog is in libdebuginfod's cache. */
 	assert_int_equal(t_run("cd '%s' && gcc -g -O1 -Wl,--build-id -o third prog.c && "
 			       "objcopy --only-keep-debug third third.debug", t_dir), 0);
 	assert_int_equal(sym_elf_inspect_file(t_path("third"), &info, NULL), 0);
@@ -178,7 +180,216 @@ static void test_fetched_and_resolved(void **state)
 	assert_true(frames > 0);
 	assert_int_equal(meta_of(id).source, DEBUGINFO_SOURCE_DEBUGINFOD);
 	assert_int_equal(meta_of(id).kinds, 1u << DEBUGINFO_FILE_DEBUGINFO);
+	assert_string_equal(meta_of(id).owners, "*");
+	assert_true(meta_of(id).has_sha256);
+	assert_true(debuginfo_visible(g_s, "any-tenant", id));
 	free(a);
+}
+
+/* At most fetch_per_minute fetches start; the rest are recorded, not sent. */
+static void test_budget(void **state)
+{
+	struct debuginfo_options o = g_opt;
+	struct debuginfo *s;
+	struct debuginfo__meta m;
+	struct err_msg msg;
+	char id[8];
+	int before;
+
+	(void)state;
+	o.data_dir = t_path("data-budget");
+	o.fetch_per_minute = 2;
+	err_clear(&msg);
+	assert_int_equal(debuginfo_open(g_st, &o, &s, &msg), 0);
+	serve(FAKE_404, NULL);
+	before = atomic_load(&g_up.requests);
+	for (int i = 0; i < 5; i++) {
+		uint8_t b[2] = { 0xb0, (uint8_t)i };
+
+		snprintf(id, sizeof(id), "b0%02x", i);
+		assert_int_equal(debuginfo__fetch(s, id, b, 2), i < 2 ? ERR_NOT_FOUND : ERR_UNAVAILABLE);
+	}
+	assert_int_equal(atomic_load(&g_up.requests) - before, 2);
+	assert_int_equal(atomic_load(&s->fetches_limited), 3);
+	assert_int_equal(debuginfo__meta_get(s, "b004", &m), 0);
+	assert_int_equal(m.status, DEBUGINFO_STATUS_UPSTREAM_ERROR);
+	assert_non_null(strstr(m.reason, "limited to 2 a minute"));
+	assert_true(m.retry_at > clock_wall_ns());
+	debuginfo_close(s);
+}
+
+/* Resolves one address of an unknown build ID b1<i> as asker `a`; its status. */
+static enum debuginfo_status ask(struct debuginfo *s, struct debuginfo_asker *a, int i,
+				 char *reason, size_t rlen)
+{
+	struct debuginfo_mapping_ref map = { 0, 0, 0, 1 };
+	struct debuginfo_addr_req req = { 0x1000, 1 };
+	enum debuginfo_status st;
+	size_t frames = 0;
+	char id[8];
+
+	snprintf(id, sizeof(id), "b1%02x", i);
+	assert_int_equal(debuginfo_resolve_as(s, a, id, &map, &req, 1,
+					      clock_mono_ns() + 30000000000LL, count, &frames,
+					      &st, reason, rlen),
+			 0);
+	assert_int_equal(frames, 0);
+	return st;
+}
+
+/*
+ * One query starts at most DEBUGINFO_QUERY_FETCHES lookups and one
+ * tenant's queries fetch_per_tenant_minute a minute; what they do not
+ * start is pending, not recorded, and costs no other tenant anything.
+ */
+static void test_query_and_tenant_budgets(void **state)
+{
+	struct debuginfo_options o = g_opt;
+	struct debuginfo_asker a1 = { "team-a", DEBUGINFO_QUERY_FETCHES };
+	struct debuginfo_asker a2 = { "team-a", DEBUGINFO_QUERY_FETCHES };
+	struct debuginfo_asker b = { "team-b", 2 };
+	struct debuginfo *s;
+	struct debuginfo__meta m;
+	struct err_msg msg;
+	char reason[256];
+	int i, before;
+
+	(void)state;
+	o.data_dir = t_path("data-asker");
+	o.fetch_per_minute = 60;
+	o.fetch_per_tenant_minute = 10;
+	err_clear(&msg);
+	assert_int_equal(debuginfo_open(g_st, &o, &s, &msg), 0);
+	serve(FAKE_404, NULL);
+	before = atomic_load(&g_up.requests);
+	/* One query of team-a: DEBUGINFO_QUERY_FETCHES lookups, then pending. */
+	for (i = 0; i < 12; i++) {
+		enum debuginfo_status st = ask(s, &a1, i, reason, sizeof(reason));
+
+		if (i < (int)DEBUGINFO_QUERY_FETCHES) {
+			assert_int_equal(st, DEBUGINFO_STATUS_NOT_FOUND);
+			continue;
+		}
+		assert_int_equal(st, DEBUGINFO_STATUS_PENDING);
+		assert_non_null(strstr(reason, "one query starts at most 8 upstream lookups"));
+	}
+	assert_int_equal(a1.fetches_left, 0);
+	assert_int_equal(atomic_load(&s->fetches_not_found), DEBUGINFO_QUERY_FETCHES);
+	/* Deferred build IDs have no record: a later query asks afresh. */
+	assert_int_equal(debuginfo__meta_get(s, "b10b", &m), ERR_NOT_FOUND);
+	/* A second query of team-a: two more, then the tenant's 10 a minute are spent. */
+	for (i = 12; i < 16; i++) {
+		enum debuginfo_status st = ask(s, &a2, i, reason, sizeof(reason));
+
+		if (i < 14) {
+			assert_int_equal(st, DEBUGINFO_STATUS_NOT_FOUND);
+			continue;
+		}
+		assert_int_equal(st, DEBUGINFO_STATUS_PENDING);
+		assert_non_null(strstr(reason, "this tenant's queries start at most 10"));
+	}
+	/* A build ID already looked up costs nothing: its record answers. */
+	assert_int_equal(ask(s, &a2, 0, reason, sizeof(reason)), DEBUGINFO_STATUS_NOT_FOUND);
+	/* team-b has its own budget, bounded by its query's allowance. */
+	assert_int_equal(ask(s, &b, 20, reason, sizeof(reason)), DEBUGINFO_STATUS_NOT_FOUND);
+	assert_int_equal(ask(s, &b, 21, reason, sizeof(reason)), DEBUGINFO_STATUS_NOT_FOUND);
+	assert_int_equal(ask(s, &b, 22, reason, sizeof(reason)), DEBUGINFO_STATUS_PENDING);
+	assert_int_equal(atomic_load(&s->fetches_not_found), 12);
+	assert_int_equal(atomic_load(&s->fetches_deferred), 4 + 2 + 1);
+	assert_true(atomic_load(&g_up.requests) - before >= 12);
+	debuginfo_close(s);
+}
+
+/*
+ * A file uploaded for one tenant names frames of that tenant's queries
+ * only: another tenant's query that sends the build ID gets not_found,
+ * also once the frames are in the cache.
+ */
+static void test_private_file_not_resolved_for_others(void **state)
+{
+	struct debuginfo_options o = g_opt;
+	struct debuginfo_upload_by by = { "team-a", 0, "a-upload", NULL };
+	struct debuginfo_mapping_ref map = { 0, 0, 0, 1 };
+	struct debuginfo_asker a = { "team-a", DEBUGINFO_QUERY_FETCHES };
+	struct debuginfo_asker b = { "team-b", DEBUGINFO_QUERY_FETCHES };
+	struct debuginfo_upload_result res;
+	struct debuginfo_upload *u;
+	struct debuginfo_addr_req req;
+	enum debuginfo_status st;
+	struct debuginfo *s;
+	struct err_msg msg;
+	char reason[256];
+	size_t frames, n;
+	uint64_t *addr;
+	struct buf f;
+	int before;
+
+	(void)state;
+	o.data_dir = t_path("data-private");
+	err_clear(&msg);
+	assert_int_equal(debuginfo_open(g_st, &o, &s, &msg), 0);
+	buf_init(&f, 1 << 30);
+	assert_int_equal(buf_read_file(&f, t_path("prog")), 0);
+	assert_int_equal(debuginfo_upload_begin(s, &u, &msg), 0);
+	assert_int_equal(debuginfo_upload_write(u, f.data, f.len, &msg), 0);
+	assert_int_equal(debuginfo_upload_commit_as(u, g_id, DEBUGINFO_FILE_DEBUGINFO, &by, &res,
+						    &msg), 0);
+	buf_release(&f);
+	n = t_func_addresses(t_path("prog"), &addr);
+	assert_true(n > 0);
+	req.addr = addr[0];
+	req.leaf = 1;
+	serve(FAKE_404, NULL);
+	before = atomic_load(&g_up.requests);
+	for (int round = 0; round < 2; round++) {
+		frames = 0;
+		assert_int_equal(debuginfo_resolve_as(s, &a, g_id, &map, &req, 1,
+						      clock_mono_ns() + 60000000000LL, count,
+						      &frames, &st, reason, sizeof(reason)), 0);
+		assert_int_equal(st, DEBUGINFO_STATUS_OK);
+		assert_true(frames > 0);
+		/* The second round's frames for team-a came from the cache. */
+		frames = 0;
+		assert_int_equal(debuginfo_resolve_as(s, &b, g_id, &map, &req, 1,
+						      clock_mono_ns() + 60000000000LL, count,
+						      &frames, &st, reason, sizeof(reason)), 0);
+		assert_int_equal(st, DEBUGINFO_STATUS_NOT_FOUND);
+		assert_string_equal(reason, "not uploaded (unhex upload)");
+		assert_int_equal(frames, 0);
+	}
+	/* Nor did team-b's queries go upstream for it. */
+	assert_int_equal(atomic_load(&g_up.requests) - before, 0);
+	/* The every-tenant view (tools, debuginfo_resolve) still resolves. */
+	frames = 0;
+	assert_int_equal(debuginfo_resolve(s, g_id, &map, &req, 1, clock_mono_ns() + 60000000000LL,
+					   count, &frames, &st, reason, sizeof(reason)), 0);
+	assert_true(frames > 0);
+	free(addr);
+	debuginfo_close(s);
+}
+
+/* A file uploaded before a fetch ends stays: the first file wins. */
+static void test_upload_first(void **state)
+{
+	struct debuginfo_upload_result res;
+	struct debuginfo_upload *u;
+	struct err_msg msg;
+	char dst[DEBUGINFO__PATH_MAX];
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 30);
+	assert_int_equal(buf_read_file(&b, t_path("prog")), 0);
+	err_clear(&msg);
+	assert_int_equal(debuginfo_upload_begin(g_s, &u, &msg), 0);
+	assert_int_equal(debuginfo_upload_write(u, b.data, b.len, &msg), 0);
+	assert_int_equal(debuginfo_upload_commit(u, g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
+	buf_release(&b);
+	serve(FAKE_FILE, "prog.debug");
+	assert_int_equal(debuginfo__fetch(g_s, g_id, g_bid, g_blen), 0);
+	assert_int_equal(debuginfo__path(g_s, g_id, "debuginfo", dst, sizeof(dst)), 0);
+	assert_int_equal(t_run("cmp -s '%s' '%s'", dst, t_path("prog")), 0);
+	assert_int_equal(meta_of(g_id).source, DEBUGINFO_SOURCE_UPLOAD);
 }
 
 int main(void)
@@ -188,11 +399,13 @@ int main(void)
 		cmocka_unit_test(test_unusable_files),
 		cmocka_unit_test(test_stripped_binary),
 		cmocka_unit_test(test_fetched_and_resolved),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_query_and_tenant_budgets),
+		cmocka_unit_test(test_private_file_not_resolved_for_others),
+		cmocka_unit_test(test_upload_first),
 	};
-	struct err_msg msg;
 	int rc;
 
-	/* Before any thread: the environment, then the server's socket. */
 	t_mkdtemp();
 	if (fake_listen(&g_up))
 		return 1;
@@ -202,11 +415,6 @@ int main(void)
 	g_opt.debuginfod_urls = g_urls;
 	g_opt.fetch_timeout_s = 1;
 	g_opt.workers = 1;
-	err_clear(&msg);
-	if (debuginfo_setenv(&g_opt, &msg)) {
-		fprintf(stderr, "%s\n", msg.text);
-		return 1;
-	}
 	rc = cmocka_run_group_tests(tests, setup, teardown);
 	t_rmdir();
 	return rc;

@@ -1,9 +1,11 @@
 /*
  * test_meta.c - the metadata record of a build ID (meta.c): round trips,
- * exactly which bytes decode (no proper prefix; appended bytes are a later
- * version's and ignored), out-of-range fields, reading and writing through
- * a real store, recording a failure, the typed records handed out (one,
- * all in order, counts by status), and the status and source names.
+ * exactly which bytes decode (no proper prefix but the record of a version
+ * before owners; appended bytes are a later version's and ignored),
+ * out-of-range fields, reading and writing through a real store, recording
+ * a failure, who sees which record, the bound and the expiry of failure
+ * records, the typed records handed out (one, all in order, counts by
+ * status), and the status and source names.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,8 +22,11 @@
 #include "storage/storage.h"
 
 static const struct debuginfo__meta g_meta = {
-	DEBUGINFO_SOURCE_UPLOAD, DEBUGINFO_STATUS_NOT_FOUND, 3, 123456, 0xfedcba9876543210ull,
-	1700000000000000000LL, -5, 42, "alt_not_found: something"
+	.source = DEBUGINFO_SOURCE_UPLOAD, .status = DEBUGINFO_STATUS_NOT_FOUND, .kinds = 3,
+	.size = 123456, .hash = 0xfedcba9876543210ull, .uploaded = 1700000000000000000LL,
+	.last_used = -5, .retry_at = 42, .reason = "alt_not_found: something",
+	.owners = "team-a,team-b", .sha256 = { 1, 2, 3, [31] = 0xff }, .has_sha256 = 1,
+	.failed = 1700000000000000001LL,
 };
 
 static void same_meta(const struct debuginfo__meta *x, const struct debuginfo__meta *y)
@@ -35,6 +40,27 @@ static void same_meta(const struct debuginfo__meta *x, const struct debuginfo__m
 	assert_true(x->last_used == y->last_used);
 	assert_true(x->retry_at == y->retry_at);
 	assert_string_equal(x->reason, y->reason);
+	assert_string_equal(x->owners, y->owners);
+	assert_int_equal(x->has_sha256, y->has_sha256);
+	assert_memory_equal(x->sha256, y->sha256, sizeof(x->sha256));
+	assert_true(x->failed == y->failed);
+}
+
+/* The length of a record up to its reason: what a version before owners wrote. */
+static size_t legacy_len(const struct debuginfo__meta *m)
+{
+	struct debuginfo__meta l = *m;
+	struct buf b;
+	size_t n;
+
+	l.owners[0] = '\0';
+	l.has_sha256 = 0;
+	l.failed = 0;
+	buf_init(&b, 1 << 20);
+	assert_int_equal(debuginfo__meta_encode(&l, &b), 0);
+	n = b.len - 3; /* the two empty length fields and failed */
+	buf_release(&b);
+	return n;
 }
 
 static void encode(const struct debuginfo__meta *m, struct buf *b)
@@ -49,11 +75,34 @@ static void test_round_trip_and_prefixes(void **state)
 	struct buf b;
 
 	(void)state;
+	size_t old = legacy_len(&g_meta), owners_end = old + 1 + strlen(g_meta.owners);
+
 	encode(&g_meta, &b);
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), 0);
 	same_meta(&g_meta, &out);
-	for (size_t cut = 0; cut < b.len; cut++)
-		assert_int_equal(debuginfo__meta_decode(b.data, cut, &out), ERR_CORRUPT);
+	size_t sha_end = owners_end + 1 + sizeof(g_meta.sha256);
+
+	/* Every cut is corrupt but three: where the old version ended (its
+	 * files are every tenant's), after the owners, after the SHA-256. */
+	for (size_t cut = 0; cut < b.len; cut++) {
+		int rc = debuginfo__meta_decode(b.data, cut, &out);
+
+		if (cut == old) {
+			assert_int_equal(rc, 0);
+			assert_string_equal(out.owners, "*");
+			assert_false(out.has_sha256);
+		} else if (cut == owners_end) {
+			assert_int_equal(rc, 0);
+			assert_string_equal(out.owners, g_meta.owners);
+			assert_false(out.has_sha256);
+		} else if (cut == sha_end) {
+			assert_int_equal(rc, 0);
+			assert_true(out.has_sha256);
+			assert_true(out.failed == 0);
+		} else {
+			assert_int_equal(rc, ERR_CORRUPT);
+		}
+	}
 	/* A later version appends fields: this reader ignores them. */
 	assert_int_equal(buf_append(&b, "\x05\x06", 2), 0);
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), 0);
@@ -96,10 +145,52 @@ static void test_fields_out_of_range(void **state)
 		assert_int_equal(buf_putc(&b, 'r'), 0);
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), 0);
 	assert_int_equal(strlen(out.reason), sizeof(out.reason) - 1);
+	assert_string_equal(out.owners, ""); /* an old record without files */
 	/* ... but a reason length past the end is corrupt. */
 	b.len -= 1;
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), ERR_CORRUPT);
 	buf_release(&b);
+	/* An owners list with a NUL, or too long, and a SHA-256 of another size. */
+	m = g_meta;
+	m.owners[0] = '\0';
+	m.has_sha256 = 0;
+	m.failed = 0;
+	encode(&m, &b);
+	b.len -= 3;
+	assert_int_equal(buf_append(&b, "\x02" "a\0" "\x00", 4), 0);
+	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), ERR_CORRUPT);
+	b.len -= 4;
+	assert_int_equal(buf_put_uvarint(&b, DEBUGINFO__OWNERS_MAX), 0);
+	for (int i = 0; i < DEBUGINFO__OWNERS_MAX; i++)
+		assert_int_equal(buf_putc(&b, 'o'), 0);
+	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), ERR_CORRUPT);
+	buf_release(&b);
+	encode(&m, &b);
+	b.len -= 2;
+	assert_int_equal(buf_append(&b, "\x05" "abcde", 6), 0);
+	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), ERR_CORRUPT);
+	buf_release(&b);
+}
+
+static void test_visibility(void **state)
+{
+	struct debuginfo__meta m = g_meta;
+
+	(void)state;
+	assert_true(debuginfo__owner_has("team-a,team-b", "team-a"));
+	assert_true(debuginfo__owner_has("team-a,team-b", "team-b"));
+	assert_false(debuginfo__owner_has("team-a,team-b", "team"));
+	assert_false(debuginfo__owner_has("team-a,team-b", "team-a,team-b"));
+	assert_false(debuginfo__owner_has("", "x"));
+	assert_true(debuginfo__visible(&m, NULL));
+	assert_true(debuginfo__visible(&m, "team-b"));
+	assert_false(debuginfo__visible(&m, "team-c"));
+	snprintf(m.owners, sizeof(m.owners), "*");
+	assert_true(debuginfo__visible(&m, "team-c"));
+	/* Without a file, only the every-tenant view sees a record. */
+	m.kinds = 0;
+	assert_false(debuginfo__visible(&m, "team-c"));
+	assert_true(debuginfo__visible(&m, NULL));
 }
 
 static int collect(void *ctx, const struct debuginfo_record *r)
@@ -164,6 +255,10 @@ static void test_store_records(void **state)
 	assert_non_null(mkdtemp(dir));
 	err_clear(&msg);
 	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.upload_mu, NULL);
+	s.max_failures = 100;
+	s.failure_ttl_ns = 86400LL * 1000000000LL;
+	atomic_init(&s.failures, -1);
 	so.dir = dir;
 	assert_int_equal(store_open(&so, &s.st, &msg), 0);
 	assert_int_equal(debuginfo__meta_get(&s, "abcd", &m), ERR_NOT_FOUND);
@@ -197,6 +292,68 @@ static void test_store_records(void **state)
 	}
 	check_records(&s);
 	store_close(s.st);
+	pthread_mutex_destroy(&s.upload_mu);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* Records of failed lookups: at most max_failures, forgotten after the ttl. */
+static void test_failure_records(void **state)
+{
+	struct store_options so = { 0 };
+	struct debuginfo s;
+	struct debuginfo__meta m;
+	struct err_msg msg;
+	char dir[] = "/tmp/unhex-meta-XXXXXX", cmd[64], id[8];
+	uint64_t by[DEBUGINFO_STATUS_COUNT];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	err_clear(&msg);
+	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.upload_mu, NULL);
+	s.max_failures = 3;
+	s.failure_ttl_ns = 3600LL * 1000000000LL;
+	atomic_init(&s.failures, -1);
+	so.dir = dir;
+	assert_int_equal(store_open(&so, &s.st, &msg), 0);
+	/* A record with a file never counts, and is never forgotten. */
+	m = g_meta;
+	m.last_used = 0;
+	m.retry_at = 0;
+	assert_int_equal(debuginfo__meta_put(&s, "f000", &m), 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(id, sizeof(id), "a%03d", i);
+		debuginfo__meta_fail(&s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_NOT_FOUND, 0,
+				     "nowhere");
+	}
+	assert_int_equal(atomic_load(&s.failures_dropped), 2);
+	assert_int_equal(debuginfo__meta_get(&s, "a002", &m), 0);
+	assert_int_equal(debuginfo__meta_get(&s, "a003", &m), ERR_NOT_FOUND);
+	/* Updating a known record is always possible. */
+	debuginfo__meta_fail(&s, "a000", DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_UPSTREAM_ERROR, 0,
+			     "again");
+	assert_int_equal(debuginfo__meta_get(&s, "a000", &m), 0);
+	assert_string_equal(m.reason, "again");
+	/* Age two of them past the ttl: the next sweep forgets them, only them. */
+	for (int i = 0; i < 2; i++) {
+		snprintf(id, sizeof(id), "a%03d", i);
+		assert_int_equal(debuginfo__meta_get(&s, id, &m), 0);
+		m.failed -= 2 * s.failure_ttl_ns;
+		assert_int_equal(debuginfo__meta_put(&s, id, &m), 0);
+	}
+	debuginfo__meta_sweep(&s);
+	assert_int_equal(atomic_load(&s.failures), 1);
+	assert_int_equal(debuginfo__meta_get(&s, "a000", &m), ERR_NOT_FOUND);
+	assert_int_equal(debuginfo__meta_get(&s, "a001", &m), ERR_NOT_FOUND);
+	assert_int_equal(debuginfo__meta_get(&s, "a002", &m), 0);
+	assert_int_equal(debuginfo__meta_get(&s, "f000", &m), 0);
+	debuginfo__meta_fail(&s, "a003", DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_NOT_FOUND, 0, "x");
+	assert_int_equal(debuginfo__meta_get(&s, "a003", &m), 0);
+	assert_int_equal(debuginfo_count_by_status(&s, by, NULL), 0);
+	assert_int_equal(by[DEBUGINFO_STATUS_NOT_FOUND], 3); /* f000, a002, a003 */
+	store_close(s.st);
+	pthread_mutex_destroy(&s.upload_mu);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	assert_int_equal(system(cmd), 0);
 }
@@ -235,7 +392,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip_and_prefixes),
 		cmocka_unit_test(test_fields_out_of_range),
+		cmocka_unit_test(test_visibility),
 		cmocka_unit_test(test_store_records),
+		cmocka_unit_test(test_failure_records),
 		cmocka_unit_test(test_names),
 	};
 

@@ -1,10 +1,12 @@
 /*
  * test_upload.c - uploads (upload.c) through a real service: stored,
  * identical, the wrong build, not an ELF, truncated, a stripped binary as
- * debug info or a .debug file as an executable, a replacement dropping
- * what the old file gave, a file of the same size one byte apart (not
- * identical), an alt file waking the build IDs that waited for it, and
- * the upload cap.
+ * debug info or a .debug file as an executable (none of them leaving a
+ * record behind), a replacement dropping what the old file gave, a file
+ * of the same size one byte apart (not identical), an alt file waking the
+ * build IDs that waited for it, the upload cap, and the trust rules: the
+ * first upload wins, only the right uploader replaces, and a tenant sees,
+ * lists and fetches only its own files and the shared ones.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,19 @@
 static int count_id(void *ctx, const struct debuginfo_record *r)
 {
 	*(int *)ctx += strcmp(r->build_id, g_id) == 0;
+	return 0;
+}
+
+struct named {
+	const char *id;
+	int *seen;
+};
+
+static int count_named(void *ctx, const struct debuginfo_record *r)
+{
+	struct named *n = ctx;
+
+	*n->seen += strcmp(r->build_id, n->id) == 0;
 	return 0;
 }
 
@@ -183,10 +198,111 @@ static void test_alt_arrives(void **state)
 	assert_true(m.retry_at == INT64_MAX);
 }
 
+/* Bad uploads for a build ID nobody has leave no record (500 of them left 500). */
+static void test_refusals_leave_nothing(void **state)
+{
+	struct debuginfo_upload_result res;
+	struct debuginfo_record rec;
+	struct err_msg msg;
+	char id[64];
+
+	(void)state;
+	for (int i = 0; i < 20; i++) {
+		snprintf(id, sizeof(id), "77%02x77", i);
+		err_clear(&msg);
+		assert_int_equal(upload_file(t_path("prog.c"), id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg),
+				 ERR_INVALID);
+		assert_int_equal(upload_file(t_path("prog.debug"), id, DEBUGINFO_FILE_DEBUGINFO, &res,
+					     &msg), ERR_CONFLICT);
+		assert_int_equal(debuginfo_get(g_svc, id, &rec, &msg), ERR_NOT_FOUND);
+	}
+}
+
+static int list_has(const char *tenant, const char *id)
+{
+	int seen = 0;
+	struct named n = { id, &seen };
+	struct err_msg msg;
+
+	err_clear(&msg);
+	assert_int_equal(debuginfo_list_as(g_svc, tenant, count_named, &n, &msg), 0);
+	return seen;
+}
+
+/* The first upload wins; who may replace it, and who sees it. */
+static void test_trust(void **state)
+{
+	const struct debuginfo_upload_by a = { "team-a", 0, "a-ci", "10.0.0.1" };
+	const struct debuginfo_upload_by a_replace = { "team-a", 1, "a-admin", NULL };
+	const struct debuginfo_upload_by b = { "team-b", 0, "b-ci", NULL };
+	const struct debuginfo_upload_by b_replace = { "team-b", 1, "b-admin", NULL };
+	const struct debuginfo_upload_by all_replace = { NULL, 1, "ops", NULL };
+	struct debuginfo_upload_result res;
+	struct debuginfo_record rec;
+	struct err_msg msg;
+	char path[4096], id3[2 * SYM_BUILD_ID_MAX + 1];
+
+	(void)state;
+	assert_int_equal(t_run("cd %s && gcc -g -O1 -Wl,--build-id -DVARIANT=3 -o prog3 prog.c && "
+			       "objcopy --only-keep-debug prog3 prog3.debug && "
+			       "objcopy --strip-debug --redefine-sym work=pwned prog3 prog3.forged",
+			       t_dir), 0);
+	id_of(t_path("prog3"), id3);
+	err_clear(&msg);
+	assert_int_equal(upload_file_by(t_path("prog3.debug"), id3, DEBUGINFO_FILE_DEBUGINFO, &a,
+					&res, &msg), 0);
+	/* Tenant A sees it; B neither gets, lists nor fetches it; every tenant's view does. */
+	assert_int_equal(debuginfo_get_as(g_svc, "team-a", id3, &rec, &msg), 0);
+	assert_false(rec.shared);
+	assert_true(rec.has_sha256);
+	err_clear(&msg);
+	assert_int_equal(debuginfo_get_as(g_svc, "team-b", id3, &rec, &msg), ERR_NOT_FOUND);
+	assert_non_null(strstr(msg.text, "is not known"));
+	assert_int_equal(list_has("team-a", id3), 1);
+	assert_int_equal(list_has("team-b", id3), 0);
+	assert_int_equal(list_has(NULL, id3), 1);
+	assert_int_equal(debuginfo_file_path_as(g_svc, "team-b", id3, DEBUGINFO_FILE_DEBUGINFO, path,
+						sizeof(path)), ERR_NOT_FOUND);
+	assert_int_equal(debuginfo_file_path_as(g_svc, "team-a", id3, DEBUGINFO_FILE_DEBUGINFO, path,
+						sizeof(path)), 0);
+	assert_true(debuginfo_visible(g_svc, "team-a", id3));
+	assert_false(debuginfo_visible(g_svc, "team-b", id3));
+
+	/* A forged file under the same build ID: refused, even by the owner, without replace. */
+	err_clear(&msg);
+	assert_int_equal(upload_file_by(t_path("prog3.forged"), id3, DEBUGINFO_FILE_DEBUGINFO, &a,
+					&res, &msg), ERR_CONFLICT);
+	assert_non_null(strstr(msg.text, "first upload wins"));
+	assert_int_equal(upload_file_by(t_path("prog3.forged"), id3, DEBUGINFO_FILE_DEBUGINFO, &b,
+					&res, &msg), ERR_CONFLICT);
+	err_clear(&msg);
+	assert_int_equal(upload_file_by(t_path("prog3.forged"), id3, DEBUGINFO_FILE_DEBUGINFO,
+					&b_replace, &res, &msg), ERR_PERMISSION);
+	assert_int_equal(t_run("cmp -s '%s' '%s'", path, t_path("prog3.debug")), 0);
+	/* B shows the same bytes: it has the file, so it may see it too. */
+	assert_int_equal(upload_file_by(t_path("prog3.debug"), id3, DEBUGINFO_FILE_DEBUGINFO, &b,
+					&res, &msg), 0);
+	assert_true(res.unchanged);
+	assert_int_equal(debuginfo_get_as(g_svc, "team-b", id3, &rec, &msg), 0);
+	assert_int_equal(list_has("team-b", id3), 1);
+	/* Shared by two now: neither replaces it alone. */
+	assert_int_equal(upload_file_by(t_path("prog3.forged"), id3, DEBUGINFO_FILE_DEBUGINFO,
+					&a_replace, &res, &msg), ERR_PERMISSION);
+	/* An uploader for every tenant may, and the file becomes everyone's. */
+	assert_int_equal(upload_file_by(t_path("prog3.forged"), id3, DEBUGINFO_FILE_DEBUGINFO,
+					&all_replace, &res, &msg), 0);
+	assert_false(res.unchanged);
+	assert_int_equal(debuginfo_get_as(g_svc, "team-c", id3, &rec, &msg), 0);
+	assert_true(rec.shared);
+	assert_int_equal(t_run("cmp -s '%s' '%s'", path, t_path("prog3.forged")), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_uploads),
+		cmocka_unit_test(test_refusals_leave_nothing),
+		cmocka_unit_test(test_trust),
 		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_same_size_other_bytes),
 		cmocka_unit_test(test_alt_arrives),

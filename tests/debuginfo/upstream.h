@@ -1,10 +1,10 @@
 /*
  * upstream.h - a fake debuginfod server on 127.0.0.1 for the client tests:
  * every request is answered as `mode` says at that moment (404, the bytes
- * of a file with 200, or nothing at all until the server stops).  The
- * socket is bound before the test's first thread (its port goes into
- * DEBUGINFOD_URLS, which must be set first); one thread serves it.
- * Header-only: each test is one program.
+ * of a file with 200, nothing at all until the server stops, or a 302 to
+ * `location` for any path without "/moved", whose requests get the
+ * file).  The socket is bound before the test's first thread; one thread
+ * serves it.  Header-only: each test is one program.
  */
 #ifndef UNHEX_TESTS_DEBUGINFO_UPSTREAM_H
 #define UNHEX_TESTS_DEBUGINFO_UPSTREAM_H
@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum fake_mode { FAKE_404, FAKE_FILE, FAKE_HANG };
+enum fake_mode { FAKE_404, FAKE_FILE, FAKE_HANG, FAKE_REDIRECT };
 
 struct fake_upstream {
 	int fd, port;
@@ -26,6 +26,7 @@ struct fake_upstream {
 	atomic_int mode;
 	atomic_int requests;
 	char file[512];       /* served with FAKE_FILE */
+	char location[512];   /* FAKE_REDIRECT's Location */
 	int held[64];         /* connections left hanging */
 	int n_held;
 };
@@ -65,10 +66,20 @@ static inline void fake_answer(struct fake_upstream *u, int c)
 	FILE *f;
 	long size;
 	char *body;
+	ssize_t got = read(c, req, sizeof(req) - 1); /* one read holds a client's GET */
 
-	if (read(c, req, sizeof(req)) <= 0) /* one read holds a client's GET */
+	if (got <= 0)
 		return;
+	req[got] = '\0';
 	atomic_fetch_add(&u->requests, 1);
+	if (atomic_load(&u->mode) == FAKE_REDIRECT && !strstr(req, "/moved")) {
+		char r[700];
+
+		snprintf(r, sizeof(r), "HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n"
+			 "Connection: close\r\n\r\n", u->location);
+		fake_send_all(c, r, strlen(r));
+		return;
+	}
 	if (atomic_load(&u->mode) == FAKE_404) {
 		static const char nf[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
 					 "Connection: close\r\n\r\n";

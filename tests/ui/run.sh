@@ -8,7 +8,8 @@
 # a fresh data dir and --preload, runs ui.test.mjs with node's test runner,
 # saves screenshots (to the temporary dir, so a test run leaves the checkout
 # alone; SHOT_DIR=docs/img refreshes the documentation's), and always stops
-# the server and removes the temporary files.
+# the server and removes the temporary files.  A second server with a token
+# file serves the same profiles to auth.test.mjs (the UI behind Basic auth).
 #   env: SHOT_DIR, CHROMIUM (default /usr/bin/chromium).
 # The server serves the UI embedded in the binary at build time: rebuild
 # after editing web/ui.
@@ -51,12 +52,17 @@ fi
 
 TMP=$(mktemp -d /tmp/unhex-ui.XXXXXX)
 PID=""
-cleanup() {
-  if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-    kill -TERM "$PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$PID" 2>/dev/null || true
+AUTH_PID=""
+stop() {
+  if [ -n "$1" ] && kill -0 "$1" 2>/dev/null; then
+    kill -TERM "$1" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$1" 2>/dev/null || true
   fi
+}
+cleanup() {
+  stop "$PID"
+  stop "$AUTH_PID"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -73,27 +79,48 @@ awk -F'\t' '$3 !~ /libssl/ { print $1 }' "$TMP/debug/manifest.tsv" |
   --preload-debuginfo "$TMP/debuginfo" >"$TMP/serve.out" 2>"$TMP/serve.err" &
 PID=$!
 
-URL=""
-for _ in $(seq 1 600); do
-  URL=$(sed -n 's/^unhex: listening on \(http:[^ ]*\).*/\1/p' "$TMP/serve.out" | head -n1)
-  [ -n "$URL" ] && break
-  kill -0 "$PID" 2>/dev/null || { echo "ui: unhex serve exited:" >&2; cat "$TMP/serve.err" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$URL" ] || { echo "ui: unhex serve did not print its URL" >&2; cat "$TMP/serve.err" >&2; exit 1; }
-echo "ui: server at $URL" >&2
+# The same profiles behind a token file: one token for their tenant, one
+# bound to another tenant.
+AUTH_TOKEN=$("$UNHEX" token new --tenant anonymous --scopes query --name ui --append "$TMP/tokens")
+OTHER_TOKEN=$("$UNHEX" token new --tenant other-team --scopes query --name other \
+  --append "$TMP/tokens")
+"$UNHEX" serve --listen 127.0.0.1:0 --data "$TMP/data-auth" --preload "$TMP/profiles" \
+  --preload-debuginfo "$TMP/debuginfo" --auth.tokens "$TMP/tokens" \
+  >"$TMP/auth.out" 2>"$TMP/auth.err" &
+AUTH_PID=$!
 
-# --test-timeout bounds each test FILE as well as each test in it: the
-# sixteen browser tests take ~15 s on an idle machine but several times
-# that on a loaded 2-core one, so the bound is a hang detector, not a
-# speed check (speed is measured in bench/, never asserted in tests).
+url_of() { # OUT ERR PID: the URL a server printed
+  local u=""
+  for _ in $(seq 1 600); do
+    u=$(sed -n 's/^unhex: listening on \(http:[^ ]*\).*/\1/p' "$1" | head -n1)
+    [ -n "$u" ] && break
+    kill -0 "$3" 2>/dev/null || { echo "ui: unhex serve exited:" >&2; cat "$2" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$u" ] || { echo "ui: unhex serve did not print its URL" >&2; cat "$2" >&2; exit 1; }
+  echo "$u"
+}
+URL=$(url_of "$TMP/serve.out" "$TMP/serve.err" "$PID")
+AUTH_URL=$(url_of "$TMP/auth.out" "$TMP/auth.err" "$AUTH_PID")
+echo "ui: server at $URL, with a token file at $AUTH_URL" >&2
+
+# Each test has its own bound in the files (T). --test-timeout bounds each
+# test FILE as well as each test in it: the browser tests take ~15 s on an
+# idle machine but several times that on a loaded 2-core one, so the bound
+# is a hang detector, not a speed check (speed is measured in bench/, never
+# asserted in tests).
 set +e
 UNHEX_URL="$URL" CHROMIUM="$CHROMIUM" SHOT_DIR="${SHOT_DIR:-$TMP/shots}" \
-  node --test --test-concurrency=1 --test-timeout=600000 "$HERE/model.test.mjs" "$HERE/ui.test.mjs"
+  UNHEX_AUTH_URL="$AUTH_URL" UNHEX_AUTH_TENANT=anonymous UNHEX_AUTH_TOKEN="$AUTH_TOKEN" \
+  UNHEX_OTHER_TOKEN="$OTHER_TOKEN" \
+  node --test --test-concurrency=1 --test-timeout=600000 "$HERE/model.test.mjs" "$HERE/ui.test.mjs" \
+  "$HERE/auth.test.mjs"
 rc=$?
 set -e
 if [ $rc -ne 0 ]; then
   echo "ui: server log (last 40 lines):" >&2
   tail -n 40 "$TMP/serve.err" >&2 || true
+  echo "ui: log of the server with tokens (last 20 lines):" >&2
+  tail -n 20 "$TMP/auth.err" >&2 || true
 fi
 exit $rc

@@ -1,8 +1,8 @@
 /*
  * test_routes_debuginfo.c - what the debug-info routes write from the
  * service's typed data (routes_debuginfo.c): the JSON object of a build
- * ID and the Prometheus text, byte for byte as before they moved out of
- * the service, escapes and all.
+ * ID (with whether it is shared and its SHA-256) and the Prometheus text
+ * (with the outbound counters), byte for byte, escapes and all.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,7 +40,17 @@ static void test_record_json(void **state)
 	r.last_used_ns = 1700000001999999999LL;
 	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
 		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
-		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"retryAt\":0}");
+		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"retryAt\":0,"
+		       "\"shared\":false}");
+	r.shared = 1;
+	r.has_sha256 = 1;
+	for (int i = 0; i < 32; i++)
+		r.sha256[i] = (uint8_t)(i * 8);
+	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
+		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
+		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"retryAt\":0,"
+		       "\"shared\":true,\"sha256\":\"00081018202830384048505860687078"
+		       "80889098a0a8b0b8c0c8d0d8e0e8f0f8\"}");
 
 	memset(&r, 0, sizeof(r));
 	strcpy(r.build_id, "aabb");
@@ -51,7 +61,7 @@ static void test_record_json(void **state)
 	check_json(&r, "{\"buildId\":\"aabb\",\"source\":\"debuginfod\",\"size\":0,\"uploaded\":0,"
 		       "\"lastUsed\":0,\"status\":\"upstream_error\",\"reason\":\"debuginfod: "
 		       "\\\"quoted\\\"\\ttab\\\\ and unicode \xc3\xa9 \\u0001\",\"debuginfo\":false,"
-		       "\"executable\":false,\"retryAt\":1700000600000}");
+		       "\"executable\":false,\"retryAt\":1700000600000,\"shared\":false}");
 
 	memset(&r, 0, sizeof(r));
 	strcpy(r.build_id, "ccdd");
@@ -61,7 +71,7 @@ static void test_record_json(void **state)
 	r.retry_at_ns = 1700000600000000000LL;
 	check_json(&r, "{\"buildId\":\"ccdd\",\"source\":\"none\",\"size\":0,\"uploaded\":0,"
 		       "\"lastUsed\":0,\"status\":\"not_found\",\"reason\":\"\",\"debuginfo\":true,"
-		       "\"executable\":false,\"retryAt\":1700000600000}");
+		       "\"executable\":false,\"retryAt\":1700000600000,\"shared\":false}");
 }
 
 static const char want_metrics[] =
@@ -92,6 +102,12 @@ static const char want_metrics[] =
 	"unhex_debuginfod_fetches_total{result=\"ok\"} 7\n"
 	"unhex_debuginfod_fetches_total{result=\"not_found\"} 8\n"
 	"unhex_debuginfod_fetches_total{result=\"error\"} 9\n"
+	"unhex_debuginfod_fetches_total{result=\"rate_limited\"} 15\n"
+	"unhex_debuginfod_fetches_total{result=\"deferred\"} 19\n"
+	"# TYPE unhex_debuginfod_redirects_refused_total counter\n"
+	"unhex_debuginfod_redirects_refused_total 16\n"
+	"# TYPE unhex_debuginfo_failure_records_dropped_total counter\n"
+	"unhex_debuginfo_failure_records_dropped_total 17\n"
 	"# TYPE unhex_symbolize_index_builds_total counter\n"
 	"unhex_symbolize_index_builds_total 10\n"
 	"# TYPE unhex_symbolize_index_opens_total counter\n"
@@ -104,7 +120,7 @@ static const char want_metrics[] =
 
 static void test_metrics_text(void **state)
 {
-	struct debuginfo_stats st = { 10, 11, 12, 13, 7, 8, 9, 5, 6, 14, { 0 } };
+	struct debuginfo_stats st = { 10, 11, 12, 13, 7, 8, 9, 5, 6, 15, 19, 16, 17, 14, { 0 } };
 	uint64_t by[DEBUGINFO_STATUS_COUNT] = { 0 };
 	struct buf b;
 
