@@ -155,6 +155,27 @@ static int req_params(const char *profile_type, const char *label_selector, int6
 	return req_range(start, end, &p->from_ns, &p->until_ns, NULL, msg);
 }
 
+/* The call site names of a stack trace selector, into p (memory of the call's arena). */
+static int req_call_site(struct call *c, const Types__V1__StackTraceSelector *sts,
+			 struct query_params *p)
+{
+	const char **v;
+
+	if (!sts || !sts->n_call_site)
+		return 0;
+	if (sts->n_call_site > 65536)
+		return err_set(c->q->msg, ERR_TOO_LARGE,
+			       "field stackTraceSelector.callSite: more than 65536 frames");
+	v = rmem(c, sts->n_call_site * sizeof(*v));
+	if (!v)
+		return rfail(c);
+	for (size_t i = 0; i < sts->n_call_site; i++)
+		v[i] = sts->call_site[i]->name;
+	p->call_site = v;
+	p->n_call_site = sts->n_call_site;
+	return 0;
+}
+
 static int req_strings_max(size_t n, const char *what, struct err_msg *msg)
 {
 	if (n > QUERY_MAX_MATCHERS)
@@ -361,37 +382,70 @@ static int meta_each(struct meta *m, qseries_cb cb, void *ctx)
 
 /* ---- ProfileTypes --------------------------------------------------------------- */
 
+/* LabelValues of __profile_type__ over the qualifying series. */
+static int type_cb(void *ctx, uint64_t id, uint32_t part, const struct store_label *l, size_t n)
+{
+	struct strset *s = ctx;
+
+	(void)id;
+	(void)part;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(l[i].name, STORE_LABEL_PROFILE_TYPE))
+			return strset_add(s, l[i].value);
+	return 0;
+}
+
+/*
+ * The types with a profile in [start, end), as Pyroscope's ProfileTypes:
+ * without start and end, the last hour.
+ */
 static int profile_types(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__ProfileTypesRequest *req = (const void *)msg;
 	Querier__V1__ProfileTypesResponse *r;
 	struct strset s = { c->q, NULL, 0, 0, 0 };
-	int64_t from, until;
-	size_t n = 0;
+	char **ids = NULL;
+	size_t nids = 0, n = 0;
+	struct meta m;
 	int rc;
 
-	rc = req_range(req->start, req->end, &from, &until, NULL, c->q->msg);
+	rc = meta_init(&m, c->q, NULL, 0, req->start, req->end);
+	if (!rc && !m.ranged) {
+		m.ranged = 1;
+		/* meta_init kept every series when no range was given: the last hour. */
+		query__map_release(c->q, &m.ok);
+		query__map_init(&m.ok);
+		for (size_t i = 0; i < m.nids && !rc; i++) {
+			int hit = store_profiles_each(c->q->st, c->q->tenant, m.ids[i], m.from,
+						      m.until, stop_cb, NULL, c->q->msg);
+
+			if (hit < 0)
+				rc = err_set(c->q->msg, hit, "reading profiles: %s", err_str(hit));
+			else if (hit)
+				rc = query__map_put(c->q, &m.ok, m.ids[i], 1);
+		}
+	}
 	if (!rc)
-		rc = store_label_values(c->q->st, c->q->tenant, STORE_LABEL_PROFILE_TYPE, add_str_cb,
-					&s);
+		rc = meta_each(&m, type_cb, &s);
+	if (!rc)
+		rc = strset_names(c, &s, &ids, &nids);
+	meta_release(&m);
 	if (rc < 0)
 		goto out;
 	rc = 0;
-	if (s.n)
-		qsort(s.v, s.n, sizeof(*s.v), cmp_str);
 	r = rmem(c, sizeof(*r));
 	if (r)
 		querier__v1__profile_types_response__init(r);
-	if (!r || !(r->profile_types = rmem(c, (s.n ? s.n : 1) * sizeof(*r->profile_types)))) {
+	if (!r || !(r->profile_types = rmem(c, (nids ? nids : 1) * sizeof(*r->profile_types)))) {
 		rc = rfail(c);
 		goto out;
 	}
-	for (size_t i = 0; i < s.n && !rc; i++) {
+	for (size_t i = 0; i < nids && !rc; i++) {
 		char tmp[QUERY_MAX_SELECTOR_BYTES + 1];
 		const char *pt[5];
 		Types__V1__ProfileType *t;
 
-		if (query__profile_type_split(s.v[i], tmp, sizeof(tmp), pt))
+		if (query__profile_type_split(ids[i], tmp, sizeof(tmp), pt))
 			continue;
 		t = rmem(c, sizeof(*t));
 		if (!t) {
@@ -399,9 +453,10 @@ static int profile_types(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 			break;
 		}
 		types__v1__profile_type__init(t);
-		if (!(t->id = rstr(c, s.v[i])) || !(t->name = rstr(c, pt[0])) ||
-		    !(t->sample_type = rstr(c, pt[1])) || !(t->sample_unit = rstr(c, pt[2])) ||
-		    !(t->period_type = rstr(c, pt[3])) || !(t->period_unit = rstr(c, pt[4])))
+		t->id = ids[i];
+		if (!(t->name = rstr(c, pt[0])) || !(t->sample_type = rstr(c, pt[1])) ||
+		    !(t->sample_unit = rstr(c, pt[2])) || !(t->period_type = rstr(c, pt[3])) ||
+		    !(t->period_unit = rstr(c, pt[4])))
 			rc = rfail(c);
 		r->profile_types[n++] = t;
 	}
@@ -504,7 +559,35 @@ struct series_ctx {
 	size_t nnames;
 	Types__V1__Labels **v;
 	size_t n, cap;
+	struct intern seen;  /* with labelNames: the label sets already answered */
+	struct buf key;
 };
+
+/*
+ * With labelNames, a label set restricted to them is answered once, as
+ * Pyroscope's Series does: 1 when this one (the `k` pairs of ls) is new.
+ */
+static int series_new(struct series_ctx *s, const Types__V1__Labels *ls, int *fresh)
+{
+	size_t before = intern_count(&s->seen);
+	uint32_t id;
+	int rc = 0;
+
+	s->key.len = 0;
+	for (size_t i = 0; i < ls->n_labels && !rc; i++) {
+		rc = buf_append(&s->key, ls->labels[i]->name, strlen(ls->labels[i]->name) + 1);
+		if (!rc)
+			rc = buf_append(&s->key, ls->labels[i]->value,
+					strlen(ls->labels[i]->value) + 1);
+	}
+	if (!rc)
+		rc = query__names_intern(s->c->q, &s->seen, s->key.data ? s->key.data : "",
+					 s->key.len, &id);
+	if (rc)
+		return err_set(s->c->q->msg, rc, "Series: label set too large");
+	*fresh = intern_count(&s->seen) > before;
+	return 0;
+}
 
 static int series_cb(void *ctx, uint64_t id, uint32_t part, const struct store_label *l, size_t n)
 {
@@ -548,6 +631,12 @@ static int series_cb(void *ctx, uint64_t id, uint32_t part, const struct store_l
 		ls->labels[k++] = p;
 	}
 	ls->n_labels = k;
+	if (s->nnames) {
+		int fresh = 0, rc = series_new(s, ls, &fresh);
+
+		if (rc || !fresh)
+			return rc;
+	}
 	s->v[s->n++] = ls;
 	return 0;
 }
@@ -556,19 +645,31 @@ static int series(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage 
 {
 	const Querier__V1__SeriesRequest *req = (const void *)msg;
 	Querier__V1__SeriesResponse *r = rmem(c, sizeof(*r));
-	struct series_ctx s = { c, req->label_names, req->n_label_names, NULL, 0, 0 };
+	struct series_ctx s;
 	struct meta m;
 	int rc;
 
 	if (!r)
 		return rfail(c);
 	querier__v1__series_response__init(r);
+	memset(&s, 0, sizeof(s));
+	s.c = c;
+	s.names = req->label_names;
+	s.nnames = req->n_label_names;
+	buf_init(&s.key, 1 << 20);
+	rc = query__names_init(c->q, &s.seen);
+	if (rc) {
+		buf_release(&s.key);
+		return rc;
+	}
 	rc = meta_init(&m, c->q, req->matchers, req->n_matchers, req->start, req->end);
 	if (!rc)
 		rc = req_strings_max(req->n_label_names, "labelNames", c->q->msg);
 	if (!rc)
 		rc = meta_each(&m, series_cb, &s);
 	meta_release(&m);
+	query__names_release(&s.seen);
+	buf_release(&s.key);
 	if (rc)
 		return rc;
 	r->labels_set = s.v;
@@ -599,6 +700,67 @@ static int flame_levels(struct call *c, Querier__V1__Level ***out, size_t *n)
 	return 0;
 }
 
+/*
+ * The truncated tree in Pyroscope's tree bytes (format TREE, what profilecli
+ * reads): depth first from a virtual root named "", each node as uvarint
+ * name length, the name, uvarint self, uvarint child count; the children
+ * are pushed on a stack, so they are read back last first.  Nodes of total
+ * 0 are left out; an empty tree is no bytes.
+ */
+static int tree_bytes(struct call *c, const struct qtree *t, ProtobufCBinaryData *out)
+{
+	struct qctx *q = c->q;
+	uint32_t *stack = NULL;
+	size_t n = 0, cap = 0;
+	struct buf b;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!t->n || !t->nodes[0].total[0])
+		return 0;
+	buf_init(&b, q->mem.cap);
+	rc = query__mem_grow(q, (void **)&stack, &cap, sizeof(*stack), 1, "tree bytes");
+	if (!rc)
+		stack[n++] = 0;
+	while (n && !rc) {
+		uint32_t id = stack[--n], k;
+		const struct qnode *nd = &t->nodes[id];
+		const char *name = id ? intern_str(&t->names, nd->name) : "";
+		size_t len = id ? intern_len(&t->names, nd->name) : 0;
+		uint64_t kids = 0;
+
+		rc = buf_put_uvarint(&b, len);
+		if (!rc && len)
+			rc = buf_append(&b, name, len);
+		if (!rc)
+			rc = buf_put_uvarint(&b, (uint64_t)nd->self[0]);
+		for (k = nd->first_child; k != QNONE && !rc; k = t->nodes[k].next_sibling) {
+			if (!t->nodes[k].total[0])
+				continue;
+			rc = query__mem_grow(q, (void **)&stack, &cap, sizeof(*stack), n + 1,
+					     "tree bytes");
+			if (!rc)
+				stack[n++] = k;
+			kids++;
+		}
+		if (!rc)
+			rc = buf_put_uvarint(&b, kids);
+		if (!rc && (rc = query__ctx_check(q)))
+			break;
+	}
+	query__mem_free(q, stack, cap, sizeof(*stack));
+	if (!rc && !(out->data = rmem(c, b.len ? b.len : 1)))
+		rc = rfail(c);
+	if (!rc) {
+		memcpy(out->data, b.data, b.len);
+		out->len = b.len;
+	} else if (rc == ERR_TOO_LARGE) {
+		err_set(q->msg, rc, "the tree needs more than the query memory budget");
+	}
+	buf_release(&b);
+	return rc;
+}
+
 static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__SelectMergeStacktracesRequest *req = (const void *)msg;
@@ -610,7 +772,22 @@ static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, Protob
 	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end,
 			req->max_nodes, c->lim, &p, c->q->msg);
 	if (!rc)
+		rc = req_call_site(c, req->stack_trace_selector, &p);
+	if (!rc && req->format > QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
+		rc = err_set(c->q->msg, ERR_INVALID,
+			     "field format: only PROFILE_FORMAT_FLAMEGRAPH and PROFILE_FORMAT_TREE "
+			     "are answered (for pprof, call SelectMergeProfile)");
+	if (!rc)
 		rc = query__run(c->q, &p, QUERY__TRUNCATED, 0, &c->side[0]);
+	if (!rc && req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
+		if (!(r = rmem(c, sizeof(*r))))
+			return rfail(c);
+		querier__v1__select_merge_stacktraces_response__init(r);
+		rc = tree_bytes(c, &c->side[0].t, &r->tree);
+		if (!rc)
+			*out = &r->base;
+		return rc;
+	}
 	if (!rc && !(rc = query__flame_build(c->q, &c->side[0].t, 0, &c->flame)))
 		c->have_flame = 1;
 	if (rc)
@@ -657,7 +834,9 @@ static int diff(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **
 	if ((rc = req_params(lr->profile_typeid, lr->label_selector, lr->start, lr->end,
 			     lr->max_nodes, c->lim, &l, c->q->msg)) ||
 	    (rc = req_params(rr->profile_typeid, rr->label_selector, rr->start, rr->end,
-			     rr->max_nodes, c->lim, &rp, c->q->msg)))
+			     rr->max_nodes, c->lim, &rp, c->q->msg)) ||
+	    (rc = req_call_site(c, lr->stack_trace_selector, &l)) ||
+	    (rc = req_call_site(c, rr->stack_trace_selector, &rp)))
 		return rc;
 	rc = query__run_diff(c->q, &l, &rp, 0, &c->side[0], &c->side[1], &c->tree);
 	if (rc)
@@ -710,24 +889,38 @@ static int merge_profile(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 
 /* ---- SelectSeries ----------------------------------------------------------- */
 
+/*
+ * Pyroscope's grid: point k is labelled start + k*step (ms) and holds the
+ * profiles with start + (k-1)*step < t <= start + k*step, so profiles of
+ * [start - step, start] make point 0 and no point lies after end.  A
+ * series' labels are the groupBy labels it has, sorted by name; series are
+ * ordered by their points' sum, largest first, then by labels.
+ */
 struct ss {
 	struct qctx *q;
-	char *const *group_by;
-	size_t ngroup;
+	const char **by;        /* groupBy names, sorted, distinct */
+	size_t nby, bycap;
 	struct intern keys;     /* group key -> group id (ids from 2) */
 	uint64_t *sid;          /* selected series */
 	uint32_t *sgroup;       /* their group */
 	size_t n, cap, gcap;
-	int64_t start, step;
+	int64_t start, step;    /* ms */
 	size_t nb;
-	int64_t *cells;         /* group-major buckets */
-	uint8_t *has;
-	size_t ccap, hcap;
+	int64_t *cells;         /* group-major buckets: sums */
+	uint32_t *cnt;          /* and profile counts */
+	size_t ccap, ncap;
 	int64_t cur_group;
-	int64_t limit;          /* top N groups by total; 0: all, in key order */
+	int64_t limit;          /* top N groups by total; 0: all */
+	int average;
 	int rc;
 };
 
+static int cmp_cstr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The group key: per groupBy name, 0 (absent) or 1 and the value with its NUL. */
 static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l, size_t n)
 {
 	struct ss *s = ctx;
@@ -737,13 +930,15 @@ static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 
 	(void)part;
 	buf_init(&key, 1 << 16);
-	for (size_t k = 0; k < s->ngroup && !rc; k++) {
-		const char *v = "";
+	for (size_t k = 0; k < s->nby && !rc; k++) {
+		const char *v = NULL;
 
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(l[i].name, s->group_by[k]))
+		for (size_t i = 0; i < n && !v; i++)
+			if (!strcmp(l[i].name, s->by[k]))
 				v = l[i].value;
-		rc = buf_append(&key, v, strlen(v) + 1);
+		rc = buf_putc(&key, v ? 1 : 0);
+		if (!rc && v)
+			rc = buf_append(&key, v, strlen(v) + 1);
 	}
 	if (!rc)
 		rc = query__names_intern(s->q, &s->keys, key.data ? key.data : "", key.len, &g);
@@ -763,51 +958,73 @@ static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 static int ss_profile(void *ctx, const struct store_profile_view *p)
 {
 	struct ss *s = ctx;
-	int64_t b, sum = 0;
+	int64_t t = p->meta.time_ns / 1000000, b = 0, sum = 0;
 	size_t at;
 
 	if ((s->rc = query__ctx_check(s->q)))
 		return 1;
-	b = (p->meta.time_ns - s->start) / s->step;
-	if (b < 0 || (size_t)b >= s->nb)
+	if (t > s->start)
+		b = (t - s->start + s->step - 1) / s->step;
+	if ((size_t)b >= s->nb)
 		return 0;
 	for (size_t i = 0; i < p->n; i++)
 		sum += p->values[i];
 	at = (size_t)s->cur_group * s->nb + (size_t)b;
 	s->cells[at] += sum;
-	s->has[at] = 1;
+	s->cnt[at]++;
 	return 0;
+}
+
+static double ss_value(const struct ss *s, size_t at)
+{
+	return s->average ? (double)s->cells[at] / s->cnt[at] : (double)s->cells[at];
 }
 
 struct ss_rank {
 	const struct ss *s;
 	size_t g;
-	int64_t total;
+	double total;
 };
 
-/* Larger total first; equal totals by their label values. */
+/* Pyroscope's CompareLabelPairs over two group keys: by name, then value, then count. */
+static int cmp_keys(const struct ss *s, const char *x, const char *y)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		int c;
+
+		while (i < s->nby && !*x)
+			i++, x++;
+		while (j < s->nby && !*y)
+			j++, y++;
+		if (i == s->nby || j == s->nby)
+			return (i < s->nby) - (j < s->nby);
+		if (i != j)
+			return strcmp(s->by[i], s->by[j]);
+		x++, y++;
+		if ((c = strcmp(x, y)))
+			return c;
+		x += strlen(x) + 1, y += strlen(y) + 1;
+		i++, j++;
+	}
+}
+
+/* Larger total first; equal totals by their labels. */
 static int cmp_rank(const void *a, const void *b)
 {
 	const struct ss_rank *x = a, *y = b;
-	const char *kx = intern_str(&x->s->keys, x->g), *ky = intern_str(&y->s->keys, y->g);
 
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	for (size_t i = 0; i < x->s->ngroup; i++) {
-		int c = strcmp(kx, ky);
-
-		if (c)
-			return c;
-		kx += strlen(kx) + 1;
-		ky += strlen(ky) + 1;
-	}
-	return 0;
+	return cmp_keys(x->s, intern_str(&x->s->keys, (uint32_t)x->g),
+			intern_str(&y->s->keys, (uint32_t)y->g));
 }
 
 /*
- * The groups to emit, in order: with a limit, the `limit` largest by total
- * (as Pyroscope's SelectSeries limit); without, all in key order.  *order
- * is charged scratch of *ocap entries.
+ * The groups to emit, in order (Pyroscope's TopSeries): by total, then
+ * labels; with a limit, only the first `limit`.  *order is charged scratch
+ * of *ocap entries.
  */
 static int ss_order(struct ss *s, size_t **order, size_t *ocap, size_t *n)
 {
@@ -818,15 +1035,9 @@ static int ss_order(struct ss *s, size_t **order, size_t *ocap, size_t *n)
 	*n = 0;
 	rc = query__mem_grow(s->q, (void **)order, ocap, sizeof(**order), ng ? ng : 1,
 			     "SelectSeries");
-	if (rc)
-		return rc;
-	if (!s->limit) {
-		for (size_t i = 0; i < ng; i++)
-			(*order)[i] = 2 + i;
-		*n = ng;
-		return 0;
-	}
-	rc = query__mem_grow(s->q, (void **)&r, &rcap, sizeof(*r), ng ? ng : 1, "SelectSeries");
+	if (!rc)
+		rc = query__mem_grow(s->q, (void **)&r, &rcap, sizeof(*r), ng ? ng : 1,
+				     "SelectSeries");
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < ng; i++) {
@@ -834,11 +1045,12 @@ static int ss_order(struct ss *s, size_t **order, size_t *ocap, size_t *n)
 		r[i].g = 2 + i;
 		r[i].total = 0;
 		for (size_t b = 0; b < s->nb; b++)
-			r[i].total += s->cells[r[i].g * s->nb + b];
+			if (s->cnt[r[i].g * s->nb + b])
+				r[i].total += ss_value(s, r[i].g * s->nb + b);
 	}
 	if (ng)
 		qsort(r, ng, sizeof(*r), cmp_rank);
-	*n = (uint64_t)s->limit < ng ? (size_t)s->limit : ng;
+	*n = s->limit && (uint64_t)s->limit < ng ? (size_t)s->limit : ng;
 	for (size_t i = 0; i < *n; i++)
 		(*order)[i] = r[i].g;
 	query__mem_free(s->q, r, rcap, sizeof(*r));
@@ -856,18 +1068,21 @@ static int ss_series_msg(struct call *c, const struct ss *s, size_t g, Types__V1
 		return rfail(c);
 	types__v1__series__init(se);
 	for (size_t b = 0; b < s->nb; b++)
-		np += s->has[g * s->nb + b];
-	se->labels = rmem(c, (s->ngroup ? s->ngroup : 1) * sizeof(*se->labels));
+		np += s->cnt[g * s->nb + b] != 0;
+	se->labels = rmem(c, (s->nby ? s->nby : 1) * sizeof(*se->labels));
 	se->points = rmem(c, (np ? np : 1) * sizeof(*se->points));
 	if (!se->labels || !se->points)
 		return rfail(c);
-	for (size_t i = 0; i < s->ngroup; i++) {
-		Types__V1__LabelPair *p = rmem(c, sizeof(*p));
+	for (size_t i = 0; i < s->nby; i++) {
+		Types__V1__LabelPair *p;
 
+		if (!*k++)
+			continue;
+		p = rmem(c, sizeof(*p));
 		if (!p)
 			return rfail(c);
 		types__v1__label_pair__init(p);
-		if (!(p->name = rstr(c, s->group_by[i])) || !(p->value = rstr(c, k)))
+		if (!(p->name = rstr(c, s->by[i])) || !(p->value = rstr(c, k)))
 			return rfail(c);
 		se->labels[se->n_labels++] = p;
 		k += strlen(k) + 1;
@@ -876,14 +1091,14 @@ static int ss_series_msg(struct call *c, const struct ss *s, size_t g, Types__V1
 		size_t at = g * s->nb + b;
 		Types__V1__Point *pt;
 
-		if (!s->has[at])
+		if (!s->cnt[at])
 			continue;
 		pt = rmem(c, sizeof(*pt));
 		if (!pt)
 			return rfail(c);
 		types__v1__point__init(pt);
-		pt->value = (double)s->cells[at];
-		pt->timestamp = (s->start + (int64_t)b * s->step) / 1000000;
+		pt->value = ss_value(s, at);
+		pt->timestamp = s->start + (int64_t)b * s->step;
 		se->points[se->n_points++] = pt;
 	}
 	*out = se;
@@ -913,10 +1128,64 @@ static int ss_response(struct call *c, struct ss *s, Querier__V1__SelectSeriesRe
 static void ss_release(struct ss *s)
 {
 	query__names_release(&s->keys);
+	query__mem_free(s->q, s->by, s->bycap, sizeof(*s->by));
 	query__mem_free(s->q, s->sid, s->cap, sizeof(*s->sid));
 	query__mem_free(s->q, s->sgroup, s->gcap, sizeof(*s->sgroup));
 	query__mem_free(s->q, s->cells, s->ccap, sizeof(*s->cells));
-	query__mem_free(s->q, s->has, s->hcap, 1);
+	query__mem_free(s->q, s->cnt, s->ncap, sizeof(*s->cnt));
+}
+
+/* Checks the request's step, limit and aggregation and sets up s's grid. */
+/* The grid and grouping of a SelectSeries or SelectHeatmap request. */
+struct ss_req {
+	double step;
+	int64_t limit;
+	int aggregation;
+	char *const *group_by;
+	size_t n_group_by;
+};
+
+static int ss_setup(struct ss *s, const struct ss_req *req, const struct query_params *p,
+		    struct err_msg *msg)
+{
+	int64_t end = p->until_ns / 1000000;
+	int rc;
+
+	if (req->limit < 0)
+		return err_set(msg, ERR_INVALID, "field limit: %lld is negative",
+			       (long long)req->limit);
+	if (req->step != req->step || req->step < 0 || req->step > 1e9 ||
+	    (req->step > 0 && req->step < 0.001))
+		return err_set(msg, ERR_INVALID, "field step: must be at least 1ms (0.001)");
+	if (req->aggregation != TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM &&
+	    req->aggregation != TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE)
+		return err_set(msg, ERR_INVALID, "field aggregation: unknown value %d",
+			       (int)req->aggregation);
+	s->average = req->aggregation ==
+		     TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE;
+	s->limit = req->limit;
+	/* Seconds to whole milliseconds, truncated as Pyroscope does. */
+	s->step = req->step > 0 ? (int64_t)(req->step * 1000) : 15000;
+	if (s->step < 1)
+		s->step = 1;
+	s->start = p->from_ns / 1000000;
+	if ((end - s->start) / s->step >= MAX_SERIES_POINTS)
+		return err_set(msg, ERR_INVALID,
+			       "SelectSeries: more than %d points per series; raise step",
+			       MAX_SERIES_POINTS);
+	s->nb = (size_t)((end - s->start) / s->step) + 1;
+	rc = query__mem_grow(s->q, (void **)&s->by, &s->bycap, sizeof(*s->by),
+			     req->n_group_by ? req->n_group_by : 1, "groupBy");
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < req->n_group_by; i++)
+		s->by[i] = req->group_by[i];
+	if (req->n_group_by)
+		qsort(s->by, req->n_group_by, sizeof(*s->by), cmp_cstr);
+	for (size_t i = 0; i < req->n_group_by; i++)
+		if (!s->nby || strcmp(s->by[s->nby - 1], s->by[i]))
+			s->by[s->nby++] = s->by[i];
+	return 0;
 }
 
 static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
@@ -926,6 +1195,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	Querier__V1__SelectSeriesResponse *r = NULL;
 	struct query_params p;
 	struct query_selector sel;
+	int64_t from, until;
 	struct ss s;
 	size_t ncells = 0;
 	int rc;
@@ -936,26 +1206,25 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		rc = req_strings_max(req->n_group_by, "groupBy", q->msg);
 	if (rc)
 		return rc;
-	if (req->limit < 0)
-		return err_set(q->msg, ERR_INVALID, "field limit: %lld is negative",
-			       (long long)req->limit);
-	if (req->step != req->step || req->step < 0 || req->step > 1e9)
-		return err_set(q->msg, ERR_INVALID, "field step: bad value");
 	memset(&s, 0, sizeof(s));
 	s.q = q;
-	s.group_by = req->group_by;
-	s.ngroup = req->n_group_by;
-	s.limit = req->limit;
-	s.step = req->step >= 0.001 ? (int64_t)(req->step * 1e9) : 15000000000LL;
-	s.start = p.from_ns / s.step * s.step;
-	if ((p.until_ns - s.start) / s.step >= MAX_SERIES_POINTS)
-		return err_set(q->msg, ERR_INVALID,
-			       "SelectSeries: more than %d points per series; raise step",
-			       MAX_SERIES_POINTS);
-	s.nb = (size_t)((p.until_ns - s.start + s.step - 1) / s.step);
-	rc = query__select(&p, &sel, q->msg);
-	if (rc)
+	{
+		const struct ss_req sr = { req->step, req->limit, (int)req->aggregation, req->group_by,
+					   req->n_group_by };
+
+		rc = ss_setup(&s, &sr, &p, q->msg);
+	}
+	if (!rc)
+		rc = query__select(&p, &sel, q->msg);
+	if (rc) {
+		ss_release(&s);
 		return rc;
+	}
+	/* Profiles of [start - step, end], in whole milliseconds, as Pyroscope reads them. */
+	from = (s.start - s.step) * 1000000;
+	if (from < 0)
+		from = 0;
+	until = (s.start + (int64_t)(s.nb - 1) * s.step) * 1000000 + 1000000;
 	rc = query__names_init(q, &s.keys);
 	if (!rc)
 		rc = query__select_series(q, &sel, ss_series, &s);
@@ -968,15 +1237,16 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		rc = query__mem_grow(q, (void **)&s.cells, &s.ccap, sizeof(*s.cells), ncells,
 				     "series points");
 	if (!rc)
-		rc = query__mem_grow(q, (void **)&s.has, &s.hcap, 1, ncells, "series points");
+		rc = query__mem_grow(q, (void **)&s.cnt, &s.ncap, sizeof(*s.cnt), ncells,
+				     "series points");
 	if (!rc) {
 		memset(s.cells, 0, ncells * sizeof(*s.cells));
-		memset(s.has, 0, ncells);
+		memset(s.cnt, 0, ncells * sizeof(*s.cnt));
 	}
 	for (size_t i = 0; i < s.n && !rc; i++) {
 		s.cur_group = s.sgroup[i];
-		rc = store_profiles_each(q->st, q->tenant, s.sid[i], p.from_ns, p.until_ns,
-					 ss_profile, &s, q->msg);
+		rc = store_profiles_each(q->st, q->tenant, s.sid[i], from, until, ss_profile, &s,
+					 q->msg);
 		if (s.rc)
 			rc = s.rc;
 		else if (rc > 0)
@@ -989,6 +1259,374 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	ss_release(&s);
 	query_selector_release(&sel);
 	return rc;
+}
+
+/* ---- SelectHeatmap ------------------------------------------------------------- */
+
+/*
+ * Pyroscope's heatmap of individual profiles: each profile's total is a
+ * point at its time; a point falls in the slot whose right edge is the
+ * first start + k*step at or after it (clamped to [start, end rounded up]),
+ * and in one of 20 value buckets spread evenly from the smallest total to
+ * the largest (at least 0; one more than the smallest when all are equal).  Series group by
+ * the groupBy labels as SelectSeries does, are ordered by labels, and with
+ * a limit the N with the most profiles are kept.
+ */
+enum { HM_BUCKETS = 20 };
+
+struct hm_pt {
+	uint32_t group;
+	int64_t ts;     /* slot's right edge, ms */
+	int64_t v;
+	int y;
+};
+
+struct hm {
+	struct ss s;
+	struct hm_pt *pt;
+	size_t n, cap;
+	int64_t end_r;  /* end rounded up to the grid */
+};
+
+static int64_t hm_round_up(int64_t ts, int64_t start, int64_t step)
+{
+	int64_t mod = start % step;
+
+	ts -= mod;
+	if (ts % step)
+		ts = (ts / step + 1) * step;
+	return ts + mod;
+}
+
+static int hm_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct hm *h = ctx;
+	int64_t sum = 0, ts = hm_round_up(p->meta.time_ns / 1000000, h->s.start, h->s.step);
+
+	if ((h->s.rc = query__ctx_check(h->s.q)))
+		return 1;
+	if ((h->s.rc = query__mem_grow(h->s.q, (void **)&h->pt, &h->cap, sizeof(*h->pt), h->n + 1,
+				       "heatmap points")))
+		return 1;
+	for (size_t i = 0; i < p->n; i++)
+		sum += p->values[i];
+	h->pt[h->n].group = (uint32_t)h->s.cur_group;
+	h->pt[h->n].ts = ts < h->s.start ? h->s.start : ts > h->end_r ? h->end_r : ts;
+	h->pt[h->n].v = sum;
+	h->n++;
+	return 0;
+}
+
+static int cmp_hm_pt(const void *a, const void *b)
+{
+	const struct hm_pt *x = a, *y = b;
+
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->y - y->y;
+}
+
+/* Groups by labels (Pyroscope's CompareLabelPairs); with a limit, by count first. */
+static int cmp_hm_rank(const void *a, const void *b)
+{
+	const struct ss_rank *x = a, *y = b;
+
+	if (x->total != y->total && x->s->limit)
+		return x->total > y->total ? -1 : 1;
+	return cmp_keys(x->s, intern_str(&x->s->keys, (uint32_t)x->g),
+			intern_str(&y->s->keys, (uint32_t)y->g));
+}
+
+/* The series of group g from its sorted points pt[0..n). */
+static int hm_series(struct call *c, const struct hm *h, size_t g, const struct hm_pt *pt,
+		     size_t n, const double *ymin, Types__V1__HeatmapSeries **out)
+{
+	Types__V1__HeatmapSeries *se = rmem(c, sizeof(*se));
+	const char *k = intern_str(&h->s.keys, (uint32_t)g);
+	size_t nslots = 0;
+
+	if (!se)
+		return rfail(c);
+	types__v1__heatmap_series__init(se);
+	for (size_t i = 0; i < n; i++)
+		nslots += !i || pt[i].ts != pt[i - 1].ts;
+	se->labels = rmem(c, (h->s.nby ? h->s.nby : 1) * sizeof(*se->labels));
+	se->slots = rmem(c, (nslots ? nslots : 1) * sizeof(*se->slots));
+	if (!se->labels || !se->slots)
+		return rfail(c);
+	for (size_t i = 0; i < h->s.nby; i++) {
+		Types__V1__LabelPair *p;
+
+		if (!*k++)
+			continue;
+		if (!(p = rmem(c, sizeof(*p))))
+			return rfail(c);
+		types__v1__label_pair__init(p);
+		if (!(p->name = rstr(c, h->s.by[i])) || !(p->value = rstr(c, k)))
+			return rfail(c);
+		se->labels[se->n_labels++] = p;
+		k += strlen(k) + 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		Types__V1__HeatmapSlot *sl;
+
+		if (!i || pt[i].ts != pt[i - 1].ts) {
+			if (!(sl = rmem(c, sizeof(*sl))))
+				return rfail(c);
+			types__v1__heatmap_slot__init(sl);
+			sl->timestamp = pt[i].ts;
+			sl->y_min = (double *)ymin;
+			sl->n_y_min = HM_BUCKETS;
+			sl->counts = rmem(c, HM_BUCKETS * sizeof(*sl->counts));
+			if (!sl->counts)
+				return rfail(c);
+			sl->n_counts = HM_BUCKETS;
+			se->slots[se->n_slots++] = sl;
+		}
+		se->slots[se->n_slots - 1]->counts[pt[i].y]++;
+	}
+	*out = se;
+	return 0;
+}
+
+static int hm_response(struct call *c, struct hm *h, Querier__V1__SelectHeatmapResponse *r)
+{
+	struct ss *s = &h->s;
+	size_t ng = intern_count(&s->keys) > 2 ? intern_count(&s->keys) - 2 : 0, rcap = 0, *first = NULL, fcap = 0, keep;
+	int64_t lo = INT64_MAX, hi = 0;
+	struct ss_rank *rank = NULL;
+	double *ymin;
+	int64_t bmin[HM_BUCKETS], bmax[HM_BUCKETS];
+	int rc;
+
+	if (!h->n)
+		return 0;
+	for (size_t i = 0; i < h->n; i++) {
+		lo = h->pt[i].v < lo ? h->pt[i].v : lo;
+		hi = h->pt[i].v > hi ? h->pt[i].v : hi;
+	}
+	if (lo == hi)
+		hi = lo + 1;
+	if (!(ymin = rmem(c, HM_BUCKETS * sizeof(*ymin))))
+		return rfail(c);
+	for (int b = 0; b < HM_BUCKETS; b++) {
+		double size = (double)(hi - lo) / HM_BUCKETS;
+
+		bmin[b] = lo + (int64_t)(b * size);
+		bmax[b] = lo + (int64_t)((b + 1) * size);
+		ymin[b] = (double)bmin[b];
+	}
+	bmax[HM_BUCKETS - 1] = hi;
+	for (size_t i = 0; i < h->n; i++) {
+		int y = -1;
+
+		for (int b = 0; b < HM_BUCKETS && y < 0; b++)
+			if (h->pt[i].v >= bmin[b] && h->pt[i].v < bmax[b])
+				y = b;
+		if (y < 0)
+			y = HM_BUCKETS - 1; /* at or past the last bucket's max */
+		h->pt[i].y = y;
+	}
+	qsort(h->pt, h->n, sizeof(*h->pt), cmp_hm_pt);
+	if ((rc = query__mem_grow(s->q, (void **)&rank, &rcap, sizeof(*rank), ng ? ng : 1,
+				  "SelectHeatmap")) ||
+	    (rc = query__mem_grow(s->q, (void **)&first, &fcap, sizeof(*first), ng + 3,
+				  "SelectHeatmap")))
+		goto out;
+	/* first[g]..first[g+1]: the points of group g (groups from 2). */
+	for (size_t g = 0, i = 0; g < ng + 3; g++) {
+		while (i < h->n && h->pt[i].group < g)
+			i++;
+		first[g] = i;
+	}
+	for (size_t i = 0; i < ng; i++) {
+		rank[i].s = s;
+		rank[i].g = 2 + i;
+		rank[i].total = (double)(first[3 + i] - first[2 + i]);
+	}
+	if (ng)
+		qsort(rank, ng, sizeof(*rank), cmp_hm_rank);
+	keep = s->limit && (uint64_t)s->limit < ng ? (size_t)s->limit : ng;
+	if (!(r->series = rmem(c, (keep ? keep : 1) * sizeof(*r->series)))) {
+		rc = rfail(c);
+		goto out;
+	}
+	for (size_t i = 0; i < keep && !rc; i++) {
+		size_t g = rank[i].g;
+
+		if (first[g + 1] == first[g])
+			continue;
+		rc = hm_series(c, h, g, h->pt + first[g], first[g + 1] - first[g], ymin,
+			       &r->series[r->n_series++]);
+	}
+out:
+	query__mem_free(s->q, rank, rcap, sizeof(*rank));
+	query__mem_free(s->q, first, fcap, sizeof(*first));
+	return rc;
+}
+
+static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
+{
+	const Querier__V1__SelectHeatmapRequest *req = (const void *)msg;
+	struct qctx *q = c->q;
+	Querier__V1__SelectHeatmapResponse *r;
+	struct query_params p;
+	struct query_selector sel;
+	int64_t from, until;
+	struct hm h;
+	int rc;
+
+	if (req->step < 0.001)
+		return err_set(q->msg, ERR_INVALID, "field step: must be at least 1ms (0.001), got %g",
+			       req->step);
+	if (req->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN)
+		return err_set(q->msg, ERR_INVALID,
+			       "SelectHeatmap: span heatmaps need span ids, which unhex does not keep");
+	if (req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL)
+		return err_set(q->msg, ERR_INVALID,
+			       "SelectHeatmap: valid heatmap query type must be specified");
+	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end, 0, c->lim,
+			&p, q->msg);
+	if (!rc)
+		rc = req_strings_max(req->n_group_by, "groupBy", q->msg);
+	if (rc)
+		return rc;
+	memset(&h, 0, sizeof(h));
+	h.s.q = q;
+	{
+		const struct ss_req sr = { req->step, req->limit, 0, req->group_by, req->n_group_by };
+
+		rc = ss_setup(&h.s, &sr, &p, q->msg);
+	}
+	if (!rc)
+		rc = query__select(&p, &sel, q->msg);
+	if (rc) {
+		ss_release(&h.s);
+		return rc;
+	}
+	h.end_r = hm_round_up(p.until_ns / 1000000, h.s.start, h.s.step);
+	from = (h.s.start - h.s.step) * 1000000;
+	if (from < 0)
+		from = 0;
+	until = p.until_ns + 1000000;
+	rc = query__names_init(q, &h.s.keys);
+	if (!rc)
+		rc = query__select_series(q, &sel, ss_series, &h.s);
+	for (size_t i = 0; i < h.s.n && !rc; i++) {
+		h.s.cur_group = h.s.sgroup[i];
+		rc = store_profiles_each(q->st, q->tenant, h.s.sid[i], from, until, hm_profile, &h,
+					 q->msg);
+		if (h.s.rc)
+			rc = h.s.rc;
+		else if (rc > 0)
+			rc = 0;
+	}
+	r = rc ? NULL : rmem(c, sizeof(*r));
+	if (!rc && !r)
+		rc = rfail(c);
+	if (!rc) {
+		querier__v1__select_heatmap_response__init(r);
+		rc = hm_response(c, &h, r);
+	}
+	if (!rc)
+		*out = &r->base;
+	query__mem_free(q, h.pt, h.cap, sizeof(*h.pt));
+	ss_release(&h.s);
+	query_selector_release(&sel);
+	return rc;
+}
+
+/* ---- GetProfileStats ------------------------------------------------------- */
+
+/*
+ * Whether the tenant has any profile, and the times of its oldest and
+ * newest (Drilldown shows its onboarding screen when there is none).  The
+ * oldest is each series' first profile; the newest is searched in windows
+ * growing back from now + 1 day, so a live tenant reads only its last hour.
+ */
+struct stats {
+	struct qctx *q;
+	uint64_t *ids;
+	size_t n, cap;
+	int64_t oldest, newest;  /* ns; -1 none */
+};
+
+static int stats_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
+			size_t n)
+{
+	struct stats *s = ctx;
+	int rc;
+
+	(void)part;
+	(void)l;
+	(void)n;
+	rc = query__mem_grow(s->q, (void **)&s->ids, &s->cap, sizeof(*s->ids), s->n + 1,
+			     "series");
+	if (!rc)
+		s->ids[s->n++] = id;
+	return rc;
+}
+
+static int stats_first(void *ctx, const struct store_profile_view *p)
+{
+	struct stats *s = ctx;
+
+	if (s->oldest < 0 || p->meta.time_ns < s->oldest)
+		s->oldest = p->meta.time_ns;
+	return 1;
+}
+
+static int stats_last(void *ctx, const struct store_profile_view *p)
+{
+	struct stats *s = ctx;
+
+	if (p->meta.time_ns > s->newest)
+		s->newest = p->meta.time_ns;
+	return query__ctx_check(s->q) ? 1 : 0;
+}
+
+static int profile_stats(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
+{
+	Types__V1__GetProfileStatsResponse *r;
+	struct stats s = { c->q, NULL, 0, 0, -1, -1 };
+	const int64_t hour = 3600000000000LL;
+	int64_t end = clock_wall_ns() + 24 * hour, win = hour;
+	int rc;
+
+	(void)msg;
+	rc = store_series_each(c->q->st, c->q->tenant, stats_series, &s);
+	for (size_t i = 0; i < s.n && rc >= 0; i++)
+		rc = store_profiles_each(c->q->st, c->q->tenant, s.ids[i], 0, INT64_MAX, stats_first,
+					 &s, c->q->msg);
+	/* Every series' newest profile is at or before the oldest's end, so this ends. */
+	while (rc >= 0 && s.oldest >= 0 && s.newest < 0) {
+		int64_t from = end - win > s.oldest ? end - win : s.oldest;
+
+		for (size_t i = 0; i < s.n && rc >= 0; i++)
+			rc = store_profiles_each(c->q->st, c->q->tenant, s.ids[i], from, INT64_MAX,
+						 stats_last, &s, c->q->msg);
+		if (from == s.oldest && s.newest < 0)
+			rc = err_set(c->q->msg, ERR_CORRUPT, "GetProfileStats: profiles vanished");
+		win = win > INT64_MAX / 4 ? INT64_MAX / 2 : win * 4;
+	}
+	query__mem_free(c->q, s.ids, s.cap, sizeof(*s.ids));
+	if (rc < 0)
+		return c->q->msg->text[0] ? rc : err_set(c->q->msg, rc, "reading profiles: %s",
+							 err_str(rc));
+	if ((rc = query__ctx_check(c->q)))
+		return rc;
+	r = rmem(c, sizeof(*r));
+	if (!r)
+		return rfail(c);
+	types__v1__get_profile_stats_response__init(r);
+	r->data_ingested = s.oldest >= 0;
+	/* Pyroscope's values when nothing was ingested: 0 and 0. */
+	r->oldest_profile_time = s.oldest >= 0 ? s.oldest / 1000000 : 0;
+	r->newest_profile_time = s.newest >= 0 ? s.newest / 1000000 : 0;
+	*out = &r->base;
+	return 0;
 }
 
 /* ---- methods and codecs ------------------------------------------------------ */
@@ -1022,6 +1660,12 @@ static const struct method methods[] = {
 	  NULL },
 	{ "Diff", &querier__v1__diff_request__descriptor, &querier__v1__diff_response__descriptor,
 	  diff, PBJSON_EMIT_DEFAULTS, NULL },
+	{ "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor,
+	  &querier__v1__select_heatmap_response__descriptor, select_heatmap, PBJSON_EMIT_DEFAULTS,
+	  NULL },
+	{ "GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
+	  &types__v1__get_profile_stats_response__descriptor, profile_stats, PBJSON_EMIT_DEFAULTS,
+	  NULL },
 };
 
 static const struct method *method_find(const char *name)

@@ -63,21 +63,26 @@ static int put_levels(const struct query__flame *f, struct buf *out)
 	return rc;
 }
 
-/* Units for the metadata from the sample type and unit. */
-static const char *units(const char *sample_type, const char *sample_unit)
+/*
+ * Pyroscope's metadata for a sample type (ExportToFlamebearer): the units
+ * are the sample unit, except "objects" for object and goroutine counts
+ * and "samples" for cpu, whose sample rate 10^9 turns nanoseconds into
+ * seconds in Pyroscope's UI; every other type has rate 100.
+ */
+static const char *units(const char *sample_type, const char *sample_unit, unsigned *rate)
 {
-	if (!strcmp(sample_unit, "bytes"))
-		return "bytes";
-	if (!strcmp(sample_unit, "nanoseconds"))
-		return "nanoseconds";
-	if (!strcmp(sample_unit, "count")) {
-		if (strstr(sample_type, "goroutine"))
-			return "goroutines";
-		if (strstr(sample_type, "alloc") || strstr(sample_type, "inuse"))
+	static const char *const objects[] = { "inuse_objects", "alloc_objects", "goroutine",
+					       "samples" };
+
+	*rate = 100;
+	for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)
+		if (!strcmp(sample_type, objects[i]))
 			return "objects";
+	if (!strcmp(sample_type, "cpu")) {
+		*rate = 1000000000;
 		return "samples";
 	}
-	return sample_unit[0] ? sample_unit : "samples";
+	return sample_unit;
 }
 
 static int put_timeline(struct buf *out, const struct qmerge *m)
@@ -97,23 +102,27 @@ static int put_timeline(struct buf *out, const struct qmerge *m)
 	return rc;
 }
 
+/* Pyroscope names the profile by its sample type; a type that does not split keeps its text. */
 static int put_metadata(struct buf *out, const char *format, const char *profile_type)
 {
 	char tmp[QUERY_MAX_SELECTOR_BYTES + 1];
 	const char *parts[5];
-	const char *u = "samples";
+	const char *u = "", *name = profile_type;
+	unsigned rate = 100;
 	int rc;
 
-	if (!query__profile_type_split(profile_type, tmp, sizeof(tmp), parts))
-		u = units(parts[1], parts[2]);
-	rc = buf_printf(out, "\"metadata\":{\"format\":\"%s\",\"spyName\":\"\",\"sampleRate\":100,"
-			     "\"units\":", format);
+	if (!query__profile_type_split(profile_type, tmp, sizeof(tmp), parts)) {
+		u = units(parts[1], parts[2], &rate);
+		name = parts[1];
+	}
+	rc = buf_printf(out, "\"metadata\":{\"format\":\"%s\",\"spyName\":\"\",\"sampleRate\":%u,"
+			     "\"units\":", format, rate);
 	if (!rc)
 		rc = buf_put_json_str(out, u, strlen(u));
 	if (!rc)
 		rc = buf_puts(out, ",\"name\":");
 	if (!rc)
-		rc = buf_put_json_str(out, profile_type, strlen(profile_type));
+		rc = buf_put_json_str(out, name, strlen(name));
 	if (!rc)
 		rc = buf_putc(out, '}');
 	return rc;
@@ -132,10 +141,8 @@ int query__fb_write(const struct query__flame *f, const char *profile_type,
 		rc = buf_printf(out, ",\"numTicks\":%lld,\"maxSelf\":%lld},",
 				(long long)f->total[0], (long long)f->max_self);
 	else if (!rc)
-		rc = buf_printf(out, ",\"numTicks\":%lld,\"maxSelf\":%lld,\"leftTicks\":%lld,"
-				     "\"rightTicks\":%lld},",
-				(long long)(f->total[0] + f->total[1]), (long long)f->max_self,
-				(long long)f->total[0], (long long)f->total[1]);
+		rc = buf_printf(out, ",\"numTicks\":%lld,\"maxSelf\":%lld},",
+				(long long)(f->total[0] + f->total[1]), (long long)f->max_self);
 	if (!rc)
 		rc = put_metadata(out, dbl ? "double" : "single", profile_type);
 	for (size_t i = 0; i < n && !rc; i++) {
@@ -144,6 +151,10 @@ int query__fb_write(const struct query__flame *f, const char *profile_type,
 		if (!rc)
 			rc = put_timeline(out, ms[i]);
 	}
+	/* Pyroscope writes a diff's side totals beside the flamebearer, not in it. */
+	if (!rc && dbl)
+		rc = buf_printf(out, ",\"leftTicks\":%lld,\"rightTicks\":%lld",
+				(long long)f->total[0], (long long)f->total[1]);
 	if (!rc)
 		rc = query__sym_json(ms, n, out);
 	/* Only when a block was skipped, so that other answers keep their bytes. */

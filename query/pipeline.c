@@ -51,6 +51,8 @@ int query__run(struct qctx *q, const struct query_params *p, enum query__stage l
 		return rc;
 	s->have_tree = 1;
 	query__merge_drop_stacks(q, &s->m);
+	if (p->n_call_site && (rc = query__tree_call_site(q, &s->t, p->call_site, p->n_call_site)))
+		return rc;
 	if (last == QUERY__TREE)
 		return 0;
 	return query__truncate(q, &s->t, query__max_nodes(p));

@@ -140,6 +140,10 @@ struct query_params {
 	int64_t until_ns;     /* exclusive */
 	int64_t max_nodes;    /* 0 picks QUERY_DEFAULT_MAX_NODES */
 	struct query_limits limits;
+	/* Pyroscope's stack trace selector: only stacks whose frames, root
+	 * first, begin with these names.  n_call_site 0: every stack. Borrowed. */
+	const char *const *call_site;
+	size_t n_call_site;
 };
 
 /* ---- flame graphs --------------------------------------------------------- */

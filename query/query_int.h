@@ -166,6 +166,13 @@ int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t
 		      uint32_t *out);
 /* Sets every total from the selves (both sides). */
 void query__tree_totals(struct qtree *t);
+/*
+ * Keeps only the stacks that begin, root first, with the `n` frame names
+ * `site` (Pyroscope's stack trace selector): every self outside the subtree
+ * of that path is zeroed and the totals recomputed; no such path, an empty
+ * tree.  Nodes of total 0 are not written by any encoder.
+ */
+int query__tree_call_site(struct qctx *q, struct qtree *t, const char *const *site, size_t n);
 /* The id in `dst` of name `name` of `src` (interned into `dst`). */
 int query__tree_copy_name(struct qctx *q, struct qtree *dst, const struct qtree *src,
 			  uint32_t name, uint32_t *out);

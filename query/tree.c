@@ -92,6 +92,33 @@ void query__tree_totals(struct qtree *t)
 	}
 }
 
+int query__tree_call_site(struct qctx *q, struct qtree *t, const char *const *site, size_t n)
+{
+	uint32_t at = 0, name, v;
+	uint8_t *keep = NULL;
+	size_t cap = 0;
+	int rc;
+
+	for (size_t i = 0; i < n && at != QNONE; i++) {
+		rc = query__names_intern(q, &t->names, site[i], strlen(site[i]), &name);
+		if (rc)
+			return rc;
+		at = query__map_get(&t->children, (uint64_t)at << 32 | name, &v) ? v : QNONE;
+	}
+	rc = query__mem_grow(q, (void **)&keep, &cap, 1, t->n, "call site");
+	if (rc)
+		return rc;
+	/* A child comes after its parent: one pass marks the subtree of `at`. */
+	for (size_t i = 0; i < t->n; i++) {
+		keep[i] = at != QNONE && (i == at || (i > at && keep[t->nodes[i].parent]));
+		if (!keep[i])
+			t->nodes[i].self[0] = t->nodes[i].self[1] = 0;
+	}
+	query__mem_free(q, keep, cap, 1);
+	query__tree_totals(t);
+	return 0;
+}
+
 int query__tree_copy_name(struct qctx *q, struct qtree *dst, const struct qtree *src,
 			  uint32_t name, uint32_t *out)
 {

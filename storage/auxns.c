@@ -13,7 +13,8 @@
 /* MultiGet is issued in slices of this many keys, bounding its arrays. */
 #define MULTI_GET_SLICE 256
 
-static const char *const ns_names[STORE_AUX_COUNT] = { "debuginfo", "symcache" };
+static const char *const ns_names[STORE_AUX_COUNT] = { "debuginfo", "symcache",
+								 "settings" };
 
 /* The family of `ns`, or NULL (absent in an old store opened read-only). */
 static int aux_cf(struct store *st, enum store_aux ns, rocksdb_column_family_handle_t **cf,
@@ -21,7 +22,9 @@ static int aux_cf(struct store *st, enum store_aux ns, rocksdb_column_family_han
 {
 	if ((unsigned)ns >= STORE_AUX_COUNT)
 		return err_set(msg, ERR_INVALID, "unknown auxiliary namespace %d", (int)ns);
-	*cf = st->cf[ns == STORE_AUX_DEBUGINFO ? CFI_DEBUGINFO : CFI_SYMCACHE];
+	*cf = st->cf[ns == STORE_AUX_DEBUGINFO ? CFI_DEBUGINFO
+		     : ns == STORE_AUX_SYMCACHE ? CFI_SYMCACHE
+		     : CFI_SETTINGS];
 	return 0;
 }
 

@@ -24,6 +24,7 @@
  *                                 (+ compaction filter unhex.chunk-recode.v1)
  *   debuginfo  STORE_AUX_DEBUGINFO  -              auxiliary, global (section 7)
  *   symcache   STORE_AUX_SYMCACHE   -              auxiliary, global (section 7)
+ *   settings   STORE_AUX_SETTINGS   -              auxiliary, global (section 7)
  *
  * A store created before the auxiliary families existed gets them created
  * by the next read-write open; a read-only open lists the families on disk
@@ -250,13 +251,14 @@
  * added, which makes the stack id deltas small and the columns regular.
  *
  * ==========================================================================
- * 7. debuginfo and symcache (auxiliary namespaces)
+ * 7. debuginfo, symcache and settings (auxiliary namespaces)
  * ==========================================================================
  *
  * Global: no tenant prefix, the only families whose keys do not start with a
  * tenant id, so they are left out of per-tenant statistics.  Keys and values
  * are stored verbatim; their formats belong to the module that writes them
- * (symbolize/symbolize_int.h documents both).  The store enforces only:
+ * (symbolize/symbolize_int.h documents the first two; web/routes_settings.c
+ * the tenant settings).  The store enforces only:
  *
  *   key    1 .. STORE_AUX_MAX_KEY (1 KiB) bytes, any content
  *   value  0 .. STORE_AUX_MAX_VALUE (16 MiB) bytes, any content
@@ -619,6 +621,7 @@ enum cfi {
 	CFI_TENANT_N, /* families below this one are keyed by tenant */
 	CFI_DEBUGINFO = CFI_TENANT_N,
 	CFI_SYMCACHE,
+	CFI_SETTINGS,
 	CFI_N
 };
 

@@ -10,6 +10,12 @@
  *   GET  /buildid/<build-id>/debuginfo|executable        debuginfod protocol
  *   GET  /api/v1/symbolization?query=&from=&until=       status per build ID
  *
+ * and Pyroscope's debuginfo.v1alpha1.DebuginfoService, as profilecli and
+ * the eBPF agents call it: ShouldInitiateUpload, UploadFinished and
+ * ListDebuginfo over Connect (JSON or protobuf), and
+ *   POST /debuginfo.v1alpha1.DebuginfoService/Upload/<build-id>
+ * which stores the body like an upload of type executable and answers 200.
+ *
  * Uploads are never buffered: the body is read in chunks straight into the
  * service's temporary file, under --max-debuginfo-bytes (a Content-Length
  * over it is refused before reading).  server.c has checked the token's
@@ -25,15 +31,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/sha256.h"
 #include "base/timeparse.h"
 #include "debuginfo/debuginfo.h"
 #include "query/query.h"
+#include "proto/pbjson.h"
 #include "web_int.h"
 
+#include "debuginfo.pb-c.h"
+
 #define UPLOAD_CHUNK (256 * 1024)
+#define PYRO_UPLOAD "/debuginfo.v1alpha1.DebuginfoService/Upload/"
 #define ID_MAX (2 * SYM_BUILD_ID_MAX)
 
 static void json_ok(struct web__resp *rs, int status)
@@ -72,7 +83,7 @@ static int truthy(const char *v)
 	return strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
 }
 
-static void upload(struct web__req *rq, struct debuginfo *svc, const char *id,
+static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, int pyroscope,
 		   struct web__resp *rs)
 {
 	struct debuginfo_upload_result res;
@@ -97,7 +108,10 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id,
 		}
 		by.replace = 1;
 	}
-	if (web__query_param(rq->query, "type", type, sizeof(type)) == 0 && type[0]) {
+	/* Pyroscope's uploads are whole executables (profilecli's executable-full). */
+	if (pyroscope)
+		kind = DEBUGINFO_FILE_EXECUTABLE;
+	else if (web__query_param(rq->query, "type", type, sizeof(type)) == 0 && type[0]) {
 		if (strcmp(type, "executable") == 0)
 			kind = DEBUGINFO_FILE_EXECUTABLE;
 		else if (strcmp(type, "debuginfo") != 0) {
@@ -139,7 +153,7 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id,
 			rs->status = 422;
 		return;
 	}
-	json_ok(rs, res.unchanged ? 200 : 201);
+	json_ok(rs, res.unchanged || pyroscope ? 200 : 201);
 	buf_printf(&rs->body,
 		   "{\"buildId\":\"%s\",\"type\":\"%s\",\"size\":%llu,\"unchanged\":%s,"
 		   "\"debuginfo\":%s,\"executable\":%s}\n",
@@ -291,6 +305,207 @@ static void symbolization(struct web__req *rq, struct debuginfo *svc, struct web
 	json_ok(rs, 200);
 }
 
+/* ---- debuginfo.v1alpha1 over Connect ----------------------------------- */
+
+/* Pyroscope's reasons (pkg/debuginfo), so agents log the same words. */
+#define REASON_FIRST_TIME "First time we see this Build ID, and it does not exist in debuginfo " \
+	"storage, therefore it should be uploaded."
+#define REASON_EXISTS "Debuginfo already exists and is not marked as invalid, therefore no " \
+	"new upload is needed."
+#define REASON_INVALID "Debuginfo is invalid, therefore it should be uploaded again."
+#define REASON_EMPTY "Empty GNU build ID, therefore no upload is needed."
+
+static int should_upload(struct debuginfo *svc, const Debuginfo__V1alpha1__ShouldInitiateUploadRequest *req,
+			 struct arena *a, ProtobufCMessage **out, struct err_msg *msg)
+{
+	Debuginfo__V1alpha1__ShouldInitiateUploadResponse *r = arena_calloc(a, 1, sizeof(*r));
+	const char *id = req->file ? req->file->gnu_build_id : "";
+	struct debuginfo_record rec;
+	int rc;
+
+	if (!r)
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	debuginfo__v1alpha1__should_initiate_upload_response__init(r);
+	if (!id[0]) {
+		r->reason = REASON_EMPTY;
+	} else if ((rc = debuginfo_get(svc, id, &rec, msg)) == ERR_NOT_FOUND ||
+		   (!rc && !rec.uploaded_ns)) {
+		r->should_initiate_upload = 1;
+		r->reason = REASON_FIRST_TIME;
+	} else if (rc) {
+		return rc;
+	} else if (rec.status != DEBUGINFO_STATUS_OK) {
+		r->should_initiate_upload = 1;
+		r->reason = REASON_INVALID;
+	} else {
+		r->reason = REASON_EXISTS;
+	}
+	err_clear(msg);
+	*out = &r->base;
+	return 0;
+}
+
+struct v1_list {
+	struct arena *a;
+	Debuginfo__V1alpha1__ObjectMetadata **v;
+	size_t n, cap;
+};
+
+static int v1_list_one(void *ctx, const struct debuginfo_record *rec)
+{
+	struct v1_list *l = ctx;
+	Debuginfo__V1alpha1__ObjectMetadata *o;
+	Debuginfo__V1alpha1__FileMetadata *f;
+	Debuginfo__V1alpha1__Timestamp *t;
+
+	if (!rec->uploaded_ns)
+		return 0; /* only files that arrived, as Pyroscope lists its bucket */
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? 2 * l->cap : 64;
+		void *nv = arena_calloc(l->a, nc, sizeof(*l->v));
+
+		if (!nv)
+			return ERR_TOO_LARGE;
+		if (l->n)
+			memcpy(nv, l->v, l->n * sizeof(*l->v));
+		l->v = nv;
+		l->cap = nc;
+	}
+	o = arena_calloc(l->a, 1, sizeof(*o));
+	f = arena_calloc(l->a, 1, sizeof(*f));
+	t = arena_calloc(l->a, 1, sizeof(*t));
+	if (!o || !f || !t)
+		return ERR_TOO_LARGE;
+	debuginfo__v1alpha1__object_metadata__init(o);
+	debuginfo__v1alpha1__file_metadata__init(f);
+	debuginfo__v1alpha1__timestamp__init(t);
+	f->gnu_build_id = arena_strndup(l->a, rec->build_id, strlen(rec->build_id));
+	if (!f->gnu_build_id)
+		return ERR_TOO_LARGE;
+	f->type = DEBUGINFO__V1ALPHA1__FILE_METADATA__TYPE__TYPE_EXECUTABLE_FULL;
+	t->seconds = rec->uploaded_ns / 1000000000;
+	t->nanos = (int32_t)(rec->uploaded_ns % 1000000000);
+	o->file = f;
+	o->state = DEBUGINFO__V1ALPHA1__OBJECT_METADATA__STATE__STATE_UPLOADED;
+	o->started_at = t;
+	o->finished_at = t;
+	o->size_bytes = (int64_t)rec->size;
+	l->v[l->n++] = o;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	const ProtobufCMessageDescriptor *req;
+} v1_methods[] = {
+	{ "ShouldInitiateUpload", &debuginfo__v1alpha1__should_initiate_upload_request__descriptor },
+	{ "UploadFinished", &debuginfo__v1alpha1__upload_finished_request__descriptor },
+	{ "ListDebuginfo", &debuginfo__v1alpha1__list_debuginfo_request__descriptor },
+};
+
+static int v1_run(struct web__req *rq, struct debuginfo *svc, size_t m, int proto,
+		  struct arena *a, struct buf *out, struct err_msg *msg)
+{
+	const void *body = rq->body.data ? rq->body.data : "";
+	ProtobufCMessage *req = NULL, *resp = NULL;
+	ProtobufCAllocator al;
+	int rc = 0;
+
+	if (proto) {
+		pbjson_arena_allocator(a, &al);
+		req = protobuf_c_message_unpack(v1_methods[m].req, &al, rq->body.len, body);
+		if (!req)
+			return err_set(msg, arena_failed(a) ? ERR_TOO_LARGE : ERR_INVALID,
+				       "%s: not a valid protobuf message", v1_methods[m].req->name);
+	} else if ((rc = pbjson_decode(v1_methods[m].req, rq->body.len ? body : "{}",
+				       rq->body.len ? rq->body.len : 2, NULL, PBJSON_IGNORE_UNKNOWN,
+				       a, &req, msg))) {
+		return rc;
+	}
+	if (m == 0) {
+		rc = should_upload(svc, (const void *)req, a, &resp, msg);
+	} else if (m == 1) {
+		/* Uploads are stored when their body ends: nothing is left to finish. */
+		Debuginfo__V1alpha1__UploadFinishedResponse *r = arena_calloc(a, 1, sizeof(*r));
+
+		if (!r)
+			return err_set(msg, ERR_NOMEM, "out of memory");
+		debuginfo__v1alpha1__upload_finished_response__init(r);
+		resp = &r->base;
+	} else {
+		Debuginfo__V1alpha1__ListDebuginfoResponse *r = arena_calloc(a, 1, sizeof(*r));
+		struct v1_list l = { a, NULL, 0, 0 };
+
+		if (!r)
+			return err_set(msg, ERR_NOMEM, "out of memory");
+		debuginfo__v1alpha1__list_debuginfo_response__init(r);
+		rc = debuginfo_list(svc, v1_list_one, &l, msg);
+		if (rc == ERR_TOO_LARGE && !msg->text[0])
+			err_set(msg, rc, "ListDebuginfo: the list is larger than allowed");
+		r->object = l.v;
+		r->n_object = l.n;
+		resp = &r->base;
+	}
+	if (rc)
+		return rc;
+	if (!proto)
+		return pbjson_encode(resp, NULL, PBJSON_EMIT_DEFAULTS, out);
+	rc = buf_reserve(out, protobuf_c_message_get_packed_size(resp));
+	if (!rc)
+		out->len += protobuf_c_message_pack(resp, (uint8_t *)out->data + out->len);
+	return rc;
+}
+
+void web__handle_debuginfo_connect(struct web__req *rq, const char *method, struct web__resp *rs)
+{
+	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
+	size_t nm = sizeof(v1_methods) / sizeof(v1_methods[0]), m = nm;
+	struct err_msg msg;
+	struct arena a;
+	int rc, proto;
+
+	err_clear(&msg);
+	for (size_t i = 0; i < nm; i++)
+		if (!strcmp(v1_methods[i].name, method))
+			m = i;
+	if (m == nm) {
+		snprintf(msg.text, sizeof(msg.text),
+			 "debuginfo.v1alpha1.DebuginfoService has no method \"%.64s\"", method);
+		web__resp_connect_error(rs, ERR_NOT_FOUND, msg.text);
+		return;
+	}
+	if (!svc) {
+		web__resp_connect_error(rs, ERR_UNAVAILABLE, "symbolization is not enabled");
+		return;
+	}
+	if (web__media_type_is(rq->content_type, "application/json")) {
+		proto = 0;
+	} else if (web__media_type_is(rq->content_type, "application/proto") ||
+		   web__media_type_is(rq->content_type, "application/protobuf") ||
+		   web__media_type_is(rq->content_type, "application/x-protobuf")) {
+		proto = 1;
+	} else {
+		web__resp_connect_error(rs, ERR_INVALID,
+					"debuginfo.v1alpha1: Content-Type not supported (use "
+					"application/json or application/proto)");
+		rs->status = 415;
+		rs->reason = WEB_REJ_UNSUPPORTED;
+		return;
+	}
+	arena_init(&a, (size_t)64 << 20);
+	rc = v1_run(rq, svc, m, proto, &a, &rs->body, &msg);
+	arena_release(&a);
+	if (rc) {
+		if (!msg.text[0])
+			snprintf(msg.text, sizeof(msg.text), "debuginfo.v1alpha1: %s", err_str(rc));
+		buf_reset(&rs->body);
+		web__resp_connect_error(rs, rc, msg.text);
+		return;
+	}
+	rs->status = 200;
+	rs->content_type = proto ? "application/proto" : "application/json";
+}
+
 void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 {
 	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
@@ -311,6 +526,15 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 	}
 	if (strcmp(path, "/api/v1/debuginfo") == 0) {
 		list(rq, svc, rs);
+		return;
+	}
+	if (strncmp(path, PYRO_UPLOAD, strlen(PYRO_UPLOAD)) == 0) {
+		if (take_id(path + strlen(PYRO_UPLOAD), id, sizeof(id), &rest) || *rest) {
+			rq->body_state = WEB_BODY_UNREAD;
+			web__resp_text_error(rs, ERR_INVALID, "expected " PYRO_UPLOAD "<hex build ID>");
+			return;
+		}
+		upload(rq, svc, id, 1, rs);
 		return;
 	}
 	if (strncmp(path, "/buildid/", 9) == 0) {
@@ -340,14 +564,15 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 			web__resp_text_error(rs, ERR_NOMEM, "out of memory");
 		return;
 	}
-	/* /api/v1/debuginfo/<id> */
+	
+/* /api/v1/debuginfo/<id> */
 	if (take_id(path + strlen("/api/v1/debuginfo/"), id, sizeof(id), &rest) || *rest) {
 		rq->body_state = WEB_BODY_UNREAD;
 		web__resp_text_error(rs, ERR_INVALID, "expected /api/v1/debuginfo/<hex build ID>");
 		return;
 	}
 	if (strcmp(rq->method, "POST") == 0) {
-		upload(rq, svc, id, rs);
+		upload(rq, svc, id, 0, rs);
 		return;
 	}
 	if (!is_get) {

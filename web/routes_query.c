@@ -115,6 +115,9 @@ static int parse_side(const struct web__req *rq, const char *qkey, const char *f
 		rc = web__param_time(rq, ukey, DEFAULT_UNTIL, now, &s->p.until_ns, msg);
 	if (!rc && s->p.until_ns <= s->p.from_ns)
 		rc = err_set(msg, ERR_INVALID, "%s must be later than %s", ukey, fkey);
+	/* Pyroscope reads max-nodes (Drilldown's spelling), then maxNodes over it. */
+	if (!rc)
+		rc = param_int(rq, "max-nodes", QUERY_MAX_MAX_NODES, &s->p.max_nodes, msg);
 	if (!rc)
 		rc = param_int(rq, "maxNodes", QUERY_MAX_MAX_NODES, &s->p.max_nodes, msg);
 	return rc;
@@ -243,6 +246,27 @@ static int parse_sort(const struct web__req *rq, enum query_top_sort *out, struc
 	return 0;
 }
 
+/*
+ * Render's `format`: json (or none) is the flamebearer; Pyroscope also
+ * answers dot (Graphviz), which unhex does not generate, so it is refused
+ * with the way to get one rather than answered with JSON.
+ */
+static int render_format(const struct web__req *rq, struct err_msg *msg)
+{
+	char v[16];
+	int rc = web__param(rq, "format", v, sizeof(v), msg);
+
+	if (rc == ERR_NOT_FOUND || (!rc && (!v[0] || !strcmp(v, "json"))))
+		return 0;
+	if (rc)
+		return rc;
+	if (!strcmp(v, "dot"))
+		return err_set(msg, ERR_INVALID,
+			       "format=dot: unhex does not generate Graphviz; fetch /api/v1/pprof "
+			       "and run go tool pprof -dot on it");
+	return err_set(msg, ERR_INVALID, "parameter format: \"%s\" is not json", v);
+}
+
 static int run_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs,
 		     struct err_msg *msg)
 {
@@ -271,7 +295,9 @@ static int run_query(struct web__req *rq, enum web__query_route r, struct web__r
 		goto out;
 	switch (r) {
 	case WEB_Q_RENDER:
-		rc = query_render(st, rq->tenant, &a->p, out, msg);
+		rc = render_format(rq, msg);
+		if (!rc)
+			rc = query_render(st, rq->tenant, &a->p, out, msg);
 		break;
 	case WEB_Q_RENDER_DIFF:
 		rc = query_render_diff(st, rq->tenant, &a->p, &b->p, out, msg);

@@ -21,8 +21,9 @@
 
 #define ERRORS_OTLP 2
 
-enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT,
-		  R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS, R_RELEASES, R_REGRESSIONS };
+enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT, R_SETTINGS,
+		  R_DEBUGINFO_V1, R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS, R_RELEASES,
+		  R_REGRESSIONS };
 
 
 /*
@@ -62,6 +63,9 @@ static const struct route {
 	{ "/api/v1/folded", "GET", R_QUERY, WEB_Q_FOLDED, 0, WEB_SCOPE_QUERY },
 	{ "/api/v1/diff-top", "GET", R_QUERY, WEB_Q_DIFF_TOP, 0, WEB_SCOPE_QUERY },
 	{ "/querier.v1.QuerierService/", "POST", R_CONNECT, 0, 1, WEB_SCOPE_QUERY },
+	{ "/settings.v1.SettingsService/", "POST", R_SETTINGS, 0, 1, WEB_SCOPE_QUERY },
+	{ "/debuginfo.v1alpha1.DebuginfoService/Upload/", "POST", R_DEBUGINFO, 0, 0, WEB_SCOPE_UPLOAD },
+	{ "/debuginfo.v1alpha1.DebuginfoService/", "POST", R_DEBUGINFO_V1, 0, 1, WEB_SCOPE_UPLOAD },
 	{ "/symbolz", "POST", R_SYMBOLZ, 0, 0, WEB_SCOPE_QUERY },
 	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0, SCOPE_BY_METHOD },
 	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0, WEB_SCOPE_QUERY | WEB_SCOPE_UPLOAD },
@@ -320,6 +324,12 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 	case R_CONNECT:
 		web__handle_connect(rq, rq->path + strlen(rt->path), rs);
 		break;
+	case R_SETTINGS:
+		web__handle_settings(rq, rq->path + strlen(rt->path), rs);
+		break;
+	case R_DEBUGINFO_V1:
+		web__handle_debuginfo_connect(rq, rq->path + strlen(rt->path), rs);
+		break;
 	case R_SYMBOLZ:
 		web__handle_symbolz(rq, rs);
 		break;
@@ -485,7 +495,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
 	} else {
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
-		     rt->kind != R_SYMBOLZ) ||
+		     rt->kind != R_SETTINGS && rt->kind != R_DEBUGINFO_V1 && rt->kind != R_SYMBOLZ) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))
@@ -591,6 +601,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	if (!srv)
 		return err_set(msg, ERR_NOMEM, "out of memory");
 	srv->store = st;
+	pthread_mutex_init(&srv->settings_lock, NULL);
 	srv->opt = *opt;
 	snprintf(srv->listen, sizeof(srv->listen), "%s", opt->listen ? opt->listen : WEB_DEFAULT_LISTEN);
 	srv->opt.listen = srv->listen;
@@ -616,6 +627,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	snprintf(ports_opt, sizeof(ports_opt), "%s%s", srv->listen, tls ? "s" : "");
 	rc = check_access(srv, opt, msg);
 	if (rc) {
+		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return rc;
 	}
@@ -658,6 +670,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 			     : err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
 				       err_text[0] ? err_text : "civetweb failed to start");
 		web__auth_free(srv->auth);
+		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return rc;
 	}
@@ -666,6 +679,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	if (mg_get_server_ports(srv->ctx, 4, ports) < 1) {
 		mg_stop(srv->ctx);
 		web__auth_free(srv->auth);
+		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return err_set(msg, ERR_UNAVAILABLE, "civetweb reports no listening port");
 	}
@@ -697,5 +711,6 @@ void web_server_stop(struct web_server *srv)
 		return;
 	mg_stop(srv->ctx);
 	web__auth_free(srv->auth);
+	pthread_mutex_destroy(&srv->settings_lock);
 	free(srv);
 }

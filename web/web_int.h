@@ -19,6 +19,7 @@
 #ifndef UNHEX_WEB_WEB_INT_H
 #define UNHEX_WEB_WEB_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -253,6 +254,7 @@ struct web_server {
 	int max_queries;             /* threads minus the reserve kept for ingest */
 	struct web_auth *auth;       /* owned; NULL: the server runs open */
 	struct err_msg tls_msg;      /* why the TLS setup failed, at start */
+	pthread_mutex_t settings_lock; /* serializes settings.v1 read-modify-write */
 };
 
 /* A request as the handlers see it. */
@@ -371,6 +373,10 @@ void web__handle_symbolz(struct web__req *rq, struct web__resp *rs);
 
 /* POST /querier.v1.QuerierService/<method>: Connect JSON through query_connect. */
 void web__handle_connect(struct web__req *rq, const char *method, struct web__resp *rs);
+/* debuginfo.v1alpha1.DebuginfoService/<method> over Connect (routes_debuginfo.c). */
+void web__handle_debuginfo_connect(struct web__req *rq, const char *method, struct web__resp *rs);
+/* settings.v1.SettingsService/<method> (routes_settings.c). */
+void web__handle_settings(struct web__req *rq, const char *method, struct web__resp *rs);
 
 /*
  * Takes a query slot: 0, or ERR_UNAVAILABLE when max_queries are running,

@@ -282,6 +282,10 @@ ROUTES=(
 	"GET|/api/v1/debuginfo/$ID|query||"
 	"POST|/api/v1/debuginfo/$ID|upload|@$WORK/prog.forged|application/octet-stream"
 	"POST|/api/v1/debuginfo/$ID?replace=true|admin|@$WORK/prog.forged|application/octet-stream"
+	"POST|/debuginfo.v1alpha1.DebuginfoService/Upload/$ID|upload|@$WORK/prog.forged|application/octet-stream"
+	"POST|/debuginfo.v1alpha1.DebuginfoService/ShouldInitiateUpload|upload|{}|application/json"
+	"POST|/settings.v1.SettingsService/Get|query|{}|application/json"
+	"POST|/settings.v1.SettingsService/Set|query|{\"setting\":{\"name\":\"x\",\"value\":\"evil\"}}|application/json"
 	"GET|/api/v1/symbolization?query=$Q|query||"
 	"GET|/api/v1/releases?service=secret-a&from=now-1h&until=now|query||"
 	"GET|/api/v1/regressions?service=secret-a&baseline=a&candidate=b&from=now-1h&until=now|query||"
@@ -319,6 +323,7 @@ needs_of() { # METHOD SCOPES
 	*" WEB_SCOPE_QUERY") echo query ;;
 	*" WEB_SCOPE_ADMIN") echo admin ;;
 	*" WEB_SCOPE_QUERY | WEB_SCOPE_UPLOAD") echo query ;; # the token lacking query lacks both
+	*" WEB_SCOPE_UPLOAD") echo upload ;;
 	*" SCOPE_ANY_TOKEN") echo any ;;
 	"GET SCOPE_BY_METHOD") echo query ;;
 	"POST SCOPE_BY_METHOD") echo "upload admin" ;;

@@ -73,7 +73,14 @@ static void refused(const char *method, const char *req, int want_rc, const char
 static void test_metadata(void **state)
 {
 	(void)state;
-	call("ProfileTypes", "",
+	/* Without a range, the last hour, as Pyroscope: the fixture's profiles are older. */
+	call("ProfileTypes", "", "{\"profileTypes\":[]}");
+	/* A range with only db's memory profile (T0+5 s). */
+	call("ProfileTypes", "{\"start\":1700000001000,\"end\":1700000010000}",
+	     "{\"profileTypes\":[{\"ID\":\"memory:alloc_space:bytes:space:bytes\",\"name\":\"memory\","
+	     "\"sampleType\":\"alloc_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"space\","
+	     "\"periodUnit\":\"bytes\"}]}");
+	call("ProfileTypes", "{" RANGE "}",
 	     "{\"profileTypes\":[{\"ID\":\"memory:alloc_space:bytes:space:bytes\",\"name\":\"memory\","
 	     "\"sampleType\":\"alloc_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"space\","
 	     "\"periodUnit\":\"bytes\"},{\"ID\":\"" FX_CPU "\",\"name\":\"process_cpu\","
@@ -90,14 +97,91 @@ static void test_metadata(void **state)
 		       RANGE ",\"format\":\"x\",\"extra\":{\"a\":[1,null]}}",
 	     "{\"labelsSet\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}]},"
 	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}]}]}");
+	/* labelNames: each distinct set once (three api series, one db). */
+	call("Series", "{\"matchers\":[\"{}\"],\"labelNames\":[\"service_name\"]," RANGE "}",
+	     "{\"labelsSet\":[{\"labels\":[{\"name\":\"service_name\",\"value\":\"api\"}]},"
+	     "{\"labels\":[{\"name\":\"service_name\",\"value\":\"db\"}]}]}");
 	call("SelectSeries",
 	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\"," RANGE
 	     ",\"step\":15,\"groupBy\":[\"pod\"]}",
+	     "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],"
+	     "\"points\":[{\"value\":330,\"timestamp\":\"1700000030000\"}]},"
+	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000000000\"}]}]}");
+	/*
+	 * Pyroscope's grid: points at start + k*step, each the profiles of
+	 * (t - step, t]; p1's profile at T0 is 1 s before this start, so it
+	 * makes point 0.  Average divides by the profiles in a point; groupBy
+	 * names a label no series has (left out of the labels) and repeats one.
+	 */
+	call("SelectSeries",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":1700000001000,"
+	     "\"end\":1700000031000,\"step\":15,\"groupBy\":[\"zone\",\"pod\",\"pod\"],"
+	     "\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\"}",
 	     "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],"
-	     "\"points\":[{\"value\":180,\"timestamp\":\"1699999995000\"}]},"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000001000\"}]},"
 	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],"
-	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000010000\"},"
-	     "{\"value\":150,\"timestamp\":\"1700000025000\"}]}]}");
+	     "\"points\":[{\"value\":165,\"timestamp\":\"1700000031000\"}]}]}");
+	/* Sum (the enum by number) over 10 s steps: p2's profiles in two points. */
+	call("SelectSeries",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":1700000001000,"
+	     "\"end\":1700000031000,\"step\":10,\"aggregation\":0}",
+	     "{\"series\":[{\"labels\":[],"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000001000\"},"
+	     "{\"value\":180,\"timestamp\":\"1700000021000\"},"
+	     "{\"value\":150,\"timestamp\":\"1700000031000\"}]}]}");
+}
+
+/* GetProfileStats: t1's oldest (api p1, T0) and newest (api p2, T0+30 s); none for t9. */
+static void test_profile_stats(void **state)
+{
+	struct err_msg msg = { { 0 } };
+	struct buf out;
+
+	(void)state;
+	call("GetProfileStats", "{}",
+	     "{\"dataIngested\":true,\"oldestProfileTime\":\"1700000000000\","
+	     "\"newestProfileTime\":\"1700000030000\"}");
+	buf_init(&out, 1 << 20);
+	assert_int_equal(query_connect(f.st, "t9", "GetProfileStats", "", 0, NULL, &out, &msg), 0);
+	assert_string_equal(out.data, "{\"dataIngested\":false,\"oldestProfileTime\":\"0\","
+				      "\"newestProfileTime\":\"0\"}");
+	buf_release(&out);
+}
+
+/*
+ * SelectHeatmap of individual profiles on Pyroscope's grid (start T0+1 s,
+ * step 10 s): p1's 180 at T0 in the slot ending at start, p2's 180 and 150
+ * in the slots ending 20 s and 30 s later; 20 value buckets from 150 to
+ * 180, 180 in the last, 150 in the first.
+ */
+static void test_heatmap(void **state)
+{
+	char ymin[256] = "", c19[128] = "", c0[128] = "", want[2048];
+	int n = 0;
+
+	(void)state;
+	for (int b = 0; b < 20; b++) {
+		n += snprintf(ymin + n, sizeof(ymin) - (size_t)n, "%s%lld", b ? "," : "",
+			      150LL + (long long)(b * 1.5));
+		snprintf(c19 + strlen(c19), sizeof(c19) - strlen(c19), "%s%d", b ? "," : "", b == 19);
+		snprintf(c0 + strlen(c0), sizeof(c0) - strlen(c0), "%s%d", b ? "," : "", b == 0);
+	}
+	snprintf(want, sizeof(want),
+		 "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],\"slots\":["
+		 "{\"timestamp\":\"1700000001000\",\"yMin\":[%s],\"counts\":[%s]}]},"
+		 "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"slots\":["
+		 "{\"timestamp\":\"1700000021000\",\"yMin\":[%s],\"counts\":[%s]},"
+		 "{\"timestamp\":\"1700000031000\",\"yMin\":[%s],\"counts\":[%s]}]}]}",
+		 ymin, c19, ymin, c19, ymin, c0);
+	call("SelectHeatmap",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":1700000001000,"
+	     "\"end\":1700000031000,\"step\":10,\"groupBy\":[\"pod\"],"
+	     "\"queryType\":\"HEATMAP_QUERY_TYPE_INDIVIDUAL\"}", want);
+	refused("SelectHeatmap", "{\"profileTypeID\":\"" FX_CPU "\",\"step\":10,\"queryType\":2}",
+		ERR_INVALID, "span ids");
+	refused("SelectHeatmap", "{\"profileTypeID\":\"" FX_CPU "\",\"queryType\":1}", ERR_INVALID,
+		"at least 1ms");
 }
 
 static void test_flame_graphs(void **state)
@@ -112,7 +196,23 @@ static void test_flame_graphs(void **state)
 	     "{\"values\":[\"0\",\"180\",\"5\",\"1\"]},"
 	     "{\"values\":[\"0\",\"25\",\"25\",\"2\",\"0\",\"150\",\"0\",\"3\"]},"
 	     "{\"values\":[\"25\",\"100\",\"100\",\"4\",\"0\",\"50\",\"50\",\"5\"]}],"
-	     "\"total\":\"180\",\"maxSelf\":\"100\"}}");
+	     "\"total\":\"180\",\"maxSelf\":\"100\"},\"tree\":\"\"}");
+	/* Grafana's function details: only stacks through main;serve (snake_case). */
+	call("SelectMergeStacktraces",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{pod=\\\"p1\\\"}\"," RANGE
+	     ",\"stack_trace_selector\":{\"callSite\":[{\"name\":\"main\"},{\"name\":\"serve\"}]}}",
+	     "{\"flamegraph\":{\"names\":[\"total\",\"main\",\"serve\",\"handle\",\"parse\"],"
+	     "\"levels\":[{\"values\":[\"0\",\"150\",\"0\",\"0\"]},"
+	     "{\"values\":[\"0\",\"150\",\"0\",\"1\"]},"
+	     "{\"values\":[\"0\",\"150\",\"0\",\"2\"]},"
+	     "{\"values\":[\"0\",\"100\",\"100\",\"3\",\"0\",\"50\",\"50\",\"4\"]}],"
+	     "\"total\":\"150\",\"maxSelf\":\"100\"},\"tree\":\"\"}");
+	/* A call site no stack has: an empty graph. */
+	call("SelectMergeStacktraces",
+	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{pod=\\\"p1\\\"}\"," RANGE
+	     ",\"stackTraceSelector\":{\"callSite\":[{\"name\":\"serve\"}]}}",
+	     "{\"flamegraph\":{\"names\":[\"total\"],\"levels\":[{\"values\":[\"0\",\"0\",\"0\",\"0\"]}],"
+	     "\"total\":\"0\",\"maxSelf\":\"0\"},\"tree\":\"\"}");
 	/* maxNodes 3 keeps root, main and serve; gc, handle and parse become
 	 * "other" under their parents. */
 	call("Diff",
@@ -164,7 +264,8 @@ static void test_empty_type_parts(void **state)
 	fx_add(&f, "t3", "shop", net, NULL, FX_T0, fx_small_stacks, fx_small_values, 2, "/bin/shop",
 	       "5e01", 0x1000, 0);
 	buf_init(&out, 1 << 20);
-	assert_int_equal(query_connect(f.st, "t3", "ProfileTypes", "", 0, NULL, &out, &msg), 0);
+	assert_int_equal(query_connect(f.st, "t3", "ProfileTypes", "{" RANGE "}", strlen("{" RANGE "}"),
+				       NULL, &out, &msg), 0);
 	assert_string_equal(out.data,
 			    "{\"profileTypes\":[{\"ID\":\"memory:inuse_space:bytes::\",\"name\":\"memory\","
 			    "\"sampleType\":\"inuse_space\",\"sampleUnit\":\"bytes\",\"periodType\":\"\","
@@ -180,7 +281,7 @@ static void test_empty_type_parts(void **state)
 			    "{\"values\":[\"0\",\"180\",\"5\",\"1\"]},"
 			    "{\"values\":[\"0\",\"25\",\"25\",\"2\",\"0\",\"150\",\"0\",\"3\"]},"
 			    "{\"values\":[\"25\",\"100\",\"100\",\"4\",\"0\",\"50\",\"50\",\"5\"]}],"
-			    "\"total\":\"180\",\"maxSelf\":\"100\"}}");
+			    "\"total\":\"180\",\"maxSelf\":\"100\"},\"tree\":\"\"}");
 	buf_reset(&out);
 	/* The .NET type through the selector of the legacy render. */
 	p.query = "process_cpu:cpu:nanoseconds::nanoseconds{service_name=\"shop\"}";
@@ -190,8 +291,8 @@ static void test_empty_type_parts(void **state)
 	assert_non_null(strstr(out.data, "\"flamebearer\":{\"names\":[\"total\",\"main\",\"serve\","
 					 "\"handle\",\"parse\"],\"levels\":[[0,150,0,0],[0,150,0,1],"
 					 "[0,150,0,2],[0,100,100,3,0,50,50,4]],\"numTicks\":150,"));
-	assert_non_null(strstr(out.data, "\"units\":\"nanoseconds\","
-					 "\"name\":\"process_cpu:cpu:nanoseconds::nanoseconds\"}"));
+	assert_non_null(strstr(out.data, "\"sampleRate\":1000000000,\"units\":\"samples\","
+					 "\"name\":\"cpu\"}"));
 	buf_release(&out);
 }
 
@@ -258,6 +359,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_metadata),
+		cmocka_unit_test(test_profile_stats),
+		cmocka_unit_test(test_heatmap),
 		cmocka_unit_test(test_flame_graphs),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_typed_labels),

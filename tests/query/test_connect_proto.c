@@ -17,6 +17,7 @@
 #include "base/arena.h"
 #include "base/json.h"
 #include "base/buf.h"
+#include "base/varint.h"
 #include "query/query.h"
 #include "query/query_int.h"
 
@@ -125,7 +126,13 @@ static void test_metadata(void **state)
 		Querier__V1__ProfileTypesResponse *r;
 		const struct json_value *a;
 
-		call_both(f.st, "ProfileTypes", &rq.base, "{}", &b);
+		char pj[128];
+
+		rq.start = FROM_MS;
+		rq.end = TO_MS;
+		snprintf(pj, sizeof(pj), "{\"start\":%lld,\"end\":%lld}", (long long)FROM_MS,
+			 (long long)TO_MS);
+		call_both(f.st, "ProfileTypes", &rq.base, pj, &b);
 		r = querier__v1__profile_types_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
 		assert_non_null(r);
 		a = jget(b.j, "profileTypes");
@@ -360,8 +367,9 @@ static void test_profile_and_series(void **state)
 						 jint(&pts->items[k], "timestamp"));
 			}
 		}
-		assert_true(r->series[1]->points[1]->value == 150.0);
-		assert_int_equal(r->series[1]->points[1]->timestamp, 1700000030000LL);
+		/* p2 (330) before p1 (180); its profiles at T0+20 s and T0+30 s end their steps. */
+		assert_true(r->series[0]->points[1]->value == 150.0);
+		assert_int_equal(r->series[0]->points[1]->timestamp, 1700000030000LL);
 		querier__v1__select_series_response__free_unpacked(r, NULL);
 		both_release(&b);
 
@@ -388,6 +396,121 @@ static int call_pb(struct store *st, const char *method, const void *body, size_
 	buf_reset(out);
 	err_clear(msg);
 	return query_connect_proto(st, "t1", method, body, len, lim, out, msg);
+}
+
+/*
+ * Pyroscope's tree bytes read back the way its UnmarshalTree reads them:
+ * a stack of parents, each node (name length, name, self, child count)
+ * popping its parent; every node with a self becomes a folded line.
+ */
+struct tnode {
+	char path[256];
+	uint64_t kids;
+};
+
+static void read_tree(const uint8_t *p, size_t len, char *folded, size_t cap)
+{
+	struct tnode st[64];
+	size_t n = 0, off = 0;
+	int first = 1;
+
+	folded[0] = '\0';
+	while (off < len) {
+		uint64_t nl = 0, self = 0, kids = 0;
+		char path[256];
+		size_t k;
+
+		k = varint_get(p + off, p + len, &nl);
+		assert_true(k > 0 && off + k + nl <= len);
+		off += k;
+		if (first) {
+			path[0] = '\0';
+			assert_int_equal(nl, 0);
+		} else {
+			assert_true(n > 0);
+			size_t pl = strlen(st[n - 1].path);
+
+			assert_true(pl + 1 + nl < sizeof(path));
+			memcpy(path, st[n - 1].path, pl);
+			if (pl)
+				path[pl++] = ';';
+			memcpy(path + pl, p + off, nl);
+			path[pl + nl] = '\0';
+			if (--st[n - 1].kids == 0)
+				n--;
+		}
+		off += nl;
+		k = varint_get(p + off, p + len, &self);
+		assert_true(k > 0);
+		off += k;
+		k = varint_get(p + off, p + len, &kids);
+		assert_true(k > 0);
+		off += k;
+		if (self)
+			snprintf(folded + strlen(folded), cap - strlen(folded), "%s %llu\n", path,
+				 (unsigned long long)self);
+		if (kids) {
+			assert_true(n < 64);
+			memcpy(st[n].path, path, sizeof(path));
+			st[n++].kids = kids;
+		}
+		first = 0;
+	}
+	assert_int_equal(n, 0);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* format TREE (profilecli): the tree bytes hold p1's four stacks, nothing else. */
+static void test_tree_format(void **state)
+{
+	Querier__V1__SelectMergeStacktracesRequest rq =
+		QUERIER__V1__SELECT_MERGE_STACKTRACES_REQUEST__INIT;
+	Querier__V1__SelectMergeStacktracesResponse *r;
+	struct err_msg msg = { { 0 } };
+	char folded[4096], *lines[16], *save = NULL;
+	uint8_t raw[1024];
+	struct buf out;
+	struct fx f;
+	size_t n = 0;
+
+	(void)state;
+	fx_open(&f);
+	fx_fill_small(&f, 1);
+	buf_init(&out, 1 << 30);
+	rq.profile_typeid = FX_CPU;
+	rq.label_selector = "{pod=\"p1\"}";
+	rq.start = FROM_MS;
+	rq.end = TO_MS;
+	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE;
+	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
+				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
+				 &out, &msg), 0);
+	r = querier__v1__select_merge_stacktraces_response__unpack(NULL, out.len,
+								   (uint8_t *)out.data);
+	assert_non_null(r);
+	assert_null(r->flamegraph);
+	read_tree(r->tree.data, r->tree.len, folded, sizeof(folded));
+	for (char *l = strtok_r(folded, "\n", &save); l && n < 16; l = strtok_r(NULL, "\n", &save))
+		lines[n++] = l;
+	qsort(lines, n, sizeof(*lines), cmp_line);
+	assert_int_equal(n, 4);
+	assert_string_equal(lines[0], "main 5");
+	assert_string_equal(lines[1], "main;gc 25");
+	assert_string_equal(lines[2], "main;serve;handle 100");
+	assert_string_equal(lines[3], "main;serve;parse 50");
+	querier__v1__select_merge_stacktraces_response__free_unpacked(r, NULL);
+	/* DOT is not answered: a 400 that says so, not a flame graph. */
+	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT;
+	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
+				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
+				 &out, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "format"));
+	buf_release(&out);
+	fx_close(&f);
 }
 
 static void test_rejects(void **state)
@@ -490,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_metadata),
 		cmocka_unit_test(test_flamegraphs),
 		cmocka_unit_test(test_profile_and_series),
+		cmocka_unit_test(test_tree_format),
 		cmocka_unit_test(test_rejects),
 	};
 

@@ -53,8 +53,8 @@ static void test_single(void **state)
 		"\"names\":[\"total\",\"main\",\"a\",\"b\",\"c\",\"z\",\"x\\\"y\"],"
 		"\"levels\":[[0,11,0,0],[0,6,0,1,0,5,4,5],[0,2,2,2,0,4,3,3,0,1,1,6],[2,1,1,4]],"
 		"\"numTicks\":11,\"maxSelf\":4},"
-		"\"metadata\":{\"format\":\"single\",\"spyName\":\"\",\"sampleRate\":100,"
-		"\"units\":\"nanoseconds\",\"name\":\"" CPU "\"},"
+		"\"metadata\":{\"format\":\"single\",\"spyName\":\"\",\"sampleRate\":1000000000,"
+		"\"units\":\"samples\",\"name\":\"cpu\"},"
 		"\"timeline\":{\"startTime\":1700000000,\"samples\":[5,0,6],\"durationDelta\":10,"
 		"\"watermarks\":{}}}");
 
@@ -71,15 +71,18 @@ static void test_single(void **state)
 
 static void test_units(void **state)
 {
-	static const struct { const char *type, *units; } cases[] = {
-		{ "memory:alloc_space:bytes:space:bytes", "bytes" },
-		{ "goroutine:goroutine:count:goroutine:count", "goroutines" },
-		{ "memory:alloc_objects:count:space:bytes", "objects" },
-		{ "memory:inuse_objects:count:space:bytes", "objects" },
-		{ "process_cpu:samples:count:cpu:nanoseconds", "samples" },
-		{ "block:delay:seconds:contentions:count", "seconds" },
-		{ "x:y::p:q", "samples" },
-		{ "not-a-profile-type", "samples" },
+	/* Pyroscope's ExportToFlamebearer: by sample type, else the sample unit. */
+	static const struct { const char *type, *units, *name; } cases[] = {
+		{ "memory:alloc_space:bytes:space:bytes", "bytes", "alloc_space" },
+		{ "goroutines:goroutine:count:goroutine:count", "objects", "goroutine" },
+		{ "memory:alloc_objects:count:space:bytes", "objects", "alloc_objects" },
+		{ "memory:inuse_objects:count:space:bytes", "objects", "inuse_objects" },
+		{ "process_cpu:samples:count:cpu:nanoseconds", "objects", "samples" },
+		{ "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "samples", "cpu" },
+		{ "wall:wall:nanoseconds:wall:nanoseconds", "nanoseconds", "wall" },
+		{ "block:delay:seconds:contentions:count", "seconds", "delay" },
+		{ "x:y::p:q", "", "y" },
+		{ "not-a-profile-type", "", "not-a-profile-type" },
 	};
 	int64_t tl[1] = { 0 };
 	const struct qmerge *ms[1];
@@ -102,7 +105,7 @@ static void test_units(void **state)
 		buf_reset(&b);
 		assert_int_equal(query__fb_write(&f, cases[i].type, ms, 1, &b), 0);
 		snprintf(want, sizeof(want), "\"units\":\"%s\",\"name\":\"%s\"}", cases[i].units,
-			 cases[i].type);
+			 cases[i].name);
 		if (!strstr(b.data, want))
 			fail_msg("%s: want %s in %s", cases[i].type, want, b.data);
 	}
@@ -112,8 +115,8 @@ static void test_units(void **state)
 	assert_string_equal(b.data,
 		"{\"version\":1,\"flamebearer\":{\"names\":[\"total\"],\"levels\":[[0,0,0,0]],"
 		"\"numTicks\":0,\"maxSelf\":0},"
-		"\"metadata\":{\"format\":\"single\",\"spyName\":\"\",\"sampleRate\":100,"
-		"\"units\":\"nanoseconds\",\"name\":\"" CPU "\"},"
+		"\"metadata\":{\"format\":\"single\",\"spyName\":\"\",\"sampleRate\":1000000000,"
+		"\"units\":\"samples\",\"name\":\"cpu\"},"
 		"\"timeline\":{\"startTime\":1700000000,\"samples\":[],\"durationDelta\":10,"
 		"\"watermarks\":{}}}");
 	buf_release(&b);
@@ -154,13 +157,13 @@ static void test_double(void **state)
 		"\"names\":[\"total\",\"c\",\"main\",\"a\",\"b\"],"
 		"\"levels\":[[0,5,0,0,5,0,0],[0,0,0,0,4,4,1,0,5,0,0,1,0,2],"
 		"[0,2,2,4,0,0,3,0,3,3,0,1,1,4]],"
-		"\"numTicks\":10,\"maxSelf\":4,\"leftTicks\":5,\"rightTicks\":5},"
-		"\"metadata\":{\"format\":\"double\",\"spyName\":\"\",\"sampleRate\":100,"
-		"\"units\":\"nanoseconds\",\"name\":\"" CPU "\"},"
+		"\"numTicks\":10,\"maxSelf\":4},"
+		"\"metadata\":{\"format\":\"double\",\"spyName\":\"\",\"sampleRate\":1000000000,"
+		"\"units\":\"samples\",\"name\":\"cpu\"},"
 		"\"leftTimeline\":{\"startTime\":1700000000,\"samples\":[5],\"durationDelta\":10,"
 		"\"watermarks\":{}},"
 		"\"rightTimeline\":{\"startTime\":1700003600,\"samples\":[1,4],\"durationDelta\":10,"
-		"\"watermarks\":{}}}");
+		"\"watermarks\":{}},\"leftTicks\":5,\"rightTicks\":5}");
 	buf_release(&b);
 	query__flame_release(&q, &f);
 	query__tree_release(&q, &d);

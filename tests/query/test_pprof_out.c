@@ -116,7 +116,8 @@ static void test_connect(void **state)
 	fx_open(&f);
 	fx_fill_small(&f, 0);
 	buf_init(&out, 1 << 30);
-	assert_int_equal(call(f.st, "ProfileTypes", "{}", &out, &msg), 0);
+	snprintf(body, sizeof(body), "{\"start\":%lld,\"end\":%lld}", from_ms, to_ms);
+	assert_int_equal(call(f.st, "ProfileTypes", body, &out, &msg), 0);
 	assert_string_equal(out.data,
 			    "{\"profileTypes\":[{\"ID\":\"" FX_CPU "\",\"name\":\"process_cpu\","
 			    "\"sampleType\":\"cpu\",\"sampleUnit\":\"nanoseconds\","
@@ -146,11 +147,11 @@ static void test_connect(void **state)
 		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"]}", from_ms, to_ms);
 	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), 0);
 	assert_string_equal(out.data,
-		"{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],\"points\":["
-		"{\"value\":180,\"timestamp\":\"1700000000000\"}]},"
-		"{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":["
+		"{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":["
 		"{\"value\":180,\"timestamp\":\"1700000020000\"},"
-		"{\"value\":150,\"timestamp\":\"1700000030000\"}]}]}");
+		"{\"value\":150,\"timestamp\":\"1700000030000\"}]},"
+		"{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],\"points\":["
+		"{\"value\":180,\"timestamp\":\"1700000000000\"}]}]}");
 	/* limit: the top N groups by total, largest first (p2 330, p1 180). */
 	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
 		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],\"limit\":1}",

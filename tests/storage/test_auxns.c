@@ -307,7 +307,8 @@ static void drop_aux_families(const char *dir)
 	db = rocksdb_open_column_families(o, dir, (int)n, names, opts, h, &err);
 	assert_null(err);
 	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(names[i], "debuginfo") || !strcmp(names[i], "symcache")) {
+		if (!strcmp(names[i], "debuginfo") || !strcmp(names[i], "symcache") ||
+		    !strcmp(names[i], "settings")) {
 			rocksdb_drop_column_family(db, h[i], &err);
 			assert_null(err);
 		}

@@ -116,6 +116,8 @@ export function decodeFlamebearer(resp) {
   const names = fb.names.map((s) => String(s));
   const m = new Model(names, n, diff);
   m.units = (resp.metadata && resp.metadata.units) || '';
+  // Pyroscope's cpu metadata: "samples" at rate 1e9 are nanoseconds.
+  if (m.units === 'samples' && resp.metadata.sampleRate === 1e9) m.units = 'nanoseconds';
   m.format = format;
   if (Array.isArray(fb.binaries) && fb.binaries.length === names.length) m.binaries = fb.binaries.map(String);
   let k = 0;

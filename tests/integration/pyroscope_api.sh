@@ -1,0 +1,250 @@
+#!/usr/bin/env bash
+# pyroscope_api.sh - conformance of the query side with Pyroscope's
+# semantics, as Grafana's data source, Profiles Drilldown and profilecli call
+# it.  Workload-generator profiles are ingested; the answers of every method
+# below are compared value by value with a reference computed here from the
+# raw pprof files (pprofinfo's per-file totals and the manifest's times),
+# not from the server:
+#   - SelectSeries on Pyroscope's grid (point k = start + k*step holds the
+#     profiles of (t - step, t]), sum and average, groupBy, with an
+#     unaligned start; sent as connect-go sends it (binary protobuf encoded
+#     by protoc from proto/querier.proto, Connect headers) and as JSON in
+#     both field name styles (lowerCamel, snake_case);
+#   - ProfileTypes with and without a range; Series with labelNames (each
+#     distinct set once); GetProfileStats (oldest and newest profile);
+#   - /pyroscope/render's max-nodes and maxNodes, metadata, render-diff's
+#     leftTicks/rightTicks beside the flamebearer;
+#   - settings.v1 Get/Set/Delete in JSON and protobuf, kept per tenant
+#     across a restart, with Pyroscope's conflict on an older modifiedAt;
+#   - debuginfo.v1alpha1 as profilecli uploads: the file lands in unhex's
+#     debug-info store;
+#   - with node and npm, the real connect-es client (tests/integration/
+#     connect_es) calls the same methods in both codecs.
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+need UNHEX
+need WORKLOAD
+need PPROFINFO
+command -v protoc >/dev/null || fail "protoc (package protobuf-compiler) is not installed"
+command -v jq >/dev/null || fail "jq is not installed"
+PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
+CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
+T=wl
+
+WL="$WORK/workload"
+"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 3 --end now --quiet
+start_server "$WORK/data"
+ingest_manifest "$WL" --tenant $T
+
+# ---- the reference: one line per file, "service secs cpu_total"
+while IFS=$'\t' read -r path name secs; do
+	case "$path" in '' | '#'*) continue ;; esac
+	v=$("$PPROFINFO" --json "$WL/$path" |
+		jq '[.sample_types[] | select(.type == "cpu" and .unit == "nanoseconds") | .sum] | add // 0')
+	echo "${name%%.*} $secs $v"
+done <"$WL/manifest.tsv" >"$WORK/ref.txt"
+MIN_S=$(awk 'NR == 1 || $2 < m { m = $2 } END { print m }' "$WORK/ref.txt")
+MAX_S=$(awk '$2 > m { m = $2 } END { print m }' "$WORK/ref.txt")
+SERVICES=$(awk '{ print $1 }' "$WORK/ref.txt" | sort -u | paste -sd' ')
+note "reference: $(wc -l <"$WORK/ref.txt") profiles of $SERVICES, $MIN_S .. $MAX_S"
+
+# Pyroscope's grid: an unaligned start 7.679 s before the first profile.
+S_MS=$((MIN_S * 1000 - 7679))
+E_MS=$(((MAX_S + 100) * 1000))
+STEP=10
+
+# ref_series AGG: "service timestamp value" per point, values with 3 decimals.
+ref_series() {
+	awk -v s="$S_MS" -v e="$E_MS" -v step=$((STEP * 1000)) -v agg="$1" '
+	{ t = $2 * 1000; k = 0
+	  if (t > s) { k = int((t - s) / step); if (k * step < t - s) k++ }
+	  ts = s + k * step; if (ts > e) next
+	  key = $1 " " sprintf("%.0f", ts); sum[key] += $3; n[key]++ }
+	END { for (key in sum) printf "%s %.3f\n", key, agg == "avg" ? sum[key] / n[key] : sum[key] }' \
+		"$WORK/ref.txt" | sort
+}
+
+js() { # PATH JSON [tenant]: POSTs JSON as Grafana's JSON clients do; the answer in BODY
+	http POST "$1" -H "X-Scope-OrgID: ${3:-$T}" -H 'Content-Type: application/json' \
+		-H 'Connect-Protocol-Version: 1' --data-binary "$2"
+}
+
+# pb PATH REQ_TYPE RESP_TYPE TEXT: as connect-go sends a unary call (binary
+# protobuf, Connect-Protocol-Version, its User-Agent, gzip accepted); the
+# answer decoded by protoc into $WORK/pb.txt.
+pb() {
+	local path=$1 req=$2 resp=$3 text=$4 file
+	file=$(proto_file "$req")
+	printf '%s\n' "$text" | protoc --proto_path="$PROTO_DIR" --encode="$req" "$file" \
+		>"$WORK/req.bin" || fail "protoc --encode $req"
+	http POST "$path" -H "X-Scope-OrgID: $T" -H 'Content-Type: application/proto' \
+		-H 'Connect-Protocol-Version: 1' -H 'User-Agent: connect-go/1.18.1 (go1.24.0)' \
+		-H 'Accept-Encoding: gzip' --compressed --data-binary "@$WORK/req.bin"
+	[ "$STATUS" = 200 ] || fail "proto $path: HTTP $STATUS $BODY"
+	protoc --proto_path="$PROTO_DIR" --decode="$resp" "$(proto_file "$resp")" \
+		<"$WORK/body" >"$WORK/pb.txt" || fail "proto $path: the answer is not a $resp"
+}
+proto_file() {
+	case "$1" in querier.*) echo querier.proto ;; types.*) echo types.proto ;;
+	settings.*) echo settings.proto ;; debuginfo.*) echo debuginfo.proto ;; esac
+}
+
+# Points of a SelectSeries JSON answer grouped by service_name: "service ts value".
+json_points() {
+	jq -r '.series[] | (.labels[] | select(.name == "service_name") | .value) as $s |
+		.points[] | "\($s) \(.timestamp) \(.value)"' <<<"$BODY" |
+		awk '{ printf "%s %s %.3f\n", $1, $2, $3 }' | sort
+}
+
+same() { # WHAT GOT WANT
+	diff -u "$3" "$2" >"$WORK/diff" || fail "$1 differs from the reference: $(head -20 "$WORK/diff")"
+	[ -s "$2" ] || fail "$1: empty"
+	note "$1: $(wc -l <"$2") values equal to the reference"
+}
+
+# ---- SelectSeries: sum and average, JSON in both name styles, protobuf
+ref_series sum >"$WORK/want.sum"
+ref_series avg >"$WORK/want.avg"
+js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"step\":$STEP,\"groupBy\":[\"service_name\"]}"
+[ "$STATUS" = 200 ] || fail "SelectSeries: HTTP $STATUS $BODY"
+json_points >"$WORK/got"
+same "SelectSeries sum (JSON)" "$WORK/got" "$WORK/want.sum"
+# Series are ordered by total, largest first (Pyroscope's TopSeries).
+jq -e '[.series[] | [.points[].value] | add] | . == (sort | reverse)' <<<"$BODY" >/dev/null ||
+	fail "SelectSeries: series not ordered by total"
+js /querier.v1.QuerierService/SelectSeries "{\"profile_typeID\":\"$CPU\",\"label_selector\":\"{}\",\"start\":\"$S_MS\",\"end\":\"$E_MS\",\"step\":$STEP,\"group_by\":[\"service_name\"],\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\"}"
+[ "$STATUS" = 200 ] || fail "SelectSeries snake_case: HTTP $STATUS $BODY"
+json_points >"$WORK/got"
+same "SelectSeries average (snake_case JSON)" "$WORK/got" "$WORK/want.avg"
+pb /querier.v1.QuerierService/SelectSeries querier.v1.SelectSeriesRequest querier.v1.SelectSeriesResponse \
+	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS step: $STEP group_by: \"service_name\""
+awk '/^  labels \{/ { l = 1; next } l && /value:/ { gsub(/"/, "", $2); s = $2; l = 0 }
+     /^    value:/ { v = $2 } /^    timestamp:/ { printf "%s %s %.3f\n", s, $2, v }' "$WORK/pb.txt" |
+	sort >"$WORK/got"
+same "SelectSeries sum (connect-go protobuf)" "$WORK/got" "$WORK/want.sum"
+# limit keeps the largest; no point lies off the grid.
+js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"step\":$STEP,\"groupBy\":[\"service_name\"],\"limit\":1}"
+[ "$(jq '.series | length' <<<"$BODY")" = 1 ] || fail "SelectSeries limit 1: $(head -c 200 <<<"$BODY")"
+TOP=$(awk '{ s[$1] += $3 } END { for (k in s) print s[k], k }' "$WORK/want.sum" | sort -rn | awk 'NR == 1 { print $2 }')
+[ "$(jq -r '.series[0].labels[0].value' <<<"$BODY")" = "$TOP" ] || fail "SelectSeries limit 1: not $TOP"
+
+# ---- ProfileTypes: the range counts
+js /querier.v1.QuerierService/ProfileTypes "{\"start\":$S_MS,\"end\":$E_MS}"
+jq -e --arg t "$CPU" '[.profileTypes[].ID] | index($t) != null' <<<"$BODY" >/dev/null || fail "ProfileTypes lacks $CPU: $BODY"
+js /querier.v1.QuerierService/ProfileTypes "{\"start\":1000,\"end\":2000}"
+[ "$BODY" = '{"profileTypes":[]}' ] || fail "ProfileTypes of 1970: $BODY"
+js /querier.v1.QuerierService/ProfileTypes '{}'
+jq -e --arg t "$CPU" '[.profileTypes[].ID] | index($t) != null' <<<"$BODY" >/dev/null || fail "ProfileTypes (last hour) lacks $CPU: $BODY"
+note "ProfileTypes: range honoured"
+
+# ---- Series with labelNames: the distinct services, once each
+js /querier.v1.QuerierService/Series "{\"matchers\":[\"{}\"],\"labelNames\":[\"service_name\"],\"start\":$S_MS,\"end\":$E_MS}"
+jq -r '.labelsSet[].labels[] | .value' <<<"$BODY" | sort | paste -sd' ' >"$WORK/got"
+echo "$SERVICES" >"$WORK/want"
+same "Series labelNames" "$WORK/got" "$WORK/want"
+
+# ---- GetProfileStats: oldest and newest profile, none for a new tenant
+js /querier.v1.QuerierService/GetProfileStats '{}'
+jq -e --arg o "$((MIN_S * 1000))" --arg n "$((MAX_S * 1000))" \
+	'.dataIngested == true and .oldestProfileTime == $o and .newestProfileTime == $n' <<<"$BODY" >/dev/null ||
+	fail "GetProfileStats: $BODY, want $((MIN_S * 1000)) .. $((MAX_S * 1000))"
+pb /querier.v1.QuerierService/GetProfileStats types.v1.GetProfileStatsRequest types.v1.GetProfileStatsResponse ""
+grep -q "newest_profile_time: $((MAX_S * 1000))" "$WORK/pb.txt" || fail "GetProfileStats (protobuf): $(cat "$WORK/pb.txt")"
+js /querier.v1.QuerierService/GetProfileStats '{}' nobody
+[ "$BODY" = '{"dataIngested":false,"oldestProfileTime":"0","newestProfileTime":"0"}' ] ||
+	fail "GetProfileStats of an empty tenant: $BODY"
+note "GetProfileStats: $((MIN_S * 1000)) .. $((MAX_S * 1000))"
+
+# ---- /pyroscope/render: max-nodes as maxNodes, Pyroscope's metadata
+Q=$(printf '%s{}' "$CPU" | jq -sRr @uri)
+RENDER="/pyroscope/render?query=$Q&from=$((S_MS / 1000))&until=$((E_MS / 1000))"
+nodes() { jq '[.flamebearer.levels[] | length / 4] | add' <<<"$BODY"; }
+http GET "$RENDER" -H "X-Scope-OrgID: $T"
+ALL=$(nodes)
+WANT=$(awk '{ s += $3 } END { printf "%.0f\n", s }' "$WORK/ref.txt")
+[ "$(jq .flamebearer.numTicks <<<"$BODY")" = "$WANT" ] || fail "render numTicks $(jq .flamebearer.numTicks <<<"$BODY"), want $WANT"
+jq -e '.metadata.name == "cpu" and .metadata.units == "samples" and .metadata.sampleRate == 1000000000' <<<"$BODY" >/dev/null ||
+	fail "render metadata: $(jq -c .metadata <<<"$BODY")"
+http GET "$RENDER&max-nodes=8" -H "X-Scope-OrgID: $T"
+DASH=$(nodes)
+[ "$(jq .flamebearer.numTicks <<<"$BODY")" = "$WANT" ] || fail "render max-nodes=8 lost totals"
+http GET "$RENDER&maxNodes=8" -H "X-Scope-OrgID: $T"
+[ "$(nodes)" = "$DASH" ] || fail "max-nodes=8 gives $DASH nodes, maxNodes=8 $(nodes)"
+[ "$DASH" -lt "$ALL" ] || fail "max-nodes=8 keeps $DASH of $ALL nodes"
+note "render: $ALL nodes, max-nodes=8 and maxNodes=8 both $DASH; numTicks $WANT"
+http GET "$RENDER&format=dot" -H "X-Scope-OrgID: $T"
+expect_status 400 "go tool pprof -dot" "render format=dot (not generated)"
+http GET "/pyroscope/render-diff?leftQuery=$Q&rightQuery=$Q&leftFrom=$((S_MS / 1000))&leftUntil=$((E_MS / 1000))&rightFrom=$((S_MS / 1000))&rightUntil=$((E_MS / 1000))" \
+	-H "X-Scope-OrgID: $T"
+jq -e --argjson n "$WANT" '.leftTicks == $n and .rightTicks == $n and (.flamebearer | has("leftTicks") | not)' <<<"$BODY" >/dev/null ||
+	fail "render-diff ticks: $(jq -c '{leftTicks, rightTicks}' <<<"$BODY")"
+
+# ---- stackTraceSelector (Grafana's function details): the subtree of a call site
+js /querier.v1.QuerierService/SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"maxNodes\":1000000}"
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$WANT" ] || fail "SelectMergeStacktraces total, want $WANT"
+# The first child of the root, and its total.
+read -r SITE SITE_TOTAL < <(jq -r '.flamegraph as $g | $g.levels[1].values as $v | "\($g.names[$v[3] | tonumber]) \($v[1])"' <<<"$BODY")
+js /querier.v1.QuerierService/SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"stackTraceSelector\":{\"callSite\":[{\"name\":\"$SITE\"}]}}"
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SITE_TOTAL" ] ||
+	fail "stackTraceSelector $SITE: total $(jq -r .flamegraph.total <<<"$BODY"), want $SITE_TOTAL"
+note "stackTraceSelector: $SITE keeps $SITE_TOTAL of $WANT"
+
+# ---- settings.v1: per tenant, Pyroscope's conflict rule, kept on disk
+SET=/settings.v1.SettingsService
+js $SET/Get '{}'
+[ "$BODY" = '{"settings":[]}' ] || fail "settings Get (none): $BODY"
+js $SET/Set '{"setting":{"name":"pluginSettings","value":"{\"collapsed\":true}","modifiedAt":"1700000000000"}}'
+[ "$STATUS" = 200 ] || fail "settings Set: HTTP $STATUS $BODY"
+js $SET/Set '{"setting":{"name":"pluginSettings","value":"old","modifiedAt":"1600000000000"}}'
+expect_status 409 "newer update already written" "settings Set older"
+js $SET/Set '{"setting":{"name":"other","value":"x"}}'
+jq -e '.setting.modifiedAt | tonumber > 1700000000000' <<<"$BODY" >/dev/null || fail "settings Set without modifiedAt: $BODY"
+js $SET/Get '{}' other-tenant
+[ "$BODY" = '{"settings":[]}' ] || fail "settings leak across tenants: $BODY"
+stop_server
+start_server "$WORK/data"
+pb $SET/Get settings.v1.GetSettingsRequest settings.v1.GetSettingsResponse ""
+grep -q 'value: "{\\"collapsed\\":true}"' "$WORK/pb.txt" || fail "settings after restart (protobuf): $(cat "$WORK/pb.txt")"
+[ "$(grep -c 'name:' "$WORK/pb.txt")" = 2 ] || fail "settings Get: $(cat "$WORK/pb.txt")"
+js $SET/Delete '{"name":"other"}'
+[ "$STATUS" = 200 ] || fail "settings Delete: HTTP $STATUS $BODY"
+js $SET/Get '{}'
+jq -e '[.settings[].name] == ["pluginSettings"]' <<<"$BODY" >/dev/null || fail "settings after Delete: $BODY"
+js $SET/Nope '{}'
+expect_status 404 "no method" "settings unknown method"
+note "settings.v1: Get/Set/Delete, per tenant, conflict, restart"
+
+# ---- debuginfo.v1alpha1, as profilecli's `debuginfo upload` calls it
+printf 'int main(void) { return 0; }\n' >"$WORK/tiny.c"
+cc -g -O0 -Wl,--build-id -o "$WORK/tiny" "$WORK/tiny.c" || fail "cc tiny"
+BID=$(build_id "$WORK/tiny")
+DI=/debuginfo.v1alpha1.DebuginfoService
+pb $DI/ShouldInitiateUpload debuginfo.v1alpha1.ShouldInitiateUploadRequest \
+	debuginfo.v1alpha1.ShouldInitiateUploadResponse "file { gnu_build_id: \"$BID\" name: \"tiny\" type: TYPE_EXECUTABLE_FULL }"
+grep -q 'should_initiate_upload: true' "$WORK/pb.txt" || fail "ShouldInitiateUpload (new): $(cat "$WORK/pb.txt")"
+http POST "$DI/Upload/$BID" -H "X-Scope-OrgID: $T" --data-binary "@$WORK/tiny"
+expect_status 200 "$BID" "debuginfo.v1alpha1 Upload"
+pb $DI/UploadFinished debuginfo.v1alpha1.UploadFinishedRequest debuginfo.v1alpha1.UploadFinishedResponse "gnu_build_id: \"$BID\""
+pb $DI/ShouldInitiateUpload debuginfo.v1alpha1.ShouldInitiateUploadRequest \
+	debuginfo.v1alpha1.ShouldInitiateUploadResponse "file { gnu_build_id: \"$BID\" }"
+grep -q 'should_initiate_upload' "$WORK/pb.txt" && fail "ShouldInitiateUpload after the upload: $(cat "$WORK/pb.txt")"
+grep -q 'already exists' "$WORK/pb.txt" || fail "ShouldInitiateUpload reason: $(cat "$WORK/pb.txt")"
+js $DI/ListDebuginfo '{}'
+jq -e --arg id "$BID" '[.object[].file.gnuBuildId] | index($id) != null' <<<"$BODY" >/dev/null ||
+	fail "ListDebuginfo lacks $BID: $BODY"
+http GET "/api/v1/debuginfo/$BID"
+jq -e '.status == "ok"' <<<"$BODY" >/dev/null || fail "the upload is not in unhex's store: $BODY"
+note "debuginfo.v1alpha1: ShouldInitiateUpload, Upload, UploadFinished, ListDebuginfo; $BID stored"
+
+# ---- connect-es, the real Connect client of JavaScript (npm)
+if command -v node >/dev/null && command -v npm >/dev/null; then
+	bash "$HERE/connect_es/run.sh" "$URL" "$T" "$PROTO_DIR" "$S_MS" "$E_MS" "$STEP" "$WORK" ||
+		fail "connect-es client"
+	sort "$WORK/es.sum.json" >"$WORK/got"
+	same "SelectSeries sum (connect-es, JSON)" "$WORK/got" "$WORK/want.sum"
+	sort "$WORK/es.sum.proto" >"$WORK/got"
+	same "SelectSeries sum (connect-es, binary)" "$WORK/got" "$WORK/want.sum"
+else
+	note "connect-es: node/npm not installed, skipped"
+fi
+note "pyroscope_api: all checks passed"
