@@ -102,6 +102,32 @@ int cli_http_request(struct cli_http *h, const struct cli_request *req, int *sta
 /* Appends `s` percent-encoded for a query string value (RFC 3986 unreserved kept). */
 int cli_url_encode(struct buf *out, const char *s);
 
+/* Appends "?key=<encoded value>" (or "&key=..." after the first) when value is set. */
+int cli_add_param(struct buf *path, const char *key, const char *value);
+
+/* Where and as whom a read-only command asks: its common options. */
+struct cli_target {
+	const char *server;  /* --server URL */
+	const char *cacert;  /* --cacert FILE, or NULL */
+	const char *tenant;  /* --tenant, or NULL */
+	uint64_t timeout_s;  /* --timeout, > 0 */
+};
+
+/*
+ * GET `path` from the server `t` names, the answer appended to `body`
+ * (caller-initialized, its cap applies).  CLI_EXIT_OK on HTTP 200;
+ * CLI_EXIT_USAGE for a bad --server or --cacert; CLI_EXIT_FAIL otherwise,
+ * with "unhex <cmd>: ..." (the server's own message for a non-200 status)
+ * printed to stderr.
+ */
+int cli_get(const char *cmd, const struct cli_target *t, const char *path, struct buf *body);
+
+/*
+ * Writes len bytes of s to the file `path` names ("-" or NULL: stdout).
+ * CLI_EXIT_OK, or CLI_EXIT_FAIL with "unhex <cmd>: ..." on stderr.
+ */
+int cli_write_out(const char *cmd, const char *path, const void *s, size_t len);
+
 /* Prints "unhex <cmd>: <message>" and a hint to stderr; returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

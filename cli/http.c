@@ -186,6 +186,16 @@ int cli_url_encode(struct buf *out, const char *s)
 	return rc;
 }
 
+int cli_add_param(struct buf *path, const char *key, const char *value)
+{
+	int rc;
+
+	if (!value)
+		return 0;
+	rc = buf_printf(path, "%c%s=", path->data && strchr(path->data, '?') ? '&' : '?', key);
+	return rc ? rc : cli_url_encode(path, value);
+}
+
 /* ---- connections ---------------------------------------------------------- */
 
 int cli_http_open(const struct cli_server *srv, struct cli_http **out, struct err_msg *msg)

@@ -2,9 +2,11 @@
  * main.c - the `unhex` command: dispatches to a subcommand, and holds the
  * small helpers the subcommands share (sizes, numbers, files, usage errors).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -142,4 +144,54 @@ int main(int argc, char **argv)
 	fprintf(stderr, "unhex: unknown command \"%s\"\n\n", cmd);
 	usage(stderr);
 	return CLI_EXIT_USAGE;
+}
+
+/* ---- the read-only commands' GET and output ----------------------------------- */
+
+int cli_get(const char *cmd, const struct cli_target *t, const char *path, struct buf *body)
+{
+	struct cli_server srv;
+	struct cli_http *http = NULL;
+	struct cli_request req = { .method = "GET", .path = path, .tenant = t->tenant };
+	struct err_msg msg;
+	int status = 0, rc;
+
+	assert(t->timeout_s > 0);
+	req.timeout_ms = t->timeout_s > INT32_MAX / 1000 ? INT32_MAX : (int)(t->timeout_s * 1000);
+	err_clear(&msg);
+	if (cli_server_parse(t->server, t->cacert, &srv, &msg))
+		return cli_usage_error(cmd, "%s", msg.text);
+	rc = cli_http_open(&srv, &http, &msg);
+	if (!rc)
+		rc = cli_http_request(http, &req, &status, body, &msg);
+	cli_http_close(http);
+	if (rc) {
+		fprintf(stderr, "unhex %s: %s\n", cmd, msg.text);
+		return CLI_EXIT_FAIL;
+	}
+	if (status != 200) {
+		fprintf(stderr, "unhex %s: HTTP %d: %.*s%s", cmd, status, (int)body->len,
+			body->data ? body->data : "",
+			body->len && body->data[body->len - 1] == '\n' ? "" : "\n");
+		return CLI_EXIT_FAIL;
+	}
+	return CLI_EXIT_OK;
+}
+
+int cli_write_out(const char *cmd, const char *path, const void *s, size_t len)
+{
+	FILE *f = path && strcmp(path, "-") ? fopen(path, "wb") : stdout;
+	int ok;
+
+	if (!f) {
+		fprintf(stderr, "unhex %s: %s: %s\n", cmd, path, strerror(errno));
+		return CLI_EXIT_FAIL;
+	}
+	ok = !len || fwrite(s, 1, len, f) == len;
+	ok = (f != stdout ? fclose(f) : fflush(f)) == 0 && ok;
+	if (!ok) {
+		fprintf(stderr, "unhex %s: writing %s failed\n", cmd, path ? path : "stdout");
+		return CLI_EXIT_FAIL;
+	}
+	return CLI_EXIT_OK;
 }

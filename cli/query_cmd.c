@@ -4,7 +4,6 @@
  * query routes (GET /api/v1/top, /api/v1/folded, /api/v1/pprof,
  * /api/v1/diff-top), so the CLI and HTTP clients see the same numbers.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,17 +70,6 @@ struct query_args {
 	uint64_t timeout_s;
 };
 
-/* Appends "&key=<encoded value>" (or "?key=..." first) when value is set. */
-static int add_param(struct buf *path, const char *key, const char *value)
-{
-	int rc;
-
-	if (!value)
-		return 0;
-	rc = buf_printf(path, "%c%s=", path->data && strchr(path->data, '?') ? '&' : '?', key);
-	return rc ? rc : cli_url_encode(path, value);
-}
-
 static int build_path(const struct query_args *a, struct buf *path)
 {
 	const char *from = a->from ? a->from : "now-1h", *until = a->until ? a->until : "now";
@@ -90,34 +78,34 @@ static int build_path(const struct query_args *a, struct buf *path)
 	if (strcmp(a->sub, "diff") == 0) {
 		rc = buf_puts(path, "/api/v1/diff-top");
 		if (!rc)
-			rc = add_param(path, "leftQuery", a->left);
+			rc = cli_add_param(path, "leftQuery", a->left);
 		if (!rc)
-			rc = add_param(path, "leftFrom", a->lfrom ? a->lfrom : from);
+			rc = cli_add_param(path, "leftFrom", a->lfrom ? a->lfrom : from);
 		if (!rc)
-			rc = add_param(path, "leftUntil", a->luntil ? a->luntil : until);
+			rc = cli_add_param(path, "leftUntil", a->luntil ? a->luntil : until);
 		if (!rc)
-			rc = add_param(path, "rightQuery", a->right);
+			rc = cli_add_param(path, "rightQuery", a->right);
 		if (!rc)
-			rc = add_param(path, "rightFrom", a->rfrom ? a->rfrom : from);
+			rc = cli_add_param(path, "rightFrom", a->rfrom ? a->rfrom : from);
 		if (!rc)
-			rc = add_param(path, "rightUntil", a->runtil ? a->runtil : until);
+			rc = cli_add_param(path, "rightUntil", a->runtil ? a->runtil : until);
 		if (!rc)
-			rc = add_param(path, "mode", a->mode);
+			rc = cli_add_param(path, "mode", a->mode);
 		if (!rc)
-			rc = add_param(path, "limit", a->limit ? a->limit : "20");
+			rc = cli_add_param(path, "limit", a->limit ? a->limit : "20");
 		return rc;
 	}
 	rc = buf_printf(path, "/api/v1/%s", a->sub);
 	if (!rc)
-		rc = add_param(path, "query", a->query);
+		rc = cli_add_param(path, "query", a->query);
 	if (!rc)
-		rc = add_param(path, "from", from);
+		rc = cli_add_param(path, "from", from);
 	if (!rc)
-		rc = add_param(path, "until", until);
+		rc = cli_add_param(path, "until", until);
 	if (!rc && strcmp(a->sub, "top") == 0) {
-		rc = add_param(path, "limit", a->limit ? a->limit : "20");
+		rc = cli_add_param(path, "limit", a->limit ? a->limit : "20");
 		if (!rc)
-			rc = add_param(path, "sort", a->sort);
+			rc = cli_add_param(path, "sort", a->sort);
 	}
 	return rc;
 }
@@ -148,62 +136,18 @@ static int check_args(struct query_args *a)
 	return 0;
 }
 
-static int write_out(const char *path, const struct buf *body)
-{
-	FILE *f = path && strcmp(path, "-") ? fopen(path, "wb") : stdout;
-	int ok;
-
-	if (!f) {
-		fprintf(stderr, "unhex query: %s: %s\n", path, strerror(errno));
-		return CLI_EXIT_FAIL;
-	}
-	ok = fwrite(body->data ? body->data : "", 1, body->len, f) == body->len;
-	if (f != stdout)
-		ok = fclose(f) == 0 && ok;
-	else
-		ok = fflush(f) == 0 && ok;
-	if (!ok) {
-		fprintf(stderr, "unhex query: writing %s failed\n", path ? path : "stdout");
-		return CLI_EXIT_FAIL;
-	}
-	return CLI_EXIT_OK;
-}
-
 static int run(const struct query_args *a)
 {
-	struct cli_server srv;
-	struct cli_http *http = NULL;
-	struct cli_request req = { .method = "GET", .tenant = a->tenant,
-				   .timeout_ms = (int)(a->timeout_s * 1000) };
+	struct cli_target t = { a->server, a->cacert, a->tenant, a->timeout_s };
 	struct buf path, body;
-	struct err_msg msg;
-	int status = 0, rc, ret = CLI_EXIT_FAIL;
+	int ret = CLI_EXIT_FAIL;
 
-	err_clear(&msg);
-	if (cli_server_parse(a->server, a->cacert, &srv, &msg))
-		return cli_usage_error("query", "%s", msg.text);
 	buf_init(&path, 64 * 1024);
 	buf_init(&body, MAX_RESPONSE);
-	if (build_path(a, &path)) {
+	if (build_path(a, &path))
 		fprintf(stderr, "unhex query: the selectors are too long\n");
-		goto out;
-	}
-	req.path = path.data;
-	rc = cli_http_open(&srv, &http, &msg);
-	if (!rc)
-		rc = cli_http_request(http, &req, &status, &body, &msg);
-	if (rc) {
-		fprintf(stderr, "unhex query: %s\n", msg.text);
-		goto out;
-	}
-	if (status != 200) {
-		fprintf(stderr, "unhex query: HTTP %d: %s%s", status, body.data ? body.data : "",
-			body.len && body.data[body.len - 1] == '\n' ? "" : "\n");
-		goto out;
-	}
-	ret = write_out(a->out, &body);
-out:
-	cli_http_close(http);
+	else if ((ret = cli_get("query", &t, path.data, &body)) == CLI_EXIT_OK)
+		ret = cli_write_out("query", a->out, body.data, body.len);
 	buf_release(&path);
 	buf_release(&body);
 	return ret;

@@ -81,16 +81,6 @@ struct regress_args {
 	uint64_t timeout_s;
 };
 
-static int add_param(struct buf *path, const char *key, const char *value)
-{
-	int rc;
-
-	if (!value)
-		return 0;
-	rc = buf_printf(path, "%c%s=", strchr(path->data, '?') ? '&' : '?', key);
-	return rc ? rc : cli_url_encode(path, value);
-}
-
 static int build_path(const struct regress_args *a, struct buf *path)
 {
 	const char *kv[][2] = {
@@ -106,7 +96,7 @@ static int build_path(const struct regress_args *a, struct buf *path)
 	int rc = buf_puts(path, "/api/v1/regressions");
 
 	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]) && !rc; i++)
-		rc = add_param(path, kv[i][0], kv[i][1]);
+		rc = cli_add_param(path, kv[i][0], kv[i][1]);
 	return rc;
 }
 
@@ -151,24 +141,6 @@ static int check_args(const struct regress_args *a)
 	return 0;
 }
 
-static int write_out(const char *path, const char *s, size_t len)
-{
-	FILE *f = path && strcmp(path, "-") ? fopen(path, "wb") : stdout;
-	int ok;
-
-	if (!f) {
-		fprintf(stderr, "unhex regress: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	ok = fwrite(s, 1, len, f) == len;
-	ok = (f != stdout ? fclose(f) : fflush(f)) == 0 && ok;
-	if (!ok) {
-		fprintf(stderr, "unhex regress: writing %s failed\n", path ? path : "stdout");
-		return -1;
-	}
-	return 0;
-}
-
 /* Prints the report the server made; the exit status from its verdict. */
 static int report(const struct regress_args *a, const struct buf *body)
 {
@@ -191,8 +163,8 @@ static int report(const struct regress_args *a, const struct buf *body)
 		fprintf(stderr, "unhex regress: the server's answer has no verdict or report\n");
 		goto out;
 	}
-	if (strcmp(a->format, "json") ? write_out(a->out, text->str, text->len)
-				      : write_out(a->out, body->data, body->len))
+	if (strcmp(a->format, "json") ? cli_write_out("regress", a->out, text->str, text->len)
+				      : cli_write_out("regress", a->out, body->data, body->len))
 		goto out;
 	ret = strcmp(verdict->str, "fail") ? CLI_EXIT_OK : REGRESS_EXIT_REGRESSED;
 out:
@@ -202,39 +174,18 @@ out:
 
 static int run(const struct regress_args *a)
 {
-	struct cli_server srv;
-	struct cli_http *http = NULL;
-	struct cli_request req = { .method = "GET", .tenant = a->tenant,
-				   .timeout_ms = (int)(a->timeout_s * 1000) };
+	struct cli_target t = { a->server, a->cacert, a->tenant, a->timeout_s };
 	struct buf path, body;
-	struct err_msg msg;
-	int status = 0, rc, ret = REGRESS_EXIT_ERROR;
+	int ret = REGRESS_EXIT_ERROR, rc;
 
-	err_clear(&msg);
-	if (cli_server_parse(a->server, a->cacert, &srv, &msg))
-		return cli_usage_error("regress", "%s", msg.text);
 	buf_init(&path, 64 * 1024);
 	buf_init(&body, MAX_RESPONSE);
-	if (build_path(a, &path)) {
+	if (build_path(a, &path))
 		fprintf(stderr, "unhex regress: the parameters are too long\n");
-		goto out;
-	}
-	req.path = path.data;
-	rc = cli_http_open(&srv, &http, &msg);
-	if (!rc)
-		rc = cli_http_request(http, &req, &status, &body, &msg);
-	if (rc) {
-		fprintf(stderr, "unhex regress: %s\n", msg.text);
-		goto out;
-	}
-	if (status != 200) {
-		fprintf(stderr, "unhex regress: HTTP %d: %s%s", status, body.data ? body.data : "",
-			body.len && body.data[body.len - 1] == '\n' ? "" : "\n");
-		goto out;
-	}
-	ret = report(a, &body);
-out:
-	cli_http_close(http);
+	else if ((rc = cli_get("regress", &t, path.data, &body)) == CLI_EXIT_USAGE)
+		ret = rc;
+	else if (rc == CLI_EXIT_OK)
+		ret = report(a, &body);
 	buf_release(&path);
 	buf_release(&body);
 	return ret;

@@ -231,31 +231,16 @@ static void print_remote_blocks(const char *blocks)
 static int stats_remote(const char *server, const char *cacert, const char *tenant, int json,
 			int blocks)
 {
-	struct cli_server srv;
-	struct cli_http *http = NULL;
-	struct cli_request req = { .method = "GET", .path = "/api/v1/stats", .tenant = tenant,
-				   .timeout_ms = 30000 };
+	struct cli_target t = { server, cacert, tenant, 30 };
 	struct store_tenant_stats s = { 0 };
 	struct buf body;
-	struct err_msg msg;
-	int status = 0, rc;
+	int rc;
 	const char *bytes;
 
-	err_clear(&msg);
-	if (cli_server_parse(server, cacert, &srv, &msg))
-		return cli_usage_error("stats", "%s", msg.text);
 	buf_init(&body, 1 << 20);
-	rc = cli_http_open(&srv, &http, &msg);
-	if (!rc)
-		rc = cli_http_request(http, &req, &status, &body, &msg);
-	cli_http_close(http);
-	if (rc || status != 200) {
-		if (rc)
-			fprintf(stderr, "unhex stats: %s\n", msg.text);
-		else
-			fprintf(stderr, "unhex stats: HTTP %d: %s", status, body.data ? body.data : "\n");
+	if ((rc = cli_get("stats", &t, "/api/v1/stats", &body)) != CLI_EXIT_OK) {
 		buf_release(&body);
-		return CLI_EXIT_FAIL;
+		return rc;
 	}
 	if (json) {
 		fputs(body.data, stdout);
