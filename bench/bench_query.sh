@@ -30,55 +30,9 @@ done
 command -v curl >/dev/null || { echo "bench_query.sh: curl is needed" >&2; exit 1; }
 rm -rf "$OUT"
 mkdir -p "$OUT"
-SERVER_PID=
-stop_server() {
-	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-		kill "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-	fi
-	SERVER_PID=
-}
-trap stop_server EXIT
-
-now_ns() { date +%s%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
-median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-
-start_server() { # start_server LOG
-	"$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$OUT/server-data" \
-		--debuginfod-urls "" >"$1" 2>&1 &
-	SERVER_PID=$!
-	URL=
-	for _ in $(seq 1 200); do
-		URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$1" | head -1 || true)
-		[ -n "$URL" ] && return 0
-		kill -0 "$SERVER_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "bench_query.sh: the server did not start" >&2
-	cat "$1" >&2
-	exit 1
-}
-
-# render TAG: one cold and RUNS warm GET /pyroscope/render; sets COLD, WARM
-# (median), WARM_MIN, BYTES, TICKS; times in ms.
-render() {
-	local i t
-	: >"$OUT/$1.times"
-	for i in $(seq 0 "$RUNS"); do
-		t=$(curl -sS -o "$OUT/$1.json" -w '%{time_total}' --fail --get \
-			--data-urlencode "query=$PTYPE{service_name=\"$SERVICE\"}" \
-			--data-urlencode "from=$FROM" --data-urlencode "until=$UNTIL" \
-			"$URL/pyroscope/render")
-		echo "$t" >>"$OUT/$1.times"
-	done
-	COLD=$(head -1 "$OUT/$1.times" | awk '{printf "%.1f", $1 * 1000}')
-	WARM=$(tail -n +2 "$OUT/$1.times" | median | awk '{printf "%.1f", $1 * 1000}')
-	WARM_MIN=$(tail -n +2 "$OUT/$1.times" | sort -g | head -1 | awk '{printf "%.1f", $1 * 1000}')
-	BYTES=$(stat -c %s "$OUT/$1.json")
-	TICKS=$(grep -o '"numTicks":[0-9]*' "$OUT/$1.json" | head -1 | cut -d: -f2)
-}
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
+trap bench_stop_server EXIT
 
 echo "== machine" >&2
 CPU=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
@@ -101,24 +55,13 @@ UNTIL=$(awk -F'\t' 'NR == 1 || $3 > m {m = $3} END {print m + 10}' "$WL/manifest
 echo "   $FILES files, service $SERVICE, [$FROM, $UNTIL)" >&2
 
 echo "== ingest through unhex serve" >&2
-start_server "$OUT/serve1.log"
-mkdir -p "$OUT/lists"
-awk -F'\t' -v d="$OUT/lists" '{
-	if (!($2 in id)) { id[$2] = ++n; print $2 > (d "/" n ".name") }
-	print $1 >> (d "/" id[$2] ".files")
-}' "$WL/manifest.tsv"
-t0=$(now_ns)
-# shellcheck disable=SC2016
-ls "$OUT/lists"/*.name | xargs -P "$PARALLEL" -I{} bash -c '
-	list=${1%.name}.files
-	cd "$2" && xargs "$3" ingest --server "$4" --name "$(cat "$1")" <"$list" 2>/dev/null
-' _ {} "$WL" "$B/cli/unhex" "$URL" >"$OUT/ingest.txt"
-INGEST_S=$(secs "$t0" "$(now_ns)")
-PAIRS=$(sed -n 's/.*profiles, \([0-9]*\) samples.*/\1/p' "$OUT/ingest.txt" | awk '{s += $1} END {print s + 0}')
+bench_start_server "$OUT/server-data" "$OUT/serve1.log"
+bench_ingest "$WL" "$WL/manifest.tsv" all "$PARALLEL"
+PAIRS=$INGEST_PAIRS
 echo "   $PAIRS stored pairs in ${INGEST_S}s" >&2
 
 echo "== server, before compaction: cold + $RUNS warm" >&2
-render http_before
+bench_render http_before "$FROM" "$UNTIL" "$RUNS"
 H1_COLD=$COLD H1_WARM=$WARM H1_MIN=$WARM_MIN H1_BYTES=$BYTES H1_TICKS=$TICKS
 echo "   cold ${COLD} ms, warm median ${WARM} ms (min $WARM_MIN), $BYTES bytes, numTicks $TICKS" >&2
 if [ "$PERF" = 1 ] && command -v perf >/dev/null; then
@@ -126,13 +69,13 @@ if [ "$PERF" = 1 ] && command -v perf >/dev/null; then
 	perf record -g -o "$OUT/perf.data" -p "$SERVER_PID" 2>"$OUT/perf.log" &
 	PERF_PID=$!
 	sleep 0.5
-	render http_perf
+	bench_render http_perf "$FROM" "$UNTIL" "$RUNS"
 	kill -INT "$PERF_PID"
 	wait "$PERF_PID" || true
 	perf report -i "$OUT/perf.data" --no-children --percent-limit 1 --stdio \
 		>"$OUT/perf.txt" 2>/dev/null || true
 fi
-stop_server
+bench_stop_server
 
 echo "== in process (bench-query): before compaction, store_compact, after" >&2
 "$B/bench/bench-query" --data "$OUT/server-data" --query "$PTYPE{service_name=\"$SERVICE\"}" \
@@ -144,11 +87,11 @@ field() { # field PHASE KEY
 I_TICKS=$(grep -o '"numTicks":[0-9]*' "$OUT/inproc.json" | head -1 | cut -d: -f2)
 
 echo "== server after compaction (restarted): cold + $RUNS warm" >&2
-start_server "$OUT/serve2.log"
-render http_after
+bench_start_server "$OUT/server-data" "$OUT/serve2.log"
+bench_render http_after "$FROM" "$UNTIL" "$RUNS"
 H2_COLD=$COLD H2_WARM=$WARM H2_MIN=$WARM_MIN H2_BYTES=$BYTES H2_TICKS=$TICKS
 echo "   cold ${COLD} ms, warm median ${WARM} ms (min $WARM_MIN), $BYTES bytes, numTicks $TICKS" >&2
-stop_server
+bench_stop_server
 DISK=$(du -sb "$OUT/server-data" | cut -f1)
 
 GO_S= GO_RSS= GO_TOTAL= RATIO_W= RATIO_C=

@@ -67,86 +67,18 @@ done
 command -v curl >/dev/null || { echo "bench_storage.sh: curl is needed" >&2; exit 1; }
 rm -rf "$OUT"
 mkdir -p "$OUT"
-SERVER_PID=
-stop_server() {
-	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-		kill "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-	fi
-	SERVER_PID=
-}
-trap stop_server EXIT
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
+trap bench_stop_server EXIT
 
 log() { echo "$*" >&2; }
-now_ns() { date +%s%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
-median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 calc() { awk "BEGIN {printf \"$1\", $2}"; } # calc FORMAT EXPR
 kib() { awk -v f="$2" '$1 == f":" {print $2}' "/proc/$1/status"; } # kib PID VmRSS
 cpu_s() { awk -v t="$TICK" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / t}' "/proc/$1/stat"; }
 mib() { calc "%.1f" "$1 / 1024"; }
 mb() { calc "%.2f" "$1 / 1e6"; }
 field() { tr ' ' '\n' <"$1" | sed -n "s/^$2=//p"; } # field FILE KEY: every value, in order
-json_num() { grep -o "\"$2\":[0-9]*" "$1" | head -1 | cut -d: -f2; } # json_num FILE KEY
 sst_bytes() { find "$1" -name '*.sst' -printf '%s\n' | awk '{s += $1} END {print s + 0}'; }
-
-start_server() { # start_server DATA LOG [SERVE-ARGS...]: sets SERVER_PID and URL
-	"$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$1" --debuginfod-urls "" "${@:3}" >"$2" 2>&1 &
-	SERVER_PID=$!
-	URL=
-	for _ in $(seq 1 300); do
-		URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$2" | head -1 || true)
-		[ -n "$URL" ] && return 0
-		kill -0 "$SERVER_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	log "bench_storage.sh: the server did not start"
-	cat "$2" >&2
-	exit 1
-}
-
-# ingest WL MANIFEST TAG: every file of MANIFEST (lines of WL/manifest.tsv)
-# through `unhex ingest`, one per series name, PARALLEL at once.  Sets
-# INGEST_S, INGEST_PAIRS, INGEST_FAILED.
-ingest() {
-	local lists=$OUT/lists-$3
-	rm -rf "$lists"
-	mkdir -p "$lists"
-	awk -F'\t' -v d="$lists" '{
-		if (!($2 in id)) { id[$2] = ++n; print $2 > (d "/" n ".name") }
-		print $1 >> (d "/" id[$2] ".files")
-	}' "$2"
-	local t0
-	t0=$(now_ns)
-	# shellcheck disable=SC2016,SC2011
-	ls "$lists"/*.name | xargs -P "$PARALLEL" -I{} bash -c '
-		list=${1%.name}.files
-		cd "$2" && xargs "$3" ingest --server "$4" --name "$(cat "$1")" <"$list" 2>/dev/null
-	' _ {} "$1" "$B/cli/unhex" "$URL" >"$OUT/ingest-$3.txt" || true
-	INGEST_S=$(secs "$t0" "$(now_ns)")
-	INGEST_PAIRS=$(sed -n 's/.*profiles, \([0-9]*\) samples.*/\1/p' "$OUT/ingest-$3.txt" | awk '{s += $1} END {print s + 0}')
-	INGEST_FAILED=$(sed -n 's/.*: \([0-9]*\) of \([0-9]*\) files.*/\1 \2/p' "$OUT/ingest-$3.txt" |
-		awk '{f += $2 - $1} END {print f + 0}')
-}
-
-# render TAG FROM UNTIL N: one cold and N warm GET /pyroscope/render; sets
-# COLD, WARM (median), WARM_MIN in ms, BYTES, TICKS.
-render() {
-	local t
-	: >"$OUT/$1.times"
-	for _ in $(seq 0 "$4"); do
-		t=$(curl -sS -o "$OUT/$1.json" -w '%{time_total}' --fail --get \
-			--data-urlencode "query=$PTYPE{service_name=\"$SERVICE\"}" \
-			--data-urlencode "from=$2" --data-urlencode "until=$3" "$URL/pyroscope/render")
-		echo "$t" >>"$OUT/$1.times"
-	done
-	COLD=$(head -1 "$OUT/$1.times" | awk '{printf "%.1f", $1 * 1000}')
-	WARM=$(tail -n +2 "$OUT/$1.times" | median | awk '{printf "%.1f", $1 * 1000}')
-	WARM_MIN=$(tail -n +2 "$OUT/$1.times" | sort -g | head -1 | awk '{printf "%.1f", $1 * 1000}')
-	BYTES=$(stat -c %s "$OUT/$1.json")
-	TICKS=$(json_num "$OUT/$1.json" numTicks)
-}
 
 # symbols_per_kind DATA TAG: bytes of stack nodes (kind 5) and locations
 # (kind 4) of tenant 1 in the symbols family, by `ldb approxsize` on a copy
@@ -278,10 +210,10 @@ static_shape() { # static_shape NAME GENERATOR-ARGS...
 
 	log "== $shape: unhex serve + unhex ingest x$PARALLEL"
 	local data=$OUT/$shape/server-data rss0 cpu0 cpu1 hwm_ingest rss_ingest
-	start_server "$data" "$OUT/$shape/serve1.log"
+	bench_start_server "$data" "$OUT/$shape/serve1.log"
 	rss0=$(kib "$SERVER_PID" VmRSS)
 	cpu0=$(cpu_s "$SERVER_PID")
-	ingest "$wl" "$wl/manifest.tsv" "$shape"
+	bench_ingest "$wl" "$wl/manifest.tsv" "$shape" "$PARALLEL"
 	cpu1=$(cpu_s "$SERVER_PID")
 	hwm_ingest=$(kib "$SERVER_PID" VmHWM)
 	sleep 2
@@ -293,13 +225,13 @@ static_shape() { # static_shape NAME GENERATOR-ARGS...
 	log "== $shape: query of the first $QUERY_SAMPLES pprof samples"
 	select_query "$wl" "$shape"
 	log "   $Q_FILES files, $Q_SAMPLES pprof samples, [$Q_FROM, $Q_UNTIL)"
-	render "$shape-http-before" "$Q_FROM" "$Q_UNTIL" "$RUNS"
+	bench_render "$shape-http-before" "$Q_FROM" "$Q_UNTIL" "$RUNS"
 	local h1_cold=$COLD h1_warm=$WARM h1_min=$WARM_MIN h1_bytes=$BYTES h1_ticks=$TICKS
 	local rss_query hwm_query
 	rss_query=$(kib "$SERVER_PID" VmRSS)
 	hwm_query=$(kib "$SERVER_PID" VmHWM)
 	log "   HTTP cold $h1_cold ms, warm $h1_warm ms (min $h1_min), $h1_bytes bytes; RSS $(mib "$rss_query") MiB, HWM $(mib "$hwm_query") MiB"
-	stop_server
+	bench_stop_server
 	local disk_stop
 	disk_stop=$(du -sb "$data" | cut -f1)
 
@@ -319,10 +251,10 @@ static_shape() { # static_shape NAME GENERATOR-ARGS...
 	sample_bytes=$(json_num "$st" samples)
 
 	log "== $shape: server on the compacted store"
-	start_server "$data" "$OUT/$shape/serve2.log"
-	render "$shape-http-after" "$Q_FROM" "$Q_UNTIL" "$RUNS"
+	bench_start_server "$data" "$OUT/$shape/serve2.log"
+	bench_render "$shape-http-after" "$Q_FROM" "$Q_UNTIL" "$RUNS"
 	local h2_cold=$COLD h2_warm=$WARM h2_min=$WARM_MIN
-	stop_server
+	bench_stop_server
 
 	log "== $shape: callgrind, go tool pprof, symbols per kind"
 	render_instructions "$data" "$Q_FROM" "$Q_UNTIL" "$shape"
@@ -338,12 +270,12 @@ static_shape() { # static_shape NAME GENERATOR-ARGS...
 		--from "$Q_FROM" --until "$Q_UNTIL" --runs "$RUNS" --out "$OUT/$shape/inproc-blocks.json" \
 		>"$OUT/$shape/bench-query-blocks.txt"
 	local bqb=$OUT/$shape/bench-query-blocks.txt
-	start_server "$bdata" "$OUT/$shape/serve3.log"
-	render "$shape-http-blocks" "$Q_FROM" "$Q_UNTIL" "$RUNS"
+	bench_start_server "$bdata" "$OUT/$shape/serve3.log"
+	bench_render "$shape-http-blocks" "$Q_FROM" "$Q_UNTIL" "$RUNS"
 	local h3_cold=$COLD h3_warm=$WARM h3_min=$WARM_MIN h3_ticks=$TICKS same=differs
 	local hwm_blocks
 	hwm_blocks=$(kib "$SERVER_PID" VmHWM)
-	stop_server
+	bench_stop_server
 	cmp -s <(jq -cS 'del(.symbolization, .timeline)' "$OUT/$shape-http-before.json") \
 		<(jq -cS 'del(.symbolization, .timeline)' "$OUT/$shape-http-blocks.json") && same=identical
 	local b_total b_l1 b_head ratio_b
@@ -430,7 +362,7 @@ month_shape() {
 	local data=$OUT/month/server-data d cpu0 cpu1 lo hi day_pairs rss hwm du_b st
 	local sargs=()
 	[ -z "$MONTH_RETENTION" ] || sargs=(--retention "$MONTH_RETENTION")
-	start_server "$data" "$OUT/month/serve.log" "${sargs[@]}"
+	bench_start_server "$data" "$OUT/month/serve.log" "${sargs[@]}"
 	local rss_idle
 	rss_idle=$(kib "$SERVER_PID" VmRSS)
 	for d in $(seq 1 "$days"); do
@@ -438,10 +370,10 @@ month_shape() {
 		hi=$((lo + 86400))
 		awk -F'\t' -v lo="$lo" -v hi="$hi" '$3 >= lo && $3 < hi' "$wl/manifest.tsv" >"$OUT/month/day$d.tsv"
 		cpu0=$(cpu_s "$SERVER_PID")
-		ingest "$wl" "$OUT/month/day$d.tsv" "month-day$d"
+		bench_ingest "$wl" "$OUT/month/day$d.tsv" "month-day$d" "$PARALLEL"
 		cpu1=$(cpu_s "$SERVER_PID")
 		day_pairs=$INGEST_PAIRS
-		render "month-day$d" "$lo" "$hi" 3
+		bench_render "month-day$d" "$lo" "$hi" 3
 		rss=$(kib "$SERVER_PID" VmRSS)
 		hwm=$(kib "$SERVER_PID" VmHWM)
 		du_b=$(du -sb "$data" | cut -f1)
@@ -451,7 +383,7 @@ month_shape() {
 			tee -a "$REPORT"
 		[ "$INGEST_FAILED" = 0 ] || log "   day $d: $INGEST_FAILED files failed"
 	done
-	stop_server
+	bench_stop_server
 	local disk_stop last_lo=$((END - 86400))
 	disk_stop=$(du -sb "$data" | cut -f1)
 	log "== month: bench-query on the last 24 h, before and after store_compact"
@@ -467,17 +399,17 @@ month_shape() {
 	sym_bytes=$(json_num "$OUT/month/stats.json" symbols)
 
 	log "== month: the last 24 h alone on a fresh store"
-	start_server "$OUT/month/fresh-data" "$OUT/month/serve-fresh.log"
+	bench_start_server "$OUT/month/fresh-data" "$OUT/month/serve-fresh.log"
 	ingest "$wl" "$OUT/month/day$days.tsv" month-fresh
 	render month-fresh "$last_lo" "$END" "$RUNS"
 	local f_cold=$COLD f_warm=$WARM f_hwm
 	f_hwm=$(kib "$SERVER_PID" VmHWM)
-	stop_server
-	start_server "$data" "$OUT/month/serve-after.log" "${sargs[@]}"
+	bench_stop_server
+	bench_start_server "$data" "$OUT/month/serve-after.log" "${sargs[@]}"
 	render month-after "$last_lo" "$END" "$RUNS"
 	local a_cold=$COLD a_warm=$WARM a_hwm
 	a_hwm=$(kib "$SERVER_PID" VmHWM)
-	stop_server
+	bench_stop_server
 	"$B/bench/bench-query" --data "$OUT/month/fresh-data" --query "$PTYPE{service_name=\"$SERVICE\"}" \
 		--from "$last_lo" --until "$END" --runs "$RUNS" >"$OUT/month/bench-query-fresh.txt"
 	local bf=$OUT/month/bench-query-fresh.txt

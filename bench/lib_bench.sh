@@ -1,0 +1,83 @@
+# shellcheck shell=bash
+# lib_bench.sh - sourced by bench/bench_query.sh and bench/bench_storage.sh:
+# the server they measure, timing helpers, manifest ingest and the timed
+# render.  The caller sets B (the build dir), OUT (its output dir), PTYPE,
+# and before render SERVICE; it runs under `set -euo pipefail` and traps
+# EXIT to bench_stop_server.
+#
+#   bench_start_server DATA LOG [SERVE-ARGS...]  sets SERVER_PID and URL
+#   bench_stop_server                            SIGTERM and wait
+#   bench_ingest WL MANIFEST TAG PARALLEL        sets INGEST_S, INGEST_PAIRS,
+#                                                INGEST_FAILED
+#   bench_render TAG FROM UNTIL N                sets COLD, WARM (median),
+#                                                WARM_MIN (ms), BYTES, TICKS
+
+SERVER_PID=
+
+now_ns() { date +%s%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }
+load1() { cut -d' ' -f1 /proc/loadavg; }
+median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+json_num() { grep -o "\"$2\":[0-9]*" "$1" | head -1 | cut -d: -f2; } # json_num FILE KEY
+
+bench_stop_server() {
+	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill "$SERVER_PID" 2>/dev/null || true
+		wait "$SERVER_PID" 2>/dev/null || true
+	fi
+	SERVER_PID=
+}
+
+bench_start_server() {
+	"$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$1" --debuginfod-urls "" "${@:3}" >"$2" 2>&1 &
+	SERVER_PID=$!
+	URL=
+	for _ in $(seq 1 300); do
+		URL=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$2" | head -1 || true)
+		[ -n "$URL" ] && return 0
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "$(basename "$0"): the server did not start" >&2
+	cat "$2" >&2
+	exit 1
+}
+
+# Every file of MANIFEST (lines of WL/manifest.tsv) through `unhex ingest`,
+# one process per series name, PARALLEL at once.
+bench_ingest() {
+	local lists=$OUT/lists-$3 t0
+	rm -rf "$lists"
+	mkdir -p "$lists"
+	awk -F'\t' -v d="$lists" '{
+		if (!($2 in id)) { id[$2] = ++n; print $2 > (d "/" n ".name") }
+		print $1 >> (d "/" id[$2] ".files")
+	}' "$2"
+	t0=$(now_ns)
+	# shellcheck disable=SC2016,SC2011
+	ls "$lists"/*.name | xargs -P "$4" -I{} bash -c '
+		list=${1%.name}.files
+		cd "$2" && xargs "$3" ingest --server "$4" --name "$(cat "$1")" <"$list" 2>/dev/null
+	' _ {} "$1" "$B/cli/unhex" "$URL" >"$OUT/ingest-$3.txt" || true
+	INGEST_S=$(secs "$t0" "$(now_ns)")
+	INGEST_PAIRS=$(sed -n 's/.*profiles, \([0-9]*\) samples.*/\1/p' "$OUT/ingest-$3.txt" | awk '{s += $1} END {print s + 0}')
+	INGEST_FAILED=$(sed -n 's/.*: \([0-9]*\) of \([0-9]*\) files.*/\1 \2/p' "$OUT/ingest-$3.txt" |
+		awk '{f += $2 - $1} END {print f + 0}')
+}
+
+# One cold and N warm GET /pyroscope/render of SERVICE over [FROM, UNTIL).
+bench_render() {
+	local t
+	: >"$OUT/$1.times"
+	for _ in $(seq 0 "$4"); do
+		t=$(curl -sS -o "$OUT/$1.json" -w '%{time_total}' --fail --get \
+			--data-urlencode "query=$PTYPE{service_name=\"$SERVICE\"}" \
+			--data-urlencode "from=$2" --data-urlencode "until=$3" "$URL/pyroscope/render")
+		echo "$t" >>"$OUT/$1.times"
+	done
+	COLD=$(head -1 "$OUT/$1.times" | awk '{printf "%.1f", $1 * 1000}')
+	WARM=$(tail -n +2 "$OUT/$1.times" | median | awk '{printf "%.1f", $1 * 1000}')
+	WARM_MIN=$(tail -n +2 "$OUT/$1.times" | sort -g | head -1 | awk '{printf "%.1f", $1 * 1000}')
+	BYTES=$(stat -c %s "$OUT/$1.json")
+	TICKS=$(json_num "$OUT/$1.json" numTicks)
+}
