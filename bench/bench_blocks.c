@@ -19,7 +19,6 @@
  * line per result for scripts.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,106 +30,9 @@
 #include "base/clock.h"
 #include "base/compress.h"
 #include "base/err.h"
-#include "base/grow.h"
 #include "ingest/ingest.h"
 #include "storage/storage_int.h"
-
-#define MAX_FILE (256u * 1024 * 1024)
-#define MAX_ENTRIES (10u * 1000 * 1000)
-
-struct entry {
-	char *name;
-	int64_t unix_s;
-	char *data;
-	size_t len;
-};
-
-struct workload {
-	struct entry *e;
-	size_t n, cap;
-	uint64_t bytes;
-};
-
-static int load_manifest(const char *dir, struct workload *w, struct err_msg *msg)
-{
-	char path[4096], *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f;
-	int rc = 0;
-
-	snprintf(path, sizeof(path), "%s/manifest.tsv", dir);
-	f = fopen(path, "r");
-	if (!f)
-		return err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
-	while (!rc && (n = getline(&line, &cap, f)) > 0) {
-		char *t1, *t2;
-		struct entry e = { 0 };
-		struct buf b;
-
-		if (line[n - 1] == '\n')
-			line[--n] = '\0';
-		if (!n || line[0] == '#')
-			continue;
-		t1 = strchr(line, '\t');
-		t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-		if (!t2) {
-			rc = err_set(msg, ERR_INVALID, "manifest: want 3 tab-separated fields");
-			break;
-		}
-		*t1 = *t2 = '\0';
-		e.unix_s = strtoll(t2 + 1, NULL, 10);
-		snprintf(path, sizeof(path), "%s/%s", dir, line);
-		buf_init(&b, MAX_FILE);
-		if (buf_read_file(&b, path)) {
-			buf_release(&b);
-			rc = err_set(msg, ERR_IO, "%s: cannot read", path);
-			break;
-		}
-		e.data = buf_detach(&b, &e.len);
-		e.name = strdup(t1 + 1);
-		rc = GROW(w->e, w->cap, w->n + 1, MAX_ENTRIES, NULL);
-		if (rc)
-			break;
-		w->e[w->n++] = e;
-		w->bytes += e.len;
-	}
-	free(line);
-	fclose(f);
-	return rc;
-}
-
-static uint64_t du_total;
-
-static int du_cb(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)path, (void)ftw;
-	if (type == FTW_F)
-		du_total += (uint64_t)sb->st_size;
-	return 0;
-}
-
-static uint64_t dir_bytes(const char *dir)
-{
-	du_total = 0;
-	nftw(dir, du_cb, 16, FTW_PHYS);
-	return du_total;
-}
-
-static long rss_kib(const char *field)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, field, strlen(field)) == 0)
-			v = strtol(line + strlen(field) + 1, NULL, 10);
-	fclose(f);
-	return v;
-}
+#include "workload_files.h"
 
 /* ---- what the blocks hold ------------------------------------------------------ */
 
@@ -243,7 +145,7 @@ int main(int argc, char **argv)
 {
 	const char *manifest = NULL, *data = NULL, *tenant = "anonymous";
 	char tmpl[] = "/tmp/unhex-bench-blocks.XXXXXX", rocks[4096];
-	struct workload w = { 0 };
+	struct bench_workload w = { 0 };
 	struct store_options so = { 0 };
 	struct ingest_limits lim;
 	struct store *st = NULL;
@@ -276,8 +178,9 @@ int main(int argc, char **argv)
 		if (!data)
 			return 1;
 	}
-	if ((rc = load_manifest(manifest, &w, &msg))) {
+	if ((rc = bench_workload_load(manifest, &w, &msg))) {
 		fprintf(stderr, "bench-blocks: %s\n", msg.text);
+		bench_workload_release(&w);
 		return 1;
 	}
 	so.dir = data;
@@ -299,7 +202,7 @@ int main(int argc, char **argv)
 	if (!rc)
 		rc = store_compact(st, &msg);
 	snprintf(rocks, sizeof(rocks), "%s", data);
-	head0 = dir_bytes(rocks);
+	head0 = bench_dir_bytes(rocks);
 	printf("input: %zu files, %" PRIu64 " gzipped bytes, %" PRIu64 " pprof samples; ingest %.2f s\n",
 	       w.n, w.bytes, pprof_samples, ingest_s);
 	printf("head only, RocksDB compacted (today's layout): %" PRIu64 " bytes = %.2f %% of gz\n",
@@ -312,7 +215,7 @@ int main(int argc, char **argv)
 		rc = store_compact(st, &msg);
 	if (!rc)
 		rc = measure(st, tenant, &l0);
-	head1 = dir_bytes(data) - l0.bytes;
+	head1 = bench_dir_bytes(data) - l0.bytes;
 	if (!rc)
 		print_sizes("sealed (level 0)", &l0, head1, w.bytes);
 	t0 = clock_mono_ns();
@@ -321,7 +224,7 @@ int main(int argc, char **argv)
 	compact_s = (double)(clock_mono_ns() - t0) / 1e9;
 	if (!rc)
 		rc = measure(st, tenant, &l1);
-	head2 = dir_bytes(data) - l1.bytes;
+	head2 = bench_dir_bytes(data) - l1.bytes;
 	if (!rc)
 		print_sizes("compacted", &l1, head2, w.bytes);
 	if (rc) {
@@ -330,7 +233,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("seal %.2f s, compaction %.2f s, peak RSS %ld KiB\n", seal_s, compact_s,
-	       rss_kib("VmHWM:"));
+	       bench_rss_kib("VmHWM:"));
 	printf("RESULT gz_bytes=%" PRIu64 " pprof_samples=%" PRIu64 " head_only_bytes=%" PRIu64 " ",
 	       w.bytes, pprof_samples, head0);
 	kv_sizes("l0", &l0, head1);
@@ -338,10 +241,6 @@ int main(int argc, char **argv)
 	kv_sizes("l1", &l1, head2);
 	printf(" seal_s=%.3f compact_s=%.3f ingest_s=%.3f\n", seal_s, compact_s, ingest_s);
 	store_close(st);
-	for (size_t i = 0; i < w.n; i++) {
-		free(w.e[i].name);
-		free(w.e[i].data);
-	}
-	free(w.e);
+	bench_workload_release(&w);
 	return 0;
 }

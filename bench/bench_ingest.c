@@ -28,146 +28,14 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
-#include "base/grow.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
-
-#define MAX_FILE (256u * 1024 * 1024)
-#define MAX_ENTRIES (10u * 1000 * 1000)
-
-struct entry {
-	char *name;
-	int64_t unix_s;
-	char *data; /* owned */
-	size_t len;
-};
-
-struct workload {
-	struct entry *e;
-	size_t n, cap;
-	uint64_t bytes;
-};
-
-static void workload_release(struct workload *w)
-{
-	size_t i;
-
-	for (i = 0; i < w->n; i++) {
-		free(w->e[i].name);
-		free(w->e[i].data);
-	}
-	free(w->e);
-}
-
-static int read_all(const char *path, char **out, size_t *len, struct err_msg *msg)
-{
-	struct buf b;
-	int rc;
-
-	buf_init(&b, MAX_FILE);
-	rc = buf_read_file(&b, path);
-	if (rc) {
-		buf_release(&b);
-		return err_set(msg, rc, "%s: cannot read", path);
-	}
-	*out = buf_detach(&b, len);
-	return 0;
-}
-
-/* Parses `<relative path>\t<name>\t<unix seconds>` lines and loads the files. */
-static int load_manifest(const char *dir, struct workload *w, struct err_msg *msg)
-{
-	char path[4096], *line = NULL;
-	size_t cap = 0, lineno = 0;
-	ssize_t n;
-	FILE *f;
-	int rc = 0;
-
-	snprintf(path, sizeof(path), "%s/manifest.tsv", dir);
-	f = fopen(path, "r");
-	if (!f)
-		return err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
-	while (rc == 0 && (n = getline(&line, &cap, f)) > 0) {
-		char *tab1, *tab2, *end;
-		struct entry e = { 0 };
-		lineno++;
-		if (line[n - 1] == '\n')
-			line[--n] = '\0';
-		tab1 = strchr(line, '\t');
-		tab2 = tab1 ? strchr(tab1 + 1, '\t') : NULL;
-		if (!tab2) {
-			rc = err_set(msg, ERR_INVALID, "manifest line %zu: want 3 tab-separated fields", lineno);
-			break;
-		}
-		*tab1 = *tab2 = '\0';
-		e.unix_s = strtoll(tab2 + 1, &end, 10);
-		if (*end || end == tab2 + 1) {
-			rc = err_set(msg, ERR_INVALID, "manifest line %zu: bad time", lineno);
-			break;
-		}
-		rc = GROW(w->e, w->cap, w->n + 1, MAX_ENTRIES, NULL);
-		if (rc) {
-			err_set(msg, rc, "manifest: %s", rc == ERR_TOO_LARGE ? "too many entries"
-									 : "out of memory");
-			break;
-		}
-		snprintf(path, sizeof(path), "%s/%s", dir, line);
-		if ((rc = read_all(path, &e.data, &e.len, msg)))
-			break;
-		e.name = strdup(tab1 + 1);
-		if (!e.name) {
-			free(e.data);
-			rc = ERR_NOMEM;
-			break;
-		}
-		w->e[w->n++] = e;
-		w->bytes += e.len;
-	}
-	free(line);
-	fclose(f);
-	if (rc == 0 && w->n == 0)
-		rc = err_set(msg, ERR_INVALID, "%s/manifest.tsv: empty", dir);
-	return rc;
-}
-
-/* ---- directory sizes -------------------------------------------------------- */
-
-static uint64_t du_total;
-
-static int du_cb(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-	(void)path, (void)ftw;
-	if (type == FTW_F)
-		du_total += (uint64_t)sb->st_size;
-	return 0;
-}
-
-static uint64_t dir_bytes(const char *dir)
-{
-	du_total = 0;
-	nftw(dir, du_cb, 16, FTW_PHYS);
-	return du_total;
-}
+#include "workload_files.h"
 
 static int rm_cb(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
 	(void)sb, (void)type, (void)ftw;
 	return remove(path);
-}
-
-static long rss_kib(const char *field)
-{
-	char line[256];
-	long v = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strncmp(line, field, strlen(field)) == 0)
-			v = strtol(line + strlen(field) + 1, NULL, 10);
-	fclose(f);
-	return v;
 }
 
 static int64_t cpu_ns(clockid_t id)
@@ -200,7 +68,7 @@ static int stats_cb(void *ctx, const struct store_tenant_stats *s)
 	return 0;
 }
 
-static int run(const struct workload *w, const char *data, const char *tenant, struct results *r,
+static int run(const struct bench_workload *w, const char *data, const char *tenant, struct results *r,
 	       struct err_msg *msg)
 {
 	struct store_options so = { .dir = data };
@@ -216,7 +84,7 @@ static int run(const struct workload *w, const char *data, const char *tenant, s
 	t0 = clock_mono_ns();
 	c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	for (i = 0; i < w->n; i++) {
-		const struct entry *e = &w->e[i];
+		const struct bench_entry *e = &w->e[i];
 		struct ingest_stats is = { 0 };
 		int64_t from = e->unix_s * 1000000000;
 		rc = ingest_legacy(st, &lim, tenant, e->name, from, from + 10 * (int64_t)1000000000,
@@ -235,13 +103,13 @@ static int run(const struct workload *w, const char *data, const char *tenant, s
 	r->thread_cpu_s = (double)(cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / 1e9;
 	if ((rc = store_flush(st, msg)))
 		goto out;
-	r->disk_flush = dir_bytes(data);
+	r->disk_flush = bench_dir_bytes(data);
 	if ((rc = store_stats(st, stats_cb, r, msg)))
 		goto out;
 out:
 	store_close(st);
 	if (rc == 0)
-		r->disk_close = dir_bytes(data);
+		r->disk_close = bench_dir_bytes(data);
 	return rc;
 }
 
@@ -249,7 +117,7 @@ int main(int argc, char **argv)
 {
 	const char *manifest = NULL, *data = NULL, *tenant = "anonymous";
 	char tmpl[] = "/tmp/unhex-bench.XXXXXX";
-	struct workload w = { 0 };
+	struct bench_workload w = { 0 };
 	struct results r = { 0 };
 	struct err_msg msg = { "" };
 	struct rusage ru;
@@ -271,9 +139,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench-ingest --manifest DIR [--data DIR] [--tenant T]\n");
 		return 2;
 	}
-	if ((rc = load_manifest(manifest, &w, &msg)))
+	if ((rc = bench_workload_load(manifest, &w, &msg)))
 		goto out;
-	rss_loaded = rss_kib("VmRSS:");
+	rss_loaded = bench_rss_kib("VmRSS:");
 	if (!data) {
 		data = mkdtemp(tmpl);
 		if (!data) {
@@ -323,6 +191,6 @@ out:
 		fprintf(stderr, "bench-ingest: %s: %s\n", err_str(rc), msg.text);
 	if (made_tmp)
 		nftw(data, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	workload_release(&w);
+	bench_workload_release(&w);
 	return rc ? 1 : 0;
 }
