@@ -478,32 +478,12 @@ void web__handle_debuginfo_connect(struct web__req *rq, const char *method, stru
 		web__resp_connect_error(rs, ERR_UNAVAILABLE, "symbolization is not enabled");
 		return;
 	}
-	if (web__media_type_is(rq->content_type, "application/json")) {
-		proto = 0;
-	} else if (web__media_type_is(rq->content_type, "application/proto") ||
-		   web__media_type_is(rq->content_type, "application/protobuf") ||
-		   web__media_type_is(rq->content_type, "application/x-protobuf")) {
-		proto = 1;
-	} else {
-		web__resp_connect_error(rs, ERR_INVALID,
-					"debuginfo.v1alpha1: Content-Type not supported (use "
-					"application/json or application/proto)");
-		rs->status = 415;
-		rs->reason = WEB_REJ_UNSUPPORTED;
+	if ((proto = web__connect_codec(rq, "debuginfo.v1alpha1", rs)) < 0)
 		return;
-	}
 	arena_init(&a, (size_t)64 << 20);
 	rc = v1_run(rq, svc, m, proto, &a, &rs->body, &msg);
 	arena_release(&a);
-	if (rc) {
-		if (!msg.text[0])
-			snprintf(msg.text, sizeof(msg.text), "debuginfo.v1alpha1: %s", err_str(rc));
-		buf_reset(&rs->body);
-		web__resp_connect_error(rs, rc, msg.text);
-		return;
-	}
-	rs->status = 200;
-	rs->content_type = proto ? "application/proto" : "application/json";
+	web__connect_finish(rs, rc, proto, "debuginfo.v1alpha1", &msg);
 }
 
 void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)

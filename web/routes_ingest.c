@@ -45,6 +45,43 @@ void web__resp_connect_error(struct web__resp *rs, int code, const char *message
 	buf_puts(&rs->body, "}");
 }
 
+int web__connect_codec(const struct web__req *rq, const char *service, struct web__resp *rs)
+{
+	char text[256];
+
+	if (web__media_type_is(rq->content_type, "application/json"))
+		return 0;
+	if (web__media_type_is(rq->content_type, "application/proto") ||
+	    web__media_type_is(rq->content_type, "application/protobuf") ||
+	    web__media_type_is(rq->content_type, "application/x-protobuf"))
+		return 1;
+	/* Connect: a codec the server lacks is HTTP 415. */
+	snprintf(text, sizeof(text),
+		 "%s: Content-Type \"%.64s\" not supported (use application/json or "
+		 "application/proto)", service, rq->content_type ? rq->content_type : "");
+	web__resp_connect_error(rs, ERR_INVALID, text);
+	rs->status = 415;
+	rs->reason = WEB_REJ_UNSUPPORTED;
+	return -1;
+}
+
+void web__connect_finish(struct web__resp *rs, int rc, int proto, const char *service,
+			 const struct err_msg *msg)
+{
+	char text[sizeof(msg->text)];
+
+	if (rc) {
+		if (msg->text[0])
+			snprintf(text, sizeof(text), "%s", msg->text);
+		else
+			snprintf(text, sizeof(text), "%s: %s", service, err_str(rc));
+		web__resp_connect_error(rs, rc, text);
+		return;
+	}
+	rs->status = 200;
+	rs->content_type = proto ? "application/proto" : "application/json";
+}
+
 enum web__reason web__reason_of_err(int code)
 {
 	switch (code) {
@@ -322,25 +359,12 @@ void web__handle_push(struct web__req *rq, struct web__resp *rs)
 {
 	struct ingest_stats st = { 0 };
 	struct err_msg msg;
-	int json, rc;
+	int proto, json, rc;
 
 	err_clear(&msg);
-	if (web__media_type_is(rq->content_type, "application/json")) {
-		json = 1;
-	} else if (web__media_type_is(rq->content_type, "application/proto") ||
-		   web__media_type_is(rq->content_type, "application/protobuf") ||
-		   web__media_type_is(rq->content_type, "application/x-protobuf")) {
-		json = 0;
-	} else {
-		/* Connect: an unsupported codec is HTTP 415. */
-		snprintf(msg.text, sizeof(msg.text),
-			 "Content-Type \"%.64s\" not supported (use application/json or "
-			 "application/proto)", rq->content_type ? rq->content_type : "");
-		web__resp_connect_error(rs, ERR_INVALID, msg.text);
-		rs->status = 415;
-		rs->reason = WEB_REJ_UNSUPPORTED;
+	if ((proto = web__connect_codec(rq, "push.v1", rs)) < 0)
 		return;
-	}
+	json = !proto;
 	if (rq->body.len == 0) {
 		web__resp_connect_error(rs, ERR_INVALID, "empty PushRequest");
 		return;

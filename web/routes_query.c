@@ -365,35 +365,15 @@ void web__handle_connect(struct web__req *rq, const char *method, struct web__re
 	int rc, proto;
 
 	err_clear(&msg);
-	if (web__media_type_is(rq->content_type, "application/json")) {
-		proto = 0;
-	} else if (web__media_type_is(rq->content_type, "application/proto") ||
-		   web__media_type_is(rq->content_type, "application/protobuf") ||
-		   web__media_type_is(rq->content_type, "application/x-protobuf")) {
-		proto = 1;
-	} else {
-		/* Connect: a codec the server lacks is HTTP 415. */
-		snprintf(msg.text, sizeof(msg.text),
-			 "querier.v1: Content-Type \"%.64s\" not supported (use application/json "
-			 "or application/proto)", rq->content_type ? rq->content_type : "");
-		web__resp_connect_error(rs, ERR_INVALID, msg.text);
-		rs->status = 415;
-		rs->reason = WEB_REJ_UNSUPPORTED;
+	if ((proto = web__connect_codec(rq, "querier.v1", rs)) < 0)
 		return;
-	}
 	rc = (proto ? query_connect_proto : query_connect)(
 		rq->srv->store, rq->tenant, method, rq->body.data ? rq->body.data : "",
 		rq->body.len, &rq->srv->opt.query, &rs->body, &msg);
-	if (rc) {
-		if (rc == ERR_NOT_FOUND && !msg.text[0])
-			snprintf(msg.text, sizeof(msg.text),
-				 "querier.v1.QuerierService has no method \"%.64s\"", method);
-		/* Connect unary errors are JSON whatever the request codec. */
-		web__resp_connect_error(rs, rc, msg.text);
-		return;
-	}
-	rs->status = 200;
-	rs->content_type = proto ? "application/proto" : "application/json";
+	if (rc == ERR_NOT_FOUND && !msg.text[0])
+		snprintf(msg.text, sizeof(msg.text),
+			 "querier.v1.QuerierService has no method \"%.64s\"", method);
+	web__connect_finish(rs, rc, proto, "querier.v1", &msg);
 }
 
 int web__query_admit(struct web_server *srv, struct err_msg *msg)

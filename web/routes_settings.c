@@ -276,30 +276,10 @@ void web__handle_settings(struct web__req *rq, const char *method, struct web__r
 		web__resp_connect_error(rs, ERR_NOT_FOUND, msg.text);
 		return;
 	}
-	if (web__media_type_is(rq->content_type, "application/json")) {
-		proto = 0;
-	} else if (web__media_type_is(rq->content_type, "application/proto") ||
-		   web__media_type_is(rq->content_type, "application/protobuf") ||
-		   web__media_type_is(rq->content_type, "application/x-protobuf")) {
-		proto = 1;
-	} else {
-		web__resp_connect_error(rs, ERR_INVALID,
-					"settings.v1: Content-Type not supported (use "
-					"application/json or application/proto)");
-		rs->status = 415;
-		rs->reason = WEB_REJ_UNSUPPORTED;
+	if ((proto = web__connect_codec(rq, "settings.v1", rs)) < 0)
 		return;
-	}
 	arena_init(&a, ARENA_BYTES);
 	rc = run(rq, m, proto, &a, &rs->body, &msg);
 	arena_release(&a);
-	if (rc) {
-		if (!msg.text[0])
-			snprintf(msg.text, sizeof(msg.text), "settings.v1: %s", err_str(rc));
-		buf_reset(&rs->body);
-		web__resp_connect_error(rs, rc, msg.text);
-		return;
-	}
-	rs->status = 200;
-	rs->content_type = proto ? "application/proto" : "application/json";
+	web__connect_finish(rs, rc, proto, "settings.v1", &msg);
 }

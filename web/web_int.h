@@ -415,6 +415,22 @@ void web__resp_text_error(struct web__resp *rs, int code, const char *message);
 /* Sets a Connect JSON error response for `code`. */
 void web__resp_connect_error(struct web__resp *rs, int code, const char *message);
 
+/*
+ * The codec of a Connect unary request from its Content-Type: 0 JSON
+ * (application/json), 1 binary protobuf (application/proto, /protobuf,
+ * /x-protobuf).  Otherwise answers 415 in Connect's error form, the
+ * message prefixed by `service`, and returns -1.
+ */
+int web__connect_codec(const struct web__req *rq, const char *service, struct web__resp *rs);
+
+/*
+ * Ends a Connect unary call whose answer is in rs->body: 200 with the
+ * codec's Content-Type, or for rc != 0 Connect's JSON error with msg's
+ * text, "<service>: <err_str(rc)>" when msg is empty.
+ */
+void web__connect_finish(struct web__resp *rs, int rc, int proto, const char *service,
+			 const struct err_msg *msg);
+
 /* Counts a finished ingest request and, for a 4xx/5xx, its reason. */
 void web__count(struct web_server *srv, enum web__endpoint ep, const struct web__resp *rs);
 
