@@ -30,6 +30,7 @@
  *          query_peak=Q heap_after=A wall_ms=W cpu_ms=C msg=TEXT
  * and writes the last answer to --out (an error leaves it empty).
  */
+#include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdatomic.h>
@@ -191,42 +192,42 @@ static int usage(void)
 	return 2;
 }
 
+enum { O_DATA = 256, O_TENANT, O_METHOD, O_BODY, O_OUT, O_RUNS, O_JSON, O_NOSYM };
+
+static const struct option opts[] = {
+	{ "data", required_argument, NULL, O_DATA },
+	{ "tenant", required_argument, NULL, O_TENANT },
+	{ "method", required_argument, NULL, O_METHOD },
+	{ "body", required_argument, NULL, O_BODY },
+	{ "out", required_argument, NULL, O_OUT },
+	{ "runs", required_argument, NULL, O_RUNS },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "no-symbolizer", no_argument, NULL, O_NOSYM },
+	{ NULL, 0, NULL, 0 },
+};
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
+	int c;
+
 	memset(a, 0, sizeof(*a));
 	a->tenant = "anonymous";
 	a->runs = 2;
-	for (int i = 1; i < argc; i++) {
-		const char *k = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(k, "--json")) {
-			a->json = 1;
-			continue;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_DATA: a->data = optarg; break;
+		case O_TENANT: a->tenant = optarg; break;
+		case O_METHOD: a->method = optarg; break;
+		case O_BODY: a->body = optarg; break;
+		case O_OUT: a->out = optarg; break;
+		case O_RUNS: a->runs = atoi(optarg); break;
+		case O_JSON: a->json = 1; break;
+		case O_NOSYM: a->no_sym = 1; break;
+		default: return -1;
 		}
-		if (!strcmp(k, "--no-symbolizer")) {
-			a->no_sym = 1;
-			continue;
-		}
-		if (!v)
-			return -1;
-		i++;
-		if (!strcmp(k, "--data"))
-			a->data = v;
-		else if (!strcmp(k, "--tenant"))
-			a->tenant = v;
-		else if (!strcmp(k, "--method"))
-			a->method = v;
-		else if (!strcmp(k, "--body"))
-			a->body = v;
-		else if (!strcmp(k, "--out"))
-			a->out = v;
-		else if (!strcmp(k, "--runs"))
-			a->runs = atoi(v);
-		else
-			return -1;
 	}
-	if (!a->data || !a->method || !a->body || a->runs < 1 || a->runs > 100)
+	if (optind != argc || !a->data || !a->method || !a->body || a->runs < 1 || a->runs > 100)
 		return -1;
 	return 0;
 }

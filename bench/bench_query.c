@@ -19,6 +19,7 @@
  * --out writes the last response body.  Prints one `key=value` line per
  * phase for scripts; the process's peak RSS is on the last line.
  */
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,55 +79,52 @@ static int usage(void)
 	return 2;
 }
 
+enum { O_DATA = 256, O_TENANT, O_QUERY, O_FROM, O_UNTIL, O_OUT, O_RUNS, O_MAXN, O_TIMEOUT,
+       O_COMPACT, O_NOSYM, O_NOMEMO };
+
+static const struct option opts[] = {
+	{ "data", required_argument, NULL, O_DATA },
+	{ "tenant", required_argument, NULL, O_TENANT },
+	{ "query", required_argument, NULL, O_QUERY },
+	{ "from", required_argument, NULL, O_FROM },
+	{ "until", required_argument, NULL, O_UNTIL },
+	{ "out", required_argument, NULL, O_OUT },
+	{ "runs", required_argument, NULL, O_RUNS },
+	{ "max-nodes", required_argument, NULL, O_MAXN },
+	{ "timeout-s", required_argument, NULL, O_TIMEOUT },
+	{ "compact", no_argument, NULL, O_COMPACT },
+	{ "no-symbolizer", no_argument, NULL, O_NOSYM },
+	{ "no-memo", no_argument, NULL, O_NOMEMO },
+	{ NULL, 0, NULL, 0 },
+};
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	int i;
+	int c;
 
 	memset(a, 0, sizeof(*a));
 	a->tenant = "anonymous";
 	a->runs = 10;
-	for (i = 1; i < argc; i++) {
-		const char *k = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!strcmp(k, "--compact")) {
-			a->compact = 1;
-			continue;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case O_DATA: a->data = optarg; break;
+		case O_TENANT: a->tenant = optarg; break;
+		case O_QUERY: a->query = optarg; break;
+		case O_FROM: a->from = optarg; break;
+		case O_UNTIL: a->until = optarg; break;
+		case O_OUT: a->out = optarg; break;
+		case O_RUNS: a->runs = atoi(optarg); break;
+		case O_MAXN: a->max_nodes = strtoll(optarg, NULL, 10); break;
+		case O_TIMEOUT: a->timeout_s = strtoll(optarg, NULL, 10); break;
+		case O_COMPACT: a->compact = 1; break;
+		case O_NOSYM: a->no_sym = 1; break;
+		case O_NOMEMO: a->no_memo = 1; break;
+		default: return -1;
 		}
-		if (!strcmp(k, "--no-symbolizer")) {
-			a->no_sym = 1;
-			continue;
-		}
-		if (!strcmp(k, "--no-memo")) {
-			a->no_memo = 1;
-			continue;
-		}
-		if (!v)
-			return -1;
-		i++;
-		if (!strcmp(k, "--data"))
-			a->data = v;
-		else if (!strcmp(k, "--tenant"))
-			a->tenant = v;
-		else if (!strcmp(k, "--query"))
-			a->query = v;
-		else if (!strcmp(k, "--from"))
-			a->from = v;
-		else if (!strcmp(k, "--until"))
-			a->until = v;
-		else if (!strcmp(k, "--out"))
-			a->out = v;
-		else if (!strcmp(k, "--runs"))
-			a->runs = atoi(v);
-		else if (!strcmp(k, "--max-nodes"))
-			a->max_nodes = strtoll(v, NULL, 10);
-		else if (!strcmp(k, "--timeout-s"))
-			a->timeout_s = strtoll(v, NULL, 10);
-		else
-			return -1;
 	}
-	if (!a->data || !a->query || !a->from || !a->until || a->runs < 1 || a->runs > MAX_RUNS ||
-	    a->timeout_s < 0 || a->timeout_s > 86400)
+	if (optind != argc || !a->data || !a->query || !a->from || !a->until || a->runs < 1 ||
+	    a->runs > MAX_RUNS || a->timeout_s < 0 || a->timeout_s > 86400)
 		return -1;
 	return 0;
 }
