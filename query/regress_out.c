@@ -234,6 +234,23 @@ static int summary(const struct regress_result *res, const char *const title[2],
 	return rc;
 }
 
+/* A row's printed numbers: confidence, shares per side and their changes. */
+struct cells {
+	char conf[32], self[2][32], self_change[32], total[2][32], total_change[32];
+};
+
+static void cells_of(const struct regress_row *row, const struct regress_stat *l,
+		     struct cells *k)
+{
+	conf(k->conf, sizeof(k->conf), l);
+	pct(k->self[0], sizeof(k->self[0]), row->self.mean[0]);
+	pct(k->self[1], sizeof(k->self[1]), row->self.mean[1]);
+	change(k->self_change, sizeof(k->self_change), &row->self);
+	pct(k->total[0], sizeof(k->total[0]), row->total.mean[0]);
+	pct(k->total[1], sizeof(k->total[1]), row->total.mean[1]);
+	change(k->total_change, sizeof(k->total_change), &row->total);
+}
+
 int query_regress_write_text(const struct regress_result *res, const char *const title[2], size_t extra,
 		       struct buf *out)
 {
@@ -246,20 +263,15 @@ int query_regress_write_text(const struct regress_result *res, const char *const
 	for (size_t i = 0; i < res->n && !rc; i++) {
 		const struct regress_row *row = &res->rows[i];
 		const struct regress_stat *l = lead(row);
-		char c[32], s0[32], s1[32], sc[32], t0[32], t1[32], tc[32];
+		struct cells k;
 		const char *v = l == &row->total ? "(total)" : "";
 
 		if (!shown(res, row, extra, &others))
 			continue;
-		conf(c, sizeof(c), l);
-		pct(s0, sizeof(s0), row->self.mean[0]);
-		pct(s1, sizeof(s1), row->self.mean[1]);
-		change(sc, sizeof(sc), &row->self);
-		pct(t0, sizeof(t0), row->total.mean[0]);
-		pct(t1, sizeof(t1), row->total.mean[1]);
-		change(tc, sizeof(tc), &row->total);
+		cells_of(row, l, &k);
 		rc = buf_printf(out, "%-10s %-8s %8s %8s %8s  %8s %8s %8s  %s%s%s",
-				query_regress_verdict_str(l->verdict), c, s0, s1, sc, t0, t1, tc,
+				query_regress_verdict_str(l->verdict), k.conf, k.self[0], k.self[1],
+				k.self_change, k.total[0], k.total[1], k.total_change,
 				row->unnamed ? row->mapping : row->name, *v ? " " : "", v);
 		if (!rc && row->unnamed)
 			rc = buf_printf(out, " [no names: build ID %s: %s]",
@@ -291,17 +303,11 @@ int query_regress_write_markdown(const struct regress_result *res, const char *c
 	for (size_t i = 0; i < res->n && !rc; i++) {
 		const struct regress_row *row = &res->rows[i];
 		const struct regress_stat *l = lead(row);
-		char c[32], s0[32], s1[32], sc[32], t0[32], t1[32], tc[32];
+		struct cells k;
 
 		if (!shown(res, row, extra, &others))
 			continue;
-		conf(c, sizeof(c), l);
-		pct(s0, sizeof(s0), row->self.mean[0]);
-		pct(s1, sizeof(s1), row->self.mean[1]);
-		change(sc, sizeof(sc), &row->self);
-		pct(t0, sizeof(t0), row->total.mean[0]);
-		pct(t1, sizeof(t1), row->total.mean[1]);
-		change(tc, sizeof(tc), &row->total);
+		cells_of(row, l, &k);
 		rc = buf_printf(out, "| %s%s%s | `", l->verdict == REGRESS_REGRESSED ||
 				l->verdict == REGRESS_NEW ? "🔴 " : "",
 				query_regress_verdict_str(l->verdict), l == &row->total ? " (total)" : "");
@@ -314,8 +320,9 @@ int query_regress_write_markdown(const struct regress_result *res, const char *c
 			rc = rc ? rc : md_cell(out, row->status);
 			rc = rc ? rc : buf_putc(out, ')');
 		}
-		rc = rc ? rc : buf_printf(out, " | %s → %s | %s | %s → %s | %s | %s |\n", s0, s1, sc,
-					  t0, t1, tc, c);
+		rc = rc ? rc : buf_printf(out, " | %s → %s | %s | %s → %s | %s | %s |\n", k.self[0],
+					  k.self[1], k.self_change, k.total[0], k.total[1],
+					  k.total_change, k.conf);
 	}
 	return rc;
 }
