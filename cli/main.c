@@ -108,6 +108,16 @@ int cli_read_file(const char *path, struct buf *out, struct err_msg *msg)
 	return 0;
 }
 
+/* The subcommands; each gets argv from its own name on. */
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "serve", cli_serve },     { "ingest", cli_ingest }, { "stats", cli_stats },
+	{ "query", cli_query },     { "regress", cli_regress }, { "verify", cli_verify },
+	{ "upload", cli_upload },   { "token", cli_token },
+};
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -117,22 +127,9 @@ int main(int argc, char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	cmd = argv[1];
-	if (strcmp(cmd, "serve") == 0)
-		return cli_serve(argc - 1, argv + 1);
-	if (strcmp(cmd, "ingest") == 0)
-		return cli_ingest(argc - 1, argv + 1);
-	if (strcmp(cmd, "stats") == 0)
-		return cli_stats(argc - 1, argv + 1);
-	if (strcmp(cmd, "query") == 0)
-		return cli_query(argc - 1, argv + 1);
-	if (strcmp(cmd, "regress") == 0)
-		return cli_regress(argc - 1, argv + 1);
-	if (strcmp(cmd, "verify") == 0)
-		return cli_verify(argc - 1, argv + 1);
-	if (strcmp(cmd, "upload") == 0)
-		return cli_upload(argc - 1, argv + 1);
-	if (strcmp(cmd, "token") == 0)
-		return cli_token(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(cmd, commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("unhex %s\n", UNHEX_VERSION);
 		return CLI_EXIT_OK;
