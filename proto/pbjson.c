@@ -922,3 +922,33 @@ void pbjson_arena_allocator(struct arena *a, ProtobufCAllocator *out)
 	out->free = arena_free_cb;
 	out->allocator_data = a;
 }
+
+int pbjson_read_message(const ProtobufCMessageDescriptor *d, int proto, const void *body,
+			size_t len, struct arena *a, ProtobufCMessage **out, struct err_msg *msg)
+{
+	ProtobufCAllocator al;
+	ProtobufCMessage *m;
+
+	if (!proto)
+		return pbjson_decode(d, len ? body : "{}", len ? len : 2, NULL,
+				     PBJSON_IGNORE_UNKNOWN, a, out, msg);
+	pbjson_arena_allocator(a, &al);
+	m = protobuf_c_message_unpack(d, &al, len, len ? body : (const void *)"");
+	if (!m)
+		return err_set(msg, arena_failed(a) ? ERR_TOO_LARGE : ERR_INVALID,
+			       "%s: not a valid protobuf message", d->name);
+	*out = m;
+	return 0;
+}
+
+int pbjson_write_message(const ProtobufCMessage *m, int proto, unsigned flags, struct buf *out)
+{
+	int rc;
+
+	if (!proto)
+		return pbjson_encode(m, NULL, flags, out);
+	rc = buf_reserve(out, protobuf_c_message_get_packed_size(m));
+	if (!rc)
+		out->len += protobuf_c_message_pack(m, (uint8_t *)out->data + out->len);
+	return rc;
+}

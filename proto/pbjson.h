@@ -122,4 +122,16 @@ const char *pbjson_json_name(const ProtobufCFieldDescriptor *f, char *dst, size_
 /* A protobuf-c allocator that allocates from `a` (frees are no-ops); `a` is borrowed. */
 void pbjson_arena_allocator(struct arena *a, ProtobufCAllocator *out);
 
+/*
+ * A Connect unary request body in either codec: binary protobuf (proto
+ * != 0) unpacked into `a`, or proto3 JSON decoded with unknown fields
+ * ignored; an empty body is the empty message.  ERR_INVALID (not a valid
+ * message, with its type named), ERR_TOO_LARGE (past the arena's cap).
+ */
+int pbjson_read_message(const ProtobufCMessageDescriptor *d, int proto, const void *body,
+			size_t len, struct arena *a, ProtobufCMessage **out, struct err_msg *msg);
+
+/* `m` appended to out as packed protobuf (proto != 0) or as JSON with `flags`. */
+int pbjson_write_message(const ProtobufCMessage *m, int proto, unsigned flags, struct buf *out);
+
 #endif

@@ -406,22 +406,12 @@ static const struct {
 static int v1_run(struct web__req *rq, struct debuginfo *svc, size_t m, int proto,
 		  struct arena *a, struct buf *out, struct err_msg *msg)
 {
-	const void *body = rq->body.data ? rq->body.data : "";
 	ProtobufCMessage *req = NULL, *resp = NULL;
-	ProtobufCAllocator al;
-	int rc = 0;
+	int rc;
 
-	if (proto) {
-		pbjson_arena_allocator(a, &al);
-		req = protobuf_c_message_unpack(v1_methods[m].req, &al, rq->body.len, body);
-		if (!req)
-			return err_set(msg, arena_failed(a) ? ERR_TOO_LARGE : ERR_INVALID,
-				       "%s: not a valid protobuf message", v1_methods[m].req->name);
-	} else if ((rc = pbjson_decode(v1_methods[m].req, rq->body.len ? body : "{}",
-				       rq->body.len ? rq->body.len : 2, NULL, PBJSON_IGNORE_UNKNOWN,
-				       a, &req, msg))) {
+	rc = pbjson_read_message(v1_methods[m].req, proto, rq->body.data, rq->body.len, a, &req, msg);
+	if (rc)
 		return rc;
-	}
 	if (m == 0) {
 		rc = should_upload(svc, (const void *)req, a, &resp, msg);
 	} else if (m == 1) {
@@ -448,12 +438,7 @@ static int v1_run(struct web__req *rq, struct debuginfo *svc, size_t m, int prot
 	}
 	if (rc)
 		return rc;
-	if (!proto)
-		return pbjson_encode(resp, NULL, PBJSON_EMIT_DEFAULTS, out);
-	rc = buf_reserve(out, protobuf_c_message_get_packed_size(resp));
-	if (!rc)
-		out->len += protobuf_c_message_pack(resp, (uint8_t *)out->data + out->len);
-	return rc;
+	return pbjson_write_message(resp, proto, PBJSON_EMIT_DEFAULTS, out);
 }
 
 void web__handle_debuginfo_connect(struct web__req *rq, const char *method, struct web__resp *rs)

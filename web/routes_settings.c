@@ -223,24 +223,12 @@ static const struct {
 static int run(struct web__req *rq, size_t m, int proto, struct arena *a, struct buf *out,
 	       struct err_msg *msg)
 {
-	const void *body = rq->body.data ? rq->body.data : "";
 	ProtobufCMessage *req = NULL, *resp = NULL;
-	ProtobufCAllocator al;
 	int rc;
 
-	if (proto) {
-		pbjson_arena_allocator(a, &al);
-		req = protobuf_c_message_unpack(methods[m].req, &al, rq->body.len, body);
-		if (!req)
-			return err_set(msg, arena_failed(a) ? ERR_TOO_LARGE : ERR_INVALID,
-				       "%s: not a valid protobuf message", methods[m].req->name);
-	} else {
-		rc = pbjson_decode(methods[m].req, rq->body.len ? body : "{}",
-				   rq->body.len ? rq->body.len : 2, NULL, PBJSON_IGNORE_UNKNOWN, a,
-				   &req, msg);
-		if (rc)
-			return rc;
-	}
+	rc = pbjson_read_message(methods[m].req, proto, rq->body.data, rq->body.len, a, &req, msg);
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&rq->srv->settings_lock);
 	if (m == 0)
 		rc = get(rq, a, &resp, msg);
@@ -251,12 +239,7 @@ static int run(struct web__req *rq, size_t m, int proto, struct arena *a, struct
 	pthread_mutex_unlock(&rq->srv->settings_lock);
 	if (rc)
 		return rc;
-	if (!proto)
-		return pbjson_encode(resp, NULL, PBJSON_EMIT_DEFAULTS, out);
-	rc = buf_reserve(out, protobuf_c_message_get_packed_size(resp));
-	if (!rc)
-		out->len += protobuf_c_message_pack(resp, (uint8_t *)out->data + out->len);
-	return rc;
+	return pbjson_write_message(resp, proto, PBJSON_EMIT_DEFAULTS, out);
 }
 
 void web__handle_settings(struct web__req *rq, const char *method, struct web__resp *rs)
