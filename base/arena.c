@@ -107,6 +107,29 @@ void *arena_calloc(struct arena *a, size_t count, size_t size)
 	return p;
 }
 
+int arena_grow(struct arena *a, void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t nc = *cap ? *cap : 16;
+	void *np;
+
+	assert(elem > 0);
+	if (need <= *cap)
+		return 0;
+	while (nc < need) {
+		if (nc > SIZE_MAX / 2 / elem)
+			return ERR_TOO_LARGE;
+		nc *= 2;
+	}
+	np = arena_alloc(a, nc * elem);
+	if (!np)
+		return arena_failed(a);
+	if (*cap)
+		memcpy(np, *p, *cap * elem);
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
 char *arena_strndup(struct arena *a, const char *s, size_t len)
 {
 	char *p = len < SIZE_MAX ? alloc_aligned(a, len + 1, 1) : fail(a, ERR_TOO_LARGE);

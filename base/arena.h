@@ -49,6 +49,14 @@ void *arena_calloc(struct arena *a, size_t count, size_t size);
  */
 char *arena_strndup(struct arena *a, const char *s, size_t len);
 
+/*
+ * Grows the array *p (*cap elements of `elem` bytes, arena-owned or NULL)
+ * to hold at least `need`, doubling from 16 and copying; the old block
+ * stays in the arena until it is released.  0, ERR_TOO_LARGE (past the
+ * cap or size_t) or the arena's failure; *p and *cap untouched on error.
+ */
+int arena_grow(struct arena *a, void **p, size_t *cap, size_t need, size_t elem);
+
 /* Returns 0, or the error of the first failed allocation. */
 static inline int arena_failed(const struct arena *a)
 {

@@ -27,29 +27,6 @@
 #define SEED_FN 0x66756e63ULL
 #define SEED_STACK 0x737461636bULL
 
-/* Grows *p (count *cap of `elem` bytes) to hold at least `need`, doubling. */
-static int grow(struct arena *t, void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t nc = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (nc < need) {
-		if (nc > SIZE_MAX / 2 / elem)
-			return ERR_TOO_LARGE;
-		nc *= 2;
-	}
-	np = arena_alloc(t, nc * elem);
-	if (!np)
-		return arena_failed(t);
-	if (*cap)
-		memcpy(np, *p, *cap * elem);
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 /* A table of uint32 indices (+1, 0 = empty) with their hashes, rebuilt at half load. */
 static int tab_grow(struct ingest_btab *tb, struct arena *t, size_t used)
 {
@@ -121,9 +98,9 @@ int ingest__b_function(struct ingest_builder *b, const char *name, size_t len, u
 	}
 	if (b->n_fns >= UINT32_MAX - 1)
 		return ERR_TOO_LARGE;
-	rc = grow(&b->t, (void **)&b->fns, &b->cap_fns, b->n_fns + 1, sizeof(*b->fns));
+	rc = arena_grow(&b->t, (void **)&b->fns, &b->cap_fns, b->n_fns + 1, sizeof(*b->fns));
 	if (!rc)
-		rc = grow(&b->t, (void **)&b->fn_len, &b->cap_fn_len, b->n_fns + 1,
+		rc = arena_grow(&b->t, (void **)&b->fn_len, &b->cap_fn_len, b->n_fns + 1,
 			  sizeof(*b->fn_len));
 	if (rc)
 		return rc;
@@ -160,7 +137,7 @@ int ingest__b_location(struct ingest_builder *b, uint32_t fn, int64_t line, uint
 	}
 	if (b->n_locs >= UINT32_MAX - 1)
 		return ERR_TOO_LARGE;
-	rc = grow(&b->t, (void **)&b->lines, &b->cap_lines, b->n_locs + 1, sizeof(*b->lines));
+	rc = arena_grow(&b->t, (void **)&b->lines, &b->cap_lines, b->n_locs + 1, sizeof(*b->lines));
 	if (rc)
 		return rc;
 	b->lines[b->n_locs].function = fn + 1;
@@ -210,7 +187,7 @@ int ingest__b_group(struct ingest_builder *b, const struct store_label *sorted, 
 	/* Group 0 is the empty set, so indices start at 1 here. */
 	if (b->n_groups + 1 >= INGEST_MAX_GROUPS)
 		return ERR_TOO_LARGE;
-	rc = grow(&b->t, (void **)&b->groups, &b->cap_groups, b->n_groups + 2,
+	rc = arena_grow(&b->t, (void **)&b->groups, &b->cap_groups, b->n_groups + 2,
 		  sizeof(*b->groups));
 	if (rc)
 		return rc;
@@ -265,14 +242,14 @@ int ingest__b_sample(struct ingest_builder *b, const uint32_t *leaf_first, size_
 	}
 	if (b->n_samples >= b->lim->max_samples)
 		return ERR_TOO_LARGE;
-	rc = grow(&b->t, (void **)&b->off, &b->cap_off, b->n_samples + 2, sizeof(*b->off));
+	rc = arena_grow(&b->t, (void **)&b->off, &b->cap_off, b->n_samples + 2, sizeof(*b->off));
 	if (!rc)
-		rc = grow(&b->t, (void **)&b->grp, &b->cap_grp, b->n_samples + 1, sizeof(*b->grp));
+		rc = arena_grow(&b->t, (void **)&b->grp, &b->cap_grp, b->n_samples + 1, sizeof(*b->grp));
 	if (!rc)
-		rc = grow(&b->t, (void **)&b->vals, &b->cap_vals, (b->n_samples + 1) * nt,
+		rc = arena_grow(&b->t, (void **)&b->vals, &b->cap_vals, (b->n_samples + 1) * nt,
 			  sizeof(*b->vals));
 	if (!rc)
-		rc = grow(&b->t, (void **)&b->stack, &b->cap_stack, b->n_stack + depth + 1,
+		rc = arena_grow(&b->t, (void **)&b->stack, &b->cap_stack, b->n_stack + depth + 1,
 			  sizeof(*b->stack));
 	if (rc)
 		return rc;

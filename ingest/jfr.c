@@ -493,25 +493,6 @@ static uint32_t umap_get(const struct umap *m, uint64_t key)
 	return 0;
 }
 
-static int grow(struct arena *t, void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t nc = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (nc < need)
-		nc *= 2;
-	np = arena_alloc(t, nc * elem);
-	if (!np)
-		return arena_failed(t);
-	if (*cap)
-		memcpy(np, *p, *cap * elem);
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 /* ---- the metadata ------------------------------------------------------------- */
 
 struct meta {
@@ -549,7 +530,7 @@ static int meta_class(struct chunk *c, const struct meta *m, const uint64_t *kv,
 	if (c->n_types == c->cap_types) {
 		size_t cap = c->cap_types;
 
-		rc = grow(c->t, (void **)&c->types, &cap, (size_t)c->n_types + 1, sizeof(*c->types));
+		rc = arena_grow(c->t, (void **)&c->types, &cap, (size_t)c->n_types + 1, sizeof(*c->types));
 		if (rc)
 			return rc;
 		c->cap_types = (uint32_t)cap;
@@ -579,7 +560,7 @@ static int meta_field(struct chunk *c, const struct meta *m, const uint64_t *kv,
 		return corrupt(c, "metadata field of more than one dimension");
 	if (ty->n_fields == ty->cap_fields) {
 		size_t cap = ty->cap_fields;
-		int rc = grow(c->t, (void **)&ty->fields, &cap, (size_t)ty->n_fields + 1,
+		int rc = arena_grow(c->t, (void **)&ty->fields, &cap, (size_t)ty->n_fields + 1,
 			      sizeof(*ty->fields));
 
 		if (rc)
@@ -928,7 +909,7 @@ static int pool_strings(struct chunk *c, const char ***arr, size_t *n, size_t *c
 
 	if (rc || !fresh)
 		return rc;
-	if ((rc = grow(c->t, (void **)arr, cap, *n + 1, sizeof(**arr))))
+	if ((rc = arena_grow(c->t, (void **)arr, cap, *n + 1, sizeof(**arr))))
 		return rc;
 	(*arr)[(*n)++] = s ? s : "";
 	return 0;
@@ -975,7 +956,7 @@ static int pool_entry(struct chunk *c, enum pool_id pid, const struct jtype *ty,
 		if ((rc = umap_put(c->t, &c->pools[P_CLASS], key, (uint32_t)c->n_classes, &fresh)) ||
 		    !fresh)
 			return rc;
-		if ((rc = grow(c->t, (void **)&c->class_sym, &c->cap_classes, c->n_classes + 1,
+		if ((rc = arena_grow(c->t, (void **)&c->class_sym, &c->cap_classes, c->n_classes + 1,
 			       sizeof(*c->class_sym))))
 			return rc;
 		c->class_sym[c->n_classes++] = a;
@@ -984,7 +965,7 @@ static int pool_entry(struct chunk *c, enum pool_id pid, const struct jtype *ty,
 		if ((rc = umap_put(c->t, &c->pools[P_METHOD], key, (uint32_t)c->n_methods, &fresh)) ||
 		    !fresh)
 			return rc;
-		if ((rc = grow(c->t, (void **)&c->methods, &c->cap_methods, c->n_methods + 1,
+		if ((rc = arena_grow(c->t, (void **)&c->methods, &c->cap_methods, c->n_methods + 1,
 			       sizeof(*c->methods))))
 			return rc;
 		memset(&c->methods[c->n_methods], 0, sizeof(*c->methods));
@@ -1034,7 +1015,7 @@ static int pool_stack(struct chunk *c, const struct jtype *ty, uint64_t key)
 			}
 			if (rc)
 				return rc;
-			if ((rc = grow(c->t, (void **)&c->frames, &c->cap_frames, c->n_frames + 1,
+			if ((rc = arena_grow(c->t, (void **)&c->frames, &c->cap_frames, c->n_frames + 1,
 				       sizeof(*c->frames))))
 				return rc;
 			c->frames[c->n_frames++] = fr;
@@ -1048,7 +1029,7 @@ static int pool_stack(struct chunk *c, const struct jtype *ty, uint64_t key)
 		c->n_frames = first;
 		return 0;
 	}
-	if ((rc = grow(c->t, (void **)&c->stacks, &c->cap_stacks, c->n_stacks + 1,
+	if ((rc = arena_grow(c->t, (void **)&c->stacks, &c->cap_stacks, c->n_stacks + 1,
 		       sizeof(*c->stacks))))
 		return rc;
 	if (c->n_frames - first > UINT32_MAX || c->n_frames > UINT32_MAX)
@@ -1325,7 +1306,7 @@ static int add_sample(struct parse *ps, struct chunk *c, enum kind_id k, uint64_
 			       ps->lim->max_samples);
 	if (rc || hit)
 		return rc; /* a hash collision: this triple stays uncached */
-	if ((rc = grow(c->t, (void **)&c->seen_keys, &c->cap_seen, c->n_seen + 1,
+	if ((rc = arena_grow(c->t, (void **)&c->seen_keys, &c->cap_seen, c->n_seen + 1,
 		       sizeof(*c->seen_keys))) ||
 	    (rc = umap_put(c->t, &c->seen, h, (uint32_t)c->n_seen, &fresh)))
 		return rc;
@@ -1726,7 +1707,7 @@ static int snapshot_cb(void *ctx, uint32_t field, const uint8_t *v, size_t len, 
 			return arena_failed(t);
 		if ((rc = umap_put(t, &ls->strings, e.key, (uint32_t)ls->n_str, &fresh)) || !fresh)
 			return rc;
-		if ((rc = grow(t, (void **)&ls->str, &ls->cap_str, ls->n_str + 1, sizeof(*ls->str))))
+		if ((rc = arena_grow(t, (void **)&ls->str, &ls->cap_str, ls->n_str + 1, sizeof(*ls->str))))
 			return rc;
 		ls->str[ls->n_str++] = s;
 		return 0;
@@ -1735,7 +1716,7 @@ static int snapshot_cb(void *ctx, uint32_t field, const uint8_t *v, size_t len, 
 		return rc;
 	if ((rc = umap_put(t, &ls->contexts, e.key, (uint32_t)ls->n_ctx, &fresh)) || !fresh)
 		return rc;
-	if ((rc = grow(t, (void **)&ls->ctx, &ls->cap_ctx, ls->n_ctx + 1, sizeof(*ls->ctx))))
+	if ((rc = arena_grow(t, (void **)&ls->ctx, &ls->cap_ctx, ls->n_ctx + 1, sizeof(*ls->ctx))))
 		return rc;
 	ls->ctx[ls->n_ctx].kv = cb.kv;
 	ls->ctx[ls->n_ctx++].n = cb.n;

@@ -117,6 +117,37 @@ static void test_zero_cap(void **state)
 	arena_release(&a);
 }
 
+/* arena_grow: doubling from 16, contents kept, and the cap and size_t refuse. */
+static void test_grow(void **state)
+{
+	struct arena a;
+	uint32_t *v = NULL;
+	size_t cap = 0;
+	(void)state;
+
+	arena_init(&a, 1 << 20);
+	assert_int_equal(arena_grow(&a, (void **)&v, &cap, 1, sizeof(*v)), 0);
+	assert_int_equal(cap, 16);
+	for (uint32_t i = 0; i < 16; i++)
+		v[i] = i;
+	assert_int_equal(arena_grow(&a, (void **)&v, &cap, 16, sizeof(*v)), 0);
+	assert_int_equal(cap, 16);
+	assert_int_equal(arena_grow(&a, (void **)&v, &cap, 100, sizeof(*v)), 0);
+	assert_int_equal(cap, 128);
+	for (uint32_t i = 0; i < 16; i++)
+		assert_int_equal(v[i], i);
+	/* Past the arena's cap: refused, the array as it was. */
+	assert_int_not_equal(arena_grow(&a, (void **)&v, &cap, 1 << 20, sizeof(*v)), 0);
+	assert_int_equal(cap, 128);
+	assert_int_equal(v[15], 15);
+	arena_release(&a);
+	/* Past size_t. */
+	arena_init(&a, 1 << 20);
+	cap = 16;
+	assert_int_equal(arena_grow(&a, (void **)&v, &cap, SIZE_MAX / 4, 8), ERR_TOO_LARGE);
+	arena_release(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -126,6 +157,7 @@ int main(void)
 		cmocka_unit_test(test_strings_packed),
 		cmocka_unit_test(test_budget_hook),
 		cmocka_unit_test(test_zero_cap),
+		cmocka_unit_test(test_grow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
