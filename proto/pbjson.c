@@ -18,6 +18,7 @@
 #include "proto/pbjson.h"
 
 #include "base/arena.h"
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hex.h"
@@ -149,67 +150,6 @@ static int is_hex(const struct pbjson_hooks *h, const ProtobufCMessageDescriptor
 }
 
 /* ---- base64 and hex ------------------------------------------------------ */
-
-static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int b64_val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
-/* Standard or URL-safe base64, padded or not, into `out` (len / 4 * 3 + 3 bytes). */
-static int b64_decode(const char *s, size_t len, uint8_t *out, size_t *out_len)
-{
-	uint32_t acc = 0;
-	size_t pad = 0, w = 0;
-	int bits = 0;
-
-	while (len && s[len - 1] == '=' && pad < 2) {
-		len--;
-		pad++;
-	}
-	if (len % 4 == 1 || (pad && (len + pad) % 4))
-		return ERR_INVALID;
-	for (size_t i = 0; i < len; i++) {
-		int v = b64_val((unsigned char)s[i]);
-
-		if (v < 0)
-			return ERR_INVALID;
-		acc = acc << 6 | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[w++] = (uint8_t)(acc >> bits);
-		}
-	}
-	*out_len = w;
-	return 0;
-}
-
-static int b64_encode(struct buf *b, const uint8_t *p, size_t n)
-{
-	int rc = 0;
-
-	for (size_t i = 0; i < n && !rc; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
-			     (i + 2 < n ? p[i + 2] : 0);
-		char q[4] = { b64_std[v >> 18 & 63], b64_std[v >> 12 & 63],
-			      i + 1 < n ? b64_std[v >> 6 & 63] : '=', i + 2 < n ? b64_std[v & 63] : '=' };
-
-		rc = buf_append(b, q, 4);
-	}
-	return rc;
-}
 
 /* ---- decoding ------------------------------------------------------------ */
 
@@ -391,7 +331,7 @@ static int dec_bytes(struct dec *dc, const ProtobufCMessageDescriptor *d,
 		out->len = 0;
 		return 0;
 	}
-	b = arena_alloc(dc->a, hex ? v->len / 2 + 1 : v->len / 4 * 3 + 3);
+	b = arena_alloc(dc->a, hex ? v->len / 2 + 1 : base64_decoded_max(v->len));
 	if (!b)
 		return oom(dc);
 	if (hex) {
@@ -405,7 +345,7 @@ static int dec_bytes(struct dec *dc, const ProtobufCMessageDescriptor *d,
 				return fail(dc, ERR_INVALID, "not hex: \"%s\"", cut(v->str, (char[48]){ 0 }));
 			b[n++] = (uint8_t)(hi << 4 | lo);
 		}
-	} else if (b64_decode(v->str, v->len, b, &n)) {
+	} else if (base64_decode(v->str, v->len, BASE64_URL, b, base64_decoded_max(v->len), &n)) {
 		return fail(dc, ERR_INVALID, "not base64");
 	}
 	out->data = b;
@@ -771,7 +711,7 @@ static int enc_value(struct enc *e, const ProtobufCMessageDescriptor *d,
 			for (size_t i = 0; i < bd->len && !rc; i++)
 				rc = buf_printf(b, "%02x", bd->data[i]);
 		else if (!rc)
-			rc = b64_encode(b, bd->data, bd->len);
+			rc = base64_encode(b, bd->data, bd->len);
 		return rc ? rc : buf_putc(b, '"');
 	}
 	case PROTOBUF_C_TYPE_MESSAGE: {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/sha256.h"
 #include "web_int.h"
@@ -82,58 +83,6 @@ static int token68_ok(const char *s, size_t n)
 	return i == n;
 }
 
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/*
- * Decodes standard base64 (RFC 4648 §4; the padding may be left out, as
- * some clients do) into out; -1 for anything else or more than `max` bytes.
- */
-static long b64_decode(const char *s, size_t n, unsigned char *out, size_t max)
-{
-	size_t pad = 0, k = 0;
-	unsigned acc = 0;
-	int bits = 0;
-
-	while (n > 0 && s[n - 1] == '=' && pad < 2) {
-		n--;
-		pad++;
-	}
-	if ((pad && (n + pad) % 4) || n % 4 == 1)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		int v = b64_value((unsigned char)s[i]);
-
-		if (v < 0)
-			return -1;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (k == max)
-				return -1;
-			out[k++] = (unsigned char)(acc >> bits);
-			acc &= (1u << bits) - 1;
-		}
-	}
-	/* The bits left over must be zero (RFC 4648 §3.5): one encoding per input. */
-	if (acc)
-		return -1;
-	return (long)k;
-}
-
 /* Control characters never belong to a user name or a secret. */
 static int printable(const char *s, size_t n)
 {
@@ -146,21 +95,20 @@ static int printable(const char *s, size_t n)
 static int parse_basic(const char *p, size_t n, struct web__cred *c, struct err_msg *msg)
 {
 	unsigned char raw[WEB_TENANT_MAX + 1 + WEB_SECRET_MAX];
-	long k = b64_decode(p, n, raw, sizeof(raw));
 	const unsigned char *colon;
-	size_t ulen, slen;
+	size_t k, ulen, slen;
 
-	if (k < 0)
+	if (base64_decode(p, n, BASE64_CANON, raw, sizeof(raw), &k))
 		return err_set(msg, ERR_UNAUTHENTICATED,
 			       "Authorization: Basic credentials are not base64 of at most %zu bytes",
 			       sizeof(raw));
-	colon = memchr(raw, ':', (size_t)k);
+	colon = memchr(raw, ':', k);
 	if (!colon)
 		return err_set(msg, ERR_UNAUTHENTICATED,
 			       "Authorization: Basic credentials need user:password "
 			       "(the tenant and the token)");
 	ulen = (size_t)(colon - raw);
-	slen = (size_t)k - ulen - 1;
+	slen = k - ulen - 1;
 	if (ulen > WEB_TENANT_MAX || !printable((const char *)raw, ulen))
 		return err_set(msg, ERR_UNAUTHENTICATED,
 			       "Authorization: the Basic user must be a tenant id of at most %d bytes",
