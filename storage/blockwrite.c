@@ -110,14 +110,6 @@ static int out_str(struct sbuild *b, const struct store_symbols *v, uint32_t id,
 	return rc;
 }
 
-static uint64_t map_hash(const struct sym_mapping *m)
-{
-	uint64_t v = !!(m->flags & STORE_MAP_ADDR_VADDR) << 1;
-
-	return m->build_id ? hash_u64((uint64_t)m->build_id << 2 | v | 1)
-			   : hash_u64((uint64_t)m->filename << 2 | v);
-}
-
 static int map_same(const struct sym_mapping *a, const struct sym_mapping *b)
 {
 	if (!!(a->flags & STORE_MAP_ADDR_VADDR) != !!(b->flags & STORE_MAP_ADDR_VADDR))
@@ -152,7 +144,7 @@ static int out_mapping(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32_
 		rc = out_str(b, v, e.build_id, m->id[SYM_STRING], &e.build_id);
 	if (rc)
 		return rc;
-	h = map_hash(&e);
+	h = store__map_hash(e.filename, e.build_id, e.flags);
 	for (i = hmap_first(&b->map_ix, h, &pr); i != HMAP_NONE; i = hmap_next(&b->map_ix, &pr))
 		if (map_same(&b->map[i], &e))
 			break;
@@ -167,14 +159,6 @@ static int out_mapping(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32_
 	}
 	*out = m->id[SYM_MAPPING][id] = i + 1;
 	return 0;
-}
-
-static uint64_t fn_hash(const struct sym_function *f)
-{
-	uint64_t h = hash_u64(f->name);
-	h = hash_combine(h, f->system_name);
-	h = hash_combine(h, f->filename);
-	return hash_combine(h, (uint64_t)f->start_line);
 }
 
 static int out_function(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32_t *out)
@@ -203,7 +187,7 @@ static int out_function(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32
 		rc = out_str(b, v, e.filename, m->id[SYM_STRING], &e.filename);
 	if (rc)
 		return rc;
-	for (i = hmap_first(&b->fn_ix, fn_hash(&e), &pr); i != HMAP_NONE;
+	for (i = hmap_first(&b->fn_ix, store__fn_hash(&e), &pr); i != HMAP_NONE;
 	     i = hmap_next(&b->fn_ix, &pr)) {
 		const struct sym_function *o = &b->fn[i];
 		if (o->name == e.name && o->system_name == e.system_name &&

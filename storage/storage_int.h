@@ -565,6 +565,7 @@
 #include <rocksdb/c.h>
 
 #include "base/buf.h"
+#include "base/hash.h"
 #include "base/hmap.h"
 #include "base/intern.h"
 #include "base/varint.h"
@@ -743,6 +744,29 @@ struct sym_function {
 	uint32_t name, system_name, filename;
 	int64_t start_line;
 };
+
+/*
+ * The hash a partition's (and a block's) mapping and function indexes key
+ * on: a mapping by its build ID when it has one, else its file name (and
+ * its address kind); a function by all it is.  One definition, so the
+ * head and the blocks deduplicate alike.
+ */
+static inline uint64_t store__map_hash(uint32_t filename, uint32_t build_id, uint32_t flags)
+{
+	uint64_t v = !!(flags & STORE_MAP_ADDR_VADDR) << 1;
+
+	return build_id ? hash_u64((uint64_t)build_id << 2 | v | 1)
+			: hash_u64((uint64_t)filename << 2 | v);
+}
+
+static inline uint64_t store__fn_hash(const struct sym_function *f)
+{
+	uint64_t h = hash_u64(f->name);
+
+	h = hash_combine(h, f->system_name);
+	h = hash_combine(h, f->filename);
+	return hash_combine(h, (uint64_t)f->start_line);
+}
 struct sym_location {
 	uint64_t address;
 	const struct store_line *lines; /* in the pool */

@@ -261,14 +261,6 @@ static int map_eq(const struct part *p, uint32_t id, const struct map_key *k)
 	return e->build_id == 0 && e->filename == k->filename;
 }
 
-static uint64_t map_hash(uint32_t filename, uint32_t build_id, uint32_t flags)
-{
-	uint64_t v = !!(flags & STORE_MAP_ADDR_VADDR) << 1;
-
-	return build_id ? hash_u64((uint64_t)build_id << 2 | v | 1)
-			: hash_u64((uint64_t)filename << 2 | v);
-}
-
 /* The id of the mapping equal to k, or 0. */
 static uint32_t map_find(const struct part *p, const struct map_key *k, uint64_t hash)
 {
@@ -320,7 +312,7 @@ int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_ma
 	if (found && !k.build_id)
 		k.filename = str_find(p, fn, strlen(fn), &found);
 	if (found) {
-		uint32_t hit = map_find(p, &k, map_hash(k.filename, k.build_id, m->flags));
+		uint32_t hit = map_find(p, &k, store__map_hash(k.filename, k.build_id, m->flags));
 		if (hit) {
 			*id = hit;
 			return 0;
@@ -335,7 +327,7 @@ int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_ma
 	if (!rc)
 		rc = txn_string(tx, p, bid, &e.build_id);
 	if (!rc)
-		rc = append(p, SYM_MAPPING, &e, map_hash(e.filename, e.build_id, e.flags), id);
+		rc = append(p, SYM_MAPPING, &e, store__map_hash(e.filename, e.build_id, e.flags), id);
 	if (!rc)
 		rc = encode_mapping(&tx->val, &e);
 	if (rc)
@@ -347,21 +339,13 @@ int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_ma
 
 /* ---- functions ----------------------------------------------------------- */
 
-static uint64_t fn_hash(const struct sym_function *f)
-{
-	uint64_t h = hash_u64(f->name);
-	h = hash_combine(h, f->system_name);
-	h = hash_combine(h, f->filename);
-	return hash_combine(h, (uint64_t)f->start_line);
-}
-
 /* The id of the function equal to f, or 0. */
 static uint32_t fn_find(const struct part *p, const struct sym_function *f)
 {
 	const struct hmap *m = &p->tab[SYM_FUNCTION].dedup;
 	struct hmap_probe pr;
 
-	for (uint32_t id = hmap_first(m, fn_hash(f), &pr); id != HMAP_NONE; id = hmap_next(m, &pr)) {
+	for (uint32_t id = hmap_first(m, store__fn_hash(f), &pr); id != HMAP_NONE; id = hmap_next(m, &pr)) {
 		const struct sym_function *e = entry(p, SYM_FUNCTION, id);
 
 		if (e->name == f->name && e->system_name == f->system_name &&
@@ -426,7 +410,7 @@ int store_txn_function(struct store_txn *tx, uint32_t part, const struct store_f
 	if (!rc)
 		rc = txn_string(tx, p, s[2], &e.filename);
 	if (!rc)
-		rc = append(p, SYM_FUNCTION, &e, fn_hash(&e), id);
+		rc = append(p, SYM_FUNCTION, &e, store__fn_hash(&e), id);
 	if (!rc)
 		rc = encode_function(&tx->val, &e);
 	if (rc)
@@ -671,7 +655,7 @@ static int load_record(struct part *p, enum sym_kind kind, uint32_t id, const ui
 		e.filename = (uint32_t)a[3];
 		e.build_id = (uint32_t)a[4];
 		e.flags = (uint32_t)a[5];
-		rc = append(p, kind, &e, map_hash(e.filename, e.build_id, e.flags), &got);
+		rc = append(p, kind, &e, store__map_hash(e.filename, e.build_id, e.flags), &got);
 		break;
 	}
 	case SYM_FUNCTION: {
@@ -685,7 +669,7 @@ static int load_record(struct part *p, enum sym_kind kind, uint32_t id, const ui
 		e.name = (uint32_t)a[0];
 		e.system_name = (uint32_t)a[1];
 		e.filename = (uint32_t)a[2];
-		rc = append(p, kind, &e, fn_hash(&e), &got);
+		rc = append(p, kind, &e, store__fn_hash(&e), &got);
 		break;
 	}
 	case SYM_LOCATION: {
