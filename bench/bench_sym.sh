@@ -159,23 +159,10 @@ while IFS=$'\t' read -r rel name ts; do
 	mkdir -p "$(dirname "$OUT/named/$rel")"
 	"$BS" name-pprof "$W/$rel" "$OUT/named/$rel" "$OUT/debug"
 done <"$W/manifest.tsv"
-SERVER_PID=
-cleanup() {
-	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-		kill "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-	fi
-}
-trap cleanup EXIT
-"$UNHEX" serve --listen 127.0.0.1:0 --data "$OUT/server-data" --debuginfod-urls "" \
-	--symbolize-budget 60s >"$OUT/serve.out" 2>"$OUT/serve.log" &
-SERVER_PID=$!
-for i in $(seq 1 300); do
-	URL=$(sed -n 's/^unhex: listening on //p' "$OUT/serve.out" | head -1)
-	[ -n "$URL" ] && break
-	sleep 0.1
-done
-[ -n "$URL" ] || { echo "server did not start: $(cat "$OUT/serve.log")" >&2; exit 1; }
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
+trap bench_stop_server EXIT
+bench_start_server "$OUT/server-data" "$OUT/serve.log" --symbolize-budget 60s
 ingest_dir() { # DIR TENANT: one `unhex ingest` per series name
 	local dir=$1 tenant=$2 name
 	cut -f2 "$W/manifest.tsv" | sort -u | while IFS= read -r name; do
@@ -220,9 +207,7 @@ pair_med=$(awk '{printf "%.3f\n", $1 / $2}' "$OUT/pairs.txt" | median)
 ratio2=$(awk -v a="$second" -v b="$named_med" 'BEGIN {printf "%.2f", a / b}')
 ratio=$(awk -v a="$raw_med" -v b="$named_med" 'BEGIN {printf "%.2f", a / b}')
 profiles=$(wc -l <"$W/manifest.tsv")
-kill "$SERVER_PID"
-wait "$SERVER_PID" 2>/dev/null || true
-SERVER_PID=
+bench_stop_server
 # In process, on the stopped server's store: thread CPU time of warm
 # query_render calls, which moves less than wall time on a shared machine.
 inproc() { # TENANT [FLAGS] -> warm CPU median, ms

@@ -17,16 +17,9 @@ for bin in bench/unhex-workload bench/bench-ingest cli/unhex; do
 done
 rm -rf "$OUT"
 mkdir -p "$OUT"
-SERVER_PID=
-cleanup() {
-	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-		kill "$SERVER_PID" 2>/dev/null || true
-		wait "$SERVER_PID" 2>/dev/null || true
-	fi
-}
-trap cleanup EXIT
-
-now_ns() { date +%s%N; }
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
+trap bench_stop_server EXIT
 field() { # field KEY: value of KEY=... in the RESULT line
 	tr ' ' '\n' <"$OUT/bench-ingest.txt" | sed -n "s/^$1=//p" | tail -1
 }
@@ -45,39 +38,17 @@ echo "== bench-ingest (one thread, in process)" >&2
 "$B/bench/bench-ingest" --manifest "$OUT/workload" --data "$OUT/bench-data" | tee "$OUT/bench-ingest.txt" >&2
 
 echo "== end to end: unhex serve + unhex ingest (parallel $PARALLEL)" >&2
-"$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$OUT/server-data" \
-	>"$OUT/serve.log" 2>&1 &
-SERVER_PID=$!
-url=
-for _ in $(seq 1 100); do
-	url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$OUT/serve.log" | head -1 || true)
-	[ -n "$url" ] && break
-	kill -0 "$SERVER_PID" 2>/dev/null || { cat "$OUT/serve.log" >&2; exit 1; }
-	sleep 0.1
-done
-[ -n "$url" ] || { echo "run.sh: the server did not say where it listens" >&2; cat "$OUT/serve.log" >&2; exit 1; }
+bench_start_server "$OUT/server-data" "$OUT/serve.log"
 rss_idle=$(awk '/^VmRSS:/ {print $2}' "/proc/$SERVER_PID/status")
 
 # One `unhex ingest` per series name (instance x version), several at once.
-mkdir -p "$OUT/lists"
-awk -F'\t' -v d="$OUT/lists" '{
-	if (!($2 in id)) { id[$2] = ++n; print $2 > (d "/" n ".name") }
-	print $1 >> (d "/" id[$2] ".files")
-}' "$OUT/workload/manifest.tsv"
-t0=$(now_ns)
-# shellcheck disable=SC2016
-ls "$OUT/lists"/*.name | xargs -P "$PARALLEL" -I{} bash -c '
-	list=${1%.name}.files
-	cd "$2" && xargs "$3" ingest --server "$4" --name "$(cat "$1")" <"$list" 2>/dev/null
-' _ {} "$OUT/workload" "$B/cli/unhex" "$url" >"$OUT/e2e.txt"
-e2e_s=$(awk -v a="$t0" -v b="$(now_ns)" 'BEGIN {printf "%.3f", (b - a) / 1e9}')
+bench_ingest "$OUT/workload" "$OUT/workload/manifest.tsv" e2e "$PARALLEL"
+e2e_s=$INGEST_S
 hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$SERVER_PID/status")
-e2e_samples=$(sed -n 's/.*profiles, \([0-9]*\) samples.*/\1/p' "$OUT/e2e.txt" | awk '{s += $1} END {print s + 0}')
-e2e_profiles=$(sed -n 's/.*: \([0-9]*\) profiles,.*/\1/p' "$OUT/e2e.txt" | awk '{s += $1} END {print s + 0}')
-e2e_failed=$(sed -n 's/.*: \([0-9]*\) failed.*/\1/p' "$OUT/e2e.txt" | awk '{s += $1} END {print s + 0}')
-kill "$SERVER_PID"
-wait "$SERVER_PID" || true
-SERVER_PID=
+e2e_samples=$(sed -n 's/.*profiles, \([0-9]*\) samples.*/\1/p' "$OUT/ingest-e2e.txt" | awk '{s += $1} END {print s + 0}')
+e2e_profiles=$(sed -n 's/.*: \([0-9]*\) profiles,.*/\1/p' "$OUT/ingest-e2e.txt" | awk '{s += $1} END {print s + 0}')
+e2e_failed=$(sed -n 's/.*: \([0-9]*\) failed.*/\1/p' "$OUT/ingest-e2e.txt" | awk '{s += $1} END {print s + 0}')
+bench_stop_server
 server_disk=$(du -sb "$OUT/server-data" | cut -f1)
 
 samples=$(field samples)
