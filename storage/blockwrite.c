@@ -207,28 +207,6 @@ static int out_function(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32
 	return 0;
 }
 
-static uint64_t loc_hash(uint32_t mapping, uint64_t address, const struct store_line *l, size_t n)
-{
-	uint64_t h = hash_combine(hash_u64(mapping), address);
-
-	for (size_t i = 0; i < n; i++) {
-		h = hash_combine(h, l[i].function_id);
-		h = hash_combine(h, (uint64_t)l[i].line);
-		h = hash_combine(h, (uint64_t)l[i].column);
-	}
-	return h;
-}
-
-/* Field by field: struct store_line has padding. */
-static int lines_eq(const struct store_line *a, const struct store_line *b, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (a[i].function_id != b[i].function_id || a[i].line != b[i].line ||
-		    a[i].column != b[i].column)
-			return 0;
-	return 1;
-}
-
 static int out_location(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32_t *out)
 {
 	const struct store_symbols *v = m->v;
@@ -259,11 +237,11 @@ static int out_location(struct sbuild *b, struct srcmemo *m, uint32_t id, uint32
 		if (rc)
 			return rc;
 	}
-	h = loc_hash(mapping, e->address, b->lines + line0, e->n_lines);
+	h = store__loc_hash(mapping, e->address, b->lines + line0, e->n_lines);
 	for (i = hmap_first(&b->loc_ix, h, &pr); i != HMAP_NONE; i = hmap_next(&b->loc_ix, &pr)) {
 		const struct oloc *o = &b->loc[i];
 		if (o->mapping == mapping && o->address == e->address && o->n_lines == e->n_lines &&
-		    lines_eq(b->lines + o->line0, b->lines + line0, e->n_lines))
+		    store__lines_eq(b->lines + o->line0, b->lines + line0, e->n_lines))
 			break;
 	}
 	if (i == HMAP_NONE) {

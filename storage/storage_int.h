@@ -767,6 +767,30 @@ static inline uint64_t store__fn_hash(const struct sym_function *f)
 	h = hash_combine(h, f->filename);
 	return hash_combine(h, (uint64_t)f->start_line);
 }
+
+static inline uint64_t store__loc_hash(uint32_t mapping_id, uint64_t address,
+				       const struct store_line *lines, size_t n)
+{
+	uint64_t h = hash_combine(hash_u64(mapping_id), address);
+
+	for (size_t i = 0; i < n; i++) {
+		h = hash_combine(h, lines[i].function_id);
+		h = hash_combine(h, (uint64_t)lines[i].line);
+		h = hash_combine(h, (uint64_t)lines[i].column);
+	}
+	return h;
+}
+
+/* Two line lists equal, field by field: struct store_line has padding. */
+static inline int store__lines_eq(const struct store_line *a, const struct store_line *b,
+				  size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].function_id != b[i].function_id || a[i].line != b[i].line ||
+		    a[i].column != b[i].column)
+			return 0;
+	return 1;
+}
 struct sym_location {
 	uint64_t address;
 	const struct store_line *lines; /* in the pool */

@@ -429,25 +429,7 @@ static int loc_eq(const struct part *p, uint32_t id, const struct store_location
 	if (e->mapping_id != l->mapping_id || e->address != l->address ||
 	    e->n_lines != l->n_lines)
 		return 0;
-	for (size_t i = 0; i < l->n_lines; i++)
-		if (e->lines[i].function_id != l->lines[i].function_id ||
-		    e->lines[i].line != l->lines[i].line ||
-		    e->lines[i].column != l->lines[i].column)
-			return 0;
-	return 1;
-}
-
-static uint64_t loc_hash(uint32_t mapping_id, uint64_t address, const struct store_line *lines,
-			 size_t n)
-{
-	uint64_t h = hash_combine(hash_u64(mapping_id), address);
-
-	for (size_t i = 0; i < n; i++) {
-		h = hash_combine(h, lines[i].function_id);
-		h = hash_combine(h, (uint64_t)lines[i].line);
-		h = hash_combine(h, (uint64_t)lines[i].column);
-	}
-	return h;
+	return store__lines_eq(e->lines, l->lines, l->n_lines);
 }
 
 static int encode_location(struct buf *b, const struct sym_location *l)
@@ -511,7 +493,7 @@ int store_txn_location(struct store_txn *tx, uint32_t part, const struct store_l
 	for (size_t i = 0; i < l->n_lines; i++)
 		if (l->lines[i].function_id > p->tab[SYM_FUNCTION].len)
 			return ERR_INVALID;
-	hash = loc_hash(l->mapping_id, l->address, l->lines, l->n_lines);
+	hash = store__loc_hash(l->mapping_id, l->address, l->lines, l->n_lines);
 	for (hit = hmap_first(&p->tab[SYM_LOCATION].dedup, hash, &pr); hit != HMAP_NONE;
 	     hit = hmap_next(&p->tab[SYM_LOCATION].dedup, &pr)) {
 		if (loc_eq(p, hit, l)) {
@@ -698,7 +680,7 @@ static int load_record(struct part *p, enum sym_kind kind, uint32_t id, const ui
 		if (q != end)
 			return ERR_CORRUPT;
 		rc = loc_add(p, (uint32_t)a[0], a[1], l, (size_t)a[2],
-			     loc_hash((uint32_t)a[0], a[1], l, (size_t)a[2]), &got);
+			     store__loc_hash((uint32_t)a[0], a[1], l, (size_t)a[2]), &got);
 		break;
 	}
 	case SYM_STACK: {
