@@ -50,16 +50,22 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
+/* A decimal number at the start of s (a digit first, no sign); *end after it. */
+static int leading_u64(const char *s, unsigned long long *v, char **end)
+{
+	if (!s || *s < '0' || *s > '9')
+		return ERR_INVALID;
+	errno = 0;
+	*v = strtoull(s, end, 10);
+	return errno ? ERR_INVALID : 0;
+}
+
 int cli_parse_u64(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 
-	if (!s || *s < '0' || *s > '9')
-		return ERR_INVALID;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
+	if (leading_u64(s, &v, &end) || *end)
 		return ERR_INVALID;
 	*out = v;
 	return 0;
@@ -77,11 +83,7 @@ int cli_parse_size(const char *s, size_t *out)
 	char *end;
 	unsigned long long v;
 
-	if (!s || *s < '0' || *s > '9')
-		return ERR_INVALID;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
+	if (leading_u64(s, &v, &end))
 		return ERR_INVALID;
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		if (strcasecmp(end, units[i].suffix) == 0) {
