@@ -1268,6 +1268,18 @@ int sym_dwarf_lookup(struct sym_dwarf *d, uint64_t pc, struct sym_frame *frames,
 	return 0;
 }
 
+static int dwarf_lookup(void *ctx, uint64_t vaddr, struct sym_frame *frames, size_t max,
+			size_t *n)
+{
+	return sym_dwarf_lookup(ctx, vaddr, frames, max, n);
+}
+
+int sym_dwarf_lookup_caller(struct sym_dwarf *d, uint64_t ret, struct sym_frame *frames,
+			    size_t max, size_t *n)
+{
+	return sym__lookup_caller(dwarf_lookup, d, ret, frames, max, n);
+}
+
 int sym_dwarf_resolve(struct sym_dwarf *d, const uint64_t *vaddrs, size_t n,
 		      sym_frames_fn fn, void *ctx)
 {

@@ -239,6 +239,14 @@ struct sym_dwarf {
 /* Frees a table grown by SYM__GROW, refunding the budget. */
 #define SYM__FREE(d, p, cap) grow_free(&(d)->budget.alloc, p, cap, sizeof(*(p)))
 
+/* A lookup (sym_dwarf_lookup, sym_index_lookup) behind sym__lookup_caller. */
+typedef int (*sym__lookup_fn)(void *ctx, uint64_t vaddr, struct sym_frame *frames, size_t max,
+			      size_t *n);
+
+/* The caller rule of sym_dwarf_lookup_caller over any lookup. */
+int sym__lookup_caller(sym__lookup_fn fn, void *ctx, uint64_t ret, struct sym_frame *frames,
+		       size_t max, size_t *n);
+
 /* Loads every CU's functions and every function's tree (index writer). */
 int sym__dwarf_load_all(struct sym_dwarf *d);
 
