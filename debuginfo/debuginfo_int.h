@@ -349,8 +349,9 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 
 #define DEBUGINFO__KEY_MAX (SYM_BUILD_ID_MAX + 9)
 /* The generation of the resolution rules in symbol-cache keys: 1, the
- * caller rule of sym_index_lookup_caller (0 was ret - 1 for every caller). */
-#define DEBUGINFO__CACHE_RULES 1
+ * caller rule of sym_index_lookup_caller (0 was ret - 1 for every caller);
+ * 2, PLT stubs named "sym@plt". */
+#define DEBUGINFO__CACHE_RULES 2
 
 /* The key of request `r` of a build ID (blen + 9 bytes into k). */
 void debuginfo__cache_key(uint8_t *k, const uint8_t *bid, size_t blen,

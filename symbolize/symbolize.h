@@ -196,6 +196,13 @@ struct sym_dwarf_opts {
 	 * index build's included); past it, ERR_TOO_LARGE.  0 means 4 GiB. */
 	size_t max_memory;
 	unsigned flags;  /* enum sym_dwarf_flags */
+	/*
+	 * An executable with the same build ID (borrowed path; NULL: none) to
+	 * take PLT stub names from when the file opened has none: a .debug
+	 * file keeps .plt's address but not the relocations that name its
+	 * entries.  Ignored unless it is a regular ELF file with that build ID.
+	 */
+	const char *plt_from;
 };
 
 enum sym_dwarf_flags {
@@ -208,7 +215,9 @@ enum sym_dwarf_flags {
 };
 
 /*
- * Opens a debug file (or an unstripped executable) for resolution.  A file
+ * Opens a debug file (or an unstripped executable) for resolution.  PLT
+ * stubs are named "sym@plt" (the dynamic symbol, demangled), as perf and
+ * objdump name them, from the file's own .rela.plt or opts->plt_from's.  A file
  * with neither DWARF nor FUNC symbols fails with ERR_INVALID, and so does a
  * build-ID mismatch; both messages name the reason.  `opts` may be NULL.
  * Returns an owned handle in *out (free with sym_dwarf_close).

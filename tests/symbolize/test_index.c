@@ -279,7 +279,8 @@ static void test_corrupt_structure(void **state)
 		{ "n_locs", 28, 0x10000000 },
 		{ "strtab size", 32, get32(g_idx + 32) + 4 },
 		{ "build id len", 36, 65 },
-		{ "version", 8, 2 },
+		{ "version", 8, SYM_INDEX_VERSION + 1 },
+		{ "old version", 8, SYM_INDEX_VERSION - 1 },
 		{ "locs offset", 112, l_off + 4 },
 		{ "file size", 120, g_len + 4 },
 	};
