@@ -30,6 +30,7 @@ static void usage(FILE *f)
 	      "  upload    send debug files (by build ID) to a server\n"
 	      "  token     make API tokens and lines of the server's token file\n"
 	      "  verify    check every block of a store (--data DIR)\n"
+	      "  doctor    why frames are hex: which stage (unwinding, symbols) is broken\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run `unhex <command> --help` for a command's options; docs/cli.md has more.\n",
@@ -129,6 +130,8 @@ int main(int argc, char **argv)
 		return cli_verify(argc - 1, argv + 1);
 	if (strcmp(cmd, "upload") == 0)
 		return cli_upload(argc - 1, argv + 1);
+	if (strcmp(cmd, "doctor") == 0)
+		return cli_doctor(argc - 1, argv + 1);
 	if (strcmp(cmd, "token") == 0)
 		return cli_token(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

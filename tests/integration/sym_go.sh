@@ -110,9 +110,29 @@ for p in fp fpcall goruntime; do
 	"$UNHEX" ingest --server "$URL" --name "go$p.cpu" "$WORK/$p.pb.gz" >/dev/null ||
 		fail "ingest of $p"
 done
-OUT=$("$UNHEX" upload --server "$URL" "$WORK/gospin.debug") || fail "upload: $OUT"
 FROM=$(($(date +%s) - 86400))
 UNTIL=$(($(date +%s) + 3600))
+
+# One tenant, one binary, a profile with names and one without: the store
+# keeps one mapping (has_functions as first seen, here true), and the raw
+# frames must still be symbolized, with a reason while they cannot be.
+"$UNHEX" ingest --server "$URL" --tenant mixed --name gomixed.cpu \
+	"$WORK/goruntime.named.pprof" >/dev/null || fail "ingest of the named profile"
+"$UNHEX" ingest --server "$URL" --tenant mixed --name gomixed.cpu "$WORK/goruntime.pb.gz" \
+	>/dev/null || fail "ingest of the raw profile"
+http GET "/pyroscope/label-values?label=__profile_type__" -H 'X-Scope-OrgID: mixed'
+MQ=$(selector "$(jq -r '.[]' <<<"$BODY" | grep -m1 ':cpu:nanoseconds')" gomixed)
+http GET "/api/v1/symbolization?query=$MQ&from=$FROM&until=$UNTIL" -H 'X-Scope-OrgID: mixed'
+expect_status 200 "" "symbolization of the mixed tenant before the upload"
+jq -e --arg id "$ID" '.buildIds[] | select(.buildId == $id and .status == "not_found" and .samplesShare > 0)' \
+	<<<"$BODY" >/dev/null || fail "mixed: the raw frames' reason is missing: $BODY"
+
+OUT=$("$UNHEX" upload --server "$URL" "$WORK/gospin.debug") || fail "upload: $OUT"
+wait_symbolized "$MQ" "$FROM" "$UNTIL" -H 'X-Scope-OrgID: mixed'
+if jq -r '.flamebearer.names[]' <<<"$BODY" | grep -q 'gospin\.stripped+0x'; then
+	fail "mixed: raw frames stay hex next to named ones: $(jq -c .flamebearer.names <<<"$BODY")"
+fi
+note "mixed: named and raw profiles of one binary, the raw frames named"
 
 # traces FILE: one line per stack, "value<TAB>leaf;...;root", from
 # `go tool pprof -traces` (inline markers dropped; the first sample type).
