@@ -307,7 +307,7 @@ static void walk_samples(const Profile *p, struct mapstat *ms, uint64_t *no_mapp
 		uint64_t w = s->n_value && s->value[0] > 0 ? (uint64_t)s->value[0] : 0;
 		size_t root = SIZE_MAX, user = 0;
 		const char *root_name = NULL;
-		int entry = 0, junk = 0, go_rooted = 0;
+		int entry = 0, junk = 0, go_rooted = 0, raw = 0;
 
 		*total += w;
 		for (size_t k = 0; k < s->n_location_id; k++) {
@@ -319,6 +319,7 @@ static void walk_samples(const Profile *p, struct mapstat *ms, uint64_t *no_mapp
 				continue;
 			user++;
 			junk = mi == SIZE_MAX;
+			raw = !l || !l->n_line;
 			if (mi == SIZE_MAX) {
 				*no_mapping += w;
 				continue;
@@ -336,7 +337,9 @@ static void walk_samples(const Profile *p, struct mapstat *ms, uint64_t *no_mapp
 					     !strncmp(name, "runtime.mstart", 14);
 			}
 		}
-		if (root == SIZE_MAX)
+		/* Roots that arrived named come from a runtime's own profiler,
+		 * whose roots are its language's: only raw roots are judged. */
+		if (root == SIZE_MAX || !raw)
 			continue;
 		ms[root].root += w;
 		if (go_rooted)

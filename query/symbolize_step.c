@@ -774,7 +774,7 @@ static int diagnose(struct qctx *q, struct qsym *s, const struct qmerge *m, stru
 		uint32_t root_map = 0, g1;
 		const char *root_name = NULL;
 		size_t user = 0, depth = 0;
-		int leaf = 1, entry = 0, go = 0, go_rooted = 0, junk = 0;
+		int leaf = 1, entry = 0, go = 0, go_rooted = 0, junk = 0, raw = 0;
 		struct ugroup *u;
 
 		if (!st || (rc = query__views_get(q, v, part, &sym)))
@@ -795,6 +795,7 @@ static int diagnose(struct qctx *q, struct qsym *s, const struct qmerge *m, stru
 				 * read from junk; the stack counts for the binary of the
 				 * outermost frame that has one. */
 				junk = !lv.mapping_id;
+				raw = !lv.n_lines;
 				if (lv.mapping_id)
 					root_map = lv.mapping_id;
 				root_name = name;
@@ -807,7 +808,11 @@ static int diagnose(struct qctx *q, struct qsym *s, const struct qmerge *m, stru
 			}
 			leaf = kern;
 		}
-		if (!user || (rc = ugroup_of(q, s, sym, part, root_map, &g1)) || !g1)
+		/* A root that arrived with its name was unwound by a runtime's own
+		 * profiler (Java, Python, Go's runtime/pprof), whose roots are its
+		 * language's, not the native entry points: only raw roots, which
+		 * a native unwinder produced, are judged. */
+		if (!user || !raw || (rc = ugroup_of(q, s, sym, part, root_map, &g1)) || !g1)
 			continue;
 		u = &s->ug[g1 - 1];
 		u->total += m->stacks[i].value;
