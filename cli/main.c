@@ -32,6 +32,7 @@ static void usage(FILE *f)
 	      "  upload    send debug files (by build ID) to a server\n"
 	      "  token     make API tokens and lines of the server's token file\n"
 	      "  verify    check every block of a store (--data DIR)\n"
+	      "  doctor    why frames are hex: which stage (unwinding, symbols) is broken\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run `unhex <command> --help` for a command's options; docs/cli.md has more.\n",
@@ -117,7 +118,7 @@ static const struct {
 } commands[] = {
 	{ "serve", cli_serve },     { "ingest", cli_ingest }, { "stats", cli_stats },
 	{ "query", cli_query },     { "regress", cli_regress }, { "verify", cli_verify },
-	{ "upload", cli_upload },   { "token", cli_token },
+	{ "upload", cli_upload },   { "token", cli_token },   { "doctor", cli_doctor },
 };
 
 int main(int argc, char **argv)

@@ -1,7 +1,8 @@
 /*
  * build.c - building the address index of a stored build ID: one pass over
  * its debug file (symbolize/ sym_index_build), the DWZ alt file found by
- * build ID, and a failure recorded with its reason.
+ * build ID, PLT names from the executable when one is stored, and a
+ * failure recorded with its reason.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 	struct sym_index_stats stats;
 	struct alt_ctx actx = { s };
 	struct err_msg msg;
-	char src[DEBUGINFO__PATH_MAX], dst[DEBUGINFO__PATH_MAX];
+	char src[DEBUGINFO__PATH_MAX], dst[DEBUGINFO__PATH_MAX], exe[DEBUGINFO__PATH_MAX];
 	int64_t t0 = clock_mono_ns();
 	int rc;
 
@@ -65,6 +66,10 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 	opts.build_id_len = blen;
 	opts.find_alt = find_alt;
 	opts.ctx = &actx;
+	/* A .debug file cannot name PLT stubs; the executable, when stored, can. */
+	if (!debuginfo__path(s, id, "executable", exe, sizeof(exe)) && strcmp(exe, src) &&
+	    debuginfo__file_exists(exe))
+		opts.plt_from = exe;
 	err_clear(&msg);
 	rc = sym_index_build(src, dst, &opts, &stats, &msg);
 	if (rc) {

@@ -57,8 +57,12 @@
  * every tenant's, as all files were then.
  *
  * STORE_AUX_SYMCACHE, key: build ID bytes, then the file offset as 8 bytes
- * big-endian, then one byte (1: leaf PC, 0: return address), so one build
- * ID's entries are contiguous and sorted by address.  Value:
+ * big-endian, then one byte: DEBUGINFO__CACHE_RULES << 1 | 1 for a leaf PC,
+ * | 0 for a return address, so one build ID's entries are contiguous and
+ * sorted by address.  The rules generation moves whenever the answer for
+ * an address changes (the caller rule of symbolize.h, PLT names): entries
+ * of older generations are never read again, and go with the build ID's
+ * other entries when its debug info is replaced or deleted.  Value:
  *   u8       version (1)
  *   uvarint  n frames (0: the debug info knows nothing at this address)
  *   n times, innermost first:
@@ -344,6 +348,10 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 /* ---- symcache.c: the persisted symbol cache ---- */
 
 #define DEBUGINFO__KEY_MAX (SYM_BUILD_ID_MAX + 9)
+/* The generation of the resolution rules in symbol-cache keys: 1, the
+ * caller rule of sym_index_lookup_caller (0 was ret - 1 for every caller);
+ * 2, PLT stubs named "sym@plt". */
+#define DEBUGINFO__CACHE_RULES 2
 
 /* The key of request `r` of a build ID (blen + 9 bytes into k). */
 void debuginfo__cache_key(uint8_t *k, const uint8_t *bid, size_t blen,

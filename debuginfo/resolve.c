@@ -18,27 +18,26 @@
 
 /*
  * The ELF virtual address of a file offset (docs/symbolization.md, "The
- * address rule").  With the executable's program headers: the PT_LOAD that
- * holds the offset.  With only a .debug file, whose p_offset values objcopy
- * rewrote: the kernel maps segments page-aligned, so the segment the profile
- * mapping maps had p_offset = mapping.file_offset + p_vaddr % page; the
- * executable segment that holds the offset under that rule wins.
+ * address rule"), as the profile gives it: a caller's is its return
+ * address, which sym_index_lookup_caller resolves.  With the executable's
+ * program headers: the PT_LOAD that holds the offset.  With only a .debug
+ * file, whose p_offset values objcopy rewrote: the kernel maps segments
+ * page-aligned, so the segment the profile mapping maps had p_offset =
+ * mapping.file_offset + p_vaddr % page; the executable segment that holds
+ * the offset under that rule wins.
  */
 static int to_vaddr(const struct sym_elf_info *l, const struct debuginfo_mapping_ref *map,
 		    const struct debuginfo_addr_req *r, uint64_t *vaddr)
 {
-	uint64_t adj = r->leaf ? 0 : 1, span = 0;
+	uint64_t span = 0;
 	size_t best = SIZE_MAX;
 
-	/* ELF vaddrs come from OTLP, whose sender (the OpenTelemetry eBPF
-	 * profiler) already moved each return address into its call
-	 * instruction: every address is looked up as it is. */
 	if (map->addr_is_vaddr) {
 		*vaddr = r->addr;
 		return 0;
 	}
 	if (!(l->flags & SYM_SEGMENTS_FROM_DEBUG))
-		return sym_addr_to_vaddr(l, r->addr, r->leaf ? 0 : SYM_ADDR_RETURN, vaddr);
+		return sym_addr_to_vaddr(l, r->addr, 0, vaddr);
 	if (map->memory_limit > map->memory_start)
 		span = map->memory_limit - map->memory_start;
 	for (int pass = 0; pass < 2 && best == SIZE_MAX; pass++)
@@ -58,10 +57,25 @@ static int to_vaddr(const struct sym_elf_info *l, const struct debuginfo_mapping
 		return ERR_NOT_FOUND;
 	*vaddr = r->addr - (map->file_offset + l->segments[best].vaddr % PAGE) +
 		 l->segments[best].vaddr;
-	if (*vaddr < adj)
-		return ERR_NOT_FOUND;
-	*vaddr -= adj;
 	return 0;
+}
+
+/*
+ * The frames of one request.  A leaf PC is looked up as it is; so is every
+ * address of an OTLP mapping (ELF vaddrs), whose sender (the OpenTelemetry
+ * eBPF profiler) already moved each return address into its call
+ * instruction.  Other callers go through the caller rule
+ * (sym_index_lookup_caller): ret - 1, or ret itself at the first byte of a
+ * function that ret - 1 cannot have called from.
+ */
+static void lookup(const struct sym_index *idx, const struct debuginfo_mapping_ref *map,
+		   const struct debuginfo_addr_req *r, uint64_t vaddr, struct sym_frame *f,
+		   size_t *nf)
+{
+	if (r->leaf || map->addr_is_vaddr)
+		sym_index_lookup(idx, vaddr, f, SYM_MAX_FRAMES, nf);
+	else
+		sym_index_lookup_caller(idx, vaddr, f, SYM_MAX_FRAMES, nf);
 }
 
 /* Resolves the cache misses of a batch through the index and caches them. */
@@ -81,7 +95,7 @@ static int resolve_misses(struct debuginfo *s, struct debuginfo__open_index *e,
 		if (!missing[i])
 			continue;
 		if (!to_vaddr(&e->layout, map, &reqs[i], &vaddr))
-			sym_index_lookup(e->idx, vaddr, f, SYM_MAX_FRAMES, &nf);
+			lookup(e->idx, map, &reqs[i], vaddr, f, &nf);
 		rc = fn(ctx, i, vaddr, f, nf);
 		if (!rc)
 			rc = debuginfo__symcache_add(&w, &reqs[i], f, nf);

@@ -26,7 +26,7 @@ void debuginfo__cache_key(uint8_t *k, const uint8_t *bid, size_t blen,
 	assert(blen > 0 && blen <= SYM_BUILD_ID_MAX);
 	memcpy(k, bid, blen);
 	be64_put(k + blen, r->addr);
-	k[blen + 8] = r->leaf ? 1 : 0;
+	k[blen + 8] = (uint8_t)(DEBUGINFO__CACHE_RULES << 1 | (r->leaf ? 1 : 0));
 }
 
 /* ---- lookup ---- */

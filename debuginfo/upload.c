@@ -373,7 +373,11 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 		    (!debuginfo__file_exists(exe) || replaced) &&
 		    !debuginfo__install_copy(dst, exe, NULL))
 			m.kinds |= 1u << DEBUGINFO_FILE_EXECUTABLE;
-		if (replaced || (had_meta && m.status != DEBUGINFO_STATUS_OK))
+		/* A new executable names the PLT stubs a .debug file cannot: the
+		 * index built without it is rebuilt. */
+		if (replaced || (had_meta && m.status != DEBUGINFO_STATUS_OK) ||
+		    (kind == DEBUGINFO_FILE_EXECUTABLE && !same &&
+		     (m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO))))
 			debuginfo__drop_derived(s, id, bid, blen);
 		m.source = DEBUGINFO_SOURCE_UPLOAD;
 		m.status = DEBUGINFO_STATUS_OK;

@@ -195,6 +195,18 @@ int query_diff_top(struct store *st, const char *tenant, const struct query_para
 		   struct buf *out, struct err_msg *msg);
 
 /*
+ * The unwinding signatures behind the "unwinding" array of the
+ * symbolization object (docs/symbolization.md, "Unwinding or
+ * symbolization").  query_stack_entry: 1 when `function` (demangled; NULL
+ * gives 0) is one a complete user-space stack starts from (_start,
+ * __libc_start_main, clone, clone3, start_thread, runtime.goexit,
+ * runtime.mstart, ...).  query_interpreter_binary: 1 when `binary` (a base
+ * name) is an interpreter's or a VM's (python, ruby, node, java, ...).
+ */
+int query_stack_entry(const char *function);
+int query_interpreter_binary(const char *binary);
+
+/*
  * `GET /api/v1/symbolization`: for the selection of `p`, per build ID of
  * the unsymbolized mappings its status, reason and the share of samples it
  * leaves unnamed, and the overall unsymbolized share (JSON object).  Needs

@@ -53,8 +53,28 @@ struct qgroup {
 	size_t n_unresolved;  /* distinct locations left without names */
 };
 
+/*
+ * Unwinding signatures of the stacks whose outermost user-space frame is in
+ * one binary (diagnose() below; docs/symbolization.md, "Unwinding or
+ * symbolization").  Values are sample weights.
+ */
+struct ugroup {
+	char *build_id;        /* "" when the mapping has none */
+	char *binary;
+	int64_t total;         /* stacks whose root is in this binary */
+	int64_t complete;      /* reach an entry point (_start, clone, goexit...) */
+	int64_t truncated;     /* named root that is no entry point */
+	int64_t root_unnamed;  /* root without a name: symbolize first */
+	int64_t short_interp;  /* 1-2 user frames, root in an interpreter */
+	int go;                /* a runtime.* frame was seen in this binary */
+	int64_t go_rooted;     /* Go stacks that reach goexit/mstart */
+};
+
 struct qsym {
 	struct arena strs;
+	struct ugroup *ug;
+	size_t n_ug, cap_ug;
+	struct qmap mapug;          /* part << 32 | mapping -> 1 + ugroup */
 	struct qloc *locs;
 	size_t n_locs, cap_locs;
 	struct qmap nonleaf, leaf;  /* part << 32 | loc -> index in locs */
@@ -79,6 +99,8 @@ void query__sym_free(struct qctx *q, struct qsym *s)
 	query__mem_free(q, s->locs, s->cap_locs, sizeof(*s->locs));
 	query__mem_free(q, s->frames, s->cap_frames, sizeof(*s->frames));
 	query__mem_free(q, s->groups, s->cap_groups, sizeof(*s->groups));
+	query__mem_free(q, s->ug, s->cap_ug, sizeof(*s->ug));
+	query__map_release(q, &s->mapug);
 	query__map_release(q, &s->nonleaf);
 	query__map_release(q, &s->leaf);
 	query__map_release(q, &s->mapgroup);
@@ -211,17 +233,24 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 	if (lv.mapping_id) {
 		/* Every location of a mapping lands in the same group: decode the
 		 * mapping and search the groups once per mapping.  mapgroup holds
-		 * 1 + the group (0: the mapping has functions) | MAP_KERNEL. */
+		 * 1 + the group (0: none made yet) | MAP_KERNEL.  A group is made
+		 * for the first location without lines, whatever the mapping's
+		 * has_functions says: the store keeps one mapping per build ID
+		 * with the flags first seen, so a binary's raw frames can share
+		 * the mapping of a profile that arrived with names. */
 		uint64_t mkey = (uint64_t)part << 32 | lv.mapping_id;
 		uint32_t g1;
+		int have = query__map_get(&s->mapgroup, mkey, &g1);
 
-		if (!query__map_get(&s->mapgroup, mkey, &g1)) {
-			g1 = 0;
+		if (!have || (!lv.n_lines && !(g1 & ~MAP_KERNEL))) {
+			g1 = have ? g1 : 0;
 			if (!store_symbols_mapping(sym, lv.mapping_id, &mp)) {
-				if (!(mp.flags & STORE_MAP_HAS_FUNCTIONS)) {
-					if ((rc = group_of(q, s, &mp, &g1)))
+				if (!lv.n_lines) {
+					uint32_t g = 0;
+
+					if ((rc = group_of(q, s, &mp, &g)))
 						return rc;
-					g1++;
+					g1 |= g + 1;
 				}
 				if (kernel_mapping(&mp))
 					g1 |= MAP_KERNEL;
@@ -620,6 +649,246 @@ static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struc
 	return rc;
 }
 
+/* ---- unwinding or symbolization ---------------------------------------- */
+
+/*
+ * Functions a complete user-space stack starts from (its root, or near it
+ * when an unwinder reads one frame too far): program and thread entries of
+ * glibc, musl and Go.  Go's assembly symbols carry ".abi0".
+ */
+static const char *const entries[] = {
+	"_start", "__libc_start_main", "__libc_start_call_main", "_dl_start", "_dl_start_user",
+	"clone", "clone3", "__clone", "__clone3", "__GI___clone", "__GI___clone3",
+	"start_thread", "thread_start", "runtime.goexit", "runtime.mstart", "runtime.rt0_go",
+};
+
+static int name_is(const char *name, const char *want)
+{
+	size_t n = strlen(want);
+
+	return !strncmp(name, want, n) && (name[n] == '\0' || !strcmp(name + n, ".abi0"));
+}
+
+static int is_entry(const char *name)
+{
+	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++)
+		if (name_is(name, entries[i]))
+			return 1;
+	return 0;
+}
+
+/* Binaries of interpreters and VMs, whose own frames say nothing alone. */
+static int is_interpreter(const char *binary)
+{
+	static const char *const names[] = { "python", "libpython", "ruby", "libruby", "node",
+					     "libnode", "java", "libjvm", "php", "perl", "libperl",
+					     "lua", "libluajit", "luajit" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(binary, names[i], strlen(names[i])))
+			return 1;
+	return 0;
+}
+
+int query_stack_entry(const char *function)
+{
+	return function && is_entry(function);
+}
+
+int query_interpreter_binary(const char *binary)
+{
+	return binary && is_interpreter(binary);
+}
+
+/* The ugroup of mapping `map_id` of partition `part` (*out 0: none). */
+static int ugroup_of(struct qctx *q, struct qsym *s, struct store_symbols *sym, uint32_t part,
+		     uint32_t map_id, uint32_t *out)
+{
+	uint64_t key = (uint64_t)part << 32 | map_id;
+	struct store_mapping mp;
+	const char *bid, *bin;
+	uint32_t g1;
+	int rc;
+
+	*out = 0;
+	if (query__map_get(&s->mapug, key, out))
+		return 0;
+	if (!map_id || store_symbols_mapping(sym, map_id, &mp) || kernel_mapping(&mp))
+		return query__map_put(q, &s->mapug, key, 0);
+	bid = mp.build_id ? mp.build_id : "";
+	bin = mp.filename && mp.filename[0] ? base_name(mp.filename) : "[unknown]";
+	for (g1 = 1; g1 <= s->n_ug; g1++)
+		if (!strcmp(s->ug[g1 - 1].build_id, bid) &&
+		    (bid[0] || !strcmp(s->ug[g1 - 1].binary, bin)))
+			break;
+	if (g1 > s->n_ug) {
+		struct ugroup *u;
+
+		if (s->n_ug >= MAX_GROUPS)
+			return query__map_put(q, &s->mapug, key, 0);
+		if ((rc = query__mem_grow(q, (void **)&s->ug, &s->cap_ug, sizeof(*s->ug), s->n_ug + 1,
+					  "unwinding groups")))
+			return rc;
+		u = &s->ug[s->n_ug];
+		memset(u, 0, sizeof(*u));
+		if (!(u->build_id = sdup(q, s, bid)) || !(u->binary = sdup(q, s, bin)))
+			return ERR_TOO_LARGE;
+		g1 = (uint32_t)++s->n_ug;
+	}
+	*out = g1;
+	return query__map_put(q, &s->mapug, key, g1);
+}
+
+/* The out-of-line function of a frame (a location in a role), or NULL. */
+static const char *frame_name(const struct qsym *s, struct store_symbols *sym, uint32_t part,
+			      uint32_t loc, int leaf, const struct store_location_view *lv)
+{
+	const struct qsym_frame *f;
+	struct store_function fn;
+	size_t n;
+
+	if (lv->n_lines) {
+		if (store_symbols_function(sym, lv->lines[lv->n_lines - 1].function_id, &fn) ||
+		    !fn.name || !fn.name[0])
+			return NULL;
+		return fn.name;
+	}
+	n = query__sym_frames(s, part, loc, leaf, &f);
+	return n ? f[n - 1].function : NULL;
+}
+
+/*
+ * Pass 4: per binary of the outermost user-space frame, how many samples'
+ * stacks reach an entry point, stop at a named function that is none or
+ * at an address outside every mapping (a broken unwinder), stop at a frame
+ * without a name (symbolization first), or are one or two frames deep in
+ * an interpreter.
+ */
+static int diagnose(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < m->n && !rc; i++) {
+		struct store_symbols *sym;
+		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part, parent, loc;
+		uint32_t root_map = 0, g1;
+		const char *root_name = NULL;
+		size_t user = 0, depth = 0;
+		int leaf = 1, entry = 0, go = 0, go_rooted = 0, junk = 0, raw = 0;
+		struct ugroup *u;
+
+		if (!st || (rc = query__views_get(q, v, part, &sym)))
+			continue;
+		for (; st && depth < MAX_DEPTH; st = parent, depth++) {
+			struct store_location_view lv;
+			const char *name;
+			int kern;
+
+			if (store_symbols_stack_node(sym, st, &parent, &loc) ||
+			    store_symbols_location(sym, loc, &lv))
+				break;
+			kern = query__sym_kernel(s, part, loc);
+			if (!kern) {
+				name = frame_name(s, sym, part, loc, leaf, &lv);
+				user++;
+				/* A root outside every mapping is an address the unwinder
+				 * read from junk; the stack counts for the binary of the
+				 * outermost frame that has one. */
+				junk = !lv.mapping_id;
+				raw = !lv.n_lines;
+				if (lv.mapping_id)
+					root_map = lv.mapping_id;
+				root_name = name;
+				if (name) {
+					entry |= is_entry(name);
+					go |= !strncmp(name, "runtime.", 8);
+					go_rooted |= name_is(name, "runtime.goexit") ||
+						     name_is(name, "runtime.mstart");
+				}
+			}
+			leaf = kern;
+		}
+		/* A root that arrived with its name was unwound by a runtime's own
+		 * profiler (Java, Python, Go's runtime/pprof), whose roots are its
+		 * language's, not the native entry points: only raw roots, which
+		 * a native unwinder produced, are judged. */
+		if (!user || !raw || (rc = ugroup_of(q, s, sym, part, root_map, &g1)) || !g1)
+			continue;
+		u = &s->ug[g1 - 1];
+		u->total += m->stacks[i].value;
+		u->go |= go;
+		if (go_rooted)
+			u->go_rooted += m->stacks[i].value;
+		if (entry)
+			u->complete += m->stacks[i].value;
+		else if (!root_name && !junk)
+			u->root_unnamed += m->stacks[i].value;
+		else
+			u->truncated += m->stacks[i].value;
+		if (user <= 2 && is_interpreter(u->binary))
+			u->short_interp += m->stacks[i].value;
+	}
+	return rc;
+}
+
+/* What the signatures of `u` say: NULL when nothing points at the unwinder. */
+static const char *unwind_verdict(const struct ugroup *u, const char **fix)
+{
+	/* Go's runtime/pprof leaves runtime.goexit out of its stacks: a Go
+	 * binary none of whose stacks reach goexit or mstart had its roots
+	 * removed by the producer, not lost by an unwinder. */
+	int64_t truncated = u->go && !u->go_rooted ? 0 : u->truncated;
+
+	if (u->total <= 0)
+		return NULL;
+	if (u->short_interp * 2 >= u->total) {
+		*fix = "the interpreter's own frames are all the unwinder sees: profile with the "
+		       "runtime's profiler, or have it write a perf map (python -X perf, "
+		       "node --perf-basic-prof, the JVM's perf-map-agent)";
+		return "interpreter";
+	}
+	if (truncated * 10 >= u->total) {
+		*fix = "stacks stop at a named function that is not an entry point (_start, "
+		       "__libc_start_main, clone, start_thread, runtime.goexit): fix the unwinder, "
+		       "not the symbols. With frame-pointer unwinding (perf --call-graph fp, most "
+		       "eBPF agents) rebuild with -fno-omit-frame-pointer "
+		       "-mno-omit-leaf-frame-pointer, or unwind with .eh_frame (perf --call-graph "
+		       "dwarf) and keep .eh_frame in the binary";
+		return "truncated";
+	}
+	return NULL;
+}
+
+static int unwinding_json(struct buf *out, const struct qsym *const *ss, size_t n, int all)
+{
+	int first = 1, rc = buf_puts(out, ",\"unwinding\":[");
+
+	for (size_t i = 0; i < n && !rc; i++)
+		for (size_t g = 0; ss[i] && g < ss[i]->n_ug && !rc; g++) {
+			const struct ugroup *u = &ss[i]->ug[g];
+			const char *fix = "", *verdict = unwind_verdict(u, &fix);
+			double t = u->total > 0 ? (double)u->total : 1.0;
+
+			if (!verdict && !all)
+				continue;
+			rc = buf_puts(out, first ? "{\"buildId\":" : ",{\"buildId\":");
+			first = 0;
+			if (!rc) rc = buf_put_json_str(out, u->build_id, strlen(u->build_id));
+			if (!rc) rc = buf_puts(out, ",\"binary\":");
+			if (!rc) rc = buf_put_json_str(out, u->binary, strlen(u->binary));
+			if (!rc)
+				rc = buf_printf(out, ",\"verdict\":\"%s\",\"completeShare\":%.6f,"
+						"\"truncatedShare\":%.6f,\"rootUnnamedShare\":%.6f,"
+						"\"shortInterpreterShare\":%.6f,\"fix\":",
+						verdict ? verdict : "ok", (double)u->complete / t,
+						(double)u->truncated / t, (double)u->root_unnamed / t,
+						(double)u->short_interp / t);
+			if (!rc) rc = buf_put_json_str(out, fix, strlen(fix));
+			if (!rc) rc = buf_putc(out, '}');
+		}
+	return rc ? rc : buf_putc(out, ']');
+}
+
 /*
  * What this query resolved goes into the memo for the next ones, and the
  * build IDs it used get their last-use date.
@@ -665,6 +934,7 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	query__map_init_dense(&s->leaf);
 	query__map_init_dense(&s->mapgroup);
 	query__map_init(&s->kern);
+	query__map_init(&s->mapug);
 	memset(&v, 0, sizeof(v));
 	m->sym = s;
 	query__memo_begin(q->symmemo, q->tenant, &s->memo);
@@ -676,6 +946,8 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 		remember(q, s);
 	if (!rc)
 		rc = measure(q, s, m, &v);
+	if (!rc)
+		rc = diagnose(q, s, m, &v);
 	query__views_release(&v);
 	return rc;
 }
@@ -729,7 +1001,18 @@ static int put_object(const struct qmerge *const *ms, size_t n, int all, struct 
 		}
 	}
 	if (!rc)
-		rc = buf_puts(out, "]}");
+		rc = buf_putc(out, ']');
+	if (!rc) {
+		const struct qsym *ss[64];
+		size_t k = 0;
+
+		for (size_t i = 0; i < n && k < 64; i++)
+			if (ms[i] && ms[i]->sym)
+				ss[k++] = ms[i]->sym;
+		rc = unwinding_json(out, ss, k, all);
+	}
+	if (!rc)
+		rc = buf_putc(out, '}');
 	return rc;
 }
 
@@ -744,6 +1027,12 @@ int query__sym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
 			continue;
 		if (s->pending || s->unnamed)
 			needed = 1;
+		for (size_t g = 0; g < s->n_ug; g++) {
+			const char *fix;
+
+			if (unwind_verdict(&s->ug[g], &fix))
+				needed = 1;
+		}
 		for (size_t g = 0; g < s->n_groups; g++)
 			if (s->groups[g].status != DEBUGINFO_STATUS_OK)
 				needed = 1;

@@ -844,6 +844,7 @@ struct raw_sym {
 	uint64_t sec_end;      /* end of the symbol's section */
 	const char *name;
 	int rank; /* higher wins among symbols at one address */
+	int final; /* name is interned and demangled already (PLT entries) */
 };
 
 static int raw_sym_cmp(const void *a, const void *b)
@@ -889,18 +890,85 @@ static int collect_syms(struct sym_dwarf *d, struct raw_sym **v, size_t *n, size
 			int rank = (bind == STB_GLOBAL ? 4 : bind == STB_WEAK ? 2 : 0) +
 				   (sh.sh_type == SHT_SYMTAB);
 			(*v)[(*n)++] = (struct raw_sym){ s.st_value, s.st_value + s.st_size,
-							 ss.sh_addr + ss.sh_size, name, rank };
+							 ss.sh_addr + ss.sh_size, name, rank, 0 };
 		}
 	}
 	return 0;
 }
 
-static int build_symtab(struct sym_dwarf *d)
+struct plt_collect {
+	struct sym_dwarf *d;
+	struct raw_sym **v;
+	size_t *n, *cap;
+};
+
+/* A PLT entry as a symbol "name@plt" (demangled first, as perf does). */
+static int on_plt(void *ctx, uint64_t lo, uint64_t hi, const char *raw)
+{
+	struct plt_collect *c = ctx;
+	const char *base = sym__demangle(&c->d->strings, raw), *name;
+	size_t len;
+	char *tmp;
+	int rc;
+
+	if (!base)
+		return ERR_TOO_LARGE;
+	len = strlen(base);
+	if (!good_range(lo, hi) || len > SYM__MAX_NAME)
+		return 0;
+	if (!(tmp = malloc(len + sizeof("@plt"))))
+		return ERR_NOMEM;
+	memcpy(tmp, base, len);
+	memcpy(tmp + len, "@plt", sizeof("@plt"));
+	name = sym__intern(&c->d->strings, tmp, len + 4);
+	free(tmp);
+	if (!name)
+		return ERR_TOO_LARGE;
+	if ((rc = SYM__GROW(c->d, *c->v, *c->cap, *c->n + 1)))
+		return rc;
+	(*c->v)[(*c->n)++] = (struct raw_sym){ lo, hi, hi, name, 8, 1 };
+	return 0;
+}
+
+/*
+ * The PLT entries of the open file, else of `exe` (an executable of the
+ * same build ID, opened here and closed again).
+ */
+static int collect_plt(struct sym_dwarf *d, const char *exe, struct plt_collect *c)
+{
+	struct sym_elf_info info;
+	size_t before = *c->n;
+	struct stat st;
+	Elf *elf;
+	int fd, rc;
+
+	if ((rc = sym__plt_each(d->elf, on_plt, c)) || *c->n > before || !exe)
+		return rc;
+	if ((fd = open(exe, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    !(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL))) {
+		close(fd);
+		return 0;
+	}
+	if (!sym__elf_info(elf, &info, NULL) && info.build_id_len &&
+	    info.build_id_len == d->info.build_id_len &&
+	    !memcmp(info.build_id, d->info.build_id, info.build_id_len))
+		rc = sym__plt_each(elf, on_plt, c);
+	elf_end(elf);
+	close(fd);
+	return rc;
+}
+
+static int build_symtab(struct sym_dwarf *d, const char *plt_from)
 {
 	struct raw_sym *v = NULL;
 	size_t n = 0, cap = 0;
+	struct plt_collect pc = { d, &v, &n, &cap };
 	int rc = collect_syms(d, &v, &n, &cap);
 
+	if (!rc)
+		rc = collect_plt(d, plt_from, &pc);
 	if (rc)
 		goto out;
 	if (n > 1)
@@ -921,7 +989,7 @@ static int build_symtab(struct sym_dwarf *d)
 				continue;
 			v[i].hi = end;
 		}
-		const char *name = sym__demangle(&d->strings, v[i].name);
+		const char *name = v[i].final ? v[i].name : sym__demangle(&d->strings, v[i].name);
 		if (!name) {
 			rc = ERR_TOO_LARGE;
 			goto out;
@@ -1044,7 +1112,7 @@ static int setup(struct sym_dwarf *d, const char *path, const struct sym_dwarf_o
 		if ((rc = build_cu_table(d)))
 			return err_set(msg, rc, "DWARF CU table: %s", err_str(rc));
 	}
-	if ((rc = build_symtab(d)))
+	if ((rc = build_symtab(d, o ? o->plt_from : NULL)))
 		return err_set(msg, rc, "symbol table: %s", err_str(rc));
 	return 0;
 }
@@ -1266,6 +1334,18 @@ int sym_dwarf_lookup(struct sym_dwarf *d, uint64_t pc, struct sym_frame *frames,
 	}
 	*n = k;
 	return 0;
+}
+
+static int dwarf_lookup(void *ctx, uint64_t vaddr, struct sym_frame *frames, size_t max,
+			size_t *n)
+{
+	return sym_dwarf_lookup(ctx, vaddr, frames, max, n);
+}
+
+int sym_dwarf_lookup_caller(struct sym_dwarf *d, uint64_t ret, struct sym_frame *frames,
+			    size_t max, size_t *n)
+{
+	return sym__lookup_caller(dwarf_lookup, d, ret, frames, max, n);
 }
 
 int sym_dwarf_resolve(struct sym_dwarf *d, const uint64_t *vaddrs, size_t n,

@@ -613,3 +613,16 @@ int sym_index_lookup(const struct sym_index *x, uint64_t vaddr,
 	*n = k;
 	return 0;
 }
+
+static int index_lookup(void *ctx, uint64_t vaddr, struct sym_frame *frames, size_t max,
+			size_t *n)
+{
+	return sym_index_lookup(ctx, vaddr, frames, max, n);
+}
+
+int sym_index_lookup_caller(const struct sym_index *x, uint64_t ret,
+			    struct sym_frame *frames, size_t max, size_t *n)
+{
+	/* sym_index_lookup only reads the index: the cast drops no promise. */
+	return sym__lookup_caller(index_lookup, (void *)(uintptr_t)x, ret, frames, max, n);
+}

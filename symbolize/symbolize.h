@@ -196,6 +196,13 @@ struct sym_dwarf_opts {
 	 * index build's included); past it, ERR_TOO_LARGE.  0 means 4 GiB. */
 	size_t max_memory;
 	unsigned flags;  /* enum sym_dwarf_flags */
+	/*
+	 * An executable with the same build ID (borrowed path; NULL: none) to
+	 * take PLT stub names from when the file opened has none: a .debug
+	 * file keeps .plt's address but not the relocations that name its
+	 * entries.  Ignored unless it is a regular ELF file with that build ID.
+	 */
+	const char *plt_from;
 };
 
 enum sym_dwarf_flags {
@@ -208,7 +215,9 @@ enum sym_dwarf_flags {
 };
 
 /*
- * Opens a debug file (or an unstripped executable) for resolution.  A file
+ * Opens a debug file (or an unstripped executable) for resolution.  PLT
+ * stubs are named "sym@plt" (the dynamic symbol, demangled), as perf and
+ * objdump name them, from the file's own .rela.plt or opts->plt_from's.  A file
  * with neither DWARF nor FUNC symbols fails with ERR_INVALID, and so does a
  * build-ID mismatch; both messages name the reason.  `opts` may be NULL.
  * Returns an owned handle in *out (free with sym_dwarf_close).
@@ -248,6 +257,40 @@ typedef int (*sym_frames_fn)(void *ctx, size_t i, uint64_t vaddr,
  */
 int sym_dwarf_resolve(struct sym_dwarf *d, const uint64_t *vaddrs, size_t n,
 		      sym_frames_fn fn, void *ctx);
+
+/*
+ * Resolves a caller's frame (every frame of a stack but the leaf).  `ret`
+ * is the address the stack records for it, in either form producers use:
+ * the return address itself (perf with frame pointers or DWARF, libunwind,
+ * the Go runtime's raw PCs), or an address already moved into the call
+ * instruction (pprof's Location.address convention: Go's runtime/pprof,
+ * perf's libdw unwinder).  ret - 1 is inside the call instruction either
+ * way, and is what this looks up, except when `ret` is the first byte of a
+ * function and ret - 1 cannot be the call:
+ *
+ *   - nothing is known at ret - 1 (alignment padding between functions,
+ *     or before the first one), or
+ *   - ret starts a function that a runtime or the kernel plants as a
+ *     return address (sym_planted_entry: Go's runtime.goexit, whose
+ *     "return address" is its first byte + 1, which pprof producers move
+ *     back to the first byte; signal restorers, whose first byte the
+ *     kernel stores as a handler's return address), whatever precedes it.
+ *
+ * Then the frames at `ret` are returned.  docs/symbolization.md states the
+ * rule and what it cannot tell apart.  Same contract as sym_dwarf_lookup.
+ */
+int sym_dwarf_lookup_caller(struct sym_dwarf *d, uint64_t ret, struct sym_frame *frames,
+			    size_t max, size_t *n);
+
+/*
+ * 1 when `function` (a demangled name, may be NULL) is one whose first
+ * byte a runtime or the kernel plants as a return address: Go's
+ * "runtime.goexit" (a goroutine's first frame returns to goexit + 1, which
+ * pprof producers move back to its first byte) and the signal restorers a
+ * handler returns to ("runtime.sigreturn", "runtime.sigreturn__sigaction",
+ * glibc's "__restore_rt"); Go's ".abi0" symbol names too.
+ */
+int sym_planted_entry(const char *function);
 
 /* ---- 3. The compact index ------------------------------------------------- */
 
@@ -305,5 +348,9 @@ const uint8_t *sym_index_build_id(const struct sym_index *idx, size_t *len);
  */
 int sym_index_lookup(const struct sym_index *idx, uint64_t vaddr,
 		     struct sym_frame *frames, size_t max, size_t *n);
+
+/* sym_dwarf_lookup_caller's rule over the index; no allocation, no lock. */
+int sym_index_lookup_caller(const struct sym_index *idx, uint64_t ret,
+			    struct sym_frame *frames, size_t max, size_t *n);
 
 #endif

@@ -41,7 +41,10 @@
  * freed through it, so the budget bounds what the handle holds at once;
  * scratch freed after a build (an inline tree's spans) is refunded.
  *
- * ==== Index file format, version 1 ====
+ * ==== Index file format, version 2 ====
+ *
+ * Version 2 has the layout of version 1 and names PLT stubs ("sym@plt"):
+ * a version-1 file is refused as corrupt, and debuginfo/ rebuilds it.
  *
  * All integers little-endian.  Sections are 4-byte aligned and follow the
  * header in this order; every offset is from the start of the file.
@@ -49,7 +52,7 @@
  * Header (128 bytes):
  *   off  size  field
  *     0     8  magic "UNHXSYMI"
- *     8     4  version (1)
+ *     8     4  version (2)
  *    12     4  header size (128)
  *    16     8  base: ELF virtual address that range starts are relative to
  *    24     4  n_ranges
@@ -102,7 +105,7 @@
 
 #define SYM_NONE 0xffffffffu
 #define SYM_INDEX_MAGIC "UNHXSYMI"
-#define SYM_INDEX_VERSION 1u
+#define SYM_INDEX_VERSION 2u
 #define SYM_INDEX_HEADER 128u
 #define SYM_INDEX_LOC_SIZE 24u
 
@@ -239,6 +242,14 @@ struct sym_dwarf {
 /* Frees a table grown by SYM__GROW, refunding the budget. */
 #define SYM__FREE(d, p, cap) grow_free(&(d)->budget.alloc, p, cap, sizeof(*(p)))
 
+/* A lookup (sym_dwarf_lookup, sym_index_lookup) behind sym__lookup_caller. */
+typedef int (*sym__lookup_fn)(void *ctx, uint64_t vaddr, struct sym_frame *frames, size_t max,
+			      size_t *n);
+
+/* The caller rule of sym_dwarf_lookup_caller over any lookup. */
+int sym__lookup_caller(sym__lookup_fn fn, void *ctx, uint64_t ret, struct sym_frame *frames,
+		       size_t max, size_t *n);
+
 /* Loads every CU's functions and every function's tree (index writer). */
 int sym__dwarf_load_all(struct sym_dwarf *d);
 
@@ -248,6 +259,15 @@ int sym__dwarf_load_all(struct sym_dwarf *d);
  */
 int sym__dwarf_boundaries(struct sym_dwarf *d, uint64_t **v, size_t *n,
 			  size_t *cap);
+
+/*
+ * Calls `fn` for every named PLT entry of `elf` ([lo, hi), the dynamic
+ * symbol's raw name, borrowed from elf) in address order (plt.c says how
+ * they are found); a file without relocations for its PLT (a .debug file,
+ * another machine) has none.  Returns 0 or the first non-zero of `fn`.
+ */
+typedef int (*sym__plt_fn)(void *ctx, uint64_t lo, uint64_t hi, const char *name);
+int sym__plt_each(Elf *elf, sym__plt_fn fn, void *ctx);
 
 /* Initializes libelf once (idempotent, thread-safe). */
 void sym__elf_init(void);

@@ -155,3 +155,67 @@ const char *sym__demangle(struct intern *t, const char *name)
 	free(dm);
 	return r;
 }
+
+/* ---- the caller rule (symbolize.h, sym_dwarf_lookup_caller) ---- */
+
+/*
+ * Functions whose first byte is planted as a return address: Go's
+ * goroutine entry (newproc stores goexit + 1, pprof producers move it back
+ * to goexit), and the signal restorers the kernel stores as a handler's
+ * return address (sa_restorer: Go's own, glibc's).  Go's assembly
+ * functions carry ".abi0" in the symbol table.
+ */
+static const char *const planted[] = {
+	"runtime.goexit", "runtime.sigreturn", "runtime.sigreturn__sigaction", "__restore_rt",
+};
+
+int sym_planted_entry(const char *function)
+{
+	if (!function)
+		return 0;
+	for (size_t i = 0; i < sizeof(planted) / sizeof(planted[0]); i++) {
+		size_t n = strlen(planted[i]);
+
+		if (!strncmp(function, planted[i], n) &&
+		    (function[n] == '\0' || !strcmp(function + n, ".abi0")))
+			return 1;
+	}
+	return 0;
+}
+
+/* The out-of-line function of a lookup's frames, or NULL. */
+static const char *outermost(const struct sym_frame *f, size_t n)
+{
+	return n ? f[n - 1].function : NULL;
+}
+
+int sym__lookup_caller(sym__lookup_fn fn, void *ctx, uint64_t ret, struct sym_frame *frames,
+		       size_t max, size_t *n)
+{
+	struct sym_frame at[SYM_MAX_FRAMES];
+	const char *before, *here;
+	size_t k = 0, ka = 0;
+	int rc;
+
+	assert(fn && n && (frames || max == 0));
+	*n = 0;
+	if (ret == 0)
+		return 0;
+	if ((rc = fn(ctx, ret - 1, frames, max, &k)))
+		return rc;
+	*n = k;
+	if ((rc = fn(ctx, ret, at, SYM_MAX_FRAMES, &ka)))
+		return rc;
+	before = outermost(frames, k);
+	here = outermost(at, ka);
+	/* ret must begin `here`'s code: the function differs at ret - 1. */
+	if (!here || (before && !strcmp(before, here)))
+		return 0;
+	if (before && !sym_planted_entry(here))
+		return 0;
+	if (ka > max)
+		ka = max;
+	memcpy(frames, at, ka * sizeof(*at));
+	*n = ka;
+	return 0;
+}

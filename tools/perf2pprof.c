@@ -3,7 +3,7 @@
  * gperftools CPU profile into a raw-address pprof, the way a stripped
  * production agent would send it.
  *
- *   perf2pprof -i perf.data -o out.pb.gz [--raw] [--perf PATH]
+ *   perf2pprof -i perf.data -o out.pb.gz [--raw] [--perf PATH] [--callers-in-call]
  *   perf2pprof --gperftools CPUPROFILE_FILE -o out.pb.gz [--raw]
  *
  * `perf script` prints callchain addresses relative to their DSO
@@ -197,6 +197,8 @@ struct perf_state {
 	int64_t period;
 	uint64_t frames[MAX_FRAMES];
 	size_t n_frames;
+	int prev_kernel;    /* the frame before (leaf-ward) is the kernel's */
+	unsigned flags;     /* enum p2p_flags */
 	/* totals */
 	int64_t first_ns, last_ns;
 	int64_t period_sum;
@@ -447,6 +449,9 @@ static int add_frame(struct perf_state *s, const char *text)
 		snprintf(dso, sizeof(dso), "%.*s", (int)(close - open - 1), open + 1);
 	if (s->n_frames == MAX_FRAMES)
 		return 0; /* deeper frames than any unwinder gives; keep the leaf side */
+	if ((s->flags & P2P_CALLERS_IN_CALL) && s->n_frames && !s->prev_kernel && v > 0)
+		v--;
+	s->prev_kernel = v >= (1ULL << 63);
 	if ((rc = resolve(s, v, dso, &loc)))
 		return err_set(s->msg, rc, "frame %s: cannot add location", text);
 	s->frames[s->n_frames++] = loc;
@@ -541,8 +546,9 @@ static int64_t file_mtime_ns(const char *path)
 	return (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
 }
 
-int p2p_read_perf(const char *perf_bin, const char *path, struct bid_cache *bids,
-		  struct pw *w, struct p2p_result *res, struct err_msg *msg)
+int p2p_read_perf(const char *perf_bin, const char *path, unsigned flags,
+		  struct bid_cache *bids, struct pw *w, struct p2p_result *res,
+		  struct err_msg *msg)
 {
 	char *bid_argv[] = { (char *)perf_bin, "buildid-list", "-i", (char *)path, NULL };
 	char *script_argv[] = { (char *)perf_bin, "script", "-i", (char *)path, "--no-inline",
@@ -559,6 +565,7 @@ int p2p_read_perf(const char *perf_bin, const char *path, struct bid_cache *bids
 	s->w = w;
 	s->bids = bids;
 	s->msg = msg;
+	s->flags = flags;
 	if ((rc = run_lines(bid_argv, buildid_line, bids, msg)) ||
 	    (rc = run_lines(script_argv, script_line, s, msg)) || (rc = flush_sample(s)))
 		goto out;
@@ -599,6 +606,7 @@ static int write_file(const char *path, const struct buf *b, struct err_msg *msg
 static void usage(void)
 {
 	fprintf(stderr, "usage: perf2pprof -i perf.data -o out.pb.gz [--raw] [--perf PATH] [--quiet]\n"
+			"                  [--callers-in-call]\n"
 			"       perf2pprof --gperftools CPUPROFILE_FILE -o out.pb.gz [--raw] [--quiet]\n");
 }
 
@@ -611,6 +619,7 @@ int main(int argc, char **argv)
 	struct err_msg msg = { "" };
 	struct pw_meta meta;
 	int raw = 0, quiet = 0, rc, i;
+	unsigned flags = 0;
 	struct buf b;
 	struct pw w;
 
@@ -627,6 +636,8 @@ int main(int argc, char **argv)
 			raw = 1;
 		else if (strcmp(argv[i], "--quiet") == 0)
 			quiet = 1;
+		else if (strcmp(argv[i], "--callers-in-call") == 0)
+			flags |= P2P_CALLERS_IN_CALL;
 		else {
 			usage();
 			return 2;
@@ -640,7 +651,7 @@ int main(int argc, char **argv)
 	if ((rc = pw_init(&w, 2)) || (rc = pw_label_key(&w, "thread")))
 		goto out;
 	rc = gperf ? p2p_read_gperftools(gperf, &bids, &w, &res, &msg)
-		   : p2p_read_perf(perf_bin, in, &bids, &w, &res, &msg);
+		   : p2p_read_perf(perf_bin, in, flags, &bids, &w, &res, &msg);
 	if (rc)
 		goto out;
 	meta = (struct pw_meta){ .type_unit = types, .period_type = "cpu",

@@ -40,9 +40,21 @@ struct p2p_result {
 	uint64_t events;      /* samples read (before aggregation) */
 };
 
-/* Reads perf.data at `path` through `perf_bin` (e.g. "perf"). */
-int p2p_read_perf(const char *perf_bin, const char *path, struct bid_cache *bids,
-		  struct pw *w, struct p2p_result *res, struct err_msg *msg);
+enum p2p_flags {
+	/*
+	 * Moves every caller's address into its call instruction (return
+	 * address - 1, except for the frame just below a kernel frame, which
+	 * is a PC), as pprof producers that follow Location.address's
+	 * convention send them (Go's runtime/pprof, perf's libdw unwinder).
+	 */
+	P2P_CALLERS_IN_CALL = 1 << 0,
+};
+
+/* Reads perf.data at `path` through `perf_bin` (e.g. "perf"); `flags` are
+ * enum p2p_flags. */
+int p2p_read_perf(const char *perf_bin, const char *path, unsigned flags,
+		  struct bid_cache *bids, struct pw *w, struct p2p_result *res,
+		  struct err_msg *msg);
 
 /* Reads a gperftools CPUPROFILE file. */
 int p2p_read_gperftools(const char *path, struct bid_cache *bids, struct pw *w,

@@ -1,7 +1,8 @@
 /*
  * fuzz_elf.c - libFuzzer target for ELF/DWARF uploads: the bytes go
- * through inspection, the DWARF resolver (a few lookups), the index writer
- * and the index reader, with memory caps as the server would set them.
+ * through inspection, the DWARF resolver (a few lookups, as leaves and as
+ * callers), PLT names, the index writer and the index reader, with memory
+ * caps as the server would set them.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -21,8 +22,10 @@ static void probe_index(struct sym_dwarf *d, const uint64_t *addrs, size_t n)
 	buf_init(&b, 16u << 20);
 	if (sym_index_build_buf(d, &b, NULL, NULL) == 0 &&
 	    sym_index_open_mem(b.data, b.len, NULL, 0, &x, NULL) == 0) {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			sym_index_lookup(x, addrs[i], f, SYM_MAX_FRAMES, &k);
+			sym_index_lookup_caller(x, addrs[i], f, SYM_MAX_FRAMES, &k);
+		}
 		sym_index_close(x);
 	}
 	buf_release(&b);
@@ -51,8 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (sym_addr_to_vaddr(&info, s->offset + s->filesz / 3, SYM_ADDR_RETURN, &v) == 0)
 			addrs[n++] = v;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		sym_dwarf_lookup(d, addrs[i], f, SYM_MAX_FRAMES, &k);
+		sym_dwarf_lookup_caller(d, addrs[i], f, SYM_MAX_FRAMES, &k);
+	}
 	probe_index(d, addrs, n);
 	sym_dwarf_close(d);
 	return 0;

@@ -279,7 +279,8 @@ static void test_corrupt_structure(void **state)
 		{ "n_locs", 28, 0x10000000 },
 		{ "strtab size", 32, get32(g_idx + 32) + 4 },
 		{ "build id len", 36, 65 },
-		{ "version", 8, 2 },
+		{ "version", 8, SYM_INDEX_VERSION + 1 },
+		{ "old version", 8, SYM_INDEX_VERSION - 1 },
 		{ "locs offset", 112, l_off + 4 },
 		{ "file size", 120, g_len + 4 },
 	};
@@ -450,6 +451,110 @@ static void test_roundtrip_dwz(void **state)
 	assert_int_equal(access(out, F_OK), -1);
 }
 
+/* The outermost function of a lookup, or "(none)". */
+static const char *outer(const struct sym_frame *f, size_t n)
+{
+	return n && f[n - 1].function ? f[n - 1].function : "(none)";
+}
+
+/*
+ * The caller rule on a real binary: at every return address (the
+ * instruction after each call objdump shows), the raw form (ret) and the
+ * pprof form (ret - 1) name what ret - 1 names, in the index and in DWARF
+ * alike; and Go's planted goexit + 1 names runtime.goexit in both forms,
+ * which ret - 1 alone gets wrong for the pprof form.
+ */
+static void caller_rule(const char *bin, int go)
+{
+	struct sym_frame f[SYM_MAX_FRAMES], g[SYM_MAX_FRAMES];
+	struct sym_dwarf *d = NULL;
+	struct sym_index *x = NULL;
+	struct err_msg msg = { "" };
+	char out[600], cmd[2048];
+	uint64_t *rets, *goexit;
+	size_t n, k, kg;
+
+	snprintf(out, sizeof(out), "%s.caller.symidx", bin);
+	assert_int_equal(sym_index_build(bin, out, NULL, NULL, &msg), 0);
+	assert_int_equal(sym_index_open(out, NULL, 0, &x, &msg), 0);
+	assert_int_equal(sym_dwarf_open(bin, NULL, &d, &msg), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "objdump -d -j .text --no-show-raw-insn '%s' 2>/dev/null | awk "
+		 "'/^ *[0-9a-f]+:\\t/ { a = $1; sub(\":\", \"\", a); if (c) print a; "
+		 "c = ($2 ~ /^call/) }'", bin);
+	n = t_popen_addresses(cmd, &rets);
+	assert_true(n >= (go ? 1000u : 3u));
+	for (size_t i = 0; i < n; i++) {
+		for (int form = 0; form < 2; form++) {
+			uint64_t ret = rets[i] - (uint64_t)form;
+
+			assert_int_equal(sym_index_lookup(x, ret - 1, g, SYM_MAX_FRAMES, &kg), 0);
+			assert_int_equal(sym_index_lookup_caller(x, ret, f, SYM_MAX_FRAMES, &k), 0);
+			if (strcmp(outer(f, k), outer(g, kg)) != 0)
+				fprintf(stderr, "0x%" PRIx64 ": caller %s, ret - 1 %s\n", ret,
+					outer(f, k), outer(g, kg));
+			assert_string_equal(outer(f, k), outer(g, kg));
+			assert_int_equal(sym_dwarf_lookup_caller(d, ret, g, SYM_MAX_FRAMES, &kg), 0);
+			assert_string_equal(outer(f, k), outer(g, kg));
+		}
+	}
+	fprintf(stderr, "%s: %zu return addresses, both forms, unchanged\n", t_base(bin), n);
+	free(rets);
+	if (go) {
+		snprintf(cmd, sizeof(cmd),
+			 "nm '%s' | awk '$3 == \"runtime.goexit.abi0\" || $3 == \"runtime.goexit\""
+			 " { print $1 }'", bin);
+		assert_int_equal(t_popen_addresses(cmd, &goexit), 1);
+		/* What ret - 1 alone names for the pprof form: not goexit. */
+		assert_int_equal(sym_index_lookup(x, goexit[0] - 1, g, SYM_MAX_FRAMES, &kg), 0);
+		assert_false(sym_planted_entry(outer(g, kg)));
+		for (uint64_t ret = goexit[0]; ret <= goexit[0] + 1; ret++) {
+			assert_int_equal(sym_index_lookup_caller(x, ret, f, SYM_MAX_FRAMES, &k), 0);
+			assert_string_equal(outer(f, k), "runtime.goexit");
+			assert_int_equal(sym_dwarf_lookup_caller(d, ret, f, SYM_MAX_FRAMES, &k), 0);
+			assert_string_equal(outer(f, k), "runtime.goexit");
+		}
+		free(goexit);
+	}
+	sym_dwarf_close(d);
+	sym_index_close(x);
+}
+
+static void test_caller_rule_c(void **state)
+{
+	(void)state;
+	t_write("inl.h", FIX_C_HEADER);
+	t_write("prog.c", FIX_C);
+	assert_int_equal(t_run("cd '%s' && gcc -g -O2 -o crule prog.c", t_dir), 0);
+	caller_rule(t_path("crule"), 0);
+}
+
+static void test_caller_rule_go(void **state)
+{
+	(void)state;
+	if (system("command -v go >/dev/null 2>&1") != 0)
+		skip();
+	t_write("main.go", FIX_GO);
+	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
+			       "GO111MODULE=off go build -o gorule main.go",
+			       t_dir, t_dir, t_dir, t_dir), 0);
+	caller_rule(t_path("gorule"), 1);
+}
+
+static void test_planted_entry(void **state)
+{
+	(void)state;
+	assert_true(sym_planted_entry("runtime.goexit"));
+	assert_true(sym_planted_entry("runtime.goexit.abi0"));
+	assert_false(sym_planted_entry("runtime.goexit1"));
+	assert_false(sym_planted_entry("runtime.goexit0"));
+	assert_false(sym_planted_entry("main.main"));
+	assert_true(sym_planted_entry("runtime.sigreturn__sigaction"));
+	assert_true(sym_planted_entry("__restore_rt"));
+	assert_false(sym_planted_entry("__restore_rt2"));
+	assert_false(sym_planted_entry(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +566,9 @@ int main(void)
 		cmocka_unit_test(test_corrupt_bytes),
 		cmocka_unit_test(test_corrupt_structure),
 		cmocka_unit_test(test_wrong_build_id),
+		cmocka_unit_test(test_caller_rule_c),
+		cmocka_unit_test(test_caller_rule_go),
+		cmocka_unit_test(test_planted_entry),
 	};
 	t_mkdtemp();
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
