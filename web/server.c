@@ -4,6 +4,7 @@
  * request bodies under the caps, and writing responses.  The only file
  * that includes civetweb.h.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,19 +212,42 @@ static int decode_body(struct mg_connection *conn, struct web_server *srv, struc
 	return 0;
 }
 
+/* Bodies up to this size leave in the same write as the header. */
+#define ONE_WRITE_MAX (64 * 1024)
+
+/*
+ * Sends the response.  Header and body go out in one write when the body
+ * is small: with a second write the first segment would wait for the
+ * client's delayed ACK (Nagle; TCP_NODELAY is set too, see start options).
+ */
 static void send_resp(struct mg_connection *conn, const struct web__resp *rs, int close_conn,
 		      const char *extra_headers)
 {
-	mg_printf(conn,
-		  "HTTP/1.1 %d %s\r\n"
-		  "Content-Type: %s\r\n"
-		  "Content-Length: %zu\r\n"
-		  "Cache-Control: %s\r\n"
-		  "%s%s%s\r\n",
-		  rs->status, err_http_reason(rs->status), rs->content_type, rs->body.len,
-		  rs->cache_control ? rs->cache_control : "no-store",
-		  close_conn ? "Connection: close\r\n" : "", extra_headers ? extra_headers : "",
-		  rs->extra_headers ? rs->extra_headers : "");
+	char head[1024];
+	char *one;
+	int n;
+
+	n = snprintf(head, sizeof(head),
+		     "HTTP/1.1 %d %s\r\n"
+		     "Content-Type: %s\r\n"
+		     "Content-Length: %zu\r\n"
+		     "Cache-Control: %s\r\n"
+		     "%s%s%s\r\n",
+		     rs->status, err_http_reason(rs->status), rs->content_type, rs->body.len,
+		     rs->cache_control ? rs->cache_control : "no-store",
+		     close_conn ? "Connection: close\r\n" : "", extra_headers ? extra_headers : "",
+		     rs->extra_headers ? rs->extra_headers : "");
+	assert(n > 0 && (size_t)n < sizeof(head)); /* every header part is ours and short */
+	one = rs->body.len <= ONE_WRITE_MAX ? malloc((size_t)n + rs->body.len) : NULL;
+	if (one) {
+		memcpy(one, head, (size_t)n);
+		if (rs->body.len)
+			memcpy(one + n, rs->body.data, rs->body.len);
+		mg_write(conn, one, (size_t)n + rs->body.len);
+		free(one);
+		return;
+	}
+	mg_write(conn, head, (size_t)n);
 	if (rs->body.len)
 		mg_write(conn, rs->body.data, rs->body.len);
 }
@@ -630,6 +654,9 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	options[n++] = "yes";
 	options[n++] = "keep_alive_timeout_ms";
 	options[n++] = "5000";
+	/* Responses leave at once, not after the client's delayed ACK (40 ms). */
+	options[n++] = "tcp_nodelay";
+	options[n++] = "1";
 	if (tls) {
 		/* civetweb's own floor too (4: TLS 1.2 and later); tls.c sets the same. */
 		options[n++] = "ssl_protocol_version";
