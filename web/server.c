@@ -390,6 +390,58 @@ static int header_count(const struct mg_request_info *ri, const char *name)
 	return n;
 }
 
+/*
+ * Line ends civetweb 1.15 accepted as they came.  It parses the header
+ * block in place: a CRLF line end becomes two NULs, a bare LF one, so the
+ * byte after a line's terminating NUL tells them apart.  It is inside the
+ * header block for the request line and for every header but the last
+ * (whose next byte may be the block's final LF, also turned into a NUL):
+ * a request with any bare-LF line but its last header is caught, and a
+ * request without headers has no Host, which HTTP/1.1 requires.
+ */
+static int bare_lf(const struct mg_request_info *ri)
+{
+	const char *v = ri->http_version;
+
+	if (v && v[strlen(v) + 1] != '\0')
+		return 1;
+	for (int i = 0; i + 1 < ri->num_headers; i++) {
+		v = ri->http_headers[i].value;
+		if (v[strlen(v) + 1] != '\0')
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Refuses message framing that two HTTP parsers could read differently,
+ * so a proxy in front and this server never disagree on where a request
+ * ends (request smuggling, RFC 9112 §6.3, §11.2): Content-Length given
+ * twice or not a plain number, Content-Length with Transfer-Encoding,
+ * Transfer-Encoding twice, bare LF line ends, HTTP/1.1 without Host.
+ * 0, or ERR_INVALID with a message; the connection must then be closed.
+ */
+static int framing_check(const struct mg_request_info *ri, const char *cl, struct err_msg *msg)
+{
+	int n_cl = header_count(ri, "Content-Length");
+	int n_te = header_count(ri, "Transfer-Encoding");
+
+	if (n_cl > 1)
+		return err_set(msg, ERR_INVALID, "Content-Length given %d times", n_cl);
+	if (n_te > 1)
+		return err_set(msg, ERR_INVALID, "Transfer-Encoding given %d times", n_te);
+	if (n_cl && n_te)
+		return err_set(msg, ERR_INVALID,
+			       "Content-Length together with Transfer-Encoding (RFC 9112 6.3)");
+	if (cl && (!cl[0] || strspn(cl, "0123456789") != strlen(cl) || strlen(cl) > 18))
+		return err_set(msg, ERR_INVALID, "Content-Length \"%.32s\" is not a number", cl);
+	if (bare_lf(ri))
+		return err_set(msg, ERR_INVALID, "line ends must be CRLF, not a bare LF");
+	if (ri->http_version && strcmp(ri->http_version, "1.1") == 0 && header_count(ri, "Host") != 1)
+		return err_set(msg, ERR_INVALID, "an HTTP/1.1 request needs exactly one Host header");
+	return 0;
+}
+
 static const struct web__principal open_principal = { WEB_ALL_TENANTS, WEB_SCOPE_ALL, "open" };
 
 /*
@@ -477,7 +529,10 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rs.reason = WEB_REJ_OTHER;
 	err_clear(&msg);
 
-	if (!rt) {
+	if (framing_check(ri, mg_get_header(conn, "Content-Length"), &msg)) {
+		set_error(&rs, NULL, ERR_INVALID, msg.text, WEB_REJ_INVALID);
+		unread = 1;
+	} else if (!rt) {
 		char m[256];
 
 		snprintf(m, sizeof(m), "no route %.200s (see docs/api.md)", path);
@@ -527,6 +582,8 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		unread = 0;
 	else if (rq.body_state == WEB_BODY_UNREAD)
 		unread = 1;
+	if (unread)
+		mg_disable_connection_keep_alive(conn);
 	if (!rs.file || !send_file(conn, &rs, unread)) {
 		if (rs.file) {
 			rs.status = 404;

@@ -46,10 +46,47 @@ def keepalive(port, n):
           (statistics.median(times) * 1000, times[int(n * 0.99) - 1] * 1000))
 
 
+FRAMING = {
+    # The first Content-Length would frame 5 bytes and leave a second
+    # request on the connection (smuggling behind a proxy that used the last).
+    "dup_cl": b"POST /ingest?name=a.cpu HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n"
+              b"Content-Length: 44\r\n\r\nhelloGET /ready HTTP/1.1\r\nHost: t\r\n\r\n",
+    "cl_chunked": b"POST /ingest?name=a.cpu HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "chunked_cl": b"POST /ingest?name=a.cpu HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked"
+                  b"\r\nContent-Length: 4\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "bare_lf": b"GET /ready HTTP/1.1\nHost: t\nAccept: */*\n\n",
+    "bare_lf_header": b"GET /ready HTTP/1.1\r\nHost: t\nAccept: */*\r\n\r\n",
+    "cl_list": b"POST /ingest?name=a.cpu HTTP/1.1\r\nHost: t\r\nContent-Length: 5, 5\r\n"
+               b"\r\nhello",
+    "cl_junk": b"POST /ingest?name=a.cpu HTTP/1.1\r\nHost: t\r\nContent-Length: 5x\r\n\r\nhello",
+    "no_host": b"GET /ready HTTP/1.1\r\n\r\n",
+    "good": b"GET /ready HTTP/1.1\r\nHost: t\r\n\r\n",
+}
+
+
+def framing(port, name):
+    """Sends one framing probe: its status, message, and whether the server
+    then closed the connection (a second request must get nothing)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(FRAMING[name])
+    f = s.makefile("rb")
+    status, headers, body = read_response(f)
+    try:
+        s.sendall(b"GET /ready HTTP/1.1\r\nHost: t\r\n\r\n")
+        again, _, _ = read_response(f)
+    except OSError:
+        again = None
+    print("status=%s closed=%d message=%s" %
+          (status, again is None, body.decode("utf-8", "replace").strip().replace(" ", "_")))
+
+
 def main():
     cmd, port = sys.argv[1], int(sys.argv[2])
     if cmd == "keepalive":
         keepalive(port, int(sys.argv[3]))
+    elif cmd == "framing":
+        framing(port, sys.argv[3])
     else:
         sys.exit("unknown command " + cmd)
 
