@@ -49,6 +49,15 @@ static void serve_help(FILE *f)
 	      "  --preload-debuginfo DIR     store every DIR/<build-id>.debug as if uploaded\n"
 	      "  --threads N                 worker threads (default 16); queries may use all\n"
 	      "                              but a quarter of them (at least 2 kept for ingest)\n"
+	      "  --max-connections N         connections served at once (default 512; at least\n"
+	      "                              --threads)\n"
+	      "  --max-client-connections N  of those, from one client address (default 64);\n"
+	      "                              more are closed at once\n"
+	      "  --header-timeout T          all headers of a request within T, and no read or\n"
+	      "                              write stalled longer (default 10s)\n"
+	      "  --body-timeout T            a whole request body within T plus a second per MiB\n"
+	      "                              (default 60s; 408 past it)\n"
+	      "  --idle-timeout T            close a kept-alive connection idle for T (default 5s)\n"
 	      "  --query-timeout T           deadline of one query: 30s (default), 500ms, 2m\n"
 	      "  --query-max-bytes N         memory budget of one query (default 1G)\n"
 	      "  --max-request-bytes N       largest request body (K, M, G suffixes)\n"
@@ -211,7 +220,8 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
        O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
        O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
-       O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION };
+       O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
+       O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -250,6 +260,11 @@ static const struct option serve_opts[] = {
 	{ "maintain-interval", required_argument, NULL, O_MAINTAIN },
 	{ "symbol-cache-bytes", required_argument, NULL, O_SYMCACHE },
 	{ "debuginfo-retention", required_argument, NULL, O_DEBUGINFO_RETENTION },
+	{ "max-connections", required_argument, NULL, O_MAX_CONNS },
+	{ "max-client-connections", required_argument, NULL, O_MAX_CLIENT_CONNS },
+	{ "header-timeout", required_argument, NULL, O_HEADER_TIMEOUT },
+	{ "body-timeout", required_argument, NULL, O_BODY_TIMEOUT },
+	{ "idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -393,6 +408,26 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			if (cli_parse_size(optarg, &a->symbol_cache_bytes) || !a->symbol_cache_bytes)
 				return cli_usage_error("serve", "--symbol-cache-bytes: \"%s\" is not a "
 							"positive size", optarg);
+			break;
+		case O_HEADER_TIMEOUT: case O_BODY_TIMEOUT: case O_IDLE_TIMEOUT: {
+			int64_t ns = 0;
+			int *ms = c == O_HEADER_TIMEOUT ? &a->web.request_timeout_ms
+				  : c == O_BODY_TIMEOUT ? &a->web.body_timeout_ms : &a->web.idle_timeout_ms;
+
+			if (parse_duration(optarg, &ns) || ns < 1000000 || ns > 86400000000000LL)
+				return cli_usage_error("serve", "--%s: \"%s\" is not a duration from "
+							"1ms to 1d (10s, 500ms)", serve_opts[idx].name, optarg);
+			*ms = (int)(ns / 1000000);
+			break;
+		}
+		case O_MAX_CONNS: case O_MAX_CLIENT_CONNS:
+			if (cli_parse_size(optarg, &v) || v == 0 || v > 65536)
+				return cli_usage_error("serve", "--%s: \"%s\" is not a number from 1 "
+							"to 65536", serve_opts[idx].name, optarg);
+			if (c == O_MAX_CONNS)
+				a->web.max_connections = (int)v;
+			else
+				a->web.max_client_connections = (int)v;
 			break;
 		case O_HELP: serve_help(stdout); return -1;
 		case O_LOG:

@@ -101,7 +101,11 @@ void web_options_default(struct web_options *opt)
 	memset(opt, 0, sizeof(*opt));
 	opt->listen = WEB_DEFAULT_LISTEN;
 	opt->threads = WEB_DEFAULT_THREADS;
-	opt->request_timeout_ms = 30000;
+	opt->request_timeout_ms = WEB_DEFAULT_HEADER_TIMEOUT_MS;
+	opt->body_timeout_ms = WEB_DEFAULT_BODY_TIMEOUT_MS;
+	opt->idle_timeout_ms = WEB_DEFAULT_IDLE_TIMEOUT_MS;
+	opt->max_connections = WEB_DEFAULT_MAX_CONNECTIONS;
+	opt->max_client_connections = WEB_DEFAULT_MAX_CLIENT_CONNECTIONS;
 	ingest_limits_default(&opt->limits);
 	opt->query.timeout_ns = QUERY_DEFAULT_TIMEOUT_NS;
 	opt->query.max_bytes = QUERY_DEFAULT_MAX_BYTES;
@@ -118,6 +122,23 @@ static void default_body_caps(struct ingest_limits *lim)
 		lim->max_request_bytes = def.max_request_bytes;
 	if (!lim->max_decompressed_bytes)
 		lim->max_decompressed_bytes = def.max_decompressed_bytes;
+}
+
+/* Connection limits of 0 (options not from web_options_default) get the defaults. */
+static void default_conn_limits(struct web_options *o)
+{
+	if (o->request_timeout_ms <= 0)
+		o->request_timeout_ms = WEB_DEFAULT_HEADER_TIMEOUT_MS;
+	if (o->body_timeout_ms <= 0)
+		o->body_timeout_ms = WEB_DEFAULT_BODY_TIMEOUT_MS;
+	if (o->idle_timeout_ms <= 0)
+		o->idle_timeout_ms = WEB_DEFAULT_IDLE_TIMEOUT_MS;
+	if (o->max_connections <= 0)
+		o->max_connections = WEB_DEFAULT_MAX_CONNECTIONS;
+	if (o->max_connections < o->threads)
+		o->max_connections = o->threads;
+	if (o->max_client_connections <= 0)
+		o->max_client_connections = WEB_DEFAULT_MAX_CLIENT_CONNECTIONS;
 }
 
 static const struct route *find_route(const char *path)
@@ -499,6 +520,44 @@ out:
 	return rc;
 }
 
+/*
+ * The connection's slot, taken at its first request (civetweb 1.15 shows
+ * no request info to init_connection): NULL when it is over the
+ * per-address cap, or when no slot is free (then it is not counted).
+ */
+static struct web__conn *conn_slot(struct web_server *srv, struct mg_connection *conn,
+				   const struct mg_request_info *ri, int *refused)
+{
+	struct web__conn *c = mg_get_user_connection_data(conn);
+
+	*refused = 0;
+	if (c)
+		return c;
+	c = web__conns_open(&srv->conns, ri->remote_addr, ri->remote_port, ri->server_port,
+			    refused);
+	mg_set_user_connection_data(conn, c);
+	return *refused ? NULL : c;
+}
+
+/*
+ * Starts the deadline of the request's body, if it has one: the whole body
+ * within body_timeout_ms plus a second per MiB declared (conns.c's
+ * watchdog enforces it).  Returns the connection to clear it on, or NULL.
+ */
+static struct web__conn *body_deadline(struct web_server *srv, struct mg_connection *conn,
+				       const struct mg_request_info *ri)
+{
+	struct web__conn *c = mg_get_user_connection_data(conn);
+	int64_t ns = (int64_t)srv->opt.body_timeout_ms * 1000000;
+
+	if (!c || (ri->content_length <= 0 && !mg_get_header(conn, "Transfer-Encoding")))
+		return NULL;
+	if (ri->content_length > 0)
+		ns += (ri->content_length >> 20) * 1000000000LL;
+	web__conns_deadline(&srv->conns, c, clock_mono_ns() + ns);
+	return c;
+}
+
 /* A 401 invites credentials; Basic makes a browser ask for tenant and token. */
 #define CHALLENGE "WWW-Authenticate: Basic realm=\"unhex\", charset=\"UTF-8\"\r\n"
 
@@ -513,7 +572,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	struct web__resp rs = { 0 };
 	char extra[128] = "", tenant[WEB_TENANT_MAX + 1] = WEB_DEFAULT_TENANT;
 	struct err_msg msg;
-	int unread = ri->content_length > 0, rc;
+	int unread = ri->content_length > 0, refused, rc;
 
 	rq.srv = srv;
 	rq.method = ri->request_method;
@@ -529,7 +588,15 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rs.reason = WEB_REJ_OTHER;
 	err_clear(&msg);
 
-	if (framing_check(ri, mg_get_header(conn, "Content-Length"), &msg)) {
+	conn_slot(srv, conn, ri, &refused);
+	if (refused) {
+		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n", srv->opt.idle_timeout_ms / 1000 + 1);
+		err_set(&msg, ERR_UNAVAILABLE, "%.48s holds %d connections already (the limit per "
+			"client address); use fewer", ri->remote_addr, srv->opt.max_client_connections);
+		set_error(&rs, NULL, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
+		rs.status = 429;
+		unread = 1;
+	} else if (framing_check(ri, mg_get_header(conn, "Content-Length"), &msg)) {
 		set_error(&rs, NULL, ERR_INVALID, msg.text, WEB_REJ_INVALID);
 		unread = 1;
 	} else if (!rt) {
@@ -563,12 +630,27 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	} else if (is_query(rt) && web__query_admit(srv, &msg)) {
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
 	} else {
+		struct web__conn *c = body_deadline(srv, conn, ri);
+
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
 		     rt->kind != R_SYMBOLZ) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))
 			web__query_done(srv);
+		if (c && web__conns_expired(&srv->conns, c)) {
+			char m[160];
+
+			atomic_fetch_add_explicit(&srv->body_timeouts, 1, memory_order_relaxed);
+			snprintf(m, sizeof(m), "request body not received within its deadline (%d s, "
+				 "plus a second per MiB declared)", srv->opt.body_timeout_ms / 1000);
+			buf_reset(&rs.body);
+			set_error(&rs, rt, ERR_TIMEOUT, m, WEB_REJ_OTHER);
+			rs.status = 408;
+			unread = 1;
+		}
+		if (c)
+			web__conns_deadline(&srv->conns, c, 0);
 	}
 	if (rt && (rt->kind == R_INGEST || rt->kind == R_PUSH))
 		web__count(srv, rt->ep, &rs);
@@ -595,6 +677,15 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	buf_release(&rq.body);
 	buf_release(&rs.body);
 	return rs.status;
+}
+
+static void on_connection_close(const struct mg_connection *conn)
+{
+	struct web_server *srv = mg_get_user_data(mg_get_context(conn));
+	struct web__conn *c = mg_get_user_connection_data(conn);
+
+	if (c)
+		web__conns_close(&srv->conns, c);
 }
 
 static int on_log(const struct mg_connection *conn, const char *message)
@@ -664,8 +755,8 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	struct mg_server_port ports[4];
 	unsigned err_code = 0;
 	char err_text[256] = "";
-	char threads[16], timeout[16], ports_opt[sizeof(srv->listen) + 2];
-	const char *options[20];
+	char threads[16], timeout[16], idle[16], ports_opt[sizeof(srv->listen) + 2];
+	const char *options[30];
 	int n = 0, tls, rc;
 
 	srv = calloc(1, sizeof(*srv));
@@ -685,18 +776,23 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	srv->max_queries = srv->opt.threads - (srv->opt.threads / 4 > 2 ? srv->opt.threads / 4 : 2);
 	if (srv->max_queries < 1)
 		srv->max_queries = 1;
-	if (srv->opt.request_timeout_ms <= 0)
-		srv->opt.request_timeout_ms = 30000;
+	default_conn_limits(&srv->opt);
 	srv->started_ns = clock_wall_ns();
 	srv->opt.auth_tokens = NULL; /* read here; the table is srv->auth */
 	err_clear(&srv->tls_msg);
-	snprintf(threads, sizeof(threads), "%d", srv->opt.threads);
+	snprintf(threads, sizeof(threads), "%d", srv->opt.max_connections);
 	snprintf(timeout, sizeof(timeout), "%d", srv->opt.request_timeout_ms);
+	snprintf(idle, sizeof(idle), "%d", srv->opt.idle_timeout_ms);
 	tls = opt->tls_cert && opt->tls_cert[0];
 	/* civetweb's suffix "s" makes a port TLS-only. */
 	snprintf(ports_opt, sizeof(ports_opt), "%s%s", srv->listen, tls ? "s" : "");
 	rc = check_access(srv, opt, msg);
+	if (!rc && web__conns_init(&srv->conns, (size_t)srv->opt.max_connections,
+				   (unsigned)srv->opt.max_client_connections))
+		rc = err_set(msg, ERR_NOMEM, "out of memory for %d connections",
+			     srv->opt.max_connections);
 	if (rc) {
+		web__auth_free(srv->auth);
 		free(srv);
 		return rc;
 	}
@@ -710,7 +806,14 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	options[n++] = "enable_keep_alive";
 	options[n++] = "yes";
 	options[n++] = "keep_alive_timeout_ms";
-	options[n++] = "5000";
+	options[n++] = idle;
+	/* Connections the kernel completes while every worker is busy wait
+	 * here (civetweb's default, 200, refuses a burst of agents). */
+	options[n++] = "listen_backlog";
+	options[n++] = "1024";
+	/* Accepted connections waiting for a worker. */
+	options[n++] = "connection_queue";
+	options[n++] = "128";
 	/* Responses leave at once, not after the client's delayed ACK (40 ms). */
 	options[n++] = "tcp_nodelay";
 	options[n++] = "1";
@@ -724,6 +827,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	pthread_once(&lib_once, lib_init);
 	memset(&cb, 0, sizeof(cb));
 	cb.log_message = on_log;
+	cb.connection_close = on_connection_close;
 	if (tls)
 		cb.init_ssl = on_init_ssl;
 	memset(&init, 0, sizeof(init));
@@ -741,6 +845,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 			     ? err_set(msg, ERR_INVALID, "%s", srv->tls_msg.text)
 			     : err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
 				       err_text[0] ? err_text : "civetweb failed to start");
+		web__conns_release(&srv->conns);
 		web__auth_free(srv->auth);
 		free(srv);
 		return rc;
@@ -749,6 +854,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	memset(ports, 0, sizeof(ports));
 	if (mg_get_server_ports(srv->ctx, 4, ports) < 1) {
 		mg_stop(srv->ctx);
+		web__conns_release(&srv->conns);
 		web__auth_free(srv->auth);
 		free(srv);
 		return err_set(msg, ERR_UNAVAILABLE, "civetweb reports no listening port");
@@ -780,6 +886,7 @@ void web_server_stop(struct web_server *srv)
 	if (!srv)
 		return;
 	mg_stop(srv->ctx);
+	web__conns_release(&srv->conns);
 	web__auth_free(srv->auth);
 	free(srv);
 }

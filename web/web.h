@@ -26,8 +26,14 @@
  *
  *   Every request body is untrusted: its Content-Length is checked against
  *   limits.max_request_bytes before a byte is read, chunked bodies stop at
- *   the same cap, compressed bodies inflate under max_decompressed_bytes, and
- *   a client that stops sending is dropped after request_timeout_ms.  Every
+ *   the same cap, compressed bodies inflate under max_decompressed_bytes.
+ *   Slow clients (docs/operations.md): the headers must arrive within
+ *   request_timeout_ms, the body within body_timeout_ms (408 past it), a
+ *   kept-alive connection idle for idle_timeout_ms is closed, and one
+ *   client address may hold max_client_connections of the max_connections
+ *   (further ones are closed at once).  Framing two parsers could read
+ *   differently (two Content-Lengths, Content-Length with chunked, bare LF)
+ *   is 400 and closes the connection.  Every
  *   response body is built in memory under max_response_bytes: a route
  *   whose answer (a flame graph, a pprof, a table) would pass it answers
  *   413 instead.  Error codes become HTTP statuses through base/err.h's
@@ -81,7 +87,17 @@ struct web_server;
 struct web_options {
 	const char *listen;        /* "HOST:PORT"; port 0 picks a free port; borrowed */
 	int threads;               /* civetweb worker threads; 0 picks WEB_DEFAULT_THREADS */
-	int request_timeout_ms;    /* per-request socket deadline; 0 picks 30000 */
+	int request_timeout_ms;    /* every header of a request must arrive within
+				    * it, and no read or write of a body may stall
+				    * longer; 0 picks WEB_DEFAULT_HEADER_TIMEOUT_MS */
+	int body_timeout_ms;       /* the whole body must arrive within it, plus a
+				    * second per MiB declared; 0 picks the default */
+	int idle_timeout_ms;       /* a kept-alive connection idle this long is
+				    * closed; 0 picks the default */
+	int max_connections;       /* connections served at once (civetweb workers,
+				    * at least `threads`); 0 picks the default */
+	int max_client_connections; /* of those, from one client address; 0 picks
+				    * the default */
 	struct ingest_limits limits;
 	struct query_limits query; /* deadline and byte budget of every query;
 				    * query.symbolizer (borrowed) also serves the
@@ -98,6 +114,11 @@ struct web_options {
 };
 
 #define WEB_DEFAULT_THREADS 16
+#define WEB_DEFAULT_HEADER_TIMEOUT_MS 10000
+#define WEB_DEFAULT_BODY_TIMEOUT_MS 60000
+#define WEB_DEFAULT_IDLE_TIMEOUT_MS 5000
+#define WEB_DEFAULT_MAX_CONNECTIONS 512
+#define WEB_DEFAULT_MAX_CLIENT_CONNECTIONS 64
 #define WEB_DEFAULT_MAX_RESPONSE_BYTES ((size_t)256 << 20)
 #define WEB_MIN_RESPONSE_BYTES ((size_t)64 << 10) /* an error message always fits */
 

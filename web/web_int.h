@@ -19,6 +19,7 @@
 #ifndef UNHEX_WEB_WEB_INT_H
 #define UNHEX_WEB_WEB_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -207,6 +208,53 @@ int web__multipart_parse(const char *body, size_t len, const char *boundary,
 const struct web__part *web__multipart_find(const struct web__part *parts, size_t n,
 					    const char *name);
 
+/* ---- conns.c: open connections, per-address cap, body deadlines ------- */
+
+/* One open connection (civetweb's connection data points here). */
+struct web__conn {
+	int used;
+	int refused;          /* over the per-address cap: answered 429 and closed */
+	int expired;          /* its body deadline passed: reading side shut down */
+	char addr[48];        /* the client's address as civetweb prints it */
+	int remote_port, local_port;
+	int64_t deadline_ns;  /* monotonic; 0: no body being read */
+};
+
+/*
+ * The table: one slot per civetweb worker (a worker holds one connection),
+ * a lock, and the watchdog thread that shuts down connections whose body
+ * deadline passed (conns.c says how).
+ */
+struct web__conns {
+	struct web__conn *slots;
+	size_t n;
+	unsigned per_addr;
+	uint64_t refused;     /* connections refused by the per-address cap */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	int stop;
+};
+
+/* n slots (> 0), at most per_addr (> 0) per address; starts the watchdog. */
+int web__conns_init(struct web__conns *t, size_t n, unsigned per_addr);
+/* Stops the watchdog and frees; no connection may be open.  Idempotent. */
+void web__conns_release(struct web__conns *t);
+/*
+ * Takes a slot for a new connection from addr:rport to local port lport.
+ * When addr already holds per_addr connections, *refused is set (the slot
+ * is taken but not counted for addr).  NULL when no slot is free (the
+ * connection is not counted).
+ */
+struct web__conn *web__conns_open(struct web__conns *t, const char *addr, int rport, int lport,
+				  int *refused);
+void web__conns_close(struct web__conns *t, struct web__conn *c);
+/* Sets (monotonic ns) or clears (0) the deadline of the body being read on c. */
+void web__conns_deadline(struct web__conns *t, struct web__conn *c, int64_t deadline_ns);
+/* True once the watchdog shut c down for its deadline. */
+int web__conns_expired(struct web__conns *t, struct web__conn *c);
+uint64_t web__conns_refused(struct web__conns *t);
+
 /* ---- server.c and routes ------------------------------------------------ */
 
 enum web__endpoint {
@@ -253,6 +301,8 @@ struct web_server {
 	int max_queries;             /* threads minus the reserve kept for ingest */
 	struct web_auth *auth;       /* owned; NULL: the server runs open */
 	struct err_msg tls_msg;      /* why the TLS setup failed, at start */
+	struct web__conns conns;     /* open connections (conns.c) */
+	atomic_uint_fast64_t body_timeouts; /* bodies not received by their deadline */
 };
 
 /* A request as the handlers see it. */

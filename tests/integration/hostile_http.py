@@ -81,12 +81,122 @@ def framing(port, name):
           (status, again is None, body.decode("utf-8", "replace").strip().replace(" ", "_")))
 
 
+def connect_from(port, src):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind((src, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def peer_closed(s):
+    """None while the server keeps s open, else what it sent before closing
+    (b"" for nothing, or a reset)."""
+    try:
+        s.setblocking(False)
+        data = s.recv(4096)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+    finally:
+        s.setblocking(True)
+    if data:
+        s.settimeout(2)
+        try:
+            while True:
+                more = s.recv(4096)
+                if not more:
+                    break
+                data += more
+        except OSError:
+            pass
+    return data
+
+
+def trickle(port, n, mode, interval, duration):
+    """n connections, one per source address 127.0.0.2.., each sending one
+    byte every `interval` s for at most `duration` s: of the request's
+    headers (mode "header") or, after complete headers declaring 1000 bytes,
+    of its body (mode "body").  Prints how many the server ended, and how
+    many it answered 408."""
+    conns, pending, ended, got408 = [], [], 0, 0
+    head = (b"POST /ingest?name=trickle.cpu HTTP/1.1\r\nHost: t\r\n"
+            b"Content-Length: 1000\r\n\r\n")
+    for i in range(n):
+        s = connect_from(port, "127.0.0.%d" % (2 + i % 250))
+        if mode == "body":
+            s.sendall(head)
+            pending.append(b"x" * 1000)
+        else:
+            pending.append(head)
+        conns.append(s)
+    print("opened=%d" % n, file=sys.stderr, flush=True)
+    alive = set(range(n))
+    t0 = time.monotonic()
+    while alive and time.monotonic() - t0 < duration:
+        for i in list(alive):
+            s = conns[i]
+            data = peer_closed(s)
+            if data is not None:
+                if b" 408 " in data[:16]:
+                    got408 += 1
+                ended += 1
+                alive.discard(i)
+                continue
+            try:
+                s.setblocking(True)
+                s.sendall(pending[i][:1])
+                pending[i] = pending[i][1:] or pending[i]
+            except OSError:
+                ended += 1
+                alive.discard(i)
+        time.sleep(interval)
+    print("ended=%d of=%d got408=%d seconds=%.1f" % (ended, n, got408, time.monotonic() - t0))
+
+
+def cap(port, src, n):
+    """n kept-alive connections from address src, each asking GET /ready
+    once and staying open: how many got 200 and how many 429."""
+    conns, codes = [], {}
+    for _ in range(n):
+        s = connect_from(port, src)
+        s.sendall(b"GET /ready HTTP/1.1\r\nHost: t\r\n\r\n")
+        status, _, _ = read_response(s.makefile("rb"))
+        codes[status] = codes.get(status, 0) + 1
+        conns.append(s)
+    print("ok=%d refused=%d of=%d" % (codes.get(200, 0), codes.get(429, 0), n))
+
+
+def idle(port, limit):
+    """One request on a connection, then silence: after how many seconds the
+    server closes it (gives up after `limit` s)."""
+    s = socket.create_connection(("127.0.0.1", port))
+    f = s.makefile("rb")
+    s.sendall(b"GET /ready HTTP/1.1\r\nHost: t\r\n\r\n")
+    status, _, _ = read_response(f)
+    t0 = time.monotonic()
+    s.settimeout(limit)
+    try:
+        data = s.recv(1)
+    except socket.timeout:
+        data = None
+    except OSError:
+        data = b""
+    print("status=%s closed=%d after=%.1f" % (status, data == b"", time.monotonic() - t0))
+
+
 def main():
     cmd, port = sys.argv[1], int(sys.argv[2])
     if cmd == "keepalive":
         keepalive(port, int(sys.argv[3]))
     elif cmd == "framing":
         framing(port, sys.argv[3])
+    elif cmd == "trickle":
+        trickle(port, int(sys.argv[3]), sys.argv[4], float(sys.argv[5]), float(sys.argv[6]))
+    elif cmd == "cap":
+        cap(port, sys.argv[3], int(sys.argv[4]))
+    elif cmd == "idle":
+        idle(port, float(sys.argv[3]))
     else:
         sys.exit("unknown command " + cmd)
 

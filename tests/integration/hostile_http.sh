@@ -32,5 +32,50 @@ done
 out=$($PROBE framing "$PORT" good)
 [[ $out == "status=200 closed=0 message=ready" ]] || fail "a well-framed request: $out"
 
+# ---- slow and idle clients, on a server with deadlines short enough to see.
+stop_server
+start_server "$WORK/data" --header-timeout 20s --body-timeout 20s --idle-timeout 2s \
+	--max-client-connections 8
+
+# A kept-alive connection left idle is closed after --idle-timeout.
+out=$($PROBE idle "$PORT" 60)
+note "idle keep-alive: $out"
+[[ $out =~ ^status=200\ closed=1 ]] || fail "an idle kept-alive connection stayed open: $out"
+
+# One address gets --max-client-connections; the others are 429 and closed.
+out=$($PROBE cap "$PORT" 127.0.0.9 20)
+note "20 connections from one address: $out"
+[[ $out == "ok=8 refused=12 of=20" ]] || fail "per-address cap: $out"
+
+# 200 connections from 200 addresses trickle a byte every 2 s: 100 in their
+# headers, 100 in their bodies.  Meanwhile a normal client's ingest and
+# query are served (curl gives up after 10 s; the target is under 1 s,
+# printed below, not asserted).  Then every trickler is ended by a
+# deadline, the body tricklers with 408.
+$PROBE trickle "$PORT" 100 header 2 90 >"$WORK/trickle.header" 2>"$WORK/trickle.header.err" &
+TH=$!
+$PROBE trickle "$PORT" 100 body 2 90 >"$WORK/trickle.body" 2>"$WORK/trickle.body.err" &
+TB=$!
+for i in $(seq 1 100); do
+	grep -q opened "$WORK/trickle.header.err" && grep -q opened "$WORK/trickle.body.err" && break
+	sleep 0.1
+done
+grep -q opened "$WORK/trickle.body.err" || fail "tricklers did not connect: $(cat "$WORK"/trickle.*.err)"
+sleep 2
+t=$(printf 'main;work 3\nmain;idle 1\n' | curl -sS -m 10 -o "$WORK/body" -w '%{http_code} %{time_total}' \
+	--data-binary @- "$URL/ingest?name=normal.cpu&format=folded") || fail "ingest while 200 trickle: curl failed"
+note "ingest while 200 connections trickle: HTTP $t s"
+[[ $t == 200\ * ]] || fail "ingest while 200 trickle: $t $(cat "$WORK/body")"
+q=$(jq -rn --arg s 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="normal"}' '$s|@uri')
+t=$(curl -sS -m 10 -o "$WORK/body" -w '%{http_code} %{time_total}' \
+	"$URL/pyroscope/render?query=$q&from=now-1h&until=now") || fail "query while 200 trickle: curl failed"
+note "query while 200 connections trickle: HTTP $t s"
+[[ $t == 200\ * ]] || fail "query while 200 trickle: $t $(cat "$WORK/body")"
+wait $TH $TB
+note "header tricklers: $(cat "$WORK/trickle.header")"
+note "body tricklers: $(cat "$WORK/trickle.body")"
+[[ $(cat "$WORK/trickle.header") =~ ^ended=100\ of=100 ]] || fail "header tricklers not all ended"
+[[ $(cat "$WORK/trickle.body") =~ ^ended=100\ of=100\ got408=100 ]] || fail "body tricklers not all 408"
+
 stop_server
 note "hostile_http: all probes bounded"
