@@ -58,6 +58,8 @@ static void serve_help(FILE *f)
 	      "  --body-timeout T            a whole request body within T plus a second per MiB\n"
 	      "                              (default 60s; 408 past it)\n"
 	      "  --idle-timeout T            close a kept-alive connection idle for T (default 5s)\n"
+	      "  --max-inflight-bytes N      memory all requests may hold at once (default 4G):\n"
+	      "                              past it 503 with Retry-After\n"
 	      "  --query-timeout T           deadline of one query: 30s (default), 500ms, 2m\n"
 	      "  --query-max-bytes N         memory budget of one query (default 1G)\n"
 	      "  --max-request-bytes N       largest request body (K, M, G suffixes)\n"
@@ -221,7 +223,8 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
        O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
        O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
-       O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT };
+       O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
+       O_MAX_INFLIGHT };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -265,6 +268,7 @@ static const struct option serve_opts[] = {
 	{ "header-timeout", required_argument, NULL, O_HEADER_TIMEOUT },
 	{ "body-timeout", required_argument, NULL, O_BODY_TIMEOUT },
 	{ "idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT },
+	{ "max-inflight-bytes", required_argument, NULL, O_MAX_INFLIGHT },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -420,6 +424,13 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			*ms = (int)(ns / 1000000);
 			break;
 		}
+		case O_MAX_INFLIGHT:
+			/* A cap, never "unlimited": 0 is refused like any size below 16M. */
+			if (cli_parse_size(optarg, &v) || v < ((size_t)16 << 20))
+				return cli_usage_error("serve", "--max-inflight-bytes: \"%s\" is not a "
+							"size of at least 16M", optarg);
+			a->web.max_inflight_bytes = v;
+			break;
 		case O_MAX_CONNS: case O_MAX_CLIENT_CONNS:
 			if (cli_parse_size(optarg, &v) || v == 0 || v > 65536)
 				return cli_usage_error("serve", "--%s: \"%s\" is not a number from 1 "

@@ -110,6 +110,7 @@ void web_options_default(struct web_options *opt)
 	opt->query.timeout_ns = QUERY_DEFAULT_TIMEOUT_NS;
 	opt->query.max_bytes = QUERY_DEFAULT_MAX_BYTES;
 	opt->max_response_bytes = WEB_DEFAULT_MAX_RESPONSE_BYTES;
+	opt->max_inflight_bytes = WEB_DEFAULT_MAX_INFLIGHT_BYTES;
 }
 
 /* Request body caps of 0 (options not from web_options_default) get the defaults. */
@@ -139,6 +140,8 @@ static void default_conn_limits(struct web_options *o)
 		o->max_connections = o->threads;
 	if (o->max_client_connections <= 0)
 		o->max_client_connections = WEB_DEFAULT_MAX_CLIENT_CONNECTIONS;
+	if (!o->max_inflight_bytes)
+		o->max_inflight_bytes = WEB_DEFAULT_MAX_INFLIGHT_BYTES;
 }
 
 static const struct route *find_route(const char *path)
@@ -205,7 +208,7 @@ static int read_body(struct mg_connection *conn, const struct mg_request_info *r
 }
 
 /* Inflates the body when Content-Encoding (or Connect-Content-Encoding) says gzip. */
-static int decode_body(struct mg_connection *conn, struct web_server *srv, struct buf *body,
+static int decode_body(struct mg_connection *conn, size_t cap, size_t max, struct buf *body,
 		       struct err_msg *msg)
 {
 	const char *enc = mg_get_header(conn, "Content-Encoding");
@@ -219,12 +222,12 @@ static int decode_body(struct mg_connection *conn, struct web_server *srv, struc
 	if (strcasecmp(enc, "gzip") != 0)
 		return err_set(msg, ERR_INVALID, "Content-Encoding \"%.64s\" not supported (use gzip)",
 			       enc);
-	buf_init(&out, srv->opt.limits.max_decompressed_bytes);
-	rc = gunzip_capped(body->data, body->len, srv->opt.limits.max_decompressed_bytes, &out, msg);
+	buf_init(&out, cap);
+	rc = gunzip_capped(body->data, body->len, cap, &out, msg);
 	if (rc) {
 		if (rc == ERR_TOO_LARGE)
-			err_reset(msg, rc, "gzip body inflates past the limit of %zu bytes",
-				  srv->opt.limits.max_decompressed_bytes);
+			err_reset(msg, rc, "gzip body inflates past the limit of %zu bytes%s", cap,
+				  cap < max ? " (the size its gzip trailer declared)" : "");
 		buf_release(&out);
 		return rc;
 	}
@@ -380,23 +383,164 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 	}
 }
 
+/*
+ * The memory budget (docs/operations.md, "Memory"): every request holds
+ * bytes of srv->opt.max_inflight_bytes from before it reads its body until
+ * its answer is sent.  Reserving fails when they are not free.
+ */
+static int mem_reserve(struct web_server *srv, size_t n, size_t *held)
+{
+	size_t cur = atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
+
+	do {
+		if (n > srv->opt.max_inflight_bytes - cur)
+			return ERR_UNAVAILABLE;
+	} while (!atomic_compare_exchange_weak_explicit(&srv->inflight_bytes, &cur, cur + n,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	*held += n;
+	return 0;
+}
+
+static void mem_release(struct web_server *srv, size_t held)
+{
+	size_t was = atomic_fetch_sub_explicit(&srv->inflight_bytes, held, memory_order_relaxed);
+
+	assert(was >= held);
+	(void)was;
+}
+
+static int mem_busy(struct web_server *srv, size_t want, struct err_msg *msg)
+{
+	atomic_fetch_add_explicit(&srv->mem_refused, 1, memory_order_relaxed);
+	return err_set(msg, ERR_UNAVAILABLE,
+		       "server busy: requests in flight hold %zu of the %zu bytes of "
+		       "--max-inflight-bytes and this one needs %zu; retry shortly",
+		       atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed),
+		       srv->opt.max_inflight_bytes, want);
+}
+
+/*
+ * The uncompressed size a gzip stream declares in its trailer (ISIZE,
+ * RFC 1952 2.3.1: modulo 2^32), or 0 when `p` is not gzip.  Untrusted: it
+ * only sizes the reservation, and the inflate is capped at it.
+ */
+static size_t gzip_isize(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (n < 18 || u[0] != 0x1f || u[1] != 0x8b)
+		return 0;
+	return (size_t)u[n - 4] | (size_t)u[n - 3] << 8 | (size_t)u[n - 2] << 16 |
+	       (size_t)u[n - 1] << 24;
+}
+
+/* An inflate bound from a declared size: at least `floor`, at most `max`. */
+static size_t inflate_bound(size_t isize, size_t floor, size_t max)
+{
+	if (max >= ((size_t)1 << 32))
+		return max; /* ISIZE wraps at 4 GiB: it says nothing then */
+	if (isize < floor)
+		isize = floor;
+	return isize < max ? isize : max;
+}
+
+/*
+ * Before any body byte is read: a query holds its whole query.max_bytes,
+ * a body its declared length (the request cap when chunked).
+ */
+static int admit_bytes(struct web_server *srv, const struct route *rt,
+		       const struct mg_request_info *ri, int chunked, size_t *held,
+		       struct err_msg *msg)
+{
+	size_t want = 0;
+
+	if (is_query(rt))
+		want += srv->opt.query.max_bytes;
+	if (rt->kind == R_INGEST || rt->kind == R_PUSH || rt->kind == R_CONNECT ||
+	    rt->kind == R_SYMBOLZ) {
+		if (ri->content_length > 0 &&
+		    (unsigned long long)ri->content_length <= srv->opt.limits.max_request_bytes)
+			want += (size_t)ri->content_length;
+		else if (chunked)
+			want += srv->opt.limits.max_request_bytes;
+	}
+	if (want && mem_reserve(srv, want, held))
+		return mem_busy(srv, want, msg);
+	return 0;
+}
+
+/*
+ * After the body is read and inflated, before it is decoded: an ingest
+ * request holds WEB_INGEST_AMPLIFICATION bytes per byte its profiles may
+ * decode to.  A gzipped payload says how much that is in its trailer; in a
+ * multipart or push body (profiles inside, each maybe gzipped) a profile
+ * may inflate to WEB_CONTAINER_INFLATE times the body.  The request's
+ * inflate limit becomes that size, so a trailer that lies gets 413.  A
+ * request that could not fit the budget even alone is narrowed to fit it.
+ */
+static int admit_decode(struct web__req *rq, const struct route *rt, size_t *held,
+			struct err_msg *msg)
+{
+	struct web_server *srv = rq->srv;
+	size_t max = srv->opt.limits.max_decompressed_bytes, len = rq->body.len, dec, want;
+	size_t isize = gzip_isize(rq->body.data, len);
+	int container = rt->kind == R_PUSH ||
+			(rq->content_type && web__media_type_is(rq->content_type, "multipart/form-data"));
+
+	if (isize)
+		dec = inflate_bound(isize, len, max);
+	else if (container)
+		dec = len > max / WEB_CONTAINER_INFLATE ? max : len * WEB_CONTAINER_INFLATE;
+	else
+		dec = len;
+	if (dec > (srv->opt.max_inflight_bytes - *held) / WEB_INGEST_AMPLIFICATION)
+		dec = (srv->opt.max_inflight_bytes - *held) / WEB_INGEST_AMPLIFICATION;
+	if (dec < len)
+		return err_set(msg, ERR_TOO_LARGE,
+			       "a %zu-byte body may need %zu bytes to decode, more than "
+			       "--max-inflight-bytes (%zu)", len, len * WEB_INGEST_AMPLIFICATION,
+			       srv->opt.max_inflight_bytes);
+	if (dec < rq->lim.max_decompressed_bytes)
+		rq->lim.max_decompressed_bytes = dec;
+	want = dec * WEB_INGEST_AMPLIFICATION;
+	if (mem_reserve(srv, want, held))
+		return mem_busy(srv, want, msg);
+	return 0;
+}
+
 /* Reads and validates what every body-carrying route needs; 0 or an error in rs. */
 static int prepare(struct mg_connection *conn, const struct mg_request_info *ri,
 		   const struct route *rt, struct web__req *rq, struct web__resp *rs,
-		   int *unread)
+		   int *unread, size_t *held)
 {
+	struct web_server *srv = rq->srv;
+	const char *enc = mg_get_header(conn, "Content-Encoding");
 	struct err_msg msg;
+	size_t cap = srv->opt.limits.max_decompressed_bytes;
 	int rc;
 
+	if (!enc)
+		enc = mg_get_header(conn, "Connect-Content-Encoding");
 	err_clear(&msg);
 	rc = read_body(conn, ri, &rq->body, unread, &msg);
 	if (rc == 0 && (rt->kind == R_INGEST || rt->kind == R_PUSH))
-		atomic_fetch_add_explicit(&rq->srv->counters.bytes, rq->body.len,
+		atomic_fetch_add_explicit(&srv->counters.bytes, rq->body.len,
 					  memory_order_relaxed);
+	if (rc == 0 && enc && strcasecmp(enc, "gzip") == 0) {
+		/* The inflated body is held until the answer is sent. */
+		cap = inflate_bound(gzip_isize(rq->body.data, rq->body.len), rq->body.len, cap);
+		if (mem_reserve(srv, cap, held))
+			rc = mem_busy(srv, cap, &msg);
+	}
 	if (rc == 0)
-		rc = decode_body(conn, rq->srv, &rq->body, &msg);
+		rc = decode_body(conn, cap, srv->opt.limits.max_decompressed_bytes, &rq->body, &msg);
+	if (rc == 0 && (rt->kind == R_INGEST || rt->kind == R_PUSH))
+		rc = admit_decode(rq, rt, held, &msg);
 	if (rc)
 		set_error(rs, rt, rc, msg.text, web__reason_of_err(rc));
+	if (rc == ERR_UNAVAILABLE)
+		rs->extra_headers = "Retry-After: 1\r\n";
 	return rc;
 }
 
@@ -573,6 +717,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	char extra[128] = "", tenant[WEB_TENANT_MAX + 1] = WEB_DEFAULT_TENANT;
 	struct err_msg msg;
 	int unread = ri->content_length > 0, refused, rc;
+	size_t held = 0;
 
 	rq.srv = srv;
 	rq.method = ri->request_method;
@@ -582,6 +727,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rq.tenant = tenant;
 	rq.who = &who;
 	rq.conn = conn;
+	rq.lim = srv->opt.limits;
 	who = open_principal;
 	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
 	buf_init(&rs.body, srv->opt.max_response_bytes);
@@ -627,6 +773,10 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			 rs.status, msg.text);
 	} else if (web__tenant_check(rq.tenant, &msg)) {
 		set_error(&rs, rt, ERR_INVALID, msg.text, WEB_REJ_TENANT);
+	} else if (admit_bytes(srv, rt, ri, mg_get_header(conn, "Transfer-Encoding") != NULL,
+			       &held, &msg)) {
+		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
+		snprintf(extra, sizeof(extra), "Retry-After: 1\r\n");
 	} else if (is_query(rt) && web__query_admit(srv, &msg)) {
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
 	} else {
@@ -634,7 +784,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
 		     rt->kind != R_SYMBOLZ) ||
-		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
+		    prepare(conn, ri, rt, &rq, &rs, &unread, &held) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))
 			web__query_done(srv);
@@ -676,6 +826,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	free(rs.file);
 	buf_release(&rq.body);
 	buf_release(&rs.body);
+	mem_release(srv, held);
 	return rs.status;
 }
 

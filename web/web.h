@@ -33,7 +33,10 @@
  *   client address may hold max_client_connections of the max_connections
  *   (further ones are closed at once).  Framing two parsers could read
  *   differently (two Content-Lengths, Content-Length with chunked, bare LF)
- *   is 400 and closes the connection.  Every
+ *   is 400 and closes the connection.  All requests in flight together
+ *   hold at most max_inflight_bytes: each reserves its body, its inflated
+ *   body and what its decode or query may need before using it, and gets
+ *   503 with Retry-After when that does not fit.  Every
  *   response body is built in memory under max_response_bytes: a route
  *   whose answer (a flame graph, a pprof, a table) would pass it answers
  *   413 instead.  Error codes become HTTP statuses through base/err.h's
@@ -108,6 +111,9 @@ struct web_options {
 	const char *tls_key;       /* borrowed: PEM private key; both or neither */
 	const char *release_labels; /* borrowed; comma-separated labels that name a
 				    * release (docs/regressions.md); NULL: the default */
+	size_t max_inflight_bytes; /* memory all requests may hold at once (503 with
+				    * Retry-After past it; docs/operations.md);
+				    * 0 picks WEB_DEFAULT_MAX_INFLIGHT_BYTES */
 	size_t max_response_bytes; /* largest response body of any route (413
 				    * past it); 0 picks WEB_DEFAULT_MAX_RESPONSE_BYTES,
 				    * less than WEB_MIN_RESPONSE_BYTES is raised to it */
@@ -118,6 +124,7 @@ struct web_options {
 #define WEB_DEFAULT_BODY_TIMEOUT_MS 60000
 #define WEB_DEFAULT_IDLE_TIMEOUT_MS 5000
 #define WEB_DEFAULT_MAX_CONNECTIONS 512
+#define WEB_DEFAULT_MAX_INFLIGHT_BYTES ((size_t)4 << 30)
 #define WEB_DEFAULT_MAX_CLIENT_CONNECTIONS 64
 #define WEB_DEFAULT_MAX_RESPONSE_BYTES ((size_t)256 << 20)
 #define WEB_MIN_RESPONSE_BYTES ((size_t)64 << 10) /* an error message always fits */

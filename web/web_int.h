@@ -303,7 +303,18 @@ struct web_server {
 	struct err_msg tls_msg;      /* why the TLS setup failed, at start */
 	struct web__conns conns;     /* open connections (conns.c) */
 	atomic_uint_fast64_t body_timeouts; /* bodies not received by their deadline */
+	atomic_size_t inflight_bytes;       /* of opt.max_inflight_bytes, held by requests */
+	atomic_uint_fast64_t mem_refused;   /* requests refused for the memory budget */
 };
+
+/*
+ * Bytes an ingest request may hold per byte its profiles decode to: the
+ * worst case measured (issue 15: 30 MiB of empty pprof strings peaked at
+ * 1.4 GB, 47x).  A profile inside a push or multipart body may inflate to
+ * at most WEB_CONTAINER_INFLATE times the body.
+ */
+#define WEB_INGEST_AMPLIFICATION 48
+#define WEB_CONTAINER_INFLATE 16
 
 /* A request as the handlers see it. */
 struct web__req {
@@ -316,6 +327,8 @@ struct web__req {
 	const struct web__principal *who; /* who asks (an open server's stand-in
 				       * has every scope for every tenant) */
 	struct buf body;              /* read and, if Content-Encoding said so, inflated */
+	struct ingest_limits lim;     /* the server's, with the inflate limit this
+				       * request's memory reservation allows */
 	/* Streaming handlers (uploads) read the body themselves through
 	 * web__req_read() and say here what they left on the connection. */
 	struct mg_connection *conn;

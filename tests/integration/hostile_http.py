@@ -185,6 +185,41 @@ def idle(port, limit):
     print("status=%s closed=%d after=%.1f" % (status, data == b"", time.monotonic() - t0))
 
 
+def membomb(port, n, mib, gz):
+    """n concurrent POST /ingest of `mib` MiB of empty pprof string-table
+    entries (the most memory per body byte, issue 15), gzipped when gz.
+    Prints the statuses and whether every 503 said Retry-After."""
+    import gzip
+    import http.client
+    import threading
+    body = b"\x32\x00" * (mib << 19)
+    if gz:
+        body = gzip.compress(body, 1)
+    results = []
+
+    def one():
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            c.request("POST", "/ingest?name=bomb.cpu&format=pprof", body=body)
+            r = c.getresponse()
+            r.read()
+            results.append((r.status, r.getheader("Retry-After")))
+        except OSError as e:
+            results.append((0, str(e)))
+
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = {}
+    for st, _ in results:
+        codes[st] = codes.get(st, 0) + 1
+    retry = all(ra for st, ra in results if st == 503)
+    print("codes=%s retry_after=%d" %
+          (",".join("%d:%d" % kv for kv in sorted(codes.items())), retry))
+
+
 def main():
     cmd, port = sys.argv[1], int(sys.argv[2])
     if cmd == "keepalive":
@@ -197,6 +232,8 @@ def main():
         cap(port, sys.argv[3], int(sys.argv[4]))
     elif cmd == "idle":
         idle(port, float(sys.argv[3]))
+    elif cmd == "membomb":
+        membomb(port, int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == "gz")
     else:
         sys.exit("unknown command " + cmd)
 

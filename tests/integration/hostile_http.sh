@@ -77,5 +77,29 @@ note "body tricklers: $(cat "$WORK/trickle.body")"
 [[ $(cat "$WORK/trickle.header") =~ ^ended=100\ of=100 ]] || fail "header tricklers not all ended"
 [[ $(cat "$WORK/trickle.body") =~ ^ended=100\ of=100\ got408=100 ]] || fail "body tricklers not all 408"
 
+# ---- the memory budget: 16 concurrent bodies of 8 MiB of empty pprof
+# strings (the most memory per body byte; alone each takes ~150 MB, so 16 at
+# once ~2.4 GB), raw and gzipped.  Every answer is a 4xx, 200 or 503 with
+# Retry-After, never a crash, and the server's peak RSS stays within the
+# 1 GiB budget above its peak before.
+stop_server
+start_server "$WORK/data" --max-request-bytes 8M --max-inflight-bytes 1G
+http GET /ready
+hwm() { awk '/^VmHWM:/ { print $2 * 1024 }' "/proc/$SERVER_PID/status"; }
+BASE=$(hwm)
+for kind in raw gz; do
+	out=$($PROBE membomb "$PORT" 16 8 $kind)
+	note "16 concurrent 8 MiB bodies ($kind): $out; peak RSS $(($(hwm) >> 20)) MiB"
+	[[ $out =~ ^codes=([0-9:,]+)\ retry_after=1$ ]] || fail "memory bombs ($kind): $out"
+	for c in ${BASH_REMATCH[1]//,/ }; do
+		case ${c%%:*} in 200 | 400 | 413 | 503) ;; *) fail "memory bombs ($kind): status ${c%%:*}: $out" ;; esac
+	done
+done
+PEAK=$(hwm)
+note "peak RSS grew by $(((PEAK - BASE) >> 20)) MiB (budget 1024 MiB)"
+((PEAK - BASE <= 1 << 30)) || fail "peak RSS grew by $(((PEAK - BASE) >> 20)) MiB, past the 1 GiB budget"
+http GET /ready
+expect_status 200 ready "the server after the memory bombs"
+
 stop_server
 note "hostile_http: all probes bounded"
