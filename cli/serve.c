@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -58,6 +59,10 @@ static void serve_help(FILE *f)
 	      "  --body-timeout T            a whole request body within T plus a second per MiB\n"
 	      "                              (default 60s; 408 past it)\n"
 	      "  --idle-timeout T            close a kept-alive connection idle for T (default 5s)\n"
+	      "  --log-requests              one logfmt line per request on stderr (tenant,\n"
+	      "                              route, status, bytes, duration)\n"
+	      "  --shutdown-timeout T        on SIGTERM, wait at most T for running requests\n"
+	      "                              (default 30s), then exit with status 1\n"
 	      "  --max-inflight-bytes N      memory all requests may hold at once (default 4G):\n"
 	      "                              past it 503 with Retry-After\n"
 	      "  --query-timeout T           deadline of one query: 30s (default), 500ms, 2m\n"
@@ -224,7 +229,7 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
        O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
        O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
-       O_MAX_INFLIGHT };
+       O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -269,6 +274,8 @@ static const struct option serve_opts[] = {
 	{ "body-timeout", required_argument, NULL, O_BODY_TIMEOUT },
 	{ "idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT },
 	{ "max-inflight-bytes", required_argument, NULL, O_MAX_INFLIGHT },
+	{ "shutdown-timeout", required_argument, NULL, O_SHUTDOWN },
+	{ "log-requests", no_argument, NULL, O_LOG_REQUESTS },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -281,7 +288,7 @@ struct serve_args {
 	size_t memo_bytes;
 	struct web_options web;
 	struct debuginfo_options sym;
-	int64_t retention_ns, block_range_ns, seal_delay_ns, maintain_ns;
+	int64_t retention_ns, block_range_ns, seal_delay_ns, maintain_ns, shutdown_ns;
 	size_t symbol_cache_bytes;
 	struct store_retention tenant_retention[MAX_RETENTION_TENANTS];
 	size_t n_tenant_retention;
@@ -319,6 +326,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	int c, idx = 0;
 
 	a->data = "./data";
+	a->shutdown_ns = 30LL * 1000000000;
 	web_options_default(&a->web);
 	optind = 1;
 	opterr = 0;
@@ -424,6 +432,12 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			*ms = (int)(ns / 1000000);
 			break;
 		}
+		case O_LOG_REQUESTS: a->web.log_requests = 1; break;
+		case O_SHUTDOWN:
+			if (parse_duration(optarg, &a->shutdown_ns))
+				return cli_usage_error("serve", "--shutdown-timeout: \"%s\" is not a "
+							"positive duration (30s, 500ms)", optarg);
+			break;
 		case O_MAX_INFLIGHT:
 			/* A cap, never "unlimited": 0 is refused like any size below 16M. */
 			if (cli_parse_size(optarg, &v) || v < ((size_t)16 << 20))
@@ -565,7 +579,7 @@ int cli_serve(int argc, char **argv)
 	struct err_msg msg;
 	sigset_t set;
 	char url[300];
-	int rc, sig = 0, all = 0;
+	int rc, sig = 0, all = 0, running = 0;
 
 	rc = parse_serve(argc, argv, &a);
 	if (rc)
@@ -641,8 +655,16 @@ int cli_serve(int argc, char **argv)
 		else
 			log_info("SIGHUP: %zu tokens from %s", n, a.web.auth_tokens);
 	}
-	log_info("received %s; finishing in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
-	web_server_stop(srv);
+	log_info("received %s; finishing in-flight requests (at most %lld ms)",
+		 sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)(a.shutdown_ns / 1000000));
+	if (web_server_stop_within(srv, a.shutdown_ns, &running)) {
+		/* The store stays open under the running requests; what was
+		 * acknowledged is in its write-ahead log already. */
+		log_error("%d requests still running after --shutdown-timeout; exiting without "
+			  "waiting for them", running);
+		fflush(NULL);
+		_exit(CLI_EXIT_FAIL);
+	}
 	query_symmemo_free(memo);
 	debuginfo_close(sym);
 	store_close(st);

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <civetweb.h>
 
@@ -276,8 +277,8 @@ static void send_resp(struct mg_connection *conn, const struct web__resp *rs, in
 		mg_write(conn, rs->body.data, rs->body.len);
 }
 
-/* Streams a file response (debuginfod downloads) in chunks; false if it cannot be opened. */
-static int send_file(struct mg_connection *conn, const struct web__resp *rs, int close_conn)
+/* Streams a file response (debuginfod downloads) in chunks: its size, 0 if it cannot be opened. */
+static size_t send_file(struct mg_connection *conn, const struct web__resp *rs, int close_conn)
 {
 	char *chunk = malloc(READ_CHUNK); /* worker stacks are small */
 	struct stat sb;
@@ -299,7 +300,7 @@ static int send_file(struct mg_connection *conn, const struct web__resp *rs, int
 			break;
 	fclose(f);
 	free(chunk);
-	return 1;
+	return sb.st_size > 0 ? (size_t)sb.st_size : 1;
 }
 
 int web__req_read(struct web__req *rq, void *buf, size_t len)
@@ -702,6 +703,98 @@ static struct web__conn *body_deadline(struct web_server *srv, struct mg_connect
 	return c;
 }
 
+/* The kind of route a request's latency is counted under, or -1. */
+static int latency_kind(const struct route *rt)
+{
+	if (!rt)
+		return -1;
+	switch (rt->kind) {
+	case R_INGEST: case R_PUSH:
+		return WEB_LAT_INGEST;
+	case R_QUERY: case R_CONNECT: case R_RELEASES: case R_REGRESSIONS:
+		return WEB_LAT_QUERY;
+	case R_SYMSTATUS: case R_SYMBOLZ: case R_DEBUGINFO:
+		return WEB_LAT_SYMBOLIZATION;
+	default:
+		return -1;
+	}
+}
+
+/* Appends `s` as a logfmt value: bare when it can be, else quoted. */
+static void logfmt_value(struct buf *b, const char *s)
+{
+	if (*s && strcspn(s, " =\"\\") == strlen(s)) {
+		int ctl = 0;
+
+		for (const char *p = s; *p; p++)
+			ctl |= (unsigned char)*p < 0x20 || *p == 0x7f;
+		if (!ctl) {
+			buf_puts(b, s);
+			return;
+		}
+	}
+	buf_putc(b, '"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_printf(b, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			buf_printf(b, "\\x%02x", (unsigned char)*s);
+		else
+			buf_putc(b, *s);
+	}
+	buf_putc(b, '"');
+}
+
+/*
+ * After the answer: the latency histogram, and with --log-requests one
+ * logfmt line on stderr (one write, so lines never interleave).
+ */
+static void finished(struct web_server *srv, const struct route *rt, const struct web__req *rq,
+		     const struct web__resp *rs, const struct mg_request_info *ri, size_t sent,
+		     int64_t ns)
+{
+	int kind = latency_kind(rt);
+	char ts[40];
+	struct timespec now;
+	struct tm tm;
+	struct buf line;
+
+	if (kind >= 0)
+		web__observe(&srv->latency[kind], ns);
+	if (!srv->opt.log_requests)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+	buf_init(&line, 4096);
+	buf_printf(&line, "ts=%s.%03ldZ level=info msg=request method=", ts, now.tv_nsec / 1000000);
+	logfmt_value(&line, ri->request_method);
+	buf_puts(&line, " route=");
+	logfmt_value(&line, rt ? rt->path : "none");
+	buf_puts(&line, " path=");
+	logfmt_value(&line, rq->path);
+	buf_puts(&line, " tenant=");
+	logfmt_value(&line, rq->tenant);
+	buf_printf(&line, " status=%d bytes_in=%lld bytes_out=%zu duration_ms=%.3f remote=",
+		   rs->status, ri->content_length > 0 ? ri->content_length : (long long)rq->body.len,
+		   sent, (double)ns / 1e6);
+	logfmt_value(&line, ri->remote_addr);
+	if (rs->status >= 400 && rs->body.len && rs->content_type &&
+	    strncmp(rs->content_type, "text/plain", 10) == 0) {
+		char err[161];
+		size_t n = rs->body.len < sizeof(err) - 1 ? rs->body.len : sizeof(err) - 1;
+
+		memcpy(err, rs->body.data, n);
+		err[n] = '\0';
+		err[strcspn(err, "\n")] = '\0';
+		buf_puts(&line, " error=");
+		logfmt_value(&line, err);
+	}
+	if (buf_putc(&line, '\n') == 0 && write(STDERR_FILENO, line.data, line.len) < 0)
+		(void)0; /* nowhere left to say it */
+	buf_release(&line);
+}
+
 /* A 401 invites credentials; Basic makes a browser ask for tenant and token. */
 #define CHALLENGE "WWW-Authenticate: Basic realm=\"unhex\", charset=\"UTF-8\"\r\n"
 
@@ -717,8 +810,11 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	char extra[128] = "", tenant[WEB_TENANT_MAX + 1] = WEB_DEFAULT_TENANT;
 	struct err_msg msg;
 	int unread = ri->content_length > 0, refused, rc;
-	size_t held = 0;
+	size_t held = 0, sent;
+	int64_t t0;
 
+	atomic_fetch_add_explicit(&srv->requests_running, 1, memory_order_relaxed);
+	t0 = clock_mono_ns();
 	rq.srv = srv;
 	rq.method = ri->request_method;
 	rq.path = path;
@@ -816,17 +912,21 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		unread = 1;
 	if (unread)
 		mg_disable_connection_keep_alive(conn);
-	if (!rs.file || !send_file(conn, &rs, unread)) {
+	sent = rs.body.len;
+	if (!rs.file || !(sent = send_file(conn, &rs, unread))) {
 		if (rs.file) {
 			rs.status = 404;
 			buf_reset(&rs.body);
 		}
 		send_resp(conn, &rs, unread, extra[0] ? extra : NULL);
+		sent = rs.body.len;
 	}
+	finished(srv, rt, &rq, &rs, ri, sent, clock_mono_ns() - t0);
 	free(rs.file);
 	buf_release(&rq.body);
 	buf_release(&rs.body);
 	mem_release(srv, held);
+	atomic_fetch_sub_explicit(&srv->requests_running, 1, memory_order_relaxed);
 	return rs.status;
 }
 
@@ -1030,6 +1130,89 @@ int web_server_reload_auth(struct web_server *srv, size_t *n, struct err_msg *ms
 int web_server_port(const struct web_server *srv)
 {
 	return srv->port;
+}
+
+/* The stopping half of web_server_stop_within(), on a thread of its own. */
+struct stopper {
+	pthread_mutex_t lock;
+	pthread_cond_t done_cv;
+	struct mg_context *ctx;
+	int done;
+	int abandoned; /* the caller gave up waiting: the thread frees this */
+};
+
+static void *stop_thread(void *arg)
+{
+	struct stopper *sp = arg;
+	int abandoned;
+
+	mg_stop(sp->ctx);
+	pthread_mutex_lock(&sp->lock);
+	sp->done = 1;
+	abandoned = sp->abandoned;
+	pthread_cond_signal(&sp->done_cv);
+	pthread_mutex_unlock(&sp->lock);
+	if (abandoned) {
+		pthread_cond_destroy(&sp->done_cv);
+		pthread_mutex_destroy(&sp->lock);
+		free(sp);
+	}
+	return NULL;
+}
+
+int web_server_stop_within(struct web_server *srv, int64_t timeout_ns, int *running)
+{
+	struct stopper *sp;
+	struct timespec ts;
+	pthread_t t;
+	int done;
+
+	assert(timeout_ns > 0);
+	*running = 0;
+	if (!srv)
+		return 0;
+	sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		web_server_stop(srv);
+		return 0;
+	}
+	pthread_mutex_init(&sp->lock, NULL);
+	pthread_cond_init(&sp->done_cv, NULL);
+	sp->ctx = srv->ctx;
+	if (pthread_create(&t, NULL, stop_thread, sp)) {
+		pthread_cond_destroy(&sp->done_cv);
+		pthread_mutex_destroy(&sp->lock);
+		free(sp);
+		web_server_stop(srv);
+		return 0;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(timeout_ns / 1000000000);
+	ts.tv_nsec += (long)(timeout_ns % 1000000000);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&sp->lock);
+	while (!sp->done && pthread_cond_timedwait(&sp->done_cv, &sp->lock, &ts) == 0)
+		;
+	done = sp->done;
+	if (!done)
+		sp->abandoned = 1;
+	pthread_mutex_unlock(&sp->lock);
+	if (!done) {
+		pthread_detach(t);
+		*running = atomic_load_explicit(&srv->requests_running, memory_order_relaxed);
+		return ERR_TIMEOUT; /* srv stays: its requests still use it */
+	}
+	pthread_join(t, NULL);
+	pthread_cond_destroy(&sp->done_cv);
+	pthread_mutex_destroy(&sp->lock);
+	free(sp);
+	web__conns_release(&srv->conns);
+	web__auth_free(srv->auth);
+	free(srv);
+	return 0;
 }
 
 void web_server_stop(struct web_server *srv)

@@ -111,6 +111,7 @@ struct web_options {
 	const char *tls_key;       /* borrowed: PEM private key; both or neither */
 	const char *release_labels; /* borrowed; comma-separated labels that name a
 				    * release (docs/regressions.md); NULL: the default */
+	int log_requests;          /* one logfmt line per request on stderr */
 	size_t max_inflight_bytes; /* memory all requests may hold at once (503 with
 				    * Retry-After past it; docs/operations.md);
 				    * 0 picks WEB_DEFAULT_MAX_INFLIGHT_BYTES */
@@ -167,6 +168,16 @@ int web_token_line(const char *token, size_t len, const char *tenant, const char
 
 /* Stops accepting, waits for running requests, frees.  NULL is a no-op. */
 void web_server_stop(struct web_server *srv);
+
+/*
+ * Like web_server_stop(), but waits at most timeout_ns (> 0) for running
+ * requests: 0 when they finished (srv is freed), else ERR_TIMEOUT with
+ * *running the requests still in flight; srv then stays allocated (they
+ * still use it and the store), and the caller should end the process
+ * without closing the store.  Every profile acknowledged before is in the
+ * store's write-ahead log already.
+ */
+int web_server_stop_within(struct web_server *srv, int64_t timeout_ns, int *running);
 
 /*
  * Appends the JSON object of one tenant's statistics (the body of

@@ -289,6 +289,21 @@ struct web__counters {
 	atomic_uint_fast64_t rejected[WEB_REJ_COUNT];
 };
 
+/* Request latency histograms on /metrics, by the kind of route. */
+enum web__latency { WEB_LAT_INGEST, WEB_LAT_QUERY, WEB_LAT_SYMBOLIZATION, WEB_LAT_COUNT };
+#define WEB_LAT_BUCKETS 14 /* web__latency_bounds, then +Inf */
+extern const double web__latency_bounds[WEB_LAT_BUCKETS - 1];
+extern const char *const web__latency_names[WEB_LAT_COUNT];
+
+struct web__histogram {
+	atomic_uint_fast64_t bucket[WEB_LAT_BUCKETS]; /* not cumulative; /metrics sums */
+	atomic_uint_fast64_t count;
+	atomic_uint_fast64_t sum_ns;
+};
+
+/* Counts one request of `ns` nanoseconds into h. */
+void web__observe(struct web__histogram *h, int64_t ns);
+
 struct web_server {
 	struct store *store; /* borrowed */
 	struct web_options opt;
@@ -304,6 +319,8 @@ struct web_server {
 	struct web__conns conns;     /* open connections (conns.c) */
 	atomic_uint_fast64_t body_timeouts; /* bodies not received by their deadline */
 	atomic_size_t inflight_bytes;       /* of opt.max_inflight_bytes, held by requests */
+	atomic_int requests_running;        /* in on_request */
+	struct web__histogram latency[WEB_LAT_COUNT];
 	atomic_uint_fast64_t mem_refused;   /* requests refused for the memory budget */
 };
 

@@ -2,7 +2,10 @@
 # hostile_http.sh - the HTTP layer under hostile load (issue 15), on the real
 # server: kept-alive connections answer at once (no Nagle/delayed-ACK wait);
 # ambiguous framing (two Content-Lengths, Content-Length with chunked, bare LF)
-# is refused and the connection closed.
+# is refused and the connection closed; slow, idle and over-the-cap clients
+# are ended by deadlines and caps while a normal client is served; memory
+# bombs stay within the budget; request logs and latency histograms are
+# there; SIGTERM drains.
 # The probes are raw sockets in hostile_http.py; assertions are on outcomes
 # (statuses, "served at all"), with bounds far from what a loaded machine
 # could miss.
@@ -101,5 +104,65 @@ note "peak RSS grew by $(((PEAK - BASE) >> 20)) MiB (budget 1024 MiB)"
 http GET /ready
 expect_status 200 ready "the server after the memory bombs"
 
+# ---- operability: --log-requests writes one logfmt line per request, and
+# /metrics has latency histograms for ingest, query and symbolization.
 stop_server
+start_server "$WORK/data" --log-requests --body-timeout 300s --header-timeout 300s \
+	--shutdown-timeout 20s
+printf 'main;work 3\n' | curl -sS -o /dev/null --data-binary @- -H 'X-Scope-OrgID: team-a' \
+	"$URL/ingest?name=logged.cpu&format=folded"
+q=$(jq -rn --arg s 'process_cpu:cpu:nanoseconds:cpu:nanoseconds{service_name="logged"}' '$s|@uri')
+curl -sS -o /dev/null -H 'X-Scope-OrgID: team-a' "$URL/pyroscope/render?query=$q&from=now-1h&until=now"
+curl -sS -o /dev/null "$URL/api/v1/symbolization?query=$q&from=now-1h&until=now"
+http GET /metrics
+expect_status 200 "" "metrics"
+for kind in ingest query symbolization; do
+	n=$(sed -n "s/^unhex_http_request_duration_seconds_count{kind=\"$kind\"} //p" <<<"$BODY")
+	inf=$(sed -n "s/^unhex_http_request_duration_seconds_bucket{kind=\"$kind\",le=\"+Inf\"} //p" <<<"$BODY")
+	[[ $n =~ ^[1-9][0-9]*$ && $inf == "$n" ]] || fail "latency histogram of $kind: count $n, +Inf $inf"
+done
+grep -q '^unhex_http_inflight_bytes_limit [1-9]' <<<"$BODY" || fail "no memory budget gauge"
+LOG="$WORK/server.$SERVER_N.log"
+line=$(grep 'msg=request method=POST route=/ingest ' "$LOG" | head -1)
+note "request log: $line"
+[[ $line =~ ^ts=[0-9T:.-]+Z\ level=info\ msg=request\ .*\ tenant=team-a\ status=200\ bytes_in=12\ bytes_out=[0-9]+\ duration_ms=[0-9.]+\ remote=127\.0\.0\.1$ ]] ||
+	fail "ingest request log line: $line"
+grep -q 'msg=request method=GET route=/pyroscope/render .* tenant=team-a status=200 ' "$LOG" ||
+	fail "no log line of the render"
+# Every request line is logfmt: key=value pairs, values bare or quoted.
+python3 - "$LOG" <<'PY' || fail "a request log line is not logfmt"
+import re, sys
+pair = re.compile(r'[a-z_]+=(?:"(?:[^"\\]|\\.)*"|[^ "=]+)')
+for line in open(sys.argv[1]):
+    if "msg=request" not in line:
+        continue
+    rest = line.rstrip("\n")
+    while rest:
+        m = pair.match(rest)
+        if not m:
+            sys.exit("not logfmt: " + line)
+        rest = rest[m.end():].lstrip(" ")
+PY
+
+# ---- SIGTERM drains: a body trickling in and an idle kept-alive connection
+# do not hold the server (their own deadlines are 300 s); it stops with 0.
+$PROBE trickle "$PORT" 1 body 1 120 >"$WORK/trickle.drain" 2>"$WORK/trickle.drain.err" &
+TD=$!
+exec 7<>"/dev/tcp/127.0.0.1/$PORT"
+printf 'GET /ready HTTP/1.1\r\nHost: t\r\n\r\n' >&7
+sleep 2
+kill -TERM "$SERVER_PID"
+for i in $(seq 1 600); do
+	kill -0 "$SERVER_PID" 2>/dev/null || break
+	sleep 0.1
+done
+kill -0 "$SERVER_PID" 2>/dev/null && fail "the server still runs 60 s after SIGTERM"
+rc=0
+wait "$SERVER_PID" || rc=$?
+SERVER_PID=
+[ $rc -eq 0 ] || fail "the server exited with $rc after SIGTERM"
+wait $TD || true
+exec 7>&-
+note "drain: a trickling body at SIGTERM: $(cat "$WORK/trickle.drain")"
+grep -q 'stopped' "$LOG" || fail "the server did not log that it stopped"
 note "hostile_http: all probes bounded"
