@@ -122,6 +122,28 @@ for kind in ingest query symbolization; do
 	[[ $n =~ ^[1-9][0-9]*$ && $inf == "$n" ]] || fail "latency histogram of $kind: count $n, +Inf $inf"
 done
 grep -q '^unhex_http_inflight_bytes_limit [1-9]' <<<"$BODY" || fail "no memory budget gauge"
+
+# The alert rules pass promtool, the dashboard is JSON, and every unhex
+# metric either uses is one this server exports.
+if ! command -v promtool >/dev/null; then
+	note "installing promtool (Debian package prometheus)"
+	SUDO=
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		prometheus >/dev/null 2>&1 ||
+		{ $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } ||
+		fail "cannot install promtool (apt-get install prometheus)"
+fi
+MON="$HERE/../../docs/monitoring"
+promtool check rules "$MON/alerts.yml" >"$WORK/promtool.out" 2>&1 ||
+	fail "promtool check rules: $(cat "$WORK/promtool.out")"
+note "promtool: $(tr '\n' ' ' <"$WORK/promtool.out")"
+jq -e '.panels | length > 0' "$MON/grafana-dashboard.json" >/dev/null || fail "dashboard JSON"
+for m in $(grep -oh 'unhex_[a-z_]*' "$MON/alerts.yml" "$MON/grafana-dashboard.json" | sort -u); do
+	base=$(sed -E 's/_(bucket|count|sum)$//' <<<"$m")
+	grep -q "^# TYPE \($m\|$base\) " <<<"$BODY" || fail "docs/monitoring uses $m, which /metrics lacks"
+done
 LOG="$WORK/server.$SERVER_N.log"
 line=$(grep 'msg=request method=POST route=/ingest ' "$LOG" | head -1)
 note "request log: $line"
