@@ -510,6 +510,35 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 	return 0;
 }
 
+/*
+ * Ends the body deadline of the connection (set by body_deadline): true
+ * when it had passed, and the watchdog shut the connection's reading side.
+ */
+static int body_done(struct web_server *srv, struct mg_connection *conn)
+{
+	struct web__conn *c = mg_get_user_connection_data(conn);
+	int expired;
+
+	if (!c)
+		return 0;
+	expired = web__conns_expired(&srv->conns, c);
+	web__conns_deadline(&srv->conns, c, 0);
+	return expired;
+}
+
+/* The 408 of a body that did not arrive by its deadline. */
+static void body_timeout(struct web_server *srv, const struct route *rt, struct web__resp *rs)
+{
+	char m[160];
+
+	atomic_fetch_add_explicit(&srv->body_timeouts, 1, memory_order_relaxed);
+	snprintf(m, sizeof(m), "request body not received within its deadline (%d s, plus a "
+		 "second per MiB declared)", srv->opt.body_timeout_ms / 1000);
+	buf_reset(&rs->body);
+	set_error(rs, rt, ERR_TIMEOUT, m, WEB_REJ_OTHER);
+	rs->status = 408;
+}
+
 /* Reads and validates what every body-carrying route needs; 0 or an error in rs. */
 static int prepare(struct mg_connection *conn, const struct mg_request_info *ri,
 		   const struct route *rt, struct web__req *rq, struct web__resp *rs,
@@ -525,6 +554,10 @@ static int prepare(struct mg_connection *conn, const struct mg_request_info *ri,
 		enc = mg_get_header(conn, "Connect-Content-Encoding");
 	err_clear(&msg);
 	rc = read_body(conn, ri, &rq->body, unread, &msg);
+	if (body_done(srv, conn) && rc) {
+		body_timeout(srv, rt, rs);
+		return ERR_TIMEOUT;
+	}
 	if (rc == 0 && (rt->kind == R_INGEST || rt->kind == R_PUSH))
 		atomic_fetch_add_explicit(&srv->counters.bytes, rq->body.len,
 					  memory_order_relaxed);
@@ -884,19 +917,13 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))
 			web__query_done(srv);
-		if (c && web__conns_expired(&srv->conns, c)) {
-			char m[160];
-
-			atomic_fetch_add_explicit(&srv->body_timeouts, 1, memory_order_relaxed);
-			snprintf(m, sizeof(m), "request body not received within its deadline (%d s, "
-				 "plus a second per MiB declared)", srv->opt.body_timeout_ms / 1000);
-			buf_reset(&rs.body);
-			set_error(&rs, rt, ERR_TIMEOUT, m, WEB_REJ_OTHER);
-			rs.status = 408;
+		/* Streaming handlers (uploads) read the body themselves: a failure
+		 * of theirs after the deadline passed is its 408.  A success read
+		 * the whole body, whenever the deadline passed. */
+		if (c && body_done(srv, conn) && rs.status >= 400) {
+			body_timeout(srv, rt, &rs);
 			unread = 1;
 		}
-		if (c)
-			web__conns_deadline(&srv->conns, c, 0);
 	}
 	if (rt && (rt->kind == R_INGEST || rt->kind == R_PUSH))
 		web__count(srv, rt->ep, &rs);
