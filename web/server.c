@@ -927,7 +927,9 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	}
 	if (rt && (rt->kind == R_INGEST || rt->kind == R_PUSH))
 		web__count(srv, rt->ep, &rs);
-	if (rs.status >= 500)
+	/* A 503 is the server protecting itself (memory budget, query slots):
+	 * one line each under a flood would only add to it. */
+	if (rs.status >= 500 && rs.status != 503)
 		log_error("%s %s: %d %.*s", ri->request_method, path, rs.status,
 			  (int)rs.body.len, rs.body.data ? rs.body.data : "");
 	else if (rs.status >= 400)
