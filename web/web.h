@@ -64,9 +64,11 @@
  *   OpenSSL (web/tls.c says how Debian's civetweb is made to load it).
  *
  * Threading
- *   Requests run on civetweb worker threads; the server keeps no per-request
- *   state outside the request, and its counters (for /metrics) are atomics in
- *   struct web_server.  There is no process-wide state besides civetweb's
+ *   Requests run on civetweb worker threads (max_connections of them, one
+ *   per open connection); the server keeps no per-request state outside
+ *   the request and its connection's slot (web/conns.c, under a lock), and
+ *   its counters (for /metrics) and memory budget are atomics in struct
+ *   web_server.  One more thread per server watches body deadlines.  There is no process-wide state besides civetweb's
  *   own library initialization, done once by web_server_start().
  */
 #ifndef UNHEX_WEB_WEB_H
