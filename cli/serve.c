@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -49,6 +50,21 @@ static void serve_help(FILE *f)
 	      "  --preload-debuginfo DIR     store every DIR/<build-id>.debug as if uploaded\n"
 	      "  --threads N                 worker threads (default 16); queries may use all\n"
 	      "                              but a quarter of them (at least 2 kept for ingest)\n"
+	      "  --max-connections N         connections served at once (default 512; at least\n"
+	      "                              --threads)\n"
+	      "  --max-client-connections N  of those, from one client address (default 64);\n"
+	      "                              more are closed at once\n"
+	      "  --header-timeout T          all headers of a request within T, and no read or\n"
+	      "                              write stalled longer (default 10s)\n"
+	      "  --body-timeout T            a whole request body within T plus a second per MiB\n"
+	      "                              (default 60s; 408 past it)\n"
+	      "  --idle-timeout T            close a kept-alive connection idle for T (default 5s)\n"
+	      "  --log-requests              one logfmt line per request on stderr (tenant,\n"
+	      "                              route, status, bytes, duration)\n"
+	      "  --shutdown-timeout T        on SIGTERM, wait at most T for running requests\n"
+	      "                              (default 30s), then exit with status 1\n"
+	      "  --max-inflight-bytes N      memory all requests may hold at once (default 4G):\n"
+	      "                              past it 503 with Retry-After\n"
 	      "  --query-timeout T           deadline of one query: 30s (default), 500ms, 2m\n"
 	      "  --query-max-bytes N         memory budget of one query (default 1G)\n"
 	      "  --max-request-bytes N       largest request body (K, M, G suffixes)\n"
@@ -211,7 +227,9 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
        O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
        O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
-       O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION };
+       O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
+       O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
+       O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -250,6 +268,14 @@ static const struct option serve_opts[] = {
 	{ "maintain-interval", required_argument, NULL, O_MAINTAIN },
 	{ "symbol-cache-bytes", required_argument, NULL, O_SYMCACHE },
 	{ "debuginfo-retention", required_argument, NULL, O_DEBUGINFO_RETENTION },
+	{ "max-connections", required_argument, NULL, O_MAX_CONNS },
+	{ "max-client-connections", required_argument, NULL, O_MAX_CLIENT_CONNS },
+	{ "header-timeout", required_argument, NULL, O_HEADER_TIMEOUT },
+	{ "body-timeout", required_argument, NULL, O_BODY_TIMEOUT },
+	{ "idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT },
+	{ "max-inflight-bytes", required_argument, NULL, O_MAX_INFLIGHT },
+	{ "shutdown-timeout", required_argument, NULL, O_SHUTDOWN },
+	{ "log-requests", no_argument, NULL, O_LOG_REQUESTS },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -262,7 +288,7 @@ struct serve_args {
 	size_t memo_bytes;
 	struct web_options web;
 	struct debuginfo_options sym;
-	int64_t retention_ns, block_range_ns, seal_delay_ns, maintain_ns;
+	int64_t retention_ns, block_range_ns, seal_delay_ns, maintain_ns, shutdown_ns;
 	size_t symbol_cache_bytes;
 	struct store_retention tenant_retention[MAX_RETENTION_TENANTS];
 	size_t n_tenant_retention;
@@ -300,6 +326,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	int c, idx = 0;
 
 	a->data = "./data";
+	a->shutdown_ns = 30LL * 1000000000;
 	web_options_default(&a->web);
 	optind = 1;
 	opterr = 0;
@@ -393,6 +420,39 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			if (cli_parse_size(optarg, &a->symbol_cache_bytes) || !a->symbol_cache_bytes)
 				return cli_usage_error("serve", "--symbol-cache-bytes: \"%s\" is not a "
 							"positive size", optarg);
+			break;
+		case O_HEADER_TIMEOUT: case O_BODY_TIMEOUT: case O_IDLE_TIMEOUT: {
+			int64_t ns = 0;
+			int *ms = c == O_HEADER_TIMEOUT ? &a->web.request_timeout_ms
+				  : c == O_BODY_TIMEOUT ? &a->web.body_timeout_ms : &a->web.idle_timeout_ms;
+
+			if (parse_duration(optarg, &ns) || ns < 1000000 || ns > 86400000000000LL)
+				return cli_usage_error("serve", "--%s: \"%s\" is not a duration from "
+							"1ms to 1d (10s, 500ms)", serve_opts[idx].name, optarg);
+			*ms = (int)(ns / 1000000);
+			break;
+		}
+		case O_LOG_REQUESTS: a->web.log_requests = 1; break;
+		case O_SHUTDOWN:
+			if (parse_duration(optarg, &a->shutdown_ns))
+				return cli_usage_error("serve", "--shutdown-timeout: \"%s\" is not a "
+							"positive duration (30s, 500ms)", optarg);
+			break;
+		case O_MAX_INFLIGHT:
+			/* A cap, never "unlimited": 0 is refused like any size below 16M. */
+			if (cli_parse_size(optarg, &v) || v < ((size_t)16 << 20))
+				return cli_usage_error("serve", "--max-inflight-bytes: \"%s\" is not a "
+							"size of at least 16M", optarg);
+			a->web.max_inflight_bytes = v;
+			break;
+		case O_MAX_CONNS: case O_MAX_CLIENT_CONNS:
+			if (cli_parse_size(optarg, &v) || v == 0 || v > 65536)
+				return cli_usage_error("serve", "--%s: \"%s\" is not a number from 1 "
+							"to 65536", serve_opts[idx].name, optarg);
+			if (c == O_MAX_CONNS)
+				a->web.max_connections = (int)v;
+			else
+				a->web.max_client_connections = (int)v;
 			break;
 		case O_HELP: serve_help(stdout); return -1;
 		case O_LOG:
@@ -519,7 +579,7 @@ int cli_serve(int argc, char **argv)
 	struct err_msg msg;
 	sigset_t set;
 	char url[300];
-	int rc, sig = 0, all = 0;
+	int rc, sig = 0, all = 0, running = 0;
 
 	rc = parse_serve(argc, argv, &a);
 	if (rc)
@@ -595,8 +655,16 @@ int cli_serve(int argc, char **argv)
 		else
 			log_info("SIGHUP: %zu tokens from %s", n, a.web.auth_tokens);
 	}
-	log_info("received %s; finishing in-flight requests", sig == SIGINT ? "SIGINT" : "SIGTERM");
-	web_server_stop(srv);
+	log_info("received %s; finishing in-flight requests (at most %lld ms)",
+		 sig == SIGINT ? "SIGINT" : "SIGTERM", (long long)(a.shutdown_ns / 1000000));
+	if (web_server_stop_within(srv, a.shutdown_ns, &running)) {
+		/* The store stays open under the running requests; what was
+		 * acknowledged is in its write-ahead log already. */
+		log_error("%d requests still running after --shutdown-timeout; exiting without "
+			  "waiting for them", running);
+		fflush(NULL);
+		_exit(CLI_EXIT_FAIL);
+	}
 	query_symmemo_free(memo);
 	debuginfo_close(sym);
 	store_close(st);

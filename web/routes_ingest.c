@@ -336,7 +336,7 @@ void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__
 	if (rc == 0 && req.len == 0)
 		rc = err_set(&msg, ERR_INVALID, "empty profile body");
 	if (rc == 0)
-		rc = ingest_pyroscope(rq->srv->store, &rq->srv->opt.limits, rq->tenant, &req, &st,
+		rc = ingest_pyroscope(rq->srv->store, &rq->lim, rq->tenant, &req, &st,
 				      &msg);
 	if (rc) {
 		if (rc == ERR_INVALID && !*format && !form.multipart) {
@@ -369,7 +369,7 @@ void web__handle_push(struct web__req *rq, struct web__resp *rs)
 		web__resp_connect_error(rs, ERR_INVALID, "empty PushRequest");
 		return;
 	}
-	rc = ingest_push(rq->srv->store, &rq->srv->opt.limits, rq->tenant, rq->body.data,
+	rc = ingest_push(rq->srv->store, &rq->lim, rq->tenant, rq->body.data,
 			 rq->body.len, json, &st, &msg);
 	if (rc) {
 		web__resp_connect_error(rs, rc, msg.text);
@@ -433,7 +433,7 @@ void web__handle_otlp(struct web__req *rq, struct web__resp *rs)
 		rs->reason = WEB_REJ_UNSUPPORTED;
 		return;
 	}
-	rc = ingest_otlp(rq->srv->store, &rq->srv->opt.limits, rq->tenant, rq->body.data,
+	rc = ingest_otlp(rq->srv->store, &rq->lim, rq->tenant, rq->body.data,
 			 rq->body.len, json, clock_wall_ns(), &st, &msg);
 	if (rc) {
 		web__resp_otlp_error(rs, rc, msg.text, json);

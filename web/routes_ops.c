@@ -25,6 +25,25 @@ static const char *const endpoint_names[WEB_EP_COUNT] = {
 	"/ingest", "/pyroscope/ingest", "/push.v1.PusherService/Push", "/v1development/profiles",
 };
 
+const double web__latency_bounds[WEB_LAT_BUCKETS - 1] = {
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30,
+};
+
+const char *const web__latency_names[WEB_LAT_COUNT] = { "ingest", "query", "symbolization" };
+
+void web__observe(struct web__histogram *h, int64_t ns)
+{
+	size_t i = 0;
+
+	if (ns < 0)
+		ns = 0;
+	while (i < WEB_LAT_BUCKETS - 1 && (double)ns / 1e9 > web__latency_bounds[i])
+		i++;
+	atomic_fetch_add_explicit(&h->bucket[i], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum_ns, (uint64_t)ns, memory_order_relaxed);
+}
+
 size_t web__status_bucket(int status)
 {
 	for (size_t i = 0; i + 1 < WEB_STATUS_BUCKETS; i++)
@@ -187,6 +206,53 @@ static void label_value(struct buf *b, const char *s)
 	}
 }
 
+/* The HTTP layer's own: latency histograms, the memory budget, connections. */
+static void http_metrics(struct web_server *srv, struct buf *b)
+{
+	metric_head(b, "unhex_http_request_duration_seconds", "histogram",
+		    "Time from a request's headers to its answer sent, by kind of route: ingest "
+		    "(the ingest endpoints), query (the query routes and Connect queries), "
+		    "symbolization (symbolization status, /symbolz, debug info uploads and downloads).");
+	for (int k = 0; k < WEB_LAT_COUNT; k++) {
+		struct web__histogram *h = &srv->latency[k];
+		unsigned long long cum = 0;
+
+		for (int i = 0; i < WEB_LAT_BUCKETS; i++) {
+			cum += load(&h->bucket[i]);
+			if (i < WEB_LAT_BUCKETS - 1)
+				buf_printf(b, "unhex_http_request_duration_seconds_bucket{kind=\"%s\","
+					   "le=\"%g\"} %llu\n", web__latency_names[k],
+					   web__latency_bounds[i], cum);
+			else
+				buf_printf(b, "unhex_http_request_duration_seconds_bucket{kind=\"%s\","
+					   "le=\"+Inf\"} %llu\n", web__latency_names[k], cum);
+		}
+		buf_printf(b, "unhex_http_request_duration_seconds_sum{kind=\"%s\"} %.9f\n",
+			   web__latency_names[k], (double)load(&h->sum_ns) / 1e9);
+		buf_printf(b, "unhex_http_request_duration_seconds_count{kind=\"%s\"} %llu\n",
+			   web__latency_names[k], load(&h->count));
+	}
+	metric_head(b, "unhex_http_inflight_bytes", "gauge",
+		    "Bytes of --max-inflight-bytes held by requests in flight.");
+	buf_printf(b, "unhex_http_inflight_bytes %zu\n",
+		   atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed));
+	metric_head(b, "unhex_http_inflight_bytes_limit", "gauge", "--max-inflight-bytes.");
+	buf_printf(b, "unhex_http_inflight_bytes_limit %zu\n", srv->opt.max_inflight_bytes);
+	metric_head(b, "unhex_http_memory_refused_total", "counter",
+		    "Requests answered 503 because the memory budget was full.");
+	buf_printf(b, "unhex_http_memory_refused_total %llu\n", load(&srv->mem_refused));
+	metric_head(b, "unhex_http_requests_in_flight", "gauge", "Requests being handled.");
+	buf_printf(b, "unhex_http_requests_in_flight %d\n",
+		   atomic_load_explicit(&srv->requests_running, memory_order_relaxed));
+	metric_head(b, "unhex_http_connections_refused_total", "counter",
+		    "Connections answered 429 for --max-client-connections.");
+	buf_printf(b, "unhex_http_connections_refused_total %llu\n",
+		   (unsigned long long)web__conns_refused(&srv->conns));
+	metric_head(b, "unhex_http_body_timeouts_total", "counter",
+		    "Requests answered 408: the body did not arrive by its deadline.");
+	buf_printf(b, "unhex_http_body_timeouts_total %llu\n", load(&srv->body_timeouts));
+}
+
 struct store_metric {
 	const char *name, *type, *help;
 };
@@ -298,6 +364,7 @@ void web__handle_metrics(struct web__req *rq, struct web__resp *rs)
 	for (int r = 0; r < WEB_REJ_COUNT; r++)
 		buf_printf(b, "unhex_ingest_rejected_total{reason=\"%s\"} %llu\n",
 			   web__reason_names[r], load(&c->rejected[r]));
+	http_metrics(rq->srv, b);
 	store_metrics(rq->srv->store, b);
 	metric_head(b, "unhex_build_info", "gauge", "Build information; the value is always 1.");
 	buf_printf(b, "unhex_build_info{version=\"%s\"} 1\n", UNHEX_VERSION);

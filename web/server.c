@@ -4,6 +4,7 @@
  * request bodies under the caps, and writing responses.  The only file
  * that includes civetweb.h.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <civetweb.h>
 
@@ -104,11 +106,16 @@ void web_options_default(struct web_options *opt)
 	memset(opt, 0, sizeof(*opt));
 	opt->listen = WEB_DEFAULT_LISTEN;
 	opt->threads = WEB_DEFAULT_THREADS;
-	opt->request_timeout_ms = 30000;
+	opt->request_timeout_ms = WEB_DEFAULT_HEADER_TIMEOUT_MS;
+	opt->body_timeout_ms = WEB_DEFAULT_BODY_TIMEOUT_MS;
+	opt->idle_timeout_ms = WEB_DEFAULT_IDLE_TIMEOUT_MS;
+	opt->max_connections = WEB_DEFAULT_MAX_CONNECTIONS;
+	opt->max_client_connections = WEB_DEFAULT_MAX_CLIENT_CONNECTIONS;
 	ingest_limits_default(&opt->limits);
 	opt->query.timeout_ns = QUERY_DEFAULT_TIMEOUT_NS;
 	opt->query.max_bytes = QUERY_DEFAULT_MAX_BYTES;
 	opt->max_response_bytes = WEB_DEFAULT_MAX_RESPONSE_BYTES;
+	opt->max_inflight_bytes = WEB_DEFAULT_MAX_INFLIGHT_BYTES;
 }
 
 /* Request body caps of 0 (options not from web_options_default) get the defaults. */
@@ -121,6 +128,25 @@ static void default_body_caps(struct ingest_limits *lim)
 		lim->max_request_bytes = def.max_request_bytes;
 	if (!lim->max_decompressed_bytes)
 		lim->max_decompressed_bytes = def.max_decompressed_bytes;
+}
+
+/* Connection limits of 0 (options not from web_options_default) get the defaults. */
+static void default_conn_limits(struct web_options *o)
+{
+	if (o->request_timeout_ms <= 0)
+		o->request_timeout_ms = WEB_DEFAULT_HEADER_TIMEOUT_MS;
+	if (o->body_timeout_ms <= 0)
+		o->body_timeout_ms = WEB_DEFAULT_BODY_TIMEOUT_MS;
+	if (o->idle_timeout_ms <= 0)
+		o->idle_timeout_ms = WEB_DEFAULT_IDLE_TIMEOUT_MS;
+	if (o->max_connections <= 0)
+		o->max_connections = WEB_DEFAULT_MAX_CONNECTIONS;
+	if (o->max_connections < o->threads)
+		o->max_connections = o->threads;
+	if (o->max_client_connections <= 0)
+		o->max_client_connections = WEB_DEFAULT_MAX_CLIENT_CONNECTIONS;
+	if (!o->max_inflight_bytes)
+		o->max_inflight_bytes = WEB_DEFAULT_MAX_INFLIGHT_BYTES;
 }
 
 static const struct route *find_route(const char *path)
@@ -187,7 +213,7 @@ static int read_body(struct mg_connection *conn, const struct mg_request_info *r
 }
 
 /* Inflates the body when Content-Encoding (or Connect-Content-Encoding) says gzip. */
-static int decode_body(struct mg_connection *conn, struct web_server *srv, struct buf *body,
+static int decode_body(struct mg_connection *conn, size_t cap, size_t max, struct buf *body,
 		       struct err_msg *msg)
 {
 	const char *enc = mg_get_header(conn, "Content-Encoding");
@@ -201,12 +227,12 @@ static int decode_body(struct mg_connection *conn, struct web_server *srv, struc
 	if (strcasecmp(enc, "gzip") != 0)
 		return err_set(msg, ERR_INVALID, "Content-Encoding \"%.64s\" not supported (use gzip)",
 			       enc);
-	buf_init(&out, srv->opt.limits.max_decompressed_bytes);
-	rc = gunzip_capped(body->data, body->len, srv->opt.limits.max_decompressed_bytes, &out, msg);
+	buf_init(&out, cap);
+	rc = gunzip_capped(body->data, body->len, cap, &out, msg);
 	if (rc) {
 		if (rc == ERR_TOO_LARGE)
-			err_reset(msg, rc, "gzip body inflates past the limit of %zu bytes",
-				  srv->opt.limits.max_decompressed_bytes);
+			err_reset(msg, rc, "gzip body inflates past the limit of %zu bytes%s", cap,
+				  cap < max ? " (the size its gzip trailer declared)" : "");
 		buf_release(&out);
 		return rc;
 	}
@@ -215,25 +241,48 @@ static int decode_body(struct mg_connection *conn, struct web_server *srv, struc
 	return 0;
 }
 
+/* Bodies up to this size leave in the same write as the header. */
+#define ONE_WRITE_MAX (64 * 1024)
+
+/*
+ * Sends the response.  Header and body go out in one write when the body
+ * is small: with a second write the first segment would wait for the
+ * client's delayed ACK (Nagle; TCP_NODELAY is set too, see start options).
+ */
 static void send_resp(struct mg_connection *conn, const struct web__resp *rs, int close_conn,
 		      const char *extra_headers)
 {
-	mg_printf(conn,
-		  "HTTP/1.1 %d %s\r\n"
-		  "Content-Type: %s\r\n"
-		  "Content-Length: %zu\r\n"
-		  "Cache-Control: %s\r\n"
-		  "%s%s%s\r\n",
-		  rs->status, err_http_reason(rs->status), rs->content_type, rs->body.len,
-		  rs->cache_control ? rs->cache_control : "no-store",
-		  close_conn ? "Connection: close\r\n" : "", extra_headers ? extra_headers : "",
-		  rs->extra_headers ? rs->extra_headers : "");
+	char head[1024];
+	char *one;
+	int n;
+
+	n = snprintf(head, sizeof(head),
+		     "HTTP/1.1 %d %s\r\n"
+		     "Content-Type: %s\r\n"
+		     "Content-Length: %zu\r\n"
+		     "Cache-Control: %s\r\n"
+		     "%s%s%s\r\n",
+		     rs->status, err_http_reason(rs->status), rs->content_type, rs->body.len,
+		     rs->cache_control ? rs->cache_control : "no-store",
+		     close_conn ? "Connection: close\r\n" : "", extra_headers ? extra_headers : "",
+		     rs->extra_headers ? rs->extra_headers : "");
+	assert(n > 0 && (size_t)n < sizeof(head)); /* every header part is ours and short */
+	one = rs->body.len <= ONE_WRITE_MAX ? malloc((size_t)n + rs->body.len) : NULL;
+	if (one) {
+		memcpy(one, head, (size_t)n);
+		if (rs->body.len)
+			memcpy(one + n, rs->body.data, rs->body.len);
+		mg_write(conn, one, (size_t)n + rs->body.len);
+		free(one);
+		return;
+	}
+	mg_write(conn, head, (size_t)n);
 	if (rs->body.len)
 		mg_write(conn, rs->body.data, rs->body.len);
 }
 
-/* Streams a file response (debuginfod downloads) in chunks; false if it cannot be opened. */
-static int send_file(struct mg_connection *conn, const struct web__resp *rs, int close_conn)
+/* Streams a file response (debuginfod downloads) in chunks: its size, 0 if it cannot be opened. */
+static size_t send_file(struct mg_connection *conn, const struct web__resp *rs, int close_conn)
 {
 	char *chunk = malloc(READ_CHUNK); /* worker stacks are small */
 	struct stat sb;
@@ -255,7 +304,7 @@ static int send_file(struct mg_connection *conn, const struct web__resp *rs, int
 			break;
 	fclose(f);
 	free(chunk);
-	return 1;
+	return sb.st_size > 0 ? (size_t)sb.st_size : 1;
 }
 
 int web__req_read(struct web__req *rq, void *buf, size_t len)
@@ -345,23 +394,197 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 	}
 }
 
+/*
+ * The memory budget (docs/operations.md, "Memory"): every request holds
+ * bytes of srv->opt.max_inflight_bytes from before it reads its body until
+ * its answer is sent.  Reserving fails when they are not free.
+ */
+static int mem_reserve(struct web_server *srv, size_t n, size_t *held)
+{
+	size_t cur = atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed);
+
+	do {
+		if (n > srv->opt.max_inflight_bytes - cur)
+			return ERR_UNAVAILABLE;
+	} while (!atomic_compare_exchange_weak_explicit(&srv->inflight_bytes, &cur, cur + n,
+							memory_order_relaxed,
+							memory_order_relaxed));
+	*held += n;
+	return 0;
+}
+
+static void mem_release(struct web_server *srv, size_t held)
+{
+	size_t was = atomic_fetch_sub_explicit(&srv->inflight_bytes, held, memory_order_relaxed);
+
+	assert(was >= held);
+	(void)was;
+}
+
+static int mem_busy(struct web_server *srv, size_t want, struct err_msg *msg)
+{
+	atomic_fetch_add_explicit(&srv->mem_refused, 1, memory_order_relaxed);
+	return err_set(msg, ERR_UNAVAILABLE,
+		       "server busy: requests in flight hold %zu of the %zu bytes of "
+		       "--max-inflight-bytes and this one needs %zu; retry shortly",
+		       atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed),
+		       srv->opt.max_inflight_bytes, want);
+}
+
+/*
+ * The uncompressed size a gzip stream declares in its trailer (ISIZE,
+ * RFC 1952 2.3.1: modulo 2^32), or 0 when `p` is not gzip.  Untrusted: it
+ * only sizes the reservation, and the inflate is capped at it.
+ */
+static size_t gzip_isize(const char *p, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)p;
+
+	if (n < 18 || u[0] != 0x1f || u[1] != 0x8b)
+		return 0;
+	return (size_t)u[n - 4] | (size_t)u[n - 3] << 8 | (size_t)u[n - 2] << 16 |
+	       (size_t)u[n - 1] << 24;
+}
+
+/* An inflate bound from a declared size: at least `floor`, at most `max`. */
+static size_t inflate_bound(size_t isize, size_t floor, size_t max)
+{
+	if (max >= ((size_t)1 << 32))
+		return max; /* ISIZE wraps at 4 GiB: it says nothing then */
+	if (isize < floor)
+		isize = floor;
+	return isize < max ? isize : max;
+}
+
+/*
+ * Before any body byte is read: a query holds its whole query.max_bytes,
+ * a body its declared length (the request cap when chunked).
+ */
+static int admit_bytes(struct web_server *srv, const struct route *rt,
+		       const struct mg_request_info *ri, int chunked, size_t *held,
+		       struct err_msg *msg)
+{
+	size_t want = 0;
+
+	if (is_query(rt))
+		want += srv->opt.query.max_bytes;
+	if (rt->kind == R_INGEST || rt->kind == R_PUSH || rt->kind == R_CONNECT ||
+	    rt->kind == R_SYMBOLZ) {
+		if (ri->content_length > 0 &&
+		    (unsigned long long)ri->content_length <= srv->opt.limits.max_request_bytes)
+			want += (size_t)ri->content_length;
+		else if (chunked)
+			want += srv->opt.limits.max_request_bytes;
+	}
+	if (want && mem_reserve(srv, want, held))
+		return mem_busy(srv, want, msg);
+	return 0;
+}
+
+/*
+ * After the body is read and inflated, before it is decoded: an ingest
+ * request holds WEB_INGEST_AMPLIFICATION bytes per byte its profiles may
+ * decode to.  A gzipped payload says how much that is in its trailer; in a
+ * multipart or push body (profiles inside, each maybe gzipped) a profile
+ * may inflate to WEB_CONTAINER_INFLATE times the body.  The request's
+ * inflate limit becomes that size, so a trailer that lies gets 413.  A
+ * request that could not fit the budget even alone is narrowed to fit it.
+ */
+static int admit_decode(struct web__req *rq, const struct route *rt, size_t *held,
+			struct err_msg *msg)
+{
+	struct web_server *srv = rq->srv;
+	size_t max = srv->opt.limits.max_decompressed_bytes, len = rq->body.len, dec, want;
+	size_t isize = gzip_isize(rq->body.data, len);
+	int container = rt->kind == R_PUSH ||
+			(rq->content_type && web__media_type_is(rq->content_type, "multipart/form-data"));
+
+	if (isize)
+		dec = inflate_bound(isize, len, max);
+	else if (container)
+		dec = len > max / WEB_CONTAINER_INFLATE ? max : len * WEB_CONTAINER_INFLATE;
+	else
+		dec = len;
+	if (dec > (srv->opt.max_inflight_bytes - *held) / WEB_INGEST_AMPLIFICATION)
+		dec = (srv->opt.max_inflight_bytes - *held) / WEB_INGEST_AMPLIFICATION;
+	if (dec < len)
+		return err_set(msg, ERR_TOO_LARGE,
+			       "a %zu-byte body may need %zu bytes to decode, more than "
+			       "--max-inflight-bytes (%zu)", len, len * WEB_INGEST_AMPLIFICATION,
+			       srv->opt.max_inflight_bytes);
+	if (dec < rq->lim.max_decompressed_bytes)
+		rq->lim.max_decompressed_bytes = dec;
+	want = dec * WEB_INGEST_AMPLIFICATION;
+	if (mem_reserve(srv, want, held))
+		return mem_busy(srv, want, msg);
+	return 0;
+}
+
+/*
+ * Ends the body deadline of the connection (set by body_deadline): true
+ * when it had passed, and the watchdog shut the connection's reading side.
+ */
+static int body_done(struct web_server *srv, struct mg_connection *conn)
+{
+	struct web__conn *c = mg_get_user_connection_data(conn);
+	int expired;
+
+	if (!c)
+		return 0;
+	expired = web__conns_expired(&srv->conns, c);
+	web__conns_deadline(&srv->conns, c, 0);
+	return expired;
+}
+
+/* The 408 of a body that did not arrive by its deadline. */
+static void body_timeout(struct web_server *srv, const struct route *rt, struct web__resp *rs)
+{
+	char m[160];
+
+	atomic_fetch_add_explicit(&srv->body_timeouts, 1, memory_order_relaxed);
+	snprintf(m, sizeof(m), "request body not received within its deadline (%d s, plus a "
+		 "second per MiB declared)", srv->opt.body_timeout_ms / 1000);
+	buf_reset(&rs->body);
+	set_error(rs, rt, ERR_TIMEOUT, m, WEB_REJ_OTHER);
+	rs->status = 408;
+}
+
 /* Reads and validates what every body-carrying route needs; 0 or an error in rs. */
 static int prepare(struct mg_connection *conn, const struct mg_request_info *ri,
 		   const struct route *rt, struct web__req *rq, struct web__resp *rs,
-		   int *unread)
+		   int *unread, size_t *held)
 {
+	struct web_server *srv = rq->srv;
+	const char *enc = mg_get_header(conn, "Content-Encoding");
 	struct err_msg msg;
+	size_t cap = srv->opt.limits.max_decompressed_bytes;
 	int rc;
 
+	if (!enc)
+		enc = mg_get_header(conn, "Connect-Content-Encoding");
 	err_clear(&msg);
 	rc = read_body(conn, ri, &rq->body, unread, &msg);
+	if (body_done(srv, conn) && rc) {
+		body_timeout(srv, rt, rs);
+		return ERR_TIMEOUT;
+	}
 	if (rc == 0 && (rt->kind == R_INGEST || rt->kind == R_PUSH))
-		atomic_fetch_add_explicit(&rq->srv->counters.bytes, rq->body.len,
+		atomic_fetch_add_explicit(&srv->counters.bytes, rq->body.len,
 					  memory_order_relaxed);
+	if (rc == 0 && enc && strcasecmp(enc, "gzip") == 0) {
+		/* The inflated body is held until the answer is sent. */
+		cap = inflate_bound(gzip_isize(rq->body.data, rq->body.len), rq->body.len, cap);
+		if (mem_reserve(srv, cap, held))
+			rc = mem_busy(srv, cap, &msg);
+	}
 	if (rc == 0)
-		rc = decode_body(conn, rq->srv, &rq->body, &msg);
+		rc = decode_body(conn, cap, srv->opt.limits.max_decompressed_bytes, &rq->body, &msg);
+	if (rc == 0 && (rt->kind == R_INGEST || rt->kind == R_PUSH))
+		rc = admit_decode(rq, rt, held, &msg);
 	if (rc)
 		set_error(rs, rt, rc, msg.text, web__reason_of_err(rc));
+	if (rc == ERR_UNAVAILABLE)
+		rs->extra_headers = "Retry-After: 1\r\n";
 	return rc;
 }
 
@@ -374,6 +597,58 @@ static int header_count(const struct mg_request_info *ri, const char *name)
 		if (strcasecmp(ri->http_headers[i].name, name) == 0)
 			n++;
 	return n;
+}
+
+/*
+ * Line ends civetweb 1.15 accepted as they came.  It parses the header
+ * block in place: a CRLF line end becomes two NULs, a bare LF one, so the
+ * byte after a line's terminating NUL tells them apart.  It is inside the
+ * header block for the request line and for every header but the last
+ * (whose next byte may be the block's final LF, also turned into a NUL):
+ * a request with any bare-LF line but its last header is caught, and a
+ * request without headers has no Host, which HTTP/1.1 requires.
+ */
+static int bare_lf(const struct mg_request_info *ri)
+{
+	const char *v = ri->http_version;
+
+	if (v && v[strlen(v) + 1] != '\0')
+		return 1;
+	for (int i = 0; i + 1 < ri->num_headers; i++) {
+		v = ri->http_headers[i].value;
+		if (v[strlen(v) + 1] != '\0')
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Refuses message framing that two HTTP parsers could read differently,
+ * so a proxy in front and this server never disagree on where a request
+ * ends (request smuggling, RFC 9112 §6.3, §11.2): Content-Length given
+ * twice or not a plain number, Content-Length with Transfer-Encoding,
+ * Transfer-Encoding twice, bare LF line ends, HTTP/1.1 without Host.
+ * 0, or ERR_INVALID with a message; the connection must then be closed.
+ */
+static int framing_check(const struct mg_request_info *ri, const char *cl, struct err_msg *msg)
+{
+	int n_cl = header_count(ri, "Content-Length");
+	int n_te = header_count(ri, "Transfer-Encoding");
+
+	if (n_cl > 1)
+		return err_set(msg, ERR_INVALID, "Content-Length given %d times", n_cl);
+	if (n_te > 1)
+		return err_set(msg, ERR_INVALID, "Transfer-Encoding given %d times", n_te);
+	if (n_cl && n_te)
+		return err_set(msg, ERR_INVALID,
+			       "Content-Length together with Transfer-Encoding (RFC 9112 6.3)");
+	if (cl && (!cl[0] || strspn(cl, "0123456789") != strlen(cl) || strlen(cl) > 18))
+		return err_set(msg, ERR_INVALID, "Content-Length \"%.32s\" is not a number", cl);
+	if (bare_lf(ri))
+		return err_set(msg, ERR_INVALID, "line ends must be CRLF, not a bare LF");
+	if (ri->http_version && strcmp(ri->http_version, "1.1") == 0 && header_count(ri, "Host") != 1)
+		return err_set(msg, ERR_INVALID, "an HTTP/1.1 request needs exactly one Host header");
+	return 0;
 }
 
 static const struct web__principal open_principal = { WEB_ALL_TENANTS, WEB_SCOPE_ALL, "open" };
@@ -433,6 +708,136 @@ out:
 	return rc;
 }
 
+/*
+ * The connection's slot, taken at its first request (civetweb 1.15 shows
+ * no request info to init_connection): NULL when it is over the
+ * per-address cap, or when no slot is free (then it is not counted).
+ */
+static struct web__conn *conn_slot(struct web_server *srv, struct mg_connection *conn,
+				   const struct mg_request_info *ri, int *refused)
+{
+	struct web__conn *c = mg_get_user_connection_data(conn);
+
+	*refused = 0;
+	if (c)
+		return c;
+	c = web__conns_open(&srv->conns, ri->remote_addr, ri->remote_port, ri->server_port,
+			    refused);
+	mg_set_user_connection_data(conn, c);
+	return *refused ? NULL : c;
+}
+
+/*
+ * Starts the deadline of the request's body, if it has one: the whole body
+ * within body_timeout_ms plus a second per MiB declared (conns.c's
+ * watchdog enforces it).  Returns the connection to clear it on, or NULL.
+ */
+static struct web__conn *body_deadline(struct web_server *srv, struct mg_connection *conn,
+				       const struct mg_request_info *ri)
+{
+	struct web__conn *c = mg_get_user_connection_data(conn);
+	int64_t ns = (int64_t)srv->opt.body_timeout_ms * 1000000;
+
+	if (!c || (ri->content_length <= 0 && !mg_get_header(conn, "Transfer-Encoding")))
+		return NULL;
+	if (ri->content_length > 0)
+		ns += (ri->content_length >> 20) * 1000000000LL;
+	web__conns_deadline(&srv->conns, c, clock_mono_ns() + ns);
+	return c;
+}
+
+/* The kind of route a request's latency is counted under, or -1. */
+static int latency_kind(const struct route *rt)
+{
+	if (!rt)
+		return -1;
+	switch (rt->kind) {
+	case R_INGEST: case R_PUSH:
+		return WEB_LAT_INGEST;
+	case R_QUERY: case R_CONNECT: case R_RELEASES: case R_REGRESSIONS:
+		return WEB_LAT_QUERY;
+	case R_SYMSTATUS: case R_SYMBOLZ: case R_DEBUGINFO:
+		return WEB_LAT_SYMBOLIZATION;
+	default:
+		return -1;
+	}
+}
+
+/* Appends `s` as a logfmt value: bare when it can be, else quoted. */
+static void logfmt_value(struct buf *b, const char *s)
+{
+	if (*s && strcspn(s, " =\"\\") == strlen(s)) {
+		int ctl = 0;
+
+		for (const char *p = s; *p; p++)
+			ctl |= (unsigned char)*p < 0x20 || *p == 0x7f;
+		if (!ctl) {
+			buf_puts(b, s);
+			return;
+		}
+	}
+	buf_putc(b, '"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			buf_printf(b, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			buf_printf(b, "\\x%02x", (unsigned char)*s);
+		else
+			buf_putc(b, *s);
+	}
+	buf_putc(b, '"');
+}
+
+/*
+ * After the answer: the latency histogram, and with --log-requests one
+ * logfmt line on stderr (one write, so lines never interleave).
+ */
+static void finished(struct web_server *srv, const struct route *rt, const struct web__req *rq,
+		     const struct web__resp *rs, const struct mg_request_info *ri, size_t sent,
+		     int64_t ns)
+{
+	int kind = latency_kind(rt);
+	char ts[40];
+	struct timespec now;
+	struct tm tm;
+	struct buf line;
+
+	if (kind >= 0)
+		web__observe(&srv->latency[kind], ns);
+	if (!srv->opt.log_requests)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+	buf_init(&line, 4096);
+	buf_printf(&line, "ts=%s.%03ldZ level=info msg=request method=", ts, now.tv_nsec / 1000000);
+	logfmt_value(&line, ri->request_method);
+	buf_puts(&line, " route=");
+	logfmt_value(&line, rt ? rt->path : "none");
+	buf_puts(&line, " path=");
+	logfmt_value(&line, rq->path);
+	buf_puts(&line, " tenant=");
+	logfmt_value(&line, rq->tenant);
+	buf_printf(&line, " status=%d bytes_in=%lld bytes_out=%zu duration_ms=%.3f remote=",
+		   rs->status, ri->content_length > 0 ? ri->content_length : (long long)rq->body.len,
+		   sent, (double)ns / 1e6);
+	logfmt_value(&line, ri->remote_addr);
+	if (rs->status >= 400 && rs->body.len && rs->content_type &&
+	    strncmp(rs->content_type, "text/plain", 10) == 0) {
+		char err[161];
+		size_t n = rs->body.len < sizeof(err) - 1 ? rs->body.len : sizeof(err) - 1;
+
+		memcpy(err, rs->body.data, n);
+		err[n] = '\0';
+		err[strcspn(err, "\n")] = '\0';
+		buf_puts(&line, " error=");
+		logfmt_value(&line, err);
+	}
+	if (buf_putc(&line, '\n') == 0 && write(STDERR_FILENO, line.data, line.len) < 0)
+		(void)0; /* nowhere left to say it */
+	buf_release(&line);
+}
+
 /* A 401 invites credentials; Basic makes a browser ask for tenant and token. */
 #define CHALLENGE "WWW-Authenticate: Basic realm=\"unhex\", charset=\"UTF-8\"\r\n"
 
@@ -447,8 +852,12 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	struct web__resp rs = { 0 };
 	char extra[128] = "", tenant[WEB_TENANT_MAX + 1] = WEB_DEFAULT_TENANT;
 	struct err_msg msg;
-	int unread = ri->content_length > 0, rc;
+	int unread = ri->content_length > 0, refused, rc;
+	size_t held = 0, sent;
+	int64_t t0;
 
+	atomic_fetch_add_explicit(&srv->requests_running, 1, memory_order_relaxed);
+	t0 = clock_mono_ns();
 	rq.srv = srv;
 	rq.method = ri->request_method;
 	rq.path = path;
@@ -457,13 +866,25 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rq.tenant = tenant;
 	rq.who = &who;
 	rq.conn = conn;
+	rq.lim = srv->opt.limits;
 	who = open_principal;
 	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
 	buf_init(&rs.body, srv->opt.max_response_bytes);
 	rs.reason = WEB_REJ_OTHER;
 	err_clear(&msg);
 
-	if (!rt) {
+	conn_slot(srv, conn, ri, &refused);
+	if (refused) {
+		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n", srv->opt.idle_timeout_ms / 1000 + 1);
+		err_set(&msg, ERR_UNAVAILABLE, "%.48s holds %d connections already (the limit per "
+			"client address); use fewer", ri->remote_addr, srv->opt.max_client_connections);
+		set_error(&rs, NULL, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
+		rs.status = 429;
+		unread = 1;
+	} else if (framing_check(ri, mg_get_header(conn, "Content-Length"), &msg)) {
+		set_error(&rs, NULL, ERR_INVALID, msg.text, WEB_REJ_INVALID);
+		unread = 1;
+	} else if (!rt) {
 		char m[256];
 
 		snprintf(m, sizeof(m), "no route %.200s (see docs/api.md)", path);
@@ -491,19 +912,34 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			 rs.status, msg.text);
 	} else if (web__tenant_check(rq.tenant, &msg)) {
 		set_error(&rs, rt, ERR_INVALID, msg.text, WEB_REJ_TENANT);
+	} else if (admit_bytes(srv, rt, ri, mg_get_header(conn, "Transfer-Encoding") != NULL,
+			       &held, &msg)) {
+		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
+		snprintf(extra, sizeof(extra), "Retry-After: 1\r\n");
 	} else if (is_query(rt) && web__query_admit(srv, &msg)) {
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
 	} else {
+		struct web__conn *c = body_deadline(srv, conn, ri);
+
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
 		     rt->kind != R_SETTINGS && rt->kind != R_DEBUGINFO_V1 && rt->kind != R_SYMBOLZ) ||
-		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
+		    prepare(conn, ri, rt, &rq, &rs, &unread, &held) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))
 			web__query_done(srv);
+		/* Streaming handlers (uploads) read the body themselves: a failure
+		 * of theirs after the deadline passed is its 408.  A success read
+		 * the whole body, whenever the deadline passed. */
+		if (c && body_done(srv, conn) && rs.status >= 400) {
+			body_timeout(srv, rt, &rs);
+			unread = 1;
+		}
 	}
 	if (rt && (rt->kind == R_INGEST || rt->kind == R_PUSH))
 		web__count(srv, rt->ep, &rs);
-	if (rs.status >= 500)
+	/* A 503 is the server protecting itself (memory budget, query slots):
+	 * one line each under a flood would only add to it. */
+	if (rs.status >= 500 && rs.status != 503)
 		log_error("%s %s: %d %.*s", ri->request_method, path, rs.status,
 			  (int)rs.body.len, rs.body.data ? rs.body.data : "");
 	else if (rs.status >= 400)
@@ -513,17 +949,33 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		unread = 0;
 	else if (rq.body_state == WEB_BODY_UNREAD)
 		unread = 1;
-	if (!rs.file || !send_file(conn, &rs, unread)) {
+	if (unread)
+		mg_disable_connection_keep_alive(conn);
+	sent = rs.body.len;
+	if (!rs.file || !(sent = send_file(conn, &rs, unread))) {
 		if (rs.file) {
 			rs.status = 404;
 			buf_reset(&rs.body);
 		}
 		send_resp(conn, &rs, unread, extra[0] ? extra : NULL);
+		sent = rs.body.len;
 	}
+	finished(srv, rt, &rq, &rs, ri, sent, clock_mono_ns() - t0);
 	free(rs.file);
 	buf_release(&rq.body);
 	buf_release(&rs.body);
+	mem_release(srv, held);
+	atomic_fetch_sub_explicit(&srv->requests_running, 1, memory_order_relaxed);
 	return rs.status;
+}
+
+static void on_connection_close(const struct mg_connection *conn)
+{
+	struct web_server *srv = mg_get_user_data(mg_get_context(conn));
+	struct web__conn *c = mg_get_user_connection_data(conn);
+
+	if (c)
+		web__conns_close(&srv->conns, c);
 }
 
 static int on_log(const struct mg_connection *conn, const char *message)
@@ -593,8 +1045,8 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	struct mg_server_port ports[4];
 	unsigned err_code = 0;
 	char err_text[256] = "";
-	char threads[16], timeout[16], ports_opt[sizeof(srv->listen) + 2];
-	const char *options[20];
+	char threads[16], timeout[16], idle[16], ports_opt[sizeof(srv->listen) + 2];
+	const char *options[30];
 	int n = 0, tls, rc;
 
 	srv = calloc(1, sizeof(*srv));
@@ -615,18 +1067,23 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	srv->max_queries = srv->opt.threads - (srv->opt.threads / 4 > 2 ? srv->opt.threads / 4 : 2);
 	if (srv->max_queries < 1)
 		srv->max_queries = 1;
-	if (srv->opt.request_timeout_ms <= 0)
-		srv->opt.request_timeout_ms = 30000;
+	default_conn_limits(&srv->opt);
 	srv->started_ns = clock_wall_ns();
 	srv->opt.auth_tokens = NULL; /* read here; the table is srv->auth */
 	err_clear(&srv->tls_msg);
-	snprintf(threads, sizeof(threads), "%d", srv->opt.threads);
+	snprintf(threads, sizeof(threads), "%d", srv->opt.max_connections);
 	snprintf(timeout, sizeof(timeout), "%d", srv->opt.request_timeout_ms);
+	snprintf(idle, sizeof(idle), "%d", srv->opt.idle_timeout_ms);
 	tls = opt->tls_cert && opt->tls_cert[0];
 	/* civetweb's suffix "s" makes a port TLS-only. */
 	snprintf(ports_opt, sizeof(ports_opt), "%s%s", srv->listen, tls ? "s" : "");
 	rc = check_access(srv, opt, msg);
+	if (!rc && web__conns_init(&srv->conns, (size_t)srv->opt.max_connections,
+				   (unsigned)srv->opt.max_client_connections))
+		rc = err_set(msg, ERR_NOMEM, "out of memory for %d connections",
+			     srv->opt.max_connections);
 	if (rc) {
+		web__auth_free(srv->auth);
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return rc;
@@ -641,7 +1098,17 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	options[n++] = "enable_keep_alive";
 	options[n++] = "yes";
 	options[n++] = "keep_alive_timeout_ms";
-	options[n++] = "5000";
+	options[n++] = idle;
+	/* Connections the kernel completes while every worker is busy wait
+	 * here (civetweb's default, 200, refuses a burst of agents). */
+	options[n++] = "listen_backlog";
+	options[n++] = "1024";
+	/* Accepted connections waiting for a worker. */
+	options[n++] = "connection_queue";
+	options[n++] = "128";
+	/* Responses leave at once, not after the client's delayed ACK (40 ms). */
+	options[n++] = "tcp_nodelay";
+	options[n++] = "1";
 	if (tls) {
 		/* civetweb's own floor too (4: TLS 1.2 and later); tls.c sets the same. */
 		options[n++] = "ssl_protocol_version";
@@ -652,6 +1119,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	pthread_once(&lib_once, lib_init);
 	memset(&cb, 0, sizeof(cb));
 	cb.log_message = on_log;
+	cb.connection_close = on_connection_close;
 	if (tls)
 		cb.init_ssl = on_init_ssl;
 	memset(&init, 0, sizeof(init));
@@ -669,6 +1137,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 			     ? err_set(msg, ERR_INVALID, "%s", srv->tls_msg.text)
 			     : err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
 				       err_text[0] ? err_text : "civetweb failed to start");
+		web__conns_release(&srv->conns);
 		web__auth_free(srv->auth);
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
@@ -678,6 +1147,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	memset(ports, 0, sizeof(ports));
 	if (mg_get_server_ports(srv->ctx, 4, ports) < 1) {
 		mg_stop(srv->ctx);
+		web__conns_release(&srv->conns);
 		web__auth_free(srv->auth);
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
@@ -705,11 +1175,96 @@ int web_server_port(const struct web_server *srv)
 	return srv->port;
 }
 
+/* The stopping half of web_server_stop_within(), on a thread of its own. */
+struct stopper {
+	pthread_mutex_t lock;
+	pthread_cond_t done_cv;
+	struct mg_context *ctx;
+	int done;
+	int abandoned; /* the caller gave up waiting: the thread frees this */
+};
+
+static void *stop_thread(void *arg)
+{
+	struct stopper *sp = arg;
+	int abandoned;
+
+	mg_stop(sp->ctx);
+	pthread_mutex_lock(&sp->lock);
+	sp->done = 1;
+	abandoned = sp->abandoned;
+	pthread_cond_signal(&sp->done_cv);
+	pthread_mutex_unlock(&sp->lock);
+	if (abandoned) {
+		pthread_cond_destroy(&sp->done_cv);
+		pthread_mutex_destroy(&sp->lock);
+		free(sp);
+	}
+	return NULL;
+}
+
+int web_server_stop_within(struct web_server *srv, int64_t timeout_ns, int *running)
+{
+	struct stopper *sp;
+	struct timespec ts;
+	pthread_t t;
+	int done;
+
+	assert(timeout_ns > 0);
+	*running = 0;
+	if (!srv)
+		return 0;
+	sp = calloc(1, sizeof(*sp));
+	if (!sp) {
+		web_server_stop(srv);
+		return 0;
+	}
+	pthread_mutex_init(&sp->lock, NULL);
+	pthread_cond_init(&sp->done_cv, NULL);
+	sp->ctx = srv->ctx;
+	if (pthread_create(&t, NULL, stop_thread, sp)) {
+		pthread_cond_destroy(&sp->done_cv);
+		pthread_mutex_destroy(&sp->lock);
+		free(sp);
+		web_server_stop(srv);
+		return 0;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(timeout_ns / 1000000000);
+	ts.tv_nsec += (long)(timeout_ns % 1000000000);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&sp->lock);
+	while (!sp->done && pthread_cond_timedwait(&sp->done_cv, &sp->lock, &ts) == 0)
+		;
+	done = sp->done;
+	if (!done)
+		sp->abandoned = 1;
+	pthread_mutex_unlock(&sp->lock);
+	if (!done) {
+		pthread_detach(t);
+		*running = atomic_load_explicit(&srv->requests_running, memory_order_relaxed);
+		return ERR_TIMEOUT; /* srv stays: its requests still use it */
+	}
+	pthread_join(t, NULL);
+	pthread_cond_destroy(&sp->done_cv);
+	pthread_mutex_destroy(&sp->lock);
+	free(sp);
+	web__conns_release(&srv->conns);
+	web__auth_free(srv->auth);
+	pthread_mutex_destroy(&srv->settings_lock);
+	free(srv);
+	return 0;
+}
+
 void web_server_stop(struct web_server *srv)
 {
 	if (!srv)
 		return;
 	mg_stop(srv->ctx);
+	web__conns_release(&srv->conns);
 	web__auth_free(srv->auth);
 	pthread_mutex_destroy(&srv->settings_lock);
 	free(srv);

@@ -26,8 +26,17 @@
  *
  *   Every request body is untrusted: its Content-Length is checked against
  *   limits.max_request_bytes before a byte is read, chunked bodies stop at
- *   the same cap, compressed bodies inflate under max_decompressed_bytes, and
- *   a client that stops sending is dropped after request_timeout_ms.  Every
+ *   the same cap, compressed bodies inflate under max_decompressed_bytes.
+ *   Slow clients (docs/operations.md): the headers must arrive within
+ *   request_timeout_ms, the body within body_timeout_ms (408 past it), a
+ *   kept-alive connection idle for idle_timeout_ms is closed, and one
+ *   client address may hold max_client_connections of the max_connections
+ *   (further ones are closed at once).  Framing two parsers could read
+ *   differently (two Content-Lengths, Content-Length with chunked, bare LF)
+ *   is 400 and closes the connection.  All requests in flight together
+ *   hold at most max_inflight_bytes: each reserves its body, its inflated
+ *   body and what its decode or query may need before using it, and gets
+ *   503 with Retry-After when that does not fit.  Every
  *   response body is built in memory under max_response_bytes: a route
  *   whose answer (a flame graph, a pprof, a table) would pass it answers
  *   413 instead.  Error codes become HTTP statuses through base/err.h's
@@ -55,9 +64,11 @@
  *   OpenSSL (web/tls.c says how Debian's civetweb is made to load it).
  *
  * Threading
- *   Requests run on civetweb worker threads; the server keeps no per-request
- *   state outside the request, and its counters (for /metrics) are atomics in
- *   struct web_server.  There is no process-wide state besides civetweb's
+ *   Requests run on civetweb worker threads (max_connections of them, one
+ *   per open connection); the server keeps no per-request state outside
+ *   the request and its connection's slot (web/conns.c, under a lock), and
+ *   its counters (for /metrics) and memory budget are atomics in struct
+ *   web_server.  One more thread per server watches body deadlines.  There is no process-wide state besides civetweb's
  *   own library initialization, done once by web_server_start().
  */
 #ifndef UNHEX_WEB_WEB_H
@@ -81,7 +92,17 @@ struct web_server;
 struct web_options {
 	const char *listen;        /* "HOST:PORT"; port 0 picks a free port; borrowed */
 	int threads;               /* civetweb worker threads; 0 picks WEB_DEFAULT_THREADS */
-	int request_timeout_ms;    /* per-request socket deadline; 0 picks 30000 */
+	int request_timeout_ms;    /* every header of a request must arrive within
+				    * it, and no read or write of a body may stall
+				    * longer; 0 picks WEB_DEFAULT_HEADER_TIMEOUT_MS */
+	int body_timeout_ms;       /* the whole body must arrive within it, plus a
+				    * second per MiB declared; 0 picks the default */
+	int idle_timeout_ms;       /* a kept-alive connection idle this long is
+				    * closed; 0 picks the default */
+	int max_connections;       /* connections served at once (civetweb workers,
+				    * at least `threads`); 0 picks the default */
+	int max_client_connections; /* of those, from one client address; 0 picks
+				    * the default */
 	struct ingest_limits limits;
 	struct query_limits query; /* deadline and byte budget of every query;
 				    * query.symbolizer (borrowed) also serves the
@@ -92,12 +113,22 @@ struct web_options {
 	const char *tls_key;       /* borrowed: PEM private key; both or neither */
 	const char *release_labels; /* borrowed; comma-separated labels that name a
 				    * release (docs/regressions.md); NULL: the default */
+	int log_requests;          /* one logfmt line per request on stderr */
+	size_t max_inflight_bytes; /* memory all requests may hold at once (503 with
+				    * Retry-After past it; docs/operations.md);
+				    * 0 picks WEB_DEFAULT_MAX_INFLIGHT_BYTES */
 	size_t max_response_bytes; /* largest response body of any route (413
 				    * past it); 0 picks WEB_DEFAULT_MAX_RESPONSE_BYTES,
 				    * less than WEB_MIN_RESPONSE_BYTES is raised to it */
 };
 
 #define WEB_DEFAULT_THREADS 16
+#define WEB_DEFAULT_HEADER_TIMEOUT_MS 10000
+#define WEB_DEFAULT_BODY_TIMEOUT_MS 60000
+#define WEB_DEFAULT_IDLE_TIMEOUT_MS 5000
+#define WEB_DEFAULT_MAX_CONNECTIONS 512
+#define WEB_DEFAULT_MAX_INFLIGHT_BYTES ((size_t)4 << 30)
+#define WEB_DEFAULT_MAX_CLIENT_CONNECTIONS 64
 #define WEB_DEFAULT_MAX_RESPONSE_BYTES ((size_t)256 << 20)
 #define WEB_MIN_RESPONSE_BYTES ((size_t)64 << 10) /* an error message always fits */
 
@@ -139,6 +170,16 @@ int web_token_line(const char *token, size_t len, const char *tenant, const char
 
 /* Stops accepting, waits for running requests, frees.  NULL is a no-op. */
 void web_server_stop(struct web_server *srv);
+
+/*
+ * Like web_server_stop(), but waits at most timeout_ns (> 0) for running
+ * requests: 0 when they finished (srv is freed), else ERR_TIMEOUT with
+ * *running the requests still in flight; srv then stays allocated (they
+ * still use it and the store), and the caller should end the process
+ * without closing the store.  Every profile acknowledged before is in the
+ * store's write-ahead log already.
+ */
+int web_server_stop_within(struct web_server *srv, int64_t timeout_ns, int *running);
 
 /*
  * Appends the JSON object of one tenant's statistics (the body of

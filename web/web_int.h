@@ -208,6 +208,53 @@ int web__multipart_parse(const char *body, size_t len, const char *boundary,
 const struct web__part *web__multipart_find(const struct web__part *parts, size_t n,
 					    const char *name);
 
+/* ---- conns.c: open connections, per-address cap, body deadlines ------- */
+
+/* One open connection (civetweb's connection data points here). */
+struct web__conn {
+	int used;
+	int refused;          /* over the per-address cap: answered 429 and closed */
+	int expired;          /* its body deadline passed: reading side shut down */
+	char addr[48];        /* the client's address as civetweb prints it */
+	int remote_port, local_port;
+	int64_t deadline_ns;  /* monotonic; 0: no body being read */
+};
+
+/*
+ * The table: one slot per civetweb worker (a worker holds one connection),
+ * a lock, and the watchdog thread that shuts down connections whose body
+ * deadline passed (conns.c says how).
+ */
+struct web__conns {
+	struct web__conn *slots;
+	size_t n;
+	unsigned per_addr;
+	uint64_t refused;     /* connections refused by the per-address cap */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	int stop;
+};
+
+/* n slots (> 0), at most per_addr (> 0) per address; starts the watchdog. */
+int web__conns_init(struct web__conns *t, size_t n, unsigned per_addr);
+/* Stops the watchdog and frees; no connection may be open.  Idempotent. */
+void web__conns_release(struct web__conns *t);
+/*
+ * Takes a slot for a new connection from addr:rport to local port lport.
+ * When addr already holds per_addr connections, *refused is set (the slot
+ * is taken but not counted for addr).  NULL when no slot is free (the
+ * connection is not counted).
+ */
+struct web__conn *web__conns_open(struct web__conns *t, const char *addr, int rport, int lport,
+				  int *refused);
+void web__conns_close(struct web__conns *t, struct web__conn *c);
+/* Sets (monotonic ns) or clears (0) the deadline of the body being read on c. */
+void web__conns_deadline(struct web__conns *t, struct web__conn *c, int64_t deadline_ns);
+/* True once the watchdog shut c down for its deadline. */
+int web__conns_expired(struct web__conns *t, struct web__conn *c);
+uint64_t web__conns_refused(struct web__conns *t);
+
 /* ---- server.c and routes ------------------------------------------------ */
 
 enum web__endpoint {
@@ -242,6 +289,21 @@ struct web__counters {
 	atomic_uint_fast64_t rejected[WEB_REJ_COUNT];
 };
 
+/* Request latency histograms on /metrics, by the kind of route. */
+enum web__latency { WEB_LAT_INGEST, WEB_LAT_QUERY, WEB_LAT_SYMBOLIZATION, WEB_LAT_COUNT };
+#define WEB_LAT_BUCKETS 14 /* web__latency_bounds, then +Inf */
+extern const double web__latency_bounds[WEB_LAT_BUCKETS - 1];
+extern const char *const web__latency_names[WEB_LAT_COUNT];
+
+struct web__histogram {
+	atomic_uint_fast64_t bucket[WEB_LAT_BUCKETS]; /* not cumulative; /metrics sums */
+	atomic_uint_fast64_t count;
+	atomic_uint_fast64_t sum_ns;
+};
+
+/* Counts one request of `ns` nanoseconds into h. */
+void web__observe(struct web__histogram *h, int64_t ns);
+
 struct web_server {
 	struct store *store; /* borrowed */
 	struct web_options opt;
@@ -255,7 +317,22 @@ struct web_server {
 	struct web_auth *auth;       /* owned; NULL: the server runs open */
 	struct err_msg tls_msg;      /* why the TLS setup failed, at start */
 	pthread_mutex_t settings_lock; /* serializes settings.v1 read-modify-write */
+	struct web__conns conns;     /* open connections (conns.c) */
+	atomic_uint_fast64_t body_timeouts; /* bodies not received by their deadline */
+	atomic_size_t inflight_bytes;       /* of opt.max_inflight_bytes, held by requests */
+	atomic_int requests_running;        /* in on_request */
+	struct web__histogram latency[WEB_LAT_COUNT];
+	atomic_uint_fast64_t mem_refused;   /* requests refused for the memory budget */
 };
+
+/*
+ * Bytes an ingest request may hold per byte its profiles decode to: the
+ * worst case measured (issue 15: 30 MiB of empty pprof strings peaked at
+ * 1.4 GB, 47x).  A profile inside a push or multipart body may inflate to
+ * at most WEB_CONTAINER_INFLATE times the body.
+ */
+#define WEB_INGEST_AMPLIFICATION 48
+#define WEB_CONTAINER_INFLATE 16
 
 /* A request as the handlers see it. */
 struct web__req {
@@ -268,6 +345,8 @@ struct web__req {
 	const struct web__principal *who; /* who asks (an open server's stand-in
 				       * has every scope for every tenant) */
 	struct buf body;              /* read and, if Content-Encoding said so, inflated */
+	struct ingest_limits lim;     /* the server's, with the inflate limit this
+				       * request's memory reservation allows */
 	/* Streaming handlers (uploads) read the body themselves through
 	 * web__req_read() and say here what they left on the connection. */
 	struct mg_connection *conn;
