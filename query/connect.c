@@ -33,6 +33,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/hex.h"
 #include "base/json.h"
 #include "proto/pbjson.h"
 #include "storage/storage.h"
@@ -173,6 +174,58 @@ static int req_call_site(struct call *c, const Types__V1__StackTraceSelector *st
 		v[i] = sts->call_site[i]->name;
 	p->call_site = v;
 	p->n_call_site = sts->n_call_site;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A span selector into p (memory of the call's arena): each id 16 hex
+ * digits, read as Pyroscope reads them (the 8 bytes as a little-endian
+ * u64, as ingest stores them); sorted and unique for collect's search.
+ */
+static int req_spans(struct call *c, char *const *ids, size_t n, struct query_params *p)
+{
+	uint64_t *v;
+	size_t k = 0;
+
+	if (!n)
+		return 0;
+	if (n > 65536)
+		return err_set(c->q->msg, ERR_TOO_LARGE, "field spanSelector: more than 65536 ids");
+	if (!(v = rmem(c, n * sizeof(*v))))
+		return rfail(c);
+	for (size_t i = 0; i < n; i++) {
+		const char *id = ids[i];
+		uint64_t x = 0;
+
+		if (strlen(id) != 16)
+			return err_set(c->q->msg, ERR_INVALID,
+				       "field spanSelector: invalid span id length: \"%.64s\"", id);
+		for (int b = 0; b < 8; b++) {
+			int hi = hex_digit((unsigned char)id[2 * b]);
+			int lo = hex_digit((unsigned char)id[2 * b + 1]);
+
+			if (hi < 0 || lo < 0)
+				return err_set(c->q->msg, ERR_INVALID,
+					       "field spanSelector: span id \"%s\" is not hex", id);
+			x |= (uint64_t)(hi << 4 | lo) << (8 * b);
+		}
+		v[i] = x;
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (v[i] && (!k || v[k - 1] != v[i]))
+			v[k++] = v[i];
+	if (!k) /* only the zero span: no sample can match */
+		v[k++] = 0;
+	p->span_ids = v;
+	p->n_span_ids = k;
 	return 0;
 }
 
@@ -761,11 +814,40 @@ static int tree_bytes(struct call *c, const struct qtree *t, ProtobufCBinaryData
 	return rc;
 }
 
+/*
+ * The merged tree of p, truncated, as tree bytes (`tree`) or as a flame
+ * graph (`*g`): what SelectMergeStacktraces and SelectMergeSpanProfile answer.
+ */
+static int stacktraces(struct call *c, const struct query_params *p, int tree,
+		       Querier__V1__FlameGraph **g, ProtobufCBinaryData *tree_out)
+{
+	Querier__V1__FlameGraph *f;
+	int rc = query__run(c->q, p, QUERY__TRUNCATED, 0, &c->side[0]);
+
+	if (!rc && tree)
+		return tree_bytes(c, &c->side[0].t, tree_out);
+	if (!rc && !(rc = query__flame_build(c->q, &c->side[0].t, 0, &c->flame)))
+		c->have_flame = 1;
+	if (rc)
+		return rc;
+	if (!(f = rmem(c, sizeof(*f))))
+		return rfail(c);
+	querier__v1__flame_graph__init(f);
+	/* The names are the tree's, which packing and encoding only read. */
+	f->names = (char **)c->flame.names;
+	f->n_names = c->flame.n_names;
+	f->total = c->flame.total[0];
+	f->max_self = c->flame.max_self;
+	rc = flame_levels(c, &f->levels, &f->n_levels);
+	if (!rc)
+		*g = f;
+	return rc;
+}
+
 static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__SelectMergeStacktracesRequest *req = (const void *)msg;
 	Querier__V1__SelectMergeStacktracesResponse *r;
-	Querier__V1__FlameGraph *g;
 	struct query_params p;
 	int rc;
 
@@ -773,42 +855,51 @@ static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, Protob
 			req->max_nodes, c->lim, &p, c->q->msg);
 	if (!rc)
 		rc = req_call_site(c, req->stack_trace_selector, &p);
+	if (!rc)
+		rc = req_spans(c, req->span_selector, req->n_span_selector, &p);
 	if (!rc && req->format > QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
 		rc = err_set(c->q->msg, ERR_INVALID,
 			     "field format: only PROFILE_FORMAT_FLAMEGRAPH and PROFILE_FORMAT_TREE "
 			     "are answered (for pprof, call SelectMergeProfile)");
-	if (!rc)
-		rc = query__run(c->q, &p, QUERY__TRUNCATED, 0, &c->side[0]);
-	if (!rc && req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
-		if (!(r = rmem(c, sizeof(*r))))
-			return rfail(c);
-		querier__v1__select_merge_stacktraces_response__init(r);
-		rc = tree_bytes(c, &c->side[0].t, &r->tree);
-		if (!rc)
-			*out = &r->base;
-		return rc;
-	}
-	if (!rc && !(rc = query__flame_build(c->q, &c->side[0].t, 0, &c->flame)))
-		c->have_flame = 1;
 	if (rc)
 		return rc;
-	r = rmem(c, sizeof(*r));
-	g = rmem(c, sizeof(*g));
-	if (!r || !g)
+	if (!(r = rmem(c, sizeof(*r))))
 		return rfail(c);
 	querier__v1__select_merge_stacktraces_response__init(r);
-	querier__v1__flame_graph__init(g);
-	/* The names are the tree's, which packing and encoding only read. */
-	g->names = (char **)c->flame.names;
-	g->n_names = c->flame.n_names;
-	g->total = c->flame.total[0];
-	g->max_self = c->flame.max_self;
-	rc = flame_levels(c, &g->levels, &g->n_levels);
+	rc = stacktraces(c, &p, req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE,
+			 &r->flamegraph, &r->tree);
+	if (!rc)
+		*out = &r->base;
+	return rc;
+}
+
+/*
+ * Traces to profiles: SelectMergeStacktraces of the samples of the spans
+ * named (Pyroscope's deprecated RPC: format TREE gives tree bytes, any other
+ * format a flame graph; an empty selector selects every sample).
+ */
+static int merge_span_profile(struct call *c, const ProtobufCMessage *msg,
+			      ProtobufCMessage **out)
+{
+	const Querier__V1__SelectMergeSpanProfileRequest *req = (const void *)msg;
+	Querier__V1__SelectMergeSpanProfileResponse *r;
+	struct query_params p;
+	int rc;
+
+	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end,
+			req->max_nodes, c->lim, &p, c->q->msg);
+	if (!rc)
+		rc = req_spans(c, req->span_selector, req->n_span_selector, &p);
 	if (rc)
 		return rc;
-	r->flamegraph = g;
-	*out = &r->base;
-	return 0;
+	if (!(r = rmem(c, sizeof(*r))))
+		return rfail(c);
+	querier__v1__select_merge_span_profile_response__init(r);
+	rc = stacktraces(c, &p, req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE,
+			 &r->flamegraph, &r->tree);
+	if (!rc)
+		*out = &r->base;
+	return rc;
 }
 
 /* The members JSON adds after SelectMergeStacktraces' message: symbolization. */
@@ -1279,6 +1370,8 @@ struct hm_pt {
 	int64_t ts;     /* slot's right edge, ms */
 	int64_t v;
 	int y;
+	int64_t time;   /* the profile's time, ns */
+	uint64_t span;  /* span heatmaps: the span id */
 };
 
 struct hm {
@@ -1286,6 +1379,7 @@ struct hm {
 	struct hm_pt *pt;
 	size_t n, cap;
 	int64_t end_r;  /* end rounded up to the grid */
+	int spans;      /* HEATMAP_QUERY_TYPE_SPAN: a point per (profile time, span) */
 };
 
 static int64_t hm_round_up(int64_t ts, int64_t start, int64_t step)
@@ -1298,23 +1392,77 @@ static int64_t hm_round_up(int64_t ts, int64_t start, int64_t step)
 	return ts + mod;
 }
 
-static int hm_profile(void *ctx, const struct store_profile_view *p)
+/* A point of the current group at profile time `time_ns` (ms slot computed here). */
+static int hm_add(struct hm *h, int64_t time_ns, uint64_t span, int64_t v)
 {
-	struct hm *h = ctx;
-	int64_t sum = 0, ts = hm_round_up(p->meta.time_ns / 1000000, h->s.start, h->s.step);
+	int64_t ts = hm_round_up(time_ns / 1000000, h->s.start, h->s.step);
 
-	if ((h->s.rc = query__ctx_check(h->s.q)))
-		return 1;
 	if ((h->s.rc = query__mem_grow(h->s.q, (void **)&h->pt, &h->cap, sizeof(*h->pt), h->n + 1,
 				       "heatmap points")))
 		return 1;
-	for (size_t i = 0; i < p->n; i++)
-		sum += p->values[i];
 	h->pt[h->n].group = (uint32_t)h->s.cur_group;
 	h->pt[h->n].ts = ts < h->s.start ? h->s.start : ts > h->end_r ? h->end_r : ts;
-	h->pt[h->n].v = sum;
+	h->pt[h->n].v = v;
+	h->pt[h->n].y = 0;
+	h->pt[h->n].time = time_ns;
+	h->pt[h->n].span = span;
 	h->n++;
 	return 0;
+}
+
+/*
+ * A profile's points: its total, or (span heatmaps) one per pair with a
+ * span id, merged per (group, profile time, span) by hm_merge_spans.
+ */
+static int hm_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct hm *h = ctx;
+	int64_t sum = 0;
+
+	if ((h->s.rc = query__ctx_check(h->s.q)))
+		return 1;
+	if (h->spans) {
+		for (size_t i = 0; p->span_ids && i < p->n; i++)
+			if (p->span_ids[i] && hm_add(h, p->meta.time_ns, p->span_ids[i], p->values[i]))
+				return 1;
+		return 0;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		sum += p->values[i];
+	return hm_add(h, p->meta.time_ns, 0, sum);
+}
+
+static int cmp_hm_span(const void *a, const void *b)
+{
+	const struct hm_pt *x = a, *y = b;
+
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->span < y->span ? -1 : x->span > y->span;
+}
+
+/*
+ * Pyroscope sums the samples of one span in one profile into one point,
+ * also across the series of a group (its points builder keys them by
+ * timestamp and span id).
+ */
+static void hm_merge_spans(struct hm *h)
+{
+	size_t k = 0;
+
+	if (!h->n)
+		return;
+	qsort(h->pt, h->n, sizeof(*h->pt), cmp_hm_span);
+	for (size_t i = 1; i < h->n; i++) {
+		if (!cmp_hm_span(&h->pt[k], &h->pt[i])) {
+			h->pt[k].v += h->pt[i].v;
+			continue;
+		}
+		h->pt[++k] = h->pt[i];
+	}
+	h->n = k + 1;
 }
 
 static int cmp_hm_pt(const void *a, const void *b)
@@ -1481,10 +1629,8 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	if (req->step < 0.001)
 		return err_set(q->msg, ERR_INVALID, "field step: must be at least 1ms (0.001), got %g",
 			       req->step);
-	if (req->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN)
-		return err_set(q->msg, ERR_INVALID,
-			       "SelectHeatmap: span heatmaps need span ids, which unhex does not keep");
-	if (req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL)
+	if (req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL &&
+	    req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN)
 		return err_set(q->msg, ERR_INVALID,
 			       "SelectHeatmap: valid heatmap query type must be specified");
 	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end, 0, c->lim,
@@ -1495,6 +1641,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 		return rc;
 	memset(&h, 0, sizeof(h));
 	h.s.q = q;
+	h.spans = req->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN;
 	{
 		const struct ss_req sr = { req->step, req->limit, 0, req->group_by, req->n_group_by };
 
@@ -1528,6 +1675,8 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 		rc = rfail(c);
 	if (!rc) {
 		querier__v1__select_heatmap_response__init(r);
+		if (h.spans)
+			hm_merge_spans(&h);
 		rc = hm_response(c, &h, r);
 	}
 	if (!rc)
@@ -1652,6 +1801,9 @@ static const struct method methods[] = {
 	  &querier__v1__series_response__descriptor, series, PBJSON_EMIT_DEFAULTS, NULL },
 	{ "SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
 	  &querier__v1__select_merge_stacktraces_response__descriptor, merge_stacktraces,
+	  PBJSON_EMIT_DEFAULTS, merge_stacktraces_json },
+	{ "SelectMergeSpanProfile", &querier__v1__select_merge_span_profile_request__descriptor,
+	  &querier__v1__select_merge_span_profile_response__descriptor, merge_span_profile,
 	  PBJSON_EMIT_DEFAULTS, merge_stacktraces_json },
 	{ "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
 	  &perftools__profiles__profile__descriptor, merge_profile, 0, NULL },

@@ -262,6 +262,9 @@ struct qmerge {
 	int side;
 	qprofile_keep keep;    /* may be NULL: every profile */
 	void *keep_ctx;
+	/* Only the pairs of these span ids (sorted; borrowed); n 0: every pair. */
+	const uint64_t *span_sel;
+	size_t n_span_sel;
 	/*
 	 * owned; the consistent view of the head and blocks collect read the
 	 * profiles from (NULL before).  Open until the merge is released, so

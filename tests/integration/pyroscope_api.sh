@@ -18,6 +18,9 @@
 #     across a restart, with Pyroscope's conflict on an older modifiedAt;
 #   - debuginfo.v1alpha1 as profilecli uploads: the file lands in unhex's
 #     debug-info store;
+#   - span ids from pprof span_id labels: SelectMergeSpanProfile and
+#     SelectMergeStacktraces' spanSelector against per-span sums of the raw
+#     samples, and the span heatmap's points;
 #   - with node and npm, the real connect-es client (tests/integration/
 #     connect_es) calls the same methods in both codecs.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -235,6 +238,65 @@ jq -e --arg id "$BID" '[.object[].file.gnuBuildId] | index($id) != null' <<<"$BO
 http GET "/api/v1/debuginfo/$BID"
 jq -e '.status == "ok"' <<<"$BODY" >/dev/null || fail "the upload is not in unhex's store: $BODY"
 note "debuginfo.v1alpha1: ShouldInitiateUpload, Upload, UploadFinished, ListDebuginfo; $BID stored"
+
+# ---- span ids: traces to profiles (SelectMergeSpanProfile, spanSelector, span heatmaps)
+# Samples labelled span_id as Pyroscope's SDKs label them; the reference is
+# each file's raw samples per span_id label value (pprofinfo --label).
+SP=spans
+SWL="$WORK/workload-spans"
+"$WORKLOAD" --out "$SWL" --services 1 --instances 2 --minutes 2 --end now --spans 3 --seed 5 --quiet
+ingest_manifest "$SWL" --tenant $SP
+while IFS=$'\t' read -r path name secs; do
+	case "$path" in '' | '#'*) continue ;; esac
+	"$PPROFINFO" --label span_id "$SWL/$path" |
+		awk -v f="$path" '$2 == "cpu" { s[$1] += $3 } END { for (k in s) printf "%s %s %.0f\n", f, k, s[k] }'
+done <"$SWL/manifest.tsv" >"$WORK/spans.txt"
+SPAN_ALL=$(while IFS=$'\t' read -r path name secs; do
+	case "$path" in '' | '#'*) continue ;; esac
+	"$PPROFINFO" --json "$SWL/$path" | jq '[.sample_types[] | select(.type == "cpu") | .sum] | add'
+done <"$SWL/manifest.tsv" | awk '{ s += $1 } END { printf "%.0f\n", s }')
+read -r SPAN1 SPAN2 < <(awk '{ print $2 }' "$WORK/spans.txt" | sort -u | head -2 | paste -sd' ')
+SPAN_WANT=$(awk -v a="$SPAN1" -v b="$SPAN2" '$2 == a || $2 == b { s += $3 } END { printf "%.0f\n", s }' "$WORK/spans.txt")
+SS_MS=$((($(date +%s) - 600) * 1000))
+SE_MS=$((($(date +%s) + 60) * 1000))
+note "span reference: $(wc -l <"$WORK/spans.txt") (file, span) sums; $SPAN1 + $SPAN2 = $SPAN_WANT of $SPAN_ALL"
+span_req() { # FIELD-STYLE SPANS...: a SelectMergeSpanProfile JSON body
+	local sel
+	sel=$(printf '"%s",' "${@:2}")
+	if [ "$1" = camel ]; then
+		echo "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"spanSelector\":[${sel%,}],\"start\":$SS_MS,\"end\":$SE_MS}"
+	else
+		echo "{\"profile_typeID\":\"$CPU\",\"label_selector\":\"{}\",\"span_selector\":[${sel%,}],\"start\":\"$SS_MS\",\"end\":\"$SE_MS\"}"
+	fi
+}
+js /querier.v1.QuerierService/SelectMergeSpanProfile "$(span_req camel "$SPAN1" "$SPAN2")" $SP
+[ "$STATUS" = 200 ] || fail "SelectMergeSpanProfile: HTTP $STATUS $BODY"
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SPAN_WANT" ] ||
+	fail "SelectMergeSpanProfile total $(jq -r .flamegraph.total <<<"$BODY"), want $SPAN_WANT"
+# Upper-case hex names the same span (Pyroscope decodes the hex).
+js /querier.v1.QuerierService/SelectMergeSpanProfile "$(span_req snake "${SPAN1^^}" "$SPAN2")" $SP
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SPAN_WANT" ] || fail "SelectMergeSpanProfile (snake_case, upper-case id): $BODY"
+T=$SP pb /querier.v1.QuerierService/SelectMergeSpanProfile querier.v1.SelectMergeSpanProfileRequest \
+	querier.v1.SelectMergeSpanProfileResponse \
+	"profile_typeID: \"$CPU\" label_selector: \"{}\" span_selector: \"$SPAN1\" span_selector: \"$SPAN2\" start: $SS_MS end: $SE_MS"
+grep -q "^  total: $SPAN_WANT\$" "$WORK/pb.txt" || fail "SelectMergeSpanProfile (protobuf): $(grep total "$WORK/pb.txt")"
+js /querier.v1.QuerierService/SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"spanSelector\":[\"$SPAN1\",\"$SPAN2\"],\"start\":$SS_MS,\"end\":$SE_MS}" $SP
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SPAN_WANT" ] || fail "SelectMergeStacktraces spanSelector: $(head -c 300 <<<"$BODY")"
+js /querier.v1.QuerierService/SelectMergeSpanProfile "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"spanSelector\":[],\"start\":$SS_MS,\"end\":$SE_MS}" $SP
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SPAN_ALL" ] || fail "SelectMergeSpanProfile without spans: $(jq -r .flamegraph.total <<<"$BODY"), want $SPAN_ALL"
+js /querier.v1.QuerierService/SelectMergeSpanProfile "$(span_req camel 0000000000000001)" $SP
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = 0 ] || fail "SelectMergeSpanProfile of an unknown span: $BODY"
+js /querier.v1.QuerierService/SelectMergeSpanProfile "$(span_req camel abc)" $SP
+expect_status 400 "invalid span id length" "SelectMergeSpanProfile bad id"
+# Span heatmap: one point per (profile, span), its value the span's samples.
+js /querier.v1.QuerierService/SelectHeatmap "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$SS_MS,\"end\":$SE_MS,\"step\":15,\"queryType\":\"HEATMAP_QUERY_TYPE_SPAN\"}" $SP
+[ "$STATUS" = 200 ] || fail "SelectHeatmap SPAN: HTTP $STATUS $BODY"
+jq -e --argjson n "$(wc -l <"$WORK/spans.txt")" --argjson lo "$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$WORK/spans.txt")" \
+	'[.series[].slots[].counts[] | tonumber] | add == $n' <<<"$BODY" >/dev/null ||
+	fail "SelectHeatmap SPAN: $(jq '[.series[].slots[].counts[] | tonumber] | add' <<<"$BODY") points, want $(wc -l <"$WORK/spans.txt")"
+jq -e --argjson lo "$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$WORK/spans.txt")" \
+	'.series[0].slots[0].yMin[0] == $lo' <<<"$BODY" >/dev/null || fail "SelectHeatmap SPAN: smallest bucket $(jq '.series[0].slots[0].yMin[0]' <<<"$BODY")"
+note "spans: SelectMergeSpanProfile (JSON both styles, protobuf), spanSelector, span heatmap equal to the reference"
 
 # ---- connect-es, the real Connect client of JavaScript (npm)
 if command -v node >/dev/null && command -v npm >/dev/null; then
