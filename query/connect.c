@@ -1687,6 +1687,172 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	return rc;
 }
 
+/* ---- AnalyzeQuery ------------------------------------------------------------ */
+
+/*
+ * What the query would read, as Pyroscope's AnalyzeQuery answers it: one
+ * scope for the head ("Short term storage") and one for the blocks of the
+ * range ("Long term storage").  Counts are of the matching series with a
+ * profile in [start, end) (a profile of a block partition is the blocks'),
+ * read through one store reader as a query would read them; bytes are of
+ * whole places, as Pyroscope's block statistics are: the head's series,
+ * symbol and sample families, and the files of the blocks that overlap the
+ * range (one file each: their index and symbols are inside profile_bytes).
+ */
+struct aq {
+	struct qctx *q;
+	const struct query_selector *sel;
+	uint64_t *ids;
+	size_t n, cap;
+	int in[2];                    /* the current series has profiles in head/blocks */
+	uint64_t series[2], profiles[2], samples[2], queried;
+	uint64_t blocks, block_bytes;
+	int64_t from, until;
+	const char *tenant;
+	uint64_t head_bytes[STORE_CF_COUNT];
+	int rc;
+};
+
+static int aq_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
+		     size_t n)
+{
+	struct aq *a = ctx;
+
+	(void)part;
+	if (!a->sel->profile_type && !query_selector_matches(a->sel, l, n))
+		return 0;
+	if ((a->rc = query__mem_grow(a->q, (void **)&a->ids, &a->cap, sizeof(*a->ids), a->n + 1,
+				     "AnalyzeQuery")))
+		return 1;
+	a->ids[a->n++] = id;
+	return 0;
+}
+
+static int aq_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct aq *a = ctx;
+	int b = p->part >= STORE_BLOCK_PART_MIN;
+
+	if ((a->rc = query__ctx_check(a->q)))
+		return 1;
+	a->in[b] = 1;
+	a->profiles[b]++;
+	a->samples[b] += p->n;
+	return 0;
+}
+
+static int aq_block(void *ctx, const struct store_block_info *b)
+{
+	struct aq *a = ctx;
+
+	if (b->error || b->range_end <= a->from || b->range_start >= a->until)
+		return 0;
+	a->blocks++;
+	a->block_bytes += b->bytes;
+	return 0;
+}
+
+static int aq_stats(void *ctx, const struct store_tenant_stats *s)
+{
+	struct aq *a = ctx;
+
+	if (!strcmp(s->tenant, a->tenant))
+		memcpy(a->head_bytes, s->bytes, sizeof(a->head_bytes));
+	return 0;
+}
+
+static int aq_scope(struct call *c, const char *type, int b, const struct aq *a,
+		    Querier__V1__QueryScope **out)
+{
+	Querier__V1__QueryScope *sc = rmem(c, sizeof(*sc));
+
+	if (!sc)
+		return rfail(c);
+	querier__v1__query_scope__init(sc);
+	if (!(sc->component_type = rstr(c, type)))
+		return rfail(c);
+	sc->component_count = 1;
+	sc->series_count = a->series[b];
+	sc->profile_count = a->profiles[b];
+	sc->sample_count = a->samples[b];
+	if (b) {
+		sc->block_count = a->blocks;
+		sc->profile_bytes = a->block_bytes;
+	} else {
+		sc->index_bytes = a->head_bytes[STORE_CF_SERIES];
+		sc->profile_bytes = a->head_bytes[STORE_CF_SAMPLES];
+		sc->symbol_bytes = a->head_bytes[STORE_CF_SYMBOLS];
+	}
+	*out = sc;
+	return 0;
+}
+
+static int analyze_query(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
+{
+	const Querier__V1__AnalyzeQueryRequest *req = (const void *)msg;
+	struct qctx *q = c->q;
+	Querier__V1__AnalyzeQueryResponse *r;
+	Querier__V1__QueryImpact *imp;
+	struct query_selector sel;
+	struct store_reader *rd = NULL;
+	struct aq a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.q = q;
+	a.sel = &sel;
+	a.tenant = q->tenant;
+	rc = req_range(req->start, req->end, &a.from, &a.until, NULL, q->msg);
+	if (rc)
+		return rc;
+	rc = query_selector_parse2(NULL, req->query && *req->query ? req->query : "{}", &sel, q->msg);
+	if (rc)
+		return rc;
+	rc = store_reader_open(q->st, q->tenant, a.from, a.until, &rd, q->msg);
+	if (!rc)
+		rc = sel.profile_type ? query__select_series_in(q, rd, &sel, aq_series, &a)
+				      : store_reader_series_each(rd, aq_series, &a);
+	if (a.rc)
+		rc = a.rc;
+	for (size_t i = 0; i < a.n && !rc; i++) {
+		a.in[0] = a.in[1] = 0;
+		rc = store_reader_profiles_each(rd, a.ids[i], a.from, a.until, aq_profile, &a,
+						q->msg);
+		if (a.rc)
+			rc = a.rc;
+		a.series[0] += (uint64_t)a.in[0];
+		a.series[1] += (uint64_t)a.in[1];
+		a.queried += (uint64_t)(a.in[0] || a.in[1]);
+	}
+	store_reader_close(rd);
+	query__mem_free(q, a.ids, a.cap, sizeof(*a.ids));
+	query_selector_release(&sel);
+	if (!rc)
+		rc = store_blocks_each(q->st, q->tenant, aq_block, &a, q->msg);
+	if (!rc)
+		rc = store_stats(q->st, aq_stats, &a, q->msg);
+	if (rc)
+		return rc;
+	r = rmem(c, sizeof(*r));
+	imp = rmem(c, sizeof(*imp));
+	if (!r || !imp)
+		return rfail(c);
+	querier__v1__analyze_query_response__init(r);
+	querier__v1__query_impact__init(imp);
+	if (!(r->query_scopes = rmem(c, 2 * sizeof(*r->query_scopes))) ||
+	    (rc = aq_scope(c, "Short term storage", 0, &a, &r->query_scopes[0])) ||
+	    (rc = aq_scope(c, "Long term storage", 1, &a, &r->query_scopes[1])))
+		return rc ? rc : rfail(c);
+	r->n_query_scopes = 2;
+	imp->total_bytes_in_time_range = a.head_bytes[STORE_CF_SERIES] +
+					 a.head_bytes[STORE_CF_SYMBOLS] +
+					 a.head_bytes[STORE_CF_SAMPLES] + a.block_bytes;
+	imp->total_queried_series = a.queried;
+	r->query_impact = imp;
+	*out = &r->base;
+	return 0;
+}
+
 /* ---- GetProfileStats ------------------------------------------------------- */
 
 /*
@@ -1814,6 +1980,9 @@ static const struct method methods[] = {
 	  diff, PBJSON_EMIT_DEFAULTS, NULL },
 	{ "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor,
 	  &querier__v1__select_heatmap_response__descriptor, select_heatmap, PBJSON_EMIT_DEFAULTS,
+	  NULL },
+	{ "AnalyzeQuery", &querier__v1__analyze_query_request__descriptor,
+	  &querier__v1__analyze_query_response__descriptor, analyze_query, PBJSON_EMIT_DEFAULTS,
 	  NULL },
 	{ "GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
 	  &types__v1__get_profile_stats_response__descriptor, profile_stats, PBJSON_EMIT_DEFAULTS,

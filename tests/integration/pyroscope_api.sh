@@ -10,6 +10,8 @@
 #     unaligned start; sent as connect-go sends it (binary protobuf encoded
 #     by protoc from proto/querier.proto, Connect headers) and as JSON in
 #     both field name styles (lowerCamel, snake_case);
+#   - AnalyzeQuery's profiles, samples (pprofinfo's nonzero samples) and
+#     series;
 #   - ProfileTypes with and without a range; Series with labelNames (each
 #     distinct set once); GetProfileStats (oldest and newest profile);
 #   - /pyroscope/render's max-nodes and maxNodes, metadata, render-diff's
@@ -130,6 +132,24 @@ js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelS
 [ "$(jq '.series | length' <<<"$BODY")" = 1 ] || fail "SelectSeries limit 1: $(head -c 200 <<<"$BODY")"
 TOP=$(awk '{ s[$1] += $3 } END { for (k in s) print s[k], k }' "$WORK/want.sum" | sort -rn | awk 'NR == 1 { print $2 }')
 [ "$(jq -r '.series[0].labels[0].value' <<<"$BODY")" = "$TOP" ] || fail "SelectSeries limit 1: not $TOP"
+
+# ---- AnalyzeQuery: series, profiles and samples the query reads, head and blocks
+awk -F'\t' -v d="$WL" '$1 != "" && $1 !~ /^#/ { print d "/" $1 }' "$WL/manifest.tsv" |
+	xargs "$PPROFINFO" --json | jq -s '[.[].sample_types[] | select(.type == "cpu") | .nonzero_samples] | add' >"$WORK/aq.samples"
+AQ_SERIES=$(awk -F'\t' '$1 != "" && $1 !~ /^#/ { print $2 }' "$WL/manifest.tsv" | sort -u | wc -l)
+js /querier.v1.QuerierService/AnalyzeQuery "{\"start\":$S_MS,\"end\":$E_MS,\"query\":\"$CPU{}\"}"
+[ "$STATUS" = 200 ] || fail "AnalyzeQuery: HTTP $STATUS $BODY"
+jq -e --argjson p "$(wc -l <"$WORK/ref.txt")" --argjson s "$(cat "$WORK/aq.samples")" --argjson n "$AQ_SERIES" '
+	[.queryScopes[].componentType] == ["Short term storage", "Long term storage"] and
+	([.queryScopes[].profileCount | tonumber] | add) == $p and
+	([.queryScopes[].sampleCount | tonumber] | add) == $s and
+	(.queryImpact.totalQueriedSeries | tonumber) == $n and
+	(.queryImpact.totalBytesInTimeRange | tonumber) > 0' <<<"$BODY" >/dev/null ||
+	fail "AnalyzeQuery: $BODY, want $(wc -l <"$WORK/ref.txt") profiles, $(cat "$WORK/aq.samples") samples, $AQ_SERIES series"
+pb /querier.v1.QuerierService/AnalyzeQuery querier.v1.AnalyzeQueryRequest querier.v1.AnalyzeQueryResponse \
+	"start: $S_MS end: $E_MS query: \"{service_name=\\\"nobody\\\"}\""
+grep -q "total_queried_series" "$WORK/pb.txt" && fail "AnalyzeQuery of no series: $(cat "$WORK/pb.txt")"
+note "AnalyzeQuery: $(wc -l <"$WORK/ref.txt") profiles, $(cat "$WORK/aq.samples") samples, $AQ_SERIES series, as the reference"
 
 # ---- ProfileTypes: the range counts
 js /querier.v1.QuerierService/ProfileTypes "{\"start\":$S_MS,\"end\":$E_MS}"
