@@ -84,6 +84,14 @@ static void call_release(struct call *c)
 	query__side_release(c->q, &c->side[1]);
 }
 
+/* The call's arena: requests, then responses, within the query's budget. */
+static void call_arena(struct arena *a, size_t request_bound, const struct query_limits *lim)
+{
+	size_t budget = lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES;
+
+	arena_init(a, request_bound > SIZE_MAX - budget ? SIZE_MAX : request_bound + budget);
+}
+
 /* Memory of a response, from the call's arena: NULL (message set) past its cap. */
 static void *rmem(struct call *c, size_t n)
 {
@@ -1352,6 +1360,155 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	return rc;
 }
 
+/* ---- /pyroscope/render's timeline -------------------------------------------- */
+
+/*
+ * Pyroscope's point interval for a render of [from, until) ms: the range
+ * over 1500 points, at least 15 s, rounded up to a round interval.
+ * Returns seconds (every value at or above 15 s is whole).
+ */
+static int64_t render_step_s(int64_t from_ms, int64_t until_ms)
+{
+	static const int64_t lim_ms[] = { 17500, 25000, 45000, 90000, 210000, 450000, 750000,
+					  1050000, 1500000, 2700000, 5400000, 9000000, 16200000,
+					  32400000, 86400000, 172800000, 604800000, 1814400000,
+					  3628800000LL };
+	static const int64_t step_s[] = { 15, 20, 30, 60, 120, 300, 600, 900, 1200, 1800,
+					  3600, 7200, 10800, 21600, 43200, 86400, 86400, 604800,
+					  2592000 };
+	int64_t iv = (until_ms - from_ms) / 1500;
+
+	if (iv < 15000)
+		return 15;
+	for (size_t i = 0; i < sizeof(lim_ms) / sizeof(lim_ms[0]); i++)
+		if (iv <= lim_ms[i] && (i + 1 < sizeof(lim_ms) / sizeof(lim_ms[0]) || iv < lim_ms[i]))
+			return step_s[i];
+	return 31536000;
+}
+
+/*
+ * One timeline as Pyroscope's timeline.New writes it from a series' points:
+ * the range aligned down to the step, one sample per step from there, each
+ * point's value (truncated to an integer) at its step, zeros elsewhere.
+ */
+static int put_render_timeline(const Types__V1__Series *se, int64_t start_ms, int64_t end_ms,
+			       int64_t step_s, struct buf *out)
+{
+	int64_t d = step_s * 1000, s0 = start_ms / d * d, e0 = end_ms / d * d;
+	int64_t n = s0 < e0 ? (e0 / 1000 - s0 / 1000) / step_s : 0, at = 0, prev = 0;
+	int rc = buf_printf(out, "{\"startTime\":%lld,\"samples\":[", (long long)(s0 / 1000));
+	int first = 1;
+
+	for (size_t i = 0; se && i < se->n_points && !rc; i++) {
+		const Types__V1__Point *pt = se->points[i];
+		int64_t k;
+
+		if (pt->timestamp < s0 || pt->timestamp >= e0)
+			continue;
+		k = first ? (pt->timestamp / 1000 - s0 / 1000) / step_s
+			  : at + (pt->timestamp / 1000 - prev / 1000) / step_s - 1;
+		for (; at < k && !rc; at++)
+			rc = buf_puts(out, at ? ",0" : "0");
+		if (!rc)
+			rc = buf_printf(out, "%s%llu", at ? "," : "",
+					(unsigned long long)(uint64_t)pt->value);
+		at++;
+		prev = pt->timestamp;
+		first = 0;
+	}
+	for (; at < n && !rc; at++)
+		rc = buf_puts(out, at ? ",0" : "0");
+	if (!rc)
+		rc = buf_printf(out, "],\"durationDelta\":%lld,\"watermarks\":{}}", (long long)step_s);
+	return rc;
+}
+
+struct rgroup {
+	const char *key;
+	size_t i;
+};
+
+static int cmp_rgroup(const void *a, const void *b)
+{
+	const struct rgroup *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	return c ? c : x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Pyroscope's `groups`: a map from each series' value of the first groupBy
+ * label ("*" when it has none) to its timeline, written as Go writes a map:
+ * keys sorted, the last series of a key winning.
+ */
+static int put_render_groups(struct call *c, const Querier__V1__SelectSeriesResponse *r,
+			     const char *by, int64_t start, int64_t end, int64_t step,
+			     struct buf *out)
+{
+	struct rgroup *g = rmem(c, (r->n_series ? r->n_series : 1) * sizeof(*g));
+	int rc = 0, n = 0;
+
+	if (!g)
+		return rfail(c);
+	for (size_t i = 0; i < r->n_series; i++) {
+		g[i].key = "*";
+		g[i].i = i;
+		for (size_t j = 0; j < r->series[i]->n_labels; j++)
+			if (!strcmp(r->series[i]->labels[j]->name, by))
+				g[i].key = r->series[i]->labels[j]->value;
+	}
+	qsort(g, r->n_series, sizeof(*g), cmp_rgroup);
+	rc = buf_putc(out, '{');
+	for (size_t i = 0; i < r->n_series && !rc; i++) {
+		if (i + 1 < r->n_series && !strcmp(g[i].key, g[i + 1].key))
+			continue;
+		rc = n++ ? buf_putc(out, ',') : 0;
+		if (!rc)
+			rc = buf_put_json_str(out, g[i].key, strlen(g[i].key));
+		if (!rc)
+			rc = buf_putc(out, ':');
+		if (!rc)
+			rc = put_render_timeline(r->series[g[i].i], start, end, step, out);
+	}
+	return rc ? rc : buf_putc(out, '}');
+}
+
+int query__render_timeline(struct qctx *q, const struct query_params *p, struct buf *timeline,
+			   struct buf *groups)
+{
+	Querier__V1__SelectSeriesRequest req = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
+	Querier__V1__SelectSeriesResponse *r;
+	ProtobufCMessage *resp = NULL;
+	int64_t start = p->from_ns / 1000000, end = p->until_ns / 1000000, step;
+	struct arena a;
+	struct call c;
+	int rc;
+
+	step = render_step_s(start, end);
+	req.profile_typeid = (char *)p->profile_type;
+	req.label_selector = (char *)(p->query ? p->query : "");
+	req.start = start;
+	req.end = end;
+	req.step = (double)step;
+	req.group_by = (char **)p->group_by;
+	req.n_group_by = p->n_group_by;
+	req.aggregation = p->average ? TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE
+				     : TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM;
+	call_arena(&a, 0, &p->limits);
+	call_init(&c, q, &p->limits, &a);
+	rc = select_series(&c, &req.base, &resp);
+	r = (Querier__V1__SelectSeriesResponse *)resp;
+	/* The main timeline is the one series' (none, or several: zeros), as Pyroscope's. */
+	if (!rc)
+		rc = put_render_timeline(r->n_series == 1 ? r->series[0] : NULL, start, end, step,
+					 timeline);
+	if (!rc && p->n_group_by)
+		rc = put_render_groups(&c, r, p->group_by[0], start, end, step, groups);
+	call_release(&c);
+	arena_release(&a);
+	return rc;
+}
+
 /* ---- SelectHeatmap ------------------------------------------------------------- */
 
 /*
@@ -2036,14 +2193,6 @@ static int run(struct store *st, const char *tenant, const struct method *m,
 	out->max = max;
 	call_release(&c);
 	return rc;
-}
-
-/* The call's arena: requests, then responses, within the query's budget. */
-static void call_arena(struct arena *a, size_t request_bound, const struct query_limits *lim)
-{
-	size_t budget = lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES;
-
-	arena_init(a, request_bound > SIZE_MAX - budget ? SIZE_MAX : request_bound + budget);
 }
 
 int query_connect(struct store *st, const char *tenant, const char *method,

@@ -137,19 +137,29 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 	struct qctx q;
 	int rc;
 
+	struct buf tl, groups;
+
 	query__ctx_init(&q, st, tenant, &p->limits, msg);
 	query__side_init(&s);
 	out_begin(&q, out, &oc);
-	rc = query__run(&q, p, QUERY__TRUNCATED, QUERY__TIMELINE, &s);
+	buf_init(&tl, q.mem.cap);
+	buf_init(&groups, q.mem.cap);
+	rc = query__run(&q, p, QUERY__TRUNCATED, 0, &s);
 	if (!rc)
 		rc = query__flame_build(&q, &s.t, 0, &f);
 	if (!rc) {
+		rc = query__render_timeline(&q, p, &tl, &groups);
+		s.m.tl_json = &tl;
+		s.m.groups_json = &groups;
 		ms[0] = &s.m;
-		rc = query__fb_write(&f, s.sel.profile_type, ms, 1, out);
+		if (!rc)
+			rc = query__fb_write(&f, s.sel.profile_type, ms, 1, out);
 		query__flame_release(&q, &f);
 	}
 	rc = out_end(&q, &oc, rc, FB_TOO_LARGE, FB_NOMEM);
 	query__side_release(&q, &s);
+	buf_release(&tl);
+	buf_release(&groups);
 	return rc;
 }
 

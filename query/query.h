@@ -149,6 +149,11 @@ struct query_params {
 	 * Borrowed. */
 	const uint64_t *span_ids;
 	size_t n_span_ids;
+	/* query_render's timeline: SelectSeries' groupBy (the first names the
+	 * `groups` keys; borrowed) and aggregation (average, else sum). */
+	const char *const *group_by;
+	size_t n_group_by;
+	int average;
 };
 
 /* ---- flame graphs --------------------------------------------------------- */

@@ -195,6 +195,32 @@ http GET "$RENDER&maxNodes=8" -H "X-Scope-OrgID: $T"
 [ "$(nodes)" = "$DASH" ] || fail "max-nodes=8 gives $DASH nodes, maxNodes=8 $(nodes)"
 [ "$DASH" -lt "$ALL" ] || fail "max-nodes=8 keeps $DASH of $ALL nodes"
 note "render: $ALL nodes, max-nodes=8 and maxNodes=8 both $DASH; numTicks $WANT"
+# The timeline as Pyroscope computes it: SelectSeries with its point interval
+# (range / 1500, at least 15 s) on the request's grid, then timeline.New's
+# samples from the start aligned down to the step; groups per service.
+ref_timeline() { # SERVICE|"": the samples, comma-separated
+	awk -v s="$((S_MS / 1000 * 1000))" -v e="$((E_MS / 1000 * 1000))" -v step=15000 -v svc="$1" '
+	svc == "" || $1 == svc { t = $2 * 1000; k = 0
+	  if (t > s) { k = int((t - s) / step); if (k * step < t - s) k++ }
+	  ts = s + k * step; if (ts > e) next; v[sprintf("%.0f", ts)] += $3 }
+	END { s0 = int(s / step) * step; e0 = int(e / step) * step; n = int((e0 - s0) / step)
+	  for (k in v) { ts = k + 0; if (ts >= s0 && ts < e0) out[int((int(ts / 1000) - s0 / 1000) / 15)] += v[k] }
+	  for (i = 0; i < n; i++) printf "%s%.0f", i ? "," : "", out[i] + 0; print "" }' "$WORK/ref.txt"
+}
+http GET "$RENDER" -H "X-Scope-OrgID: $T"
+[ "$(jq -r '.timeline.samples | map(tostring) | join(",")' <<<"$BODY")" = "$(ref_timeline "")" ] ||
+	fail "render timeline: $(jq -c .timeline <<<"$BODY"), want $(ref_timeline "")"
+[ "$(jq -r '.timeline.startTime' <<<"$BODY")" = "$((S_MS / 1000 / 15 * 15))" ] &&
+	[ "$(jq -r '.timeline.durationDelta, .groups' <<<"$BODY" | paste -sd' ')" = "15 null" ] ||
+	fail "render timeline start/step/groups: $(jq -c '{s: .timeline.startTime, d: .timeline.durationDelta, g: .groups}' <<<"$BODY")"
+http GET "$RENDER&groupBy=service_name&aggregation=sum" -H "X-Scope-OrgID: $T"
+for svc in $SERVICES; do
+	[ "$(jq -r --arg s "$svc" '.groups[$s].samples | map(tostring) | join(",")' <<<"$BODY")" = "$(ref_timeline "$svc")" ] ||
+		fail "render groups[$svc]: $(jq -c --arg s "$svc" '.groups[$s]' <<<"$BODY")"
+done
+[ "$(jq -r '.groups | keys | join(" ")' <<<"$BODY")" = "$SERVICES" ] || fail "render groups keys: $(jq -c '.groups | keys' <<<"$BODY")"
+jq -e '[.timeline.samples[]] | all(. == 0)' <<<"$BODY" >/dev/null || fail "render with groups: the main timeline is not Pyroscope's zeros"
+note "render timeline: Pyroscope's (15 s, aligned start), groupBy groups per service, equal to the reference"
 http GET "$RENDER&format=dot" -H "X-Scope-OrgID: $T"
 expect_status 400 "go tool pprof -dot" "render format=dot (not generated)"
 http GET "/pyroscope/render-diff?leftQuery=$Q&rightQuery=$Q&leftFrom=$((S_MS / 1000))&leftUntil=$((E_MS / 1000))&rightFrom=$((S_MS / 1000))&rightUntil=$((E_MS / 1000))" \
