@@ -278,7 +278,7 @@ static int render_format(const struct web__req *rq, struct err_msg *msg)
 static int render_series(const struct web__req *rq, struct side *s, struct err_msg *msg)
 {
 	const char *p = rq->query;
-	char seg[WEB_PARAM_MAX], v[16];
+	char seg[WEB_PARAM_MAX], v[16], name[GROUP_BY_LEN];
 	size_t n = 0;
 	int rc;
 
@@ -288,13 +288,14 @@ static int render_series(const struct web__req *rq, struct side *s, struct err_m
 		if ((size_t)(end - p) < sizeof(seg)) {
 			memcpy(seg, p, (size_t)(end - p));
 			seg[end - p] = '\0';
-			rc = web__query_param(seg, "groupBy", s->by[n], GROUP_BY_LEN);
-			if (rc == 0 && n == MAX_GROUP_BY)
-				return err_set(msg, ERR_TOO_LARGE, "more than %d groupBy parameters",
-					       MAX_GROUP_BY);
+			rc = web__query_param(seg, "groupBy", name, sizeof(name));
 			if (rc == ERR_TOO_LARGE || rc == ERR_INVALID)
 				return err_set(msg, rc, "parameter groupBy: too long or badly escaped");
-			if (rc == 0 && s->by[n][0]) {
+			if (rc == 0 && name[0]) {
+				if (n == MAX_GROUP_BY)
+					return err_set(msg, ERR_TOO_LARGE,
+						       "more than %d groupBy parameters", MAX_GROUP_BY);
+				memcpy(s->by[n], name, sizeof(name));
 				s->byp[n] = s->by[n];
 				n++;
 			}
@@ -303,14 +304,12 @@ static int render_series(const struct web__req *rq, struct side *s, struct err_m
 	}
 	s->p.group_by = s->byp;
 	s->p.n_group_by = n;
-	rc = web__param(rq, "aggregation", v, sizeof(v), msg);
-	if (rc == ERR_NOT_FOUND)
-		return 0;
-	if (rc == ERR_TOO_LARGE)
-		return 0; /* not sum or avg: Pyroscope sums */
-	if (!rc)
-		s->p.average = !strcmp(v, "avg");
-	return rc;
+	/* Not sum or avg (too long ones included): Pyroscope sums. */
+	rc = web__query_param(rq->query, "aggregation", v, sizeof(v));
+	if (rc == ERR_INVALID)
+		return err_set(msg, rc, "parameter aggregation: bad %%-escape or NUL byte");
+	s->p.average = rc == 0 && !strcmp(v, "avg");
+	return 0;
 }
 
 static int run_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs,

@@ -220,6 +220,8 @@ for svc in $SERVICES; do
 done
 [ "$(jq -r '.groups | keys | join(" ")' <<<"$BODY")" = "$SERVICES" ] || fail "render groups keys: $(jq -c '.groups | keys' <<<"$BODY")"
 jq -e '[.timeline.samples[]] | all(. == 0)' <<<"$BODY" >/dev/null || fail "render with groups: the main timeline is not Pyroscope's zeros"
+http GET "$RENDER$(printf '&groupBy=l%d' $(seq 1 17))" -H "X-Scope-OrgID: $T"
+expect_status 413 "more than 16 groupBy" "render with 17 groupBy"
 note "render timeline: Pyroscope's (15 s, aligned start), groupBy groups per service, equal to the reference"
 http GET "$RENDER&format=dot" -H "X-Scope-OrgID: $T"
 expect_status 400 "go tool pprof -dot" "render format=dot (not generated)"
