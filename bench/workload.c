@@ -7,7 +7,7 @@
  *                  [--functions F] [--hz 100] [--debug-dir DIR] [--quiet]
  *                  [--shape diverse|month] [--days D] [--cadence S]
  *                  [--releases R] [--stacks P] [--zipf Z] [--branch B]
- *                  [--churn C]
+ *                  [--churn C] [--spans N]
  *
  * Model, per service:
  *   - a main binary and four shared libraries (libc, libssl, libstdc++ and a
@@ -600,7 +600,26 @@ struct gen_opts {
 	int64_t interval;
 	int hz;
 	uint64_t seed;
+	int spans; /* --spans N: samples labelled with one of N span ids of the profile */
 };
+
+/*
+ * The span_id label of a sample with --spans N: one of N ids of the
+ * profile, or none for one draw in N + 1 (as an SDK labels the samples taken
+ * inside a traced span); 16 lowercase hex digits, as Pyroscope's SDKs write.
+ */
+static const char *span_label(const struct instance *in, int64_t t, const struct gen_opts *o,
+			      uint64_t *rs, char buf[17])
+{
+	uint64_t j = rnd_below(rs, (uint64_t)o->spans + 1), id;
+
+	if (j == (uint64_t)o->spans)
+		return NULL;
+	id = seed_of(o->seed ^ 0x5a5a, in->m->service, (uint64_t)in->index * 1000003 + j,
+		     (uint64_t)t) | 1;
+	snprintf(buf, 17, "%016llx", (unsigned long long)id);
+	return buf;
+}
 
 /* Writes one gzipped pprof to `out`; adds its Sample messages to *n_samples. */
 static int write_profile(const struct instance *in, int release, int64_t t, const struct gen_opts *o,
@@ -619,6 +638,8 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 
 	if ((rc = pw_init(&w, 2)))
 		goto out;
+	if (o->spans && (rc = pw_label_key(&w, "span_id")))
+		goto out;
 	for (b = 0; b < N_BINS; b++) {
 		const struct binary *bin = &m->bins[b];
 		base[b] = load_base(in, release, b, o->seed);
@@ -635,6 +656,8 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 		uint64_t variant = rnd_below(&rs, pa->leaf_variants);
 		int64_t values[2] = { 1, period };
 		size_t k, n = pa->depth;
+		char sbuf[17];
+		const char *span;
 
 		for (k = 0; k < n; k++) {
 			/* leaf first: k = 0 is the sampled PC, the rest return addresses */
@@ -649,7 +672,8 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 					      base[m->funcs[fs[n - 1 - k]].bin] + m->off[fi] + pos, &locs[k])))
 				goto out;
 		}
-		if ((rc = pw_sample(&w, locs, n, NULL, values)))
+		span = o->spans ? span_label(in, t, o, &rs, sbuf) : NULL;
+		if ((rc = pw_sample(&w, locs, n, span, values)))
 			goto out;
 		in->seen[(size_t)release * m->n_paths + id] |= (uint8_t)(1u << variant);
 	}
@@ -1072,7 +1096,7 @@ static void usage(FILE *f)
 		"                      [--interval 10] [--end now|UNIX] [--seed S] [--functions F]\n"
 		"                      [--hz 100] [--debug-dir DIR] [--truth FILE] [--quiet]\n"
 		"                      [--shape diverse|month] [--days D] [--cadence S] [--releases R]\n"
-		"                      [--stacks P] [--zipf Z] [--branch B] [--churn C]\n"
+		"                      [--stacks P] [--zipf Z] [--branch B] [--churn C] [--spans N]\n"
 		"\n"
 		"  --days D       the range is D days (instead of --minutes)\n"
 		"  --cadence S    an instance sends a profile every S seconds (default: the\n"
@@ -1085,6 +1109,8 @@ static void usage(FILE *f)
 		"                 (default 0: independent walks from main)\n"
 		"  --churn C      per release: C %% of the paths replaced, C/2 %% of the\n"
 		"                 service's functions moved, C/4 %% renamed (default 0)\n"
+		"  --spans N      label samples with span_id: one of N span ids per profile,\n"
+		"                 or none for one sample in N + 1 (default 0: no labels)\n"
 		"  --truth FILE   the expected self and total share of every function per\n"
 		"                 service and release, from the model (what a regression\n"
 		"                 report between two releases should find)\n"
@@ -1177,6 +1203,8 @@ static int parse_opt(struct opts *o, const char *a, const char *val)
 		bad = parse_int(val, 1, 86400, &v), o->cadence = v;
 	else if (strcmp(a, "--hz") == 0)
 		bad = parse_int(val, 1, 10000, &v), o->gen.hz = (int)v;
+	else if (strcmp(a, "--spans") == 0)
+		bad = parse_int(val, 0, 1000, &v), o->gen.spans = (int)v;
 	else if (strcmp(a, "--seed") == 0)
 		bad = parse_int(val, 0, INT64_MAX, &v), o->gen.seed = (uint64_t)v;
 	else if (strcmp(a, "--functions") == 0)

@@ -183,10 +183,18 @@ static int write_group(struct writer *w, size_t gi, const uint32_t *members, siz
 	size_t nu = 0, nl;
 	uint32_t *ustack, *uof, *out_ids;
 	int64_t *sums, *out_vals;
+	uint64_t *uspan = NULL, *out_spans = NULL;
 	struct store_label *labels;
 	struct store_profile_meta meta = { p->time_ns, p->duration_ns, p->period };
 	int rc;
 
+	/* With span ids a sample is told apart by (stack, span), as Pyroscope does. */
+	if (p->sample_span) {
+		uspan = arena_alloc(w->s, m * sizeof(*uspan));
+		out_spans = arena_alloc(w->s, m * sizeof(*out_spans));
+		if (!uspan || !out_spans)
+			return arena_failed(w->s);
+	}
 	ustack = arena_alloc(w->s, m * sizeof(*ustack));
 	uof = arena_alloc(w->s, m * sizeof(*uof));
 	out_ids = arena_alloc(w->s, m * sizeof(*out_ids));
@@ -201,14 +209,17 @@ static int write_group(struct writer *w, size_t gi, const uint32_t *members, siz
 		return rc;
 	for (size_t k = 0; k < m; k++) {
 		uint32_t sid = stack_ids[members[k]], u;
+		uint64_t span = uspan ? p->sample_span[members[k]] : 0;
 		struct hmap_probe pr;
 
-		for (u = hmap_first(&w->uniq, hash_u64(sid), &pr); u != HMAP_NONE;
-		     u = hmap_next(&w->uniq, &pr))
-			if (ustack[u] == sid)
+		for (u = hmap_first(&w->uniq, hash_combine(hash_u64(sid), span), &pr);
+		     u != HMAP_NONE; u = hmap_next(&w->uniq, &pr))
+			if (ustack[u] == sid && (!uspan || uspan[u] == span))
 				break;
 		if (u == HMAP_NONE) {
 			u = (uint32_t)nu;
+			if (uspan)
+				uspan[nu] = span;
 			ustack[nu++] = sid;
 			hmap_put_probed(&w->uniq, &pr, u); /* cannot fail: reserved */
 		}
@@ -229,6 +240,8 @@ static int write_group(struct writer *w, size_t gi, const uint32_t *members, siz
 		for (size_t u = 0; u < nu; u++) {
 			if (!sums[u])
 				continue;
+			if (out_spans)
+				out_spans[n] = uspan[u];
 			out_ids[n] = ustack[u];
 			out_vals[n++] = sums[u];
 		}
@@ -238,7 +251,8 @@ static int write_group(struct writer *w, size_t gi, const uint32_t *members, siz
 		rc = store_txn_series(w->tx, labels, nl, &series, w->msg);
 		if (rc)
 			return err_set(w->msg, rc, "store: series: %s", err_str(rc));
-		rc = store_txn_profile(w->tx, series, w->part, &meta, out_ids, out_vals, n);
+		rc = store_txn_profile_spans(w->tx, series, w->part, &meta, out_ids, out_vals,
+					     out_spans, n);
 		if (rc)
 			return store_err(w, rc, "profile");
 		w->stats.profiles++;
@@ -282,10 +296,10 @@ static int write_samples(struct writer *w, const uint32_t *stack_ids)
  * The writer's scratch arena holds, for one pprof: an id per mapping,
  * function and location, a store_line per line of every location, per
  * sample a stack id, its place in the group order and its share of the
- * group tables (write_group: three u32 and two i64 arrays; the hash index
- * is on the heap), the location ids of the deepest stack (at most all of
- * them), and per group its labels; every allocation may be padded to 16
- * bytes.  Twice that, for the unused tails of the arena's blocks, plus
+ * group tables (write_group: three u32 and two i64 arrays, two u64 more
+ * with span ids; the hash index is on the heap), the location ids of the
+ * deepest stack (at most all of them), and per group its labels; every
+ * allocation may be padded to 16 bytes.  Twice that, for the unused tails of the arena's blocks, plus
  * its first 64 KiB block, so a small pprof still gets one block.
  */
 static size_t write_scratch_cap(const struct ingest_pprof *p)
@@ -297,9 +311,10 @@ static size_t write_scratch_cap(const struct ingest_pprof *p)
 	for (size_t g = 0; g < p->n_groups; g++)
 		if (p->groups[g].n_labels > max_group_labels)
 			max_group_labels = p->groups[g].n_labels;
-	allocs = 8 + p->n_locations + 6 * p->n_groups;
+	allocs = 8 + p->n_locations + 8 * p->n_groups;
 	need = 4 * (p->n_mappings + p->n_functions + p->n_locations + 3) +
-	       sizeof(struct store_line) * lines + (4 + 4 + 28) * p->n_samples +
+	       sizeof(struct store_line) * lines +
+	       (4 + 4 + 28 + (p->sample_span ? 16 : 0)) * p->n_samples +
 	       4 * p->sample_off[p->n_samples] + 8 * (p->n_groups + 1) +
 	       sizeof(struct store_label) * (p->n_labels + max_group_labels + 1) * p->n_groups +
 	       16 * allocs;

@@ -61,6 +61,8 @@ struct oconv {
 	uint32_t *slot;                /* per stack index: merged sample + 1 */
 	uint32_t *touched;             /* stack indices of the current profile */
 	int64_t *sums;                 /* per merged sample */
+	uint64_t *spans;               /* per merged sample: its link's span id (0 none) */
+	int any_span;                  /* some merged sample of the profile has one */
 };
 
 /* A label set being built: names are static or dictionary strings. */
@@ -624,9 +626,29 @@ static int check_sample(struct oconv *c, const char *pre, size_t si, const Sampl
 }
 
 /*
+ * The span id of link `li` as Pyroscope reads it (the span_id label it
+ * makes of the link): the 8 bytes as a little-endian u64, 0 for none.
+ */
+static uint64_t link_span(const struct oconv *c, int32_t li)
+{
+	const Link *l;
+	uint64_t v = 0;
+
+	if (li <= 0 || (size_t)li >= c->d->n_link_table)
+		return 0;
+	l = c->d->link_table[li];
+	for (size_t b = 0; b < l->span_id.len && b < 8; b++)
+		v |= (uint64_t)l->span_id.data[b] << (8 * b);
+	return v;
+}
+
+/*
  * Merges the samples of `p` by stack index into c->touched / c->sums;
  * returns their count in *nu.  Sample identity also includes attributes
- * and links, but neither becomes a series label, so they merge.
+ * and links, but neither becomes a series label, so they merge, except
+ * a sample whose link names a span: its span id is kept (docs/ingest.md,
+ * "Span ids"), so it stays apart here and ingest__write sums it per
+ * (stack, span).
  */
 static int merge_samples(struct oconv *c, const char *pre, const Profile *p, int64_t mult,
 			 size_t *nu)
@@ -639,12 +661,23 @@ static int merge_samples(struct oconv *c, const char *pre, const Profile *p, int
 		int64_t v = 0;
 		uint32_t k;
 
+		uint64_t span;
+
 		if ((rc = check_sample(c, pre, i, s)) || (rc = sample_value(c, pre, i, s, mult, &v)))
 			break;
+		span = link_span(c, s->link_index);
+		if (span) {
+			c->touched[n] = (uint32_t)s->stack_index;
+			c->sums[n] = v;
+			c->spans[n++] = span;
+			c->any_span = 1;
+			continue;
+		}
 		k = c->slot[s->stack_index];
 		if (!k) {
 			c->touched[n] = (uint32_t)s->stack_index;
 			c->sums[n] = 0;
+			c->spans[n] = 0;
 			k = c->slot[s->stack_index] = (uint32_t)++n;
 		}
 		if (__builtin_add_overflow(c->sums[k - 1], v, &c->sums[k - 1]))
@@ -653,7 +686,8 @@ static int merge_samples(struct oconv *c, const char *pre, const Profile *p, int
 				     pre, i, s->stack_index);
 	}
 	for (size_t u = 0; u < n; u++)
-		c->slot[c->touched[u]] = 0;
+		if (!c->spans[u])
+			c->slot[c->touched[u]] = 0;
 	*nu = n;
 	return rc;
 }
@@ -665,7 +699,10 @@ static int fill_samples(struct oconv *c, size_t nu, struct ingest_pprof *o)
 	size_t *off;
 	uint32_t *locs, *grp;
 	int64_t *vals;
+	uint64_t *spans = NULL;
 
+	if (c->any_span && !(spans = arena_calloc(c->a, nu ? nu : 1, sizeof(*spans))))
+		return arena_failed(c->a);
 	for (size_t u = 0; u < nu; u++)
 		if (c->sums[u])
 			total += c->d->n_stack_table ? c->d->stack_table[c->touched[u]]->n_location_indices : 0;
@@ -683,6 +720,8 @@ static int fill_samples(struct oconv *c, size_t nu, struct ingest_pprof *o)
 			continue;
 		off[n] = total;
 		vals[n] = c->sums[u];
+		if (spans)
+			spans[n] = c->spans[u];
 		s = c->d->n_stack_table ? c->d->stack_table[c->touched[u]] : NULL;
 		for (size_t j = 0; s && j < s->n_location_indices; j++)
 			locs[total++] = (uint32_t)s->location_indices[j] - 1;
@@ -694,6 +733,7 @@ static int fill_samples(struct oconv *c, size_t nu, struct ingest_pprof *o)
 	o->stack_locs = locs;
 	o->sample_group = grp;
 	o->values = vals;
+	o->sample_span = spans;
 	return 0;
 }
 
@@ -750,7 +790,9 @@ static int conv_profile(struct oconv *c, const char *pre, const struct lset *bas
 			       pre, p->duration_nano);
 	c->touched = arena_alloc(c->a, (p->n_samples ? p->n_samples : 1) * sizeof(*c->touched));
 	c->sums = arena_alloc(c->a, (p->n_samples ? p->n_samples : 1) * sizeof(*c->sums));
-	if (!c->touched || !c->sums)
+	c->spans = arena_alloc(c->a, (p->n_samples ? p->n_samples : 1) * sizeof(*c->spans));
+	c->any_span = 0;
+	if (!c->touched || !c->sums || !c->spans)
 		return arena_failed(c->a);
 	if ((rc = merge_samples(c, pre, p, t.mult, &nu)) || (rc = fill_samples(c, nu, o)))
 		return rc;

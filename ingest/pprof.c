@@ -16,6 +16,7 @@
 #include "base/compress.h"
 #include "base/err.h"
 #include "base/hash.h"
+#include "base/hex.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -470,7 +471,7 @@ struct gtab {
 	size_t n_base; /* labels every series of this pprof has, with __name__ */
 };
 
-enum { KEY_UNKNOWN, KEY_OK, KEY_INVALID, KEY_RESERVED, KEY_IGNORED, KEY_LONG };
+enum { KEY_UNKNOWN, KEY_OK, KEY_INVALID, KEY_RESERVED, KEY_IGNORED, KEY_LONG, KEY_SPAN };
 
 /*
  * Sample labels that name one span or one profile would create a series
@@ -488,8 +489,9 @@ static int key_check(struct conv *c, int64_t key)
 			st = KEY_INVALID;
 		else if ((k[0] == '_' && k[1] == '_') || strcmp(k, STORE_LABEL_SERVICE) == 0)
 			st = KEY_RESERVED;
-		else if (strcmp(k, "span_id") == 0 || strcmp(k, "span_name") == 0 ||
-			 strcmp(k, "trace_id") == 0 || strcmp(k, "profile_id") == 0)
+		else if (strcmp(k, "span_id") == 0 || strcmp(k, "profile_id") == 0)
+			st = KEY_SPAN; /* Pyroscope reads profile_id as span_id */
+		else if (strcmp(k, "span_name") == 0 || strcmp(k, "trace_id") == 0)
 			st = KEY_IGNORED;
 		c->key_state[key] = st;
 	}
@@ -516,8 +518,32 @@ static int label_str(struct conv *c, int64_t idx, size_t si, size_t j, const cha
 		       j, field, (long long)idx, n);
 }
 
-/* Collects the string labels of sample `si` into `pr`, sorted by name, and their count. */
-static int sample_pairs(struct conv *c, size_t si, struct pair *pr, size_t *np)
+/*
+ * A span id label's value as Pyroscope reads it: 16 hex digits, the 8 bytes
+ * they spell read as a little-endian u64; anything else is no span (0).
+ */
+static uint64_t span_of(const char *s)
+{
+	uint64_t v = 0;
+
+	if (strlen(s) != 16)
+		return 0;
+	for (int i = 0; i < 8; i++) {
+		int hi = hex_digit((unsigned char)s[2 * i]);
+		int lo = hex_digit((unsigned char)s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return 0;
+		v |= (uint64_t)(hi << 4 | lo) << (8 * i);
+	}
+	return v;
+}
+
+/*
+ * Collects the string labels of sample `si` into `pr`, sorted by name, and
+ * their count; *span is its span id (0: none).
+ */
+static int sample_pairs(struct conv *c, size_t si, struct pair *pr, size_t *np, uint64_t *span)
 {
 	const struct pprof_sample *s = &c->p->sample[si];
 	size_t n = 0;
@@ -553,6 +579,10 @@ static int sample_pairs(struct conv *c, size_t si, struct pair *pr, size_t *np)
 				       "sample %zu: label '%.64s' may not be set by a sample", si,
 				       str_at(c, lb->key));
 		case KEY_IGNORED:
+			continue;
+		case KEY_SPAN:
+			if (!*span)
+				*span = span_of(str_at(c, lb->str));
 			continue;
 		}
 		if (strlen(str_at(c, lb->str)) > c->lim->max_label_bytes)
@@ -661,6 +691,7 @@ static int conv_samples(struct conv *c)
 	size_t *off;
 	uint32_t *locs, *grp;
 	int64_t *vals;
+	uint64_t *spans = NULL;
 	struct pair *pr = NULL;
 	struct gtab *g;
 	int rc;
@@ -716,13 +747,20 @@ static int conv_samples(struct conv *c)
 		memcpy(vals + i * nt, s->value, nt * sizeof(*vals));
 		grp[i] = 0;
 		if (s->n_label) {
-			rc = sample_pairs(c, i, pr, &np);
+			uint64_t span = 0;
+
+			rc = sample_pairs(c, i, pr, &np, &span);
 			if (!rc && np)
 				rc = group_of(c, g, i, pr, np, &grp[i]);
 			if (rc)
 				return rc;
+			if (span && !spans && !(spans = arena_calloc(c->a, n, sizeof(*spans))))
+				return arena_failed(c->a);
+			if (span)
+				spans[i] = span;
 		}
 	}
+	c->out->sample_span = spans;
 	off[n] = total;
 	c->out->n_samples = n;
 	c->out->sample_off = off;

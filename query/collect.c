@@ -114,6 +114,22 @@ static int profile_add(struct qctx *q, struct qprofiles *pp, uint32_t idx, int64
 	return 0;
 }
 
+/* Whether span id `span` is one the query selected (binary search). */
+static int span_selected(const struct qmerge *m, uint64_t span)
+{
+	size_t lo = 0, hi = m->n_span_sel;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->span_sel[mid] < span)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return span && lo < m->n_span_sel && m->span_sel[lo] == span;
+}
+
 static int add_profile(void *ctx, const struct store_profile_view *p)
 {
 	struct collect *c = ctx;
@@ -134,10 +150,14 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 		c->rc = rc;
 		return 1;
 	}
+	if (m->n_span_sel && !p->span_ids)
+		goto counted; /* a span selector keeps no sample without a span */
 	for (size_t i = 0; i < p->n; i++) {
 		uint64_t key = hi | p->stack_ids[i];
 		uint32_t at;
 
+		if (m->n_span_sel && !span_selected(m, p->span_ids[i]))
+			continue;
 		sum += p->values[i];
 		if (query__map_get(&m->index, key, &at)) {
 			m->stacks[at].value += p->values[i];
@@ -165,6 +185,7 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 		}
 		m->n++;
 	}
+counted:
 	m->total += sum;
 	m->profiles++;
 	if (p->meta.period)

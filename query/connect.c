@@ -33,6 +33,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/hex.h"
 #include "base/json.h"
 #include "proto/pbjson.h"
 #include "storage/storage.h"
@@ -81,6 +82,14 @@ static void call_release(struct call *c)
 		query__tree_release(c->q, &c->tree);
 	query__side_release(c->q, &c->side[0]);
 	query__side_release(c->q, &c->side[1]);
+}
+
+/* The call's arena: requests, then responses, within the query's budget. */
+static void call_arena(struct arena *a, size_t request_bound, const struct query_limits *lim)
+{
+	size_t budget = lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES;
+
+	arena_init(a, request_bound > SIZE_MAX - budget ? SIZE_MAX : request_bound + budget);
 }
 
 /* Memory of a response, from the call's arena: NULL (message set) past its cap. */
@@ -173,6 +182,58 @@ static int req_call_site(struct call *c, const Types__V1__StackTraceSelector *st
 		v[i] = sts->call_site[i]->name;
 	p->call_site = v;
 	p->n_call_site = sts->n_call_site;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A span selector into p (memory of the call's arena): each id 16 hex
+ * digits, read as Pyroscope reads them (the 8 bytes as a little-endian
+ * u64, as ingest stores them); sorted and unique for collect's search.
+ */
+static int req_spans(struct call *c, char *const *ids, size_t n, struct query_params *p)
+{
+	uint64_t *v;
+	size_t k = 0;
+
+	if (!n)
+		return 0;
+	if (n > 65536)
+		return err_set(c->q->msg, ERR_TOO_LARGE, "field spanSelector: more than 65536 ids");
+	if (!(v = rmem(c, n * sizeof(*v))))
+		return rfail(c);
+	for (size_t i = 0; i < n; i++) {
+		const char *id = ids[i];
+		uint64_t x = 0;
+
+		if (strlen(id) != 16)
+			return err_set(c->q->msg, ERR_INVALID,
+				       "field spanSelector: invalid span id length: \"%.64s\"", id);
+		for (int b = 0; b < 8; b++) {
+			int hi = hex_digit((unsigned char)id[2 * b]);
+			int lo = hex_digit((unsigned char)id[2 * b + 1]);
+
+			if (hi < 0 || lo < 0)
+				return err_set(c->q->msg, ERR_INVALID,
+					       "field spanSelector: span id \"%s\" is not hex", id);
+			x |= (uint64_t)(hi << 4 | lo) << (8 * b);
+		}
+		v[i] = x;
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		if (v[i] && (!k || v[k - 1] != v[i]))
+			v[k++] = v[i];
+	if (!k) /* only the zero span: no sample can match */
+		v[k++] = 0;
+	p->span_ids = v;
+	p->n_span_ids = k;
 	return 0;
 }
 
@@ -761,11 +822,40 @@ static int tree_bytes(struct call *c, const struct qtree *t, ProtobufCBinaryData
 	return rc;
 }
 
+/*
+ * The merged tree of p, truncated, as tree bytes (`tree`) or as a flame
+ * graph (`*g`): what SelectMergeStacktraces and SelectMergeSpanProfile answer.
+ */
+static int stacktraces(struct call *c, const struct query_params *p, int tree,
+		       Querier__V1__FlameGraph **g, ProtobufCBinaryData *tree_out)
+{
+	Querier__V1__FlameGraph *f;
+	int rc = query__run(c->q, p, QUERY__TRUNCATED, 0, &c->side[0]);
+
+	if (!rc && tree)
+		return tree_bytes(c, &c->side[0].t, tree_out);
+	if (!rc && !(rc = query__flame_build(c->q, &c->side[0].t, 0, &c->flame)))
+		c->have_flame = 1;
+	if (rc)
+		return rc;
+	if (!(f = rmem(c, sizeof(*f))))
+		return rfail(c);
+	querier__v1__flame_graph__init(f);
+	/* The names are the tree's, which packing and encoding only read. */
+	f->names = (char **)c->flame.names;
+	f->n_names = c->flame.n_names;
+	f->total = c->flame.total[0];
+	f->max_self = c->flame.max_self;
+	rc = flame_levels(c, &f->levels, &f->n_levels);
+	if (!rc)
+		*g = f;
+	return rc;
+}
+
 static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__SelectMergeStacktracesRequest *req = (const void *)msg;
 	Querier__V1__SelectMergeStacktracesResponse *r;
-	Querier__V1__FlameGraph *g;
 	struct query_params p;
 	int rc;
 
@@ -773,42 +863,51 @@ static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, Protob
 			req->max_nodes, c->lim, &p, c->q->msg);
 	if (!rc)
 		rc = req_call_site(c, req->stack_trace_selector, &p);
+	if (!rc)
+		rc = req_spans(c, req->span_selector, req->n_span_selector, &p);
 	if (!rc && req->format > QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
 		rc = err_set(c->q->msg, ERR_INVALID,
 			     "field format: only PROFILE_FORMAT_FLAMEGRAPH and PROFILE_FORMAT_TREE "
 			     "are answered (for pprof, call SelectMergeProfile)");
-	if (!rc)
-		rc = query__run(c->q, &p, QUERY__TRUNCATED, 0, &c->side[0]);
-	if (!rc && req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE) {
-		if (!(r = rmem(c, sizeof(*r))))
-			return rfail(c);
-		querier__v1__select_merge_stacktraces_response__init(r);
-		rc = tree_bytes(c, &c->side[0].t, &r->tree);
-		if (!rc)
-			*out = &r->base;
-		return rc;
-	}
-	if (!rc && !(rc = query__flame_build(c->q, &c->side[0].t, 0, &c->flame)))
-		c->have_flame = 1;
 	if (rc)
 		return rc;
-	r = rmem(c, sizeof(*r));
-	g = rmem(c, sizeof(*g));
-	if (!r || !g)
+	if (!(r = rmem(c, sizeof(*r))))
 		return rfail(c);
 	querier__v1__select_merge_stacktraces_response__init(r);
-	querier__v1__flame_graph__init(g);
-	/* The names are the tree's, which packing and encoding only read. */
-	g->names = (char **)c->flame.names;
-	g->n_names = c->flame.n_names;
-	g->total = c->flame.total[0];
-	g->max_self = c->flame.max_self;
-	rc = flame_levels(c, &g->levels, &g->n_levels);
+	rc = stacktraces(c, &p, req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE,
+			 &r->flamegraph, &r->tree);
+	if (!rc)
+		*out = &r->base;
+	return rc;
+}
+
+/*
+ * Traces to profiles: SelectMergeStacktraces of the samples of the spans
+ * named (Pyroscope's deprecated RPC: format TREE gives tree bytes, any other
+ * format a flame graph; an empty selector selects every sample).
+ */
+static int merge_span_profile(struct call *c, const ProtobufCMessage *msg,
+			      ProtobufCMessage **out)
+{
+	const Querier__V1__SelectMergeSpanProfileRequest *req = (const void *)msg;
+	Querier__V1__SelectMergeSpanProfileResponse *r;
+	struct query_params p;
+	int rc;
+
+	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end,
+			req->max_nodes, c->lim, &p, c->q->msg);
+	if (!rc)
+		rc = req_spans(c, req->span_selector, req->n_span_selector, &p);
 	if (rc)
 		return rc;
-	r->flamegraph = g;
-	*out = &r->base;
-	return 0;
+	if (!(r = rmem(c, sizeof(*r))))
+		return rfail(c);
+	querier__v1__select_merge_span_profile_response__init(r);
+	rc = stacktraces(c, &p, req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE,
+			 &r->flamegraph, &r->tree);
+	if (!rc)
+		*out = &r->base;
+	return rc;
 }
 
 /* The members JSON adds after SelectMergeStacktraces' message: symbolization. */
@@ -1261,6 +1360,155 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	return rc;
 }
 
+/* ---- /pyroscope/render's timeline -------------------------------------------- */
+
+/*
+ * Pyroscope's point interval for a render of [from, until) ms: the range
+ * over 1500 points, at least 15 s, rounded up to a round interval.
+ * Returns seconds (every value at or above 15 s is whole).
+ */
+static int64_t render_step_s(int64_t from_ms, int64_t until_ms)
+{
+	static const int64_t lim_ms[] = { 17500, 25000, 45000, 90000, 210000, 450000, 750000,
+					  1050000, 1500000, 2700000, 5400000, 9000000, 16200000,
+					  32400000, 86400000, 172800000, 604800000, 1814400000,
+					  3628800000LL };
+	static const int64_t step_s[] = { 15, 20, 30, 60, 120, 300, 600, 900, 1200, 1800,
+					  3600, 7200, 10800, 21600, 43200, 86400, 86400, 604800,
+					  2592000 };
+	int64_t iv = (until_ms - from_ms) / 1500;
+
+	if (iv < 15000)
+		return 15;
+	for (size_t i = 0; i < sizeof(lim_ms) / sizeof(lim_ms[0]); i++)
+		if (iv <= lim_ms[i] && (i + 1 < sizeof(lim_ms) / sizeof(lim_ms[0]) || iv < lim_ms[i]))
+			return step_s[i];
+	return 31536000;
+}
+
+/*
+ * One timeline as Pyroscope's timeline.New writes it from a series' points:
+ * the range aligned down to the step, one sample per step from there, each
+ * point's value (truncated to an integer) at its step, zeros elsewhere.
+ */
+static int put_render_timeline(const Types__V1__Series *se, int64_t start_ms, int64_t end_ms,
+			       int64_t step_s, struct buf *out)
+{
+	int64_t d = step_s * 1000, s0 = start_ms / d * d, e0 = end_ms / d * d;
+	int64_t n = s0 < e0 ? (e0 / 1000 - s0 / 1000) / step_s : 0, at = 0, prev = 0;
+	int rc = buf_printf(out, "{\"startTime\":%lld,\"samples\":[", (long long)(s0 / 1000));
+	int first = 1;
+
+	for (size_t i = 0; se && i < se->n_points && !rc; i++) {
+		const Types__V1__Point *pt = se->points[i];
+		int64_t k;
+
+		if (pt->timestamp < s0 || pt->timestamp >= e0)
+			continue;
+		k = first ? (pt->timestamp / 1000 - s0 / 1000) / step_s
+			  : at + (pt->timestamp / 1000 - prev / 1000) / step_s - 1;
+		for (; at < k && !rc; at++)
+			rc = buf_puts(out, at ? ",0" : "0");
+		if (!rc)
+			rc = buf_printf(out, "%s%llu", at ? "," : "",
+					(unsigned long long)(uint64_t)pt->value);
+		at++;
+		prev = pt->timestamp;
+		first = 0;
+	}
+	for (; at < n && !rc; at++)
+		rc = buf_puts(out, at ? ",0" : "0");
+	if (!rc)
+		rc = buf_printf(out, "],\"durationDelta\":%lld,\"watermarks\":{}}", (long long)step_s);
+	return rc;
+}
+
+struct rgroup {
+	const char *key;
+	size_t i;
+};
+
+static int cmp_rgroup(const void *a, const void *b)
+{
+	const struct rgroup *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	return c ? c : x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * Pyroscope's `groups`: a map from each series' value of the first groupBy
+ * label ("*" when it has none) to its timeline, written as Go writes a map:
+ * keys sorted, the last series of a key winning.
+ */
+static int put_render_groups(struct call *c, const Querier__V1__SelectSeriesResponse *r,
+			     const char *by, int64_t start, int64_t end, int64_t step,
+			     struct buf *out)
+{
+	struct rgroup *g = rmem(c, (r->n_series ? r->n_series : 1) * sizeof(*g));
+	int rc = 0, n = 0;
+
+	if (!g)
+		return rfail(c);
+	for (size_t i = 0; i < r->n_series; i++) {
+		g[i].key = "*";
+		g[i].i = i;
+		for (size_t j = 0; j < r->series[i]->n_labels; j++)
+			if (!strcmp(r->series[i]->labels[j]->name, by))
+				g[i].key = r->series[i]->labels[j]->value;
+	}
+	qsort(g, r->n_series, sizeof(*g), cmp_rgroup);
+	rc = buf_putc(out, '{');
+	for (size_t i = 0; i < r->n_series && !rc; i++) {
+		if (i + 1 < r->n_series && !strcmp(g[i].key, g[i + 1].key))
+			continue;
+		rc = n++ ? buf_putc(out, ',') : 0;
+		if (!rc)
+			rc = buf_put_json_str(out, g[i].key, strlen(g[i].key));
+		if (!rc)
+			rc = buf_putc(out, ':');
+		if (!rc)
+			rc = put_render_timeline(r->series[g[i].i], start, end, step, out);
+	}
+	return rc ? rc : buf_putc(out, '}');
+}
+
+int query__render_timeline(struct qctx *q, const struct query_params *p, struct buf *timeline,
+			   struct buf *groups)
+{
+	Querier__V1__SelectSeriesRequest req = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
+	Querier__V1__SelectSeriesResponse *r;
+	ProtobufCMessage *resp = NULL;
+	int64_t start = p->from_ns / 1000000, end = p->until_ns / 1000000, step;
+	struct arena a;
+	struct call c;
+	int rc;
+
+	step = render_step_s(start, end);
+	req.profile_typeid = (char *)p->profile_type;
+	req.label_selector = (char *)(p->query ? p->query : "");
+	req.start = start;
+	req.end = end;
+	req.step = (double)step;
+	req.group_by = (char **)p->group_by;
+	req.n_group_by = p->n_group_by;
+	req.aggregation = p->average ? TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE
+				     : TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM;
+	call_arena(&a, 0, &p->limits);
+	call_init(&c, q, &p->limits, &a);
+	rc = select_series(&c, &req.base, &resp);
+	r = (Querier__V1__SelectSeriesResponse *)resp;
+	/* The main timeline is the one series' (none, or several: zeros), as Pyroscope's. */
+	if (!rc)
+		rc = put_render_timeline(r->n_series == 1 ? r->series[0] : NULL, start, end, step,
+					 timeline);
+	if (!rc && p->n_group_by)
+		rc = put_render_groups(&c, r, p->group_by[0], start, end, step, groups);
+	call_release(&c);
+	arena_release(&a);
+	return rc;
+}
+
 /* ---- SelectHeatmap ------------------------------------------------------------- */
 
 /*
@@ -1279,6 +1527,8 @@ struct hm_pt {
 	int64_t ts;     /* slot's right edge, ms */
 	int64_t v;
 	int y;
+	int64_t time;   /* the profile's time, ns */
+	uint64_t span;  /* span heatmaps: the span id */
 };
 
 struct hm {
@@ -1286,6 +1536,7 @@ struct hm {
 	struct hm_pt *pt;
 	size_t n, cap;
 	int64_t end_r;  /* end rounded up to the grid */
+	int spans;      /* HEATMAP_QUERY_TYPE_SPAN: a point per (profile time, span) */
 };
 
 static int64_t hm_round_up(int64_t ts, int64_t start, int64_t step)
@@ -1298,23 +1549,77 @@ static int64_t hm_round_up(int64_t ts, int64_t start, int64_t step)
 	return ts + mod;
 }
 
-static int hm_profile(void *ctx, const struct store_profile_view *p)
+/* A point of the current group at profile time `time_ns` (ms slot computed here). */
+static int hm_add(struct hm *h, int64_t time_ns, uint64_t span, int64_t v)
 {
-	struct hm *h = ctx;
-	int64_t sum = 0, ts = hm_round_up(p->meta.time_ns / 1000000, h->s.start, h->s.step);
+	int64_t ts = hm_round_up(time_ns / 1000000, h->s.start, h->s.step);
 
-	if ((h->s.rc = query__ctx_check(h->s.q)))
-		return 1;
 	if ((h->s.rc = query__mem_grow(h->s.q, (void **)&h->pt, &h->cap, sizeof(*h->pt), h->n + 1,
 				       "heatmap points")))
 		return 1;
-	for (size_t i = 0; i < p->n; i++)
-		sum += p->values[i];
 	h->pt[h->n].group = (uint32_t)h->s.cur_group;
 	h->pt[h->n].ts = ts < h->s.start ? h->s.start : ts > h->end_r ? h->end_r : ts;
-	h->pt[h->n].v = sum;
+	h->pt[h->n].v = v;
+	h->pt[h->n].y = 0;
+	h->pt[h->n].time = time_ns;
+	h->pt[h->n].span = span;
 	h->n++;
 	return 0;
+}
+
+/*
+ * A profile's points: its total, or (span heatmaps) one per pair with a
+ * span id, merged per (group, profile time, span) by hm_merge_spans.
+ */
+static int hm_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct hm *h = ctx;
+	int64_t sum = 0;
+
+	if ((h->s.rc = query__ctx_check(h->s.q)))
+		return 1;
+	if (h->spans) {
+		for (size_t i = 0; p->span_ids && i < p->n; i++)
+			if (p->span_ids[i] && hm_add(h, p->meta.time_ns, p->span_ids[i], p->values[i]))
+				return 1;
+		return 0;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		sum += p->values[i];
+	return hm_add(h, p->meta.time_ns, 0, sum);
+}
+
+static int cmp_hm_span(const void *a, const void *b)
+{
+	const struct hm_pt *x = a, *y = b;
+
+	if (x->group != y->group)
+		return x->group < y->group ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->span < y->span ? -1 : x->span > y->span;
+}
+
+/*
+ * Pyroscope sums the samples of one span in one profile into one point,
+ * also across the series of a group (its points builder keys them by
+ * timestamp and span id).
+ */
+static void hm_merge_spans(struct hm *h)
+{
+	size_t k = 0;
+
+	if (!h->n)
+		return;
+	qsort(h->pt, h->n, sizeof(*h->pt), cmp_hm_span);
+	for (size_t i = 1; i < h->n; i++) {
+		if (!cmp_hm_span(&h->pt[k], &h->pt[i])) {
+			h->pt[k].v += h->pt[i].v;
+			continue;
+		}
+		h->pt[++k] = h->pt[i];
+	}
+	h->n = k + 1;
 }
 
 static int cmp_hm_pt(const void *a, const void *b)
@@ -1481,10 +1786,8 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	if (req->step < 0.001)
 		return err_set(q->msg, ERR_INVALID, "field step: must be at least 1ms (0.001), got %g",
 			       req->step);
-	if (req->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN)
-		return err_set(q->msg, ERR_INVALID,
-			       "SelectHeatmap: span heatmaps need span ids, which unhex does not keep");
-	if (req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL)
+	if (req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL &&
+	    req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN)
 		return err_set(q->msg, ERR_INVALID,
 			       "SelectHeatmap: valid heatmap query type must be specified");
 	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end, 0, c->lim,
@@ -1495,6 +1798,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 		return rc;
 	memset(&h, 0, sizeof(h));
 	h.s.q = q;
+	h.spans = req->query_type == QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN;
 	{
 		const struct ss_req sr = { req->step, req->limit, 0, req->group_by, req->n_group_by };
 
@@ -1528,6 +1832,8 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 		rc = rfail(c);
 	if (!rc) {
 		querier__v1__select_heatmap_response__init(r);
+		if (h.spans)
+			hm_merge_spans(&h);
 		rc = hm_response(c, &h, r);
 	}
 	if (!rc)
@@ -1536,6 +1842,172 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	ss_release(&h.s);
 	query_selector_release(&sel);
 	return rc;
+}
+
+/* ---- AnalyzeQuery ------------------------------------------------------------ */
+
+/*
+ * What the query would read, as Pyroscope's AnalyzeQuery answers it: one
+ * scope for the head ("Short term storage") and one for the blocks of the
+ * range ("Long term storage").  Counts are of the matching series with a
+ * profile in [start, end) (a profile of a block partition is the blocks'),
+ * read through one store reader as a query would read them; bytes are of
+ * whole places, as Pyroscope's block statistics are: the head's series,
+ * symbol and sample families, and the files of the blocks that overlap the
+ * range (one file each: their index and symbols are inside profile_bytes).
+ */
+struct aq {
+	struct qctx *q;
+	const struct query_selector *sel;
+	uint64_t *ids;
+	size_t n, cap;
+	int in[2];                    /* the current series has profiles in head/blocks */
+	uint64_t series[2], profiles[2], samples[2], queried;
+	uint64_t blocks, block_bytes;
+	int64_t from, until;
+	const char *tenant;
+	uint64_t head_bytes[STORE_CF_COUNT];
+	int rc;
+};
+
+static int aq_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
+		     size_t n)
+{
+	struct aq *a = ctx;
+
+	(void)part;
+	if (!a->sel->profile_type && !query_selector_matches(a->sel, l, n))
+		return 0;
+	if ((a->rc = query__mem_grow(a->q, (void **)&a->ids, &a->cap, sizeof(*a->ids), a->n + 1,
+				     "AnalyzeQuery")))
+		return 1;
+	a->ids[a->n++] = id;
+	return 0;
+}
+
+static int aq_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct aq *a = ctx;
+	int b = p->part >= STORE_BLOCK_PART_MIN;
+
+	if ((a->rc = query__ctx_check(a->q)))
+		return 1;
+	a->in[b] = 1;
+	a->profiles[b]++;
+	a->samples[b] += p->n;
+	return 0;
+}
+
+static int aq_block(void *ctx, const struct store_block_info *b)
+{
+	struct aq *a = ctx;
+
+	if (b->error || b->range_end <= a->from || b->range_start >= a->until)
+		return 0;
+	a->blocks++;
+	a->block_bytes += b->bytes;
+	return 0;
+}
+
+static int aq_stats(void *ctx, const struct store_tenant_stats *s)
+{
+	struct aq *a = ctx;
+
+	if (!strcmp(s->tenant, a->tenant))
+		memcpy(a->head_bytes, s->bytes, sizeof(a->head_bytes));
+	return 0;
+}
+
+static int aq_scope(struct call *c, const char *type, int b, const struct aq *a,
+		    Querier__V1__QueryScope **out)
+{
+	Querier__V1__QueryScope *sc = rmem(c, sizeof(*sc));
+
+	if (!sc)
+		return rfail(c);
+	querier__v1__query_scope__init(sc);
+	if (!(sc->component_type = rstr(c, type)))
+		return rfail(c);
+	sc->component_count = 1;
+	sc->series_count = a->series[b];
+	sc->profile_count = a->profiles[b];
+	sc->sample_count = a->samples[b];
+	if (b) {
+		sc->block_count = a->blocks;
+		sc->profile_bytes = a->block_bytes;
+	} else {
+		sc->index_bytes = a->head_bytes[STORE_CF_SERIES];
+		sc->profile_bytes = a->head_bytes[STORE_CF_SAMPLES];
+		sc->symbol_bytes = a->head_bytes[STORE_CF_SYMBOLS];
+	}
+	*out = sc;
+	return 0;
+}
+
+static int analyze_query(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
+{
+	const Querier__V1__AnalyzeQueryRequest *req = (const void *)msg;
+	struct qctx *q = c->q;
+	Querier__V1__AnalyzeQueryResponse *r;
+	Querier__V1__QueryImpact *imp;
+	struct query_selector sel;
+	struct store_reader *rd = NULL;
+	struct aq a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.q = q;
+	a.sel = &sel;
+	a.tenant = q->tenant;
+	rc = req_range(req->start, req->end, &a.from, &a.until, NULL, q->msg);
+	if (rc)
+		return rc;
+	rc = query_selector_parse2(NULL, req->query && *req->query ? req->query : "{}", &sel, q->msg);
+	if (rc)
+		return rc;
+	rc = store_reader_open(q->st, q->tenant, a.from, a.until, &rd, q->msg);
+	if (!rc)
+		rc = sel.profile_type ? query__select_series_in(q, rd, &sel, aq_series, &a)
+				      : store_reader_series_each(rd, aq_series, &a);
+	if (a.rc)
+		rc = a.rc;
+	for (size_t i = 0; i < a.n && !rc; i++) {
+		a.in[0] = a.in[1] = 0;
+		rc = store_reader_profiles_each(rd, a.ids[i], a.from, a.until, aq_profile, &a,
+						q->msg);
+		if (a.rc)
+			rc = a.rc;
+		a.series[0] += (uint64_t)a.in[0];
+		a.series[1] += (uint64_t)a.in[1];
+		a.queried += (uint64_t)(a.in[0] || a.in[1]);
+	}
+	store_reader_close(rd);
+	query__mem_free(q, a.ids, a.cap, sizeof(*a.ids));
+	query_selector_release(&sel);
+	if (!rc)
+		rc = store_blocks_each(q->st, q->tenant, aq_block, &a, q->msg);
+	if (!rc)
+		rc = store_stats(q->st, aq_stats, &a, q->msg);
+	if (rc)
+		return rc;
+	r = rmem(c, sizeof(*r));
+	imp = rmem(c, sizeof(*imp));
+	if (!r || !imp)
+		return rfail(c);
+	querier__v1__analyze_query_response__init(r);
+	querier__v1__query_impact__init(imp);
+	if (!(r->query_scopes = rmem(c, 2 * sizeof(*r->query_scopes))) ||
+	    (rc = aq_scope(c, "Short term storage", 0, &a, &r->query_scopes[0])) ||
+	    (rc = aq_scope(c, "Long term storage", 1, &a, &r->query_scopes[1])))
+		return rc ? rc : rfail(c);
+	r->n_query_scopes = 2;
+	imp->total_bytes_in_time_range = a.head_bytes[STORE_CF_SERIES] +
+					 a.head_bytes[STORE_CF_SYMBOLS] +
+					 a.head_bytes[STORE_CF_SAMPLES] + a.block_bytes;
+	imp->total_queried_series = a.queried;
+	r->query_impact = imp;
+	*out = &r->base;
+	return 0;
 }
 
 /* ---- GetProfileStats ------------------------------------------------------- */
@@ -1653,6 +2125,9 @@ static const struct method methods[] = {
 	{ "SelectMergeStacktraces", &querier__v1__select_merge_stacktraces_request__descriptor,
 	  &querier__v1__select_merge_stacktraces_response__descriptor, merge_stacktraces,
 	  PBJSON_EMIT_DEFAULTS, merge_stacktraces_json },
+	{ "SelectMergeSpanProfile", &querier__v1__select_merge_span_profile_request__descriptor,
+	  &querier__v1__select_merge_span_profile_response__descriptor, merge_span_profile,
+	  PBJSON_EMIT_DEFAULTS, merge_stacktraces_json },
 	{ "SelectMergeProfile", &querier__v1__select_merge_profile_request__descriptor,
 	  &perftools__profiles__profile__descriptor, merge_profile, 0, NULL },
 	{ "SelectSeries", &querier__v1__select_series_request__descriptor,
@@ -1662,6 +2137,9 @@ static const struct method methods[] = {
 	  diff, PBJSON_EMIT_DEFAULTS, NULL },
 	{ "SelectHeatmap", &querier__v1__select_heatmap_request__descriptor,
 	  &querier__v1__select_heatmap_response__descriptor, select_heatmap, PBJSON_EMIT_DEFAULTS,
+	  NULL },
+	{ "AnalyzeQuery", &querier__v1__analyze_query_request__descriptor,
+	  &querier__v1__analyze_query_response__descriptor, analyze_query, PBJSON_EMIT_DEFAULTS,
 	  NULL },
 	{ "GetProfileStats", &types__v1__get_profile_stats_request__descriptor,
 	  &types__v1__get_profile_stats_response__descriptor, profile_stats, PBJSON_EMIT_DEFAULTS,
@@ -1715,14 +2193,6 @@ static int run(struct store *st, const char *tenant, const struct method *m,
 	out->max = max;
 	call_release(&c);
 	return rc;
-}
-
-/* The call's arena: requests, then responses, within the query's budget. */
-static void call_arena(struct arena *a, size_t request_bound, const struct query_limits *lim)
-{
-	size_t budget = lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES;
-
-	arena_init(a, request_bound > SIZE_MAX - budget ? SIZE_MAX : request_bound + budget);
 }
 
 int query_connect(struct store *st, const char *tenant, const char *method,

@@ -87,7 +87,19 @@ static const char *units(const char *sample_type, const char *sample_unit, unsig
 
 static int put_timeline(struct buf *out, const struct qmerge *m)
 {
-	int rc = buf_printf(out, "{\"startTime\":%lld,\"samples\":[",
+	int rc;
+
+	if (m->tl_json) {
+		rc = buf_append(out, m->tl_json->data, m->tl_json->len);
+		if (!rc)
+			rc = buf_puts(out, ",\"groups\":");
+		if (!rc)
+			rc = m->groups_json->len ? buf_append(out, m->groups_json->data,
+							     m->groups_json->len)
+						 : buf_puts(out, "null");
+		return rc;
+	}
+	rc = buf_printf(out, "{\"startTime\":%lld,\"samples\":[",
 			    (long long)(m->tl_start_ns / 1000000000LL));
 
 	for (size_t i = 0; i < m->tl_n && !rc; i++) {

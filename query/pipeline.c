@@ -40,6 +40,8 @@ int query__run(struct qctx *q, const struct query_params *p, enum query__stage l
 	rc = query__select(p, &s->sel, q->msg);
 	if (!rc && (flags & QUERY__TIMELINE))
 		rc = query__timeline_init(q, &s->m, p->from_ns, p->until_ns);
+	s->m.span_sel = p->span_ids;
+	s->m.n_span_sel = p->n_span_ids;
 	if (!rc)
 		rc = query__collect(q, &s->sel, p->from_ns, p->until_ns, &s->m);
 	if (!rc)
@@ -135,19 +137,29 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 	struct qctx q;
 	int rc;
 
+	struct buf tl, groups;
+
 	query__ctx_init(&q, st, tenant, &p->limits, msg);
 	query__side_init(&s);
 	out_begin(&q, out, &oc);
-	rc = query__run(&q, p, QUERY__TRUNCATED, QUERY__TIMELINE, &s);
+	buf_init(&tl, q.mem.cap);
+	buf_init(&groups, q.mem.cap);
+	rc = query__run(&q, p, QUERY__TRUNCATED, 0, &s);
 	if (!rc)
 		rc = query__flame_build(&q, &s.t, 0, &f);
 	if (!rc) {
+		rc = query__render_timeline(&q, p, &tl, &groups);
+		s.m.tl_json = &tl;
+		s.m.groups_json = &groups;
 		ms[0] = &s.m;
-		rc = query__fb_write(&f, s.sel.profile_type, ms, 1, out);
+		if (!rc)
+			rc = query__fb_write(&f, s.sel.profile_type, ms, 1, out);
 		query__flame_release(&q, &f);
 	}
 	rc = out_end(&q, &oc, rc, FB_TOO_LARGE, FB_NOMEM);
 	query__side_release(&q, &s);
+	buf_release(&tl);
+	buf_release(&groups);
 	return rc;
 }
 

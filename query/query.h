@@ -144,6 +144,16 @@ struct query_params {
 	 * first, begin with these names.  n_call_site 0: every stack. Borrowed. */
 	const char *const *call_site;
 	size_t n_call_site;
+	/* Pyroscope's span selector: only the samples taken in these spans
+	 * (sorted ascending, unique, none 0).  n_span_ids 0: every sample.
+	 * Borrowed. */
+	const uint64_t *span_ids;
+	size_t n_span_ids;
+	/* query_render's timeline: SelectSeries' groupBy (the first names the
+	 * `groups` keys; borrowed) and aggregation (average, else sum). */
+	const char *const *group_by;
+	size_t n_group_by;
+	int average;
 };
 
 /* ---- flame graphs --------------------------------------------------------- */

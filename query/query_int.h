@@ -262,6 +262,9 @@ struct qmerge {
 	int side;
 	qprofile_keep keep;    /* may be NULL: every profile */
 	void *keep_ctx;
+	/* Only the pairs of these span ids (sorted; borrowed); n 0: every pair. */
+	const uint64_t *span_sel;
+	size_t n_span_sel;
 	/*
 	 * owned; the consistent view of the head and blocks collect read the
 	 * profiles from (NULL before).  Open until the merge is released, so
@@ -272,6 +275,8 @@ struct qmerge {
 	struct store_reader *rd;
 	/* per-profile records collect twice (one side each): the second view */
 	struct store_reader *rd_side;
+	/* render: Pyroscope's timeline and groups, written instead of tl (borrowed) */
+	const struct buf *tl_json, *groups_json;
 };
 
 void query__profiles_release(struct qctx *q, struct qprofiles *pp);
@@ -482,6 +487,16 @@ void query__flame_release(struct qctx *q, struct query__flame *f);
  * and "rightTimeline"), the timelines and the symbolization summary from
  * the merges `ms` (borrowed).
  */
+/*
+ * The timeline of `GET /pyroscope/render` as Pyroscope computes it: a
+ * SelectSeries of p (its groupBy and aggregation) with Pyroscope's point
+ * interval (range / 1500, at least 15 s, rounded), written by Pyroscope's
+ * timeline.New into *timeline; with a groupBy, `{"value": timeline, ...}`
+ * of every series into *groups (keyed by the first groupBy label, "*"
+ * without it).
+ */
+int query__render_timeline(struct qctx *q, const struct query_params *p, struct buf *timeline,
+			   struct buf *groups);
 int query__fb_write(const struct query__flame *f, const char *profile_type,
 		    const struct qmerge *const *ms, size_t n, struct buf *out);
 

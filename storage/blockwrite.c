@@ -336,6 +336,8 @@ struct bw {
 	uint32_t *ids;
 	int64_t *vals;
 	size_t n_ids, cap_ids, cap_vals;
+	uint64_t *spans;        /* span id per pair; NULL until a profile has one */
+	size_t cap_spans;
 	struct chunk_profile *cp;
 	size_t cap_cp;
 	struct buf page;
@@ -448,6 +450,7 @@ void store__bw_abort(struct bw *w)
 	free(w->pp);
 	free(w->ids);
 	free(w->vals);
+	free(w->spans);
 	free(w->cp);
 	buf_release(&w->page);
 	buf_release(&w->wbuf);
@@ -545,6 +548,7 @@ int store__bw_page_end(struct bw *w, struct err_msg *msg)
 		w->cp[i].n = w->pp[i].n;
 		w->cp[i].ids = w->ids + w->pp[i].off;
 		w->cp[i].vals = w->vals + w->pp[i].off;
+		w->cp[i].spans = w->spans ? w->spans + w->pp[i].off : NULL;
 		samples += w->pp[i].n;
 	}
 	pg.min_time = w->pp[0].meta.time_ns;
@@ -680,14 +684,75 @@ static size_t sort_pairs(uint32_t *ids, int64_t *vals, size_t n)
 
 static int sort_pairs_big(uint32_t *ids, int64_t *vals, size_t n, size_t *kept);
 
+struct spair {
+	uint32_t id;
+	uint64_t span;
+	int64_t v;
+};
+
+static int spair_cmp(const void *a, const void *b)
+{
+	const struct spair *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->span < y->span ? -1 : x->span > y->span;
+}
+
+/* Sorts n pairs with span ids by (id, span) and sums repeats (section 6, "Span ids"). */
+static int sort_span_pairs(uint32_t *ids, int64_t *vals, uint64_t *spans, size_t n,
+			   size_t *kept)
+{
+	struct spair *t = malloc((n ? n : 1) * sizeof(*t));
+	size_t k = 0;
+
+	if (!t)
+		return ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		t[i].id = ids[i];
+		t[i].span = spans[i];
+		t[i].v = vals[i];
+	}
+	qsort(t, n, sizeof(*t), spair_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (k && ids[k - 1] == t[i].id && spans[k - 1] == t[i].span) {
+			vals[k - 1] = (int64_t)((uint64_t)vals[k - 1] + (uint64_t)t[i].v);
+			continue;
+		}
+		ids[k] = t[i].id;
+		spans[k] = t[i].span;
+		vals[k] = t[i].v;
+		k++;
+	}
+	free(t);
+	*kept = k;
+	return 0;
+}
+
+/* Room for the span ids of pairs [n_ids, n_ids + n), set to 0. */
+static int reserve_spans(struct bw *w, size_t n)
+{
+	size_t have = w->spans ? w->n_ids : 0;
+	int rc;
+
+	if (!w->spans)
+		w->cap_spans = 0;
+	rc = GROW(w->spans, w->cap_spans, w->n_ids + n ? w->n_ids + n : 1,
+		  STORE_MAX_CHUNK_SAMPLES, NULL);
+	if (!rc)
+		memset(w->spans + have, 0, (w->n_ids + n - have) * sizeof(*w->spans));
+	return rc;
+}
+
 int store__bw_profile(struct bw *w, const struct store_symbols *src,
 		      const struct store_profile_meta *meta, const uint32_t *stack_ids,
-		      const int64_t *values, size_t n, struct err_msg *msg)
+		      const int64_t *values, const uint64_t *spans, size_t n,
+		      struct err_msg *msg)
 {
 	struct srcmemo *m;
 	struct wprof *p;
 	size_t kept;
-	int rc;
+	int rc, with_spans = 0;
 
 	if (!w->in_service || !w->n_series)
 		return err_set(msg, ERR_INVALID, "block: a profile outside a series");
@@ -706,8 +771,14 @@ int store__bw_profile(struct bw *w, const struct store_symbols *src,
 		if (!rc)
 			w->cap_ids = ci < cv ? ci : cv;
 	}
+	for (size_t i = 0; !rc && spans && i < n && !with_spans; i++)
+		with_spans = spans[i] != 0;
+	if (!rc && (with_spans || w->spans))
+		rc = reserve_spans(w, n);
 	if (rc)
 		return rc;
+	if (with_spans)
+		memcpy(w->spans + w->n_ids, spans, n * sizeof(*spans));
 	for (size_t i = 0; i < n; i++) {
 		rc = out_stack(w, m, stack_ids[i], &w->ids[w->n_ids + i]);
 		if (rc)
@@ -715,7 +786,12 @@ int store__bw_profile(struct bw *w, const struct store_symbols *src,
 				       err_str(rc));
 		w->vals[w->n_ids + i] = values[i];
 	}
-	if (n < 64)
+	if (with_spans) {
+		rc = sort_span_pairs(w->ids + w->n_ids, w->vals + w->n_ids, w->spans + w->n_ids, n,
+				     &kept);
+		if (rc)
+			return rc;
+	} else if (n < 64)
 		kept = sort_pairs(w->ids + w->n_ids, w->vals + w->n_ids, n);
 	else if ((rc = sort_pairs_big(w->ids + w->n_ids, w->vals + w->n_ids, n, &kept)))
 		return rc;

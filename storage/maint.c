@@ -429,7 +429,8 @@ static int seal_build(struct seal *s, size_t ri, size_t k0, size_t k1, char **pa
 					break;
 				}
 				rc = store__bw_profile(w, view, &c.profs[p].meta, c.profs[p].ids,
-						       c.profs[p].vals, c.profs[p].n, msg);
+						       c.profs[p].vals, c.profs[p].spans, c.profs[p].n,
+						       msg);
 				*profiles += 1;
 				*samples += c.profs[p].n;
 			}
@@ -817,7 +818,7 @@ static int compact_series(struct bw *w, struct csrc *src, const struct cser *par
 					if (cp->meta.time_ns < lo || cp->meta.time_ns >= hi)
 						continue;
 					rc = store__bw_profile(w, &cs->view, &cp->meta, cp->ids, cp->vals,
-							       cp->n, msg);
+							       cp->spans, cp->n, msg);
 				}
 			}
 		}

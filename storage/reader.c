@@ -133,6 +133,7 @@ static int block_profiles(struct block *b, int fd, const struct bindex *x, uint3
 			pv.n = cp->n;
 			pv.stack_ids = cp->ids;
 			pv.values = cp->vals;
+			pv.span_ids = cp->spans;
 			rc = cb(ctx, &pv);
 		}
 	}

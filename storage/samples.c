@@ -18,12 +18,52 @@
 
 /* ---- block codec ----------------------------------------------------------- */
 
+/* Whether some pair of the profiles has a span id: the block is then 0xC2. */
+static int has_spans(const struct chunk_profile *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; p[i].spans && j < p[i].n; j++)
+			if (p[i].spans[j])
+				return 1;
+	return 0;
+}
+
+/* Appends the spans column (section 6, "Span ids"). */
+static int put_spans(struct buf *raw, const struct chunk_profile *p, size_t n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		size_t k = 0, next = 0;
+
+		for (size_t j = 0; p[i].spans && j < p[i].n; j++)
+			k += p[i].spans[j] != 0;
+		rc = buf_reserve(raw, VARINT_MAX + k * (VARINT_MAX + 8));
+		if (rc)
+			break;
+		raw->len += varint_put((uint8_t *)raw->data + raw->len, k);
+		for (size_t j = 0; k && j < p[i].n; j++) {
+			uint8_t *w;
+
+			if (!p[i].spans[j])
+				continue;
+			raw->len += varint_put((uint8_t *)raw->data + raw->len, j - next);
+			next = j + 1;
+			w = (uint8_t *)raw->data + raw->len;
+			for (int b = 0; b < 8; b++)
+				w[b] = (uint8_t)(p[i].spans[j] >> (8 * b));
+			raw->len += 8;
+		}
+	}
+	return rc;
+}
+
 int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, int zlevel,
 			struct buf *out)
 {
 	struct buf raw;
 	uint64_t prev = 0;
-	int rc;
+	int rc, spans;
 
 	buf_init(&raw, STORE_MAX_CHUNK_RAW);
 	rc = buf_put_uvarint(&raw, part);
@@ -54,6 +94,9 @@ int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, 
 			raw.len += varint_put((uint8_t *)raw.data + raw.len,
 					      zigzag_encode(p[i].vals[j]));
 	}
+	spans = has_spans(p, n);
+	if (spans && !rc)
+		rc = put_spans(&raw, p, n);
 	if (rc)
 		goto out;
 	{
@@ -62,7 +105,7 @@ int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, 
 		struct buf z;
 
 		buf_init(&z, STORE_MAX_CHUNK_ZSTD);
-		head[0] = CHUNK_MAGIC;
+		head[0] = spans ? CHUNK_MAGIC_SPANS : CHUNK_MAGIC;
 		head[1] = 0;
 		if (zlevel > 0 && raw.len >= COMPRESS_MIN &&
 		    zstd_compress_buf(raw.data, raw.len, zlevel, &z) == 0 &&
@@ -93,6 +136,7 @@ void store__chunk_release(struct chunk *c)
 	free(c->profs);
 	free(c->ids);
 	free(c->vals);
+	free(c->spans);
 	buf_release(&c->raw);
 	memset(c, 0, sizeof(*c));
 }
@@ -117,16 +161,85 @@ static int grow_pairs(uint32_t **ids, int64_t **vals, size_t *cap, size_t need, 
 	return rc;
 }
 
+/*
+ * Makes the span array *spans (NULL until a pair with a span id is seen)
+ * hold `need` ids, of which [have, need) are set to 0.
+ */
+static int grow_spans(uint64_t **spans, size_t *cap, size_t have, size_t need, size_t max)
+{
+	int rc;
+
+	if (!*spans)
+		*cap = 0;
+	rc = GROW(*spans, *cap, need ? need : 1, max, NULL);
+	if (!rc && need > have)
+		memset(*spans + have, 0, (need - have) * sizeof(**spans));
+	return rc;
+}
+
 static int chunk_grow(struct chunk *c, size_t profs, size_t samples)
 {
 	int rc = GROW(c->profs, c->alloc, c->n + profs, STORE_MAX_CHUNK_PROFILES, NULL);
 
-	return rc ? rc : grow_pairs(&c->ids, &c->vals, &c->alloc_samples, c->n_samples + samples,
-				    STORE_MAX_CHUNK_SAMPLES);
+	if (!rc)
+		rc = grow_pairs(&c->ids, &c->vals, &c->alloc_samples, c->n_samples + samples,
+				STORE_MAX_CHUNK_SAMPLES);
+	if (!rc && c->spans)
+		rc = grow_spans(&c->spans, &c->alloc_spans, c->n_samples, c->n_samples + samples,
+				STORE_MAX_CHUNK_SAMPLES);
+	return rc;
+}
+
+/*
+ * Decodes the spans column of the profiles [first, first + n) of c (their
+ * pairs from `base` on), checking that pairs ascend by (stack id, span id).
+ */
+static int decode_spans(struct chunk *c, size_t first, uint64_t n, size_t base,
+			const uint8_t **pp, const uint8_t *end)
+{
+	const uint8_t *p = *pp;
+	size_t at = base, k;
+	int rc = grow_spans(&c->spans, &c->alloc_spans, c->spans ? base : 0, c->n_samples,
+			    STORE_MAX_CHUNK_SAMPLES);
+
+	if (rc)
+		return rc;
+	for (uint64_t i = 0; i < n; i++) {
+		const struct chunk_profile *cp = &c->profs[first + i];
+		uint64_t cnt, d, next = 0;
+
+		if (!(k = varint_get(p, end, &cnt)) || cnt > cp->n)
+			return ERR_CORRUPT;
+		p += k;
+		for (uint64_t j = 0; j < cnt; j++) {
+			uint64_t span = 0;
+
+			if (!(k = varint_get(p, end, &d)) || d >= cp->n - next ||
+			    (size_t)(end - p) < k + 8)
+				return ERR_CORRUPT;
+			p += k;
+			next += d;
+			for (int b = 0; b < 8; b++)
+				span |= (uint64_t)p[b] << (8 * b);
+			p += 8;
+			if (!span)
+				return ERR_CORRUPT;
+			c->spans[at + next] = span;
+			next++;
+		}
+		/* Pairs are unique by (stack id, span id), in that order. */
+		for (size_t j = 1; j < cp->n; j++)
+			if (c->ids[at + j] == c->ids[at + j - 1] &&
+			    c->spans[at + j] <= c->spans[at + j - 1])
+				return ERR_CORRUPT;
+		at += cp->n;
+	}
+	*pp = p;
+	return 0;
 }
 
 /* Decodes one payload, appending its profiles; ids/vals hold offsets until the end. */
-static int decode_payload(struct chunk *c, const uint8_t *p, const uint8_t *end)
+static int decode_payload(struct chunk *c, int magic, const uint8_t *p, const uint8_t *end)
 {
 	uint64_t part, n, prev = 0, total = 0;
 	size_t k, first = c->n, base;
@@ -172,8 +285,8 @@ static int decode_payload(struct chunk *c, const uint8_t *p, const uint8_t *end)
 		uint64_t last = 0, d;
 		cp->ids = (const uint32_t *)(uintptr_t)c->n_samples; /* offset for now */
 		for (size_t j = 0; j < cp->n; j++) {
-			if (!(k = varint_get(p, end, &d)) || (j && d == 0) ||
-			    (last += d) > UINT32_MAX)
+			if (!(k = varint_get(p, end, &d)) ||
+			    (j && d == 0 && magic != CHUNK_MAGIC_SPANS) || (last += d) > UINT32_MAX)
 				return ERR_CORRUPT;
 			p += k;
 			c->ids[c->n_samples++] = (uint32_t)last;
@@ -185,6 +298,11 @@ static int decode_payload(struct chunk *c, const uint8_t *p, const uint8_t *end)
 			return ERR_CORRUPT;
 		p += k;
 		c->vals[i] = zigzag_decode(v);
+	}
+	if (magic == CHUNK_MAGIC_SPANS) {
+		rc = decode_spans(c, first, n, base, &p, end);
+		if (rc)
+			return rc;
 	}
 	if (p != end)
 		return ERR_CORRUPT;
@@ -212,14 +330,15 @@ static int time_sorted(const struct chunk *c)
 }
 
 /* Parses the block at *p: its codec and payload bounds. */
-static int block_header(const uint8_t **p, const uint8_t *end, int *codec,
+static int block_header(const uint8_t **p, const uint8_t *end, int *magic, int *codec,
 			const uint8_t **payload, uint64_t *stored, uint64_t *raw)
 {
 	const uint8_t *q = *p;
 	size_t k;
 
-	if (end - q < 4 || q[0] != CHUNK_MAGIC || q[1] > 1)
+	if (end - q < 4 || (q[0] != CHUNK_MAGIC && q[0] != CHUNK_MAGIC_SPANS) || q[1] > 1)
 		return ERR_CORRUPT;
+	*magic = q[0];
 	*codec = q[1];
 	q += 2;
 	if (!(k = varint_get(q, end, stored)))
@@ -261,9 +380,9 @@ int store__chunk_decode_more(struct chunk *c, const void *v, size_t len, struct 
 	while (p < end) {
 		const uint8_t *payload;
 		uint64_t stored, raw;
-		int codec;
+		int codec, magic;
 
-		rc = block_header(&p, end, &codec, &payload, &stored, &raw);
+		rc = block_header(&p, end, &magic, &codec, &payload, &stored, &raw);
 		if (rc)
 			return err_set(msg, rc, "sample chunk: bad block header");
 		if (codec == 1) {
@@ -274,7 +393,7 @@ int store__chunk_decode_more(struct chunk *c, const void *v, size_t len, struct 
 				return err_set(msg, ERR_CORRUPT, "sample chunk: bad zstd block");
 			payload = (const uint8_t *)c->raw.data;
 		}
-		rc = decode_payload(c, payload, payload + raw);
+		rc = decode_payload(c, magic, payload, payload + raw);
 		if (rc)
 			return err_set(msg, rc, "sample chunk: bad block payload");
 		blocks++;
@@ -289,6 +408,7 @@ int store__chunk_decode_more(struct chunk *c, const void *v, size_t len, struct 
 		size_t off = (size_t)(uintptr_t)c->profs[i].ids;
 		c->profs[i].ids = c->ids + off;
 		c->profs[i].vals = c->vals + off;
+		c->profs[i].spans = c->spans ? c->spans + off : NULL;
 	}
 	return 0;
 }
@@ -392,9 +512,9 @@ static int needs_recode(const char *v, size_t len)
 {
 	const uint8_t *p = (const uint8_t *)v, *end = p + len, *payload;
 	uint64_t stored, raw;
-	int codec;
+	int codec, magic;
 
-	if (block_header(&p, end, &codec, &payload, &stored, &raw))
+	if (block_header(&p, end, &magic, &codec, &payload, &stored, &raw))
 		return 0; /* corrupt: kept as it is, readers report it */
 	if (p != end)
 		return 1;
@@ -499,12 +619,64 @@ static struct pair *radix_sort(struct pair *tmp, size_t n, uint32_t max_id)
 	return a;
 }
 
-static int txn_reserve_samples(struct store_txn *tx, size_t n)
+/* Room for n more pairs; with `spans` (or once the txn has any) their span ids too. */
+static int txn_reserve_samples(struct store_txn *tx, size_t n, int spans)
 {
+	int rc;
+
 	if (n > STORE_MAX_TXN_SAMPLES)
 		return ERR_TOO_LARGE;
-	return grow_pairs(&tx->ids, &tx->vals, &tx->alloc_samples, tx->n_samples + n,
-			  STORE_MAX_TXN_SAMPLES);
+	rc = grow_pairs(&tx->ids, &tx->vals, &tx->alloc_samples, tx->n_samples + n,
+			STORE_MAX_TXN_SAMPLES);
+	if (!rc && (spans || tx->spans))
+		rc = grow_spans(&tx->spans, &tx->alloc_spans, tx->spans ? tx->n_samples : 0,
+				tx->n_samples + n, STORE_MAX_TXN_SAMPLES);
+	return rc;
+}
+
+struct spair {
+	uint32_t id;
+	uint64_t span;
+	int64_t v;
+};
+
+static int spair_cmp(const void *a, const void *b)
+{
+	const struct spair *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->span < y->span ? -1 : x->span > y->span;
+}
+
+/*
+ * Copies n pairs with their span ids sorted by (stack id, span id), summing
+ * repeats; returns the count kept.  Profiles with span ids are the few of
+ * traced services, so a comparison sort does.
+ */
+static size_t sort_span_pairs(uint32_t *ids, int64_t *vals, uint64_t *spans,
+			      const uint32_t *in_ids, const int64_t *in_vals,
+			      const uint64_t *in_spans, size_t n, struct spair *tmp)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		tmp[i].id = in_ids[i];
+		tmp[i].span = in_spans[i];
+		tmp[i].v = in_vals[i];
+	}
+	qsort(tmp, n, sizeof(*tmp), spair_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (k && ids[k - 1] == tmp[i].id && spans[k - 1] == tmp[i].span) {
+			vals[k - 1] = (int64_t)((uint64_t)vals[k - 1] + (uint64_t)tmp[i].v);
+			continue;
+		}
+		ids[k] = tmp[i].id;
+		spans[k] = tmp[i].span;
+		vals[k] = tmp[i].v;
+		k++;
+	}
+	return k;
 }
 
 /* Copies n pairs sorted by stack id, summing repeats; returns the count kept. */
@@ -545,11 +717,18 @@ int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
 		      const struct store_profile_meta *meta, const uint32_t *stack_ids,
 		      const int64_t *values, size_t n)
 {
+	return store_txn_profile_spans(tx, series_id, part, meta, stack_ids, values, NULL, n);
+}
+
+int store_txn_profile_spans(struct store_txn *tx, uint64_t series_id, uint32_t part,
+			    const struct store_profile_meta *meta, const uint32_t *stack_ids,
+			    const int64_t *values, const uint64_t *spans, size_t n)
+{
 	struct txn_profile *tp;
 	struct part *p;
-	struct pair *tmp = NULL;
+	void *tmp = NULL;
 	uint32_t n_stacks;
-	int rc;
+	int rc, with_spans = 0;
 
 	if (!meta || (n && (!stack_ids || !values)))
 		return ERR_INVALID;
@@ -565,13 +744,15 @@ int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
 	for (size_t i = 0; i < n; i++)
 		if (stack_ids[i] > n_stacks)
 			return ERR_INVALID;
+	for (size_t i = 0; spans && i < n && !with_spans; i++)
+		with_spans = spans[i] != 0;
 	rc = GROW(tx->profs, tx->alloc_profs, tx->n_profs + 1, STORE_MAX_TXN_PROFILES, NULL);
 	if (!rc)
-		rc = txn_reserve_samples(tx, n);
+		rc = txn_reserve_samples(tx, n, with_spans);
 	if (rc)
 		return rc;
-	if (n > 1) {
-		tmp = malloc(2 * n * sizeof(*tmp));
+	if (n > 1 || with_spans) {
+		tmp = malloc(with_spans ? n * sizeof(struct spair) : 2 * n * sizeof(struct pair));
 		if (!tmp)
 			return ERR_NOMEM;
 	}
@@ -581,8 +762,12 @@ int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
 	tp->meta = *meta;
 	tp->part = part;
 	tp->off = tx->n_samples;
-	tp->n = sort_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples, stack_ids, values,
-			   n, tmp);
+	if (with_spans)
+		tp->n = sort_span_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples,
+					tx->spans + tx->n_samples, stack_ids, values, spans, n, tmp);
+	else
+		tp->n = sort_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples, stack_ids,
+				   values, n, tmp);
 	tx->n_samples += tp->n;
 	free(tmp);
 	return 0;
@@ -639,6 +824,7 @@ int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
 			cp[m].n = tp->n;
 			cp[m].ids = tx->ids + tp->off;
 			cp[m].vals = tx->vals + tp->off;
+			cp[m].spans = tx->spans ? tx->spans + tp->off : NULL;
 			if (tp->meta.time_ns > tx->max_time)
 				tx->max_time = tp->meta.time_ns;
 			m++;
@@ -685,6 +871,7 @@ static int emit(const struct chunk *c, uint64_t series_id, int64_t from_ns, int6
 		pv.n = c->profs[i].n;
 		pv.stack_ids = c->profs[i].ids;
 		pv.values = c->profs[i].vals;
+		pv.span_ids = c->profs[i].spans;
 		rc = cb(ctx, &pv);
 	}
 	return rc;

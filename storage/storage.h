@@ -222,6 +222,16 @@ int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
 		      const struct store_profile_meta *meta, const uint32_t *stack_ids,
 		      const int64_t *values, size_t n);
 
+/*
+ * As store_txn_profile, each pair also with the trace span id its samples
+ * were taken in (`spans[i]`, 0 for none; NULL: none has one).  Pairs are
+ * then summed per (stack id, span id), so a span's samples stay apart from
+ * other spans' and from those without one.
+ */
+int store_txn_profile_spans(struct store_txn *tx, uint64_t series_id, uint32_t part,
+			    const struct store_profile_meta *meta, const uint32_t *stack_ids,
+			    const int64_t *values, const uint64_t *spans, size_t n);
+
 /* Writes everything atomically and frees the txn (also on failure). */
 int store_txn_commit(struct store_txn *tx, struct err_msg *msg);
 
@@ -262,6 +272,9 @@ struct store_profile_view {
 	size_t n;
 	const uint32_t *stack_ids;
 	const int64_t *values;
+	/* Span id of each pair, 0 for none; NULL when no pair has one.  A
+	 * (stack id, span id) pair appears once; a stack id may repeat. */
+	const uint64_t *span_ids;
 };
 
 /*

@@ -250,6 +250,23 @@
  * Pairs with the same stack id in one profile are summed when the profile is
  * added, which makes the stack id deltas small and the columns regular.
  *
+ * Span ids.  A block some of whose pairs carry a trace span id (docs/ingest.md,
+ * "Span ids") has magic 0xC2 (CHUNK_MAGIC_SPANS) instead, the same header and
+ * payload, with two differences: pairs are unique and sorted by (stack id,
+ * span id) rather than by stack id alone, so a stack id delta may be 0 (the
+ * same stack under a larger span id); and after the values column comes
+ *
+ *     column spans, for each profile in turn:
+ *       uv k                   number of its pairs that have a span id
+ *       k times:  uv index delta   the pair's index in the profile minus the
+ *                                  previous such index + 1 (the first: its index)
+ *                 8 bytes          span id, u64 little-endian, never 0
+ *
+ * Span id 0 means "no span".  A block without any span id is always written
+ * as 0xC1, byte for byte as before span ids existed, so stores and block files
+ * written earlier are read unchanged and a store that never receives a span
+ * id never holds a 0xC2 block.
+ *
  * ==========================================================================
  * 7. debuginfo, symcache and settings (auxiliary namespaces)
  * ==========================================================================
@@ -575,6 +592,7 @@
 #define FORMAT_RECORD_LEN 29
 #define STORE_MAGIC "UNHX"
 #define CHUNK_MAGIC 0xC1
+#define CHUNK_MAGIC_SPANS 0xC2 /* section 6, "Span ids" */
 
 /* Limits on what a client may make the store hold (ERR_TOO_LARGE past them). */
 #define STORE_MAX_TENANT_NAME 256
@@ -955,7 +973,7 @@ struct txn_profile {
 	int64_t window;
 	struct store_profile_meta meta;
 	uint32_t part;
-	size_t off, n; /* into ids/values */
+	size_t off, n; /* into ids/values (and spans) */
 };
 
 struct store_txn {
@@ -974,6 +992,10 @@ struct store_txn {
 	uint32_t *ids;
 	int64_t *vals;
 	size_t n_samples, alloc_samples;
+	/* Span id per pair (0: none), parallel to ids; NULL until a profile of
+	 * the txn has one, then allocated to alloc_spans >= n_samples. */
+	uint64_t *spans;
+	size_t alloc_spans;
 	struct buf key, val; /* scratch */
 	/* The partition of the last symbol call: ingest adds thousands of
 	 * symbols to one partition per request, and resolving it through the
@@ -1137,6 +1159,7 @@ struct chunk_profile {
 	size_t n;
 	const uint32_t *ids;
 	const int64_t *vals;
+	const uint64_t *spans; /* per pair, 0 = none; NULL: no pair has one */
 };
 /* Appends one block of `n` profiles (sorted by time) to out, zstd-compressed
  * at `zlevel` when that is smaller, raw when zlevel is 0. */
@@ -1151,6 +1174,8 @@ struct chunk {
 	uint32_t *ids;    /* all ids, owned */
 	int64_t *vals;    /* all values, owned */
 	size_t n_samples, alloc_samples;
+	uint64_t *spans;  /* all span ids, owned; NULL until a 0xC2 block */
+	size_t alloc_spans;
 };
 void store__chunk_init(struct chunk *c);
 void store__chunk_release(struct chunk *c);
@@ -1474,7 +1499,8 @@ int store__bw_series(struct bw *w, const struct store_label *labels, size_t n,
 		     struct err_msg *msg);
 int store__bw_profile(struct bw *w, const struct store_symbols *src,
 		      const struct store_profile_meta *meta, const uint32_t *stack_ids,
-		      const int64_t *values, size_t n, struct err_msg *msg);
+		      const int64_t *values, const uint64_t *spans, size_t n,
+		      struct err_msg *msg);
 int store__bw_page_end(struct bw *w, struct err_msg *msg);
 int store__bw_finish(struct bw *w, const struct borigin *origins, size_t n_origins,
 		     const uint8_t (*sources)[BLOCK_ID_BYTES], size_t n_sources, char **path_out,

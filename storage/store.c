@@ -655,6 +655,7 @@ static void txn_free(struct store_txn *tx)
 	free(tx->profs);
 	free(tx->ids);
 	free(tx->vals);
+	free(tx->spans);
 	free(tx->wins);
 	buf_release(&tx->key);
 	buf_release(&tx->val);

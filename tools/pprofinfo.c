@@ -3,6 +3,11 @@
  * for it, so integration tests can compare the two.
  *
  *   pprofinfo [--json] FILE        (gzipped or raw pprof)
+ *   pprofinfo --json FILE...       one JSON object per line per file
+ *   pprofinfo --label KEY FILE     one line "VALUE TYPE SUM" per sample with
+ *                                  string label KEY and per sample type:
+ *                                  the raw values, for references per
+ *                                  label value (span ids)
  *
  * Counting rule (the server's): within one stored profile - one sample type
  * of the pprof, for one set of string sample labels (they split series) -
@@ -514,46 +519,85 @@ static int load(const char *path, struct buf *raw, struct err_msg *msg)
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* --label KEY: the raw values of the samples that carry string label KEY. */
+static int print_label(const Profile *p, const char *key, struct err_msg *msg)
 {
-	struct err_msg msg = { "" };
-	const char *path = NULL;
+	for (size_t i = 0; i < p->n_sample; i++) {
+		const Perftools__Profiles__Sample *s = p->sample[i];
+
+		for (size_t j = 0; j < s->n_label; j++) {
+			const Perftools__Profiles__Label *l = s->label[j];
+
+			if (l->key < 0 || (size_t)l->key >= p->n_string_table || l->str <= 0 ||
+			    (size_t)l->str >= p->n_string_table || s->n_value != p->n_sample_type)
+				return err_set(msg, ERR_INVALID, "sample %zu: bad label or values", i);
+			if (strcmp(p->string_table[l->key], key) != 0)
+				continue;
+			for (size_t t = 0; t < s->n_value; t++)
+				printf("%s %s %" PRId64 "\n", p->string_table[l->str],
+				       s_at(p, p->sample_type[t]->type), s->value[t]);
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Prints what the file at `path` holds, in the output form asked for. */
+static int one(const char *path, int json, const char *label, struct err_msg *msg)
+{
 	Profile *p = NULL;
 	struct info in;
 	struct buf raw;
-	int json = 0, rc, i;
+	int rc;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = 1;
-		else if (!path && argv[i][0] != '-')
-			path = argv[i];
-		else
-			path = NULL, i = argc;
-	}
-	if (!path) {
-		fprintf(stderr, "usage: pprofinfo [--json] FILE\n");
-		return 2;
-	}
 	buf_init(&raw, MAX_DECOMPRESSED);
-	if ((rc = load(path, &raw, &msg)))
+	if ((rc = load(path, &raw, msg)))
 		goto out;
 	p = perftools__profiles__profile__unpack(NULL, raw.len, (const uint8_t *)raw.data);
 	if (!p) {
-		rc = err_set(&msg, ERR_INVALID, "%s: not a pprof protobuf", path);
+		rc = err_set(msg, ERR_INVALID, "%s: not a pprof protobuf", path);
 		goto out;
 	}
-	if ((rc = analyze(p, &in, &msg)))
+	if (label) {
+		rc = print_label(p, label, msg);
+		goto out;
+	}
+	if ((rc = analyze(p, &in, msg)))
 		goto out;
 	if (json)
 		print_json(p, &in);
 	else
 		print_text(p, &in);
 out:
-	if (rc)
-		fprintf(stderr, "pprofinfo: %s: %s\n", err_str(rc), msg.text);
 	if (p)
 		perftools__profiles__profile__free_unpacked(p, NULL);
 	buf_release(&raw);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct err_msg msg = { "" };
+	const char *label = NULL;
+	int json = 0, rc = 0, i, first = 0;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			json = 1;
+		else if (strcmp(argv[i], "--label") == 0 && i + 1 < argc)
+			label = argv[++i];
+		else
+			break;
+	}
+	first = i;
+	if (first >= argc || argv[first][0] == '-' || (first + 1 < argc && !json && !label)) {
+		fprintf(stderr, "usage: pprofinfo [--json | --label KEY] FILE...\n"
+				"       (several files with --json or --label only)\n");
+		return 2;
+	}
+	for (i = first; i < argc && !rc; i++)
+		rc = one(argv[i], json, label, &msg);
+	if (rc)
+		fprintf(stderr, "pprofinfo: %s: %s\n", err_str(rc), msg.text);
 	return rc ? 1 : 0;
 }

@@ -35,9 +35,13 @@
 #define DEFAULT_UNTIL "now"
 
 /* One side of a query: the selector buffer and the engine parameters. */
+enum { MAX_GROUP_BY = 16, GROUP_BY_LEN = 256 };
+
 struct side {
 	char query[WEB_PARAM_MAX];
 	struct query_params p;
+	char by[MAX_GROUP_BY][GROUP_BY_LEN]; /* render's groupBy */
+	const char *byp[MAX_GROUP_BY];
 };
 
 /* Reads `key` into out; ERR_NOT_FOUND is returned as is, other errors get a message. */
@@ -267,6 +271,47 @@ static int render_format(const struct web__req *rq, struct err_msg *msg)
 	return err_set(msg, ERR_INVALID, "parameter format: \"%s\" is not json", v);
 }
 
+/*
+ * Render's timeline parameters, as Pyroscope reads them: every `groupBy`
+ * (repeated), and `aggregation` sum or avg (anything else: sum).
+ */
+static int render_series(const struct web__req *rq, struct side *s, struct err_msg *msg)
+{
+	const char *p = rq->query;
+	char seg[WEB_PARAM_MAX], v[16], name[GROUP_BY_LEN];
+	size_t n = 0;
+	int rc;
+
+	while (p && *p) {
+		const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p);
+
+		if ((size_t)(end - p) < sizeof(seg)) {
+			memcpy(seg, p, (size_t)(end - p));
+			seg[end - p] = '\0';
+			rc = web__query_param(seg, "groupBy", name, sizeof(name));
+			if (rc == ERR_TOO_LARGE || rc == ERR_INVALID)
+				return err_set(msg, rc, "parameter groupBy: too long or badly escaped");
+			if (rc == 0 && name[0]) {
+				if (n == MAX_GROUP_BY)
+					return err_set(msg, ERR_TOO_LARGE,
+						       "more than %d groupBy parameters", MAX_GROUP_BY);
+				memcpy(s->by[n], name, sizeof(name));
+				s->byp[n] = s->by[n];
+				n++;
+			}
+		}
+		p = amp ? amp + 1 : NULL;
+	}
+	s->p.group_by = s->byp;
+	s->p.n_group_by = n;
+	/* Not sum or avg (too long ones included): Pyroscope sums. */
+	rc = web__query_param(rq->query, "aggregation", v, sizeof(v));
+	if (rc == ERR_INVALID)
+		return err_set(msg, rc, "parameter aggregation: bad %%-escape or NUL byte");
+	s->p.average = rc == 0 && !strcmp(v, "avg");
+	return 0;
+}
+
 static int run_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs,
 		     struct err_msg *msg)
 {
@@ -296,6 +341,8 @@ static int run_query(struct web__req *rq, enum web__query_route r, struct web__r
 	switch (r) {
 	case WEB_Q_RENDER:
 		rc = render_format(rq, msg);
+		if (!rc)
+			rc = render_series(rq, a, msg);
 		if (!rc)
 			rc = query_render(st, rq->tenant, &a->p, out, msg);
 		break;

@@ -29,6 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char *const methods[] = {
 	"ProfileTypes", "LabelNames", "LabelValues", "Series", "SelectMergeStacktraces",
 	"SelectMergeProfile", "SelectSeries", "Diff", "SelectHeatmap", "GetProfileStats",
+	"SelectMergeSpanProfile", "AnalyzeQuery",
 };
 
 static char dir[64];

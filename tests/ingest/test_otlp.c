@@ -486,6 +486,63 @@ static void test_roundtrip(void **state)
 	free(b);
 }
 
+/* The flame graph total of a SelectMergeSpanProfile JSON request body. */
+static long long span_total(struct fx *f, const char *spans)
+{
+	char req[512];
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+	const char *t;
+	long long v;
+
+	snprintf(req, sizeof(req),
+		 "{\"profileTypeID\":\"" CPU "\",\"labelSelector\":\"{}\",\"spanSelector\":[%s],"
+		 "\"start\":%lld,\"end\":%lld}",
+		 spans, (long long)(T0 / 1000000 - 1000), (long long)(T0 / 1000000 + 60000));
+	buf_init(&out, 1 << 24);
+	assert_int_equal(query_connect(f->st, "t1", "SelectMergeSpanProfile", req, strlen(req), NULL,
+				       &out, &msg), 0);
+	assert_int_equal(buf_putc(&out, 0), 0);
+	t = strstr(out.data, "\"total\":\"");
+	assert_non_null(t);
+	v = atoll(t + 9);
+	buf_release(&out);
+	return v;
+}
+
+/*
+ * A sample's link names its span: the span id is kept (samples of the same
+ * stack in and out of a span stay apart) and selects the sample, its 8
+ * bytes spelled in hex as Pyroscope's span_id label spells them.
+ */
+static void test_link_span(void **state)
+{
+	struct fx *f = *state;
+	struct rb *b = calloc(1, sizeof(*b));
+	struct ingest_stats st = { 0 };
+	struct err_msg msg;
+	Link k = OPENTELEMETRY__PROTO__PROFILES__V1DEVELOPMENT__LINK__INIT;
+	static uint8_t span[8] = { 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08 };
+	static uint8_t trace[16] = { 9 };
+	Profile *p;
+
+	p = base_request(b);
+	b->links[1] = k;
+	b->links[1].span_id.data = span;
+	b->links[1].span_id.len = 8;
+	b->links[1].trace_id.data = trace;
+	b->links[1].trace_id.len = 16;
+	b->linkp[1] = &b->links[1];
+	b->dict.n_link_table = 2;
+	p->samples[0]->link_index = 1; /* stack 1, 3 timestamps, in the span */
+	assert_int_equal(run(f, b, &st, &msg), 0);
+	assert_int_equal(st.samples, 3); /* (s1, span), (s2, none), (s1, none) */
+	assert_int_equal(span_total(f, "\"0102030405060708\""), 3 * PERIOD);
+	assert_int_equal(span_total(f, "\"0807060504030201\""), 0);
+	assert_int_equal(span_total(f, ""), 6 * PERIOD);
+	free(b);
+}
+
 static int mapping_of(struct fx *f, uint32_t part, const char *file, struct store_mapping *out)
 {
 	struct store_symbols *sym;
@@ -998,6 +1055,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_build_id, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_multi, setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_invalid, setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_link_span, setup, fx_teardown),
+		{ "test_link_span/json", test_link_span, setup_json, fx_teardown, NULL },
 		{ "test_roundtrip/json", test_roundtrip, setup_json, fx_teardown, NULL },
 		{ "test_build_id/json", test_build_id, setup_json, fx_teardown, NULL },
 		{ "test_multi/json_snake", test_multi, setup_json_snake, fx_teardown, NULL },

@@ -174,7 +174,8 @@ static void test_same_as_protobuf(void **state)
  * Written by hand, not by an encoder: camelCase and snake_case mixed,
  * int64 as strings and numbers (one with an exponent), null members,
  * unknown members at several levels, a hex link, a base64 bytesValue, an
- * arrayValue.  Two samples of stack 1 (values 3+4 and 10) merge into 17.
+ * arrayValue.  Two samples of stack 1 (values 3+4 in a span, and 10) sum
+ * to 17 in the flame graph.
  */
 static const char literal[] =
 	"{\"resourceProfiles\":[{\"resource\":{\"attributes\":["
@@ -215,7 +216,7 @@ static void test_literal(void **state)
 		fail_msg("literal: %s", msg.text);
 	assert_int_equal(st.profiles, 1);
 	assert_int_equal(st.pprof_samples, 2);
-	assert_int_equal(st.samples, 1);
+	assert_int_equal(st.samples, 2); /* the linked sample keeps its span id apart */
 	series_of(f, "t1", &s);
 	assert_int_equal(s.n, 1);
 	assert_string_equal(s.lines[0], "__name__=process_cpu,__profile_type__=" CPU

@@ -10,6 +10,8 @@
 #     unaligned start; sent as connect-go sends it (binary protobuf encoded
 #     by protoc from proto/querier.proto, Connect headers) and as JSON in
 #     both field name styles (lowerCamel, snake_case);
+#   - AnalyzeQuery's profiles, samples (pprofinfo's nonzero samples) and
+#     series;
 #   - ProfileTypes with and without a range; Series with labelNames (each
 #     distinct set once); GetProfileStats (oldest and newest profile);
 #   - /pyroscope/render's max-nodes and maxNodes, metadata, render-diff's
@@ -18,6 +20,9 @@
 #     across a restart, with Pyroscope's conflict on an older modifiedAt;
 #   - debuginfo.v1alpha1 as profilecli uploads: the file lands in unhex's
 #     debug-info store;
+#   - span ids from pprof span_id labels: SelectMergeSpanProfile and
+#     SelectMergeStacktraces' spanSelector against per-span sums of the raw
+#     samples, and the span heatmap's points;
 #   - with node and npm, the real connect-es client (tests/integration/
 #     connect_es) calls the same methods in both codecs.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -128,6 +133,24 @@ js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelS
 TOP=$(awk '{ s[$1] += $3 } END { for (k in s) print s[k], k }' "$WORK/want.sum" | sort -rn | awk 'NR == 1 { print $2 }')
 [ "$(jq -r '.series[0].labels[0].value' <<<"$BODY")" = "$TOP" ] || fail "SelectSeries limit 1: not $TOP"
 
+# ---- AnalyzeQuery: series, profiles and samples the query reads, head and blocks
+awk -F'\t' -v d="$WL" '$1 != "" && $1 !~ /^#/ { print d "/" $1 }' "$WL/manifest.tsv" |
+	xargs "$PPROFINFO" --json | jq -s '[.[].sample_types[] | select(.type == "cpu") | .nonzero_samples] | add' >"$WORK/aq.samples"
+AQ_SERIES=$(awk -F'\t' '$1 != "" && $1 !~ /^#/ { print $2 }' "$WL/manifest.tsv" | sort -u | wc -l)
+js /querier.v1.QuerierService/AnalyzeQuery "{\"start\":$S_MS,\"end\":$E_MS,\"query\":\"$CPU{}\"}"
+[ "$STATUS" = 200 ] || fail "AnalyzeQuery: HTTP $STATUS $BODY"
+jq -e --argjson p "$(wc -l <"$WORK/ref.txt")" --argjson s "$(cat "$WORK/aq.samples")" --argjson n "$AQ_SERIES" '
+	[.queryScopes[].componentType] == ["Short term storage", "Long term storage"] and
+	([.queryScopes[].profileCount | tonumber] | add) == $p and
+	([.queryScopes[].sampleCount | tonumber] | add) == $s and
+	(.queryImpact.totalQueriedSeries | tonumber) == $n and
+	(.queryImpact.totalBytesInTimeRange | tonumber) > 0' <<<"$BODY" >/dev/null ||
+	fail "AnalyzeQuery: $BODY, want $(wc -l <"$WORK/ref.txt") profiles, $(cat "$WORK/aq.samples") samples, $AQ_SERIES series"
+pb /querier.v1.QuerierService/AnalyzeQuery querier.v1.AnalyzeQueryRequest querier.v1.AnalyzeQueryResponse \
+	"start: $S_MS end: $E_MS query: \"{service_name=\\\"nobody\\\"}\""
+grep -q "total_queried_series" "$WORK/pb.txt" && fail "AnalyzeQuery of no series: $(cat "$WORK/pb.txt")"
+note "AnalyzeQuery: $(wc -l <"$WORK/ref.txt") profiles, $(cat "$WORK/aq.samples") samples, $AQ_SERIES series, as the reference"
+
 # ---- ProfileTypes: the range counts
 js /querier.v1.QuerierService/ProfileTypes "{\"start\":$S_MS,\"end\":$E_MS}"
 jq -e --arg t "$CPU" '[.profileTypes[].ID] | index($t) != null' <<<"$BODY" >/dev/null || fail "ProfileTypes lacks $CPU: $BODY"
@@ -172,6 +195,34 @@ http GET "$RENDER&maxNodes=8" -H "X-Scope-OrgID: $T"
 [ "$(nodes)" = "$DASH" ] || fail "max-nodes=8 gives $DASH nodes, maxNodes=8 $(nodes)"
 [ "$DASH" -lt "$ALL" ] || fail "max-nodes=8 keeps $DASH of $ALL nodes"
 note "render: $ALL nodes, max-nodes=8 and maxNodes=8 both $DASH; numTicks $WANT"
+# The timeline as Pyroscope computes it: SelectSeries with its point interval
+# (range / 1500, at least 15 s) on the request's grid, then timeline.New's
+# samples from the start aligned down to the step; groups per service.
+ref_timeline() { # SERVICE|"": the samples, comma-separated
+	awk -v s="$((S_MS / 1000 * 1000))" -v e="$((E_MS / 1000 * 1000))" -v step=15000 -v svc="$1" '
+	svc == "" || $1 == svc { t = $2 * 1000; k = 0
+	  if (t > s) { k = int((t - s) / step); if (k * step < t - s) k++ }
+	  ts = s + k * step; if (ts > e) next; v[sprintf("%.0f", ts)] += $3 }
+	END { s0 = int(s / step) * step; e0 = int(e / step) * step; n = int((e0 - s0) / step)
+	  for (k in v) { ts = k + 0; if (ts >= s0 && ts < e0) out[int((int(ts / 1000) - s0 / 1000) / 15)] += v[k] }
+	  for (i = 0; i < n; i++) printf "%s%.0f", i ? "," : "", out[i] + 0; print "" }' "$WORK/ref.txt"
+}
+http GET "$RENDER" -H "X-Scope-OrgID: $T"
+[ "$(jq -r '.timeline.samples | map(tostring) | join(",")' <<<"$BODY")" = "$(ref_timeline "")" ] ||
+	fail "render timeline: $(jq -c .timeline <<<"$BODY"), want $(ref_timeline "")"
+[ "$(jq -r '.timeline.startTime' <<<"$BODY")" = "$((S_MS / 1000 / 15 * 15))" ] &&
+	[ "$(jq -r '.timeline.durationDelta, .groups' <<<"$BODY" | paste -sd' ')" = "15 null" ] ||
+	fail "render timeline start/step/groups: $(jq -c '{s: .timeline.startTime, d: .timeline.durationDelta, g: .groups}' <<<"$BODY")"
+http GET "$RENDER&groupBy=service_name&aggregation=sum" -H "X-Scope-OrgID: $T"
+for svc in $SERVICES; do
+	[ "$(jq -r --arg s "$svc" '.groups[$s].samples | map(tostring) | join(",")' <<<"$BODY")" = "$(ref_timeline "$svc")" ] ||
+		fail "render groups[$svc]: $(jq -c --arg s "$svc" '.groups[$s]' <<<"$BODY")"
+done
+[ "$(jq -r '.groups | keys | join(" ")' <<<"$BODY")" = "$SERVICES" ] || fail "render groups keys: $(jq -c '.groups | keys' <<<"$BODY")"
+jq -e '[.timeline.samples[]] | all(. == 0)' <<<"$BODY" >/dev/null || fail "render with groups: the main timeline is not Pyroscope's zeros"
+http GET "$RENDER$(printf '&groupBy=l%d' $(seq 1 17))" -H "X-Scope-OrgID: $T"
+expect_status 413 "more than 16 groupBy" "render with 17 groupBy"
+note "render timeline: Pyroscope's (15 s, aligned start), groupBy groups per service, equal to the reference"
 http GET "$RENDER&format=dot" -H "X-Scope-OrgID: $T"
 expect_status 400 "go tool pprof -dot" "render format=dot (not generated)"
 http GET "/pyroscope/render-diff?leftQuery=$Q&rightQuery=$Q&leftFrom=$((S_MS / 1000))&leftUntil=$((E_MS / 1000))&rightFrom=$((S_MS / 1000))&rightUntil=$((E_MS / 1000))" \
@@ -235,6 +286,65 @@ jq -e --arg id "$BID" '[.object[].file.gnuBuildId] | index($id) != null' <<<"$BO
 http GET "/api/v1/debuginfo/$BID"
 jq -e '.status == "ok"' <<<"$BODY" >/dev/null || fail "the upload is not in unhex's store: $BODY"
 note "debuginfo.v1alpha1: ShouldInitiateUpload, Upload, UploadFinished, ListDebuginfo; $BID stored"
+
+# ---- span ids: traces to profiles (SelectMergeSpanProfile, spanSelector, span heatmaps)
+# Samples labelled span_id as Pyroscope's SDKs label them; the reference is
+# each file's raw samples per span_id label value (pprofinfo --label).
+SP=spans
+SWL="$WORK/workload-spans"
+"$WORKLOAD" --out "$SWL" --services 1 --instances 2 --minutes 2 --end now --spans 3 --seed 5 --quiet
+ingest_manifest "$SWL" --tenant $SP
+while IFS=$'\t' read -r path name secs; do
+	case "$path" in '' | '#'*) continue ;; esac
+	"$PPROFINFO" --label span_id "$SWL/$path" |
+		awk -v f="$path" '$2 == "cpu" { s[$1] += $3 } END { for (k in s) printf "%s %s %.0f\n", f, k, s[k] }'
+done <"$SWL/manifest.tsv" >"$WORK/spans.txt"
+SPAN_ALL=$(while IFS=$'\t' read -r path name secs; do
+	case "$path" in '' | '#'*) continue ;; esac
+	"$PPROFINFO" --json "$SWL/$path" | jq '[.sample_types[] | select(.type == "cpu") | .sum] | add'
+done <"$SWL/manifest.tsv" | awk '{ s += $1 } END { printf "%.0f\n", s }')
+read -r SPAN1 SPAN2 < <(awk '{ print $2 }' "$WORK/spans.txt" | sort -u | head -2 | paste -sd' ')
+SPAN_WANT=$(awk -v a="$SPAN1" -v b="$SPAN2" '$2 == a || $2 == b { s += $3 } END { printf "%.0f\n", s }' "$WORK/spans.txt")
+SS_MS=$((($(date +%s) - 600) * 1000))
+SE_MS=$((($(date +%s) + 60) * 1000))
+note "span reference: $(wc -l <"$WORK/spans.txt") (file, span) sums; $SPAN1 + $SPAN2 = $SPAN_WANT of $SPAN_ALL"
+span_req() { # FIELD-STYLE SPANS...: a SelectMergeSpanProfile JSON body
+	local sel
+	sel=$(printf '"%s",' "${@:2}")
+	if [ "$1" = camel ]; then
+		echo "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"spanSelector\":[${sel%,}],\"start\":$SS_MS,\"end\":$SE_MS}"
+	else
+		echo "{\"profile_typeID\":\"$CPU\",\"label_selector\":\"{}\",\"span_selector\":[${sel%,}],\"start\":\"$SS_MS\",\"end\":\"$SE_MS\"}"
+	fi
+}
+js /querier.v1.QuerierService/SelectMergeSpanProfile "$(span_req camel "$SPAN1" "$SPAN2")" $SP
+[ "$STATUS" = 200 ] || fail "SelectMergeSpanProfile: HTTP $STATUS $BODY"
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SPAN_WANT" ] ||
+	fail "SelectMergeSpanProfile total $(jq -r .flamegraph.total <<<"$BODY"), want $SPAN_WANT"
+# Upper-case hex names the same span (Pyroscope decodes the hex).
+js /querier.v1.QuerierService/SelectMergeSpanProfile "$(span_req snake "${SPAN1^^}" "$SPAN2")" $SP
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SPAN_WANT" ] || fail "SelectMergeSpanProfile (snake_case, upper-case id): $BODY"
+T=$SP pb /querier.v1.QuerierService/SelectMergeSpanProfile querier.v1.SelectMergeSpanProfileRequest \
+	querier.v1.SelectMergeSpanProfileResponse \
+	"profile_typeID: \"$CPU\" label_selector: \"{}\" span_selector: \"$SPAN1\" span_selector: \"$SPAN2\" start: $SS_MS end: $SE_MS"
+grep -q "^  total: $SPAN_WANT\$" "$WORK/pb.txt" || fail "SelectMergeSpanProfile (protobuf): $(grep total "$WORK/pb.txt")"
+js /querier.v1.QuerierService/SelectMergeStacktraces "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"spanSelector\":[\"$SPAN1\",\"$SPAN2\"],\"start\":$SS_MS,\"end\":$SE_MS}" $SP
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SPAN_WANT" ] || fail "SelectMergeStacktraces spanSelector: $(head -c 300 <<<"$BODY")"
+js /querier.v1.QuerierService/SelectMergeSpanProfile "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"spanSelector\":[],\"start\":$SS_MS,\"end\":$SE_MS}" $SP
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$SPAN_ALL" ] || fail "SelectMergeSpanProfile without spans: $(jq -r .flamegraph.total <<<"$BODY"), want $SPAN_ALL"
+js /querier.v1.QuerierService/SelectMergeSpanProfile "$(span_req camel 0000000000000001)" $SP
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = 0 ] || fail "SelectMergeSpanProfile of an unknown span: $BODY"
+js /querier.v1.QuerierService/SelectMergeSpanProfile "$(span_req camel abc)" $SP
+expect_status 400 "invalid span id length" "SelectMergeSpanProfile bad id"
+# Span heatmap: one point per (profile, span), its value the span's samples.
+js /querier.v1.QuerierService/SelectHeatmap "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$SS_MS,\"end\":$SE_MS,\"step\":15,\"queryType\":\"HEATMAP_QUERY_TYPE_SPAN\"}" $SP
+[ "$STATUS" = 200 ] || fail "SelectHeatmap SPAN: HTTP $STATUS $BODY"
+jq -e --argjson n "$(wc -l <"$WORK/spans.txt")" --argjson lo "$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$WORK/spans.txt")" \
+	'[.series[].slots[].counts[] | tonumber] | add == $n' <<<"$BODY" >/dev/null ||
+	fail "SelectHeatmap SPAN: $(jq '[.series[].slots[].counts[] | tonumber] | add' <<<"$BODY") points, want $(wc -l <"$WORK/spans.txt")"
+jq -e --argjson lo "$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$WORK/spans.txt")" \
+	'.series[0].slots[0].yMin[0] == $lo' <<<"$BODY" >/dev/null || fail "SelectHeatmap SPAN: smallest bucket $(jq '.series[0].slots[0].yMin[0]' <<<"$BODY")"
+note "spans: SelectMergeSpanProfile (JSON both styles, protobuf), spanSelector, span heatmap equal to the reference"
 
 # ---- connect-es, the real Connect client of JavaScript (npm)
 if command -v node >/dev/null && command -v npm >/dev/null; then

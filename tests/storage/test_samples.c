@@ -388,6 +388,7 @@ static void test_decode_truncated_and_flipped(void **state)
 	struct chunk_profile p[3];
 	uint32_t ids[40];
 	int64_t vals[40];
+	uint64_t spans[40];
 	struct buf enc;
 	struct chunk c;
 	(void)state;
@@ -395,6 +396,7 @@ static void test_decode_truncated_and_flipped(void **state)
 	for (int i = 0; i < 40; i++) {
 		ids[i] = (uint32_t)(i * 3 + 1);
 		vals[i] = (int64_t)i * 1000 - 7;
+		spans[i] = i % 3 ? 0x1122334455667700ULL + (uint64_t)i : 0;
 	}
 	for (int i = 0; i < 3; i++) {
 		p[i].meta.time_ns = 1000 + i;
@@ -403,6 +405,7 @@ static void test_decode_truncated_and_flipped(void **state)
 		p[i].n = 40;
 		p[i].ids = ids;
 		p[i].vals = vals;
+		p[i].spans = i == 1 ? spans : NULL; /* the first block is 0xC2 */
 	}
 	buf_init(&enc, 2 * STORE_MAX_CHUNK_BLOCK);
 	assert_int_equal(store__chunk_encode(3, p, 3, 1, &enc), 0);
@@ -410,6 +413,9 @@ static void test_decode_truncated_and_flipped(void **state)
 	store__chunk_init(&c);
 	assert_int_equal(store__chunk_decode(&c, enc.data, enc.len, NULL), 0);
 	assert_int_equal(c.n, 4);
+	assert_int_equal(c.profs[2].meta.time_ns, 1001);
+	assert_true(c.profs[2].spans[1] == 0x1122334455667701ULL);
+	assert_true(c.profs[2].spans[0] == 0 && c.profs[0].spans[1] == 0);
 	assert_int_equal(c.part, 3);
 	assert_int_equal(c.profs[0].meta.time_ns, 1000);
 	assert_int_equal(c.profs[1].meta.time_ns, 1000); /* the second block's, merged */
@@ -432,6 +438,129 @@ static void test_decode_truncated_and_flipped(void **state)
 	buf_release(&enc);
 }
 
+/* Sums of the pairs read back per (stack, span), for the span test. */
+struct spansum {
+	int n;
+	int64_t by_span[4]; /* span ids 0, 1, 2 and 0x8000000000000001 */
+	int64_t total;
+	int dup;            /* a (stack, span) pair seen twice in one profile */
+};
+
+static int span_cb(void *ctx, const struct store_profile_view *p)
+{
+	struct spansum *s = ctx;
+
+	s->n++;
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t sp = p->span_ids ? p->span_ids[i] : 0;
+		int k = sp == 0x8000000000000001ULL ? 3 : (int)sp;
+
+		assert_true(k >= 0 && k < 4);
+		s->by_span[k] += p->values[i];
+		s->total += p->values[i];
+		for (size_t j = 0; j < i; j++)
+			if (p->stack_ids[j] == p->stack_ids[i] &&
+			    (p->span_ids ? p->span_ids[j] : 0) == sp)
+				s->dup = 1;
+	}
+	return 0;
+}
+
+static int first_series(void *ctx, uint64_t series_id, uint32_t part,
+			const struct store_label *labels, size_t n)
+{
+	(void)part, (void)labels, (void)n;
+	*(uint64_t *)ctx = series_id;
+	return 0;
+}
+
+static void read_spans(struct fixture *f, int64_t from, int64_t until, struct spansum *s)
+{
+	struct store_reader *r;
+	struct err_msg msg = { { 0 } };
+	uint64_t sid = 0;
+
+	memset(s, 0, sizeof(*s));
+	assert_int_equal(store_reader_open(f->st, "t", from, until, &r, &msg), 0);
+	assert_int_equal(store_reader_series_each(r, first_series, &sid), 0);
+	assert_int_not_equal(sid, 0);
+	assert_int_equal(store_reader_profiles_each(r, sid, from, until, span_cb, s, &msg), 0);
+	store_reader_close(r);
+}
+
+/*
+ * Span ids survive every path a profile takes: the txn (pairs summed per
+ * (stack, span)), the head's merge and recode, sealing into a block and
+ * compaction of blocks; a profile without them reads as before.
+ */
+static void test_span_ids(void **state)
+{
+	struct fixture f;
+	struct store_txn *tx;
+	struct store_maint_stats ms = { 0 };
+	struct spansum s;
+	int64_t t0 = 1700000000 * SEC;
+	uint32_t ids[6];
+	int64_t vals[6] = { 1, 2, 4, 8, 16, 32 };
+	uint64_t spans[6] = { 1, 2, 1, 0, 0x8000000000000001ULL, 1 };
+	(void)state;
+
+	fixture_open(&f);
+	ids[0] = f.stacks[4];
+	ids[1] = f.stacks[4];
+	ids[2] = f.stacks[2];
+	ids[3] = f.stacks[4];
+	ids[4] = f.stacks[9];
+	ids[5] = f.stacks[4]; /* (stacks[4], 1) again: summed with the first */
+	for (int k = 0; k < 3; k++) {
+		struct store_profile_meta m = { t0 + k * 10 * SEC, 10 * SEC, 1 };
+		tx = begin(f.st, "t");
+		if (k == 1) /* one profile without span ids between two with */
+			assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 6), 0);
+		else
+			assert_int_equal(store_txn_profile_spans(tx, f.series, f.part, &m, ids, vals,
+								 spans, 6), 0);
+		assert_int_equal(commit(tx), 0);
+	}
+	for (int pass = 0; pass < 4; pass++) {
+		if (pass == 1)
+			assert_int_equal(store_compact(f.st, NULL), 0);
+		if (pass == 2)
+			assert_int_equal(store_maintain(f.st, STORE_MAINT_SEAL_ALL, &ms, NULL), 0);
+		if (pass == 3) {
+			struct store_profile_meta m = { t0 + 3600 * SEC, 10 * SEC, 1 };
+			uint32_t part, st[10], ids2[6];
+			uint64_t series;
+			tx = begin(f.st, "t");
+			assert_int_equal(add_series(tx, "svc", "a", &series), 0);
+			/* Sealing began a new epoch: the service has a new partition. */
+			assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
+			for (int i = 0; i < 10; i++) {
+				struct store_location l = { 0, 0x1000 + (uint64_t)i, NULL, 0 };
+				uint32_t loc;
+				assert_int_equal(store_txn_location(tx, part, &l, &loc), 0);
+				assert_int_equal(store_txn_stack(tx, part, &loc, 1, &st[i]), 0);
+			}
+			for (int i = 0; i < 6; i++)
+				ids2[i] = st[ids[i] == f.stacks[4] ? 4 : ids[i] == f.stacks[2] ? 2 : 9];
+			assert_int_equal(store_txn_profile_spans(tx, series, part, &m, ids2, vals,
+								 spans, 6), 0);
+			assert_int_equal(commit(tx), 0);
+			assert_int_equal(store_maintain(f.st, STORE_MAINT_SEAL_ALL, &ms, NULL), 0);
+			assert_int_equal(store_maintain(f.st, STORE_MAINT_COMPACT_ALL, &ms, NULL), 0);
+		}
+		read_spans(&f, t0, t0 + 7200 * SEC, &s);
+		assert_int_equal(s.n, pass == 3 ? 4 : 3);
+		assert_false(s.dup);
+		assert_int_equal(s.by_span[1], (pass == 3 ? 3 : 2) * (1 + 4 + 32));
+		assert_int_equal(s.by_span[2], (pass == 3 ? 3 : 2) * 2);
+		assert_int_equal(s.by_span[3], (pass == 3 ? 3 : 2) * 16);
+		assert_int_equal(s.by_span[0], (pass == 3 ? 3 : 2) * 8 + 63);
+	}
+	assert_true(ms.sealed_blocks >= 1);
+	fixture_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +571,7 @@ int main(void)
 		cmocka_unit_test(test_abort_and_reopen),
 		cmocka_unit_test(test_corrupt_chunk),
 		cmocka_unit_test(test_decode_truncated_and_flipped),
+		cmocka_unit_test(test_span_ids),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
