@@ -177,7 +177,7 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 	return 0;
 }
 
-int query__collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
+int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 		   int64_t until_ns, struct qmerge *m)
 {
 	struct sel_list l = { q, NULL, 0, 0 };
