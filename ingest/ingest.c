@@ -481,8 +481,9 @@ static int prefixed(struct err_msg *msg, size_t i, int rc, const struct err_msg 
 	return err_set(msg, rc, "profile %zu: %s", i, err_str(rc));
 }
 
-int ingest__write(struct store *st, const char *tenant, const struct ingest_pprof *pp, size_t n,
-		  struct ingest_stats *out, struct err_msg *msg)
+int ingest__write(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		  const struct ingest_pprof *pp, size_t n, struct ingest_stats *out,
+		  struct err_msg *msg)
 {
 	struct ingest_stats stats = { 0, 0, 0 };
 	struct store_txn *tx = NULL;
@@ -502,6 +503,7 @@ int ingest__write(struct store *st, const char *tenant, const struct ingest_ppro
 	rc = store_txn_begin(st, tenant, &tx, msg);
 	if (rc)
 		goto out;
+	store_txn_set_max_series(tx, lim->max_series);
 	for (size_t i = 0; i < n; i++) {
 		err_clear(&inner);
 		rc = write_pprof(tx, &pp[i], &stats, &inner);
@@ -565,7 +567,7 @@ static int run(struct store *st, const struct ingest_limits *lim, const char *te
 			goto out;
 		}
 	}
-	rc = ingest__write(st, tenant, pp, n, out, msg);
+	rc = ingest__write(st, lim, tenant, pp, n, out, msg);
 out:
 	arena_release(&a);
 	return rc;

@@ -433,6 +433,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	const char *path = ri->local_uri ? ri->local_uri : "";
 	const struct route *rt = find_route(path);
 	struct web__principal who;
+	struct web__tenant_state *qts = NULL;
 	struct web__req rq = { 0 };
 	struct web__resp rs = { 0 };
 	char extra[128] = "", tenant[WEB_TENANT_MAX + 1] = WEB_DEFAULT_TENANT;
@@ -481,15 +482,15 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			 rs.status, msg.text);
 	} else if (web__tenant_check(rq.tenant, &msg)) {
 		set_error(&rs, rt, ERR_INVALID, msg.text, WEB_REJ_TENANT);
-	} else if (is_query(rt) && web__query_admit(srv, &msg)) {
-		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
+	} else if (is_query(rt) && (rc = web__query_admit(srv, rq.tenant, &rs, &qts, &msg))) {
+		set_error(&rs, rt, rc, msg.text, rc == ERR_RATE_LIMITED ? WEB_REJ_LIMIT : WEB_REJ_OTHER);
 	} else {
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
 		     rt->kind != R_SYMBOLZ) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))
-			web__query_done(srv);
+			web__query_done(srv, qts);
 	}
 	if (rt && (rt->kind == R_INGEST || rt->kind == R_PUSH))
 		web__count(srv, rt->ep, &rs);
@@ -573,6 +574,36 @@ static int check_access(struct web_server *srv, const struct web_options *o, str
 	return 0;
 }
 
+/* The per-tenant limits: the file at `path`, or the defaults (docs/limits.md). */
+static int start_limits(struct web_server *srv, struct store *st, const char *path,
+			struct err_msg *msg)
+{
+	struct web__limits_conf conf;
+	struct web__tenant_limits base;
+	int rc;
+
+	/* The server's own label limits (--max-labels, ...) are every tenant's
+	 * until the file says otherwise. */
+	web__tenant_limits_default(&base);
+	base.max_labels = (uint32_t)(srv->opt.limits.max_labels < 256 ? srv->opt.limits.max_labels : 256);
+	base.max_label_bytes = (uint32_t)(srv->opt.limits.max_label_bytes < 65536
+						  ? srv->opt.limits.max_label_bytes
+						  : 65536);
+	web__limits_conf_default(&conf, &base);
+	if (path && path[0] && (rc = web__limits_load(path, &base, &conf, msg)))
+		return rc;
+	rc = web__limits_new(&conf, st, &srv->limits, msg);
+	if (rc) {
+		web__limits_conf_release(&conf);
+		return rc;
+	}
+	if (path && path[0])
+		log_info("limits: %s: at most %u tenants%s, %zu tenant lines", path,
+			 conf.max_tenants, conf.listed_only ? " (only those listed)" : "",
+			 conf.n_tenants);
+	return 0;
+}
+
 int web_server_start(struct store *st, const struct web_options *opt,
 		     struct web_server **out, struct err_msg *msg)
 {
@@ -615,10 +646,14 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	/* civetweb's suffix "s" makes a port TLS-only. */
 	snprintf(ports_opt, sizeof(ports_opt), "%s%s", srv->listen, tls ? "s" : "");
 	rc = check_access(srv, opt, msg);
+	if (!rc)
+		rc = start_limits(srv, st, opt->limits_file, msg);
 	if (rc) {
+		web__auth_free(srv->auth);
 		free(srv);
 		return rc;
 	}
+	srv->opt.limits_file = NULL; /* read here; the state is srv->limits */
 
 	options[n++] = "listening_ports";
 	options[n++] = ports_opt;
@@ -658,6 +693,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 			     : err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
 				       err_text[0] ? err_text : "civetweb failed to start");
 		web__auth_free(srv->auth);
+		web__limits_free(srv->limits);
 		free(srv);
 		return rc;
 	}
@@ -666,6 +702,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	if (mg_get_server_ports(srv->ctx, 4, ports) < 1) {
 		mg_stop(srv->ctx);
 		web__auth_free(srv->auth);
+		web__limits_free(srv->limits);
 		free(srv);
 		return err_set(msg, ERR_UNAVAILABLE, "civetweb reports no listening port");
 	}
@@ -697,5 +734,6 @@ void web_server_stop(struct web_server *srv)
 		return;
 	mg_stop(srv->ctx);
 	web__auth_free(srv->auth);
+	web__limits_free(srv->limits);
 	free(srv);
 }

@@ -3,7 +3,9 @@
 # bombs in selectors answer 4xx with the server's memory bounded and other
 # tenants still served; invalid UTF-8, negative values and extreme times
 # are refused (or replaced where docs/ingest.md says so), so every answer is
-# valid JSON and none is a 500.  Every answer is checked for what it says, never
+# valid JSON and none is a 500; per-tenant limits from a limits file
+# (docs/limits.md): one tenant's flood leaves another served, new tenants
+# past the cap are refused, /metrics counts each refusal.  Every answer is checked for what it says, never
 # for how fast it came (curl's --max-time is a generous bound against hangs).
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -193,5 +195,114 @@ for se in '"start": "0", "end": "9223372036854775807"' '"start": "92233720368547
 	note "Connect with $se: 200 or 400, valid JSON"
 done
 
+# ---- 3. per-tenant limits from a limits file.
 stop_server
+cat >"$WORK/limits" <<'EOF'
+# hostile_data.sh: tiny limits, so each is reached at once
+global max_tenants=3
+default max_queries=1
+tenant calm max_queries=2
+tenant wide max_series=20
+tenant flood ingest_bytes_per_s=1K burst_s=1
+EOF
+start_server "$WORK/data2" --threads 8 --limits-file "$WORK/limits"
+ing() { # TENANT NAME FILE [curl args]: POST a folded profile
+	local t=$1 n=$2 f=$3
+	shift 3
+	http POST "/ingest?name=$(uri "$n")&from=$((NOW - 10))&until=$NOW&format=folded" \
+		-H "X-Scope-OrgID: $t" --data-binary @"$f" "$@"
+}
+ing calm 'calm.cpu{env=prod}' "$WORK/folded.txt"
+expect_status 200 "" "tenant calm ingests"
+
+# A flood of bytes: the first large body is admitted (a debt), the next is 429.
+for i in $(seq 1 3000); do echo "main;flood;f$i 1"; done >"$WORK/big.txt"
+ing flood 'flood.cpu{}' "$WORK/big.txt"
+expect_status 200 "" "tenant flood's first large body"
+ing flood 'flood.cpu{}' "$WORK/folded.txt" -D "$WORK/h429"
+expect_status 429 'more than its 1024 bytes/s (limits file: ingest_bytes_per_s)' "tenant flood past its bytes/s"
+RA=$(tr -d '\r' <"$WORK/h429" | awk -F': ' 'tolower($1) == "retry-after" { print $2 }')
+[ -n "$RA" ] && [ "$RA" -ge 1 ] || fail "429 without a Retry-After: $(cat "$WORK/h429")"
+note "Retry-After: $RA"
+http POST /push.v1.PusherService/Push -H 'X-Scope-OrgID: flood' -H 'Content-Type: application/json' \
+	--data '{"series":[]}'
+expect_status 429 '"code":"resource_exhausted"' "tenant flood's Connect push past its bytes/s"
+ing calm 'calm.cpu{env=prod}' "$WORK/folded.txt"
+expect_status 200 "" "tenant calm ingests during the flood"
+
+# Series: 20 for tenant wide, then only existing label sets.
+for i in $(seq 1 20); do
+	ing wide "wide.cpu{k=v$i}" "$WORK/folded.txt"
+	[ "$STATUS" = 200 ] || fail "series $i of tenant wide: HTTP $STATUS $BODY"
+done
+ing wide 'wide.cpu{k=v21}' "$WORK/folded.txt"
+expect_status 413 "series limit of 20 reached" "tenant wide's 21st series"
+ing wide 'wide.cpu{k=v3}' "$WORK/folded.txt"
+expect_status 200 "" "tenant wide's existing series"
+ing wide "wide.cpu{k=$(printf 'x%.0s' $(seq 1100))}" "$WORK/folded.txt"
+expect_status 413 "longer than 1024 bytes" "a label value past max_label_bytes"
+
+# The tenant cap: calm, flood and wide are served; a fourth is refused.
+ing newbie 'new.cpu{}' "$WORK/folded.txt"
+expect_status 403 'tenant "newbie" is new and this server already serves its maximum of 3 tenants' \
+	"a tenant past max_tenants"
+http GET "/pyroscope/render?query=$(uri "$TYPE{}")&$RANGE" -H 'X-Scope-OrgID: newbie'
+expect_status 200 '"numTicks":0' "a query of the refused tenant (no data, no state)"
+
+# Queries: flood may run one at a time; its burst leaves tenant calm served.
+pids=()
+for i in $(seq 1 24); do
+	curl -sS -o "$WORK/fq.$i" -w '%{http_code}' --max-time 120 -H 'X-Scope-OrgID: flood' \
+		"$URL/pyroscope/render?query=$(uri "$TYPE{service_name=~\"fl.*\"}")&$RANGE" \
+		>"$WORK/fq.$i.code" &
+	pids+=($!)
+done
+for i in $(seq 1 10); do
+	http GET "/pyroscope/render?query=$(uri "$TYPE{service_name=\"calm\"}")&$RANGE" \
+		-H 'X-Scope-OrgID: calm' --max-time 120
+	[ "$STATUS" = 200 ] || fail "tenant calm's query $i during flood's burst: HTTP $STATUS $BODY"
+done
+note "tenant calm: 10 queries during tenant flood's burst of 24, all HTTP 200"
+for p in "${pids[@]}"; do wait "$p" || fail "a query of tenant flood did not finish"; done
+ok=0
+limited=0
+for i in $(seq 1 24); do
+	case "$(cat "$WORK/fq.$i.code")" in
+	200) ok=$((ok + 1)) ;;
+	429)
+		grep -q "already runs 1 queries, its limit" "$WORK/fq.$i" ||
+			fail "flood query $i: 429 without its reason: $(cat "$WORK/fq.$i")"
+		limited=$((limited + 1))
+		;;
+	*) fail "flood query $i: HTTP $(cat "$WORK/fq.$i.code") $(cat "$WORK/fq.$i")" ;;
+	esac
+done
+note "tenant flood's burst: $ok answered, $limited refused with 429"
+
+# /metrics counts every refusal by tenant and reason.
+http GET /metrics
+[ "$STATUS" = 200 ] || fail "/metrics: HTTP $STATUS"
+metric() { awk -v m="$1" '$1 == m { print $2 }' <<<"$BODY"; }
+expect_metric() { # NAME VALUE
+	[ "$(metric "$1")" = "$2" ] || fail "/metrics: $1 is not $2: $(grep -E 'refusals|^unhex_tenants' <<<"$BODY")"
+}
+expect_metric 'unhex_tenant_refusals_total{tenant="flood",reason="ingest_bytes"}' 2
+expect_metric 'unhex_tenant_refusals_total{tenant="wide",reason="series"}' 1
+expect_metric 'unhex_tenant_refusals_total{tenant="wide",reason="labels"}' 1
+expect_metric 'unhex_tenant_refusals_total{tenant="",reason="tenant_cap"}' 1
+[ "$limited" = 0 ] || expect_metric 'unhex_tenant_refusals_total{tenant="flood",reason="queries"}' "$limited"
+expect_metric unhex_tenants 3
+note "/metrics: $(grep -c '^unhex_tenant_refusals_total' <<<"$BODY") refusal series, as expected"
+
+# A limits file that does not parse stops the server from starting.
+stop_server
+printf 'default max_series=0\n' >"$WORK/badlimits"
+if "$UNHEX" serve --data "$WORK/data3" --listen 127.0.0.1:0 --limits-file "$WORK/badlimits" \
+	>"$WORK/bad.out" 2>"$WORK/bad.err"; then
+	fail "a bad limits file was accepted"
+fi
+grep -q "line 1: max_series wants a whole number" "$WORK/bad.err" ||
+	fail "bad limits file: $(cat "$WORK/bad.err")"
+note "a bad limits file: $(head -c 200 "$WORK/bad.err")"
+
 note "hostile_data: ok"
