@@ -65,7 +65,7 @@ static int store_err(struct writer *w, int rc, const char *what)
  */
 static const char *utf8_clean(struct arena *a, const char *s)
 {
-	size_t n = strlen(s), k = 0;
+	size_t n = strlen(s);
 	char *o;
 
 	if (json_utf8_valid(s, n))
@@ -73,21 +73,7 @@ static const char *utf8_clean(struct arena *a, const char *s)
 	o = arena_alloc(a, 3 * n + 1);
 	if (!o)
 		return NULL;
-	for (size_t i = 0; i < n;) {
-		unsigned char c = (unsigned char)s[i];
-		size_t len = c < 0x80 ? 1 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-
-		if (i + len <= n && json_utf8_valid(s + i, len)) {
-			memcpy(o + k, s + i, len);
-			k += len;
-			i += len;
-			continue;
-		}
-		memcpy(o + k, "\xef\xbf\xbd", 3);
-		k += 3;
-		i++;
-	}
-	o[k] = '\0';
+	o[json_utf8_clean(s, n, o)] = '\0';
 	return o;
 }
 
