@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config git curl ca-certificates python3
   librocksdb-dev libprotobuf-c-dev protobuf-c-compiler libcivetweb-dev
-  libdw-dev libelf-dev libdebuginfod-dev libzstd-dev zlib1g-dev libdeflate-dev libiberty-dev
+  libpcre2-dev libdw-dev libelf-dev libdebuginfod-dev libzstd-dev zlib1g-dev libdeflate-dev libiberty-dev
   libcmocka-dev clang libclang-rt-14-dev libcurl4-gnutls-dev libssl-dev
   elfutils binutils linux-perf google-perftools libgoogle-perftools-dev
   golang-go jq g++ llvm debuginfod rustc time valgrind dwz protobuf-compiler socat openssl

@@ -3,6 +3,7 @@
 
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/json.h"
 #include "base/varint.h"
 
 #include <assert.h>
@@ -133,7 +134,18 @@ int buf_put_json_str(struct buf *b, const char *s, size_t n)
 		case '\r': e = "\\r"; break;
 		case '\t': e = "\\t"; break;
 		default:
-			if (c < 0x20 || c == 0x7f) {
+			/* Invalid UTF-8 (names stored before ingest refused it)
+			 * becomes U+FFFD, so the answer stays a JSON text. */
+			if (c >= 0x80) {
+				size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+
+				if (i + k <= n && json_utf8_valid(s + i, k)) {
+					i += k - 1;
+					continue;
+				}
+				e = "\xef\xbf\xbd";
+				elen = 3;
+			} else if (c < 0x20 || c == 0x7f) {
 				esc[0] = '\\'; esc[1] = 'u'; esc[2] = '0'; esc[3] = '0';
 				esc[4] = hex[c >> 4]; esc[5] = hex[c & 15]; esc[6] = 0;
 				e = esc;

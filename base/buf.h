@@ -49,7 +49,11 @@ int buf_put_svarint(struct buf *b, int64_t v);
 int buf_put_be32(struct buf *b, uint32_t v);
 int buf_put_be64(struct buf *b, uint64_t v);
 
-/* Appends `s` as a JSON string literal, quotes included. */
+/*
+ * Appends `s` as a JSON string literal, quotes included; each byte that does
+ * not start a valid UTF-8 sequence is written as U+FFFD, so the result is
+ * always valid JSON.
+ */
 int buf_put_json_str(struct buf *b, const char *s, size_t n);
 
 /*

@@ -11,7 +11,8 @@
  * gRPC codes' (google.rpc.Code) in snake case, and the HTTP statuses follow
  * the HTTP mapping documented with google.rpc.Code except one: a limit is
  * 413 (google.rpc.Code says 429, a rate limit), because unhex's limits are
- * on the size of a request or an answer, and Pyroscope clients expect 413.
+ * on the size of a request or an answer, and Pyroscope clients expect 413;
+ * a rate or concurrency limit of a tenant (ERR_RATE_LIMITED) is that 429.
  * Failures of our own (memory, disk, corrupt bytes) are all "internal": the
  * client can do nothing different about them.
  */
@@ -35,6 +36,7 @@ static const struct err_row {
 	{ ERR_CONFLICT, "conflict", 409, "Conflict", "aborted", 10 },
 	{ ERR_UNAUTHENTICATED, "unauthenticated", 401, "Unauthorized", "unauthenticated", 16 },
 	{ ERR_PERMISSION, "permission denied", 403, "Forbidden", "permission_denied", 7 },
+	{ ERR_RATE_LIMITED, "rate limited", 429, "Too Many Requests", "resource_exhausted", 8 },
 };
 
 /* What a code outside the table maps to. */

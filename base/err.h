@@ -34,6 +34,7 @@ enum {
 	ERR_CONFLICT = -9,    /* the request contradicts stored state */
 	ERR_UNAUTHENTICATED = -10, /* no credentials, or ones the server does not know */
 	ERR_PERMISSION = -11, /* known credentials that do not allow this request */
+	ERR_RATE_LIMITED = -12, /* a rate or concurrency limit: retry later */
 };
 
 /* Returns a static, lower-case name for an error code ("invalid", ...). */

@@ -228,6 +228,29 @@ int json_utf8_valid(const char *s, size_t len)
 	return 1;
 }
 
+size_t json_utf8_clean(const char *s, size_t len, char *out)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k = 0, n;
+
+	while (i < len) {
+		if (u[i] < 0x80) {
+			out[k++] = s[i++];
+			continue;
+		}
+		if (utf8_seq(u + i, len - i, &n) == U8_OK) {
+			memcpy(out + k, s + i, n);
+			k += n;
+			i += n;
+			continue;
+		}
+		memcpy(out + k, "\xef\xbf\xbd", 3);
+		k += 3;
+		i++;
+	}
+	return k;
+}
+
 /* ---- pass 1: count ------------------------------------------------------- */
 
 struct count_frame {

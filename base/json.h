@@ -128,4 +128,12 @@ int json_double(const struct json_value *v, double *out, struct err_msg *msg);
 /* 1 when the `len` bytes at `s` are UTF-8 (RFC 3629, no surrogates), else 0. */
 int json_utf8_valid(const char *s, size_t len);
 
+/*
+ * Copies the `len` bytes at `s` to `out` (room for 3 * len bytes; no NUL is
+ * added), every byte that starts no valid UTF-8 sequence replaced by U+FFFD;
+ * returns the bytes written.  What unhex does with names that must be shown
+ * but are not UTF-8 (docs/ingest.md, "Clean inputs").
+ */
+size_t json_utf8_clean(const char *s, size_t len, char *out);
+
 #endif

@@ -38,6 +38,9 @@ static void serve_help(FILE *f)
 	      "  --data DIR                  store directory (default ./data)\n"
 	      "  --listen HOST:PORT          listen address (default 127.0.0.1:4040; port 0 picks\n"
 	      "                              one; 0.0.0.0:4040 for every interface)\n"
+	      "  --limits-file FILE          per-tenant limits: ingest rates, series, queries,\n"
+	      "                              debug-info bytes, the number of tenants\n"
+	      "                              (docs/limits.md); default: the defaults there\n"
 	      "  --auth.tokens FILE          who may do what: one hashed token per line\n"
 	      "                              (docs/security.md; `unhex token` writes lines);\n"
 	      "                              SIGHUP reads it again\n"
@@ -229,7 +232,7 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
        O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
        O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
-       O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS };
+       O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -255,6 +258,7 @@ static const struct option serve_opts[] = {
 	{ "symbolize-memo-bytes", required_argument, NULL, O_SYM_MEMO },
 	{ "upload-token", required_argument, NULL, O_UPLOAD_TOKEN },
 	{ "auth.tokens", required_argument, NULL, O_AUTH_TOKENS },
+	{ "limits-file", required_argument, NULL, O_LIMITS_FILE },
 	{ "auth.disabled", no_argument, NULL, O_AUTH_DISABLED },
 	{ "tls.cert", required_argument, NULL, O_TLS_CERT },
 	{ "tls.key", required_argument, NULL, O_TLS_KEY },
@@ -353,6 +357,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 						"Clients keep sending \"Authorization: Bearer $TOKEN\" "
 						"(docs/security.md, \"Migrating from --upload-token\")");
 		case O_AUTH_TOKENS: a->web.auth_tokens = optarg; break;
+		case O_LIMITS_FILE: a->web.limits_file = optarg; break;
 		case O_AUTH_DISABLED: a->web.auth_disabled = 1; break;
 		case O_TLS_CERT: a->web.tls_cert = optarg; break;
 		case O_TLS_KEY: a->web.tls_key = optarg; break;

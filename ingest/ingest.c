@@ -21,6 +21,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/hmap.h"
+#include "base/json.h"
 #include "ingest_int.h"
 #include "storage/storage.h"
 
@@ -56,12 +57,37 @@ static int store_err(struct writer *w, int rc, const char *what)
 	return err_set(w->msg, rc, "store: %s: %s", what, err_str(rc));
 }
 
+/*
+ * `s` (borrowed) when it is UTF-8, else a copy in `a` whose every byte that
+ * starts no valid sequence is U+FFFD: frame and file names are kept, as
+ * agents do send binary junk in symbol names, and every answer then holds
+ * valid UTF-8 (docs/ingest.md, "Clean inputs").  NULL when `a` is full.
+ */
+static const char *utf8_clean(struct arena *a, const char *s)
+{
+	size_t n = strlen(s);
+	char *o;
+
+	if (json_utf8_valid(s, n))
+		return s;
+	o = arena_alloc(a, 3 * n + 1);
+	if (!o)
+		return NULL;
+	o[json_utf8_clean(s, n, o)] = '\0';
+	return o;
+}
+
 static int mapping_id(struct writer *w, uint32_t mi, uint32_t *out)
 {
 	int rc;
 
 	if (!w->map_ids[mi - 1]) {
-		rc = store_txn_mapping(w->tx, w->part, &w->p->mappings[mi - 1], &w->map_ids[mi - 1]);
+		struct store_mapping m = w->p->mappings[mi - 1];
+
+		if (!(m.filename = utf8_clean(w->s, m.filename)) ||
+		    !(m.build_id = utf8_clean(w->s, m.build_id)))
+			return arena_failed(w->s);
+		rc = store_txn_mapping(w->tx, w->part, &m, &w->map_ids[mi - 1]);
 		if (rc)
 			return store_err(w, rc, "mapping");
 	}
@@ -74,7 +100,13 @@ static int function_id(struct writer *w, uint32_t fi, uint32_t *out)
 	int rc;
 
 	if (!w->fn_ids[fi - 1]) {
-		rc = store_txn_function(w->tx, w->part, &w->p->functions[fi - 1], &w->fn_ids[fi - 1]);
+		struct store_function f = w->p->functions[fi - 1];
+
+		if (!(f.name = utf8_clean(w->s, f.name)) ||
+		    !(f.system_name = utf8_clean(w->s, f.system_name)) ||
+		    !(f.filename = utf8_clean(w->s, f.filename)))
+			return arena_failed(w->s);
+		rc = store_txn_function(w->tx, w->part, &f, &w->fn_ids[fi - 1]);
 		if (rc)
 			return store_err(w, rc, "function");
 	}
@@ -368,6 +400,78 @@ out:
 	return rc;
 }
 
+/* ---- clean inputs ------------------------------------------------------- */
+
+/*
+ * 1 when values of the profile type `id` (name:sample_type:sample_unit:...)
+ * count or measure something and so cannot be negative: every unit agents
+ * send for time, space and counts.  Values of other units (a custom gauge)
+ * are stored as they are.
+ */
+static int unit_nonnegative(const char *id)
+{
+	static const char *const units[] = {
+		"nanoseconds", "microseconds", "milliseconds", "seconds", "bytes", "count",
+		"samples", "objects", "goroutines", "goroutine", "lock_samples", "",
+	};
+	const char *u = strchr(id, ':'), *e;
+	size_t n;
+
+	if (!u || !(u = strchr(u + 1, ':')))
+		return 1;
+	u++;
+	e = strchr(u, ':');
+	n = e ? (size_t)(e - u) : strlen(u);
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strlen(units[i]) == n && !strncmp(u, units[i], n))
+			return 1;
+	return 0;
+}
+
+static int labels_utf8(const struct store_label *l, size_t n, struct err_msg *msg)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!json_utf8_valid(l[i].name, strlen(l[i].name)))
+			return err_set(msg, ERR_INVALID, "label %zu: its name is not UTF-8", i);
+		if (!json_utf8_valid(l[i].value, strlen(l[i].value)))
+			return err_set(msg, ERR_INVALID, "label '%.64s': its value is not UTF-8",
+				       l[i].name);
+	}
+	return 0;
+}
+
+/*
+ * What every format shares before the store sees a profile: labels and
+ * profile types (series identity) must be UTF-8, and values of a type that
+ * cannot be negative must not be.  Refused, never repaired: a repaired
+ * label would merge series and a negative cpu sample has no meaning.
+ */
+static int check_clean(const struct ingest_pprof *p, struct err_msg *msg)
+{
+	int rc = labels_utf8(p->labels, p->n_labels, msg);
+
+	for (size_t g = 0; g < p->n_groups && !rc; g++)
+		rc = labels_utf8(p->groups[g].labels, p->groups[g].n_labels, msg);
+	if (rc)
+		return rc;
+	for (size_t t = 0; t < p->n_types; t++) {
+		if (!json_utf8_valid(p->profile_types[t], strlen(p->profile_types[t])))
+			return err_set(msg, ERR_INVALID, "sample type %zu: not UTF-8", t);
+		if (!unit_nonnegative(p->profile_types[t]))
+			continue;
+		for (size_t i = 0; i < p->n_samples; i++) {
+			int64_t v = p->values[i * p->n_types + t];
+
+			if (v < 0)
+				return err_set(msg, ERR_INVALID,
+					       "sample %zu: negative value %lld of %s, whose unit "
+					       "cannot be negative",
+					       i, (long long)v, p->profile_types[t]);
+		}
+	}
+	return 0;
+}
+
 /* ---- requests ----------------------------------------------------------- */
 
 /* Copies a per-profile message into `msg` with a "profile N: " prefix. */
@@ -378,8 +482,9 @@ static int prefixed(struct err_msg *msg, size_t i, int rc, const struct err_msg 
 	return err_set(msg, rc, "profile %zu: %s", i, err_str(rc));
 }
 
-int ingest__write(struct store *st, const char *tenant, const struct ingest_pprof *pp, size_t n,
-		  struct ingest_stats *out, struct err_msg *msg)
+int ingest__write(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		  const struct ingest_pprof *pp, size_t n, struct ingest_stats *out,
+		  struct err_msg *msg)
 {
 	struct ingest_stats stats = { 0, 0, 0 };
 	struct store_txn *tx = NULL;
@@ -388,9 +493,18 @@ int ingest__write(struct store *st, const char *tenant, const struct ingest_ppro
 
 	if (n == 0)
 		goto done;
+	for (size_t i = 0; i < n; i++) {
+		err_clear(&inner);
+		rc = check_clean(&pp[i], &inner);
+		if (rc) {
+			rc = prefixed(msg, i, rc, &inner);
+			goto out;
+		}
+	}
 	rc = store_txn_begin(st, tenant, &tx, msg);
 	if (rc)
 		goto out;
+	store_txn_set_max_series(tx, lim->max_series);
 	for (size_t i = 0; i < n; i++) {
 		err_clear(&inner);
 		rc = write_pprof(tx, &pp[i], &stats, &inner);
@@ -454,7 +568,7 @@ static int run(struct store *st, const struct ingest_limits *lim, const char *te
 			goto out;
 		}
 	}
-	rc = ingest__write(st, tenant, pp, n, out, msg);
+	rc = ingest__write(st, lim, tenant, pp, n, out, msg);
 out:
 	arena_release(&a);
 	return rc;

@@ -38,6 +38,7 @@ struct ingest_limits {
 	size_t max_stack_depth;        /* locations in one sample */
 	size_t max_labels;             /* labels of one series */
 	size_t max_label_bytes;        /* one label name or value */
+	size_t max_series;             /* series of the tenant (store_txn_set_max_series) */
 };
 
 /* Fills the defaults (documented in docs/ingest.md). */

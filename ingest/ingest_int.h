@@ -524,11 +524,13 @@ int ingest__run(struct store *st, const struct ingest_limits *lim, const char *t
 
 /*
  * Writes `n` converted profiles (borrowed) in one store transaction for
- * `tenant`; nothing is written on failure.  Messages of a failing profile
- * are prefixed "profile <i>: ".
+ * `tenant`, which may have at most lim->max_series series; nothing is
+ * written on failure.  Messages of a failing profile are prefixed
+ * "profile <i>: ".
  */
-int ingest__write(struct store *st, const char *tenant, const struct ingest_pprof *pp, size_t n,
-		  struct ingest_stats *out, struct err_msg *msg);
+int ingest__write(struct store *st, const struct ingest_limits *lim, const char *tenant,
+		  const struct ingest_pprof *pp, size_t n, struct ingest_stats *out,
+		  struct err_msg *msg);
 
 /* ---- otlp_convert.c ----------------------------------------------------- */
 

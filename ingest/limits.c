@@ -10,4 +10,5 @@ void ingest_limits_default(struct ingest_limits *lim)
 	lim->max_stack_depth = 1024;
 	lim->max_labels = 32;
 	lim->max_label_bytes = 1024;
+	lim->max_series = 100000;
 }

@@ -25,7 +25,7 @@ int ingest_otlp(struct store *st, const struct ingest_limits *lim, const char *t
 	arena_init(&a, ingest__otlp_arena_cap(len));
 	rc = ingest__otlp_convert(&a, lim, body, len, json, now_ns, &req, msg);
 	if (!rc)
-		rc = ingest__write(st, tenant, req.profiles, req.n, &stats, msg);
+		rc = ingest__write(st, lim, tenant, req.profiles, req.n, &stats, msg);
 	if (!rc && out) {
 		stats.pprof_samples = req.otlp_samples;
 		*out = stats;

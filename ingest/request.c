@@ -317,7 +317,7 @@ static int text_request(struct store *st, const struct ingest_limits *lim, const
 	if (!rc)
 		rc = text_finish(&a, lim, tk, req->sample_rate, &b, labels, n, req, &p, msg);
 	if (!rc)
-		rc = ingest__write(st, tenant, &p, p.n_samples ? 1 : 0, out, msg);
+		rc = ingest__write(st, lim, tenant, &p, p.n_samples ? 1 : 0, out, msg);
 out:
 	ingest__b_release(&b);
 	arena_release(&a);
@@ -408,7 +408,7 @@ static int speedscope_request(struct store *st, const struct ingest_limits *lim,
 			k++;
 	}
 	if (!rc)
-		rc = ingest__write(st, tenant, pp, k, out, msg);
+		rc = ingest__write(st, lim, tenant, pp, k, out, msg);
 out:
 	for (size_t i = 0; i < n; i++)
 		ingest__b_release(&ps[i].b);
@@ -488,7 +488,7 @@ static int jfr_request(struct store *st, const struct ingest_limits *lim, const 
 			k++;
 	}
 	if (!rc)
-		rc = ingest__write(st, tenant, pp, k, out, msg);
+		rc = ingest__write(st, lim, tenant, pp, k, out, msg);
 	if (!rc && out)
 		out->pprof_samples = jfr.events;
 out:

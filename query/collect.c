@@ -198,7 +198,7 @@ counted:
 	return 0;
 }
 
-int query__collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
+int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 		   int64_t until_ns, struct qmerge *m)
 {
 	struct sel_list l = { q, NULL, 0, 0 };
@@ -280,7 +280,9 @@ int query__timeline_init(struct qctx *q, struct qmerge *m, int64_t from_ns, int6
 	step = (step + 9) / 10 * 10 * s;
 	m->tl_step_ns = step;
 	m->tl_start_ns = from_ns / step * step;
-	m->tl_n = (size_t)((until_ns - m->tl_start_ns + step - 1) / step);
+	/* Rounded up without until + step, which overflows near INT64_MAX. */
+	m->tl_n = (size_t)((until_ns - m->tl_start_ns) / step +
+			   ((until_ns - m->tl_start_ns) % step != 0));
 	m->tl = calloc(m->tl_n ? m->tl_n : 1, sizeof(*m->tl));
 	return m->tl ? 0 : err_set(q->msg, ERR_NOMEM, "out of memory (timeline)");
 }

@@ -1,6 +1,8 @@
 /* core.c - a query's deadline and byte budget, its hash map and name tables. */
 #include "query_int.h"
 
+#include "base/json.h"
+
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/hash.h"
@@ -235,7 +237,19 @@ void query__names_release(struct intern *nm)
 
 int query__names_intern(struct qctx *q, struct intern *nm, const char *s, size_t len, uint32_t *id)
 {
-	int rc = intern_put(nm, s, len, id);
+	char *clean = NULL;
+	int rc;
+
+	/* Names from debug info or stored before ingest cleaned them may not be
+	 * UTF-8; every answer (JSON, protobuf, pprof) must be. */
+	if (!json_utf8_valid(s, len)) {
+		if (len > SIZE_MAX / 3 || !(clean = malloc(3 * len + 1)))
+			return err_set(q->msg, ERR_NOMEM, "out of memory (names)");
+		len = json_utf8_clean(s, len, clean);
+		s = clean;
+	}
+	rc = intern_put(nm, s, len, id);
+	free(clean);
 
 	if (rc == ERR_TOO_LARGE)
 		return err_set(q->msg, rc, "query memory budget of %zu bytes exceeded (names)",

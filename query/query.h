@@ -55,28 +55,36 @@ struct store;
 #define QUERY_DEFAULT_SYMMEMO_BYTES ((size_t)64 << 20)
 #define QUERY_MAX_SELECTOR_BYTES 4096
 #define QUERY_MAX_MATCHERS 64
+/* Bytes of one regex (the value of a =~ or !~ matcher). */
+#define QUERY_MAX_REGEX_BYTES 1024
 
 /* ---- selectors ---------------------------------------------- */
 
 enum query_match_op { QUERY_EQ, QUERY_NEQ, QUERY_RE, QUERY_NRE };
 
+struct query_regex;
+
 struct query_matcher {
 	char *name;            /* owned by the selector */
 	char *value;           /* owned by the selector; unescaped */
 	enum query_match_op op;
-	void *re;              /* compiled regex_t for =~ and !~; owned */
+	struct query_regex *re; /* =~ and !~ once compiled; owned */
 };
 
 struct query_selector {
 	char *profile_type;    /* owned; NULL when the selector named none */
 	struct query_matcher *m; /* owned array */
 	size_t n;
+	int compiled;          /* query_selector_compile() succeeded */
 };
 
 /*
  * Parses `[<profile type>]{<name><op>"<value>", ...}` (see docs/query.md).
  * `len` bytes of `s` are read (no NUL needed).  Fills *out, which the caller
  * releases with query_selector_release(); on failure *out is untouched.
+ * A regex is only checked for its length and UTF-8 here: it is compiled by
+ * query_selector_compile(), which series selection calls once a tenant has a
+ * candidate series, so a client spends no regex work on a tenant without data.
  */
 int query_selector_parse(const char *s, size_t len, struct query_selector *out,
 			 struct err_msg *msg);
@@ -88,12 +96,22 @@ int query_selector_parse(const char *s, size_t len, struct query_selector *out,
 int query_selector_parse2(const char *profile_type, const char *label_selector,
 			  struct query_selector *out, struct err_msg *msg);
 
+/*
+ * Compiles the regexes of `sel` (PCRE2, bounded: see docs/query.md); a no-op
+ * once done.  ERR_INVALID or ERR_TOO_LARGE with a message naming the label.
+ */
+int query_selector_compile(struct query_selector *sel, struct err_msg *msg);
+
 void query_selector_release(struct query_selector *sel);
 
-/* True when the sorted or unsorted label set satisfies every matcher. */
+/*
+ * 1 when the sorted or unsorted label set satisfies every matcher, 0 when
+ * not; ERR_INVALID (with a message) when a regex needed more than its match
+ * bounds.  `sel` must be compiled; a selector is used by one thread at a time.
+ */
 struct store_label;
 int query_selector_matches(const struct query_selector *sel,
-			   const struct store_label *labels, size_t n);
+			   const struct store_label *labels, size_t n, struct err_msg *msg);
 
 /* ---- parameters --------------------------------------------------------- */
 

@@ -286,6 +286,32 @@ void query__merge_release(struct qctx *q, struct qmerge *m);
 /* Frees the stack table once the tree is built; totals, timeline and sym stay. */
 void query__merge_drop_stacks(struct qctx *q, struct qmerge *m);
 
+/* ---- regexes (regex.c) ------------------------------------------------------ */
+
+/* Bounds of one regex; see regex.c and docs/query.md. */
+#define QUERY__REGEX_MAX_NESTING 64          /* nested parentheses */
+#define QUERY__REGEX_COMPILE_BYTES (1 << 20) /* allocated while compiling */
+#define QUERY__REGEX_CODE_BYTES (256 << 10)  /* the compiled code */
+#define QUERY__REGEX_MATCH_STEPS 100000      /* backtracking steps of one match */
+#define QUERY__REGEX_DEPTH 10000             /* nested backtracking points */
+#define QUERY__REGEX_HEAP_KIB 4096           /* heap of one match */
+
+/*
+ * Compiles the `len` bytes of `pattern` (the value of a matcher of label
+ * `label`, borrowed) into *out (returns owned; free with query__regex_free):
+ * anchored at both ends, UTF-8, no back-references, every resource bounded.
+ * ERR_INVALID for a bad pattern or one past a bound (ERR_TOO_LARGE for its length).
+ */
+int query__regex_compile(const char *pattern, size_t len, const char *label,
+			 struct query_regex **out, struct err_msg *msg);
+/*
+ * 1 when the whole of s[0..len) matches, 0 when not; ERR_INVALID (with a
+ * message naming `label`) when the match needs more than its bounds.
+ */
+int query__regex_match(struct query_regex *re, const char *s, size_t len, const char *label,
+		       struct err_msg *msg);
+void query__regex_free(struct query_regex *re);
+
 /* ---- pipeline stages --------------------------------------------------------- */
 
 /*
@@ -301,11 +327,11 @@ size_t query__max_nodes(const struct query_params *p);
 /* Calls cb for every series of sel (postings for an equality matcher). */
 typedef int (*qseries_cb)(void *ctx, uint64_t series_id, uint32_t part,
 			  const struct store_label *labels, size_t n);
-int query__select_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb,
+int query__select_series(struct qctx *q, struct query_selector *sel, qseries_cb cb,
 			 void *ctx);
 /* The same through reader `rd` (borrowed): series ids are the reader's. */
 int query__select_series_in(struct qctx *q, struct store_reader *rd,
-			    const struct query_selector *sel, qseries_cb cb, void *ctx);
+			    struct query_selector *sel, qseries_cb cb, void *ctx);
 /*
  * The warnings of the readers of ms[0..n) as a JSON array of strings
  * (`[]` when none): the blocks a query skipped because they are corrupt or
@@ -319,7 +345,7 @@ int query__warnings_json(const struct qmerge *const *ms, size_t n, struct buf *o
  * [from, until) into `m` (initialized); with a timeline set up by
  * query__timeline_init, the totals per step too.
  */
-int query__collect(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
+int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 		   int64_t until_ns, struct qmerge *m);
 /* Timeline buckets of [from, until) in `m`: at most ~1024 steps, never under 10 s. */
 int query__timeline_init(struct qctx *q, struct qmerge *m, int64_t from_ns, int64_t until_ns);

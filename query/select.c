@@ -41,10 +41,11 @@ size_t query__max_nodes(const struct query_params *p)
 
 struct select_ctx {
 	struct qctx *q;
-	const struct query_selector *sel;
+	struct query_selector *sel;
 	qseries_cb cb;
 	void *ctx;
 	int rc;
+	int has_re; /* sel has a regex matcher */
 };
 
 static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
@@ -53,13 +54,21 @@ static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_
 	struct select_ctx *c = ctx;
 	int rc;
 
-	if ((++c->q->tick & 255) == 0 && (rc = query__ctx_check(c->q))) {
-		c->rc = rc;
-		return 1;
-	}
-	if (!query_selector_matches(c->sel, labels, n))
-		return 0;
+	/*
+	 * The regexes are compiled for the first candidate series, never for
+	 * a tenant without one.  A regex match may take milliseconds (its
+	 * bounds, regex.c), so with regexes the deadline is checked before
+	 * every series, otherwise every 256.
+	 */
+	if (!c->sel->compiled && (rc = query_selector_compile(c->sel, c->q->msg)))
+		goto stop;
+	if (((++c->q->tick & 255) == 0 || c->has_re) && (rc = query__ctx_check(c->q)))
+		goto stop;
+	rc = query_selector_matches(c->sel, labels, n, c->q->msg);
+	if (rc <= 0)
+		goto stop;
 	rc = c->cb(c->ctx, id, part, labels, n);
+stop:
 	if (rc) {
 		c->rc = rc;
 		return 1;
@@ -67,19 +76,21 @@ static int select_one(void *ctx, uint64_t id, uint32_t part, const struct store_
 	return 0;
 }
 
-int query__select_series(struct qctx *q, const struct query_selector *sel, qseries_cb cb,
+int query__select_series(struct qctx *q, struct query_selector *sel, qseries_cb cb,
 			 void *ctx)
 {
 	return query__select_series_in(q, NULL, sel, cb, ctx);
 }
 
 int query__select_series_in(struct qctx *q, struct store_reader *rd,
-			    const struct query_selector *sel, qseries_cb cb, void *ctx)
+			    struct query_selector *sel, qseries_cb cb, void *ctx)
 {
-	struct select_ctx c = { q, sel, cb, ctx, 0 };
+	struct select_ctx c = { q, sel, cb, ctx, 0, 0 };
 	const struct query_matcher *eq = NULL;
 	int rc;
 
+	for (size_t i = 0; i < sel->n; i++)
+		c.has_re |= sel->m[i].op == QUERY_RE || sel->m[i].op == QUERY_NRE;
 	/* The most selective equality we know of: service_name, then any. */
 	for (size_t i = 0; i < sel->n; i++) {
 		if (sel->m[i].op != QUERY_EQ || !sel->m[i].value[0])

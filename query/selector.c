@@ -7,9 +7,10 @@
 #include "base/hex.h"
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/json.h"
 #include "storage/storage.h"
 
-#include <regex.h>
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,10 +143,7 @@ static void matcher_free(struct query_matcher *m)
 {
 	free(m->name);
 	free(m->value);
-	if (m->re) {
-		regfree(m->re);
-		free(m->re);
-	}
+	query__regex_free(m->re);
 }
 
 void query_selector_release(struct query_selector *sel)
@@ -160,256 +158,38 @@ void query_selector_release(struct query_selector *sel)
 }
 
 /*
- * Regexes are compiled by glibc's regcomp, whose cost some patterns blow up
- * (measured on glibc 2.36):
- *   - a repetition is built by copying the repeated subtree (a+ is a a*,
- *     a{2,5} five copies), so stacked repetitions multiply: "x" and 30 '+'
- *     take gigabytes;
- *   - the epsilon closures of nullable repetitions (a?, a*) are computed in
- *     time quadratic in how many follow each other: (a?){1000} four times
- *     takes 2 s;
- *   - copies of a repetition of a repetition, ((a*)*){20} or (a?)+++, take
- *     time exponential in the copies: 11 s for 20.
- * The values of selectors are untrusted, so before regcomp the pattern is
- * checked against rules close to those of RE2, the syntax of Prometheus
- * and Pyroscope selectors: no repetition directly after another (RE2: "bad
- * repetition operator"), repeat counts up to 1000, no repetition of a
- * repetition inside a '+' or a repeat count, at most 1000 repetitions and
- * 65536 nodes once the copies are made, groups nested at most 256 deep.
- * Back-references (\1..\9, a glibc extension of ERE, matched in exponential
- * time; RE2 has none) are refused too.
+ * What parsing checks of a regex: its length and its UTF-8, both free to
+ * check.  Compiling waits for a series to match (query_selector_compile).
  */
-enum {
-	REGEX_MAX_NODES = 1 << 16,
-	REGEX_MAX_REPS = 1000,
-	REGEX_MAX_COUNT = 1000,
-	REGEX_MAX_NESTING = 256,
-};
-
-/* What a piece of pattern costs once regcomp made its copies. */
-struct re_cost {
-	size_t nodes;   /* syntax tree nodes */
-	size_t reps;    /* repetition nodes among them (nullable loops) */
-	unsigned depth; /* repetitions nested in repetitions */
-};
-
-/* a * b, saturated just past every limit. */
-static size_t re_mul(size_t a, size_t b)
-{
-	return a && b > (REGEX_MAX_NODES + 1) / a ? REGEX_MAX_NODES + 1 : a * b;
-}
-
-static void re_add(struct re_cost *sum, const struct re_cost *c)
-{
-	sum->nodes += c->nodes;
-	sum->reps += c->reps;
-	if (c->depth > sum->depth)
-		sum->depth = c->depth;
-}
-
-/*
- * Reads an interval "{m}", "{m,}", "{m,n}" or "{,n}" at s[*i] into *lo, *hi
- * (SIZE_MAX: unbounded); 0, or -1 when it is not one (a plain '{').
- */
-static int re_interval(const char *s, size_t n, size_t *i, size_t *lo, size_t *hi)
-{
-	size_t j = *i + 1, v[2] = { 0, 0 }, k = 0, digits[2] = { 0, 0 };
-
-	for (; j < n && s[j] != '}'; j++) {
-		if (s[j] == ',' && k == 0) {
-			k = 1;
-			continue;
-		}
-		if (s[j] < '0' || s[j] > '9')
-			return -1;
-		if (v[k] <= REGEX_MAX_COUNT)
-			v[k] = v[k] * 10 + (size_t)(s[j] - '0');
-		digits[k]++;
-	}
-	/* glibc reads "{,n}" as "{0,n}". */
-	if (j == n || (!digits[0] && !k))
-		return -1;
-	*lo = v[0];
-	*hi = !k ? v[0] : digits[1] ? v[1] : SIZE_MAX;
-	*i = j;
-	return 0;
-}
-
-/* Index of the ']' that closes the bracket expression opening at s[i]. */
-static size_t re_bracket_end(const char *s, size_t n, size_t i)
-{
-	i++;
-	if (i < n && s[i] == '^')
-		i++;
-	if (i < n && s[i] == ']') /* a ']' first is a member */
-		i++;
-	while (i < n && s[i] != ']') {
-		/* [:alpha:], [.x.] and [=x=] may hold a ']' of their own. */
-		if (s[i] == '[' && i + 1 < n && strchr(":.=", s[i + 1])) {
-			size_t j = i + 2;
-
-			while (j + 1 < n && !(s[j] == s[i + 1] && s[j + 1] == ']'))
-				j++;
-			i = j + 1;
-		}
-		i++;
-	}
-	return i;
-}
-
-/*
- * The cost of repeating `a` as s[i] says ('*', '+', '?', or an interval of
- * lo..hi) into *a; a refusal's reason in *why.
- */
-static int re_repeat(struct re_cost *a, char op, size_t lo, size_t hi, const char **why)
-{
-	size_t copies = 1;
-	int loop = 1;    /* adds a nullable repetition node */
-
-	if (op == '+') {
-		copies = 2;
-	} else if (op == '{') {
-		if (lo > REGEX_MAX_COUNT || (hi != SIZE_MAX && hi > REGEX_MAX_COUNT) ||
-		    (hi != SIZE_MAX && hi < lo)) {
-			*why = "a repeat count above 1000 or reversed";
-			return ERR_INVALID;
-		}
-		copies = hi == SIZE_MAX ? lo + 1 : hi ? hi : 1;
-		loop = hi != lo;
-	}
-	if (copies > 1 && a->depth >= 2) {
-		/* copies of a loop in a loop: ((a*)*){20}, ((a?)+)+ */
-		*why = "a repetition of a repetition repeated again";
-		return ERR_INVALID;
-	}
-	a->nodes = re_mul(a->nodes, copies) + 1;
-	a->reps = re_mul(a->reps, copies) + (size_t)loop;
-	a->depth += (unsigned)loop;
-	return 0;
-}
-
-/* Checks `s`, the pattern as compiled (the value inside its anchors). */
-static int re_check(struct parser *p, const struct query_matcher *m, const char *s)
-{
-	struct re_cost sum[REGEX_MAX_NESTING + 1], last = { 0, 0, 0 };
-	size_t depth = 0, n = strlen(s);
-	const char *why = NULL;
-	int quantified = 0; /* the last token was a repetition */
-
-	memset(sum, 0, sizeof(sum));
-	for (size_t i = 0; i < n && !why; i++) {
-		struct re_cost atom = { 1, 0, 0 };
-		size_t lo = 0, hi = 0;
-		char op = s[i];
-		int rc;
-
-		switch (op) {
-		case '(':
-			if (depth == REGEX_MAX_NESTING)
-				return err_set(p->msg, ERR_TOO_LARGE,
-					       "selector: label %s: regex groups nested deeper than %d",
-					       m->name, REGEX_MAX_NESTING);
-			memset(&sum[++depth], 0, sizeof(sum[0]));
-			last = (struct re_cost){ 0, 0, 0 };
-			quantified = 0;
-			continue;
-		case ')':
-			if (depth) {
-				atom = sum[depth--];
-				atom.nodes++;
-			}
-			break;
-		case '|':
-			last = (struct re_cost){ 0, 0, 0 };
-			quantified = 0;
-			continue;
-		case '{':
-			if (re_interval(s, n, &i, &lo, &hi))
-				break; /* a plain '{' */
-			/* fall through */
-		case '*':
-		case '+':
-		case '?':
-			if (quantified) {
-				why = "a repetition directly after another (as a++ or a*{2})";
-				break;
-			}
-			quantified = 1;
-			if (!last.nodes)
-				continue; /* nothing to repeat: regcomp judges it */
-			sum[depth].nodes -= last.nodes;
-			sum[depth].reps -= last.reps;
-			rc = re_repeat(&last, op, lo, hi, &why);
-			if (rc)
-				return err_set(p->msg, rc, "selector: label %s: regex has %s",
-					       m->name, why);
-			re_add(&sum[depth], &last);
-			goto check;
-		case '\\':
-			if (i + 1 < n && s[i + 1] >= '1' && s[i + 1] <= '9')
-				return err_set(p->msg, ERR_INVALID,
-					       "selector: label %s: back-references are not supported",
-					       m->name);
-			i++;
-			break;
-		case '[':
-			i = re_bracket_end(s, n, i);
-			break;
-		default:
-			break;
-		}
-		if (why)
-			break;
-		quantified = 0;
-		last = atom;
-		re_add(&sum[depth], &atom);
-check:
-		if (sum[depth].nodes > REGEX_MAX_NODES || sum[depth].reps > REGEX_MAX_REPS)
-			return err_set(p->msg, ERR_TOO_LARGE,
-				       "selector: label %s: regex too costly to compile (over %d nodes "
-				       "or %d repetitions once repeat counts are expanded)",
-				       m->name, REGEX_MAX_NODES, REGEX_MAX_REPS);
-	}
-	if (why)
-		return err_set(p->msg, ERR_INVALID, "selector: label %s: regex has %s", m->name,
-			       why);
-	return 0;
-}
-
-static int compile_re(struct parser *p, struct query_matcher *m)
+static int check_re(struct parser *p, const struct query_matcher *m)
 {
 	size_t vl = strlen(m->value);
-	char *pat = malloc(vl + 5);
-	regex_t *re = malloc(sizeof(*re));
-	int rc;
 
-	if (!pat || !re) {
-		free(pat);
-		free(re);
-		return ERR_NOMEM;
-	}
-	/* Fully anchored, as Prometheus: the whole value must match. */
-	memcpy(pat, "^(", 2);
-	memcpy(pat + 2, m->value, vl);
-	memcpy(pat + 2 + vl, ")$", 3);
-	/* The value's own ')' may close the anchors' group: check what is compiled. */
-	rc = re_check(p, m, pat);
-	if (rc) {
-		free(pat);
-		free(re);
-		return rc;
-	}
-	rc = regcomp(re, pat, REG_EXTENDED | REG_NOSUB);
-	free(pat);
-	if (rc) {
-		char e[128];
+	if (vl > QUERY_MAX_REGEX_BYTES)
+		return err_set(p->msg, ERR_TOO_LARGE,
+			       "selector: label %s: regex of %zu bytes, the limit is %d", m->name, vl,
+			       QUERY_MAX_REGEX_BYTES);
+	if (!json_utf8_valid(m->value, vl))
+		return err_set(p->msg, ERR_INVALID, "selector: label %s: regex is not UTF-8",
+			       m->name);
+	return 0;
+}
 
-		regerror(rc, re, e, sizeof(e));
-		free(re);
-		return err_set(p->msg, ERR_INVALID, "selector: label %s: bad regex \"%s\": %s",
-			       m->name, m->value, e);
+int query_selector_compile(struct query_selector *sel, struct err_msg *msg)
+{
+	if (sel->compiled)
+		return 0;
+	for (size_t i = 0; i < sel->n; i++) {
+		struct query_matcher *m = &sel->m[i];
+		int rc;
+
+		if ((m->op != QUERY_RE && m->op != QUERY_NRE) || m->re)
+			continue;
+		rc = query__regex_compile(m->value, strlen(m->value), m->name, &m->re, msg);
+		if (rc)
+			return rc;
 	}
-	m->re = re;
+	sel->compiled = 1;
 	return 0;
 }
 
@@ -444,7 +224,7 @@ static int parse_matcher(struct parser *p, struct query_matcher *m)
 	skip_ws(p);
 	rc = parse_string(p, &m->value);
 	if (!rc && (m->op == QUERY_RE || m->op == QUERY_NRE))
-		rc = compile_re(p, m);
+		rc = check_re(p, m);
 	return rc;
 }
 
@@ -573,7 +353,7 @@ static const char *label_value(const struct store_label *labels, size_t n, const
 }
 
 int query_selector_matches(const struct query_selector *sel, const struct store_label *labels,
-			   size_t n)
+			   size_t n, struct err_msg *msg)
 {
 	if (sel->profile_type &&
 	    strcmp(label_value(labels, n, STORE_LABEL_PROFILE_TYPE), sel->profile_type))
@@ -586,8 +366,14 @@ int query_selector_matches(const struct query_selector *sel, const struct store_
 		switch (m->op) {
 		case QUERY_EQ: hit = !strcmp(v, m->value); break;
 		case QUERY_NEQ: hit = !!strcmp(v, m->value); break;
-		case QUERY_RE: hit = !regexec(m->re, v, 0, NULL, 0); break;
-		default: hit = !!regexec(m->re, v, 0, NULL, 0); break;
+		default:
+			assert(m->re); /* query_selector_compile ran */
+			hit = query__regex_match(m->re, v, strlen(v), m->name, msg);
+			if (hit < 0)
+				return hit;
+			if (m->op == QUERY_NRE)
+				hit = !hit;
+			break;
 		}
 		if (!hit)
 			return 0;

@@ -5,6 +5,7 @@
  */
 #include "storage_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -273,6 +274,11 @@ int store_txn_series(struct store_txn *tx, const struct store_label *labels, siz
 		*series_id = id;
 		return 0;
 	}
+	if (intern_count(&t->series.keys) >= tx->max_series)
+		return err_set(msg, ERR_TOO_LARGE,
+			       "series limit of %llu reached for this tenant (limits file: "
+			       "max_series); no new label set is accepted",
+			       (unsigned long long)tx->max_series);
 	rc = txn_partition(tx, service, strlen(service), &part);
 	if (rc)
 		return rc;
@@ -302,6 +308,12 @@ int store_txn_series(struct store_txn *tx, const struct store_label *labels, siz
 	tx->ctr[CTR_SERIES]++;
 	*series_id = id;
 	return 0;
+}
+
+void store_txn_set_max_series(struct store_txn *tx, uint64_t max)
+{
+	assert(tx && max > 0);
+	tx->max_series = max;
 }
 
 /* ---- reading ------------------------------------------------------------ */

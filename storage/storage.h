@@ -212,6 +212,13 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
  */
 int store_txn_series(struct store_txn *tx, const struct store_label *labels, size_t n,
 		     uint64_t *series_id, struct err_msg *msg);
+/*
+ * Caps the series the tenant of `tx` may have: past `max` (> 0) known series
+ * store_txn_series() refuses to create one with ERR_TOO_LARGE and a message
+ * "series limit of N reached" (existing series are still found).  A txn
+ * starts with no cap below the store's own.
+ */
+void store_txn_set_max_series(struct store_txn *tx, uint64_t max);
 
 /*
  * Adds one profile to `series_id`, its symbols in partition `part`: `n` pairs

@@ -979,6 +979,7 @@ struct txn_profile {
 struct store_txn {
 	struct store *st;
 	struct tenant *t;
+	uint64_t max_series; /* store_txn_set_max_series; UINT64_MAX until set */
 	int new_tenant;
 	int index_dirty; /* created series or partitions */
 	int failed;      /* an internal error may have left partial state */

@@ -681,6 +681,7 @@ int store_txn_begin(struct store *st, const char *tenant, struct store_txn **out
 	if (!tx)
 		return ERR_NOMEM;
 	tx->st = st;
+	tx->max_series = UINT64_MAX;
 	tx->max_time = INT64_MIN;
 	buf_init(&tx->key, STORE_MAX_LABEL_KEY);
 	buf_init(&tx->val, STORE_MAX_TXN_VALUE);

@@ -94,7 +94,8 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 	struct err_msg msg;
 	char type[32], replace[16];
 	char *chunk = NULL;
-	int rc;
+	size_t got = 0;
+	int retry = 0, rc;
 
 	err_clear(&msg);
 	rq->body_state = WEB_BODY_UNREAD;
@@ -125,6 +126,17 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 		web__resp_text_error(rs, ERR_TOO_LARGE, msg.text);
 		return;
 	}
+	/* The tenant's debug-info bytes per hour (limits.c): a declared length
+	 * is charged before a byte is read, a chunked body once read. */
+	if ((rc = web__limits_debuginfo_admit(rq->srv->limits, rq->tenant,
+					      declared > 0 ? (size_t)declared : 0, &retry, &msg))) {
+		web__resp_text_error(rs, rc, msg.text);
+		if (retry) {
+			snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: %d\r\n", retry);
+			rs->extra_headers = rs->hdr;
+		}
+		return;
+	}
 	chunk = malloc(UPLOAD_CHUNK);
 	rc = chunk ? debuginfo_upload_begin(svc, &u, &msg)
 		   : err_set(&msg, ERR_NOMEM, "out of memory");
@@ -137,9 +149,12 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 			rc = err_set(&msg, ERR_INVALID, "upload: read failed or timed out");
 			break;
 		}
+		got += (size_t)n;
 		rc = debuginfo_upload_write(u, chunk, (size_t)n, &msg);
 	}
 	free(chunk);
+	if (declared < 0)
+		web__limits_debuginfo_charge(rq->srv->limits, rq->tenant, got);
 	if (rc) {
 		debuginfo_upload_abort(u);
 		web__resp_text_error(rs, rc, msg.text);

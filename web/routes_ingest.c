@@ -89,9 +89,36 @@ enum web__reason web__reason_of_err(int code)
 		return WEB_REJ_INVALID;
 	case ERR_TOO_LARGE:
 		return WEB_REJ_TOO_LARGE;
+	case ERR_RATE_LIMITED:
+		return WEB_REJ_LIMIT;
+	case ERR_PERMISSION:
+		return WEB_REJ_TENANT;
 	default:
 		return WEB_REJ_OTHER;
 	}
+}
+
+/*
+ * Admits an ingest request under its tenant's limits (limits.c): 0 with *ts
+ * and the tenant's ingest limits in *lim; else the code, a message, and a
+ * Retry-After header in rs for a rate limit.
+ */
+static int tenant_admit(struct web__req *rq, struct web__resp *rs, struct web__tenant_state **ts,
+			struct ingest_limits *lim, struct err_msg *msg)
+{
+	int retry = 0, rc;
+
+	rc = web__limits_ingest_admit(rq->srv->limits, rq->tenant, rq->body.len, ts, &retry, msg);
+	if (rc) {
+		if (retry) {
+			snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: %d\r\n", retry);
+			rs->extra_headers = rs->hdr;
+		}
+		return rc;
+	}
+	/* The request's limits (its inflate bound from the memory budget), the tenant's caps. */
+	web__limits_ingest_limits(*ts, &rq->lim, lim);
+	return 0;
 }
 
 static void count_success(struct web_server *srv, const struct ingest_stats *st)
@@ -309,6 +336,8 @@ static const char *format_name(enum ingest_format f)
 void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__resp *rs)
 {
 	char name[NAME_MAX_BYTES], format[FORMAT_MAX_BYTES], spy[SPY_MAX_BYTES];
+	struct web__tenant_state *ts;
+	struct ingest_limits lim;
 	struct ingest_request req;
 	enum web__reason reason;
 	struct ingest_stats st = { 0 };
@@ -335,9 +364,14 @@ void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__
 	rc = find_parts(rq, &form, &req, &msg);
 	if (rc == 0 && req.len == 0)
 		rc = err_set(&msg, ERR_INVALID, "empty profile body");
-	if (rc == 0)
-		rc = ingest_pyroscope(rq->srv->store, &rq->lim, rq->tenant, &req, &st,
-				      &msg);
+	if (rc == 0 && (rc = tenant_admit(rq, rs, &ts, &lim, &msg))) {
+		web__resp_text_error(rs, rc, msg.text);
+		return;
+	}
+	if (rc == 0) {
+		rc = ingest_pyroscope(rq->srv->store, &lim, rq->tenant, &req, &st, &msg);
+		web__limits_ingest_done(rq->srv->limits, ts, st.profiles, rc, msg.text);
+	}
 	if (rc) {
 		if (rc == ERR_INVALID && !*format && !form.multipart) {
 			size_t n = strlen(msg.text);
@@ -357,6 +391,8 @@ void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__
 
 void web__handle_push(struct web__req *rq, struct web__resp *rs)
 {
+	struct web__tenant_state *ts;
+	struct ingest_limits lim;
 	struct ingest_stats st = { 0 };
 	struct err_msg msg;
 	int proto, json, rc;
@@ -369,8 +405,13 @@ void web__handle_push(struct web__req *rq, struct web__resp *rs)
 		web__resp_connect_error(rs, ERR_INVALID, "empty PushRequest");
 		return;
 	}
-	rc = ingest_push(rq->srv->store, &rq->lim, rq->tenant, rq->body.data,
-			 rq->body.len, json, &st, &msg);
+	if ((rc = tenant_admit(rq, rs, &ts, &lim, &msg))) {
+		web__resp_connect_error(rs, rc, msg.text);
+		return;
+	}
+	rc = ingest_push(rq->srv->store, &lim, rq->tenant, rq->body.data, rq->body.len, json, &st,
+			 &msg);
+	web__limits_ingest_done(rq->srv->limits, ts, st.profiles, rc, msg.text);
 	if (rc) {
 		web__resp_connect_error(rs, rc, msg.text);
 		return;
@@ -413,6 +454,8 @@ void web__resp_otlp_error(struct web__resp *rs, int code, const char *message, i
 
 void web__handle_otlp(struct web__req *rq, struct web__resp *rs)
 {
+	struct web__tenant_state *ts;
+	struct ingest_limits lim;
 	struct ingest_stats st = { 0 };
 	struct err_msg msg;
 	int json = 0, rc;
@@ -433,8 +476,13 @@ void web__handle_otlp(struct web__req *rq, struct web__resp *rs)
 		rs->reason = WEB_REJ_UNSUPPORTED;
 		return;
 	}
-	rc = ingest_otlp(rq->srv->store, &rq->lim, rq->tenant, rq->body.data,
-			 rq->body.len, json, clock_wall_ns(), &st, &msg);
+	if ((rc = tenant_admit(rq, rs, &ts, &lim, &msg))) {
+		web__resp_otlp_error(rs, rc, msg.text, json);
+		return;
+	}
+	rc = ingest_otlp(rq->srv->store, &lim, rq->tenant, rq->body.data, rq->body.len, json,
+			 clock_wall_ns(), &st, &msg);
+	web__limits_ingest_done(rq->srv->limits, ts, st.profiles, rc, msg.text);
 	if (rc) {
 		web__resp_otlp_error(rs, rc, msg.text, json);
 		return;

@@ -14,11 +14,11 @@
 #endif
 
 const int web__status_buckets[WEB_STATUS_BUCKETS] = {
-	200, 400, 404, 405, 408, 413, 415, 500, 503, 504, 0 /* other */
+	200, 400, 403, 404, 405, 408, 413, 415, 429, 500, 503, 504, 0 /* other */
 };
 
 const char *const web__reason_names[WEB_REJ_COUNT] = {
-	"invalid", "too_large", "tenant", "unsupported", "other",
+	"invalid", "too_large", "tenant", "unsupported", "limit", "other",
 };
 
 static const char *const endpoint_names[WEB_EP_COUNT] = {
@@ -366,6 +366,7 @@ void web__handle_metrics(struct web__req *rq, struct web__resp *rs)
 			   web__reason_names[r], load(&c->rejected[r]));
 	http_metrics(rq->srv, b);
 	store_metrics(rq->srv->store, b);
+	web__limits_metrics(rq->srv->limits, b);
 	metric_head(b, "unhex_build_info", "gauge", "Build information; the value is always 1.");
 	buf_printf(b, "unhex_build_info{version=\"%s\"} 1\n", UNHEX_VERSION);
 	rs->status = 200;

@@ -423,20 +423,31 @@ void web__handle_connect(struct web__req *rq, const char *method, struct web__re
 	web__connect_finish(rs, rc, proto, "querier.v1", &msg);
 }
 
-int web__query_admit(struct web_server *srv, struct err_msg *msg)
+int web__query_admit(struct web_server *srv, const char *tenant, struct web__resp *rs,
+		     struct web__tenant_state **ts, struct err_msg *msg)
 {
-	int n = atomic_fetch_add_explicit(&srv->queries_running, 1, memory_order_relaxed);
+	int n, rc;
 
+	/* The tenant's slots first: a tenant at its limit takes no server slot. */
+	rc = web__limits_query_admit(srv->limits, tenant, ts, msg);
+	if (rc) {
+		snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: 1\r\n");
+		rs->extra_headers = rs->hdr;
+		return rc;
+	}
+	n = atomic_fetch_add_explicit(&srv->queries_running, 1, memory_order_relaxed);
 	if (n < srv->max_queries)
 		return 0;
 	atomic_fetch_sub_explicit(&srv->queries_running, 1, memory_order_relaxed);
+	web__limits_query_done(*ts);
 	return err_set(msg, ERR_UNAVAILABLE,
 		       "server busy: %d queries running (the rest of the %d workers are kept "
 		       "for ingest); retry shortly", n, srv->opt.threads);
 }
 
-void web__query_done(struct web_server *srv)
+void web__query_done(struct web_server *srv, struct web__tenant_state *ts)
 {
+	web__limits_query_done(ts);
 	atomic_fetch_sub_explicit(&srv->queries_running, 1, memory_order_relaxed);
 }
 

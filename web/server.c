@@ -848,6 +848,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	const char *path = ri->local_uri ? ri->local_uri : "";
 	const struct route *rt = find_route(path);
 	struct web__principal who;
+	struct web__tenant_state *qts = NULL;
 	struct web__req rq = { 0 };
 	struct web__resp rs = { 0 };
 	char extra[128] = "", tenant[WEB_TENANT_MAX + 1] = WEB_DEFAULT_TENANT;
@@ -916,8 +917,8 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			       &held, &msg)) {
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
 		snprintf(extra, sizeof(extra), "Retry-After: 1\r\n");
-	} else if (is_query(rt) && web__query_admit(srv, &msg)) {
-		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);
+	} else if (is_query(rt) && (rc = web__query_admit(srv, rq.tenant, &rs, &qts, &msg))) {
+		set_error(&rs, rt, rc, msg.text, rc == ERR_RATE_LIMITED ? WEB_REJ_LIMIT : WEB_REJ_OTHER);
 	} else {
 		struct web__conn *c = body_deadline(srv, conn, ri);
 
@@ -926,7 +927,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		    prepare(conn, ri, rt, &rq, &rs, &unread, &held) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt))
-			web__query_done(srv);
+			web__query_done(srv, qts);
 		/* Streaming handlers (uploads) read the body themselves: a failure
 		 * of theirs after the deadline passed is its 408.  A success read
 		 * the whole body, whenever the deadline passed. */
@@ -1035,6 +1036,36 @@ static int check_access(struct web_server *srv, const struct web_options *o, str
 	return 0;
 }
 
+/* The per-tenant limits: the file at `path`, or the defaults (docs/limits.md). */
+static int start_limits(struct web_server *srv, struct store *st, const char *path,
+			struct err_msg *msg)
+{
+	struct web__limits_conf conf;
+	struct web__tenant_limits base;
+	int rc;
+
+	/* The server's own label limits (--max-labels, ...) are every tenant's
+	 * until the file says otherwise. */
+	web__tenant_limits_default(&base);
+	base.max_labels = (uint32_t)(srv->opt.limits.max_labels < 256 ? srv->opt.limits.max_labels : 256);
+	base.max_label_bytes = (uint32_t)(srv->opt.limits.max_label_bytes < 65536
+						  ? srv->opt.limits.max_label_bytes
+						  : 65536);
+	web__limits_conf_default(&conf, &base);
+	if (path && path[0] && (rc = web__limits_load(path, &base, &conf, msg)))
+		return rc;
+	rc = web__limits_new(&conf, st, &srv->limits, msg);
+	if (rc) {
+		web__limits_conf_release(&conf);
+		return rc;
+	}
+	if (path && path[0])
+		log_info("limits: %s: at most %u tenants%s, %zu tenant lines", path,
+			 conf.max_tenants, conf.listed_only ? " (only those listed)" : "",
+			 conf.n_tenants);
+	return 0;
+}
+
 int web_server_start(struct store *st, const struct web_options *opt,
 		     struct web_server **out, struct err_msg *msg)
 {
@@ -1082,12 +1113,15 @@ int web_server_start(struct store *st, const struct web_options *opt,
 				   (unsigned)srv->opt.max_client_connections))
 		rc = err_set(msg, ERR_NOMEM, "out of memory for %d connections",
 			     srv->opt.max_connections);
+	if (!rc && (rc = start_limits(srv, st, opt->limits_file, msg)))
+		web__conns_release(&srv->conns);
 	if (rc) {
 		web__auth_free(srv->auth);
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return rc;
 	}
+	srv->opt.limits_file = NULL; /* read here; the state is srv->limits */
 
 	options[n++] = "listening_ports";
 	options[n++] = ports_opt;
@@ -1139,6 +1173,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 				       err_text[0] ? err_text : "civetweb failed to start");
 		web__conns_release(&srv->conns);
 		web__auth_free(srv->auth);
+		web__limits_free(srv->limits);
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return rc;
@@ -1149,6 +1184,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 		mg_stop(srv->ctx);
 		web__conns_release(&srv->conns);
 		web__auth_free(srv->auth);
+		web__limits_free(srv->limits);
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return err_set(msg, ERR_UNAVAILABLE, "civetweb reports no listening port");
@@ -1254,6 +1290,7 @@ int web_server_stop_within(struct web_server *srv, int64_t timeout_ns, int *runn
 	free(sp);
 	web__conns_release(&srv->conns);
 	web__auth_free(srv->auth);
+	web__limits_free(srv->limits);
 	pthread_mutex_destroy(&srv->settings_lock);
 	free(srv);
 	return 0;
@@ -1266,6 +1303,7 @@ void web_server_stop(struct web_server *srv)
 	mg_stop(srv->ctx);
 	web__conns_release(&srv->conns);
 	web__auth_free(srv->auth);
+	web__limits_free(srv->limits);
 	pthread_mutex_destroy(&srv->settings_lock);
 	free(srv);
 }

@@ -24,6 +24,12 @@
  *   reserve (a quarter of the threads, at least 2) at once: past that a
  *   query gets 503, so long queries can never take every worker from ingest.
  *
+ *   Per-tenant limits (opt.limits_file, docs/limits.md; web/limits.c):
+ *   ingest bytes and profiles per second and debug-info bytes per hour
+ *   (429 with Retry-After), series and labels (413), queries running at
+ *   once per tenant (429, before a server slot is taken), and a cap or an
+ *   allow-list on the tenants that send data (403).
+ *
  *   Every request body is untrusted: its Content-Length is checked against
  *   limits.max_request_bytes before a byte is read, chunked bodies stop at
  *   the same cap, compressed bodies inflate under max_decompressed_bytes.
@@ -108,6 +114,8 @@ struct web_options {
 				    * query.symbolizer (borrowed) also serves the
 				    * debuginfo and debuginfod routes */
 	const char *auth_tokens;   /* borrowed: the token file; NULL runs open */
+	const char *limits_file;   /* borrowed: per-tenant limits (docs/limits.md);
+				    * NULL: the defaults */
 	int auth_disabled;         /* open on purpose: allows a non-loopback listen */
 	const char *tls_cert;      /* borrowed: PEM certificate (chain); with tls_key */
 	const char *tls_key;       /* borrowed: PEM private key; both or neither */

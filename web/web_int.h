@@ -255,6 +255,105 @@ void web__conns_deadline(struct web__conns *t, struct web__conn *c, int64_t dead
 int web__conns_expired(struct web__conns *t, struct web__conn *c);
 uint64_t web__conns_refused(struct web__conns *t);
 
+/* ---- limits.c: per-tenant limits (docs/limits.md) ----------------------- */
+
+#define WEB_LIMITS_MAX_TENANTS 100000  /* largest max_tenants */
+#define WEB_LIMITS_MAX_LINES 10000     /* tenant lines of a limits file */
+#define WEB_LIMITS_MAX_FILE (1 << 20)  /* bytes of a limits file */
+
+/* What one tenant may do; every field > 0 (no "0 means unlimited"). */
+struct web__tenant_limits {
+	double ingest_bytes_per_s;       /* request bytes as received */
+	double ingest_profiles_per_s;    /* stored profiles */
+	double burst_s;                  /* the ingest buckets hold this many seconds */
+	uint64_t max_series;
+	uint32_t max_queries;            /* running at once */
+	uint32_t max_labels;             /* of one series */
+	uint32_t max_label_bytes;        /* one label name or value */
+	double debuginfo_bytes_per_hour; /* uploaded; the bucket holds one hour */
+};
+
+struct web__tenant_override {
+	char name[WEB_TENANT_MAX + 1];
+	struct web__tenant_limits lim;   /* complete: the default's for keys not given */
+};
+
+struct web__limits_conf {
+	uint32_t max_tenants;            /* tenants the server takes data from */
+	int listed_only;                 /* only tenants with a tenant line */
+	struct web__tenant_limits dflt;
+	struct web__tenant_override *tenants; /* owned */
+	size_t n_tenants;
+};
+
+/* Why a request was refused by a tenant limit (unhex_tenant_refusals_total). */
+enum web__limit_reason {
+	WEB_LIM_INGEST_BYTES,
+	WEB_LIM_INGEST_PROFILES,
+	WEB_LIM_SERIES,
+	WEB_LIM_LABELS,
+	WEB_LIM_QUERIES,
+	WEB_LIM_DEBUGINFO_BYTES,
+	WEB_LIM_TENANT_CAP,
+	WEB_LIM_NOT_LISTED,
+	WEB_LIM_COUNT
+};
+extern const char *const web__limit_reason_names[WEB_LIM_COUNT];
+
+void web__tenant_limits_default(struct web__tenant_limits *l);
+/* The defaults: `base` for every tenant (NULL: web__tenant_limits_default). */
+void web__limits_conf_default(struct web__limits_conf *c, const struct web__tenant_limits *base);
+void web__limits_conf_release(struct web__limits_conf *c);
+/*
+ * Parses a limits file's `len` bytes (docs/limits.md) into *out (release
+ * with web__limits_conf_release), its default line over `base` (NULL: the
+ * built-in defaults): ERR_INVALID or ERR_TOO_LARGE naming the line; *out
+ * untouched on failure.
+ */
+int web__limits_parse(const char *text, size_t len, const struct web__tenant_limits *base,
+		      struct web__limits_conf *out, struct err_msg *msg);
+/* Reads and parses the file at `path` (at most WEB_LIMITS_MAX_FILE bytes). */
+int web__limits_load(const char *path, const struct web__tenant_limits *base,
+		     struct web__limits_conf *out, struct err_msg *msg);
+
+struct web_limits;
+struct web__tenant_state;
+struct store;
+
+/*
+ * The enforcing state for `conf` (its tenant array is taken; the rest
+ * copied), knowing every tenant of `st` (borrowed; may be NULL), which is
+ * served whatever the cap.  Thread-safe once made.
+ */
+int web__limits_new(const struct web__limits_conf *conf, struct store *st,
+		    struct web_limits **out, struct err_msg *msg);
+void web__limits_free(struct web_limits *L);
+/*
+ * Admits an ingest request of `bytes` for `tenant`: *out its state, or
+ * ERR_PERMISSION (a new tenant past the cap or not listed) or
+ * ERR_RATE_LIMITED (bytes or profiles over the rate; *retry_s set).
+ */
+int web__limits_ingest_admit(struct web_limits *L, const char *tenant, size_t bytes,
+			     struct web__tenant_state **out, int *retry_s, struct err_msg *msg);
+/* Charges the profiles an admitted request stored, and counts its refusal by
+ * a series or label limit (`rc`, `message` of the ingest call). */
+void web__limits_ingest_done(struct web_limits *L, struct web__tenant_state *s, uint64_t profiles,
+			     int rc, const char *message);
+/* `base` with the tenant's series and label limits. */
+void web__limits_ingest_limits(const struct web__tenant_state *s, const struct ingest_limits *base,
+			       struct ingest_limits *out);
+/* Takes one of the tenant's query slots, or ERR_RATE_LIMITED. */
+int web__limits_query_admit(struct web_limits *L, const char *tenant,
+			    struct web__tenant_state **out, struct err_msg *msg);
+void web__limits_query_done(struct web__tenant_state *s);
+/* Admits `bytes` of debug-info upload for `tenant`, as web__limits_ingest_admit. */
+int web__limits_debuginfo_admit(struct web_limits *L, const char *tenant, size_t bytes,
+				int *retry_s, struct err_msg *msg);
+/* Charges `bytes` of a chunked upload, read after its admission. */
+void web__limits_debuginfo_charge(struct web_limits *L, const char *tenant, size_t bytes);
+/* Appends unhex_tenant_refusals_total and the tenant gauges to /metrics. */
+int web__limits_metrics(struct web_limits *L, struct buf *b);
+
 /* ---- server.c and routes ------------------------------------------------ */
 
 enum web__endpoint {
@@ -266,7 +365,7 @@ enum web__endpoint {
 };
 
 /* Status buckets counted per endpoint; the last one is "other". */
-#define WEB_STATUS_BUCKETS 11
+#define WEB_STATUS_BUCKETS 13
 extern const int web__status_buckets[WEB_STATUS_BUCKETS];
 size_t web__status_bucket(int status);
 
@@ -276,6 +375,7 @@ enum web__reason {
 	WEB_REJ_TOO_LARGE,   /* a size limit */
 	WEB_REJ_TENANT,      /* bad X-Scope-OrgID */
 	WEB_REJ_UNSUPPORTED, /* format, content type or method */
+	WEB_REJ_LIMIT,       /* a per-tenant limit (limits.c) */
 	WEB_REJ_OTHER,       /* server-side failures */
 	WEB_REJ_COUNT
 };
@@ -315,6 +415,7 @@ struct web_server {
 	atomic_int queries_running;  /* admitted queries (web__query_admit) */
 	int max_queries;             /* threads minus the reserve kept for ingest */
 	struct web_auth *auth;       /* owned; NULL: the server runs open */
+	struct web_limits *limits;   /* owned: per-tenant limits (limits.c) */
 	struct err_msg tls_msg;      /* why the TLS setup failed, at start */
 	pthread_mutex_t settings_lock; /* serializes settings.v1 read-modify-write */
 	struct web__conns conns;     /* open connections (conns.c) */
@@ -391,7 +492,8 @@ struct web__resp {
 	const char *content_type;     /* static */
 	struct buf body;
 	enum web__reason reason;      /* why a 4xx/5xx was sent */
-	const char *extra_headers;    /* static or NULL: "Name: value\r\n" lines */
+	const char *extra_headers;    /* static, `hdr`, or NULL: "Name: value\r\n" lines */
+	char hdr[64];                 /* a computed header, e.g. Retry-After */
 	const char *cache_control;    /* NULL means "no-store" */
 	char *file;                   /* owned or NULL: send this file as the body */
 };
@@ -458,12 +560,15 @@ void web__handle_debuginfo_connect(struct web__req *rq, const char *method, stru
 void web__handle_settings(struct web__req *rq, const char *method, struct web__resp *rs);
 
 /*
- * Takes a query slot: 0, or ERR_UNAVAILABLE when max_queries are running,
- * so a burst of slow queries leaves workers for ingest.  Pair with
- * web__query_done().
+ * Takes a query slot of `tenant` and of the server: 0 with *ts, or
+ * ERR_RATE_LIMITED (429 with Retry-After in rs) when the tenant runs its
+ * max_queries, so one tenant's heavy queries leave the others their slots,
+ * or ERR_UNAVAILABLE when the server's max_queries are running, so a burst
+ * of slow queries leaves workers for ingest.  Pair with web__query_done().
  */
-int web__query_admit(struct web_server *srv, struct err_msg *msg);
-void web__query_done(struct web_server *srv);
+int web__query_admit(struct web_server *srv, const char *tenant, struct web__resp *rs,
+		     struct web__tenant_state **ts, struct err_msg *msg);
+void web__query_done(struct web_server *srv, struct web__tenant_state *ts);
 
 /* ---- static.c: the browser UI embedded at build time ------------------- */
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/json.h"
 #include "base/err.h"
 #include "base/varint.h"
 
@@ -86,6 +87,17 @@ static void test_json_string(void **state)
 	assert_int_equal(len, strlen(d));
 	free(d);
 	assert_null(b.data);
+	/* UTF-8 is kept; a byte that starts no valid sequence becomes U+FFFD. */
+	buf_init(&b, TEST_MAX);
+	assert_int_equal(buf_put_json_str(&b, "\xc3\xa9\xff-\xe2\x82\xac\xe2\x82-\xc0\xaf", 12), 0);
+	assert_string_equal(b.data, "\"\xc3\xa9\xef\xbf\xbd-\xe2\x82\xac\xef\xbf\xbd\xef\xbf\xbd-"
+				    "\xef\xbf\xbd\xef\xbf\xbd\"");
+	assert_true(json_utf8_valid(b.data, b.len));
+	buf_release(&b);
+	buf_init(&b, TEST_MAX);
+	assert_int_equal(buf_put_json_str(&b, "\xf0\x9f\x98", 3), 0); /* cut at the end */
+	assert_string_equal(b.data, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+	buf_release(&b);
 }
 
 /* Growth doubles from 256 bytes and stops at the cap plus the NUL. */

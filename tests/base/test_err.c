@@ -32,6 +32,7 @@ static const struct {
 	{ ERR_CONFLICT, "conflict", 409, "Conflict", "aborted", 10 },
 	{ ERR_UNAUTHENTICATED, "unauthenticated", 401, "Unauthorized", "unauthenticated", 16 },
 	{ ERR_PERMISSION, "permission denied", 403, "Forbidden", "permission_denied", 7 },
+	{ ERR_RATE_LIMITED, "rate limited", 429, "Too Many Requests", "resource_exhausted", 8 },
 };
 
 /* google.rpc.Code names, by number: Connect's codes are these in snake case. */
@@ -58,7 +59,7 @@ static void test_every_row(void **state)
 
 static void test_unknown_codes(void **state)
 {
-	static const int unknown[] = { -12, -1000, 1, 42 };
+	static const int unknown[] = { -13, -1000, 1, 42 };
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {

@@ -406,6 +406,28 @@ static void test_utf8(void **state)
 	bad("{\"\xc3\x28\":1}", "json: at byte 2: invalid UTF-8: truncated sequence");
 	assert_int_equal(json_utf8_valid("", 0), 1);
 	assert_int_equal(json_utf8_valid("\xe2\x82", 2), 0);
+	/* Cleaning keeps UTF-8 and replaces each byte that starts no sequence. */
+	{
+		static const struct {
+			const char *in, *out;
+		} cl[] = {
+			{ "abc", "abc" },
+			{ "\xc3\xa9t\xc3\xa9", "\xc3\xa9t\xc3\xa9" },
+			{ "a\xff" "b", "a\xef\xbf\xbd" "b" },
+			{ "\xe2\x82", "\xef\xbf\xbd\xef\xbf\xbd" },
+			{ "\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* a surrogate */
+			{ "\xf0\x9f\x98\x80!", "\xf0\x9f\x98\x80!" },
+		};
+		char out[64];
+
+		for (size_t i = 0; i < sizeof(cl) / sizeof(cl[0]); i++) {
+			size_t n = json_utf8_clean(cl[i].in, strlen(cl[i].in), out);
+
+			out[n] = '\0';
+			assert_string_equal(out, cl[i].out);
+			assert_int_equal(json_utf8_valid(out, n), 1);
+		}
+	}
 }
 
 /* ---- duplicate keys ------------------------------------------------------- */

@@ -4,8 +4,10 @@
  * (query_selector_parse, no NUL needed), and also, split at its first
  * newline, the Connect form of a profile type and a label selector
  * (query_selector_parse2).  An accepted selector must be well formed
- * (named matchers, NUL-terminated values, a compiled regex for =~ and !~)
- * and is matched against a fixed label set; a refused one must say why.
+ * (named matchers, NUL-terminated values), is compiled (PCRE2 with its
+ * bounds: a compiled one has a regex for each =~ and !~) and matched
+ * against a fixed label set, which includes a long value for backtracking;
+ * a refused one must say why, at every step.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,10 +24,16 @@ static const struct store_label labels[] = {
 	{ "env", "prod" },
 	{ "service_name", "api" },
 	{ "weird", "a\"b\\c\n\xc3\xa9" },
+	{ "z_long", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!" },
 };
 
-static void check(const struct query_selector *sel)
+static void check(struct query_selector *sel)
 {
+	struct err_msg msg = { { 0 } };
+	int rc;
+
 	if (sel->n > QUERY_MAX_MATCHERS)
 		abort();
 	for (size_t i = 0; i < sel->n; i++) {
@@ -36,12 +44,22 @@ static void check(const struct query_selector *sel)
 		if (m->op != QUERY_EQ && m->op != QUERY_NEQ && m->op != QUERY_RE &&
 		    m->op != QUERY_NRE)
 			abort();
-		if ((m->op == QUERY_RE || m->op == QUERY_NRE) != (m->re != NULL))
-			abort();
+		if (m->re)
+			abort(); /* parsing never compiles */
 	}
 	if (sel->profile_type && !sel->profile_type[0])
 		abort();
-	(void)query_selector_matches(sel, labels, sizeof(labels) / sizeof(labels[0]));
+	if (query_selector_compile(sel, &msg)) {
+		if (!msg.text[0])
+			abort();
+		return;
+	}
+	for (size_t i = 0; i < sel->n; i++)
+		if ((sel->m[i].op == QUERY_RE || sel->m[i].op == QUERY_NRE) != (sel->m[i].re != NULL))
+			abort();
+	rc = query_selector_matches(sel, labels, sizeof(labels) / sizeof(labels[0]), &msg);
+	if (rc < 0 ? !msg.text[0] : rc > 1)
+		abort();
 }
 
 static void one(int rc, struct query_selector *sel, const struct err_msg *msg)

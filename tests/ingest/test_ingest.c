@@ -10,6 +10,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/json.h"
 #include "ingest/ingest.h"
 #include "fixture.h"
 #include "pprof_builder.h"
@@ -390,6 +391,116 @@ static void test_speed(void **state)
 	       SAMPLES, DEPTH, POOL);
 }
 
+/* A pprof of one function `fn` with one sample of `type`/`unit` valued `v`. */
+static uint8_t *one_fn(const char *fn, const char *type, const char *unit, int64_t v,
+		       const char *label_value, size_t *len)
+{
+	struct pb *b = pb_new(4, 4);
+	uint64_t s1[] = { 1 };
+	int64_t v1[] = { v };
+	uint8_t *out;
+
+	pb_sample_type(b, type, unit);
+	pb_function(b, 1, fn, "f\xc3\xa9.c");
+	pb_location(b, 1, 0, 0, 1, 3);
+	if (label_value)
+		pb_label(b, pb_sample(b, s1, 1, v1, 1), "pod", label_value, 0);
+	else
+		pb_sample(b, s1, 1, v1, 1);
+	b->p.time_nanos = 1700000000000000000;
+	out = pb_pack(b, 0, len);
+	pb_free(b);
+	return out;
+}
+
+/*
+ * Clean inputs (docs/ingest.md): invalid UTF-8 in labels and sample types is
+ * refused, in frame names replaced by U+FFFD; negative values are refused
+ * for units that cannot be negative and kept for others; nothing of a
+ * refused request is written.
+ */
+static void test_clean_inputs(void **state)
+{
+	struct fx *f = *state;
+	static const struct store_label clean_labels[] = { { "service_name", "clean" } };
+	static const struct store_label bad_labels[] = { { "service_name", "cl\xff" } };
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct store_tenant_stats before;
+	struct seen seen = { 0 };
+	size_t len;
+	uint8_t *p;
+	struct {
+		const char *fn, *type, *unit, *label;
+		int64_t v;
+		const struct store_label *labels;
+		const char *why;
+	} bad[] = {
+		{ "f", "cpu", "nanoseconds", NULL, -990, clean_labels, "negative value -990" },
+		{ "f", "alloc_space", "bytes", NULL, -1, clean_labels, "negative value -1" },
+		{ "f", "samples", "count", NULL, -1, clean_labels, "negative value -1" },
+		{ "f", "cpu", "nanoseconds", "p\xc0\xaf", 1, clean_labels, "label 'pod': its value is not UTF-8" },
+		{ "f", "cpu\xed\xa0\x80", "nanoseconds", NULL, 1, clean_labels, "not UTF-8" },
+		{ "f", "cpu", "nanoseconds", NULL, 1, bad_labels, "label 'service_name': its value is not UTF-8" },
+	};
+
+	(void)state;
+	before = fx_tenant_stats(f);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p = one_fn(bad[i].fn, bad[i].type, bad[i].unit, bad[i].v, bad[i].label, &len);
+		struct ingest_series in = { bad[i].labels, 1, p, len, NULL };
+
+		err_clear(&msg);
+		assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 1, &stats, &msg),
+				 ERR_INVALID);
+		if (!strstr(msg.text, bad[i].why))
+			fail_msg("case %zu: %s", i, msg.text);
+		free(p);
+	}
+	assert_int_equal(fx_tenant_stats(f).profiles, before.profiles);
+
+	/* A custom unit keeps its negative value. */
+	p = one_fn("g", "temperature", "celsius", -3, NULL, &len);
+	{
+		struct ingest_series in = { clean_labels, 1, p, len, NULL };
+
+		assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 1, &stats, &msg), 0);
+	}
+	free(p);
+	/* A frame name with invalid UTF-8 is stored with U+FFFD. */
+	p = one_fn("bad\xff" "fn\xe2\x82", "cpu", "nanoseconds", 5, NULL, &len);
+	{
+		struct ingest_series in = { clean_labels, 1, p, len, NULL };
+
+		assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 1, &stats, &msg), 0);
+	}
+	free(p);
+	assert_int_equal(store_series_with(f->st, "t1", "service_name", "clean", series_cb, &seen), 0);
+	assert_int_equal(seen.n, 2);
+	for (int i = 0; i < seen.n; i++) {
+		struct sum sum = read_series(f, seen.ids[i]);
+
+		if (strstr(seen.types[i], ":temperature:celsius:"))
+			assert_int_equal(sum.total, -3);
+		else
+			assert_int_equal(sum.total, 5);
+	}
+	{
+		struct store_symbols *sym;
+		struct store_function fn;
+		int found = 0;
+
+		assert_int_equal(store_symbols_get(f->st, "t1", seen.part, &sym, &msg), 0);
+		for (uint32_t id = 1; store_symbols_function(sym, id, &fn) == 0; id++) {
+			assert_true(json_utf8_valid(fn.name, strlen(fn.name)));
+			found |= !strcmp(fn.name, "bad\xef\xbf\xbd" "fn\xef\xbf\xbd\xef\xbf\xbd");
+			assert_string_equal(fn.filename, "f\xc3\xa9.c");
+		}
+		assert_true(found);
+		store_symbols_put(sym);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -398,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_rejected_request_writes_nothing),
 		cmocka_unit_test(test_legacy),
 		cmocka_unit_test(test_push),
+		cmocka_unit_test(test_clean_inputs),
 		cmocka_unit_test(test_speed),
 	};
 	return cmocka_run_group_tests(tests, setup, fx_teardown);

@@ -42,6 +42,17 @@ static void test_child_by_name(void **state)
 	assert_int_equal(t.nodes[b].next_sibling, a);
 	assert_int_equal(t.nodes[a].next_sibling, QNONE);
 	assert_int_equal(t.nodes[a].first_child, QNONE);
+	/* A name that is not UTF-8 (from debug info, or stored before ingest
+	 * cleaned names) is interned with U+FFFD: every answer stays UTF-8. */
+	{
+		uint32_t bad, bad2;
+
+		assert_int_equal(query__names_intern(&q, &t.names, "f\xff\xfeg", 4, &bad), 0);
+		assert_string_equal(intern_str(&t.names, bad), "f\xef\xbf\xbd\xef\xbf\xbdg");
+		assert_int_equal(query__names_intern(&q, &t.names, "f\xef\xbf\xbd\xef\xbf\xbdg", 8,
+						     &bad2), 0);
+		assert_int_equal(bad, bad2);
+	}
 	query__tree_release(&q, &t);
 	assert_int_equal(q.mem.used, 0);
 }

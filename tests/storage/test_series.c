@@ -199,6 +199,50 @@ static void test_abort_forgets_series(void **state)
 	tmpdir_free(dir);
 }
 
+/*
+ * store_txn_set_max_series: past the cap no new series, existing ones still
+ * found; the count is the tenant's (after a reopen too), not the txn's.
+ */
+static void test_max_series(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct store_txn *tx;
+	struct err_msg msg = { { 0 } };
+	uint64_t a, b;
+	(void)state;
+
+	tx = begin(st, "t");
+	store_txn_set_max_series(tx, 2);
+	assert_int_equal(add_series(tx, "api", "a", &a), 0);
+	assert_int_equal(add_series(tx, "api", "b", &b), 0);
+	assert_int_equal(commit(tx), 0);
+	store_close(st);
+	st = open_store(dir, 0, 0);
+	tx = begin(st, "t");
+	store_txn_set_max_series(tx, 2);
+	assert_int_equal(add_series(tx, "api", "a", &b), 0);
+	assert_int_equal(b, a);
+	{
+		struct store_label l[3] = { { "pod", "c" }, { STORE_LABEL_SERVICE, "api" },
+					    { STORE_LABEL_PROFILE_TYPE, "cpu" } };
+
+		assert_int_equal(store_txn_series(tx, l, 3, &b, &msg), ERR_TOO_LARGE);
+		assert_non_null(strstr(msg.text, "series limit of 2 reached"));
+	}
+	store_txn_set_max_series(tx, 3);
+	assert_int_equal(add_series(tx, "api", "c", &b), 0);
+	assert_int_equal(commit(tx), 0);
+	/* Another tenant has its own count. */
+	tx = begin(st, "u");
+	store_txn_set_max_series(tx, 1);
+	assert_int_equal(add_series(tx, "api", "a", &b), 0);
+	assert_int_equal(add_series(tx, "api", "b", &b), ERR_TOO_LARGE);
+	store_txn_abort(tx);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
 static void test_corrupt_series(void **state)
 {
 	char *dir = tmpdir_new();
@@ -240,6 +284,7 @@ int main(void)
 		cmocka_unit_test(test_label_rules),
 		cmocka_unit_test(test_postings_and_labels),
 		cmocka_unit_test(test_abort_forgets_series),
+		cmocka_unit_test(test_max_series),
 		cmocka_unit_test(test_corrupt_series),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,78 @@
+/*
+ * fuzz_limits.c - libFuzzer target: the limits file (web/limits.c,
+ * docs/limits.md).  An accepted file must give every tenant limits of at
+ * least 1 and valid, distinct tenant ids; its state must then admit and
+ * refuse without fault (ingest, queries, debug info, the tenant cap) and
+ * write its metrics.  A refused file must say why.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "web/web_int.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_limits(const struct web__tenant_limits *l)
+{
+	if (!(l->ingest_bytes_per_s > 0) || !(l->ingest_profiles_per_s > 0) || !(l->burst_s > 0) ||
+	    !l->max_series || !l->max_queries || !l->max_labels || !l->max_label_bytes ||
+	    !(l->debuginfo_bytes_per_hour > 0))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct web__limits_conf c;
+	struct web_limits *L;
+	struct web__tenant_state *ts, *qs;
+	struct err_msg msg = { { 0 } };
+	struct buf b;
+	int retry;
+
+	if (web__limits_parse((const char *)data, size, NULL, &c, &msg)) {
+		if (!msg.text[0])
+			abort();
+		return 0;
+	}
+	if (!c.max_tenants || c.n_tenants > WEB_LIMITS_MAX_LINES)
+		abort();
+	check_limits(&c.dflt);
+	for (size_t i = 0; i < c.n_tenants; i++) {
+		check_limits(&c.tenants[i].lim);
+		if (web__tenant_check(c.tenants[i].name, &msg))
+			abort();
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(c.tenants[i].name, c.tenants[j].name))
+				abort();
+	}
+	if (web__limits_new(&c, NULL, &L, &msg)) {
+		web__limits_conf_release(&c);
+		return 0;
+	}
+	/* A few tenants: listed ones first, then new ones past any cap. */
+	for (int k = 0; k < 8; k++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "t%d", k);
+		err_clear(&msg);
+		if (!web__limits_ingest_admit(L, name, 1000, &ts, &retry, &msg))
+			web__limits_ingest_done(L, ts, 3, ERR_TOO_LARGE, "series limit of 1 reached");
+		else if (!msg.text[0])
+			abort();
+		err_clear(&msg);
+		if (!web__limits_query_admit(L, name, &qs, &msg))
+			web__limits_query_done(qs);
+		err_clear(&msg);
+		(void)web__limits_debuginfo_admit(L, name, 1 << 20, &retry, &msg);
+	}
+	buf_init(&b, 1 << 20);
+	if (web__limits_metrics(L, &b))
+		abort();
+	buf_release(&b);
+	web__limits_free(L);
+	return 0;
+}
