@@ -1858,7 +1858,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
  */
 struct aq {
 	struct qctx *q;
-	const struct query_selector *sel;
+	struct query_selector *sel;
 	uint64_t *ids;
 	size_t n, cap;
 	int in[2];                    /* the current series has profiles in head/blocks */
@@ -1876,8 +1876,20 @@ static int aq_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 	struct aq *a = ctx;
 
 	(void)part;
-	if (!a->sel->profile_type && !query_selector_matches(a->sel, l, n))
-		return 0;
+	if (!a->sel->profile_type) {
+		/* Compiled at the first series, as select.c does: no regex is built
+		 * for a tenant without data. */
+		int m = a->sel->compiled ? 0 : query_selector_compile(a->sel, a->q->msg);
+
+		if (!m)
+			m = query_selector_matches(a->sel, l, n, a->q->msg);
+		if (m < 0) {
+			a->rc = m;
+			return 1;
+		}
+		if (!m)
+			return 0;
+	}
 	if ((a->rc = query__mem_grow(a->q, (void **)&a->ids, &a->cap, sizeof(*a->ids), a->n + 1,
 				     "AnalyzeQuery")))
 		return 1;
