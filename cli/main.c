@@ -29,7 +29,8 @@ static void usage(FILE *f)
 	      "  regress   the regression report between two releases, for CI\n"
 	      "  upload    send debug files (by build ID) to a server\n"
 	      "  token     make API tokens and lines of the server's token file\n"
-	      "  verify    check every block of a store (--data DIR)\n"
+	      "  verify    check every file of a store (--data DIR)\n"
+	      "  recover   open a store whose write-ahead log is damaged (--data DIR)\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run `unhex <command> --help` for a command's options; docs/cli.md has more.\n",
@@ -127,6 +128,8 @@ int main(int argc, char **argv)
 		return cli_regress(argc - 1, argv + 1);
 	if (strcmp(cmd, "verify") == 0)
 		return cli_verify(argc - 1, argv + 1);
+	if (strcmp(cmd, "recover") == 0)
+		return cli_recover(argc - 1, argv + 1);
 	if (strcmp(cmd, "upload") == 0)
 		return cli_upload(argc - 1, argv + 1);
 	if (strcmp(cmd, "token") == 0)

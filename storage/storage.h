@@ -109,6 +109,14 @@ struct store_options {
 	/* The wall clock, ns since the epoch (tests); NULL reads CLOCK_REALTIME. */
 	int64_t (*clock_ns)(void *ctx);
 	void *clock_ctx;
+	/*
+	 * A write-ahead log damaged anywhere but a cut-short last record makes
+	 * store_open() fail with ERR_CORRUPT and a message naming the file and
+	 * the offset (never a silent loss of what follows).  Set, the store is
+	 * opened anyway with the writes before the damage and without the rest
+	 * (RocksDB's point-in-time recovery): `unhex recover`.
+	 */
+	int wal_recover;
 };
 
 /* Partition ids at or above this name a service of a block. */
@@ -457,6 +465,34 @@ int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block
 int store_build_ids_each(struct store *st,
 			 int (*cb)(void *ctx, const char *build_id, int64_t last_ns), void *ctx,
 			 struct err_msg *msg);
+
+/* ---- durability checks (docs/operations.md) ----------------------------- */
+
+/*
+ * What store_wal_check() found in the write-ahead logs of a store directory
+ * (RocksDB's *.log files, oldest first).  A batch is one store commit.
+ */
+struct store_wal_report {
+	uint64_t files, bytes;        /* log files read, and their bytes */
+	uint64_t batches, entries;    /* intact write batches, and their entries */
+	uint64_t last_seq;            /* the last sequence number before any damage */
+	int torn_tail;                /* the newest log ends in a cut-short record */
+	/* The first damage: file name ("" when none), offset, why (static). */
+	char file[64];
+	uint64_t offset;
+	const char *why;
+	/* Intact batches after the damage: what a point-in-time recovery drops. */
+	uint64_t batches_after, entries_after, bytes_after;
+	uint64_t first_seq_after, last_seq_after;
+	uint64_t files_after;         /* later log files holding such batches */
+};
+
+/*
+ * Reads every log of the store in `dir` (which need not be open; the files
+ * are only read) and fills *out.  Returns 0 whatever the logs hold (damage
+ * is in out->file), or an error when a file cannot be read.
+ */
+int store_wal_check(const char *dir, struct store_wal_report *out, struct err_msg *msg);
 
 /* Flushes memtables to SST files (for accurate sizes and benchmarks). */
 int store_flush(struct store *st, struct err_msg *msg);
