@@ -387,6 +387,9 @@ struct store_tenant_stats {
 	uint64_t head_profiles;      /* of profiles: not sealed yet */
 	uint64_t blocks;             /* block files, the unreadable included */
 	uint64_t blocks_unreadable;  /* corrupt or missing: skipped by queries */
+	uint64_t head_unreadable;    /* head symbol partitions whose records did not
+				      * load (damaged SST blocks): their profiles
+				      * cannot be read; `unhex verify` names the file */
 	int64_t oldest_ns, newest_ns; /* first and last profile time in blocks (0: none) */
 	/* What retention removed, since the store was created. */
 	uint64_t expired_blocks, expired_bytes, expired_profiles, expired_samples;
@@ -456,6 +459,23 @@ void store_maint_totals(struct store *st, struct store_maint_stats *out);
  */
 int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block_info *b),
 		 void *ctx, struct err_msg *msg);
+
+/*
+ * Checks the head: reads every key of every column family with RocksDB's
+ * block checksums verified (every data and index block of every live SST
+ * file, and the memtables replayed from the log), stopping at a family's
+ * first error.  Calls cb once per family with its live SST files, their
+ * bytes, the keys read, and error (NULL, or RocksDB's message, which names
+ * the file).  Returns 0 when all are fine, ERR_CORRUPT when any is not,
+ * another error when the check itself failed.
+ */
+struct store_head_check {
+	const char *family;
+	uint64_t files, bytes, keys;
+	const char *error;
+};
+int store_verify_head(struct store *st, int (*cb)(void *ctx, const struct store_head_check *c),
+		      void *ctx, struct err_msg *msg);
 
 /*
  * Calls cb for every build ID that a retained profile references (the head

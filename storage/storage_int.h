@@ -952,6 +952,8 @@ int store__rocks_err(struct err_msg *msg, int code, const char *what, char *err)
 /* Adds a put to the txn batch and accounts its bytes. */
 void store__txn_put(struct store_txn *tx, enum cfi cf, const void *k, size_t klen,
 		    const void *v, size_t vlen);
+/* The RocksDB column family name of `c` ("meta", "samples", ...). */
+const char *store__cfi_name(enum cfi c);
 void store__txn_merge(struct store_txn *tx, enum cfi cf, const void *k, size_t klen,
 		      const void *v, size_t vlen);
 

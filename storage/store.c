@@ -28,6 +28,11 @@ static const char *const cf_names[CFI_N] = {
 	"default", "meta", "counters", "series", "symbols", "samples", "debuginfo", "symcache",
 };
 
+const char *store__cfi_name(enum cfi c)
+{
+	return c >= 0 && c < CFI_N ? cf_names[c] : "?";
+}
+
 const char *store_cf_name(enum store_cf cf)
 {
 	switch (cf) {
@@ -1153,6 +1158,10 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 			s.bytes[cf_public((enum cfi)c)] += sst[c] + (uint64_t)(share * (double)mem[c]);
 		}
 		block_stats(st, v[i], &s);
+		pthread_mutex_lock(&v[i]->mu);
+		for (size_t j = 0; j < v[i]->n_parts; j++)
+			s.head_unreadable += v[i]->parts[j]->broken != NULL;
+		pthread_mutex_unlock(&v[i]->mu);
 		rc = cb(ctx, &s);
 		if (rc)
 			goto out;

@@ -89,4 +89,44 @@ start_server "$DATA3"
 [ "$(field "$(tenant_stats anonymous)" profiles)" -lt "$ACK" ] || fail "a cut-short write survived"
 stop_server
 
+# ---- 4. verify reads every SST block and every debug file ------------------
+DATA4="$WORK/data4"
+mkdir -p "$WORK/prog"
+printf 'int main(void) { return 0; }\n' >"$WORK/prog/p.c"
+gcc -g -O0 -Wl,--build-id -o "$WORK/prog/p" "$WORK/prog/p.c"
+start_server "$DATA4"
+ingest_manifest "$WL"
+"$UNHEX" upload --server "$URL" "$WORK/prog/p" >/dev/null || fail "upload"
+stop_server
+"$UNHEX" verify --data "$DATA4" >"$WORK/verify4" || fail "verify of a sound store: $(cat "$WORK/verify4")"
+grep -q "^ok  head/symbols: [1-9][0-9]* SST files" "$WORK/verify4" || fail "verify read no SST: $(cat "$WORK/verify4")"
+grep -q "^ok  debuginfo/" "$WORK/verify4" || fail "verify checked no debug file: $(cat "$WORK/verify4")"
+"$UNHEX" stats --data "$DATA4" >/dev/null || fail "stats of a sound store"
+cp -a "$DATA4" "$WORK/data4-debug"
+
+# A flipped data block of the largest SST file (the symbols of the head).
+SST=$(ls -S "$DATA4"/*.sst | head -n 1)
+flip "$SST" $(($(stat -c %s "$SST") / 3))
+rc=0
+"$UNHEX" verify --data "$DATA4" >"$WORK/verify5" 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "verify exited $rc on a flipped SST block: $(cat "$WORK/verify5")"
+grep -q "^BAD head/.*$(basename "$SST")" "$WORK/verify5" || fail "verify did not name $SST: $(cat "$WORK/verify5")"
+note "$(grep '^BAD' "$WORK/verify5" | head -c 300)"
+rc=0
+"$UNHEX" stats --data "$DATA4" >/dev/null 2>"$WORK/stats5" || rc=$?
+[ $rc -eq 1 ] || fail "stats exited $rc on a store with a flipped SST block"
+grep -q "unhex verify" "$WORK/stats5" || fail "stats did not point to verify: $(cat "$WORK/stats5")"
+
+# A debug file changed after it was stored.
+DBG=$(find "$WORK/data4-debug/debuginfo" -name debuginfo -type f | head -n 1)
+[ -n "$DBG" ] || fail "no stored debug file"
+flip "$DBG" 200
+rc=0
+"$UNHEX" verify --data "$WORK/data4-debug" >"$WORK/verify6" 2>&1 || rc=$?
+[ $rc -eq 1 ] || fail "verify exited $rc on a changed debug file: $(cat "$WORK/verify6")"
+grep -q "^BAD debuginfo/.*SHA-256 mismatch" "$WORK/verify6" || fail "verify output: $(cat "$WORK/verify6")"
+rm -f "$DBG"
+"$UNHEX" verify --data "$WORK/data4-debug" >"$WORK/verify7" 2>&1 && fail "verify passed a missing debug file"
+grep -q "^BAD debuginfo/.*cannot read it" "$WORK/verify7" || fail "verify output: $(cat "$WORK/verify7")"
+
 echo "PASS durability ($ACK profiles)"
