@@ -117,6 +117,13 @@ struct store_options {
 	 * (RocksDB's point-in-time recovery): `unhex recover`.
 	 */
 	int wal_recover;
+	/*
+	 * Idempotent pushes (store_txn_claim_id): an ID is remembered for this
+	 * long (0 picks 10 minutes), at most push_id_max IDs per window (0
+	 * picks 524288; more are stored but not remembered).
+	 */
+	int64_t push_id_window_ns;
+	uint32_t push_id_max;
 };
 
 /* Partition ids at or above this name a service of a block. */
@@ -229,6 +236,19 @@ int store_txn_series(struct store_txn *tx, const struct store_label *labels, siz
 int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
 		      const struct store_profile_meta *meta, const uint32_t *stack_ids,
 		      const int64_t *values, size_t n);
+
+/* Longest push ID, in bytes (Pyroscope agents send a 36-byte UUID). */
+#define STORE_PUSH_ID_MAX 256
+
+/*
+ * Idempotent pushes: claims profile ID `id` (1..STORE_PUSH_ID_MAX bytes,
+ * borrowed) for the txn's tenant.  *seen = 1 when a commit less than the
+ * window ago (store_options.push_id_window_ns) claimed it: the caller skips
+ * that profile.  Else *seen = 0 and the claim is written with the txn (it
+ * survives a restart; an aborted txn forgets it).  Returns 0, ERR_INVALID
+ * for a bad length, ERR_NOMEM.
+ */
+int store_txn_claim_id(struct store_txn *tx, const void *id, size_t len, int *seen);
 
 /* Writes everything atomically and frees the txn (also on failure). */
 int store_txn_commit(struct store_txn *tx, struct err_msg *msg);
@@ -513,6 +533,15 @@ struct store_wal_report {
  * is in out->file), or an error when a file cannot be read.
  */
 int store_wal_check(const char *dir, struct store_wal_report *out, struct err_msg *msg);
+
+/* What the push ID memory holds and did, for /metrics. */
+struct store_push_id_stats {
+	uint64_t remembered; /* IDs claimed in the last one to two windows */
+	uint64_t duplicates; /* claims of a remembered ID: profiles not stored again */
+	uint64_t overflow;   /* IDs stored but not remembered (a window was full) */
+	int64_t window_ns;
+};
+void store_push_id_stats(struct store *st, struct store_push_id_stats *out);
 
 /* Flushes memtables to SST files (for accurate sizes and benchmarks). */
 int store_flush(struct store *st, struct err_msg *msg);

@@ -21,6 +21,8 @@
 #define DEFAULT_BLOCK_RANGE_NS ((int64_t)3600 * 1000000000)
 #define DEFAULT_SYMBOL_CACHE_BYTES ((size_t)128 << 20)
 #define DEFAULT_GRACE_NS ((int64_t)120 * 1000000000)
+#define DEFAULT_PUSH_ID_WINDOW_NS ((int64_t)600 * 1000000000)
+#define DEFAULT_PUSH_ID_MAX 524288u
 #define WRITE_BUFFER_BYTES ((size_t)32 << 20)
 #define DB_WRITE_BUFFER_BYTES ((size_t)128 << 20)
 
@@ -493,6 +495,13 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 				return ERR_NOMEM;
 		}
 	}
+	if (opt->push_id_window_ns < 0)
+		return err_set(msg, ERR_INVALID, "store: negative push ID window");
+	if (opt->push_id_max > HMAP_MAX)
+		return err_set(msg, ERR_INVALID, "store: push ID cap above %u", HMAP_MAX);
+	store__pushids_init(&st->pushids,
+			    opt->push_id_window_ns ? opt->push_id_window_ns : DEFAULT_PUSH_ID_WINDOW_NS,
+			    opt->push_id_max ? opt->push_id_max : DEFAULT_PUSH_ID_MAX);
 	if (cp && strlen(cp) < sizeof(st->crashpoint))
 		strcpy(st->crashpoint, cp);
 	st->next_bref = 1;
@@ -593,6 +602,8 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	}
 	rc = load_tenants(st, msg);
 	if (!rc)
+		rc = store__pushids_load(st, msg);
+	if (!rc)
 		rc = store__migrate(st, msg);
 	if (!rc)
 		rc = store__blocks_open(st, msg);
@@ -652,6 +663,7 @@ void store_close(struct store *st)
 		rocksdb_writeoptions_destroy(st->wopt);
 	if (st->wopt_sync)
 		rocksdb_writeoptions_destroy(st->wopt_sync);
+	store__pushids_release(&st->pushids);
 	for (size_t i = 0; i < st->n_overrides; i++)
 		free((char *)st->overrides[i].tenant);
 	free(st->overrides);
@@ -777,6 +789,7 @@ fail:
 
 static void txn_rollback(struct store_txn *tx)
 {
+	store__pushids_rollback(tx);
 	for (size_t i = 0; i < tx->n_dirty; i++) {
 		store__part_rollback(tx->dirty[i]);
 		tx->dirty[i]->dirty = 0;

@@ -262,6 +262,20 @@ static void store_metrics(struct store *st, struct buf *b)
 		   (unsigned long long)m.sealed_blocks, (unsigned long long)m.sealed_profiles,
 		   (unsigned long long)m.compactions, (unsigned long long)m.compacted_blocks,
 		   (unsigned long long)m.expired_blocks, (unsigned long long)m.dropped_epochs);
+	{
+		struct store_push_id_stats p;
+
+		store_push_id_stats(st, &p);
+		metric_head(b, "unhex_push_ids_remembered", "gauge",
+			    "Pushed profile IDs remembered to recognize retries (docs/operations.md).");
+		buf_printf(b, "unhex_push_ids_remembered %llu\n", (unsigned long long)p.remembered);
+		metric_head(b, "unhex_push_duplicates_total", "counter",
+			    "Pushed profiles not stored again: their ID was stored within the window.");
+		buf_printf(b, "unhex_push_duplicates_total %llu\n", (unsigned long long)p.duplicates);
+		metric_head(b, "unhex_push_ids_overflow_total", "counter",
+			    "Pushed IDs stored but not remembered: the window's cap was reached.");
+		buf_printf(b, "unhex_push_ids_overflow_total %llu\n", (unsigned long long)p.overflow);
+	}
 }
 
 void web__handle_metrics(struct web__req *rq, struct web__resp *rs)

@@ -129,4 +129,36 @@ rm -f "$DBG"
 "$UNHEX" verify --data "$WORK/data4-debug" >"$WORK/verify7" 2>&1 && fail "verify passed a missing debug file"
 grep -q "^BAD debuginfo/.*cannot read it" "$WORK/verify7" || fail "verify output: $(cat "$WORK/verify7")"
 
+# ---- 5. a retried push (same profile ID) is stored once, also after kill -9
+DATA5="$WORK/data5"
+PPROF=$(awk -F'\t' '!/^#/ && NF { print $1; exit }' "$WL/manifest.tsv")
+base64 -w0 "$WL/$PPROF" >"$WORK/b64"
+push_json() { # ID...: one push with one sample per ID
+	jq -n --rawfile p "$WORK/b64" --args '{series:[{labels:[
+		{name:"__name__",value:"process_cpu"},{name:"service_name",value:"retry"}],
+		samples:[$ARGS.positional[] | {rawProfile:$p,ID:.}]}]}' "$@" >"$WORK/push.json"
+	http POST /push.v1.PusherService/Push -H 'Content-Type: application/json' \
+		--data-binary @"$WORK/push.json"
+	expect_status 200 '{}' "push $*"
+}
+start_server "$DATA5"
+push_json 6a3c5e1e-0000-4000-8000-00000000aaaa
+ONE=$(counts "$(tenant_stats anonymous)")
+[ "$(field "$ONE" profiles)" -gt 0 ] || fail "the push stored nothing"
+push_json 6a3c5e1e-0000-4000-8000-00000000aaaa
+[ "$(counts "$(tenant_stats anonymous)")" = "$ONE" ] || fail "a retried push was stored twice"
+grep -q '^unhex_push_duplicates_total 1$' <<<"$(curl -s "$URL/metrics")" || fail "duplicates metric"
+kill_server
+start_server "$DATA5"
+push_json 6a3c5e1e-0000-4000-8000-00000000aaaa
+[ "$(counts "$(tenant_stats anonymous)")" = "$ONE" ] || fail "a retry after kill -9 was stored twice"
+# A new ID is a new profile; a request naming an old and a new one stores the new one.
+push_json 6a3c5e1e-0000-4000-8000-00000000aaaa 6a3c5e1e-0000-4000-8000-00000000bbbb
+TWO=$(counts "$(tenant_stats anonymous)")
+[ "$(field "$TWO" profiles)" = $((2 * $(field "$ONE" profiles))) ] || fail "a new ID: $TWO after $ONE"
+# Without an ID every push is stored (nothing to recognize a retry by).
+push_json ""
+[ "$(field "$(tenant_stats anonymous)" profiles)" = $((3 * $(field "$ONE" profiles))) ] || fail "a push without ID"
+stop_server
+
 echo "PASS durability ($ACK profiles)"
