@@ -161,4 +161,27 @@ push_json ""
 [ "$(field "$(tenant_stats anonymous)" profiles)" = $((3 * $(field "$ONE" profiles))) ] || fail "a push without ID"
 stop_server
 
+# ---- 6. an upload cut short by kill -9 leaves no temporary file behind
+DATA6="$WORK/data6"
+start_server "$DATA6"
+head -c $((8 << 20)) /dev/urandom >"$WORK/big.debug"
+curl -sS -o /dev/null --limit-rate 256k -X POST --data-binary @"$WORK/big.debug" \
+	-H 'Content-Type: application/octet-stream' \
+	"$URL/api/v1/debuginfo/0123456789abcdef0123456789abcdef01234567" 2>/dev/null &
+CURL_PID=$!
+for i in $(seq 1 300); do
+	[ -n "$(ls -A "$DATA6/debuginfo/tmp" 2>/dev/null)" ] && break
+	sleep 0.1
+done
+LEFT=$(ls -A "$DATA6/debuginfo/tmp")
+[ -n "$LEFT" ] || fail "the upload wrote no temporary file"
+kill_server
+wait "$CURL_PID" 2>/dev/null || true
+[ -n "$(ls -A "$DATA6/debuginfo/tmp")" ] || fail "kill -9 left nothing to clean"
+note "left by kill -9: $LEFT"
+start_server "$DATA6"
+[ -z "$(ls -A "$DATA6/debuginfo/tmp")" ] || fail "temporary files survived a restart: $(ls "$DATA6/debuginfo/tmp")"
+grep -q "debuginfo: removed 1 temporary files" "$WORK/server.$SERVER_N.log" || fail "the cleanup was not logged"
+stop_server
+
 echo "PASS durability ($ACK profiles)"
