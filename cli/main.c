@@ -31,6 +31,8 @@ static void usage(FILE *f)
 	      "  token     make API tokens and lines of the server's token file\n"
 	      "  verify    check every file of a store (--data DIR)\n"
 	      "  recover   open a store whose write-ahead log is damaged (--data DIR)\n"
+	      "  backup    a consistent copy of a store, live or stopped (--to DIR)\n"
+	      "  restore   a data directory from a backup (--from DIR --data DIR)\n"
 	      "  version   print the version\n"
 	      "\n"
 	      "Run `unhex <command> --help` for a command's options; docs/cli.md has more.\n",
@@ -128,6 +130,10 @@ int main(int argc, char **argv)
 		return cli_regress(argc - 1, argv + 1);
 	if (strcmp(cmd, "verify") == 0)
 		return cli_verify(argc - 1, argv + 1);
+	if (strcmp(cmd, "backup") == 0)
+		return cli_backup(argc - 1, argv + 1);
+	if (strcmp(cmd, "restore") == 0)
+		return cli_restore(argc - 1, argv + 1);
 	if (strcmp(cmd, "recover") == 0)
 		return cli_recover(argc - 1, argv + 1);
 	if (strcmp(cmd, "upload") == 0)

@@ -534,6 +534,32 @@ struct store_wal_report {
  */
 int store_wal_check(const char *dir, struct store_wal_report *out, struct err_msg *msg);
 
+/* ---- backups (docs/operations.md) -------------------------------------- */
+
+struct store_backup_stats {
+	uint64_t files, bytes; /* beside the head's checkpoint: blocks, debug files */
+	uint64_t linked;       /* of those, hard links instead of copies */
+	int64_t ns;            /* how long it took */
+};
+
+/*
+ * Writes a consistent copy of the open (read-write) store into the new
+ * directory `to` (absolute; must not exist): the head as a RocksDB
+ * checkpoint, and the block and debug files of the data directory (hard
+ * links where the file system allows, else copies).  Commits go on
+ * meanwhile; maintenance waits.  Written under "<to>.partial" and renamed
+ * at the end, so `to` is complete or absent, whatever happens.
+ */
+int store_backup(struct store *st, const char *to, struct store_backup_stats *out,
+		 struct err_msg *msg);
+
+/*
+ * Copies backup `from` into the new data directory `data` (must not exist),
+ * through "<data>.partial" renamed at the end.  The store is not opened.
+ */
+int store_restore(const char *from, const char *data, struct store_backup_stats *out,
+		  struct err_msg *msg);
+
 /* What the push ID memory holds and did, for /metrics. */
 struct store_push_id_stats {
 	uint64_t remembered; /* IDs claimed in the last one to two windows */

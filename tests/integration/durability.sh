@@ -184,4 +184,62 @@ start_server "$DATA6"
 grep -q "debuginfo: removed 1 temporary files" "$WORK/server.$SERVER_N.log" || fail "the cleanup was not logged"
 stop_server
 
+# ---- 7. backup of a running server under ingest, restore, same totals ------
+DATA7="$WORK/data7"
+start_server "$DATA7"
+ingest_manifest "$WL"
+"$UNHEX" upload --server "$URL" "$WORK/prog/p" >/dev/null || fail "upload"
+BEFORE=$(field "$(tenant_stats anonymous)" profiles)
+# Ingest goes on while the backup runs (its own tenant, so the numbers of
+# the first tenant are exact).
+( while [ ! -e "$WORK/stop-ingest" ]; do
+	"$UNHEX" ingest --server "$URL" --tenant busy --name busy.cpu "$WL/$PPROF" >/dev/null 2>&1 || true
+done ) &
+LOOP_PID=$!
+until [ "$(curl -s -H 'X-Scope-OrgID: busy' "$URL/api/v1/stats" | jq -r .profiles)" -gt 0 ] 2>/dev/null; do
+	sleep 0.1
+done
+BUSY0=$(field "$(tenant_stats busy)" profiles)
+"$UNHEX" backup --server "$URL" --to "$WORK/bk" >"$WORK/bk.json" || fail "backup: $(cat "$WORK/bk.json")"
+BUSY1=$(field "$(tenant_stats busy)" profiles)
+touch "$WORK/stop-ingest"
+wait "$LOOP_PID"
+note "backup: $(cat "$WORK/bk.json")"
+[ -d "$WORK/bk" ] && [ ! -e "$WORK/bk.partial" ] || fail "backup directory"
+"$UNHEX" verify --data "$WORK/bk" --quiet >"$WORK/verify-bk" || fail "verify of the backup: $(cat "$WORK/verify-bk")"
+grep -q "1 debug files: 1 ok" "$WORK/verify-bk" || fail "the backup lacks the debug file: $(cat "$WORK/verify-bk")"
+"$UNHEX" restore --from "$WORK/bk" --data "$WORK/restored" >"$WORK/restore.out" || fail "restore"
+note "$(cat "$WORK/restore.out")"
+stop_server
+start_server "$WORK/restored"
+[ "$(field "$(tenant_stats anonymous)" profiles)" = "$BEFORE" ] || fail "restored anonymous: $(tenant_stats anonymous), want $BEFORE profiles"
+BUSY=$(field "$(tenant_stats busy)" profiles)
+[ "$BUSY" -ge "$BUSY0" ] && [ "$BUSY" -le "$BUSY1" ] ||
+	fail "restored busy: $BUSY profiles, acknowledged $BUSY0 before the backup and $BUSY1 after"
+note "busy: $BUSY0 acknowledged before the backup, $BUSY in it, $BUSY1 after"
+http GET "/api/v1/debuginfo/$(readelf -n "$WORK/prog/p" | sed -n 's/.*Build ID: //p')"
+expect_status 200 "" "the restored store knows the debug file"
+stop_server
+# A stopped store, backed up with --data, restores to exactly the same numbers.
+DISK=$("$UNHEX" stats --data "$DATA7" --json | jq -cS '[.tenants[] | del(.bytes, .head_profiles, .blocks)]')
+"$UNHEX" backup --data "$DATA7" --to "$WORK/bk-off" >/dev/null || fail "backup --data"
+"$UNHEX" restore --from "$WORK/bk-off" --data "$WORK/restored-off" >/dev/null || fail "restore of bk-off"
+[ "$("$UNHEX" stats --data "$WORK/restored-off" --json | jq -cS '[.tenants[] | del(.bytes, .head_profiles, .blocks)]')" = "$DISK" ] ||
+	fail "an offline backup restored other numbers"
+"$UNHEX" restore --from "$WORK/bk-off" --data "$WORK/restored-off" 2>/dev/null && fail "restore over an existing directory"
+
+# ---- 8. kill -9 during a backup leaves both sides usable -------------------
+UNHEX_CRASHPOINT=backup-before-rename start_server "$DATA7"
+"$UNHEX" backup --server "$URL" --to "$WORK/bk2" >/dev/null 2>&1 && fail "the crash point did not fire"
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=
+[ ! -e "$WORK/bk2" ] || fail "a backup killed before its end left $WORK/bk2"
+[ -d "$WORK/bk2.partial" ] || fail "no partial directory: was the backup killed where meant?"
+start_server "$DATA7"
+[ "$(field "$(tenant_stats anonymous)" profiles)" = "$BEFORE" ] || fail "the source after a killed backup"
+"$UNHEX" backup --server "$URL" --to "$WORK/bk2" >/dev/null || fail "backup after a killed one"
+[ ! -e "$WORK/bk2.partial" ] || fail "the partial directory survived the next backup"
+stop_server
+"$UNHEX" verify --data "$WORK/bk2" --quiet >/dev/null || fail "verify of the second backup"
+
 echo "PASS durability ($ACK profiles)"
