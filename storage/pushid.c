@@ -98,7 +98,10 @@ static int add(struct pushid_gen *g, uint32_t max, const struct pushid_entry *e,
 		g->v = v;
 		g->cap = cap;
 	}
-	rc = pr ? hmap_put_probed(&g->map, pr, (uint32_t)g->n) : hmap_put(&g->map, entry_hash(e), (uint32_t)g->n);
+	if (pr)
+		rc = hmap_put_probed(&g->map, pr, (uint32_t)g->n);
+	else
+		rc = hmap_put(&g->map, entry_hash(e), (uint32_t)g->n);
 	if (rc)
 		return rc;
 	g->v[g->n++] = *e;
