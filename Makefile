@@ -3,6 +3,9 @@
 #   make test   install, build, run every test (Release and ASan+UBSan)
 #   make bench  install, build, run the benchmarks (bench/RESULTS.md)
 #   make deps   install the Debian packages (idempotent)
+#   make install  the built binary, docs and a hardened systemd unit
+#               (PREFIX=/usr/local, DESTDIR= for packaging; builds nothing:
+#               run `make build` first)
 
 MAKEFLAGS  += --no-print-directory
 BUILD      ?= build
@@ -19,7 +22,8 @@ FUZZ_SECONDS ?= 20
 WERROR     ?= OFF
 test test-release test-asan test-fuzz: WERROR = ON
 
-.PHONY: all deps build asan fuzz run test test-release test-asan test-fuzz bench demo clean
+.PHONY: all deps build asan fuzz run test test-release test-asan test-fuzz bench demo clean \
+	install uninstall
 
 all: build
 
@@ -68,6 +72,27 @@ test: test-release test-asan test-fuzz
 
 bench: build
 	@bash bench/run.sh $(BUILD)
+
+# Installation (docs/operations.md).  The unit goes where systemd looks for
+# units of PREFIX (/usr/local/lib/systemd/system for the default).
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+DOCDIR     ?= $(PREFIX)/share/doc/unhex
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+UNHEX_BIN  ?= $(BUILD)/cli/unhex
+
+install:
+	@test -x $(UNHEX_BIN) || { echo "no $(UNHEX_BIN): run make build first" >&2; exit 1; }
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DOCDIR) $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(UNHEX_BIN) $(DESTDIR)$(BINDIR)/unhex
+	install -m 0644 README.md LICENSE docs/*.md $(DESTDIR)$(DOCDIR)/
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' dist/unhex.service.in \
+	    >$(DESTDIR)$(UNITDIR)/unhex.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/unhex.service
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/unhex $(DESTDIR)$(UNITDIR)/unhex.service
+	rm -rf $(DESTDIR)$(DOCDIR)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -26,6 +26,9 @@ int cli_upload(int argc, char **argv);
 int cli_token(int argc, char **argv);
 int cli_verify(int argc, char **argv);
 int cli_doctor(int argc, char **argv);
+int cli_recover(int argc, char **argv);
+int cli_backup(int argc, char **argv);
+int cli_restore(int argc, char **argv);
 
 /* Parses "1048576", "64K", "16MiB", "1G" into bytes; 0 or ERR_INVALID. */
 int cli_parse_size(const char *s, size_t *out);

@@ -31,7 +31,10 @@ static void usage(FILE *f)
 	      "  regress   the regression report between two releases, for CI\n"
 	      "  upload    send debug files (by build ID) to a server\n"
 	      "  token     make API tokens and lines of the server's token file\n"
-	      "  verify    check every block of a store (--data DIR)\n"
+	      "  verify    check every file of a store (--data DIR)\n"
+	      "  recover   open a store whose write-ahead log is damaged (--data DIR)\n"
+	      "  backup    a consistent copy of a store, live or stopped (--to DIR)\n"
+	      "  restore   a data directory from a backup (--from DIR --data DIR)\n"
 	      "  doctor    why frames are hex: which stage (unwinding, symbols) is broken\n"
 	      "  version   print the version\n"
 	      "\n"
@@ -119,6 +122,7 @@ static const struct {
 	{ "serve", cli_serve },     { "ingest", cli_ingest }, { "stats", cli_stats },
 	{ "query", cli_query },     { "regress", cli_regress }, { "verify", cli_verify },
 	{ "upload", cli_upload },   { "token", cli_token },   { "doctor", cli_doctor },
+	{ "backup", cli_backup },   { "restore", cli_restore }, { "recover", cli_recover },
 };
 
 int main(int argc, char **argv)

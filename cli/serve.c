@@ -100,6 +100,9 @@ static void serve_help(FILE *f)
 	      "  --symbol-cache-bytes N      decoded block indexes and symbols kept (default 128M)\n"
 	      "  --debuginfo-retention T     delete debug info no retained profile uses once its\n"
 	      "                              last use is older than T (default: keep forever)\n"
+	      "  --push-id-window T          a pushed profile ID is remembered this long, so a\n"
+	      "                              retried push is not stored twice (default 10m)\n"
+	      "  --push-id-max N             IDs remembered per window at most (default 524288)\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -232,7 +235,8 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
        O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
        O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
-       O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE };
+       O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE,
+       O_PUSH_ID_WINDOW, O_PUSH_ID_MAX };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -280,6 +284,8 @@ static const struct option serve_opts[] = {
 	{ "max-inflight-bytes", required_argument, NULL, O_MAX_INFLIGHT },
 	{ "shutdown-timeout", required_argument, NULL, O_SHUTDOWN },
 	{ "log-requests", no_argument, NULL, O_LOG_REQUESTS },
+	{ "push-id-window", required_argument, NULL, O_PUSH_ID_WINDOW },
+	{ "push-id-max", required_argument, NULL, O_PUSH_ID_MAX },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -293,6 +299,8 @@ struct serve_args {
 	struct web_options web;
 	struct debuginfo_options sym;
 	int64_t retention_ns, block_range_ns, seal_delay_ns, maintain_ns, shutdown_ns;
+	int64_t push_id_window_ns;
+	uint64_t push_id_max;
 	size_t symbol_cache_bytes;
 	struct store_retention tenant_retention[MAX_RETENTION_TENANTS];
 	size_t n_tenant_retention;
@@ -416,6 +424,17 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 							"duration (1h, 10m)", serve_opts[idx].name, optarg);
 			break;
 		}
+		case O_PUSH_ID_WINDOW:
+			if (parse_duration(optarg, &a->push_id_window_ns))
+				return cli_usage_error("serve", "--push-id-window: \"%s\" is not a "
+							"positive duration (10m, 1h)", optarg);
+			break;
+		case O_PUSH_ID_MAX:
+			if (cli_parse_u64(optarg, &a->push_id_max) || !a->push_id_max ||
+			    a->push_id_max > (1u << 30))
+				return cli_usage_error("serve", "--push-id-max: \"%s\" is not a number "
+							"from 1 to 1073741824", optarg);
+			break;
 		case O_DEBUGINFO_RETENTION:
 			if (strcmp(optarg, "0") && parse_duration(optarg, &a->sym.retention_ns))
 				return cli_usage_error("serve", "--debuginfo-retention: \"%s\" is not a "
@@ -606,6 +625,8 @@ int cli_serve(int argc, char **argv)
 	so.n_retention_overrides = a.n_tenant_retention;
 	so.block_range_ns = a.block_range_ns;
 	so.seal_delay_ns = a.seal_delay_ns;
+	so.push_id_window_ns = a.push_id_window_ns;
+	so.push_id_max = (uint32_t)a.push_id_max;
 	so.symbol_cache_bytes = a.symbol_cache_bytes;
 	so.maintain_interval_ns = a.maintain_ns ? a.maintain_ns : DEFAULT_MAINTAIN_NS;
 	/* Debug info retention follows the blocks it depends on, at the same pace. */

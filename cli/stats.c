@@ -25,7 +25,9 @@ static void stats_help(FILE *f)
 	      "span) and what retention removed; --blocks lists every block with its range.\n"
 	      "--data opens the store read-only (all tenants); --server asks GET\n"
 	      "/api/v1/stats (one tenant), over http or https (--cacert: PEM CAs to trust\n"
-	      "instead of the system's).\n",
+	      "instead of the system's).  With --data, exits 1 when it met data it cannot\n"
+	      "read (a damaged SST block, a corrupt or missing block file); it reads what\n"
+	      "its numbers need, so only `unhex verify` checks every file.\n",
 	      f);
 }
 
@@ -68,6 +70,8 @@ static void print_human(const struct store_tenant_stats *s)
 	printf("tenant %s\n", s->tenant);
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
 		printf("  %-16s %14llu\n", rows[i].name, (unsigned long long)rows[i].v);
+	if (s->head_unreadable)
+		printf("  %-16s %14llu\n", "unreadable head", (unsigned long long)s->head_unreadable);
 	for (size_t i = 0; s->blocks && i < sizeof(blocks) / sizeof(blocks[0]); i++)
 		printf("  %-16s %14llu\n", blocks[i].name, (unsigned long long)blocks[i].v);
 	for (size_t i = 0; s->expired_blocks && i < sizeof(expired) / sizeof(expired[0]); i++)
@@ -113,6 +117,7 @@ static int print_block(void *ctx, const struct store_block_info *b)
 struct collect {
 	int json, blocks;
 	size_t n;
+	uint64_t bad_head, bad_blocks; /* damage met while reading */
 	struct buf out;
 	struct store *st;
 	int rc;
@@ -122,6 +127,8 @@ static int on_tenant(void *ctx, const struct store_tenant_stats *s)
 {
 	struct collect *c = ctx;
 
+	c->bad_head += s->head_unreadable;
+	c->bad_blocks += s->blocks_unreadable;
 	if (!c->json) {
 		print_human(s);
 		if (c->blocks)
@@ -168,6 +175,13 @@ static int stats_local(const char *dir, int json, int blocks)
 	else if (c.n == 0)
 		printf("no tenants in %s\n", dir);
 	buf_release(&c.out);
+	if (c.bad_head || c.bad_blocks) {
+		/* The numbers above leave out what cannot be read: not a healthy store. */
+		fprintf(stderr, "unhex stats: %s has unreadable data (%llu head symbol partitions, "
+			"%llu blocks); `unhex verify --data %s` names the damaged files\n", dir,
+			(unsigned long long)c.bad_head, (unsigned long long)c.bad_blocks, dir);
+		return CLI_EXIT_FAIL;
+	}
 	return CLI_EXIT_OK;
 }
 

@@ -1,8 +1,11 @@
 /*
- * verify.c - `unhex verify --data DIR`: checks every block of a store (every
- * checksum, every section and page decoded, every reference followed) and
- * reports the corrupt and missing ones.  The store is opened read-only, so
- * it can run next to a server using the directory.
+ * verify.c - `unhex verify --data DIR`: checks every file of a store: the
+ * write-ahead log (opening refuses a damaged one), every block of every SST
+ * file of the head against its checksum, every block file (every checksum,
+ * every section and page decoded, every reference followed) and every debug
+ * file against its SHA-256, and reports what is corrupt or missing.  The
+ * store is opened read-only, so it can run next to a server using the
+ * directory.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -11,25 +14,66 @@
 
 #include "base/err.h"
 #include "cli.h"
+#include "debuginfo/debuginfo.h"
 #include "storage/storage.h"
 
 static void verify_help(FILE *f)
 {
 	fputs("usage: unhex verify --data DIR [--quiet]\n"
 	      "\n"
-	      "Checks every block of the store in DIR: the checksum of every byte, the\n"
-	      "decoding of every section and page, and every reference (the stack ids of\n"
-	      "the samples into their service's symbols, ids within the symbols).  Prints\n"
-	      "one line per block (--quiet: only the bad ones) and exits 1 when a block is\n"
-	      "corrupt or missing.  Queries skip such blocks and say so; the rest of the\n"
-	      "store stays readable and writable.\n",
+	      "Checks every file of the store in DIR: the write-ahead log (a damaged one\n"
+	      "is named, see `unhex recover`), every block of every SST file of the head\n"
+	      "against its checksum, every block file (the checksum of every byte, the\n"
+	      "decoding of every section and page, every reference from samples into\n"
+	      "symbols) and every debug file against its SHA-256.  Prints one line per\n"
+	      "column family, block and debug file (--quiet: only the bad ones) and exits\n"
+	      "1 when anything is corrupt or missing.\n",
 	      f);
 }
 
 struct vctx {
 	int quiet;
-	size_t ok, bad;
+	size_t ok, bad;            /* blocks */
+	size_t head_ok, head_bad;  /* column families */
+	size_t files_ok, files_bad; /* debug files */
 };
+
+static int on_family(void *ctx, const struct store_head_check *c)
+{
+	struct vctx *v = ctx;
+
+	if (c->error)
+		v->head_bad++;
+	else
+		v->head_ok++;
+	if (c->error || !v->quiet) {
+		printf("%s head/%s: %llu SST files, %llu bytes, %llu keys", c->error ? "BAD" : "ok ",
+		       c->family, (unsigned long long)c->files, (unsigned long long)c->bytes,
+		       (unsigned long long)c->keys);
+		if (c->error)
+			printf(": %s", c->error);
+		putchar('\n');
+	}
+	return 0;
+}
+
+static int on_debug_file(void *ctx, const struct debuginfo_file_check *c)
+{
+	struct vctx *v = ctx;
+
+	if (c->error)
+		v->files_bad++;
+	else
+		v->files_ok++;
+	if (c->error || !v->quiet) {
+		printf("%s debuginfo/%s: %s, %llu bytes%s", c->error ? "BAD" : "ok ", c->build_id,
+		       c->path, (unsigned long long)c->size, c->checked ? "" : " (no SHA-256 recorded)");
+		if (c->error)
+			printf(": %s", c->error);
+		putchar('\n');
+	}
+	return 0;
+}
 
 static int on_block(void *ctx, const struct store_block_info *b)
 {
@@ -65,11 +109,12 @@ int cli_verify(int argc, char **argv)
 {
 	struct store_options so = { 0 };
 	struct store *st = NULL;
-	struct vctx v = { 0, 0, 0 };
+	struct vctx v;
 	struct err_msg msg;
 	const char *data = NULL;
 	int c, rc;
 
+	memset(&v, 0, sizeof(v));
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "", verify_opts, NULL)) != -1) {
@@ -93,12 +138,23 @@ int cli_verify(int argc, char **argv)
 		fprintf(stderr, "unhex verify: cannot open %s: %s\n", data, msg.text);
 		return CLI_EXIT_FAIL;
 	}
-	rc = store_verify(st, on_block, &v, &msg);
+	rc = store_verify_head(st, on_family, &v, &msg);
+	if (!rc || rc == ERR_CORRUPT) {
+		err_clear(&msg);
+		rc = store_verify(st, on_block, &v, &msg);
+	}
+	if (!rc || rc == ERR_CORRUPT) {
+		err_clear(&msg);
+		rc = debuginfo_verify_files(st, data, on_debug_file, &v, &msg);
+	}
 	store_close(st);
 	if (rc && rc != ERR_CORRUPT) {
 		fprintf(stderr, "unhex verify: %s\n", msg.text[0] ? msg.text : err_str(rc));
 		return CLI_EXIT_FAIL;
 	}
-	printf("%zu blocks: %zu ok, %zu corrupt or missing\n", v.ok + v.bad, v.ok, v.bad);
-	return v.bad ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+	printf("head: %zu column families ok, %zu corrupt; %zu blocks: %zu ok, %zu corrupt or "
+	       "missing; %zu debug files: %zu ok, %zu damaged or missing\n",
+	       v.head_ok, v.head_bad, v.ok + v.bad, v.ok, v.bad, v.files_ok + v.files_bad,
+	       v.files_ok, v.files_bad);
+	return v.bad || v.head_bad || v.files_bad ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

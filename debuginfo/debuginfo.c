@@ -10,6 +10,7 @@
 
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/log.h"
 #include "debuginfo_int.h"
 
 int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
@@ -42,6 +43,15 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		free(s->dir);
 		free(s);
 		return rc;
+	}
+	{
+		uint64_t n, bytes;
+
+		debuginfo__clean_temp(s, &n, &bytes);
+		if (n)
+			log_info("debuginfo: removed %llu temporary files (%llu bytes) of uploads, "
+				 "fetches and installs a stop cut short", (unsigned long long)n,
+				 (unsigned long long)bytes);
 	}
 	{
 		int rc = debuginfo__upstreams_open(s, opt->debuginfod_urls, msg);

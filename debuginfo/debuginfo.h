@@ -274,6 +274,27 @@ int debuginfo_list(struct debuginfo *d, debuginfo_record_fn fn, void *ctx, struc
 int debuginfo_count_by_status(struct debuginfo *d, uint64_t by[DEBUGINFO_STATUS_COUNT],
 			      struct err_msg *msg);
 
+/* ---- checking the files (`unhex verify`) ---- */
+
+/* One stored debug file as debuginfo_verify_files() found it. */
+struct debuginfo_file_check {
+	const char *build_id;  /* borrowed for the call */
+	const char *path;      /* the file checked ("" when the record is unreadable) */
+	uint64_t size;         /* its size by the record */
+	int checked;           /* its SHA-256 was compared (records of old versions lack it) */
+	const char *error;     /* NULL, or what is wrong (missing, size, SHA-256) */
+};
+typedef int (*debuginfo_verify_fn)(void *ctx, const struct debuginfo_file_check *c);
+
+/*
+ * Reads every debug file recorded in `st` (files under `data_dir`/debuginfo)
+ * and compares its size and SHA-256 with its record; calls `fn` per file.
+ * Needs no open service.  Returns 0 when all match, ERR_CORRUPT when any
+ * does not, another error when the check itself failed (or fn's non-zero).
+ */
+int debuginfo_verify_files(struct store *st, const char *data_dir, debuginfo_verify_fn fn,
+			   void *ctx, struct err_msg *msg);
+
 /* ---- resolution ---- */
 
 /* How file offsets of one mapping relate to the binary (from the profile). */

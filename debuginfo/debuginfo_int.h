@@ -250,6 +250,13 @@ int debuginfo__mkdir_p(const char *path);
 void debuginfo__fsync_dir(const char *file_path);
 /* Hard-links (same file system) or copies `src` to `dst` via a temporary name. */
 int debuginfo__install_copy(const char *src, const char *dst, struct err_msg *msg);
+/*
+ * Removes what writes cut short by a crash left (every file of <dir>/tmp,
+ * "<file>.tmp.<pid>" and "index.XXXXXX" under the build IDs) and says how
+ * many files and bytes.  Called at open, before any write can start.
+ */
+void debuginfo__clean_temp(const struct debuginfo *s, uint64_t *n, uint64_t *bytes);
+
 /* Size and hash_bytes (seed 0) of a whole file; ERR_IO. */
 int debuginfo__file_hash(const char *path, uint64_t *size, uint64_t *hash);
 /* *same = 1 when files a and b hold the same bytes (compared in full); ERR_IO. */

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
 #include "base/hash.h"
+#include "base/log.h"
 #include "debuginfo_int.h"
 
 static const char *const kind_names[2] = { "debuginfo", "executable" };
@@ -264,4 +266,94 @@ int debuginfo_file_path(struct debuginfo *s, const char *build_id_hex,
 			enum debuginfo_file_kind kind, char *out, size_t out_len)
 {
 	return debuginfo_file_path_as(s, NULL, build_id_hex, kind, out, out_len);
+}
+
+/* ---- temporary files left by a crash ------------------------------------- */
+
+/* "<file>.tmp.<pid>" (debuginfo__install_copy) or "index.XXXXXX" (mkstemp of
+ * the index writer): names only a write in progress uses. */
+static int is_temp_name(const char *name)
+{
+	const char *t = strstr(name, ".tmp.");
+	size_t n;
+
+	if (t && t != name && t[5]) {
+		for (t += 5; *t >= '0' && *t <= '9'; t++)
+			;
+		if (!*t)
+			return 1;
+	}
+	n = strlen(name);
+	if (n == 12 && strncmp(name, "index.", 6) == 0) {
+		for (size_t i = 6; i < 12; i++)
+			if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'z') ||
+			      (name[i] >= 'A' && name[i] <= 'Z')))
+				return 0;
+		return 1;
+	}
+	return 0;
+}
+
+/* Removes the regular files of `dir` that `pick` selects (NULL: all). */
+static void remove_in(const char *dir, int (*pick)(const char *name), uint64_t *n,
+		      uint64_t *bytes)
+{
+	char path[DEBUGINFO__PATH_MAX];
+	struct dirent *e;
+	struct stat sb;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || (pick && !pick(e->d_name)))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (lstat(path, &sb) || !S_ISREG(sb.st_mode))
+			continue;
+		if (unlink(path) == 0) {
+			(*n)++;
+			*bytes += (uint64_t)sb.st_size;
+		} else {
+			log_warn("debuginfo: cannot remove the temporary file %s: %s", path,
+				 strerror(errno));
+		}
+	}
+	closedir(d);
+}
+
+void debuginfo__clean_temp(const struct debuginfo *s, uint64_t *n, uint64_t *bytes)
+{
+	char path[DEBUGINFO__PATH_MAX], sub[DEBUGINFO__PATH_MAX];
+	struct dirent *e, *f;
+	DIR *d, *dd;
+
+	*n = *bytes = 0;
+	/* Uploads and upstream fetches in progress: nobody else writes here
+	 * while this process holds the store (RocksDB's LOCK). */
+	snprintf(path, sizeof(path), "%s/tmp", s->dir);
+	remove_in(path, NULL, n, bytes);
+	/* Files being installed under a build ID: <id[0:2]>/<id>/. */
+	d = opendir(s->dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strlen(e->d_name) != 2 || e->d_name[0] == '.')
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", s->dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		dd = opendir(path);
+		if (!dd)
+			continue;
+		while ((f = readdir(dd)) != NULL) {
+			if (f->d_name[0] == '.')
+				continue;
+			if (snprintf(sub, sizeof(sub), "%s/%s", path, f->d_name) >= (int)sizeof(sub))
+				continue;
+			remove_in(sub, is_temp_name, n, bytes);
+		}
+		closedir(dd);
+	}
+	closedir(d);
 }

@@ -486,7 +486,7 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 		  const struct ingest_pprof *pp, size_t n, struct ingest_stats *out,
 		  struct err_msg *msg)
 {
-	struct ingest_stats stats = { 0, 0, 0 };
+	struct ingest_stats stats = { 0, 0, 0, 0 };
 	struct store_txn *tx = NULL;
 	struct err_msg inner;
 	int rc = 0;
@@ -506,6 +506,18 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 		goto out;
 	store_txn_set_max_series(tx, lim->max_series);
 	for (size_t i = 0; i < n; i++) {
+		if (pp[i].push_id && pp[i].push_id[0]) {
+			int seen = 0;
+			rc = store_txn_claim_id(tx, pp[i].push_id, strlen(pp[i].push_id), &seen);
+			if (rc) {
+				rc = err_set(msg, rc, "profile %zu: push ID: %s", i, err_str(rc));
+				goto out;
+			}
+			if (seen) { /* a retry of a push stored already */
+				stats.duplicates++;
+				continue;
+			}
+		}
 		err_clear(&inner);
 		rc = write_pprof(tx, &pp[i], &stats, &inner);
 		if (rc) {
@@ -560,6 +572,8 @@ static int run(struct store *st, const struct ingest_limits *lim, const char *te
 	for (i = 0; i < n; i++) {
 		err_clear(&inner);
 		rc = ingest__convert(&a, lim, &in[i], def, &pp[i], &inner);
+		if (!rc)
+			pp[i].push_id = in[i].id;
 		if (rc) {
 			if (rc == ERR_TOO_LARGE && !inner.text[0])
 				err_set(&inner, rc, "the request's profiles need more than %zu bytes of memory",

@@ -49,6 +49,7 @@ struct ingest_stats {
 	uint64_t profiles; /* stored profiles: one per (pprof, sample type) */
 	uint64_t samples;  /* stored (stack, value) pairs */
 	uint64_t pprof_samples; /* pprof Sample messages decoded, before aggregation */
+	uint64_t duplicates; /* profiles skipped: their push ID was stored lately */
 };
 
 struct ingest_hints;
@@ -60,6 +61,9 @@ struct ingest_series {
 	const void *data;                 /* pprof, gzipped or raw; borrowed */
 	size_t len;
 	const struct ingest_hints *hints; /* borrowed, internal (ingest_int.h); NULL: none */
+	/* The agent's profile ID (push.v1 RawSample.ID), or NULL/"": a profile
+	 * whose ID the tenant pushed lately is skipped (store_txn_claim_id). */
+	const char *id;
 };
 
 /*

@@ -96,6 +96,7 @@ struct ingest_pprof {
 	const uint32_t *sample_group;       /* index into groups */
 	const int64_t *values;              /* n_samples x n_types, row-major */
 	const uint64_t *sample_span;        /* span id per sample, 0 none; NULL: none has one */
+	const char *push_id;                /* ingest_series.id; NULL or "": none */
 };
 
 /* Per-pprof fallbacks for fields the pprof does not carry. */

@@ -71,6 +71,11 @@ static int to_series(struct arena *a, const struct ingest_limits *lim,
 			res[k].n_labels = s->n_labels;
 			res[k].data = s->samples[j]->raw_profile.data;
 			res[k].len = s->samples[j]->raw_profile.len;
+			res[k].id = s->samples[j]->id;
+			if (res[k].id && strlen(res[k].id) > STORE_PUSH_ID_MAX)
+				return err_set(msg, ERR_INVALID,
+					       "push: series %zu: sample %zu: ID longer than %d bytes",
+					       i, j, STORE_PUSH_ID_MAX);
 			k++;
 		}
 	}

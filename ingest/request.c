@@ -215,6 +215,7 @@ static int pprof_request(struct store *st, const struct ingest_limits *lim, cons
 	s.data = req->data;
 	s.len = req->len;
 	s.hints = &hints;
+	s.id = NULL;
 	rc = ingest__run(st, lim, tenant, &s, 1, req->from_ns,
 			 req->until_ns > req->from_ns ? req->until_ns - req->from_ns : 0, out, msg);
 out:

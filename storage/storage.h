@@ -109,6 +109,21 @@ struct store_options {
 	/* The wall clock, ns since the epoch (tests); NULL reads CLOCK_REALTIME. */
 	int64_t (*clock_ns)(void *ctx);
 	void *clock_ctx;
+	/*
+	 * A write-ahead log damaged anywhere but a cut-short last record makes
+	 * store_open() fail with ERR_CORRUPT and a message naming the file and
+	 * the offset (never a silent loss of what follows).  Set, the store is
+	 * opened anyway with the writes before the damage and without the rest
+	 * (RocksDB's point-in-time recovery): `unhex recover`.
+	 */
+	int wal_recover;
+	/*
+	 * Idempotent pushes (store_txn_claim_id): an ID is remembered for this
+	 * long (0 picks 10 minutes), at most push_id_max IDs per window (0
+	 * picks 524288; more are stored but not remembered).
+	 */
+	int64_t push_id_window_ns;
+	uint32_t push_id_max;
 };
 
 /* Partition ids at or above this name a service of a block. */
@@ -238,6 +253,19 @@ int store_txn_profile(struct store_txn *tx, uint64_t series_id, uint32_t part,
 int store_txn_profile_spans(struct store_txn *tx, uint64_t series_id, uint32_t part,
 			    const struct store_profile_meta *meta, const uint32_t *stack_ids,
 			    const int64_t *values, const uint64_t *spans, size_t n);
+
+/* Longest push ID, in bytes (Pyroscope agents send a 36-byte UUID). */
+#define STORE_PUSH_ID_MAX 256
+
+/*
+ * Idempotent pushes: claims profile ID `id` (1..STORE_PUSH_ID_MAX bytes,
+ * borrowed) for the txn's tenant.  *seen = 1 when a commit less than the
+ * window ago (store_options.push_id_window_ns) claimed it: the caller skips
+ * that profile.  Else *seen = 0 and the claim is written with the txn (it
+ * survives a restart; an aborted txn forgets it).  Returns 0, ERR_INVALID
+ * for a bad length, ERR_NOMEM.
+ */
+int store_txn_claim_id(struct store_txn *tx, const void *id, size_t len, int *seen);
 
 /* Writes everything atomically and frees the txn (also on failure). */
 int store_txn_commit(struct store_txn *tx, struct err_msg *msg);
@@ -399,6 +427,9 @@ struct store_tenant_stats {
 	uint64_t head_profiles;      /* of profiles: not sealed yet */
 	uint64_t blocks;             /* block files, the unreadable included */
 	uint64_t blocks_unreadable;  /* corrupt or missing: skipped by queries */
+	uint64_t head_unreadable;    /* head symbol partitions whose records did not
+				      * load (damaged SST blocks): their profiles
+				      * cannot be read; `unhex verify` names the file */
 	int64_t oldest_ns, newest_ns; /* first and last profile time in blocks (0: none) */
 	/* What retention removed, since the store was created. */
 	uint64_t expired_blocks, expired_bytes, expired_profiles, expired_samples;
@@ -470,6 +501,23 @@ int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block
 		 void *ctx, struct err_msg *msg);
 
 /*
+ * Checks the head: reads every key of every column family with RocksDB's
+ * block checksums verified (every data and index block of every live SST
+ * file, and the memtables replayed from the log), stopping at a family's
+ * first error.  Calls cb once per family with its live SST files, their
+ * bytes, the keys read, and error (NULL, or RocksDB's message, which names
+ * the file).  Returns 0 when all are fine, ERR_CORRUPT when any is not,
+ * another error when the check itself failed.
+ */
+struct store_head_check {
+	const char *family;
+	uint64_t files, bytes, keys;
+	const char *error;
+};
+int store_verify_head(struct store *st, int (*cb)(void *ctx, const struct store_head_check *c),
+		      void *ctx, struct err_msg *msg);
+
+/*
  * Calls cb for every build ID that a retained profile references (the head
  * and every readable block) with the newest time of such a profile, once per
  * build ID, in build ID order.
@@ -477,6 +525,69 @@ int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block
 int store_build_ids_each(struct store *st,
 			 int (*cb)(void *ctx, const char *build_id, int64_t last_ns), void *ctx,
 			 struct err_msg *msg);
+
+/* ---- durability checks (docs/operations.md) ----------------------------- */
+
+/*
+ * What store_wal_check() found in the write-ahead logs of a store directory
+ * (RocksDB's *.log files, oldest first).  A batch is one store commit.
+ */
+struct store_wal_report {
+	uint64_t files, bytes;        /* log files read, and their bytes */
+	uint64_t batches, entries;    /* intact write batches, and their entries */
+	uint64_t last_seq;            /* the last sequence number before any damage */
+	int torn_tail;                /* the newest log ends in a cut-short record */
+	/* The first damage: file name ("" when none), offset, why (static). */
+	char file[64];
+	uint64_t offset;
+	const char *why;
+	/* Intact batches after the damage: what a point-in-time recovery drops. */
+	uint64_t batches_after, entries_after, bytes_after;
+	uint64_t first_seq_after, last_seq_after;
+	uint64_t files_after;         /* later log files holding such batches */
+};
+
+/*
+ * Reads every log of the store in `dir` (which need not be open; the files
+ * are only read) and fills *out.  Returns 0 whatever the logs hold (damage
+ * is in out->file), or an error when a file cannot be read.
+ */
+int store_wal_check(const char *dir, struct store_wal_report *out, struct err_msg *msg);
+
+/* ---- backups (docs/operations.md) -------------------------------------- */
+
+struct store_backup_stats {
+	uint64_t files, bytes; /* beside the head's checkpoint: blocks, debug files */
+	uint64_t linked;       /* of those, hard links instead of copies */
+	int64_t ns;            /* how long it took */
+};
+
+/*
+ * Writes a consistent copy of the open (read-write) store into the new
+ * directory `to` (absolute; must not exist): the head as a RocksDB
+ * checkpoint, and the block and debug files of the data directory (hard
+ * links where the file system allows, else copies).  Commits go on
+ * meanwhile; maintenance waits.  Written under "<to>.partial" and renamed
+ * at the end, so `to` is complete or absent, whatever happens.
+ */
+int store_backup(struct store *st, const char *to, struct store_backup_stats *out,
+		 struct err_msg *msg);
+
+/*
+ * Copies backup `from` into the new data directory `data` (must not exist),
+ * through "<data>.partial" renamed at the end.  The store is not opened.
+ */
+int store_restore(const char *from, const char *data, struct store_backup_stats *out,
+		  struct err_msg *msg);
+
+/* What the push ID memory holds and did, for /metrics. */
+struct store_push_id_stats {
+	uint64_t remembered; /* IDs claimed in the last one to two windows */
+	uint64_t duplicates; /* claims of a remembered ID: profiles not stored again */
+	uint64_t overflow;   /* IDs stored but not remembered (a window was full) */
+	int64_t window_ns;
+};
+void store_push_id_stats(struct store *st, struct store_push_id_stats *out);
 
 /* Flushes memtables to SST files (for accurate sizes and benchmarks). */
 int store_flush(struct store *st, struct err_msg *msg);

@@ -570,6 +570,26 @@
  * epoch records 0 and 1 for every tenant and the format 2 record with a new
  * store id; new writes go to epoch 1, and maintenance seals the old data
  * into blocks like any other.  Nothing is rewritten at open.
+ *
+ * ==========================================================================
+ * 11. Push IDs (pushid.c)
+ * ==========================================================================
+ *
+ * A claimed profile ID (store_txn_claim_id), in meta, written in the
+ * claiming txn's batch:
+ *
+ *   key   0      4     tenant = 0
+ *         4      1     'I'
+ *         5      8     generation = claim time / window, u64 BE
+ *         13     4     tenant id, u32 BE
+ *         17     16    two 64-bit hashes of the ID (hash_bytes, two seeds), BE
+ *   value 0      8     claim time, ns, u64 BE
+ *
+ * The generation leads the key so that forgetting a generation is one
+ * DeleteRange.  Open reads the current and the previous generation; older
+ * records are deleted then and whenever a claim starts a new generation.
+ * The 128-bit hash stands for the ID: a false "seen" needs two IDs of one
+ * tenant colliding in 128 bits within a window.
  */
 #ifndef UNHEX_STORAGE_STORAGE_INT_H
 #define UNHEX_STORAGE_STORAGE_INT_H
@@ -660,6 +680,7 @@ enum {
 	TAG_EPOCH = 'E',
 	TAG_BLOCK = 'B',
 	TAG_MIGRATION = 'M',
+	TAG_PUSHID = 'I',
 };
 
 /* Chunk keys: tenant, 'C', series, window, epoch (format 1: without the epoch). */
@@ -921,6 +942,37 @@ struct bcache {
 	uint64_t hits, misses, evictions;
 };
 
+/* ---- push IDs (pushid.c), section 11 ------------------------------------ */
+
+struct pushid_entry {
+	uint64_t h1, h2;    /* two 64-bit hashes of the ID */
+	int64_t time_ns;    /* when it was claimed (store__wall) */
+	uint32_t tenant;
+};
+
+/* One generation: the IDs claimed in one window, indexed by hmap. */
+struct pushid_gen {
+	uint64_t gen;
+	struct pushid_entry *v; /* owned */
+	size_t n, cap;
+	struct hmap map;
+};
+
+/* Guarded by the writer lock; the counters are read without it. */
+struct pushids {
+	int64_t window_ns;
+	uint32_t max;             /* entries per generation */
+	struct pushid_gen g[2];   /* g[0] current, g[1] previous */
+	_Atomic uint64_t remembered, duplicates, overflow;
+};
+
+void store__pushids_init(struct pushids *p, int64_t window_ns, uint32_t max);
+void store__pushids_release(struct pushids *p);
+/* Reads the claims of the last two generations, drops older records. */
+int store__pushids_load(struct store *st, struct err_msg *msg);
+/* Forgets the claims of an aborted txn. */
+void store__pushids_rollback(struct store_txn *tx);
+
 struct store {
 	rocksdb_t *db;
 	char *dir;
@@ -959,6 +1011,7 @@ struct store {
 	struct bcache cache;
 	pthread_mutex_t maint_mu;   /* one maintenance pass at a time */
 	struct store_maint_stats maint_total; /* under maint_mu */
+	struct pushids pushids;     /* push IDs claimed lately (pushid.c) */
 	pthread_t maint_thread;
 	int maint_started;
 	pthread_mutex_t maint_wait_mu;
@@ -1007,6 +1060,11 @@ struct store_txn {
 	int64_t *wins;
 	size_t n_wins, cap_wins;
 	int64_t max_time;
+	/* Push IDs claimed (pushid.c): the generation and its entry count at
+	 * the first claim, to forget them on abort. */
+	int pushid_claimed;
+	uint64_t pushid_gen;
+	size_t pushid_mark;
 };
 
 /* Key helpers. */
@@ -1026,6 +1084,8 @@ int store__rocks_err(struct err_msg *msg, int code, const char *what, char *err)
 /* Adds a put to the txn batch and accounts its bytes. */
 void store__txn_put(struct store_txn *tx, enum cfi cf, const void *k, size_t klen,
 		    const void *v, size_t vlen);
+/* The RocksDB column family name of `c` ("meta", "samples", ...). */
+const char *store__cfi_name(enum cfi c);
 void store__txn_merge(struct store_txn *tx, enum cfi cf, const void *k, size_t klen,
 		      const void *v, size_t vlen);
 

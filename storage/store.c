@@ -21,6 +21,8 @@
 #define DEFAULT_BLOCK_RANGE_NS ((int64_t)3600 * 1000000000)
 #define DEFAULT_SYMBOL_CACHE_BYTES ((size_t)128 << 20)
 #define DEFAULT_GRACE_NS ((int64_t)120 * 1000000000)
+#define DEFAULT_PUSH_ID_WINDOW_NS ((int64_t)600 * 1000000000)
+#define DEFAULT_PUSH_ID_MAX 524288u
 #define WRITE_BUFFER_BYTES ((size_t)32 << 20)
 #define DB_WRITE_BUFFER_BYTES ((size_t)128 << 20)
 
@@ -28,6 +30,11 @@ static const char *const cf_names[CFI_N] = {
 	"default", "meta", "counters", "series", "symbols", "samples", "debuginfo", "symcache",
 	"settings",
 };
+
+const char *store__cfi_name(enum cfi c)
+{
+	return c >= 0 && c < CFI_N ? cf_names[c] : "?";
+}
 
 const char *store_cf_name(enum store_cf cf)
 {
@@ -171,9 +178,21 @@ static rocksdb_options_t *cf_options(struct store *st, enum cfi c)
 	return o;
 }
 
-static void db_options(struct store *st)
+/* RocksDB's WALRecoveryMode values (the C API takes the int). */
+enum { WAL_TOLERATE_TAIL = 0, WAL_POINT_IN_TIME = 2 };
+
+static void db_options(struct store *st, int wal_recover)
 {
 	rocksdb_options_t *o = rocksdb_options_create();
+
+	/*
+	 * A log that ends in a cut-short record (a crash mid-write) opens; one
+	 * damaged anywhere else fails to open instead of silently losing every
+	 * write after the damage (RocksDB's default, point-in-time, does that).
+	 */
+	rocksdb_options_set_wal_recovery_mode(o, wal_recover ? WAL_POINT_IN_TIME
+							     : WAL_TOLERATE_TAIL);
+	rocksdb_options_set_paranoid_checks(o, 1);
 
 	rocksdb_options_set_create_if_missing(o, 1);
 	rocksdb_options_set_create_missing_column_families(o, 1);
@@ -477,6 +496,13 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 				return ERR_NOMEM;
 		}
 	}
+	if (opt->push_id_window_ns < 0)
+		return err_set(msg, ERR_INVALID, "store: negative push ID window");
+	if (opt->push_id_max > HMAP_MAX)
+		return err_set(msg, ERR_INVALID, "store: push ID cap above %u", HMAP_MAX);
+	store__pushids_init(&st->pushids,
+			    opt->push_id_window_ns ? opt->push_id_window_ns : DEFAULT_PUSH_ID_WINDOW_NS,
+			    opt->push_id_max ? opt->push_id_max : DEFAULT_PUSH_ID_MAX);
 	if (cp && strlen(cp) < sizeof(st->crashpoint))
 		strcpy(st->crashpoint, cp);
 	st->next_bref = 1;
@@ -485,6 +511,31 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 	pthread_mutex_init(&st->maint_mu, NULL);
 	pthread_mutex_init(&st->maint_wait_mu, NULL);
 	return 0;
+}
+
+/*
+ * RocksDB refused to open `dir` as corrupt: says where (store_wal_check)
+ * and how to go on.  Returns ERR_CORRUPT.
+ */
+static int wal_refusal(const char *dir, const char *rocks, struct err_msg *msg)
+{
+	struct store_wal_report r;
+	struct err_msg m;
+
+	err_clear(&m);
+	if (store_wal_check(dir, &r, &m) || !r.file[0])
+		return err_set(msg, ERR_CORRUPT,
+			       "store %s: RocksDB refuses to open it: %s.  Nothing was changed; "
+			       "`unhex verify --data %s` checks every file (docs/operations.md)",
+			       dir, rocks, dir);
+	return err_set(msg, ERR_CORRUPT,
+		       "store %s: write-ahead log %s/%s damaged at byte %llu (%s); %llu intact "
+		       "writes (%llu entries) follow, which opening would drop.  Nothing was "
+		       "changed.  To open with the writes before the damage (a copy of the log "
+		       "is kept), run: unhex recover --data %s (docs/operations.md)",
+		       dir, dir, r.file, (unsigned long long)r.offset, r.why,
+		       (unsigned long long)r.batches_after,
+		       (unsigned long long)r.entries_after, dir);
 }
 
 int store_open(const struct store_options *opt, struct store **out, struct err_msg *msg)
@@ -511,7 +562,7 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 		goto fail;
 	st->cache_rocks = rocksdb_cache_create_lru(opt->block_cache_bytes ? opt->block_cache_bytes
 									  : DEFAULT_CACHE_BYTES);
-	db_options(st);
+	db_options(st, opt->wal_recover);
 	for (int c = 0; c < CFI_N; c++) {
 		st->cfopt[c] = cf_options(st, (enum cfi)c);
 		cfo[c] = st->cfopt[c];
@@ -530,8 +581,14 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	if (rc)
 		goto fail;
 	if (err) {
-		rc = store__rocks_err(msg, st->read_only ? ERR_NOT_FOUND : ERR_IO,
-				      st->read_only ? "open store read-only" : "open store", err);
+		if (strncmp(err, "Corruption:", 11) == 0) {
+			rc = wal_refusal(opt->dir, err, msg);
+			rocksdb_free(err);
+		} else {
+			rc = store__rocks_err(msg, st->read_only ? ERR_NOT_FOUND : ERR_IO,
+					      st->read_only ? "open store read-only" : "open store",
+					      err);
+		}
 		st->db = NULL;
 		goto fail;
 	}
@@ -545,6 +602,8 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 		goto fail;
 	}
 	rc = load_tenants(st, msg);
+	if (!rc)
+		rc = store__pushids_load(st, msg);
 	if (!rc)
 		rc = store__migrate(st, msg);
 	if (!rc)
@@ -605,6 +664,7 @@ void store_close(struct store *st)
 		rocksdb_writeoptions_destroy(st->wopt);
 	if (st->wopt_sync)
 		rocksdb_writeoptions_destroy(st->wopt_sync);
+	store__pushids_release(&st->pushids);
 	for (size_t i = 0; i < st->n_overrides; i++)
 		free((char *)st->overrides[i].tenant);
 	free(st->overrides);
@@ -732,6 +792,7 @@ fail:
 
 static void txn_rollback(struct store_txn *tx)
 {
+	store__pushids_rollback(tx);
 	for (size_t i = 0; i < tx->n_dirty; i++) {
 		store__part_rollback(tx->dirty[i]);
 		tx->dirty[i]->dirty = 0;
@@ -1113,6 +1174,10 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 			s.bytes[cf_public((enum cfi)c)] += sst[c] + (uint64_t)(share * (double)mem[c]);
 		}
 		block_stats(st, v[i], &s);
+		pthread_mutex_lock(&v[i]->mu);
+		for (size_t j = 0; j < v[i]->n_parts; j++)
+			s.head_unreadable += v[i]->parts[j]->broken != NULL;
+		pthread_mutex_unlock(&v[i]->mu);
 		rc = cb(ctx, &s);
 		if (rc)
 			goto out;

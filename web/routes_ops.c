@@ -183,6 +183,47 @@ void web__handle_stats(struct web__req *rq, struct web__resp *rs)
 		web__resp_text_error(rs, ERR_NOMEM, "out of memory");
 }
 
+/*
+ * POST /api/v1/admin/backup?to=/abs/dir: a consistent copy of the store and
+ * its files written by the server into a new directory of its own file
+ * system (docs/operations.md).  Admin scope: the server writes where it
+ * may write, so who may ask is restricted like replacing debug info.
+ */
+void web__handle_backup(struct web__req *rq, struct web__resp *rs)
+{
+	struct store_backup_stats bs;
+	struct err_msg msg;
+	char to[1024];
+	int rc;
+
+	err_clear(&msg);
+	rc = web__param(rq, "to", to, sizeof(to), &msg);
+	if (rc == ERR_NOT_FOUND || (!rc && !to[0])) {
+		web__resp_text_error(rs, ERR_INVALID,
+				     "the parameter to= (a new absolute directory) is required");
+		return;
+	}
+	if (rc) {
+		web__resp_text_error(rs, rc, msg.text);
+		return;
+	}
+	rc = store_backup(rq->srv->store, to, &bs, &msg);
+	if (rc) {
+		web__resp_text_error(rs, rc, msg.text);
+		return;
+	}
+	log_info("backup: %s written (%llu files beside the head, %llu bytes, %llu linked) in "
+		 "%lld ms", to, (unsigned long long)bs.files, (unsigned long long)bs.bytes,
+		 (unsigned long long)bs.linked, (long long)(bs.ns / 1000000));
+	rs->status = 200;
+	rs->content_type = "application/json";
+	buf_puts(&rs->body, "{\"path\":");
+	buf_put_json_str(&rs->body, to, strlen(to));
+	buf_printf(&rs->body, ",\"files\":%llu,\"bytes\":%llu,\"linked\":%llu,\"ms\":%lld}\n",
+		   (unsigned long long)bs.files, (unsigned long long)bs.bytes,
+		   (unsigned long long)bs.linked, (long long)(bs.ns / 1000000));
+}
+
 static void metric_head(struct buf *b, const char *name, const char *type, const char *help)
 {
 	buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
@@ -328,6 +369,20 @@ static void store_metrics(struct store *st, struct buf *b)
 		   (unsigned long long)m.sealed_blocks, (unsigned long long)m.sealed_profiles,
 		   (unsigned long long)m.compactions, (unsigned long long)m.compacted_blocks,
 		   (unsigned long long)m.expired_blocks, (unsigned long long)m.dropped_epochs);
+	{
+		struct store_push_id_stats p;
+
+		store_push_id_stats(st, &p);
+		metric_head(b, "unhex_push_ids_remembered", "gauge",
+			    "Pushed profile IDs remembered to recognize retries (docs/operations.md).");
+		buf_printf(b, "unhex_push_ids_remembered %llu\n", (unsigned long long)p.remembered);
+		metric_head(b, "unhex_push_duplicates_total", "counter",
+			    "Pushed profiles not stored again: their ID was stored within the window.");
+		buf_printf(b, "unhex_push_duplicates_total %llu\n", (unsigned long long)p.duplicates);
+		metric_head(b, "unhex_push_ids_overflow_total", "counter",
+			    "Pushed IDs stored but not remembered: the window's cap was reached.");
+		buf_printf(b, "unhex_push_ids_overflow_total %llu\n", (unsigned long long)p.overflow);
+	}
 }
 
 void web__handle_metrics(struct web__req *rq, struct web__resp *rs)

@@ -507,6 +507,7 @@ void web__handle_otlp(struct web__req *rq, struct web__resp *rs);
 void web__resp_otlp_error(struct web__resp *rs, int code, const char *message, int json);
 void web__handle_stats(struct web__req *rq, struct web__resp *rs);
 void web__handle_metrics(struct web__req *rq, struct web__resp *rs);
+void web__handle_backup(struct web__req *rq, struct web__resp *rs);
 void web__handle_index(struct web__req *rq, struct web__resp *rs); /* phase-1 page, unrouted */
 
 /* ---- routes_query.c: the read API over query/query.h ------------------- */

@@ -1,8 +1,8 @@
 /*
  * test_files.c - the debug files on disk (files.c): canonical build IDs,
  * the path layout and its limit, mkdir -p, installing by link or by copy,
- * hashing and comparing files, and the lookup behind the debuginfod
- * protocol.
+ * hashing and comparing files, the lookup behind the debuginfod
+ * protocol, and removing what a crash left mid-write.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -223,6 +223,48 @@ static void test_file_path(void **state)
 			 ERR_NOT_FOUND);
 }
 
+static void test_clean_temp(void **state)
+{
+	struct debuginfo s;
+	struct stat sb;
+	char dir[512];
+	uint64_t n, bytes;
+
+	(void)state;
+	memset(&s, 0, sizeof(s));
+	snprintf(dir, sizeof(dir), "%s", at("crash"));
+	s.dir = dir;
+	assert_int_equal(debuginfo__mkdir_p(at("crash/tmp")), 0);
+	assert_int_equal(debuginfo__mkdir_p(at("crash/ab/abcd")), 0);
+	/* What a kill -9 leaves: an upload, a fetch, an install, an index. */
+	write_file(at("crash/tmp/upload.123.4"), "12345");
+	write_file(at("crash/tmp/fetch.123.5"), "123");
+	write_file(at("crash/ab/abcd/debuginfo.tmp.123"), "12");
+	write_file(at("crash/ab/abcd/index.Ab12Cd"), "1");
+	/* What must stay. */
+	write_file(at("crash/ab/abcd/debuginfo"), "x");
+	write_file(at("crash/ab/abcd/index"), "x");
+	write_file(at("crash/ab/abcd/executable"), "x");
+	write_file(at("crash/ab/abcd/index.tmp"), "x");
+	write_file(at("crash/ab/abcd/index.toolong7"), "x");
+
+	debuginfo__clean_temp(&s, &n, &bytes);
+	assert_int_equal(n, 4);
+	assert_int_equal(bytes, 11);
+	assert_int_not_equal(stat(at("crash/tmp/upload.123.4"), &sb), 0);
+	assert_int_not_equal(stat(at("crash/tmp/fetch.123.5"), &sb), 0);
+	assert_int_not_equal(stat(at("crash/ab/abcd/debuginfo.tmp.123"), &sb), 0);
+	assert_int_not_equal(stat(at("crash/ab/abcd/index.Ab12Cd"), &sb), 0);
+	assert_int_equal(stat(at("crash/tmp"), &sb), 0);
+	assert_int_equal(stat(at("crash/ab/abcd/debuginfo"), &sb), 0);
+	assert_int_equal(stat(at("crash/ab/abcd/index"), &sb), 0);
+	assert_int_equal(stat(at("crash/ab/abcd/executable"), &sb), 0);
+	assert_int_equal(stat(at("crash/ab/abcd/index.tmp"), &sb), 0);
+	assert_int_equal(stat(at("crash/ab/abcd/index.toolong7"), &sb), 0);
+	debuginfo__clean_temp(&s, &n, &bytes);
+	assert_int_equal(n, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -232,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_install_by_copy),
 		cmocka_unit_test(test_same_content),
 		cmocka_unit_test(test_file_path),
+		cmocka_unit_test(test_clean_temp),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

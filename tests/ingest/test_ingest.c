@@ -87,7 +87,7 @@ static void test_native(void **state)
 	struct pb *b = pb_native_profile();
 	size_t len;
 	uint8_t *bytes = pb_pack(b, 1, &len);
-	struct ingest_series in = { app_labels, 3, bytes, len, NULL };
+	struct ingest_series in = { app_labels, 3, bytes, len, NULL, NULL };
 	struct ingest_stats stats;
 	struct err_msg msg = { { 0 } };
 	struct store_tenant_stats ts;
@@ -164,7 +164,7 @@ static void test_go_labels(void **state)
 	pb_label(b, s, "endpoint", "/api", 0);
 	bytes = pb_pack(b, 0, &len);
 	before = fx_tenant_stats(f);
-	struct ingest_series in = { labels, 1, bytes, len, NULL };
+	struct ingest_series in = { labels, 1, bytes, len, NULL, NULL };
 	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 5000, &stats, &msg), 0);
 	/* Two label sets -> two series, two stored profiles; 3 pairs in all. */
 	assert_int_equal(stats.profiles, 2);
@@ -183,7 +183,7 @@ static void test_rejected_request_writes_nothing(void **state)
 	struct pb *good = pb_native_profile(), *bad = pb_native_profile();
 	size_t l1, l2;
 	uint8_t *b1, *b2;
-	struct ingest_stats stats = { 77, 77, 77 };
+	struct ingest_stats stats = { 77, 77, 77, 77 };
 	struct err_msg msg = { { 0 } };
 	struct store_tenant_stats before, after;
 
@@ -191,7 +191,7 @@ static void test_rejected_request_writes_nothing(void **state)
 	bad->smp[1].location_id[0] = 99;
 	b1 = pb_pack(good, 1, &l1);
 	b2 = pb_pack(bad, 0, &l2);
-	struct ingest_series in[] = { { app_labels, 3, b1, l1, NULL }, { app_labels, 3, b2, l2, NULL } };
+	struct ingest_series in[] = { { app_labels, 3, b1, l1, NULL, NULL }, { app_labels, 3, b2, l2, NULL, NULL } };
 	before = fx_tenant_stats(f);
 	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", in, 2, 1, &stats, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "profile 1: sample 1: location_id 99 not found"));
@@ -373,7 +373,7 @@ static void test_speed(void **state)
 		b->p.time_nanos = 1700000000000000000 + (int64_t)r * 10000000000;
 		bytes = pb_pack(b, 1, &len);
 		int64_t t0 = clock_mono_ns();
-		struct ingest_series in = { labels, 2, bytes, len, NULL };
+		struct ingest_series in = { labels, 2, bytes, len, NULL, NULL };
 		assert_int_equal(ingest_profiles(f->st, &f->lim, "bench", &in, 1, 1, &stats, &msg), 0);
 		if (r == 0)
 			t_first = clock_mono_ns() - t0;

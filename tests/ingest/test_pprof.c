@@ -536,7 +536,7 @@ static void test_truncated_and_corrupted(void **state)
 			copy = realloc(copy, len);
 		}
 		for (size_t cut = 0; cut < len; cut++) {
-			struct ingest_series s = { base_labels, 2, bytes, cut, NULL };
+			struct ingest_series s = { base_labels, 2, bytes, cut, NULL, NULL };
 			struct ingest_pprof pp;
 			struct err_msg msg = { { 0 } };
 			struct arena a;
@@ -555,7 +555,7 @@ static void test_truncated_and_corrupted(void **state)
 		}
 		/* Flip every byte in turn. */
 		for (size_t i = 0; i < len; i++) {
-			struct ingest_series s = { base_labels, 2, copy, len, NULL };
+			struct ingest_series s = { base_labels, 2, copy, len, NULL, NULL };
 			struct ingest_pprof pp;
 			struct err_msg msg = { { 0 } };
 			struct arena a;
@@ -593,7 +593,7 @@ static void test_gzip_bomb(void **state)
 	assert_int_equal(gzip_compress(zeros, n, 9, &gz), 0);
 	free(zeros);
 	assert_true(gz.len < 200 * 1024);
-	struct ingest_series s = { base_labels, 2, gz.data, gz.len, NULL };
+	struct ingest_series s = { base_labels, 2, gz.data, gz.len, NULL, NULL };
 	arena_init(&a, 1 << 30);
 	assert_int_equal(ingest__convert(&a, &lim, &s, &d, &pp, &msg), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "exceeds"));
@@ -629,7 +629,7 @@ static void test_decode_memory_cap(void **state)
 			p[len++] = 0x00;
 		}
 	}
-	struct ingest_series s = { base_labels, 2, p, len, NULL };
+	struct ingest_series s = { base_labels, 2, p, len, NULL, NULL };
 	arena_init(&a, 1 << 30);
 	int rc = ingest__convert(&a, &lim, &s, &d, &pp, &msg);
 	/* Either the cap stops the decoder or the profile is rejected later. */
@@ -682,7 +682,7 @@ static void test_speed(void **state)
 
 	ingest_limits_default(&lim);
 	for (int i = 0; i < rounds; i++) {
-		struct ingest_series s = { base_labels, 2, bytes, len, NULL };
+		struct ingest_series s = { base_labels, 2, bytes, len, NULL, NULL };
 		struct ingest_pprof pp;
 		struct err_msg msg = { { 0 } };
 		struct arena a;

@@ -90,6 +90,7 @@ static void test_binary(void **state)
 	assert_string_equal(s[1].labels[1].value, "pushed");
 	assert_int_equal(s[1].len, plen);
 	assert_memory_equal(s[1].data, pprof, plen);
+	assert_string_equal(s[1].id, "uuid");
 	{
 		struct ingest_limits lim;
 		struct ingest_defaults d = { 1, 0 };
@@ -161,6 +162,8 @@ static void test_json(void **state)
 	assert_int_equal(s[0].len, plen);
 	assert_memory_equal(s[0].data, pprof, plen);
 	assert_memory_equal(s[1].data, pprof, plen);
+	assert_string_equal(s[0].id, "x");
+	assert_true(!s[1].id || !s[1].id[0]);
 	arena_release(&a);
 
 	/* Truncations of the JSON body: all rejected cleanly. */

@@ -269,6 +269,7 @@ ROUTES=(
 	"POST|/v1development/profiles|ingest|{\"resourceProfiles\":[]}|application/json"
 	"GET|/api/v1/stats|query||"
 	"GET|/metrics|admin||"
+	"POST|/api/v1/admin/backup?to=$WORK/sec-backup|admin||"
 	"GET|/pyroscope/render?query=$Q&from=now-1h&until=now|query||"
 	"GET|/pyroscope/render-diff?$DIFFQ|query||"
 	"GET|/pyroscope/labels|query||"
