@@ -448,7 +448,7 @@ static void test_clean_inputs(void **state)
 	before = fx_tenant_stats(f);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		p = one_fn(bad[i].fn, bad[i].type, bad[i].unit, bad[i].v, bad[i].label, &len);
-		struct ingest_series in = { bad[i].labels, 1, p, len, NULL };
+		struct ingest_series in = { bad[i].labels, 1, p, len, NULL, NULL };
 
 		err_clear(&msg);
 		assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 1, &stats, &msg),
@@ -462,7 +462,7 @@ static void test_clean_inputs(void **state)
 	/* A custom unit keeps its negative value. */
 	p = one_fn("g", "temperature", "celsius", -3, NULL, &len);
 	{
-		struct ingest_series in = { clean_labels, 1, p, len, NULL };
+		struct ingest_series in = { clean_labels, 1, p, len, NULL, NULL };
 
 		assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 1, &stats, &msg), 0);
 	}
@@ -470,7 +470,7 @@ static void test_clean_inputs(void **state)
 	/* A frame name with invalid UTF-8 is stored with U+FFFD. */
 	p = one_fn("bad\xff" "fn\xe2\x82", "cpu", "nanoseconds", 5, NULL, &len);
 	{
-		struct ingest_series in = { clean_labels, 1, p, len, NULL };
+		struct ingest_series in = { clean_labels, 1, p, len, NULL, NULL };
 
 		assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", &in, 1, 1, &stats, &msg), 0);
 	}
