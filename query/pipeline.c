@@ -221,6 +221,27 @@ int query_pprof(struct store *st, const char *tenant, const struct query_params 
 	return rc;
 }
 
+/* format=dot: the whole tree, untruncated; the graph keeps its own maxNodes. */
+int query_dot(struct store *st, const char *tenant, const struct query_params *p,
+	      struct buf *out, struct err_msg *msg)
+{
+	size_t max_nodes = p->max_nodes > 0 ? (size_t)p->max_nodes : QUERY_DOT_DEFAULT_MAX_NODES;
+	struct query__side s;
+	struct out_cap oc;
+	struct qctx q;
+	int rc;
+
+	query__ctx_init(&q, st, tenant, &p->limits, msg);
+	query__side_init(&s);
+	out_begin(&q, out, &oc);
+	rc = query__run(&q, p, QUERY__TREE, 0, &s);
+	if (!rc)
+		rc = query__dot_write(&q, &s.t, s.sel.profile_type, max_nodes, out);
+	rc = out_end(&q, &oc, rc, FB_TOO_LARGE, FB_NOMEM);
+	query__side_release(&q, &s);
+	return rc;
+}
+
 /* top and folded: the whole tree, untruncated, as text. */
 static int text(struct store *st, const char *tenant, const struct query_params *p,
 		int folded, enum query_top_sort sort, size_t limit, struct buf *out,
