@@ -19,11 +19,14 @@
  * then name bytes, so the output is deterministic); their flat and cum are
  * those of the whole graph.  Where dropped functions sat between two kept
  * ones the edge joins the kept ones and is drawn dashed (pprof's "residual"
- * edge); the flat of a dropped leaf is shown by no node.
+ * edge); the flat of a dropped leaf is shown by no node.  An edge every
+ * contribution of which is a call inlined by the compiler (the callee's
+ * node is marked by build.c) is labelled "(inline)", as pprof does.
  *
  * Names come from clients: they are written inside DOT quoted strings with
  * `"` and `\` escaped (a `\` would otherwise start one of Graphviz's `\N`,
- * `\G`, `\l` escapes), control bytes shown as `\x..`, and bytes that are not
+ * `\G`, `\l` escapes), `&` as `&amp;` (Graphviz reads HTML entities in
+ * strings), control bytes shown as `\x..`, and bytes that are not
  * UTF-8 replaced by U+FFFD (Graphviz reads the file as UTF-8).  Values are
  * written in the profile's unit scaled (nanoseconds to ns/us/ms/s/min/h,
  * bytes to B/kB/MB/GB/TB by 1024, other units as plain integers) with
@@ -52,7 +55,9 @@ struct dedge {
 	uint32_t src, dst; /* name ids */
 	int64_t w;
 	uint32_t onpath;   /* times the pair is counted on the current path */
-	int residual;
+	uint8_t residual;  /* a contribution skipped dropped functions */
+	uint8_t inlined;   /* every contribution was an inlined call */
+	uint8_t counted;   /* it has a contribution */
 };
 
 /* A DFS step: entering `node` (exit 0), or leaving it (exit 1). */
@@ -229,7 +234,7 @@ static int edge_get(struct dot *d, uint32_t src, uint32_t dst, uint32_t *out)
 			     "call graph edges");
 	if (rc)
 		return rc;
-	d->e[d->n_e] = (struct dedge){ src, dst, 0, 0, 0 };
+	d->e[d->n_e] = (struct dedge){ src, dst, 0, 0, 0, 0, 0 };
 	*out = (uint32_t)d->n_e++;
 	return query__map_put(d->q, &d->eidx, key, *out);
 }
@@ -268,6 +273,8 @@ static int sum_edges(struct dot *d)
 			if (!e->onpath) {
 				e->w += nd->total[0];
 				e->residual |= s.res;
+				e->inlined = (uint8_t)(nd->inlined && (e->inlined || !e->counted));
+				e->counted = 1;
 			}
 			e->onpath++;
 		}
@@ -371,6 +378,8 @@ static int put_escaped(struct dot *d, struct buf *out, const char *s, size_t len
 
 		if (c == '"')
 			rc = buf_puts(out, "\\\"");
+		else if (c == '&')
+			rc = buf_puts(out, "&amp;");
 		else if (c == '\\')
 			rc = buf_puts(out, bs);
 		else if (c < 0x20 || c == 0x7f)
@@ -478,9 +487,10 @@ static int write_edge(struct dot *d, const struct dedge *e, const struct vunit *
 
 	fmt_value(u, e->w, wv);
 	color(s, 0, col);
-	rc = buf_printf(out, "N%u -> N%u [label=\" %s\" weight=%d penwidth=%.2f color=\"%s\"%s tooltip=\"",
-			d->fn[e->src].rank, d->fn[e->dst].rank, wv, 1 + (int)lround(99 * s),
-			1 + 4 * s, col, e->residual ? " style=\"dashed\"" : "");
+	rc = buf_printf(out, "N%u -> N%u [label=\" %s%s\" weight=%d penwidth=%.2f color=\"%s\"%s tooltip=\"",
+			d->fn[e->src].rank, d->fn[e->dst].rank, wv, e->inlined ? "\\n (inline)" : "",
+			1 + (int)lround(99 * s), 1 + 4 * s, col,
+			e->residual ? " style=\"dashed\"" : "");
 	if (!rc)
 		rc = put_name(d, out, e->src, 1);
 	if (!rc)

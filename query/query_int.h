@@ -147,6 +147,8 @@ struct qnode {
 	uint32_t next_sibling; /* UINT32_MAX when none */
 	uint32_t build_id;     /* a raw frame (`<file>+0x<address>`): name id of its build
 				* ID, "" when its mapping has none; 0 a named frame */
+	uint8_t inlined;       /* every stack reached it as a frame inlined into its
+				* parent's (one location, several lines): build.c */
 	int64_t self[2];
 	int64_t total[2];
 };

@@ -155,6 +155,41 @@ static void test_trim_to_max_nodes(void **state)
 	}
 }
 
+static void test_inline_edges(void **state)
+{
+	static const char *const paths[] = { "main;handle;helper", "main;serve;handle;helper",
+					     "main;x;y" };
+	static const int64_t values[] = { 30, 20, 5 };
+	struct err_msg msg;
+	struct qctx q;
+	struct qtree t;
+	struct buf b;
+
+	(void)state;
+	tfx_ctx(&q, &msg, 0);
+	tfx_tree(&q, &t, paths, values, 3);
+	/* helper inlined into handle on both paths; y only on its own. */
+	t.nodes[tfx_node(&t, "main;handle;helper")].inlined = 1;
+	t.nodes[tfx_node(&t, "main;serve;handle;helper")].inlined = 1;
+	t.nodes[tfx_node(&t, "main;x;y")].inlined = 1;
+	buf_init(&b, 1 << 20);
+	assert_int_equal(query__dot_write(&q, &t, COUNT_TYPE, 100, &b), 0);
+	assert_int_equal(buf_putc(&b, '\0'), 0);
+	HAS(&b, "[label=\" 50\\n (inline)\" weight=");
+	HAS(&b, "[label=\" 5\\n (inline)\" weight=");
+	assert_int_equal(count(&b, "(inline)"), 2);
+	buf_reset(&b);
+	/* One contribution not inlined: the edge is a call. */
+	t.nodes[tfx_node(&t, "main;serve;handle;helper")].inlined = 0;
+	assert_int_equal(query__dot_write(&q, &t, COUNT_TYPE, 100, &b), 0);
+	assert_int_equal(buf_putc(&b, '\0'), 0);
+	HAS(&b, "[label=\" 50\" weight=");
+	assert_int_equal(count(&b, "(inline)"), 1);
+	buf_release(&b);
+	query__tree_release(&q, &t);
+	assert_int_equal(q.mem.used, 0);
+}
+
 /* Line by line: quotes balanced once escapes are skipped, no control bytes. */
 static void assert_well_quoted(const struct buf *b)
 {
@@ -182,7 +217,7 @@ static void test_hostile_names(void **state)
 {
 	static const char *const paths[] = {
 		"main;q\"uote;back\\slash", "main;new\nline\r", "main;\xff\xfe!",
-		"main;\\N\\G\\l\\\"];evil\" -> x [", "main;del\x7f",
+		"main;\\N\\G\\l\\\"];evil\" -> x [", "main;del\x7f&#38",
 	};
 	static const int64_t values[] = { 1, 2, 3, 4, 5 };
 	struct buf b;
@@ -197,7 +232,7 @@ static void test_hostile_names(void **state)
 	HAS(&b, "label=\"\xef\xbf\xbd\xef\xbf\xbd!\\n");
 	HAS(&b, "label=\"\\\\N\\\\G\\\\l\\\\\\\"]\\n");
 	HAS(&b, "label=\"evil\\\" -> x [\\n");
-	HAS(&b, "label=\"del\\\\x7f\\n");
+	HAS(&b, "label=\"del\\\\x7f&amp;#38\\n");
 	HAS(&b, "Profile: t:s\\\"x:u\\\\y:p:u\\l");
 	/* Tooltips: Graphviz unescapes them twice, a backslash is four. */
 	HAS(&b, "tooltip=\"back\\\\\\\\slash (flat 1, cum 1 u\\\\\\\\y)\"");
@@ -287,6 +322,7 @@ int main(void)
 		cmocka_unit_test(test_small_graph_exact),
 		cmocka_unit_test(test_recursion_counted_once),
 		cmocka_unit_test(test_trim_to_max_nodes),
+		cmocka_unit_test(test_inline_edges),
 		cmocka_unit_test(test_hostile_names),
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_deterministic),
