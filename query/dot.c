@@ -82,7 +82,7 @@ struct dot {
 	struct qmap eidx;  /* src << 32 | dst -> index in e */
 	struct dstep *st;
 	size_t st_cap, n_st;
-	unsigned steps;    /* DFS steps since the deadline was checked */
+	unsigned steps;    /* DFS steps taken; the deadline is checked every 4096 */
 	char *scratch;     /* a name made UTF-8 */
 	size_t scratch_cap;
 };
@@ -121,37 +121,22 @@ static int descend(struct dot *d, struct dstep s, uint32_t anc, uint8_t res)
 	return rc;
 }
 
-/* Pass 1: flat and cum of every function name. */
-static int sum_functions(struct dot *d)
+/* Pass 1, entering a node: flat and cum of its function. */
+static int enter_function(struct dot *d, struct dstep s)
 {
-	const struct qtree *t = d->t;
-	int rc = 0;
+	const struct qnode *nd = &d->t->nodes[s.node];
+	struct dfunc *f = &d->fn[nd->name];
 
-	for (uint32_t k = t->nodes[0].first_child; k != QNONE && !rc; k = t->nodes[k].next_sibling)
-		rc = push(d, (struct dstep){ k, QNONE, QNONE, 0, 0 });
-	while (!rc && d->n_st) {
-		struct dstep s = d->st[--d->n_st];
-		const struct qnode *nd = &t->nodes[s.node];
-		struct dfunc *f = &d->fn[nd->name];
-
-		if (s.exit) {
-			f->onpath--;
-			continue;
-		}
-		if (++d->steps % 4096 == 0 && (rc = query__ctx_check(d->q)))
-			break;
-		f->flat += nd->self[0];
-		if (!f->onpath)
-			f->cum += nd->total[0];
-		f->onpath++;
-		rc = descend(d, s, QNONE, 0);
-	}
-	return rc;
+	f->flat += nd->self[0];
+	if (!f->onpath)
+		f->cum += nd->total[0];
+	f->onpath++;
+	return descend(d, s, QNONE, 0);
 }
 
 static int64_t abs64(int64_t v)
 {
-	return v < 0 ? -v : v;
+	return v >= 0 ? v : v == INT64_MIN ? INT64_MAX : -v;
 }
 
 /* Byte order of two interned names, shorter first on a common prefix. */
@@ -239,8 +224,38 @@ static int edge_get(struct dot *d, uint32_t src, uint32_t dst, uint32_t *out)
 	return query__map_put(d->q, &d->eidx, key, *out);
 }
 
-/* Pass 2: the edges between kept functions. */
-static int sum_edges(struct dot *d)
+/* Pass 2, entering a node: the edge from the nearest kept function above. */
+static int enter_edge(struct dot *d, struct dstep s)
+{
+	const struct qnode *nd = &d->t->nodes[s.node];
+	uint32_t name = nd->name;
+	struct dedge *e;
+	int rc;
+
+	if (!d->fn[name].rank)
+		return descend(d, s, s.anc, 1);
+	if (s.anc != QNONE && s.anc != name) {
+		rc = edge_get(d, s.anc, name, &s.edge);
+		if (rc)
+			return rc;
+		e = &d->e[s.edge];
+		if (!e->onpath) {
+			e->w += nd->total[0];
+			e->residual |= s.res;
+			e->inlined = (uint8_t)(nd->inlined && (e->inlined || !e->counted));
+			e->counted = 1;
+		}
+		e->onpath++;
+	}
+	return descend(d, s, name, 0);
+}
+
+/*
+ * A depth-first walk of the whole tree: pass 1 (edges 0) sums the
+ * functions, pass 2 the edges between the kept ones.  A step's exit undoes
+ * what its entry put on the path.
+ */
+static int walk(struct dot *d, int edges)
 {
 	const struct qtree *t = d->t;
 	int rc = 0;
@@ -249,36 +264,17 @@ static int sum_edges(struct dot *d)
 		rc = push(d, (struct dstep){ k, QNONE, QNONE, 0, 0 });
 	while (!rc && d->n_st) {
 		struct dstep s = d->st[--d->n_st];
-		const struct qnode *nd = &t->nodes[s.node];
-		uint32_t name = nd->name;
 
-		if (s.exit) {
+		if (s.exit && edges) {
 			if (s.edge != QNONE)
 				d->e[s.edge].onpath--;
-			continue;
-		}
-		if (++d->steps % 4096 == 0 && (rc = query__ctx_check(d->q)))
+		} else if (s.exit) {
+			d->fn[t->nodes[s.node].name].onpath--;
+		} else if (++d->steps % 4096 == 0 && (rc = query__ctx_check(d->q))) {
 			break;
-		if (!d->fn[name].rank) {
-			rc = descend(d, s, s.anc, 1);
-			continue;
+		} else {
+			rc = edges ? enter_edge(d, s) : enter_function(d, s);
 		}
-		if (s.anc != QNONE && s.anc != name) {
-			struct dedge *e;
-
-			rc = edge_get(d, s.anc, name, &s.edge);
-			if (rc)
-				break;
-			e = &d->e[s.edge];
-			if (!e->onpath) {
-				e->w += nd->total[0];
-				e->residual |= s.res;
-				e->inlined = (uint8_t)(nd->inlined && (e->inlined || !e->counted));
-				e->counted = 1;
-			}
-			e->onpath++;
-		}
-		rc = descend(d, s, name, 0);
 	}
 	return rc;
 }
@@ -561,12 +557,12 @@ int query__dot_write(struct qctx *q, const struct qtree *t, const char *profile_
 	rc = query__mem_grow(q, (void **)&d.fn, &d.fn_cap, sizeof(*d.fn), n_names, "call graph");
 	if (!rc) {
 		memset(d.fn, 0, n_names * sizeof(*d.fn));
-		rc = sum_functions(&d);
+		rc = walk(&d, 0);
 	}
 	if (!rc)
 		rc = select_functions(&d, n_names, max_nodes ? max_nodes : 1);
 	if (!rc)
-		rc = sum_edges(&d);
+		rc = walk(&d, 1);
 	if (!rc)
 		rc = write_graph(&d, profile_type, out);
 	dot_release(&d);
