@@ -4,7 +4,8 @@
 #   - Graphviz's own `dot -Tsvg` parses every answer, and renders hostile
 #     function names (quotes, backslashes, Graphviz escapes, newlines,
 #     invalid UTF-8, DOT syntax) as the names themselves;
-#   - differential: `go tool pprof` on /api/v1/pprof of the same query gives
+#   - differential, on those profiles and on a real Go program's CPU profile:
+#     `go tool pprof` on /api/v1/pprof of the same query gives
 #     the same graph: every function's flat and cum (-top), every edge's
 #     weight and its inline mark (-dot), and the total, exactly; trimmed to
 #     max-nodes, the kept functions are the top ones by cum, with the values
@@ -85,7 +86,69 @@ for x in strings:
 EOF
 }
 
+# A real Go program's CPU profile (Go's own inlining, recursion, runtime
+# frames), written by runtime/pprof; it runs until it has used a second of
+# CPU time, however loaded the machine.
+mkdir -p "$WORK/goprog"
+cat >"$WORK/goprog/main.go" <<'EOF'
+package main
+
+import (
+	"os"
+	"runtime/pprof"
+	"syscall"
+	"time"
+)
+
+func fib(n int) int {
+	if n < 2 {
+		return n
+	}
+	return fib(n-1) + fib(n-2)
+}
+
+func mix(x uint64) uint64 { x ^= x >> 33; x *= 0xff51afd7ed558ccd; return x ^ x>>29 }
+
+func hash(n int) (h uint64) {
+	for i := 0; i < n; i++ {
+		h = mix(h + uint64(i))
+	}
+	return h
+}
+
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func work(d time.Duration) (r uint64) {
+	for start := cpu(); cpu()-start < d; {
+		r += uint64(fib(22)) + hash(100000)
+	}
+	return r
+}
+
+func main() {
+	f, err := os.Create(os.Args[1])
+	if err != nil {
+		panic(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		panic(err)
+	}
+	println(work(time.Second))
+	pprof.StopCPUProfile()
+	f.Close()
+}
+EOF
+printf 'module dotprog\n\ngo 1.19\n' >"$WORK/goprog/go.mod"
+(cd "$WORK/goprog" && go build -o prog . && ./prog "$WORK/go.pb.gz") >/dev/null 2>"$WORK/go.err" ||
+	fail "building or running the Go program: $(cat "$WORK/go.err")"
+
 start_server "$WORK/data"
+"$UNHEX" ingest --server "$URL" --name "dotgo.cpu{}" --from "$NOW" "$WORK/go.pb.gz" >/dev/null ||
+	fail "ingest the Go profile"
 for kind in calls hostile; do
 	gen $kind >"$WORK/$kind.txt"
 	protoc --proto_path="$PROTO_DIR" --encode=perftools.profiles.Profile profile.proto \
@@ -126,25 +189,29 @@ for line in open(sys.argv[1], encoding="utf-8"):
 EOF
 }
 
-# ---- the call graph of "calls", untrimmed, against go tool pprof
-dotq dotcalls -d max-nodes=1000
-[ "$STATUS" = 200 ] || fail "render format=dot: HTTP $STATUS $BODY"
-grep -qi '^content-type: text/plain; charset=utf-8' "$WORK/h" || fail "content type: $(grep -i content-type "$WORK/h")"
-cp "$WORK/body" "$WORK/full.dot"
-svg "$WORK/full.dot"
-ours "$WORK/full.dot" | sort >"$WORK/ours.txt"
-note "ours: $(grep -c ^N "$WORK/ours.txt") nodes, $(grep -c ^E "$WORK/ours.txt") edges"
-
-curl -sS -o "$WORK/merged.pb.gz" -G "$URL/api/v1/pprof" \
-	--data-urlencode "query=$CPU{service_name=\"dotcalls\"}" -d "from=$FROM" -d "until=$UNTIL" ||
-	fail "GET /api/v1/pprof"
 PP=(go tool pprof -unit=ns -nodefraction=0 -edgefraction=0)
-"${PP[@]}" -nodecount=100000 -top "$WORK/merged.pb.gz" >"$WORK/top.txt" 2>"$WORK/pprof.err" ||
-	fail "go tool pprof -top: $(cat "$WORK/pprof.err")"
-"${PP[@]}" -nodecount=100000 -dot "$WORK/merged.pb.gz" >"$WORK/pprof.dot" 2>"$WORK/pprof.err" ||
-	fail "go tool pprof -dot: $(cat "$WORK/pprof.err")"
-# pprof's: "N name flat cum" from -top, "E src dst w inline" from -dot, "T total".
-python3 - "$WORK/top.txt" "$WORK/pprof.dot" <<'EOF' | sort >"$WORK/theirs.txt"
+# differential SERVICE: render's untrimmed DOT of SERVICE and go tool pprof's
+# -top and -dot of /api/v1/pprof of the same query agree on every function's
+# flat and cum, every edge's weight and inline mark, and the total.  Leaves
+# $WORK/SERVICE.{dot,ours,theirs,pb.gz}.
+differential() {
+	local svc=$1 w="$WORK/$1"
+	dotq "$svc" -d max-nodes=100000
+	[ "$STATUS" = 200 ] || fail "render format=dot of $svc: HTTP $STATUS $BODY"
+	grep -qi '^content-type: text/plain; charset=utf-8' "$WORK/h" ||
+		fail "content type: $(grep -i content-type "$WORK/h")"
+	cp "$WORK/body" "$w.dot"
+	svg "$w.dot"
+	ours "$w.dot" | sort >"$w.ours"
+	curl -sS -o "$w.pb.gz" -G "$URL/api/v1/pprof" \
+		--data-urlencode "query=$CPU{service_name=\"$svc\"}" -d "from=$FROM" -d "until=$UNTIL" ||
+		fail "GET /api/v1/pprof"
+	"${PP[@]}" -nodecount=100000 -top "$w.pb.gz" >"$w.top" 2>"$WORK/pprof.err" ||
+		fail "go tool pprof -top: $(cat "$WORK/pprof.err")"
+	"${PP[@]}" -nodecount=100000 -dot "$w.pb.gz" >"$w.pprof.dot" 2>"$WORK/pprof.err" ||
+		fail "go tool pprof -dot: $(cat "$WORK/pprof.err")"
+	# pprof's: "N name flat cum" from -top, "E src dst w inline" from -dot, "T total".
+	python3 - "$w.top" "$w.pprof.dot" <<'EOF' | sort >"$w.theirs"
 import re, sys
 for line in open(sys.argv[1]):
     m = re.match(r'\s*(\d+)(?:ns)?\s+\S+\s+\S+\s+(\d+)(?:ns)?\s+\S+\s+(.*?)( \((?:partial-)?inline\))?$', line)
@@ -158,11 +225,21 @@ for line in open(sys.argv[2]):
     if m:
         print("E\t%s\t%s\t%s\t%d" % (m.group(2), m.group(3), m.group(4), m.group(1) is not None))
 EOF
-[ "$(grep -c ^E "$WORK/theirs.txt")" -gt 10 ] || fail "pprof's graph has too few edges: $(cat "$WORK/theirs.txt")"
-grep -q $'^E\thandle\thelper\t300000000\t1$' "$WORK/theirs.txt" || fail "pprof sees no inline edge: $(cat "$WORK/theirs.txt")"
-diff "$WORK/theirs.txt" "$WORK/ours.txt" >"$WORK/diff.txt" ||
-	fail "the call graph differs from go tool pprof's (< pprof, > unhex): $(cat "$WORK/diff.txt")"
-note "go tool pprof -top/-dot agree: $(wc -l <"$WORK/ours.txt") nodes, edges and total"
+	[ "$(grep -c ^E "$w.theirs")" -ge 3 ] || fail "pprof's graph of $svc has too few edges: $(cat "$w.theirs")"
+	diff "$w.theirs" "$w.ours" >"$WORK/diff.txt" ||
+		fail "$svc: the call graph differs from go tool pprof's (< pprof, > unhex): $(cat "$WORK/diff.txt")"
+	note "$svc: go tool pprof -top/-dot agree on $(grep -c ^N "$w.ours") functions, $(grep -c ^E "$w.ours") edges and the total"
+}
+
+# ---- the call graphs, untrimmed, against go tool pprof
+differential dotcalls
+grep -q $'^E\thandle\thelper\t300000000\t1$' "$WORK/dotcalls.theirs" ||
+	fail "pprof sees no inline edge: $(cat "$WORK/dotcalls.theirs")"
+grep -q $'^E\tparse\thelper\t30000000\t0$' "$WORK/dotcalls.theirs" ||
+	fail "pprof sees no call parse -> helper: $(cat "$WORK/dotcalls.theirs")"
+differential dotgo
+grep -q $'^N\tmain.fib\t' "$WORK/dotgo.ours" || fail "the Go profile has no main.fib"
+grep -q $'^E\t[^\t]*\t[^\t]*\t[0-9]*\t1$' "$WORK/dotgo.ours" || fail "the Go profile has no inline edge"
 
 # ---- trimmed to max-nodes (and Drilldown's maxNodes spelling)
 dotq dotcalls -d max-nodes=8
@@ -177,15 +254,15 @@ grep -q 'Showing top 8 nodes out of 17' "$WORK/eight.dot" || fail "legend: $(gre
 grep -q 'style="dashed"' "$WORK/eight.dot" || fail "no residual edge across dropped functions"
 # Kept: values of the whole graph, and no dropped function has a larger cum.
 grep ^N "$WORK/eight.txt" | while IFS=$'\t' read -r _ name flat cum; do
-	grep -qxF "$(printf 'N\t%s\t%s\t%s' "$name" "$flat" "$cum")" "$WORK/theirs.txt" ||
+	grep -qxF "$(printf 'N\t%s\t%s\t%s' "$name" "$flat" "$cum")" "$WORK/dotcalls.theirs" ||
 		fail "kept $name flat $flat cum $cum is not pprof's"
 done
 MINCUM=$(awk -F'\t' '$1 == "N" { print $4 }' "$WORK/eight.txt" | sort -n | head -1)
-awk -F'\t' -v m="$MINCUM" '$1 == "N" && $4 > m' "$WORK/theirs.txt" | while IFS=$'\t' read -r _ name _ _; do
+awk -F'\t' -v m="$MINCUM" '$1 == "N" && $4 > m' "$WORK/dotcalls.theirs" | while IFS=$'\t' read -r _ name _ _; do
 	grep -q "^N	$name	" "$WORK/eight.txt" || fail "$name has a cum above $MINCUM but was dropped"
 done
 # pprof -dot trimmed the same way: its node tooltips give cum; the nodes both keep agree.
-"${PP[@]}" -nodecount=8 -dot "$WORK/merged.pb.gz" >"$WORK/pprof8.dot" 2>"$WORK/pprof.err" ||
+"${PP[@]}" -nodecount=8 -dot "$WORK/dotcalls.pb.gz" >"$WORK/pprof8.dot" 2>"$WORK/pprof.err" ||
 	fail "go tool pprof -dot -nodecount=8: $(cat "$WORK/pprof.err")"
 BOTH=0
 while IFS=$'\t' read -r name cum; do
