@@ -11,7 +11,8 @@
 #     max-nodes, the kept functions are the top ones by cum, with the values
 #     of the whole graph, and agree with pprof -dot's trimmed graph;
 #   - content types as Pyroscope's, an empty answer for no samples, Connect's
-#     `dot` equal to render's, the query memory budget enforced.
+#     `dot` and `unhex query dot` equal to render's, the query memory budget
+#     enforced.
 # The profiles are pprof files encoded here by protoc from text (so stacks,
 # recursion, inline frames and names are exactly what the test says).
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -288,6 +289,9 @@ for body in "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{service_name=\\\"d
 	cmp -s "$WORK/connect.dot" "$WORK/eight.dot" || fail "Connect's dot differs from render's: $(head -c 300 "$WORK/connect.dot")"
 done
 note "Connect SelectMergeStacktraces format DOT equals render's"
+"$UNHEX" query dot --server "$URL" --query "$CPU{service_name=\"dotcalls\"}" --from "$FROM" \
+	--until "$UNTIL" --limit 8 >"$WORK/cli.dot" || fail "unhex query dot"
+cmp -s "$WORK/cli.dot" "$WORK/eight.dot" || fail "unhex query dot differs from render's"
 
 # ---- no samples: an empty answer, as Pyroscope's
 dotq nosuchservice
