@@ -19,7 +19,9 @@
  * then name bytes, so the output is deterministic); their flat and cum are
  * those of the whole graph.  Where dropped functions sat between two kept
  * ones the edge joins the kept ones and is drawn dashed (pprof's "residual"
- * edge); the flat of a dropped leaf is shown by no node.  An edge every
+ * edge), and, as pprof does, such an edge is left out when the callee is
+ * reached from the caller through other edges; the flat of a dropped leaf
+ * is shown by no node.  An edge every
  * contribution of which is a call inlined by the compiler (the callee's
  * node is marked by build.c) is labelled "(inline)", as pprof does.
  *
@@ -58,6 +60,7 @@ struct dedge {
 	uint8_t residual;  /* a contribution skipped dropped functions */
 	uint8_t inlined;   /* every contribution was an inlined call */
 	uint8_t counted;   /* it has a contribution */
+	uint8_t removed;   /* a redundant residual edge, not drawn */
 };
 
 /* A DFS step: entering `node` (exit 0), or leaving it (exit 1). */
@@ -77,8 +80,12 @@ struct dot {
 	size_t order_cap, n_order, n_kept;
 	struct dedge *e;
 	size_t e_cap, n_e;
-	uint32_t *eorder;
-	size_t eorder_cap;
+	uint32_t *eorder;  /* edges of nonzero weight, heaviest first */
+	size_t eorder_cap, n_eorder;
+	/* Pruning: in-edges per kept function (CSR by rank), a BFS queue and
+	 * the BFS stamp of each rank. */
+	uint32_t *in_start, *in, *queue, *seen;
+	size_t in_start_cap, in_cap, queue_cap, seen_cap;
 	struct qmap eidx;  /* src << 32 | dst -> index in e */
 	struct dstep *st;
 	size_t st_cap, n_st;
@@ -95,6 +102,10 @@ static void dot_release(struct dot *d)
 	query__mem_free(d->q, d->eorder, d->eorder_cap, sizeof(*d->eorder));
 	query__mem_free(d->q, d->st, d->st_cap, sizeof(*d->st));
 	query__mem_free(d->q, d->scratch, d->scratch_cap, 1);
+	query__mem_free(d->q, d->in_start, d->in_start_cap, sizeof(*d->in_start));
+	query__mem_free(d->q, d->in, d->in_cap, sizeof(*d->in));
+	query__mem_free(d->q, d->queue, d->queue_cap, sizeof(*d->queue));
+	query__mem_free(d->q, d->seen, d->seen_cap, sizeof(*d->seen));
 	query__map_release(d->q, &d->eidx);
 }
 
@@ -219,7 +230,7 @@ static int edge_get(struct dot *d, uint32_t src, uint32_t dst, uint32_t *out)
 			     "call graph edges");
 	if (rc)
 		return rc;
-	d->e[d->n_e] = (struct dedge){ src, dst, 0, 0, 0, 0, 0 };
+	d->e[d->n_e] = (struct dedge){ src, dst, 0, 0, 0, 0, 0, 0 };
 	*out = (uint32_t)d->n_e++;
 	return query__map_put(d->q, &d->eidx, key, *out);
 }
@@ -277,6 +288,107 @@ static int walk(struct dot *d, int edges)
 		}
 	}
 	return rc;
+}
+
+/* The edges of nonzero weight into d->eorder, heaviest first. */
+static int order_edges(struct dot *d)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < d->n_e && !rc; i++) {
+		if (!d->e[i].w)
+			continue;
+		rc = query__mem_grow(d->q, (void **)&d->eorder, &d->eorder_cap, sizeof(*d->eorder),
+				     d->n_eorder + 1, "call graph edges");
+		if (!rc)
+			d->eorder[d->n_eorder++] = (uint32_t)i;
+	}
+	sorting = d;
+	if (!rc && d->n_eorder)
+		qsort(d->eorder, d->n_eorder, sizeof(*d->eorder), cmp_edge);
+	return rc;
+}
+
+/*
+ * Whether `dst` (a rank) is reached from function `src` through kept edges
+ * other than `skip`: a breadth-first walk up the in-edges from dst.  *work
+ * counts the edges looked at.
+ */
+static int reached_otherwise(struct dot *d, uint32_t src, uint32_t dst, uint32_t skip,
+			     uint32_t stamp, uint64_t *work)
+{
+	size_t head = 0, tail = 0;
+
+	d->queue[tail++] = dst;
+	d->seen[dst] = stamp;
+	while (head < tail) {
+		uint32_t n = d->queue[head++];
+
+		for (uint32_t i = d->in_start[n]; i < d->in_start[n + 1]; i++) {
+			const struct dedge *ie = &d->e[d->in[i]];
+			uint32_t from = d->fn[ie->src].rank;
+
+			++*work;
+			if (d->in[i] == skip || ie->removed || d->seen[from] == stamp)
+				continue;
+			if (ie->src == src)
+				return 1;
+			d->seen[from] = stamp;
+			d->queue[tail++] = from;
+		}
+	}
+	return 0;
+}
+
+/* Edges looked at by the pruning of one graph; past it, the rest stay. */
+enum { PRUNE_WORK = 50 * 1000 * 1000 };
+
+/*
+ * pprof's clean-up of a trimmed graph: a residual (dashed) edge is removed
+ * when its callee can be reached from its caller through other edges.
+ * From the least function up, each one's in-edges are tried lightest
+ * first, stopping at the first that is a real call, so no edge heavier than
+ * a kept call goes.
+ */
+static int prune_residual(struct dot *d)
+{
+	size_t k = d->n_kept;
+	uint64_t work = 0;
+	uint32_t stamp = 0;
+	int rc;
+
+	if ((rc = query__mem_grow(d->q, (void **)&d->in_start, &d->in_start_cap,
+				  sizeof(*d->in_start), k + 2, "call graph pruning")) ||
+	    (rc = query__mem_grow(d->q, (void **)&d->in, &d->in_cap, sizeof(*d->in),
+				  d->n_eorder ? d->n_eorder : 1, "call graph pruning")) ||
+	    (rc = query__mem_grow(d->q, (void **)&d->queue, &d->queue_cap, sizeof(*d->queue),
+				  k + 1, "call graph pruning")) ||
+	    (rc = query__mem_grow(d->q, (void **)&d->seen, &d->seen_cap, sizeof(*d->seen), k + 1,
+				  "call graph pruning")))
+		return rc;
+	/* in[in_start[r] .. in_start[r + 1]): the in-edges of rank r, heaviest first. */
+	memset(d->in_start, 0, (k + 2) * sizeof(*d->in_start));
+	memset(d->seen, 0, (k + 1) * sizeof(*d->seen));
+	for (size_t i = 0; i < d->n_eorder; i++)
+		d->in_start[d->fn[d->e[d->eorder[i]].dst].rank]++;
+	for (size_t r = 1; r <= k; r++)
+		d->in_start[r] += d->in_start[r - 1];
+	for (size_t i = d->n_eorder; i-- > 0;)
+		d->in[--d->in_start[d->fn[d->e[d->eorder[i]].dst].rank]] = d->eorder[i];
+	d->in_start[k + 1] = (uint32_t)d->n_eorder;
+	for (uint32_t r = (uint32_t)k; r >= 1 && work < PRUNE_WORK; r--) {
+		for (uint32_t i = d->in_start[r + 1]; i-- > d->in_start[r] && work < PRUNE_WORK;) {
+			struct dedge *e = &d->e[d->in[i]];
+
+			if (!e->residual)
+				break;
+			if (reached_otherwise(d, e->src, r, d->in[i], ++stamp, &work))
+				e->removed = 1;
+		}
+		if ((rc = query__ctx_check(d->q)))
+			return rc;
+	}
+	return 0;
 }
 
 /* ---- writing ------------------------------------------------------------------ */
@@ -506,7 +618,6 @@ static int write_graph(struct dot *d, const char *profile_type, struct buf *out)
 {
 	int64_t total = d->t->nodes[0].total[0], max_flat = 0;
 	const char *parts[5], *type = profile_type;
-	size_t n_edges = 0;
 	char tmp[1024];
 	struct vunit u = unit_of("");
 	int rc;
@@ -524,18 +635,9 @@ static int write_graph(struct dot *d, const char *profile_type, struct buf *out)
 		rc = write_legend(d, profile_type, type, &u, total, out);
 	for (size_t i = 0; i < d->n_kept && !rc; i++)
 		rc = write_node(d, d->order[i], &u, total, max_flat, out);
-	for (size_t i = 0; i < d->n_e && !rc; i++)
-		if (d->e[i].w) {
-			rc = query__mem_grow(d->q, (void **)&d->eorder, &d->eorder_cap,
-					     sizeof(*d->eorder), n_edges + 1, "call graph edges");
-			if (!rc)
-				d->eorder[n_edges++] = (uint32_t)i;
-		}
-	sorting = d;
-	if (!rc && n_edges)
-		qsort(d->eorder, n_edges, sizeof(*d->eorder), cmp_edge);
-	for (size_t i = 0; i < n_edges && !rc; i++)
-		rc = write_edge(d, &d->e[d->eorder[i]], &u, total, out);
+	for (size_t i = 0; i < d->n_eorder && !rc; i++)
+		if (!d->e[d->eorder[i]].removed)
+			rc = write_edge(d, &d->e[d->eorder[i]], &u, total, out);
 	if (!rc)
 		rc = buf_puts(out, "}\n");
 	return rc;
@@ -563,6 +665,10 @@ int query__dot_write(struct qctx *q, const struct qtree *t, const char *profile_
 		rc = select_functions(&d, n_names, max_nodes ? max_nodes : 1);
 	if (!rc)
 		rc = walk(&d, 1);
+	if (!rc)
+		rc = order_edges(&d);
+	if (!rc && d.n_kept)
+		rc = prune_residual(&d);
 	if (!rc)
 		rc = write_graph(&d, profile_type, out);
 	dot_release(&d);

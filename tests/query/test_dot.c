@@ -190,6 +190,25 @@ static void test_inline_edges(void **state)
 	assert_int_equal(q.mem.used, 0);
 }
 
+static void test_redundant_residual_edges(void **state)
+{
+	/* x is dropped: main -> b across it is redundant (main -> a -> b). */
+	static const char *const paths[] = { "main;a;b", "main;x;b", "main;y;c" };
+	static const int64_t values[] = { 10, 1, 2 };
+	struct buf b;
+
+	(void)state;
+	/* Kept: main 13, b 11, a 10, c 2; x 1 and y 2 (less flat than c) dropped. */
+	assert_int_equal(dot_of(paths, values, 3, COUNT_TYPE, 4, 0, &b), 0);
+	HAS(&b, "tooltip=\"main -> a (10 count)\"");
+	HAS(&b, "tooltip=\"a -> b (10 count)\"");
+	assert_false(has(&b, "main -> b"));
+	/* main -> c across y: nothing else reaches c, the dashed edge stays. */
+	HAS(&b, "style=\"dashed\" tooltip=\"main -> c (2 count)\"");
+	assert_int_equal(count(&b, " -> N"), 3);
+	buf_release(&b);
+}
+
 /* Line by line: quotes balanced once escapes are skipped, no control bytes. */
 static void assert_well_quoted(const struct buf *b)
 {
@@ -322,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_small_graph_exact),
 		cmocka_unit_test(test_recursion_counted_once),
 		cmocka_unit_test(test_trim_to_max_nodes),
+		cmocka_unit_test(test_redundant_residual_edges),
 		cmocka_unit_test(test_inline_edges),
 		cmocka_unit_test(test_hostile_names),
 		cmocka_unit_test(test_units),
