@@ -72,7 +72,7 @@ EOF
 #include <map>
 #include <string>
 #include <vector>
-#include <chrono>
+#include <ctime>
 namespace ns {
 template <typename T> struct Acc {
 	T v{};
