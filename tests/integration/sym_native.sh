@@ -73,7 +73,7 @@ EOF
 #include <map>
 #include <string>
 #include <vector>
-#include <chrono>
+#include <ctime>
 namespace ns {
 template <typename T> struct Acc {
 	T v{};
