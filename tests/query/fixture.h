@@ -72,7 +72,7 @@ static inline void fx_add(struct fx *f, const char *tenant, const char *service,
 	uint64_t series;
 	struct store_mapping m = { 0x400000, 0x800000, 0, binary, build_id,
 				   raw ? 0 : STORE_MAP_HAS_FUNCTIONS };
-	struct store_profile_meta meta = { t, 10 * FX_SEC, 10000000 };
+	struct store_profile_meta meta = { t, 10 * FX_SEC, 10000000, { 0 } };
 
 	if (store_txn_begin(f->st, tenant, &tx, &msg) || store_txn_partition(tx, service, &part) ||
 	    store_txn_mapping(tx, part, &m, &map))
