@@ -421,7 +421,7 @@ jq -e '[.series[].points[] | (.exemplars | length) == 1 and
 note "SelectSeries exemplars: Pyroscope's per-point pick equal to the reference (JSON both styles, protobuf); generated ids are UUID v4"
 
 # Opening an exemplar: profileIdSelector restricts the merge to those profiles.
-read -r ID1 V1 < <(sort -k5,5nr "$WORK/ex.ref" | awk 'NR == 1 { print $1, $5 }')
+read -r ID1 V1 < <(sort -k5,5nr -k1,1 "$WORK/ex.ref" | awk 'NR == 1 { print $1, $5 }')
 read -r ID2 V2 < <(sort -k5,5n "$WORK/ex.ref" | awk 'NR == 1 { print $1, $5 }')
 sel_req() { echo "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"$1\":[$2]}"; }
 js /querier.v1.QuerierService/SelectMergeStacktraces "$(sel_req profileIdSelector "\"$ID1\"")" $EX
@@ -449,6 +449,11 @@ comm -23 "$WORK/got" "$WORK/ex.files" >"$WORK/bad"
 [ ! -s "$WORK/bad" ] || fail "SelectHeatmap exemplars not in the reference: $(head -3 "$WORK/bad")"
 grep -q "^$ID1 " "$WORK/got" || fail "SelectHeatmap: the largest profile $ID1 is no exemplar"
 [ "$(jq '[.series[].slots[].counts[]] | add' <<<"$BODY")" = "$k" ] || fail "SelectHeatmap: $(jq '[.series[].slots[].counts[]] | add' <<<"$BODY") points, want $k"
+T=$EX pb /querier.v1.QuerierService/SelectHeatmap querier.v1.SelectHeatmapRequest querier.v1.SelectHeatmapResponse \
+	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS step: 15 query_type: HEATMAP_QUERY_TYPE_INDIVIDUAL exemplar_type: EXEMPLAR_TYPE_INDIVIDUAL"
+sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort >"$WORK/got.pb"
+awk '{ print $1 }' "$WORK/got" | sort >"$WORK/want"
+same "SelectHeatmap exemplar ids (connect-go protobuf)" "$WORK/got.pb" "$WORK/want"
 js /querier.v1.QuerierService/SelectHeatmap "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$SS_MS,\"end\":$SE_MS,\"step\":15,\"queryType\":\"HEATMAP_QUERY_TYPE_SPAN\",\"exemplarType\":\"EXEMPLAR_TYPE_SPAN\"}" $SP
 [ "$STATUS" = 200 ] || fail "SelectHeatmap span exemplars: HTTP $STATUS $BODY"
 jq -r '.series[].slots[].exemplars[] | select(.profileId == "") | "\(.spanId) \(.value)"' <<<"$BODY" | sort >"$WORK/got"
