@@ -7,8 +7,10 @@
  * length is refused before reading) and handed to the debug-info service,
  * which checks every line and stores the map for the request's tenant and
  * that process, replacing the one before (docs/symbolization.md, "JIT
- * runtimes").  server.c has checked the upload scope.
+ * runtimes").  server.c has checked the upload scope; the bytes count
+ * against the tenant's debuginfo_bytes_per_hour (limits.c).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +47,7 @@ void web__handle_perfmap(struct web__req *rq, struct debuginfo *svc, struct web_
 	struct buf text;
 	size_t entries = 0;
 	uint32_t pid = 0;
+	int retry = 0;
 	char *chunk;
 	int rc = 0;
 
@@ -65,6 +68,17 @@ void web__handle_perfmap(struct web__req *rq, struct debuginfo *svc, struct web_
 		web__resp_text_error(rs, ERR_TOO_LARGE, msg.text);
 		return;
 	}
+	/* Maps count as debug-info bytes of the tenant (limits.c), charged like
+	 * uploads: a declared length before reading, a chunked body once read. */
+	if ((rc = web__limits_debuginfo_admit(rq->srv->limits, rq->tenant,
+					      declared > 0 ? (size_t)declared : 0, &retry, &msg))) {
+		web__resp_text_error(rs, rc, msg.text);
+		if (retry) {
+			snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: %d\r\n", retry);
+			rs->extra_headers = rs->hdr;
+		}
+		return;
+	}
 	buf_init(&text, PERFMAP_MAX_BYTES);
 	chunk = malloc(CHUNK);
 	if (!chunk)
@@ -82,6 +96,8 @@ void web__handle_perfmap(struct web__req *rq, struct debuginfo *svc, struct web_
 			err_set(&msg, rc, "perf map: %s", err_str(rc));
 	}
 	free(chunk);
+	if (declared < 0)
+		web__limits_debuginfo_charge(rq->srv->limits, rq->tenant, text.len);
 	if (!rc) {
 		rq->body_state = WEB_BODY_CONSUMED;
 		rc = debuginfo_perfmap_put(svc, rq->tenant, pid, text.data ? text.data : "",
