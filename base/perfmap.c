@@ -228,6 +228,11 @@ void perfmap_release(struct perfmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
+int perfmap_jit_mapping(const char *filename, const char *build_id, uint32_t *pid)
+{
+	return !(build_id && build_id[0]) && perfmap_pid_of(filename, pid);
+}
+
 int perfmap_pid_of(const char *filename, uint32_t *pid)
 {
 	const char *b = filename ? strrchr(filename, '/') : NULL, *d;

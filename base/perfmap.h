@@ -79,4 +79,11 @@ void perfmap_release(struct perfmap *m);
  */
 int perfmap_pid_of(const char *filename, uint32_t *pid);
 
+/*
+ * A profile mapping of JIT code: no build ID ("" or NULL) and a file name
+ * perfmap_pid_of accepts.  1 and *pid, else 0.  Such code has no file, so
+ * its locations are kept and named at their runtime addresses.
+ */
+int perfmap_jit_mapping(const char *filename, const char *build_id, uint32_t *pid);
+
 #endif

@@ -391,7 +391,7 @@ static int conv_location(struct conv *c, size_t i, struct ingest_location *o)
 		/* JIT code (a perf-PID.map mapping without a build ID) has no file
 		 * offsets: its runtime address is what the process's perf map names,
 		 * and the store keeps one mapping per file name, so it is kept. */
-		if (!(m->build_id && m->build_id[0]) && perfmap_pid_of(m->filename, &pid))
+		if (perfmap_jit_mapping(m->filename, m->build_id, &pid))
 			o->address = l->address;
 		else if (ingest__normalize_address(l->address, m->memory_start, m->memory_limit,
 					      m->file_offset, &o->address)) {

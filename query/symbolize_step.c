@@ -185,7 +185,7 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	g->map.addr_is_vaddr = !!(mp->flags & STORE_MAP_ADDR_VADDR);
 	g->status = bid[0] ? DEBUGINFO_STATUS_OK : DEBUGINFO_STATUS_NO_BUILD_ID;
 	/* JIT code has no file: its names come from the process's perf map. */
-	if (!bid[0] && perfmap_pid_of(mp->filename, &g->jit_pid))
+	if (perfmap_jit_mapping(mp->filename, bid, &g->jit_pid))
 		g->status = DEBUGINFO_STATUS_OK;
 	else if (!bid[0])
 		snprintf(g->reason, sizeof(g->reason),

@@ -176,6 +176,10 @@ static void test_pid_of(void **state)
 	assert_false(perfmap_pid_of("//anon", &pid));
 	assert_false(perfmap_pid_of("", &pid));
 	assert_false(perfmap_pid_of(NULL, &pid));
+	assert_true(perfmap_jit_mapping("/tmp/perf-7.map", "", &pid));
+	assert_int_equal(pid, 7);
+	assert_true(perfmap_jit_mapping("/tmp/perf-8.map", NULL, &pid));
+	assert_false(perfmap_jit_mapping("/tmp/perf-9.map", "ab12", &pid));
 }
 
 int main(void)

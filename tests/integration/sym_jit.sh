@@ -88,5 +88,29 @@ G=$(jq -c --arg b "perf-$NPID.map" '.symbolization.buildIds[]? | select(.binary 
 [ -z "$G" ] || [ "$(jq -r .status <<<"$G")" = ok ] || fail "JIT group after the map: $G"
 # Most samples are in hotJitLoop: the leaf-heavy name carries real weight.
 note "after the map: $(grep -c . <<<"$NAMES") names, $(grep -c '^JS:' <<<"$NAMES") JS frames, $(grep -c "^perf-$NPID\.map+0x" <<<"$NAMES") JIT frames still hex"
+
+# /api/v1/pprof gives JIT locations back at their runtime addresses, inside
+# the map's entry of the function it names them after (a caller's at - 1).
+curl -sS -o "$WORK/export.pb.gz" "$URL/api/v1/pprof?query=$Q&from=$FROM&until=$UNTIL" ||
+	fail "GET /api/v1/pprof"
+go tool pprof -raw -symbolize=none "$WORK/export.pb.gz" >"$WORK/export.raw" 2>"$WORK/raw.err" ||
+	fail "go tool pprof -raw: $(head -c 300 "$WORK/raw.err")"
+checked=0
+while read -r addr; do
+	a=$((addr))
+	ok=0
+	while read -r start size name; do
+		s=$((0x$start))
+		if { ((s <= a && a < s + 0x$size)) || ((s <= a - 1 && a - 1 < s + 0x$size)); } &&
+			[[ $name == *hotJitLoop* ]]; then
+			ok=1
+			break
+		fi
+	done < <(grep ' JS:.*hotJitLoop' "$WORK/perf-$NPID.map")
+	[ $ok = 1 ] || fail "exported location $addr named hotJitLoop is outside its map entries"
+	checked=$((checked + 1))
+done < <(sed -n 's/^ *[0-9]*: \(0x[0-9a-f]*\) M=[0-9]* JS:[*~^]*hotJitLoop .*/\1/p' "$WORK/export.raw")
+[ $checked -gt 0 ] || fail "no hotJitLoop location in /api/v1/pprof: $(grep -m5 hotJitLoop "$WORK/export.raw")"
+note "/api/v1/pprof: $checked hotJitLoop locations inside the map's entries"
 stop_server
 note "sym_jit: ok"
