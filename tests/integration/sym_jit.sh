@@ -73,6 +73,12 @@ http POST "/api/v1/perfmap/$NPID" --data-binary "@$WORK/cut.map"
 [ "$STATUS" = 400 ] && grep -q 'line 1: cut short' <<<"$BODY" || fail "cut map: $STATUS $BODY"
 http POST "/api/v1/perfmap/0" --data-binary "@$WORK/perf-$NPID.map"
 [ "$STATUS" = 400 ] || fail "pid 0: $STATUS $BODY"
+# Past 8 MiB: refused by the declared length, and while reading a chunked body.
+head -c $((8 * 1024 * 1024 + 1)) /dev/zero | tr '\0' a >"$WORK/huge.map"
+http POST "/api/v1/perfmap/$NPID" --data-binary "@$WORK/huge.map"
+[ "$STATUS" = 413 ] || fail "oversized map: $STATUS $BODY"
+http POST "/api/v1/perfmap/$NPID" -H 'Transfer-Encoding: chunked' --data-binary "@$WORK/huge.map"
+[ "$STATUS" = 413 ] || fail "oversized chunked map: $STATUS $BODY"
 wait_symbolized "$Q" "$FROM" "$UNTIL"
 NAMES=$(jq -r '.flamebearer.names[]' <<<"$BODY")
 ! grep -q hotJitLoop <<<"$NAMES" || fail "a refused map named frames"
