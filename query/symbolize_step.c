@@ -152,6 +152,13 @@ static char *sdup(struct qctx *q, struct qsym *s, const char *p)
 	return sdupn(q, s, p, p ? strlen(p) : 0);
 }
 
+/* Anonymous memory as agents name it: JIT code whose process is unknown. */
+static int anon_mapping(const char *fn)
+{
+	return fn && (!strncmp(fn, "//anon", 6) || !strncmp(fn, "[anon", 5) ||
+		      !strncmp(fn, "/memfd:", 7));
+}
+
 /* The group of a mapping: one per build ID (or per file name without one). */
 static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *mp,
 		    uint32_t *out)
@@ -187,6 +194,10 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	/* JIT code has no file: its names come from the process's perf map. */
 	if (perfmap_jit_mapping(mp->filename, bid, &g->jit_pid))
 		g->status = DEBUGINFO_STATUS_OK;
+	else if (!bid[0] && anon_mapping(mp->filename))
+		snprintf(g->reason, sizeof(g->reason),
+			 "anonymous executable memory (JIT code?) of an unknown process: name the "
+			 "mapping /tmp/perf-PID.map, as perf does, and upload the runtime's perf map");
 	else if (!bid[0])
 		snprintf(g->reason, sizeof(g->reason),
 			 "the profile's mapping has no build ID; rebuild with -Wl,--build-id "
