@@ -44,6 +44,13 @@ mv "/tmp/perf-$NPID.map" "$WORK/perf-$NPID.map"
 grep -q ' JS:.*hotJitLoop' "$WORK/perf-$NPID.map" || fail "the map does not name hotJitLoop"
 "$PERF2PPROF" -i "$WORK/node.perf.data" -o "$WORK/node.pb.gz" || fail "perf2pprof failed"
 
+# unhex doctor on the file: the JIT frames need the process's perf map.
+DRC=0
+DOC=$("$UNHEX" doctor "$WORK/node.pb.gz") || DRC=$?
+[ $DRC != 0 ] && grep -q "JIT code of process $NPID" <<<"$DOC" &&
+	grep -q "unhex upload --perf-map /tmp/perf-$NPID.map" <<<"$DOC" ||
+	fail "doctor node.pb.gz (exit $DRC) does not ask for the perf map: $DOC"
+
 start_server "$WORK/data" --debuginfod-urls "" --symbolize-budget 20s
 FROM=$(($(date +%s) - 86400))
 UNTIL=$(($(date +%s) + 3600))
