@@ -25,6 +25,8 @@ void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->tick = 0;
 	q->symbolizer = lim ? lim->symbolizer : NULL;
 	q->symmemo = lim && lim->symbolizer ? lim->symmemo : NULL;
+	q->scanned = 0;
+	q->max_scan = lim && lim->max_scan_bytes ? lim->max_scan_bytes : QUERY_DEFAULT_MAX_SCAN_BYTES;
 }
 
 int query__ctx_check(struct qctx *q)
@@ -32,6 +34,47 @@ int query__ctx_check(struct qctx *q)
 	if (clock_mono_ns() > q->deadline_ns)
 		return err_set(q->msg, ERR_TIMEOUT, "query deadline exceeded");
 	return 0;
+}
+
+struct scan {
+	struct qctx *q;
+	int (*cb)(void *ctx, const struct store_profile_view *p);
+	void *ctx;
+	int rc;
+};
+
+static int scan_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct scan *s = ctx;
+	struct qctx *q = s->q;
+	uint64_t pair = sizeof(uint32_t) + sizeof(int64_t) + (p->span_ids ? sizeof(uint64_t) : 0);
+
+	/* p->n is at most a chunk's samples: no overflow against 2^64. */
+	q->scanned += 64 + (uint64_t)p->n * pair;
+	if (q->scanned > q->max_scan) {
+		s->rc = err_set(q->msg, ERR_TOO_LARGE,
+				"the query reads more than its %llu bytes of samples (max_query_bytes, "
+				"docs/limits.md); narrow its time range or its selector",
+				(unsigned long long)q->max_scan);
+		return 1;
+	}
+	return s->cb(s->ctx, p);
+}
+
+int query__profiles_each(struct qctx *q, struct store_reader *rd, uint64_t series_id,
+			 int64_t from_ns, int64_t until_ns,
+			 int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx)
+{
+	struct scan s = { q, cb, ctx, 0 };
+	int rc;
+
+	if (rd)
+		rc = store_reader_profiles_each(rd, series_id, from_ns, until_ns, scan_profile, &s,
+						q->msg);
+	else
+		rc = store_profiles_each(q->st, q->tenant, series_id, from_ns, until_ns,
+					 scan_profile, &s, q->msg);
+	return s.rc ? s.rc : rc;
 }
 
 int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,

@@ -23,8 +23,9 @@
  *   `out` (the caller resets it) and `msg` says what and where.
  *
  * Limits
- *   Each query has a deadline (ERR_TIMEOUT) and a byte budget for its tables,
- *   trees and encoders (ERR_TOO_LARGE); selectors and JSON bodies are
+ *   Each query has a deadline (ERR_TIMEOUT), a byte budget for its tables,
+ *   trees and encoders (ERR_TOO_LARGE), and a budget of the stored sample
+ *   bytes it reads (ERR_TOO_LARGE, "max_query_bytes"); selectors and JSON bodies are
  *   untrusted and rejected with ERR_INVALID and a message.  Times are
  *   nanoseconds here; HTTP strings are parsed by base/timeparse.h.
  *
@@ -51,6 +52,8 @@ struct store;
 #define QUERY_MAX_MAX_NODES 1048576
 #define QUERY_DEFAULT_TIMEOUT_NS (30LL * 1000000000LL)
 #define QUERY_DEFAULT_MAX_BYTES ((size_t)1 << 30)
+/* Sample bytes one query may read (query_limits.max_scan_bytes). */
+#define QUERY_DEFAULT_MAX_SCAN_BYTES ((uint64_t)4 << 30)
 /* Memory of the symbolization memo of a server. */
 #define QUERY_DEFAULT_SYMMEMO_BYTES ((size_t)64 << 20)
 #define QUERY_MAX_SELECTOR_BYTES 4096
@@ -120,6 +123,15 @@ struct debuginfo;
 struct query_limits {
 	int64_t timeout_ns;   /* 0 picks QUERY_DEFAULT_TIMEOUT_NS */
 	size_t max_bytes;     /* 0 picks QUERY_DEFAULT_MAX_BYTES */
+	/*
+	 * Sample bytes the query may read, 0 picking QUERY_DEFAULT_MAX_SCAN_BYTES:
+	 * each profile it reads counts 64 bytes plus 12 per (stack, value) pair
+	 * (20 with a span id), its size decoded.  Reading stops past it with
+	 * ERR_TOO_LARGE and a message naming max_query_bytes (docs/limits.md).
+	 * Counted by the flame graph, pprof, top, series and heatmap reads and
+	 * AnalyzeQuery; label and metadata calls read no samples.
+	 */
+	uint64_t max_scan_bytes;
 	/*
 	 * Query-time symbolization (borrowed; NULL: frames without lines stay
 	 * `binary+0xoffset`).  With a service, the distinct unsymbolized

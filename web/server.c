@@ -129,6 +129,8 @@ static void default_body_caps(struct ingest_limits *lim)
 		lim->max_request_bytes = def.max_request_bytes;
 	if (!lim->max_decompressed_bytes)
 		lim->max_decompressed_bytes = def.max_decompressed_bytes;
+	if (!lim->max_request_decoded_bytes)
+		lim->max_request_decoded_bytes = def.max_request_decoded_bytes;
 }
 
 /* Connection limits of 0 (options not from web_options_default) get the defaults. */
@@ -498,7 +500,7 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 			struct err_msg *msg)
 {
 	struct web_server *srv = rq->srv;
-	size_t max = srv->opt.limits.max_decompressed_bytes, len = rq->body.len, dec, want;
+	size_t max = srv->opt.limits.max_decompressed_bytes, len = rq->body.len, dec, want, total;
 	size_t isize = gzip_isize(rq->body.data, len);
 	int container = rt->kind == R_PUSH ||
 			(rq->content_type && web__media_type_is(rq->content_type, "multipart/form-data"));
@@ -518,6 +520,15 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 			       srv->opt.max_inflight_bytes);
 	if (dec < rq->lim.max_decompressed_bytes)
 		rq->lim.max_decompressed_bytes = dec;
+	/* The profiles of the body together inflate to at most
+	 * WEB_CONTAINER_INFLATE times it (one profile's bound when larger):
+	 * inflating is CPU the memory budget does not see, as each profile's
+	 * buffer is freed before the next is inflated. */
+	total = len > SIZE_MAX / WEB_CONTAINER_INFLATE ? SIZE_MAX : len * WEB_CONTAINER_INFLATE;
+	if (total < dec)
+		total = dec;
+	if (total < rq->lim.max_request_decoded_bytes)
+		rq->lim.max_request_decoded_bytes = total;
 	want = dec * WEB_INGEST_AMPLIFICATION;
 	if (mem_reserve(srv, want, held))
 		return mem_busy(srv, want, msg);
@@ -872,6 +883,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rq.who = &who;
 	rq.conn = conn;
 	rq.lim = srv->opt.limits;
+	rq.qlim = srv->opt.query;
 	who = open_principal;
 	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
 	buf_init(&rs.body, srv->opt.max_response_bytes);
@@ -926,12 +938,18 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	} else {
 		struct web__conn *c = body_deadline(srv, conn, ri);
 
+		if (is_query(rt))
+			rq.qlim.max_scan_bytes = web__limits_query_bytes(qts);
+
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
 		     rt->kind != R_SETTINGS && rt->kind != R_DEBUGINFO_V1 && rt->kind != R_SYMBOLZ) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread, &held) == 0)
 			dispatch(&rq, rt, &rs);
-		if (is_query(rt))
+		if (is_query(rt)) {
+			web__limits_query_finished(qts, rs.status == 413 ? ERR_TOO_LARGE : 0,
+						   rs.body.data, rs.body.len);
 			web__query_done(srv, qts);
+		}
 		/* Streaming handlers (uploads) read the body themselves: a failure
 		 * of theirs after the deadline passed is its 408.  A success read
 		 * the whole body, whenever the deadline passed. */

@@ -417,6 +417,87 @@ static void test_limits(void **state)
 	fx_close(&f);
 }
 
+/* Sums what a query of every series of t1 in [from, until) reads (query.h). */
+struct scan_sum {
+	uint64_t ids[16];
+	size_t n;
+	uint64_t bytes;
+};
+
+static int scan_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
+		       size_t n)
+{
+	struct scan_sum *s = ctx;
+
+	(void)part;
+	(void)l;
+	(void)n;
+	assert_true(s->n < 16);
+	s->ids[s->n++] = id;
+	return 0;
+}
+
+static int scan_profile_cb(void *ctx, const struct store_profile_view *p)
+{
+	struct scan_sum *s = ctx;
+
+	s->bytes += 64 + p->n * (p->span_ids ? 20 : 12);
+	return 0;
+}
+
+/*
+ * query_limits.max_scan_bytes: a query reading exactly its budget is
+ * answered, one byte less is ERR_TOO_LARGE naming max_query_bytes; what is
+ * read twice counts twice (render's timeline, a diff's two sides).
+ */
+static void test_scan_budget(void **state)
+{
+	struct fx f;
+	struct query_params p = params(FX_CPU), q2;
+	struct scan_sum s = { { 0 }, 0, 0 };
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+
+	(void)state;
+	fx_open(&f);
+	fill(&f, NULL, 3, FX_T0);
+	assert_int_equal(store_series_each(f.st, "t1", scan_series, &s), 0);
+	assert_int_equal(s.n, 2);
+	for (size_t i = 0; i < s.n; i++)
+		assert_true(store_profiles_each(f.st, "t1", s.ids[i], p.from_ns, p.until_ns,
+						scan_profile_cb, &s, &msg) >= 0);
+	assert_true(s.bytes > 6 * 64);
+	buf_init(&out, 1 << 30);
+	/* The pprof export reads the range once. */
+	p.limits.max_scan_bytes = s.bytes;
+	assert_int_equal(query_pprof(f.st, "t1", &p, &out, &msg), 0);
+	p.limits.max_scan_bytes = s.bytes - 1;
+	buf_reset(&out);
+	assert_int_equal(query_pprof(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "reads more than its"));
+	assert_non_null(strstr(msg.text, "(max_query_bytes, docs/limits.md)"));
+	/* render reads it twice, for the flame graph and for the timeline. */
+	p.limits.max_scan_bytes = 2 * s.bytes;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	p.limits.max_scan_bytes = 2 * s.bytes - 1;
+	err_clear(&msg);
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
+	/* A diff of the range with itself reads it twice, from one budget. */
+	p.limits.max_scan_bytes = 2 * s.bytes;
+	q2 = p;
+	buf_reset(&out);
+	assert_int_equal(query_render_diff(f.st, "t1", &p, &q2, &out, &msg), 0);
+	p.limits.max_scan_bytes = 2 * s.bytes - 1;
+	q2 = p;
+	err_clear(&msg);
+	buf_reset(&out);
+	assert_int_equal(query_render_diff(f.st, "t1", &p, &q2, &out, &msg), ERR_TOO_LARGE);
+	buf_release(&out);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_max_nodes_other),
 		cmocka_unit_test(test_diff_self),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_scan_budget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
