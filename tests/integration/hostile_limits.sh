@@ -70,17 +70,17 @@ expect_status 200 '"env"' "Connect LabelNames of tenant scan"
 
 # ---- 2. max_label_names=6, max_label_values=3 for tenant lbl.  Its first
 # series has service_name, __name__, __profile_type__ and k: four names.
+lbl() { # NAME CODE SUBSTRING WHAT: tenant lbl ingests series NAME, answered CODE
+	ing lbl "$1" $((NOW - 10))
+	expect_status "$2" "$3" "tenant lbl: $4"
+}
 for v in v1 v2 v3; do
-	ing lbl "lbl.cpu{k=$v}" $((NOW - 10))
-	[ "$STATUS" = 200 ] || fail "tenant lbl, k=$v: HTTP $STATUS $BODY"
+	lbl "lbl.cpu{k=$v}" 200 "" "k=$v"
 done
-ing lbl 'lbl.cpu{k=v4}' $((NOW - 10))
-expect_status 413 'label k has 3 values, its limit (limits file: max_label_values)' \
-	"tenant lbl: a fourth value of k"
-ing lbl 'lbl.cpu{k=v2}' $((NOW - 10))
-expect_status 200 "" "tenant lbl: an existing series"
-ing lbl 'lbl.cpu{k=v1,a=1}' $((NOW - 10))
-expect_status 200 "" "tenant lbl: a fifth name"
+lbl 'lbl.cpu{k=v4}' 413 'label k has 3 values, its limit (limits file: max_label_values)' \
+	"a fourth value of k"
+lbl 'lbl.cpu{k=v2}' 200 "" "an existing series"
+lbl 'lbl.cpu{k=v1,a=1}' 200 "" "a fifth name"
 http GET "/pyroscope/labels?from=$((NOW - 3600))&until=$((NOW + 60))" -H 'X-Scope-OrgID: lbl'
 NAMES=$(jq -r 'length' <<<"$BODY")
 note "tenant lbl has $NAMES label names: $BODY"
@@ -88,15 +88,12 @@ note "tenant lbl has $NAMES label names: $BODY"
 i=0
 while [ "$NAMES" -lt 6 ]; do
 	i=$((i + 1))
-	ing lbl "lbl.cpu{k=v1,n$i=1}" $((NOW - 10))
-	[ "$STATUS" = 200 ] || fail "tenant lbl, name n$i: HTTP $STATUS $BODY"
+	lbl "lbl.cpu{k=v1,n$i=1}" 200 "" "name n$i"
 	NAMES=$((NAMES + 1))
 done
-ing lbl 'lbl.cpu{k=v1,zz=1}' $((NOW - 10))
-expect_status 413 'label name limit of 6 reached for this tenant (limits file: max_label_names)' \
-	"tenant lbl: a seventh label name"
-ing lbl 'lbl.cpu{k=v3,a=1}' $((NOW - 10))
-expect_status 200 "" "tenant lbl: a new series of existing names and values"
+lbl 'lbl.cpu{k=v1,zz=1}' 413 'label name limit of 6 reached for this tenant (limits file: max_label_names)' \
+	"a seventh label name"
+lbl 'lbl.cpu{k=v3,a=1}' 200 "" "a new series of existing names and values"
 
 # ---- 3. a push of 480 gzip bombs (issue 15: 32 MiB, 28 GiB inflated,
 # 17.7 s of CPU).  Each profile inflates to 60 MiB; the request may inflate
@@ -131,11 +128,8 @@ note "/metrics: $(grep -E '^unhex_tenant_refusals_total' <<<"$BODY" | tr '\n' ' 
 # ---- the label counts are rebuilt from the store after a restart.
 stop_server
 start_server "$WORK/data" --limits-file "$WORK/limits"
-ing lbl 'lbl.cpu{k=v4}' $((NOW - 10))
-expect_status 413 'label k has 3 values' "after a restart: a fourth value of k"
-ing lbl 'lbl.cpu{k=v1,zz=1}' $((NOW - 10))
-expect_status 413 'label name limit of 6 reached' "after a restart: a seventh label name"
-ing lbl 'lbl.cpu{k=v2}' $((NOW - 10))
-expect_status 200 "" "after a restart: an existing series"
+lbl 'lbl.cpu{k=v4}' 413 'label k has 3 values' "after a restart, a fourth value of k"
+lbl 'lbl.cpu{k=v1,zz=1}' 413 'label name limit of 6 reached' "after a restart, a seventh label name"
+lbl 'lbl.cpu{k=v2}' 200 "" "after a restart, an existing series"
 
 note "hostile_limits: ok"
