@@ -12,6 +12,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The query's allocator: the byte budget, after taking more of the shared
+ * reservation when the budget's use would pass what the query holds.
+ */
+static void *reserve_resize(void *ctx, void *p, size_t old_size, size_t new_size, int *rc)
+{
+	struct qctx *q = ctx;
+
+	if (q->reserve && new_size > old_size && new_size - old_size <= q->mem.cap - q->mem.used) {
+		size_t after = q->mem.used + (new_size - old_size), want;
+
+		if (after > q->held) {
+			want = after - q->held;
+			if (want < QUERY_RESERVE_STEP)
+				want = QUERY_RESERVE_STEP;
+			if (q->held < q->mem.cap && want > q->mem.cap - q->held)
+				want = q->mem.cap - q->held;
+			if (q->reserve->grow(q->reserve->ctx, want)) {
+				*rc = err_set(q->msg, ERR_UNAVAILABLE,
+					      "server busy: the query needs %zu more bytes of memory "
+					      "than the server has free (it holds %zu); retry shortly",
+					      want, q->held);
+				return NULL;
+			}
+			q->held += want;
+		}
+	}
+	return grow_resize(&q->mem.alloc, p, old_size, new_size, rc);
+}
+
 void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 		     const struct query_limits *lim, struct err_msg *msg)
 {
@@ -25,6 +55,10 @@ void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->tick = 0;
 	q->symbolizer = lim ? lim->symbolizer : NULL;
 	q->symmemo = lim && lim->symbolizer ? lim->symmemo : NULL;
+	q->reserve = lim ? lim->reserve : NULL;
+	q->held = q->reserve ? q->reserve->held : 0;
+	q->alloc.resize = reserve_resize;
+	q->alloc.ctx = q;
 	q->scanned = 0;
 	q->max_scan = lim && lim->max_scan_bytes ? lim->max_scan_bytes : QUERY_DEFAULT_MAX_SCAN_BYTES;
 }
@@ -87,7 +121,7 @@ int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t n
 		return 0;
 	if (need > SIZE_MAX / elem)
 		return err_set(q->msg, ERR_TOO_LARGE, "%s: too many entries", what);
-	rc = grow_array(p, cap, elem, need, SIZE_MAX / elem, &q->mem.alloc);
+	rc = grow_array(p, cap, elem, need, SIZE_MAX / elem, &q->alloc);
 	if (rc == ERR_TOO_LARGE)
 		return err_set(q->msg, ERR_TOO_LARGE,
 			       "query memory budget of %zu bytes exceeded (%s)", q->mem.cap, what);
@@ -98,7 +132,7 @@ int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t n
 
 void query__mem_free(struct qctx *q, void *p, size_t cap, size_t elem)
 {
-	grow_free(&q->mem.alloc, p, cap, elem);
+	grow_free(&q->alloc, p, cap, elem);
 }
 
 /* ---- qmap ----------------------------------------------------------------- */
@@ -263,7 +297,7 @@ int query__names_init(struct qctx *q, struct intern *nm)
 	int rc;
 
 	/* Ids are u32 and hmap-indexed; the budget bounds the bytes. */
-	intern_init(nm, HMAP_MAX, q->mem.cap, &q->mem.alloc);
+	intern_init(nm, HMAP_MAX, q->mem.cap, &q->alloc);
 	rc = query__names_intern(q, nm, "total", 5, &id);
 	if (!rc)
 		rc = query__names_intern(q, nm, "other", 5, &id);

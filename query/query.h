@@ -120,6 +120,22 @@ int query_selector_matches(const struct query_selector *sel,
 
 struct debuginfo;
 
+/*
+ * A query's share of a memory budget it shares with other work (web's
+ * --max-inflight-bytes).  The query holds `held` bytes of it when it
+ * starts; before its tables grow past what it holds it asks grow() for
+ * more, QUERY_RESERVE_STEP at least, never past its max_bytes.  grow()
+ * returns 0 (the bytes are held until the caller releases them, after the
+ * query), or ERR_UNAVAILABLE: the query then fails with ERR_UNAVAILABLE and
+ * a "server busy" message.  Called on the query's thread.
+ */
+struct query_reserve {
+	int (*grow)(void *ctx, size_t bytes);
+	void *ctx;     /* borrowed by grow */
+	size_t held;   /* bytes held before the query starts */
+};
+#define QUERY_RESERVE_STEP ((size_t)16 << 20)
+
 struct query_limits {
 	int64_t timeout_ns;   /* 0 picks QUERY_DEFAULT_TIMEOUT_NS */
 	size_t max_bytes;     /* 0 picks QUERY_DEFAULT_MAX_BYTES */
@@ -132,6 +148,9 @@ struct query_limits {
 	 * AnalyzeQuery; label and metadata calls read no samples.
 	 */
 	uint64_t max_scan_bytes;
+	/* The shared budget the query's tables are charged to as they grow
+	 * (borrowed; NULL: only max_bytes bounds them). */
+	const struct query_reserve *reserve;
 	/*
 	 * Query-time symbolization (borrowed; NULL: frames without lines stay
 	 * `binary+0xoffset`).  With a service, the distinct unsymbolized

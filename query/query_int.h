@@ -70,6 +70,11 @@ struct qctx {
 	struct debuginfo *symbolizer;   /* borrowed from the limits; may be NULL */
 	struct query_symmemo *symmemo;  /* borrowed from the limits; may be NULL */
 	uint64_t scanned, max_scan;     /* sample bytes read, and the limit */
+	/* Every table of the query grows through `alloc`: mem's budget, after
+	 * taking more of `reserve` (may be NULL) when it would pass `held`. */
+	const struct query_reserve *reserve;
+	size_t held;
+	struct grow_alloc alloc;        /* not to be moved: alloc.ctx points here */
 };
 
 void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,

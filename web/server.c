@@ -463,8 +463,39 @@ static size_t inflate_bound(size_t isize, size_t floor, size_t max)
 }
 
 /*
- * Before any body byte is read: a query holds its whole query.max_bytes,
- * a body its declared length (the request cap when chunked).
+ * What a query holds of the memory budget when admitted.  A query's
+ * tables take more as they grow (query_grow); releases has a budget of its
+ * own, not charged as it grows, so it holds all of it from the start.
+ */
+static size_t query_hold(const struct web_server *srv, const struct route *rt)
+{
+	size_t max = srv->opt.query.max_bytes;
+
+	if (rt->kind == R_RELEASES || max <= QUERY_RESERVE_STEP)
+		return max;
+	return QUERY_RESERVE_STEP;
+}
+
+/* The memory budget a running query takes more of (struct query_reserve). */
+struct query_grow {
+	struct web_server *srv;
+	size_t *held; /* the request's reservation, released after its answer */
+};
+
+static int query_grow(void *ctx, size_t bytes)
+{
+	struct query_grow *g = ctx;
+
+	if (mem_reserve(g->srv, bytes, g->held)) {
+		atomic_fetch_add_explicit(&g->srv->mem_refused, 1, memory_order_relaxed);
+		return ERR_UNAVAILABLE;
+	}
+	return 0;
+}
+
+/*
+ * Before any body byte is read: a query holds query_hold(), a body its
+ * declared length (the request cap when chunked).
  */
 static int admit_bytes(struct web_server *srv, const struct route *rt,
 		       const struct mg_request_info *ri, int chunked, size_t *held,
@@ -473,7 +504,7 @@ static int admit_bytes(struct web_server *srv, const struct route *rt,
 	size_t want = 0;
 
 	if (is_query(rt))
-		want += srv->opt.query.max_bytes;
+		want += query_hold(srv, rt);
 	if (rt->kind == R_INGEST || rt->kind == R_PUSH || rt->kind == R_CONNECT ||
 	    rt->kind == R_SYMBOLZ) {
 		if (ri->content_length > 0 &&
@@ -870,6 +901,8 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	struct err_msg msg;
 	int unread = ri->content_length > 0, refused, rc;
 	size_t held = 0, sent;
+	struct query_grow qg = { srv, &held };
+	struct query_reserve qres = { query_grow, &qg, 0 };
 	int64_t t0;
 
 	atomic_fetch_add_explicit(&srv->requests_running, 1, memory_order_relaxed);
@@ -938,8 +971,12 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	} else {
 		struct web__conn *c = body_deadline(srv, conn, ri);
 
-		if (is_query(rt))
+		if (is_query(rt)) {
 			rq.qlim.max_scan_bytes = web__limits_query_bytes(qts);
+			qres.held = query_hold(srv, rt);
+			if (rt->kind != R_RELEASES)
+				rq.qlim.reserve = &qres;
+		}
 
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
 		     rt->kind != R_SETTINGS && rt->kind != R_DEBUGINFO_V1 && rt->kind != R_SYMBOLZ) ||
@@ -949,6 +986,9 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			web__limits_query_finished(qts, rs.status == 413 ? ERR_TOO_LARGE : 0,
 						   rs.body.data, rs.body.len);
 			web__query_done(srv, qts);
+			/* A 503 of a query is the memory budget (query_grow): retry. */
+			if (rs.status == 503 && !rs.extra_headers)
+				rs.extra_headers = "Retry-After: 1\r\n";
 		}
 		/* Streaming handlers (uploads) read the body themselves: a failure
 		 * of theirs after the deadline passed is its 408.  A success read

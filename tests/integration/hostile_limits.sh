@@ -132,4 +132,42 @@ lbl 'lbl.cpu{k=v4}' 413 'label k has 3 values' "after a restart, a fourth value 
 lbl 'lbl.cpu{k=v1,zz=1}' 413 'label name limit of 6 reached' "after a restart, a seventh label name"
 lbl 'lbl.cpu{k=v2}' 200 "" "after a restart, an existing series"
 
+# ---- 4. a query holds of --max-inflight-bytes what it uses: 16 MiB when
+# admitted, more as its tables grow (docs/operations.md).  Under the
+# defaults (--query-max-bytes 1G, --max-inflight-bytes 4G) twelve queries
+# held at once are all admitted; with a fixed 1 GiB each, four were.
+python3 -c 'for i in range(550):
+	for j in range(550): print("main;a%d;b%d 1" % (i, j))' >"$WORK/wide.txt"
+http POST "/ingest?name=wide.cpu&from=$((NOW - 10))&until=$NOW&format=folded" \
+	-H 'X-Scope-OrgID: wide' --data-binary @"$WORK/wide.txt"
+expect_status 200 "" "tenant wide: 302,500 distinct stacks"
+stop_server
+printf 'default max_queries=16\n' >"$WORK/limits4"
+start_server "$WORK/data" --threads 32 --limits-file "$WORK/limits4"
+HOLD=$((16 << 20))
+jq -cn --arg t "$TYPE" '{profileTypeID: $t, labelSelector: "{}", start: "0", end: "0"}' >"$WORK/q.json"
+python3 "$HERE/fixtures/held_queries.py" "$PORT" 12 $((12 * HOLD)) calm scan lbl <"$WORK/q.json" \
+	>"$WORK/held.out" || fail "twelve held queries: $(cat "$WORK/held.out")"
+SEEN=$(head -n 1 "$WORK/held.out")
+[ "$SEEN" -ge $((12 * HOLD)) ] || fail "twelve held queries held only $SEEN bytes at once"
+note "twelve Connect queries held at once: $SEEN bytes in flight, answers $(tail -n 1 "$WORK/held.out")"
+inflight() { http GET /metrics; awk '$1 == "unhex_http_inflight_bytes" { print $2 }' <<<"$BODY"; }
+for i in $(seq 1 200); do
+	[ "$(inflight)" = 0 ] && break
+	sleep 0.05
+done
+[ "$(inflight)" = 0 ] || fail "the queries' reservations were not given back: $(inflight)"
+
+# A query whose tables outgrow what the budget has free: 503 + Retry-After.
+stop_server
+start_server "$WORK/data" --max-inflight-bytes 16M
+render calm $((T0 - 1)) $((NOW + 60))
+expect_status 200 '"numTicks":1050000000' "a small query under a 16 MiB budget"
+http GET "/pyroscope/render?query=$(uri "$TYPE{}")&from=$((NOW - 3600))&until=$((NOW + 60))" \
+	-H 'X-Scope-OrgID: wide' -D "$WORK/h503" --max-time 60
+expect_status 503 "server busy: the query needs" "302,500 stacks under a 16 MiB budget"
+grep -qi '^retry-after: 1' "$WORK/h503" || fail "503 without Retry-After: $(cat "$WORK/h503")"
+http GET /metrics
+[ "$(metric unhex_http_memory_refused_total)" -ge 1 ] || fail "/metrics: no memory refusal counted"
+
 note "hostile_limits: ok"

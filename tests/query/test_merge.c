@@ -498,6 +498,67 @@ static void test_scan_budget(void **state)
 	fx_close(&f);
 }
 
+/* A shared budget of `limit` bytes for query_reserve. */
+struct grant {
+	size_t total, limit;
+	int calls;
+};
+
+static int grant_grow(void *ctx, size_t bytes)
+{
+	struct grant *g = ctx;
+
+	if (bytes > g->limit - g->total)
+		return ERR_UNAVAILABLE;
+	g->total += bytes;
+	g->calls++;
+	return 0;
+}
+
+/*
+ * query_limits.reserve: a query takes more of the shared budget as its
+ * tables grow, in steps, never past its max_bytes, none when it holds
+ * enough already, and fails with ERR_UNAVAILABLE when none is left.
+ */
+static void test_reserve(void **state)
+{
+	struct fx f;
+	struct query_params p = params(FX_CPU);
+	struct grant g = { 0, SIZE_MAX, 0 };
+	struct query_reserve r = { grant_grow, &g, 0 };
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+
+	(void)state;
+	fx_open(&f);
+	fill(&f, NULL, 3, FX_T0);
+	buf_init(&out, 1 << 30);
+	p.limits.reserve = &r;
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	assert_int_equal(g.calls, 1);
+	assert_int_equal(g.total, QUERY_RESERVE_STEP);
+	/* A budget below the step: the step is cut to it. */
+	g = (struct grant){ 0, SIZE_MAX, 0 };
+	p.limits.max_bytes = 1 << 20;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	assert_int_equal(g.total, 1 << 20);
+	/* Holding it all already: nothing asked. */
+	g = (struct grant){ 0, SIZE_MAX, 0 };
+	r.held = 1 << 20;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	assert_int_equal(g.calls, 0);
+	/* Nothing left to take. */
+	g = (struct grant){ 0, 0, 0 };
+	r.held = 0;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_UNAVAILABLE);
+	assert_non_null(strstr(msg.text, "server busy: the query needs"));
+	buf_release(&out);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -508,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_diff_self),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_scan_budget),
+		cmocka_unit_test(test_reserve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
