@@ -385,6 +385,14 @@ static void test_diff_self(void **state)
 	fx_close(&f);
 }
 
+/* A store of 3 profiles of 2 instances, and a response buffer. */
+static void open_filled(struct fx *f, struct buf *out)
+{
+	fx_open(f);
+	fill(f, NULL, 3, FX_T0);
+	buf_init(out, 1 << 30);
+}
+
 static void test_limits(void **state)
 {
 	struct fx f;
@@ -393,9 +401,7 @@ static void test_limits(void **state)
 	struct err_msg msg = { { 0 } };
 
 	(void)state;
-	fx_open(&f);
-	fill(&f, NULL, 3, FX_T0);
-	buf_init(&out, 1 << 30);
+	open_filled(&f, &out);
 	p.limits.max_bytes = 2048;
 	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "budget"));
@@ -459,15 +465,13 @@ static void test_scan_budget(void **state)
 	struct err_msg msg = { { 0 } };
 
 	(void)state;
-	fx_open(&f);
-	fill(&f, NULL, 3, FX_T0);
+	open_filled(&f, &out);
 	assert_int_equal(store_series_each(f.st, "t1", scan_series, &s), 0);
 	assert_int_equal(s.n, 2);
 	for (size_t i = 0; i < s.n; i++)
 		assert_true(store_profiles_each(f.st, "t1", s.ids[i], p.from_ns, p.until_ns,
 						scan_profile_cb, &s, &msg) >= 0);
 	assert_true(s.bytes > 6 * 64);
-	buf_init(&out, 1 << 30);
 	/* The pprof export reads the range once. */
 	p.limits.max_scan_bytes = s.bytes;
 	assert_int_equal(query_pprof(f.st, "t1", &p, &out, &msg), 0);
@@ -530,9 +534,7 @@ static void test_reserve(void **state)
 	struct err_msg msg = { { 0 } };
 
 	(void)state;
-	fx_open(&f);
-	fill(&f, NULL, 3, FX_T0);
-	buf_init(&out, 1 << 30);
+	open_filled(&f, &out);
 	p.limits.reserve = &r;
 	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
 	assert_int_equal(g.calls, 1);
