@@ -526,6 +526,8 @@ static int admit_bytes(struct web_server *srv, const struct route *rt,
  * may inflate to WEB_CONTAINER_INFLATE times the body.  The request's
  * inflate limit becomes that size, so a trailer that lies gets 413.  A
  * request that could not fit the budget even alone is narrowed to fit it.
+ * All its profiles together inflate to at most WEB_CONTAINER_INFLATE times
+ * the body too (ingest's max_request_decoded_bytes).
  */
 static int admit_decode(struct web__req *rq, const struct route *rt, size_t *held,
 			struct err_msg *msg)
