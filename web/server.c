@@ -463,15 +463,22 @@ static size_t inflate_bound(size_t isize, size_t floor, size_t max)
 }
 
 /*
- * What a query holds of the memory budget when admitted.  A query's
- * tables take more as they grow (query_grow); releases has a budget of its
- * own, not charged as it grows, so it holds all of it from the start.
+ * Whether a query route takes the memory budget as its tables grow
+ * (query_limits.reserve).  Releases and regressions keep budgets of their
+ * own beside the query's (a release's index, the change-point statistics),
+ * not charged as they grow, so they hold their whole budget from the start.
  */
+static int query_grows(const struct route *rt)
+{
+	return rt->kind != R_RELEASES && rt->kind != R_REGRESSIONS;
+}
+
+/* What a query holds of the memory budget when admitted. */
 static size_t query_hold(const struct web_server *srv, const struct route *rt)
 {
 	size_t max = srv->opt.query.max_bytes;
 
-	if (rt->kind == R_RELEASES || max <= QUERY_RESERVE_STEP)
+	if (!query_grows(rt) || max <= QUERY_RESERVE_STEP)
 		return max;
 	return QUERY_RESERVE_STEP;
 }
@@ -976,7 +983,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		if (is_query(rt)) {
 			rq.qlim.max_scan_bytes = web__limits_query_bytes(qts);
 			qres.held = query_hold(srv, rt);
-			if (rt->kind != R_RELEASES)
+			if (query_grows(rt))
 				rq.qlim.reserve = &qres;
 		}
 
