@@ -152,7 +152,8 @@ SEEN=$(head -n 1 "$WORK/held.out")
 [ "$SEEN" -ge $((12 * HOLD)) ] || fail "twelve held queries held only $SEEN bytes at once"
 note "twelve Connect queries held at once: $SEEN bytes in flight, answers $(tail -n 1 "$WORK/held.out")"
 inflight() { http GET /metrics; awk '$1 == "unhex_http_inflight_bytes" { print $2 }' <<<"$BODY"; }
-for i in $(seq 1 200); do
+# The answers are sent before the reservations are given back: wait for it.
+for i in $(seq 1 600); do
 	[ "$(inflight)" = 0 ] && break
 	sleep 0.05
 done
