@@ -343,7 +343,7 @@ int cli_upload(int argc, char **argv)
 		if (upload_one(&a, argv[i]))
 			failed++;
 	cli_http_close(a.http);
-	if (failed)
+	if (failed && !kallsyms)
 		fprintf(stderr, "unhex upload: %zu of %d files failed\n", failed, argc - optind);
 	return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -149,12 +149,11 @@ int sym_kallsyms_check(const void *data, size_t len, size_t *n_funcs, struct err
 	return parse_map(data, len, NULL, NULL, &text, n_funcs, msg);
 }
 
-/* A symbol kept for the index; rank orders symbols sharing an address. */
+/* A symbol kept for the index. */
 struct ksym {
 	uint64_t off;  /* from _text */
 	const char *name; /* NULL: not a function */
-	uint32_t rank; /* higher wins */
-	uint32_t seq;  /* line order, the last tie-break */
+	uint32_t seq;  /* line order: the last function at an address wins */
 };
 
 struct collect {
@@ -164,21 +163,6 @@ struct collect {
 	char *names;    /* owned: NUL-terminated names, "name [mod]" for modules */
 	size_t nlen, ncap;
 };
-
-/*
- * The rank of a function symbol among those at one address: global over
- * local, strong over weak, fewer leading underscores, longer names.
- */
-static uint32_t rank_of(const struct line *l)
-{
-	uint32_t under = 0;
-
-	while (under < l->name_len && l->name[under] == '_')
-		under++;
-	return (uint32_t)(l->type == 'T' || l->type == 't') << 30 |
-	       (uint32_t)(l->type >= 'A' && l->type <= 'Z') << 29 |
-	       (uint32_t)(255 - (under > 255 ? 255 : under)) << 20 | (uint32_t)l->name_len;
-}
 
 static int collect_line(void *ctx, const struct line *l)
 {
@@ -197,7 +181,6 @@ static int collect_line(void *ctx, const struct line *l)
 	k->off = l->addr - c->text;
 	k->seq = (uint32_t)c->n++;
 	k->name = NULL;
-	k->rank = 0;
 	if (!is_func(l->type))
 		return 0;
 	/* Offsets, not pointers: the names buffer moves as it grows. */
@@ -211,7 +194,6 @@ static int collect_line(void *ctx, const struct line *l)
 	}
 	c->names[c->nlen + need - 1] = '\0';
 	k->name = (const char *)(uintptr_t)(c->nlen + 1);
-	k->rank = 1u << 31 | rank_of(l);
 	c->nlen += need;
 	return 0;
 }
@@ -222,9 +204,9 @@ static int ksym_cmp(const void *a, const void *b)
 
 	if (x->off != y->off)
 		return x->off < y->off ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank > y->rank ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	if (!x->name != !y->name)
+		return x->name ? -1 : 1;
+	return x->seq > y->seq ? -1 : x->seq < y->seq;
 }
 
 int sym_kallsyms_index_buf(const void *data, size_t len, const uint8_t *bid, size_t blen,

@@ -386,10 +386,10 @@ int sym_kallsyms_check(const void *data, size_t len, size_t *n_funcs, struct err
  * addresses are offsets from `_text`: look a kernel frame up at its
  * runtime address minus the runtime address of `_text`.  Every address
  * from a function symbol up to the next symbol of the map names that
- * function (module symbols as "name [module]"); where several share an
- * address, a global one beats a local, a strong one a weak, fewer leading
- * underscores and then a longer name win, as perf chooses.  Errors as
- * sym_kallsyms_check, ERR_NOMEM.
+ * function (module symbols as "name [module]"); where several functions
+ * share an address the last one the map lists wins, as perf names them
+ * (the others end where they start).  Errors as sym_kallsyms_check,
+ * ERR_NOMEM.
  */
 int sym_kallsyms_index_buf(const void *data, size_t len, const uint8_t *bid, size_t blen,
 			   struct buf *out, struct sym_index_stats *stats, struct err_msg *msg);
