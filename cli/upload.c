@@ -212,7 +212,7 @@ static int upload_kallsyms(const struct upload_args *a, const char *file)
 	struct cli_request req = { 0 };
 
 	err_clear(&msg);
-	buf_init(&map, SYM_KALLSYMS_MAX_BYTES + 1u);
+	buf_init(&map, SYM_KALLSYMS_MAX_BYTES);
 	buf_init(&resp, RESPONSE_MAX);
 	if (sym_build_id_parse(a->build_id, bid, &blen) || !blen) {
 		fprintf(stderr, "unhex upload: --build-id \"%s\" is not a hex build ID\n",

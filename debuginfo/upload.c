@@ -153,33 +153,6 @@ static int refuse(struct debuginfo_upload *u, enum sym_reason reason, int code,
 }
 
 /*
- * Reads the whole upload into `b` (under its cap) straight into the heap:
- * a chunk on the stack of a web worker thread, whose stack is small, would
- * not fit.  ERR_IO with errno, ERR_TOO_LARGE, ERR_NOMEM.
- */
-static int read_upload(const char *path, struct buf *b)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
-	ssize_t n = -1;
-
-	if (fd < 0)
-		return ERR_IO;
-	do {
-		if ((rc = buf_reserve(b, 65536)))
-			break;
-		n = read(fd, b->data + b->len, 65536);
-		if (n < 0 && errno != EINTR)
-			rc = ERR_IO;
-		else if (n > 0)
-			b->len += (size_t)n;
-	} while (!rc && n != 0);
-	if (!rc && b->len > SYM_KALLSYMS_MAX_BYTES)
-		rc = ERR_TOO_LARGE;
-	close(fd);
-	return rc;
-}
-
-/*
  * Validates a kernel symbol map.  Its build ID cannot be checked: the map
  * carries none, the uploader names the kernel's.
  */
@@ -191,8 +164,8 @@ static int check_kallsyms(struct debuginfo_upload *u, struct debuginfo_upload_re
 	int rc;
 
 	err_clear(&why);
-	buf_init(&b, SYM_KALLSYMS_MAX_BYTES + 65536u);
-	rc = read_upload(u->path, &b);
+	buf_init(&b, SYM_KALLSYMS_MAX_BYTES);
+	rc = buf_read_file(&b, u->path);
 	if (rc == ERR_TOO_LARGE)
 		err_set(msg, rc, "a kernel symbol map is at most %u bytes", SYM_KALLSYMS_MAX_BYTES);
 	else if (rc)

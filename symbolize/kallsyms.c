@@ -267,7 +267,7 @@ int sym_kallsyms_index_build(const char *map_path, const char *out_path, const u
 	struct buf in, out;
 	int rc;
 
-	buf_init(&in, SYM_KALLSYMS_MAX_BYTES + 1u);
+	buf_init(&in, SYM_KALLSYMS_MAX_BYTES);
 	buf_init(&out, (size_t)UINT32_MAX);
 	rc = buf_read_file(&in, map_path);
 	if (rc == ERR_TOO_LARGE)
