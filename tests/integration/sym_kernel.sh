@@ -73,6 +73,27 @@ grep -q '^\[kernel\.kallsyms\]+0x' <<<"$(jq -r '.flamebearer.names[]' <<<"$BODY"
 	fail "no hex kernel frame before upload: $(jq -c .flamebearer.names <<<"$BODY" | head -c 400)"
 note "before upload: $(jq -r .reason <<<"$ST" | head -c 120)"
 
+# An agent that does not know the kernel's build ID: perf2pprof through a
+# perf whose buildid-list leaves the kernel out.
+cat >"$WORK/perf-nokid" <<'SEOF'
+#!/bin/sh
+if [ "$1" = buildid-list ]; then
+	perf "$@" | grep -v '\[kernel\.kallsyms\]'
+else
+	exec perf "$@"
+fi
+SEOF
+chmod +x "$WORK/perf-nokid"
+"$PERF2PPROF" --perf "$WORK/perf-nokid" -i "$WORK/sys.perf.data" -o "$WORK/nokid.pb.gz"
+"$UNHEX" ingest --server "$URL" --name "nokid.cpu" "$WORK/nokid.pb.gz" >/dev/null || fail "ingest nokid"
+wait_symbolized "$(selector "$(cpu_type nokid)" nokid)" "$FROM" "$UNTIL"
+ST=$(jq -c '.symbolization.buildIds[] | select(.binary == "[kernel.kallsyms]")' <<<"$BODY")
+[ "$(jq -r '.status,.buildId' <<<"$ST" | tr '\n' ' ')" = "no_build_id  " ] ||
+	fail "kernel mapping without a build ID: $ST"
+grep -q "^no build ID for the kernel mapping" <<<"$(jq -r .reason <<<"$ST")" ||
+	fail "kernel mapping without a build ID: $ST"
+note "no kernel build ID: $(jq -r .reason <<<"$ST" | head -c 100)"
+
 # A corrupt map is refused with the line that breaks it, and stores nothing.
 printf 'ffffffff81000000 T _text\nffffffff81000040 T ok\nffffffff8100 Tbroken\n' >"$WORK/bad.map"
 http POST "/api/v1/debuginfo/$KID?type=kallsyms" --data-binary "@$WORK/bad.map"
