@@ -157,7 +157,8 @@ struct debuginfo_upload;
  * text, symbolize.h section 4) named by the kernel's build ID, which the map
  * itself does not carry.  When a build ID has one, its index is built from
  * it and frames are looked up at their offset from the mapping's start
- * (the kernel's `_text`); it is never served by /buildid/.
+ * (the kernel's `_text`); it is never served by /buildid/, and refused
+ * (ERR_CONFLICT) for a build ID that has an ELF file.
  */
 enum debuginfo_file_kind {
 	DEBUGINFO_FILE_DEBUGINFO = 0,

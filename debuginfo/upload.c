@@ -386,6 +386,12 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 		rc = compare_stored(u, dst, &exists, &same, old, msg);
 	if (!rc)
 		rc = may_store(by, id, &m, exists, same, msg);
+	/* A map renames every frame of its build ID: never a program's. */
+	if (!rc && kind == DEBUGINFO_FILE_KALLSYMS &&
+	    (m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO | 1u << DEBUGINFO_FILE_EXECUTABLE)))
+		rc = err_set(msg, ERR_CONFLICT,
+			     "build ID %s has an ELF file: a kernel symbol map is for the build "
+			     "ID of a kernel (perf buildid-list -k)", id);
 	if (!rc && exists && !same && by && by->tenant) /* a replacement: its tenant's alone now */
 		m.owners[0] = '\0';
 	if (!rc)

@@ -103,6 +103,11 @@ if "$UNHEX" upload --server "$URL" --kallsyms "$WORK/bad.map" --build-id "$KID" 
 grep -q "line 3" "$WORK/up.err" || fail "unhex upload: $(cat "$WORK/up.err")"
 http GET "/api/v1/debuginfo/$KID"
 [ "$(jq -r .kallsyms <<<"$BODY")" != true ] || fail "a refused map was stored: $BODY"
+# A map never renames a program's frames: not for a build ID with an ELF file.
+"$UNHEX" upload --server "$URL" "$WORK/sys" >/dev/null || fail "upload of sys"
+SID=$(build_id "$WORK/sys")
+http POST "/api/v1/debuginfo/$SID?type=kallsyms" --data-binary @/proc/kallsyms
+expect_status 409 "kernel symbol map is for the build ID of a kernel" "a map for a program's build ID"
 
 # Another boot's map: every address 256 MiB higher.  Only offsets from
 # _text are kept, so it must name this boot's frames all the same.
