@@ -72,6 +72,11 @@ grep -q "^kernel symbols not uploaded: unhex upload --kallsyms" <<<"$(jq -r .rea
 grep -q '^\[kernel\.kallsyms\]+0x' <<<"$(jq -r '.flamebearer.names[]' <<<"$BODY")" ||
 	fail "no hex kernel frame before upload: $(jq -c .flamebearer.names <<<"$BODY" | head -c 400)"
 note "before upload: $(jq -r .reason <<<"$ST" | head -c 120)"
+# unhex doctor gives the kernel's fix, not the .debug upload of programs.
+DOC=$("$UNHEX" doctor --server "$URL" --query "$(cpu_type sys){service_name=\"sys\"}" \
+	--from "$FROM" --until "$UNTIL") || true
+grep -q "fix: unhex upload --kallsyms" <<<"$(grep -A1 "symbols *\[kernel\.kallsyms\] .*not_found" <<<"$DOC")" ||
+	fail "unhex doctor does not give the kernel's fix: $DOC"
 
 # An agent that does not know the kernel's build ID: perf2pprof through a
 # perf whose buildid-list leaves the kernel out.
