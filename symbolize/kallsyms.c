@@ -152,7 +152,8 @@ int sym_kallsyms_check(const void *data, size_t len, size_t *n_funcs, struct err
 /* A symbol kept for the index. */
 struct ksym {
 	uint64_t off;  /* from _text */
-	const char *name; /* NULL: not a function */
+	size_t name;   /* 1 + offset of the name in collect.names; 0: not a function
+			  (an offset: the names buffer moves as it grows) */
 	uint32_t seq;  /* line order: the last function at an address wins */
 };
 
@@ -180,10 +181,9 @@ static int collect_line(void *ctx, const struct line *l)
 	k = &c->v[c->n];
 	k->off = l->addr - c->text;
 	k->seq = (uint32_t)c->n++;
-	k->name = NULL;
+	k->name = 0;
 	if (!is_func(l->type))
 		return 0;
-	/* Offsets, not pointers: the names buffer moves as it grows. */
 	if ((rc = GROW(c->names, c->ncap, c->nlen + need, SIZE_MAX, NULL)))
 		return rc;
 	memcpy(c->names + c->nlen, l->name, l->name_len);
@@ -193,7 +193,7 @@ static int collect_line(void *ctx, const struct line *l)
 		c->names[c->nlen + need - 2] = ']';
 	}
 	c->names[c->nlen + need - 1] = '\0';
-	k->name = (const char *)(uintptr_t)(c->nlen + 1);
+	k->name = c->nlen + 1;
 	c->nlen += need;
 	return 0;
 }
@@ -236,7 +236,7 @@ int sym_kallsyms_index_buf(const void *data, size_t len, const uint8_t *bid, siz
 		if (n && e[n - 1].addr == c.v[i].off)
 			continue;
 		e[n].addr = c.v[i].off;
-		e[n].name = c.v[i].name ? c.names + (uintptr_t)c.v[i].name - 1 : NULL;
+		e[n].name = c.v[i].name ? c.names + c.v[i].name - 1 : NULL;
 		named += e[n].name != NULL;
 		n++;
 	}
