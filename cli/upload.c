@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include "base/buf.h"
-#include "base/perfmap.h"
 #include "base/err.h"
+#include "base/perfmap.h"
 #include "cli.h"
 #include "symbolize/symbolize.h"
 
@@ -28,6 +28,7 @@
 static void upload_help(FILE *f)
 {
 	fputs("usage: unhex upload [options] FILE...\n"
+	      "       unhex upload [options] --kallsyms MAP --build-id ID\n"
 	      "       unhex upload [options] --perf-map MAP [--pid PID]\n"
 	      "\n"
 	      "Uploads each ELF FILE (an unstripped binary or a .debug file from\n"
@@ -40,6 +41,9 @@ static void upload_help(FILE *f)
 	      "                   $UNHEX_TOKEN_FILE or $UNHEX_TOKEN (docs/cli.md)\n"
 	      "  --tenant T       X-Scope-OrgID: the tenant the files are for\n"
 	      "  --type KIND      debuginfo (default) or executable\n"
+	      "  --kallsyms MAP   upload the kernel symbol map MAP (/proc/kallsyms read as\n"
+	      "                   root, or a System.map) for the kernel with build ID\n"
+	      "  --build-id ID    (perf buildid-list -k, or /sys/kernel/notes)\n"
 	      "  --force          upload even when the server has the build ID, replacing\n"
 	      "                   other bytes it holds (needs a token with the admin scope)\n"
 	      "  --timeout S      seconds per file (default 600)\n"
@@ -56,6 +60,7 @@ struct upload_args {
 	const char *token;
 	const char *tenant;
 	const char *type;
+	const char *build_id; /* of --kallsyms */
 	int force;
 	int timeout_ms;
 	const char *perf_map;
@@ -198,6 +203,73 @@ out:
 	return rc;
 }
 
+/*
+ * Uploads a kernel symbol map for the build ID the user names (the map has
+ * none).  /proc/kallsyms has no size until read, so it is read whole (it is
+ * capped) and checked here first, for an answer that names the bad line
+ * without a round trip.
+ */
+static int upload_kallsyms(const struct upload_args *a, const char *file)
+{
+	struct err_msg msg;
+	struct buf map, resp;
+	char path[512], id[2 * SYM_BUILD_ID_MAX + 1];
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	size_t blen;
+	int status = 0, rc;
+	struct cli_request req = { 0 };
+
+	err_clear(&msg);
+	buf_init(&map, SYM_KALLSYMS_MAX_BYTES);
+	buf_init(&resp, RESPONSE_MAX);
+	if (sym_build_id_parse(a->build_id, bid, &blen) || !blen) {
+		fprintf(stderr, "unhex upload: --build-id \"%s\" is not a hex build ID\n",
+			a->build_id);
+		rc = ERR_INVALID;
+		goto out;
+	}
+	rc = buf_read_file(&map, file);
+	if (rc) {
+		fprintf(stderr, "unhex upload: %s: %s\n", file,
+			rc == ERR_TOO_LARGE ? "larger than a kernel symbol map can be"
+					    : strerror(errno));
+		goto out;
+	}
+	if ((rc = sym_kallsyms_check(map.data, map.len, NULL, &msg))) {
+		fprintf(stderr, "unhex upload: %s: not a kernel symbol map: %s\n", file, msg.text);
+		goto out;
+	}
+	sym_build_id_hex(bid, blen, id);
+	snprintf(path, sizeof(path), "/api/v1/debuginfo/%s?type=kallsyms%s", id,
+		 a->force ? "&replace=true" : "");
+	req.method = "POST";
+	req.path = path;
+	req.tenant = a->tenant;
+	req.token = a->token;
+	req.content_type = "text/plain";
+	req.body = map.data;
+	req.len = map.len;
+	req.timeout_ms = a->timeout_ms;
+	rc = cli_http_request(a->http, &req, &status, &resp, &msg);
+	if (rc) {
+		fprintf(stderr, "unhex upload: %s: %s\n", file, msg.text);
+		goto out;
+	}
+	trim(&resp);
+	if (status != 200 && status != 201) {
+		fprintf(stderr, "unhex upload: %s: HTTP %d: %s\n", file, status,
+			resp.data ? resp.data : "");
+		rc = ERR_INVALID;
+		goto out;
+	}
+	printf("%s: kernel symbols of %s %s (%zu bytes)\n", file, id,
+	       status == 201 ? "uploaded" : "unchanged", map.len);
+out:
+	buf_release(&map);
+	buf_release(&resp);
+	return rc;
+}
+
 /* Uploads a perf map for process a->pid; 0 when the server stored it. */
 static int upload_perf_map(const struct upload_args *a)
 {
@@ -238,7 +310,7 @@ out:
 }
 
 enum { O_SERVER = 256, O_CACERT, O_TOKEN, O_TENANT, O_TYPE, O_FORCE, O_TIMEOUT, O_HELP,
-       O_PERF_MAP, O_PID };
+       O_KALLSYMS, O_BUILD_ID, O_PERF_MAP, O_PID };
 
 static const struct option upload_opts[] = {
 	{ "server", required_argument, NULL, O_SERVER },
@@ -248,6 +320,8 @@ static const struct option upload_opts[] = {
 	{ "type", required_argument, NULL, O_TYPE },
 	{ "force", no_argument, NULL, O_FORCE },
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "kallsyms", required_argument, NULL, O_KALLSYMS },
+	{ "build-id", required_argument, NULL, O_BUILD_ID },
 	{ "perf-map", required_argument, NULL, O_PERF_MAP },
 	{ "pid", required_argument, NULL, O_PID },
 	{ "help", no_argument, NULL, O_HELP },
@@ -257,7 +331,7 @@ static const struct option upload_opts[] = {
 int cli_upload(int argc, char **argv)
 {
 	struct upload_args a = { 0 };
-	const char *server = "http://127.0.0.1:4040", *cacert = NULL;
+	const char *server = "http://127.0.0.1:4040", *cacert = NULL, *kallsyms = NULL;
 	struct err_msg msg;
 	size_t failed = 0;
 	uint64_t secs;
@@ -274,6 +348,8 @@ int cli_upload(int argc, char **argv)
 		case O_TOKEN: a.token = optarg; break;
 		case O_TENANT: a.tenant = optarg; break;
 		case O_FORCE: a.force = 1; break;
+		case O_KALLSYMS: kallsyms = optarg; break;
+		case O_BUILD_ID: a.build_id = optarg; break;
 		case O_PERF_MAP: a.perf_map = optarg; break;
 		case O_PID:
 			if (cli_parse_u64(optarg, &secs) || secs == 0 || secs > INT32_MAX)
@@ -299,14 +375,18 @@ int cli_upload(int argc, char **argv)
 					       argv[optind - 1]);
 		}
 	}
-	if (a.perf_map && optind < argc)
-		return cli_usage_error("upload", "--perf-map: give no other FILE");
+	if (!kallsyms != !a.build_id)
+		return cli_usage_error("upload", "--kallsyms and --build-id go together");
+	if (kallsyms && optind < argc)
+		return cli_usage_error("upload", "--kallsyms takes no FILE arguments");
+	if (a.perf_map && (optind < argc || kallsyms))
+		return cli_usage_error("upload", "--perf-map: give no FILE and no --kallsyms");
 	if (a.pid && !a.perf_map)
 		return cli_usage_error("upload", "--pid goes with --perf-map");
 	if (a.perf_map && !a.pid && !perfmap_pid_of(a.perf_map, &a.pid))
 		return cli_usage_error("upload", "--perf-map: %s is not named perf-PID.map: "
 				       "give --pid", a.perf_map);
-	if (!a.perf_map && optind >= argc)
+	if (!kallsyms && !a.perf_map && optind >= argc)
 		return cli_usage_error("upload", "no FILE given");
 	if (a.token && (strchr(a.token, '\r') || strchr(a.token, '\n')))
 		return cli_usage_error("upload", "--token: must not contain line breaks");
@@ -325,11 +405,13 @@ int cli_upload(int argc, char **argv)
 		cli_http_close(a.http);
 		return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 	}
+	if (kallsyms)
+		failed = upload_kallsyms(&a, kallsyms) != 0;
 	for (int i = optind; i < argc; i++)
 		if (upload_one(&a, argv[i]))
 			failed++;
 	cli_http_close(a.http);
-	if (failed)
+	if (failed && !kallsyms)
 		fprintf(stderr, "unhex upload: %zu of %d files failed\n", failed, argc - optind);
 	return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

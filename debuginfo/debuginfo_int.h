@@ -31,7 +31,9 @@
  *   u8       version (1)
  *   uvarint  source   (0 none, 1 upload, 2 debuginfod)
  *   uvarint  status   (enum debuginfo_status of the build ID)
- *   uvarint  kinds    (bit 1 << enum debuginfo_file_kind for each file stored)
+ *   uvarint  kinds    (bit 1 << enum debuginfo_file_kind for each file stored;
+ *                      bit 2, a kernel symbol map, is ignored by readers older
+ *                      than it, which then see no file)
  *   uvarint  size     (bytes of the debuginfo file, else of the executable)
  *   uvarint  hash     (informational: the first 8 bytes of sha256 below, big
  *                      endian; hash_bytes of the file in records written before
@@ -78,6 +80,7 @@
  *
  *   <data dir>/debuginfo/<id[0:2]>/<id>/debuginfo   uploaded .debug or unstripped ELF
  *   <data dir>/debuginfo/<id[0:2]>/<id>/executable  the executable, when known
+ *   <data dir>/debuginfo/<id[0:2]>/<id>/kallsyms    a kernel symbol map, as uploaded
  *   <data dir>/debuginfo/<id[0:2]>/<id>/index       our index (symbolize_int.h)
  *   <data dir>/debuginfo/tmp/                       uploads in progress
  * Every file is written to a temporary name, fsynced and renamed.
@@ -129,6 +132,8 @@ struct debuginfo__open_index {
 	char id[DEBUGINFO_HEX_MAX];
 	struct sym_index *idx;      /* owned */
 	struct sym_elf_info layout; /* program headers for file offsets */
+	int kernel_map;             /* built from a kernel symbol map: addresses
+				       are offsets from the mapping's start */
 	uint64_t used;              /* LRU tick */
 	unsigned refs;
 	int stale;                  /* replaced: the last reference closes it */

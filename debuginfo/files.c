@@ -21,12 +21,12 @@
 #include "base/log.h"
 #include "debuginfo_int.h"
 
-static const char *const kind_names[2] = { "debuginfo", "executable" };
+static const char *const kind_names[3] = { "debuginfo", "executable", "kallsyms" };
 
 const char *debuginfo__kind_name(enum debuginfo_file_kind kind)
 {
-	assert(kind == DEBUGINFO_FILE_DEBUGINFO || kind == DEBUGINFO_FILE_EXECUTABLE);
-	return kind_names[kind == DEBUGINFO_FILE_EXECUTABLE];
+	assert((unsigned)kind <= DEBUGINFO_FILE_KALLSYMS);
+	return kind_names[kind];
 }
 
 int debuginfo__canon_id(const char *hex, char out[DEBUGINFO_HEX_MAX], uint8_t *bytes, size_t *len)

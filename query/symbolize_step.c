@@ -50,6 +50,7 @@ struct qgroup {
 	struct debuginfo_mapping_ref map;
 	enum debuginfo_status status;
 	char reason[256];
+	int kernel;          /* the kernel's mapping: named from a symbol map */
 	int64_t unnamed;
 	size_t n_want;
 	size_t n_unresolved;  /* distinct locations left without names */
@@ -152,6 +153,8 @@ static char *sdup(struct qctx *q, struct qsym *s, const char *p)
 	return sdupn(q, s, p, p ? strlen(p) : 0);
 }
 
+static int kernel_mapping(const struct store_mapping *mp);
+
 /* Anonymous memory as agents name it: JIT code whose process is unknown. */
 static int anon_mapping(const char *fn)
 {
@@ -191,9 +194,14 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	g->map.file_offset = mp->file_offset;
 	g->map.addr_is_vaddr = !!(mp->flags & STORE_MAP_ADDR_VADDR);
 	g->status = bid[0] ? DEBUGINFO_STATUS_OK : DEBUGINFO_STATUS_NO_BUILD_ID;
+	g->kernel = kernel_mapping(mp);
 	/* JIT code has no file: its names come from the process's perf map. */
 	if (perfmap_jit_mapping(mp->filename, bid, &g->jit_pid))
 		g->status = DEBUGINFO_STATUS_OK;
+	else if (!bid[0] && g->kernel)
+		snprintf(g->reason, sizeof(g->reason),
+			 "no build ID for the kernel mapping: make the agent report the running "
+			 "kernel's (perf does: perf buildid-list -k)");
 	else if (!bid[0] && anon_mapping(mp->filename))
 		snprintf(g->reason, sizeof(g->reason),
 			 "anonymous executable memory (JIT code?) of an unknown process: name the "
@@ -539,6 +547,11 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 				gr->jit_pid ? gr->binary : gr->build_id, err_str(rc));
 		if (gr->status == DEBUGINFO_STATUS_PENDING)
 			s->pending = 1;
+		if (gr->kernel && gr->status == DEBUGINFO_STATUS_NOT_FOUND)
+			snprintf(gr->reason, sizeof(gr->reason),
+				 "kernel symbols not uploaded: unhex upload --kallsyms /proc/kallsyms "
+				 "--build-id %s, as root on a machine running this kernel",
+				 gr->build_id);
 	}
 out:
 	free(start);
