@@ -25,6 +25,7 @@
 #include "base/compress.h"
 #include "base/err.h"
 #include "base/json.h"
+#include "base/perfmap.h"
 #include "cli.h"
 #include "profile.pb-c.h"
 #include "query/query.h"
@@ -451,6 +452,7 @@ static int from_file(struct doctor *d)
 		const char *file = str_at(p, m->m->filename), *bid = str_at(p, m->m->build_id);
 		const char *bin = file[0] ? base_name(file) : "[unknown]";
 		int interp = query_interpreter_binary(bin);
+		uint32_t pid;
 
 		if (!m->weight || kernel_name(file))
 			continue;
@@ -486,7 +488,12 @@ static int from_file(struct doctor *d)
 		}
 		if (!m->unnamed_locs)
 			continue;
-		if (!bid[0]) {
+		if (perfmap_jit_mapping(file, bid, &pid)) {
+			printf("    symbols: %llu locations of JIT code of process %u\n    fix: upload "
+			       "its perf map: unhex upload --perf-map /tmp/perf-%u.map\n",
+			       (unsigned long long)m->unnamed_locs, pid, pid);
+			problem(d, "symbolization");
+		} else if (!bid[0]) {
 			printf("    symbols: %llu locations without names and no build ID\n    fix: %s\n",
 			       (unsigned long long)m->unnamed_locs, status_fix("no_build_id"));
 			problem(d, "profile");

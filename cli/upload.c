@@ -3,7 +3,8 @@
  * `objcopy --only-keep-debug` files) to a server, keyed by the GNU build ID
  * read locally, skipping those the server already has.  The file is
  * streamed from disk, never read whole, so a progress bar can follow it on
- * a terminal; the server checks everything again.
+ * a terminal; the server checks everything again.  With --perf-map it
+ * sends a JIT runtime's perf map instead, for one process.
  *
  * Exit status: 0 when every file is uploaded or already present, 1 when any
  * failed, 2 on usage errors.
@@ -18,6 +19,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/perfmap.h"
 #include "cli.h"
 #include "symbolize/symbolize.h"
 
@@ -27,6 +29,7 @@ static void upload_help(FILE *f)
 {
 	fputs("usage: unhex upload [options] FILE...\n"
 	      "       unhex upload [options] --kallsyms MAP --build-id ID\n"
+	      "       unhex upload [options] --perf-map MAP [--pid PID]\n"
 	      "\n"
 	      "Uploads each ELF FILE (an unstripped binary or a .debug file from\n"
 	      "objcopy --only-keep-debug) to URL/api/v1/debuginfo/<build ID>, unless the\n"
@@ -44,6 +47,9 @@ static void upload_help(FILE *f)
 	      "  --force          upload even when the server has the build ID, replacing\n"
 	      "                   other bytes it holds (needs a token with the admin scope)\n"
 	      "  --timeout S      seconds per file (default 600)\n"
+	      "  --perf-map MAP   upload MAP, a JIT runtime's /tmp/perf-PID.map, to\n"
+	      "                   URL/api/v1/perfmap/PID: it names the process's JIT frames\n"
+	      "  --pid PID        the process MAP belongs to (default: from the name)\n"
 	      "\n"
 	      "Exit status: 0 when every file is uploaded or already present, 1 otherwise,\n"
 	      "2 on usage errors.\n",
@@ -57,6 +63,8 @@ struct upload_args {
 	const char *build_id; /* of --kallsyms */
 	int force;
 	int timeout_ms;
+	const char *perf_map;
+	uint32_t pid;
 	struct cli_server srv;
 	struct cli_http *http; /* owned */
 	int tty;
@@ -262,8 +270,47 @@ out:
 	return rc;
 }
 
+/* Uploads a perf map for process a->pid; 0 when the server stored it. */
+static int upload_perf_map(const struct upload_args *a)
+{
+	struct err_msg msg;
+	struct buf resp;
+	struct stat sb;
+	char path[64];
+	FILE *f;
+	int status = 0, rc;
+
+	err_clear(&msg);
+	buf_init(&resp, RESPONSE_MAX);
+	f = fopen(a->perf_map, "rbe");
+	if (!f || fstat(fileno(f), &sb)) {
+		fprintf(stderr, "unhex upload: %s: %s\n", a->perf_map, strerror(errno));
+		rc = ERR_IO;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/api/v1/perfmap/%u", a->pid);
+	rc = post_file(a, a->perf_map, path, f, (uint64_t)sb.st_size, &status, &resp, &msg);
+	if (rc) {
+		fprintf(stderr, "unhex upload: %s: %s\n", a->perf_map, msg.text);
+		goto out;
+	}
+	trim(&resp);
+	if (status != 201) {
+		fprintf(stderr, "unhex upload: %s: HTTP %d: %s\n", a->perf_map, status,
+			resp.data ? resp.data : "");
+		rc = ERR_INVALID;
+		goto out;
+	}
+	printf("%s: perf map of process %u uploaded: %s\n", a->perf_map, a->pid, resp.data);
+out:
+	if (f)
+		fclose(f);
+	buf_release(&resp);
+	return rc;
+}
+
 enum { O_SERVER = 256, O_CACERT, O_TOKEN, O_TENANT, O_TYPE, O_FORCE, O_TIMEOUT, O_HELP,
-       O_KALLSYMS, O_BUILD_ID };
+       O_KALLSYMS, O_BUILD_ID, O_PERF_MAP, O_PID };
 
 static const struct option upload_opts[] = {
 	{ "server", required_argument, NULL, O_SERVER },
@@ -275,6 +322,8 @@ static const struct option upload_opts[] = {
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ "kallsyms", required_argument, NULL, O_KALLSYMS },
 	{ "build-id", required_argument, NULL, O_BUILD_ID },
+	{ "perf-map", required_argument, NULL, O_PERF_MAP },
+	{ "pid", required_argument, NULL, O_PID },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -301,6 +350,13 @@ int cli_upload(int argc, char **argv)
 		case O_FORCE: a.force = 1; break;
 		case O_KALLSYMS: kallsyms = optarg; break;
 		case O_BUILD_ID: a.build_id = optarg; break;
+		case O_PERF_MAP: a.perf_map = optarg; break;
+		case O_PID:
+			if (cli_parse_u64(optarg, &secs) || secs == 0 || secs > INT32_MAX)
+				return cli_usage_error("upload", "--pid: \"%s\" is not 1..%d", optarg,
+						       INT32_MAX);
+			a.pid = (uint32_t)secs;
+			break;
 		case O_HELP: upload_help(stdout); return CLI_EXIT_OK;
 		case O_TYPE:
 			if (strcmp(optarg, "debuginfo") && strcmp(optarg, "executable"))
@@ -323,7 +379,14 @@ int cli_upload(int argc, char **argv)
 		return cli_usage_error("upload", "--kallsyms and --build-id go together");
 	if (kallsyms && optind < argc)
 		return cli_usage_error("upload", "--kallsyms takes no FILE arguments");
-	if (!kallsyms && optind >= argc)
+	if (a.perf_map && (optind < argc || kallsyms))
+		return cli_usage_error("upload", "--perf-map: give no FILE and no --kallsyms");
+	if (a.pid && !a.perf_map)
+		return cli_usage_error("upload", "--pid goes with --perf-map");
+	if (a.perf_map && !a.pid && !perfmap_pid_of(a.perf_map, &a.pid))
+		return cli_usage_error("upload", "--perf-map: %s is not named perf-PID.map: "
+				       "give --pid", a.perf_map);
+	if (!kallsyms && !a.perf_map && optind >= argc)
 		return cli_usage_error("upload", "no FILE given");
 	if (a.token && (strchr(a.token, '\r') || strchr(a.token, '\n')))
 		return cli_usage_error("upload", "--token: must not contain line breaks");
@@ -337,6 +400,11 @@ int cli_upload(int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	a.tty = isatty(STDERR_FILENO);
+	if (a.perf_map) {
+		failed = upload_perf_map(&a) != 0;
+		cli_http_close(a.http);
+		return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+	}
 	if (kallsyms)
 		failed = upload_kallsyms(&a, kallsyms) != 0;
 	for (int i = optind; i < argc; i++)

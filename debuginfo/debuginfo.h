@@ -338,6 +338,30 @@ int debuginfo_resolve(struct debuginfo *d, const char *build_id_hex,
 		      sym_frames_fn fn, void *ctx, enum debuginfo_status *status, char *reason,
 		      size_t reason_len);
 
+/* ---- JIT perf maps ---- */
+
+/*
+ * Stores the perf map `text` (len bytes, borrowed; base/perfmap.h says what
+ * is accepted) of process `pid` (1..INT32_MAX) for `tenant` (borrowed; NULL
+ * is the server without tenants), replacing the one stored before, and
+ * moves debuginfo_generation.  *entries: the distinct functions kept.
+ * ERR_INVALID / ERR_TOO_LARGE name the first bad line or the limit.
+ */
+int debuginfo_perfmap_put(struct debuginfo *d, const char *tenant, uint32_t pid,
+			  const char *text, size_t len, size_t *entries, struct err_msg *msg);
+
+/*
+ * Names runtime addresses of process `pid`'s JIT code from its stored perf
+ * map, like debuginfo_resolve: `fn` gets every address (a caller looked
+ * up at addr - 1) with one frame, or none when the map has no function
+ * there; *status is ok.  Without a map, nothing is resolved and *status
+ * is not_found with the reason ("no perf map for process N").
+ */
+int debuginfo_perfmap_resolve(struct debuginfo *d, const char *tenant, uint32_t pid,
+			      const struct debuginfo_addr_req *reqs, size_t n, sym_frames_fn fn,
+			      void *ctx, enum debuginfo_status *status, char *reason,
+			      size_t reason_len);
+
 /* New upstream lookups one query may start (struct debuginfo_asker). */
 #define DEBUGINFO_QUERY_FETCHES 8u
 

@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/hex.h"
+#include "base/perfmap.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -395,6 +396,7 @@ static int conv_location(struct conv *c, size_t i, struct ingest_location *o)
 {
 	const struct pprof_location *l = &c->p->location[i];
 	struct ingest_line *lines = NULL;
+	uint32_t pid;
 
 	o->address = l->address;
 	if (l->mapping_id) {
@@ -405,7 +407,12 @@ static int conv_location(struct conv *c, size_t i, struct ingest_location *o)
 			return err_set(c->msg, ERR_INVALID, "location %zu: mapping_id %llu not found",
 				       i, (unsigned long long)l->mapping_id);
 		m = &c->out->mappings[mi - 1];
-		if (ingest__normalize_address(l->address, m->memory_start, m->memory_limit,
+		/* JIT code (a perf-PID.map mapping without a build ID) has no file
+		 * offsets: its runtime address is what the process's perf map names,
+		 * and the store keeps one mapping per file name, so it is kept. */
+		if (perfmap_jit_mapping(m->filename, m->build_id, &pid))
+			o->address = l->address;
+		else if (ingest__normalize_address(l->address, m->memory_start, m->memory_limit,
 					      m->file_offset, &o->address)) {
 			if (l->address < m->memory_start)
 				return err_set(c->msg, ERR_INVALID,

@@ -9,6 +9,7 @@
 #include "base/buf.h"
 #include "base/compress.h"
 #include "base/err.h"
+#include "base/perfmap.h"
 #include "storage/storage.h"
 
 #include "profile.pb-c.h"
@@ -250,12 +251,16 @@ static int get_location(struct pb *b, uint32_t part, struct store_symbols *sym, 
 	l->id = b->locations.n + 1;
 	l->address = lv.address;
 	if (lv.mapping_id) {
+		uint32_t pid;
+
 		rc = get_mapping(b, part, sym, lv.mapping_id, &l->mapping_id, &mp);
 		if (rc)
 			return rc;
 		/* Stored addresses are file offsets: map them back into the
-		 * mapping as first seen, so pprof finds them inside it. */
+		 * mapping as first seen, so pprof finds them inside it.  JIT
+		 * code (perf-PID.map) is stored at its runtime address. */
 		if (!(mp.flags & STORE_MAP_ADDR_VADDR) && mp.memory_limit > mp.memory_start &&
+		    !perfmap_jit_mapping(mp.filename, mp.build_id, &pid) &&
 		    lv.address >= mp.file_offset &&
 		    lv.address - mp.file_offset < mp.memory_limit - mp.memory_start)
 			l->address = lv.address - mp.file_offset + mp.memory_start;

@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/perfmap.h"
 #include "debuginfo/debuginfo.h"
 #include "storage/storage.h"
 
@@ -45,6 +46,7 @@ struct qloc {
 struct qgroup {
 	char *build_id;      /* "" when the mapping has none */
 	char *binary;
+	uint32_t jit_pid;    /* a JIT mapping (perf-PID.map) of this process; 0 none */
 	struct debuginfo_mapping_ref map;
 	enum debuginfo_status status;
 	char reason[256];
@@ -153,6 +155,13 @@ static char *sdup(struct qctx *q, struct qsym *s, const char *p)
 
 static int kernel_mapping(const struct store_mapping *mp);
 
+/* Anonymous memory as agents name it: JIT code whose process is unknown. */
+static int anon_mapping(const char *fn)
+{
+	return fn && (!strncmp(fn, "//anon", 6) || !strncmp(fn, "[anon", 5) ||
+		      !strncmp(fn, "/memfd:", 7));
+}
+
 /* The group of a mapping: one per build ID (or per file name without one). */
 static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *mp,
 		    uint32_t *out)
@@ -186,10 +195,17 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	g->map.addr_is_vaddr = !!(mp->flags & STORE_MAP_ADDR_VADDR);
 	g->status = bid[0] ? DEBUGINFO_STATUS_OK : DEBUGINFO_STATUS_NO_BUILD_ID;
 	g->kernel = kernel_mapping(mp);
-	if (!bid[0] && g->kernel)
+	/* JIT code has no file: its names come from the process's perf map. */
+	if (perfmap_jit_mapping(mp->filename, bid, &g->jit_pid))
+		g->status = DEBUGINFO_STATUS_OK;
+	else if (!bid[0] && g->kernel)
 		snprintf(g->reason, sizeof(g->reason),
 			 "no build ID for the kernel mapping: make the agent report the running "
 			 "kernel's (perf does: perf buildid-list -k)");
+	else if (!bid[0] && anon_mapping(mp->filename))
+		snprintf(g->reason, sizeof(g->reason),
+			 "anonymous executable memory (JIT code?) of an unknown process: name the "
+			 "mapping /tmp/perf-PID.map, as perf does, and upload the runtime's perf map");
 	else if (!bid[0])
 		snprintf(g->reason, sizeof(g->reason),
 			 "the profile's mapping has no build ID; rebuild with -Wl,--build-id "
@@ -441,7 +457,13 @@ static void sort_areq(struct areq *a, struct areq *tmp, size_t n)
 		memcpy(a, src, n * sizeof(*a));
 }
 
-/* Pass 2: one service call per build ID, addresses sorted. */
+/* Groups the service can name: a build ID's, or a process's JIT code. */
+static int resolvable(const struct qgroup *g)
+{
+	return g->build_id[0] || g->jit_pid;
+}
+
+/* Pass 2: one service call per build ID (or JIT process), addresses sorted. */
 static int resolve_groups(struct qctx *q, struct qsym *s)
 {
 	int64_t deadline = clock_mono_ns() + debuginfo_budget_ns(q->symbolizer);
@@ -459,7 +481,7 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 	for (size_t g = 0; g < s->n_groups; g++) {
 		struct qgroup *gr = &s->groups[g];
 
-		if (!gr->build_id[0] || !gr->n_want)
+		if (!resolvable(gr) || !gr->n_want)
 			continue;
 		total += gr->n_want;
 		if (gr->n_want > most)
@@ -480,14 +502,14 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 		struct qgroup *gr = &s->groups[g];
 
 		start[g] = at;
-		if (gr->build_id[0])
+		if (resolvable(gr))
 			at += gr->n_want;
 	}
 	for (size_t i = 0; i < s->n_locs; i++) {
 		const struct qloc *l = &s->locs[i];
 		size_t *at;
 
-		if (l->state != ST_WANT || !s->groups[l->group].build_id[0])
+		if (l->state != ST_WANT || !resolvable(&s->groups[l->group]))
 			continue;
 		at = &start[l->group];
 		a[*at].addr = l->addr;
@@ -502,7 +524,7 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 		struct areq *ga;
 		size_t n = gr->n_want;
 
-		if (!gr->build_id[0] || !n)
+		if (!resolvable(gr) || !n)
 			continue;
 		ga = a + start[g] - n;
 		sort_areq(ga, tmp, n);
@@ -512,11 +534,17 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 			which[i] = ga[i].idx;
 		}
 		rctx.which = which;
-		rc = debuginfo_resolve_as(q->symbolizer, &asker, gr->build_id, &gr->map, reqs, n,
-					  deadline, on_frames, &rctx, &gr->status, gr->reason,
-					  sizeof(gr->reason));
+		if (gr->jit_pid)
+			rc = debuginfo_perfmap_resolve(q->symbolizer, q->tenant, gr->jit_pid, reqs, n,
+						       on_frames, &rctx, &gr->status, gr->reason,
+						       sizeof(gr->reason));
+		else
+			rc = debuginfo_resolve_as(q->symbolizer, &asker, gr->build_id, &gr->map,
+						  reqs, n, deadline, on_frames, &rctx, &gr->status,
+						  gr->reason, sizeof(gr->reason));
 		if (rc && !q->msg->text[0])
-			err_set(q->msg, rc, "symbolizing %s: %s", gr->build_id, err_str(rc));
+			err_set(q->msg, rc, "symbolizing %s: %s",
+				gr->jit_pid ? gr->binary : gr->build_id, err_str(rc));
 		if (gr->status == DEBUGINFO_STATUS_PENDING)
 			s->pending = 1;
 		if (gr->kernel && gr->status == DEBUGINFO_STATUS_NOT_FOUND)

@@ -14,7 +14,7 @@
 #define MULTI_GET_SLICE 256
 
 static const char *const ns_names[STORE_AUX_COUNT] = { "debuginfo", "symcache",
-								 "settings" };
+								 "settings", "perfmap" };
 
 /* The family of `ns`, or NULL (absent in an old store opened read-only). */
 static int aux_cf(struct store *st, enum store_aux ns, rocksdb_column_family_handle_t **cf,
@@ -24,7 +24,8 @@ static int aux_cf(struct store *st, enum store_aux ns, rocksdb_column_family_han
 		return err_set(msg, ERR_INVALID, "unknown auxiliary namespace %d", (int)ns);
 	*cf = st->cf[ns == STORE_AUX_DEBUGINFO ? CFI_DEBUGINFO
 		     : ns == STORE_AUX_SYMCACHE ? CFI_SYMCACHE
-		     : CFI_SETTINGS];
+		     : ns == STORE_AUX_SETTINGS ? CFI_SETTINGS
+		     : CFI_PERFMAP];
 	return 0;
 }
 

@@ -625,12 +625,14 @@ int store_compact(struct store *st, struct err_msg *msg);
  *   STORE_AUX_DEBUGINFO  build ID -> debug info metadata (source, size, status)
  *   STORE_AUX_SYMCACHE   (build ID, address) -> resolved frames
  *   STORE_AUX_SETTINGS   (tenant, name) -> a tenant setting (settings.v1)
+ *   STORE_AUX_PERFMAP    (tenant, pid) -> a JIT perf map (debuginfo/perfmap.c)
  * Keys and values are arbitrary bytes (keys at most 1 KiB, values 16 MiB).
  */
 enum store_aux {
 	STORE_AUX_DEBUGINFO,
 	STORE_AUX_SYMCACHE,
 	STORE_AUX_SETTINGS,
+	STORE_AUX_PERFMAP,
 	STORE_AUX_COUNT
 };
 

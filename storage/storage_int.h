@@ -25,6 +25,7 @@
  *   debuginfo  STORE_AUX_DEBUGINFO  -              auxiliary, global (section 7)
  *   symcache   STORE_AUX_SYMCACHE   -              auxiliary, global (section 7)
  *   settings   STORE_AUX_SETTINGS   -              auxiliary, global (section 7)
+ *   perfmap    STORE_AUX_PERFMAP    -              auxiliary, global (section 7)
  *
  * A store created before the auxiliary families existed gets them created
  * by the next read-write open; a read-only open lists the families on disk
@@ -284,14 +285,14 @@
  * profiles) lists only the profiles that have one.
  *
  * ==========================================================================
- * 7. debuginfo, symcache and settings (auxiliary namespaces)
+ * 7. debuginfo, symcache, settings and perfmap (auxiliary namespaces)
  * ==========================================================================
  *
  * Global: no tenant prefix, the only families whose keys do not start with a
  * tenant id, so they are left out of per-tenant statistics.  Keys and values
  * are stored verbatim; their formats belong to the module that writes them
  * (symbolize/symbolize_int.h documents the first two; web/routes_settings.c
- * the tenant settings).  The store enforces only:
+ * the tenant settings; base/perfmap.h the perf maps).  The store enforces only:
  *
  *   key    1 .. STORE_AUX_MAX_KEY (1 KiB) bytes, any content
  *   value  0 .. STORE_AUX_MAX_VALUE (16 MiB) bytes, any content
@@ -679,6 +680,7 @@ enum cfi {
 	CFI_DEBUGINFO = CFI_TENANT_N,
 	CFI_SYMCACHE,
 	CFI_SETTINGS,
+	CFI_PERFMAP,
 	CFI_N
 };
 

@@ -28,7 +28,7 @@
 
 static const char *const cf_names[CFI_N] = {
 	"default", "meta", "counters", "series", "symbols", "samples", "debuginfo", "symcache",
-	"settings",
+	"settings", "perfmap",
 };
 
 const char *store__cfi_name(enum cfi c)
@@ -156,7 +156,7 @@ static rocksdb_options_t *cf_options(struct store *st, enum cfi c)
 	rocksdb_block_based_options_set_cache_index_and_filter_blocks(bbo, 1);
 	rocksdb_block_based_options_set_format_version(bbo, 5);
 	if (c == CFI_SERIES || c == CFI_META || c == CFI_COUNTERS || c == CFI_DEBUGINFO ||
-	    c == CFI_SYMCACHE || c == CFI_SETTINGS)
+	    c == CFI_SYMCACHE || c == CFI_SETTINGS || c == CFI_PERFMAP)
 		rocksdb_block_based_options_set_filter_policy(
 			bbo, rocksdb_filterpolicy_create_bloom_full(10));
 	rocksdb_options_set_block_based_table_factory(o, bbo);

@@ -344,7 +344,19 @@ static int on_fork(struct perf_state *s, const char *rec)
 	return 0;
 }
 
-static int mapping_of(struct perf_state *s, struct mm *m, uint64_t *id)
+/* Anonymous memory, where JIT runtimes put generated code (perf's rule). */
+static int anon_path(const char *fn)
+{
+	return !strncmp(fn, "//anon", 6) || !strncmp(fn, "/dev/zero", 9) ||
+	       !strncmp(fn, "/anon_hugepage", 14);
+}
+
+/*
+ * The pprof mapping of `m` in process `pid`.  Executable anonymous memory
+ * is named /tmp/perf-PID.map, as perf names it: the file where a JIT
+ * runtime writes the names of its code, and how unhex finds the map.
+ */
+static int mapping_of(struct perf_state *s, struct mm *m, long pid, uint64_t *id)
 {
 	char name[4096];
 	const char *fn = m->path;
@@ -356,6 +368,9 @@ static int mapping_of(struct perf_state *s, struct mm *m, uint64_t *id)
 	}
 	if (strncmp(fn, "[kernel.kallsyms]", kl) == 0) {
 		snprintf(name, sizeof(name), "[kernel.kallsyms]");
+		fn = name;
+	} else if (anon_path(fn) && pid > 0) {
+		snprintf(name, sizeof(name), "/tmp/perf-%ld.map", pid);
 		fn = name;
 	}
 	int rc = pw_mapping(s->w, m->start, m->start + m->len, m->pgoff, fn,
@@ -388,7 +403,7 @@ static int resolve(struct perf_state *s, uint64_t v, const char *dso, uint64_t *
 			} else {
 				continue;
 			}
-			if ((rc = mapping_of(s, m, &map_id)))
+			if ((rc = mapping_of(s, m, p->pid, &map_id)))
 				return rc;
 			break;
 		}

@@ -9,6 +9,7 @@
  *                                                        use without debug info
  *   GET  /buildid/<build-id>/debuginfo|executable        debuginfod protocol
  *   GET  /api/v1/symbolization?query=&from=&until=       status per build ID
+ *   POST /api/v1/perfmap/<pid>                           a JIT perf map (routes_perfmap.c)
  *
  * and Pyroscope's debuginfo.v1alpha1.DebuginfoService, as profilecli and
  * the eBPF agents call it: ShouldInitiateUpload, UploadFinished and
@@ -513,6 +514,10 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 	}
 	if (strcmp(path, "/api/v1/symbolization") == 0) {
 		symbolization(rq, svc, rs);
+		return;
+	}
+	if (strncmp(path, "/api/v1/perfmap/", 16) == 0) {
+		web__handle_perfmap(rq, svc, rs);
 		return;
 	}
 	if (strcmp(path, "/api/v1/debuginfo") == 0) {

@@ -71,6 +71,7 @@ static const struct route {
 	{ "/debuginfo.v1alpha1.DebuginfoService/", "POST", R_DEBUGINFO_V1, 0, 1, WEB_SCOPE_UPLOAD },
 	{ "/symbolz", "POST", R_SYMBOLZ, 0, 0, WEB_SCOPE_QUERY },
 	{ "/api/v1/debuginfo/", "*", R_DEBUGINFO, 0, 0, SCOPE_BY_METHOD },
+	{ "/api/v1/perfmap/", "POST", R_DEBUGINFO, 0, 0, WEB_SCOPE_UPLOAD },
 	{ "/api/v1/debuginfo", "GET", R_DEBUGINFO, 0, 0, WEB_SCOPE_QUERY | WEB_SCOPE_UPLOAD },
 	{ "/api/v1/symbolization", "GET", R_SYMSTATUS, 0, 0, WEB_SCOPE_QUERY },
 	{ "/api/v1/releases", "GET", R_RELEASES, 0, 0, WEB_SCOPE_QUERY },

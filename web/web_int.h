@@ -483,6 +483,9 @@ struct web__resp;
 
 /* /api/v1/debuginfo[/<id>], /buildid/<id>/<kind>, /api/v1/symbolization. */
 void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs);
+struct debuginfo;
+/* routes_perfmap.c: POST /api/v1/perfmap/<pid>, a JIT runtime's perf map. */
+void web__handle_perfmap(struct web__req *rq, struct debuginfo *svc, struct web__resp *rs);
 /* Appends the debug-info service's metrics to a /metrics response. */
 void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs);
 

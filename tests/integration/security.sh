@@ -283,6 +283,7 @@ ROUTES=(
 	"GET|/api/v1/debuginfo/$ID|query||"
 	"POST|/api/v1/debuginfo/$ID|upload|@$WORK/prog.forged|application/octet-stream"
 	"POST|/api/v1/debuginfo/$ID?replace=true|admin|@$WORK/prog.forged|application/octet-stream"
+	"POST|/api/v1/perfmap/4242|upload|7f0000001000 40 JS:*evil\n|text/plain"
 	"POST|/debuginfo.v1alpha1.DebuginfoService/Upload/$ID|upload|@$WORK/prog.forged|application/octet-stream"
 	"POST|/debuginfo.v1alpha1.DebuginfoService/ShouldInitiateUpload|upload|{}|application/json"
 	"POST|/settings.v1.SettingsService/Get|query|{}|application/json"

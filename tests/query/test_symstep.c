@@ -3,7 +3,8 @@
  * symbolization service: the memo (what one query stores the next finds,
  * per tenant, partition, location and leafness; the byte cap and its reset
  * while older readers still hold their frames; concurrent readers and
- * writers) and the unnamed shares per build ID.
+ * writers), the unnamed shares per build ID, and JIT frames named from a
+ * process's perf map.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -351,10 +352,79 @@ static void test_shares(void **state)
 	buf_release(&out);
 }
 
+/* JIT code: perf-77.map frames wait for the map of process 77 with its
+ * reason, then are named from it (a caller at addr - 1); //anon says what
+ * to do; the map of another tenant does not count. */
+static void test_jit(void **state)
+{
+	struct store_mapping mj = { 0x7f0000000000, 0x7f0000100000, 0x7f0000000000,
+				    "/tmp/perf-77.map", "", 0 };
+	struct store_mapping ma = { 0x7e0000000000, 0x7e0000001000, 0, "//anon", "", 0 };
+	struct store_label labels[2] = { { STORE_LABEL_SERVICE, "node" },
+					 { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
+	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000, { 0 } };
+	static const char map[] = "7f0000001000 100 JS:*hot a.js:1:1\n"
+				  "7f0000002000 100 JS:~caller a.js:9:1\n";
+	struct query_params p = { 0 };
+	struct err_msg msg = { { 0 } };
+	struct store_txn *tx;
+	uint32_t part, map_j, map_a, hot, caller, anon, st[2], leaf_first[2];
+	int64_t values[2] = { 3, 1 };
+	uint64_t series;
+	size_t entries;
+	struct buf out;
+
+	(void)state;
+	assert_int_equal(store_txn_begin(g_fx.st, "jit", &tx, &msg), 0);
+	assert_int_equal(store_txn_partition(tx, "node", &part), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &mj, &map_j), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &ma, &map_a), 0);
+	assert_int_equal(store_txn_series(tx, labels, 2, &series, &msg), 0);
+	hot = add_loc(tx, part, map_j, 0x7f0000001010, NULL);
+	/* A return address just past the caller's entry: named at - 1. */
+	caller = add_loc(tx, part, map_j, 0x7f0000002100, NULL);
+	anon = add_loc(tx, part, map_a, 0x10, NULL);
+	leaf_first[0] = hot, leaf_first[1] = caller; /* caller -> hot: 3 */
+	assert_int_equal(store_txn_stack(tx, part, leaf_first, 2, &st[0]), 0);
+	assert_int_equal(store_txn_stack(tx, part, &anon, 1, &st[1]), 0); /* anon: 1 */
+	assert_int_equal(store_txn_profile(tx, series, part, &meta, st, values, 2), 0);
+	assert_int_equal(store_txn_commit(tx, &msg), 0);
+
+	p.query = FX_CPU "{service_name=\"node\"}";
+	p.from_ns = FX_T0 - FX_SEC;
+	p.until_ns = FX_T0 + 60 * FX_SEC;
+	p.limits.symbolizer = g_svc;
+	buf_init(&out, 1 << 30);
+	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
+	assert_int_equal(buf_putc(&out, '\0'), 0);
+	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":1.000000"));
+	assert_non_null(strstr(out.data, "no perf map for process 77"));
+	assert_non_null(strstr(out.data, "anonymous executable memory (JIT code?)"));
+
+	/* Another tenant's map of the same pid changes nothing. */
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "other", 77, map, strlen(map), &entries,
+					       &msg), 0);
+	buf_reset(&out);
+	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
+	assert_int_equal(buf_putc(&out, '\0'), 0);
+	assert_non_null(strstr(out.data, "no perf map for process 77"));
+
+	/* The tenant's own map names both frames: only //anon stays hex. */
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "jit", 77, map, strlen(map), &entries, &msg),
+			 0);
+	buf_reset(&out);
+	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
+	assert_int_equal(buf_putc(&out, '\0'), 0);
+	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":0.250000"));
+	assert_null(strstr(out.data, "no perf map"));
+	buf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shares),
+		cmocka_unit_test(test_jit),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_threads),

@@ -308,7 +308,7 @@ static void drop_aux_families(const char *dir)
 	assert_null(err);
 	for (size_t i = 0; i < n; i++) {
 		if (!strcmp(names[i], "debuginfo") || !strcmp(names[i], "symcache") ||
-		    !strcmp(names[i], "settings")) {
+		    !strcmp(names[i], "settings") || !strcmp(names[i], "perfmap")) {
 			rocksdb_drop_column_family(db, h[i], &err);
 			assert_null(err);
 		}
