@@ -25,6 +25,7 @@
 #include "ingest_int.h"
 #include "storage/storage.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The request arena holds every converted profile of a request at once. */
@@ -472,6 +473,71 @@ static int check_clean(const struct ingest_pprof *p, struct err_msg *msg)
 	return 0;
 }
 
+/* ---- what was stored without names (struct ingest_hooks) --------------- */
+
+/* The first sample type counted in "count" or "samples" (the third field of
+ * its id), or -1. */
+static long count_type(const struct ingest_pprof *p)
+{
+	for (size_t t = 0; t < p->n_types; t++) {
+		const char *u = strchr(p->profile_types[t], ':');
+		size_t n;
+
+		if (!u || !(u = strchr(u + 1, ':')))
+			continue;
+		u++;
+		n = strcspn(u, ":");
+		if ((n == 5 && !strncmp(u, "count", 5)) || (n == 7 && !strncmp(u, "samples", 7)))
+			return (long)t;
+	}
+	return -1;
+}
+
+/*
+ * Tells the hooks which binaries of written pprof `p` (`stored` profiles)
+ * have frames without names, and the weight of the samples that touch
+ * them.  One pass over the stacks, only when such a frame exists.  A
+ * failed allocation skips the report: it is advice, the data is stored.
+ */
+static void report_raw(const struct ingest_hooks *h, const char *tenant,
+		       const struct ingest_pprof *p, uint64_t stored)
+{
+	size_t *last = NULL;
+	uint64_t *weight = NULL;
+	long t;
+	int any = 0;
+
+	for (size_t i = 0; i < p->n_locations && !any; i++)
+		any = !p->locations[i].n_lines && p->locations[i].mapping;
+	if (!any || !stored)
+		return;
+	last = calloc(p->n_mappings, sizeof(*last));
+	weight = calloc(p->n_mappings, sizeof(*weight));
+	if (!last || !weight)
+		goto out;
+	t = count_type(p);
+	for (size_t i = 0; i < p->n_samples; i++) {
+		int64_t v = t >= 0 ? p->values[i * p->n_types + (size_t)t] : 1;
+
+		for (size_t k = p->sample_off[i]; k < p->sample_off[i + 1]; k++) {
+			const struct ingest_location *l = &p->locations[p->stack_locs[k]];
+			size_t m = l->mapping - 1;
+
+			if (l->n_lines || !l->mapping || last[m] == i + 1)
+				continue;
+			last[m] = i + 1;
+			weight[m] += v > 0 ? (uint64_t)v : 0;
+		}
+	}
+	for (size_t m = 0; m < p->n_mappings; m++)
+		if (last[m])
+			h->raw_frames(h->ctx, tenant, p->service, p->mappings[m].build_id,
+				      p->mappings[m].filename, stored, weight[m]);
+out:
+	free(last);
+	free(weight);
+}
+
 /* ---- requests ----------------------------------------------------------- */
 
 /* Copies a per-profile message into `msg` with a "profile N: " prefix. */
@@ -487,12 +553,16 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 		  struct err_msg *msg)
 {
 	struct ingest_stats stats = { 0, 0, 0, 0 };
+	const struct ingest_hooks *hooks = lim->hooks && lim->hooks->raw_frames ? lim->hooks : NULL;
+	uint64_t *stored = NULL; /* profiles written per pprof, for the hooks */
 	struct store_txn *tx = NULL;
 	struct err_msg inner;
 	int rc = 0;
 
 	if (n == 0)
 		goto done;
+	if (hooks && !(stored = calloc(n, sizeof(*stored))))
+		hooks = NULL; /* the report is advice: store without it */
 	for (size_t i = 0; i < n; i++) {
 		err_clear(&inner);
 		rc = check_clean(&pp[i], &inner);
@@ -519,7 +589,13 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 			}
 		}
 		err_clear(&inner);
-		rc = write_pprof(tx, &pp[i], &stats, &inner);
+		{
+			uint64_t before = stats.profiles;
+
+			rc = write_pprof(tx, &pp[i], &stats, &inner);
+			if (stored)
+				stored[i] = stats.profiles - before;
+		}
 		if (rc) {
 			rc = prefixed(msg, i, rc, &inner);
 			goto out;
@@ -529,10 +605,13 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 	tx = NULL;
 	if (rc)
 		goto out;
+	for (size_t i = 0; hooks && i < n; i++)
+		report_raw(hooks, tenant, &pp[i], stored[i]);
 done:
 	if (out)
 		*out = stats;
 out:
+	free(stored);
 	store_txn_abort(tx);
 	return rc;
 }

@@ -30,6 +30,26 @@ struct err_msg;
 struct store;
 struct store_label;
 
+/*
+ * What ingest tells the layer above about what it stored (web/ passes it
+ * on to the debug-info service, which ingest may not call).  Called after
+ * a request's transaction committed, in the request's thread.
+ */
+struct ingest_hooks {
+	/*
+	 * Once per written pprof and binary whose frames in it have no names
+	 * (locations without lines): `profiles` stored profiles of the pprof,
+	 * and `samples` its samples with such a frame, weighted by the value of
+	 * its first sample type counted in "count" or "samples" (else one
+	 * each).  `build_id` is "" when the mapping has none; every string is
+	 * borrowed for the call.
+	 */
+	void (*raw_frames)(void *ctx, const char *tenant, const char *service,
+			   const char *build_id, const char *filename, uint64_t profiles,
+			   uint64_t samples);
+	void *ctx;
+};
+
 struct ingest_limits {
 	size_t max_request_bytes;      /* HTTP body as received (web enforces) */
 	size_t max_decompressed_bytes; /* one pprof after gunzip (gzip bombs) */
@@ -39,6 +59,7 @@ struct ingest_limits {
 	size_t max_labels;             /* labels of one series */
 	size_t max_label_bytes;        /* one label name or value */
 	size_t max_series;             /* series of the tenant (store_txn_set_max_series) */
+	const struct ingest_hooks *hooks; /* borrowed; NULL (the default): none */
 };
 
 /* Fills the defaults (documented in docs/ingest.md). */

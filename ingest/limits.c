@@ -11,4 +11,5 @@ void ingest_limits_default(struct ingest_limits *lim)
 	lim->max_labels = 32;
 	lim->max_label_bytes = 1024;
 	lim->max_series = 100000;
+	lim->hooks = NULL;
 }

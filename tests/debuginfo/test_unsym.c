@@ -1,0 +1,251 @@
+/*
+ * test_unsym.c - binaries seen at ingest without names (unsym.c) through a
+ * real service and store: what arrives before the first check is counted
+ * by its answer, later profiles at once; an upload flips the answer with
+ * no query; no build ID is judged at once and "[...]" mappings without one
+ * are left out; the tables keep their caps (untracked profiles, the
+ * overflow row) and forget idle entries.  The checking thread is stopped
+ * so each check runs where the test says.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "debuginfo/debuginfo_int.h"
+#include "svctest.h"
+
+struct seen {
+	const char *tenant, *service;  /* the row to read */
+	int rows;
+	uint64_t profiles[DEBUGINFO_STATUS_COUNT], samples[DEBUGINFO_STATUS_COUNT];
+	int entries;
+	enum debuginfo_status status;  /* of the last entry of `service` */
+	char reason[200];
+};
+
+static int on_row(void *ctx, const struct debuginfo_unsym_row *r)
+{
+	struct seen *s = ctx;
+
+	s->rows++;
+	if (!strcmp(r->tenant, s->tenant) && !strcmp(r->service, s->service)) {
+		memcpy(s->profiles, r->profiles, sizeof(s->profiles));
+		memcpy(s->samples, r->samples, sizeof(s->samples));
+	}
+	return 0;
+}
+
+static int on_entry(void *ctx, const struct debuginfo_unsym_entry *e)
+{
+	struct seen *s = ctx;
+
+	s->entries++;
+	if (!strcmp(e->service, s->service)) {
+		s->status = e->status;
+		snprintf(s->reason, sizeof(s->reason), "%s", e->reason);
+	}
+	return 0;
+}
+
+static struct seen look(const char *tenant, const char *service, const char *filter)
+{
+	struct seen s;
+
+	memset(&s, 0, sizeof(s));
+	s.tenant = tenant;
+	s.service = service;
+	s.status = DEBUGINFO_STATUS_COUNT;
+	assert_int_equal(debuginfo_unsym_each(g_svc, filter, on_row, on_entry, &s), 0);
+	return s;
+}
+
+static int setup(void **state)
+{
+	if (svc_setup(state))
+		return -1;
+	debuginfo__unsym_stop(g_svc);
+	return 0;
+}
+
+/* Not uploaded, no upstream: not_found, then ok once uploaded. */
+static void test_missing_then_uploaded(void **state)
+{
+	struct debuginfo_upload_result res;
+	struct debuginfo_unsym_stats st;
+	struct err_msg msg;
+	struct seen s;
+
+	(void)state;
+	err_clear(&msg);
+	debuginfo_note_ingested(g_svc, "t1", "api", g_id, "/usr/bin/prog", 2, 10);
+	s = look("t1", "api", NULL);
+	assert_int_equal(s.status, DEBUGINFO_STATUS_PENDING);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 0);
+
+	debuginfo_unsym_check(g_svc);
+	s = look("t1", "api", NULL);
+	assert_int_equal(s.status, DEBUGINFO_STATUS_NOT_FOUND);
+	assert_non_null(strstr(s.reason, "not uploaded"));
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 2);
+	assert_int_equal(s.samples[DEBUGINFO_STATUS_NOT_FOUND], 10);
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.build_ids[DEBUGINFO_STATUS_NOT_FOUND], 1);
+
+	/* Known now: counted at once, without a check. */
+	debuginfo_note_ingested(g_svc, "t1", "api", g_id, "/usr/bin/prog", 1, 5);
+	s = look("t1", "api", NULL);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 3);
+	assert_int_equal(s.samples[DEBUGINFO_STATUS_NOT_FOUND], 15);
+
+	assert_int_equal(upload_file(t_path("prog.debug"), g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg),
+			 0);
+	debuginfo_unsym_check(g_svc);
+	s = look("t1", "api", NULL);
+	assert_int_equal(s.status, DEBUGINFO_STATUS_OK);
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.build_ids[DEBUGINFO_STATUS_NOT_FOUND], 0);
+	/* Counters never go down, and named profiles add nothing. */
+	debuginfo_note_ingested(g_svc, "t1", "api", g_id, "/usr/bin/prog", 4, 4);
+	s = look("t1", "api", NULL);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 3);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_OK], 0);
+}
+
+/* An upload before the first answer: what waited is not counted. */
+static void test_pending_dropped_when_ok(void **state)
+{
+	struct seen s;
+
+	(void)state;
+	debuginfo_note_ingested(g_svc, "t1", "web", g_id, "prog", 7, 70);
+	debuginfo_unsym_check(g_svc);
+	s = look("t1", "web", NULL);
+	assert_int_equal(s.status, DEBUGINFO_STATUS_OK);
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT; i++)
+		assert_int_equal(s.profiles[i], 0);
+}
+
+/* No build ID: judged at once; "[...]" without one is left out. */
+static void test_no_build_id(void **state)
+{
+	struct debuginfo_unsym_stats before, after;
+	struct seen s;
+
+	(void)state;
+	debuginfo_unsym_stats(g_svc, &before);
+	debuginfo_note_ingested(g_svc, "t2", "batch", "", "/opt/batch", 1, 3);
+	debuginfo_note_ingested(g_svc, "t2", "batch", NULL, "[vdso]", 1, 3);
+	debuginfo_note_ingested(g_svc, "t2", "batch", "", "[kernel.kallsyms]", 1, 3);
+	s = look("t2", "batch", "t2");
+	assert_int_equal(s.entries, 1);
+	assert_int_equal(s.rows, 1);
+	assert_int_equal(s.status, DEBUGINFO_STATUS_NO_BUILD_ID);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 1);
+	assert_int_equal(s.samples[DEBUGINFO_STATUS_NO_BUILD_ID], 3);
+	/* Not hex: treated as having no build ID, never looked up. */
+	debuginfo_note_ingested(g_svc, "t2", "batch", "zz", "/opt/other", 1, 1);
+	s = look("t2", "batch", "t2");
+	assert_int_equal(s.entries, 2);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 2);
+	debuginfo_unsym_check(g_svc);
+	debuginfo_unsym_stats(g_svc, &after);
+	assert_int_equal(after.build_ids[DEBUGINFO_STATUS_NO_BUILD_ID],
+			 before.build_ids[DEBUGINFO_STATUS_NO_BUILD_ID] + 2);
+	/* The tenant filter hides other tenants' rows and entries. */
+	s = look("t1", "api", "t2");
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 0);
+}
+
+/* A kernel mapping that reports a build ID is judged like any binary. */
+static void test_kernel_with_build_id(void **state)
+{
+	struct seen s;
+
+	(void)state;
+	debuginfo_note_ingested(g_svc, "t3", "k", g_id2, "[kernel.kallsyms]", 1, 1);
+	debuginfo_unsym_check(g_svc);
+	s = look("t3", "k", "t3");
+	assert_int_equal(s.status, DEBUGINFO_STATUS_NOT_FOUND);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 1);
+}
+
+/* A failure recorded for the build ID (a stripped file) is its answer. */
+static void test_recorded_failure(void **state)
+{
+	struct seen s;
+
+	(void)state;
+	debuginfo__meta_fail(g_svc, g_id2, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NO_SYMBOLS,
+			     clock_wall_ns() + 3600LL * 1000000000LL, "no .debug_info");
+	debuginfo_note_ingested(g_svc, "t4", "s", g_id2, "prog2", 1, 2);
+	debuginfo_unsym_check(g_svc);
+	s = look("t4", "s", "t4");
+	assert_int_equal(s.status, DEBUGINFO_STATUS_NO_SYMBOLS);
+	assert_string_equal(s.reason, "no .debug_info");
+	assert_int_equal(s.samples[DEBUGINFO_STATUS_NO_SYMBOLS], 2);
+}
+
+/* The caps: entries, then rows; idle entries are forgotten. */
+static void test_bounds(void **state)
+{
+	struct debuginfo_options o = { 0 };
+	struct debuginfo_unsym_stats st;
+	struct err_msg msg;
+	struct seen s;
+	char name[32];
+
+	(void)state;
+	close_all();
+	err_clear(&msg);
+	{
+		struct store_options so = { 0 };
+
+		so.dir = t_path("data");
+		assert_int_equal(store_open(&so, &g_st, &msg), 0);
+	}
+	o.data_dir = t_path("data");
+	o.workers = 1;
+	o.max_unsym_entries = 3;
+	assert_int_equal(debuginfo_open(g_st, &o, &g_svc, &msg), 0);
+	debuginfo__unsym_stop(g_svc);
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "svc%d", i);
+		debuginfo_note_ingested(g_svc, "t", name, "", "/bin/x", 2, 1);
+	}
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.entries, 3);
+	assert_int_equal(st.max_entries, 3);
+	assert_int_equal(st.untracked_profiles, 4);
+
+	/* Forgotten when idle; their rows stay, new services overflow. */
+	g_svc->unsym.idle_ns = 0;
+	debuginfo_unsym_check(g_svc);
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.entries, 0);
+	g_svc->unsym.idle_ns = DEBUGINFO__UNSYM_IDLE_NS;
+	debuginfo_note_ingested(g_svc, "t", "late", "", "/bin/x", 1, 1);
+	debuginfo_note_ingested(g_svc, "t", "svc0", "", "/bin/x", 1, 1);
+	s = look("", "", NULL);
+	assert_int_equal(s.rows, 4);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 1);
+	s = look("t", "svc0", NULL);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 3);
+	/* A tenant's view has no overflow row. */
+	s = look("", "", "t");
+	assert_int_equal(s.rows, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_missing_then_uploaded),
+		cmocka_unit_test(test_pending_dropped_when_ok),
+		cmocka_unit_test(test_no_build_id),
+		cmocka_unit_test(test_kernel_with_build_id),
+		cmocka_unit_test(test_recorded_failure),
+		cmocka_unit_test(test_bounds),
+	};
+
+	return cmocka_run_group_tests(tests, setup, svc_teardown);
+}
