@@ -464,15 +464,30 @@ int debuginfo_missing_each(struct debuginfo *d, debuginfo_missing_fn fn, void *c
 #define DEBUGINFO_UNSYM_LOOKUPS 4u
 
 /*
- * Called by ingest (through web/) after a request committed: `profiles`
- * stored profiles and `samples` weighted samples of (`tenant`, `service`)
- * have frames without names in the binary `build_id_hex` ("" or NULL: the
- * mapping has none) loaded from `filename` (may be NULL).  All borrowed.
- * Cheap: one lock and one hash probe.
+ * Ingest (through web/) reports each written pprof in three steps, so a
+ * profile with frames in several binaries of one status counts once for
+ * that status.  First, per binary whose frames arrived without names,
+ * debuginfo_unsym_class: the status its profiles count in now (a
+ * debuginfo_status that is not ok or pending), DEBUGINFO_UNSYM_OWN when
+ * the binary counts on its own (no answer yet, or named), or
+ * DEBUGINFO_UNSYM_SKIP when it is not counted.  Then, per status a pprof
+ * hit, debuginfo_note_ingested_class with its `profiles` stored profiles
+ * and `samples` weighted samples that have a frame in any binary of that
+ * status; and per binary (SKIP aside) debuginfo_note_ingested with `cls`
+ * as the first step said, and its own profiles and samples.  Profiles
+ * that arrive before a binary's first answer are counted per binary when
+ * it comes.  `build_id_hex` "" or NULL: the mapping has none; `filename`
+ * may be NULL; all borrowed.  Each call is one lock and one hash probe.
  */
+#define DEBUGINFO_UNSYM_OWN (-1)
+#define DEBUGINFO_UNSYM_SKIP (-2)
+int debuginfo_unsym_class(struct debuginfo *d, const char *tenant, const char *service,
+			  const char *build_id_hex, const char *filename);
+void debuginfo_note_ingested_class(struct debuginfo *d, const char *tenant, const char *service,
+				   int cls, uint64_t profiles, uint64_t samples);
 void debuginfo_note_ingested(struct debuginfo *d, const char *tenant, const char *service,
-			     const char *build_id_hex, const char *filename, uint64_t profiles,
-			     uint64_t samples);
+			     const char *build_id_hex, const char *filename, int cls,
+			     uint64_t profiles, uint64_t samples);
 
 /* Counters of one (tenant, service): what was counted, by status. */
 struct debuginfo_unsym_row {

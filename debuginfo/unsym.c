@@ -55,7 +55,9 @@ static uint64_t key_hash(const char *tenant, const char *service, const char *bi
 
 	h = hash_combine(h, hash_bytes(service, strlen(service), 2));
 	h = hash_combine(h, hash_bytes(bid, strlen(bid), 3));
-	return bid[0] ? h : hash_combine(h, hash_bytes(binary, strlen(binary), 4));
+	if (!bid[0])
+		h = hash_combine(h, hash_bytes(binary, strlen(binary), 4));
+	return h | 1; /* never 0: 0 marks an entry not filled yet */
 }
 
 int debuginfo__unsym_init(struct debuginfo *s, size_t max_entries, int64_t interval_ns)
@@ -170,54 +172,95 @@ static struct debuginfo__unsym_entry *entry_add(struct debuginfo__unsym *u,
 	return &u->e[u->n++];
 }
 
-void debuginfo_note_ingested(struct debuginfo *s, const char *tenant, const char *service,
-			     const char *build_id_hex, const char *filename, uint64_t profiles,
-			     uint64_t samples)
-{
-	struct debuginfo__unsym *u = &s->unsym;
+/* The key of a binary, cut to the table's sizes. */
+struct key {
 	char t[DEBUGINFO__UNSYM_TENANT_MAX], sv[DEBUGINFO__UNSYM_SERVICE_MAX];
-	char bid[DEBUGINFO_HEX_MAX] = "", bin[DEBUGINFO__UNSYM_BINARY_MAX];
-	struct debuginfo__unsym_entry *e = NULL;
-	struct hmap_probe pr;
-	int64_t now = clock_wall_ns();
+	char bid[DEBUGINFO_HEX_MAX], bin[DEBUGINFO__UNSYM_BINARY_MAX];
 	uint64_t h;
+};
 
-	copy_cut(bin, sizeof(bin), base_name(filename));
+/* Fills *k; 0 when the binary is not counted ("[...]" without a build ID). */
+static int key_make(struct key *k, const char *tenant, const char *service,
+		    const char *build_id_hex, const char *filename)
+{
+	k->bid[0] = '\0';
+	copy_cut(k->bin, sizeof(k->bin), base_name(filename));
 	if (build_id_hex && build_id_hex[0]) {
-		if (debuginfo__canon_id(build_id_hex, bid, NULL, NULL))
-			bid[0] = '\0'; /* ingest stores hex; anything else has no usable ID */
+		if (debuginfo__canon_id(build_id_hex, k->bid, NULL, NULL))
+			k->bid[0] = '\0'; /* ingest stores hex; anything else has no usable ID */
 	} else if (filename && filename[0] == '[') {
-		return; /* the kernel, [vdso]...: no upload can name them */
+		return 0; /* the kernel, [vdso]...: no upload can name them */
 	}
-	copy_cut(t, sizeof(t), tenant);
-	copy_cut(sv, sizeof(sv), service);
-	h = key_hash(t, sv, bid, bin);
-	pthread_mutex_lock(&u->mu);
-	for (uint32_t i = hmap_first(&u->index, h, &pr); i != HMAP_NONE;
-	     i = hmap_next(&u->index, &pr)) {
+	copy_cut(k->t, sizeof(k->t), tenant);
+	copy_cut(k->sv, sizeof(k->sv), service);
+	k->h = key_hash(k->t, k->sv, k->bid, k->bin);
+	return 1;
+}
+
+/* Must hold u->mu.  The entry of `k`, or NULL with *pr where to add it. */
+static struct debuginfo__unsym_entry *entry_find(struct debuginfo__unsym *u, const struct key *k,
+						 struct hmap_probe *pr)
+{
+	for (uint32_t i = hmap_first(&u->index, k->h, pr); i != HMAP_NONE;
+	     i = hmap_next(&u->index, pr)) {
 		struct debuginfo__unsym_entry *c = &u->e[i];
 
-		if (c->hash == h && !strcmp(c->build_id, bid) && !strcmp(c->tenant, t) &&
-		    !strcmp(c->service, sv) && (bid[0] || !strcmp(c->binary, bin))) {
-			e = c;
-			break;
-		}
+		if (c->hash == k->h && !strcmp(c->build_id, k->bid) && !strcmp(c->tenant, k->t) &&
+		    !strcmp(c->service, k->sv) && (k->bid[0] || !strcmp(c->binary, k->bin)))
+			return c;
 	}
-	if (!e) {
-		e = entry_add(u, &pr);
-		if (!e) {
-			u->untracked += profiles;
-			pthread_mutex_unlock(&u->mu);
-			return;
-		}
-		memcpy(e->tenant, t, sizeof(t));
-		memcpy(e->service, sv, sizeof(sv));
-		memcpy(e->build_id, bid, sizeof(bid));
-		memcpy(e->binary, bin, sizeof(bin));
-		e->hash = h;
-		e->row = row_of(u, t, sv);
+	return NULL;
+}
+
+int debuginfo_unsym_class(struct debuginfo *s, const char *tenant, const char *service,
+			  const char *build_id_hex, const char *filename)
+{
+	struct debuginfo__unsym *u = &s->unsym;
+	struct debuginfo__unsym_entry *e;
+	struct hmap_probe pr;
+	struct key k;
+	int cls = DEBUGINFO_UNSYM_OWN;
+
+	if (!key_make(&k, tenant, service, build_id_hex, filename))
+		return DEBUGINFO_UNSYM_SKIP;
+	if (!k.bid[0])
+		return DEBUGINFO_STATUS_NO_BUILD_ID;
+	pthread_mutex_lock(&u->mu);
+	e = entry_find(u, &k, &pr);
+	if (e && e->status != DEBUGINFO_STATUS_OK && e->status != DEBUGINFO_STATUS_PENDING)
+		cls = (int)e->status;
+	pthread_mutex_unlock(&u->mu);
+	return cls;
+}
+
+void debuginfo_note_ingested(struct debuginfo *s, const char *tenant, const char *service,
+			     const char *build_id_hex, const char *filename, int cls,
+			     uint64_t profiles, uint64_t samples)
+{
+	struct debuginfo__unsym *u = &s->unsym;
+	struct debuginfo__unsym_entry *e;
+	struct hmap_probe pr;
+	int64_t now = clock_wall_ns();
+	struct key k;
+
+	if (!key_make(&k, tenant, service, build_id_hex, filename))
+		return;
+	pthread_mutex_lock(&u->mu);
+	e = entry_find(u, &k, &pr);
+	if (!e && !(e = entry_add(u, &pr))) {
+		u->untracked += profiles;
+		pthread_mutex_unlock(&u->mu);
+		return;
+	}
+	if (!e->hash) {
+		memcpy(e->tenant, k.t, sizeof(k.t));
+		memcpy(e->service, k.sv, sizeof(k.sv));
+		memcpy(e->build_id, k.bid, sizeof(k.bid));
+		memcpy(e->binary, k.bin, sizeof(k.bin));
+		e->hash = k.h;
+		e->row = row_of(u, k.t, k.sv);
 		e->first_seen = now;
-		if (bid[0]) {
+		if (k.bid[0]) {
 			e->status = DEBUGINFO_STATUS_PENDING;
 			u->wake = 1;
 			pthread_cond_signal(&u->cv);
@@ -229,7 +272,32 @@ void debuginfo_note_ingested(struct debuginfo *s, const char *tenant, const char
 		}
 	}
 	e->last_seen = now;
-	count(u, e, profiles, samples);
+	if (cls >= 0 && e->status == (enum debuginfo_status)cls) {
+		/* The row counted the profile once for its class. */
+		e->profiles += profiles;
+		e->samples += samples;
+	} else {
+		count(u, e, profiles, samples);
+	}
+	pthread_mutex_unlock(&u->mu);
+}
+
+void debuginfo_note_ingested_class(struct debuginfo *s, const char *tenant, const char *service,
+				   int cls, uint64_t profiles, uint64_t samples)
+{
+	struct debuginfo__unsym *u = &s->unsym;
+	char t[DEBUGINFO__UNSYM_TENANT_MAX], sv[DEBUGINFO__UNSYM_SERVICE_MAX];
+	uint32_t r;
+
+	if (cls < 0 || cls >= DEBUGINFO_STATUS_COUNT || cls == DEBUGINFO_STATUS_OK ||
+	    cls == DEBUGINFO_STATUS_PENDING)
+		return;
+	copy_cut(t, sizeof(t), tenant);
+	copy_cut(sv, sizeof(sv), service);
+	pthread_mutex_lock(&u->mu);
+	r = row_of(u, t, sv);
+	u->rows[r].profiles[cls] += profiles;
+	u->rows[r].samples[cls] += samples;
 	pthread_mutex_unlock(&u->mu);
 }
 

@@ -493,17 +493,31 @@ static long count_type(const struct ingest_pprof *p)
 	return -1;
 }
 
+/* The hooks of `lim` when every one is set, else NULL. */
+static const struct ingest_hooks *hooks_of(const struct ingest_limits *lim)
+{
+	const struct ingest_hooks *h = lim->hooks;
+
+	return h && h->raw_class && h->raw_class_total && h->raw_binary ? h : NULL;
+}
+
+/* A binary of report_raw not classified yet. */
+#define UNCLASSIFIED (-1000)
+
 /*
  * Tells the hooks which binaries of written pprof `p` (`stored` profiles)
  * have frames without names, and the weight of the samples that touch
- * them.  One pass over the stacks, only when such a frame exists.  A
- * failed allocation skips the report: it is advice, the data is stored.
+ * each binary and each class (struct ingest_hooks).  One pass over the
+ * stacks, only when such a frame exists.  A failed allocation skips the
+ * report: it is advice, the profile is stored.
  */
 static void report_raw(const struct ingest_hooks *h, const char *tenant,
 		       const struct ingest_pprof *p, uint64_t stored)
 {
+	uint64_t class_w[INGEST_RAW_CLASSES], *weight = NULL;
 	size_t *last = NULL;
-	uint64_t *weight = NULL;
+	int *cls = NULL;
+	uint32_t hit = 0;
 	long t;
 	int any = 0;
 
@@ -513,29 +527,57 @@ static void report_raw(const struct ingest_hooks *h, const char *tenant,
 		return;
 	last = calloc(p->n_mappings, sizeof(*last));
 	weight = calloc(p->n_mappings, sizeof(*weight));
-	if (!last || !weight)
+	cls = malloc(p->n_mappings * sizeof(*cls));
+	if (!last || !weight || !cls)
 		goto out;
+	memset(class_w, 0, sizeof(class_w));
+	for (size_t m = 0; m < p->n_mappings; m++)
+		cls[m] = UNCLASSIFIED;
+	for (size_t i = 0; i < p->n_locations; i++) {
+		const struct ingest_location *l = &p->locations[i];
+		size_t m = l->mapping - 1;
+
+		if (l->n_lines || !l->mapping || cls[m] != UNCLASSIFIED)
+			continue;
+		cls[m] = h->raw_class(h->ctx, tenant, p->service, p->mappings[m].build_id,
+				      p->mappings[m].filename);
+		if (cls[m] >= INGEST_RAW_CLASSES)
+			cls[m] = -1;
+	}
 	t = count_type(p);
 	for (size_t i = 0; i < p->n_samples; i++) {
 		int64_t v = t >= 0 ? p->values[i * p->n_types + (size_t)t] : 1;
+		uint64_t w = v > 0 ? (uint64_t)v : 0;
+		uint32_t seen = 0;
 
 		for (size_t k = p->sample_off[i]; k < p->sample_off[i + 1]; k++) {
 			const struct ingest_location *l = &p->locations[p->stack_locs[k]];
 			size_t m = l->mapping - 1;
 
-			if (l->n_lines || !l->mapping || last[m] == i + 1)
+			if (l->n_lines || !l->mapping || cls[m] < -1)
 				continue;
-			last[m] = i + 1;
-			weight[m] += v > 0 ? (uint64_t)v : 0;
+			if (last[m] != i + 1) {
+				last[m] = i + 1;
+				weight[m] += w;
+			}
+			if (cls[m] >= 0 && !(seen & (1u << cls[m]))) {
+				seen |= 1u << cls[m];
+				class_w[cls[m]] += w;
+			}
 		}
+		hit |= seen;
 	}
+	for (int c = 0; c < INGEST_RAW_CLASSES; c++)
+		if (hit & (1u << c))
+			h->raw_class_total(h->ctx, tenant, p->service, c, stored, class_w[c]);
 	for (size_t m = 0; m < p->n_mappings; m++)
 		if (last[m])
-			h->raw_frames(h->ctx, tenant, p->service, p->mappings[m].build_id,
-				      p->mappings[m].filename, stored, weight[m]);
+			h->raw_binary(h->ctx, tenant, p->service, p->mappings[m].build_id,
+				      p->mappings[m].filename, cls[m], stored, weight[m]);
 out:
 	free(last);
 	free(weight);
+	free(cls);
 }
 
 /* ---- requests ----------------------------------------------------------- */
@@ -553,7 +595,7 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 		  struct err_msg *msg)
 {
 	struct ingest_stats stats = { 0, 0, 0, 0 };
-	const struct ingest_hooks *hooks = lim->hooks && lim->hooks->raw_frames ? lim->hooks : NULL;
+	const struct ingest_hooks *hooks = hooks_of(lim);
 	uint64_t *stored = NULL; /* profiles written per pprof, for the hooks */
 	struct store_txn *tx = NULL;
 	struct err_msg inner;

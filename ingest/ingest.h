@@ -35,17 +35,28 @@ struct store_label;
  * on to the debug-info service, which ingest may not call).  Called after
  * a request's transaction committed, in the request's thread.
  */
+#define INGEST_RAW_CLASSES 16
+
 struct ingest_hooks {
 	/*
-	 * Once per written pprof and binary whose frames in it have no names
-	 * (locations without lines): `profiles` stored profiles of the pprof,
-	 * and `samples` its samples with such a frame, weighted by the value of
-	 * its first sample type counted in "count" or "samples" (else one
-	 * each).  `build_id` is "" when the mapping has none; every string is
-	 * borrowed for the call.
+	 * Per written pprof, for each binary whose frames in it have no names
+	 * (locations without lines; `build_id` "" when the mapping has none;
+	 * strings borrowed for the call), first raw_class: the class its
+	 * profiles count in, [0, INGEST_RAW_CLASSES), so that a profile with
+	 * several binaries of one class counts once there; -1 when the binary
+	 * counts on its own; less to leave it out.  Then raw_class_total per
+	 * class hit, and raw_binary per binary not left out (`cls` as
+	 * raw_class said).  `profiles` is the stored profiles of the pprof;
+	 * `samples` its samples with a frame in the class or binary, weighted
+	 * by the value of the first sample type counted in "count" or
+	 * "samples" (else one each).
 	 */
-	void (*raw_frames)(void *ctx, const char *tenant, const char *service,
-			   const char *build_id, const char *filename, uint64_t profiles,
+	int (*raw_class)(void *ctx, const char *tenant, const char *service, const char *build_id,
+			 const char *filename);
+	void (*raw_class_total)(void *ctx, const char *tenant, const char *service, int cls,
+				uint64_t profiles, uint64_t samples);
+	void (*raw_binary)(void *ctx, const char *tenant, const char *service,
+			   const char *build_id, const char *filename, int cls, uint64_t profiles,
 			   uint64_t samples);
 	void *ctx;
 };

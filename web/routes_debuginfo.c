@@ -778,17 +778,34 @@ static void unsym_metrics(struct debuginfo *svc, struct buf *out)
 		   (unsigned long long)st.untracked_profiles, (unsigned long long)st.lookups);
 }
 
-static void raw_frames(void *ctx, const char *tenant, const char *service, const char *build_id,
-		       const char *filename, uint64_t profiles, uint64_t samples)
+/* The debug-info service's side of struct ingest_hooks. */
+static int raw_class(void *ctx, const char *tenant, const char *service, const char *build_id,
+		     const char *filename)
 {
-	debuginfo_note_ingested(ctx, tenant, service, build_id, filename, profiles, samples);
+	return debuginfo_unsym_class(ctx, tenant, service, build_id, filename);
 }
+
+static void raw_class_total(void *ctx, const char *tenant, const char *service, int cls,
+			    uint64_t profiles, uint64_t samples)
+{
+	debuginfo_note_ingested_class(ctx, tenant, service, cls, profiles, samples);
+}
+
+static void raw_binary(void *ctx, const char *tenant, const char *service, const char *build_id,
+		       const char *filename, int cls, uint64_t profiles, uint64_t samples)
+{
+	debuginfo_note_ingested(ctx, tenant, service, build_id, filename, cls, profiles, samples);
+}
+
+_Static_assert(DEBUGINFO_STATUS_COUNT <= INGEST_RAW_CLASSES, "a status is an ingest class");
 
 void web__debuginfo_ingest_hooks(struct web_server *srv)
 {
 	if (!srv->opt.query.symbolizer)
 		return;
-	srv->ingest_hooks.raw_frames = raw_frames;
+	srv->ingest_hooks.raw_class = raw_class;
+	srv->ingest_hooks.raw_class_total = raw_class_total;
+	srv->ingest_hooks.raw_binary = raw_binary;
 	srv->ingest_hooks.ctx = srv->opt.query.symbolizer;
 	srv->opt.limits.hooks = &srv->ingest_hooks;
 }

@@ -60,6 +60,19 @@ static struct seen look(const char *tenant, const char *service, const char *fil
 	return s;
 }
 
+/* What ingest does for a pprof whose only unnamed frames are in one binary. */
+static void ingest_one(const char *tenant, const char *service, const char *id, const char *file,
+		       uint64_t profiles, uint64_t samples)
+{
+	int cls = debuginfo_unsym_class(g_svc, tenant, service, id, file);
+
+	if (cls == DEBUGINFO_UNSYM_SKIP)
+		return;
+	if (cls >= 0)
+		debuginfo_note_ingested_class(g_svc, tenant, service, cls, profiles, samples);
+	debuginfo_note_ingested(g_svc, tenant, service, id, file, cls, profiles, samples);
+}
+
 static int setup(void **state)
 {
 	if (svc_setup(state))
@@ -78,7 +91,7 @@ static void test_missing_then_uploaded(void **state)
 
 	(void)state;
 	err_clear(&msg);
-	debuginfo_note_ingested(g_svc, "t1", "api", g_id, "/usr/bin/prog", 2, 10);
+	ingest_one("t1", "api", g_id, "/usr/bin/prog", 2, 10);
 	s = look("t1", "api", NULL);
 	assert_int_equal(s.status, DEBUGINFO_STATUS_PENDING);
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 0);
@@ -93,7 +106,7 @@ static void test_missing_then_uploaded(void **state)
 	assert_int_equal(st.build_ids[DEBUGINFO_STATUS_NOT_FOUND], 1);
 
 	/* Known now: counted at once, without a check. */
-	debuginfo_note_ingested(g_svc, "t1", "api", g_id, "/usr/bin/prog", 1, 5);
+	ingest_one("t1", "api", g_id, "/usr/bin/prog", 1, 5);
 	s = look("t1", "api", NULL);
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 3);
 	assert_int_equal(s.samples[DEBUGINFO_STATUS_NOT_FOUND], 15);
@@ -106,7 +119,7 @@ static void test_missing_then_uploaded(void **state)
 	debuginfo_unsym_stats(g_svc, &st);
 	assert_int_equal(st.build_ids[DEBUGINFO_STATUS_NOT_FOUND], 0);
 	/* Counters never go down, and named profiles add nothing. */
-	debuginfo_note_ingested(g_svc, "t1", "api", g_id, "/usr/bin/prog", 4, 4);
+	ingest_one("t1", "api", g_id, "/usr/bin/prog", 4, 4);
 	s = look("t1", "api", NULL);
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 3);
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_OK], 0);
@@ -118,7 +131,7 @@ static void test_pending_dropped_when_ok(void **state)
 	struct seen s;
 
 	(void)state;
-	debuginfo_note_ingested(g_svc, "t1", "web", g_id, "prog", 7, 70);
+	ingest_one("t1", "web", g_id, "prog", 7, 70);
 	debuginfo_unsym_check(g_svc);
 	s = look("t1", "web", NULL);
 	assert_int_equal(s.status, DEBUGINFO_STATUS_OK);
@@ -134,9 +147,9 @@ static void test_no_build_id(void **state)
 
 	(void)state;
 	debuginfo_unsym_stats(g_svc, &before);
-	debuginfo_note_ingested(g_svc, "t2", "batch", "", "/opt/batch", 1, 3);
-	debuginfo_note_ingested(g_svc, "t2", "batch", NULL, "[vdso]", 1, 3);
-	debuginfo_note_ingested(g_svc, "t2", "batch", "", "[kernel.kallsyms]", 1, 3);
+	ingest_one("t2", "batch", "", "/opt/batch", 1, 3);
+	ingest_one("t2", "batch", NULL, "[vdso]", 1, 3);
+	ingest_one("t2", "batch", "", "[kernel.kallsyms]", 1, 3);
 	s = look("t2", "batch", "t2");
 	assert_int_equal(s.entries, 1);
 	assert_int_equal(s.rows, 1);
@@ -144,7 +157,7 @@ static void test_no_build_id(void **state)
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 1);
 	assert_int_equal(s.samples[DEBUGINFO_STATUS_NO_BUILD_ID], 3);
 	/* Not hex: treated as having no build ID, never looked up. */
-	debuginfo_note_ingested(g_svc, "t2", "batch", "zz", "/opt/other", 1, 1);
+	ingest_one("t2", "batch", "zz", "/opt/other", 1, 1);
 	s = look("t2", "batch", "t2");
 	assert_int_equal(s.entries, 2);
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 2);
@@ -163,7 +176,7 @@ static void test_kernel_with_build_id(void **state)
 	struct seen s;
 
 	(void)state;
-	debuginfo_note_ingested(g_svc, "t3", "k", g_id2, "[kernel.kallsyms]", 1, 1);
+	ingest_one("t3", "k", g_id2, "[kernel.kallsyms]", 1, 1);
 	debuginfo_unsym_check(g_svc);
 	s = look("t3", "k", "t3");
 	assert_int_equal(s.status, DEBUGINFO_STATUS_NOT_FOUND);
@@ -178,12 +191,42 @@ static void test_recorded_failure(void **state)
 	(void)state;
 	debuginfo__meta_fail(g_svc, g_id2, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NO_SYMBOLS,
 			     clock_wall_ns() + 3600LL * 1000000000LL, "no .debug_info");
-	debuginfo_note_ingested(g_svc, "t4", "s", g_id2, "prog2", 1, 2);
+	ingest_one("t4", "s", g_id2, "prog2", 1, 2);
 	debuginfo_unsym_check(g_svc);
 	s = look("t4", "s", "t4");
 	assert_int_equal(s.status, DEBUGINFO_STATUS_NO_SYMBOLS);
 	assert_string_equal(s.reason, "no .debug_info");
 	assert_int_equal(s.samples[DEBUGINFO_STATUS_NO_SYMBOLS], 2);
+}
+
+/* Two binaries of one status in one pprof: the row counts the profile once. */
+static void test_one_status_counts_once(void **state)
+{
+	static const char a[] = "0123456789abcdef01", b[] = "fedcba9876543210fe";
+	struct seen s;
+	int ca, cb;
+
+	(void)state;
+	ingest_one("t5", "svc", a, "liba.so", 1, 1);
+	ingest_one("t5", "svc", b, "libb.so", 1, 1);
+	debuginfo_unsym_check(g_svc);
+	s = look("t5", "svc", "t5");
+	/* What arrived before the answer is counted per binary. */
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 2);
+	ca = debuginfo_unsym_class(g_svc, "t5", "svc", a, "liba.so");
+	cb = debuginfo_unsym_class(g_svc, "t5", "svc", b, "libb.so");
+	assert_int_equal(ca, DEBUGINFO_STATUS_NOT_FOUND);
+	assert_int_equal(cb, DEBUGINFO_STATUS_NOT_FOUND);
+	debuginfo_note_ingested_class(g_svc, "t5", "svc", ca, 2, 7);
+	debuginfo_note_ingested(g_svc, "t5", "svc", a, "liba.so", ca, 2, 5);
+	debuginfo_note_ingested(g_svc, "t5", "svc", b, "libb.so", cb, 2, 4);
+	s = look("t5", "svc", "t5");
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 4);
+	assert_int_equal(s.samples[DEBUGINFO_STATUS_NOT_FOUND], 9);
+	assert_int_equal(debuginfo_unsym_class(g_svc, "t5", "svc", "", "[vdso]"), DEBUGINFO_UNSYM_SKIP);
+	assert_int_equal(debuginfo_unsym_class(g_svc, "t5", "svc", "", "/bin/x"),
+			 DEBUGINFO_STATUS_NO_BUILD_ID);
+	assert_int_equal(debuginfo_unsym_class(g_svc, "t5", "svc", g_id, "prog"), DEBUGINFO_UNSYM_OWN);
 }
 
 /* The caps: entries, then rows; idle entries are forgotten. */
@@ -211,12 +254,19 @@ static void test_bounds(void **state)
 	debuginfo__unsym_stop(g_svc);
 	for (int i = 0; i < 5; i++) {
 		snprintf(name, sizeof(name), "svc%d", i);
-		debuginfo_note_ingested(g_svc, "t", name, "", "/bin/x", 2, 1);
+		ingest_one("t", name, "", "/bin/x", 2, 1);
 	}
 	debuginfo_unsym_stats(g_svc, &st);
 	assert_int_equal(st.entries, 3);
 	assert_int_equal(st.max_entries, 3);
 	assert_int_equal(st.untracked_profiles, 4);
+
+	/* Without a build ID the status is known at once: the rows count
+	 * them although the entries are full, svc3 and svc4 in the overflow
+	 * row (rows are as many as entries). */
+	s = look("", "", NULL);
+	assert_int_equal(s.rows, 4);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 4);
 
 	/* Forgotten when idle; their rows stay, new services overflow. */
 	g_svc->unsym.idle_ns = 0;
@@ -224,11 +274,11 @@ static void test_bounds(void **state)
 	debuginfo_unsym_stats(g_svc, &st);
 	assert_int_equal(st.entries, 0);
 	g_svc->unsym.idle_ns = DEBUGINFO__UNSYM_IDLE_NS;
-	debuginfo_note_ingested(g_svc, "t", "late", "", "/bin/x", 1, 1);
-	debuginfo_note_ingested(g_svc, "t", "svc0", "", "/bin/x", 1, 1);
+	ingest_one("t", "late", "", "/bin/x", 1, 1);
+	ingest_one("t", "svc0", "", "/bin/x", 1, 1);
 	s = look("", "", NULL);
 	assert_int_equal(s.rows, 4);
-	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 1);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 5);
 	s = look("t", "svc0", NULL);
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 3);
 	/* A tenant's view has no overflow row. */
@@ -244,6 +294,7 @@ int main(void)
 		cmocka_unit_test(test_no_build_id),
 		cmocka_unit_test(test_kernel_with_build_id),
 		cmocka_unit_test(test_recorded_failure),
+		cmocka_unit_test(test_one_status_counts_once),
 		cmocka_unit_test(test_bounds),
 	};
 
