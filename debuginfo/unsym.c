@@ -309,6 +309,7 @@ struct answer {
 	enum debuginfo_status status;
 	char reason[192];
 	int fresh;        /* an entry still waits for its first answer */
+	int counted;      /* in the gauge already */
 };
 
 /* Must hold u->mu.  Takes one lookup from the checks' share of the budget. */
@@ -410,6 +411,41 @@ static void forget_idle(struct debuginfo__unsym *u, int64_t now)
 		hmap_put(&u->index, u->e[i].hash, (uint32_t)i); /* fits: n only shrank */
 }
 
+/* Must hold u->mu.  Gives the entries their answers, and counts what waited. */
+static void apply_answers(struct debuginfo__unsym *u, struct answer *v, size_t k)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		struct debuginfo__unsym_entry *e = &u->e[i];
+		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id) : NULL;
+
+		/* No answer: new since the copy, or a lookup under way, during
+		 * which a known status stands. */
+		if (!a || a->status == DEBUGINFO_STATUS_PENDING)
+			continue;
+		e->status = a->status;
+		copy_cut(e->reason, sizeof(e->reason), a->reason);
+		count(u, e, e->pending_profiles, e->pending_samples);
+		e->pending_profiles = e->pending_samples = 0;
+	}
+}
+
+/* Must hold u->mu.  The gauge: each binary once, as its entries stand now. */
+static void gauge(struct debuginfo__unsym *u, struct answer *v, size_t k)
+{
+	memset(u->gauge, 0, sizeof(u->gauge));
+	for (size_t i = 0; i < u->n; i++) {
+		struct debuginfo__unsym_entry *e = &u->e[i];
+		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id) : NULL;
+
+		if (e->status == DEBUGINFO_STATUS_PENDING || (a && a->counted))
+			continue;
+		if (a)
+			a->counted = 1;
+		u->gauge[e->status]++;
+	}
+	u->gauge[DEBUGINFO_STATUS_OK] = 0;
+}
+
 /* One check; returns how many build IDs still wait for an answer. */
 static size_t check(struct debuginfo *s)
 {
@@ -426,6 +462,7 @@ static size_t check(struct debuginfo *s)
 	for (size_t i = 0; v && i < u->n; i++)
 		if (u->e[i].build_id[0]) {
 			memcpy(v[n].id, u->e[i].build_id, DEBUGINFO_HEX_MAX);
+			v[n].counted = 0;
 			v[n++].fresh = u->e[i].status == DEBUGINFO_STATUS_PENDING;
 		}
 	pthread_mutex_unlock(&u->mu);
@@ -444,30 +481,10 @@ static size_t check(struct debuginfo *s)
 			if (v[i].fresh == fresh)
 				check_one(s, &v[i], &lookups);
 	pthread_mutex_lock(&u->mu);
-	memset(u->gauge, 0, sizeof(u->gauge));
-	for (size_t i = 0; i < u->n; i++) {
-		struct debuginfo__unsym_entry *e = &u->e[i];
-		struct answer *a;
-
-		if (!e->build_id[0]) {
-			u->gauge[e->status]++;
-			continue;
-		}
-		a = find_answer(v, k, e->build_id);
-		if (!a || a->status == DEBUGINFO_STATUS_PENDING)
-			continue; /* new since the copy, or no answer yet */
-		e->status = a->status;
-		copy_cut(e->reason, sizeof(e->reason), a->reason);
-		count(u, e, e->pending_profiles, e->pending_samples);
-		e->pending_profiles = e->pending_samples = 0;
-	}
-	for (size_t i = 0; i < k; i++) {
-		if (v[i].status != DEBUGINFO_STATUS_PENDING)
-			u->gauge[v[i].status]++;
-		else
-			waiting++;
-	}
-	u->gauge[DEBUGINFO_STATUS_OK] = 0;
+	apply_answers(u, v, k);
+	gauge(u, v, k);
+	for (size_t i = 0; i < k; i++)
+		waiting += v[i].status == DEBUGINFO_STATUS_PENDING;
 	u->checks++;
 	pthread_mutex_unlock(&u->mu);
 	pthread_mutex_unlock(&u->pass_mu);

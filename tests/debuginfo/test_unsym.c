@@ -12,8 +12,13 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <unistd.h>
+
 #include "debuginfo/debuginfo_int.h"
 #include "svctest.h"
+#include "upstream.h"
+
+static struct fake_upstream g_up;
 
 struct seen {
 	const char *tenant, *service;  /* the row to read */
@@ -229,29 +234,36 @@ static void test_one_status_counts_once(void **state)
 	assert_int_equal(debuginfo_unsym_class(g_svc, "t5", "svc", g_id, "prog"), DEBUGINFO_UNSYM_OWN);
 }
 
+/* Opens the store and service again as `o` says (o->data_dir is copied), checks stopped. */
+static void reopen(struct debuginfo_options *o)
+{
+	struct store_options so = { 0 };
+	struct err_msg msg;
+	char dir[300];
+
+	close_all();
+	err_clear(&msg);
+	snprintf(dir, sizeof(dir), "%s", o->data_dir);
+	so.dir = dir;
+	o->data_dir = dir;
+	o->workers = 1;
+	assert_int_equal(store_open(&so, &g_st, &msg), 0);
+	assert_int_equal(debuginfo_open(g_st, o, &g_svc, &msg), 0);
+	debuginfo__unsym_stop(g_svc);
+}
+
 /* The caps: entries, then rows; idle entries are forgotten. */
 static void test_bounds(void **state)
 {
 	struct debuginfo_options o = { 0 };
 	struct debuginfo_unsym_stats st;
-	struct err_msg msg;
 	struct seen s;
 	char name[32];
 
 	(void)state;
-	close_all();
-	err_clear(&msg);
-	{
-		struct store_options so = { 0 };
-
-		so.dir = t_path("data");
-		assert_int_equal(store_open(&so, &g_st, &msg), 0);
-	}
 	o.data_dir = t_path("data");
-	o.workers = 1;
 	o.max_unsym_entries = 3;
-	assert_int_equal(debuginfo_open(g_st, &o, &g_svc, &msg), 0);
-	debuginfo__unsym_stop(g_svc);
+	reopen(&o);
 	for (int i = 0; i < 5; i++) {
 		snprintf(name, sizeof(name), "svc%d", i);
 		ingest_one("t", name, "", "/bin/x", 2, 1);
@@ -286,6 +298,80 @@ static void test_bounds(void **state)
 	assert_int_equal(s.rows, 3);
 }
 
+static void wait_job(const char *id)
+{
+	for (int i = 0; i < 3000 && debuginfo__job_exists(g_svc, id); i++)
+		usleep(10000);
+	assert_false(debuginfo__job_exists(g_svc, id));
+}
+
+/*
+ * With an upstream: a new build ID is looked up in the background; a 404
+ * makes it not_found (counted, in the gauge); once its retry time passed
+ * it is looked up again, its status standing meanwhile, and a file the
+ * upstream now has makes it ok.
+ */
+static void test_upstream_lookup(void **state)
+{
+	struct debuginfo_options o = { 0 };
+	struct debuginfo_unsym_stats st;
+	struct debuginfo__meta m;
+	char urls[64];
+	struct seen s;
+
+	(void)state;
+	assert_int_equal(fake_start(&g_up), 0);
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%d", g_up.port);
+	o.data_dir = t_path("data-up");
+	o.debuginfod_urls = urls;
+	o.fetch_per_minute = 600;
+	o.fetch_timeout_s = 5;
+	reopen(&o);
+	atomic_store(&g_up.mode, FAKE_404);
+
+	ingest_one("u", "svc", g_id, "prog", 1, 2);
+	debuginfo_unsym_check(g_svc);
+	assert_int_equal(look("u", "svc", "u").status, DEBUGINFO_STATUS_PENDING);
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.lookups, 1);
+	wait_job(g_id);
+	debuginfo_unsym_check(g_svc);
+	s = look("u", "svc", "u");
+	assert_int_equal(s.status, DEBUGINFO_STATUS_NOT_FOUND);
+	assert_non_null(strstr(s.reason, "no debuginfod upstream has it"));
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 1);
+	assert_int_equal(s.samples[DEBUGINFO_STATUS_NOT_FOUND], 2);
+	/* The not-found cache: no new lookup before the retry time. */
+	debuginfo_unsym_check(g_svc);
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.lookups, 1);
+	assert_int_equal(st.build_ids[DEBUGINFO_STATUS_NOT_FOUND], 1);
+
+	snprintf(g_up.file, sizeof(g_up.file), "%s", t_path("prog.debug"));
+	atomic_store(&g_up.mode, FAKE_FILE);
+	assert_int_equal(debuginfo__meta_get(g_svc, g_id, &m), 0);
+	m.retry_at = 0;
+	assert_int_equal(debuginfo__meta_put(g_svc, g_id, &m), 0);
+	/* The checks' share of the budget admits the lookup soon. */
+	for (int i = 0; i < 500 && st.lookups < 2; i++) {
+		usleep(10000);
+		debuginfo_unsym_check(g_svc);
+		debuginfo_unsym_stats(g_svc, &st);
+		if (st.lookups < 2)
+			continue;
+		/* Looked up again: the known status stands meanwhile. */
+		assert_int_equal(st.build_ids[DEBUGINFO_STATUS_NOT_FOUND], 1);
+		assert_int_equal(look("u", "svc", "u").status, DEBUGINFO_STATUS_NOT_FOUND);
+	}
+	assert_int_equal(st.lookups, 2);
+	wait_job(g_id);
+	debuginfo_unsym_check(g_svc);
+	assert_int_equal(look("u", "svc", "u").status, DEBUGINFO_STATUS_OK);
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.build_ids[DEBUGINFO_STATUS_NOT_FOUND], 0);
+	fake_stop(&g_up);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -296,7 +382,11 @@ int main(void)
 		cmocka_unit_test(test_recorded_failure),
 		cmocka_unit_test(test_one_status_counts_once),
 		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_upstream_lookup),
 	};
 
+	/* Bound before the first thread, as upstream.h asks. */
+	if (fake_listen(&g_up))
+		return 1;
 	return cmocka_run_group_tests(tests, setup, svc_teardown);
 }
