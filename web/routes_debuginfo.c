@@ -799,14 +799,19 @@ static void raw_binary(void *ctx, const char *tenant, const char *service, const
 
 _Static_assert(DEBUGINFO_STATUS_COUNT <= INGEST_RAW_CLASSES, "a status is an ingest class");
 
+void web_ingest_hooks_init(struct ingest_hooks *h, struct debuginfo *symbolizer)
+{
+	h->raw_class = raw_class;
+	h->raw_class_total = raw_class_total;
+	h->raw_binary = raw_binary;
+	h->ctx = symbolizer;
+}
+
 void web__debuginfo_ingest_hooks(struct web_server *srv)
 {
 	if (!srv->opt.query.symbolizer)
 		return;
-	srv->ingest_hooks.raw_class = raw_class;
-	srv->ingest_hooks.raw_class_total = raw_class_total;
-	srv->ingest_hooks.raw_binary = raw_binary;
-	srv->ingest_hooks.ctx = srv->opt.query.symbolizer;
+	web_ingest_hooks_init(&srv->ingest_hooks, srv->opt.query.symbolizer);
 	srv->opt.limits.hooks = &srv->ingest_hooks;
 }
 
