@@ -133,7 +133,7 @@ struct debuginfo_options {
 	int64_t retain_interval_ns;
 	/* Binaries seen at ingest without names (debuginfo_note_ingested):
 	 * at most max_unsym_entries (tenant, service, binary) kept (0 picks
-	 * 4096), checked every unsym_interval_ns (0: 10 s). */
+	 * 4096, at most 2^20), checked every unsym_interval_ns (0: 10 s). */
 	size_t max_unsym_entries;
 	int64_t unsym_interval_ns;
 };

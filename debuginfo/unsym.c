@@ -4,8 +4,9 @@
  * (docs/symbolization.md, "Alerting before anyone looks").
  *
  * Ingest reports each (tenant, service, binary) of a stored pprof whose
- * frames came as raw addresses (debuginfo_note_ingested): one lock, one
- * probe of a bounded table.  A thread checks the build IDs of the table in
+ * frames came as raw addresses (debuginfo_unsym_class, then
+ * debuginfo_note_ingested_class and debuginfo_note_ingested): one lock
+ * and one probe of a bounded table per call.  A thread checks the build IDs of the table in
  * the background, with what a query would find (a stored file, its
  * record's status, else an upstream lookup through the fetch jobs), and
  * moves what arrived before the first answer into the counters of that
@@ -23,6 +24,7 @@
 #include "debuginfo_int.h"
 
 #define DEFAULT_ENTRIES 4096
+#define MAX_ENTRIES (1u << 20) /* rows are allocated whole: ~0.5 KiB each */
 #define DEFAULT_INTERVAL_NS (10LL * 1000000000LL)
 
 /* Copies `s` (NULL: "") into out[len], cut at a UTF-8 character boundary. */
@@ -67,8 +69,8 @@ int debuginfo__unsym_init(struct debuginfo *s, size_t max_entries, int64_t inter
 
 	memset(u, 0, sizeof(*u));
 	u->max = max_entries ? max_entries : DEFAULT_ENTRIES;
-	if (u->max > HMAP_MAX / 2)
-		u->max = HMAP_MAX / 2;
+	if (u->max > MAX_ENTRIES)
+		u->max = MAX_ENTRIES;
 	u->max_rows = u->max;
 	u->interval_ns = interval_ns > 0 ? interval_ns : DEFAULT_INTERVAL_NS;
 	u->idle_ns = DEBUGINFO__UNSYM_IDLE_NS;
@@ -248,7 +250,8 @@ void debuginfo_note_ingested(struct debuginfo *s, const char *tenant, const char
 	pthread_mutex_lock(&u->mu);
 	e = entry_find(u, &k, &pr);
 	if (!e && !(e = entry_add(u, &pr))) {
-		u->untracked += profiles;
+		if (cls < 0) /* a class was counted in the row already */
+			u->untracked += profiles;
 		pthread_mutex_unlock(&u->mu);
 		return;
 	}

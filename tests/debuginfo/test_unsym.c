@@ -258,27 +258,35 @@ static void test_bounds(void **state)
 	struct debuginfo_options o = { 0 };
 	struct debuginfo_unsym_stats st;
 	struct seen s;
-	char name[32];
+	char name[32], id[32];
 
 	(void)state;
 	o.data_dir = t_path("data");
 	o.max_unsym_entries = 3;
 	reopen(&o);
+	/* Five binaries waiting for an answer: three tracked, two not. */
 	for (int i = 0; i < 5; i++) {
 		snprintf(name, sizeof(name), "svc%d", i);
-		ingest_one("t", name, "", "/bin/x", 2, 1);
+		snprintf(id, sizeof(id), "0b0b0b0b0b0b0b%02d", i);
+		ingest_one("t", name, id, "/bin/x", 2, 1);
 	}
 	debuginfo_unsym_stats(g_svc, &st);
 	assert_int_equal(st.entries, 3);
 	assert_int_equal(st.max_entries, 3);
 	assert_int_equal(st.untracked_profiles, 4);
+	s = look("", "", NULL);
+	assert_int_equal(s.rows, 3);
 
-	/* Without a build ID the status is known at once: the rows count
-	 * them although the entries are full, svc3 and svc4 in the overflow
-	 * row (rows are as many as entries). */
+	/* Without a build ID the status is known at once: the rows count it
+	 * although the entries are full, svc3 and svc4 in the overflow row
+	 * (there are as many rows as entries). */
+	ingest_one("t", "svc3", "", "/bin/y", 1, 1);
+	ingest_one("t", "svc4", "", "/bin/y", 1, 1);
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.untracked_profiles, 4);
 	s = look("", "", NULL);
 	assert_int_equal(s.rows, 4);
-	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 4);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 2);
 
 	/* Forgotten when idle; their rows stay, new services overflow. */
 	g_svc->unsym.idle_ns = 0;
@@ -286,13 +294,15 @@ static void test_bounds(void **state)
 	debuginfo_unsym_stats(g_svc, &st);
 	assert_int_equal(st.entries, 0);
 	g_svc->unsym.idle_ns = DEBUGINFO__UNSYM_IDLE_NS;
-	ingest_one("t", "late", "", "/bin/x", 1, 1);
-	ingest_one("t", "svc0", "", "/bin/x", 1, 1);
+	ingest_one("t", "late", "", "/bin/y", 1, 1);
+	ingest_one("t", "svc0", "", "/bin/y", 1, 1);
+	debuginfo_unsym_stats(g_svc, &st);
+	assert_int_equal(st.entries, 2);
 	s = look("", "", NULL);
 	assert_int_equal(s.rows, 4);
-	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 5);
-	s = look("t", "svc0", NULL);
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 3);
+	s = look("t", "svc0", NULL);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NO_BUILD_ID], 1);
 	/* A tenant's view has no overflow row. */
 	s = look("", "", "t");
 	assert_int_equal(s.rows, 3);
