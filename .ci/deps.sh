@@ -12,7 +12,7 @@ PACKAGES=(
   libcmocka-dev clang libclang-rt-14-dev libcurl4-gnutls-dev libssl-dev
   elfutils binutils linux-perf google-perftools libgoogle-perftools-dev
   golang-go jq g++ llvm debuginfod rustc time valgrind dwz protobuf-compiler socat openssl
-  openjdk-17-jdk-headless prometheus
+  openjdk-17-jdk-headless prometheus graphviz
 )
 
 missing=()

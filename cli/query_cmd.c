@@ -1,8 +1,9 @@
 /*
- * query_cmd.c - `unhex query top|folded|pprof|diff`: asks a running server
- * (docs/api.md) and prints its answer.  The logic lives in the server's
- * query routes (GET /api/v1/top, /api/v1/folded, /api/v1/pprof,
- * /api/v1/diff-top), so the CLI and HTTP clients see the same numbers.
+ * query_cmd.c - `unhex query top|folded|pprof|dot|diff`: asks a running
+ * server (docs/api.md) and prints its answer.  The logic lives in the
+ * server's query routes (GET /api/v1/top, /api/v1/folded, /api/v1/pprof,
+ * /pyroscope/render?format=dot, /api/v1/diff-top), so the CLI and HTTP
+ * clients see the same numbers.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@ static void query_help(FILE *f)
 	fputs("usage: unhex query top    --query Q [--from T] [--until T] [--limit N] [--sort self|total]\n"
 	      "       unhex query folded --query Q [--from T] [--until T]\n"
 	      "       unhex query pprof  --query Q [--from T] [--until T] -o FILE\n"
+	      "       unhex query dot    --query Q [--from T] [--until T] [--limit N]\n"
 	      "       unhex query diff   --left Q --right Q [--left-from T] [--left-until T]\n"
 	      "                          [--right-from T] [--right-until T] [--mode relative|absolute]\n"
 	      "                          [--limit N]\n"
@@ -31,7 +33,8 @@ static void query_help(FILE *f)
 	      "--from now-1h --until now (the diff sides default to --from/--until).\n"
 	      "top prints self and total per function with their shares of the total;\n"
 	      "folded prints `frame;frame;frame value` lines; pprof writes the gzipped\n"
-	      "merged profile; diff prints the functions whose self changed the most\n"
+	      "merged profile; dot prints the Graphviz call graph of at most N functions\n"
+	      "(default 100; `| dot -Tsvg`); diff prints the functions whose self changed the most\n"
 	      "(relative: each side in % of its own total; absolute: raw values).\n"
 	      "--server defaults to " DEFAULT_SERVER "; for an https:// server, --cacert\n"
 	      "names PEM CA certificates to trust instead of the system's.\n",
@@ -95,13 +98,18 @@ static int build_path(const struct query_args *a, struct buf *path)
 			rc = cli_add_param(path, "limit", a->limit ? a->limit : "20");
 		return rc;
 	}
-	rc = buf_printf(path, "/api/v1/%s", a->sub);
+	if (strcmp(a->sub, "dot") == 0)
+		rc = buf_puts(path, "/pyroscope/render?format=dot");
+	else
+		rc = buf_printf(path, "/api/v1/%s", a->sub);
 	if (!rc)
 		rc = cli_add_param(path, "query", a->query);
 	if (!rc)
 		rc = cli_add_param(path, "from", from);
 	if (!rc)
 		rc = cli_add_param(path, "until", until);
+	if (!rc && strcmp(a->sub, "dot") == 0)
+		rc = cli_add_param(path, "max-nodes", a->limit);
 	if (!rc && strcmp(a->sub, "top") == 0) {
 		rc = cli_add_param(path, "limit", a->limit ? a->limit : "20");
 		if (!rc)
@@ -115,8 +123,10 @@ static int check_args(struct query_args *a)
 	int diff = strcmp(a->sub, "diff") == 0;
 	uint64_t n;
 
-	if (strcmp(a->sub, "top") && strcmp(a->sub, "folded") && strcmp(a->sub, "pprof") && !diff)
-		return cli_usage_error("query", "unknown subcommand \"%s\" (top, folded, pprof, diff)",
+	if (strcmp(a->sub, "top") && strcmp(a->sub, "folded") && strcmp(a->sub, "pprof") &&
+	    strcmp(a->sub, "dot") && !diff)
+		return cli_usage_error("query",
+				       "unknown subcommand \"%s\" (top, folded, pprof, dot, diff)",
 				       a->sub);
 	if (diff && (!a->left || !a->right))
 		return cli_usage_error("query", "diff needs --left and --right selectors");
@@ -163,7 +173,7 @@ int cli_query(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (argc < 2 || argv[1][0] == '-')
-		return cli_usage_error("query", "missing subcommand (top, folded, pprof, diff)");
+		return cli_usage_error("query", "missing subcommand (top, folded, pprof, dot, diff)");
 	a.sub = argv[1];
 	argc--;
 	argv++;

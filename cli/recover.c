@@ -58,40 +58,6 @@ static void print_report(const char *dir, const struct store_wal_report *r)
 		printf("dropped: the damaged write only (no intact write follows it)\n");
 }
 
-static int copy_file(const char *from, const char *to, struct err_msg *msg)
-{
-	char b[65536];
-	ssize_t n = 0;
-	int in, out, rc = 0;
-
-	in = open(from, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return err_set(msg, ERR_IO, "%s: %s", from, strerror(errno));
-	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (out < 0) {
-		rc = err_set(msg, ERR_IO, "%s: %s", to, strerror(errno));
-		close(in);
-		return rc;
-	}
-	while (!rc && (n = read(in, b, sizeof(b))) > 0) {
-		for (ssize_t off = 0; !rc && off < n;) {
-			ssize_t w = write(out, b + off, (size_t)(n - off));
-			if (w < 0)
-				rc = err_set(msg, ERR_IO, "%s: %s", to, strerror(errno));
-			else
-				off += w;
-		}
-	}
-	if (!rc && n < 0)
-		rc = err_set(msg, ERR_IO, "%s: %s", from, strerror(errno));
-	if (!rc && fsync(out))
-		rc = err_set(msg, ERR_IO, "%s: %s", to, strerror(errno));
-	close(in);
-	if (close(out) && !rc)
-		rc = err_set(msg, ERR_IO, "%s: %s", to, strerror(errno));
-	return rc;
-}
-
 /* Copies every *.log of `dir` into a new directory `keep`. */
 static int keep_logs(const char *dir, const char *keep, struct err_msg *msg)
 {
@@ -110,9 +76,14 @@ static int keep_logs(const char *dir, const char *keep, struct err_msg *msg)
 		if (len < 5 || strcmp(e->d_name + len - 4, ".log") != 0 || e->d_name[0] < '0' ||
 		    e->d_name[0] > '9')
 			continue;
-		snprintf(from, sizeof(from), "%s/%s", dir, e->d_name);
-		snprintf(to, sizeof(to), "%s/%s", keep, e->d_name);
-		rc = copy_file(from, to, msg);
+		if ((size_t)snprintf(from, sizeof(from), "%s/%s", dir, e->d_name) >= sizeof(from) ||
+		    (size_t)snprintf(to, sizeof(to), "%s/%s", keep, e->d_name) >= sizeof(to)) {
+			rc = err_set(msg, ERR_TOO_LARGE, "%s/%s: path too long", keep, e->d_name);
+			break;
+		}
+		rc = store_copy_file(from, to, 0600, NULL, msg);
+		if (rc == ERR_NOT_FOUND)
+			rc = err_set(msg, ERR_IO, "%s: vanished while being kept", from);
 	}
 	closedir(d);
 	fd = open(keep, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -204,9 +204,16 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 			return rc;
 		count = b->frames[off];
 		for (uint32_t i = 0; i < count; i++) {
+			size_t before = b->t->n;
+
 			rc = query__tree_child(q, b->t, cur, b->frames[off + 2 + i], &cur);
 			if (rc)
 				return rc;
+			/* Frames after a location's first are inlined into the one before. */
+			if (b->t->n != before)
+				b->t->nodes[cur].inlined = i > 0;
+			else if (!i)
+				b->t->nodes[cur].inlined = 0;
 		}
 		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
 			b->t->nodes[cur].build_id = b->frames[off + 1];

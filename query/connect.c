@@ -852,6 +852,34 @@ static int stacktraces(struct call *c, const struct query_params *p, int tree,
 	return rc;
 }
 
+/*
+ * Format DOT: the whole tree of p as Graphviz's call graph, at most
+ * maxNodes functions (unset or 0: Pyroscope's 100), into *out (the arena's).
+ */
+static int dot_string(struct call *c, const struct query_params *p, char **out)
+{
+	struct buf b;
+	int rc;
+
+	rc = query__run(c->q, p, QUERY__TREE, 0, &c->side[0]);
+	if (rc)
+		return rc;
+	buf_init(&b, c->q->mem.cap);
+	rc = query__dot_write(c->q, &c->side[0].t, c->side[0].sel.profile_type,
+			      p->max_nodes > 0 ? (size_t)p->max_nodes : QUERY_DOT_DEFAULT_MAX_NODES,
+			      &b);
+	if (!rc && !(*out = rmem(c, b.len + 1)))
+		rc = rfail(c);
+	if (!rc) {
+		memcpy(*out, b.data ? b.data : "", b.len);
+		(*out)[b.len] = '\0';
+	} else if (rc == ERR_TOO_LARGE) {
+		err_set(c->q->msg, rc, "the call graph needs more than the query memory budget");
+	}
+	buf_release(&b);
+	return rc;
+}
+
 static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__SelectMergeStacktracesRequest *req = (const void *)msg;
@@ -865,16 +893,19 @@ static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, Protob
 		rc = req_call_site(c, req->stack_trace_selector, &p);
 	if (!rc)
 		rc = req_spans(c, req->span_selector, req->n_span_selector, &p);
-	if (!rc && req->format > QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE)
+	if (!rc && req->format > QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT)
 		rc = err_set(c->q->msg, ERR_INVALID,
-			     "field format: only PROFILE_FORMAT_FLAMEGRAPH and PROFILE_FORMAT_TREE "
+			     "field format: only PROFILE_FORMAT_FLAMEGRAPH, _TREE and _DOT "
 			     "are answered (for pprof, call SelectMergeProfile)");
 	if (rc)
 		return rc;
 	if (!(r = rmem(c, sizeof(*r))))
 		return rfail(c);
 	querier__v1__select_merge_stacktraces_response__init(r);
-	rc = stacktraces(c, &p, req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE,
+	if (req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT)
+		rc = dot_string(c, &p, &r->dot);
+	else
+		rc = stacktraces(c, &p, req->format == QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE,
 			 &r->flamegraph, &r->tree);
 	if (!rc)
 		*out = &r->base;

@@ -221,9 +221,14 @@ int query_pprof(struct store *st, const char *tenant, const struct query_params 
 	return rc;
 }
 
-/* top and folded: the whole tree, untruncated, as text. */
+enum text_kind { TEXT_TOP, TEXT_FOLDED, TEXT_DOT };
+
+/*
+ * top, folded and dot: the whole tree, untruncated, as text; `limit` is the
+ * top table's rows or the call graph's functions.
+ */
 static int text(struct store *st, const char *tenant, const struct query_params *p,
-		int folded, enum query_top_sort sort, size_t limit, struct buf *out,
+		enum text_kind kind, enum query_top_sort sort, size_t limit, struct buf *out,
 		struct err_msg *msg)
 {
 	struct query__side s;
@@ -235,9 +240,11 @@ static int text(struct store *st, const char *tenant, const struct query_params 
 	query__side_init(&s);
 	out_begin(&q, out, &oc);
 	rc = query__run(&q, p, QUERY__TREE, 0, &s);
-	if (!rc)
-		rc = folded ? query__folded_write(&q, &s.t, out)
-			    : query__top_write(&q, &s.t, sort, limit, out);
+	if (!rc && kind == TEXT_DOT)
+		rc = query__dot_write(&q, &s.t, s.sel.profile_type, limit, out);
+	else if (!rc)
+		rc = kind == TEXT_FOLDED ? query__folded_write(&q, &s.t, out)
+					 : query__top_write(&q, &s.t, sort, limit, out);
 	rc = out_end(&q, &oc, rc, "encoding the response: too large",
 		     "encoding the response: out of memory");
 	query__side_release(&q, &s);
@@ -247,13 +254,22 @@ static int text(struct store *st, const char *tenant, const struct query_params 
 int query_top(struct store *st, const char *tenant, const struct query_params *p,
 	      enum query_top_sort sort, size_t limit, struct buf *out, struct err_msg *msg)
 {
-	return text(st, tenant, p, 0, sort, limit, out, msg);
+	return text(st, tenant, p, TEXT_TOP, sort, limit, out, msg);
 }
 
 int query_folded(struct store *st, const char *tenant, const struct query_params *p,
 		 struct buf *out, struct err_msg *msg)
 {
-	return text(st, tenant, p, 1, QUERY_TOP_BY_SELF, 0, out, msg);
+	return text(st, tenant, p, TEXT_FOLDED, QUERY_TOP_BY_SELF, 0, out, msg);
+}
+
+/* format=dot: the call graph keeps its own maxNodes (Pyroscope's default 100). */
+int query_dot(struct store *st, const char *tenant, const struct query_params *p,
+	      struct buf *out, struct err_msg *msg)
+{
+	size_t max_nodes = p->max_nodes > 0 ? (size_t)p->max_nodes : QUERY_DOT_DEFAULT_MAX_NODES;
+
+	return text(st, tenant, p, TEXT_DOT, QUERY_TOP_BY_SELF, max_nodes, out, msg);
 }
 
 int query_diff_top(struct store *st, const char *tenant, const struct query_params *left,

@@ -194,6 +194,19 @@ int query_render_diff(struct store *st, const char *tenant, const struct query_p
 int query_pprof(struct store *st, const char *tenant, const struct query_params *p,
 		struct buf *out, struct err_msg *msg);
 
+/* Functions a DOT call graph keeps when the query names no maxNodes (Pyroscope's). */
+#define QUERY_DOT_DEFAULT_MAX_NODES 100
+
+/*
+ * `GET /pyroscope/render?format=dot`: the merged profile as a Graphviz DOT
+ * call graph of functions (nodes with flat and cumulative values, edges
+ * caller -> callee), at most p->max_nodes functions (0 picks
+ * QUERY_DOT_DEFAULT_MAX_NODES) kept by cumulative value; nothing is
+ * appended when the selection has no samples (see docs/query.md).
+ */
+int query_dot(struct store *st, const char *tenant, const struct query_params *p,
+	      struct buf *out, struct err_msg *msg);
+
 enum query_top_sort { QUERY_TOP_BY_SELF, QUERY_TOP_BY_TOTAL };
 
 /*

@@ -37,7 +37,8 @@
  *     truncate   truncate.c        at most maxNodes nodes, the rest "other"
  *     encode     the API's writer  flamebearer.c (render JSON), connect.c
  *                                  (querier.v1 messages), top.c (text),
- *                                  pprof_out.c (pprof), symbolize_step.c
+ *                                  pprof_out.c (pprof), dot.c (Graphviz),
+ *                                  symbolize_step.c
  *
  *   A stage's result is a typed value (struct query_selector, struct
  *   qmerge, struct qtree, struct query__flame, protobuf-c messages), and
@@ -146,6 +147,8 @@ struct qnode {
 	uint32_t next_sibling; /* UINT32_MAX when none */
 	uint32_t build_id;     /* a raw frame (`<file>+0x<address>`): name id of its build
 				* ID, "" when its mapping has none; 0 a named frame */
+	uint8_t inlined;       /* every stack reached it as a frame inlined into its
+				* parent's (one location, several lines): build.c */
 	int64_t self[2];
 	int64_t total[2];
 };
@@ -542,6 +545,16 @@ int query__folded_write(struct qctx *q, const struct qtree *t, struct buf *out);
  */
 int query__diff_top_write(struct qctx *q, const struct qtree *l, const struct qtree *r,
 			  enum query_diff_mode mode, size_t limit, struct buf *out);
+
+/* ---- encode: Graphviz (dot.c) --------------------------------------------------- */
+
+/*
+ * The call graph of functions of the whole tree `t` (borrowed) in Graphviz
+ * DOT, at most `max_nodes` functions (>= 1) kept by cumulative value;
+ * nothing is written for a tree of total 0.  See dot.c.
+ */
+int query__dot_write(struct qctx *q, const struct qtree *t, const char *profile_type,
+		     size_t max_nodes, struct buf *out);
 
 /* ---- encode: pprof (pprof_out.c) ------------------------------------------------ */
 

@@ -62,7 +62,8 @@ static int fsync_path(const char *path, int dir)
 	return rc;
 }
 
-static int copy_file(const char *from, const char *to, uint64_t *bytes, struct err_msg *msg)
+int store_copy_file(const char *from, const char *to, unsigned mode, uint64_t *bytes,
+		    struct err_msg *msg)
 {
 	char *b = malloc(COPY_CHUNK);
 	ssize_t n = 0;
@@ -75,7 +76,7 @@ static int copy_file(const char *from, const char *to, uint64_t *bytes, struct e
 		rc = errno == ENOENT ? ERR_NOT_FOUND : err_set(msg, ERR_IO, "%s: %s", from, strerror(errno));
 		goto out;
 	}
-	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, (mode_t)mode);
 	if (out < 0) {
 		rc = err_set(msg, ERR_IO, "%s: %s", to, strerror(errno));
 		goto out;
@@ -88,7 +89,8 @@ static int copy_file(const char *from, const char *to, uint64_t *bytes, struct e
 			else
 				off += w;
 		}
-		*bytes += (uint64_t)n;
+		if (bytes)
+			*bytes += (uint64_t)n;
 	}
 	if (!rc && n < 0)
 		rc = err_set(msg, ERR_IO, "%s: %s", from, strerror(errno));
@@ -127,7 +129,7 @@ static int put_file(struct walk *w, const char *from, const char *to)
 	if (w->link && errno != EXDEV && errno != EPERM && errno != EMLINK)
 		return err_set(w->msg, ERR_IO, "link %s: %s", to, strerror(errno));
 	w->link = w->link && errno != EXDEV; /* another file system: copy from now on */
-	rc = copy_file(from, to, &w->st->bytes, w->msg);
+	rc = store_copy_file(from, to, 0644, &w->st->bytes, w->msg);
 	if (!rc)
 		w->st->files++;
 	return rc;

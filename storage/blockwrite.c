@@ -684,48 +684,16 @@ static size_t sort_pairs(uint32_t *ids, int64_t *vals, size_t n)
 
 static int sort_pairs_big(uint32_t *ids, int64_t *vals, size_t n, size_t *kept);
 
-struct spair {
-	uint32_t id;
-	uint64_t span;
-	int64_t v;
-};
-
-static int spair_cmp(const void *a, const void *b)
-{
-	const struct spair *x = a, *y = b;
-
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return x->span < y->span ? -1 : x->span > y->span;
-}
-
 /* Sorts n pairs with span ids by (id, span) and sums repeats (section 6, "Span ids"). */
 static int sort_span_pairs(uint32_t *ids, int64_t *vals, uint64_t *spans, size_t n,
 			   size_t *kept)
 {
-	struct spair *t = malloc((n ? n : 1) * sizeof(*t));
-	size_t k = 0;
+	struct store__span_pair *t = malloc((n ? n : 1) * sizeof(*t));
 
 	if (!t)
 		return ERR_NOMEM;
-	for (size_t i = 0; i < n; i++) {
-		t[i].id = ids[i];
-		t[i].span = spans[i];
-		t[i].v = vals[i];
-	}
-	qsort(t, n, sizeof(*t), spair_cmp);
-	for (size_t i = 0; i < n; i++) {
-		if (k && ids[k - 1] == t[i].id && spans[k - 1] == t[i].span) {
-			vals[k - 1] = (int64_t)((uint64_t)vals[k - 1] + (uint64_t)t[i].v);
-			continue;
-		}
-		ids[k] = t[i].id;
-		spans[k] = t[i].span;
-		vals[k] = t[i].v;
-		k++;
-	}
+	*kept = store__sort_span_pairs(ids, vals, spans, ids, vals, spans, n, t);
 	free(t);
-	*kept = k;
 	return 0;
 }
 

@@ -634,29 +634,19 @@ static int txn_reserve_samples(struct store_txn *tx, size_t n, int spans)
 	return rc;
 }
 
-struct spair {
-	uint32_t id;
-	uint64_t span;
-	int64_t v;
-};
-
 static int spair_cmp(const void *a, const void *b)
 {
-	const struct spair *x = a, *y = b;
+	const struct store__span_pair *x = a, *y = b;
 
 	if (x->id != y->id)
 		return x->id < y->id ? -1 : 1;
 	return x->span < y->span ? -1 : x->span > y->span;
 }
 
-/*
- * Copies n pairs with their span ids sorted by (stack id, span id), summing
- * repeats; returns the count kept.  Profiles with span ids are the few of
- * traced services, so a comparison sort does.
- */
-static size_t sort_span_pairs(uint32_t *ids, int64_t *vals, uint64_t *spans,
+/* Profiles with span ids are the few of traced services, so a comparison sort does. */
+size_t store__sort_span_pairs(uint32_t *ids, int64_t *vals, uint64_t *spans,
 			      const uint32_t *in_ids, const int64_t *in_vals,
-			      const uint64_t *in_spans, size_t n, struct spair *tmp)
+			      const uint64_t *in_spans, size_t n, struct store__span_pair *tmp)
 {
 	size_t k = 0;
 
@@ -752,7 +742,7 @@ int store_txn_profile_spans(struct store_txn *tx, uint64_t series_id, uint32_t p
 	if (rc)
 		return rc;
 	if (n > 1 || with_spans) {
-		tmp = malloc(with_spans ? n * sizeof(struct spair) : 2 * n * sizeof(struct pair));
+		tmp = malloc(with_spans ? n * sizeof(struct store__span_pair) : 2 * n * sizeof(struct pair));
 		if (!tmp)
 			return ERR_NOMEM;
 	}
@@ -763,7 +753,7 @@ int store_txn_profile_spans(struct store_txn *tx, uint64_t series_id, uint32_t p
 	tp->part = part;
 	tp->off = tx->n_samples;
 	if (with_spans)
-		tp->n = sort_span_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples,
+		tp->n = store__sort_span_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples,
 					tx->spans + tx->n_samples, stack_ids, values, spans, n, tmp);
 	else
 		tp->n = sort_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples, stack_ids,

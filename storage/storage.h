@@ -580,6 +580,15 @@ int store_backup(struct store *st, const char *to, struct store_backup_stats *ou
 int store_restore(const char *from, const char *data, struct store_backup_stats *out,
 		  struct err_msg *msg);
 
+/*
+ * Copies the file `from` into the new file `to` (created with `mode`; an
+ * existing `to` is ERR_IO) and fsyncs it; adds the bytes copied to *bytes
+ * unless bytes is NULL.  A missing `from` is ERR_NOT_FOUND with no message
+ * (a backup skips files that vanish).
+ */
+int store_copy_file(const char *from, const char *to, unsigned mode, uint64_t *bytes,
+		    struct err_msg *msg);
+
 /* What the push ID memory holds and did, for /metrics. */
 struct store_push_id_stats {
 	uint64_t remembered; /* IDs claimed in the last one to two windows */

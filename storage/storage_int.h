@@ -1213,6 +1213,21 @@ rocksdb_mergeoperator_t *store__chunk_merge_operator(void);
 rocksdb_compactionfilterfactory_t *store__chunk_filter_factory(void);
 rocksdb_mergeoperator_t *store__add64_merge_operator(void);
 
+/* One (stack id, span id, value) pair being sorted (samples.c, blockwrite.c). */
+struct store__span_pair {
+	uint32_t id;
+	uint64_t span;
+	int64_t v;
+};
+/*
+ * Copies n pairs with their span ids, sorted by (stack id, span id) and with
+ * repeats summed, from in_* to ids/vals/spans (which may be the same arrays:
+ * tmp, n entries, takes the copy); returns the count kept.
+ */
+size_t store__sort_span_pairs(uint32_t *ids, int64_t *vals, uint64_t *spans,
+			      const uint32_t *in_ids, const int64_t *in_vals,
+			      const uint64_t *in_spans, size_t n, struct store__span_pair *tmp);
+
 /* Chunk codec (samples.c). */
 struct chunk_profile {
 	struct store_profile_meta meta;
@@ -1494,6 +1509,9 @@ int store__block_load_unlisted(struct store *st, struct tenant *t, const char *p
 			       struct block **out, struct err_msg *msg);
 void store__block_ref(struct block *b);
 void store__block_put(struct store *st, struct block *b);
+/* Fills *bi (borrowing t's and b's strings) with b's record; error is the
+ * reason b was marked bad, if it was. */
+void store__block_info(const struct tenant *t, const struct block *b, struct store_block_info *bi);
 /* Marks b corrupt or missing (first reason wins) and logs it once. */
 void store__block_bad(struct block *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

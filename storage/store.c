@@ -1338,6 +1338,24 @@ int64_t store__retention(struct store *st, const char *tenant)
 
 /* ---- listing blocks and their build IDs ----------------------------------- */
 
+void store__block_info(const struct tenant *t, const struct block *b, struct store_block_info *bi)
+{
+	memset(bi, 0, sizeof(*bi));
+	bi->tenant = t->name;
+	bi->id = b->id_hex;
+	bi->level = b->rec.level;
+	bi->range_start = b->rec.range_start;
+	bi->range_end = b->rec.range_end;
+	bi->min_time = b->rec.min_time;
+	bi->max_time = b->rec.max_time;
+	bi->bytes = b->rec.bytes;
+	bi->series = b->rec.series;
+	bi->profiles = b->rec.profiles;
+	bi->samples = b->rec.samples;
+	bi->sources = b->have_meta ? b->m.n_sources : 0;
+	bi->error = atomic_load(&b->bad) == 2 ? b->why : NULL;
+}
+
 int store_blocks_each(struct store *st, const char *tenant,
 		      int (*cb)(void *ctx, const struct store_block_info *b), void *ctx,
 		      struct err_msg *msg)
@@ -1369,20 +1387,7 @@ int store_blocks_each(struct store *st, const char *tenant,
 			const struct block *b = bs[j];
 			struct store_block_info bi;
 
-			memset(&bi, 0, sizeof(bi));
-			bi.tenant = t->name;
-			bi.id = b->id_hex;
-			bi.level = b->rec.level;
-			bi.range_start = b->rec.range_start;
-			bi.range_end = b->rec.range_end;
-			bi.min_time = b->rec.min_time;
-			bi.max_time = b->rec.max_time;
-			bi.bytes = b->rec.bytes;
-			bi.series = b->rec.series;
-			bi.profiles = b->rec.profiles;
-			bi.samples = b->rec.samples;
-			bi.sources = b->have_meta ? b->m.n_sources : 0;
-			bi.error = atomic_load(&b->bad) == 2 ? b->why : NULL;
+			store__block_info(t, b, &bi);
 			if (!rc)
 				rc = cb(ctx, &bi);
 		}

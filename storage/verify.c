@@ -109,21 +109,11 @@ int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block
 			r = verify_block(st, b, &m);
 			if (r && r != ERR_CORRUPT && r != ERR_NOT_FOUND && !rc)
 				rc = err_set(msg, r, "block %s: %s", b->id_hex, m.text[0] ? m.text : err_str(r));
-			memset(&bi, 0, sizeof(bi));
-			bi.tenant = t->name;
-			bi.id = b->id_hex;
-			bi.level = b->rec.level;
-			bi.range_start = b->rec.range_start;
-			bi.range_end = b->rec.range_end;
-			bi.min_time = b->rec.min_time;
-			bi.max_time = b->rec.max_time;
-			bi.bytes = b->rec.bytes;
-			bi.series = b->rec.series;
-			bi.profiles = b->rec.profiles;
-			bi.samples = b->rec.samples;
-			bi.sources = b->have_meta ? b->m.n_sources : 0;
-			bi.error = r ? (atomic_load(&b->bad) == 2 ? b->why : (m.text[0] ? m.text : err_str(r)))
-				     : NULL;
+			store__block_info(t, b, &bi);
+			if (r && !bi.error)
+				bi.error = m.text[0] ? m.text : err_str(r);
+			else if (!r)
+				bi.error = NULL;
 			if (r)
 				bad = 1;
 			if (cb && !rc)

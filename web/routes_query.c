@@ -251,24 +251,24 @@ static int parse_sort(const struct web__req *rq, enum query_top_sort *out, struc
 }
 
 /*
- * Render's `format`: json (or none) is the flamebearer; Pyroscope also
- * answers dot (Graphviz), which unhex does not generate, so it is refused
- * with the way to get one rather than answered with JSON.
+ * Render's `format`: json (or none) is the flamebearer, dot Graphviz's
+ * call graph (*dot set); anything else is refused.
  */
-static int render_format(const struct web__req *rq, struct err_msg *msg)
+static int render_format(const struct web__req *rq, int *dot, struct err_msg *msg)
 {
 	char v[16];
 	int rc = web__param(rq, "format", v, sizeof(v), msg);
 
+	*dot = 0;
 	if (rc == ERR_NOT_FOUND || (!rc && (!v[0] || !strcmp(v, "json"))))
 		return 0;
 	if (rc)
 		return rc;
-	if (!strcmp(v, "dot"))
-		return err_set(msg, ERR_INVALID,
-			       "format=dot: unhex does not generate Graphviz; fetch /api/v1/pprof "
-			       "and run go tool pprof -dot on it");
-	return err_set(msg, ERR_INVALID, "parameter format: \"%s\" is not json", v);
+	if (!strcmp(v, "dot")) {
+		*dot = 1;
+		return 0;
+	}
+	return err_set(msg, ERR_INVALID, "parameter format: \"%s\" is not json or dot", v);
 }
 
 /*
@@ -313,7 +313,7 @@ static int render_series(const struct web__req *rq, struct side *s, struct err_m
 }
 
 static int run_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs,
-		     struct err_msg *msg)
+		     int *dot, struct err_msg *msg)
 {
 	struct store *st = rq->srv->store;
 	int64_t now = clock_wall_ns();
@@ -340,10 +340,12 @@ static int run_query(struct web__req *rq, enum web__query_route r, struct web__r
 		goto out;
 	switch (r) {
 	case WEB_Q_RENDER:
-		rc = render_format(rq, msg);
-		if (!rc)
+		rc = render_format(rq, dot, msg);
+		if (!rc && *dot)
+			rc = query_dot(st, rq->tenant, &a->p, out, msg);
+		else if (!rc)
 			rc = render_series(rq, a, msg);
-		if (!rc)
+		if (!rc && !*dot)
 			rc = query_render(st, rq->tenant, &a->p, out, msg);
 		break;
 	case WEB_Q_RENDER_DIFF:
@@ -377,11 +379,11 @@ out:
 void web__handle_query(struct web__req *rq, enum web__query_route r, struct web__resp *rs)
 {
 	struct err_msg msg;
-	int rc;
+	int rc, dot = 0;
 
 	err_clear(&msg);
 	/* rs->body is capped by the server's response limit (server.c). */
-	rc = run_query(rq, r, rs, &msg);
+	rc = run_query(rq, r, rs, &dot, &msg);
 	if (rc) {
 		if (!msg.text[0] && rc == ERR_TOO_LARGE)
 			snprintf(msg.text, sizeof(msg.text),
@@ -399,6 +401,14 @@ void web__handle_query(struct web__req *rq, enum web__query_route r, struct web_
 	case WEB_Q_FOLDED:
 	case WEB_Q_DIFF_TOP:
 		rs->content_type = "text/plain; charset=utf-8";
+		break;
+	case WEB_Q_RENDER:
+		/* Pyroscope's: Go's sniffed type of DOT text, bare for no samples. */
+		if (dot) {
+			rs->content_type = rs->body.len ? "text/plain; charset=utf-8" : "text/plain";
+			break;
+		}
+		rs->content_type = "application/json";
 		break;
 	default:
 		rs->content_type = "application/json";

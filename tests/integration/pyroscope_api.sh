@@ -14,7 +14,7 @@
 #     series;
 #   - ProfileTypes with and without a range; Series with labelNames (each
 #     distinct set once); GetProfileStats (oldest and newest profile);
-#   - /pyroscope/render's max-nodes and maxNodes, metadata, render-diff's
+#   - /pyroscope/render's max-nodes and maxNodes, metadata, format=dot, render-diff's
 #     leftTicks/rightTicks beside the flamebearer;
 #   - settings.v1 Get/Set/Delete in JSON and protobuf, kept per tenant
 #     across a restart, with Pyroscope's conflict on an older modifiedAt;
@@ -224,7 +224,7 @@ http GET "$RENDER$(printf '&groupBy=l%d' $(seq 1 17))" -H "X-Scope-OrgID: $T"
 expect_status 413 "more than 16 groupBy" "render with 17 groupBy"
 note "render timeline: Pyroscope's (15 s, aligned start), groupBy groups per service, equal to the reference"
 http GET "$RENDER&format=dot" -H "X-Scope-OrgID: $T"
-expect_status 400 "go tool pprof -dot" "render format=dot (not generated)"
+expect_status 200 'digraph "unhex" {' "render format=dot (checked by query_dot.sh)"
 http GET "/pyroscope/render-diff?leftQuery=$Q&rightQuery=$Q&leftFrom=$((S_MS / 1000))&leftUntil=$((E_MS / 1000))&rightFrom=$((S_MS / 1000))&rightUntil=$((E_MS / 1000))" \
 	-H "X-Scope-OrgID: $T"
 jq -e --argjson n "$WANT" '.leftTicks == $n and .rightTicks == $n and (.flamebearer | has("leftTicks") | not)' <<<"$BODY" >/dev/null ||

@@ -8,7 +8,8 @@
 # a real elfutils debuginfod on loopback configured as the upstream.  Then:
 #   - every location of /api/v1/pprof (inline chains, files, lines) equals
 #     llvm-symbolizer --inlining on the unstripped binaries (sym_compare);
-#   - /pyroscope/render has no `+0x` frame for either binary;
+#   - /pyroscope/render has no `+0x` frame for either binary (format=dot names
+#     them too);
 #   - a wrong build uploaded under the C build ID is refused with 409;
 #   - a never-uploaded build ID reports not_found (symbolization API and render);
 #   - debuginfod-find against unhex fetches a byte-identical debug file;
@@ -72,7 +73,7 @@ EOF
 #include <map>
 #include <string>
 #include <vector>
-#include <chrono>
+#include <ctime>
 namespace ns {
 template <typename T> struct Acc {
 	T v{};
@@ -181,6 +182,10 @@ done
 NAMES=$(jq -r ".flamebearer.names[]" <<<"$BODY")
 grep -q "^sorter(" <<<"$NAMES" || fail "no sorter frame in the C++ render"
 grep -q "lambda" <<<"$NAMES" || fail "no lambda frame in the C++ render"
+# format=dot draws the same names, resolved at query time.
+http GET "/pyroscope/render?query=$(q progcc)&from=$FROM&until=$UNTIL&format=dot&max-nodes=1000"
+[ "$STATUS" = 200 ] || fail "render progcc format=dot: $STATUS $BODY"
+grep -q '^N[0-9]* \[label="sorter(' <<<"$BODY" || fail "no sorter node in the C++ call graph"
 
 curl -sS -o "$WORK/c.pb.gz" "$URL/api/v1/pprof?query=$(q progc)&from=$FROM&until=$UNTIL"
 curl -sS -o "$WORK/cc.pb.gz" "$URL/api/v1/pprof?query=$(q progcc)&from=$FROM&until=$UNTIL"

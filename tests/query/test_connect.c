@@ -200,7 +200,7 @@ static void test_flame_graphs(void **state)
 	     "{\"values\":[\"0\",\"180\",\"5\",\"1\"]},"
 	     "{\"values\":[\"0\",\"25\",\"25\",\"2\",\"0\",\"150\",\"0\",\"3\"]},"
 	     "{\"values\":[\"25\",\"100\",\"100\",\"4\",\"0\",\"50\",\"50\",\"5\"]}],"
-	     "\"total\":\"180\",\"maxSelf\":\"100\"},\"tree\":\"\"}");
+	     "\"total\":\"180\",\"maxSelf\":\"100\"},\"tree\":\"\",\"dot\":\"\"}");
 	/* Grafana's function details: only stacks through main;serve (snake_case). */
 	call("SelectMergeStacktraces",
 	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{pod=\\\"p1\\\"}\"," RANGE
@@ -210,13 +210,13 @@ static void test_flame_graphs(void **state)
 	     "{\"values\":[\"0\",\"150\",\"0\",\"1\"]},"
 	     "{\"values\":[\"0\",\"150\",\"0\",\"2\"]},"
 	     "{\"values\":[\"0\",\"100\",\"100\",\"3\",\"0\",\"50\",\"50\",\"4\"]}],"
-	     "\"total\":\"150\",\"maxSelf\":\"100\"},\"tree\":\"\"}");
+	     "\"total\":\"150\",\"maxSelf\":\"100\"},\"tree\":\"\",\"dot\":\"\"}");
 	/* A call site no stack has: an empty graph. */
 	call("SelectMergeStacktraces",
 	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{pod=\\\"p1\\\"}\"," RANGE
 	     ",\"stackTraceSelector\":{\"callSite\":[{\"name\":\"serve\"}]}}",
 	     "{\"flamegraph\":{\"names\":[\"total\"],\"levels\":[{\"values\":[\"0\",\"0\",\"0\",\"0\"]}],"
-	     "\"total\":\"0\",\"maxSelf\":\"0\"},\"tree\":\"\"}");
+	     "\"total\":\"0\",\"maxSelf\":\"0\"},\"tree\":\"\",\"dot\":\"\"}");
 	/* maxNodes 3 keeps root, main and serve; gc, handle and parse become
 	 * "other" under their parents. */
 	call("Diff",
@@ -285,7 +285,7 @@ static void test_empty_type_parts(void **state)
 			    "{\"values\":[\"0\",\"180\",\"5\",\"1\"]},"
 			    "{\"values\":[\"0\",\"25\",\"25\",\"2\",\"0\",\"150\",\"0\",\"3\"]},"
 			    "{\"values\":[\"25\",\"100\",\"100\",\"4\",\"0\",\"50\",\"50\",\"5\"]}],"
-			    "\"total\":\"180\",\"maxSelf\":\"100\"},\"tree\":\"\"}");
+			    "\"total\":\"180\",\"maxSelf\":\"100\"},\"tree\":\"\",\"dot\":\"\"}");
 	buf_reset(&out);
 	/* The .NET type through the selector of the legacy render. */
 	p.query = "process_cpu:cpu:nanoseconds::nanoseconds{service_name=\"shop\"}";

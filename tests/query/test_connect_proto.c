@@ -503,8 +503,26 @@ static void test_tree_format(void **state)
 	assert_string_equal(lines[2], "main;serve;handle 100");
 	assert_string_equal(lines[3], "main;serve;parse 50");
 	querier__v1__select_merge_stacktraces_response__free_unpacked(r, NULL);
-	/* DOT is not answered: a 400 that says so, not a flame graph. */
+	/* DOT: Graphviz's call graph in `dot`, trimmed to maxNodes functions. */
 	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT;
+	rq.max_nodes = 2;
+	buf_reset(&out);
+	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
+				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
+				 &out, &msg), 0);
+	r = querier__v1__select_merge_stacktraces_response__unpack(NULL, out.len,
+								   (uint8_t *)out.data);
+	assert_non_null(r);
+	assert_null(r->flamegraph);
+	assert_non_null(strstr(r->dot, "digraph \"unhex\" {"));
+	assert_non_null(strstr(r->dot, "tooltip=\"main (flat 5, cum 180 "));
+	assert_non_null(strstr(r->dot, "tooltip=\"serve (flat 0, cum 150 "));
+	assert_null(strstr(r->dot, "N3 ["));
+	assert_non_null(strstr(r->dot, "N1 -> N2 "));
+	querier__v1__select_merge_stacktraces_response__free_unpacked(r, NULL);
+	/* pprof is SelectMergeProfile's: a 400 that says so. */
+	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF;
+	buf_reset(&out);
 	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
 				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
 				 &out, &msg), ERR_INVALID);
