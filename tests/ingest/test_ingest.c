@@ -281,6 +281,101 @@ static void test_raw_frames_hooks(void **state)
 	pb_free(b);
 }
 
+/* Every binary in one class, and what was reported per binary. */
+struct wide_seen {
+	int totals;
+	uint64_t total_samples;
+	int binaries;
+	uint64_t samples_of[128]; /* by the N of /lib/libN.so */
+};
+
+static int wide_class(void *ctx, const char *tenant, const char *service, const char *build_id,
+		      const char *filename)
+{
+	(void)ctx, (void)tenant, (void)service, (void)build_id, (void)filename;
+	return 5;
+}
+
+static void wide_total(void *ctx, const char *tenant, const char *service, int cls,
+		       uint64_t profiles, uint64_t samples)
+{
+	struct wide_seen *r = ctx;
+
+	(void)tenant, (void)service;
+	assert_int_equal(cls, 5);
+	assert_int_equal(profiles, 1);
+	r->totals++;
+	r->total_samples = samples;
+}
+
+static void wide_binary(void *ctx, const char *tenant, const char *service, const char *build_id,
+			const char *filename, int cls, uint64_t profiles, uint64_t samples)
+{
+	struct wide_seen *r = ctx;
+	int n = 0;
+
+	(void)tenant, (void)service, (void)build_id;
+	assert_int_equal(cls, 5);
+	assert_int_equal(profiles, 1);
+	assert_int_equal(sscanf(filename, "/lib/lib%d.so", &n), 1);
+	assert_true(n > 0 && n < 128);
+	r->binaries++;
+	r->samples_of[n] = samples;
+}
+
+/*
+ * A pprof with frames without names in its 70th binary: past the bit set
+ * noted while writing, the report reads the frames, with the same counts.
+ */
+static void test_raw_frames_hooks_wide(void **state)
+{
+	struct fx *f = *state;
+	struct pb *b = pb_new(8, 4);
+	uint64_t s1[] = { 1, 2 }, s2[] = { 2 }, s3[] = { 3, 1 };
+	int64_t v1[] = { 3 }, v2[] = { 2 }, v3[] = { 1 };
+	struct wide_seen r;
+	struct ingest_hooks h = { wide_class, wide_total, wide_binary, &r };
+	struct ingest_limits lim = f->lim;
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct ingest_series in;
+	static const struct store_label labels[] = {
+		{ "service_name", "wide" }, { "__name__", "process_cpu" },
+	};
+	uint8_t *bytes;
+	size_t len;
+
+	memset(&r, 0, sizeof(r));
+	lim.hooks = &h;
+	pb_sample_type(b, "samples", "count");
+	for (int m = 1; m <= 70; m++) {
+		char file[32], bid[16];
+
+		snprintf(file, sizeof(file), "/lib/lib%d.so", m);
+		snprintf(bid, sizeof(bid), "ab%04d", m);
+		pb_mapping(b, (uint64_t)m, (uint64_t)m << 24, ((uint64_t)m << 24) + 0x100000, 0, file,
+			   bid);
+	}
+	pb_location(b, 1, 1, (1u << 24) + 0x100, 0, 0);
+	pb_location(b, 2, 70, ((uint64_t)70 << 24) + 0x100, 0, 0);
+	pb_location(b, 3, 2, (2u << 24) + 0x100, 0, 0);
+	pb_sample(b, s1, 2, v1, 1);
+	pb_sample(b, s2, 1, v2, 1);
+	pb_sample(b, s3, 2, v3, 1);
+	b->p.time_nanos = 1700000000000000000;
+	bytes = pb_pack(b, 1, &len);
+	in = (struct ingest_series){ labels, 2, bytes, len, NULL, NULL };
+	assert_int_equal(ingest_profiles(f->st, &lim, "t1", &in, 1, 1, &stats, &msg), 0);
+	assert_int_equal(r.totals, 1);
+	assert_int_equal(r.total_samples, 3 + 2 + 1);
+	assert_int_equal(r.binaries, 3);
+	assert_int_equal(r.samples_of[1], 3 + 1);
+	assert_int_equal(r.samples_of[70], 3 + 2);
+	assert_int_equal(r.samples_of[2], 1);
+	free(bytes);
+	pb_free(b);
+}
+
 static void test_go_labels(void **state)
 {
 	struct fx *f = *state;
@@ -651,6 +746,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_native),
 		cmocka_unit_test(test_raw_frames_hooks),
+		cmocka_unit_test(test_raw_frames_hooks_wide),
 		cmocka_unit_test(test_go_labels),
 		cmocka_unit_test(test_rejected_request_writes_nothing),
 		cmocka_unit_test(test_legacy),
