@@ -22,6 +22,7 @@
 #include "base/hash.h"
 #include "base/hmap.h"
 #include "base/json.h"
+#include "base/uuid.h"
 #include "ingest_int.h"
 #include "storage/storage.h"
 
@@ -51,6 +52,7 @@ struct writer {
 	struct hmap uniq;               /* stack id -> index in ustack, per group */
 	struct ingest_stats stats;
 	struct err_msg *msg;
+	const uint8_t *id;              /* the pprof's profile id (UUID_BYTES) */
 	uint64_t *raw_loc;              /* owned; NULL unless noting for the hooks: per
 					 * location, the bit of its binary when it has
 					 * no lines (binaries < RAW_BITS), else 0 */
@@ -258,8 +260,10 @@ static int write_group(struct writer *w, size_t gi, const uint32_t *members, siz
 	int64_t *sums, *out_vals;
 	uint64_t *uspan = NULL, *out_spans = NULL;
 	struct store_label *labels;
-	struct store_profile_meta meta = { p->time_ns, p->duration_ns, p->period };
+	struct store_profile_meta meta = { p->time_ns, p->duration_ns, p->period, { 0 } };
 	int rc;
+
+	memcpy(meta.id, w->id, sizeof(meta.id));
 
 	/* With span ids a sample is told apart by (stack, span), as Pyroscope does. */
 	if (p->sample_span) {
@@ -395,7 +399,7 @@ static size_t write_scratch_cap(const struct ingest_pprof *p)
 }
 
 /* Writes `p`; with `note`, notes its frames without lines for the hooks. */
-static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
+static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p, const uint8_t *id,
 		       struct ingest_stats *stats, struct raw_note *note, struct err_msg *msg)
 {
 	struct arena s;
@@ -411,6 +415,7 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p,
 	w.s = &s;
 	w.p = p;
 	w.msg = msg;
+	w.id = id;
 	/* A group has at most every sample of the pprof. */
 	hmap_init(&w.uniq, p->n_samples < HMAP_MAX ? (uint32_t)p->n_samples : HMAP_MAX, NULL);
 	w.map_ids = arena_calloc(&s, p->n_mappings + 1, sizeof(uint32_t));
@@ -705,6 +710,18 @@ static int prefixed(struct err_msg *msg, size_t i, int rc, const struct err_msg 
 	return err_set(msg, rc, "profile %zu: %s", i, err_str(rc));
 }
 
+/*
+ * The id of every profile stored from pprof p (docs/ingest.md, "Profile
+ * ids"): its push ID when that is a UUID, else a new random one, as
+ * Pyroscope gives each ingested profile.
+ */
+static int profile_id(const struct ingest_pprof *p, uint8_t id[UUID_BYTES])
+{
+	if (p->push_id && !uuid_parse(p->push_id, strlen(p->push_id), id) && !uuid_is_nil(id))
+		return 0;
+	return uuid_new_v4(id);
+}
+
 int ingest__write(struct store *st, const struct ingest_limits *lim, const char *tenant,
 		  const struct ingest_pprof *pp, size_t n, struct ingest_stats *out,
 		  struct err_msg *msg)
@@ -714,6 +731,7 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 	struct raw_note *notes = NULL; /* per pprof, for the hooks */
 	struct store_txn *tx = NULL;
 	struct err_msg inner;
+	uint8_t id[UUID_BYTES];
 	int rc = 0;
 
 	if (n == 0)
@@ -745,8 +763,13 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 				continue;
 			}
 		}
+		rc = profile_id(&pp[i], id);
+		if (rc) {
+			rc = err_set(msg, rc, "profile %zu: no randomness for its profile id", i);
+			goto out;
+		}
 		err_clear(&inner);
-		rc = write_pprof(tx, &pp[i], &stats, notes ? &notes[i] : NULL, &inner);
+		rc = write_pprof(tx, &pp[i], id, &stats, notes ? &notes[i] : NULL, &inner);
 		if (rc) {
 			rc = prefixed(msg, i, rc, &inner);
 			goto out;

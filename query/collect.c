@@ -130,6 +130,25 @@ static int span_selected(const struct qmerge *m, uint64_t span)
 	return span && lo < m->n_span_sel && m->span_sel[lo] == span;
 }
 
+/* Whether the profile id `id` is one the query selected (binary search). */
+static int id_selected(const struct qmerge *m, const uint8_t *id)
+{
+	size_t lo = 0, hi = m->n_id_sel;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = memcmp(m->id_sel[mid], id, 16);
+
+		if (!c)
+			return 1;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
 static int add_profile(void *ctx, const struct store_profile_view *p)
 {
 	struct collect *c = ctx;
@@ -142,6 +161,8 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 		c->rc = rc;
 		return 1;
 	}
+	if (m->n_id_sel && !id_selected(m, p->meta.id))
+		return 0;
 	if (m->keep && (rc = m->keep(m->keep_ctx, p)) <= 0) {
 		c->rc = rc;
 		return rc < 0;

@@ -35,6 +35,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/json.h"
+#include "base/uuid.h"
 #include "proto/pbjson.h"
 #include "storage/storage.h"
 
@@ -234,6 +235,41 @@ static int req_spans(struct call *c, char *const *ids, size_t n, struct query_pa
 		v[k++] = 0;
 	p->span_ids = v;
 	p->n_span_ids = k;
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, UUID_BYTES);
+}
+
+/*
+ * A profile id selector into p (memory of the call's arena): UUIDs, with
+ * dashes or without (as Go's uuid.Parse reads them); sorted and unique for
+ * collect's search.
+ */
+static int req_profile_ids(struct call *c, char *const *ids, size_t n, struct query_params *p)
+{
+	uint8_t (*v)[UUID_BYTES];
+	size_t k = 0;
+
+	if (!n)
+		return 0;
+	if (n > 65536)
+		return err_set(c->q->msg, ERR_TOO_LARGE,
+			       "field profileIdSelector: more than 65536 ids");
+	if (!(v = rmem(c, n * sizeof(*v))))
+		return rfail(c);
+	for (size_t i = 0; i < n; i++)
+		if (uuid_parse(ids[i], strlen(ids[i]), v[i]))
+			return err_set(c->q->msg, ERR_INVALID,
+				       "field profileIdSelector: \"%.64s\" is not a UUID", ids[i]);
+	qsort(v, n, sizeof(*v), cmp_id);
+	for (size_t i = 0; i < n; i++)
+		if (!k || memcmp(v[k - 1], v[i], UUID_BYTES))
+			memmove(v[k++], v[i], UUID_BYTES);
+	p->profile_ids = (const uint8_t (*)[16])v;
+	p->n_profile_ids = k;
 	return 0;
 }
 
@@ -893,6 +929,8 @@ static int merge_stacktraces(struct call *c, const ProtobufCMessage *msg, Protob
 		rc = req_call_site(c, req->stack_trace_selector, &p);
 	if (!rc)
 		rc = req_spans(c, req->span_selector, req->n_span_selector, &p);
+	if (!rc)
+		rc = req_profile_ids(c, req->profile_id_selector, req->n_profile_id_selector, &p);
 	if (!rc && req->format > QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT)
 		rc = err_set(c->q->msg, ERR_INVALID,
 			     "field format: only PROFILE_FORMAT_FLAMEGRAPH, _TREE and _DOT "
@@ -966,7 +1004,9 @@ static int diff(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **
 	    (rc = req_params(rr->profile_typeid, rr->label_selector, rr->start, rr->end,
 			     rr->max_nodes, c->lim, &rp, c->q->msg)) ||
 	    (rc = req_call_site(c, lr->stack_trace_selector, &l)) ||
-	    (rc = req_call_site(c, rr->stack_trace_selector, &rp)))
+	    (rc = req_call_site(c, rr->stack_trace_selector, &rp)) ||
+	    (rc = req_profile_ids(c, lr->profile_id_selector, lr->n_profile_id_selector, &l)) ||
+	    (rc = req_profile_ids(c, rr->profile_id_selector, rr->n_profile_id_selector, &rp)))
 		return rc;
 	rc = query__run_diff(c->q, &l, &rp, 0, &c->side[0], &c->side[1], &c->tree);
 	if (rc)
@@ -1008,6 +1048,8 @@ static int merge_profile(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end,
 			req->max_nodes, c->lim, &p, c->q->msg);
 	if (!rc)
+		rc = req_profile_ids(c, req->profile_id_selector, req->n_profile_id_selector, &p);
+	if (!rc)
 		rc = query__run(c->q, &p, QUERY__COLLECTED, 0, &c->side[0]);
 	if (!rc)
 		rc = query__pprof_build(c->q, &c->side[0].m, c->side[0].sel.profile_type, p.from_ns,
@@ -1043,6 +1085,12 @@ struct ss {
 	int64_t limit;          /* top N groups by total; 0: all */
 	int average;
 	int rc;
+	/* Exemplars (asked for: ex.q set): per selected series the id of its
+	 * labels without the groupBy ones, and the candidates. */
+	struct qexemplars ex;
+	uint32_t *slset;
+	size_t lcap;
+	uint32_t cur_lset;
 };
 
 static int cmp_cstr(const void *a, const void *b)
@@ -1080,6 +1128,11 @@ static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 	    (rc = query__mem_grow(s->q, (void **)&s->sgroup, &s->gcap, sizeof(*s->sgroup),
 				  s->n + 1, "series")))
 		return rc;
+	if (s->ex.q &&
+	    ((rc = query__mem_grow(s->q, (void **)&s->slset, &s->lcap, sizeof(*s->slset), s->n + 1,
+				   "series")) ||
+	     (rc = query__ex_lset(&s->ex, l, n, s->by, s->nby, &s->slset[s->n]))))
+		return rc;
 	s->sid[s->n] = id;
 	s->sgroup[s->n++] = g;
 	return 0;
@@ -1102,6 +1155,61 @@ static int ss_profile(void *ctx, const struct store_profile_view *p)
 	at = (size_t)s->cur_group * s->nb + (size_t)b;
 	s->cells[at] += sum;
 	s->cnt[at]++;
+	if (s->ex.q && !uuid_is_nil(p->meta.id) &&
+	    (s->rc = query__ex_add(&s->ex, at, p->meta.id, t, sum, s->cur_lset)))
+		return 1;
+	return 0;
+}
+
+/* Exemplar e as a message, its strings copied into the response. */
+static int ex_msg(struct call *c, const struct qexemplars *x, const struct qex *e,
+		  Types__V1__Exemplar **out)
+{
+	Types__V1__Exemplar *m = rmem(c, sizeof(*m));
+	const char *l = intern_str(&x->lsets, e->lset), *end = l + intern_len(&x->lsets, e->lset);
+	size_t n = 0;
+
+	if (!m)
+		return rfail(c);
+	types__v1__exemplar__init(m);
+	m->timestamp = e->time_ms;
+	m->value = e->value;
+	if (!uuid_is_nil(e->id)) {
+		if (!(m->profile_id = rmem(c, UUID_TEXT + 1)))
+			return rfail(c);
+		uuid_format(e->id, m->profile_id);
+	}
+	if (e->span) {
+		static const char digits[] = "0123456789abcdef";
+
+		/* The 8 bytes little-endian, as Pyroscope's SpanIDToHex writes them. */
+		if (!(m->span_id = rmem(c, 17)))
+			return rfail(c);
+		for (int b = 0; b < 8; b++) {
+			m->span_id[2 * b] = digits[(e->span >> (8 * b + 4)) & 15];
+			m->span_id[2 * b + 1] = digits[(e->span >> (8 * b)) & 15];
+		}
+		m->span_id[16] = '\0';
+	}
+	for (const char *p = l; p < end; p += strlen(p) + 1)
+		n++;
+	if (!(m->labels = rmem(c, (n ? n / 2 : 1) * sizeof(*m->labels))))
+		return rfail(c);
+	for (const char *p = l; p < end;) {
+		Types__V1__LabelPair *lp = rmem(c, sizeof(*lp));
+
+		if (!lp)
+			return rfail(c);
+		types__v1__label_pair__init(lp);
+		if (!(lp->name = rstr(c, p)))
+			return rfail(c);
+		p += strlen(p) + 1;
+		if (!(lp->value = rstr(c, p)))
+			return rfail(c);
+		p += strlen(p) + 1;
+		m->labels[m->n_labels++] = lp;
+	}
+	*out = m;
 	return 0;
 }
 
@@ -1229,6 +1337,18 @@ static int ss_series_msg(struct call *c, const struct ss *s, size_t g, Types__V1
 		types__v1__point__init(pt);
 		pt->value = ss_value(s, at);
 		pt->timestamp = s->start + (int64_t)b * s->step;
+		if (s->ex.q) {
+			const struct qex *e = query__ex_find(&s->ex, at);
+			int rc;
+
+			if (e) {
+				if (!(pt->exemplars = rmem(c, sizeof(*pt->exemplars))))
+					return rfail(c);
+				if ((rc = ex_msg(c, &s->ex, e, &pt->exemplars[0])))
+					return rc;
+				pt->n_exemplars = 1;
+			}
+		}
 		se->points[se->n_points++] = pt;
 	}
 	*out = se;
@@ -1263,6 +1383,8 @@ static void ss_release(struct ss *s)
 	query__mem_free(s->q, s->sgroup, s->gcap, sizeof(*s->sgroup));
 	query__mem_free(s->q, s->cells, s->ccap, sizeof(*s->cells));
 	query__mem_free(s->q, s->cnt, s->ncap, sizeof(*s->cnt));
+	query__mem_free(s->q, s->slset, s->lcap, sizeof(*s->slset));
+	query__ex_release(&s->ex);
 }
 
 /* Checks the request's step, limit and aggregation and sets up s's grid. */
@@ -1334,6 +1456,13 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 			&p, q->msg);
 	if (!rc)
 		rc = req_strings_max(req->n_group_by, "groupBy", q->msg);
+	if (!rc && req->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
+		rc = err_set(q->msg, ERR_INVALID,
+			     "field exemplarType: EXEMPLAR_TYPE_SPAN is not answered by SelectSeries "
+			     "(as Pyroscope; SelectHeatmap answers it)");
+	else if (!rc && (unsigned)req->exemplar_type > TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN)
+		rc = err_set(q->msg, ERR_INVALID, "field exemplarType: unknown value %d",
+			     (int)req->exemplar_type);
 	if (rc)
 		return rc;
 	memset(&s, 0, sizeof(s));
@@ -1344,6 +1473,8 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 
 		rc = ss_setup(&s, &sr, &p, q->msg);
 	}
+	if (!rc && req->exemplar_type == TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL)
+		rc = query__ex_init(q, &s.ex);
 	if (!rc)
 		rc = query__select(&p, &sel, q->msg);
 	if (rc) {
@@ -1375,6 +1506,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	}
 	for (size_t i = 0; i < s.n && !rc; i++) {
 		s.cur_group = s.sgroup[i];
+		s.cur_lset = s.slset ? s.slset[i] : 0;
 		rc = store_profiles_each(q->st, q->tenant, s.sid[i], from, until, ss_profile, &s,
 					 q->msg);
 		if (s.rc)
@@ -1382,6 +1514,8 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		else if (rc > 0)
 			rc = 0;
 	}
+	if (!rc && s.ex.q)
+		rc = query__ex_pick(&s.ex);
 	if (!rc)
 		rc = ss_response(c, &s, &r);
 	if (!rc)
@@ -1560,6 +1694,8 @@ struct hm_pt {
 	int y;
 	int64_t time;   /* the profile's time, ns */
 	uint64_t span;  /* span heatmaps: the span id */
+	uint8_t id[UUID_BYTES]; /* individual heatmaps: the profile's id (nil: none) */
+	uint32_t lset;  /* with exemplars: its labels (struct ss.ex) */
 };
 
 struct hm {
@@ -1581,7 +1717,7 @@ static int64_t hm_round_up(int64_t ts, int64_t start, int64_t step)
 }
 
 /* A point of the current group at profile time `time_ns` (ms slot computed here). */
-static int hm_add(struct hm *h, int64_t time_ns, uint64_t span, int64_t v)
+static int hm_add(struct hm *h, int64_t time_ns, uint64_t span, const uint8_t *id, int64_t v)
 {
 	int64_t ts = hm_round_up(time_ns / 1000000, h->s.start, h->s.step);
 
@@ -1594,6 +1730,11 @@ static int hm_add(struct hm *h, int64_t time_ns, uint64_t span, int64_t v)
 	h->pt[h->n].y = 0;
 	h->pt[h->n].time = time_ns;
 	h->pt[h->n].span = span;
+	if (id)
+		memcpy(h->pt[h->n].id, id, UUID_BYTES);
+	else
+		memset(h->pt[h->n].id, 0, UUID_BYTES);
+	h->pt[h->n].lset = h->s.cur_lset;
 	h->n++;
 	return 0;
 }
@@ -1611,46 +1752,66 @@ static int hm_profile(void *ctx, const struct store_profile_view *p)
 		return 1;
 	if (h->spans) {
 		for (size_t i = 0; p->span_ids && i < p->n; i++)
-			if (p->span_ids[i] && hm_add(h, p->meta.time_ns, p->span_ids[i], p->values[i]))
+			if (p->span_ids[i] &&
+			    hm_add(h, p->meta.time_ns, p->span_ids[i], NULL, p->values[i]))
 				return 1;
 		return 0;
 	}
 	for (size_t i = 0; i < p->n; i++)
 		sum += p->values[i];
-	return hm_add(h, p->meta.time_ns, 0, sum);
+	return hm_add(h, p->meta.time_ns, 0, p->meta.id, sum);
 }
 
-static int cmp_hm_span(const void *a, const void *b)
+/* Pyroscope's point order: time (ms), span id, profile id. */
+static int cmp_hm_key(const struct hm_pt *x, const struct hm_pt *y)
+{
+	int64_t tx = x->time / 1000000, ty = y->time / 1000000;
+
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	if (x->span != y->span)
+		return x->span < y->span ? -1 : 1;
+	return memcmp(x->id, y->id, UUID_BYTES);
+}
+
+static int cmp_hm_merge(const void *a, const void *b)
 {
 	const struct hm_pt *x = a, *y = b;
 
 	if (x->group != y->group)
 		return x->group < y->group ? -1 : 1;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->span < y->span ? -1 : x->span > y->span;
+	return cmp_hm_key(x, y);
 }
 
 /*
- * Pyroscope sums the samples of one span in one profile into one point,
- * also across the series of a group (its points builder keys them by
- * timestamp and span id).
+ * Pyroscope's points builder keys a group's points by (time, span id,
+ * profile id): the samples of one span in one profile are one point, and
+ * so is one profile stored in several series of the group (a pprof split
+ * by its sample labels); values are summed and, for exemplars, labels
+ * intersected.  Profiles without an id (stored before ids were kept) stay
+ * one point each.
  */
-static void hm_merge_spans(struct hm *h)
+static int hm_merge(struct hm *h)
 {
 	size_t k = 0;
+	int rc = 0;
 
 	if (!h->n)
-		return;
-	qsort(h->pt, h->n, sizeof(*h->pt), cmp_hm_span);
-	for (size_t i = 1; i < h->n; i++) {
-		if (!cmp_hm_span(&h->pt[k], &h->pt[i])) {
+		return 0;
+	qsort(h->pt, h->n, sizeof(*h->pt), cmp_hm_merge);
+	for (size_t i = 1; i < h->n && !rc; i++) {
+		if ((h->pt[i].span || !uuid_is_nil(h->pt[i].id)) &&
+		    !cmp_hm_merge(&h->pt[k], &h->pt[i])) {
 			h->pt[k].v += h->pt[i].v;
+			if (h->s.ex.q)
+				rc = query__ex_intersect(&h->s.ex, h->pt[k].lset, h->pt[i].lset,
+							 &h->pt[k].lset);
 			continue;
 		}
 		h->pt[++k] = h->pt[i];
 	}
 	h->n = k + 1;
+	return rc;
 }
 
 static int cmp_hm_pt(const void *a, const void *b)
@@ -1661,7 +1822,9 @@ static int cmp_hm_pt(const void *a, const void *b)
 		return x->group < y->group ? -1 : 1;
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
-	return x->y - y->y;
+	if (x->y != y->y)
+		return x->y - y->y;
+	return cmp_hm_key(x, y);
 }
 
 /* Groups by labels (Pyroscope's CompareLabelPairs); with a limit, by count first. */
@@ -1673,6 +1836,35 @@ static int cmp_hm_rank(const void *a, const void *b)
 		return x->total > y->total ? -1 : 1;
 	return cmp_keys(x->s, intern_str(&x->s->keys, (uint32_t)x->g),
 			intern_str(&y->s->keys, (uint32_t)y->g));
+}
+
+/*
+ * The exemplar of the cell (slot, value bucket) whose points end at
+ * pt[last]: Pyroscope's, the point with the largest value, the first in
+ * its point order on ties; only points of a profile with an id (or of a
+ * span) can be one.
+ */
+static int hm_exemplar(struct call *c, const struct hm *h, const struct hm_pt *pt, size_t last,
+		       Types__V1__HeatmapSlot *sl)
+{
+	const struct hm_pt *best = NULL;
+	struct qex e;
+	size_t i = last + 1;
+
+	while (i > 0 && pt[i - 1].ts == pt[last].ts && pt[i - 1].y == pt[last].y)
+		i--;
+	for (; i <= last; i++)
+		if ((pt[i].span || !uuid_is_nil(pt[i].id)) && (!best || pt[i].v > best->v))
+			best = &pt[i];
+	if (!best)
+		return 0;
+	memset(&e, 0, sizeof(e));
+	memcpy(e.id, best->id, UUID_BYTES);
+	e.span = best->span;
+	e.time_ms = best->time / 1000000;
+	e.value = best->v;
+	e.lset = best->lset;
+	return ex_msg(c, &h->s.ex, &e, &sl->exemplars[sl->n_exemplars++]);
 }
 
 /* The series of group g from its sorted points pt[0..n). */
@@ -1719,9 +1911,17 @@ static int hm_series(struct call *c, const struct hm *h, size_t g, const struct 
 			if (!sl->counts)
 				return rfail(c);
 			sl->n_counts = HM_BUCKETS;
+			if (h->s.ex.q && !(sl->exemplars = rmem(c, HM_BUCKETS * sizeof(*sl->exemplars))))
+				return rfail(c);
 			se->slots[se->n_slots++] = sl;
 		}
 		se->slots[se->n_slots - 1]->counts[pt[i].y]++;
+		if (h->s.ex.q && (i + 1 == n || pt[i + 1].ts != pt[i].ts || pt[i + 1].y != pt[i].y)) {
+			int rc = hm_exemplar(c, h, pt, i, se->slots[se->n_slots - 1]);
+
+			if (rc)
+				return rc;
+		}
 	}
 	*out = se;
 	return 0;
@@ -1803,6 +2003,29 @@ out:
 	return rc;
 }
 
+/* Pyroscope's rule: exemplars of the heatmap's own kind, or none. */
+static int hm_exemplar_type(const Querier__V1__SelectHeatmapRequest *req, struct err_msg *msg)
+{
+	switch (req->exemplar_type) {
+	case TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_UNSPECIFIED:
+	case TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_NONE:
+		return 0;
+	case TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL:
+		if (req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_INDIVIDUAL)
+			return err_set(msg, ERR_INVALID, "SelectHeatmap: individual exemplars only "
+							 "available for individual query type");
+		return 0;
+	case TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_SPAN:
+		if (req->query_type != QUERIER__V1__HEATMAP_QUERY_TYPE__HEATMAP_QUERY_TYPE_SPAN)
+			return err_set(msg, ERR_INVALID, "SelectHeatmap: span exemplars only available "
+							 "for span query type");
+		return 0;
+	default:
+		return err_set(msg, ERR_INVALID, "field exemplarType: unknown value %d",
+			       (int)req->exemplar_type);
+	}
+}
+
 static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__SelectHeatmapRequest *req = (const void *)msg;
@@ -1825,6 +2048,8 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 			&p, q->msg);
 	if (!rc)
 		rc = req_strings_max(req->n_group_by, "groupBy", q->msg);
+	if (!rc)
+		rc = hm_exemplar_type(req, q->msg);
 	if (rc)
 		return rc;
 	memset(&h, 0, sizeof(h));
@@ -1835,6 +2060,8 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 
 		rc = ss_setup(&h.s, &sr, &p, q->msg);
 	}
+	if (!rc && req->exemplar_type >= TYPES__V1__EXEMPLAR_TYPE__EXEMPLAR_TYPE_INDIVIDUAL)
+		rc = query__ex_init(q, &h.s.ex);
 	if (!rc)
 		rc = query__select(&p, &sel, q->msg);
 	if (rc) {
@@ -1851,6 +2078,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 		rc = query__select_series(q, &sel, ss_series, &h.s);
 	for (size_t i = 0; i < h.s.n && !rc; i++) {
 		h.s.cur_group = h.s.sgroup[i];
+		h.s.cur_lset = h.s.slset ? h.s.slset[i] : 0;
 		rc = store_profiles_each(q->st, q->tenant, h.s.sid[i], from, until, hm_profile, &h,
 					 q->msg);
 		if (h.s.rc)
@@ -1863,10 +2091,10 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 		rc = rfail(c);
 	if (!rc) {
 		querier__v1__select_heatmap_response__init(r);
-		if (h.spans)
-			hm_merge_spans(&h);
-		rc = hm_response(c, &h, r);
+		rc = hm_merge(&h);
 	}
+	if (!rc)
+		rc = hm_response(c, &h, r);
 	if (!rc)
 		*out = &r->base;
 	query__mem_free(q, h.pt, h.cap, sizeof(*h.pt));

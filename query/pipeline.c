@@ -42,6 +42,8 @@ int query__run(struct qctx *q, const struct query_params *p, enum query__stage l
 		rc = query__timeline_init(q, &s->m, p->from_ns, p->until_ns);
 	s->m.span_sel = p->span_ids;
 	s->m.n_span_sel = p->n_span_ids;
+	s->m.id_sel = p->profile_ids;
+	s->m.n_id_sel = p->n_profile_ids;
 	if (!rc)
 		rc = query__collect(q, &s->sel, p->from_ns, p->until_ns, &s->m);
 	if (!rc)

@@ -167,6 +167,11 @@ struct query_params {
 	 * Borrowed. */
 	const uint64_t *span_ids;
 	size_t n_span_ids;
+	/* Pyroscope's profile id selector: only the profiles with these ids
+	 * (16-byte UUIDs, sorted by memcmp, unique, none nil).  n_profile_ids
+	 * 0: every profile.  Borrowed. */
+	const uint8_t (*profile_ids)[16];
+	size_t n_profile_ids;
 	/* query_render's timeline: SelectSeries' groupBy (the first names the
 	 * `groups` keys; borrowed) and aggregation (average, else sum). */
 	const char *const *group_by;

@@ -268,6 +268,9 @@ struct qmerge {
 	/* Only the pairs of these span ids (sorted; borrowed); n 0: every pair. */
 	const uint64_t *span_sel;
 	size_t n_span_sel;
+	/* Only the profiles of these ids (sorted; borrowed); n 0: every profile. */
+	const uint8_t (*id_sel)[16];
+	size_t n_id_sel;
 	/*
 	 * owned; the consistent view of the head and blocks collect read the
 	 * profiles from (NULL before).  Open until the merge is released, so
@@ -288,6 +291,41 @@ void query__merge_init(struct qmerge *m);
 void query__merge_release(struct qctx *q, struct qmerge *m);
 /* Frees the stack table once the tree is built; totals, timeline and sym stay. */
 void query__merge_drop_stacks(struct qctx *q, struct qmerge *m);
+
+/* ---- exemplars (exemplars.c) ---------------------------------------------- */
+
+/* One exemplar candidate: a profile (or a span of one) behind cell `key`. */
+struct qex {
+	uint64_t key;
+	uint8_t id[16];   /* profile id; nil for span exemplars */
+	uint64_t span;    /* span id; 0 for profile exemplars */
+	int64_t time_ms;  /* the profile's time */
+	int64_t value;
+	uint32_t lset;    /* its labels: an id of qexemplars.lsets */
+};
+
+struct qexemplars {
+	struct qctx *q;
+	struct intern lsets; /* label sets, "name\0value\0" sorted by name (ids from 2) */
+	struct qex *v;
+	size_t n, cap;
+};
+
+int query__ex_init(struct qctx *q, struct qexemplars *x);
+/* Frees everything; a zeroed (never initialized) x is fine too. */
+void query__ex_release(struct qexemplars *x);
+/* The id of labels l[0..n) without those named in by[0..nby) (all borrowed). */
+int query__ex_lset(struct qexemplars *x, const struct store_label *l, size_t n,
+		   const char *const *by, size_t nby, uint32_t *out);
+/* The id of the pairs common to label sets a and b. */
+int query__ex_intersect(struct qexemplars *x, uint32_t a, uint32_t b, uint32_t *out);
+/* Records a candidate (id: 16 bytes, borrowed). */
+int query__ex_add(struct qexemplars *x, uint64_t key, const uint8_t *id, int64_t time_ms,
+		  int64_t value, uint32_t lset);
+/* Keeps one exemplar per key (Pyroscope's choice, see exemplars.c), sorted by key. */
+int query__ex_pick(struct qexemplars *x);
+/* After query__ex_pick: the exemplar of `key`, or NULL. */
+const struct qex *query__ex_find(const struct qexemplars *x, uint64_t key);
 
 /* ---- regexes (regex.c) ------------------------------------------------------ */
 

@@ -12,6 +12,7 @@
 #include "base/compress.h"
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/uuid.h"
 #include "base/varint.h"
 
 #define COMPRESS_MIN 64 /* smaller payloads are stored raw */
@@ -58,12 +59,52 @@ static int put_spans(struct buf *raw, const struct chunk_profile *p, size_t n)
 	return rc;
 }
 
+/* Whether some profile has an id: the block is then 0xC3 or 0xC4. */
+static int has_ids(const struct chunk_profile *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!uuid_is_nil(p[i].meta.id))
+			return 1;
+	return 0;
+}
+
+/* Appends the profile ids column (section 6, "Profile ids"). */
+static int put_ids(struct buf *raw, const struct chunk_profile *p, size_t n)
+{
+	size_t k = 0, next = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		k += !uuid_is_nil(p[i].meta.id);
+	rc = buf_reserve(raw, VARINT_MAX + k * (VARINT_MAX + UUID_BYTES));
+	if (rc)
+		return rc;
+	raw->len += varint_put((uint8_t *)raw->data + raw->len, k);
+	for (size_t i = 0; i < n; i++) {
+		if (uuid_is_nil(p[i].meta.id))
+			continue;
+		raw->len += varint_put((uint8_t *)raw->data + raw->len, i - next);
+		next = i + 1;
+		memcpy(raw->data + raw->len, p[i].meta.id, UUID_BYTES);
+		raw->len += UUID_BYTES;
+	}
+	return 0;
+}
+
+/* The magic of a block: whether it has the spans and the ids columns. */
+static uint8_t block_magic(int spans, int ids)
+{
+	if (ids)
+		return spans ? CHUNK_MAGIC_IDS_SPANS : CHUNK_MAGIC_IDS;
+	return spans ? CHUNK_MAGIC_SPANS : CHUNK_MAGIC;
+}
+
 int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, int zlevel,
 			struct buf *out)
 {
 	struct buf raw;
 	uint64_t prev = 0;
-	int rc, spans;
+	int rc, spans, ids;
 
 	buf_init(&raw, STORE_MAX_CHUNK_RAW);
 	rc = buf_put_uvarint(&raw, part);
@@ -97,6 +138,9 @@ int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, 
 	spans = has_spans(p, n);
 	if (spans && !rc)
 		rc = put_spans(&raw, p, n);
+	ids = has_ids(p, n);
+	if (ids && !rc)
+		rc = put_ids(&raw, p, n);
 	if (rc)
 		goto out;
 	{
@@ -105,7 +149,7 @@ int store__chunk_encode(uint32_t part, const struct chunk_profile *p, size_t n, 
 		struct buf z;
 
 		buf_init(&z, STORE_MAX_CHUNK_ZSTD);
-		head[0] = spans ? CHUNK_MAGIC_SPANS : CHUNK_MAGIC;
+		head[0] = block_magic(spans, ids);
 		head[1] = 0;
 		if (zlevel > 0 && raw.len >= COMPRESS_MIN &&
 		    zstd_compress_buf(raw.data, raw.len, zlevel, &z) == 0 &&
@@ -238,6 +282,44 @@ static int decode_spans(struct chunk *c, size_t first, uint64_t n, size_t base,
 	return 0;
 }
 
+/*
+ * Decodes the profile ids column of the profiles [first, first + n) of c:
+ * ids ascend by index, none is nil.
+ */
+static int decode_ids(struct chunk *c, size_t first, uint64_t n, const uint8_t **pp,
+		      const uint8_t *end)
+{
+	const uint8_t *p = *pp;
+	uint64_t k, d, next = 0;
+	size_t len;
+
+	if (!(len = varint_get(p, end, &k)) || k > n)
+		return ERR_CORRUPT;
+	p += len;
+	for (uint64_t j = 0; j < k; j++) {
+		uint8_t *id;
+
+		if (!(len = varint_get(p, end, &d)) || d >= n - next ||
+		    (size_t)(end - p) < len + UUID_BYTES)
+			return ERR_CORRUPT;
+		p += len;
+		next += d;
+		id = c->profs[first + next].meta.id;
+		memcpy(id, p, UUID_BYTES);
+		p += UUID_BYTES;
+		if (uuid_is_nil(id))
+			return ERR_CORRUPT;
+		next++;
+	}
+	*pp = p;
+	return 0;
+}
+
+static int magic_spans(int magic)
+{
+	return magic == CHUNK_MAGIC_SPANS || magic == CHUNK_MAGIC_IDS_SPANS;
+}
+
 /* Decodes one payload, appending its profiles; ids/vals hold offsets until the end. */
 static int decode_payload(struct chunk *c, int magic, const uint8_t *p, const uint8_t *end)
 {
@@ -270,6 +352,7 @@ static int decode_payload(struct chunk *c, int magic, const uint8_t *p, const ui
 		cp->meta.time_ns = (int64_t)prev;
 		cp->meta.duration_ns = zigzag_decode(u[1]);
 		cp->meta.period = zigzag_decode(u[2]);
+		memset(cp->meta.id, 0, sizeof(cp->meta.id));
 		/* Every pair takes at least two bytes (an id and a value). */
 		if (u[3] > (uint64_t)(end - p) / 2 || total + u[3] > (uint64_t)(end - p) / 2)
 			return ERR_CORRUPT;
@@ -286,7 +369,7 @@ static int decode_payload(struct chunk *c, int magic, const uint8_t *p, const ui
 		cp->ids = (const uint32_t *)(uintptr_t)c->n_samples; /* offset for now */
 		for (size_t j = 0; j < cp->n; j++) {
 			if (!(k = varint_get(p, end, &d)) ||
-			    (j && d == 0 && magic != CHUNK_MAGIC_SPANS) || (last += d) > UINT32_MAX)
+			    (j && d == 0 && !magic_spans(magic)) || (last += d) > UINT32_MAX)
 				return ERR_CORRUPT;
 			p += k;
 			c->ids[c->n_samples++] = (uint32_t)last;
@@ -299,8 +382,13 @@ static int decode_payload(struct chunk *c, int magic, const uint8_t *p, const ui
 		p += k;
 		c->vals[i] = zigzag_decode(v);
 	}
-	if (magic == CHUNK_MAGIC_SPANS) {
+	if (magic_spans(magic)) {
 		rc = decode_spans(c, first, n, base, &p, end);
+		if (rc)
+			return rc;
+	}
+	if (magic == CHUNK_MAGIC_IDS || magic == CHUNK_MAGIC_IDS_SPANS) {
+		rc = decode_ids(c, first, n, &p, end);
 		if (rc)
 			return rc;
 	}
@@ -336,7 +424,7 @@ static int block_header(const uint8_t **p, const uint8_t *end, int *magic, int *
 	const uint8_t *q = *p;
 	size_t k;
 
-	if (end - q < 4 || (q[0] != CHUNK_MAGIC && q[0] != CHUNK_MAGIC_SPANS) || q[1] > 1)
+	if (end - q < 4 || q[0] < CHUNK_MAGIC || q[0] > CHUNK_MAGIC_IDS_SPANS || q[1] > 1)
 		return ERR_CORRUPT;
 	*magic = q[0];
 	*codec = q[1];

@@ -195,6 +195,10 @@ struct store_profile_meta {
 	int64_t time_ns;     /* start of the profile, ns since the epoch */
 	int64_t duration_ns; /* 0 when unknown */
 	int64_t period;      /* pprof period, 0 when unknown */
+	/* The profile's id (a UUID, docs/ingest.md "Profile ids"); all zero:
+	 * none (profiles stored before ids were kept).  The stored profiles of
+	 * one ingested pprof share it. */
+	uint8_t id[16];
 };
 
 /* ---- writing ------------------------------------------------------------ */

@@ -267,6 +267,22 @@
  * written earlier are read unchanged and a store that never receives a span
  * id never holds a 0xC2 block.
  *
+ * Profile ids.  A block some of whose profiles carry an id (docs/ingest.md,
+ * "Profile ids": a UUID per ingested pprof) has magic 0xC3
+ * (CHUNK_MAGIC_IDS), or 0xC4 (CHUNK_MAGIC_IDS_SPANS) when it also has span
+ * ids, with the layout of 0xC1 (0xC2) followed by one more column:
+ *
+ *     column profile ids:
+ *       uv k                   number of the block's profiles that have an id
+ *       k times:  uv index delta   the profile's index in the block minus the
+ *                                  previous such index + 1 (the first: its index)
+ *                 16 bytes         the id (UUID bytes), never all zero
+ *
+ * The nil UUID means "no id".  Blocks whose profiles have none are written
+ * as 0xC1 or 0xC2 as before, so chunks and block files of earlier releases
+ * read unchanged, and a block mixing both (a compaction of old and new
+ * profiles) lists only the profiles that have one.
+ *
  * ==========================================================================
  * 7. debuginfo, symcache and settings (auxiliary namespaces)
  * ==========================================================================
@@ -613,6 +629,8 @@
 #define STORE_MAGIC "UNHX"
 #define CHUNK_MAGIC 0xC1
 #define CHUNK_MAGIC_SPANS 0xC2 /* section 6, "Span ids" */
+#define CHUNK_MAGIC_IDS 0xC3       /* section 6, "Profile ids" */
+#define CHUNK_MAGIC_IDS_SPANS 0xC4 /* both */
 
 /* Limits on what a client may make the store hold (ERR_TOO_LARGE past them). */
 #define STORE_MAX_TENANT_NAME 256

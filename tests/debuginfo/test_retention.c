@@ -56,7 +56,7 @@ static void profile(int64_t t, const char *svc, const char *bid)
 	struct store_label l[2] = { { "__profile_type__", "cpu" }, { "service_name", svc } };
 	struct store_mapping m = { 0x1000, 0x2000, 0, "/bin/prog", bid, 0 };
 	struct store_location loc = { 0, 0x1010, NULL, 0 };
-	struct store_profile_meta meta = { t, 0, 0 };
+	struct store_profile_meta meta = { t, 0, 0, { 0 } };
 	uint64_t series;
 	uint32_t part, lid, stack;
 	int64_t v = 1;

@@ -741,6 +741,69 @@ static void test_clean_inputs(void **state)
 	}
 }
 
+struct idseen {
+	int n;
+	uint8_t id[8][16];
+};
+
+static int id_cb(void *ctx, const struct store_profile_view *p)
+{
+	struct idseen *s = ctx;
+
+	assert_true(s->n < 8);
+	memcpy(s->id[s->n++], p->meta.id, 16);
+	return 0;
+}
+
+/*
+ * Every stored profile has an id: the push ID when it is a UUID, else a
+ * random v4 UUID per pprof, shared by the profiles of its sample types.
+ */
+static void test_profile_ids(void **state)
+{
+	static const uint8_t want[16] = { 0x7c, 0x9e, 0x66, 0x79, 0x74, 0x25, 0x40, 0xde,
+					  0x94, 0x4b, 0xe0, 0x7f, 0xc1, 0xf9, 0x0a, 0xe7 };
+	struct fx *f = *state;
+	struct pb *b = pb_native_profile();
+	size_t len;
+	uint8_t *bytes = pb_pack(b, 1, &len);
+	struct ingest_series in[2] = {
+		{ app_labels, 3, bytes, len, NULL, "7c9e6679-7425-40de-944b-e07fc1f90ae7" },
+		{ app_labels, 3, bytes, len, NULL, "retry-key-1" },
+	};
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct seen seen = { 0 };
+	struct idseen ids = { 0 };
+	int pushed = 0, other = 0;
+
+	assert_int_equal(ingest_profiles(f->st, &f->lim, "ids", in, 2, 1, &stats, &msg), 0);
+	assert_int_equal(stats.profiles, 4);
+	assert_int_equal(store_series_each(f->st, "ids", series_cb, &seen), 0);
+	assert_int_equal(seen.n, 2);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(store_profiles_each(f->st, "ids", seen.ids[i], 0, INT64_MAX, id_cb,
+						     &ids, &msg), 0);
+	assert_int_equal(ids.n, 4);
+	for (int i = 0; i < 4; i++) {
+		if (!memcmp(ids.id[i], want, 16)) {
+			pushed++;
+			continue;
+		}
+		/* A version 4 UUID, the same for both sample types of the pprof. */
+		assert_int_equal(ids.id[i][6] >> 4, 4);
+		assert_int_equal(ids.id[i][8] >> 6, 2);
+		for (int j = 0; j < 4; j++)
+			if (memcmp(ids.id[j], want, 16))
+				assert_memory_equal(ids.id[i], ids.id[j], 16);
+		other++;
+	}
+	assert_int_equal(pushed, 2);
+	assert_int_equal(other, 2);
+	free(bytes);
+	pb_free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -753,6 +816,7 @@ int main(void)
 		cmocka_unit_test(test_push),
 		cmocka_unit_test(test_clean_inputs),
 		cmocka_unit_test(test_speed),
+		cmocka_unit_test(test_profile_ids),
 	};
 	return cmocka_run_group_tests(tests, setup, fx_teardown);
 }

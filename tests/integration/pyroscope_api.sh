@@ -23,6 +23,11 @@
 #   - span ids from pprof span_id labels: SelectMergeSpanProfile and
 #     SelectMergeStacktraces' spanSelector against per-span sums of the raw
 #     samples, and the span heatmap's points;
+#   - profile ids and exemplars: the files pushed again through push.v1 with
+#     IDs; SelectSeries' exemplars (Pyroscope's pick per point: the largest
+#     profile, its id, time, value and labels), profileIdSelector on
+#     SelectMergeStacktraces and SelectMergeProfile, and the exemplars of
+#     both heatmaps, against the per-file totals;
 #   - with node and npm, the real connect-es client (tests/integration/
 #     connect_es) calls the same methods in both codecs.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +52,7 @@ while IFS=$'\t' read -r path name secs; do
 	v=$("$PPROFINFO" --json "$WL/$path" |
 		jq '[.sample_types[] | select(.type == "cpu" and .unit == "nanoseconds") | .sum] | add // 0')
 	echo "${name%%.*} $secs $v"
+	echo "$path $v" >>"$WORK/cpu_by_file.txt"
 done <"$WL/manifest.tsv" >"$WORK/ref.txt"
 MIN_S=$(awk 'NR == 1 || $2 < m { m = $2 } END { print m }' "$WORK/ref.txt")
 MAX_S=$(awk '$2 > m { m = $2 } END { print m }' "$WORK/ref.txt")
@@ -345,6 +351,120 @@ jq -e --argjson n "$(wc -l <"$WORK/spans.txt")" --argjson lo "$(awk 'NR == 1 || 
 jq -e --argjson lo "$(awk 'NR == 1 || $3 < m { m = $3 } END { print m }' "$WORK/spans.txt")" \
 	'.series[0].slots[0].yMin[0] == $lo' <<<"$BODY" >/dev/null || fail "SelectHeatmap SPAN: smallest bucket $(jq '.series[0].slots[0].yMin[0]' <<<"$BODY")"
 note "spans: SelectMergeSpanProfile (JSON both styles, protobuf), spanSelector, span heatmap equal to the reference"
+
+# ---- profile ids and exemplars (Grafana's exemplars, "open exemplar")
+# The workload's files pushed again through push.v1 (tenant ex), file k with
+# the ID 0000000k-0000-4000-8000-00000000000k, which becomes its profile id.
+# The reference, per file from the raw pprofs: "id service instance secs cpu".
+EX=ex
+k=0
+while IFS=$'\t' read -r path name secs; do
+	case "$path" in '' | '#'*) continue ;; esac
+	k=$((k + 1))
+	id=$(printf '%08x-0000-4000-8000-%012x' $k $k)
+	inst=${name#*instance=}
+	inst=${inst%%,*}
+	v=$(awk -v f="$path" '$1 == f { print $2 }' "$WORK/cpu_by_file.txt")
+	echo "$id ${name%%.*} $inst $secs $v"
+	jq -n --arg id "$id" --arg s "${name%%.*}" --arg i "$inst" --rawfile p <(base64 -w0 "$WL/$path") \
+		'{labels:[{name:"__name__",value:"process_cpu"},{name:"service_name",value:$s},
+		  {name:"instance",value:$i}],samples:[{rawProfile:$p,ID:$id}]}' >"$WORK/ex.series.$k"
+done <"$WL/manifest.tsv" >"$WORK/ex.ref"
+jq -s '{series:.}' "$WORK"/ex.series.* >"$WORK/ex.push.json"
+http POST /push.v1.PusherService/Push -H "X-Scope-OrgID: $EX" -H 'Content-Type: application/json' \
+	--data-binary @"$WORK/ex.push.json"
+expect_status 200 '{}' "push.v1 of $k files with IDs"
+# Pyroscope's exemplar of a point: the profile of largest total, ties to the
+# smallest id; labels: the series' own without the groupBy ones.
+awk -v s="$S_MS" -v e="$E_MS" -v step=$((STEP * 1000)) '
+	{ t = $4 * 1000; k = 0
+	  if (t > s) { k = int((t - s) / step); if (k * step < t - s) k++ }
+	  ts = s + k * step; if (ts > e) next
+	  key = $2 " " sprintf("%.0f", ts)
+	  if (!(key in best) || $5 > val[key] || ($5 == val[key] && $1 < best[key])) {
+	    best[key] = $1; val[key] = $5; at[key] = t; inst[key] = $3 } }
+	END { for (key in best) printf "%s %s %.0f %.0f instance=%s\n", key, best[key], at[key], val[key], inst[key] }' \
+	"$WORK/ex.ref" | sort >"$WORK/want.ex"
+ex_points() { # the exemplars of a SelectSeries answer: "service ts id time value labels"
+	jq -r '.series[] | (.labels[] | select(.name == "service_name") | .value) as $s |
+		.points[] | .timestamp as $ts | .exemplars[] |
+		"\($s) \($ts) \(.profileId) \(.timestamp) \(.value) " +
+		([.labels[] | select(.name == "instance" or .name == "service_name") | "\(.name)=\(.value)"] | join(","))' <<<"$BODY" | sort
+}
+js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"step\":$STEP,\"groupBy\":[\"service_name\"],\"exemplarType\":\"EXEMPLAR_TYPE_INDIVIDUAL\"}" $EX
+[ "$STATUS" = 200 ] || fail "SelectSeries exemplars: HTTP $STATUS $BODY"
+ex_points >"$WORK/got"
+same "SelectSeries exemplars (JSON)" "$WORK/got" "$WORK/want.ex"
+[ "$(jq '[.series[].points[] | select((.exemplars | length) != 1)] | length' <<<"$BODY")" = 0 ] ||
+	fail "SelectSeries: a point without exactly one exemplar"
+jq -e '[.series[].points[].exemplars[] | .spanId == "" and
+	([.labels[].name] | index("__name__") != null)] | all' <<<"$BODY" >/dev/null ||
+	fail "SelectSeries exemplars: span id or labels: $(head -c 400 <<<"$BODY")"
+json_points >"$WORK/got"
+ref_series sum >"$WORK/want.ex.sum"
+same "SelectSeries with exemplars: values" "$WORK/got" "$WORK/want.ex.sum"
+js /querier.v1.QuerierService/SelectSeries "{\"profile_typeID\":\"$CPU\",\"label_selector\":\"{}\",\"start\":\"$S_MS\",\"end\":\"$E_MS\",\"step\":$STEP,\"group_by\":[\"service_name\"],\"exemplar_type\":2}" $EX
+ex_points >"$WORK/got"
+same "SelectSeries exemplars (snake_case JSON)" "$WORK/got" "$WORK/want.ex"
+T=$EX pb /querier.v1.QuerierService/SelectSeries querier.v1.SelectSeriesRequest querier.v1.SelectSeriesResponse \
+	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS step: $STEP group_by: \"service_name\" exemplar_type: EXEMPLAR_TYPE_INDIVIDUAL"
+sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort >"$WORK/got"
+awk '{ print $3 }' "$WORK/want.ex" | sort >"$WORK/want"
+same "SelectSeries exemplar ids (connect-go protobuf)" "$WORK/got" "$WORK/want"
+js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"step\":$STEP,\"exemplarType\":\"EXEMPLAR_TYPE_SPAN\"}" $EX
+expect_status 400 "EXEMPLAR_TYPE_SPAN" "SelectSeries span exemplars"
+# Profiles ingested without an ID (tenant wl, /ingest) get a version 4 UUID each.
+js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"step\":$STEP,\"exemplarType\":2}"
+jq -e '[.series[].points[] | (.exemplars | length) == 1 and
+	(.exemplars[0].profileId | test("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"))] | all' \
+	<<<"$BODY" >/dev/null || fail "generated profile ids: $(head -c 400 <<<"$BODY")"
+note "SelectSeries exemplars: Pyroscope's per-point pick equal to the reference (JSON both styles, protobuf); generated ids are UUID v4"
+
+# Opening an exemplar: profileIdSelector restricts the merge to those profiles.
+read -r ID1 V1 < <(sort -k5,5nr -k1,1 "$WORK/ex.ref" | awk 'NR == 1 { print $1, $5 }')
+read -r ID2 V2 < <(sort -k5,5n "$WORK/ex.ref" | awk 'NR == 1 { print $1, $5 }')
+sel_req() { echo "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"$1\":[$2]}"; }
+js /querier.v1.QuerierService/SelectMergeStacktraces "$(sel_req profileIdSelector "\"$ID1\"")" $EX
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$V1" ] || fail "profileIdSelector $ID1: $(jq -r .flamegraph.total <<<"$BODY"), want $V1"
+js /querier.v1.QuerierService/SelectMergeStacktraces "$(sel_req profile_id_selector "\"${ID1^^}\",\"${ID2//-/}\"")" $EX
+[ "$(jq -r .flamegraph.total <<<"$BODY")" = "$((V1 + V2))" ] || fail "profile_id_selector of two: $(jq -r .flamegraph.total <<<"$BODY"), want $((V1 + V2))"
+js /querier.v1.QuerierService/SelectMergeProfile "$(sel_req profileIdSelector "\"$ID2\"")" $EX
+[ "$(jq '[.sample[].value[0] | tonumber] | add' <<<"$BODY")" = "$V2" ] || fail "SelectMergeProfile profileIdSelector: $(head -c 300 <<<"$BODY")"
+T=$EX pb /querier.v1.QuerierService/SelectMergeStacktraces querier.v1.SelectMergeStacktracesRequest \
+	querier.v1.SelectMergeStacktracesResponse \
+	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS profile_id_selector: \"$ID1\""
+grep -q "^  total: $V1\$" "$WORK/pb.txt" || fail "profile_id_selector (protobuf): $(grep total "$WORK/pb.txt")"
+js /querier.v1.QuerierService/SelectMergeStacktraces "$(sel_req profileIdSelector '"not-a-uuid"')" $EX
+expect_status 400 "is not a UUID" "profileIdSelector of a non-UUID"
+note "profileIdSelector: $ID1 alone $V1, with $ID2 $((V1 + V2)) (JSON both styles, protobuf, SelectMergeProfile)"
+
+# Heatmap exemplars: per cell the largest profile, each one a file of the reference.
+js /querier.v1.QuerierService/SelectHeatmap "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"step\":15,\"queryType\":\"HEATMAP_QUERY_TYPE_INDIVIDUAL\",\"exemplarType\":\"EXEMPLAR_TYPE_INDIVIDUAL\"}" $EX
+[ "$STATUS" = 200 ] || fail "SelectHeatmap exemplars: HTTP $STATUS $BODY"
+jq -e '[.series[].slots[] | ([.counts[] | select(. > 0)] | length) == (.exemplars | length)] | all' <<<"$BODY" >/dev/null ||
+	fail "SelectHeatmap: not one exemplar per non-empty cell"
+jq -r '.series[].slots[].exemplars[] | "\(.profileId) \(.timestamp) \(.value)"' <<<"$BODY" | sort >"$WORK/got"
+awk '{ printf "%s %.0f %.0f\n", $1, $4 * 1000, $5 }' "$WORK/ex.ref" | sort >"$WORK/ex.files"
+comm -23 "$WORK/got" "$WORK/ex.files" >"$WORK/bad"
+[ ! -s "$WORK/bad" ] || fail "SelectHeatmap exemplars not in the reference: $(head -3 "$WORK/bad")"
+grep -q "^$ID1 " "$WORK/got" || fail "SelectHeatmap: the largest profile $ID1 is no exemplar"
+[ "$(jq '[.series[].slots[].counts[]] | add' <<<"$BODY")" = "$k" ] || fail "SelectHeatmap: $(jq '[.series[].slots[].counts[]] | add' <<<"$BODY") points, want $k"
+T=$EX pb /querier.v1.QuerierService/SelectHeatmap querier.v1.SelectHeatmapRequest querier.v1.SelectHeatmapResponse \
+	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS step: 15 query_type: HEATMAP_QUERY_TYPE_INDIVIDUAL exemplar_type: EXEMPLAR_TYPE_INDIVIDUAL"
+sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort >"$WORK/got.pb"
+awk '{ print $1 }' "$WORK/got" | sort >"$WORK/want"
+same "SelectHeatmap exemplar ids (connect-go protobuf)" "$WORK/got.pb" "$WORK/want"
+js /querier.v1.QuerierService/SelectHeatmap "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$SS_MS,\"end\":$SE_MS,\"step\":15,\"queryType\":\"HEATMAP_QUERY_TYPE_SPAN\",\"exemplarType\":\"EXEMPLAR_TYPE_SPAN\"}" $SP
+[ "$STATUS" = 200 ] || fail "SelectHeatmap span exemplars: HTTP $STATUS $BODY"
+jq -r '.series[].slots[].exemplars[] | select(.profileId == "") | "\(.spanId) \(.value)"' <<<"$BODY" | sort >"$WORK/got"
+awk '{ print $2, $3 }' "$WORK/spans.txt" | sort >"$WORK/span.pairs"
+comm -23 "$WORK/got" "$WORK/span.pairs" >"$WORK/bad"
+[ -s "$WORK/got" ] && [ ! -s "$WORK/bad" ] || fail "SelectHeatmap span exemplars not in the reference: $(head -3 "$WORK/bad")"
+grep -q "^$(sort -k3,3nr "$WORK/spans.txt" | awk 'NR == 1 { print $2, $3 }')\$" "$WORK/got" ||
+	fail "SelectHeatmap: the largest span is no exemplar"
+js /querier.v1.QuerierService/SelectHeatmap "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$SS_MS,\"end\":$SE_MS,\"step\":15,\"queryType\":1,\"exemplarType\":3}" $SP
+expect_status 400 "span exemplars only" "SelectHeatmap mismatched exemplar type"
+note "SelectHeatmap exemplars: one per non-empty cell, each a profile (or a span) of the reference, the largest among them"
 
 # ---- connect-es, the real Connect client of JavaScript (npm)
 if command -v node >/dev/null && command -v npm >/dev/null; then

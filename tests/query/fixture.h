@@ -59,10 +59,11 @@ static inline void fx_close(struct fx *f)
  * depends on the build (addr_base + a per-name offset); with raw != 0 the
  * locations have no lines, so the engine must name them binary+0xaddr.
  */
-static inline void fx_add(struct fx *f, const char *tenant, const char *service, const char *ptype,
-		   const char *const *kv, int64_t t, const char *const *stacks,
-		   const int64_t *values, size_t n, const char *binary, const char *build_id,
-		   uint64_t addr_base, int raw)
+static inline void fx_add_id(struct fx *f, const char *tenant, const char *service,
+			     const char *ptype, const char *const *kv, int64_t t,
+			     const char *const *stacks, const int64_t *values, size_t n,
+			     const char *binary, const char *build_id, uint64_t addr_base, int raw,
+			     const uint8_t *id)
 {
 	struct store_txn *tx;
 	struct err_msg msg = { { 0 } };
@@ -72,8 +73,10 @@ static inline void fx_add(struct fx *f, const char *tenant, const char *service,
 	uint64_t series;
 	struct store_mapping m = { 0x400000, 0x800000, 0, binary, build_id,
 				   raw ? 0 : STORE_MAP_HAS_FUNCTIONS };
-	struct store_profile_meta meta = { t, 10 * FX_SEC, 10000000 };
+	struct store_profile_meta meta = { t, 10 * FX_SEC, 10000000, { 0 } };
 
+	if (id)
+		memcpy(meta.id, id, sizeof(meta.id));
 	if (store_txn_begin(f->st, tenant, &tx, &msg) || store_txn_partition(tx, service, &part) ||
 	    store_txn_mapping(tx, part, &m, &map))
 		abort();
@@ -120,6 +123,16 @@ static inline void fx_add(struct fx *f, const char *tenant, const char *service,
 		abort();
 	}
 	free(stack_ids);
+}
+
+/* fx_add_id of a profile without an id (as stored before ids were kept). */
+static inline void fx_add(struct fx *f, const char *tenant, const char *service, const char *ptype,
+			  const char *const *kv, int64_t t, const char *const *stacks,
+			  const int64_t *values, size_t n, const char *binary,
+			  const char *build_id, uint64_t addr_base, int raw)
+{
+	fx_add_id(f, tenant, service, ptype, kv, t, stacks, values, n, binary, build_id,
+		  addr_base, raw, NULL);
 }
 
 /*

@@ -56,6 +56,18 @@ static void call(const char *method, const char *req, const char *want)
 	buf_release(&out);
 }
 
+static void answer_ex(const char *method, const char *req, struct buf *out);
+
+/* As call, for tenant ex. */
+static void call_ex(const char *method, const char *req, const char *want)
+{
+	struct buf out;
+
+	answer_ex(method, req, &out);
+	assert_string_equal(out.data, want);
+	buf_release(&out);
+}
+
 /* Calls `method` with the JSON `req`, which must fail with `rc` and a message containing `why`. */
 static void refused(const char *method, const char *req, int want_rc, const char *why)
 {
@@ -105,9 +117,9 @@ static void test_metadata(void **state)
 	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\"," RANGE
 	     ",\"step\":15,\"groupBy\":[\"pod\"]}",
 	     "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],"
-	     "\"points\":[{\"value\":330,\"timestamp\":\"1700000030000\"}]},"
+	     "\"points\":[{\"value\":330,\"timestamp\":\"1700000030000\",\"exemplars\":[]}]},"
 	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],"
-	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000000000\"}]}]}");
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000000000\",\"exemplars\":[]}]}]}");
 	/*
 	 * Pyroscope's grid: points at start + k*step, each the profiles of
 	 * (t - step, t]; p1's profile at T0 is 1 s before this start, so it
@@ -119,17 +131,17 @@ static void test_metadata(void **state)
 	     "\"end\":1700000031000,\"step\":15,\"groupBy\":[\"zone\",\"pod\",\"pod\"],"
 	     "\"aggregation\":\"TIME_SERIES_AGGREGATION_TYPE_AVERAGE\"}",
 	     "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],"
-	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000001000\"}]},"
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000001000\",\"exemplars\":[]}]},"
 	     "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],"
-	     "\"points\":[{\"value\":165,\"timestamp\":\"1700000031000\"}]}]}");
+	     "\"points\":[{\"value\":165,\"timestamp\":\"1700000031000\",\"exemplars\":[]}]}]}");
 	/* Sum (the enum by number) over 10 s steps: p2's profiles in two points. */
 	call("SelectSeries",
 	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":1700000001000,"
 	     "\"end\":1700000031000,\"step\":10,\"aggregation\":0}",
 	     "{\"series\":[{\"labels\":[],"
-	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000001000\"},"
-	     "{\"value\":180,\"timestamp\":\"1700000021000\"},"
-	     "{\"value\":150,\"timestamp\":\"1700000031000\"}]}]}");
+	     "\"points\":[{\"value\":180,\"timestamp\":\"1700000001000\",\"exemplars\":[]},"
+	     "{\"value\":180,\"timestamp\":\"1700000021000\",\"exemplars\":[]},"
+	     "{\"value\":150,\"timestamp\":\"1700000031000\",\"exemplars\":[]}]}]}");
 }
 
 /* GetProfileStats: t1's oldest (api p1, T0) and newest (api p2, T0+30 s); none for t9. */
@@ -169,10 +181,10 @@ static void test_heatmap(void **state)
 	}
 	snprintf(want, sizeof(want),
 		 "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],\"slots\":["
-		 "{\"timestamp\":\"1700000001000\",\"yMin\":[%s],\"counts\":[%s]}]},"
+		 "{\"timestamp\":\"1700000001000\",\"yMin\":[%s],\"counts\":[%s],\"exemplars\":[]}]},"
 		 "{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"slots\":["
-		 "{\"timestamp\":\"1700000021000\",\"yMin\":[%s],\"counts\":[%s]},"
-		 "{\"timestamp\":\"1700000031000\",\"yMin\":[%s],\"counts\":[%s]}]}]}",
+		 "{\"timestamp\":\"1700000021000\",\"yMin\":[%s],\"counts\":[%s],\"exemplars\":[]},"
+		 "{\"timestamp\":\"1700000031000\",\"yMin\":[%s],\"counts\":[%s],\"exemplars\":[]}]}]}",
 		 ymin, c19, ymin, c19, ymin, c0);
 	call("SelectHeatmap",
 	     "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":1700000001000,"
@@ -186,6 +198,124 @@ static void test_heatmap(void **state)
 		"valid heatmap query type");
 	refused("SelectHeatmap", "{\"profileTypeID\":\"" FX_CPU "\",\"queryType\":1}", ERR_INVALID,
 		"at least 1ms");
+}
+
+/* The answer of tenant ex to `method` with the JSON `req` (caller frees out). */
+static void answer_ex(const char *method, const char *req, struct buf *out)
+{
+	struct err_msg msg = { { 0 } };
+	int rc;
+
+	buf_init(out, 1 << 20);
+	rc = query_connect(f.st, "ex", method, req, strlen(req), NULL, out, &msg);
+	if (rc)
+		fail_msg("%s %s: %s", method, req, msg.text);
+}
+
+static void contains_ex(const char *method, const char *req, const char *want)
+{
+	struct buf out;
+
+	answer_ex(method, req, &out);
+	if (!strstr(out.data, want))
+		fail_msg("%s %s:\n%s\nlacks\n%s", method, req, out.data, want);
+	buf_release(&out);
+}
+
+#define EX_A "aaaaaaaa-aaaa-4aaa-aaaa-aaaaaaaaaaaa"
+#define EX_B "bbbbbbbb-bbbb-4bbb-bbbb-bbbbbbbbbbbb"
+#define EX_LABELS(pod) "\"labels\":[{\"name\":\"__profile_type__\",\"value\":\"" FX_CPU "\"}," \
+		       pod "{\"name\":\"service_name\",\"value\":\"svc\"}]"
+#define EX_P1 "{\"name\":\"pod\",\"value\":\"p1\"},"
+
+/*
+ * Tenant ex: profile A (one pprof split into pods p1 and p2: one id, 180 +
+ * 30), B (p1, 100) and C (p1, 500, stored without an id) in one 15 s step.
+ */
+static void fill_ex(void)
+{
+	static const char *const st[] = { "main;a" }, *const st2[] = { "main;b" };
+	static const int64_t v180[] = { 180 }, v30[] = { 30 }, v100[] = { 100 }, v500[] = { 500 };
+	const char *p1[] = { "pod", "p1", NULL }, *p2[] = { "pod", "p2", NULL };
+	uint8_t a[16], b[16];
+
+	memset(a, 0xaa, sizeof(a));
+	memset(b, 0xbb, sizeof(b));
+	a[6] = 0x4a; /* version 4, as EX_A spells it */
+	b[6] = 0x4b;
+	fx_add_id(&f, "ex", "svc", FX_CPU, p1, FX_T0 + FX_SEC, st, v180, 1, "/bin/x", "ee01",
+		  0x1000, 0, a);
+	fx_add_id(&f, "ex", "svc", FX_CPU, p2, FX_T0 + FX_SEC, st, v30, 1, "/bin/x", "ee01",
+		  0x1000, 0, a);
+	fx_add_id(&f, "ex", "svc", FX_CPU, p1, FX_T0 + 2 * FX_SEC, st2, v100, 1, "/bin/x", "ee01",
+		  0x1000, 0, b);
+	fx_add(&f, "ex", "svc", FX_CPU, p1, FX_T0 + 3 * FX_SEC, st2, v500, 1, "/bin/x", "ee01",
+	       0x1000, 0);
+}
+
+#define EX_REQ "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\",\"start\":" FROM \
+	       ",\"end\":1700000030000,\"step\":15"
+
+/*
+ * Exemplars as Pyroscope picks them: per SelectSeries point the profile of
+ * largest total (the parts of one profile in several series of a group
+ * summed, their labels intersected, groupBy labels left out); per heatmap
+ * cell the largest point; a profile without an id is never one.  The
+ * profile id selector restricts merges to the profiles named.
+ */
+static void test_exemplars(void **state)
+{
+	struct buf out;
+	(void)state;
+
+	fill_ex();
+	call_ex("SelectSeries", EX_REQ ",\"exemplarType\":\"EXEMPLAR_TYPE_INDIVIDUAL\"}",
+		"{\"series\":[{\"labels\":[],\"points\":[{\"value\":810,"
+		"\"timestamp\":\"1700000015000\",\"exemplars\":[{\"timestamp\":\"1700000001000\","
+		"\"profileId\":\"" EX_A "\",\"spanId\":\"\",\"value\":\"210\"," EX_LABELS("") "}]}]}]}");
+	call_ex("SelectSeries", EX_REQ ",\"exemplar_type\":2,\"groupBy\":[\"pod\"]}",
+		"{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],\"points\":[{"
+		"\"value\":780,\"timestamp\":\"1700000015000\",\"exemplars\":[{\"timestamp\":"
+		"\"1700000001000\",\"profileId\":\"" EX_A "\",\"spanId\":\"\",\"value\":\"180\","
+		EX_LABELS("") "}]}]},{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":[{"
+		"\"value\":30,\"timestamp\":\"1700000015000\",\"exemplars\":[{\"timestamp\":"
+		"\"1700000001000\",\"profileId\":\"" EX_A "\",\"spanId\":\"\",\"value\":\"30\","
+		EX_LABELS("") "}]}]}]}");
+	/* Without an exemplar type: none. */
+	call_ex("SelectSeries", EX_REQ "}",
+		"{\"series\":[{\"labels\":[],\"points\":[{\"value\":810,"
+		"\"timestamp\":\"1700000015000\",\"exemplars\":[]}]}]}");
+	/* The heatmap: A is one point (210), B the other; C (500) has no id. */
+	contains_ex("SelectHeatmap", EX_REQ ",\"queryType\":1,\"exemplarType\":2}",
+		    "\"counts\":[1,0,0,0,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,1],\"exemplars\":["
+		    "{\"timestamp\":\"1700000002000\",\"profileId\":\"" EX_B "\",\"spanId\":\"\","
+		    "\"value\":\"100\"," EX_LABELS(EX_P1) "},"
+		    "{\"timestamp\":\"1700000001000\",\"profileId\":\"" EX_A "\",\"spanId\":\"\","
+		    "\"value\":\"210\"," EX_LABELS("") "}]}");
+	/* Opening an exemplar: only that profile, in every series it is stored in. */
+	contains_ex("SelectMergeStacktraces", EX_REQ ",\"profileIdSelector\":[\"" EX_A "\"]}",
+		    "\"total\":\"210\"");
+	contains_ex("SelectMergeStacktraces",
+		    EX_REQ ",\"profile_id_selector\":[\"BBBBBBBBBBBB4BBBBBBBBBBBBBBBBBBB\",\"" EX_A "\"]}",
+		    "\"total\":\"310\"");
+	answer_ex("SelectMergeProfile", EX_REQ ",\"profileIdSelector\":[\"" EX_B "\"]}", &out);
+	assert_non_null(strstr(out.data, "\"value\":[\"100\"]"));
+	assert_null(strstr(out.data, "\"180\""));
+	buf_release(&out);
+	contains_ex("SelectMergeStacktraces",
+		    EX_REQ ",\"profileIdSelector\":[\"00000000-0000-4000-8000-000000000000\"]}",
+		    "\"total\":\"0\"");
+	refused("SelectMergeStacktraces", EX_REQ ",\"profileIdSelector\":[\"" EX_A "x\"]}",
+		ERR_INVALID, "is not a UUID");
+	refused("SelectMergeProfile", EX_REQ ",\"profileIdSelector\":[\"not-a-uuid\"]}",
+		ERR_INVALID, "is not a UUID");
+	refused("SelectSeries", EX_REQ ",\"exemplarType\":\"EXEMPLAR_TYPE_SPAN\"}", ERR_INVALID,
+		"SelectHeatmap answers it");
+	refused("SelectSeries", EX_REQ ",\"exemplarType\":7}", ERR_INVALID, "unknown value");
+	refused("SelectHeatmap", EX_REQ ",\"queryType\":1,\"exemplarType\":3}", ERR_INVALID,
+		"span exemplars only");
+	refused("SelectHeatmap", EX_REQ ",\"queryType\":2,\"exemplarType\":2}", ERR_INVALID,
+		"individual exemplars only");
 }
 
 static void test_flame_graphs(void **state)
@@ -366,6 +496,7 @@ int main(void)
 		cmocka_unit_test(test_profile_stats),
 		cmocka_unit_test(test_heatmap),
 		cmocka_unit_test(test_flame_graphs),
+		cmocka_unit_test(test_exemplars),
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_typed_labels),
 		cmocka_unit_test(test_empty_type_parts),

@@ -148,10 +148,10 @@ static void test_connect(void **state)
 	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), 0);
 	assert_string_equal(out.data,
 		"{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":["
-		"{\"value\":180,\"timestamp\":\"1700000020000\"},"
-		"{\"value\":150,\"timestamp\":\"1700000030000\"}]},"
+		"{\"value\":180,\"timestamp\":\"1700000020000\",\"exemplars\":[]},"
+		"{\"value\":150,\"timestamp\":\"1700000030000\",\"exemplars\":[]}]},"
 		"{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],\"points\":["
-		"{\"value\":180,\"timestamp\":\"1700000000000\"}]}]}");
+		"{\"value\":180,\"timestamp\":\"1700000000000\",\"exemplars\":[]}]}]}");
 	/* limit: the top N groups by total, largest first (p2 330, p1 180). */
 	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
 		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],\"limit\":1}",
@@ -159,8 +159,8 @@ static void test_connect(void **state)
 	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), 0);
 	assert_string_equal(out.data,
 		"{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":["
-		"{\"value\":180,\"timestamp\":\"1700000020000\"},"
-		"{\"value\":150,\"timestamp\":\"1700000030000\"}]}]}");
+		"{\"value\":180,\"timestamp\":\"1700000020000\",\"exemplars\":[]},"
+		"{\"value\":150,\"timestamp\":\"1700000030000\",\"exemplars\":[]}]}]}");
 	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
 		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],\"limit\":5}",
 		 from_ms, to_ms);

@@ -32,7 +32,7 @@ static void add_mixed(struct fx *f, int64_t t)
 	struct store_mapping exe = { 0x400000, 0x500000, 0, "/usr/sbin/db", "db02", 0 };
 	struct store_mapping libc = { 0x7f0000, 0x7f8000, 0, "/lib/x86_64-linux-gnu/libc.so.6",
 				      "11bc", 0 };
-	struct store_profile_meta meta = { t, 10 * FX_SEC, 10000000 };
+	struct store_profile_meta meta = { t, 10 * FX_SEC, 10000000, { 0 } };
 	struct store_label l[] = { { STORE_LABEL_SERVICE, "db" },
 				   { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
 	struct store_location le = { 0, 0x1234, NULL, 0 }, ll = { 0, 0x5678, NULL, 0 };

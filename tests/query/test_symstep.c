@@ -306,7 +306,7 @@ static void test_shares(void **state)
 	struct store_mapping mn = { 0x600000, 0x700000, 0, "/usr/bin/named", "", STORE_MAP_HAS_FUNCTIONS };
 	struct store_label labels[2] = { { STORE_LABEL_SERVICE, "svc" },
 					 { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
-	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000 };
+	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000, { 0 } };
 	struct store_function fn = { "named_main", "", "n.c", 1 };
 	struct store_line line = { 0, 5, 0 };
 	struct query_params p = { 0 };

@@ -87,7 +87,7 @@ static inline int gen_profile(struct store *st, const char *tenant, const char *
 		vals[i] = (int64_t)(gen_rnd(&s) % 1000) - 100; /* negatives and zeros too */
 	}
 	if (!rc) {
-		struct store_profile_meta m = { t, 10 * GEN_SEC, 10000000 };
+		struct store_profile_meta m = { t, 10 * GEN_SEC, 10000000, { 0 } };
 		rc = store_txn_profile(tx, series, part, &m, stacks, vals, 16);
 	}
 	if (rc) {

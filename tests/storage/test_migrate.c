@@ -53,7 +53,7 @@ static uint64_t series(struct store_txn *tx, const char *svc, const char *name,
 
 static void profile(struct store_txn *tx, uint64_t series_id, int64_t v)
 {
-	struct store_profile_meta meta = { 1700000000000000000LL, 0, 0 };
+	struct store_profile_meta meta = { 1700000000000000000LL, 0, 0, { 0 } };
 	uint32_t part, loc, stack;
 	struct store_location l = { 0, 0x10, NULL, 0 };
 

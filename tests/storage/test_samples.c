@@ -55,7 +55,7 @@ static void add_profile(struct store_txn *tx, struct fixture *f, int64_t time_ns
 {
 	uint32_t ids[50];
 	int64_t vals[50];
-	struct store_profile_meta m = { time_ns, 10 * SEC, 10000000 };
+	struct store_profile_meta m = { time_ns, 10 * SEC, 10000000, { 0 } };
 
 	for (int j = 0; j < n; j++) {
 		/* Given in reverse order, so the store must sort. */
@@ -110,7 +110,7 @@ static void test_round_trip_aggregates(void **state)
 	int64_t t0 = 1700000000 * SEC;
 	uint32_t ids[5];
 	int64_t vals[5] = { 5, 7, -3, 0, 11 };
-	struct store_profile_meta m = { t0, SEC, 7 };
+	struct store_profile_meta m = { t0, SEC, 7, { 0 } };
 	(void)state;
 
 	fixture_open(&f);
@@ -156,7 +156,7 @@ static void test_exact_content(void **state)
 	int64_t t0 = -5 * SEC; /* negative times work too */
 	uint32_t ids[5];
 	int64_t vals[5] = { 5, 7, -3, 0, 11 };
-	struct store_profile_meta m = { t0, SEC, 7 };
+	struct store_profile_meta m = { t0, SEC, 7, { 0 } };
 	(void)state;
 
 	fixture_open(&f);
@@ -405,14 +405,24 @@ static void test_decode_truncated_and_flipped(void **state)
 		p[i].n = 40;
 		p[i].ids = ids;
 		p[i].vals = vals;
-		p[i].spans = i == 1 ? spans : NULL; /* the first block is 0xC2 */
+		p[i].spans = i == 1 ? spans : NULL; /* the first block is 0xC4 */
+		memset(p[i].meta.id, 0, sizeof(p[i].meta.id));
 	}
+	memset(p[2].meta.id, 0x5a, sizeof(p[2].meta.id)); /* with spans: ids and spans */
 	buf_init(&enc, 2 * STORE_MAX_CHUNK_BLOCK);
 	assert_int_equal(store__chunk_encode(3, p, 3, 1, &enc), 0);
-	assert_int_equal(store__chunk_encode(3, p, 1, 0, &enc), 0); /* two blocks */
+	assert_int_equal((uint8_t)enc.data[0], CHUNK_MAGIC_IDS_SPANS);
+	{
+		size_t at = enc.len;
+
+		assert_int_equal(store__chunk_encode(3, p, 1, 0, &enc), 0); /* two blocks */
+		assert_int_equal((uint8_t)enc.data[at], CHUNK_MAGIC); /* no id: as before */
+	}
 	store__chunk_init(&c);
 	assert_int_equal(store__chunk_decode(&c, enc.data, enc.len, NULL), 0);
 	assert_int_equal(c.n, 4);
+	assert_int_equal(c.profs[3].meta.id[15], 0x5a);
+	assert_int_equal(c.profs[0].meta.id[0] | c.profs[1].meta.id[0] | c.profs[2].meta.id[0], 0);
 	assert_int_equal(c.profs[2].meta.time_ns, 1001);
 	assert_true(c.profs[2].spans[1] == 0x1122334455667701ULL);
 	assert_true(c.profs[2].spans[0] == 0 && c.profs[0].spans[1] == 0);
@@ -513,7 +523,7 @@ static void test_span_ids(void **state)
 	ids[4] = f.stacks[9];
 	ids[5] = f.stacks[4]; /* (stacks[4], 1) again: summed with the first */
 	for (int k = 0; k < 3; k++) {
-		struct store_profile_meta m = { t0 + k * 10 * SEC, 10 * SEC, 1 };
+		struct store_profile_meta m = { t0 + k * 10 * SEC, 10 * SEC, 1, { 0 } };
 		tx = begin(f.st, "t");
 		if (k == 1) /* one profile without span ids between two with */
 			assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 6), 0);
@@ -528,7 +538,7 @@ static void test_span_ids(void **state)
 		if (pass == 2)
 			assert_int_equal(store_maintain(f.st, STORE_MAINT_SEAL_ALL, &ms, NULL), 0);
 		if (pass == 3) {
-			struct store_profile_meta m = { t0 + 3600 * SEC, 10 * SEC, 1 };
+			struct store_profile_meta m = { t0 + 3600 * SEC, 10 * SEC, 1, { 0 } };
 			uint32_t part, st[10], ids2[6];
 			uint64_t series;
 			tx = begin(f.st, "t");
@@ -561,6 +571,120 @@ static void test_span_ids(void **state)
 	fixture_close(&f);
 }
 
+/* The id of each profile read back, by its time. */
+struct idread {
+	int n;
+	int64_t t[8];
+	uint8_t id[8][16];
+};
+
+static int id_cb(void *ctx, const struct store_profile_view *p)
+{
+	struct idread *r = ctx;
+
+	assert_true(r->n < 8);
+	r->t[r->n] = p->meta.time_ns;
+	memcpy(r->id[r->n++], p->meta.id, 16);
+	return 0;
+}
+
+/*
+ * Profile ids survive every path a profile takes, as span ids do: the txn,
+ * the head's merge and recode, sealing and compaction; a profile without
+ * one (stored by an earlier release) reads with the nil id beside others
+ * that have one, and a chunk of profiles without ids stays 0xC1.
+ */
+static void test_profile_ids(void **state)
+{
+	struct fixture f;
+	struct store_txn *tx;
+	struct store_maint_stats ms = { 0 };
+	struct store_reader *r;
+	struct err_msg msg = { { 0 } };
+	int64_t t0 = 1700000000 * SEC;
+	uint32_t ids[3];
+	int64_t vals[3] = { 1, 2, 4 };
+	uint64_t spans[3] = { 7, 0, 7 };
+	(void)state;
+
+	fixture_open(&f);
+	ids[0] = f.stacks[1];
+	ids[1] = f.stacks[2];
+	ids[2] = f.stacks[3];
+	for (int k = 0; k < 3; k++) {
+		struct store_profile_meta m = { t0 + k * 10 * SEC, 10 * SEC, 1, { 0 } };
+
+		if (k != 1) /* the middle one has no id */
+			memset(m.id, 0x10 + k, sizeof(m.id));
+		tx = begin(f.st, "t");
+		assert_int_equal(store_txn_profile_spans(tx, f.series, f.part, &m, ids, vals,
+							 k == 2 ? spans : NULL, 3), 0);
+		assert_int_equal(commit(tx), 0);
+	}
+	for (int pass = 0; pass < 3; pass++) {
+		struct idread got;
+		uint64_t sid = 0;
+
+		if (pass == 1)
+			assert_int_equal(store_compact(f.st, NULL), 0);
+		if (pass == 2) {
+			assert_int_equal(store_maintain(f.st, STORE_MAINT_SEAL_ALL, &ms, NULL), 0);
+			assert_int_equal(store_maintain(f.st, STORE_MAINT_COMPACT_ALL, &ms, NULL), 0);
+			assert_true(ms.sealed_blocks >= 1);
+		}
+		memset(&got, 0, sizeof(got));
+		assert_int_equal(store_reader_open(f.st, "t", t0, t0 + 3600 * SEC, &r, &msg), 0);
+		assert_int_equal(store_reader_series_each(r, first_series, &sid), 0);
+		assert_int_equal(store_reader_profiles_each(r, sid, t0, t0 + 3600 * SEC, id_cb, &got,
+							    &msg), 0);
+		store_reader_close(r);
+		assert_int_equal(got.n, 3);
+		for (int k = 0; k < 3; k++) {
+			assert_int_equal(got.t[k], t0 + k * 10 * SEC);
+			for (int b = 0; b < 16; b++)
+				assert_int_equal(got.id[k][b], k == 1 ? 0 : 0x10 + k);
+		}
+	}
+	fixture_close(&f);
+}
+
+/* A nil id inside the ids column, or an index past the block, is corrupt. */
+static void test_profile_ids_corrupt(void **state)
+{
+	struct chunk_profile p[2];
+	uint32_t ids[1] = { 1 };
+	int64_t vals[1] = { 5 };
+	struct buf enc;
+	struct chunk c;
+	size_t last;
+	(void)state;
+
+	memset(p, 0, sizeof(p));
+	for (int i = 0; i < 2; i++) {
+		p[i].meta.time_ns = 1000 + i;
+		p[i].n = 1;
+		p[i].ids = ids;
+		p[i].vals = vals;
+	}
+	memset(p[1].meta.id, 0xee, sizeof(p[1].meta.id));
+	buf_init(&enc, STORE_MAX_CHUNK_BLOCK);
+	assert_int_equal(store__chunk_encode(3, p, 2, 0, &enc), 0); /* raw: bytes visible */
+	assert_int_equal((uint8_t)enc.data[0], CHUNK_MAGIC_IDS);
+	store__chunk_init(&c);
+	assert_int_equal(store__chunk_decode(&c, enc.data, enc.len, NULL), 0);
+	assert_int_equal(c.profs[1].meta.id[0], 0xee);
+	/* The payload ends with: uv k = 1, uv delta = 1, 16 id bytes. */
+	last = enc.len;
+	assert_int_equal((uint8_t)enc.data[last - 17], 1);
+	enc.data[last - 17] = 2; /* index 2 of a 2-profile block */
+	assert_int_equal(store__chunk_decode(&c, enc.data, enc.len, NULL), ERR_CORRUPT);
+	enc.data[last - 17] = 1;
+	memset(enc.data + last - 16, 0, 16); /* a nil id written out */
+	assert_int_equal(store__chunk_decode(&c, enc.data, enc.len, NULL), ERR_CORRUPT);
+	store__chunk_release(&c);
+	buf_release(&enc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,6 +696,8 @@ int main(void)
 		cmocka_unit_test(test_corrupt_chunk),
 		cmocka_unit_test(test_decode_truncated_and_flipped),
 		cmocka_unit_test(test_span_ids),
+		cmocka_unit_test(test_profile_ids),
+		cmocka_unit_test(test_profile_ids_corrupt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

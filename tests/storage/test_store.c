@@ -23,7 +23,7 @@ static void write_one(struct store *st, const char *tenant, const char *svc, int
 	struct store_function f = { "f", "", "x.c", 1 };
 	struct store_line line = { 0, 3, 0 };
 	struct store_location l = { 0, 0x10, &line, 1 };
-	struct store_profile_meta meta = { t, SEC, 1 };
+	struct store_profile_meta meta = { t, SEC, 1, { 0 } };
 	uint64_t series;
 	uint32_t part, locs[2], stack;
 	int64_t v = 42;

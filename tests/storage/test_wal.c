@@ -35,7 +35,7 @@ static void write_and_die(const char *dir)
 		for (int i = 0; i < N_COMMITS; i++) {
 			struct store_txn *tx = begin(st, "t");
 			struct store_location l = { 0, 0, NULL, 0 };
-			struct store_profile_meta meta = { (1700000000LL + i) * SEC, SEC, 1 };
+			struct store_profile_meta meta = { (1700000000LL + i) * SEC, SEC, 1, { 0 } };
 			uint64_t series;
 			uint32_t part;
 

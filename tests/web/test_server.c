@@ -47,7 +47,7 @@ static void fill(struct store *st)
 					{ STORE_LABEL_PROFILE_TYPE, PTYPE } };
 	struct store_mapping m = { 0x400000, 0x800000, 0, "/bin/svc", "0123",
 				   STORE_MAP_HAS_FUNCTIONS };
-	struct store_profile_meta meta = { T0_S * 1000000000LL, 10000000000LL, 10000000 };
+	struct store_profile_meta meta = { T0_S * 1000000000LL, 10000000000LL, 10000000, { 0 } };
 	uint32_t part, map, main_loc, *stacks = calloc(N_FUNCS, sizeof(uint32_t));
 	int64_t *values = calloc(N_FUNCS, sizeof(int64_t));
 	uint64_t series;
