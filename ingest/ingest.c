@@ -750,6 +750,7 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 	if (rc)
 		goto out;
 	store_txn_set_max_series(tx, lim->max_series);
+	store_txn_set_max_labels(tx, lim->max_label_names, lim->max_label_values);
 	for (size_t i = 0; i < n; i++) {
 		if (pp[i].push_id && pp[i].push_id[0]) {
 			int seen = 0;
@@ -800,7 +801,7 @@ int ingest__run(struct store *st, const struct ingest_limits *lim, const char *t
 		const struct ingest_series *in, size_t n, int64_t time_ns, int64_t duration_ns,
 		struct ingest_stats *out, struct err_msg *msg)
 {
-	struct ingest_defaults def = { time_ns, duration_ns };
+	struct ingest_defaults def = { time_ns, duration_ns, NULL };
 
 	return run(st, lim, tenant, in, n, &def, out, msg);
 }
@@ -810,11 +811,16 @@ static int run(struct store *st, const struct ingest_limits *lim, const char *te
 	       struct ingest_stats *out, struct err_msg *msg)
 {
 	struct ingest_pprof *pp = NULL;
+	struct ingest_defaults d = *def;
 	struct err_msg inner;
 	struct arena a;
-	size_t i;
+	size_t i, left = lim->max_request_decoded_bytes;
 	int rc = 0;
 
+	/* Each pprof inflates to at most max_decompressed_bytes, and all of
+	 * them together to max_request_decoded_bytes: a push of a thousand
+	 * small gzip bombs stops there, not after inflating each. */
+	d.decoded_left = &left;
 	if (n > lim->max_profiles)
 		return err_set(msg, ERR_TOO_LARGE, "%zu profiles in one request, more than the limit of %zu",
 			       n, lim->max_profiles);
@@ -826,7 +832,7 @@ static int run(struct store *st, const struct ingest_limits *lim, const char *te
 	}
 	for (i = 0; i < n; i++) {
 		err_clear(&inner);
-		rc = ingest__convert(&a, lim, &in[i], def, &pp[i], &inner);
+		rc = ingest__convert(&a, lim, &in[i], &d, &pp[i], &inner);
 		if (!rc)
 			pp[i].push_id = in[i].id;
 		if (rc) {
@@ -847,7 +853,7 @@ int ingest_profiles(struct store *st, const struct ingest_limits *lim, const cha
 		    const struct ingest_series *in, size_t n, int64_t default_time_ns,
 		    struct ingest_stats *out, struct err_msg *msg)
 {
-	struct ingest_defaults def = { default_time_ns, 0 };
+	struct ingest_defaults def = { default_time_ns, 0, NULL };
 
 	return run(st, lim, tenant, in, n, &def, out, msg);
 }
@@ -891,6 +897,7 @@ int ingest_push(struct store *st, const struct ingest_limits *lim, const char *t
 		/* Push carries no request time: a pprof without time_nanos is "now". */
 		def.time_ns = clock_wall_ns();
 		def.duration_ns = 0;
+		def.decoded_left = NULL;
 		rc = run(st, lim, tenant, series, n, &def, out, msg);
 	}
 	arena_release(&a);

@@ -64,12 +64,17 @@ struct ingest_hooks {
 struct ingest_limits {
 	size_t max_request_bytes;      /* HTTP body as received (web enforces) */
 	size_t max_decompressed_bytes; /* one pprof after gunzip (gzip bombs) */
+	size_t max_request_decoded_bytes; /* all pprofs of one request after gunzip,
+					   * together (many small gzip bombs) */
 	size_t max_profiles;           /* raw profiles in one request */
 	size_t max_samples;            /* samples in one pprof */
 	size_t max_stack_depth;        /* locations in one sample */
 	size_t max_labels;             /* labels of one series */
 	size_t max_label_bytes;        /* one label name or value */
 	size_t max_series;             /* series of the tenant (store_txn_set_max_series) */
+	size_t max_label_names;        /* distinct label names of the tenant */
+	size_t max_label_values;       /* distinct values of one label name of the tenant
+					* (both store_txn_set_max_labels) */
 	const struct ingest_hooks *hooks; /* borrowed; NULL (the default): none */
 };
 

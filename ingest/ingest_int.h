@@ -103,6 +103,10 @@ struct ingest_pprof {
 struct ingest_defaults {
 	int64_t time_ns;     /* when time_nanos is 0 */
 	int64_t duration_ns; /* when duration_nanos is 0 */
+	/* Bytes the request's pprofs may still decode to, together (its
+	 * max_request_decoded_bytes, kept by ingest.c's run()); each decoded
+	 * pprof takes its size off.  NULL: only max_decompressed_bytes. */
+	size_t *decoded_left;
 };
 
 /* ---- pprof_wire.c ------------------------------------------------------- */
@@ -193,10 +197,13 @@ int ingest__pprof_parse(const uint8_t *p, size_t n, struct arena *a, struct ppro
  * Gunzips `data` (if gzipped) into `scratch` and decodes it with
  * ingest__pprof_parse() into `pa` (the caller's arena, initialized here with
  * the cap of ingest__pprof_arena_cap()).  Returns the profile, owned by `pa`.
+ * With `decoded_left` (may be NULL) the pprof decodes to at most that many
+ * bytes, which are then taken off it: past it ERR_TOO_LARGE naming the
+ * request's max_request_decoded_bytes.
  */
 int ingest__decode_pprof(const void *data, size_t len, const struct ingest_limits *lim,
-			 struct arena *pa, struct buf *scratch, struct pprof_msg *out,
-			 struct err_msg *msg);
+			 size_t *decoded_left, struct arena *pa, struct buf *scratch,
+			 struct pprof_msg *out, struct err_msg *msg);
 
 /* The cap of the arena a pprof of `len` decompressed bytes is unpacked into. */
 size_t ingest__pprof_arena_cap(size_t len);

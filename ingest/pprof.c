@@ -40,26 +40,45 @@ size_t ingest__pprof_arena_cap(size_t len)
 	return 32 * len + fixed;
 }
 
+/* The refusal of a pprof that would take the request past its decode budget. */
+static int over_budget(const struct ingest_limits *lim, struct err_msg *msg)
+{
+	return err_reset(msg, ERR_TOO_LARGE,
+			 "the request's profiles decode to more than %zu bytes together (its "
+			 "inflate budget, max_request_decoded_bytes)",
+			 lim->max_request_decoded_bytes);
+}
+
 int ingest__decode_pprof(const void *data, size_t len, const struct ingest_limits *lim,
-			 struct arena *pa, struct buf *scratch, Profile *out,
+			 size_t *decoded_left, struct arena *pa, struct buf *scratch, Profile *out,
 			 struct err_msg *msg)
 {
 	const uint8_t *p = data;
-	size_t n = len;
-	int rc;
+	size_t n = len, cap = lim->max_decompressed_bytes;
+	int by_budget = 0, rc;
 
+	if (decoded_left && *decoded_left < cap) {
+		cap = *decoded_left;
+		by_budget = 1;
+	}
 	arena_init(pa, 1);
 	if (is_gzip(data, len)) {
 		buf_reset(scratch);
-		rc = gunzip_capped(data, len, lim->max_decompressed_bytes, scratch, msg);
+		rc = gunzip_capped(data, len, cap, scratch, msg);
+		if (rc == ERR_TOO_LARGE && by_budget)
+			return over_budget(lim, msg);
 		if (rc)
 			return rc;
 		p = (const uint8_t *)scratch->data;
 		n = scratch->len;
-	} else if (len > lim->max_decompressed_bytes) {
+	} else if (len > cap) {
+		if (by_budget)
+			return over_budget(lim, msg);
 		return err_set(msg, ERR_TOO_LARGE, "profile of %zu bytes exceeds the limit of %zu",
 			       len, lim->max_decompressed_bytes);
 	}
+	if (decoded_left)
+		*decoded_left -= n;
 	arena_init(pa, ingest__pprof_arena_cap(n));
 	return ingest__pprof_parse(p, n, pa, out, msg);
 }
@@ -959,7 +978,8 @@ int ingest__convert(struct arena *a, const struct ingest_limits *lim,
 	if (rc)
 		return rc;
 	buf_init(&scratch, lim->max_decompressed_bytes);
-	rc = ingest__decode_pprof(in->data, in->len, lim, &pa, &scratch, &prof, msg);
+	rc = ingest__decode_pprof(in->data, in->len, lim, def->decoded_left, &pa, &scratch, &prof,
+				  msg);
 	/* The decoded message holds copies, never pointers into these bytes. */
 	buf_release(&scratch);
 	if (rc)

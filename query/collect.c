@@ -244,8 +244,7 @@ int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 		return rc;
 	rc = query__select_series_in(q, *rdp, sel, add_series, &l);
 	for (size_t i = 0; i < l.n && !rc; i++) {
-		rc = store_reader_profiles_each(*rdp, l.ids[i], from_ns, until_ns, add_profile, &c,
-						q->msg);
+		rc = query__profiles_each(q, *rdp, l.ids[i], from_ns, until_ns, add_profile, &c);
 		if (c.rc)
 			rc = c.rc;
 		else if (rc > 0)

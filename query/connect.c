@@ -1507,8 +1507,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	for (size_t i = 0; i < s.n && !rc; i++) {
 		s.cur_group = s.sgroup[i];
 		s.cur_lset = s.slset ? s.slset[i] : 0;
-		rc = store_profiles_each(q->st, q->tenant, s.sid[i], from, until, ss_profile, &s,
-					 q->msg);
+		rc = query__profiles_each(q, NULL, s.sid[i], from, until, ss_profile, &s);
 		if (s.rc)
 			rc = s.rc;
 		else if (rc > 0)
@@ -2079,8 +2078,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	for (size_t i = 0; i < h.s.n && !rc; i++) {
 		h.s.cur_group = h.s.sgroup[i];
 		h.s.cur_lset = h.s.slset ? h.s.slset[i] : 0;
-		rc = store_profiles_each(q->st, q->tenant, h.s.sid[i], from, until, hm_profile, &h,
-					 q->msg);
+		rc = query__profiles_each(q, NULL, h.s.sid[i], from, until, hm_profile, &h);
 		if (h.s.rc)
 			rc = h.s.rc;
 		else if (rc > 0)
@@ -2244,8 +2242,7 @@ static int analyze_query(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		rc = a.rc;
 	for (size_t i = 0; i < a.n && !rc; i++) {
 		a.in[0] = a.in[1] = 0;
-		rc = store_reader_profiles_each(rd, a.ids[i], a.from, a.until, aq_profile, &a,
-						q->msg);
+		rc = query__profiles_each(q, rd, a.ids[i], a.from, a.until, aq_profile, &a);
 		if (a.rc)
 			rc = a.rc;
 		a.series[0] += (uint64_t)a.in[0];

@@ -12,6 +12,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * The query's allocator: the byte budget, after taking more of the shared
+ * reservation when the budget's use would pass what the query holds.
+ */
+static void *reserve_resize(void *ctx, void *p, size_t old_size, size_t new_size, int *rc)
+{
+	struct qctx *q = ctx;
+
+	if (q->reserve && new_size > old_size && new_size - old_size <= q->mem.cap - q->mem.used) {
+		size_t after = q->mem.used + (new_size - old_size), want;
+
+		if (after > q->held) {
+			want = after - q->held;
+			if (want < QUERY_RESERVE_STEP)
+				want = QUERY_RESERVE_STEP;
+			if (q->held < q->mem.cap && want > q->mem.cap - q->held)
+				want = q->mem.cap - q->held;
+			if (q->reserve->grow(q->reserve->ctx, want)) {
+				*rc = err_set(q->msg, ERR_UNAVAILABLE,
+					      "server busy: the query needs %zu more bytes of memory "
+					      "than the server has free (it holds %zu); retry shortly",
+					      want, q->held);
+				return NULL;
+			}
+			q->held += want;
+		}
+	}
+	return grow_resize(&q->mem.alloc, p, old_size, new_size, rc);
+}
+
 void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 		     const struct query_limits *lim, struct err_msg *msg)
 {
@@ -25,6 +55,12 @@ void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->tick = 0;
 	q->symbolizer = lim ? lim->symbolizer : NULL;
 	q->symmemo = lim && lim->symbolizer ? lim->symmemo : NULL;
+	q->reserve = lim ? lim->reserve : NULL;
+	q->held = q->reserve ? q->reserve->held : 0;
+	q->alloc.resize = reserve_resize;
+	q->alloc.ctx = q;
+	q->scanned = 0;
+	q->max_scan = lim && lim->max_scan_bytes ? lim->max_scan_bytes : QUERY_DEFAULT_MAX_SCAN_BYTES;
 }
 
 int query__ctx_check(struct qctx *q)
@@ -32,6 +68,47 @@ int query__ctx_check(struct qctx *q)
 	if (clock_mono_ns() > q->deadline_ns)
 		return err_set(q->msg, ERR_TIMEOUT, "query deadline exceeded");
 	return 0;
+}
+
+struct scan {
+	struct qctx *q;
+	int (*cb)(void *ctx, const struct store_profile_view *p);
+	void *ctx;
+	int rc;
+};
+
+static int scan_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct scan *s = ctx;
+	struct qctx *q = s->q;
+	uint64_t pair = sizeof(uint32_t) + sizeof(int64_t) + (p->span_ids ? sizeof(uint64_t) : 0);
+
+	/* p->n is at most a chunk's samples: no overflow against 2^64. */
+	q->scanned += 64 + (uint64_t)p->n * pair;
+	if (q->scanned > q->max_scan) {
+		s->rc = err_set(q->msg, ERR_TOO_LARGE,
+				"the query reads more than its %llu bytes of samples (max_query_bytes, "
+				"docs/limits.md); narrow its time range or its selector",
+				(unsigned long long)q->max_scan);
+		return 1;
+	}
+	return s->cb(s->ctx, p);
+}
+
+int query__profiles_each(struct qctx *q, struct store_reader *rd, uint64_t series_id,
+			 int64_t from_ns, int64_t until_ns,
+			 int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx)
+{
+	struct scan s = { q, cb, ctx, 0 };
+	int rc;
+
+	if (rd)
+		rc = store_reader_profiles_each(rd, series_id, from_ns, until_ns, scan_profile, &s,
+						q->msg);
+	else
+		rc = store_profiles_each(q->st, q->tenant, series_id, from_ns, until_ns,
+					 scan_profile, &s, q->msg);
+	return s.rc ? s.rc : rc;
 }
 
 int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t need,
@@ -44,7 +121,7 @@ int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t n
 		return 0;
 	if (need > SIZE_MAX / elem)
 		return err_set(q->msg, ERR_TOO_LARGE, "%s: too many entries", what);
-	rc = grow_array(p, cap, elem, need, SIZE_MAX / elem, &q->mem.alloc);
+	rc = grow_array(p, cap, elem, need, SIZE_MAX / elem, &q->alloc);
 	if (rc == ERR_TOO_LARGE)
 		return err_set(q->msg, ERR_TOO_LARGE,
 			       "query memory budget of %zu bytes exceeded (%s)", q->mem.cap, what);
@@ -55,7 +132,7 @@ int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t n
 
 void query__mem_free(struct qctx *q, void *p, size_t cap, size_t elem)
 {
-	grow_free(&q->mem.alloc, p, cap, elem);
+	grow_free(&q->alloc, p, cap, elem);
 }
 
 /* ---- qmap ----------------------------------------------------------------- */
@@ -220,7 +297,7 @@ int query__names_init(struct qctx *q, struct intern *nm)
 	int rc;
 
 	/* Ids are u32 and hmap-indexed; the budget bounds the bytes. */
-	intern_init(nm, HMAP_MAX, q->mem.cap, &q->mem.alloc);
+	intern_init(nm, HMAP_MAX, q->mem.cap, &q->alloc);
 	rc = query__names_intern(q, nm, "total", 5, &id);
 	if (!rc)
 		rc = query__names_intern(q, nm, "other", 5, &id);

@@ -23,8 +23,9 @@
  *   `out` (the caller resets it) and `msg` says what and where.
  *
  * Limits
- *   Each query has a deadline (ERR_TIMEOUT) and a byte budget for its tables,
- *   trees and encoders (ERR_TOO_LARGE); selectors and JSON bodies are
+ *   Each query has a deadline (ERR_TIMEOUT), a byte budget for its tables,
+ *   trees and encoders (ERR_TOO_LARGE), and a budget of the stored sample
+ *   bytes it reads (ERR_TOO_LARGE, "max_query_bytes"); selectors and JSON bodies are
  *   untrusted and rejected with ERR_INVALID and a message.  Times are
  *   nanoseconds here; HTTP strings are parsed by base/timeparse.h.
  *
@@ -51,6 +52,8 @@ struct store;
 #define QUERY_MAX_MAX_NODES 1048576
 #define QUERY_DEFAULT_TIMEOUT_NS (30LL * 1000000000LL)
 #define QUERY_DEFAULT_MAX_BYTES ((size_t)1 << 30)
+/* Sample bytes one query may read (query_limits.max_scan_bytes). */
+#define QUERY_DEFAULT_MAX_SCAN_BYTES ((uint64_t)4 << 30)
 /* Memory of the symbolization memo of a server. */
 #define QUERY_DEFAULT_SYMMEMO_BYTES ((size_t)64 << 20)
 #define QUERY_MAX_SELECTOR_BYTES 4096
@@ -117,9 +120,37 @@ int query_selector_matches(const struct query_selector *sel,
 
 struct debuginfo;
 
+/*
+ * A query's share of a memory budget it shares with other work (web's
+ * --max-inflight-bytes).  The query holds `held` bytes of it when it
+ * starts; before its tables grow past what it holds it asks grow() for
+ * more, QUERY_RESERVE_STEP at least, never past its max_bytes.  grow()
+ * returns 0 (the bytes are held until the caller releases them, after the
+ * query), or ERR_UNAVAILABLE: the query then fails with ERR_UNAVAILABLE and
+ * a "server busy" message.  Called on the query's thread.
+ */
+struct query_reserve {
+	int (*grow)(void *ctx, size_t bytes);
+	void *ctx;     /* borrowed by grow */
+	size_t held;   /* bytes held before the query starts */
+};
+#define QUERY_RESERVE_STEP ((size_t)16 << 20)
+
 struct query_limits {
 	int64_t timeout_ns;   /* 0 picks QUERY_DEFAULT_TIMEOUT_NS */
 	size_t max_bytes;     /* 0 picks QUERY_DEFAULT_MAX_BYTES */
+	/*
+	 * Sample bytes the query may read, 0 picking QUERY_DEFAULT_MAX_SCAN_BYTES:
+	 * each profile it reads counts 64 bytes plus 12 per (stack, value) pair
+	 * (20 with a span id), its size decoded.  Reading stops past it with
+	 * ERR_TOO_LARGE and a message naming max_query_bytes (docs/limits.md).
+	 * Counted by the flame graph, pprof, top, series and heatmap reads and
+	 * AnalyzeQuery; label and metadata calls read no samples.
+	 */
+	uint64_t max_scan_bytes;
+	/* The shared budget the query's tables are charged to as they grow
+	 * (borrowed; NULL: only max_bytes bounds them). */
+	const struct query_reserve *reserve;
 	/*
 	 * Query-time symbolization (borrowed; NULL: frames without lines stay
 	 * `binary+0xoffset`).  With a service, the distinct unsymbolized

@@ -70,12 +70,32 @@ struct qctx {
 	unsigned tick;
 	struct debuginfo *symbolizer;   /* borrowed from the limits; may be NULL */
 	struct query_symmemo *symmemo;  /* borrowed from the limits; may be NULL */
+	uint64_t scanned, max_scan;     /* sample bytes read, and the limit */
+	/* Every table of the query grows through `alloc`: mem's budget, after
+	 * taking more of `reserve` (may be NULL) when it would pass `held`. */
+	const struct query_reserve *reserve;
+	size_t held;
+	struct grow_alloc alloc;        /* not to be moved: alloc.ctx points here */
 };
 
 void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 		     const struct query_limits *lim, struct err_msg *msg);
 /* Returns ERR_TIMEOUT (with a message) once the deadline passed. */
 int query__ctx_check(struct qctx *q);
+
+struct store_reader;
+struct store_profile_view;
+
+/*
+ * store_reader_profiles_each over `rd`, or store_profiles_each of the
+ * query's tenant when `rd` is NULL, charging each profile to the query's
+ * scan budget before `cb` sees it (query_limits.max_scan_bytes): past the
+ * budget reading stops with ERR_TOO_LARGE.  Returns what the store call
+ * does (> 0 when cb stopped it).
+ */
+int query__profiles_each(struct qctx *q, struct store_reader *rd, uint64_t series_id,
+			 int64_t from_ns, int64_t until_ns,
+			 int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx);
 
 /*
  * Grows *p (an array of `elem`-byte items, *cap items allocated) to hold at

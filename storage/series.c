@@ -62,18 +62,79 @@ void store__index_drop(struct tenant *t)
 {
 	store__bmap_release(&t->services);
 	store__bmap_release(&t->series);
+	store__bmap_release(&t->lnames);
+	store__bmap_release(&t->lvalues);
 	t->index_loaded = 0;
+}
+
+/*
+ * Counts label `name` = `value` in the tenant's label maps (writer index):
+ * a value new to its name adds one to the name's count.  `b` (borrowed)
+ * builds the key "name\0value".
+ */
+static int label_add(struct tenant *t, const void *name, size_t nl, const void *value, size_t vl,
+		     struct buf *b)
+{
+	uint64_t cnt = 0;
+	int rc;
+
+	buf_reset(b);
+	rc = buf_append(b, name, nl);
+	if (!rc)
+		rc = buf_putc(b, '\0');
+	if (!rc)
+		rc = buf_append(b, value, vl);
+	if (rc || store__bmap_get(&t->lvalues, b->data, b->len, &cnt) == 0)
+		return rc;
+	rc = store__bmap_put(&t->lvalues, b->data, b->len, 1);
+	if (!rc) {
+		if (store__bmap_get(&t->lnames, name, nl, &cnt))
+			cnt = 0;
+		rc = store__bmap_put(&t->lnames, name, nl, cnt + 1);
+	}
+	return rc;
+}
+
+/* Counts every label of a series' label key (section 4's layout) with label_add. */
+static int index_labels(struct tenant *t, const uint8_t *k, size_t len, struct buf *b)
+{
+	const uint8_t *p = k, *end = k + len;
+	uint64_t n, nl, vl;
+	size_t c;
+	int rc;
+
+	if (!(c = varint_get(p, end, &n)) || n == 0 || n > STORE_MAX_LABELS)
+		return ERR_CORRUPT;
+	p += c;
+	for (uint64_t i = 0; i < n; i++) {
+		const uint8_t *name, *value;
+
+		if (!(c = varint_get(p, end, &nl)) || nl > (uint64_t)(end - p) - c)
+			return ERR_CORRUPT;
+		name = p + c;
+		p = name + nl;
+		if (!(c = varint_get(p, end, &vl)) || vl > (uint64_t)(end - p) - c)
+			return ERR_CORRUPT;
+		value = p + c;
+		p = value + vl;
+		rc = label_add(t, name, (size_t)nl, value, (size_t)vl, b);
+		if (rc)
+			return rc;
+	}
+	return p == end ? 0 : ERR_CORRUPT;
 }
 
 int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg)
 {
 	uint8_t lo[5], hi[5];
 	struct scan s;
+	struct buf lb;
 	uint32_t max_part = 0;
 	uint64_t max_series = 0;
 	int rc;
 
 	store__index_drop(t);
+	buf_init(&lb, STORE_MAX_LABEL_KEY);
 	rc = store__scan_parts(st, t, &t->services, &max_part, msg);
 	if (rc)
 		goto fail;
@@ -97,9 +158,14 @@ int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg)
 		if (id > max_series)
 			max_series = id;
 		rc = store__bmap_put(&t->series, v + 1 + n, vlen - 1 - n, id);
+		if (!rc)
+			rc = index_labels(t, v + 1 + n, vlen - 1 - n, &lb);
+		if (rc == ERR_CORRUPT)
+			rc = err_set(msg, ERR_CORRUPT, "series: bad labels of tenant %s", t->name);
 		if (rc)
 			break;
 	}
+	buf_release(&lb);
 	if (rc)
 		store__scan_close(&s, NULL);
 	else
@@ -246,6 +312,49 @@ static int put_postings(struct store_txn *tx, const struct store_label *const *s
 	return rc;
 }
 
+/*
+ * Refuses a new series that would add a label name or a value of a name
+ * past the txn's caps (store_txn_set_max_labels).  `b` (borrowed) is scratch.
+ */
+static int check_label_caps(struct store_txn *tx, const struct store_label *const *sorted,
+			    size_t n, struct buf *b, struct err_msg *msg)
+{
+	struct tenant *t = tx->t;
+	uint64_t names = intern_count(&t->lnames.keys), cnt;
+
+	if (tx->max_label_names == UINT64_MAX && tx->max_label_values == UINT64_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = sorted[i]->name, *value = sorted[i]->value;
+		size_t nl = strlen(name);
+		int rc;
+
+		buf_reset(b);
+		rc = buf_append(b, name, nl + 1);
+		if (!rc)
+			rc = buf_append(b, value, strlen(value));
+		if (rc)
+			return rc;
+		if (store__bmap_get(&t->lvalues, b->data, b->len, &cnt) == 0)
+			continue;
+		if (store__bmap_get(&t->lnames, name, nl, &cnt)) {
+			cnt = 0;
+			if (++names > tx->max_label_names)
+				return err_set(msg, ERR_TOO_LARGE,
+					       "label name limit of %llu reached for this tenant "
+					       "(limits file: max_label_names); no new label name is "
+					       "accepted (\"%.64s\")",
+					       (unsigned long long)tx->max_label_names, name);
+		}
+		if (cnt >= tx->max_label_values)
+			return err_set(msg, ERR_TOO_LARGE,
+				       "label %.64s has %llu values, its limit (limits file: "
+				       "max_label_values); no new value is accepted (\"%.64s\")",
+				       name, (unsigned long long)cnt, value);
+	}
+	return 0;
+}
+
 int store_txn_series(struct store_txn *tx, const struct store_label *labels, size_t n,
 		     uint64_t *series_id, struct err_msg *msg)
 {
@@ -279,6 +388,9 @@ int store_txn_series(struct store_txn *tx, const struct store_label *labels, siz
 			       "series limit of %llu reached for this tenant (limits file: "
 			       "max_series); no new label set is accepted",
 			       (unsigned long long)tx->max_series);
+	rc = check_label_caps(tx, sorted, n, v, msg);
+	if (rc)
+		return rc;
 	rc = txn_partition(tx, service, strlen(service), &part);
 	if (rc)
 		return rc;
@@ -300,6 +412,9 @@ int store_txn_series(struct store_txn *tx, const struct store_label *labels, siz
 	be64_put(k + 5, id);
 	store__txn_put(tx, CFI_SERIES, k, 13, v->data, v->len);
 	rc = put_postings(tx, sorted, n, id);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = label_add(t, sorted[i]->name, strlen(sorted[i]->name), sorted[i]->value,
+			       strlen(sorted[i]->value), v);
 	if (rc) {
 		tx->failed = 1;
 		return rc;
@@ -314,6 +429,13 @@ void store_txn_set_max_series(struct store_txn *tx, uint64_t max)
 {
 	assert(tx && max > 0);
 	tx->max_series = max;
+}
+
+void store_txn_set_max_labels(struct store_txn *tx, uint64_t max_names, uint64_t max_values)
+{
+	assert(tx && max_names > 0 && max_values > 0);
+	tx->max_label_names = max_names;
+	tx->max_label_values = max_values;
 }
 
 /* ---- reading ------------------------------------------------------------ */

@@ -238,6 +238,15 @@ int store_txn_series(struct store_txn *tx, const struct store_label *labels, siz
  * starts with no cap below the store's own.
  */
 void store_txn_set_max_series(struct store_txn *tx, uint64_t max);
+/*
+ * Caps the distinct label names of the tenant of `tx` (`max_names`, > 0)
+ * and the distinct values of each name (`max_values`, > 0), counted over
+ * the series the tenant holds: store_txn_series() refuses to create a
+ * series that would add a name or a value past them with ERR_TOO_LARGE and
+ * a message "label name limit of N reached" or "label NAME has N values,
+ * its limit" (existing series are still found).  A txn starts with no cap.
+ */
+void store_txn_set_max_labels(struct store_txn *tx, uint64_t max_names, uint64_t max_values);
 
 /*
  * Adds one profile to `series_id`, its symbols in partition `part`: `n` pairs

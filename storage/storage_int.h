@@ -945,6 +945,8 @@ struct tenant {
 	int index_loaded;
 	struct bmap services; /* service name -> partition id */
 	struct bmap series;   /* label key -> series id */
+	struct bmap lnames;   /* label name -> number of its distinct values */
+	struct bmap lvalues;  /* "name\0value" -> 1, of every label of a series */
 	uint32_t next_part;
 	uint64_t next_series;
 
@@ -1051,6 +1053,7 @@ struct store_txn {
 	struct store *st;
 	struct tenant *t;
 	uint64_t max_series; /* store_txn_set_max_series; UINT64_MAX until set */
+	uint64_t max_label_names, max_label_values; /* store_txn_set_max_labels; UINT64_MAX until set */
 	int new_tenant;
 	int index_dirty; /* created series or partitions */
 	int failed;      /* an internal error may have left partial state */

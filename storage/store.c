@@ -228,6 +228,8 @@ static struct tenant *tenant_new(uint32_t id, const char *name, size_t len)
 	pthread_mutex_init(&t->mu, NULL);
 	store__bmap_init(&t->services, HMAP_MAX, STORE_MAX_PARTS * STORE_MAX_LABEL_BYTES);
 	store__bmap_init(&t->series, STORE_MAX_SERIES, STORE_MAX_SERIES_KEY_BYTES);
+	store__bmap_init(&t->lnames, HMAP_MAX, STORE_MAX_SERIES_KEY_BYTES);
+	store__bmap_init(&t->lvalues, HMAP_MAX, STORE_MAX_SERIES_KEY_BYTES);
 	return t;
 }
 
@@ -742,6 +744,8 @@ int store_txn_begin(struct store *st, const char *tenant, struct store_txn **out
 		return ERR_NOMEM;
 	tx->st = st;
 	tx->max_series = UINT64_MAX;
+	tx->max_label_names = UINT64_MAX;
+	tx->max_label_values = UINT64_MAX;
 	tx->max_time = INT64_MIN;
 	buf_init(&tx->key, STORE_MAX_LABEL_KEY);
 	buf_init(&tx->val, STORE_MAX_TXN_VALUE);

@@ -19,6 +19,7 @@
 #include "base/hash.h"
 #include "base/hmap.h"
 #include "base/log.h"
+#include "query/query.h"
 #include "storage/storage.h"
 
 #include <assert.h>
@@ -34,7 +35,7 @@
 
 const char *const web__limit_reason_names[WEB_LIM_COUNT] = {
 	"ingest_bytes", "ingest_profiles", "series", "labels", "queries", "debuginfo_bytes",
-	"tenant_cap", "tenant_not_listed",
+	"tenant_cap", "tenant_not_listed", "label_names", "label_values", "query_bytes",
 };
 
 /* ---- the file ------------------------------------------------------------ */
@@ -48,7 +49,10 @@ void web__tenant_limits_default(struct web__tenant_limits *l)
 	l->max_queries = 8;
 	l->max_labels = 32;
 	l->max_label_bytes = 1024;
+	l->max_label_names = 1000;
+	l->max_label_values = 50000;
 	l->debuginfo_bytes_per_hour = 16.0 * 1024 * 1024 * 1024;
+	l->max_query_bytes = (double)QUERY_DEFAULT_MAX_SCAN_BYTES;
 }
 
 void web__limits_conf_default(struct web__limits_conf *c, const struct web__tenant_limits *base)
@@ -123,17 +127,30 @@ static const struct key {
 	{ "max_label_bytes", offsetof(struct web__tenant_limits, max_label_bytes), 1, 65536 },
 	{ "debuginfo_bytes_per_hour", offsetof(struct web__tenant_limits, debuginfo_bytes_per_hour),
 	  0, 1e15 },
+	{ "max_label_names", offsetof(struct web__tenant_limits, max_label_names), 1, 1e6 },
+	{ "max_label_values", offsetof(struct web__tenant_limits, max_label_values), 1, 1e9 },
+	{ "max_query_bytes", offsetof(struct web__tenant_limits, max_query_bytes), 1, 1e15 },
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+/* Bytes of key k's field: a double, max_series' uint64_t, or a uint32_t. */
+static size_t key_size(size_t k)
+{
+	if (keys[k].off == offsetof(struct web__tenant_limits, max_series))
+		return sizeof(uint64_t);
+	if (!keys[k].integer || keys[k].off == offsetof(struct web__tenant_limits, max_query_bytes))
+		return sizeof(double);
+	return sizeof(uint32_t);
+}
 
 static void put_key(struct web__tenant_limits *l, size_t k, double v)
 {
 	char *p = (char *)l + keys[k].off;
 
-	if (!keys[k].integer)
-		memcpy(p, &v, sizeof(double));
-	else if (!strcmp(keys[k].name, "max_series"))
+	if (keys[k].off == offsetof(struct web__tenant_limits, max_series))
 		*(uint64_t *)(void *)p = (uint64_t)v;
+	else if (key_size(k) == sizeof(double))
+		memcpy(p, &v, sizeof(double));
 	else
 		*(uint32_t *)(void *)p = (uint32_t)v;
 }
@@ -299,9 +316,7 @@ int web__limits_parse(const char *text, size_t len, const struct web__tenant_lim
 		for (size_t k = 0; k < N_KEYS; k++)
 			if (sets[i] & 1u << k)
 				memcpy((char *)&l + keys[k].off, (char *)&c.tenants[i].lim + keys[k].off,
-				       keys[k].integer && strcmp(keys[k].name, "max_series") ?
-					       sizeof(uint32_t) :
-					       sizeof(uint64_t));
+				       key_size(k));
 		c.tenants[i].lim = l;
 	}
 	free(sets);
@@ -580,6 +595,10 @@ void web__limits_ingest_done(struct web_limits *L, struct web__tenant_state *s, 
 	}
 	if (rc == ERR_TOO_LARGE && message && strstr(message, "series limit of "))
 		atomic_fetch_add_explicit(&s->refused[WEB_LIM_SERIES], 1, memory_order_relaxed);
+	else if (rc == ERR_TOO_LARGE && message && strstr(message, "(limits file: max_label_names)"))
+		atomic_fetch_add_explicit(&s->refused[WEB_LIM_LABEL_NAMES], 1, memory_order_relaxed);
+	else if (rc == ERR_TOO_LARGE && message && strstr(message, "(limits file: max_label_values)"))
+		atomic_fetch_add_explicit(&s->refused[WEB_LIM_LABEL_VALUES], 1, memory_order_relaxed);
 	else if (rc == ERR_TOO_LARGE && message &&
 		 (strstr(message, "labels, more than the limit") || strstr(message, "longer than")))
 		atomic_fetch_add_explicit(&s->refused[WEB_LIM_LABELS], 1, memory_order_relaxed);
@@ -592,6 +611,8 @@ void web__limits_ingest_limits(const struct web__tenant_state *s, const struct i
 	out->max_series = s->lim->max_series;
 	out->max_labels = s->lim->max_labels;
 	out->max_label_bytes = s->lim->max_label_bytes;
+	out->max_label_names = s->lim->max_label_names;
+	out->max_label_values = s->lim->max_label_values;
 }
 
 int web__limits_query_admit(struct web_limits *L, const char *tenant,
@@ -620,6 +641,21 @@ int web__limits_query_admit(struct web_limits *L, const char *tenant,
 void web__limits_query_done(struct web__tenant_state *s)
 {
 	atomic_fetch_sub_explicit(&s->queries, 1, memory_order_relaxed);
+}
+
+uint64_t web__limits_query_bytes(const struct web__tenant_state *s)
+{
+	return (uint64_t)s->lim->max_query_bytes;
+}
+
+void web__limits_query_finished(struct web__tenant_state *s, int rc, const char *message,
+				size_t len)
+{
+	static const char mark[] = "(max_query_bytes, docs/limits.md)";
+
+	/* The message is query_limits' (query/core.c), in a text or JSON answer. */
+	if (rc == ERR_TOO_LARGE && message && memmem(message, len, mark, sizeof(mark) - 1))
+		atomic_fetch_add_explicit(&s->refused[WEB_LIM_QUERY_BYTES], 1, memory_order_relaxed);
 }
 
 int web__limits_debuginfo_admit(struct web_limits *L, const char *tenant, size_t bytes,

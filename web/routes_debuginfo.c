@@ -346,7 +346,7 @@ static void symbolization(struct web__req *rq, struct debuginfo *svc, struct web
 	if (web__query_param(rq->query, "until", until, sizeof(until)) || !until[0])
 		snprintf(until, sizeof(until), "now");
 	p.query = query;
-	p.limits = rq->srv->opt.query;
+	p.limits = rq->qlim;
 	p.limits.symbolizer = svc;
 	rc = time_parse(from, now, &p.from_ns, &msg);
 	if (!rc)

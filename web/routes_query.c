@@ -113,7 +113,7 @@ static int parse_side(const struct web__req *rq, const char *qkey, const char *f
 	if (rc)
 		return rc;
 	s->p.query = s->query;
-	s->p.limits = rq->srv->opt.query;
+	s->p.limits = rq->qlim;
 	rc = web__param_time(rq, fkey, DEFAULT_FROM, now, &s->p.from_ns, msg);
 	if (!rc)
 		rc = web__param_time(rq, ukey, DEFAULT_UNTIL, now, &s->p.until_ns, msg);
@@ -210,7 +210,7 @@ static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 		req.n_matchers = have_sel;
 		req.start = from / 1000000;
 		req.end = until / 1000000;
-		rc = query_label_values(rq->srv->store, rq->tenant, &req, &rq->srv->opt.query, &a,
+		rc = query_label_values(rq->srv->store, rq->tenant, &req, &rq->qlim, &a,
 					&resp, msg);
 		if (!rc)
 			rc = put_names(out, resp->names, resp->n_names);
@@ -222,7 +222,7 @@ static int labels(struct web__req *rq, int values, int64_t now, struct buf *out,
 		req.n_matchers = have_sel;
 		req.start = from / 1000000;
 		req.end = until / 1000000;
-		rc = query_label_names(rq->srv->store, rq->tenant, &req, &rq->srv->opt.query, &a,
+		rc = query_label_names(rq->srv->store, rq->tenant, &req, &rq->qlim, &a,
 				       &resp, msg);
 		if (!rc)
 			rc = put_names(out, resp->names, resp->n_names);
@@ -426,7 +426,7 @@ void web__handle_connect(struct web__req *rq, const char *method, struct web__re
 		return;
 	rc = (proto ? query_connect_proto : query_connect)(
 		rq->srv->store, rq->tenant, method, rq->body.data ? rq->body.data : "",
-		rq->body.len, &rq->srv->opt.query, &rs->body, &msg);
+		rq->body.len, &rq->qlim, &rs->body, &msg);
 	if (rc == ERR_NOT_FOUND && !msg.text[0])
 		snprintf(msg.text, sizeof(msg.text),
 			 "querier.v1.QuerierService has no method \"%.64s\"", method);

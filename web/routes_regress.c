@@ -255,7 +255,7 @@ static int parse_sides(const struct web__req *rq, struct regress_req *r, int64_t
 			sd->p.query = r->query[s];
 			sd->title = nkey[s];
 		}
-		sd->p.limits = rq->srv->opt.query;
+		sd->p.limits = rq->qlim;
 		if ((rc = param_range(rq, fkey[s], ukey[s], from, until, now, &sd->p.from_ns,
 				      &sd->p.until_ns, msg)))
 			return rc;

@@ -129,6 +129,8 @@ static void default_body_caps(struct ingest_limits *lim)
 		lim->max_request_bytes = def.max_request_bytes;
 	if (!lim->max_decompressed_bytes)
 		lim->max_decompressed_bytes = def.max_decompressed_bytes;
+	if (!lim->max_request_decoded_bytes)
+		lim->max_request_decoded_bytes = def.max_request_decoded_bytes;
 }
 
 /* Connection limits of 0 (options not from web_options_default) get the defaults. */
@@ -461,8 +463,46 @@ static size_t inflate_bound(size_t isize, size_t floor, size_t max)
 }
 
 /*
- * Before any body byte is read: a query holds its whole query.max_bytes,
- * a body its declared length (the request cap when chunked).
+ * Whether a query route takes the memory budget as its tables grow
+ * (query_limits.reserve).  Releases and regressions keep budgets of their
+ * own beside the query's (a release's index, the change-point statistics),
+ * not charged as they grow, so they hold their whole budget from the start.
+ */
+static int query_grows(const struct route *rt)
+{
+	return rt->kind != R_RELEASES && rt->kind != R_REGRESSIONS;
+}
+
+/* What a query holds of the memory budget when admitted. */
+static size_t query_hold(const struct web_server *srv, const struct route *rt)
+{
+	size_t max = srv->opt.query.max_bytes;
+
+	if (!query_grows(rt) || max <= QUERY_RESERVE_STEP)
+		return max;
+	return QUERY_RESERVE_STEP;
+}
+
+/* The memory budget a running query takes more of (struct query_reserve). */
+struct query_grow {
+	struct web_server *srv;
+	size_t *held; /* the request's reservation, released after its answer */
+};
+
+static int query_grow(void *ctx, size_t bytes)
+{
+	struct query_grow *g = ctx;
+
+	if (mem_reserve(g->srv, bytes, g->held)) {
+		atomic_fetch_add_explicit(&g->srv->mem_refused, 1, memory_order_relaxed);
+		return ERR_UNAVAILABLE;
+	}
+	return 0;
+}
+
+/*
+ * Before any body byte is read: a query holds query_hold(), a body its
+ * declared length (the request cap when chunked).
  */
 static int admit_bytes(struct web_server *srv, const struct route *rt,
 		       const struct mg_request_info *ri, int chunked, size_t *held,
@@ -471,7 +511,7 @@ static int admit_bytes(struct web_server *srv, const struct route *rt,
 	size_t want = 0;
 
 	if (is_query(rt))
-		want += srv->opt.query.max_bytes;
+		want += query_hold(srv, rt);
 	if (rt->kind == R_INGEST || rt->kind == R_PUSH || rt->kind == R_CONNECT ||
 	    rt->kind == R_SYMBOLZ) {
 		if (ri->content_length > 0 &&
@@ -493,12 +533,14 @@ static int admit_bytes(struct web_server *srv, const struct route *rt,
  * may inflate to WEB_CONTAINER_INFLATE times the body.  The request's
  * inflate limit becomes that size, so a trailer that lies gets 413.  A
  * request that could not fit the budget even alone is narrowed to fit it.
+ * All its profiles together inflate to at most WEB_CONTAINER_INFLATE times
+ * the body too (ingest's max_request_decoded_bytes).
  */
 static int admit_decode(struct web__req *rq, const struct route *rt, size_t *held,
 			struct err_msg *msg)
 {
 	struct web_server *srv = rq->srv;
-	size_t max = srv->opt.limits.max_decompressed_bytes, len = rq->body.len, dec, want;
+	size_t max = srv->opt.limits.max_decompressed_bytes, len = rq->body.len, dec, want, total;
 	size_t isize = gzip_isize(rq->body.data, len);
 	int container = rt->kind == R_PUSH ||
 			(rq->content_type && web__media_type_is(rq->content_type, "multipart/form-data"));
@@ -518,6 +560,15 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 			       srv->opt.max_inflight_bytes);
 	if (dec < rq->lim.max_decompressed_bytes)
 		rq->lim.max_decompressed_bytes = dec;
+	/* The profiles of the body together inflate to at most
+	 * WEB_CONTAINER_INFLATE times it (one profile's bound when larger):
+	 * inflating is CPU the memory budget does not see, as each profile's
+	 * buffer is freed before the next is inflated. */
+	total = len > SIZE_MAX / WEB_CONTAINER_INFLATE ? SIZE_MAX : len * WEB_CONTAINER_INFLATE;
+	if (total < dec)
+		total = dec;
+	if (total < rq->lim.max_request_decoded_bytes)
+		rq->lim.max_request_decoded_bytes = total;
 	want = dec * WEB_INGEST_AMPLIFICATION;
 	if (mem_reserve(srv, want, held))
 		return mem_busy(srv, want, msg);
@@ -859,6 +910,8 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	struct err_msg msg;
 	int unread = ri->content_length > 0, refused, rc;
 	size_t held = 0, sent;
+	struct query_grow qg = { srv, &held };
+	struct query_reserve qres = { query_grow, &qg, 0 };
 	int64_t t0;
 
 	atomic_fetch_add_explicit(&srv->requests_running, 1, memory_order_relaxed);
@@ -872,6 +925,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rq.who = &who;
 	rq.conn = conn;
 	rq.lim = srv->opt.limits;
+	rq.qlim = srv->opt.query;
 	who = open_principal;
 	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
 	buf_init(&rs.body, srv->opt.max_response_bytes);
@@ -926,12 +980,25 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	} else {
 		struct web__conn *c = body_deadline(srv, conn, ri);
 
+		if (is_query(rt)) {
+			rq.qlim.max_scan_bytes = web__limits_query_bytes(qts);
+			qres.held = query_hold(srv, rt);
+			if (query_grows(rt))
+				rq.qlim.reserve = &qres;
+		}
+
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
 		     rt->kind != R_SETTINGS && rt->kind != R_DEBUGINFO_V1 && rt->kind != R_SYMBOLZ) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread, &held) == 0)
 			dispatch(&rq, rt, &rs);
-		if (is_query(rt))
+		if (is_query(rt)) {
+			web__limits_query_finished(qts, rs.status == 413 ? ERR_TOO_LARGE : 0,
+						   rs.body.data, rs.body.len);
 			web__query_done(srv, qts);
+			/* A 503 of a query is the memory budget (query_grow): retry. */
+			if (rs.status == 503 && !rs.extra_headers)
+				rs.extra_headers = "Retry-After: 1\r\n";
+		}
 		/* Streaming handlers (uploads) read the body themselves: a failure
 		 * of theirs after the deadline passed is its 408.  A success read
 		 * the whole body, whenever the deadline passed. */

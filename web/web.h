@@ -41,7 +41,8 @@
  *   differently (two Content-Lengths, Content-Length with chunked, bare LF)
  *   is 400 and closes the connection.  All requests in flight together
  *   hold at most max_inflight_bytes: each reserves its body, its inflated
- *   body and what its decode or query may need before using it, and gets
+ *   body and what its decode may need before using it, a query 16 MiB
+ *   more and then more as its tables grow (query_limits.reserve), and gets
  *   503 with Retry-After when that does not fit.  Every
  *   response body is built in memory under max_response_bytes: a route
  *   whose answer (a flame graph, a pprof, a table) would pass it answers

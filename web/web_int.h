@@ -270,7 +270,10 @@ struct web__tenant_limits {
 	uint32_t max_queries;            /* running at once */
 	uint32_t max_labels;             /* of one series */
 	uint32_t max_label_bytes;        /* one label name or value */
+	uint32_t max_label_names;        /* distinct label names of the tenant */
+	uint32_t max_label_values;       /* distinct values of one label name */
 	double debuginfo_bytes_per_hour; /* uploaded; the bucket holds one hour */
+	double max_query_bytes;          /* sample bytes one query reads (query_limits.max_scan_bytes) */
 };
 
 struct web__tenant_override {
@@ -296,6 +299,9 @@ enum web__limit_reason {
 	WEB_LIM_DEBUGINFO_BYTES,
 	WEB_LIM_TENANT_CAP,
 	WEB_LIM_NOT_LISTED,
+	WEB_LIM_LABEL_NAMES,
+	WEB_LIM_LABEL_VALUES,
+	WEB_LIM_QUERY_BYTES,
 	WEB_LIM_COUNT
 };
 extern const char *const web__limit_reason_names[WEB_LIM_COUNT];
@@ -346,6 +352,11 @@ void web__limits_ingest_limits(const struct web__tenant_state *s, const struct i
 int web__limits_query_admit(struct web_limits *L, const char *tenant,
 			    struct web__tenant_state **out, struct err_msg *msg);
 void web__limits_query_done(struct web__tenant_state *s);
+/* The sample bytes one query of the tenant of `s` may read (max_query_bytes). */
+uint64_t web__limits_query_bytes(const struct web__tenant_state *s);
+/* Counts a query of `s` refused by its max_query_bytes (`rc`, `message` of the query). */
+void web__limits_query_finished(struct web__tenant_state *s, int rc, const char *message,
+				size_t len);
 /* Admits `bytes` of debug-info upload for `tenant`, as web__limits_ingest_admit. */
 int web__limits_debuginfo_admit(struct web_limits *L, const char *tenant, size_t bytes,
 				int *retry_s, struct err_msg *msg);
@@ -449,6 +460,7 @@ struct web__req {
 	struct buf body;              /* read and, if Content-Encoding said so, inflated */
 	struct ingest_limits lim;     /* the server's, with the inflate limit this
 				       * request's memory reservation allows */
+	struct query_limits qlim;     /* the server's, with the tenant's max_query_bytes */
 	/* Streaming handlers (uploads) read the body themselves through
 	 * web__req_read() and say here what they left on the connection. */
 	struct mg_connection *conn;

@@ -2,7 +2,8 @@
  * fuzz_limits.c - libFuzzer target: the limits file (web/limits.c,
  * docs/limits.md).  An accepted file must give every tenant limits of at
  * least 1 and valid, distinct tenant ids; its state must then admit and
- * refuse without fault (ingest, queries, debug info, the tenant cap) and
+ * refuse without fault (ingest, queries, debug info, the tenant cap),
+ * hand ingest and queries caps of at least 1 (labels, query bytes) and
  * write its metrics.  A refused file must say why.
  */
 #include <stdint.h>
@@ -20,6 +21,7 @@ static void check_limits(const struct web__tenant_limits *l)
 {
 	if (!(l->ingest_bytes_per_s > 0) || !(l->ingest_profiles_per_s > 0) || !(l->burst_s > 0) ||
 	    !l->max_series || !l->max_queries || !l->max_labels || !l->max_label_bytes ||
+	    !l->max_label_names || !l->max_label_values || !(l->max_query_bytes >= 1) ||
 	    !(l->debuginfo_bytes_per_hour > 0))
 		abort();
 }
@@ -59,13 +61,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		snprintf(name, sizeof(name), "t%d", k);
 		err_clear(&msg);
-		if (!web__limits_ingest_admit(L, name, 1000, &ts, &retry, &msg))
+		if (!web__limits_ingest_admit(L, name, 1000, &ts, &retry, &msg)) {
+			struct ingest_limits base, lim;
+
 			web__limits_ingest_done(L, ts, 3, ERR_TOO_LARGE, "series limit of 1 reached");
-		else if (!msg.text[0])
+			web__limits_ingest_done(L, ts, 0, ERR_TOO_LARGE,
+						"label k has 1 values, its limit (limits file: "
+						"max_label_values)");
+			ingest_limits_default(&base);
+			web__limits_ingest_limits(ts, &base, &lim);
+			/* The store asserts caps of at least 1. */
+			if (!lim.max_label_names || !lim.max_label_values || !lim.max_series)
+				abort();
+		} else if (!msg.text[0]) {
 			abort();
+		}
 		err_clear(&msg);
-		if (!web__limits_query_admit(L, name, &qs, &msg))
+		if (!web__limits_query_admit(L, name, &qs, &msg)) {
+			static const char m[] = "(max_query_bytes, docs/limits.md)";
+
+			if (web__limits_query_bytes(qs) < 1)
+				abort();
+			web__limits_query_finished(qs, ERR_TOO_LARGE, m, sizeof(m) - 1);
 			web__limits_query_done(qs);
+		}
 		err_clear(&msg);
 		(void)web__limits_debuginfo_admit(L, name, 1 << 20, &retry, &msg);
 	}

@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct store_label labels[] = { { "service_name", "fuzz" } };
 	struct ingest_limits lim;
-	struct ingest_defaults def = { 1, 0 };
+	struct ingest_defaults def = { 1, 0, NULL };
 	struct ingest_series in = { labels, 1, data, size, NULL, NULL };
 	struct ingest_pprof p;
 	struct err_msg msg = { { 0 } };

@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc && !msg.text[0])
 		abort();
 	for (size_t i = 0; !rc && i < n; i++) {
-		struct ingest_defaults def = { 1, 0 };
+		struct ingest_defaults def = { 1, 0, NULL };
 		struct ingest_pprof p;
 		struct err_msg m2 = { { 0 } };
 

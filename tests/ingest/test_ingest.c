@@ -453,6 +453,49 @@ static void test_rejected_request_writes_nothing(void **state)
 	pb_free(bad);
 }
 
+/*
+ * max_request_decoded_bytes: the pprofs of one request inflate to at most
+ * that many bytes together, gzipped or raw; the one that would pass it is
+ * refused before it is decoded, and nothing is written.
+ */
+static void test_decoded_budget(void **state)
+{
+	struct fx *f = *state;
+	struct pb *b = pb_native_profile();
+	size_t glen, rlen;
+	uint8_t *gz = pb_pack(b, 1, &glen), *raw = pb_pack(b, 0, &rlen);
+	struct ingest_series in[4];
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct store_tenant_stats before;
+
+	for (size_t i = 0; i < 4; i++)
+		in[i] = (struct ingest_series){ app_labels, 3, i == 2 ? raw : gz,
+						i == 2 ? rlen : glen, NULL, NULL };
+	/* Each decodes to rlen bytes. */
+	f->lim.max_request_decoded_bytes = 3 * rlen + rlen / 2;
+	before = fx_tenant_stats(f);
+	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", in, 4, 1, &stats, &msg),
+			 ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "profile 3: the request's profiles decode to more than"));
+	assert_non_null(strstr(msg.text, "max_request_decoded_bytes"));
+	assert_int_equal(fx_tenant_stats(f).profiles, before.profiles);
+	/* The raw one counts too. */
+	f->lim.max_request_decoded_bytes = 2 * rlen + rlen / 2;
+	err_clear(&msg);
+	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", in, 4, 1, &stats, &msg),
+			 ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "profile 2: the request's profiles decode to more than"));
+	/* Exactly enough: all four. */
+	f->lim.max_request_decoded_bytes = 4 * rlen;
+	assert_int_equal(ingest_profiles(f->st, &f->lim, "t1", in, 4, 1, &stats, &msg), 0);
+	assert_int_equal(stats.profiles, 4 * 2);
+	ingest_limits_default(&f->lim);
+	free(gz);
+	free(raw);
+	pb_free(b);
+}
+
 static void test_legacy(void **state)
 {
 	struct fx *f = *state;
@@ -812,6 +855,7 @@ int main(void)
 		cmocka_unit_test(test_raw_frames_hooks_wide),
 		cmocka_unit_test(test_go_labels),
 		cmocka_unit_test(test_rejected_request_writes_nothing),
+		cmocka_unit_test(test_decoded_budget),
 		cmocka_unit_test(test_legacy),
 		cmocka_unit_test(test_push),
 		cmocka_unit_test(test_clean_inputs),

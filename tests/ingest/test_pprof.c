@@ -30,7 +30,7 @@ static void convert_labels(struct run *r, struct pb *b, int gz, const struct ing
 			   const struct store_label *labels, size_t n)
 {
 	struct ingest_limits def;
-	struct ingest_defaults d = { 1000, 0 };
+	struct ingest_defaults d = { 1000, 0, NULL };
 	struct ingest_series s;
 	size_t len;
 	uint8_t *bytes = pb_pack(b, gz, &len);
@@ -521,7 +521,7 @@ static void test_request_labels(void **state)
 static void test_truncated_and_corrupted(void **state)
 {
 	struct ingest_limits lim;
-	struct ingest_defaults d = { 1, 0 };
+	struct ingest_defaults d = { 1, 0, NULL };
 	struct pb *b = pb_native_profile();
 	size_t len;
 	uint8_t *bytes = pb_pack(b, 0, &len), *copy = malloc(len);
@@ -579,7 +579,7 @@ static void test_truncated_and_corrupted(void **state)
 static void test_gzip_bomb(void **state)
 {
 	struct ingest_limits lim;
-	struct ingest_defaults d = { 1, 0 };
+	struct ingest_defaults d = { 1, 0, NULL };
 	size_t n = (size_t)65 << 20;
 	char *zeros = calloc(1, n);
 	struct buf gz;
@@ -606,7 +606,7 @@ static void test_gzip_bomb(void **state)
 static void test_decode_memory_cap(void **state)
 {
 	struct ingest_limits lim;
-	struct ingest_defaults d = { 1, 0 };
+	struct ingest_defaults d = { 1, 0, NULL };
 	size_t n = 4u << 20, len = 0;
 	uint8_t *p = malloc(n + 16);
 	struct ingest_pprof pp;
@@ -672,7 +672,7 @@ static struct pb *big_profile(size_t n_samples, size_t depth, size_t n_locs)
 static void test_speed(void **state)
 {
 	struct ingest_limits lim;
-	struct ingest_defaults d = { 1, 0 };
+	struct ingest_defaults d = { 1, 0, NULL };
 	struct pb *b = big_profile(4000, 30, 500);
 	size_t len;
 	uint8_t *bytes = pb_pack(b, 1, &len);

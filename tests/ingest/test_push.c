@@ -93,7 +93,7 @@ static void test_binary(void **state)
 	assert_string_equal(s[1].id, "uuid");
 	{
 		struct ingest_limits lim;
-		struct ingest_defaults d = { 1, 0 };
+		struct ingest_defaults d = { 1, 0, NULL };
 		struct ingest_pprof pp;
 
 		ingest_limits_default(&lim);

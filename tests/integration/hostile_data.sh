@@ -12,9 +12,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 
 DATA="$WORK/data"
-# Each query reserves --query-max-bytes of the server's --max-inflight-bytes
-# budget (docs/operations.md): small enough here that twelve bombs at once
-# are all admitted, so each is answered by the regex bounds, not by load shedding.
+# A query's tables may grow to --query-max-bytes, each step taken from the
+# server's --max-inflight-bytes budget (docs/operations.md): small enough
+# here that twelve bombs at once always fit, so each is answered by the
+# regex bounds, not by load shedding.
 start_server "$DATA" --query-max-bytes 128M
 
 # rss_kib: the server's resident set, in KiB.

@@ -385,6 +385,14 @@ static void test_diff_self(void **state)
 	fx_close(&f);
 }
 
+/* A store of 3 profiles of 2 instances, and a response buffer. */
+static void open_filled(struct fx *f, struct buf *out)
+{
+	fx_open(f);
+	fill(f, NULL, 3, FX_T0);
+	buf_init(out, 1 << 30);
+}
+
 static void test_limits(void **state)
 {
 	struct fx f;
@@ -393,9 +401,7 @@ static void test_limits(void **state)
 	struct err_msg msg = { { 0 } };
 
 	(void)state;
-	fx_open(&f);
-	fill(&f, NULL, 3, FX_T0);
-	buf_init(&out, 1 << 30);
+	open_filled(&f, &out);
 	p.limits.max_bytes = 2048;
 	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "budget"));
@@ -417,6 +423,144 @@ static void test_limits(void **state)
 	fx_close(&f);
 }
 
+/* Sums what a query of every series of t1 in [from, until) reads (query.h). */
+struct scan_sum {
+	uint64_t ids[16];
+	size_t n;
+	uint64_t bytes;
+};
+
+static int scan_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
+		       size_t n)
+{
+	struct scan_sum *s = ctx;
+
+	(void)part;
+	(void)l;
+	(void)n;
+	assert_true(s->n < 16);
+	s->ids[s->n++] = id;
+	return 0;
+}
+
+static int scan_profile_cb(void *ctx, const struct store_profile_view *p)
+{
+	struct scan_sum *s = ctx;
+
+	s->bytes += 64 + p->n * (p->span_ids ? 20 : 12);
+	return 0;
+}
+
+/*
+ * query_limits.max_scan_bytes: a query reading exactly its budget is
+ * answered, one byte less is ERR_TOO_LARGE naming max_query_bytes; what is
+ * read twice counts twice (render's timeline, a diff's two sides).
+ */
+static void test_scan_budget(void **state)
+{
+	struct fx f;
+	struct query_params p = params(FX_CPU), q2;
+	struct scan_sum s = { { 0 }, 0, 0 };
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+
+	(void)state;
+	open_filled(&f, &out);
+	assert_int_equal(store_series_each(f.st, "t1", scan_series, &s), 0);
+	assert_int_equal(s.n, 2);
+	for (size_t i = 0; i < s.n; i++)
+		assert_true(store_profiles_each(f.st, "t1", s.ids[i], p.from_ns, p.until_ns,
+						scan_profile_cb, &s, &msg) >= 0);
+	assert_true(s.bytes > 6 * 64);
+	/* The pprof export reads the range once. */
+	p.limits.max_scan_bytes = s.bytes;
+	assert_int_equal(query_pprof(f.st, "t1", &p, &out, &msg), 0);
+	p.limits.max_scan_bytes = s.bytes - 1;
+	buf_reset(&out);
+	assert_int_equal(query_pprof(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "reads more than its"));
+	assert_non_null(strstr(msg.text, "(max_query_bytes, docs/limits.md)"));
+	/* render reads it twice, for the flame graph and for the timeline. */
+	p.limits.max_scan_bytes = 2 * s.bytes;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	p.limits.max_scan_bytes = 2 * s.bytes - 1;
+	err_clear(&msg);
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
+	/* A diff of the range with itself reads it twice, from one budget. */
+	p.limits.max_scan_bytes = 2 * s.bytes;
+	q2 = p;
+	buf_reset(&out);
+	assert_int_equal(query_render_diff(f.st, "t1", &p, &q2, &out, &msg), 0);
+	p.limits.max_scan_bytes = 2 * s.bytes - 1;
+	q2 = p;
+	err_clear(&msg);
+	buf_reset(&out);
+	assert_int_equal(query_render_diff(f.st, "t1", &p, &q2, &out, &msg), ERR_TOO_LARGE);
+	buf_release(&out);
+	fx_close(&f);
+}
+
+/* A shared budget of `limit` bytes for query_reserve. */
+struct grant {
+	size_t total, limit;
+	int calls;
+};
+
+static int grant_grow(void *ctx, size_t bytes)
+{
+	struct grant *g = ctx;
+
+	if (bytes > g->limit - g->total)
+		return ERR_UNAVAILABLE;
+	g->total += bytes;
+	g->calls++;
+	return 0;
+}
+
+/*
+ * query_limits.reserve: a query takes more of the shared budget as its
+ * tables grow, in steps, never past its max_bytes, none when it holds
+ * enough already, and fails with ERR_UNAVAILABLE when none is left.
+ */
+static void test_reserve(void **state)
+{
+	struct fx f;
+	struct query_params p = params(FX_CPU);
+	struct grant g = { 0, SIZE_MAX, 0 };
+	struct query_reserve r = { grant_grow, &g, 0 };
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+
+	(void)state;
+	open_filled(&f, &out);
+	p.limits.reserve = &r;
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	assert_int_equal(g.calls, 1);
+	assert_int_equal(g.total, QUERY_RESERVE_STEP);
+	/* A budget below the step: the step is cut to it. */
+	g = (struct grant){ 0, SIZE_MAX, 0 };
+	p.limits.max_bytes = 1 << 20;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	assert_int_equal(g.total, 1 << 20);
+	/* Holding it all already: nothing asked. */
+	g = (struct grant){ 0, SIZE_MAX, 0 };
+	r.held = 1 << 20;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	assert_int_equal(g.calls, 0);
+	/* Nothing left to take. */
+	g = (struct grant){ 0, 0, 0 };
+	r.held = 0;
+	buf_reset(&out);
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), ERR_UNAVAILABLE);
+	assert_non_null(strstr(msg.text, "server busy: the query needs"));
+	buf_release(&out);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +570,8 @@ int main(void)
 		cmocka_unit_test(test_max_nodes_other),
 		cmocka_unit_test(test_diff_self),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_scan_budget),
+		cmocka_unit_test(test_reserve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,6 +243,76 @@ static void test_max_series(void **state)
 	tmpdir_free(dir);
 }
 
+/* A series of service "api" with one extra label name=value. */
+static int add_named(struct store_txn *tx, const char *name, const char *value, uint64_t *id,
+		     struct err_msg *msg)
+{
+	struct store_label l[3] = { { name, value }, { STORE_LABEL_SERVICE, "api" },
+				    { STORE_LABEL_PROFILE_TYPE, "cpu" } };
+
+	err_clear(msg);
+	return store_txn_series(tx, l, 3, id, msg);
+}
+
+/*
+ * store_txn_set_max_labels: a series that would add a label name or a value
+ * of a name past the caps is refused, existing series still found; the
+ * counts are the tenant's series' (rebuilt after a reopen), an aborted
+ * series adds nothing, and a txn without caps creates anything.
+ */
+static void test_max_labels(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct store_txn *tx;
+	struct err_msg msg = { { 0 } };
+	uint64_t a, b;
+	(void)state;
+
+	/* Names: service_name, __profile_type__, pod, then one more of 4. */
+	tx = begin(st, "t");
+	store_txn_set_max_labels(tx, 4, 2);
+	assert_int_equal(add_named(tx, "pod", "a", &a, &msg), 0);
+	assert_int_equal(add_named(tx, "pod", "b", &b, &msg), 0);
+	assert_int_equal(add_named(tx, "pod", "c", &b, &msg), ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "label pod has 2 values, its limit (limits file: "
+					 "max_label_values)"));
+	assert_int_equal(add_named(tx, "pod", "a", &b, &msg), 0);
+	assert_int_equal(b, a);
+	assert_int_equal(add_named(tx, "zone", "z", &b, &msg), 0);
+	assert_int_equal(add_named(tx, "rack", "r", &b, &msg), ERR_TOO_LARGE);
+	assert_non_null(strstr(msg.text, "label name limit of 4 reached"));
+	assert_non_null(strstr(msg.text, "\"rack\""));
+	assert_int_equal(commit(tx), 0);
+	/* An aborted series' name and value are forgotten. */
+	tx = begin(st, "t");
+	assert_int_equal(add_named(tx, "rack", "r", &b, &msg), 0);
+	store_txn_abort(tx);
+	store_close(st);
+
+	st = open_store(dir, 0, 0);
+	tx = begin(st, "t");
+	store_txn_set_max_labels(tx, 4, 2);
+	assert_int_equal(add_named(tx, "pod", "c", &b, &msg), ERR_TOO_LARGE);
+	assert_int_equal(add_named(tx, "rack", "r", &b, &msg), ERR_TOO_LARGE);
+	assert_int_equal(add_named(tx, "zone", "z", &b, &msg), 0);
+	/* Values are counted per name: zone has one. */
+	assert_int_equal(add_named(tx, "zone", "y", &b, &msg), 0);
+	assert_int_equal(add_named(tx, "zone", "x", &b, &msg), ERR_TOO_LARGE);
+	store_txn_set_max_labels(tx, 5, 3);
+	assert_int_equal(add_named(tx, "rack", "r", &b, &msg), 0);
+	assert_int_equal(add_named(tx, "pod", "c", &b, &msg), 0);
+	assert_int_equal(commit(tx), 0);
+	/* Another tenant has its own counts. */
+	tx = begin(st, "u");
+	store_txn_set_max_labels(tx, 3, 1);
+	assert_int_equal(add_named(tx, "pod", "c", &b, &msg), 0);
+	assert_int_equal(add_named(tx, "pod", "d", &b, &msg), ERR_TOO_LARGE);
+	store_txn_abort(tx);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
 static void test_corrupt_series(void **state)
 {
 	char *dir = tmpdir_new();
@@ -285,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_postings_and_labels),
 		cmocka_unit_test(test_abort_forgets_series),
 		cmocka_unit_test(test_max_series),
+		cmocka_unit_test(test_max_labels),
 		cmocka_unit_test(test_corrupt_series),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,7 +34,9 @@ static void test_parse(void **state)
 			   "\n"
 			   "default ingest_bytes_per_s=2M ingest_profiles_per_s=50 burst_s=2 "
 			   "max_series=10 max_queries=2 max_labels=8 max_label_bytes=100 "
-			   "debuginfo_bytes_per_hour=1.5K\n";
+			   "debuginfo_bytes_per_hour=1.5K max_label_names=40 "
+			   "max_label_values=7\n"
+			   "tenant scan max_query_bytes=64MiB\n";
 
 	(void)state;
 	assert_int_equal(parse(text, &c, &msg), 0);
@@ -47,8 +49,16 @@ static void test_parse(void **state)
 	assert_int_equal(c.dflt.max_queries, 2);
 	assert_int_equal(c.dflt.max_labels, 8);
 	assert_int_equal(c.dflt.max_label_bytes, 100);
-	assert_int_equal(c.n_tenants, 1);
+	assert_int_equal(c.dflt.max_label_names, 40);
+	assert_int_equal(c.dflt.max_label_values, 7);
+	assert_true(c.dflt.max_query_bytes == 4.0 * 1073741824); /* the built-in default */
+	assert_int_equal(c.n_tenants, 2);
+	assert_string_equal(c.tenants[1].name, "scan");
+	assert_true(c.tenants[1].lim.max_query_bytes == 64.0 * 1048576);
+	assert_int_equal(c.tenants[1].lim.max_label_values, 7);
+	assert_int_equal(c.tenants[1].lim.max_series, 10);
 	assert_string_equal(c.tenants[0].name, "big");
+	assert_int_equal(c.tenants[0].lim.max_label_names, 40);
 	/* Its own keys, the default's for the rest, wherever the default line is. */
 	assert_true(c.tenants[0].lim.ingest_bytes_per_s == 1073741824.0);
 	assert_int_equal(c.tenants[0].lim.max_series, 2000000);
@@ -79,6 +89,11 @@ static void test_parse_errors(void **state)
 		{ "default ingest_bytes_per_s=5T\n", "ingest_bytes_per_s wants a number" },
 		{ "default speed=3\n", "unknown key \"speed\"" },
 		{ "default max_series=3 max_series=4\n", "given twice" },
+		{ "default max_label_names=0\n", "max_label_names wants a whole number from 1 to 1000000" },
+		{ "default max_label_names=2000000\n", "max_label_names" },
+		{ "default max_label_values=1.5\n", "max_label_values wants a whole number" },
+		{ "default max_query_bytes=0\n", "max_query_bytes wants a whole number from 1" },
+		{ "tenant a max_query_bytes=1K max_query_bytes=2K\n", "given twice" },
 		{ "tenant a\ntenant a\n", "line 2: tenant a given twice" },
 		{ "tenant a/b\n", "invalid character" },
 		{ "tenant\n", "tenant wants a tenant id" },
@@ -175,18 +190,29 @@ static void test_ingest_rates(void **state)
 	assert_int_equal(lim.max_series, 100000);
 	assert_int_equal(lim.max_decompressed_bytes, base.max_decompressed_bytes);
 	web__limits_ingest_done(L, other, 0, ERR_TOO_LARGE, "profile 0: series limit of 5 reached");
+	assert_int_equal(lim.max_label_names, 1000);
+	assert_int_equal(lim.max_label_values, 50000);
+	web__limits_ingest_done(L, other, 0, ERR_TOO_LARGE,
+				"profile 0: label k has 3 values, its limit (limits file: "
+				"max_label_values); no new value is accepted (\"v\")");
+	web__limits_ingest_done(L, other, 0, ERR_TOO_LARGE,
+				"profile 1: label name limit of 9 reached for this tenant (limits "
+				"file: max_label_names); no new label name is accepted (\"n\")");
 	buf_init(&b, 1 << 16);
 	assert_int_equal(web__limits_metrics(L, &b), 0);
 	assert_non_null(strstr(b.data, "{tenant=\"a\",reason=\"ingest_bytes\"} 1\n"));
 	assert_non_null(strstr(b.data, "{tenant=\"b\",reason=\"ingest_profiles\"} 1\n"));
 	assert_non_null(strstr(b.data, "{tenant=\"b\",reason=\"series\"} 1\n"));
+	assert_non_null(strstr(b.data, "{tenant=\"b\",reason=\"label_values\"} 1\n"));
+	assert_non_null(strstr(b.data, "{tenant=\"b\",reason=\"label_names\"} 1\n"));
 	buf_release(&b);
 	web__limits_free(L);
 }
 
 static void test_query_slots(void **state)
 {
-	struct web_limits *L = state_of("default max_queries=2\ntenant big max_queries=3\n");
+	struct web_limits *L = state_of("default max_queries=2\n"
+					"tenant big max_queries=3 max_query_bytes=1M\n");
 	struct web__tenant_state *a[4], *b, *u[3];
 	struct err_msg msg;
 
@@ -206,6 +232,33 @@ static void test_query_slots(void **state)
 	assert_int_equal(web__limits_query_admit(L, "a", &a[1], &msg), 0);
 	web__limits_query_done(a[0]);
 	web__limits_query_done(a[1]);
+	/* The tenant's max_query_bytes, and its refusals counted by reason. */
+	{
+		static const char m[] = "{\"code\":\"resource_exhausted\",\"message\":\"the "
+					"query reads more than its 1048576 bytes of samples "
+					"(max_query_bytes, docs/limits.md); narrow\"}";
+
+		assert_int_equal(web__limits_ingest_admit(L, "big", 1, &u[0], &(int){ 0 }, &msg), 0);
+		assert_int_equal(web__limits_query_admit(L, "big", &u[0], &msg), 0);
+		assert_true(web__limits_query_bytes(u[0]) == 1048576);
+		web__limits_query_finished(u[0], ERR_TOO_LARGE, "x", 1);
+		web__limits_query_finished(u[0], 0, m, sizeof(m) - 1);
+		/* Not NUL-terminated: the length counts. */
+		web__limits_query_finished(u[0], ERR_TOO_LARGE, m, 60);
+		web__limits_query_finished(u[0], ERR_TOO_LARGE, m, sizeof(m) - 1);
+		web__limits_query_done(u[0]);
+	}
+	assert_int_equal(web__limits_query_admit(L, "a", &a[0], &msg), 0);
+	assert_true(web__limits_query_bytes(a[0]) == 4.0 * 1073741824);
+	web__limits_query_done(a[0]);
+	{
+		struct buf b;
+
+		buf_init(&b, 1 << 16);
+		assert_int_equal(web__limits_metrics(L, &b), 0);
+		assert_non_null(strstr(b.data, "{tenant=\"big\",reason=\"query_bytes\"} 1\n"));
+		buf_release(&b);
+	}
 	/* Tenants without data share one entry, under the default. */
 	assert_int_equal(web__limits_query_admit(L, "x1", &u[0], &msg), 0);
 	assert_int_equal(web__limits_query_admit(L, "x2", &u[1], &msg), 0);
