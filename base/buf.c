@@ -181,14 +181,28 @@ char *buf_detach(struct buf *b, size_t *len)
 int buf_read_file(struct buf *b, const char *path)
 {
 	FILE *f = fopen(path, "rb");
-	char chunk[65536];
-	size_t n;
+	size_t n, room;
 	int rc = 0;
 
 	if (!f)
 		return ERR_IO;
-	while (!rc && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		rc = buf_append(b, chunk, n);
+	/* Straight into the buffer: a 64 KiB chunk on the stack does not fit
+	 * the small stacks of the web server's worker threads. */
+	for (;;) {
+		room = b->max - b->len < 65536 ? b->max - b->len : 65536;
+		if (!room) {
+			if (fgetc(f) != EOF)
+				rc = ERR_TOO_LARGE;
+			break;
+		}
+		if ((rc = buf_reserve(b, room)))
+			break;
+		n = fread(b->data + b->len, 1, room, f);
+		b->len += n;
+		b->data[b->len] = '\0';
+		if (n < room)
+			break;
+	}
 	if (!rc && ferror(f))
 		rc = ERR_IO;
 	fclose(f);

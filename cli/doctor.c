@@ -125,6 +125,17 @@ static const char *status_fix(const char *status)
 	return NULL;
 }
 
+/* The same for the kernel's mapping, named from the kernel's symbol map. */
+static const char *kernel_fix(const char *status)
+{
+	if (!strcmp(status, "not_found"))
+		return "unhex upload --kallsyms /proc/kallsyms --build-id <the kernel's build ID>, as "
+		       "root on a machine running that kernel";
+	if (!strcmp(status, "no_build_id"))
+		return "make the agent report the running kernel's build ID (perf buildid-list -k)";
+	return status_fix(status);
+}
+
 static const char *jstr(const struct json_value *o, const char *key)
 {
 	const struct json_value *v = json_get(o, key);
@@ -194,7 +205,11 @@ static int from_query(struct doctor *d)
 	ids = json_get(root, "buildIds");
 	for (size_t i = 0; ids && ids->type == JSON_ARRAY && i < ids->n; i++) {
 		const struct json_value *g = &ids->items[i];
-		const char *st = jstr(g, "status"), *fix = status_fix(st);
+		const char *st = jstr(g, "status");
+		const char *fix = !strncmp(jstr(g, "binary"), "[kernel", 7) ||
+					  !strncmp(jstr(g, "binary"), "[vmlinux", 8)
+				  ? kernel_fix(st)
+				  : status_fix(st);
 
 		printf("  symbols     %-24s build ID %s: %s, %.1f%% of samples unnamed there%s%s\n",
 		       jstr(g, "binary"), jstr(g, "buildId")[0] ? jstr(g, "buildId") : "(none)", st,

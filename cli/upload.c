@@ -26,6 +26,7 @@
 static void upload_help(FILE *f)
 {
 	fputs("usage: unhex upload [options] FILE...\n"
+	      "       unhex upload [options] --kallsyms MAP --build-id ID\n"
 	      "\n"
 	      "Uploads each ELF FILE (an unstripped binary or a .debug file from\n"
 	      "objcopy --only-keep-debug) to URL/api/v1/debuginfo/<build ID>, unless the\n"
@@ -37,6 +38,9 @@ static void upload_help(FILE *f)
 	      "                   $UNHEX_TOKEN_FILE or $UNHEX_TOKEN (docs/cli.md)\n"
 	      "  --tenant T       X-Scope-OrgID: the tenant the files are for\n"
 	      "  --type KIND      debuginfo (default) or executable\n"
+	      "  --kallsyms MAP   upload the kernel symbol map MAP (/proc/kallsyms read as\n"
+	      "                   root, or a System.map) for the kernel with build ID\n"
+	      "  --build-id ID    (perf buildid-list -k, or /sys/kernel/notes)\n"
 	      "  --force          upload even when the server has the build ID, replacing\n"
 	      "                   other bytes it holds (needs a token with the admin scope)\n"
 	      "  --timeout S      seconds per file (default 600)\n"
@@ -50,6 +54,7 @@ struct upload_args {
 	const char *token;
 	const char *tenant;
 	const char *type;
+	const char *build_id; /* of --kallsyms */
 	int force;
 	int timeout_ms;
 	struct cli_server srv;
@@ -190,7 +195,75 @@ out:
 	return rc;
 }
 
-enum { O_SERVER = 256, O_CACERT, O_TOKEN, O_TENANT, O_TYPE, O_FORCE, O_TIMEOUT, O_HELP };
+/*
+ * Uploads a kernel symbol map for the build ID the user names (the map has
+ * none).  /proc/kallsyms has no size until read, so it is read whole (it is
+ * capped) and checked here first, for an answer that names the bad line
+ * without a round trip.
+ */
+static int upload_kallsyms(const struct upload_args *a, const char *file)
+{
+	struct err_msg msg;
+	struct buf map, resp;
+	char path[512], id[2 * SYM_BUILD_ID_MAX + 1];
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	size_t blen;
+	int status = 0, rc;
+	struct cli_request req = { 0 };
+
+	err_clear(&msg);
+	buf_init(&map, SYM_KALLSYMS_MAX_BYTES);
+	buf_init(&resp, RESPONSE_MAX);
+	if (sym_build_id_parse(a->build_id, bid, &blen) || !blen) {
+		fprintf(stderr, "unhex upload: --build-id \"%s\" is not a hex build ID\n",
+			a->build_id);
+		rc = ERR_INVALID;
+		goto out;
+	}
+	rc = buf_read_file(&map, file);
+	if (rc) {
+		fprintf(stderr, "unhex upload: %s: %s\n", file,
+			rc == ERR_TOO_LARGE ? "larger than a kernel symbol map can be"
+					    : strerror(errno));
+		goto out;
+	}
+	if ((rc = sym_kallsyms_check(map.data, map.len, NULL, &msg))) {
+		fprintf(stderr, "unhex upload: %s: not a kernel symbol map: %s\n", file, msg.text);
+		goto out;
+	}
+	sym_build_id_hex(bid, blen, id);
+	snprintf(path, sizeof(path), "/api/v1/debuginfo/%s?type=kallsyms%s", id,
+		 a->force ? "&replace=true" : "");
+	req.method = "POST";
+	req.path = path;
+	req.tenant = a->tenant;
+	req.token = a->token;
+	req.content_type = "text/plain";
+	req.body = map.data;
+	req.len = map.len;
+	req.timeout_ms = a->timeout_ms;
+	rc = cli_http_request(a->http, &req, &status, &resp, &msg);
+	if (rc) {
+		fprintf(stderr, "unhex upload: %s: %s\n", file, msg.text);
+		goto out;
+	}
+	trim(&resp);
+	if (status != 200 && status != 201) {
+		fprintf(stderr, "unhex upload: %s: HTTP %d: %s\n", file, status,
+			resp.data ? resp.data : "");
+		rc = ERR_INVALID;
+		goto out;
+	}
+	printf("%s: kernel symbols of %s %s (%zu bytes)\n", file, id,
+	       status == 201 ? "uploaded" : "unchanged", map.len);
+out:
+	buf_release(&map);
+	buf_release(&resp);
+	return rc;
+}
+
+enum { O_SERVER = 256, O_CACERT, O_TOKEN, O_TENANT, O_TYPE, O_FORCE, O_TIMEOUT, O_HELP,
+       O_KALLSYMS, O_BUILD_ID };
 
 static const struct option upload_opts[] = {
 	{ "server", required_argument, NULL, O_SERVER },
@@ -200,6 +273,8 @@ static const struct option upload_opts[] = {
 	{ "type", required_argument, NULL, O_TYPE },
 	{ "force", no_argument, NULL, O_FORCE },
 	{ "timeout", required_argument, NULL, O_TIMEOUT },
+	{ "kallsyms", required_argument, NULL, O_KALLSYMS },
+	{ "build-id", required_argument, NULL, O_BUILD_ID },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -207,7 +282,7 @@ static const struct option upload_opts[] = {
 int cli_upload(int argc, char **argv)
 {
 	struct upload_args a = { 0 };
-	const char *server = "http://127.0.0.1:4040", *cacert = NULL;
+	const char *server = "http://127.0.0.1:4040", *cacert = NULL, *kallsyms = NULL;
 	struct err_msg msg;
 	size_t failed = 0;
 	uint64_t secs;
@@ -224,6 +299,8 @@ int cli_upload(int argc, char **argv)
 		case O_TOKEN: a.token = optarg; break;
 		case O_TENANT: a.tenant = optarg; break;
 		case O_FORCE: a.force = 1; break;
+		case O_KALLSYMS: kallsyms = optarg; break;
+		case O_BUILD_ID: a.build_id = optarg; break;
 		case O_HELP: upload_help(stdout); return CLI_EXIT_OK;
 		case O_TYPE:
 			if (strcmp(optarg, "debuginfo") && strcmp(optarg, "executable"))
@@ -242,7 +319,11 @@ int cli_upload(int argc, char **argv)
 					       argv[optind - 1]);
 		}
 	}
-	if (optind >= argc)
+	if (!kallsyms != !a.build_id)
+		return cli_usage_error("upload", "--kallsyms and --build-id go together");
+	if (kallsyms && optind < argc)
+		return cli_usage_error("upload", "--kallsyms takes no FILE arguments");
+	if (!kallsyms && optind >= argc)
 		return cli_usage_error("upload", "no FILE given");
 	if (a.token && (strchr(a.token, '\r') || strchr(a.token, '\n')))
 		return cli_usage_error("upload", "--token: must not contain line breaks");
@@ -256,11 +337,13 @@ int cli_upload(int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	a.tty = isatty(STDERR_FILENO);
+	if (kallsyms)
+		failed = upload_kallsyms(&a, kallsyms) != 0;
 	for (int i = optind; i < argc; i++)
 		if (upload_one(&a, argv[i]))
 			failed++;
 	cli_http_close(a.http);
-	if (failed)
+	if (failed && !kallsyms)
 		fprintf(stderr, "unhex upload: %zu of %d files failed\n", failed, argc - optind);
 	return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -43,6 +43,32 @@ static int find_alt(void *ctx, const uint8_t *id, size_t id_len, const char *nam
 	return ERR_NOT_FOUND;
 }
 
+/*
+ * A kernel symbol map wins over an ELF file of the same build ID: profiles
+ * give kernel frames as runtime addresses, which only the map's rule
+ * (offsets from _text) turns into what the index holds.
+ */
+static int build_kallsyms(struct debuginfo *s, const char *id, const char *src, const char *dst,
+			  const uint8_t *bid, size_t blen)
+{
+	struct sym_index_stats stats;
+	struct err_msg msg;
+	int rc;
+
+	err_clear(&msg);
+	rc = sym_kallsyms_index_build(src, dst, bid, blen, &stats, &msg);
+	if (rc) {
+		log_warn("debuginfo: index of the kernel symbol map %s: %s", id, msg.text);
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_INVALID_ELF,
+				     clock_wall_ns() + s->retry_ns, msg.text);
+		return rc;
+	}
+	atomic_fetch_add(&s->index_builds, 1);
+	log_info("debuginfo: built the index of the kernel symbol map %s (%llu functions)", id,
+		 (unsigned long long)stats.locations);
+	return 0;
+}
+
 int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
 {
 	struct sym_dwarf_opts opts = { 0 };
@@ -58,6 +84,8 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 		return ERR_TOO_LARGE;
 	if (debuginfo__file_exists(dst))
 		return 0;
+	if (!debuginfo__path(s, id, "kallsyms", exe, sizeof(exe)) && debuginfo__file_exists(exe))
+		return build_kallsyms(s, id, exe, dst, bid, blen);
 	if (!debuginfo__file_exists(src) &&
 	    (debuginfo__path(s, id, "executable", src, sizeof(src)) ||
 	     !debuginfo__file_exists(src)))

@@ -157,7 +157,19 @@ uint64_t debuginfo_max_upload(const struct debuginfo *d);
 
 struct debuginfo_upload;
 
-enum debuginfo_file_kind { DEBUGINFO_FILE_DEBUGINFO = 0, DEBUGINFO_FILE_EXECUTABLE = 1 };
+/*
+ * DEBUGINFO_FILE_KALLSYMS: a kernel symbol map (/proc/kallsyms or System.map
+ * text, symbolize.h section 4) named by the kernel's build ID, which the map
+ * itself does not carry.  When a build ID has one, its index is built from
+ * it and frames are looked up at their offset from the mapping's start
+ * (the kernel's `_text`); it is never served by /buildid/, and refused
+ * (ERR_CONFLICT) for a build ID that has an ELF file.
+ */
+enum debuginfo_file_kind {
+	DEBUGINFO_FILE_DEBUGINFO = 0,
+	DEBUGINFO_FILE_EXECUTABLE = 1,
+	DEBUGINFO_FILE_KALLSYMS = 2,
+};
 
 /* Starts an upload into a temporary file under the data dir (owned *out). */
 int debuginfo_upload_begin(struct debuginfo *d, struct debuginfo_upload **out,

@@ -33,7 +33,9 @@
  *   u8       version (1)
  *   uvarint  source   (0 none, 1 upload, 2 debuginfod)
  *   uvarint  status   (enum debuginfo_status of the build ID)
- *   uvarint  kinds    (bit 1 << enum debuginfo_file_kind for each file stored)
+ *   uvarint  kinds    (bit 1 << enum debuginfo_file_kind for each file stored;
+ *                      bit 2, a kernel symbol map, is ignored by readers older
+ *                      than it, which then see no file)
  *   uvarint  size     (bytes of the debuginfo file, else of the executable)
  *   uvarint  hash     (informational: the first 8 bytes of sha256 below, big
  *                      endian; hash_bytes of the file in records written before
@@ -80,6 +82,7 @@
  *
  *   <data dir>/debuginfo/<id[0:2]>/<id>/debuginfo   uploaded .debug or unstripped ELF
  *   <data dir>/debuginfo/<id[0:2]>/<id>/executable  the executable, when known
+ *   <data dir>/debuginfo/<id[0:2]>/<id>/kallsyms    a kernel symbol map, as uploaded
  *   <data dir>/debuginfo/<id[0:2]>/<id>/index       our index (symbolize_int.h)
  *   <data dir>/debuginfo/tmp/                       uploads in progress
  * Every file is written to a temporary name, fsynced and renamed.
@@ -131,6 +134,8 @@ struct debuginfo__open_index {
 	char id[DEBUGINFO_HEX_MAX];
 	struct sym_index *idx;      /* owned */
 	struct sym_elf_info layout; /* program headers for file offsets */
+	int kernel_map;             /* built from a kernel symbol map: addresses
+				       are offsets from the mapping's start */
 	uint64_t used;              /* LRU tick */
 	unsigned refs;
 	int stale;                  /* replaced: the last reference closes it */
@@ -250,6 +255,8 @@ int debuginfo__path(const struct debuginfo *s, const char *id, const char *name,
 const char *debuginfo__kind_name(enum debuginfo_file_kind kind);
 /* 1 when `path` is a regular file. */
 int debuginfo__file_exists(const char *path);
+/* 1 when build ID `id` has a stored file: debuginfo, executable or kallsyms. */
+int debuginfo__has_file(const struct debuginfo *s, const char *id);
 /* mkdir -p; ERR_IO (errno says why) or ERR_TOO_LARGE. */
 int debuginfo__mkdir_p(const char *path);
 /* fsyncs the directory holding `file_path`, so a rename in it is durable. */

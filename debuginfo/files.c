@@ -21,12 +21,12 @@
 #include "base/log.h"
 #include "debuginfo_int.h"
 
-static const char *const kind_names[2] = { "debuginfo", "executable" };
+static const char *const kind_names[3] = { "debuginfo", "executable", "kallsyms" };
 
 const char *debuginfo__kind_name(enum debuginfo_file_kind kind)
 {
-	assert(kind == DEBUGINFO_FILE_DEBUGINFO || kind == DEBUGINFO_FILE_EXECUTABLE);
-	return kind_names[kind == DEBUGINFO_FILE_EXECUTABLE];
+	assert((unsigned)kind <= DEBUGINFO_FILE_KALLSYMS);
+	return kind_names[kind];
 }
 
 int debuginfo__canon_id(const char *hex, char out[DEBUGINFO_HEX_MAX], uint8_t *bytes, size_t *len)
@@ -58,6 +58,18 @@ int debuginfo__file_exists(const char *path)
 	struct stat sb;
 
 	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+int debuginfo__has_file(const struct debuginfo *s, const char *id)
+{
+	static const char *const names[] = { "debuginfo", "executable", "kallsyms" };
+	char path[DEBUGINFO__PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!debuginfo__path(s, id, names[i], path, sizeof(path)) &&
+		    debuginfo__file_exists(path))
+			return 1;
+	return 0;
 }
 
 int debuginfo__mkdir_p(const char *path)

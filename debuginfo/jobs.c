@@ -26,7 +26,9 @@ static void job_run(struct debuginfo *s, const char *id)
 	if (debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) ||
 	    debuginfo__path(s, id, "executable", p2, sizeof(p2)))
 		return;
-	if (!debuginfo__file_exists(p1) && !debuginfo__file_exists(p2)) {
+	/* A kernel symbol map is never fetched: debuginfod serves ELF files. */
+	if (!debuginfo__file_exists(p1) && !debuginfo__file_exists(p2) &&
+	    (debuginfo__path(s, id, "kallsyms", p1, sizeof(p1)) || !debuginfo__file_exists(p1))) {
 		if (!s->upstream || debuginfo__fetch(s, id, bid, blen))
 			return;
 	}

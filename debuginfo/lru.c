@@ -111,7 +111,7 @@ size_t debuginfo__lru_count(struct debuginfo *s)
  */
 static struct debuginfo__open_index *insert(struct debuginfo *s, const char *id,
 					    struct sym_index *idx,
-					    const struct sym_elf_info *layout)
+					    const struct sym_elf_info *layout, int kernel_map)
 {
 	struct debuginfo__open_index *e, *free_slot = NULL, *victim = NULL;
 
@@ -145,6 +145,7 @@ static struct debuginfo__open_index *insert(struct debuginfo *s, const char *id,
 		snprintf(e->id, sizeof(e->id), "%s", id);
 		e->idx = idx;
 		e->layout = *layout;
+		e->kernel_map = kernel_map;
 		e->refs = 1;
 		e->used = ++s->tick;
 	} else {
@@ -176,7 +177,7 @@ static int open_index(struct debuginfo *s, const char *id, const uint8_t *bid, s
 	struct sym_index *idx;
 	struct err_msg msg;
 	char path[DEBUGINFO__PATH_MAX];
-	int rc;
+	int rc, kernel_map;
 
 	if (debuginfo__path(s, id, "index", path, sizeof(path)) || !debuginfo__file_exists(path))
 		return ERR_NOT_FOUND;
@@ -187,12 +188,15 @@ static int open_index(struct debuginfo *s, const char *id, const uint8_t *bid, s
 		unlink(path);
 		return ERR_NOT_FOUND;
 	}
-	if (load_layout(s, id, &layout)) {
+	memset(&layout, 0, sizeof(layout));
+	kernel_map = !debuginfo__path(s, id, "kallsyms", path, sizeof(path)) &&
+		     debuginfo__file_exists(path);
+	if (!kernel_map && load_layout(s, id, &layout)) {
 		sym_index_close(idx);
 		return ERR_NOT_FOUND;
 	}
 	atomic_fetch_add(&s->index_opens, 1);
-	*out = insert(s, id, idx, &layout);
+	*out = insert(s, id, idx, &layout, kernel_map);
 	return *out ? 0 : ERR_NOMEM;
 }
 

@@ -152,7 +152,7 @@ int debuginfo__meta_decode(const void *val, size_t len, struct debuginfo__meta *
 		return ERR_CORRUPT;
 	m->source = (unsigned)v[0];
 	m->status = (unsigned)v[1];
-	m->kinds = (unsigned)v[2] & 3;
+	m->kinds = (unsigned)v[2] & 7;
 	m->size = v[3];
 	m->hash = v[4];
 	m->uploaded = zigzag_decode(v[5]);

@@ -26,12 +26,24 @@
  * mapping.file_offset + p_vaddr % page; the executable segment that holds
  * the offset under that rule wins.
  */
-static int to_vaddr(const struct sym_elf_info *l, const struct debuginfo_mapping_ref *map,
-		    const struct debuginfo_addr_req *r, uint64_t *vaddr)
+static int to_vaddr(const struct debuginfo__open_index *e,
+		    const struct debuginfo_mapping_ref *map, const struct debuginfo_addr_req *r,
+		    uint64_t *vaddr)
 {
+	const struct sym_elf_info *l = &e->layout;
 	uint64_t span = 0;
 	size_t best = SIZE_MAX;
 
+	/* A kernel symbol map's index holds offsets from _text, where the
+	 * kernel's mapping starts (perf: [kernel.kallsyms]_text): the stored
+	 * address minus the mapping's file offset is that offset, whatever
+	 * KASLR slid the kernel by. */
+	if (e->kernel_map) {
+		if (r->addr < map->file_offset)
+			return ERR_NOT_FOUND;
+		*vaddr = r->addr - map->file_offset;
+		return 0;
+	}
 	if (map->addr_is_vaddr) {
 		*vaddr = r->addr;
 		return 0;
@@ -94,7 +106,7 @@ static int resolve_misses(struct debuginfo *s, struct debuginfo__open_index *e,
 
 		if (!missing[i])
 			continue;
-		if (!to_vaddr(&e->layout, map, &reqs[i], &vaddr))
+		if (!to_vaddr(e, map, &reqs[i], &vaddr))
 			lookup(e->idx, map, &reqs[i], vaddr, f, &nf);
 		rc = fn(ctx, i, vaddr, f, nf);
 		if (!rc)
@@ -148,7 +160,6 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 			 struct debuginfo__open_index **out, enum debuginfo_status *status,
 			 char *reason, size_t rlen)
 {
-	char p1[DEBUGINFO__PATH_MAX], p2[DEBUGINFO__PATH_MAX];
 	struct debuginfo__meta m;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -157,9 +168,7 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 		if (!debuginfo__lru_acquire(s, id, bid, blen, out))
 			return 0;
 		have_meta = debuginfo__meta_get(s, id, &m) == 0;
-		have_file = !debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) &&
-			    !debuginfo__path(s, id, "executable", p2, sizeof(p2)) &&
-			    (debuginfo__file_exists(p1) || debuginfo__file_exists(p2));
+		have_file = debuginfo__has_file(s, id);
 		if (have_meta && m.status != DEBUGINFO_STATUS_OK &&
 		    m.status != DEBUGINFO_STATUS_PENDING &&
 		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt)) {

@@ -154,7 +154,7 @@ static int pick_doomed(void *ctx, const void *key, size_t klen, const void *val,
 /* Deletes the files, derived data and record of `id` (upload_mu held). */
 static int delete_one(struct debuginfo *s, const char *id, uint64_t *bytes)
 {
-	static const char *const names[] = { "debuginfo", "executable", "index" };
+	static const char *const names[] = { "debuginfo", "executable", "kallsyms", "index" };
 	char path[DEBUGINFO__PATH_MAX];
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	char canon[DEBUGINFO_HEX_MAX];
@@ -177,7 +177,7 @@ static int delete_one(struct debuginfo *s, const char *id, uint64_t *bytes)
 		uint64_t size, hash;
 		if (debuginfo__path(s, id, names[i], path, sizeof(path)))
 			continue;
-		if (i < 2 && !debuginfo__file_hash(path, &size, &hash))
+		if (i < 3 && !debuginfo__file_hash(path, &size, &hash))
 			*bytes += size;
 		if (unlink(path) && errno != ENOENT)
 			log_warn("debuginfo: cannot delete %s: %s", path, strerror(errno));

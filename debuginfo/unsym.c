@@ -328,7 +328,8 @@ static int lookup_admit(struct debuginfo__unsym *u)
 }
 
 /*
- * Decides where the debug info of `a->id` stands: a stored file is ok
+ * Decides where the debug info of `a->id` stands: a stored file (a
+ * kernel's symbol map too) is ok
  * unless its record says it is unusable; without one, a recorded failure
  * holds until its retry time (the not-found cache), no upstream means not
  * found, and otherwise an upstream lookup is queued (while *lookups and
@@ -338,15 +339,12 @@ static int lookup_admit(struct debuginfo__unsym *u)
  */
 static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 {
-	char p1[DEBUGINFO__PATH_MAX], p2[DEBUGINFO__PATH_MAX];
 	struct debuginfo__meta m;
 	int have_meta = debuginfo__meta_get(s, a->id, &m) == 0;
 	int limited = have_meta && !strncmp(m.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED));
 	int failed = have_meta && !limited && m.status != DEBUGINFO_STATUS_OK &&
 		     m.status != DEBUGINFO_STATUS_PENDING && m.status < DEBUGINFO_STATUS_COUNT;
-	int have_file = !debuginfo__path(s, a->id, "debuginfo", p1, sizeof(p1)) &&
-			!debuginfo__path(s, a->id, "executable", p2, sizeof(p2)) &&
-			(debuginfo__file_exists(p1) || debuginfo__file_exists(p2));
+	int have_file = debuginfo__has_file(s, a->id);
 	int admitted;
 
 	a->reason[0] = '\0';

@@ -152,6 +152,33 @@ static int refuse(struct debuginfo_upload *u, enum sym_reason reason, int code,
 	return code;
 }
 
+/*
+ * Validates a kernel symbol map.  Its build ID cannot be checked: the map
+ * carries none, the uploader names the kernel's.
+ */
+static int check_kallsyms(struct debuginfo_upload *u, struct debuginfo_upload_result *res,
+			  struct err_msg *msg)
+{
+	struct err_msg why;
+	struct buf b;
+	int rc;
+
+	err_clear(&why);
+	buf_init(&b, SYM_KALLSYMS_MAX_BYTES);
+	rc = buf_read_file(&b, u->path);
+	if (rc == ERR_TOO_LARGE)
+		err_set(msg, rc, "a kernel symbol map is at most %u bytes", SYM_KALLSYMS_MAX_BYTES);
+	else if (rc)
+		err_set(msg, rc, "cannot read the kernel symbol map back: %s",
+			rc == ERR_IO ? strerror(errno) : err_str(rc));
+	else if ((rc = sym_kallsyms_check(b.data, b.len, NULL, &why)))
+		err_set(msg, rc, "invalid kernel symbol map: %s", why.text);
+	buf_release(&b);
+	if (rc == ERR_INVALID || rc == ERR_TOO_LARGE)
+		return refuse(u, SYM_REASON_INVALID_ELF, rc, res);
+	return rc;
+}
+
 /* Validates the uploaded file as `kind` of build ID `id`. */
 static int check_file(struct debuginfo_upload *u, const char *id, const uint8_t *bid,
 		      size_t blen, enum debuginfo_file_kind kind, struct sym_elf_info *info,
@@ -160,6 +187,9 @@ static int check_file(struct debuginfo_upload *u, const char *id, const uint8_t 
 	enum sym_reason reason = SYM_REASON_OK;
 	char have[DEBUGINFO_HEX_MAX];
 
+	memset(info, 0, sizeof(*info));
+	if (kind == DEBUGINFO_FILE_KALLSYMS)
+		return check_kallsyms(u, res, msg);
 	if (sym_elf_inspect_file(u->path, info, msg))
 		return refuse(u, SYM_REASON_INVALID_ELF, ERR_INVALID, res);
 	if (info->build_id_len == 0) {
@@ -279,7 +309,8 @@ static int install(struct debuginfo_upload *u, const char *id, enum debuginfo_fi
 	char dir[DEBUGINFO__PATH_MAX];
 	int rc;
 
-	if (!(m->kinds & (1u << DEBUGINFO_FILE_DEBUGINFO)) || kind == DEBUGINFO_FILE_DEBUGINFO) {
+	/* The record describes the first file of debuginfo, executable, kallsyms. */
+	if (!(m->kinds & ((1u << kind) - 1))) {
 		m->size = u->size;
 		m->hash = short_hash(d);
 		memcpy(m->sha256, d, SHA256_LEN);
@@ -328,7 +359,7 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 	struct debuginfo__meta m;
 	int rc, had_meta, exists = 0, same = 0, replaced = 0;
 
-	assert(u && res && (kind == DEBUGINFO_FILE_DEBUGINFO || kind == DEBUGINFO_FILE_EXECUTABLE));
+	assert(u && res && (unsigned)kind <= DEBUGINFO_FILE_KALLSYMS);
 	memset(res, 0, sizeof(*res));
 	res->size = u->size;
 	if (debuginfo__canon_id(build_id_hex, id, bid, &blen)) {
@@ -355,6 +386,12 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 		rc = compare_stored(u, dst, &exists, &same, old, msg);
 	if (!rc)
 		rc = may_store(by, id, &m, exists, same, msg);
+	/* A map renames every frame of its build ID: never a program's. */
+	if (!rc && kind == DEBUGINFO_FILE_KALLSYMS &&
+	    (m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO | 1u << DEBUGINFO_FILE_EXECUTABLE)))
+		rc = err_set(msg, ERR_CONFLICT,
+			     "build ID %s has an ELF file: a kernel symbol map is for the build "
+			     "ID of a kernel (perf buildid-list -k)", id);
 	if (!rc && exists && !same && by && by->tenant) /* a replacement: its tenant's alone now */
 		m.owners[0] = '\0';
 	if (!rc)
@@ -376,6 +413,7 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 		/* A new executable names the PLT stubs a .debug file cannot: the
 		 * index built without it is rebuilt. */
 		if (replaced || (had_meta && m.status != DEBUGINFO_STATUS_OK) ||
+		    (kind == DEBUGINFO_FILE_KALLSYMS && !same) ||
 		    (kind == DEBUGINFO_FILE_EXECUTABLE && !same &&
 		     (m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO))))
 			debuginfo__drop_derived(s, id, bid, blen);

@@ -42,10 +42,12 @@ static int check_one(void *ctx, const void *key, size_t klen, const void *val, s
 		v->bad = 1;
 		return v->fn(v->ctx, &c);
 	}
-	if (!(m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO | 1u << DEBUGINFO_FILE_EXECUTABLE)))
+	if (!(m.kinds & 7u))
 		return 0; /* a lookup that found nothing: no file to check */
-	kind = m.kinds & 1u << DEBUGINFO_FILE_DEBUGINFO ? DEBUGINFO_FILE_DEBUGINFO
-						       : DEBUGINFO_FILE_EXECUTABLE;
+	/* The file the record's size and hash describe (upload.c, install). */
+	kind = m.kinds & 1u << DEBUGINFO_FILE_DEBUGINFO	   ? DEBUGINFO_FILE_DEBUGINFO
+	       : m.kinds & 1u << DEBUGINFO_FILE_EXECUTABLE ? DEBUGINFO_FILE_EXECUTABLE
+							   : DEBUGINFO_FILE_KALLSYMS;
 	snprintf(path, sizeof(path), "%s/debuginfo/%.2s/%s/%s", v->data_dir, id, id,
 		 debuginfo__kind_name(kind));
 	c.path = path;

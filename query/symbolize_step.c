@@ -48,6 +48,7 @@ struct qgroup {
 	struct debuginfo_mapping_ref map;
 	enum debuginfo_status status;
 	char reason[256];
+	int kernel;          /* the kernel's mapping: named from a symbol map */
 	int64_t unnamed;
 	size_t n_want;
 	size_t n_unresolved;  /* distinct locations left without names */
@@ -150,6 +151,8 @@ static char *sdup(struct qctx *q, struct qsym *s, const char *p)
 	return sdupn(q, s, p, p ? strlen(p) : 0);
 }
 
+static int kernel_mapping(const struct store_mapping *mp);
+
 /* The group of a mapping: one per build ID (or per file name without one). */
 static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *mp,
 		    uint32_t *out)
@@ -182,7 +185,12 @@ static int group_of(struct qctx *q, struct qsym *s, const struct store_mapping *
 	g->map.file_offset = mp->file_offset;
 	g->map.addr_is_vaddr = !!(mp->flags & STORE_MAP_ADDR_VADDR);
 	g->status = bid[0] ? DEBUGINFO_STATUS_OK : DEBUGINFO_STATUS_NO_BUILD_ID;
-	if (!bid[0])
+	g->kernel = kernel_mapping(mp);
+	if (!bid[0] && g->kernel)
+		snprintf(g->reason, sizeof(g->reason),
+			 "no build ID for the kernel mapping: make the agent report the running "
+			 "kernel's (perf does: perf buildid-list -k)");
+	else if (!bid[0])
 		snprintf(g->reason, sizeof(g->reason),
 			 "the profile's mapping has no build ID; rebuild with -Wl,--build-id "
 			 "or send build IDs from the agent");
@@ -511,6 +519,11 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 			err_set(q->msg, rc, "symbolizing %s: %s", gr->build_id, err_str(rc));
 		if (gr->status == DEBUGINFO_STATUS_PENDING)
 			s->pending = 1;
+		if (gr->kernel && gr->status == DEBUGINFO_STATUS_NOT_FOUND)
+			snprintf(gr->reason, sizeof(gr->reason),
+				 "kernel symbols not uploaded: unhex upload --kallsyms /proc/kallsyms "
+				 "--build-id %s, as root on a machine running this kernel",
+				 gr->build_id);
 	}
 out:
 	free(start);

@@ -58,9 +58,12 @@ struct wloc {
 	uint32_t line, col, parent, flags;
 };
 
-/* The writer's tables grow through the handle's budget (SYM__GROW). */
+/* The writer's tables grow through `alloc`: the handle's budget for a DWARF build. */
 struct writer {
-	struct sym_dwarf *d;
+	struct sym_dwarf *d;        /* NULL when writing a symbol table */
+	const struct grow_alloc *alloc; /* every table below grows through it */
+	const uint8_t *bid;         /* borrowed */
+	size_t blen;
 	struct wloc *locs;
 	size_t n_locs, lcap;
 	struct hmap loc_index;      /* loc_hash -> index in locs */
@@ -98,7 +101,7 @@ static int intern_loc(struct writer *w, const struct wloc *l, uint32_t *out)
 			return 0;
 		}
 	}
-	if ((rc = SYM__GROW(w->d, w->locs, w->lcap, w->n_locs + 1)) ||
+	if ((rc = GROW(w->locs, w->lcap, w->n_locs + 1, SYM__MAX_ITEMS, w->alloc)) ||
 	    (rc = hmap_put_probed(&w->loc_index, &pr, (uint32_t)w->n_locs)))
 		return rc;
 	w->locs[w->n_locs] = *l;
@@ -127,9 +130,9 @@ static int intern_chain(struct writer *w, const struct sym_frame *f, size_t n, u
 static int add_range(struct writer *w, uint32_t start, uint32_t loc)
 {
 	assert(w->n_ranges == 0 || w->starts[w->n_ranges - 1] < start);
-	int rc = SYM__GROW(w->d, w->starts, w->rcap, w->n_ranges + 1);
+	int rc = GROW(w->starts, w->rcap, w->n_ranges + 1, SYM__MAX_ITEMS, w->alloc);
 
-	if (rc || (rc = SYM__GROW(w->d, w->rlocs, w->rcap2, w->n_ranges + 1)))
+	if (rc || (rc = GROW(w->rlocs, w->rcap2, w->n_ranges + 1, SYM__MAX_ITEMS, w->alloc)))
 		return rc;
 	w->starts[w->n_ranges] = start;
 	w->rlocs[w->n_ranges++] = loc;
@@ -195,7 +198,6 @@ static int serialize(struct writer *w, uint64_t base, struct buf *out)
 {
 	uint8_t hdr[SYM_INDEX_HEADER];
 	uint8_t rec[SYM_INDEX_LOC_SIZE];
-	const struct sym_elf_info *info = &w->d->info;
 	struct buf locs;
 	int rc;
 
@@ -234,8 +236,8 @@ static int serialize(struct writer *w, uint64_t base, struct buf *out)
 	wr32(hdr + 24, (uint32_t)w->n_ranges);
 	wr32(hdr + 28, (uint32_t)w->n_locs);
 	wr32(hdr + 32, (uint32_t)w->strtab.len);
-	wr32(hdr + 36, (uint32_t)info->build_id_len);
-	memcpy(hdr + 40, info->build_id, info->build_id_len);
+	wr32(hdr + 36, (uint32_t)w->blen);
+	memcpy(hdr + 40, w->bid, w->blen);
 	wr32(hdr + 104, (uint32_t)r_off);
 	wr32(hdr + 108, (uint32_t)(r_off + 4 * (uint64_t)w->n_ranges));
 	wr32(hdr + 112, (uint32_t)l_off);
@@ -266,6 +268,16 @@ out:
 	return rc;
 }
 
+static void writer_release(struct writer *w)
+{
+	grow_free(w->alloc, w->locs, w->lcap, sizeof(*w->locs));
+	hmap_release(&w->loc_index);
+	grow_free(w->alloc, w->starts, w->rcap, sizeof(*w->starts));
+	grow_free(w->alloc, w->rlocs, w->rcap2, sizeof(*w->rlocs));
+	sym__ptrmap_release(&w->stroff);
+	buf_release(&w->strtab);
+}
+
 int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 			struct sym_index_stats *stats, struct err_msg *msg)
 {
@@ -276,6 +288,9 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 
 	memset(&w, 0, sizeof(w));
 	w.d = d;
+	w.alloc = &d->budget.alloc;
+	w.bid = d->info.build_id;
+	w.blen = d->info.build_id_len;
 	/* At most HMAP_MAX locations: their indexes stay below SYM_NONE. */
 	hmap_init(&w.loc_index, HMAP_MAX, &d->budget.alloc);
 	sym__ptrmap_init(&w.stroff, &d->budget.alloc);
@@ -317,16 +332,48 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 	}
 out:
 	SYM__FREE(d, v, cap);
-	SYM__FREE(d, w.locs, w.lcap);
-	hmap_release(&w.loc_index);
-	SYM__FREE(d, w.starts, w.rcap);
-	SYM__FREE(d, w.rlocs, w.rcap2);
-	sym__ptrmap_release(&w.stroff);
-	buf_release(&w.strtab);
+	writer_release(&w);
 	return rc;
 }
 
-static int write_atomic(const char *path, const void *data, size_t len, struct err_msg *msg)
+int sym__index_write_symbols(const struct sym__named_start *e, size_t n, uint64_t base,
+			     const uint8_t *bid, size_t blen, struct buf *out,
+			     struct err_msg *msg)
+{
+	struct grow_budget budget;
+	struct writer w;
+	uint32_t prev = SYM_NONE;
+	int rc = 0;
+
+	assert(blen <= SYM_BUILD_ID_MAX && (n == 0 || !e[n - 1].name));
+	grow_budget_init(&budget, SIZE_MAX);
+	memset(&w, 0, sizeof(w));
+	w.alloc = &budget.alloc;
+	w.bid = bid;
+	w.blen = blen;
+	hmap_init(&w.loc_index, HMAP_MAX, w.alloc);
+	sym__ptrmap_init(&w.stroff, w.alloc);
+	buf_init(&w.strtab, (size_t)UINT32_MAX);
+	for (size_t i = 0; i < n && !rc; i++) {
+		struct sym_frame f = { e[i].name, NULL, 0, 0, SYM_FRAME_SYMTAB };
+		uint32_t leaf = SYM_NONE;
+
+		assert(e[i].addr >= base && e[i].addr - base <= UINT32_MAX &&
+		       (i == 0 || e[i - 1].addr < e[i].addr));
+		if (e[i].name && (rc = intern_chain(&w, &f, 1, &leaf)))
+			break;
+		if (leaf != prev && !(rc = add_range(&w, (uint32_t)(e[i].addr - base), leaf)))
+			prev = leaf;
+	}
+	if (!rc)
+		rc = serialize(&w, base, out);
+	if (rc)
+		err_set(msg, rc, "writing the index of a symbol map: %s", err_str(rc));
+	writer_release(&w);
+	return rc;
+}
+
+int sym__write_atomic(const char *path, const void *data, size_t len, struct err_msg *msg)
 {
 	size_t pl = strlen(path);
 	char *tmp = malloc(pl + 8);
@@ -378,7 +425,7 @@ int sym_index_build(const char *debug_path, const char *out_path,
 		goto out;
 	if ((rc = sym_index_build_buf(d, &b, stats, msg)))
 		goto out;
-	rc = write_atomic(out_path, b.data, b.len, msg);
+	rc = sym__write_atomic(out_path, b.data, b.len, msg);
 out:
 	sym_dwarf_close(d);
 	buf_release(&b);

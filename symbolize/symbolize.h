@@ -353,4 +353,49 @@ int sym_index_lookup(const struct sym_index *idx, uint64_t vaddr,
 int sym_index_lookup_caller(const struct sym_index *idx, uint64_t ret,
 			    struct sym_frame *frames, size_t max, size_t *n);
 
+/* ---- 4. Kernel symbol maps ----------------------------------------------- */
+
+/*
+ * A kernel symbol map is the text of /proc/kallsyms or of a System.map:
+ * one symbol a line, "ADDR TYPE NAME" with an optional "\t[MODULE]" (ADDR
+ * 1..16 hex digits, TYPE one letter or '?', NAME 1..SYM_KALLSYMS_MAX_NAME
+ * printable non-blank bytes, MODULE 1..64 of them without brackets), "\n"
+ * line ends, the last one optional.  It carries no build ID: the uploader
+ * names it.  Addresses are the kernel's runtime addresses of one boot;
+ * only their distance from the `_text` symbol is kept, so a map read on
+ * any boot of a kernel names frames of every boot of that kernel, KASLR or
+ * not (module symbols only for the boot their modules were loaded in).
+ */
+#define SYM_KALLSYMS_MAX_BYTES (64u << 20)
+#define SYM_KALLSYMS_MAX_LINES (4u << 20)
+#define SYM_KALLSYMS_MAX_NAME 512u
+
+/*
+ * Checks `len` bytes (borrowed) as a kernel symbol map: 0 with the number
+ * of function symbols (types t, T, w, W) in *n_funcs (may be NULL), or
+ * ERR_INVALID with a message naming the line and what is wrong, or
+ * ERR_TOO_LARGE past the caps above.  Also refused: no `_text` symbol,
+ * `_text` at 0 (a map read without the right to see addresses:
+ * kptr_restrict), no function symbol.
+ */
+int sym_kallsyms_check(const void *data, size_t len, size_t *n_funcs, struct err_msg *msg);
+
+/*
+ * Writes the index (section 3) of the symbol map in `len` bytes (borrowed)
+ * for build ID `bid` (borrowed, blen bytes) to `out` (appended).  Its
+ * addresses are offsets from `_text`: look a kernel frame up at its
+ * runtime address minus the runtime address of `_text`.  Every address
+ * from a function symbol up to the next symbol of the map names that
+ * function (module symbols as "name [module]"); where several functions
+ * share an address the last one the map lists wins, as perf names them
+ * (the others end where they start).  Errors as sym_kallsyms_check,
+ * ERR_NOMEM.
+ */
+int sym_kallsyms_index_buf(const void *data, size_t len, const uint8_t *bid, size_t blen,
+			   struct buf *out, struct sym_index_stats *stats, struct err_msg *msg);
+
+/* The same from the map at `map_path` to the index file `out_path` (atomically). */
+int sym_kallsyms_index_build(const char *map_path, const char *out_path, const uint8_t *bid,
+			     size_t blen, struct sym_index_stats *stats, struct err_msg *msg);
+
 #endif

@@ -275,4 +275,25 @@ void sym__elf_init(void);
 /* Fills `out` from an open Elf; shared by sym_elf_inspect* and sym_dwarf. */
 int sym__elf_info(Elf *elf, struct sym_elf_info *out, struct err_msg *msg);
 
+/* ---- kallsyms.c and index.c: kernel symbol maps ---- */
+
+/* One boundary of a symbol table written as an index. */
+struct sym__named_start {
+	uint64_t addr;
+	const char *name; /* borrowed; NULL: nothing is known from addr on */
+};
+
+/*
+ * Writes (appends to `out`) an index whose range i starts at e[i].addr -
+ * base and names e[i].name as one frame with SYM_FRAME_SYMTAB.  The `n`
+ * entries are sorted with strictly increasing addresses in [base, base +
+ * 4 GiB), and the last one has no name (a programmer error otherwise).
+ */
+int sym__index_write_symbols(const struct sym__named_start *e, size_t n, uint64_t base,
+			     const uint8_t *bid, size_t blen, struct buf *out,
+			     struct err_msg *msg);
+
+/* Writes `len` bytes to `path` atomically (temporary file, fsync, rename). */
+int sym__write_atomic(const char *path, const void *data, size_t len, struct err_msg *msg);
+
 #endif

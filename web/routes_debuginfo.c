@@ -85,6 +85,13 @@ static int truthy(const char *v)
 	return strcmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcmp(v, "yes") == 0;
 }
 
+static const char *kind_str(enum debuginfo_file_kind kind)
+{
+	return kind == DEBUGINFO_FILE_EXECUTABLE ? "executable"
+	       : kind == DEBUGINFO_FILE_KALLSYMS ? "kallsyms"
+						  : "debuginfo";
+}
+
 static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, int pyroscope,
 		   struct web__resp *rs)
 {
@@ -117,8 +124,11 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 	else if (web__query_param(rq->query, "type", type, sizeof(type)) == 0 && type[0]) {
 		if (strcmp(type, "executable") == 0)
 			kind = DEBUGINFO_FILE_EXECUTABLE;
+		else if (strcmp(type, "kallsyms") == 0)
+			kind = DEBUGINFO_FILE_KALLSYMS;
 		else if (strcmp(type, "debuginfo") != 0) {
-			web__resp_text_error(rs, ERR_INVALID, "type must be debuginfo or executable");
+			web__resp_text_error(rs, ERR_INVALID,
+					     "type must be debuginfo, executable or kallsyms");
 			return;
 		}
 	}
@@ -173,10 +183,10 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 	json_ok(rs, res.unchanged || pyroscope ? 200 : 201);
 	buf_printf(&rs->body,
 		   "{\"buildId\":\"%s\",\"type\":\"%s\",\"size\":%llu,\"unchanged\":%s,"
-		   "\"debuginfo\":%s,\"executable\":%s}\n",
-		   id, kind == DEBUGINFO_FILE_EXECUTABLE ? "executable" : "debuginfo",
-		   (unsigned long long)res.size, res.unchanged ? "true" : "false",
-		   res.kinds & 1 ? "true" : "false", res.kinds & 2 ? "true" : "false");
+		   "\"debuginfo\":%s,\"executable\":%s,\"kallsyms\":%s}\n",
+		   id, kind_str(kind), (unsigned long long)res.size, res.unchanged ? "true" : "false",
+		   res.kinds & 1 ? "true" : "false", res.kinds & 2 ? "true" : "false",
+		   res.kinds & 4 ? "true" : "false");
 }
 
 struct list_out {
@@ -200,10 +210,11 @@ int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r
 				debuginfo_status_str(r->status));
 	if (!rc) rc = buf_put_json_str(out, r->reason, strlen(r->reason));
 	if (!rc)
-		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"retryAt\":%lld,"
-				"\"shared\":%s,\"lastProfile\":%lld",
+		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"kallsyms\":%s,"
+				"\"retryAt\":%lld,\"shared\":%s,\"lastProfile\":%lld",
 				r->kinds & (1u << DEBUGINFO_FILE_DEBUGINFO) ? "true" : "false",
 				r->kinds & (1u << DEBUGINFO_FILE_EXECUTABLE) ? "true" : "false",
+				r->kinds & (1u << DEBUGINFO_FILE_KALLSYMS) ? "true" : "false",
 				(long long)(r->retry_at_ns / 1000000), r->shared ? "true" : "false",
 				(long long)(r->last_profile_ns / 1000000));
 	if (!rc && r->has_sha256) {

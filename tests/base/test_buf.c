@@ -152,6 +152,45 @@ static void test_zero_cap(void **state)
 	buf_release(&b);
 }
 
+/* buf_read_file: whole files at and past the cap, with chunk-sized edges. */
+static void test_read_file(void **state)
+{
+	char path[] = "/tmp/unhex-test-buf-XXXXXX";
+	size_t sizes[] = { 0, 1, 65535, 65536, 65537, 200000 };
+	int fd = mkstemp(path);
+	(void)state;
+
+	assert_true(fd >= 0);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		char *data = malloc(n + 1);
+		struct buf b;
+
+		assert_non_null(data);
+		for (size_t k = 0; k < n; k++)
+			data[k] = (char)('a' + k % 26);
+		assert_int_equal(ftruncate(fd, 0), 0);
+		assert_int_equal(pwrite(fd, data, n, 0), (ssize_t)n);
+		buf_init(&b, n ? n : 1);
+		assert_int_equal(buf_read_file(&b, path), 0);
+		assert_int_equal(b.len, n);
+		assert_memory_equal(b.data ? b.data : "", data, n);
+		buf_release(&b);
+		if (n > 1) {
+			buf_init(&b, n - 1);
+			assert_int_equal(buf_read_file(&b, path), ERR_TOO_LARGE);
+			buf_release(&b);
+		}
+		free(data);
+	}
+	close(fd);
+	unlink(path);
+	struct buf b;
+	buf_init(&b, 16);
+	assert_int_equal(buf_read_file(&b, "/nonexistent/unhex"), ERR_IO);
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +200,7 @@ int main(void)
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_growth_policy),
 		cmocka_unit_test(test_zero_cap),
+		cmocka_unit_test(test_read_file),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,12 +224,77 @@ static void test_statuses_and_budget(void **state)
 	assert_int_equal(st, DEBUGINFO_STATUS_NO_BUILD_ID);
 }
 
+/*
+ * A kernel symbol map (type=kallsyms): refused when corrupt and for a
+ * program's build ID; stored for a kernel's; frames of a profile taken at
+ * another KASLR offset than the map's are named by their offset from
+ * _text, the mapping's start, leaf and return addresses alike.
+ */
+static void test_kernel_map(void **state)
+{
+	static const char kid[] = "4a5a9b0affb66c437abcd455d2738af879985fa9";
+	static const char map_text[] = "ffffffff81000000 T _text\n"
+				       "ffffffff81000100 T vfs_write\n"
+				       "ffffffff81000100 t __alias_first\n"
+				       "ffffffff81000100 T __x64_vfs_write_last\n"
+				       "ffffffff81000200 T do_syscall_64\n"
+				       "ffffffff81000400 D data\n";
+	/* The profile's boot: _text at ...9a000000. */
+	struct debuginfo_mapping_ref map = { 0xffffffff9a000000ull, 0xffffffff9b000000ull,
+					     0xffffffff9a000000ull, 0 };
+	struct debuginfo_addr_req req[] = {
+		{ 0xffffffff9a000150ull, 1 }, /* leaf in the aliased function */
+		{ 0xffffffff9a000200ull, 0 }, /* a return address at do_syscall_64's start: caller rule */
+		{ 0xffffffff9a000201ull, 0 },
+		{ 0xffffffff9a000450ull, 1 }, /* past the text */
+	};
+	struct debuginfo_upload_result res;
+	enum debuginfo_status st;
+	struct err_msg msg;
+	static struct got g;
+	char reason[256];
+	(void)state;
+
+	t_write("kallsyms", map_text);
+	t_write("bad.map", "ffffffff81000000 T _text\nnot a line\n");
+	err_clear(&msg);
+	assert_int_equal(upload_file(t_path("bad.map"), kid, DEBUGINFO_FILE_KALLSYMS, &res, &msg),
+			 ERR_INVALID);
+	assert_non_null(strstr(msg.text, "line 2"));
+	err_clear(&msg);
+	assert_int_equal(upload_file(t_path("kallsyms"), g_id, DEBUGINFO_FILE_KALLSYMS, &res, &msg),
+			 ERR_CONFLICT);
+	/* Before the map: not found, nothing resolved. */
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(debuginfo_resolve(g_svc, kid, &map, req, 4, clock_mono_ns() + 1000000000,
+					   on_frames, &g, &st, reason, sizeof(reason)),
+			 0);
+	assert_int_equal(st, DEBUGINFO_STATUS_NOT_FOUND);
+	assert_int_equal(g.n_called, 0);
+	err_clear(&msg);
+	assert_int_equal(upload_file(t_path("kallsyms"), kid, DEBUGINFO_FILE_KALLSYMS, &res, &msg), 0);
+	assert_int_equal(res.kinds, 1u << DEBUGINFO_FILE_KALLSYMS);
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(debuginfo_resolve(g_svc, kid, &map, req, 4,
+					   clock_mono_ns() + 60LL * 1000000000, on_frames, &g, &st,
+					   reason, sizeof(reason)),
+			 0);
+	assert_int_equal(st, DEBUGINFO_STATUS_OK);
+	assert_int_equal(g.n_called, 4);
+	assert_string_equal(g.names[0], "__x64_vfs_write_last");
+	assert_string_equal(g.names[1], "__x64_vfs_write_last");
+	assert_string_equal(g.names[2], "do_syscall_64");
+	assert_string_equal(g.names[3], "");
+	assert_int_equal(g.lines[0], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_resolve_and_persist),
 		cmocka_unit_test(test_executable_layout),
 		cmocka_unit_test(test_statuses_and_budget),
+		cmocka_unit_test(test_kernel_map),
 	};
 
 	return cmocka_run_group_tests(tests, svc_setup, svc_teardown);

@@ -188,6 +188,27 @@ static void test_kernel_with_build_id(void **state)
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 1);
 }
 
+/* A kernel's build ID is named once its symbol map is uploaded. */
+static void test_kernel_symbol_map(void **state)
+{
+	static const char kid[] = "5b6a9b0affb66c437abcd455d2738af879985fa9";
+	struct debuginfo_upload_result res;
+	struct err_msg msg;
+	struct seen s;
+
+	(void)state;
+	ingest_one("t6", "k", kid, "[kernel.kallsyms]", 1, 1);
+	debuginfo_unsym_check(g_svc);
+	assert_int_equal(look("t6", "k", "t6").status, DEBUGINFO_STATUS_NOT_FOUND);
+	t_write("kallsyms", "ffffffff81000000 T _text\nffffffff81000100 T vfs_write\n");
+	err_clear(&msg);
+	assert_int_equal(upload_file(t_path("kallsyms"), kid, DEBUGINFO_FILE_KALLSYMS, &res, &msg), 0);
+	debuginfo_unsym_check(g_svc);
+	s = look("t6", "k", "t6");
+	assert_int_equal(s.status, DEBUGINFO_STATUS_OK);
+	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 1);
+}
+
 /* A failure recorded for the build ID (a stripped file) is its answer. */
 static void test_recorded_failure(void **state)
 {
@@ -389,6 +410,7 @@ int main(void)
 		cmocka_unit_test(test_pending_dropped_when_ok),
 		cmocka_unit_test(test_no_build_id),
 		cmocka_unit_test(test_kernel_with_build_id),
+		cmocka_unit_test(test_kernel_symbol_map),
 		cmocka_unit_test(test_recorded_failure),
 		cmocka_unit_test(test_one_status_counts_once),
 		cmocka_unit_test(test_bounds),

@@ -41,7 +41,7 @@ static void test_record_json(void **state)
 	r.last_profile_ns = 1700000002500000000LL;
 	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
 		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
-		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"retryAt\":0,"
+		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"kallsyms\":false,\"retryAt\":0,"
 		       "\"shared\":false,\"lastProfile\":1700000002500}");
 	r.shared = 1;
 	r.has_sha256 = 1;
@@ -49,7 +49,7 @@ static void test_record_json(void **state)
 		r.sha256[i] = (uint8_t)(i * 8);
 	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
 		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
-		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"retryAt\":0,"
+		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"kallsyms\":false,\"retryAt\":0,"
 		       "\"shared\":true,\"lastProfile\":1700000002500,"
 		       "\"sha256\":\"00081018202830384048505860687078"
 		       "80889098a0a8b0b8c0c8d0d8e0e8f0f8\"}");
@@ -63,7 +63,7 @@ static void test_record_json(void **state)
 	check_json(&r, "{\"buildId\":\"aabb\",\"source\":\"debuginfod\",\"size\":0,\"uploaded\":0,"
 		       "\"lastUsed\":0,\"status\":\"upstream_error\",\"reason\":\"debuginfod: "
 		       "\\\"quoted\\\"\\ttab\\\\ and unicode \xc3\xa9 \\u0001\",\"debuginfo\":false,"
-		       "\"executable\":false,\"retryAt\":1700000600000,\"shared\":false,\"lastProfile\":0}");
+		       "\"executable\":false,\"kallsyms\":false,\"retryAt\":1700000600000,\"shared\":false,\"lastProfile\":0}");
 
 	memset(&r, 0, sizeof(r));
 	strcpy(r.build_id, "ccdd");
@@ -73,7 +73,7 @@ static void test_record_json(void **state)
 	r.retry_at_ns = 1700000600000000000LL;
 	check_json(&r, "{\"buildId\":\"ccdd\",\"source\":\"none\",\"size\":0,\"uploaded\":0,"
 		       "\"lastUsed\":0,\"status\":\"not_found\",\"reason\":\"\",\"debuginfo\":true,"
-		       "\"executable\":false,\"retryAt\":1700000600000,\"shared\":false,\"lastProfile\":0}");
+		       "\"executable\":false,\"kallsyms\":false,\"retryAt\":1700000600000,\"shared\":false,\"lastProfile\":0}");
 }
 
 static const char want_metrics[] =
