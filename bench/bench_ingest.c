@@ -2,7 +2,11 @@
  * bench_ingest.c - bench-ingest: single-thread ingest throughput and bytes
  * on disk for a workload directory written by unhex-workload.
  *
- *   bench-ingest --manifest DIR [--data DIR] [--tenant T]
+ *   bench-ingest --manifest DIR [--data DIR] [--tenant T] [--judge]
+ *
+ * --judge opens the debug-info service on the store and gives ingest the
+ * server's hooks (web_ingest_hooks_init), so the cost of judging binaries
+ * without names at ingest is inside the measure, as in `unhex serve`.
  *
  * Loads every file of DIR/manifest.tsv into memory first, opens a fresh
  * store (a temp dir under /tmp unless --data is given, which must be empty
@@ -28,8 +32,10 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "debuginfo/debuginfo.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
+#include "web/web.h"
 #include "workload_files.h"
 
 static int rm_cb(const char *path, const struct stat *sb, int type, struct FTW *ftw)
@@ -68,10 +74,13 @@ static int stats_cb(void *ctx, const struct store_tenant_stats *s)
 	return 0;
 }
 
-static int run(const struct bench_workload *w, const char *data, const char *tenant, struct results *r,
-	       struct err_msg *msg)
+static int run(const struct bench_workload *w, const char *data, const char *tenant, int judge,
+	       struct results *r, struct err_msg *msg)
 {
 	struct store_options so = { .dir = data };
+	struct debuginfo_options dopt = { .data_dir = data, .debuginfod_urls = "" };
+	struct debuginfo *sym = NULL;
+	struct ingest_hooks hooks;
 	struct ingest_limits lim;
 	struct store *st = NULL;
 	int64_t t0, c0;
@@ -81,6 +90,12 @@ static int run(const struct bench_workload *w, const char *data, const char *ten
 	ingest_limits_default(&lim);
 	if ((rc = store_open(&so, &st, msg)))
 		return rc;
+	if (judge) {
+		if ((rc = debuginfo_open(st, &dopt, &sym, msg)))
+			goto out;
+		web_ingest_hooks_init(&hooks, sym);
+		lim.hooks = &hooks;
+	}
 	t0 = clock_mono_ns();
 	c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	for (i = 0; i < w->n; i++) {
@@ -107,6 +122,7 @@ static int run(const struct bench_workload *w, const char *data, const char *ten
 	if ((rc = store_stats(st, stats_cb, r, msg)))
 		goto out;
 out:
+	debuginfo_close(sym);
 	store_close(st);
 	if (rc == 0)
 		r->disk_close = bench_dir_bytes(data);
@@ -122,7 +138,7 @@ int main(int argc, char **argv)
 	struct err_msg msg = { "" };
 	struct rusage ru;
 	long rss_loaded;
-	int i, rc, made_tmp = 0;
+	int i, rc, made_tmp = 0, judge = 0;
 	double mb;
 
 	for (i = 1; i < argc; i++) {
@@ -132,11 +148,13 @@ int main(int argc, char **argv)
 			data = argv[++i];
 		else if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
 			tenant = argv[++i];
+		else if (strcmp(argv[i], "--judge") == 0)
+			judge = 1;
 		else
 			manifest = NULL, i = argc;
 	}
 	if (!manifest) {
-		fprintf(stderr, "usage: bench-ingest --manifest DIR [--data DIR] [--tenant T]\n");
+		fprintf(stderr, "usage: bench-ingest --manifest DIR [--data DIR] [--tenant T] [--judge]\n");
 		return 2;
 	}
 	if ((rc = bench_workload_load(manifest, &w, &msg)))
@@ -152,7 +170,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "bench-ingest: %zu files, %.1f MB gzipped, loaded; ingesting into %s\n", w.n,
 		(double)w.bytes / 1e6, data);
-	if ((rc = run(&w, data, tenant, &r, &msg)))
+	if ((rc = run(&w, data, tenant, judge, &r, &msg)))
 		goto out;
 	getrusage(RUSAGE_SELF, &ru);
 	mb = (double)w.bytes / 1e6;

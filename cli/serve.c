@@ -636,15 +636,23 @@ int cli_serve(int argc, char **argv)
 		log_error("cannot open the store in %s: %s", a.data, msg.text);
 		return CLI_EXIT_FAIL;
 	}
-	if (a.preload)
-		preload(st, &a.web.limits, a.preload);
 	if (debuginfo_open(st, &a.sym, &sym, &msg)) {
 		log_error("%s", msg.text);
 		store_close(st);
 		return CLI_EXIT_FAIL;
 	}
+	/* Debug info first, as CI uploads it before the binaries run. */
 	if (a.preload_debuginfo)
 		preload_debuginfo(sym, a.preload_debuginfo);
+	if (a.preload) {
+		/* Judged like any ingest: binaries without names are counted. */
+		struct ingest_limits lim = a.web.limits;
+		struct ingest_hooks hooks;
+
+		web_ingest_hooks_init(&hooks, sym);
+		lim.hooks = &hooks;
+		preload(st, &lim, a.preload);
+	}
 	if (query_symmemo_new(sym, a.memo_bytes, &memo)) {
 		log_error("out of memory");
 		debuginfo_close(sym);

@@ -89,10 +89,15 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 							     : 60LL * 1000000000LL;
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
+	if (debuginfo__unsym_init(s, opt->max_unsym_entries, opt->unsym_interval_ns)) {
+		debuginfo_close(s);
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	}
 	workers = opt->workers > 0 ? opt->workers : 2;
 	if (workers > DEBUGINFO__MAX_WORKERS)
 		workers = DEBUGINFO__MAX_WORKERS;
-	if (debuginfo__jobs_start(s, workers) || debuginfo__retain_start(s)) {
+	if (debuginfo__jobs_start(s, workers) || debuginfo__retain_start(s) ||
+	    debuginfo__unsym_start(s)) {
 		debuginfo_close(s);
 		return err_set(msg, ERR_UNAVAILABLE, "debuginfo: cannot start a worker thread");
 	}
@@ -104,6 +109,7 @@ void debuginfo_close(struct debuginfo *s)
 {
 	if (!s)
 		return;
+	debuginfo__unsym_stop(s);
 	debuginfo__retain_stop(s);
 	debuginfo__jobs_stop(s);
 	debuginfo__lru_release(s);
@@ -113,6 +119,7 @@ void debuginfo_close(struct debuginfo *s)
 	pthread_mutex_destroy(&s->upload_mu);
 	pthread_mutex_destroy(&s->touch_mu);
 	debuginfo__retain_release(s);
+	debuginfo__unsym_release(s);
 	debuginfo__hot_release(&s->hot);
 	debuginfo__upstreams_close(s);
 	free(s->dir);

@@ -131,6 +131,11 @@ struct debuginfo_options {
 	 * also with no retention (it records each build ID's last profile). */
 	int64_t retention_ns;
 	int64_t retain_interval_ns;
+	/* Binaries seen at ingest without names (debuginfo_note_ingested):
+	 * at most max_unsym_entries (tenant, service, binary) kept (0 picks
+	 * 4096, at most 2^20), checked every unsym_interval_ns (0: 10 s). */
+	size_t max_unsym_entries;
+	int64_t unsym_interval_ns;
 };
 
 /*
@@ -471,5 +476,94 @@ typedef int (*debuginfo_missing_fn)(void *ctx, const char *build_id, int64_t las
 				    enum debuginfo_status status);
 int debuginfo_missing_each(struct debuginfo *d, debuginfo_missing_fn fn, void *ctx,
 			   struct err_msg *msg);
+
+/* ---- binaries that arrive without names, judged at ingest ---- */
+
+/*
+ * Profiles are symbolized when queried, so a binary nobody queries would
+ * never say its frames stay hex.  Ingest reports, per stored pprof, each
+ * binary whose frames arrived as raw addresses; a background check (every
+ * unsym_interval_ns, and at once when a new binary or an upload arrives)
+ * decides whether its debug info is reachable: a stored file, else the
+ * upstreams (at most DEBUGINFO_UNSYM_LOOKUPS new lookups a pass, through
+ * the fetch jobs and their not-found cache).  Profiles of a binary whose
+ * answer is known are counted at once by status; those that arrive before
+ * the first answer are counted when it comes (or not at all if it is ok).
+ * No build ID is judged at once; a mapping named "[...]" without one (the
+ * kernel, [vdso]) is not counted, as no upload can name it.
+ *
+ * Bounds: max_unsym_entries (tenant, service, binary) entries, forgotten a
+ * day after their last profile (what does not fit is counted as
+ * untracked); as many (tenant, service) rows of counters, the rest counted
+ * in one row with empty names.  Counters never go down.
+ */
+#define DEBUGINFO_UNSYM_LOOKUPS 4u
+
+/*
+ * Ingest (through web/) reports each written pprof in three steps, so a
+ * profile with frames in several binaries of one status counts once for
+ * that status.  First, per binary whose frames arrived without names,
+ * debuginfo_unsym_class: the status its profiles count in now (a
+ * debuginfo_status that is not ok or pending), DEBUGINFO_UNSYM_OWN when
+ * the binary counts on its own (no answer yet, or named), or
+ * DEBUGINFO_UNSYM_SKIP when it is not counted.  Then, per status a pprof
+ * hit, debuginfo_note_ingested_class with its `profiles` stored profiles
+ * and `samples` weighted samples that have a frame in any binary of that
+ * status; and per binary (SKIP aside) debuginfo_note_ingested with `cls`
+ * as the first step said, and its own profiles and samples.  Profiles
+ * that arrive before a binary's first answer are counted per binary when
+ * it comes.  `build_id_hex` "" or NULL: the mapping has none; `filename`
+ * may be NULL; all borrowed.  Each call is one lock and one hash probe.
+ */
+#define DEBUGINFO_UNSYM_OWN (-1)
+#define DEBUGINFO_UNSYM_SKIP (-2)
+int debuginfo_unsym_class(struct debuginfo *d, const char *tenant, const char *service,
+			  const char *build_id_hex, const char *filename);
+void debuginfo_note_ingested_class(struct debuginfo *d, const char *tenant, const char *service,
+				   int cls, uint64_t profiles, uint64_t samples);
+void debuginfo_note_ingested(struct debuginfo *d, const char *tenant, const char *service,
+			     const char *build_id_hex, const char *filename, int cls,
+			     uint64_t profiles, uint64_t samples);
+
+/* Counters of one (tenant, service): what was counted, by status. */
+struct debuginfo_unsym_row {
+	const char *tenant, *service;   /* borrowed for the call; "" "" for the overflow row */
+	uint64_t profiles[DEBUGINFO_STATUS_COUNT];
+	uint64_t samples[DEBUGINFO_STATUS_COUNT];
+};
+typedef int (*debuginfo_unsym_row_fn)(void *ctx, const struct debuginfo_unsym_row *r);
+
+/* One tracked binary of one (tenant, service). */
+struct debuginfo_unsym_entry {
+	const char *tenant, *service, *build_id, *binary; /* borrowed for the call */
+	enum debuginfo_status status;  /* pending until the first check answered */
+	const char *reason;
+	uint64_t profiles, samples;    /* counted as unsymbolizable */
+	int64_t first_seen_ns, last_seen_ns;
+};
+typedef int (*debuginfo_unsym_entry_fn)(void *ctx, const struct debuginfo_unsym_entry *e);
+
+struct debuginfo_unsym_stats {
+	/* Binaries (build IDs; without one, each (tenant, service, file)) whose
+	 * profiles arrived lately and whose debug info is missing, by status;
+	 * as of the last check.  ok and pending are 0. */
+	uint64_t build_ids[DEBUGINFO_STATUS_COUNT];
+	uint64_t entries, max_entries;   /* tracked (tenant, service, binary) */
+	uint64_t untracked_profiles;     /* not judged: the table was full */
+	uint64_t lookups;                /* upstream lookups the checks started */
+	uint64_t checks;                 /* passes run */
+};
+
+/*
+ * Calls `fn` for every row of counters, then every entry of `tenant` (NULL:
+ * all), under the tracker's lock: `fn` must not call the service.  A NULL
+ * fn is skipped.  Returns 0 or fn's non-zero.
+ */
+int debuginfo_unsym_each(struct debuginfo *d, const char *tenant, debuginfo_unsym_row_fn row_fn,
+			 debuginfo_unsym_entry_fn entry_fn, void *ctx);
+void debuginfo_unsym_stats(struct debuginfo *d, struct debuginfo_unsym_stats *out);
+
+/* Runs one check now, in the caller's thread (tests; the thread runs them too). */
+void debuginfo_unsym_check(struct debuginfo *d);
 
 #endif

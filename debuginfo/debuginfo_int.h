@@ -24,6 +24,8 @@
  *   hot.c         recent symbol-cache pairs in memory
  *   resolve.c     debuginfo_resolve and the address rule
  *   retention.c   debug info kept as long as retained profiles reference it
+ *   unsym.c       binaries seen at ingest without names: a bounded table,
+ *                 counters per (tenant, service) and its checking thread
  *
  * ==== Store records ====
  *
@@ -212,6 +214,10 @@ int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant);
 
 #define DEBUGINFO__TENANT_SLOTS 256
 
+/* How the reason of a fetch refused by fetch_per_minute begins: the build
+ * ID was not looked up, whatever its upstream_error status says. */
+#define DEBUGINFO__LIMITED "not fetched: upstream lookups are limited"
+
 /* ---- codec.c: symbol-cache values ---- */
 
 /* Appends the record of frames f[0..n) (ERR_TOO_LARGE past out's cap). */
@@ -249,6 +255,8 @@ int debuginfo__path(const struct debuginfo *s, const char *id, const char *name,
 const char *debuginfo__kind_name(enum debuginfo_file_kind kind);
 /* 1 when `path` is a regular file. */
 int debuginfo__file_exists(const char *path);
+/* 1 when build ID `id` has a stored file: debuginfo, executable or kallsyms. */
+int debuginfo__has_file(const struct debuginfo *s, const char *id);
 /* mkdir -p; ERR_IO (errno says why) or ERR_TOO_LARGE. */
 int debuginfo__mkdir_p(const char *path);
 /* fsyncs the directory holding `file_path`, so a rename in it is durable. */
@@ -448,6 +456,77 @@ int debuginfo__hot_probe(struct debuginfo__hot *c, const uint8_t *keys, size_t k
 			 uint64_t *hashes, debuginfo__hot_hit_fn hit, void *ctx, size_t *cold,
 			 size_t *n_cold);
 
+/* ---- unsym.c: binaries seen at ingest without names ---- */
+
+#define DEBUGINFO__UNSYM_TENANT_MAX 128   /* bytes kept of a tenant id, with NUL */
+#define DEBUGINFO__UNSYM_SERVICE_MAX 256  /* of a service name */
+#define DEBUGINFO__UNSYM_BINARY_MAX 64    /* of a file's base name */
+#define DEBUGINFO__UNSYM_IDLE_NS (86400LL * 1000000000LL) /* forgotten after */
+#define DEBUGINFO__UNSYM_GAP_NS 1000000000LL /* checks at most this often */
+#define DEBUGINFO__UNSYM_SOON_NS 2000000000LL /* the next check, while answers are due */
+
+/*
+ * One (tenant, service, binary): a binary is its build ID, or without one
+ * its file's base name.  Longer names are cut at the caps above, so two
+ * names that share that much share an entry.
+ */
+struct debuginfo__unsym_entry {
+	char tenant[DEBUGINFO__UNSYM_TENANT_MAX];
+	char service[DEBUGINFO__UNSYM_SERVICE_MAX];
+	char build_id[DEBUGINFO_HEX_MAX];   /* "" none */
+	char binary[DEBUGINFO__UNSYM_BINARY_MAX];
+	uint64_t hash;
+	uint32_t row;                       /* its counters */
+	enum debuginfo_status status;       /* PENDING: no answer yet */
+	char reason[192];
+	uint64_t pending_profiles, pending_samples; /* arrived before the answer */
+	uint64_t profiles, samples;         /* counted as unsymbolizable */
+	int64_t first_seen, last_seen;      /* wall clock */
+};
+
+/* The counters of one (tenant, service); never removed. */
+struct debuginfo__unsym_row {
+	char tenant[DEBUGINFO__UNSYM_TENANT_MAX];
+	char service[DEBUGINFO__UNSYM_SERVICE_MAX];
+	uint64_t hash;
+	uint64_t profiles[DEBUGINFO_STATUS_COUNT], samples[DEBUGINFO_STATUS_COUNT];
+};
+
+/*
+ * The tracker.  `mu` guards the tables and counters, held only for
+ * in-memory work (never across the store or a fetch); `pass_mu` makes
+ * checks run one at a time; `cv` (CLOCK_MONOTONIC) wakes the thread.
+ * Entries and rows grow up to their caps; rows[max_rows] is the overflow
+ * row, made on first need.
+ */
+struct debuginfo__unsym {
+	pthread_mutex_t mu, pass_mu;
+	pthread_cond_t cv;
+	struct debuginfo__unsym_entry *e;  /* owned */
+	size_t n, cap, max;
+	struct hmap index;                 /* hash -> entry */
+	struct debuginfo__unsym_row *rows; /* owned; max_rows + 1 */
+	size_t n_rows, max_rows;
+	int overflow_row;                  /* rows[max_rows] is in use */
+	struct hmap row_index;
+	uint64_t untracked, lookups, checks;
+	uint64_t gauge[DEBUGINFO_STATUS_COUNT];
+	int64_t interval_ns;
+	int64_t lookup_interval_ns;        /* between two lookups the checks start */
+	int64_t next_lookup;               /* monotonic: the next one may start */
+	int64_t idle_ns;                   /* DEBUGINFO__UNSYM_IDLE_NS; tests lower it */
+	int wake, stop, started;
+	pthread_t thread;
+};
+
+/* Sets up the tracker of `s` (max_entries 0: 4096; interval 0: 10 s); ERR_NOMEM. */
+int debuginfo__unsym_init(struct debuginfo *s, size_t max_entries, int64_t interval_ns);
+int debuginfo__unsym_start(struct debuginfo *s);
+void debuginfo__unsym_stop(struct debuginfo *s);
+void debuginfo__unsym_release(struct debuginfo *s);
+/* Asks for a check soon (a file was stored). */
+void debuginfo__unsym_wake(struct debuginfo *s);
+
 /* ---- struct debuginfo ---- */
 
 /*
@@ -516,6 +595,8 @@ struct debuginfo {
 	pthread_cond_t retain_cv;
 	int retain_stop;
 	struct debuginfo_retention_stats retain_last, retain_total;
+
+	struct debuginfo__unsym unsym;
 };
 
 /* An upload in progress: a temporary file under <dir>/tmp. */

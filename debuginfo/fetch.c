@@ -151,7 +151,7 @@ int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 	if (debuginfo__fetch_admit(s, &retry)) {
 		atomic_fetch_add(&s->fetches_limited, 1);
 		snprintf(text, sizeof(text),
-			 "not fetched: upstream lookups are limited to %lld a minute; retried later",
+			 DEBUGINFO__LIMITED " to %lld a minute; retried later",
 			 (long long)(60000000000LL / s->fetch_interval_ns));
 		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
 				     DEBUGINFO_STATUS_UPSTREAM_ERROR, retry, text);

@@ -60,6 +60,18 @@ int debuginfo__file_exists(const char *path)
 	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
+int debuginfo__has_file(const struct debuginfo *s, const char *id)
+{
+	static const char *const names[] = { "debuginfo", "executable", "kallsyms" };
+	char path[DEBUGINFO__PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!debuginfo__path(s, id, names[i], path, sizeof(path)) &&
+		    debuginfo__file_exists(path))
+			return 1;
+	return 0;
+}
+
 int debuginfo__mkdir_p(const char *path)
 {
 	char tmp[DEBUGINFO__PATH_MAX];

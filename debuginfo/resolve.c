@@ -160,7 +160,6 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 			 struct debuginfo__open_index **out, enum debuginfo_status *status,
 			 char *reason, size_t rlen)
 {
-	char p1[DEBUGINFO__PATH_MAX], p2[DEBUGINFO__PATH_MAX];
 	struct debuginfo__meta m;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
@@ -169,12 +168,7 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 		if (!debuginfo__lru_acquire(s, id, bid, blen, out))
 			return 0;
 		have_meta = debuginfo__meta_get(s, id, &m) == 0;
-		have_file = !debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) &&
-			    !debuginfo__path(s, id, "executable", p2, sizeof(p2)) &&
-			    (debuginfo__file_exists(p1) || debuginfo__file_exists(p2));
-		have_file = have_file ||
-			    (!debuginfo__path(s, id, "kallsyms", p1, sizeof(p1)) &&
-			     debuginfo__file_exists(p1));
+		have_file = debuginfo__has_file(s, id);
 		if (have_meta && m.status != DEBUGINFO_STATUS_OK &&
 		    m.status != DEBUGINFO_STATUS_PENDING &&
 		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt)) {

@@ -435,6 +435,7 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 	if (!rc) {
 		res->kinds = m.kinds;
 		atomic_fetch_add(&s->uploads_ok, 1);
+		debuginfo__unsym_wake(s);
 		if (!same)
 			log_install(by, id, kind, replaced, replaced ? old : NULL, d, u->size);
 	} else if (rc == ERR_CONFLICT || rc == ERR_PERMISSION) {

@@ -26,6 +26,7 @@
 #include "ingest_int.h"
 #include "storage/storage.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The request arena holds every converted profile of a request at once. */
@@ -52,6 +53,24 @@ struct writer {
 	struct ingest_stats stats;
 	struct err_msg *msg;
 	const uint8_t *id;              /* the pprof's profile id (UUID_BYTES) */
+	uint64_t *raw_loc;              /* owned; NULL unless noting for the hooks: per
+					 * location, the bit of its binary when it has
+					 * no lines (binaries < RAW_BITS), else 0 */
+	struct raw_note *note;          /* NULL unless noting for the hooks */
+};
+
+/*
+ * What writing one pprof noted for struct ingest_hooks, reported once the
+ * transaction committed (report_raw): frames without lines in the first
+ * RAW_BITS binaries are noted as a bit set per sample while the stacks are
+ * written, so the report needs no pass over the frames of its own.
+ */
+#define RAW_BITS 64
+
+struct raw_note {
+	uint64_t *sample_bits;  /* owned; per sample; NULL: nothing to report */
+	int wide;               /* such a frame is in binary RAW_BITS or later */
+	uint64_t stored;        /* profiles written */
 };
 
 static int store_err(struct writer *w, int rc, const char *what)
@@ -133,6 +152,13 @@ static int location_id(struct writer *w, uint32_t li, uint32_t *out)
 		if (rc)
 			return rc;
 	}
+	if (w->raw_loc) {
+		uint32_t mi = l->n_lines ? 0 : l->mapping;
+
+		w->raw_loc[li] = mi && mi <= RAW_BITS ? UINT64_C(1) << (mi - 1) : 0;
+		if (mi > RAW_BITS)
+			w->note->wide = 1;
+	}
 	if (l->n_lines) {
 		lines = arena_alloc(w->s, l->n_lines * sizeof(*lines));
 		if (!lines)
@@ -185,6 +211,21 @@ static int write_stacks(struct writer *w, uint32_t *stack_ids)
 			return store_err(w, rc, "stack");
 	}
 	return 0;
+}
+
+/* For the hooks: the binaries without lines of each sample's frames, from
+ * raw_loc, which location_id filled for every location of a stack. */
+static void note_samples(struct writer *w)
+{
+	const struct ingest_pprof *p = w->p;
+
+	for (size_t i = 0; i < p->n_samples; i++) {
+		uint64_t raw = 0;
+
+		for (size_t k = p->sample_off[i]; k < p->sample_off[i + 1]; k++)
+			raw |= w->raw_loc[p->stack_locs[k]];
+		w->note->sample_bits[i] = raw;
+	}
 }
 
 /* The labels of the series of group `g`, sample type `t`. */
@@ -357,8 +398,9 @@ static size_t write_scratch_cap(const struct ingest_pprof *p)
 	return 2 * need + ((size_t)64 << 10);
 }
 
+/* Writes `p`; with `note`, notes its frames without lines for the hooks. */
 static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p, const uint8_t *id,
-		       struct ingest_stats *stats, struct err_msg *msg)
+		       struct ingest_stats *stats, struct raw_note *note, struct err_msg *msg)
 {
 	struct arena s;
 	struct writer w;
@@ -389,7 +431,16 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p, const
 		rc = store_err(&w, rc, "partition");
 		goto out;
 	}
+	if (note) {
+		/* Advice: without the memory, the pprof is written unreported. */
+		note->sample_bits = calloc(p->n_samples, sizeof(uint64_t));
+		/* Each entry is set when its location is first written, before it is read. */
+		w.raw_loc = note->sample_bits ? malloc((p->n_locations + 1) * sizeof(uint64_t)) : NULL;
+		w.note = w.raw_loc ? note : NULL;
+	}
 	rc = write_stacks(&w, stack_ids);
+	if (!rc && w.raw_loc)
+		note_samples(&w);
 	if (!rc)
 		rc = write_samples(&w, stack_ids);
 	if (rc == ERR_NOMEM)
@@ -398,8 +449,15 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p, const
 		stats->profiles += w.stats.profiles;
 		stats->samples += w.stats.samples;
 		stats->pprof_samples += p->n_samples;
+		if (note)
+			note->stored = w.stats.profiles;
 	}
 out:
+	if (note && !w.raw_loc) {
+		free(note->sample_bits);
+		note->sample_bits = NULL;
+	}
+	free(w.raw_loc);
 	hmap_release(&w.uniq);
 	arena_release(&s);
 	return rc;
@@ -477,6 +535,171 @@ static int check_clean(const struct ingest_pprof *p, struct err_msg *msg)
 	return 0;
 }
 
+/* ---- what was stored without names (struct ingest_hooks) --------------- */
+
+/* The first sample type counted in "count" or "samples" (the third field of
+ * its id), or -1. */
+static long count_type(const struct ingest_pprof *p)
+{
+	for (size_t t = 0; t < p->n_types; t++) {
+		const char *u = strchr(p->profile_types[t], ':');
+		size_t n;
+
+		if (!u || !(u = strchr(u + 1, ':')))
+			continue;
+		u++;
+		n = strcspn(u, ":");
+		if ((n == 5 && !strncmp(u, "count", 5)) || (n == 7 && !strncmp(u, "samples", 7)))
+			return (long)t;
+	}
+	return -1;
+}
+
+/* The hooks of `lim` when every one is set, else NULL. */
+static const struct ingest_hooks *hooks_of(const struct ingest_limits *lim)
+{
+	const struct ingest_hooks *h = lim->hooks;
+
+	return h && h->raw_class && h->raw_class_total && h->raw_binary ? h : NULL;
+}
+
+/* A binary of report_raw not classified yet. */
+#define UNCLASSIFIED (-1000)
+
+/* What report_raw gathers, per binary and per class, for the hooks. */
+struct raw_tally {
+	int *cls;           /* per binary: what raw_class said; UNCLASSIFIED */
+	uint32_t *cbit;     /* per binary: the bit of its class, or 0 */
+	size_t *last;       /* per binary: 1 + the last sample with its frames; 0 none */
+	uint64_t *weight;   /* per binary */
+	uint64_t class_w[INGEST_RAW_CLASSES];
+	uint32_t hit;       /* classes met */
+};
+
+/* 1 when binary `m` counts (classifying it first), 0 when left out. */
+static int tally_class(const struct ingest_hooks *h, const char *tenant,
+		       const struct ingest_pprof *p, struct raw_tally *t, size_t m)
+{
+	if (t->cls[m] == UNCLASSIFIED) {
+		t->cls[m] = h->raw_class(h->ctx, tenant, p->service, p->mappings[m].build_id,
+					 p->mappings[m].filename);
+		if (t->cls[m] >= INGEST_RAW_CLASSES)
+			t->cls[m] = -1;
+		t->cbit[m] = t->cls[m] >= 0 ? 1u << t->cls[m] : 0;
+	}
+	return t->cls[m] >= -1;
+}
+
+/* Sample `i` of weight `w` touched the classes `seen`. */
+static void tally_classes(struct raw_tally *t, uint32_t seen, uint64_t w)
+{
+	t->hit |= seen;
+	for (; seen; seen &= seen - 1)
+		t->class_w[__builtin_ctz(seen)] += w;
+}
+
+/* The weight of sample `i`: its value of the count type `ct`, else 1. */
+static uint64_t sample_weight(const struct ingest_pprof *p, long ct, size_t i)
+{
+	int64_t v = ct >= 0 ? p->values[i * p->n_types + (size_t)ct] : 1;
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* From the bit sets noted while writing (every binary below RAW_BITS). */
+static void tally_bits(const struct ingest_hooks *h, const char *tenant,
+		       const struct ingest_pprof *p, const uint64_t *bits, struct raw_tally *t)
+{
+	uint64_t all = 0, counted = 0;
+	long ct = count_type(p);
+
+	for (size_t i = 0; i < p->n_samples; i++)
+		all |= bits[i];
+	for (uint64_t b = all; b; b &= b - 1)
+		if (tally_class(h, tenant, p, t, (size_t)__builtin_ctzll(b)))
+			counted |= b & -b;
+	for (size_t i = 0; i < p->n_samples; i++) {
+		uint64_t w = sample_weight(p, ct, i);
+		uint32_t seen = 0;
+
+		for (uint64_t b = bits[i] & counted; b; b &= b - 1) {
+			size_t m = (size_t)__builtin_ctzll(b);
+
+			t->last[m] = i + 1;
+			t->weight[m] += w;
+			seen |= t->cbit[m];
+		}
+		tally_classes(t, seen, w);
+	}
+}
+
+/* From the frames themselves: a pprof with binaries past RAW_BITS. */
+static void tally_frames(const struct ingest_hooks *h, const char *tenant,
+			 const struct ingest_pprof *p, struct raw_tally *t)
+{
+	long ct = count_type(p);
+
+	for (size_t i = 0; i < p->n_samples; i++) {
+		uint64_t w = sample_weight(p, ct, i);
+		uint32_t seen = 0;
+
+		for (size_t k = p->sample_off[i]; k < p->sample_off[i + 1]; k++) {
+			const struct ingest_location *l = &p->locations[p->stack_locs[k]];
+			size_t m = l->mapping - 1;
+
+			if (l->n_lines || !l->mapping || !tally_class(h, tenant, p, t, m))
+				continue;
+			seen |= t->cbit[m];
+			if (t->last[m] != i + 1) {
+				t->last[m] = i + 1;
+				t->weight[m] += w;
+			}
+		}
+		tally_classes(t, seen, w);
+	}
+}
+
+/*
+ * Tells the hooks which binaries of written pprof `p` have frames without
+ * names, and the weight of the samples that touch each binary and each
+ * class (struct ingest_hooks), from what writing it noted.  A failed
+ * allocation skips the report: it is advice, the profile is stored.
+ */
+static void report_raw(const struct ingest_hooks *h, const char *tenant,
+		       const struct ingest_pprof *p, const struct raw_note *note)
+{
+	struct raw_tally t;
+
+	if (!note->stored || !note->sample_bits)
+		return;
+	memset(&t, 0, sizeof(t));
+	t.cls = malloc(p->n_mappings * sizeof(*t.cls));
+	t.cbit = calloc(p->n_mappings, sizeof(*t.cbit));
+	t.last = calloc(p->n_mappings, sizeof(*t.last));
+	t.weight = calloc(p->n_mappings, sizeof(*t.weight));
+	if (!t.cls || !t.cbit || !t.last || !t.weight)
+		goto out;
+	for (size_t m = 0; m < p->n_mappings; m++)
+		t.cls[m] = UNCLASSIFIED;
+	if (note->wide)
+		tally_frames(h, tenant, p, &t);
+	else
+		tally_bits(h, tenant, p, note->sample_bits, &t);
+	for (int c = 0; c < INGEST_RAW_CLASSES; c++)
+		if (t.hit & (1u << c))
+			h->raw_class_total(h->ctx, tenant, p->service, c, note->stored,
+					   t.class_w[c]);
+	for (size_t m = 0; m < p->n_mappings; m++)
+		if (t.last[m])
+			h->raw_binary(h->ctx, tenant, p->service, p->mappings[m].build_id,
+				      p->mappings[m].filename, t.cls[m], note->stored, t.weight[m]);
+out:
+	free(t.cls);
+	free(t.cbit);
+	free(t.last);
+	free(t.weight);
+}
+
 /* ---- requests ----------------------------------------------------------- */
 
 /* Copies a per-profile message into `msg` with a "profile N: " prefix. */
@@ -504,6 +727,8 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 		  struct err_msg *msg)
 {
 	struct ingest_stats stats = { 0, 0, 0, 0 };
+	const struct ingest_hooks *hooks = hooks_of(lim);
+	struct raw_note *notes = NULL; /* per pprof, for the hooks */
 	struct store_txn *tx = NULL;
 	struct err_msg inner;
 	uint8_t id[UUID_BYTES];
@@ -511,6 +736,8 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 
 	if (n == 0)
 		goto done;
+	if (hooks && !(notes = calloc(n, sizeof(*notes))))
+		hooks = NULL; /* the report is advice: store without it */
 	for (size_t i = 0; i < n; i++) {
 		err_clear(&inner);
 		rc = check_clean(&pp[i], &inner);
@@ -543,7 +770,7 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 			goto out;
 		}
 		err_clear(&inner);
-		rc = write_pprof(tx, &pp[i], id, &stats, &inner);
+		rc = write_pprof(tx, &pp[i], id, &stats, notes ? &notes[i] : NULL, &inner);
 		if (rc) {
 			rc = prefixed(msg, i, rc, &inner);
 			goto out;
@@ -553,10 +780,15 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 	tx = NULL;
 	if (rc)
 		goto out;
+	for (size_t i = 0; hooks && i < n; i++)
+		report_raw(hooks, tenant, &pp[i], &notes[i]);
 done:
 	if (out)
 		*out = stats;
 out:
+	for (size_t i = 0; notes && i < n; i++)
+		free(notes[i].sample_bits);
+	free(notes);
 	store_txn_abort(tx);
 	return rc;
 }

@@ -30,6 +30,37 @@ struct err_msg;
 struct store;
 struct store_label;
 
+/*
+ * What ingest tells the layer above about what it stored (web/ passes it
+ * on to the debug-info service, which ingest may not call).  Called after
+ * a request's transaction committed, in the request's thread.
+ */
+#define INGEST_RAW_CLASSES 16
+
+struct ingest_hooks {
+	/*
+	 * Per written pprof, for each binary whose frames in it have no names
+	 * (locations without lines; `build_id` "" when the mapping has none;
+	 * strings borrowed for the call), first raw_class: the class its
+	 * profiles count in, [0, INGEST_RAW_CLASSES), so that a profile with
+	 * several binaries of one class counts once there; -1 when the binary
+	 * counts on its own; less to leave it out.  Then raw_class_total per
+	 * class hit, and raw_binary per binary not left out (`cls` as
+	 * raw_class said).  `profiles` is the stored profiles of the pprof;
+	 * `samples` its samples with a frame in the class or binary, weighted
+	 * by the value of the first sample type counted in "count" or
+	 * "samples" (else one each).
+	 */
+	int (*raw_class)(void *ctx, const char *tenant, const char *service, const char *build_id,
+			 const char *filename);
+	void (*raw_class_total)(void *ctx, const char *tenant, const char *service, int cls,
+				uint64_t profiles, uint64_t samples);
+	void (*raw_binary)(void *ctx, const char *tenant, const char *service,
+			   const char *build_id, const char *filename, int cls, uint64_t profiles,
+			   uint64_t samples);
+	void *ctx;
+};
+
 struct ingest_limits {
 	size_t max_request_bytes;      /* HTTP body as received (web enforces) */
 	size_t max_decompressed_bytes; /* one pprof after gunzip (gzip bombs) */
@@ -44,6 +75,7 @@ struct ingest_limits {
 	size_t max_label_names;        /* distinct label names of the tenant */
 	size_t max_label_values;       /* distinct values of one label name of the tenant
 					* (both store_txn_set_max_labels) */
+	const struct ingest_hooks *hooks; /* borrowed; NULL (the default): none */
 };
 
 /* Fills the defaults (documented in docs/ingest.md). */

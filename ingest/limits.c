@@ -16,4 +16,5 @@ void ingest_limits_default(struct ingest_limits *lim)
 	lim->max_series = 100000;
 	lim->max_label_names = 1000;
 	lim->max_label_values = 50000;
+	lim->hooks = NULL;
 }

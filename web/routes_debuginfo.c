@@ -7,6 +7,8 @@
  *   GET  /api/v1/debuginfo                               every build ID
  *   GET  /api/v1/debuginfo?missing=1                     build IDs retained profiles
  *                                                        use without debug info
+ *   GET  /api/v1/debuginfo?unsymbolizable=1              binaries ingest saw without
+ *                                                        names, per tenant and service
  *   GET  /buildid/<build-id>/debuginfo|executable        debuginfod protocol
  *   GET  /api/v1/symbolization?query=&from=&until=       status per build ID
  *   POST /api/v1/perfmap/<pid>                           a JIT perf map (routes_perfmap.c)
@@ -239,6 +241,42 @@ static int missing_one(void *ctx, const char *build_id, int64_t last_profile_ns,
 	return rc;
 }
 
+static int unsym_one(void *ctx, const struct debuginfo_unsym_entry *e)
+{
+	struct list_out *l = ctx;
+	int rc = l->n++ ? buf_putc(l->out, ',') : 0;
+
+	if (!rc)
+		rc = buf_puts(l->out, "{\"tenant\":");
+	if (!rc)
+		rc = buf_put_json_str(l->out, e->tenant, strlen(e->tenant));
+	if (!rc)
+		rc = buf_puts(l->out, ",\"service\":");
+	if (!rc)
+		rc = buf_put_json_str(l->out, e->service, strlen(e->service));
+	if (!rc)
+		rc = buf_puts(l->out, ",\"buildId\":");
+	if (!rc)
+		rc = buf_put_json_str(l->out, e->build_id, strlen(e->build_id));
+	if (!rc)
+		rc = buf_puts(l->out, ",\"binary\":");
+	if (!rc)
+		rc = buf_put_json_str(l->out, e->binary, strlen(e->binary));
+	if (!rc)
+		rc = buf_printf(l->out, ",\"status\":\"%s\",\"reason\":",
+				debuginfo_status_str(e->status));
+	if (!rc)
+		rc = buf_put_json_str(l->out, e->reason, strlen(e->reason));
+	if (!rc)
+		rc = buf_printf(l->out,
+				",\"profiles\":%llu,\"samples\":%llu,\"firstSeen\":%lld,"
+				"\"lastSeen\":%lld}",
+				(unsigned long long)e->profiles, (unsigned long long)e->samples,
+				(long long)(e->first_seen_ns / 1000000),
+				(long long)(e->last_seen_ns / 1000000));
+	return rc;
+}
+
 static int list_one(void *ctx, const struct debuginfo_record *r)
 {
 	struct list_out *l = ctx;
@@ -284,6 +322,9 @@ static void list(struct web__req *rq, struct debuginfo *svc, struct web__resp *r
 			return;
 		}
 		rc = debuginfo_missing_each(svc, missing_one, &l, &msg);
+	} else if (!rc && !web__query_param(rq->query, "unsymbolizable", missing, sizeof(missing)) &&
+		   truthy(missing)) {
+		rc = debuginfo_unsym_each(svc, viewer(rq), NULL, unsym_one, &l);
 	} else if (!rc) {
 		rc = debuginfo_list_as(svc, viewer(rq), list_one, &l, &msg);
 	}
@@ -680,6 +721,116 @@ static void retention_metrics(struct debuginfo *svc, struct buf *out)
 		   (unsigned long long)total.deleted_bytes);
 }
 
+struct unsym_out {
+	struct buf *out;
+	const char *name;
+	int samples;      /* the samples counter, else the profiles one */
+};
+
+/* The series of one row: the reasons that counted something. */
+static int unsym_row_metric(void *ctx, const struct debuginfo_unsym_row *r)
+{
+	const struct unsym_out *u = ctx;
+	struct buf *out = u->out;
+
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT; i++) {
+		uint64_t v = u->samples ? r->samples[i] : r->profiles[i];
+
+		if (!r->profiles[i] && !r->samples[i])
+			continue;
+		buf_printf(out, "%s{tenant=\"", u->name);
+		web__prom_label_value(out, r->tenant[0] || r->service[0] ? r->tenant : "_other");
+		buf_puts(out, "\",service=\"");
+		web__prom_label_value(out, r->tenant[0] || r->service[0] ? r->service : "_other");
+		buf_printf(out, "\",reason=\"%s\"} %llu\n", debuginfo_status_str(i),
+			   (unsigned long long)v);
+	}
+	return 0;
+}
+
+/*
+ * What ingest counted without names (docs/symbolization.md, "Alerting
+ * before anyone looks"): counters per (tenant, service, reason) with a
+ * series only for reasons that counted something, and the binaries
+ * lacking debug info now, by reason.
+ */
+static void unsym_metrics(struct debuginfo *svc, struct buf *out)
+{
+	struct debuginfo_unsym_stats st;
+	struct unsym_out prof = { out, "unhex_unsymbolizable_profiles_total", 0 };
+	struct unsym_out samp = { out, "unhex_unsymbolizable_samples_total", 1 };
+
+	debuginfo_unsym_stats(svc, &st);
+	buf_puts(out, "# HELP unhex_unsymbolizable_profiles_total Stored profiles with frames in a "
+		      "binary whose debug info unhex cannot reach, by tenant, service and reason "
+		      "(counted at ingest).\n"
+		      "# TYPE unhex_unsymbolizable_profiles_total counter\n");
+	debuginfo_unsym_each(svc, NULL, unsym_row_metric, NULL, &prof);
+	buf_puts(out, "# HELP unhex_unsymbolizable_samples_total Samples of those profiles with "
+		      "such a frame, weighted by their count.\n"
+		      "# TYPE unhex_unsymbolizable_samples_total counter\n");
+	debuginfo_unsym_each(svc, NULL, unsym_row_metric, NULL, &samp);
+	buf_puts(out, "# HELP unhex_unsymbolizable_build_ids Binaries seen at ingest lately whose "
+		      "debug info is missing, by reason.\n"
+		      "# TYPE unhex_unsymbolizable_build_ids gauge\n");
+	for (int i = 0; i < DEBUGINFO_STATUS_COUNT; i++)
+		if (i != DEBUGINFO_STATUS_OK && i != DEBUGINFO_STATUS_PENDING)
+			buf_printf(out, "unhex_unsymbolizable_build_ids{reason=\"%s\"} %llu\n",
+				   debuginfo_status_str(i), (unsigned long long)st.build_ids[i]);
+	buf_printf(out,
+		   "# HELP unhex_unsymbolizable_tracked Binaries per tenant and service the "
+		   "ingest check tracks, and its cap.\n"
+		   "# TYPE unhex_unsymbolizable_tracked gauge\n"
+		   "unhex_unsymbolizable_tracked %llu\n"
+		   "# TYPE unhex_unsymbolizable_tracked_limit gauge\n"
+		   "unhex_unsymbolizable_tracked_limit %llu\n"
+		   "# HELP unhex_unsymbolizable_untracked_profiles_total Profiles with frames "
+		   "without names not judged: the table was full.\n"
+		   "# TYPE unhex_unsymbolizable_untracked_profiles_total counter\n"
+		   "unhex_unsymbolizable_untracked_profiles_total %llu\n"
+		   "# TYPE unhex_unsymbolizable_lookups_total counter\n"
+		   "unhex_unsymbolizable_lookups_total %llu\n",
+		   (unsigned long long)st.entries, (unsigned long long)st.max_entries,
+		   (unsigned long long)st.untracked_profiles, (unsigned long long)st.lookups);
+}
+
+/* The debug-info service's side of struct ingest_hooks. */
+static int raw_class(void *ctx, const char *tenant, const char *service, const char *build_id,
+		     const char *filename)
+{
+	return debuginfo_unsym_class(ctx, tenant, service, build_id, filename);
+}
+
+static void raw_class_total(void *ctx, const char *tenant, const char *service, int cls,
+			    uint64_t profiles, uint64_t samples)
+{
+	debuginfo_note_ingested_class(ctx, tenant, service, cls, profiles, samples);
+}
+
+static void raw_binary(void *ctx, const char *tenant, const char *service, const char *build_id,
+		       const char *filename, int cls, uint64_t profiles, uint64_t samples)
+{
+	debuginfo_note_ingested(ctx, tenant, service, build_id, filename, cls, profiles, samples);
+}
+
+_Static_assert(DEBUGINFO_STATUS_COUNT <= INGEST_RAW_CLASSES, "a status is an ingest class");
+
+void web_ingest_hooks_init(struct ingest_hooks *h, struct debuginfo *symbolizer)
+{
+	h->raw_class = raw_class;
+	h->raw_class_total = raw_class_total;
+	h->raw_binary = raw_binary;
+	h->ctx = symbolizer;
+}
+
+void web__debuginfo_ingest_hooks(struct web_server *srv)
+{
+	if (!srv->opt.query.symbolizer)
+		return;
+	web_ingest_hooks_init(&srv->ingest_hooks, srv->opt.query.symbolizer);
+	srv->opt.limits.hooks = &srv->ingest_hooks;
+}
+
 void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs)
 {
 	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
@@ -694,6 +845,7 @@ void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs)
 		debuginfo_count_by_status(svc, by, NULL);
 		web__debuginfo_metrics_text(&rs->body, &st, by);
 		retention_metrics(svc, &rs->body);
+		unsym_metrics(svc, &rs->body);
 	}
 	if (rq->srv->opt.query.symmemo && rs->status == 200)
 		query_symmemo_metrics(rq->srv->opt.query.symmemo, &rs->body);

@@ -235,7 +235,7 @@ static unsigned long long load(atomic_uint_fast64_t *v)
 }
 
 /* A Prometheus label value: backslash, double quote and newline escaped. */
-static void label_value(struct buf *b, const char *s)
+void web__prom_label_value(struct buf *b, const char *s)
 {
 	for (; *s; s++) {
 		if (*s == '\\' || *s == '"')
@@ -333,7 +333,7 @@ static int store_metric_tenant(void *ctx, const struct store_tenant_stats *s)
 		if (i == 6 && !s->oldest_ns)
 			continue;
 		buf_printf(&c->lines[i], "%s{tenant=\"", store_metric_defs[i].name);
-		label_value(&c->lines[i], s->tenant);
+		web__prom_label_value(&c->lines[i], s->tenant);
 		buf_printf(&c->lines[i], "\"} %.17g\n", v[i]);
 	}
 	return 0;

@@ -1167,6 +1167,7 @@ int web_server_start(struct store *st, const struct web_options *opt,
 	else if (srv->opt.max_response_bytes < WEB_MIN_RESPONSE_BYTES)
 		srv->opt.max_response_bytes = WEB_MIN_RESPONSE_BYTES;
 	default_body_caps(&srv->opt.limits);
+	web__debuginfo_ingest_hooks(srv);
 	srv->max_queries = srv->opt.threads - (srv->opt.threads / 4 > 2 ? srv->opt.threads / 4 : 2);
 	if (srv->max_queries < 1)
 		srv->max_queries = 1;

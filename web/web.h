@@ -88,6 +88,7 @@
 #include "query/query.h"
 
 struct buf;
+struct debuginfo;
 struct err_msg;
 struct store;
 struct store_tenant_stats;
@@ -157,6 +158,15 @@ int web_server_start(struct store *st, const struct web_options *opt,
 
 /* The TCP port actually bound (useful with port 0). */
 int web_server_port(const struct web_server *srv);
+
+/*
+ * Fills *h (caller-allocated; it borrows `symbolizer`, which must outlive
+ * its use) with the hooks that tell the debug-info service what ingest
+ * stored without names (debuginfo.h, "binaries that arrive without
+ * names").  The server sets them on its own ingest; `unhex serve
+ * --preload` uses them for what it ingests before serving.
+ */
+void web_ingest_hooks_init(struct ingest_hooks *h, struct debuginfo *symbolizer);
 
 /*
  * Reads the token file again and, when it parses, uses it for every

@@ -435,6 +435,7 @@ struct web_server {
 	atomic_int requests_running;        /* in on_request */
 	struct web__histogram latency[WEB_LAT_COUNT];
 	atomic_uint_fast64_t mem_refused;   /* requests refused for the memory budget */
+	struct ingest_hooks ingest_hooks;   /* opt.limits.hooks: to the debug-info service */
 };
 
 /*
@@ -488,6 +489,11 @@ struct debuginfo;
 void web__handle_perfmap(struct web__req *rq, struct debuginfo *svc, struct web__resp *rs);
 /* Appends the debug-info service's metrics to a /metrics response. */
 void web__debuginfo_metrics(struct web__req *rq, struct web__resp *rs);
+/* Appends a Prometheus label value: backslash, double quote and newline escaped. */
+void web__prom_label_value(struct buf *b, const char *s);
+/* Points srv->opt.limits at srv->ingest_hooks, which tell the symbolizer
+ * (when there is one) what ingest stored without names. */
+void web__debuginfo_ingest_hooks(struct web_server *srv);
 
 struct debuginfo_record;
 struct debuginfo_stats;

@@ -32,7 +32,7 @@ struct pb {
 	char *strings[1024];
 	size_t n_strings; /* owned strings (tests may shrink n_string_table) */
 	PbValueType st[8], *stp[8], period_type;
-	PbMapping maps[16], *mapp[16];
+	PbMapping maps[128], *mapp[128];
 	PbFunction fns[512], *fnp[512];
 	PbLocation locs[512], *locp[512];
 	PbLine lines[512], *linep[512];

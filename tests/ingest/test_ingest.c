@@ -136,6 +136,246 @@ static void test_native(void **state)
 	pb_free(b);
 }
 
+
+/* What struct ingest_hooks was told about one request. */
+struct raw_seen {
+	int classified[8];               /* raw_class calls per mapping (1-based by file) */
+	int totals;
+	int total_cls;
+	uint64_t total_profiles, total_samples;
+	int binaries;
+	char bin_file[4][32];
+	int bin_cls[4];
+	uint64_t bin_profiles[4], bin_samples[4];
+};
+
+static int mapping_no(const char *filename)
+{
+	static const char *const files[] = { "", "/usr/bin/app", "/lib/libc.so.6", "[vdso]",
+					     "/usr/bin/named" };
+
+	for (int i = 1; i < 5; i++)
+		if (!strcmp(filename, files[i]))
+			return i;
+	fail_msg("unexpected binary %s", filename);
+	return 0;
+}
+
+static int raw_class(void *ctx, const char *tenant, const char *service, const char *build_id,
+		     const char *filename)
+{
+	struct raw_seen *r = ctx;
+	int m = mapping_no(filename);
+
+	assert_string_equal(tenant, "t1");
+	assert_string_equal(service, "app");
+	r->classified[m]++;
+	if (m == 3) {
+		assert_string_equal(build_id, "");
+		return -2; /* left out */
+	}
+	return 2; /* app and libc share a class */
+}
+
+static void raw_class_total(void *ctx, const char *tenant, const char *service, int cls,
+			    uint64_t profiles, uint64_t samples)
+{
+	struct raw_seen *r = ctx;
+
+	(void)tenant, (void)service;
+	r->totals++;
+	r->total_cls = cls;
+	r->total_profiles = profiles;
+	r->total_samples = samples;
+}
+
+static void raw_binary(void *ctx, const char *tenant, const char *service, const char *build_id,
+		       const char *filename, int cls, uint64_t profiles, uint64_t samples)
+{
+	struct raw_seen *r = ctx;
+	int i = r->binaries++;
+
+	(void)tenant, (void)service, (void)build_id;
+	assert_true(i < 4);
+	snprintf(r->bin_file[i], sizeof(r->bin_file[i]), "%s", filename);
+	r->bin_cls[i] = cls;
+	r->bin_profiles[i] = profiles;
+	r->bin_samples[i] = samples;
+}
+
+/*
+ * After a commit, ingest tells its hooks which binaries arrived without
+ * names: each classified once, a class's samples counted once per sample
+ * whatever the binaries of that class in its stack, each binary's own
+ * weight (in the count-typed sample type), named frames and left-out
+ * binaries not reported, nothing for a rejected request.
+ */
+static void test_raw_frames_hooks(void **state)
+{
+	struct fx *f = *state;
+	struct pb *b = pb_new(16, 8);
+	uint64_t s1[] = { 1, 2 }, s2[] = { 1 }, s3[] = { 4 }, s4[] = { 3, 2 };
+	int64_t v1[] = { 30, 3 }, v2[] = { 20, 2 }, v3[] = { 50, 5 }, v4[] = { 10, 1 };
+	struct raw_seen r;
+	struct ingest_hooks h = { raw_class, raw_class_total, raw_binary, &r };
+	struct ingest_limits lim = f->lim;
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct ingest_series in;
+	uint8_t *bytes;
+	size_t len;
+
+	memset(&r, 0, sizeof(r));
+	lim.hooks = &h;
+	pb_sample_type(b, "cpu", "nanoseconds");
+	pb_sample_type(b, "samples", "count");
+	pb_mapping(b, 1, 0x400000, 0x500000, 0, "/usr/bin/app", "aa11");
+	pb_mapping(b, 2, 0x7f0000000000, 0x7f0000100000, 0, "/lib/libc.so.6", "bb22");
+	pb_mapping(b, 3, 0x7fff00000000, 0x7fff00002000, 0, "[vdso]", "");
+	pb_mapping(b, 4, 0x600000, 0x700000, 0, "/usr/bin/named", "cc33");
+	pb_function(b, 1, "main", "main.c");
+	pb_location(b, 1, 1, 0x400100, 0, 0);
+	pb_location(b, 2, 2, 0x7f0000000100, 0, 0);
+	pb_location(b, 3, 3, 0x7fff00000100, 0, 0);
+	pb_location(b, 4, 4, 0x600100, 1, 7);
+	pb_sample(b, s1, 2, v1, 2);
+	pb_sample(b, s2, 1, v2, 2);
+	pb_sample(b, s3, 1, v3, 2);
+	pb_sample(b, s4, 2, v4, 2);
+	b->p.time_nanos = 1700000000000000000;
+	bytes = pb_pack(b, 1, &len);
+	in = (struct ingest_series){ app_labels, 3, bytes, len, NULL, NULL };
+	assert_int_equal(ingest_profiles(f->st, &lim, "t1", &in, 1, 1, &stats, &msg), 0);
+	assert_int_equal(stats.profiles, 2);
+	assert_int_equal(r.classified[1], 1);
+	assert_int_equal(r.classified[2], 1);
+	assert_int_equal(r.classified[3], 1);
+	assert_int_equal(r.classified[4], 0);
+	assert_int_equal(r.totals, 1);
+	assert_int_equal(r.total_cls, 2);
+	assert_int_equal(r.total_profiles, 2);
+	assert_int_equal(r.total_samples, 3 + 2 + 1); /* s1 once, s2, s4 */
+	assert_int_equal(r.binaries, 2);
+	for (int i = 0; i < 2; i++) {
+		int app = !strcmp(r.bin_file[i], "/usr/bin/app");
+
+		assert_true(app || !strcmp(r.bin_file[i], "/lib/libc.so.6"));
+		assert_int_equal(r.bin_cls[i], 2);
+		assert_int_equal(r.bin_profiles[i], 2);
+		assert_int_equal(r.bin_samples[i], app ? 3 + 2 : 3 + 1);
+	}
+
+	/* A rejected request tells nothing. */
+	memset(&r, 0, sizeof(r));
+	lim.max_series = 1; /* the tenant has two series already */
+	{
+		static const struct store_label other[] = {
+			{ "service_name", "app" }, { "__name__", "process_cpu" }, { "env", "dev" },
+		};
+
+		in.labels = other;
+		assert_int_not_equal(ingest_profiles(f->st, &lim, "t1", &in, 1, 1, &stats, &msg), 0);
+	}
+	assert_int_equal(r.totals + r.binaries + r.classified[1], 0);
+	free(bytes);
+	pb_free(b);
+}
+
+/* Every binary in one class, and what was reported per binary. */
+struct wide_seen {
+	int totals;
+	uint64_t total_samples;
+	int binaries;
+	uint64_t samples_of[128]; /* by the N of /lib/libN.so */
+};
+
+static int wide_class(void *ctx, const char *tenant, const char *service, const char *build_id,
+		      const char *filename)
+{
+	(void)ctx, (void)tenant, (void)service, (void)build_id, (void)filename;
+	return 5;
+}
+
+static void wide_total(void *ctx, const char *tenant, const char *service, int cls,
+		       uint64_t profiles, uint64_t samples)
+{
+	struct wide_seen *r = ctx;
+
+	(void)tenant, (void)service;
+	assert_int_equal(cls, 5);
+	assert_int_equal(profiles, 1);
+	r->totals++;
+	r->total_samples = samples;
+}
+
+static void wide_binary(void *ctx, const char *tenant, const char *service, const char *build_id,
+			const char *filename, int cls, uint64_t profiles, uint64_t samples)
+{
+	struct wide_seen *r = ctx;
+	int n = 0;
+
+	(void)tenant, (void)service, (void)build_id;
+	assert_int_equal(cls, 5);
+	assert_int_equal(profiles, 1);
+	assert_int_equal(sscanf(filename, "/lib/lib%d.so", &n), 1);
+	assert_true(n > 0 && n < 128);
+	r->binaries++;
+	r->samples_of[n] = samples;
+}
+
+/*
+ * A pprof with frames without names in its 70th binary: past the bit set
+ * noted while writing, the report reads the frames, with the same counts.
+ */
+static void test_raw_frames_hooks_wide(void **state)
+{
+	struct fx *f = *state;
+	struct pb *b = pb_new(8, 4);
+	uint64_t s1[] = { 1, 2 }, s2[] = { 2 }, s3[] = { 3, 1 };
+	int64_t v1[] = { 3 }, v2[] = { 2 }, v3[] = { 1 };
+	struct wide_seen r;
+	struct ingest_hooks h = { wide_class, wide_total, wide_binary, &r };
+	struct ingest_limits lim = f->lim;
+	struct ingest_stats stats;
+	struct err_msg msg = { { 0 } };
+	struct ingest_series in;
+	static const struct store_label labels[] = {
+		{ "service_name", "wide" }, { "__name__", "process_cpu" },
+	};
+	uint8_t *bytes;
+	size_t len;
+
+	memset(&r, 0, sizeof(r));
+	lim.hooks = &h;
+	pb_sample_type(b, "samples", "count");
+	for (int m = 1; m <= 70; m++) {
+		char file[32], bid[16];
+
+		snprintf(file, sizeof(file), "/lib/lib%d.so", m);
+		snprintf(bid, sizeof(bid), "ab%04d", m);
+		pb_mapping(b, (uint64_t)m, (uint64_t)m << 24, ((uint64_t)m << 24) + 0x100000, 0, file,
+			   bid);
+	}
+	pb_location(b, 1, 1, (1u << 24) + 0x100, 0, 0);
+	pb_location(b, 2, 70, ((uint64_t)70 << 24) + 0x100, 0, 0);
+	pb_location(b, 3, 2, (2u << 24) + 0x100, 0, 0);
+	pb_sample(b, s1, 2, v1, 1);
+	pb_sample(b, s2, 1, v2, 1);
+	pb_sample(b, s3, 2, v3, 1);
+	b->p.time_nanos = 1700000000000000000;
+	bytes = pb_pack(b, 1, &len);
+	in = (struct ingest_series){ labels, 2, bytes, len, NULL, NULL };
+	assert_int_equal(ingest_profiles(f->st, &lim, "t1", &in, 1, 1, &stats, &msg), 0);
+	assert_int_equal(r.totals, 1);
+	assert_int_equal(r.total_samples, 3 + 2 + 1);
+	assert_int_equal(r.binaries, 3);
+	assert_int_equal(r.samples_of[1], 3 + 1);
+	assert_int_equal(r.samples_of[70], 3 + 2);
+	assert_int_equal(r.samples_of[2], 1);
+	free(bytes);
+	pb_free(b);
+}
+
 static void test_go_labels(void **state)
 {
 	struct fx *f = *state;
@@ -611,6 +851,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_native),
+		cmocka_unit_test(test_raw_frames_hooks),
+		cmocka_unit_test(test_raw_frames_hooks_wide),
 		cmocka_unit_test(test_go_labels),
 		cmocka_unit_test(test_rejected_request_writes_nothing),
 		cmocka_unit_test(test_decoded_budget),

@@ -125,16 +125,7 @@ grep -q '^unhex_http_inflight_bytes_limit [1-9]' <<<"$BODY" || fail "no memory b
 
 # The alert rules pass promtool, the dashboard is JSON, and every unhex
 # metric either uses is one this server exports.
-if ! command -v promtool >/dev/null; then
-	note "installing promtool (Debian package prometheus)"
-	SUDO=
-	[ "$(id -u)" -eq 0 ] || SUDO=sudo
-	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		prometheus >/dev/null 2>&1 ||
-		{ $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive \
-			apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } ||
-		fail "cannot install promtool (apt-get install prometheus)"
-fi
+need_promtool
 MON="$HERE/../../docs/monitoring"
 promtool check rules "$MON/alerts.yml" >"$WORK/promtool.out" 2>&1 ||
 	fail "promtool check rules: $(cat "$WORK/promtool.out")"

@@ -44,6 +44,20 @@ need() {
 	[ -n "${!var:-}" ] && [ -x "${!var}" ] || fail "$var is not set to an executable (${!var:-unset})"
 }
 
+# need_promtool: installs promtool (Debian package prometheus) when it is
+# missing, as CI's .ci/deps.sh would.
+need_promtool() {
+	local sudo=
+	command -v promtool >/dev/null && return 0
+	note "installing promtool (Debian package prometheus)"
+	[ "$(id -u)" -eq 0 ] || sudo=sudo
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		prometheus >/dev/null 2>&1 ||
+		{ $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } ||
+		fail "cannot install promtool (apt-get install prometheus)"
+}
+
 # start_server DATA_DIR [serve flags...]: sets SERVER_PID, PORT, URL.
 start_server() {
 	local data=$1 out line i

@@ -383,6 +383,33 @@ test('symbolization: the banner names a missing build ID, the page lists every b
   await ctx.close();
 });
 
+test('symbolization: the banner says the unwinder is broken, before the symbols', T, async () => {
+  const { ctx, page, problems, renderResp } = await open();
+  await waitReady(page);
+  const rq = new URL((await renderResp).url()).searchParams;
+  const st = await (await fetch(`${URL0}/api/v1/symbolization?${new URLSearchParams({ query: rq.get('query'), from: rq.get('from'), until: rq.get('until') })}`)).json();
+  const broken = (st.unwinding || []).filter((u) => u.verdict !== 'ok');
+  // The workload's stacks start at named functions that are no entry point.
+  assert.ok(broken.some((u) => u.verdict === 'truncated'), `the server calls some binary truncated: ${JSON.stringify(st.unwinding)}`);
+  await page.waitForSelector('#banner-unwinding');
+  const text = await page.textContent('#banner-unwinding');
+  assert.match(text, /Stacks look broken: fix the unwinder first/);
+  for (const u of broken) {
+    const li = page.locator(`#banner-unwinding li[data-build-id="${u.buildId}"][data-verdict="${u.verdict}"]`);
+    assert.equal(await li.count(), 1, `one line for ${u.binary} ${u.buildId}`);
+    const line = await li.textContent();
+    assert.ok(line.startsWith(`${u.binary} (build ${u.buildId.slice(0, 12)}):`), line);
+    assert.ok(line.includes('fix: ' + u.fix), `the server's fix for ${u.binary}: ${line}`);
+    if (u.verdict === 'truncated') assert.match(line, /: [0-9.]+% of its stacks are cut short \(they stop before an entry point/);
+  }
+  // First the unwinder, then what lacks names (libssl has no debug info).
+  const order = await page.evaluate(() => [...document.querySelector('#banner').children].map((c) => c.id));
+  assert.deepEqual(order.slice(0, 2), ['banner-unwinding', 'banner-symbols']);
+  await page.screenshot({ path: path.join(SHOTS, 'banner-unwinding.png') });
+  assert.deepEqual(problems, []);
+  await ctx.close();
+});
+
 test('renderer: first render of a 16,000-node flame graph (measured, not asserted)', T, async () => {
   const { ctx, page, problems } = await open();
   await waitReady(page);

@@ -9,7 +9,7 @@
 import * as api from './api.js';
 import { decodeFlamebearer, topTable, sandwich, folded, unnamedShare } from './model.js';
 import { FlameGraph } from './flame.js';
-import { renderTopTable, renderDiffTable, renderSymbolsTable, adviceFor, renderReleasesTable, renderRegressionTable } from './tables.js';
+import { renderTopTable, renderDiffTable, renderSymbolsTable, adviceFor, brokenUnwinding, unwindingFor, renderReleasesTable, renderRegressionTable } from './tables.js';
 import { fmtValue, fmtPct, fmtTime, el, DIFF_PALETTES } from './format.js';
 
 const $ = (id) => document.getElementById(id);
@@ -321,16 +321,26 @@ async function updateBanner(resp, query, r, seq) {
   hooks.symbolization = status;
   const share = status && Number.isFinite(status.unsymbolizedShare) ? status.unsymbolizedShare : local.share;
   const bad = status && Array.isArray(status.buildIds) ? status.buildIds.filter((b) => b.status !== 'ok') : [];
-  if (share <= 0 && !bad.length) { banner.hidden = true; banner.replaceChildren(); return; }
-  const items = bad.map((b) => el('li', { 'data-build-id': b.buildId || '', 'data-status': b.status },
-    adviceFor(b, true),
-    Number.isFinite(b.samplesShare) ? el('span', { class: 'muted' }, ` (${fmtPct(b.samplesShare * 100)} of samples)`) : null));
-  if (!bad.length) for (const p of local.perBinary) items.push(el('li', null, `${p.binary}: no names yet (${fmtPct(p.share * 100)} of samples)`));
-  banner.replaceChildren(...[
-    el('div', null, el('strong', null, `${fmtPct(share * 100)} of samples are in frames without names`),
-      ' (shown as binary+0xoffset). ', el('a', { href: '#', onclick: (e) => { e.preventDefault(); go('symbols'); } }, 'All build IDs →')),
-    status && status.error ? el('div', { class: 'muted' }, 'status unavailable: ' + status.error) : null,
-    el('ul', null, items)].filter(Boolean));
+  const broken = brokenUnwinding(status);
+  if (share <= 0 && !bad.length && !broken.length) { banner.hidden = true; banner.replaceChildren(); return; }
+  // A broken unwinder comes first: symbols cannot mend stacks cut short.
+  const unwinding = broken.length ? el('div', { id: 'banner-unwinding' },
+    el('div', null, el('strong', null, 'Stacks look broken: fix the unwinder first'),
+      ' (the agent walking the stacks: frame pointers, .eh_frame, the runtime\'s own profiler), not the symbols.'),
+    el('ul', null, broken.map((u) => el('li', { 'data-build-id': u.buildId || '', 'data-verdict': u.verdict }, unwindingFor(u))))) : null;
+  let unnamed = null;
+  if (share > 0 || bad.length) {
+    const items = bad.map((b) => el('li', { 'data-build-id': b.buildId || '', 'data-status': b.status },
+      adviceFor(b, true),
+      Number.isFinite(b.samplesShare) ? el('span', { class: 'muted' }, ` (${fmtPct(b.samplesShare * 100)} of samples)`) : null));
+    if (!bad.length) for (const p of local.perBinary) items.push(el('li', null, `${p.binary}: no names yet (${fmtPct(p.share * 100)} of samples)`));
+    unnamed = el('div', { id: 'banner-symbols' },
+      el('div', null, el('strong', null, `${fmtPct(share * 100)} of samples are in frames without names`),
+        ' (shown as binary+0xoffset). ', el('a', { href: '#', onclick: (e) => { e.preventDefault(); go('symbols'); } }, 'All build IDs →')),
+      el('ul', null, items));
+  }
+  banner.replaceChildren(...[unwinding, unnamed,
+    status && status.error ? el('div', { class: 'muted' }, 'status unavailable: ' + status.error) : null].filter(Boolean));
   banner.hidden = false;
 }
 

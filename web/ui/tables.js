@@ -68,6 +68,24 @@ export function adviceFor(b, withId) {
     b.reason ? el('span', { class: 'muted' }, ` — ${b.reason}`) : null);
 }
 
+// The server's unwinding verdicts (docs/symbolization.md, "Unwinding or
+// symbolization") worth a look: not "ok".
+export function brokenUnwinding(status) {
+  return status && Array.isArray(status.unwinding) ? status.unwinding.filter((u) => u.verdict && u.verdict !== 'ok') : [];
+}
+
+// One line: "api (build 9d47…): 100% of its stacks are cut short", then the server's fix.
+export function unwindingFor(u) {
+  const what = u.verdict === 'truncated'
+    ? `${fmtPct((u.truncatedShare || 0) * 100)} of its stacks are cut short (they stop before an entry point such as _start or clone)`
+    : u.verdict === 'interpreter'
+      ? `${fmtPct((u.shortInterpreterShare || 0) * 100)} of its stacks are one or two interpreter frames`
+      : statusText(u.verdict);
+  return el('span', null, el('strong', null, u.binary || '(unknown binary)'),
+    u.buildId ? [' (build ', el('code', { title: u.buildId }, u.buildId.slice(0, 12)), ')'] : null, `: ${what}`,
+    u.fix ? el('div', { class: 'muted' }, 'fix: ' + u.fix) : null);
+}
+
 export function renderSymbolsTable(box, ids) {
   const list = ids.slice().sort((a, b) => (b.samplesShare || 0) - (a.samplesShare || 0));
   box.replaceChildren(list.length ? el('table', { class: 'top symbols' },
