@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/hash.h"
+#include "base/perfmap.h"
 #include "debuginfo_int.h"
 
 #define DEFAULT_ENTRIES 4096
@@ -181,10 +182,18 @@ struct key {
 	uint64_t h;
 };
 
-/* Fills *k; 0 when the binary is not counted ("[...]" without a build ID). */
+/*
+ * Fills *k; 0 when the binary is not counted: "[...]" without a build ID,
+ * and JIT code (perf-PID.map), named by its process's perf map, not by
+ * debug info.
+ */
 static int key_make(struct key *k, const char *tenant, const char *service,
 		    const char *build_id_hex, const char *filename)
 {
+	uint32_t pid;
+
+	if (filename && perfmap_jit_mapping(filename, build_id_hex, &pid))
+		return 0;
 	k->bid[0] = '\0';
 	copy_cut(k->bin, sizeof(k->bin), base_name(filename));
 	if (build_id_hex && build_id_hex[0]) {

@@ -144,7 +144,7 @@ static void test_pending_dropped_when_ok(void **state)
 		assert_int_equal(s.profiles[i], 0);
 }
 
-/* No build ID: judged at once; "[...]" without one is left out. */
+/* No build ID: judged at once; "[...]" and JIT code without one are left out. */
 static void test_no_build_id(void **state)
 {
 	struct debuginfo_unsym_stats before, after;
@@ -155,6 +155,7 @@ static void test_no_build_id(void **state)
 	ingest_one("t2", "batch", "", "/opt/batch", 1, 3);
 	ingest_one("t2", "batch", NULL, "[vdso]", 1, 3);
 	ingest_one("t2", "batch", "", "[kernel.kallsyms]", 1, 3);
+	ingest_one("t2", "batch", "", "/tmp/perf-4242.map", 1, 3); /* JIT: its perf map names it */
 	s = look("t2", "batch", "t2");
 	assert_int_equal(s.entries, 1);
 	assert_int_equal(s.rows, 1);
@@ -250,6 +251,8 @@ static void test_one_status_counts_once(void **state)
 	assert_int_equal(s.profiles[DEBUGINFO_STATUS_NOT_FOUND], 4);
 	assert_int_equal(s.samples[DEBUGINFO_STATUS_NOT_FOUND], 9);
 	assert_int_equal(debuginfo_unsym_class(g_svc, "t5", "svc", "", "[vdso]"), DEBUGINFO_UNSYM_SKIP);
+	assert_int_equal(debuginfo_unsym_class(g_svc, "t5", "svc", "", "/tmp/perf-7.map"),
+			 DEBUGINFO_UNSYM_SKIP);
 	assert_int_equal(debuginfo_unsym_class(g_svc, "t5", "svc", "", "/bin/x"),
 			 DEBUGINFO_STATUS_NO_BUILD_ID);
 	assert_int_equal(debuginfo_unsym_class(g_svc, "t5", "svc", g_id, "prog"), DEBUGINFO_UNSYM_OWN);
