@@ -9,18 +9,8 @@
 
 #include "buf.h"
 #include "err.h"
+#include "hex.h"
 #include "varint.h"
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* A hex field of 1..16 digits at *p ending in a space; advances past it. */
 static int hex_field(const char **p, const char *end, uint64_t *out)
@@ -29,7 +19,7 @@ static int hex_field(const char **p, const char *end, uint64_t *out)
 	const char *s = *p;
 	int d, n = 0;
 
-	while (s < end && (d = hexval(*s)) >= 0) {
+	while (s < end && (d = hex_digit(*s)) >= 0) {
 		if (++n > 16)
 			return -1;
 		v = v << 4 | (uint64_t)d;

@@ -8,6 +8,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/hex.h"
 #include "symbolize_int.h"
 
 #define MAX_MODULE 64u
@@ -25,17 +26,6 @@ static int graph(char c)
 	return c > ' ' && c < 0x7f;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Parses p[0..n) (one line without its "\n") into *l; ERR_INVALID naming line `no`. */
 static int parse_line(const char *p, size_t n, size_t no, struct line *l, struct err_msg *msg)
 {
@@ -43,7 +33,7 @@ static int parse_line(const char *p, size_t n, size_t no, struct line *l, struct
 	int v;
 
 	memset(l, 0, sizeof(*l));
-	for (; i < n && (v = hexval(p[i])) >= 0; i++) {
+	for (; i < n && (v = hex_digit(p[i])) >= 0; i++) {
 		if (i == 16)
 			return err_set(msg, ERR_INVALID, "line %zu: address longer than 16 hex digits",
 				       no);
