@@ -61,6 +61,7 @@ void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->alloc.ctx = q;
 	q->scanned = 0;
 	q->max_scan = lim && lim->max_scan_bytes ? lim->max_scan_bytes : QUERY_DEFAULT_MAX_SCAN_BYTES;
+	q->scan_refused = lim ? lim->scan_refused : NULL;
 }
 
 int query__ctx_check(struct qctx *q)
@@ -86,6 +87,8 @@ static int scan_profile(void *ctx, const struct store_profile_view *p)
 	/* p->n is at most a chunk's samples: no overflow against 2^64. */
 	q->scanned += 64 + (uint64_t)p->n * pair;
 	if (q->scanned > q->max_scan) {
+		if (q->scan_refused)
+			*q->scan_refused = 1;
 		s->rc = err_set(q->msg, ERR_TOO_LARGE,
 				"the query reads more than its %llu bytes of samples (max_query_bytes, "
 				"docs/limits.md); narrow its time range or its selector",

@@ -148,6 +148,9 @@ struct query_limits {
 	 * AnalyzeQuery; label and metadata calls read no samples.
 	 */
 	uint64_t max_scan_bytes;
+	/* Set to 1 when reading stopped at max_scan_bytes (borrowed; may be
+	 * NULL), so a caller can count that refusal apart from other ERR_TOO_LARGE. */
+	int *scan_refused;
 	/* The shared budget the query's tables are charged to as they grow
 	 * (borrowed; NULL: only max_bytes bounds them). */
 	const struct query_reserve *reserve;

@@ -71,6 +71,7 @@ struct qctx {
 	struct debuginfo *symbolizer;   /* borrowed from the limits; may be NULL */
 	struct query_symmemo *symmemo;  /* borrowed from the limits; may be NULL */
 	uint64_t scanned, max_scan;     /* sample bytes read, and the limit */
+	int *scan_refused;              /* borrowed from the limits; may be NULL */
 	/* Every table of the query grows through `alloc`: mem's budget, after
 	 * taking more of `reserve` (may be NULL) when it would pass `held`. */
 	const struct query_reserve *reserve;

@@ -648,13 +648,9 @@ uint64_t web__limits_query_bytes(const struct web__tenant_state *s)
 	return (uint64_t)s->lim->max_query_bytes;
 }
 
-void web__limits_query_finished(struct web__tenant_state *s, int rc, const char *message,
-				size_t len)
+void web__limits_query_finished(struct web__tenant_state *s, int scan_refused)
 {
-	static const char mark[] = "(max_query_bytes, docs/limits.md)";
-
-	/* The message is query_limits' (query/core.c), in a text or JSON answer. */
-	if (rc == ERR_TOO_LARGE && message && memmem(message, len, mark, sizeof(mark) - 1))
+	if (scan_refused)
 		atomic_fetch_add_explicit(&s->refused[WEB_LIM_QUERY_BYTES], 1, memory_order_relaxed);
 }
 

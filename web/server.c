@@ -914,6 +914,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	struct query_grow qg = { srv, &held };
 	struct query_reserve qres = { query_grow, &qg, 0 };
 	int64_t t0;
+	int scan_refused = 0; /* set by the query when max_query_bytes stopped it */
 
 	atomic_fetch_add_explicit(&srv->requests_running, 1, memory_order_relaxed);
 	t0 = clock_mono_ns();
@@ -983,6 +984,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 
 		if (is_query(rt)) {
 			rq.qlim.max_scan_bytes = web__limits_query_bytes(qts);
+			rq.qlim.scan_refused = &scan_refused;
 			qres.held = query_hold(srv, rt);
 			if (query_grows(rt))
 				rq.qlim.reserve = &qres;
@@ -993,8 +995,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		    prepare(conn, ri, rt, &rq, &rs, &unread, &held) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt)) {
-			web__limits_query_finished(qts, rs.status == 413 ? ERR_TOO_LARGE : 0,
-						   rs.body.data, rs.body.len);
+			web__limits_query_finished(qts, rs.status == 413 && scan_refused);
 			web__query_done(srv, qts);
 			/* A 503 of a query is the memory budget (query_grow): retry. */
 			if (rs.status == 503 && !rs.extra_headers)

@@ -354,9 +354,9 @@ int web__limits_query_admit(struct web_limits *L, const char *tenant,
 void web__limits_query_done(struct web__tenant_state *s);
 /* The sample bytes one query of the tenant of `s` may read (max_query_bytes). */
 uint64_t web__limits_query_bytes(const struct web__tenant_state *s);
-/* Counts a query of `s` refused by its max_query_bytes (`rc`, `message` of the query). */
-void web__limits_query_finished(struct web__tenant_state *s, int rc, const char *message,
-				size_t len);
+/* Counts a query of `s` refused by its max_query_bytes when `scan_refused`
+ * (query_limits.scan_refused was set and the answer was its 413). */
+void web__limits_query_finished(struct web__tenant_state *s, int scan_refused);
 /* Admits `bytes` of debug-info upload for `tenant`, as web__limits_ingest_admit. */
 int web__limits_debuginfo_admit(struct web_limits *L, const char *tenant, size_t bytes,
 				int *retry_s, struct err_msg *msg);

@@ -463,6 +463,7 @@ static void test_scan_budget(void **state)
 	struct scan_sum s = { { 0 }, 0, 0 };
 	struct buf out;
 	struct err_msg msg = { { 0 } };
+	int refused = 0;
 
 	(void)state;
 	open_filled(&f, &out);
@@ -474,12 +475,16 @@ static void test_scan_budget(void **state)
 	assert_true(s.bytes > 6 * 64);
 	/* The pprof export reads the range once. */
 	p.limits.max_scan_bytes = s.bytes;
+	p.limits.scan_refused = &refused;
 	assert_int_equal(query_pprof(f.st, "t1", &p, &out, &msg), 0);
+	assert_int_equal(refused, 0);
 	p.limits.max_scan_bytes = s.bytes - 1;
 	buf_reset(&out);
 	assert_int_equal(query_pprof(f.st, "t1", &p, &out, &msg), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "reads more than its"));
 	assert_non_null(strstr(msg.text, "(max_query_bytes, docs/limits.md)"));
+	assert_int_equal(refused, 1);
+	p.limits.scan_refused = NULL;
 	/* render reads it twice, for the flame graph and for the timeline. */
 	p.limits.max_scan_bytes = 2 * s.bytes;
 	buf_reset(&out);
