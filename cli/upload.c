@@ -131,6 +131,27 @@ static void trim(struct buf *b)
 		b->data[--b->len] = '\0';
 }
 
+/*
+ * The outcome of an upload request for `file`: the request's failure `rc`
+ * (its message printed), ERR_INVALID with the server's answer printed when
+ * `status` is neither 201 nor (if `accept_200`) 200, else 0.  Trims resp.
+ */
+static int answered(const char *file, int rc, int status, int accept_200, struct buf *resp,
+		    const struct err_msg *msg)
+{
+	if (rc) {
+		fprintf(stderr, "unhex upload: %s: %s\n", file, msg->text);
+		return rc;
+	}
+	trim(resp);
+	if (status != 201 && !(accept_200 && status == 200)) {
+		fprintf(stderr, "unhex upload: %s: HTTP %d: %s\n", file, status,
+			resp->data ? resp->data : "");
+		return ERR_INVALID;
+	}
+	return 0;
+}
+
 /* Uploads one file; 0 when it is on the server afterwards. */
 static int upload_one(const struct upload_args *a, const char *file)
 {
@@ -183,17 +204,9 @@ static int upload_one(const struct upload_args *a, const char *file)
 		 !a->force ? "" : strcmp(a->type, "executable") == 0 ? "&replace=true"
 								       : "?replace=true");
 	rc = post_file(a, file, path, f, (uint64_t)sb.st_size, &status, &resp, &msg);
-	if (rc) {
-		fprintf(stderr, "unhex upload: %s: %s\n", file, msg.text);
+	rc = answered(file, rc, status, 1, &resp, &msg);
+	if (rc)
 		goto out;
-	}
-	trim(&resp);
-	if (status != 200 && status != 201) {
-		fprintf(stderr, "unhex upload: %s: HTTP %d: %s\n", file, status,
-			resp.data ? resp.data : "");
-		rc = ERR_INVALID;
-		goto out;
-	}
 	printf("%s: %s %s (%lld bytes)\n", file, id, status == 201 ? "uploaded" : "unchanged",
 	       (long long)sb.st_size);
 out:
@@ -251,17 +264,9 @@ static int upload_kallsyms(const struct upload_args *a, const char *file)
 	req.len = map.len;
 	req.timeout_ms = a->timeout_ms;
 	rc = cli_http_request(a->http, &req, &status, &resp, &msg);
-	if (rc) {
-		fprintf(stderr, "unhex upload: %s: %s\n", file, msg.text);
+	rc = answered(file, rc, status, 1, &resp, &msg);
+	if (rc)
 		goto out;
-	}
-	trim(&resp);
-	if (status != 200 && status != 201) {
-		fprintf(stderr, "unhex upload: %s: HTTP %d: %s\n", file, status,
-			resp.data ? resp.data : "");
-		rc = ERR_INVALID;
-		goto out;
-	}
 	printf("%s: kernel symbols of %s %s (%zu bytes)\n", file, id,
 	       status == 201 ? "uploaded" : "unchanged", map.len);
 out:
@@ -290,17 +295,9 @@ static int upload_perf_map(const struct upload_args *a)
 	}
 	snprintf(path, sizeof(path), "/api/v1/perfmap/%u", a->pid);
 	rc = post_file(a, a->perf_map, path, f, (uint64_t)sb.st_size, &status, &resp, &msg);
-	if (rc) {
-		fprintf(stderr, "unhex upload: %s: %s\n", a->perf_map, msg.text);
+	rc = answered(a->perf_map, rc, status, 0, &resp, &msg);
+	if (rc)
 		goto out;
-	}
-	trim(&resp);
-	if (status != 201) {
-		fprintf(stderr, "unhex upload: %s: HTTP %d: %s\n", a->perf_map, status,
-			resp.data ? resp.data : "");
-		rc = ERR_INVALID;
-		goto out;
-	}
 	printf("%s: perf map of process %u uploaded: %s\n", a->perf_map, a->pid, resp.data);
 out:
 	if (f)
