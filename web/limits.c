@@ -19,6 +19,7 @@
 #include "base/hash.h"
 #include "base/hmap.h"
 #include "base/log.h"
+#include "ingest/ingest.h"
 #include "query/query.h"
 #include "storage/storage.h"
 
@@ -42,15 +43,19 @@ const char *const web__limit_reason_names[WEB_LIM_COUNT] = {
 
 void web__tenant_limits_default(struct web__tenant_limits *l)
 {
+	struct ingest_limits in;
+
+	/* The series and label caps default to ingest's own (docs/ingest.md). */
+	ingest_limits_default(&in);
 	l->ingest_bytes_per_s = 64.0 * 1024 * 1024;
 	l->ingest_profiles_per_s = 10000;
 	l->burst_s = 5;
-	l->max_series = 100000;
+	l->max_series = in.max_series;
 	l->max_queries = 8;
-	l->max_labels = 32;
-	l->max_label_bytes = 1024;
-	l->max_label_names = 1000;
-	l->max_label_values = 50000;
+	l->max_labels = (uint32_t)in.max_labels;
+	l->max_label_bytes = (uint32_t)in.max_label_bytes;
+	l->max_label_names = (uint32_t)in.max_label_names;
+	l->max_label_values = (uint32_t)in.max_label_values;
 	l->debuginfo_bytes_per_hour = 16.0 * 1024 * 1024 * 1024;
 	l->max_query_bytes = (double)QUERY_DEFAULT_MAX_SCAN_BYTES;
 }
