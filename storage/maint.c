@@ -156,6 +156,7 @@ struct seal {
 	const rocksdb_snapshot_t *snap;
 	rocksdb_readoptions_t *ro;
 	uint32_t max_epoch;
+	int64_t clock;          /* the pass's clock (store_maintain) */
 	int64_t wpr;            /* windows per range */
 	int64_t *ranges;        /* range indexes, ascending */
 	size_t n_ranges, cap_ranges;
@@ -202,7 +203,7 @@ static int range_over(struct store *st, int64_t r, int64_t clock)
 static int plan_ranges(struct seal *s, unsigned flags)
 {
 	struct tenant *t = s->t;
-	int64_t clock = store__clock(s->st);
+	int64_t clock = s->clock;
 	uint32_t cur = store__epoch_current(t);
 	size_t k = 0;
 	int rc = 0;
@@ -630,7 +631,7 @@ static int pin_parts(struct seal *s, uint32_t below)
 	return rc;
 }
 
-static int seal_tenant(struct store *st, struct tenant *t, unsigned flags,
+static int seal_tenant(struct store *st, struct tenant *t, int64_t clock, unsigned flags,
 		       struct store_maint_stats *ms, struct err_msg *msg)
 {
 	struct seal s;
@@ -639,6 +640,7 @@ static int seal_tenant(struct store *st, struct tenant *t, unsigned flags,
 	memset(&s, 0, sizeof(s));
 	s.st = st;
 	s.t = t;
+	s.clock = clock;
 	s.wpr = st->block_range_ns / st->window_ns;
 	pthread_mutex_lock(&st->writer);
 	if (!t->index_loaded)
@@ -989,11 +991,16 @@ static int compact_publish(struct store *st, struct tenant *t, const char *path,
 	return rc;
 }
 
-/* Compacts what is due at level k of tenant t. */
-static int compact_level(struct store *st, struct tenant *t, size_t k, unsigned flags,
-			 struct store_maint_stats *ms, struct err_msg *msg)
+/*
+ * Compacts what is due at level k of tenant t.  A slot already compacted
+ * takes the blocks sealed into it later (profiles that came late, or a
+ * range sealed after its neighbours): its level-k block is a source again,
+ * so a slot ends as one block whatever the order its ranges were sealed in.
+ */
+static int compact_level(struct store *st, struct tenant *t, size_t k, int64_t clock,
+			 unsigned flags, struct store_maint_stats *ms, struct err_msg *msg)
 {
-	int64_t span = st->block_range_ns * LEVEL_MULT[k], clock = store__clock(st);
+	int64_t span = st->block_range_ns * LEVEL_MULT[k];
 	struct block **v = NULL;
 	size_t n = 0;
 	int rc = 0;
@@ -1007,7 +1014,7 @@ static int compact_level(struct store *st, struct tenant *t, size_t k, unsigned 
 	for (size_t i = 0; i < t->n_blocks; i++) {
 		struct block *b = t->blocks[i];
 		int64_t len = b->rec.range_end - b->rec.range_start;
-		if (!b->have_meta || atomic_load(&b->bad) || len >= span ||
+		if (!b->have_meta || atomic_load(&b->bad) || len > span ||
 		    floor_div(b->rec.range_start, span) != floor_div(b->rec.range_end - 1, span))
 			continue;
 		store__block_ref(b);
@@ -1017,10 +1024,12 @@ static int compact_level(struct store *st, struct tenant *t, size_t k, unsigned 
 	/* Blocks are by range start: a slot's blocks are adjacent. */
 	for (size_t i = 0; i < n && !rc;) {
 		int64_t slot = floor_div(v[i]->rec.range_start, span);
-		size_t j = i + 1;
+		size_t j = i + 1, small = 0;
 		while (j < n && floor_div(v[j]->rec.range_start, span) == slot)
 			j++;
-		if (j - i >= 2 && ((flags & STORE_MAINT_COMPACT_ALL) ||
+		for (size_t q = i; q < j; q++)
+			small += v[q]->rec.range_end - v[q]->rec.range_start < span;
+		if (j - i >= 2 && small && ((flags & STORE_MAINT_COMPACT_ALL) ||
 				   range_over(st, slot * LEVEL_MULT[k] + LEVEL_MULT[k] - 1, clock))) {
 			struct csrc *src = calloc(j - i, sizeof(*src));
 			if (!src) {
@@ -1049,8 +1058,8 @@ static int compact_level(struct store *st, struct tenant *t, size_t k, unsigned 
 
 /* ---- retention ---------------------------------------------------------------------- */
 
-static int expire_tenant(struct store *st, struct tenant *t, struct store_maint_stats *ms,
-			 struct err_msg *msg)
+static int expire_tenant(struct store *st, struct tenant *t, int64_t clock,
+			 struct store_maint_stats *ms, struct err_msg *msg)
 {
 	int64_t ret = store__retention(st, t->name), cutoff;
 	uint64_t blocks = 0, bytes = 0, profiles = 0, samples = 0;
@@ -1059,7 +1068,7 @@ static int expire_tenant(struct store *st, struct tenant *t, struct store_maint_
 	char *err = NULL;
 	size_t n = 0;
 
-	if (ret <= 0 || __builtin_sub_overflow(store__clock(st), ret, &cutoff))
+	if (ret <= 0 || __builtin_sub_overflow(clock, ret, &cutoff))
 		return 0;
 	pthread_mutex_lock(&t->mu);
 	v = calloc(t->n_blocks + 1, sizeof(*v));
@@ -1150,11 +1159,14 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 	pthread_mutex_lock(&st->maint_mu);
 	rc = tenants_copy(st, &ts, &n);
 	for (size_t i = 0; !rc && i < n; i++) {
-		rc = seal_tenant(st, ts[i], flags, &ms, msg);
+		/* One clock for the tenant's pass: what sealing left open because
+		 * its range is not over, compaction must not take as over. */
+		int64_t clock = store__clock(st);
+		rc = seal_tenant(st, ts[i], clock, flags, &ms, msg);
 		for (size_t k = 1; !rc && k < N_LEVELS; k++)
-			rc = compact_level(st, ts[i], k, flags, &ms, msg);
+			rc = compact_level(st, ts[i], k, clock, flags, &ms, msg);
 		if (!rc)
-			rc = expire_tenant(st, ts[i], &ms, msg);
+			rc = expire_tenant(st, ts[i], clock, &ms, msg);
 		store__reclaim(st, ts[i], 0);
 	}
 	add_stats(&st->maint_total, &ms);

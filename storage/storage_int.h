@@ -535,7 +535,11 @@
  *
  * Compaction (compact_level): blocks of lower levels that fit in one
  * aligned slot of level k (6 and 24 level-0 ranges) are merged once the
- * slot's last range is over: series by label key, symbols rebuilt per
+ * slot's last range is over (by the clock the pass read once, the one its
+ * sealing used); a range sealed after its slot was compacted (late
+ * profiles) is merged with the slot's level-k block, so a slot ends as one
+ * block whatever order its ranges were sealed in: series by label key,
+ * symbols rebuilt per
  * service from the sources' (only what the pages reference), pages
  * re-cut by page span and re-sorted by time.  The output names its sources
  * and inherits their origins.  Publication: one synced batch writes the

@@ -193,6 +193,58 @@ static void test_seal_compact_same(void **state)
 	tmpdir_free(dir);
 }
 
+/* A range sealed after its slot was compacted (a late profile) joins the
+ * slot's block: the slot stays one block, every profile counted once. */
+static void test_late_range_joins_slot(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st;
+	struct store_maint_stats ms;
+	struct store_tenant_stats s;
+	char *before, *after;
+	size_t n;
+	(void)state;
+
+	fake_now = T0 + 100 * RANGE;
+	st = open_blocks(dir, 0);
+	assert_non_null(st);
+	n = fill(st, T0, 6 * RANGE, 1);
+	/* The clock: a profile 2 minutes into the next slot (its range stays open). */
+	assert_int_equal(gen_profile(st, "t", "api", "p0", T0 + 6 * RANGE + 120 * SEC, 1, 5), 0);
+	n++;
+	memset(&ms, 0, sizeof(ms));
+	assert_int_equal(store_maintain(st, 0, &ms, NULL), 0);
+	assert_int_equal(ms.sealed_blocks, 6);
+	assert_int_equal(ms.compactions, 1);
+	assert_int_equal(stats_of(st).blocks, 1);
+
+	/* Late: a profile of the third range, after its slot was compacted. */
+	assert_int_equal(gen_profile(st, "t", "db", "p7", T0 + 2 * RANGE + 5 * SEC, 2, 77), 0);
+	n++;
+	before = gen_dump(st, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
+	assert_non_null(before);
+	memset(&ms, 0, sizeof(ms));
+	assert_int_equal(store_maintain(st, 0, &ms, NULL), 0);
+	assert_int_equal(ms.sealed_blocks, 1);
+	assert_int_equal(ms.compactions, 1);
+	assert_int_equal(ms.compacted_blocks, 2);
+	s = stats_of(st);
+	assert_int_equal(s.blocks, 1);
+	assert_int_equal(s.profiles, n);
+	assert_int_equal(s.head_profiles, 1);
+	after = gen_dump(st, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
+	assert_non_null(after);
+	assert_string_equal(before, after);
+	free(after);
+	/* Nothing more to do: a slot's lone block is not compacted again. */
+	memset(&ms, 0, sizeof(ms));
+	assert_int_equal(store_maintain(st, 0, &ms, NULL), 0);
+	assert_int_equal(ms.compactions, 0);
+	store_close(st);
+	free(before);
+	tmpdir_free(dir);
+}
+
 static void test_seal_only_ended_ranges(void **state)
 {
 	char *dir = tmpdir_new();
@@ -661,6 +713,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seal_compact_same),
 		cmocka_unit_test(test_seal_only_ended_ranges),
+		cmocka_unit_test(test_late_range_joins_slot),
 		cmocka_unit_test(test_retention),
 		cmocka_unit_test(test_interrupted_seal),
 		cmocka_unit_test(test_interrupted_compaction),
