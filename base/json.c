@@ -39,6 +39,7 @@
 #include <assert.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1092,4 +1093,28 @@ int json_double(const struct json_value *v, double *out, struct err_msg *msg)
 			       excerpt(v->str, v->len, ex, sizeof(ex)));
 	*out = d;
 	return 0;
+}
+
+size_t json_path_push(struct json_path *jp, const char *fmt, ...)
+{
+	size_t old = jp->len, room = sizeof(jp->s) - old;
+	va_list ap;
+	int n;
+
+	assert(old < sizeof(jp->s));
+	va_start(ap, fmt);
+	n = vsnprintf(jp->s + old, room, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		jp->s[old] = '\0';
+	else
+		jp->len = (size_t)n < room ? old + (size_t)n : sizeof(jp->s) - 1;
+	return old;
+}
+
+void json_path_pop(struct json_path *jp, size_t old)
+{
+	assert(old <= jp->len);
+	jp->len = old;
+	jp->s[old] = '\0';
 }

@@ -136,4 +136,20 @@ int json_utf8_valid(const char *s, size_t len);
  */
 size_t json_utf8_clean(const char *s, size_t len, char *out);
 
+/*
+ * The path of the value being looked at ("resourceProfiles[0].scopeProfiles"),
+ * for error messages of decoders that walk a parsed document.  A path longer
+ * than the buffer is cut, never overflows.
+ */
+struct json_path {
+	char s[256];
+	size_t len;
+};
+
+/* Appends a printf-formatted segment; returns the length json_path_pop()
+ * goes back to. */
+size_t json_path_push(struct json_path *jp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void json_path_pop(struct json_path *jp, size_t old);
+
 #endif

@@ -43,36 +43,10 @@
 
 struct prep {
 	struct err_msg *msg;
-	char path[256];         /* JSON path of the value being looked at */
-	size_t plen;
+	struct json_path path;  /* of the value being looked at, for errors */
 };
 
 /* ---- paths and errors --------------------------------------------------- */
-
-static size_t push(struct prep *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Appends a path segment; returns the length to pop() back to. */
-static size_t push(struct prep *p, const char *fmt, ...)
-{
-	size_t old = p->plen, room = sizeof(p->path) - old;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(p->path + old, room, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		p->path[old] = '\0';
-	else
-		p->plen = (size_t)n < room ? old + (size_t)n : sizeof(p->path) - 1;
-	return old;
-}
-
-static void pop(struct prep *p, size_t old)
-{
-	p->plen = old;
-	p->path[old] = '\0';
-}
 
 static int fail(struct prep *p, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -85,7 +59,7 @@ static int fail(struct prep *p, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return err_set(p->msg, code, "%s: %s", p->plen ? p->path : "request", what);
+	return err_set(p->msg, code, "%s: %s", p->path.len ? p->path.s : "request", what);
 }
 
 /* ---- OTLP's rules, on the tree ---------------------------------------------- */
@@ -147,10 +121,10 @@ static int prepare_member(struct prep *p, const ProtobufCFieldDescriptor *f, str
 		return fail(p, ERR_TOO_LARGE, "%zu elements, more than the limit of %d", v->n,
 			    INGEST_OTLP_JSON_MAX_ARRAY);
 	for (size_t i = 0; i < v->n && !rc; i++) {
-		size_t old = push(p, "[%zu]", i);
+		size_t old = json_path_push(&p->path, "[%zu]", i);
 
 		rc = prepare_value(p, f, &v->items[i]);
-		pop(p, old);
+		json_path_pop(&p->path, old);
 	}
 	return rc;
 }
@@ -167,9 +141,10 @@ static int prepare(struct prep *p, const ProtobufCMessageDescriptor *d, struct j
 
 		if (!f || obj->items[i].type == JSON_NULL)
 			continue;
-		old = push(p, "%s%s", p->plen ? "." : "", pbjson_json_name(f, name, sizeof(name)));
+		old = json_path_push(&p->path, "%s%s", p->path.len ? "." : "",
+				     pbjson_json_name(f, name, sizeof(name)));
 		rc = prepare_member(p, f, &obj->items[i]);
-		pop(p, old);
+		json_path_pop(&p->path, old);
 	}
 	return rc;
 }

@@ -159,40 +159,15 @@ struct dec {
 	struct arena *a;
 	struct err_msg *msg;
 	const char *root;   /* the top message's name, for errors at the top */
-	char path[256];     /* JSON path of the value being decoded */
-	size_t plen;
+	struct json_path path; /* of the value being decoded */
 };
-
-static size_t push(struct dec *dc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Appends a path segment; returns the length to pop() back to. */
-static size_t push(struct dec *dc, const char *fmt, ...)
-{
-	size_t old = dc->plen, room = sizeof(dc->path) - old;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(dc->path + old, room, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		dc->path[old] = '\0';
-	else
-		dc->plen = (size_t)n < room ? old + (size_t)n : sizeof(dc->path) - 1;
-	return old;
-}
-
-static void pop(struct dec *dc, size_t old)
-{
-	dc->plen = old;
-	dc->path[old] = '\0';
-}
 
 static size_t push_field(struct dec *dc, const ProtobufCFieldDescriptor *f)
 {
 	char name[128];
 
-	return push(dc, "%s%s", dc->plen ? "." : "", json_name(f->name, name, sizeof(name)));
+	return json_path_push(&dc->path, "%s%s", dc->path.len ? "." : "",
+			      json_name(f->name, name, sizeof(name)));
 }
 
 static int fail(struct dec *dc, int code, const char *fmt, ...)
@@ -206,7 +181,7 @@ static int fail(struct dec *dc, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	return err_set(dc->msg, code, "%s: %s", dc->plen ? dc->path : dc->root, what);
+	return err_set(dc->msg, code, "%s: %s", dc->path.len ? dc->path.s : dc->root, what);
 }
 
 static int oom(struct dec *dc)
@@ -419,13 +394,13 @@ static int dec_repeated(struct dec *dc, const ProtobufCMessageDescriptor *d,
 	if (v->n > SIZE_MAX / size || !(items = arena_alloc(dc->a, v->n * size)))
 		return oom(dc);
 	for (size_t i = 0; i < v->n; i++) {
-		size_t old = push(dc, "[%zu]", i);
+		size_t old = json_path_push(&dc->path, "[%zu]", i);
 
 		if (v->items[i].type == JSON_NULL)
 			rc = fail(dc, ERR_INVALID, "null in a repeated field");
 		else
 			rc = dec_value(dc, d, f, &v->items[i], depth, items + n * size);
-		pop(dc, old);
+		json_path_pop(&dc->path, old);
 		if (rc < 0)
 			return rc;
 		n += !rc;
@@ -451,9 +426,10 @@ static int dec_member(struct dec *dc, const ProtobufCMessageDescriptor *d,
 
 		if (dc->flags & PBJSON_IGNORE_UNKNOWN)
 			return 0;
-		old = push(dc, "%s%s", dc->plen ? "." : "", cut(v->keys[i], (char[48]){ 0 }));
+		old = json_path_push(&dc->path, "%s%s", dc->path.len ? "." : "",
+				     cut(v->keys[i], (char[48]){ 0 }));
 		rc = fail(dc, ERR_INVALID, "no such field in %s", d->short_name);
-		pop(dc, old);
+		json_path_pop(&dc->path, old);
 		return rc;
 	}
 	fi = (size_t)(f - d->fields);
@@ -491,7 +467,7 @@ static int dec_member(struct dec *dc, const ProtobufCMessageDescriptor *d,
 			rc = dec_repeated(dc, d, f, x, depth, m);
 		else
 			rc = dec_value(dc, d, f, x, depth, at);
-		pop(dc, old);
+		json_path_pop(&dc->path, old);
 	}
 	if (rc)
 		return rc < 0 ? rc : 0;
