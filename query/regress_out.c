@@ -48,29 +48,36 @@ static int json_num(struct buf *b, double v)
 	return buf_printf(b, "%.6g", v);
 }
 
+/* `,"key":number` for each of n fields. */
+struct json_field {
+	const char *key;
+	double v;
+};
+
+static int json_fields(struct buf *b, const struct json_field *f, size_t n)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		rc = buf_printf(b, ",\"%s\":", f[i].key);
+		rc = rc ? rc : json_num(b, f[i].v);
+	}
+	return rc;
+}
+
 static int json_stat(struct buf *b, const char *key, const struct regress_stat *st)
 {
+	const struct json_field f[] = {
+		{ "candidate", st->mean[1] }, { "baselineSd", st->sd[0] },
+		{ "candidateSd", st->sd[1] }, { "impact", st->impact },
+		{ "change", st->change },     { "low", st->lo },
+		{ "high", st->hi },           { "p", st->p },
+		{ "confidence", st->confidence },
+	};
 	int rc = buf_printf(b, "\"%s\":{\"baseline\":", key);
 
 	rc = rc ? rc : json_num(b, st->mean[0]);
-	rc = rc ? rc : buf_puts(b, ",\"candidate\":");
-	rc = rc ? rc : json_num(b, st->mean[1]);
-	rc = rc ? rc : buf_puts(b, ",\"baselineSd\":");
-	rc = rc ? rc : json_num(b, st->sd[0]);
-	rc = rc ? rc : buf_puts(b, ",\"candidateSd\":");
-	rc = rc ? rc : json_num(b, st->sd[1]);
-	rc = rc ? rc : buf_puts(b, ",\"impact\":");
-	rc = rc ? rc : json_num(b, st->impact);
-	rc = rc ? rc : buf_puts(b, ",\"change\":");
-	rc = rc ? rc : json_num(b, st->change);
-	rc = rc ? rc : buf_puts(b, ",\"low\":");
-	rc = rc ? rc : json_num(b, st->lo);
-	rc = rc ? rc : buf_puts(b, ",\"high\":");
-	rc = rc ? rc : json_num(b, st->hi);
-	rc = rc ? rc : buf_puts(b, ",\"p\":");
-	rc = rc ? rc : json_num(b, st->p);
-	rc = rc ? rc : buf_puts(b, ",\"confidence\":");
-	rc = rc ? rc : json_num(b, st->confidence);
+	rc = rc ? rc : json_fields(b, f, sizeof(f) / sizeof(f[0]));
 	rc = rc ? rc : buf_printf(b, ",\"verdict\":\"%s\"}", query_regress_verdict_str(st->verdict));
 	return rc;
 }
@@ -94,6 +101,11 @@ int query_regress_write_json(const struct regress_result *res, const char *const
 		       struct buf *out)
 {
 	const struct regress_params *p = &res->params;
+	const struct json_field params[] = {
+		{ "minEffect", p->min_effect },
+		{ "noiseFloor", p->noise_floor },
+		{ "failOn", p->fail_on > 0 ? p->fail_on : 0 },
+	};
 	size_t others = 0;
 	int rc, first = 1;
 
@@ -103,12 +115,7 @@ int query_regress_write_json(const struct regress_result *res, const char *const
 	rc = rc ? rc : json_side(out, "candidate", title[1], res->profiles[1], res->value[1]);
 	rc = rc ? rc : buf_puts(out, ",\"params\":{\"alpha\":");
 	rc = rc ? rc : json_num(out, p->alpha);
-	rc = rc ? rc : buf_puts(out, ",\"minEffect\":");
-	rc = rc ? rc : json_num(out, p->min_effect);
-	rc = rc ? rc : buf_puts(out, ",\"noiseFloor\":");
-	rc = rc ? rc : json_num(out, p->noise_floor);
-	rc = rc ? rc : buf_puts(out, ",\"failOn\":");
-	rc = rc ? rc : json_num(out, p->fail_on > 0 ? p->fail_on : 0);
+	rc = rc ? rc : json_fields(out, params, sizeof(params) / sizeof(params[0]));
 	rc = rc ? rc : buf_printf(out, ",\"normalize\":\"%s\"},\"k\":", norm_name(p->norm));
 	rc = rc ? rc : json_num(out, res->k);
 	rc = rc ? rc : buf_printf(out, ",\"tests\":%zu,\"functions\":%zu,\"regressed\":%zu,"

@@ -521,6 +521,29 @@ static void test_encoders(void **state)
 	assert_int_equal(json_parse(b.data, b.len, &a, &v, NULL), 0);
 	assert_string_equal(json_get(v, "verdict")->str, "fail");
 	assert_int_equal(json_get(v, "rows")->n, 2); /* the flagged rows only */
+	{
+		/* Every field of the API's report, in order (docs/regressions.md). */
+		static const char *const stat_keys[] = { "baseline", "candidate", "baselineSd",
+							 "candidateSd", "impact", "change", "low",
+							 "high", "p", "confidence", "verdict" };
+		static const char *const param_keys[] = { "alpha", "minEffect", "noiseFloor", "failOn",
+							   "normalize" };
+		const struct json_value *params = json_get(v, "params");
+		const struct json_value *self = json_get(&json_get(v, "rows")->items[0], "self");
+		assert_non_null(params);
+		assert_non_null(self);
+		assert_int_equal(params->n, 5);
+		for (size_t i = 0; i < 5; i++)
+			assert_string_equal(params->keys[i], param_keys[i]);
+		{
+			double fail_on = 0;
+			assert_int_equal(json_double(json_get(params, "failOn"), &fail_on, NULL), 0);
+			assert_true(fail_on == 0.05);
+		}
+		assert_int_equal(self->n, 11);
+		for (size_t i = 0; i < 11; i++)
+			assert_string_equal(self->keys[i], stat_keys[i]);
+	}
 	arena_release(&a);
 	buf_reset(&b);
 	assert_int_equal(query_regress_write_json(&res, title, 5, &b), 0);
