@@ -40,28 +40,6 @@ void query__merge_drop_stacks(struct qctx *q, struct qmerge *m)
 	m->n = m->cap = 0;
 }
 
-struct sel_list {
-	struct qctx *q;
-	uint64_t *ids;
-	size_t n, cap;
-};
-
-static int add_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
-		      size_t n)
-{
-	struct sel_list *l = ctx;
-	int rc;
-
-	(void)part;
-	(void)labels;
-	(void)n;
-	rc = query__mem_grow(l->q, (void **)&l->ids, &l->cap, sizeof(*l->ids), l->n + 1, "series list");
-	if (rc)
-		return rc;
-	l->ids[l->n++] = id;
-	return 0;
-}
-
 struct collect {
 	struct qctx *q;
 	struct qmerge *m;
@@ -222,7 +200,7 @@ counted:
 int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 		   int64_t until_ns, struct qmerge *m)
 {
-	struct sel_list l = { q, NULL, 0, 0 };
+	struct query__ids l = { .q = q };
 	struct collect c = { q, m, 0 };
 	struct store_reader **rdp;
 	int rc;
@@ -242,19 +220,19 @@ int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 	rc = store_reader_open(q->st, q->tenant, from_ns, until_ns, rdp, q->msg);
 	if (rc)
 		return rc;
-	rc = query__select_series_in(q, *rdp, sel, add_series, &l);
+	rc = query__select_series_in(q, *rdp, sel, query__ids_add, &l);
 	for (size_t i = 0; i < l.n && !rc; i++) {
-		rc = query__profiles_each(q, *rdp, l.ids[i], from_ns, until_ns, add_profile, &c);
+		rc = query__profiles_each(q, *rdp, l.v[i], from_ns, until_ns, add_profile, &c);
 		if (c.rc)
 			rc = c.rc;
 		else if (rc > 0)
 			rc = 0;
 		else if (rc)
 			rc = err_set(q->msg, rc, "reading profiles of series %llu: %s",
-				     (unsigned long long)l.ids[i], err_str(rc));
+				     (unsigned long long)l.v[i], err_str(rc));
 	}
 	m->series += l.n;
-	query__mem_free(q, l.ids, l.cap, sizeof(*l.ids));
+	query__ids_free(&l);
 	return rc;
 }
 

@@ -364,25 +364,8 @@ struct meta {
 	int ranged;
 	int64_t from, until;
 	struct qmap ok;      /* series ids that qualify */
-	uint64_t *ids;
-	size_t nids, idcap;
+	struct query__ids ids;
 };
-
-static int meta_collect_cb(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
-			   size_t n)
-{
-	struct meta *m = ctx;
-	int rc;
-
-	(void)part;
-	(void)l;
-	(void)n;
-	rc = query__mem_grow(m->q, (void **)&m->ids, &m->idcap, sizeof(*m->ids), m->nids + 1,
-			     "series");
-	if (!rc)
-		m->ids[m->nids++] = id;
-	return rc;
-}
 
 static int stop_cb(void *ctx, const struct store_profile_view *p)
 {
@@ -395,6 +378,28 @@ static int stop_cb(void *ctx, const struct store_profile_view *p)
  * The series of any of the `nm` selectors `ms` (every series without one),
  * and with a range given, only those with a profile in it.
  */
+/* Fills m->ok with the collected series that have a profile in the range
+ * (every one when the call gave no range). */
+static int meta_keep(struct meta *m)
+{
+	struct qctx *q = m->q;
+	int rc = 0;
+
+	for (size_t i = 0; i < m->ids.n && !rc; i++) {
+		int hit = 1;
+
+		if (m->ranged) {
+			hit = store_profiles_each(q->st, q->tenant, m->ids.v[i], m->from, m->until,
+						  stop_cb, NULL, q->msg);
+			if (hit < 0)
+				return err_set(q->msg, hit, "reading profiles: %s", err_str(hit));
+		}
+		if (hit)
+			rc = query__map_put(q, &m->ok, m->ids.v[i], 1);
+	}
+	return rc;
+}
+
 static int meta_init(struct meta *m, struct qctx *q, char *const *ms, size_t nm, int64_t start,
 		     int64_t end)
 {
@@ -402,6 +407,7 @@ static int meta_init(struct meta *m, struct qctx *q, char *const *ms, size_t nm,
 
 	memset(m, 0, sizeof(*m));
 	m->q = q;
+	m->ids.q = q;
 	query__map_init(&m->ok);
 	if ((rc = req_range(start, end, &m->from, &m->until, &m->ranged, q->msg)) ||
 	    (rc = req_strings_max(nm, "matchers", q->msg)))
@@ -419,20 +425,8 @@ static int meta_init(struct meta *m, struct qctx *q, char *const *ms, size_t nm,
 	}
 	/* Collect the series of every selector, then keep those in range. */
 	for (size_t i = 0; i < m->nsel && !rc; i++)
-		rc = query__select_series(q, &m->sels[i], meta_collect_cb, m);
-	for (size_t i = 0; i < m->nids && !rc; i++) {
-		int hit = 1;
-
-		if (m->ranged) {
-			hit = store_profiles_each(q->st, q->tenant, m->ids[i], m->from, m->until,
-						  stop_cb, NULL, q->msg);
-			if (hit < 0)
-				return err_set(q->msg, hit, "reading profiles: %s", err_str(hit));
-		}
-		if (hit)
-			rc = query__map_put(q, &m->ok, m->ids[i], 1);
-	}
-	return rc;
+		rc = query__select_series(q, &m->sels[i], query__ids_add, &m->ids);
+	return rc ? rc : meta_keep(m);
 }
 
 static void meta_release(struct meta *m)
@@ -441,7 +435,7 @@ static void meta_release(struct meta *m)
 		query_selector_release(&m->sels[i]);
 	free(m->sels);
 	query__map_release(m->q, &m->ok);
-	query__mem_free(m->q, m->ids, m->idcap, sizeof(*m->ids));
+	query__ids_free(&m->ids);
 }
 
 /* Calls cb once for every qualifying series of any selector. */
@@ -512,15 +506,7 @@ static int profile_types(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		/* meta_init kept every series when no range was given: the last hour. */
 		query__map_release(c->q, &m.ok);
 		query__map_init(&m.ok);
-		for (size_t i = 0; i < m.nids && !rc; i++) {
-			int hit = store_profiles_each(c->q->st, c->q->tenant, m.ids[i], m.from,
-						      m.until, stop_cb, NULL, c->q->msg);
-
-			if (hit < 0)
-				rc = err_set(c->q->msg, hit, "reading profiles: %s", err_str(hit));
-			else if (hit)
-				rc = query__map_put(c->q, &m.ok, m.ids[i], 1);
-		}
+		rc = meta_keep(&m);
 	}
 	if (!rc)
 		rc = meta_each(&m, type_cb, &s);
@@ -2288,26 +2274,9 @@ static int analyze_query(struct call *c, const ProtobufCMessage *msg, ProtobufCM
  */
 struct stats {
 	struct qctx *q;
-	uint64_t *ids;
-	size_t n, cap;
+	struct query__ids ids;
 	int64_t oldest, newest;  /* ns; -1 none */
 };
-
-static int stats_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *l,
-			size_t n)
-{
-	struct stats *s = ctx;
-	int rc;
-
-	(void)part;
-	(void)l;
-	(void)n;
-	rc = query__mem_grow(s->q, (void **)&s->ids, &s->cap, sizeof(*s->ids), s->n + 1,
-			     "series");
-	if (!rc)
-		s->ids[s->n++] = id;
-	return rc;
-}
 
 static int stats_first(void *ctx, const struct store_profile_view *p)
 {
@@ -2330,28 +2299,28 @@ static int stats_last(void *ctx, const struct store_profile_view *p)
 static int profile_stats(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	Types__V1__GetProfileStatsResponse *r;
-	struct stats s = { c->q, NULL, 0, 0, -1, -1 };
+	struct stats s = { .q = c->q, .ids = { .q = c->q }, .oldest = -1, .newest = -1 };
 	const int64_t hour = 3600000000000LL;
 	int64_t end = clock_wall_ns() + 24 * hour, win = hour;
 	int rc;
 
 	(void)msg;
-	rc = store_series_each(c->q->st, c->q->tenant, stats_series, &s);
-	for (size_t i = 0; i < s.n && rc >= 0; i++)
-		rc = store_profiles_each(c->q->st, c->q->tenant, s.ids[i], 0, INT64_MAX, stats_first,
+	rc = store_series_each(c->q->st, c->q->tenant, query__ids_add, &s.ids);
+	for (size_t i = 0; i < s.ids.n && rc >= 0; i++)
+		rc = store_profiles_each(c->q->st, c->q->tenant, s.ids.v[i], 0, INT64_MAX, stats_first,
 					 &s, c->q->msg);
 	/* Every series' newest profile is at or before the oldest's end, so this ends. */
 	while (rc >= 0 && s.oldest >= 0 && s.newest < 0) {
 		int64_t from = end - win > s.oldest ? end - win : s.oldest;
 
-		for (size_t i = 0; i < s.n && rc >= 0; i++)
-			rc = store_profiles_each(c->q->st, c->q->tenant, s.ids[i], from, INT64_MAX,
+		for (size_t i = 0; i < s.ids.n && rc >= 0; i++)
+			rc = store_profiles_each(c->q->st, c->q->tenant, s.ids.v[i], from, INT64_MAX,
 						 stats_last, &s, c->q->msg);
 		if (from == s.oldest && s.newest < 0)
 			rc = err_set(c->q->msg, ERR_CORRUPT, "GetProfileStats: profiles vanished");
 		win = win > INT64_MAX / 4 ? INT64_MAX / 2 : win * 4;
 	}
-	query__mem_free(c->q, s.ids, s.cap, sizeof(*s.ids));
+	query__ids_free(&s.ids);
 	if (rc < 0)
 		return c->q->msg->text[0] ? rc : err_set(c->q->msg, rc, "reading profiles: %s",
 							 err_str(rc));

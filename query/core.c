@@ -138,6 +138,28 @@ void query__mem_free(struct qctx *q, void *p, size_t cap, size_t elem)
 	grow_free(&q->alloc, p, cap, elem);
 }
 
+int query__ids_add(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
+		   size_t n)
+{
+	struct query__ids *l = ctx;
+	int rc;
+
+	(void)part;
+	(void)labels;
+	(void)n;
+	rc = query__mem_grow(l->q, (void **)&l->v, &l->cap, sizeof(*l->v), l->n + 1, "series list");
+	if (!rc)
+		l->v[l->n++] = id;
+	return rc;
+}
+
+void query__ids_free(struct query__ids *l)
+{
+	query__mem_free(l->q, l->v, l->cap, sizeof(*l->v));
+	l->v = NULL;
+	l->n = l->cap = 0;
+}
+
 /* ---- qmap ----------------------------------------------------------------- */
 
 void query__map_init(struct qmap *m)

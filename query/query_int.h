@@ -108,6 +108,20 @@ int query__mem_grow(struct qctx *q, void **p, size_t *cap, size_t elem, size_t n
 /* Frees an array grown by query__mem_grow and refunds the budget. */
 void query__mem_free(struct qctx *q, void *p, size_t cap, size_t elem);
 
+/* A list of series ids, charged to the query's budget. */
+struct query__ids {
+	struct qctx *q;
+	uint64_t *v;
+	size_t n, cap;
+};
+
+/* A series callback (store_series_fn's shape) that appends the series id to
+ * the struct query__ids given as ctx; nonzero (an err.h code) stops. */
+int query__ids_add(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
+		   size_t n);
+/* Frees the list and refunds the budget; the list is empty after. */
+void query__ids_free(struct query__ids *ids);
+
 /* ---- u64 -> u32 hash map (open addressing; key 0 is allowed) ------------ */
 
 /*
