@@ -93,6 +93,22 @@ static const char *kind_str(enum debuginfo_file_kind kind)
 						  : "debuginfo";
 }
 
+int web__debuginfo_bytes_admit(struct web__req *rq, struct web__resp *rs, long long declared)
+{
+	struct err_msg msg;
+	int retry = 0, rc;
+
+	err_clear(&msg);
+	rc = web__limits_debuginfo_admit(rq->srv->limits, rq->tenant,
+					 declared > 0 ? (size_t)declared : 0, &retry, &msg);
+	if (rc) {
+		web__resp_text_error(rs, rc, msg.text);
+		if (retry)
+			web__resp_retry_after(rs, retry);
+	}
+	return rc;
+}
+
 static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, int pyroscope,
 		   struct web__resp *rs)
 {
@@ -105,7 +121,7 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 	char type[32], replace[16];
 	char *chunk = NULL;
 	size_t got = 0;
-	int retry = 0, rc;
+	int rc;
 
 	err_clear(&msg);
 	rq->body_state = WEB_BODY_UNREAD;
@@ -139,17 +155,8 @@ static void upload(struct web__req *rq, struct debuginfo *svc, const char *id, i
 		web__resp_text_error(rs, ERR_TOO_LARGE, msg.text);
 		return;
 	}
-	/* The tenant's debug-info bytes per hour (limits.c): a declared length
-	 * is charged before a byte is read, a chunked body once read. */
-	if ((rc = web__limits_debuginfo_admit(rq->srv->limits, rq->tenant,
-					      declared > 0 ? (size_t)declared : 0, &retry, &msg))) {
-		web__resp_text_error(rs, rc, msg.text);
-		if (retry) {
-			snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: %d\r\n", retry);
-			rs->extra_headers = rs->hdr;
-		}
+	if (web__debuginfo_bytes_admit(rq, rs, declared))
 		return;
-	}
 	chunk = malloc(UPLOAD_CHUNK);
 	rc = chunk ? debuginfo_upload_begin(svc, &u, &msg)
 		   : err_set(&msg, ERR_NOMEM, "out of memory");

@@ -32,6 +32,12 @@ void web__resp_text_error(struct web__resp *rs, int code, const char *message)
 	buf_printf(&rs->body, "%s\n", message && *message ? message : err_str(code));
 }
 
+void web__resp_retry_after(struct web__resp *rs, int seconds)
+{
+	snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: %d\r\n", seconds);
+	rs->extra_headers = rs->hdr;
+}
+
 void web__resp_connect_error(struct web__resp *rs, int code, const char *message)
 {
 	const char *m = message && *message ? message : err_str(code);
@@ -110,10 +116,8 @@ static int tenant_admit(struct web__req *rq, struct web__resp *rs, struct web__t
 
 	rc = web__limits_ingest_admit(rq->srv->limits, rq->tenant, rq->body.len, ts, &retry, msg);
 	if (rc) {
-		if (retry) {
-			snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: %d\r\n", retry);
-			rs->extra_headers = rs->hdr;
-		}
+		if (retry)
+			web__resp_retry_after(rs, retry);
 		return rc;
 	}
 	/* The request's limits (its inflate bound from the memory budget), the tenant's caps. */

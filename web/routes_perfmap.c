@@ -47,7 +47,6 @@ void web__handle_perfmap(struct web__req *rq, struct debuginfo *svc, struct web_
 	struct buf text;
 	size_t entries = 0;
 	uint32_t pid = 0;
-	int retry = 0;
 	char *chunk;
 	int rc = 0;
 
@@ -68,17 +67,9 @@ void web__handle_perfmap(struct web__req *rq, struct debuginfo *svc, struct web_
 		web__resp_text_error(rs, ERR_TOO_LARGE, msg.text);
 		return;
 	}
-	/* Maps count as debug-info bytes of the tenant (limits.c), charged like
-	 * uploads: a declared length before reading, a chunked body once read. */
-	if ((rc = web__limits_debuginfo_admit(rq->srv->limits, rq->tenant,
-					      declared > 0 ? (size_t)declared : 0, &retry, &msg))) {
-		web__resp_text_error(rs, rc, msg.text);
-		if (retry) {
-			snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: %d\r\n", retry);
-			rs->extra_headers = rs->hdr;
-		}
+	/* Maps count as debug-info bytes of the tenant, charged like uploads. */
+	if (web__debuginfo_bytes_admit(rq, rs, declared))
 		return;
-	}
 	buf_init(&text, PERFMAP_MAX_BYTES);
 	chunk = malloc(CHUNK);
 	if (!chunk)

@@ -441,8 +441,7 @@ int web__query_admit(struct web_server *srv, const char *tenant, struct web__res
 	/* The tenant's slots first: a tenant at its limit takes no server slot. */
 	rc = web__limits_query_admit(srv->limits, tenant, ts, msg);
 	if (rc) {
-		snprintf(rs->hdr, sizeof(rs->hdr), "Retry-After: 1\r\n");
-		rs->extra_headers = rs->hdr;
+		web__resp_retry_after(rs, 1);
 		return rc;
 	}
 	n = atomic_fetch_add_explicit(&srv->queries_running, 1, memory_order_relaxed);

@@ -618,6 +618,17 @@ void web__handle_static(struct web__req *rq, struct web__resp *rs);
  */
 void web__resp_text_error(struct web__resp *rs, int code, const char *message);
 
+/* Adds "Retry-After: <seconds>" to the response's headers (rs->hdr). */
+void web__resp_retry_after(struct web__resp *rs, int seconds);
+
+/*
+ * Charges `declared` bytes (a chunked body: 0, charged once read) of a
+ * debug-info or perf-map upload to the tenant's debug-info bytes per hour
+ * (limits.c); on refusal sets the error response (with Retry-After for a
+ * rate) and returns the code.
+ */
+int web__debuginfo_bytes_admit(struct web__req *rq, struct web__resp *rs, long long declared);
+
 /* Sets a Connect JSON error response for `code`. */
 void web__resp_connect_error(struct web__resp *rs, int code, const char *message);
 

@@ -21,8 +21,22 @@ cat >"$WORK/limits" <<'EOF'
 # hostile_limits.sh: each limit small enough to be reached at once
 tenant scan max_query_bytes=500
 tenant lbl max_label_names=6 max_label_values=3
+tenant dbg debuginfo_bytes_per_hour=1KiB
 EOF
 start_server "$WORK/data" --limits-file "$WORK/limits"
+
+# ---- 0. debug-info bytes per hour: uploads and perf maps share them; the
+# upload that crosses the allowance is taken, the next is refused with 429
+# and the time to wait.
+head -c 4096 /dev/urandom >"$WORK/blob"
+http POST "/api/v1/debuginfo/0123456789abcdef0123456789abcdef01234567" \
+	-H 'X-Scope-OrgID: dbg' --data-binary @"$WORK/blob"
+[ "$STATUS" != 429 ] || fail "the first upload under the allowance was refused: $BODY"
+for path in "/api/v1/debuginfo/0123456789abcdef0123456789abcdef01234568" "/api/v1/perfmap/42"; do
+	http POST "$path" -H 'X-Scope-OrgID: dbg' --data-binary @"$WORK/blob" -D "$WORK/h429"
+	expect_status 429 'debuginfo_bytes_per_hour' "$path past the tenant's debug-info bytes"
+	grep -qi '^retry-after: [1-9]' "$WORK/h429" || fail "429 without Retry-After: $(cat "$WORK/h429")"
+done
 
 ing() { # TENANT NAME FROM [curl args]: POST the folded profile for [FROM, FROM+10)
 	local t=$1 n=$2 f=$3
