@@ -36,6 +36,10 @@ int cli_parse_size(const char *s, size_t *out);
 /* Parses a non-negative decimal integer; 0 or ERR_INVALID. */
 int cli_parse_u64(const char *s, uint64_t *out);
 
+/* Parses `unhex <cmd> --timeout S` (1..86400 seconds): 0, or the usage
+ * error's exit code with the message printed. */
+int cli_parse_timeout(const char *cmd, const char *s, uint64_t *secs);
+
 /* Reads a whole file into out (caller-initialized, its max applies). */
 int cli_read_file(const char *path, struct buf *out, struct err_msg *msg);
 

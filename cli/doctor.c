@@ -533,10 +533,8 @@ int cli_doctor(int argc, char **argv)
 		case O_FROM: a.from = optarg; break;
 		case O_UNTIL: a.until = optarg; break;
 		case O_TIMEOUT:
-			if (cli_parse_u64(optarg, &a.timeout_s) || a.timeout_s == 0 ||
-			    a.timeout_s > 86400)
-				return cli_usage_error("doctor", "--timeout: \"%s\" is not 1..86400 "
-							 "seconds", optarg);
+			if ((rc = cli_parse_timeout("doctor", optarg, &a.timeout_s)))
+				return rc;
 			break;
 		case O_HELP: doctor_help(stdout); return CLI_EXIT_OK;
 		default:

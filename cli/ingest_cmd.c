@@ -148,7 +148,7 @@ static int parse_ingest(int argc, char **argv, struct ingest_args *a)
 {
 	struct err_msg msg;
 	uint64_t v;
-	int c;
+	int c, rc;
 
 	a->timeout_ms = 60000;
 	optind = 1;
@@ -166,9 +166,8 @@ static int parse_ingest(int argc, char **argv, struct ingest_args *a)
 			a->from = optarg;
 			break;
 		case O_TIMEOUT:
-			if (cli_parse_u64(optarg, &v) || v == 0 || v > 86400)
-				return cli_usage_error("ingest", "--timeout: \"%s\" is not 1..86400 "
-							"seconds", optarg);
+			if ((rc = cli_parse_timeout("ingest", optarg, &v)))
+				return rc;
 			a->timeout_ms = (int)v * 1000;
 			break;
 		case O_HELP: ingest_help(stdout); return -1;

@@ -75,6 +75,13 @@ int cli_parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
+int cli_parse_timeout(const char *cmd, const char *s, uint64_t *secs)
+{
+	if (cli_parse_u64(s, secs) || *secs == 0 || *secs > 86400)
+		return cli_usage_error(cmd, "--timeout: \"%s\" is not 1..86400 seconds", s);
+	return 0;
+}
+
 int cli_parse_size(const char *s, size_t *out)
 {
 	static const struct {

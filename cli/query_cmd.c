@@ -198,10 +198,8 @@ int cli_query(int argc, char **argv)
 		case O_MODE: a.mode = optarg; break;
 		case 'o': a.out = optarg; break;
 		case O_TIMEOUT:
-			if (cli_parse_u64(optarg, &a.timeout_s) || a.timeout_s == 0 ||
-			    a.timeout_s > 86400)
-				return cli_usage_error("query", "--timeout: \"%s\" is not 1..86400 seconds",
-						       optarg);
+			if ((rc = cli_parse_timeout("query", optarg, &a.timeout_s)))
+				return rc;
 			break;
 		case O_HELP: query_help(stdout); return CLI_EXIT_OK;
 		default:

@@ -221,10 +221,8 @@ int cli_regress(int argc, char **argv)
 		case O_LIMIT: a.limit = optarg; break;
 		case 'o': a.out = optarg; break;
 		case O_TIMEOUT:
-			if (cli_parse_u64(optarg, &a.timeout_s) || a.timeout_s == 0 ||
-			    a.timeout_s > 86400)
-				return cli_usage_error("regress",
-						       "--timeout: \"%s\" is not 1..86400 seconds", optarg);
+			if ((rc = cli_parse_timeout("regress", optarg, &a.timeout_s)))
+				return rc;
 			break;
 		case O_HELP: regress_help(stdout); return CLI_EXIT_OK;
 		default:

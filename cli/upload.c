@@ -332,7 +332,7 @@ int cli_upload(int argc, char **argv)
 	struct err_msg msg;
 	size_t failed = 0;
 	uint64_t secs;
-	int c;
+	int c, rc;
 
 	a.type = "debuginfo";
 	a.timeout_ms = 600000;
@@ -362,9 +362,8 @@ int cli_upload(int argc, char **argv)
 			a.type = optarg;
 			break;
 		case O_TIMEOUT:
-			if (cli_parse_u64(optarg, &secs) || secs == 0 || secs > 86400)
-				return cli_usage_error("upload", "--timeout: \"%s\" is not 1..86400",
-						       optarg);
+			if ((rc = cli_parse_timeout("upload", optarg, &secs)))
+				return rc;
 			a.timeout_ms = (int)secs * 1000;
 			break;
 		default:
