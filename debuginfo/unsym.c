@@ -232,7 +232,9 @@ int debuginfo_unsym_class(struct debuginfo *s, const char *tenant, const char *s
 	struct key k;
 	int cls = DEBUGINFO_UNSYM_OWN;
 
-	if (!key_make(&k, tenant, service, build_id_hex, filename))
+	/* A tenant without symbolization asked for hex frames: nothing to alert on. */
+	if (!debuginfo_tenant_symbolizes(s, tenant) ||
+	    !key_make(&k, tenant, service, build_id_hex, filename))
 		return DEBUGINFO_UNSYM_SKIP;
 	if (!k.bid[0])
 		return DEBUGINFO_STATUS_NO_BUILD_ID;
@@ -318,6 +320,7 @@ void debuginfo_note_ingested_class(struct debuginfo *s, const char *tenant, cons
 /* What is known of one build ID, as a query would find it. */
 struct answer {
 	char id[DEBUGINFO_HEX_MAX];
+	unsigned set;     /* the upstream list of the entries' tenants (tenants.c) */
 	enum debuginfo_status status;
 	char reason[192];
 	int fresh;        /* an entry still waits for its first answer */
@@ -346,8 +349,63 @@ static int lookup_admit(struct debuginfo__unsym *u)
  * until the job recorded its outcome.  A fetch the budget refused is no
  * answer: the build ID was not looked up.
  */
+/*
+ * check_one for a tenant's own upstream list: a file the tenant may see is
+ * ok, a failure through its list holds until its retry time, no upstream
+ * means not found, else the list's lookup is queued like the server's.
+ */
+static void check_one_set(struct debuginfo *s, struct answer *a, unsigned *lookups)
+{
+	const struct debuginfo__uset *u = debuginfo__uset_get(s, a->set);
+	struct debuginfo__meta m;
+	struct debuginfo__tfail f;
+	int admitted;
+
+	a->reason[0] = '\0';
+	if (!u) {
+		a->status = DEBUGINFO_STATUS_PENDING;
+		return;
+	}
+	if (!debuginfo__meta_get(s, a->id, &m) && debuginfo__visible(&m, u->owner)) {
+		a->status = m.status == DEBUGINFO_STATUS_PENDING ? DEBUGINFO_STATUS_OK : m.status;
+		if (a->status != DEBUGINFO_STATUS_OK)
+			copy_cut(a->reason, sizeof(a->reason), m.reason);
+		return;
+	}
+	if (!u->n) {
+		a->status = DEBUGINFO_STATUS_NOT_FOUND;
+		copy_cut(a->reason, sizeof(a->reason),
+			 "not uploaded (unhex upload), and this tenant has no debuginfod upstream "
+			 "(limits file: debuginfod_urls)");
+		return;
+	}
+	if (debuginfo__tfail_get(s, a->set, a->id, &f) && f.retry_at > clock_wall_ns() &&
+	    strncmp(f.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED))) {
+		a->status = f.status;
+		copy_cut(a->reason, sizeof(a->reason), f.reason);
+		return;
+	}
+	a->status = DEBUGINFO_STATUS_PENDING;
+	copy_cut(a->reason, sizeof(a->reason), "fetching from this tenant's debuginfod upstreams");
+	if (debuginfo__job_exists_set(s, a->id, a->set))
+		return;
+	pthread_mutex_lock(&s->unsym.mu);
+	admitted = *lookups && lookup_admit(&s->unsym);
+	pthread_mutex_unlock(&s->unsym.mu);
+	if (!admitted) {
+		copy_cut(a->reason, sizeof(a->reason), "waiting for its turn to be looked up");
+		return;
+	}
+	--*lookups;
+	debuginfo__job_await_set(s, a->id, a->set, 0);
+}
+
 static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 {
+	if (a->set) {
+		check_one_set(s, a, lookups);
+		return;
+	}
 	struct debuginfo__meta m;
 	int have_meta = debuginfo__meta_get(s, a->id, &m) == 0;
 	int limited = have_meta && !strncmp(m.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED));
@@ -394,14 +452,19 @@ static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 
 static int cmp_answer(const void *a, const void *b)
 {
-	return strcmp(((const struct answer *)a)->id, ((const struct answer *)b)->id);
+	const struct answer *x = a, *y = b;
+
+	if (x->set != y->set)
+		return x->set < y->set ? -1 : 1;
+	return strcmp(x->id, y->id);
 }
 
-static struct answer *find_answer(struct answer *v, size_t n, const char *id)
+static struct answer *find_answer(struct answer *v, size_t n, const char *id, unsigned set)
 {
 	struct answer key;
 
 	memcpy(key.id, id, sizeof(key.id));
+	key.set = set;
 	return bsearch(&key, v, n, sizeof(*v), cmp_answer);
 }
 
@@ -422,11 +485,15 @@ static void forget_idle(struct debuginfo__unsym *u, int64_t now)
 }
 
 /* Must hold u->mu.  Gives the entries their answers, and counts what waited. */
-static void apply_answers(struct debuginfo__unsym *u, struct answer *v, size_t k)
+static void apply_answers(struct debuginfo *s, struct answer *v, size_t k)
 {
+	struct debuginfo__unsym *u = &s->unsym;
+
 	for (size_t i = 0; i < u->n; i++) {
 		struct debuginfo__unsym_entry *e = &u->e[i];
-		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id) : NULL;
+		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id,
+								debuginfo__tenant_set(s, e->tenant))
+						  : NULL;
 
 		/* No answer: new since the copy, or a lookup under way, during
 		 * which a known status stands. */
@@ -440,12 +507,16 @@ static void apply_answers(struct debuginfo__unsym *u, struct answer *v, size_t k
 }
 
 /* Must hold u->mu.  The gauge: each binary once, as its entries stand now. */
-static void gauge(struct debuginfo__unsym *u, struct answer *v, size_t k)
+static void gauge(struct debuginfo *s, struct answer *v, size_t k)
 {
+	struct debuginfo__unsym *u = &s->unsym;
+
 	memset(u->gauge, 0, sizeof(u->gauge));
 	for (size_t i = 0; i < u->n; i++) {
 		struct debuginfo__unsym_entry *e = &u->e[i];
-		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id) : NULL;
+		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id,
+								debuginfo__tenant_set(s, e->tenant))
+						  : NULL;
 
 		if (e->status == DEBUGINFO_STATUS_PENDING || (a && a->counted))
 			continue;
@@ -472,6 +543,7 @@ static size_t check(struct debuginfo *s)
 	for (size_t i = 0; v && i < u->n; i++)
 		if (u->e[i].build_id[0]) {
 			memcpy(v[n].id, u->e[i].build_id, DEBUGINFO_HEX_MAX);
+			v[n].set = debuginfo__tenant_set(s, u->e[i].tenant);
 			v[n].counted = 0;
 			v[n++].fresh = u->e[i].status == DEBUGINFO_STATUS_PENDING;
 		}
@@ -479,7 +551,7 @@ static size_t check(struct debuginfo *s)
 	if (n) {
 		qsort(v, n, sizeof(*v), cmp_answer);
 		for (size_t i = 0; i < n; i++) {
-			if (k && !strcmp(v[k - 1].id, v[i].id))
+			if (k && !cmp_answer(&v[k - 1], &v[i]))
 				v[k - 1].fresh |= v[i].fresh;
 			else
 				v[k++] = v[i];
@@ -491,8 +563,8 @@ static size_t check(struct debuginfo *s)
 			if (v[i].fresh == fresh)
 				check_one(s, &v[i], &lookups);
 	pthread_mutex_lock(&u->mu);
-	apply_answers(u, v, k);
-	gauge(u, v, k);
+	apply_answers(s, v, k);
+	gauge(s, v, k);
 	for (size_t i = 0; i < k; i++)
 		waiting += v[i].status == DEBUGINFO_STATUS_PENDING;
 	u->checks++;

@@ -41,7 +41,7 @@ static int setup(void **state)
 	g_s.dir = g_dir;
 	g_s.max_upload = 1 << 20;
 	err_clear(&msg);
-	if (debuginfo__upstreams_open(&g_s, urls, &msg)) {
+	if (debuginfo__upstreams_open(&g_s, urls, NULL, &msg)) {
 		fprintf(stderr, "%s\n", msg.text);
 		return -1;
 	}
