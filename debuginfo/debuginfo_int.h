@@ -613,9 +613,19 @@ struct debuginfo__tfail {
 int debuginfo__uset_init(struct debuginfo__uset *u, const char *owner, const char *urls,
 			 const char *headers_file, struct err_msg *msg);
 void debuginfo__uset_release(struct debuginfo__uset *u);
+/*
+ * Not a tenant's list: the server's list (0) asked for a build ID whose
+ * stored file the asking tenant may not see, one another tenant's own
+ * upstreams served (another tenant's upload is never looked up).  Its
+ * job fetches through the server's upstreams and, when they serve the
+ * stored bytes, makes the file every tenant's; its failures go to the
+ * failure table under this number.
+ */
+#define DEBUGINFO__SET_SERVER ((unsigned)-1)
+
 /* The list a tenant's fetches use: 0 (the server's) unless it has its own. */
 unsigned debuginfo__tenant_set(struct debuginfo *s, const char *tenant);
-/* List `set` (0: the server's); NULL for a number no list has. */
+/* List `set` (0 and DEBUGINFO__SET_SERVER: the server's); NULL for a number no list has. */
 const struct debuginfo__uset *debuginfo__uset_get(struct debuginfo *s, unsigned set);
 /* Remembers (a slot per hash of set and ID: a collision forgets the older). */
 void debuginfo__tfail_put(struct debuginfo *s, unsigned set, const char *id,
@@ -649,8 +659,9 @@ struct debuginfo {
 	int curl_ready;             /* curl_global_init succeeded: close cleans up */
 	/* Per-tenant settings (tenants.c): each table read-only once published. */
 	_Atomic(struct debuginfo__tenants *) tenants;
-	pthread_mutex_t tfail_mu;   /* tfail */
-	struct debuginfo__tfail *tfail; /* owned; DEBUGINFO_TENANT_FAILURES slots, or NULL */
+	pthread_mutex_t tfail_mu;   /* tfail, and making it */
+	struct debuginfo__tfail *tfail; /* owned; DEBUGINFO_TENANT_FAILURES slots, made
+				     * on the first failure to keep */
 	int64_t retry_ns, budget_ns, fetch_timeout_ns;
 	uint64_t max_upload;
 	size_t max_open;

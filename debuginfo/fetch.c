@@ -209,10 +209,10 @@ int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 /* ---- through a tenant's own upstreams ---- */
 
 /*
- * The fetched, checked file `got` becomes visible to `owner`: stored as
- * its own when the build ID has no file, else `owner` joins the stored
- * file's owners if its bytes are the fetched ones.  upload_mu held.  0, or
- * ERR_CONFLICT with `text` saying why.
+ * The fetched, checked file `got` becomes visible to `owner` ("*": every
+ * tenant): stored as its own when the build ID has no file, else `owner`
+ * joins the stored file's owners if its bytes are the fetched ones.
+ * upload_mu held.  0, or ERR_CONFLICT with `text` saying why.
  */
 static int adopt_fetched(struct debuginfo *s, const char *owner, const char *id, const char *got,
 			 int64_t now, char *text, size_t tlen)
@@ -237,12 +237,12 @@ static int adopt_fetched(struct debuginfo *s, const char *owner, const char *id,
 		return rc;
 	if (!same) {
 		snprintf(text, tlen,
-			 "this tenant's debuginfod upstream served other bytes than the file "
-			 "stored for this build ID; upload the file (unhex upload)");
+			 "not uploaded (unhex upload): the debuginfod upstream's file for this "
+			 "build ID is not the one stored");
 		return ERR_CONFLICT;
 	}
 	err_clear(&msg);
-	rc = debuginfo__owner_add(&m, owner, id, &msg);
+	rc = debuginfo__owner_add(&m, strcmp(owner, "*") ? owner : NULL, id, &msg);
 	if (rc) {
 		snprintf(text, tlen, "%s", msg.text);
 		return rc;
@@ -259,7 +259,7 @@ int debuginfo__fetch_set(struct debuginfo *s, unsigned set, const char *id, cons
 	struct debuginfo__meta m;
 	struct err_msg msg;
 	char *got = NULL, text[600];
-	int rc;
+	int server = set == DEBUGINFO__SET_SERVER, rc;
 
 	if (!u || !set)
 		return ERR_INVALID;
@@ -286,8 +286,9 @@ int debuginfo__fetch_set(struct debuginfo *s, unsigned set, const char *id, cons
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
 		debuginfo__tfail_put(s, set, id, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
-				     "not uploaded, and none of this tenant's debuginfod upstreams "
-				     "has it");
+				     server ? "not uploaded, and no debuginfod upstream has it"
+					    : "not uploaded, and none of this tenant's debuginfod "
+					      "upstreams has it");
 		return rc;
 	}
 	if (rc) {

@@ -211,7 +211,8 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 }
 
 /*
- * For a tenant with its own upstream list `set`: 0 when the tenant may
+ * For a tenant with its own upstream list `set` (or DEBUGINFO__SET_SERVER,
+ * a file of another tenant's on the server's list): 0 when the tenant may
  * see a file of `id`, else a lookup through its list is queued (as the
  * query's budgets allow) and awaited until the deadline; past it, or when
  * the list's lookup failed and is not due again, *status and reason say
@@ -256,7 +257,10 @@ static int obtain_for_set(struct debuginfo *s, struct debuginfo_asker *a, unsign
 		if (waited) {
 			*status = DEBUGINFO_STATUS_PENDING;
 			debuginfo__copy_reason(reason, rlen,
-					       "fetching from this tenant's debuginfod upstreams");
+					       set == DEBUGINFO__SET_SERVER
+						       ? "fetching from debuginfod"
+						       : "fetching from this tenant's debuginfod "
+							 "upstreams");
 			return ERR_TIMEOUT;
 		}
 	}
@@ -273,13 +277,19 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 				    status, reason, reason_len);
 }
 
-/* 1 when `tenant` may not use the file of `id`: it has one, another's. */
-static int hidden_from(struct debuginfo *s, const char *tenant, const char *id)
+/*
+ * 1 when `tenant` may not use the file of `id`: it has one, another's;
+ * *fetched says whether that file came from a tenant's own upstreams.
+ */
+static int hidden_from(struct debuginfo *s, const char *tenant, const char *id, int *fetched)
 {
 	struct debuginfo__meta m;
 
-	return tenant && !debuginfo__meta_get(s, id, &m) && m.kinds &&
-	       !debuginfo__visible(&m, tenant);
+	if (!tenant || debuginfo__meta_get(s, id, &m) || !m.kinds ||
+	    debuginfo__visible(&m, tenant))
+		return 0;
+	*fetched = m.source == DEBUGINFO_SOURCE_DEBUGINFOD;
+	return 1;
 }
 
 int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
@@ -294,7 +304,7 @@ int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 	struct debuginfo__open_index *e = NULL;
 	uint8_t *missing;
 	unsigned set;
-	int rc;
+	int fetched = 0, rc;
 
 	assert(s && map && (reqs || n == 0) && fn && status && (reason || reason_len == 0));
 	*status = DEBUGINFO_STATUS_OK;
@@ -318,10 +328,20 @@ int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 		rc = obtain_for_set(s, a, set, id, deadline_ns, status, reason, reason_len);
 		if (rc)
 			return rc == ERR_NOMEM ? rc : 0;
-	} else if (a && hidden_from(s, a->tenant, id)) {
-		*status = DEBUGINFO_STATUS_NOT_FOUND;
-		debuginfo__copy_reason(reason, reason_len, "not uploaded (unhex upload)");
-		return 0;
+	} else if (a && hidden_from(s, a->tenant, id, &fetched)) {
+		/* Another tenant's upload is never looked up for others.  What
+		 * another tenant's upstreams served, the server's may serve
+		 * too: as for a build ID nobody has, they are asked, and the
+		 * same bytes then are everyone's. */
+		if (!s->upstream || !fetched) {
+			*status = DEBUGINFO_STATUS_NOT_FOUND;
+			debuginfo__copy_reason(reason, reason_len, "not uploaded (unhex upload)");
+			return 0;
+		}
+		rc = obtain_for_set(s, a, DEBUGINFO__SET_SERVER, id, deadline_ns, status, reason,
+				    reason_len);
+		if (rc)
+			return rc == ERR_NOMEM ? rc : 0;
 	}
 	missing = calloc(n, 1);
 	if (!missing)

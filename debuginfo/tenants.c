@@ -258,11 +258,8 @@ int debuginfo_tenants_set(struct debuginfo *s, int default_symbolize,
 				rc = err_set(msg, ERR_INVALID, "debuginfo: tenant %s given twice",
 					     t->v[i].name);
 	}
-	pthread_mutex_lock(&s->tfail_mu);
-	if (!rc && t->n_sets && !s->tfail &&
-	    !(s->tfail = calloc(DEBUGINFO_TENANT_FAILURES, sizeof(*s->tfail))))
-		rc = err_set(msg, ERR_NOMEM, "out of memory");
 	/* List numbers of the new table name other lists: forget their failures. */
+	pthread_mutex_lock(&s->tfail_mu);
 	if (!rc && s->tfail)
 		memset(s->tfail, 0, DEBUGINFO_TENANT_FAILURES * sizeof(*s->tfail));
 	pthread_mutex_unlock(&s->tfail_mu);
@@ -316,7 +313,7 @@ const struct debuginfo__uset *debuginfo__uset_get(struct debuginfo *s, unsigned 
 {
 	const struct debuginfo__tenants *t;
 
-	if (!set)
+	if (!set || set == DEBUGINFO__SET_SERVER)
 		return &s->server;
 	t = atomic_load_explicit(&s->tenants, memory_order_acquire);
 	return t && set <= t->n_sets ? &t->sets[set - 1] : NULL;
@@ -341,9 +338,13 @@ void debuginfo__tfail_put(struct debuginfo *s, unsigned set, const char *id,
 {
 	struct debuginfo__tfail *f;
 
-	if (!s->tfail || !set)
+	if (!set)
 		return;
 	pthread_mutex_lock(&s->tfail_mu);
+	if (!s->tfail && !(s->tfail = calloc(DEBUGINFO_TENANT_FAILURES, sizeof(*s->tfail)))) {
+		pthread_mutex_unlock(&s->tfail_mu);
+		return; /* not remembered: the budgets still bound the lookups */
+	}
 	f = &s->tfail[slot_of(set, id)];
 	f->set = set;
 	snprintf(f->id, sizeof(f->id), "%s", id);
@@ -359,11 +360,11 @@ int debuginfo__tfail_get(struct debuginfo *s, unsigned set, const char *id,
 	const struct debuginfo__tfail *f;
 	int found;
 
-	if (!s->tfail || !set)
+	if (!set)
 		return 0;
 	pthread_mutex_lock(&s->tfail_mu);
-	f = &s->tfail[slot_of(set, id)];
-	found = f->set == set && !strcmp(f->id, id);
+	f = s->tfail ? &s->tfail[slot_of(set, id)] : NULL;
+	found = f && f->set == set && !strcmp(f->id, id);
 	if (found)
 		*out = *f;
 	pthread_mutex_unlock(&s->tfail_mu);
@@ -374,11 +375,11 @@ void debuginfo__tfail_clear(struct debuginfo *s, unsigned set, const char *id)
 {
 	struct debuginfo__tfail *f;
 
-	if (!s->tfail || !set)
+	if (!set)
 		return;
 	pthread_mutex_lock(&s->tfail_mu);
-	f = &s->tfail[slot_of(set, id)];
-	if (f->set == set && !strcmp(f->id, id))
+	f = s->tfail ? &s->tfail[slot_of(set, id)] : NULL;
+	if (f && f->set == set && !strcmp(f->id, id))
 		f->set = 0;
 	pthread_mutex_unlock(&s->tfail_mu);
 }
