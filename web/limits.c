@@ -59,6 +59,7 @@ void web__tenant_limits_default(struct web__tenant_limits *l)
 	l->max_label_values = (uint32_t)in.max_label_values;
 	l->debuginfo_bytes_per_hour = 16.0 * 1024 * 1024 * 1024;
 	l->max_query_bytes = (double)QUERY_DEFAULT_MAX_SCAN_BYTES;
+	l->symbolization_off = 0;
 }
 
 void web__limits_conf_default(struct web__limits_conf *c, const struct web__tenant_limits *base)
