@@ -145,8 +145,8 @@ struct debuginfo_options {
 /*
  * Opens the service over `st` (borrowed; must outlive the service) and
  * starts its workers.  Upstream URLs must be http:// or https:// with a
- * host (ERR_INVALID naming the bad one; file:// and every other scheme are
- * refused).  Returns an owned *out.
+ * host and no user or password (ERR_INVALID naming the bad one; file://
+ * and every other scheme are refused).  Returns an owned *out.
  */
 int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		   struct debuginfo **out, struct err_msg *msg);

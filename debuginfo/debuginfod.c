@@ -70,10 +70,10 @@
 /* ---- upstream URLs ---------------------------------------------------------- */
 
 /* One upstream URL: scheme, host and port checked, no trailing '/'. */
-static int parse_one(const char *url, size_t n, struct debuginfo__upstream *out,
+static int parse_one(const char *url, size_t n, int index, struct debuginfo__upstream *out,
 		     struct err_msg *msg)
 {
-	char full[DEBUGINFO__URL_MAX], *scheme = NULL, *host = NULL, *port = NULL;
+	char full[DEBUGINFO__URL_MAX], *scheme = NULL, *host = NULL, *port = NULL, *user = NULL;
 	CURLU *u;
 	int rc = 0;
 
@@ -95,6 +95,14 @@ static int parse_one(const char *url, size_t n, struct debuginfo__upstream *out,
 			     "allowed", full);
 		goto out;
 	}
+	/* A password in a URL would show in every reason naming the URL. */
+	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
+		rc = err_set(msg, ERR_INVALID,
+			     "debuginfod URL %d: credentials belong in a headers file "
+			     "(--debuginfod-headers-file, debuginfod_headers_file), not in the URL",
+			     index + 1);
+		goto out;
+	}
 	if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0] ||
 	    strlen(host) >= sizeof(out->host) ||
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
@@ -113,6 +121,7 @@ static int parse_one(const char *url, size_t n, struct debuginfo__upstream *out,
 	out->port = atoi(port);
 out:
 	curl_free(scheme);
+	curl_free(user);
 	curl_free(host);
 	curl_free(port);
 	curl_url_cleanup(u);
@@ -146,7 +155,7 @@ int debuginfo__upstreams_parse(const char *urls, struct debuginfo__upstream **ou
 			return err_set(msg, ERR_NOMEM, "out of memory");
 		}
 		v = g;
-		rc = parse_one(p, len, &v[k], msg);
+		rc = parse_one(p, len, (int)k, &v[k], msg);
 		if (rc) {
 			free(v);
 			return rc;

@@ -132,6 +132,9 @@ static void test_settings_errors(void **state)
 {
 	struct debuginfo_tenant_conf bad_url = { "acme", 1, 1, "gopher://x", NULL };
 	struct debuginfo_tenant_conf bad_file = { "acme", 1, 1, g_url, "/nonexistent/h" };
+	struct debuginfo_tenant_conf with_user = { "acme", 1, 1,
+						   "http://127.0.0.1:1 https://u:" SECRET "@d.example",
+						   NULL };
 	struct debuginfo_tenant_conf twice[2] = { { "a", 1, 0, NULL, NULL },
 						  { "a", 0, 0, NULL, NULL } };
 	struct err_msg msg;
@@ -143,6 +146,11 @@ static void test_settings_errors(void **state)
 	err_clear(&msg);
 	assert_int_not_equal(debuginfo_tenants_set(g_s, 1, &bad_file, 1, &msg), 0);
 	assert_non_null(strstr(msg.text, "tenant acme: debuginfod headers file /nonexistent/h"));
+	err_clear(&msg);
+	assert_int_equal(debuginfo_tenants_set(g_s, 1, &with_user, 1, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "tenant acme: debuginfod URL 2: credentials belong in a "
+					 "headers file"));
+	assert_null(strstr(msg.text, SECRET));
 	err_clear(&msg);
 	assert_int_equal(debuginfo_tenants_set(g_s, 1, twice, 2, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "tenant a given twice"));
