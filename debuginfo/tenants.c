@@ -251,7 +251,7 @@ int debuginfo_tenants_set(struct debuginfo *s, int default_symbolize,
 		}
 		t->n++;
 	}
-	if (!rc) {
+	if (!rc && t->n) {
 		qsort(t->v, t->n, sizeof(*t->v), cmp_tenant);
 		for (size_t i = 1; i < t->n && !rc; i++)
 			if (!strcmp(t->v[i - 1].name, t->v[i].name))
