@@ -25,9 +25,9 @@
  * scope), and a replacement is logged with who, when and both SHA-256s.
  * Every file is a well-formed ELF (sym_elf_inspect_file) whose build-ID
  * note is the ID it is stored under.  Who may see a build ID's files (the
- * _as calls below, with a tenant): the tenants that uploaded them, or
- * every tenant when an all-tenants uploader stored them or they came from
- * an upstream; records of build IDs without a file (statuses of lookups
+ * _as calls below, with a tenant): the tenants that uploaded them or
+ * whose own upstreams served them, or every tenant when an all-tenants
+ * uploader stored them or they came from the server's upstreams; records of build IDs without a file (statuses of lookups
  * that failed) only the all-tenants view (tenant NULL) lists.  What a
  * tenant may not see answers as unknown, in the same words.
  *
@@ -37,7 +37,10 @@
  * cannot aim the server at its own network); at most fetch_per_minute
  * fetches start per minute; one query starts at most
  * DEBUGINFO_QUERY_FETCHES new lookups, one tenant's queries at most
- * fetch_per_tenant_minute a minute (struct debuginfo_asker); records of
+ * fetch_per_tenant_minute a minute (struct debuginfo_asker); a tenant
+ * with upstreams of its own (debuginfo_tenants_set) is fetched for only
+ * there, with that list's headers, and no redirect is followed for a list
+ * with headers; records of
  * failed lookups expire after
  * failure_ttl_ns and are at most max_failure_records (debuginfod.c and
  * fetch.c say how).

@@ -48,8 +48,9 @@
  *   svarint  retry_at (ns; when a not_found / upstream_error may be retried)
  *   uvarint  reason length, then that many bytes of text
  *   uvarint  owners length, then that many bytes: who may see the files ("*"
- *            every tenant; else the tenant ids that uploaded them, joined
- *            by ','; "" when no file is stored)
+ *            every tenant; else the tenant ids that uploaded them or whose
+ *            own upstreams served them (tenants.c), joined by ','; "" when
+ *            no file is stored)
  *   uvarint  sha256 length (0 or 32), then the SHA-256 of the file `size`
  *            describes
  *   svarint  failed (ns; when the last failure was recorded: records without
