@@ -101,19 +101,6 @@ static int inspect_fetched(const uint8_t *bid, size_t blen, const char *got,
 	return ERR_INVALID;
 }
 
-/* Checks the fetched file at `got`; 0, or the failure recorded. */
-static int check_fetched(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
-			 const char *got, int64_t now)
-{
-	enum debuginfo_status st;
-	char text[600];
-
-	if (!inspect_fetched(bid, blen, got, &st, text, sizeof(text)))
-		return 0;
-	debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, st, now + s->retry_ns, text);
-	return ERR_INVALID;
-}
-
 /*
  * Moves the checked file to the store, seen by `owners` ("*": every
  * tenant), unless a file arrived meanwhile.  upload_mu held.
@@ -156,54 +143,6 @@ static int install_fetched(struct debuginfo *s, const char *id, const char *got,
 	m.uploaded = now;
 	m.last_used = now;
 	return debuginfo__meta_put(s, id, &m);
-}
-
-int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
-{
-	int64_t now = clock_wall_ns(), retry = 0;
-	struct err_msg msg;
-	char *got = NULL, text[300];
-	int rc;
-
-	err_clear(&msg);
-	if (debuginfo__fetch_admit(s, &retry)) {
-		atomic_fetch_add(&s->fetches_limited, 1);
-		snprintf(text, sizeof(text),
-			 DEBUGINFO__LIMITED " to %lld a minute; retried later",
-			 (long long)(60000000000LL / s->fetch_interval_ns));
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
-				     DEBUGINFO_STATUS_UPSTREAM_ERROR, retry, text);
-		return ERR_UNAVAILABLE;
-	}
-	rc = debuginfo__debuginfod_fetch(s, id, 0, clock_mono_ns() + s->fetch_timeout_ns, &got,
-					 &msg);
-	if (rc == ERR_NOT_FOUND) {
-		atomic_fetch_add(&s->fetches_not_found, 1);
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND,
-				     now + s->retry_ns,
-				     "not uploaded, and no debuginfod upstream has it");
-		return rc;
-	}
-	if (rc) {
-		atomic_fetch_add(&s->fetches_error, 1);
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
-				     DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
-		return rc;
-	}
-	atomic_fetch_add(&s->fetches_ok, 1);
-	rc = check_fetched(s, id, bid, blen, got, now);
-	if (!rc) {
-		pthread_mutex_lock(&s->upload_mu);
-		rc = install_fetched(s, id, got, now, "*");
-		pthread_mutex_unlock(&s->upload_mu);
-		if (rc)
-			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
-					     DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
-					     "cannot store the fetched file");
-	}
-	unlink(got); /* gone already when installed */
-	free(got);
-	return rc;
 }
 
 /* ---- through a tenant's own upstreams ---- */
@@ -250,16 +189,89 @@ static int adopt_fetched(struct debuginfo *s, const char *owner, const char *id,
 	return debuginfo__meta_put(s, id, &m);
 }
 
+/*
+ * Where the outcome of a lookup through list `set` goes: the build ID's
+ * record for the server's list (0), which every tenant reads; the list's
+ * failure table otherwise.
+ */
+static void record_failure(struct debuginfo *s, unsigned set, const char *id,
+			   enum debuginfo_status st, int64_t retry_at, const char *text)
+{
+	if (set)
+		debuginfo__tfail_put(s, set, id, st, retry_at, text);
+	else
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, st, retry_at, text);
+}
+
+/*
+ * One lookup of `id` through list `set`, under the outbound budget: the
+ * file checked, then stored (the server's list, unless a file arrived
+ * meanwhile) or made visible to the list's owner (adopt_fetched); every
+ * failure recorded by record_failure.  0 when a usable file was stored.
+ */
+static int fetch_through(struct debuginfo *s, unsigned set, const struct debuginfo__uset *u,
+			 const char *id, const uint8_t *bid, size_t blen)
+{
+	int64_t now = clock_wall_ns(), retry = 0;
+	enum debuginfo_status st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
+	struct err_msg msg;
+	char *got = NULL, text[600];
+	int tenant = set && set != DEBUGINFO__SET_SERVER, rc;
+
+	err_clear(&msg);
+	if (debuginfo__fetch_admit(s, &retry)) {
+		atomic_fetch_add(&s->fetches_limited, 1);
+		snprintf(text, sizeof(text), DEBUGINFO__LIMITED " to %lld a minute; retried later",
+			 (long long)(60000000000LL / s->fetch_interval_ns));
+		record_failure(s, set, id, DEBUGINFO_STATUS_UPSTREAM_ERROR, retry, text);
+		return ERR_UNAVAILABLE;
+	}
+	rc = debuginfo__debuginfod_fetch_from(s, u, id, 0, clock_mono_ns() + s->fetch_timeout_ns,
+					      &got, &msg);
+	if (rc == ERR_NOT_FOUND) {
+		atomic_fetch_add(&s->fetches_not_found, 1);
+		record_failure(s, set, id, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
+			       tenant ? "not uploaded, and none of this tenant's debuginfod "
+					"upstreams has it"
+				      : "not uploaded, and no debuginfod upstream has it");
+		return rc;
+	}
+	if (rc) {
+		atomic_fetch_add(&s->fetches_error, 1);
+		record_failure(s, set, id, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
+			       msg.text);
+		return rc;
+	}
+	atomic_fetch_add(&s->fetches_ok, 1);
+	rc = inspect_fetched(bid, blen, got, &st, text, sizeof(text));
+	if (!rc) {
+		pthread_mutex_lock(&s->upload_mu);
+		rc = set ? adopt_fetched(s, u->owner, id, got, now, text, sizeof(text))
+			 : install_fetched(s, id, got, now, "*");
+		pthread_mutex_unlock(&s->upload_mu);
+		st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
+		if (rc && rc != ERR_CONFLICT)
+			snprintf(text, sizeof(text), "cannot store the fetched file");
+	}
+	if (rc)
+		record_failure(s, set, id, st, now + s->retry_ns, text);
+	else if (set)
+		debuginfo__tfail_clear(s, set, id);
+	unlink(got); /* gone already when installed */
+	free(got);
+	return rc;
+}
+
+int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
+{
+	return fetch_through(s, 0, &s->server, id, bid, blen);
+}
+
 int debuginfo__fetch_set(struct debuginfo *s, unsigned set, const char *id, const uint8_t *bid,
 			 size_t blen)
 {
 	const struct debuginfo__uset *u = debuginfo__uset_get(s, set);
-	int64_t now = clock_wall_ns(), retry = 0;
-	enum debuginfo_status st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
 	struct debuginfo__meta m;
-	struct err_msg msg;
-	char *got = NULL, text[600];
-	int server = set == DEBUGINFO__SET_SERVER, rc;
 
 	if (!u || !set)
 		return ERR_INVALID;
@@ -273,44 +285,5 @@ int debuginfo__fetch_set(struct debuginfo *s, unsigned set, const char *id, cons
 				     "upstream (limits file: debuginfod_urls)");
 		return ERR_NOT_FOUND;
 	}
-	if (debuginfo__fetch_admit(s, &retry)) {
-		atomic_fetch_add(&s->fetches_limited, 1);
-		snprintf(text, sizeof(text), DEBUGINFO__LIMITED " to %lld a minute; retried later",
-			 (long long)(60000000000LL / s->fetch_interval_ns));
-		debuginfo__tfail_put(s, set, id, DEBUGINFO_STATUS_UPSTREAM_ERROR, retry, text);
-		return ERR_UNAVAILABLE;
-	}
-	err_clear(&msg);
-	rc = debuginfo__debuginfod_fetch_from(s, u, id, 0, clock_mono_ns() + s->fetch_timeout_ns,
-					      &got, &msg);
-	if (rc == ERR_NOT_FOUND) {
-		atomic_fetch_add(&s->fetches_not_found, 1);
-		debuginfo__tfail_put(s, set, id, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
-				     server ? "not uploaded, and no debuginfod upstream has it"
-					    : "not uploaded, and none of this tenant's debuginfod "
-					      "upstreams has it");
-		return rc;
-	}
-	if (rc) {
-		atomic_fetch_add(&s->fetches_error, 1);
-		debuginfo__tfail_put(s, set, id, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
-				     msg.text);
-		return rc;
-	}
-	atomic_fetch_add(&s->fetches_ok, 1);
-	rc = inspect_fetched(bid, blen, got, &st, text, sizeof(text));
-	if (!rc) {
-		pthread_mutex_lock(&s->upload_mu);
-		rc = adopt_fetched(s, u->owner, id, got, now, text, sizeof(text));
-		pthread_mutex_unlock(&s->upload_mu);
-		if (rc && rc != ERR_CONFLICT)
-			snprintf(text, sizeof(text), "cannot store the fetched file");
-	}
-	if (rc)
-		debuginfo__tfail_put(s, set, id, st, now + s->retry_ns, text);
-	else
-		debuginfo__tfail_clear(s, set, id);
-	unlink(got); /* gone already when installed */
-	free(got);
-	return rc;
+	return fetch_through(s, set, u, id, bid, blen);
 }
