@@ -340,26 +340,43 @@ static int lookup_admit(struct debuginfo__unsym *u)
 }
 
 /*
- * Decides where the debug info of `a->id` stands: a stored file (a
- * kernel's symbol map too) is ok
- * unless its record says it is unusable; without one, a recorded failure
- * holds until its retry time (the not-found cache), no upstream means not
- * found, and otherwise an upstream lookup is queued (while *lookups and
- * the checks' share of fetch_per_minute last) and the answer is pending
- * until the job recorded its outcome.  A fetch the budget refused is no
- * answer: the build ID was not looked up.
+ * The answer of a build ID that must be looked up through list `a->set`:
+ * pending, with its lookup queued (not awaited: the job records its
+ * outcome, in the build ID's record or the list's failure table, which a
+ * later check reads) while *lookups and the checks' share of the budget
+ * last, and not before `not_before` (wall clock).
  */
+static void queue_lookup(struct debuginfo *s, struct answer *a, unsigned *lookups,
+			 int64_t not_before, const char *fetching)
+{
+	int admitted;
+
+	a->status = DEBUGINFO_STATUS_PENDING;
+	copy_cut(a->reason, sizeof(a->reason), fetching);
+	if (debuginfo__job_exists_set(s, a->id, a->set))
+		return;
+	pthread_mutex_lock(&s->unsym.mu);
+	admitted = *lookups && not_before <= clock_wall_ns() && lookup_admit(&s->unsym);
+	pthread_mutex_unlock(&s->unsym.mu);
+	if (!admitted) {
+		copy_cut(a->reason, sizeof(a->reason), "waiting for its turn to be looked up");
+		return;
+	}
+	--*lookups;
+	debuginfo__job_await_set(s, a->id, a->set, 0);
+}
+
 /*
  * check_one for a tenant's own upstream list: a file the tenant may see is
- * ok, a failure through its list holds until its retry time, no upstream
- * means not found, else the list's lookup is queued like the server's.
+ * judged by its record, a failure through its list holds until its retry
+ * time, no upstream means not found, else the list's lookup is queued.
  */
-static void check_one_set(struct debuginfo *s, struct answer *a, unsigned *lookups)
+static void check_one_tenant(struct debuginfo *s, struct answer *a, unsigned *lookups)
 {
 	const struct debuginfo__uset *u = debuginfo__uset_get(s, a->set);
 	struct debuginfo__meta m;
 	struct debuginfo__tfail f;
-	int admitted;
+	int failed, limited;
 
 	a->reason[0] = '\0';
 	if (!u) {
@@ -379,41 +396,42 @@ static void check_one_set(struct debuginfo *s, struct answer *a, unsigned *looku
 			 "(limits file: debuginfod_urls)");
 		return;
 	}
-	if (debuginfo__tfail_get(s, a->set, a->id, &f) && f.retry_at > clock_wall_ns() &&
-	    strncmp(f.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED))) {
+	failed = debuginfo__tfail_get(s, a->set, a->id, &f);
+	limited = failed && !strncmp(f.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED));
+	if (failed && !limited && f.retry_at > clock_wall_ns()) {
 		a->status = f.status;
 		copy_cut(a->reason, sizeof(a->reason), f.reason);
 		return;
 	}
-	a->status = DEBUGINFO_STATUS_PENDING;
-	copy_cut(a->reason, sizeof(a->reason), "fetching from this tenant's debuginfod upstreams");
-	if (debuginfo__job_exists_set(s, a->id, a->set))
-		return;
-	pthread_mutex_lock(&s->unsym.mu);
-	admitted = *lookups && lookup_admit(&s->unsym);
-	pthread_mutex_unlock(&s->unsym.mu);
-	if (!admitted) {
-		copy_cut(a->reason, sizeof(a->reason), "waiting for its turn to be looked up");
-		return;
-	}
-	--*lookups;
-	debuginfo__job_await_set(s, a->id, a->set, 0);
+	queue_lookup(s, a, lookups, limited ? f.retry_at : 0,
+		     "fetching from this tenant's debuginfod upstreams");
 }
 
+/*
+ * Decides where the debug info of `a->id` stands: a stored file (a
+ * kernel's symbol map too) is ok
+ * unless its record says it is unusable; without one, a recorded failure
+ * holds until its retry time (the not-found cache), no upstream means not
+ * found, and otherwise an upstream lookup is queued (while *lookups and
+ * the checks' share of fetch_per_minute last) and the answer is pending
+ * until the job recorded its outcome.  A fetch the budget refused is no
+ * answer: the build ID was not looked up.  A tenant with upstreams of
+ * its own is judged through them (check_one_tenant).
+ */
 static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 {
+	struct debuginfo__meta m;
+	int have_meta, limited, failed, have_file;
+
 	if (a->set) {
-		check_one_set(s, a, lookups);
+		check_one_tenant(s, a, lookups);
 		return;
 	}
-	struct debuginfo__meta m;
-	int have_meta = debuginfo__meta_get(s, a->id, &m) == 0;
-	int limited = have_meta && !strncmp(m.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED));
-	int failed = have_meta && !limited && m.status != DEBUGINFO_STATUS_OK &&
-		     m.status != DEBUGINFO_STATUS_PENDING && m.status < DEBUGINFO_STATUS_COUNT;
-	int have_file = debuginfo__has_file(s, a->id);
-	int admitted;
-
+	have_meta = debuginfo__meta_get(s, a->id, &m) == 0;
+	limited = have_meta && !strncmp(m.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED));
+	failed = have_meta && !limited && m.status != DEBUGINFO_STATUS_OK &&
+		 m.status != DEBUGINFO_STATUS_PENDING && m.status < DEBUGINFO_STATUS_COUNT;
+	have_file = debuginfo__has_file(s, a->id);
 	a->reason[0] = '\0';
 	if (failed && (have_file || !s->upstream || m.retry_at > clock_wall_ns())) {
 		a->status = m.status;
@@ -430,24 +448,7 @@ static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 			 "not uploaded (unhex upload), and no debuginfod upstream is configured");
 		return;
 	}
-	a->status = DEBUGINFO_STATUS_PENDING;
-	if (debuginfo__job_exists(s, a->id)) {
-		copy_cut(a->reason, sizeof(a->reason), "fetching from debuginfod");
-		return;
-	}
-	pthread_mutex_lock(&s->unsym.mu);
-	admitted = *lookups && (!limited || m.retry_at <= clock_wall_ns()) &&
-		   lookup_admit(&s->unsym);
-	pthread_mutex_unlock(&s->unsym.mu);
-	if (!admitted) {
-		copy_cut(a->reason, sizeof(a->reason), "waiting for its turn to be looked up");
-		return;
-	}
-	--*lookups;
-	/* Queued, not awaited: the job records its outcome in the metadata,
-	 * which a later check reads. */
-	debuginfo__job_await(s, a->id, 0);
-	copy_cut(a->reason, sizeof(a->reason), "fetching from debuginfod");
+	queue_lookup(s, a, lookups, limited ? m.retry_at : 0, "fetching from debuginfod");
 }
 
 static int cmp_answer(const void *a, const void *b)
