@@ -18,10 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hash.h"
+#include "base/log.h"
 #include "debuginfo_int.h"
 
 #define HEADERS_FILE_MAX (64u << 10)
@@ -76,6 +78,7 @@ int debuginfo_headers_load(const char *path, char ***out, size_t *n, struct err_
 	char **v = NULL;
 	size_t k = 0, line = 0;
 	const char *p, *e;
+	struct stat st;
 	int rc;
 
 	buf_init(&b, HEADERS_FILE_MAX);
@@ -136,6 +139,9 @@ int debuginfo_headers_load(const char *path, char ***out, size_t *n, struct err_
 		free_headers(v, k);
 		return rc;
 	}
+	if (k && !stat(path, &st) && (st.st_mode & S_IROTH))
+		log_warn("debuginfod headers file %s is readable by every user of this machine; "
+			 "it holds credentials (chmod o-r)", path);
 	*out = v;
 	*n = k;
 	return 0;
