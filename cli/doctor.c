@@ -115,9 +115,12 @@ static const char *status_fix(const char *status)
 		{ "mismatch", "upload the debug file of the exact build that ran" },
 		{ "invalid_elf", "check the uploaded file (readelf -h)" },
 		{ "no_symbols", "upload the file from objcopy --only-keep-debug, not a stripped binary" },
-		{ "upstream_error", "the debuginfod upstream failed or timed out: check "
-				    "--debuginfod-urls and the upstream's health" },
+		{ "upstream_error", "the debuginfod upstream failed, refused or timed out: check "
+				    "--debuginfod-urls (or the tenant's debuginfod_urls), its "
+				    "headers file and the upstream's health" },
 		{ "pending", "a fetch or index build is running: ask again" },
+		{ "disabled", "symbolization is off for this tenant: symbolization=on in its "
+			      "limits file line (docs/limits.md)" },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)

@@ -80,6 +80,9 @@ static void serve_help(FILE *f)
 	      "  --debuginfod-urls URLS      upstream debuginfod servers (http, https),\n"
 	      "                              space-separated (default: $DEBUGINFOD_URLS; \"\"\n"
 	      "                              for none)\n"
+	      "  --debuginfod-headers-file F HTTP headers for those upstreams, one\n"
+	      "                              \"Name: value\" a line (credentials; never\n"
+	      "                              taken from $DEBUGINFOD_HEADERS_FILE)\n"
 	      "  --debuginfod-fetches-per-minute N  upstream lookups started per minute at\n"
 	      "                              most (default 60)\n"
 	      "  --debuginfod-fetches-per-tenant-minute N  of those, started by one\n"
@@ -231,7 +234,7 @@ static int parse_level(const char *s, enum log_level *out)
 
 enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX_SAMPLES,
        O_MAX_DEPTH, O_MAX_LABELS, O_SYNC, O_LOG, O_HELP, O_QTIMEOUT, O_QBYTES,
-       O_DEBUGINFOD, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
+       O_DEBUGINFOD, O_DEBUGINFOD_HEADERS, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
        O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
        O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
        O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
@@ -258,6 +261,7 @@ static const struct option serve_opts[] = {
 	{ "query-timeout", required_argument, NULL, O_QTIMEOUT },
 	{ "query-max-bytes", required_argument, NULL, O_QBYTES },
 	{ "debuginfod-urls", required_argument, NULL, O_DEBUGINFOD },
+	{ "debuginfod-headers-file", required_argument, NULL, O_DEBUGINFOD_HEADERS },
 	{ "symbolize-budget", required_argument, NULL, O_SYM_BUDGET },
 	{ "max-debuginfo-bytes", required_argument, NULL, O_MAX_DEBUGINFO },
 	{ "symbolize-memo-bytes", required_argument, NULL, O_SYM_MEMO },
@@ -354,6 +358,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_PRELOAD_DEBUG: a->preload_debuginfo = optarg; break;
 		case O_SYNC: a->sync_writes = 1; break;
 		case O_DEBUGINFOD: a->sym.debuginfod_urls = optarg; break;
+		case O_DEBUGINFOD_HEADERS: a->sym.debuginfod_headers_file = optarg; break;
 		case O_UPLOAD_TOKEN:
 			/* A secret on the command line is readable by every user in
 			 * ps and /proc: the option is gone, and says what replaces it. */

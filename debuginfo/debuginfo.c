@@ -54,7 +54,8 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 				 (unsigned long long)bytes);
 	}
 	{
-		int rc = debuginfo__upstreams_open(s, opt->debuginfod_urls, msg);
+		int rc = debuginfo__upstreams_open(s, opt->debuginfod_urls,
+						   opt->debuginfod_headers_file, msg);
 
 		if (rc) {
 			debuginfo__lru_release(s);
@@ -83,6 +84,8 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->upload_mu, NULL);
 	pthread_mutex_init(&s->touch_mu, NULL);
+	pthread_mutex_init(&s->tfail_mu, NULL);
+	atomic_init(&s->tenants, NULL);
 	debuginfo__retain_init(s);
 	s->retention_ns = opt->retention_ns > 0 ? opt->retention_ns : 0;
 	s->retain_interval_ns = opt->retain_interval_ns > 0 ? opt->retain_interval_ns
@@ -118,6 +121,8 @@ void debuginfo_close(struct debuginfo *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->upload_mu);
 	pthread_mutex_destroy(&s->touch_mu);
+	debuginfo__tenants_release(s);
+	pthread_mutex_destroy(&s->tfail_mu);
 	debuginfo__retain_release(s);
 	debuginfo__unsym_release(s);
 	debuginfo__hot_release(&s->hot);

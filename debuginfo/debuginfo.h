@@ -25,9 +25,9 @@
  * scope), and a replacement is logged with who, when and both SHA-256s.
  * Every file is a well-formed ELF (sym_elf_inspect_file) whose build-ID
  * note is the ID it is stored under.  Who may see a build ID's files (the
- * _as calls below, with a tenant): the tenants that uploaded them, or
- * every tenant when an all-tenants uploader stored them or they came from
- * an upstream; records of build IDs without a file (statuses of lookups
+ * _as calls below, with a tenant): the tenants that uploaded them or
+ * whose own upstreams served them, or every tenant when an all-tenants
+ * uploader stored them or they came from the server's upstreams; records of build IDs without a file (statuses of lookups
  * that failed) only the all-tenants view (tenant NULL) lists.  What a
  * tenant may not see answers as unknown, in the same words.
  *
@@ -37,7 +37,10 @@
  * cannot aim the server at its own network); at most fetch_per_minute
  * fetches start per minute; one query starts at most
  * DEBUGINFO_QUERY_FETCHES new lookups, one tenant's queries at most
- * fetch_per_tenant_minute a minute (struct debuginfo_asker); records of
+ * fetch_per_tenant_minute a minute (struct debuginfo_asker); a tenant
+ * with upstreams of its own (debuginfo_tenants_set) is fetched for only
+ * there, with that list's headers, and no redirect is followed for a list
+ * with headers; records of
  * failed lookups expire after
  * failure_ttl_ns and are at most max_failure_records (debuginfod.c and
  * fetch.c say how).
@@ -91,11 +94,12 @@ enum debuginfo_status {
 	DEBUGINFO_STATUS_NO_SYMBOLS,     /* no .debug_info and no FUNC symbols */
 	DEBUGINFO_STATUS_UPSTREAM_ERROR, /* debuginfod failed or timed out */
 	DEBUGINFO_STATUS_PENDING,        /* a fetch or index build is in progress */
+	DEBUGINFO_STATUS_DISABLED,       /* symbolization is off for the tenant */
 	DEBUGINFO_STATUS_COUNT
 };
 
 /* "ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
- * "upstream_error", "pending". */
+ * "upstream_error", "pending", "disabled". */
 const char *debuginfo_status_str(enum debuginfo_status s);
 
 /* Where the debug info of a build ID came from. */
@@ -110,6 +114,9 @@ struct debuginfo_options {
 	const char *data_dir;        /* required; borrowed during open */
 	const char *debuginfod_urls; /* space-separated http(s) upstreams; NULL/"" none;
 				      * borrowed during open */
+	const char *debuginfod_headers_file; /* HTTP headers sent to those upstreams
+				      * (debuginfo_headers_load); NULL none; read
+				      * during open */
 	int fetch_timeout_s;         /* per upstream fetch; 0 picks 30 */
 	unsigned fetch_per_minute;   /* upstream fetches started per minute at most
 				      * (bursts up to it); 0 picks 60 */
@@ -141,8 +148,8 @@ struct debuginfo_options {
 /*
  * Opens the service over `st` (borrowed; must outlive the service) and
  * starts its workers.  Upstream URLs must be http:// or https:// with a
- * host (ERR_INVALID naming the bad one; file:// and every other scheme are
- * refused).  Returns an owned *out.
+ * host and no user or password (ERR_INVALID naming the bad one; file://
+ * and every other scheme are refused).  Returns an owned *out.
  */
 int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		   struct debuginfo **out, struct err_msg *msg);
@@ -152,6 +159,69 @@ void debuginfo_close(struct debuginfo *d);
 
 int64_t debuginfo_budget_ns(const struct debuginfo *d);
 uint64_t debuginfo_max_upload(const struct debuginfo *d);
+
+/* ---- per-tenant settings ---- */
+
+/*
+ * Tenants may differ from the server in two ways (docs/symbolization.md,
+ * "Per-tenant settings"):
+ *
+ *   - symbolization off: the tenant's queries resolve nothing (status
+ *     disabled, no fetch, no index, no cache), and ingest does not track
+ *     its binaries as unsymbolizable;
+ *   - upstreams of its own: a list of debuginfod URLs (possibly empty) that
+ *     replaces the server's for this tenant, with HTTP headers read from a
+ *     file (credentials).  Its fetches go only there.  A file fetched
+ *     through them is the tenant's own, like a file it uploaded: other
+ *     tenants see it only once their own upstreams serve the same bytes
+ *     (or they upload them).  Files fetched through the server's upstreams
+ *     are every tenant's, as before.  Failed lookups through a tenant's
+ *     upstreams are remembered in memory per tenant (retried after
+ *     retry_ns), never in the build ID's record, which is the server's.
+ *
+ * At most DEBUGINFO_MAX_UPSTREAMS URLs and DEBUGINFO_MAX_HEADERS headers
+ * per list; a tenant's failures at most DEBUGINFO_TENANT_FAILURES in all.
+ */
+#define DEBUGINFO_MAX_UPSTREAMS 16
+#define DEBUGINFO_MAX_HEADERS 8
+#define DEBUGINFO_TENANT_FAILURES 4096
+
+struct debuginfo_tenant_conf {
+	const char *tenant;       /* borrowed during the call */
+	int symbolize;            /* 0: symbolization is off for the tenant */
+	int own_upstreams;        /* 1: `urls` replace the server's upstreams */
+	const char *urls;         /* space- or comma-separated; NULL/"" none */
+	const char *headers_file; /* NULL: no headers */
+};
+
+/*
+ * Installs the per-tenant settings: `n` tenants (each at most once) and
+ * whether the others symbolize.  URLs are checked as debuginfo_open
+ * checks them; header files are read now (debuginfo_headers_load).
+ * ERR_INVALID naming the tenant, and the file and line when a header file
+ * is at fault (never its contents); the settings in force stay on
+ * failure.  A later call replaces them whole (failed lookups of tenants'
+ * lists are forgotten); the service keeps the replaced ones until close.
+ */
+int debuginfo_tenants_set(struct debuginfo *d, int default_symbolize,
+			  const struct debuginfo_tenant_conf *v, size_t n, struct err_msg *msg);
+
+/* The reason of status disabled. */
+#define DEBUGINFO_DISABLED_REASON \
+	"symbolization is off for this tenant (limits file: symbolization=off)"
+
+/* 1 when `tenant`'s frames may be symbolized (NULL: the server's view, 1). */
+int debuginfo_tenant_symbolizes(struct debuginfo *d, const char *tenant);
+
+/*
+ * Reads an HTTP headers file: one "Name: value" a line (a name of RFC 9110
+ * token characters, a value of printable bytes and tabs), blank lines and
+ * lines starting with '#' skipped, at most DEBUGINFO_MAX_HEADERS headers
+ * and 64 KiB.  *out: an owned array of *n owned "Name: value" strings
+ * (free each, then the array; NULL when none).  ERR_INVALID / ERR_IO /
+ * ERR_TOO_LARGE name the file and the line, never a header's value.
+ */
+int debuginfo_headers_load(const char *path, char ***out, size_t *n, struct err_msg *msg);
 
 /* ---- uploads ---- */
 
@@ -382,10 +452,13 @@ struct debuginfo_asker {
 
 /*
  * debuginfo_resolve for one tenant's query `a` (NULL: every tenant's view,
- * no query budget).  A build ID whose file `a->tenant` may not see
- * (debuginfo_visible) resolves nothing, with status not_found and the
- * words of a build ID nobody uploaded, so a tenant cannot name frames from
- * another's private file by sending its build ID.  A lookup the build ID
+ * no query budget).  A tenant whose symbolization is off resolves nothing
+ * (status disabled, DEBUGINFO_DISABLED_REASON).  A build ID whose file
+ * `a->tenant` may not see (debuginfo_visible) resolves nothing, with
+ * status not_found and the words of a build ID nobody uploaded, so a
+ * tenant cannot name frames from another's private file by sending its
+ * build ID; a tenant with upstreams of its own asks them first
+ * (debuginfo_tenants_set), and resolves once they served those bytes.  A lookup the build ID
  * needs upstream starts only while the query's and the tenant's budgets
  * allow (one fetch per build ID is shared by every query waiting for it);
  * past them the status is pending with the reason, nothing is recorded,

@@ -26,6 +26,8 @@
  *   retention.c   debug info kept as long as retained profiles reference it
  *   unsym.c       binaries seen at ingest without names: a bounded table,
  *                 counters per (tenant, service) and its checking thread
+ *   tenants.c     per-tenant settings: symbolization off, upstream lists
+ *                 with their headers, failed lookups per list
  *
  * ==== Store records ====
  *
@@ -46,8 +48,9 @@
  *   svarint  retry_at (ns; when a not_found / upstream_error may be retried)
  *   uvarint  reason length, then that many bytes of text
  *   uvarint  owners length, then that many bytes: who may see the files ("*"
- *            every tenant; else the tenant ids that uploaded them, joined
- *            by ','; "" when no file is stored)
+ *            every tenant; else the tenant ids that uploaded them or whose
+ *            own upstreams served them (tenants.c), joined by ','; "" when
+ *            no file is stored)
  *   uvarint  sha256 length (0 or 32), then the SHA-256 of the file `size`
  *            describes
  *   svarint  failed (ns; when the last failure was recorded: records without
@@ -125,6 +128,7 @@ struct debuginfo__meta {
 /* A background job: fetch (if needed) and build the index of one build ID. */
 struct debuginfo__job {
 	char id[DEBUGINFO_HEX_MAX];
+	unsigned set;               /* the upstream list it fetches through (tenants.c) */
 	int running;
 	struct debuginfo__job *next;
 };
@@ -151,7 +155,7 @@ struct debuginfo__touch_slot {
 /* ---- debuginfod.c: upstream fetches ---- */
 
 #define DEBUGINFO__URL_MAX 1024
-#define DEBUGINFO__MAX_UPSTREAMS 16
+#define DEBUGINFO__MAX_UPSTREAMS DEBUGINFO_MAX_UPSTREAMS
 
 /* One configured upstream. */
 struct debuginfo__upstream {
@@ -167,8 +171,10 @@ struct debuginfo__upstream {
  */
 int debuginfo__upstreams_parse(const char *urls, struct debuginfo__upstream **out, size_t *n,
 			       struct err_msg *msg);
-/* Sets s->upstreams, n_upstreams and upstream from `urls`, and readies libcurl. */
-int debuginfo__upstreams_open(struct debuginfo *s, const char *urls, struct err_msg *msg);
+/* Sets s->server and s->upstream from `urls` and the headers file, and
+ * readies libcurl. */
+int debuginfo__upstreams_open(struct debuginfo *s, const char *urls, const char *headers_file,
+			      struct err_msg *msg);
 /* Frees the upstreams and drops libcurl's reference. */
 void debuginfo__upstreams_close(struct debuginfo *s);
 /* An address and port a fetch may reach although it is private: an upstream's. */
@@ -197,6 +203,18 @@ int debuginfo__address_allowed(const struct sockaddr *sa, const struct debuginfo
  */
 int debuginfo__debuginfod_fetch(struct debuginfo *s, const char *build_id_hex, int executable,
 				int64_t deadline_ns, char **path, struct err_msg *msg);
+struct debuginfo__uset;
+/*
+ * The same through the upstreams of `u` (borrowed), with its headers.  An
+ * upstream that answers 401 or 403 is a failure saying it refused the
+ * request; with headers, redirects are not followed (libcurl would send
+ * the headers to the new host).
+ */
+int debuginfo__debuginfod_fetch_from(struct debuginfo *s, const struct debuginfo__uset *u,
+				     const char *build_id_hex, int executable, int64_t deadline_ns,
+				     char **path, struct err_msg *msg);
+/* Readies libcurl once (tenants.c calls it when a tenant has upstreams). */
+int debuginfo__curl_ready(struct debuginfo *s, struct err_msg *msg);
 
 /* ---- fetch.c: the outbound budget ---- */
 
@@ -302,6 +320,10 @@ void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
 int debuginfo__visible(const struct debuginfo__meta *m, const char *tenant);
 /* 1 when the owners list `owners` names `tenant`. */
 int debuginfo__owner_has(const char *owners, const char *tenant);
+/* Adds `tenant` (NULL: every tenant) to the owners of `m`; ERR_CONFLICT
+ * naming build ID `id` when the list is full. */
+int debuginfo__owner_add(struct debuginfo__meta *m, const char *tenant, const char *id,
+			 struct err_msg *msg);
 /*
  * Forgets the records of build IDs without a file whose last failure is
  * older than failure_ttl_ns and whose retry time passed, and counts those
@@ -357,9 +379,28 @@ void debuginfo__jobs_stop(struct debuginfo *s);
 int debuginfo__job_await(struct debuginfo *s, const char *id, int64_t deadline_mono);
 /* 1 when a job for `id` is queued or running. */
 int debuginfo__job_exists(struct debuginfo *s, const char *id);
+/*
+ * The same for the job of `id` through upstream list `set` (tenants.c; 0
+ * is the server's, what the two calls above use): it fetches through that
+ * list when the build ID has no file that list's owner may see, then
+ * builds the index.
+ */
+int debuginfo__job_await_set(struct debuginfo *s, const char *id, unsigned set,
+			     int64_t deadline_mono);
+int debuginfo__job_exists_set(struct debuginfo *s, const char *id, unsigned set);
 /* Fetches the debug info of `id` from upstream into the store; the
  * outcome is in its metadata.  0 when a usable file was stored. */
 int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen);
+/*
+ * Fetches `id` through the upstreams of list `set` > 0 for its tenant: with
+ * no file stored, the fetched file is stored as the tenant's own; with a
+ * file the tenant may not see, the tenant joins its owners when the
+ * fetched bytes are the stored ones.  Failures go to the list's failure
+ * table (debuginfo__tfail_put), not to the build ID's record.  0 when the
+ * tenant may now see a usable file.
+ */
+int debuginfo__fetch_set(struct debuginfo *s, unsigned set, const char *id, const uint8_t *bid,
+			 size_t blen);
 /* Builds the index of `id` from its stored debuginfo (else executable)
  * file unless it exists; a failure is recorded in its metadata. */
 int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *bid,
@@ -458,7 +499,7 @@ int debuginfo__hot_probe(struct debuginfo__hot *c, const uint8_t *keys, size_t k
 
 /* ---- unsym.c: binaries seen at ingest without names ---- */
 
-#define DEBUGINFO__UNSYM_TENANT_MAX 128   /* bytes kept of a tenant id, with NUL */
+#define DEBUGINFO__UNSYM_TENANT_MAX 160   /* bytes of a tenant id (web: 150), with NUL */
 #define DEBUGINFO__UNSYM_SERVICE_MAX 256  /* of a service name */
 #define DEBUGINFO__UNSYM_BINARY_MAX 64    /* of a file's base name */
 #define DEBUGINFO__UNSYM_IDLE_NS (86400LL * 1000000000LL) /* forgotten after */
@@ -527,6 +568,77 @@ void debuginfo__unsym_release(struct debuginfo *s);
 /* Asks for a check soon (a file was stored). */
 void debuginfo__unsym_wake(struct debuginfo *s);
 
+/* ---- tenants.c: per-tenant settings ---- */
+
+/*
+ * A list of upstreams and the headers sent to them.  List 0 is the
+ * server's (--debuginfod-urls; owner "*": what it fetches is everyone's);
+ * list k > 0 belongs to one tenant (owner: its id), whose fetches go only
+ * there.  Set up before the lists are used and read-only after.
+ */
+struct debuginfo__uset {
+	char owner[DEBUGINFO__UNSYM_TENANT_MAX];
+	struct debuginfo__upstream *ups; /* owned; n of them */
+	size_t n;
+	char **headers;                  /* owned "Name: value" strings */
+	size_t n_headers;
+};
+
+/* A tenant with its own settings. */
+struct debuginfo__tenant {
+	char name[DEBUGINFO__UNSYM_TENANT_MAX];
+	int symbolize;
+	unsigned set;                    /* its upstream list; 0 the server's */
+};
+
+/* debuginfo_tenants_set's table (s->tenants), read-only once published. */
+struct debuginfo__tenants {
+	int dflt_symbolize;
+	struct debuginfo__tenant *v;     /* owned; sorted by name */
+	size_t n;
+	struct debuginfo__uset *sets;    /* owned; list k is sets[k - 1] */
+	size_t n_sets;
+	struct debuginfo__tenants *retired; /* owned: the table this one replaced */
+};
+
+/* A failed lookup of one build ID through list `set` > 0 (in memory). */
+struct debuginfo__tfail {
+	unsigned set;                    /* 0: the slot is free */
+	char id[DEBUGINFO_HEX_MAX];
+	enum debuginfo_status status;
+	int64_t retry_at;                /* wall clock */
+	char reason[256];
+};
+
+/* Fills list `u` (zeroed by the caller) from urls and a headers file. */
+int debuginfo__uset_init(struct debuginfo__uset *u, const char *owner, const char *urls,
+			 const char *headers_file, struct err_msg *msg);
+void debuginfo__uset_release(struct debuginfo__uset *u);
+/*
+ * Not a tenant's list: the server's list (0) asked for a build ID whose
+ * stored file the asking tenant may not see, one another tenant's own
+ * upstreams served (another tenant's upload is never looked up).  Its
+ * job fetches through the server's upstreams and, when they serve the
+ * stored bytes, makes the file every tenant's; its failures go to the
+ * failure table under this number.
+ */
+#define DEBUGINFO__SET_SERVER ((unsigned)-1)
+
+/* The list a tenant's fetches use: 0 (the server's) unless it has its own. */
+unsigned debuginfo__tenant_set(struct debuginfo *s, const char *tenant);
+/* List `set` (0 and DEBUGINFO__SET_SERVER: the server's); NULL for a number no list has. */
+const struct debuginfo__uset *debuginfo__uset_get(struct debuginfo *s, unsigned set);
+/* Remembers (a slot per hash of set and ID: a collision forgets the older). */
+void debuginfo__tfail_put(struct debuginfo *s, unsigned set, const char *id,
+			  enum debuginfo_status st, int64_t retry_at, const char *reason);
+/* 1 and the failure of `id` through list `set`, else 0. */
+int debuginfo__tfail_get(struct debuginfo *s, unsigned set, const char *id,
+			 struct debuginfo__tfail *out);
+/* Forgets it (the list's lookup found the file). */
+void debuginfo__tfail_clear(struct debuginfo *s, unsigned set, const char *id);
+/* Frees the table and the lists (at close). */
+void debuginfo__tenants_release(struct debuginfo *s);
+
 /* ---- struct debuginfo ---- */
 
 /*
@@ -544,8 +656,13 @@ struct debuginfo {
 	struct store *st;           /* borrowed */
 	char *dir;                  /* owned: <data dir>/debuginfo */
 	int upstream;               /* debuginfod URLs were given */
-	struct debuginfo__upstream *upstreams; /* owned; n_upstreams of them */
-	size_t n_upstreams;
+	struct debuginfo__uset server; /* list 0: the server's upstreams and headers */
+	int curl_ready;             /* curl_global_init succeeded: close cleans up */
+	/* Per-tenant settings (tenants.c): each table read-only once published. */
+	_Atomic(struct debuginfo__tenants *) tenants;
+	pthread_mutex_t tfail_mu;   /* tfail, and making it */
+	struct debuginfo__tfail *tfail; /* owned; DEBUGINFO_TENANT_FAILURES slots, made
+				     * on the first failure to keep */
 	int64_t retry_ns, budget_ns, fetch_timeout_ns;
 	uint64_t max_upload;
 	size_t max_open;

@@ -29,6 +29,12 @@
  * and environment proxies are not used, since a proxy would connect on
  * our behalf where no check can see it.
  *
+ * Headers (credentials of an authenticated upstream, tenants.c) are
+ * added to every request of a list that has them, and such a list's
+ * redirects are not followed: libcurl keeps custom headers other than
+ * Authorization on a redirect to another host.  They are never logged
+ * nor put in a message.
+ *
  * Nothing here touches the environment, so the service can open with
  * threads running.  Each fetch uses its own easy handle: thread-safe.
  */
@@ -64,10 +70,10 @@
 /* ---- upstream URLs ---------------------------------------------------------- */
 
 /* One upstream URL: scheme, host and port checked, no trailing '/'. */
-static int parse_one(const char *url, size_t n, struct debuginfo__upstream *out,
+static int parse_one(const char *url, size_t n, int index, struct debuginfo__upstream *out,
 		     struct err_msg *msg)
 {
-	char full[DEBUGINFO__URL_MAX], *scheme = NULL, *host = NULL, *port = NULL;
+	char full[DEBUGINFO__URL_MAX], *scheme = NULL, *host = NULL, *port = NULL, *user = NULL;
 	CURLU *u;
 	int rc = 0;
 
@@ -89,6 +95,14 @@ static int parse_one(const char *url, size_t n, struct debuginfo__upstream *out,
 			     "allowed", full);
 		goto out;
 	}
+	/* A password in a URL would show in every reason naming the URL. */
+	if (curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_OK) {
+		rc = err_set(msg, ERR_INVALID,
+			     "debuginfod URL %d: credentials belong in a headers file "
+			     "(--debuginfod-headers-file, debuginfod_headers_file), not in the URL",
+			     index + 1);
+		goto out;
+	}
 	if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host[0] ||
 	    strlen(host) >= sizeof(out->host) ||
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
@@ -107,6 +121,7 @@ static int parse_one(const char *url, size_t n, struct debuginfo__upstream *out,
 	out->port = atoi(port);
 out:
 	curl_free(scheme);
+	curl_free(user);
 	curl_free(host);
 	curl_free(port);
 	curl_url_cleanup(u);
@@ -140,7 +155,7 @@ int debuginfo__upstreams_parse(const char *urls, struct debuginfo__upstream **ou
 			return err_set(msg, ERR_NOMEM, "out of memory");
 		}
 		v = g;
-		rc = parse_one(p, len, &v[k], msg);
+		rc = parse_one(p, len, (int)k, &v[k], msg);
 		if (rc) {
 			free(v);
 			return rc;
@@ -153,28 +168,34 @@ int debuginfo__upstreams_parse(const char *urls, struct debuginfo__upstream **ou
 	return 0;
 }
 
-int debuginfo__upstreams_open(struct debuginfo *s, const char *urls, struct err_msg *msg)
+int debuginfo__curl_ready(struct debuginfo *s, struct err_msg *msg)
 {
-	int rc = debuginfo__upstreams_parse(urls, &s->upstreams, &s->n_upstreams, msg);
-
+	if (s->curl_ready)
+		return 0;
 	/* libcurl 7.84 and later initialize thread-safely; close drops the reference. */
-	if (!rc && s->n_upstreams && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		free(s->upstreams);
-		s->upstreams = NULL;
-		s->n_upstreams = 0;
-		rc = err_set(msg, ERR_UNAVAILABLE, "debuginfo: libcurl failed to initialize");
-	}
-	s->upstream = s->n_upstreams > 0;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return err_set(msg, ERR_UNAVAILABLE, "debuginfo: libcurl failed to initialize");
+	s->curl_ready = 1;
+	return 0;
+}
+
+int debuginfo__upstreams_open(struct debuginfo *s, const char *urls, const char *headers_file,
+			      struct err_msg *msg)
+{
+	int rc = debuginfo__uset_init(&s->server, "*", urls, headers_file, msg);
+
+	if (!rc && s->server.n && (rc = debuginfo__curl_ready(s, msg)))
+		debuginfo__uset_release(&s->server);
+	s->upstream = s->server.n > 0;
 	return rc;
 }
 
 void debuginfo__upstreams_close(struct debuginfo *s)
 {
-	if (s->n_upstreams)
+	if (s->curl_ready)
 		curl_global_cleanup();
-	free(s->upstreams);
-	s->upstreams = NULL;
-	s->n_upstreams = 0;
+	s->curl_ready = 0;
+	debuginfo__uset_release(&s->server);
 }
 
 /* ---- which addresses a fetch may connect to --------------------------------- */
@@ -219,6 +240,7 @@ static int private_v6(const struct in6_addr *a)
 
 struct fetch {
 	struct debuginfo *s;
+	const struct debuginfo__uset *u; /* the upstreams and headers of this fetch */
 	int64_t deadline_ns;
 	int fd;
 	uint64_t size, max;
@@ -231,8 +253,8 @@ struct fetch {
 /* Every address the upstreams' host names resolve to now, with their ports. */
 static void resolve_upstreams(struct fetch *f)
 {
-	for (size_t i = 0; i < f->s->n_upstreams; i++) {
-		const struct debuginfo__upstream *up = &f->s->upstreams[i];
+	for (size_t i = 0; i < f->u->n; i++) {
+		const struct debuginfo__upstream *up = &f->u->ups[i];
 		struct addrinfo hints, *res = NULL;
 
 		memset(&hints, 0, sizeof(hints));
@@ -358,6 +380,25 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 /* The outcome of one upstream: 200, 404, or an error in msg. */
 enum { GOT_FILE, GOT_NOT_FOUND, GOT_ERROR };
 
+/* The list's headers as libcurl takes them (owned; NULL when none or out of memory). */
+static struct curl_slist *header_list(const struct debuginfo__uset *u, int *failed)
+{
+	struct curl_slist *l = NULL;
+
+	*failed = 0;
+	for (size_t i = 0; i < u->n_headers; i++) {
+		struct curl_slist *t = curl_slist_append(l, u->headers[i]);
+
+		if (!t) {
+			curl_slist_free_all(l);
+			*failed = 1;
+			return NULL;
+		}
+		l = t;
+	}
+	return l;
+}
+
 static int get_one(struct fetch *f, const char *url, struct err_msg *msg)
 {
 	CURL *c = curl_easy_init();
@@ -366,8 +407,13 @@ static int get_one(struct fetch *f, const char *url, struct err_msg *msg)
 	long code = 0;
 	CURLcode cc;
 	int bad = 0;
+	/* Headers carry credentials: never followed to another host. */
+	long follow = f->u->n_headers ? 0L : 1L;
+	struct curl_slist *hdrs = header_list(f->u, &bad);
 
-	if (!c) {
+	if (!c || bad) {
+		curl_easy_cleanup(c);
+		curl_slist_free_all(hdrs);
 		err_set(msg, ERR_NOMEM, "debuginfod: out of memory");
 		return GOT_ERROR;
 	}
@@ -376,7 +422,9 @@ static int get_one(struct fetch *f, const char *url, struct err_msg *msg)
 	bad |= curl_easy_setopt(c, CURLOPT_URL, url) != CURLE_OK;
 	bad |= curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK;
 	bad |= curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK;
-	bad |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK;
+	bad |= curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, follow) != CURLE_OK;
+	if (hdrs)
+		bad |= curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs) != CURLE_OK;
 	bad |= curl_easy_setopt(c, CURLOPT_MAXREDIRS, MAX_REDIRS) != CURLE_OK;
 	bad |= curl_easy_setopt(c, CURLOPT_PROXY, "") != CURLE_OK;
 	bad |= curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, open_socket) != CURLE_OK;
@@ -394,6 +442,7 @@ static int get_one(struct fetch *f, const char *url, struct err_msg *msg)
 	bad |= curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK;
 	if (bad) {
 		curl_easy_cleanup(c);
+		curl_slist_free_all(hdrs);
 		err_set(msg, ERR_UNAVAILABLE, "debuginfod: libcurl refused an option (%s)",
 			curl_version());
 		return GOT_ERROR;
@@ -402,6 +451,7 @@ static int get_one(struct fetch *f, const char *url, struct err_msg *msg)
 	cc = curl_easy_perform(c);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_cleanup(c);
+	curl_slist_free_all(hdrs);
 	if (cc == CURLE_OK && code == 200)
 		return GOT_FILE;
 	if (cc == CURLE_OK && code == 404)
@@ -418,6 +468,15 @@ static int get_one(struct fetch *f, const char *url, struct err_msg *msg)
 	} else if (f->too_large || cc == CURLE_FILESIZE_EXCEEDED) {
 		err_set(msg, ERR_TOO_LARGE, "debuginfod: %s: larger than %llu bytes", url,
 			(unsigned long long)f->max);
+	} else if (cc == CURLE_OK && (code == 401 || code == 403)) {
+		err_set(msg, ERR_UNAVAILABLE,
+			"debuginfod: %s refused the request (HTTP %ld): %s", url, code,
+			f->u->n_headers ? "check the credentials of the headers file"
+					: "it wants credentials: give a headers file");
+	} else if (cc == CURLE_OK && code >= 300 && code < 400 && !follow) {
+		err_set(msg, ERR_UNAVAILABLE,
+			"debuginfod: %s answered HTTP %ld: redirects are not followed for "
+			"upstreams with headers (they would go to another host)", url, code);
 	} else if (cc == CURLE_OK) {
 		err_set(msg, ERR_UNAVAILABLE, "debuginfod: %s answered HTTP %ld", url, code);
 	} else {
@@ -430,6 +489,14 @@ static int get_one(struct fetch *f, const char *url, struct err_msg *msg)
 int debuginfo__debuginfod_fetch(struct debuginfo *s, const char *build_id_hex, int executable,
 				int64_t deadline_ns, char **path, struct err_msg *msg)
 {
+	return debuginfo__debuginfod_fetch_from(s, &s->server, build_id_hex, executable, deadline_ns,
+					       path, msg);
+}
+
+int debuginfo__debuginfod_fetch_from(struct debuginfo *s, const struct debuginfo__uset *u,
+				     const char *build_id_hex, int executable, int64_t deadline_ns,
+				     char **path, struct err_msg *msg)
+{
 	struct fetch *f = calloc(1, sizeof(*f)); /* off the workers' small stacks */
 	char tmp[DEBUGINFO__PATH_MAX], url[DEBUGINFO__URL_MAX + 200];
 	struct err_msg first;
@@ -440,12 +507,13 @@ int debuginfo__debuginfod_fetch(struct debuginfo *s, const char *build_id_hex, i
 		return err_set(msg, ERR_NOMEM, "debuginfod: out of memory");
 	err_clear(&first);
 	f->s = s;
+	f->u = u;
 	f->deadline_ns = deadline_ns;
 	f->max = s->max_upload;
 	snprintf(tmp, sizeof(tmp), "%s/tmp/fetch.%d.%llu", s->dir, (int)getpid(),
 		 (unsigned long long)atomic_fetch_add(&s->tmp_seq, 1));
 	resolve_upstreams(f);
-	for (size_t i = 0; i < s->n_upstreams; i++) {
+	for (size_t i = 0; i < u->n; i++) {
 		int got;
 
 		f->fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -456,7 +524,7 @@ int debuginfo__debuginfod_fetch(struct debuginfo *s, const char *build_id_hex, i
 		}
 		f->size = 0;
 		f->timed_out = f->too_large = f->write_failed = 0;
-		snprintf(url, sizeof(url), "%s/buildid/%s/%s", s->upstreams[i].url, build_id_hex,
+		snprintf(url, sizeof(url), "%s/buildid/%s/%s", u->ups[i].url, build_id_hex,
 			 executable ? "executable" : "debuginfo");
 		got = get_one(f, url, &first);
 		if (got == GOT_FILE && fsync(f->fd) != 0) {

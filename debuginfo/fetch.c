@@ -19,7 +19,10 @@
  *
  * A fetched file is installed under upload_mu, and only if no upload
  * stored a file meanwhile: the first file of a build ID wins, whoever
- * brought it.  Fetched files are every tenant's.
+ * brought it.  Files fetched through the server's upstreams are every
+ * tenant's; through a tenant's own list (debuginfo__fetch_set), that
+ * tenant's, and a tenant whose list serves the bytes already stored joins
+ * their owners.  The budget of fetch_per_minute is the same for both.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -75,14 +78,13 @@ int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant)
 	return gcra_take(&s->tenant_tat[h % DEBUGINFO__TENANT_SLOTS], s->tenant_interval_ns, &wait);
 }
 
-/* Checks the fetched file at `got`; 0, or the failure recorded. */
-static int check_fetched(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
-			 const char *got, int64_t now)
+/* Checks the fetched file at `got`: 0, or ERR_INVALID with *st and text. */
+static int inspect_fetched(const uint8_t *bid, size_t blen, const char *got,
+			   enum debuginfo_status *st, char *text, size_t tlen)
 {
 	struct sym_elf_info info;
 	enum sym_reason reason;
 	struct err_msg msg;
-	char text[600];
 	int rc;
 
 	err_clear(&msg);
@@ -94,14 +96,17 @@ static int check_fetched(struct debuginfo *s, const char *id, const uint8_t *bid
 		rc = sym_elf_check(&info, bid, blen, 1, &reason, &msg);
 	if (!rc)
 		return 0;
-	snprintf(text, sizeof(text), "debuginfod served an unusable file: %s", msg.text);
-	debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, debuginfo__status_of_reason(reason),
-			     now + s->retry_ns, text);
+	snprintf(text, tlen, "debuginfod served an unusable file: %s", msg.text);
+	*st = debuginfo__status_of_reason(reason);
 	return ERR_INVALID;
 }
 
-/* Moves the checked file to the store unless a file arrived meanwhile.  upload_mu held. */
-static int install_fetched(struct debuginfo *s, const char *id, const char *got, int64_t now)
+/*
+ * Moves the checked file to the store, seen by `owners` ("*": every
+ * tenant), unless a file arrived meanwhile.  upload_mu held.
+ */
+static int install_fetched(struct debuginfo *s, const char *id, const char *got, int64_t now,
+			   const char *owners)
 {
 	char dst[DEBUGINFO__PATH_MAX], exe[DEBUGINFO__PATH_MAX], dir[DEBUGINFO__PATH_MAX];
 	struct debuginfo__meta m;
@@ -134,56 +139,151 @@ static int install_fetched(struct debuginfo *s, const char *id, const char *got,
 		m.hash = m.hash << 8 | d[i];
 	memcpy(m.sha256, d, SHA256_LEN);
 	m.has_sha256 = 1;
-	snprintf(m.owners, sizeof(m.owners), "*");
+	snprintf(m.owners, sizeof(m.owners), "%s", owners);
 	m.uploaded = now;
 	m.last_used = now;
 	return debuginfo__meta_put(s, id, &m);
 }
 
-int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
+/* ---- through a tenant's own upstreams ---- */
+
+/*
+ * The fetched, checked file `got` becomes visible to `owner` ("*": every
+ * tenant): stored as its own when the build ID has no file, else `owner`
+ * joins the stored file's owners if its bytes are the fetched ones.
+ * upload_mu held.  0, or ERR_CONFLICT with `text` saying why.
+ */
+static int adopt_fetched(struct debuginfo *s, const char *owner, const char *id, const char *got,
+			 int64_t now, char *text, size_t tlen)
+{
+	char dst[DEBUGINFO__PATH_MAX];
+	struct debuginfo__meta m;
+	struct err_msg msg;
+	int same = 0, rc;
+
+	if (!debuginfo__has_file(s, id))
+		return install_fetched(s, id, got, now, owner);
+	rc = debuginfo__meta_get(s, id, &m);
+	if (rc)
+		return rc;
+	if (debuginfo__visible(&m, owner))
+		return 0;
+	if (debuginfo__path(s, id, "debuginfo", dst, sizeof(dst)) || !debuginfo__file_exists(dst))
+		rc = debuginfo__path(s, id, "executable", dst, sizeof(dst));
+	if (!rc)
+		rc = debuginfo__same_content(got, dst, &same);
+	if (rc)
+		return rc;
+	if (!same) {
+		snprintf(text, tlen,
+			 "not uploaded (unhex upload): the debuginfod upstream's file for this "
+			 "build ID is not the one stored");
+		return ERR_CONFLICT;
+	}
+	err_clear(&msg);
+	rc = debuginfo__owner_add(&m, strcmp(owner, "*") ? owner : NULL, id, &msg);
+	if (rc) {
+		snprintf(text, tlen, "%s", msg.text);
+		return rc;
+	}
+	return debuginfo__meta_put(s, id, &m);
+}
+
+/*
+ * Where the outcome of a lookup through list `set` goes: the build ID's
+ * record for the server's list (0), which every tenant reads; the list's
+ * failure table otherwise.
+ */
+static void record_failure(struct debuginfo *s, unsigned set, const char *id,
+			   enum debuginfo_status st, int64_t retry_at, const char *text)
+{
+	if (set)
+		debuginfo__tfail_put(s, set, id, st, retry_at, text);
+	else
+		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, st, retry_at, text);
+}
+
+/*
+ * One lookup of `id` through list `set`, under the outbound budget: the
+ * file checked, then stored (the server's list, unless a file arrived
+ * meanwhile) or made visible to the list's owner (adopt_fetched); every
+ * failure recorded by record_failure.  0 when a usable file was stored.
+ */
+static int fetch_through(struct debuginfo *s, unsigned set, const struct debuginfo__uset *u,
+			 const char *id, const uint8_t *bid, size_t blen)
 {
 	int64_t now = clock_wall_ns(), retry = 0;
+	enum debuginfo_status st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
 	struct err_msg msg;
-	char *got = NULL, text[300];
-	int rc;
+	char *got = NULL, text[600];
+	int tenant = set && set != DEBUGINFO__SET_SERVER, rc;
 
 	err_clear(&msg);
 	if (debuginfo__fetch_admit(s, &retry)) {
 		atomic_fetch_add(&s->fetches_limited, 1);
-		snprintf(text, sizeof(text),
-			 DEBUGINFO__LIMITED " to %lld a minute; retried later",
+		snprintf(text, sizeof(text), DEBUGINFO__LIMITED " to %lld a minute; retried later",
 			 (long long)(60000000000LL / s->fetch_interval_ns));
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
-				     DEBUGINFO_STATUS_UPSTREAM_ERROR, retry, text);
+		record_failure(s, set, id, DEBUGINFO_STATUS_UPSTREAM_ERROR, retry, text);
 		return ERR_UNAVAILABLE;
 	}
-	rc = debuginfo__debuginfod_fetch(s, id, 0, clock_mono_ns() + s->fetch_timeout_ns, &got,
-					 &msg);
+	rc = debuginfo__debuginfod_fetch_from(s, u, id, 0, clock_mono_ns() + s->fetch_timeout_ns,
+					      &got, &msg);
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND,
-				     now + s->retry_ns,
-				     "not uploaded, and no debuginfod upstream has it");
+		record_failure(s, set, id, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
+			       tenant ? "not uploaded, and none of this tenant's debuginfod "
+					"upstreams has it"
+				      : "not uploaded, and no debuginfod upstream has it");
 		return rc;
 	}
 	if (rc) {
 		atomic_fetch_add(&s->fetches_error, 1);
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
-				     DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns, msg.text);
+		record_failure(s, set, id, DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
+			       msg.text);
 		return rc;
 	}
 	atomic_fetch_add(&s->fetches_ok, 1);
-	rc = check_fetched(s, id, bid, blen, got, now);
+	rc = inspect_fetched(bid, blen, got, &st, text, sizeof(text));
 	if (!rc) {
 		pthread_mutex_lock(&s->upload_mu);
-		rc = install_fetched(s, id, got, now);
+		rc = set ? adopt_fetched(s, u->owner, id, got, now, text, sizeof(text))
+			 : install_fetched(s, id, got, now, "*");
 		pthread_mutex_unlock(&s->upload_mu);
-		if (rc)
-			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
-					     DEBUGINFO_STATUS_UPSTREAM_ERROR, now + s->retry_ns,
-					     "cannot store the fetched file");
+		st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
+		if (rc && rc != ERR_CONFLICT)
+			snprintf(text, sizeof(text), "cannot store the fetched file");
 	}
+	if (rc)
+		record_failure(s, set, id, st, now + s->retry_ns, text);
+	else if (set)
+		debuginfo__tfail_clear(s, set, id);
 	unlink(got); /* gone already when installed */
 	free(got);
 	return rc;
+}
+
+int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
+{
+	return fetch_through(s, 0, &s->server, id, bid, blen);
+}
+
+int debuginfo__fetch_set(struct debuginfo *s, unsigned set, const char *id, const uint8_t *bid,
+			 size_t blen)
+{
+	const struct debuginfo__uset *u = debuginfo__uset_get(s, set);
+	struct debuginfo__meta m;
+
+	if (!u || !set)
+		return ERR_INVALID;
+	if (!debuginfo__meta_get(s, id, &m) && debuginfo__visible(&m, u->owner)) {
+		debuginfo__tfail_clear(s, set, id);
+		return 0;
+	}
+	if (!u->n) {
+		debuginfo__tfail_put(s, set, id, DEBUGINFO_STATUS_NOT_FOUND, 0,
+				     "not uploaded (unhex upload), and this tenant has no debuginfod "
+				     "upstream (limits file: debuginfod_urls)");
+		return ERR_NOT_FOUND;
+	}
+	return fetch_through(s, set, u, id, bid, blen);
 }

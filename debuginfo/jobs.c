@@ -1,6 +1,6 @@
 /*
  * jobs.c - the background workers: a queue of at most one job per build ID
- * (fetch its debug file if needed, then build its index), worker threads
+ * and upstream list (fetch its debug file if needed, then build its index), worker threads
  * that run them, and queries that wait for one until their deadline.  The
  * queue and `stopping` are under s->mu; done_cv wakes the waiters.
  */
@@ -14,8 +14,12 @@
 #include "base/err.h"
 #include "debuginfo_int.h"
 
-/* Fetches the debug file of `id` if none is stored, then builds its index. */
-static void job_run(struct debuginfo *s, const char *id)
+/*
+ * Fetches the debug file of `id` if none is stored, then builds its index;
+ * for a tenant's list (set > 0), only fetches through it when that tenant
+ * may not see a stored file (fetch_set decides).
+ */
+static void job_run(struct debuginfo *s, const char *id, unsigned set)
 {
 	uint8_t bid[SYM_BUILD_ID_MAX];
 	size_t blen;
@@ -23,6 +27,13 @@ static void job_run(struct debuginfo *s, const char *id)
 
 	if (debuginfo__canon_id(id, tmp, bid, &blen))
 		return;
+	/* A tenant's list only fetches: the index is the server's job (set
+	 * 0), which the query queues once the tenant may see the file, so
+	 * one build ID's index is never built by two jobs at once. */
+	if (set) {
+		debuginfo__fetch_set(s, set, id, bid, blen);
+		return;
+	}
 	if (debuginfo__path(s, id, "debuginfo", p1, sizeof(p1)) ||
 	    debuginfo__path(s, id, "executable", p2, sizeof(p2)))
 		return;
@@ -55,7 +66,7 @@ static void *worker(void *arg)
 		assert(!j->running);
 		j->running = 1;
 		pthread_mutex_unlock(&s->mu);
-		job_run(s, j->id);
+		job_run(s, j->id, j->set);
 		pthread_mutex_lock(&s->mu);
 		/* Only its worker removes a running job. */
 		for (struct debuginfo__job **pp = &s->jobs;; pp = &(*pp)->next) {
@@ -72,13 +83,13 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* Must hold s->mu.  Queues a job for `id` unless one exists. */
-static int job_queue(struct debuginfo *s, const char *id)
+/* Must hold s->mu.  Queues a job for (`id`, `set`) unless one exists. */
+static int job_queue(struct debuginfo *s, const char *id, unsigned set)
 {
 	struct debuginfo__job *j, **tail = &s->jobs;
 
 	for (j = s->jobs; j; j = j->next) {
-		if (strcmp(j->id, id) == 0)
+		if (j->set == set && strcmp(j->id, id) == 0)
 			return 0;
 		tail = &j->next;
 	}
@@ -86,24 +97,25 @@ static int job_queue(struct debuginfo *s, const char *id)
 	if (!j)
 		return ERR_NOMEM;
 	snprintf(j->id, sizeof(j->id), "%s", id);
+	j->set = set;
 	*tail = j;
 	pthread_cond_signal(&s->work_cv);
 	return 0;
 }
 
 /* Must hold s->mu. */
-static int job_pending(struct debuginfo *s, const char *id)
+static int job_pending(struct debuginfo *s, const char *id, unsigned set)
 {
 	for (struct debuginfo__job *j = s->jobs; j; j = j->next)
-		if (strcmp(j->id, id) == 0)
+		if (j->set == set && strcmp(j->id, id) == 0)
 			return 1;
 	return 0;
 }
 
 /* Waits (holding s->mu) until no job for `id` exists or the deadline; 1 if still pending. */
-static int job_wait(struct debuginfo *s, const char *id, int64_t deadline_mono)
+static int job_wait(struct debuginfo *s, const char *id, unsigned set, int64_t deadline_mono)
 {
-	while (job_pending(s, id) && !s->stopping) {
+	while (job_pending(s, id, set) && !s->stopping) {
 		int64_t left = deadline_mono - clock_mono_ns();
 		struct timespec ts;
 		int64_t abs_ns;
@@ -116,29 +128,40 @@ static int job_wait(struct debuginfo *s, const char *id, int64_t deadline_mono)
 		ts.tv_nsec = abs_ns % 1000000000LL;
 		pthread_cond_timedwait(&s->done_cv, &s->mu, &ts);
 	}
-	return job_pending(s, id);
+	return job_pending(s, id, set);
 }
 
-int debuginfo__job_await(struct debuginfo *s, const char *id, int64_t deadline_mono)
+int debuginfo__job_await_set(struct debuginfo *s, const char *id, unsigned set,
+			     int64_t deadline_mono)
 {
 	int rc;
 
 	pthread_mutex_lock(&s->mu);
-	rc = job_queue(s, id);
-	if (!rc && job_wait(s, id, deadline_mono))
+	rc = job_queue(s, id, set);
+	if (!rc && job_wait(s, id, set, deadline_mono))
 		rc = ERR_TIMEOUT;
 	pthread_mutex_unlock(&s->mu);
 	return rc;
 }
 
-int debuginfo__job_exists(struct debuginfo *s, const char *id)
+int debuginfo__job_exists_set(struct debuginfo *s, const char *id, unsigned set)
 {
 	int rc;
 
 	pthread_mutex_lock(&s->mu);
-	rc = job_pending(s, id);
+	rc = job_pending(s, id, set);
 	pthread_mutex_unlock(&s->mu);
 	return rc;
+}
+
+int debuginfo__job_await(struct debuginfo *s, const char *id, int64_t deadline_mono)
+{
+	return debuginfo__job_await_set(s, id, 0, deadline_mono);
+}
+
+int debuginfo__job_exists(struct debuginfo *s, const char *id)
+{
+	return debuginfo__job_exists_set(s, id, 0);
 }
 
 int debuginfo__jobs_start(struct debuginfo *s, int workers)

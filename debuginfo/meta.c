@@ -21,7 +21,7 @@
 
 static const char *const status_names[DEBUGINFO_STATUS_COUNT] = {
 	"ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
-	"upstream_error", "pending",
+	"upstream_error", "pending", "disabled",
 };
 
 static const char *const source_names[DEBUGINFO_SOURCE_COUNT] = {

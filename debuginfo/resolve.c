@@ -124,11 +124,11 @@ static int resolve_misses(struct debuginfo *s, struct debuginfo__open_index *e,
  * job for `id` exists (joining one costs nothing); else 0 with why.
  */
 static int may_look_up(struct debuginfo *s, struct debuginfo_asker *a, const char *id,
-		       enum debuginfo_status *status, char *reason, size_t rlen)
+		       unsigned set, enum debuginfo_status *status, char *reason, size_t rlen)
 {
 	char text[160];
 
-	if (!a || debuginfo__job_exists(s, id))
+	if (!a || debuginfo__job_exists_set(s, id, set))
 		return 1;
 	if (!a->fetches_left)
 		snprintf(text, sizeof(text),
@@ -195,7 +195,7 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 							     : "the fetch found nothing");
 			return ERR_NOT_FOUND;
 		}
-		if (!have_file && !may_look_up(s, a, id, status, reason, rlen))
+		if (!have_file && !may_look_up(s, a, id, 0, status, reason, rlen))
 			return ERR_TIMEOUT;
 		waited = debuginfo__job_await(s, id, deadline);
 		if (waited == ERR_NOMEM)
@@ -204,6 +204,63 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 			*status = DEBUGINFO_STATUS_PENDING;
 			debuginfo__copy_reason(reason, rlen, have_file ? "building the address index"
 							     : "fetching from debuginfod");
+			return ERR_TIMEOUT;
+		}
+	}
+	return ERR_NOT_FOUND;
+}
+
+/*
+ * For a tenant with its own upstream list `set` (or DEBUGINFO__SET_SERVER,
+ * a file of another tenant's on the server's list): 0 when the tenant may
+ * see a file of `id`, else a lookup through its list is queued (as the
+ * query's budgets allow) and awaited until the deadline; past it, or when
+ * the list's lookup failed and is not due again, *status and reason say
+ * why (ERR_TIMEOUT pending, ERR_NOT_FOUND, ERR_NOMEM).
+ */
+static int obtain_for_set(struct debuginfo *s, struct debuginfo_asker *a, unsigned set,
+			  const char *id, int64_t deadline, enum debuginfo_status *status,
+			  char *reason, size_t rlen)
+{
+	const struct debuginfo__uset *u = debuginfo__uset_get(s, set);
+	struct debuginfo__meta m;
+	struct debuginfo__tfail f;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int waited;
+
+		if (!debuginfo__meta_get(s, id, &m) && debuginfo__visible(&m, a->tenant))
+			return 0;
+		if (!u || !u->n) {
+			*status = DEBUGINFO_STATUS_NOT_FOUND;
+			debuginfo__copy_reason(reason, rlen,
+					       "not uploaded (unhex upload), and this tenant has no "
+					       "debuginfod upstream (limits file: debuginfod_urls)");
+			return ERR_NOT_FOUND;
+		}
+		if (debuginfo__tfail_get(s, set, id, &f) &&
+		    (f.retry_at > clock_wall_ns() || attempt)) {
+			*status = f.status;
+			debuginfo__copy_reason(reason, rlen, f.reason);
+			return ERR_NOT_FOUND;
+		}
+		if (attempt) {
+			*status = DEBUGINFO_STATUS_NOT_FOUND;
+			debuginfo__copy_reason(reason, rlen, "the fetch found nothing");
+			return ERR_NOT_FOUND;
+		}
+		if (!may_look_up(s, a, id, set, status, reason, rlen))
+			return ERR_TIMEOUT;
+		waited = debuginfo__job_await_set(s, id, set, deadline);
+		if (waited == ERR_NOMEM)
+			return ERR_NOMEM;
+		if (waited) {
+			*status = DEBUGINFO_STATUS_PENDING;
+			debuginfo__copy_reason(reason, rlen,
+					       set == DEBUGINFO__SET_SERVER
+						       ? "fetching from debuginfod"
+						       : "fetching from this tenant's debuginfod "
+							 "upstreams");
 			return ERR_TIMEOUT;
 		}
 	}
@@ -220,13 +277,19 @@ int debuginfo_resolve(struct debuginfo *s, const char *build_id_hex,
 				    status, reason, reason_len);
 }
 
-/* 1 when `tenant` may not use the file of `id`: it has one, another's. */
-static int hidden_from(struct debuginfo *s, const char *tenant, const char *id)
+/*
+ * 1 when `tenant` may not use the file of `id`: it has one, another's;
+ * *fetched says whether that file came from a tenant's own upstreams.
+ */
+static int hidden_from(struct debuginfo *s, const char *tenant, const char *id, int *fetched)
 {
 	struct debuginfo__meta m;
 
-	return tenant && !debuginfo__meta_get(s, id, &m) && m.kinds &&
-	       !debuginfo__visible(&m, tenant);
+	if (!tenant || debuginfo__meta_get(s, id, &m) || !m.kinds ||
+	    debuginfo__visible(&m, tenant))
+		return 0;
+	*fetched = m.source == DEBUGINFO_SOURCE_DEBUGINFOD;
+	return 1;
 }
 
 int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
@@ -240,7 +303,8 @@ int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 	char id[DEBUGINFO_HEX_MAX];
 	struct debuginfo__open_index *e = NULL;
 	uint8_t *missing;
-	int rc;
+	unsigned set;
+	int fetched = 0, rc;
 
 	assert(s && map && (reqs || n == 0) && fn && status && (reason || reason_len == 0));
 	*status = DEBUGINFO_STATUS_OK;
@@ -252,11 +316,32 @@ int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 	}
 	if (!n)
 		return 0;
-	/* Before the cache: frames cached from A's file are A's too. */
-	if (a && hidden_from(s, a->tenant, id)) {
-		*status = DEBUGINFO_STATUS_NOT_FOUND;
-		debuginfo__copy_reason(reason, reason_len, "not uploaded (unhex upload)");
+	if (a && !debuginfo_tenant_symbolizes(s, a->tenant)) {
+		*status = DEBUGINFO_STATUS_DISABLED;
+		debuginfo__copy_reason(reason, reason_len, DEBUGINFO_DISABLED_REASON);
 		return 0;
+	}
+	set = a ? debuginfo__tenant_set(s, a->tenant) : 0;
+	/* Before the cache: frames cached from A's file are A's too.  A
+	 * tenant with upstreams of its own asks them for what it may not see. */
+	if (set) {
+		rc = obtain_for_set(s, a, set, id, deadline_ns, status, reason, reason_len);
+		if (rc)
+			return rc == ERR_NOMEM ? rc : 0;
+	} else if (a && hidden_from(s, a->tenant, id, &fetched)) {
+		/* Another tenant's upload is never looked up for others.  What
+		 * another tenant's upstreams served, the server's may serve
+		 * too: as for a build ID nobody has, they are asked, and the
+		 * same bytes then are everyone's. */
+		if (!s->upstream || !fetched) {
+			*status = DEBUGINFO_STATUS_NOT_FOUND;
+			debuginfo__copy_reason(reason, reason_len, "not uploaded (unhex upload)");
+			return 0;
+		}
+		rc = obtain_for_set(s, a, DEBUGINFO__SET_SERVER, id, deadline_ns, status, reason,
+				    reason_len);
+		if (rc)
+			return rc == ERR_NOMEM ? rc : 0;
 	}
 	missing = calloc(n, 1);
 	if (!missing)

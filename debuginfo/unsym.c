@@ -232,7 +232,9 @@ int debuginfo_unsym_class(struct debuginfo *s, const char *tenant, const char *s
 	struct key k;
 	int cls = DEBUGINFO_UNSYM_OWN;
 
-	if (!key_make(&k, tenant, service, build_id_hex, filename))
+	/* A tenant without symbolization asked for hex frames: nothing to alert on. */
+	if (!debuginfo_tenant_symbolizes(s, tenant) ||
+	    !key_make(&k, tenant, service, build_id_hex, filename))
 		return DEBUGINFO_UNSYM_SKIP;
 	if (!k.bid[0])
 		return DEBUGINFO_STATUS_NO_BUILD_ID;
@@ -318,6 +320,7 @@ void debuginfo_note_ingested_class(struct debuginfo *s, const char *tenant, cons
 /* What is known of one build ID, as a query would find it. */
 struct answer {
 	char id[DEBUGINFO_HEX_MAX];
+	unsigned set;     /* the upstream list of the entries' tenants (tenants.c) */
 	enum debuginfo_status status;
 	char reason[192];
 	int fresh;        /* an entry still waits for its first answer */
@@ -337,6 +340,74 @@ static int lookup_admit(struct debuginfo__unsym *u)
 }
 
 /*
+ * The answer of a build ID that must be looked up through list `a->set`:
+ * pending, with its lookup queued (not awaited: the job records its
+ * outcome, in the build ID's record or the list's failure table, which a
+ * later check reads) while *lookups and the checks' share of the budget
+ * last, and not before `not_before` (wall clock).
+ */
+static void queue_lookup(struct debuginfo *s, struct answer *a, unsigned *lookups,
+			 int64_t not_before, const char *fetching)
+{
+	int admitted;
+
+	a->status = DEBUGINFO_STATUS_PENDING;
+	copy_cut(a->reason, sizeof(a->reason), fetching);
+	if (debuginfo__job_exists_set(s, a->id, a->set))
+		return;
+	pthread_mutex_lock(&s->unsym.mu);
+	admitted = *lookups && not_before <= clock_wall_ns() && lookup_admit(&s->unsym);
+	pthread_mutex_unlock(&s->unsym.mu);
+	if (!admitted) {
+		copy_cut(a->reason, sizeof(a->reason), "waiting for its turn to be looked up");
+		return;
+	}
+	--*lookups;
+	debuginfo__job_await_set(s, a->id, a->set, 0);
+}
+
+/*
+ * check_one for a tenant's own upstream list: a file the tenant may see is
+ * judged by its record, a failure through its list holds until its retry
+ * time, no upstream means not found, else the list's lookup is queued.
+ */
+static void check_one_tenant(struct debuginfo *s, struct answer *a, unsigned *lookups)
+{
+	const struct debuginfo__uset *u = debuginfo__uset_get(s, a->set);
+	struct debuginfo__meta m;
+	struct debuginfo__tfail f;
+	int failed, limited;
+
+	a->reason[0] = '\0';
+	if (!u) {
+		a->status = DEBUGINFO_STATUS_PENDING;
+		return;
+	}
+	if (!debuginfo__meta_get(s, a->id, &m) && debuginfo__visible(&m, u->owner)) {
+		a->status = m.status == DEBUGINFO_STATUS_PENDING ? DEBUGINFO_STATUS_OK : m.status;
+		if (a->status != DEBUGINFO_STATUS_OK)
+			copy_cut(a->reason, sizeof(a->reason), m.reason);
+		return;
+	}
+	if (!u->n) {
+		a->status = DEBUGINFO_STATUS_NOT_FOUND;
+		copy_cut(a->reason, sizeof(a->reason),
+			 "not uploaded (unhex upload), and this tenant has no debuginfod upstream "
+			 "(limits file: debuginfod_urls)");
+		return;
+	}
+	failed = debuginfo__tfail_get(s, a->set, a->id, &f);
+	limited = failed && !strncmp(f.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED));
+	if (failed && !limited && f.retry_at > clock_wall_ns()) {
+		a->status = f.status;
+		copy_cut(a->reason, sizeof(a->reason), f.reason);
+		return;
+	}
+	queue_lookup(s, a, lookups, limited ? f.retry_at : 0,
+		     "fetching from this tenant's debuginfod upstreams");
+}
+
+/*
  * Decides where the debug info of `a->id` stands: a stored file (a
  * kernel's symbol map too) is ok
  * unless its record says it is unusable; without one, a recorded failure
@@ -344,18 +415,23 @@ static int lookup_admit(struct debuginfo__unsym *u)
  * found, and otherwise an upstream lookup is queued (while *lookups and
  * the checks' share of fetch_per_minute last) and the answer is pending
  * until the job recorded its outcome.  A fetch the budget refused is no
- * answer: the build ID was not looked up.
+ * answer: the build ID was not looked up.  A tenant with upstreams of
+ * its own is judged through them (check_one_tenant).
  */
 static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 {
 	struct debuginfo__meta m;
-	int have_meta = debuginfo__meta_get(s, a->id, &m) == 0;
-	int limited = have_meta && !strncmp(m.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED));
-	int failed = have_meta && !limited && m.status != DEBUGINFO_STATUS_OK &&
-		     m.status != DEBUGINFO_STATUS_PENDING && m.status < DEBUGINFO_STATUS_COUNT;
-	int have_file = debuginfo__has_file(s, a->id);
-	int admitted;
+	int have_meta, limited, failed, have_file;
 
+	if (a->set) {
+		check_one_tenant(s, a, lookups);
+		return;
+	}
+	have_meta = debuginfo__meta_get(s, a->id, &m) == 0;
+	limited = have_meta && !strncmp(m.reason, DEBUGINFO__LIMITED, strlen(DEBUGINFO__LIMITED));
+	failed = have_meta && !limited && m.status != DEBUGINFO_STATUS_OK &&
+		 m.status != DEBUGINFO_STATUS_PENDING && m.status < DEBUGINFO_STATUS_COUNT;
+	have_file = debuginfo__has_file(s, a->id);
 	a->reason[0] = '\0';
 	if (failed && (have_file || !s->upstream || m.retry_at > clock_wall_ns())) {
 		a->status = m.status;
@@ -372,36 +448,24 @@ static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 			 "not uploaded (unhex upload), and no debuginfod upstream is configured");
 		return;
 	}
-	a->status = DEBUGINFO_STATUS_PENDING;
-	if (debuginfo__job_exists(s, a->id)) {
-		copy_cut(a->reason, sizeof(a->reason), "fetching from debuginfod");
-		return;
-	}
-	pthread_mutex_lock(&s->unsym.mu);
-	admitted = *lookups && (!limited || m.retry_at <= clock_wall_ns()) &&
-		   lookup_admit(&s->unsym);
-	pthread_mutex_unlock(&s->unsym.mu);
-	if (!admitted) {
-		copy_cut(a->reason, sizeof(a->reason), "waiting for its turn to be looked up");
-		return;
-	}
-	--*lookups;
-	/* Queued, not awaited: the job records its outcome in the metadata,
-	 * which a later check reads. */
-	debuginfo__job_await(s, a->id, 0);
-	copy_cut(a->reason, sizeof(a->reason), "fetching from debuginfod");
+	queue_lookup(s, a, lookups, limited ? m.retry_at : 0, "fetching from debuginfod");
 }
 
 static int cmp_answer(const void *a, const void *b)
 {
-	return strcmp(((const struct answer *)a)->id, ((const struct answer *)b)->id);
+	const struct answer *x = a, *y = b;
+
+	if (x->set != y->set)
+		return x->set < y->set ? -1 : 1;
+	return strcmp(x->id, y->id);
 }
 
-static struct answer *find_answer(struct answer *v, size_t n, const char *id)
+static struct answer *find_answer(struct answer *v, size_t n, const char *id, unsigned set)
 {
 	struct answer key;
 
 	memcpy(key.id, id, sizeof(key.id));
+	key.set = set;
 	return bsearch(&key, v, n, sizeof(*v), cmp_answer);
 }
 
@@ -422,11 +486,15 @@ static void forget_idle(struct debuginfo__unsym *u, int64_t now)
 }
 
 /* Must hold u->mu.  Gives the entries their answers, and counts what waited. */
-static void apply_answers(struct debuginfo__unsym *u, struct answer *v, size_t k)
+static void apply_answers(struct debuginfo *s, struct answer *v, size_t k)
 {
+	struct debuginfo__unsym *u = &s->unsym;
+
 	for (size_t i = 0; i < u->n; i++) {
 		struct debuginfo__unsym_entry *e = &u->e[i];
-		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id) : NULL;
+		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id,
+								debuginfo__tenant_set(s, e->tenant))
+						  : NULL;
 
 		/* No answer: new since the copy, or a lookup under way, during
 		 * which a known status stands. */
@@ -440,12 +508,16 @@ static void apply_answers(struct debuginfo__unsym *u, struct answer *v, size_t k
 }
 
 /* Must hold u->mu.  The gauge: each binary once, as its entries stand now. */
-static void gauge(struct debuginfo__unsym *u, struct answer *v, size_t k)
+static void gauge(struct debuginfo *s, struct answer *v, size_t k)
 {
+	struct debuginfo__unsym *u = &s->unsym;
+
 	memset(u->gauge, 0, sizeof(u->gauge));
 	for (size_t i = 0; i < u->n; i++) {
 		struct debuginfo__unsym_entry *e = &u->e[i];
-		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id) : NULL;
+		struct answer *a = e->build_id[0] ? find_answer(v, k, e->build_id,
+								debuginfo__tenant_set(s, e->tenant))
+						  : NULL;
 
 		if (e->status == DEBUGINFO_STATUS_PENDING || (a && a->counted))
 			continue;
@@ -472,6 +544,7 @@ static size_t check(struct debuginfo *s)
 	for (size_t i = 0; v && i < u->n; i++)
 		if (u->e[i].build_id[0]) {
 			memcpy(v[n].id, u->e[i].build_id, DEBUGINFO_HEX_MAX);
+			v[n].set = debuginfo__tenant_set(s, u->e[i].tenant);
 			v[n].counted = 0;
 			v[n++].fresh = u->e[i].status == DEBUGINFO_STATUS_PENDING;
 		}
@@ -479,7 +552,7 @@ static size_t check(struct debuginfo *s)
 	if (n) {
 		qsort(v, n, sizeof(*v), cmp_answer);
 		for (size_t i = 0; i < n; i++) {
-			if (k && !strcmp(v[k - 1].id, v[i].id))
+			if (k && !cmp_answer(&v[k - 1], &v[i]))
 				v[k - 1].fresh |= v[i].fresh;
 			else
 				v[k++] = v[i];
@@ -491,8 +564,8 @@ static size_t check(struct debuginfo *s)
 			if (v[i].fresh == fresh)
 				check_one(s, &v[i], &lookups);
 	pthread_mutex_lock(&u->mu);
-	apply_answers(u, v, k);
-	gauge(u, v, k);
+	apply_answers(s, v, k);
+	gauge(s, v, k);
 	for (size_t i = 0; i < k; i++)
 		waiting += v[i].status == DEBUGINFO_STATUS_PENDING;
 	u->checks++;

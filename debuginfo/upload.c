@@ -251,9 +251,8 @@ static int may_store(const struct debuginfo_upload_by *by, const char *id,
 	return 0;
 }
 
-/* Adds `tenant` (NULL: every tenant) to the owners of `m`; ERR_CONFLICT when full. */
-static int add_owner(struct debuginfo__meta *m, const char *tenant, const char *id,
-		     struct err_msg *msg)
+int debuginfo__owner_add(struct debuginfo__meta *m, const char *tenant, const char *id,
+			 struct err_msg *msg)
 {
 	size_t n = strlen(m->owners), k;
 
@@ -395,7 +394,7 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 	if (!rc && exists && !same && by && by->tenant) /* a replacement: its tenant's alone now */
 		m.owners[0] = '\0';
 	if (!rc)
-		rc = add_owner(&m, by ? by->tenant : NULL, id, msg);
+		rc = debuginfo__owner_add(&m, by ? by->tenant : NULL, id, msg);
 	res->unchanged = same;
 	replaced = exists && !same;
 	if (!rc && !same)

@@ -90,6 +90,7 @@ struct qsym {
 	size_t n_groups, cap_groups;
 	int64_t total, unnamed;
 	int pending;
+	int disabled;               /* the tenant's symbolization is off */
 	struct qmemo_view memo;
 };
 
@@ -959,11 +960,26 @@ static void remember(struct qctx *q, struct qsym *s)
 	query__memo_put_end(&s->memo);
 }
 
+/*
+ * A tenant whose symbolization is off (limits file): every group that
+ * wanted names says so, and its frames stay as stored.
+ */
+static void disable_groups(struct qsym *s)
+{
+	for (size_t g = 0; g < s->n_groups; g++) {
+		struct qgroup *gr = &s->groups[g];
+
+		gr->status = DEBUGINFO_STATUS_DISABLED;
+		snprintf(gr->reason, sizeof(gr->reason), "%s", DEBUGINFO_DISABLED_REASON);
+	}
+	s->disabled = 1;
+}
+
 int query__symbolize(struct qctx *q, struct qmerge *m)
 {
 	struct qviews v;
 	struct qsym *s;
-	int rc;
+	int off, rc;
 
 	if (!q->symbolizer || m->sym)
 		return 0;
@@ -978,12 +994,17 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	query__map_init(&s->mapug);
 	memset(&v, 0, sizeof(v));
 	m->sym = s;
-	query__memo_begin(q->symmemo, q->tenant, &s->memo);
+	/* Off: no memo, no service call; the groups are still measured, so the
+	 * answer says which binaries stay hex and why. */
+	off = !debuginfo_tenant_symbolizes(q->symbolizer, q->tenant);
+	query__memo_begin(off ? NULL : q->symmemo, q->tenant, &s->memo);
 	rc = collect(q, s, m, &v);
 	query__memo_unlock(&s->memo);
-	if (!rc)
+	if (!rc && off)
+		disable_groups(s);
+	else if (!rc)
 		rc = resolve_groups(q, s);
-	if (!rc)
+	if (!rc && !off)
 		remember(q, s);
 	if (!rc)
 		rc = measure(q, s, m, &v);
@@ -1018,16 +1039,17 @@ static int group_json(struct buf *out, const struct qgroup *g, int64_t total, in
 static int put_object(const struct qmerge *const *ms, size_t n, int all, struct buf *out)
 {
 	int64_t total = 0, unnamed = 0;
-	int pending = 0, first = 1, rc;
+	int pending = 0, disabled = 0, first = 1, rc;
 
 	for (size_t i = 0; i < n; i++)
 		if (ms[i] && ms[i]->sym) {
 			total += ms[i]->sym->total;
 			unnamed += ms[i]->sym->unnamed;
 			pending |= ms[i]->sym->pending;
+			disabled |= ms[i]->sym->disabled;
 		}
-	rc = buf_printf(out, "{\"pending\":%s,\"unsymbolizedShare\":%.6f,\"buildIds\":[",
-			pending ? "true" : "false",
+	rc = buf_printf(out, "{\"pending\":%s,%s\"unsymbolizedShare\":%.6f,\"buildIds\":[",
+			pending ? "true" : "false", disabled ? "\"disabled\":true," : "",
 			total > 0 ? (double)unnamed / (double)total : 0.0);
 	for (size_t i = 0; i < n && !rc; i++) {
 		const struct qsym *s = ms[i] ? ms[i]->sym : NULL;

@@ -19,6 +19,7 @@
 #include "base/hash.h"
 #include "base/hmap.h"
 #include "base/log.h"
+#include "debuginfo/debuginfo.h"
 #include "ingest/ingest.h"
 #include "query/query.h"
 #include "storage/storage.h"
@@ -58,6 +59,7 @@ void web__tenant_limits_default(struct web__tenant_limits *l)
 	l->max_label_values = (uint32_t)in.max_label_values;
 	l->debuginfo_bytes_per_hour = 16.0 * 1024 * 1024 * 1024;
 	l->max_query_bytes = (double)QUERY_DEFAULT_MAX_SCAN_BYTES;
+	l->symbolization_off = 0;
 }
 
 void web__limits_conf_default(struct web__limits_conf *c, const struct web__tenant_limits *base)
@@ -73,6 +75,10 @@ void web__limits_conf_default(struct web__limits_conf *c, const struct web__tena
 
 void web__limits_conf_release(struct web__limits_conf *c)
 {
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		free(c->tenants[i].debuginfod_urls);
+		free(c->tenants[i].debuginfod_headers_file);
+	}
 	free(c->tenants);
 	c->tenants = NULL;
 	c->n_tenants = 0;
@@ -160,13 +166,129 @@ static void put_key(struct web__tenant_limits *l, size_t k, double v)
 		*(uint32_t *)(void *)p = (uint32_t)v;
 }
 
-/* One "key=value" of a default or tenant line into *l; bit k of *set. */
-static int tenant_kv(const char *kv, size_t len, struct web__tenant_limits *l, unsigned *set,
-		     size_t line, struct err_msg *msg)
+/* Bits of a line's keys past the numeric ones: the symbolization keys. */
+#define SET_SYMBOLIZATION (1u << N_KEYS)
+#define SET_URLS (1u << (N_KEYS + 1))
+#define SET_HEADERS (1u << (N_KEYS + 2))
+
+/* A copy of [p, p + n) as a string (owned), commas turned to blanks when `urls`. */
+static char *dup_value(const char *p, size_t n, int urls)
+{
+	char *v = malloc(n + 1);
+
+	if (!v)
+		return NULL;
+	memcpy(v, p, n);
+	v[n] = '\0';
+	for (char *c = v; urls && *c; c++)
+		if (*c == ',')
+			*c = ' ';
+	return v;
+}
+
+/* "none" or 1..DEBUGINFO_MAX_UPSTREAMS comma-separated http(s) URLs. */
+static int check_urls(const char *v, size_t n, size_t line, struct err_msg *msg)
+{
+	size_t k = 0;
+
+	if (n == 4 && !memcmp(v, "none", 4))
+		return 0;
+	for (const char *p = v, *e = v + n; p <= e; k++) {
+		const char *c = memchr(p, ',', (size_t)(e - p));
+		size_t ul = c ? (size_t)(c - p) : (size_t)(e - p);
+
+		if (k == DEBUGINFO_MAX_UPSTREAMS)
+			return err_set(msg, ERR_INVALID,
+				       "limits file, line %zu: debuginfod_urls lists more than %d URLs",
+				       line, DEBUGINFO_MAX_UPSTREAMS);
+		if (ul > WEB_LIMITS_URL_MAX ||
+		    !((ul > 7 && !memcmp(p, "http://", 7)) || (ul > 8 && !memcmp(p, "https://", 8))))
+			return err_set(msg, ERR_INVALID,
+				       "limits file, line %zu: debuginfod_urls wants \"none\" or "
+				       "http:// or https:// URLs of at most %d bytes, separated by "
+				       "commas (URL %zu is not)",
+				       line, WEB_LIMITS_URL_MAX, k + 1);
+		p += ul + 1;
+	}
+	return 0;
+}
+
+/*
+ * The symbolization keys (docs/limits.md, "Symbolization"): 0 when `kv`
+ * was one, 1 when it is none of them, or an error naming the line.  `t` is
+ * the tenant line's override, NULL on the default line.
+ */
+static int sym_kv(const char *kv, size_t len, struct web__tenant_override *t,
+		  struct web__tenant_limits *l, unsigned *set, size_t line, struct err_msg *msg)
+{
+	const char *eq = memchr(kv, '=', len), *v = eq ? eq + 1 : kv + len;
+	size_t nl = eq ? (size_t)(eq - kv) : len, vl = len - nl - (eq != NULL);
+	unsigned bit;
+	int rc;
+
+	if (nl == 13 && !memcmp(kv, "symbolization", 13))
+		bit = SET_SYMBOLIZATION;
+	else if (nl == 15 && !memcmp(kv, "debuginfod_urls", 15))
+		bit = SET_URLS;
+	else if (nl == 23 && !memcmp(kv, "debuginfod_headers_file", 23))
+		bit = SET_HEADERS;
+	else
+		return 1;
+	if (*set & bit)
+		return err_set(msg, ERR_INVALID, "limits file, line %zu: %.*s given twice", line,
+			       (int)nl, kv);
+	*set |= bit;
+	if (bit == SET_SYMBOLIZATION) {
+		if (eq && vl == 2 && !memcmp(v, "on", 2))
+			l->symbolization_off = 0;
+		else if (eq && vl == 3 && !memcmp(v, "off", 3))
+			l->symbolization_off = 1;
+		else
+			return err_set(msg, ERR_INVALID,
+				       "limits file, line %zu: symbolization wants on or off", line);
+		return 0;
+	}
+	if (!t)
+		return err_set(msg, ERR_INVALID,
+			       "limits file, line %zu: %.*s belongs on tenant lines; the server's "
+			       "upstreams are --debuginfod-urls and --debuginfod-headers-file",
+			       line, (int)nl, kv);
+	if (bit == SET_URLS) {
+		if (!eq)
+			return err_set(msg, ERR_INVALID,
+				       "limits file, line %zu: debuginfod_urls wants \"none\" or URLs",
+				       line);
+		rc = check_urls(v, vl, line, msg);
+		if (rc)
+			return rc;
+		t->own_upstreams = 1;
+		t->debuginfod_urls = (vl == 4 && !memcmp(v, "none", 4)) ? dup_value("", 0, 0)
+									 : dup_value(v, vl, 1);
+		if (!t->debuginfod_urls)
+			return err_set(msg, ERR_NOMEM, "out of memory (limits file)");
+		return 0;
+	}
+	if (!eq || !vl || vl > WEB_LIMITS_PATH_MAX)
+		return err_set(msg, ERR_INVALID,
+			       "limits file, line %zu: debuginfod_headers_file wants a file name of "
+			       "1 to %d bytes", line, WEB_LIMITS_PATH_MAX);
+	t->debuginfod_headers_file = dup_value(v, vl, 0);
+	if (!t->debuginfod_headers_file)
+		return err_set(msg, ERR_NOMEM, "out of memory (limits file)");
+	return 0;
+}
+
+/* One "key=value" of a default or tenant line into *l (and *t, on a tenant line); bit k of *set. */
+static int tenant_kv(const char *kv, size_t len, struct web__tenant_override *t,
+		     struct web__tenant_limits *l, unsigned *set, size_t line, struct err_msg *msg)
 {
 	const char *eq = memchr(kv, '=', len);
 	size_t nl = eq ? (size_t)(eq - kv) : len;
 	double v;
+	int rc = sym_kv(kv, len, t, l, set, line, msg);
+
+	if (rc <= 0)
+		return rc;
 
 	for (size_t k = 0; k < N_KEYS; k++) {
 		if (strlen(keys[k].name) != nl || memcmp(keys[k].name, kv, nl))
@@ -255,7 +377,7 @@ int web__limits_parse(const char *text, size_t len, const struct web__tenant_lim
 				rc = global_kv(w, wl, &c, line, msg);
 		} else if (wl == 7 && !memcmp(w, "default", 7)) {
 			while (!rc && (wl = word(&p, le, &w)))
-				rc = tenant_kv(w, wl, &c.dflt, &dflt_set, line, msg);
+				rc = tenant_kv(w, wl, NULL, &c.dflt, &dflt_set, line, msg);
 		} else if (wl == 6 && !memcmp(w, "tenant", 6)) {
 			struct web__tenant_override *t;
 			char name[WEB_TENANT_MAX + 1];
@@ -302,10 +424,17 @@ int web__limits_parse(const char *text, size_t len, const struct web__tenant_lim
 			t = &c.tenants[c.n_tenants];
 			memset(t, 0, sizeof(*t));
 			memcpy(t->name, name, wl + 1);
+			t->line = line;
 			sets[c.n_tenants] = 0;
 			c.n_tenants++;
 			while (!rc && (wl = word(&p, le, &w)))
-				rc = tenant_kv(w, wl, &t->lim, &sets[c.n_tenants - 1], line, msg);
+				rc = tenant_kv(w, wl, t, &t->lim, &sets[c.n_tenants - 1], line, msg);
+			if (!rc && (sets[c.n_tenants - 1] & SET_HEADERS) &&
+			    !(sets[c.n_tenants - 1] & SET_URLS))
+				rc = err_set(msg, ERR_INVALID,
+					     "limits file, line %zu: debuginfod_headers_file needs "
+					     "debuginfod_urls on the same line (the headers go to those "
+					     "upstreams)", line);
 		} else {
 			rc = err_set(msg, ERR_INVALID,
 				     "limits file, line %zu: a line starts with global, default, "
@@ -322,6 +451,8 @@ int web__limits_parse(const char *text, size_t len, const struct web__tenant_lim
 			if (sets[i] & 1u << k)
 				memcpy((char *)&l + keys[k].off, (char *)&c.tenants[i].lim + keys[k].off,
 				       key_size(k));
+		if (sets[i] & SET_SYMBOLIZATION)
+			l.symbolization_off = c.tenants[i].lim.symbolization_off;
 		c.tenants[i].lim = l;
 	}
 	free(sets);
@@ -349,6 +480,32 @@ int web__limits_load(const char *path, const struct web__tenant_limits *base,
 	rc = web__limits_parse(b.data ? b.data : "", b.len, base, out, msg);
 	buf_release(&b);
 	return rc;
+}
+
+int web__limits_debuginfo(const struct web__limits_conf *c, struct debuginfo *svc,
+			  struct err_msg *msg)
+{
+	struct debuginfo_tenant_conf *v = NULL;
+	struct err_msg dm;
+	int rc;
+
+	if (c->n_tenants && !(v = calloc(c->n_tenants, sizeof(*v))))
+		return err_set(msg, ERR_NOMEM, "out of memory (limits file)");
+	for (size_t i = 0; i < c->n_tenants; i++) {
+		const struct web__tenant_override *t = &c->tenants[i];
+
+		v[i].tenant = t->name;
+		v[i].symbolize = !t->lim.symbolization_off;
+		v[i].own_upstreams = t->own_upstreams;
+		v[i].urls = t->debuginfod_urls;
+		v[i].headers_file = t->debuginfod_headers_file;
+	}
+	err_clear(&dm);
+	rc = debuginfo_tenants_set(svc, !c->dflt.symbolization_off, v, c->n_tenants, &dm);
+	free(v);
+	if (rc)
+		return err_set(msg, rc, "limits file: %s", dm.text);
+	return 0;
 }
 
 /* ---- state ---------------------------------------------------------------- */

@@ -649,16 +649,19 @@ int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *s
 			  "# HELP unhex_debuginfo_build_ids Build IDs the server knows, by status.\n"
 			  "# TYPE unhex_debuginfo_build_ids gauge\n");
 
+	/* Records never hold pending or disabled: those are answers of a query. */
 	for (int i = 0; i < DEBUGINFO_STATUS_COUNT && !rc; i++)
-		if (i != DEBUGINFO_STATUS_PENDING)
+		if (i != DEBUGINFO_STATUS_PENDING && i != DEBUGINFO_STATUS_DISABLED)
 			rc = buf_printf(out, "unhex_debuginfo_build_ids{status=\"%s\"} %llu\n",
 					debuginfo_status_str(i), (unsigned long long)by_status[i]);
 	if (!rc)
 		rc = buf_puts(out, "# HELP unhex_symbolize_unresolved_locations_total Distinct "
 				   "locations that queries left without names, by why.\n"
 				   "# TYPE unhex_symbolize_unresolved_locations_total counter\n");
+	/* A tenant without symbolization resolves nothing and counts nothing here. */
 	for (int i = 0; i < DEBUGINFO_STATUS_COUNT && !rc; i++)
-		rc = buf_printf(out,
+		if (i != DEBUGINFO_STATUS_DISABLED)
+			rc = buf_printf(out,
 				"unhex_symbolize_unresolved_locations_total{status=\"%s\"} %llu\n",
 				debuginfo_status_str(i), (unsigned long long)st->unresolved[i]);
 	return rc ? rc : buf_printf(
@@ -781,7 +784,8 @@ static void unsym_metrics(struct debuginfo *svc, struct buf *out)
 		      "debug info is missing, by reason.\n"
 		      "# TYPE unhex_unsymbolizable_build_ids gauge\n");
 	for (int i = 0; i < DEBUGINFO_STATUS_COUNT; i++)
-		if (i != DEBUGINFO_STATUS_OK && i != DEBUGINFO_STATUS_PENDING)
+		if (i != DEBUGINFO_STATUS_OK && i != DEBUGINFO_STATUS_PENDING &&
+		    i != DEBUGINFO_STATUS_DISABLED)
 			buf_printf(out, "unhex_unsymbolizable_build_ids{reason=\"%s\"} %llu\n",
 				   debuginfo_status_str(i), (unsigned long long)st.build_ids[i]);
 	buf_printf(out,

@@ -1127,6 +1127,12 @@ static int start_limits(struct web_server *srv, struct store *st, const char *pa
 	web__limits_conf_default(&conf, &base);
 	if (path && path[0] && (rc = web__limits_load(path, &base, &conf, msg)))
 		return rc;
+	/* Symbolization off and a tenant's own upstreams are the service's to enforce. */
+	if (srv->opt.query.symbolizer &&
+	    (rc = web__limits_debuginfo(&conf, srv->opt.query.symbolizer, msg))) {
+		web__limits_conf_release(&conf);
+		return rc;
+	}
 	rc = web__limits_new(&conf, st, &srv->limits, msg);
 	if (rc) {
 		web__limits_conf_release(&conf);

@@ -274,11 +274,19 @@ struct web__tenant_limits {
 	uint32_t max_label_values;       /* distinct values of one label name */
 	double debuginfo_bytes_per_hour; /* uploaded; the bucket holds one hour */
 	double max_query_bytes;          /* sample bytes one query reads (query_limits.max_scan_bytes) */
+	int symbolization_off;           /* symbolization=off: queries never symbolize */
 };
+
+#define WEB_LIMITS_URL_MAX 1023          /* bytes of one debuginfod URL */
+#define WEB_LIMITS_PATH_MAX 4095         /* bytes of a headers file's path */
 
 struct web__tenant_override {
 	char name[WEB_TENANT_MAX + 1];
 	struct web__tenant_limits lim;   /* complete: the default's for keys not given */
+	size_t line;                     /* of the limits file */
+	int own_upstreams;               /* debuginfod_urls given (maybe "none") */
+	char *debuginfod_urls;           /* owned; space-separated; "" for none */
+	char *debuginfod_headers_file;   /* owned; NULL none */
 };
 
 struct web__limits_conf {
@@ -321,6 +329,14 @@ int web__limits_parse(const char *text, size_t len, const struct web__tenant_lim
 /* Reads and parses the file at `path` (at most WEB_LIMITS_MAX_FILE bytes). */
 int web__limits_load(const char *path, const struct web__tenant_limits *base,
 		     struct web__limits_conf *out, struct err_msg *msg);
+struct debuginfo;
+/*
+ * Gives the debug-info service the symbolization settings of `c`: the
+ * default line's symbolization, and each tenant line's symbolization and
+ * upstreams (debuginfo_tenants_set).  ERR_INVALID naming the tenant.
+ */
+int web__limits_debuginfo(const struct web__limits_conf *c, struct debuginfo *svc,
+			  struct err_msg *msg);
 
 struct web_limits;
 struct web__tenant_state;

@@ -5,7 +5,8 @@
  * the service's cancel flag, and where a fetch may connect: public
  * addresses and the upstreams' own, so a redirect to another loopback
  * port is refused before any request reaches it, while one to the
- * upstream itself is followed.
+ * upstream itself is followed; headers sent, a 401 said so, and no
+ * redirect followed for a list with headers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -41,7 +42,7 @@ static int setup(void **state)
 	g_s.dir = g_dir;
 	g_s.max_upload = 1 << 20;
 	err_clear(&msg);
-	if (debuginfo__upstreams_open(&g_s, urls, &msg)) {
+	if (debuginfo__upstreams_open(&g_s, urls, NULL, &msg)) {
 		fprintf(stderr, "%s\n", msg.text);
 		return -1;
 	}
@@ -235,6 +236,53 @@ static void test_redirects(void **state)
 	assert_int_equal(atomic_load(&g_other.requests), 0);
 }
 
+/*
+ * A list with headers (credentials) sends them on every request, and
+ * follows no redirect, even to itself: libcurl would carry them to
+ * another host.
+ */
+static void test_headers(void **state)
+{
+	struct debuginfo__uset u;
+	struct err_msg msg;
+	char *path = NULL;
+	char hdr[] = "X-Unhex-Test: hello";
+	char *hv[1] = { hdr };
+
+	(void)state;
+	u = g_s.server;
+	u.headers = hv;
+	u.n_headers = 1;
+	t_write("served", "header bytes");
+	snprintf(g_up.file, sizeof(g_up.file), "%s", t_path("served"));
+	snprintf(g_up.require, sizeof(g_up.require), "%s", hdr);
+	atomic_store(&g_up.mode, FAKE_FILE);
+	err_clear(&msg);
+	assert_int_equal(debuginfo__debuginfod_fetch_from(&g_s, &u, "e1e2", 0,
+							  clock_mono_ns() + 10000000000LL, &path,
+							  &msg), 0);
+	assert_int_equal(t_run("cmp -s '%s' '%s'", path, t_path("served")), 0);
+	unlink(path);
+	free(path);
+	path = NULL;
+	/* Without them: the refusal, said so. */
+	err_clear(&msg);
+	assert_int_equal(debuginfo__debuginfod_fetch(&g_s, "e1e2", 0,
+						     clock_mono_ns() + 10000000000LL, &path, &msg),
+			 ERR_UNAVAILABLE);
+	assert_non_null(strstr(msg.text, "refused the request (HTTP 401)"));
+	/* A redirect to the upstream itself is not followed with them. */
+	atomic_store(&g_up.mode, FAKE_REDIRECT);
+	snprintf(g_up.location, sizeof(g_up.location), "http://127.0.0.1:%d/moved/here", g_up.port);
+	err_clear(&msg);
+	assert_int_equal(debuginfo__debuginfod_fetch_from(&g_s, &u, "e1e2", 0,
+							  clock_mono_ns() + 10000000000LL, &path,
+							  &msg), ERR_UNAVAILABLE);
+	assert_null(path);
+	assert_non_null(strstr(msg.text, "redirects are not followed"));
+	g_up.require[0] = '\0';
+}
+
 static void test_deadline(void **state)
 {
 	struct err_msg msg;
@@ -285,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_found),
 		cmocka_unit_test(test_not_found),
 		cmocka_unit_test(test_redirects),
+		cmocka_unit_test(test_headers),
 		cmocka_unit_test(test_deadline),
 		cmocka_unit_test(test_cancel),
 	};

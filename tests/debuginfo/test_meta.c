@@ -386,7 +386,7 @@ static void test_names(void **state)
 {
 	static const char *const want[DEBUGINFO_STATUS_COUNT] = {
 		"ok", "no_build_id", "not_found", "mismatch", "invalid_elf", "no_symbols",
-		"upstream_error", "pending",
+		"upstream_error", "pending", "disabled",
 	};
 	char out[8] = "keep";
 

@@ -4,7 +4,9 @@
  * by its answer, later profiles at once; an upload flips the answer with
  * no query; no build ID is judged at once and "[...]" mappings without one
  * are left out; the tables keep their caps (untracked profiles, the
- * overflow row) and forget idle entries.  The checking thread is stopped
+ * overflow row) and forget idle entries; tenants with symbolization off
+ * are not tracked, those with upstreams of their own are judged through
+ * them.  The checking thread is stopped
  * so each check runs where the test says.
  */
 #include <setjmp.h>
@@ -406,6 +408,38 @@ static void test_upstream_lookup(void **state)
 	fake_stop(&g_up);
 }
 
+/*
+ * Per-tenant settings: a tenant whose symbolization is off is never
+ * tracked; one without upstreams of its own is not_found with no lookup,
+ * while the server's tenants still have theirs.
+ */
+static void test_tenant_settings(void **state)
+{
+	struct debuginfo_tenant_conf v[2] = { { "quiet", 0, 0, NULL, NULL },
+					      { "bare", 1, 1, "", NULL } };
+	struct debuginfo_unsym_stats before, after;
+	struct err_msg msg;
+	struct seen s;
+
+	(void)state;
+	err_clear(&msg);
+	assert_int_equal(debuginfo_tenants_set(g_svc, 1, v, 2, &msg), 0);
+	ingest_one("quiet", "svc", g_id2, "prog2", 1, 1);
+	assert_int_equal(look("quiet", "svc", "quiet").entries, 0);
+
+	debuginfo_unsym_stats(g_svc, &before);
+	ingest_one("bare", "svc", g_id2, "prog2", 1, 3);
+	debuginfo_unsym_check(g_svc);
+	s = look("bare", "svc", "bare");
+	assert_int_equal(s.status, DEBUGINFO_STATUS_NOT_FOUND);
+	assert_non_null(strstr(s.reason, "this tenant has no debuginfod upstream"));
+	assert_int_equal(s.samples[DEBUGINFO_STATUS_NOT_FOUND], 3);
+	debuginfo_unsym_stats(g_svc, &after);
+	assert_int_equal(after.lookups, before.lookups);
+	assert_int_equal(look("quiet", "svc", "quiet").entries, 0);
+	assert_int_equal(debuginfo_tenants_set(g_svc, 1, NULL, 0, &msg), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +452,7 @@ int main(void)
 		cmocka_unit_test(test_one_status_counts_once),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_upstream_lookup),
+		cmocka_unit_test(test_tenant_settings),
 	};
 
 	/* Bound before the first thread, as upstream.h asks. */

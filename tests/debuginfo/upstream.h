@@ -3,8 +3,9 @@
  * every request is answered as `mode` says at that moment (404, the bytes
  * of a file with 200, nothing at all until the server stops, or a 302 to
  * `location` for any path without "/moved", whose requests get the
- * file).  The socket is bound before the test's first thread; one thread
- * serves it.  Header-only: each test is one program.
+ * file).  With `require` set, a request without that header line is
+ * answered 401 first.  The socket is bound before the test's first
+ * thread; one thread serves it.  Header-only: each test is one program.
  */
 #ifndef UNHEX_TESTS_DEBUGINFO_UPSTREAM_H
 #define UNHEX_TESTS_DEBUGINFO_UPSTREAM_H
@@ -27,6 +28,8 @@ struct fake_upstream {
 	atomic_int requests;
 	char file[512];       /* served with FAKE_FILE */
 	char location[512];   /* FAKE_REDIRECT's Location */
+	char require[256];    /* "Name: value" a request must carry; "" none */
+	atomic_int refused;   /* requests answered 401 */
 	int held[64];         /* connections left hanging */
 	int n_held;
 };
@@ -72,6 +75,13 @@ static inline void fake_answer(struct fake_upstream *u, int c)
 		return;
 	req[got] = '\0';
 	atomic_fetch_add(&u->requests, 1);
+	if (u->require[0] && !strstr(req, u->require)) {
+		static const char no[] = "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n"
+					 "Connection: close\r\n\r\n";
+		atomic_fetch_add(&u->refused, 1);
+		fake_send_all(c, no, sizeof(no) - 1);
+		return;
+	}
 	if (atomic_load(&u->mode) == FAKE_REDIRECT && !strstr(req, "/moved")) {
 		char r[700];
 

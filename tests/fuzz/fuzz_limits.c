@@ -13,6 +13,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "debuginfo/debuginfo.h"
 #include "web/web_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -22,7 +23,34 @@ static void check_limits(const struct web__tenant_limits *l)
 	if (!(l->ingest_bytes_per_s > 0) || !(l->ingest_profiles_per_s > 0) || !(l->burst_s > 0) ||
 	    !l->max_series || !l->max_queries || !l->max_labels || !l->max_label_bytes ||
 	    !l->max_label_names || !l->max_label_values || !(l->max_query_bytes >= 1) ||
-	    !(l->debuginfo_bytes_per_hour > 0))
+	    !(l->debuginfo_bytes_per_hour > 0) ||
+	    (l->symbolization_off != 0 && l->symbolization_off != 1))
+		abort();
+}
+
+/* A tenant's upstreams: blank-separated http(s) URLs within the caps, headers only with them. */
+static void check_upstreams(const struct web__tenant_override *t)
+{
+	size_t n = 0;
+
+	if (!t->own_upstreams) {
+		if (t->debuginfod_urls || t->debuginfod_headers_file)
+			abort();
+		return;
+	}
+	if (!t->debuginfod_urls || strchr(t->debuginfod_urls, ','))
+		abort();
+	for (const char *p = t->debuginfod_urls; *p;) {
+		size_t k = strcspn(p, " ");
+
+		if (k > WEB_LIMITS_URL_MAX || (strncmp(p, "http://", 7) && strncmp(p, "https://", 8)))
+			abort();
+		n++;
+		p += k + (p[k] == ' ');
+	}
+	if (n > DEBUGINFO_MAX_UPSTREAMS ||
+	    (t->debuginfod_headers_file && (!t->debuginfod_headers_file[0] ||
+					    strlen(t->debuginfod_headers_file) > WEB_LIMITS_PATH_MAX)))
 		abort();
 }
 
@@ -45,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_limits(&c.dflt);
 	for (size_t i = 0; i < c.n_tenants; i++) {
 		check_limits(&c.tenants[i].lim);
+		check_upstreams(&c.tenants[i]);
 		if (web__tenant_check(c.tenants[i].name, &msg))
 			abort();
 		for (size_t j = 0; j < i; j++)

@@ -3,8 +3,8 @@
  * symbolization service: the memo (what one query stores the next finds,
  * per tenant, partition, location and leafness; the byte cap and its reset
  * while older readers still hold their frames; concurrent readers and
- * writers), the unnamed shares per build ID, and JIT frames named from a
- * process's perf map.
+ * writers), the unnamed shares per build ID, JIT frames named from a
+ * process's perf map, and a tenant whose symbolization is off.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -420,11 +420,72 @@ static void test_jit(void **state)
 	buf_release(&out);
 }
 
+/*
+ * A tenant whose symbolization is off: frames its perf map would name stay
+ * as stored, every binary says disabled, and the object says so.
+ */
+static void test_disabled(void **state)
+{
+	struct store_mapping mj = { 0x7f0000000000, 0x7f0000100000, 0x7f0000000000,
+				    "/tmp/perf-78.map", "", 0 };
+	struct store_label labels[2] = { { STORE_LABEL_SERVICE, "node" },
+					 { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
+	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000, { 0 } };
+	static const char map[] = "7f0000001000 100 JS:*hot a.js:1:1\n";
+	struct debuginfo_tenant_conf off = { "quiet", 0, 0, NULL, NULL };
+	struct query_params p = { 0 };
+	struct err_msg msg = { { 0 } };
+	struct store_txn *tx;
+	uint32_t part, map_j, hot, st;
+	int64_t value = 2;
+	uint64_t series;
+	size_t entries;
+	struct buf out;
+
+	(void)state;
+	assert_int_equal(store_txn_begin(g_fx.st, "quiet", &tx, &msg), 0);
+	assert_int_equal(store_txn_partition(tx, "node", &part), 0);
+	assert_int_equal(store_txn_mapping(tx, part, &mj, &map_j), 0);
+	assert_int_equal(store_txn_series(tx, labels, 2, &series, &msg), 0);
+	hot = add_loc(tx, part, map_j, 0x7f0000001010, NULL);
+	assert_int_equal(store_txn_stack(tx, part, &hot, 1, &st), 0);
+	assert_int_equal(store_txn_profile(tx, series, part, &meta, &st, &value, 1), 0);
+	assert_int_equal(store_txn_commit(tx, &msg), 0);
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "quiet", 78, map, strlen(map), &entries,
+					       &msg), 0);
+
+	p.query = FX_CPU "{service_name=\"node\"}";
+	p.from_ns = FX_T0 - FX_SEC;
+	p.until_ns = FX_T0 + 60 * FX_SEC;
+	p.limits.symbolizer = g_svc;
+	buf_init(&out, 1 << 30);
+	assert_int_equal(query_symbolization(g_fx.st, "quiet", &p, &out, &msg), 0);
+	assert_int_equal(buf_putc(&out, '\0'), 0);
+	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":0.000000")); /* named by the map */
+
+	assert_int_equal(debuginfo_tenants_set(g_svc, 1, &off, 1, &msg), 0);
+	buf_reset(&out);
+	assert_int_equal(query_symbolization(g_fx.st, "quiet", &p, &out, &msg), 0);
+	assert_int_equal(buf_putc(&out, '\0'), 0);
+	assert_non_null(strstr(out.data, "\"disabled\":true"));
+	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":1.000000"));
+	assert_non_null(strstr(out.data, "\"status\":\"disabled\""));
+	assert_non_null(strstr(out.data, DEBUGINFO_DISABLED_REASON));
+	/* Another tenant is not affected. */
+	buf_reset(&out);
+	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
+	assert_int_equal(buf_putc(&out, '\0'), 0);
+	assert_null(strstr(out.data, "disabled"));
+	assert_int_equal(debuginfo_tenants_set(g_svc, 1, NULL, 0, &msg), 0);
+	buf_release(&out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shares),
 		cmocka_unit_test(test_jit),
+		cmocka_unit_test(test_disabled),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_threads),

@@ -1,6 +1,7 @@
 /*
  * test_limits.c - per-tenant limits (web/limits.c): the limits file (keys,
- * suffixes, a tenant line over the default, refusals naming the line), and
+ * suffixes, a tenant line over the default, refusals naming the line; the
+ * symbolization keys and their caps), and
  * the state: the tenant cap and allow-list, the ingest buckets with their
  * Retry-After, per-tenant query slots that leave other tenants theirs, and
  * the refusals counted by tenant and reason for /metrics.
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "debuginfo/debuginfo.h"
 #include "web/web_int.h"
 
 static int parse(const char *text, struct web__limits_conf *c, struct err_msg *msg)
@@ -113,6 +115,106 @@ static void test_parse_errors(void **state)
 			fail_msg("%s: rc %d \"%s\", want \"%s\"", bad[i].text, rc, msg.text, bad[i].why);
 	}
 	assert_int_equal(web__limits_parse("default\0", 8, NULL, &c, &msg), ERR_INVALID);
+}
+
+/* The symbolization keys: on/off on both lines, upstreams on tenant lines only. */
+static void test_parse_symbolization(void **state)
+{
+	struct web__limits_conf c;
+	struct err_msg msg;
+	const char *text =
+		"default symbolization=off max_queries=3\n"
+		"tenant on symbolization=on\n"
+		"tenant inherit max_series=5\n"
+		"tenant own debuginfod_urls=http://127.0.0.1:8002,https://d.example/x/ "
+		"debuginfod_headers_file=/etc/unhex/own.headers\n"
+		"tenant none debuginfod_urls=none symbolization=on\n";
+
+	(void)state;
+	assert_int_equal(parse(text, &c, &msg), 0);
+	assert_int_equal(c.n_tenants, 4);
+	assert_true(c.dflt.symbolization_off);
+	assert_false(c.tenants[0].lim.symbolization_off);
+	assert_int_equal(c.tenants[0].lim.max_queries, 3); /* the rest is the default's */
+	assert_false(c.tenants[0].own_upstreams);
+	assert_null(c.tenants[0].debuginfod_urls);
+	assert_true(c.tenants[1].lim.symbolization_off); /* inherited */
+	assert_int_equal(c.tenants[1].lim.max_series, 5);
+	assert_true(c.tenants[2].own_upstreams);
+	assert_int_equal(c.tenants[2].line, 4);
+	assert_string_equal(c.tenants[2].debuginfod_urls,
+			    "http://127.0.0.1:8002 https://d.example/x/");
+	assert_string_equal(c.tenants[2].debuginfod_headers_file, "/etc/unhex/own.headers");
+	assert_true(c.tenants[3].own_upstreams);
+	assert_string_equal(c.tenants[3].debuginfod_urls, "");
+	assert_null(c.tenants[3].debuginfod_headers_file);
+	assert_false(c.tenants[3].lim.symbolization_off);
+	web__limits_conf_release(&c);
+
+	/* Sixteen URLs are the most a line may give. */
+	{
+		char line[2048] = "tenant many debuginfod_urls=";
+
+		for (int i = 0; i < DEBUGINFO_MAX_UPSTREAMS; i++)
+			snprintf(line + strlen(line), sizeof(line) - strlen(line), "%shttp://u%d",
+				 i ? "," : "", i);
+		assert_int_equal(parse(line, &c, &msg), 0);
+		web__limits_conf_release(&c);
+		strcat(line, ",http://one-more");
+		assert_int_equal(parse(line, &c, &msg), ERR_INVALID);
+		assert_non_null(strstr(msg.text, "line 1: debuginfod_urls lists more than 16 URLs"));
+	}
+}
+
+static void test_parse_symbolization_errors(void **state)
+{
+	static const struct {
+		const char *text;
+		const char *why;
+	} bad[] = {
+		{ "default symbolization=maybe\n", "line 1: symbolization wants on or off" },
+		{ "tenant a symbolization\n", "symbolization wants on or off" },
+		{ "tenant a symbolization=off symbolization=on\n", "symbolization given twice" },
+		{ "default debuginfod_urls=http://x\n", "line 1: debuginfod_urls belongs on tenant lines" },
+		{ "default debuginfod_headers_file=/h\n", "debuginfod_headers_file belongs on tenant" },
+		{ "\ntenant a debuginfod_urls=ftp://x\n", "line 2: debuginfod_urls wants \"none\" or" },
+		{ "tenant a debuginfod_urls=file:///srv\n", "(URL 1 is not)" },
+		{ "tenant a debuginfod_urls=http://x,,http://y\n", "(URL 2 is not)" },
+		{ "tenant a debuginfod_urls=http://x,\n", "(URL 2 is not)" },
+		{ "tenant a debuginfod_urls=\n", "debuginfod_urls wants" },
+		{ "tenant a debuginfod_urls\n", "debuginfod_urls wants" },
+		{ "tenant a debuginfod_urls=none debuginfod_urls=http://x\n",
+		  "debuginfod_urls given twice" },
+		{ "tenant a debuginfod_headers_file=/h\n",
+		  "line 1: debuginfod_headers_file needs debuginfod_urls on the same line" },
+		{ "tenant a debuginfod_urls=http://x debuginfod_headers_file=\n",
+		  "debuginfod_headers_file wants a file name" },
+	};
+	struct web__limits_conf c;
+	struct err_msg msg;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = parse(bad[i].text, &c, &msg);
+
+		if (rc != ERR_INVALID || !strstr(msg.text, bad[i].why))
+			fail_msg("%s: rc %d \"%s\", want \"%s\"", bad[i].text, rc, msg.text, bad[i].why);
+	}
+	{
+		/* One URL past WEB_LIMITS_URL_MAX bytes. */
+		char *line = malloc(WEB_LIMITS_URL_MAX + 64);
+
+		assert_non_null(line);
+		strcpy(line, "tenant a debuginfod_urls=http://");
+		memset(line + strlen(line), 'a', WEB_LIMITS_URL_MAX);
+		line[32 + WEB_LIMITS_URL_MAX - 7] = '\0';
+		assert_int_equal(parse(line, &c, &msg), 0); /* exactly the cap */
+		web__limits_conf_release(&c);
+		line[32 + WEB_LIMITS_URL_MAX - 7] = 'a';
+		line[32 + WEB_LIMITS_URL_MAX - 6] = '\0';
+		assert_int_equal(parse(line, &c, &msg), ERR_INVALID);
+		free(line);
+	}
 }
 
 static struct web_limits *state_of(const char *text)
@@ -266,6 +368,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_parse_symbolization),
+		cmocka_unit_test(test_parse_symbolization_errors),
 		cmocka_unit_test(test_tenant_cap),
 		cmocka_unit_test(test_ingest_rates),
 		cmocka_unit_test(test_query_slots),
