@@ -75,9 +75,24 @@ int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant)
 	return gcra_take(&s->tenant_tat[h % DEBUGINFO__TENANT_SLOTS], s->tenant_interval_ns, &wait);
 }
 
-/* Checks the fetched file at `got`; 0, or the failure recorded. */
+/*
+ * Whether the file at `path` is a Go executable without DWARF: its
+ * .gopclntab names its frames when no debug info can be had.
+ */
+static int go_without_dwarf(const char *path)
+{
+	struct sym_elf_info info;
+
+	return !sym_elf_inspect_file(path, &info, NULL) && (info.flags & SYM_HAS_GOPCLNTAB) &&
+	       !(info.flags & SYM_HAS_DEBUG_INFO);
+}
+
+/*
+ * Checks the fetched file at `got` (a debug file, or with `exe` an
+ * executable); 0, or the failure recorded.
+ */
 static int check_fetched(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen,
-			 const char *got, int64_t now)
+			 const char *got, int exe, int64_t now)
 {
 	struct sym_elf_info info;
 	enum sym_reason reason;
@@ -86,12 +101,18 @@ static int check_fetched(struct debuginfo *s, const char *id, const uint8_t *bid
 	int rc;
 
 	err_clear(&msg);
-	/* Some servers hand out a stripped binary as "debuginfo": insist on DWARF. */
+	/* Some servers hand out a stripped binary as "debuginfo": insist on
+	 * DWARF.  An executable is only worth keeping for its .gopclntab. */
 	rc = sym_elf_inspect_file(got, &info, &msg);
 	if (rc)
 		reason = SYM_REASON_INVALID_ELF;
 	else
-		rc = sym_elf_check(&info, bid, blen, 1, &reason, &msg);
+		rc = sym_elf_check(&info, bid, blen, !exe, &reason, &msg);
+	if (!rc && exe && (!(info.flags & SYM_HAS_TEXT) || (info.flags & SYM_SEGMENTS_FROM_DEBUG) ||
+			   !info.n_segments)) {
+		reason = SYM_REASON_INVALID_ELF;
+		rc = err_set(&msg, ERR_INVALID, "invalid_elf: not an executable (no code or no PT_LOAD)");
+	}
 	if (!rc)
 		return 0;
 	snprintf(text, sizeof(text), "debuginfod served an unusable file: %s", msg.text);
@@ -101,34 +122,36 @@ static int check_fetched(struct debuginfo *s, const char *id, const uint8_t *bid
 }
 
 /* Moves the checked file to the store unless a file arrived meanwhile.  upload_mu held. */
-static int install_fetched(struct debuginfo *s, const char *id, const char *got, int64_t now)
+static int install_fetched(struct debuginfo *s, const char *id, const char *got, int exe,
+			   int64_t now)
 {
-	char dst[DEBUGINFO__PATH_MAX], exe[DEBUGINFO__PATH_MAX], dir[DEBUGINFO__PATH_MAX];
+	char dst[DEBUGINFO__PATH_MAX], exe_path[DEBUGINFO__PATH_MAX], dir[DEBUGINFO__PATH_MAX];
 	struct debuginfo__meta m;
 	uint8_t d[SHA256_LEN];
 	uint64_t size = 0;
 	int rc;
 
 	if (debuginfo__path(s, id, "debuginfo", dst, sizeof(dst)) ||
-	    debuginfo__path(s, id, "executable", exe, sizeof(exe)) ||
+	    debuginfo__path(s, id, "executable", exe_path, sizeof(exe_path)) ||
 	    debuginfo__path(s, id, NULL, dir, sizeof(dir)))
 		return ERR_TOO_LARGE;
-	if (debuginfo__file_exists(dst) || debuginfo__file_exists(exe))
+	if (debuginfo__file_exists(dst) || debuginfo__file_exists(exe_path))
 		return 0;
 	rc = sha256_file(got, d, &size);
 	if (!rc)
 		rc = debuginfo__mkdir_p(dir);
-	if (!rc && rename(got, dst)) {
-		log_error("debuginfo: cannot rename %s to %s: %s", got, dst, strerror(errno));
+	if (!rc && rename(got, exe ? exe_path : dst)) {
+		log_error("debuginfo: cannot rename %s to %s: %s", got, exe ? exe_path : dst,
+			  strerror(errno));
 		rc = ERR_IO;
 	}
 	if (rc)
 		return rc;
-	debuginfo__fsync_dir(dst);
+	debuginfo__fsync_dir(exe ? exe_path : dst);
 	memset(&m, 0, sizeof(m));
 	m.source = DEBUGINFO_SOURCE_DEBUGINFOD;
 	m.status = DEBUGINFO_STATUS_OK;
-	m.kinds = 1u << DEBUGINFO_FILE_DEBUGINFO;
+	m.kinds = 1u << (exe ? DEBUGINFO_FILE_EXECUTABLE : DEBUGINFO_FILE_DEBUGINFO);
 	m.size = size;
 	for (int i = 0; i < 8; i++)
 		m.hash = m.hash << 8 | d[i];
@@ -145,7 +168,7 @@ int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 	int64_t now = clock_wall_ns(), retry = 0;
 	struct err_msg msg;
 	char *got = NULL, text[300];
-	int rc;
+	int rc, exe = 0;
 
 	err_clear(&msg);
 	if (debuginfo__fetch_admit(s, &retry)) {
@@ -159,6 +182,23 @@ int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 	}
 	rc = debuginfo__debuginfod_fetch(s, id, 0, clock_mono_ns() + s->fetch_timeout_ns, &got,
 					 &msg);
+	/* No debug info anywhere: a Go executable names its frames itself
+	 * (.gopclntab), so ask for the executable; other executables are not
+	 * taken (not found, as before).  A Go executable without DWARF served
+	 * as "debuginfo" is kept as the executable it is. */
+	if (rc == ERR_NOT_FOUND) {
+		exe = 1;
+		rc = debuginfo__debuginfod_fetch(s, id, 1, clock_mono_ns() + s->fetch_timeout_ns,
+						 &got, &msg);
+		if (!rc && !go_without_dwarf(got)) {
+			unlink(got);
+			free(got);
+			got = NULL;
+			rc = ERR_NOT_FOUND;
+		}
+	} else if (!rc && go_without_dwarf(got)) {
+		exe = 1;
+	}
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
 		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, DEBUGINFO_STATUS_NOT_FOUND,
@@ -173,10 +213,10 @@ int debuginfo__fetch(struct debuginfo *s, const char *id, const uint8_t *bid, si
 		return rc;
 	}
 	atomic_fetch_add(&s->fetches_ok, 1);
-	rc = check_fetched(s, id, bid, blen, got, now);
+	rc = check_fetched(s, id, bid, blen, got, exe, now);
 	if (!rc) {
 		pthread_mutex_lock(&s->upload_mu);
-		rc = install_fetched(s, id, got, now);
+		rc = install_fetched(s, id, got, exe, now);
 		pthread_mutex_unlock(&s->upload_mu);
 		if (rc)
 			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
