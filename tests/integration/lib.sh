@@ -195,9 +195,11 @@ check_hex() {
 # serving the ELF files of DIR (-F scan); returns once every BUILD_ID is
 # served as debuginfo.  Sets DPID, DPORT, DURL.  The caller's EXIT trap must
 # call stop_debuginfod (the lib's cleanup does not know about it).
+# DEBUGINFOD_WAIT=executable waits for the executables instead (binaries
+# without debug info are served only as such).
 DPID=
 start_debuginfod() {
-	local dir=$1 id code i
+	local dir=$1 id code i kind=${DEBUGINFOD_WAIT:-debuginfo}
 	shift
 	DPORT=$((20000 + RANDOM % 20000))
 	debuginfod -F "$dir" -p "$DPORT" -d "$WORK/debuginfod.$DPORT.sqlite" \
@@ -207,13 +209,13 @@ start_debuginfod() {
 	for id in "$@"; do
 		code=
 		for i in $(seq 1 150); do
-			code=$(curl -s -o /dev/null -w '%{http_code}' "$DURL/buildid/$id/debuginfo" || true)
+			code=$(curl -s -o /dev/null -w '%{http_code}' "$DURL/buildid/$id/$kind" || true)
 			[ "$code" = 200 ] && break
 			kill -0 "$DPID" 2>/dev/null ||
 				fail "debuginfod exited: $(tail -5 "$WORK/debuginfod.$DPORT.log")"
 			sleep 0.2
 		done
-		[ "$code" = 200 ] || fail "debuginfod on $DPORT does not serve $id (HTTP $code)"
+		[ "$code" = 200 ] || fail "debuginfod on $DPORT does not serve $id's $kind (HTTP $code)"
 	done
 	note "debuginfod on port $DPORT serves $*"
 }
@@ -224,6 +226,17 @@ stop_debuginfod() {
 		wait "$DPID" 2>/dev/null || true
 		DPID=
 	fi
+}
+
+# pprof_traces FILE: one line per stack of a pprof file, "value<TAB>leaf;...;root",
+# from `go tool pprof -traces` ($GO; inline markers dropped, inline frames
+# kept; the first sample type).
+pprof_traces() {
+	"$GO" tool pprof -traces "$1" 2>/dev/null | awk '
+		/^-+\+-+$/ { if (s != "") print v "\t" s; s = ""; v = ""; next }
+		/^ +[0-9.]+[a-zµ]*s? +[^ ]/ && v == "" && s == "" { v = $1; $1 = ""; sub(/^ +/, ""); s = $0; next }
+		v != "" { sub(/^ +/, ""); sub(/ \(inline\)$/, ""); s = s ";" $0 }
+		END { if (s != "") print v "\t" s }' | sed 's/ (inline)//g'
 }
 
 # build_id ELF: the GNU build ID of ELF, in hex.

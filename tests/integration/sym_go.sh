@@ -134,23 +134,13 @@ if jq -r '.flamebearer.names[]' <<<"$BODY" | grep -q 'gospin\.stripped+0x'; then
 fi
 note "mixed: named and raw profiles of one binary, the raw frames named"
 
-# traces FILE: one line per stack, "value<TAB>leaf;...;root", from
-# `go tool pprof -traces` (inline markers dropped; the first sample type).
-traces() {
-	"$GO" tool pprof -traces "$1" 2>/dev/null | awk '
-		/^-+\+-+$/ { if (s != "") print v "\t" s; s = ""; v = ""; next }
-		/^ +[0-9.]+[a-zµ]*s? +[^ ]/ && v == "" && s == "" { v = $1; $1 = ""; sub(/^ +/, ""); s = $0; next }
-		v != "" { sub(/^ +/, ""); sub(/ \(inline\)$/, ""); s = s ";" $0 }
-		END { if (s != "") print v "\t" s }' | sed 's/ (inline)//g'
-}
-
 for p in fp fpcall goruntime; do
 	T=$(cpu_type "go$p")
 	Q=$(selector "$T" "go$p")
 	wait_symbolized "$Q" "$FROM" "$UNTIL"
 	curl -sS -o "$WORK/$p.out.pb.gz" "$URL/api/v1/pprof?query=$Q&from=$FROM&until=$UNTIL" ||
 		fail "pprof export of $p"
-	traces "$WORK/$p.out.pb.gz" >"$WORK/$p.traces"
+	pprof_traces "$WORK/$p.out.pb.gz" >"$WORK/$p.traces"
 	[ -s "$WORK/$p.traces" ] || fail "$p: no stacks in the export"
 	# go tool pprof shows a location without a name as [binary].  The
 	# frame below a signal handler (runtime.sigtramp) returns to the
@@ -176,7 +166,7 @@ for p in fp fpcall; do
 done
 
 # The Go runtime's profile, named by unhex, names what the runtime named.
-traces "$WORK/goruntime.named.pprof" | awk -F'\t' '{print $2}' | sort -u >"$WORK/want"
+pprof_traces "$WORK/goruntime.named.pprof" | awk -F'\t' '{print $2}' | sort -u >"$WORK/want"
 awk -F'\t' '{print $2}' "$WORK/goruntime.traces" | sort -u >"$WORK/got"
 diff "$WORK/want" "$WORK/got" >"$WORK/diff" ||
 	fail "goruntime: stacks differ from the Go runtime's names: $(head -20 "$WORK/diff")"
