@@ -451,13 +451,120 @@ static int find_tables(Elf *elf, struct elf_tabs *t, struct err_msg *msg)
 	return 0;
 }
 
+/* A RELATIVE relocation of a PIE: the loader writes base + addend at off. */
+struct rel {
+	uint64_t off, addend;
+};
+
+static int rel_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct rel *)a)->off, y = ((const struct rel *)b)->off;
+	return x < y ? -1 : x > y;
+}
+
+static int is_relative(int machine, uint64_t type)
+{
+	return (machine == EM_X86_64 && type == R_X86_64_RELATIVE) ||
+	       (machine == EM_AARCH64 && type == R_AARCH64_RELATIVE) ||
+	       (machine == EM_RISCV && type == R_RISCV_RELATIVE) ||
+	       (machine == EM_PPC64 && type == R_PPC64_RELATIVE);
+}
+
+/* Every RELATIVE relocation with an addend (RELA sections), sorted by offset. */
+static int load_relative(struct sym_gopcln *g, Elf *elf, struct rel **v, size_t *n, size_t *cap)
+{
+	Elf_Scn *scn = NULL;
+	int rc;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Rela r;
+
+			if (!gelf_getrela(d, (int)i, &r))
+				break;
+			if (!is_relative(g->info.machine, GELF_R_TYPE(r.r_info)))
+				continue;
+			if ((rc = GROW(*v, *cap, *n + 1, SYM_GOPCLN_MAX_RELOCS, &g->budget.alloc)))
+				return rc;
+			(*v)[(*n)++] = (struct rel){ r.r_offset, (uint64_t)r.r_addend };
+		}
+	}
+	if (*n > 1)
+		qsort(*v, *n, sizeof(**v), rel_cmp);
+	return 0;
+}
+
+/* The word at `addr` as loaded: a relocation's value, else the file's bytes. */
+static int word_at(Elf *elf, const struct rel *v, size_t n, uint64_t addr, unsigned p,
+		   uint64_t *out)
+{
+	struct rel key = { addr, 0 };
+	const struct rel *r = n ? bsearch(&key, v, n, sizeof(*v), rel_cmp) : NULL;
+	Elf_Scn *scn = NULL;
+
+	if (r) {
+		*out = r->addend;
+		return 0;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const uint8_t *b;
+		size_t len = 0;
+
+		if (!gelf_getshdr(scn, &sh) || addr < sh.sh_addr || addr - sh.sh_addr >= sh.sh_size ||
+		    !(b = scn_bytes(scn, &sh, &len)) || len - (addr - sh.sh_addr) < p)
+			continue;
+		*out = le_word(b + (addr - sh.sh_addr), p);
+		return 0;
+	}
+	return -1;
+}
+
+/* Whether w, words 0, 1, 4 and 22 of a moduledata, are this table's. */
+static int is_moduledata(const struct sym_gopcln *g, const uint64_t w[4], uint64_t tab_addr)
+{
+	return w[0] == tab_addr && w[1] == tab_addr + g->funcname_off &&
+	       w[2] == tab_addr + g->cu_off && w[3] == g->text;
+}
+
+/* moduledata.gofunc of a PIE, whose pointers are relocations. */
+static uint64_t pie_gofunc(Elf *elf, struct sym_gopcln *g, uint64_t tab_addr)
+{
+	unsigned p = g->ptrsize, words = g->version == 118 ? MD_WORDS_118 : MD_WORDS_120;
+	struct rel *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t gofunc = 0;
+
+	if (!load_relative(g, elf, &v, &n, &cap)) {
+		for (size_t i = 0; i < n && !gofunc; i++) {
+			uint64_t m = v[i].off, w[4], f;
+
+			if (v[i].addend != tab_addr || word_at(elf, v, n, m, p, &w[0]) ||
+			    word_at(elf, v, n, m + p, p, &w[1]) ||
+			    word_at(elf, v, n, m + 4 * p, p, &w[2]) ||
+			    word_at(elf, v, n, m + 22 * p, p, &w[3]) || !is_moduledata(g, w, tab_addr) ||
+			    word_at(elf, v, n, m + ((uint64_t)words - 1) * p, p, &f))
+				continue;
+			gofunc = f;
+		}
+	}
+	grow_free(&g->budget.alloc, v, cap, sizeof(*v));
+	return gofunc;
+}
+
 /*
  * Where the inline trees are: moduledata.gofunc, the base of every
  * function's FUNCDATA offsets.  moduledata is in the writable data (found
  * as the word that points at the table and is followed by the table's own
- * offsets); gofunc points into a read-only section.  Without it (a PIE
- * whose pointers are relocated at load, a layout not known), frames carry
- * no inlined calls.
+ * offsets; in a PIE those words are relocations); gofunc points into a
+ * read-only section.  Without it (a layout not known), frames carry no
+ * inlined calls.
  */
 static void find_gofunc(Elf *elf, struct sym_gopcln *g, uint64_t tab_addr)
 {
@@ -475,15 +582,16 @@ static void find_gofunc(Elf *elf, struct sym_gopcln *g, uint64_t tab_addr)
 			continue;
 		for (size_t at = 0; at + (size_t)words * p <= len; at += p) {
 			const uint8_t *m = b + at;
-			if (le_word(m, p) != tab_addr ||
-			    le_word(m + p, p) != tab_addr + g->funcname_off ||
-			    le_word(m + 4 * p, p) != tab_addr + g->cu_off ||
-			    le_word(m + 22 * p, p) != g->text)
+			uint64_t w[4] = { le_word(m, p), le_word(m + p, p), le_word(m + 4 * p, p),
+					  le_word(m + 22 * p, p) };
+			if (!is_moduledata(g, w, tab_addr))
 				continue;
 			gofunc = le_word(m + ((size_t)words - 1) * p, p);
 			break;
 		}
 	}
+	if (!gofunc)
+		gofunc = pie_gofunc(elf, g, tab_addr);
 	scn = NULL;
 	while (gofunc && (scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;

@@ -342,11 +342,14 @@ int sym__index_write_lookup(sym__lookup_fn fn, void *ctx, const uint64_t *v, siz
  * moduledata, in writable data, starts with words: the header's address,
  * funcnametab (slice: address, len, cap), cutab (slice), ...; word 22 is
  * the text address, and gofunc is word 38 (1.18/1.19) or 40 (1.20+, which
- * added two coverage-counter words before `end`).
+ * added two coverage-counter words before `end`).  In a PIE these words
+ * are 0 in the file, with RELATIVE relocations whose addends are the
+ * values.
  */
 #define SYM_GOPCLN_MAX_FUNCS (4u << 20)     /* functions of one table */
 #define SYM_GOPCLN_MAX_ROWS (1u << 20)      /* rows of one pc-value table */
 #define SYM_GOPCLN_MAX_PCDATA 1024u         /* PCDATA tables of one function */
+#define SYM_GOPCLN_MAX_RELOCS (16u << 20)   /* RELATIVE relocations read (PIE) */
 #define SYM_GOPCLN_DEFAULT_MEM ((size_t)1 << 30)
 
 struct sym__pcrow {
