@@ -633,48 +633,44 @@ static int open_elf(struct sym_gopcln *g, const struct sym_gopcln_opts *o, struc
 	return 0;
 }
 
-int sym_gopcln_open(const char *path, const struct sym_gopcln_opts *opts,
-		    struct sym_gopcln **out, struct err_msg *msg)
+/* A handle over `fd` (taken; -1: none) or else the `len` bytes at `data`. */
+static int open_handle(int fd, const void *data, size_t len, const struct sym_gopcln_opts *opts,
+		       struct sym_gopcln **out, struct err_msg *msg)
 {
 	struct sym_gopcln *g = malloc(sizeof(*g));
 	int rc;
 
-	if (!g)
+	if (!g) {
+		if (fd >= 0)
+			close(fd);
 		return ERR_NOMEM;
-	init_handle(g, opts ? opts->max_memory : 0);
-	sym__elf_init();
-	g->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (g->fd < 0) {
-		rc = err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
-		goto fail;
 	}
-	g->elf = elf_begin(g->fd, ELF_C_READ_MMAP, NULL);
-	if ((rc = open_elf(g, opts, msg)))
-		goto fail;
-	*out = g;
-	return 0;
-fail:
-	sym_gopcln_close(g);
-	return rc;
-}
-
-int sym_gopcln_open_mem(const void *data, size_t len, const struct sym_gopcln_opts *opts,
-			struct sym_gopcln **out, struct err_msg *msg)
-{
-	struct sym_gopcln *g = malloc(sizeof(*g));
-	int rc;
-
-	if (!g)
-		return ERR_NOMEM;
 	init_handle(g, opts ? opts->max_memory : 0);
 	sym__elf_init();
-	g->elf = elf_memory((char *)data, len);
+	g->fd = fd;
+	g->elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : elf_memory((char *)data, len);
 	if ((rc = open_elf(g, opts, msg))) {
 		sym_gopcln_close(g);
 		return rc;
 	}
 	*out = g;
 	return 0;
+}
+
+int sym_gopcln_open(const char *path, const struct sym_gopcln_opts *opts,
+		    struct sym_gopcln **out, struct err_msg *msg)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
+	return open_handle(fd, NULL, 0, opts, out, msg);
+}
+
+int sym_gopcln_open_mem(const void *data, size_t len, const struct sym_gopcln_opts *opts,
+			struct sym_gopcln **out, struct err_msg *msg)
+{
+	return open_handle(-1, data, len, opts, out, msg);
 }
 
 void sym_gopcln_close(struct sym_gopcln *g)

@@ -24,31 +24,12 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 need PERF2PPROF
 need PPROFSTRIP
-GO=${GO:-$(command -v go || true)}
-skip() {
-	note "$1: skipped"
-	trap - EXIT
-	rm -rf "$WORK"
-	exit 77
-}
-[ -n "$GO" ] && "$GO" version >/dev/null 2>&1 || skip "no working go toolchain (package golang-go)"
-perf record -q -o "$WORK/probe.data" -- true >/dev/null 2>&1 || skip "perf cannot record here"
+need_go_perf
 trap 'stop_debuginfod; cleanup' EXIT
 
 # mix and fold are small enough to be inlined into spin (and mix into fold):
 # perf samples land in their code, which only the inline tree names.
-cat >"$WORK/gopcln.go" <<'GOEOF'
-package main
-
-import (
-	"fmt"
-	"os"
-	"runtime/pprof"
-	"strconv"
-	"sync"
-	"syscall"
-)
-
+go_spin_program >"$WORK/gopcln.go" <<'GOEOF'
 func mix(x uint64) uint64 { return x*6364136223846793005 + 1442695040888963407 }
 
 func fold(x uint64) uint64 { return mix(x) ^ mix(x>>7) }
@@ -60,67 +41,17 @@ func spin(x uint64) uint64 {
 	}
 	return x
 }
-
-// cpuSeconds is the process's CPU time (user + system), not wall time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-}
-
-//go:noinline
-func worker(id int, secs float64, out *uint64, wg *sync.WaitGroup) {
-	defer wg.Done()
-	x := uint64(id)
-	for cpuSeconds() < secs {
-		x = spin(x)
-	}
-	*out = x
-}
-
-func main() {
-	secs, _ := strconv.ParseFloat(os.Args[1], 64)
-	if len(os.Args) > 2 {
-		f, err := os.Create(os.Args[2])
-		if err != nil {
-			panic(err)
-		}
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
-	var wg sync.WaitGroup
-	res := make([]uint64, 2)
-	for i := range res {
-		wg.Add(1)
-		go worker(i, secs, &res[i], &wg)
-	}
-	wg.Wait()
-	fmt.Println(res[0] ^ res[1])
-}
 GOEOF
 note "Go: $("$GO" version)"
-H=$(sha1sum "$WORK/gopcln.go" | cut -c1-40)
-(cd "$WORK" && GOCACHE="$WORK/gocache" GOPATH="$WORK/gopath" GOFLAGS=-buildvcs=false \
-	GO111MODULE=off "$GO" build -ldflags="-s -w -B 0x$H" -o "$WORK/gopcln" gopcln.go) ||
-	fail "go build failed"
-ID=$(build_id "$WORK/gopcln")
-[ "$ID" = "$H" ] || fail "gopcln has build ID '$ID', not $H"
+ID=$(go_build_with_id "$WORK/gopcln.go" "$WORK/gopcln" "-s -w")
 ! readelf -SW "$WORK/gopcln" | grep -q '\.debug_\|\.symtab' || fail "gopcln still has DWARF or symbols"
 readelf -SW "$WORK/gopcln" | grep -q '\.gopclntab' || fail "gopcln has no .gopclntab"
 
 # ---- three profiles of the stripped binary (3 s of CPU time over 2 goroutines)
-perf record -q -F 999 --call-graph fp -o "$WORK/fp.data" "$WORK/gopcln" 3 \
-	>/dev/null 2>"$WORK/perf.err" || fail "perf record: $(head -c 300 "$WORK/perf.err")"
-"$PERF2PPROF" -i "$WORK/fp.data" -o "$WORK/fp.pb.gz" --quiet
-"$PERF2PPROF" -i "$WORK/fp.data" -o "$WORK/fpcall.pb.gz" --quiet --callers-in-call
-"$WORK/gopcln" 3 "$WORK/goruntime.named.pprof" >/dev/null
-"$PPROFSTRIP" "$WORK/goruntime.named.pprof" "$WORK/goruntime.pb.gz"
+go_profiles "$WORK/gopcln"
 
 start_server "$WORK/data" --debuginfod-urls "" --symbolize-budget 20s
-for p in fp fpcall goruntime; do
-	"$UNHEX" ingest --server "$URL" --name "gopcln$p.cpu" "$WORK/$p.pb.gz" >/dev/null ||
-		fail "ingest of $p"
-done
+ingest_go_profiles gopcln
 FROM=$(($(date +%s) - 86400))
 UNTIL=$(($(date +%s) + 3600))
 
@@ -128,15 +59,9 @@ OUT=$("$UNHEX" upload --server "$URL" --type executable "$WORK/gopcln") || fail 
 
 # check_profiles PREFIX: the three profiles of $URL, named from the table.
 check_profiles() {
-	local p T Q total named share
+	local p total named share
 	for p in fp fpcall goruntime; do
-		T=$(cpu_type "gopcln$p")
-		Q=$(selector "$T" "gopcln$p")
-		wait_symbolized "$Q" "$FROM" "$UNTIL"
-		curl -sS -o "$WORK/$1$p.out.pb.gz" "$URL/api/v1/pprof?query=$Q&from=$FROM&until=$UNTIL" ||
-			fail "pprof export of $p"
-		pprof_traces "$WORK/$1$p.out.pb.gz" >"$WORK/$1$p.traces"
-		[ -s "$WORK/$1$p.traces" ] || fail "$1$p: no stacks in the export"
+		export_traces "gopcln$p" "$WORK/$1$p"
 		# Weight on stacks with an unnamed frame of the program (go tool
 		# pprof shows those as [gopcln]).  fpcall's frames under a signal
 		# handler return to the restorer's first byte, which the blanket
@@ -187,10 +112,7 @@ DEBUGINFOD_WAIT=executable start_debuginfod "$WORK/upstream" "$ID"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$DURL/buildid/$ID/debuginfo" || true)
 [ "$code" = 404 ] || fail "debuginfod serves debuginfo for a binary without DWARF (HTTP $code)"
 start_server "$WORK/data2" --debuginfod-urls "$DURL" --symbolize-budget 30s
-for p in fp fpcall goruntime; do
-	"$UNHEX" ingest --server "$URL" --name "gopcln$p.cpu" "$WORK/$p.pb.gz" >/dev/null ||
-		fail "ingest of $p (debuginfod)"
-done
+ingest_go_profiles gopcln
 check_profiles "d."
 http GET "/api/v1/debuginfo/$ID"
 jq -e '.source == "debuginfod" and .status == "ok"' <<<"$BODY" >/dev/null ||
