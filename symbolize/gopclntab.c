@@ -172,6 +172,7 @@ static int pct_decode(struct sym_gopcln *g, uint32_t off, uint64_t entry, uint64
 	const uint8_t *p, *lim = g->tab + g->tab_len;
 	uint64_t pc = entry;
 	int32_t val = -1;
+	unsigned empty = 0;
 	int rc;
 
 	t->n = 0;
@@ -190,6 +191,10 @@ static int pct_decode(struct sym_gopcln *g, uint32_t off, uint64_t entry, uint64
 		/* Zig-zag delta, wrapping in 32 bits as Go's int32 does. */
 		val = (int32_t)((uint32_t)val + (-(uv & 1) ^ (uv >> 1)));
 		if (varint(&p, lim, &pd))
+			return ERR_INVALID;
+		/* Go's linker never writes a pair that covers no code: a table of
+		 * them would cost rows (and time, per function) for nothing. */
+		if (pd == 0 && ++empty > SYM_GOPCLN_MAX_EMPTY)
 			return ERR_INVALID;
 		pc += (uint64_t)pd * g->quantum;
 		if (t->n >= SYM_GOPCLN_MAX_ROWS)

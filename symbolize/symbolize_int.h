@@ -350,6 +350,7 @@ int sym__index_write_lookup(sym__lookup_fn fn, void *ctx, const uint64_t *v, siz
 #define SYM_GOPCLN_MAX_ROWS (1u << 20)      /* rows of one pc-value table */
 #define SYM_GOPCLN_MAX_PCDATA 1024u         /* PCDATA tables of one function */
 #define SYM_GOPCLN_MAX_RELOCS (16u << 20)   /* RELATIVE relocations read (PIE) */
+#define SYM_GOPCLN_MAX_EMPTY 16u            /* pc-value pairs of pc delta 0, per table */
 #define SYM_GOPCLN_DEFAULT_MEM ((size_t)1 << 30)
 
 struct sym__pcrow {
