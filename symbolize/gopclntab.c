@@ -120,6 +120,9 @@ static int parse_header(struct sym_gopcln *g, struct err_msg *msg)
 	g->nfunc = (uint32_t)nfunc;
 	if (text)
 		g->text = text;
+	/* Entries are u32 offsets from text: keep text + 4 GiB from wrapping. */
+	if (g->text > UINT64_MAX - UINT32_MAX)
+		return corrupt(msg, "the text address is out of range");
 	g->funcname_off = off[0];
 	g->cu_off = off[1];
 	g->file_off = off[2];
