@@ -69,6 +69,32 @@ static int build_kallsyms(struct debuginfo *s, const char *id, const char *src, 
 	return 0;
 }
 
+/*
+ * Says in the build ID's record when its frames are named from Go's
+ * .gopclntab (no DWARF anywhere for it), and forgets that once an index
+ * is built from DWARF.  The status stays ok: every Go frame is named.
+ */
+static void note_engine(struct debuginfo *s, const char *id, const struct sym_index_stats *st)
+{
+	struct debuginfo__meta m;
+	char text[sizeof(m.reason)];
+	int go = st->from == SYM_FROM_GOPCLNTAB;
+
+	if (go)
+		snprintf(text, sizeof(text),
+			 DEBUGINFO__GOPCLNTAB " (%s layout): functions, files, lines and inlined "
+			 "calls from the executable, no DWARF for this build ID",
+			 st->layout ? st->layout : "Go");
+	pthread_mutex_lock(&s->upload_mu);
+	if (!debuginfo__meta_get(s, id, &m) && m.status == DEBUGINFO_STATUS_OK &&
+	    (go || !strncmp(m.reason, DEBUGINFO__GOPCLNTAB, strlen(DEBUGINFO__GOPCLNTAB)))) {
+		debuginfo__copy_reason(m.reason, sizeof(m.reason), go ? text : "");
+		if (debuginfo__meta_put(s, id, &m))
+			log_warn("debuginfo: cannot record how %s is named", id);
+	}
+	pthread_mutex_unlock(&s->upload_mu);
+}
+
 int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
 {
 	struct sym_dwarf_opts opts = { 0 };
@@ -116,8 +142,10 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 		return rc;
 	}
 	atomic_fetch_add(&s->index_builds, 1);
-	log_info("debuginfo: built the index of %s in %.2f s (%llu ranges, %llu functions)", id,
+	note_engine(s, id, &stats);
+	log_info("debuginfo: built the index of %s in %.2f s (%llu ranges, %llu functions%s)", id,
 		 (double)(clock_mono_ns() - t0) / 1e9, (unsigned long long)stats.ranges,
-		 (unsigned long long)stats.functions);
+		 (unsigned long long)stats.functions,
+		 stats.from == SYM_FROM_GOPCLNTAB ? ", from .gopclntab" : "");
 	return 0;
 }

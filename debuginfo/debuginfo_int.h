@@ -232,6 +232,9 @@ int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant);
 
 #define DEBUGINFO__TENANT_SLOTS 256
 
+/* How the reason of a build ID named from Go's table alone begins (build.c). */
+#define DEBUGINFO__GOPCLNTAB "named from .gopclntab"
+
 /* How the reason of a fetch refused by fetch_per_minute begins: the build
  * ID was not looked up, whatever its upstream_error status says. */
 #define DEBUGINFO__LIMITED "not fetched: upstream lookups are limited"

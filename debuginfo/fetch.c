@@ -78,8 +78,23 @@ int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant)
 	return gcra_take(&s->tenant_tat[h % DEBUGINFO__TENANT_SLOTS], s->tenant_interval_ns, &wait);
 }
 
-/* Checks the fetched file at `got`: 0, or ERR_INVALID with *st and text. */
-static int inspect_fetched(const uint8_t *bid, size_t blen, const char *got,
+/*
+ * Whether the file at `path` is a Go executable without DWARF: its
+ * .gopclntab names its frames when no debug info can be had.
+ */
+static int go_without_dwarf(const char *path)
+{
+	struct sym_elf_info info;
+
+	return !sym_elf_inspect_file(path, &info, NULL) && (info.flags & SYM_HAS_GOPCLNTAB) &&
+	       !(info.flags & SYM_HAS_DEBUG_INFO);
+}
+
+/*
+ * Checks the fetched file at `got` (a debug file, or with `exe` an
+ * executable): 0, or ERR_INVALID with *st and text.
+ */
+static int inspect_fetched(const uint8_t *bid, size_t blen, const char *got, int exe,
 			   enum debuginfo_status *st, char *text, size_t tlen)
 {
 	struct sym_elf_info info;
@@ -88,12 +103,18 @@ static int inspect_fetched(const uint8_t *bid, size_t blen, const char *got,
 	int rc;
 
 	err_clear(&msg);
-	/* Some servers hand out a stripped binary as "debuginfo": insist on DWARF. */
+	/* Some servers hand out a stripped binary as "debuginfo": insist on
+	 * DWARF.  An executable is only worth keeping for its .gopclntab. */
 	rc = sym_elf_inspect_file(got, &info, &msg);
 	if (rc)
 		reason = SYM_REASON_INVALID_ELF;
 	else
-		rc = sym_elf_check(&info, bid, blen, 1, &reason, &msg);
+		rc = sym_elf_check(&info, bid, blen, !exe, &reason, &msg);
+	if (!rc && exe && (!(info.flags & SYM_HAS_TEXT) || (info.flags & SYM_SEGMENTS_FROM_DEBUG) ||
+			   !info.n_segments)) {
+		reason = SYM_REASON_INVALID_ELF;
+		rc = err_set(&msg, ERR_INVALID, "invalid_elf: not an executable (no code or no PT_LOAD)");
+	}
 	if (!rc)
 		return 0;
 	snprintf(text, tlen, "debuginfod served an unusable file: %s", msg.text);
@@ -102,38 +123,40 @@ static int inspect_fetched(const uint8_t *bid, size_t blen, const char *got,
 }
 
 /*
- * Moves the checked file to the store, seen by `owners` ("*": every
- * tenant), unless a file arrived meanwhile.  upload_mu held.
+ * Moves the checked file (with `exe` an executable) to the store, seen by
+ * `owners` ("*": every tenant), unless a file arrived meanwhile.
+ * upload_mu held.
  */
-static int install_fetched(struct debuginfo *s, const char *id, const char *got, int64_t now,
-			   const char *owners)
+static int install_fetched(struct debuginfo *s, const char *id, const char *got, int exe,
+			   int64_t now, const char *owners)
 {
-	char dst[DEBUGINFO__PATH_MAX], exe[DEBUGINFO__PATH_MAX], dir[DEBUGINFO__PATH_MAX];
+	char dst[DEBUGINFO__PATH_MAX], exe_path[DEBUGINFO__PATH_MAX], dir[DEBUGINFO__PATH_MAX];
 	struct debuginfo__meta m;
 	uint8_t d[SHA256_LEN];
 	uint64_t size = 0;
 	int rc;
 
 	if (debuginfo__path(s, id, "debuginfo", dst, sizeof(dst)) ||
-	    debuginfo__path(s, id, "executable", exe, sizeof(exe)) ||
+	    debuginfo__path(s, id, "executable", exe_path, sizeof(exe_path)) ||
 	    debuginfo__path(s, id, NULL, dir, sizeof(dir)))
 		return ERR_TOO_LARGE;
-	if (debuginfo__file_exists(dst) || debuginfo__file_exists(exe))
+	if (debuginfo__file_exists(dst) || debuginfo__file_exists(exe_path))
 		return 0;
 	rc = sha256_file(got, d, &size);
 	if (!rc)
 		rc = debuginfo__mkdir_p(dir);
-	if (!rc && rename(got, dst)) {
-		log_error("debuginfo: cannot rename %s to %s: %s", got, dst, strerror(errno));
+	if (!rc && rename(got, exe ? exe_path : dst)) {
+		log_error("debuginfo: cannot rename %s to %s: %s", got, exe ? exe_path : dst,
+			  strerror(errno));
 		rc = ERR_IO;
 	}
 	if (rc)
 		return rc;
-	debuginfo__fsync_dir(dst);
+	debuginfo__fsync_dir(exe ? exe_path : dst);
 	memset(&m, 0, sizeof(m));
 	m.source = DEBUGINFO_SOURCE_DEBUGINFOD;
 	m.status = DEBUGINFO_STATUS_OK;
-	m.kinds = 1u << DEBUGINFO_FILE_DEBUGINFO;
+	m.kinds = 1u << (exe ? DEBUGINFO_FILE_EXECUTABLE : DEBUGINFO_FILE_DEBUGINFO);
 	m.size = size;
 	for (int i = 0; i < 8; i++)
 		m.hash = m.hash << 8 | d[i];
@@ -154,7 +177,7 @@ static int install_fetched(struct debuginfo *s, const char *id, const char *got,
  * upload_mu held.  0, or ERR_CONFLICT with `text` saying why.
  */
 static int adopt_fetched(struct debuginfo *s, const char *owner, const char *id, const char *got,
-			 int64_t now, char *text, size_t tlen)
+			 int exe, int64_t now, char *text, size_t tlen)
 {
 	char dst[DEBUGINFO__PATH_MAX];
 	struct debuginfo__meta m;
@@ -162,7 +185,7 @@ static int adopt_fetched(struct debuginfo *s, const char *owner, const char *id,
 	int same = 0, rc;
 
 	if (!debuginfo__has_file(s, id))
-		return install_fetched(s, id, got, now, owner);
+		return install_fetched(s, id, got, exe, now, owner);
 	rc = debuginfo__meta_get(s, id, &m);
 	if (rc)
 		return rc;
@@ -216,7 +239,7 @@ static int fetch_through(struct debuginfo *s, unsigned set, const struct debugin
 	enum debuginfo_status st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
 	struct err_msg msg;
 	char *got = NULL, text[600];
-	int tenant = set && set != DEBUGINFO__SET_SERVER, rc;
+	int tenant = set && set != DEBUGINFO__SET_SERVER, exe = 0, rc;
 
 	err_clear(&msg);
 	if (debuginfo__fetch_admit(s, &retry)) {
@@ -228,6 +251,24 @@ static int fetch_through(struct debuginfo *s, unsigned set, const struct debugin
 	}
 	rc = debuginfo__debuginfod_fetch_from(s, u, id, 0, clock_mono_ns() + s->fetch_timeout_ns,
 					      &got, &msg);
+	/* No debug info anywhere: a Go executable names its frames itself
+	 * (.gopclntab), so ask for the executable; other executables are not
+	 * taken (not found, as before).  A Go executable without DWARF served
+	 * as "debuginfo" is kept as the executable it is. */
+	if (rc == ERR_NOT_FOUND) {
+		exe = 1;
+		rc = debuginfo__debuginfod_fetch_from(s, u, id, 1,
+						      clock_mono_ns() + s->fetch_timeout_ns, &got,
+						      &msg);
+		if (!rc && !go_without_dwarf(got)) {
+			unlink(got);
+			free(got);
+			got = NULL;
+			rc = ERR_NOT_FOUND;
+		}
+	} else if (!rc && go_without_dwarf(got)) {
+		exe = 1;
+	}
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
 		record_failure(s, set, id, DEBUGINFO_STATUS_NOT_FOUND, now + s->retry_ns,
@@ -243,11 +284,11 @@ static int fetch_through(struct debuginfo *s, unsigned set, const struct debugin
 		return rc;
 	}
 	atomic_fetch_add(&s->fetches_ok, 1);
-	rc = inspect_fetched(bid, blen, got, &st, text, sizeof(text));
+	rc = inspect_fetched(bid, blen, got, exe, &st, text, sizeof(text));
 	if (!rc) {
 		pthread_mutex_lock(&s->upload_mu);
-		rc = set ? adopt_fetched(s, u->owner, id, got, now, text, sizeof(text))
-			 : install_fetched(s, id, got, now, "*");
+		rc = set ? adopt_fetched(s, u->owner, id, got, exe, now, text, sizeof(text))
+			 : install_fetched(s, id, got, exe, now, "*");
 		pthread_mutex_unlock(&s->upload_mu);
 		st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
 		if (rc && rc != ERR_CONFLICT)

@@ -400,6 +400,8 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 	if (!rc && !same)
 		rc = install(u, id, kind, dst, d, &m, msg);
 	if (!rc) {
+		unsigned had_kinds = m.kinds;
+
 		m.kinds |= 1u << kind;
 		/* An unstripped binary is its own executable: its program headers
 		 * give exact file offsets, and /buildid/<id>/executable serves it. */
@@ -409,16 +411,22 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 		    (!debuginfo__file_exists(exe) || replaced) &&
 		    !debuginfo__install_copy(dst, exe, NULL))
 			m.kinds |= 1u << DEBUGINFO_FILE_EXECUTABLE;
-		/* A new executable names the PLT stubs a .debug file cannot: the
+		/* A new executable names the PLT stubs a .debug file cannot, and a
+		 * debug file after an executable alone brings DWARF, which wins
+		 * over a Go executable's .gopclntab and its symbol tables: the
 		 * index built without it is rebuilt. */
 		if (replaced || (had_meta && m.status != DEBUGINFO_STATUS_OK) ||
 		    (kind == DEBUGINFO_FILE_KALLSYMS && !same) ||
+		    (kind == DEBUGINFO_FILE_DEBUGINFO && !same &&
+		     (had_kinds & (1u << DEBUGINFO_FILE_EXECUTABLE))) ||
 		    (kind == DEBUGINFO_FILE_EXECUTABLE && !same &&
 		     (m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO))))
 			debuginfo__drop_derived(s, id, bid, blen);
+		/* The same bytes again keep what the index build noted (build.c). */
+		if (!same || m.status != DEBUGINFO_STATUS_OK)
+			m.reason[0] = '\0';
 		m.source = DEBUGINFO_SOURCE_UPLOAD;
 		m.status = DEBUGINFO_STATUS_OK;
-		m.reason[0] = '\0';
 		m.retry_at = 0;
 		if (!same || !m.uploaded)
 			m.uploaded = clock_wall_ns();

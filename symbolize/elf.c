@@ -110,6 +110,10 @@ static void classify_section(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh,
 		out->flags |= SYM_HAS_TEXT;
 	if (!strcmp(name, ".gnu_debuglink"))
 		out->flags |= SYM_HAS_DEBUGLINK;
+	/* Go's function table; PIE and externally linked builds put it in relro. */
+	if ((!strcmp(name, ".gopclntab") || !strcmp(name, ".data.rel.ro.gopclntab")) &&
+	    sh->sh_type == SHT_PROGBITS && sh->sh_size > 0)
+		out->flags |= SYM_HAS_GOPCLNTAB;
 	if (!strcmp(name, ".gnu_debugaltlink") && sh->sh_type != SHT_NOBITS)
 		read_altlink(scn, out);
 }
@@ -571,10 +575,12 @@ int sym_elf_check(const struct sym_elf_info *info, const uint8_t *want_id,
 		return err_set(msg, ERR_INVALID, "%s: the file has no .debug_info",
 			       sym_reason_str(*reason));
 	}
-	if (!(info->flags & (SYM_HAS_DEBUG_INFO | SYM_HAS_SYMTAB | SYM_HAS_DYNSYM))) {
+	if (!(info->flags &
+	      (SYM_HAS_DEBUG_INFO | SYM_HAS_SYMTAB | SYM_HAS_DYNSYM | SYM_HAS_GOPCLNTAB))) {
 		*reason = SYM_REASON_NO_SYMBOLS;
 		return err_set(msg, ERR_INVALID,
-			       "no_symbols: no .debug_info, .symtab or .dynsym functions");
+			       "no_symbols: no .debug_info, .symtab or .dynsym functions, "
+			       "no .gopclntab");
 	}
 	*reason = SYM_REASON_OK;
 	return 0;

@@ -60,7 +60,6 @@ struct wloc {
 
 /* The writer's tables grow through `alloc`: the handle's budget for a DWARF build. */
 struct writer {
-	struct sym_dwarf *d;        /* NULL when writing a symbol table */
 	const struct grow_alloc *alloc; /* every table below grows through it */
 	const uint8_t *bid;         /* borrowed */
 	size_t blen;
@@ -145,7 +144,9 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int flatten(struct writer *w, const uint64_t *v, size_t n, uint64_t base)
+/* Evaluates the lookup at every boundary v[i] and writes a range where it changes. */
+static int flatten(struct writer *w, sym__lookup_fn fn, void *ctx, const uint64_t *v, size_t n,
+		   uint64_t base)
 {
 	struct sym_frame frames[SYM_MAX_FRAMES];
 	uint32_t prev = SYM_NONE;
@@ -157,7 +158,7 @@ static int flatten(struct writer *w, const uint64_t *v, size_t n, uint64_t base)
 		assert(i == 0 || v[i - 1] <= v[i]);
 		if (i > 0 && v[i] == v[i - 1])
 			continue;
-		if ((rc = sym_dwarf_lookup(w->d, v[i], frames, SYM_MAX_FRAMES, &k)))
+		if ((rc = fn(ctx, v[i], frames, SYM_MAX_FRAMES, &k)))
 			return rc;
 		if (k && (rc = intern_chain(w, frames, k, &leaf)))
 			return rc;
@@ -278,6 +279,11 @@ static void writer_release(struct writer *w)
 	buf_release(&w->strtab);
 }
 
+static int dwarf_lookup(void *ctx, uint64_t vaddr, struct sym_frame *frames, size_t max, size_t *n)
+{
+	return sym_dwarf_lookup(ctx, vaddr, frames, max, n);
+}
+
 int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 			struct sym_index_stats *stats, struct err_msg *msg)
 {
@@ -287,7 +293,6 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 	int rc;
 
 	memset(&w, 0, sizeof(w));
-	w.d = d;
 	w.alloc = &d->budget.alloc;
 	w.bid = d->info.build_id;
 	w.blen = d->info.build_id_len;
@@ -314,7 +319,7 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 			goto out;
 		}
 	}
-	if ((rc = flatten(&w, v, n, base))) {
+	if ((rc = flatten(&w, dwarf_lookup, d, v, n, base))) {
 		err_set(msg, rc, "flattening address ranges: %s", err_str(rc));
 		goto out;
 	}
@@ -327,8 +332,10 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 		size_t nf = 0;
 		for (size_t i = 0; i < d->n_cus; i++)
 			nf += d->cus[i].n_funcs;
-		*stats = (struct sym_index_stats){ w.n_ranges, w.n_locs, w.strtab.len,
-						   out->len - before, nf, d->n_syms };
+		*stats = (struct sym_index_stats){ .ranges = w.n_ranges, .locations = w.n_locs,
+						   .string_bytes = w.strtab.len,
+						   .file_bytes = out->len - before,
+						   .functions = nf, .symbols = d->n_syms };
 	}
 out:
 	SYM__FREE(d, v, cap);
@@ -373,6 +380,34 @@ int sym__index_write_symbols(const struct sym__named_start *e, size_t n, uint64_
 	return rc;
 }
 
+int sym__index_write_lookup(sym__lookup_fn fn, void *ctx, const uint64_t *v, size_t n,
+			    const uint8_t *bid, size_t blen, const struct grow_alloc *alloc,
+			    struct buf *out, struct sym_index_stats *stats, struct err_msg *msg)
+{
+	struct writer w;
+	size_t before = out->len;
+	int rc;
+
+	assert(n > 0 && v[n - 1] - v[0] <= UINT32_MAX && blen <= SYM_BUILD_ID_MAX);
+	memset(&w, 0, sizeof(w));
+	w.alloc = alloc;
+	w.bid = bid;
+	w.blen = blen;
+	hmap_init(&w.loc_index, HMAP_MAX, alloc);
+	sym__ptrmap_init(&w.stroff, alloc);
+	buf_init(&w.strtab, (size_t)UINT32_MAX);
+	if ((rc = flatten(&w, fn, ctx, v, n, v[0])))
+		err_set(msg, rc, "flattening address ranges: %s", err_str(rc));
+	else if ((rc = serialize(&w, v[0], out)))
+		err_set(msg, rc, "writing the index: %s", err_str(rc));
+	if (!rc && stats)
+		*stats = (struct sym_index_stats){ .ranges = w.n_ranges, .locations = w.n_locs,
+						   .string_bytes = w.strtab.len,
+						   .file_bytes = out->len - before };
+	writer_release(&w);
+	return rc;
+}
+
 int sym__write_atomic(const char *path, const void *data, size_t len, struct err_msg *msg)
 {
 	size_t pl = strlen(path);
@@ -412,6 +447,45 @@ int sym__write_atomic(const char *path, const void *data, size_t len, struct err
 	return rc;
 }
 
+/* Whether the file at `path` has Go's table and no DWARF. */
+static int go_without_dwarf(const char *path)
+{
+	struct sym_elf_info info;
+
+	return path && sym_elf_inspect_file(path, &info, NULL) == 0 &&
+	       (info.flags & SYM_HAS_GOPCLNTAB) && !(info.flags & SYM_HAS_DEBUG_INFO);
+}
+
+/* The index of a Go executable without DWARF, from its .gopclntab. */
+static int build_gopcln(const char *path, const char *out_path, const struct sym_dwarf_opts *opts,
+			struct sym_index_stats *stats, struct err_msg *msg)
+{
+	struct sym_gopcln_opts go = { 0 };
+	struct sym_index_stats st;
+	struct sym_gopcln *g = NULL;
+	struct buf b;
+	int rc;
+
+	buf_init(&b, (size_t)UINT32_MAX);
+	if (opts) {
+		go.build_id = opts->build_id;
+		go.build_id_len = opts->build_id_len;
+		go.max_memory = opts->max_memory;
+	}
+	if ((rc = sym_gopcln_open(path, &go, &g, msg)) ||
+	    (rc = sym_gopcln_index_buf(g, &b, &st, msg)) ||
+	    (rc = sym__write_atomic(out_path, b.data, b.len, msg)))
+		goto out;
+	st.from = SYM_FROM_GOPCLNTAB;
+	st.layout = sym_gopcln_layout(g);
+	if (stats)
+		*stats = st;
+out:
+	sym_gopcln_close(g);
+	buf_release(&b);
+	return rc;
+}
+
 int sym_index_build(const char *debug_path, const char *out_path,
 		    const struct sym_dwarf_opts *opts, struct sym_index_stats *stats,
 		    struct err_msg *msg)
@@ -420,6 +494,16 @@ int sym_index_build(const char *debug_path, const char *out_path,
 	struct buf b;
 	int rc;
 
+	/* DWARF when there is some; else Go's own table (of the file, or of
+	 * the executable next to a .debug file without DWARF); else symbols. */
+	if (go_without_dwarf(debug_path))
+		return build_gopcln(debug_path, out_path, opts, stats, msg);
+	if (opts && opts->plt_from && go_without_dwarf(opts->plt_from)) {
+		struct sym_elf_info info;
+		if (sym_elf_inspect_file(debug_path, &info, NULL) == 0 &&
+		    !(info.flags & SYM_HAS_DEBUG_INFO))
+			return build_gopcln(opts->plt_from, out_path, opts, stats, msg);
+	}
 	buf_init(&b, (size_t)UINT32_MAX);
 	if ((rc = sym_dwarf_open(debug_path, opts, &d, msg)))
 		goto out;

@@ -243,7 +243,8 @@ int sym_kallsyms_index_buf(const void *data, size_t len, const uint8_t *bid, siz
 	}
 	rc = sym__index_write_symbols(e, n, 0, bid, blen, out, msg);
 	if (!rc && stats)
-		*stats = (struct sym_index_stats){ n, named, 0, out->len - before, 0, funcs };
+		*stats = (struct sym_index_stats){ .ranges = n, .locations = named,
+						   .file_bytes = out->len - before, .symbols = funcs };
 out:
 	free(e);
 	grow_free(NULL, c.v, c.cap, sizeof(*c.v));

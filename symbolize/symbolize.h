@@ -81,6 +81,7 @@ enum sym_elf_flags {
 	SYM_DEBUG_COMPRESSED = 1 << 5, /* SHF_COMPRESSED or .zdebug_* */
 	SYM_HAS_TEXT = 1 << 6,         /* .text with contents (not a .debug) */
 	SYM_SEGMENTS_FROM_DEBUG = 1 << 7, /* PT_LOAD offsets not trustworthy */
+	SYM_HAS_GOPCLNTAB = 1 << 8,    /* Go's function table (.gopclntab) */
 };
 
 struct sym_elf_info {
@@ -201,6 +202,8 @@ struct sym_dwarf_opts {
 	 * take PLT stub names from when the file opened has none: a .debug
 	 * file keeps .plt's address but not the relocations that name its
 	 * entries.  Ignored unless it is a regular ELF file with that build ID.
+	 * sym_index_build also takes Go's .gopclntab from it when the file
+	 * has no DWARF.
 	 */
 	const char *plt_from;
 };
@@ -303,6 +306,13 @@ struct sym_index_stats {
 	uint64_t file_bytes;
 	uint64_t functions;   /* DWARF subprograms with code */
 	uint64_t symbols;     /* ELF FUNC symbols used as fallback */
+	uint32_t from;        /* enum sym_index_from: what named the frames */
+	const char *layout;   /* SYM_FROM_GOPCLNTAB: sym_gopcln_layout(); else NULL */
+};
+
+enum sym_index_from {
+	SYM_FROM_DEBUG_FILE = 0, /* DWARF, else the ELF symbol tables */
+	SYM_FROM_GOPCLNTAB,      /* Go's .gopclntab: no DWARF for the build ID */
 };
 
 /*
@@ -315,6 +325,10 @@ int sym_index_build_buf(struct sym_dwarf *d, struct buf *out,
 /*
  * Opens `debug_path` (with `opts`, may be NULL), builds its index and
  * writes it to `out_path` atomically (a temporary file, fsync, rename).
+ * The engine per build ID: DWARF when the file has it; else Go's
+ * .gopclntab (section 5) of the file, or of opts->plt_from (the
+ * executable) when the file has none; else the ELF symbol tables.
+ * stats->from says which.
  */
 int sym_index_build(const char *debug_path, const char *out_path,
 		    const struct sym_dwarf_opts *opts,
@@ -397,5 +411,64 @@ int sym_kallsyms_index_buf(const void *data, size_t len, const uint8_t *bid, siz
 /* The same from the map at `map_path` to the index file `out_path` (atomically). */
 int sym_kallsyms_index_build(const char *map_path, const char *out_path, const uint8_t *bid,
 			     size_t blen, struct sym_index_stats *stats, struct err_msg *msg);
+
+/* ---- 5. Go's function table ---------------------------------------------- */
+
+/*
+ * Go executables carry their own function table, .gopclntab, even when
+ * stripped (`strip`, `-ldflags=-s -w`): the runtime needs it for
+ * tracebacks.  struct sym_gopcln names frames from it when a build ID has
+ * no DWARF: function names (Go's, e.g. "main.(*T).m"), files, lines, and
+ * inlined calls (no columns).  The layouts of Go 1.18 and 1.19 (magic
+ * 0xfffffff0) and of Go 1.20 onwards (0xfffffff1) are read, little-endian
+ * files only; older ones are refused with a message naming the version.
+ * Every read is bounds-checked: a damaged table gives ERR_INVALID at open,
+ * or no frames for the function whose records are damaged.
+ *
+ * Threading and ownership as struct sym_dwarf: one thread at a time
+ * (lookups keep the last decoded function); strings in frames are
+ * borrowed from the handle.
+ */
+struct sym_gopcln;
+
+struct sym_gopcln_opts {
+	const uint8_t *build_id; /* borrowed; when set, a mismatch fails the open */
+	size_t build_id_len;
+	size_t max_memory;       /* cap of the handle's tables and strings; 0: 1 GiB */
+};
+
+/*
+ * Opens the Go executable at `path` (or `len` bytes at `data`, borrowed,
+ * which must outlive the handle).  ERR_NOT_FOUND (with a message) when it
+ * has no .gopclntab, ERR_INVALID for a malformed ELF, table or an
+ * unsupported Go version, ERR_IO, ERR_NOMEM.  `opts` may be NULL.
+ * Returns an owned handle in *out (free with sym_gopcln_close).
+ */
+int sym_gopcln_open(const char *path, const struct sym_gopcln_opts *opts,
+		    struct sym_gopcln **out, struct err_msg *msg);
+int sym_gopcln_open_mem(const void *data, size_t len, const struct sym_gopcln_opts *opts,
+			struct sym_gopcln **out, struct err_msg *msg);
+void sym_gopcln_close(struct sym_gopcln *g);
+
+/* The inspected headers of the open file (borrowed). */
+const struct sym_elf_info *sym_gopcln_info(const struct sym_gopcln *g);
+
+/* "Go 1.18-1.19" or "Go 1.20+": the table layout read. */
+const char *sym_gopcln_layout(const struct sym_gopcln *g);
+
+/* Same contract as sym_dwarf_lookup (frames innermost first). */
+int sym_gopcln_lookup(struct sym_gopcln *g, uint64_t vaddr, struct sym_frame *frames,
+		      size_t max, size_t *n);
+
+/* Same contract as sym_dwarf_lookup_caller. */
+int sym_gopcln_lookup_caller(struct sym_gopcln *g, uint64_t ret, struct sym_frame *frames,
+			     size_t max, size_t *n);
+
+/*
+ * Writes the index (section 3) of the whole table to `out` (appended),
+ * answering at every address what sym_gopcln_lookup answers.
+ */
+int sym_gopcln_index_buf(struct sym_gopcln *g, struct buf *out, struct sym_index_stats *stats,
+			 struct err_msg *msg);
 
 #endif

@@ -293,6 +293,114 @@ int sym__index_write_symbols(const struct sym__named_start *e, size_t n, uint64_
 			     const uint8_t *bid, size_t blen, struct buf *out,
 			     struct err_msg *msg);
 
+/*
+ * Writes (appends to `out`) the index of any lookup `fn`: evaluated at each
+ * of the `n` sorted addresses `v` (duplicates allowed; the lookup must be
+ * constant between consecutive ones and answer nothing at the last), whose
+ * span is below 4 GiB.  Tables grow through `alloc`.  `stats` may be NULL.
+ */
+int sym__index_write_lookup(sym__lookup_fn fn, void *ctx, const uint64_t *v, size_t n,
+			    const uint8_t *bid, size_t blen, const struct grow_alloc *alloc,
+			    struct buf *out, struct sym_index_stats *stats, struct err_msg *msg);
+
+/* ---- gopclntab.c: Go's function table ---- *
+ *
+ * Layouts (all little-endian; P = pointer size, 4 or 8, from the header),
+ * after Go's runtime/symtab.go and runtime2.go:
+ *
+ * pcHeader, at the start of .gopclntab:
+ *     0  4  magic: 0xfffffff0 (Go 1.18, 1.19), 0xfffffff1 (1.20+)
+ *     4  2  zero
+ *     6  1  minLC: the pc quantum (1 x86, 4 arm64)
+ *     7  1  P
+ *     8  P  nfunc;  8+P nfiles;  8+2P textStart (0 in a PIE: .text's address)
+ *  8+3P  P  offsets from the header of: funcnametab, cutab, filetab,
+ *           pctab, pclntab (five words)
+ *
+ * pclntab starts with the function table: nfunc + 1 pairs of u32
+ * (entry - textStart, offset of the function's record from pclntab); the
+ * last entry is the end of the code.  A function record (_func):
+ *     0 entryOff  4 nameOff (into funcnametab)  8 args  12 deferreturn
+ *    16 pcsp  20 pcfile  24 pcln (offsets into pctab, 0: none)
+ *    28 npcdata  32 cuOffset (into cutab, u32 entries)
+ *    then 1.18/1.19: 36 funcID, flag, pad, 39 nfuncdata (40 bytes)
+ *         1.20+:     36 startLine, 40 funcID, flag, pad, 43 nfuncdata (44)
+ *    then npcdata u32 pctab offsets (index 2: the inline-tree index), and
+ *    nfuncdata u32 offsets from moduledata.gofunc (index 3: the inline
+ *    tree; 0xffffffff: none).
+ *
+ * A pc-value table is a sequence of (zig-zag varint value delta, varint pc
+ * delta times the quantum) pairs from value -1 at the entry, ending at a
+ * zero value delta after the first pair; a value holds from the previous
+ * pc up to the pc of its pair.  File numbers index the function's unit in
+ * cutab, which gives offsets of NUL-terminated paths in filetab.
+ *
+ * Inline-tree entries: 1.18/1.19 20 bytes (name offset at 12, parentPc at
+ * 16), 1.20+ 16 bytes (name offset at 4, parentPc at 8).  parentPc is an
+ * offset from the entry of an instruction positioned at the call site.
+ *
+ * moduledata, in writable data, starts with words: the header's address,
+ * funcnametab (slice: address, len, cap), cutab (slice), ...; word 22 is
+ * the text address, and gofunc is word 38 (1.18/1.19) or 40 (1.20+, which
+ * added two coverage-counter words before `end`).  In a PIE these words
+ * are 0 in the file, with RELATIVE relocations whose addends are the
+ * values.
+ */
+#define SYM_GOPCLN_MAX_FUNCS (4u << 20)     /* functions of one table */
+#define SYM_GOPCLN_MAX_ROWS (1u << 20)      /* rows of one pc-value table */
+#define SYM_GOPCLN_MAX_PCDATA 1024u         /* PCDATA tables of one function */
+#define SYM_GOPCLN_MAX_RELOCS (16u << 20)   /* RELATIVE relocations read (PIE) */
+#define SYM_GOPCLN_MAX_EMPTY 16u            /* pc-value pairs of pc delta 0, per table */
+#define SYM_GOPCLN_DEFAULT_MEM ((size_t)1 << 30)
+
+struct sym__pcrow {
+	uint64_t end;   /* the value holds below end (from the previous row's end) */
+	int32_t val;
+};
+
+struct sym__pctab {
+	struct sym__pcrow *rows; /* owned, through the handle's budget */
+	size_t n, cap;
+};
+
+/* The last function decoded. */
+struct sym__gofunc {
+	uint32_t idx;            /* function index, SYM_NONE: none yet */
+	int bad;                 /* its records do not decode: no frames */
+	uint64_t entry, end;     /* end: where its line table ends */
+	uint32_t nameoff, cuoff;
+	struct sym__pctab file, line, inl;
+	const uint8_t *inltree;  /* borrowed from the file; NULL: no inlining */
+	size_t inltree_len;      /* bytes from inltree to its section's end */
+};
+
+struct sym_gopcln {
+	struct sym_elf_info info;
+	int fd;
+	Elf *elf;
+	int version;             /* 118 (1.18, 1.19) or 120 (1.20+) */
+	unsigned quantum, ptrsize;
+	uint32_t nfunc;
+	uint64_t text;           /* textStart */
+	const uint8_t *tab;      /* .gopclntab, borrowed from the file */
+	size_t tab_len;
+	uint64_t funcname_off, cu_off, file_off, pc_off, ln_off; /* within tab */
+	const uint8_t *gofunc;   /* moduledata.gofunc's bytes; NULL: not found */
+	size_t gofunc_len;
+	struct grow_budget budget;
+	struct intern strings;   /* every name and path handed out */
+	struct sym__gofunc fn;
+};
+
+/*
+ * A handle over the table bytes alone (borrowed, must outlive it), for
+ * tests and the fuzzer: `text` is used when the header's textStart is 0,
+ * `gofunc` (may be NULL) is where FUNCDATA offsets point.
+ */
+int sym__gopcln_open_tables(const uint8_t *tab, size_t tab_len, uint64_t text,
+			    const uint8_t *gofunc, size_t gofunc_len, size_t max_memory,
+			    struct sym_gopcln **out, struct err_msg *msg);
+
 /* Writes `len` bytes to `path` atomically (temporary file, fsync, rename). */
 int sym__write_atomic(const char *path, const void *data, size_t len, struct err_msg *msg);
 

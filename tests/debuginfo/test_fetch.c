@@ -3,7 +3,7 @@
  * real service and a fake debuginfod on loopback: not found, an upstream
  * that hangs, files that cannot serve as debug info (not an ELF, a stripped
  * binary), a good .debug file stored (every tenant's) and then resolved
- * from, the budget of fetches per minute, the budgets of one query and one
+ * from, a Go executable fetched when no debug info is served, the budget of fetches per minute, the budgets of one query and one
  * tenant, a tenant's query that may not use another's file, and a fetch
  * that finds an upload already stored.
  */
@@ -186,6 +186,61 @@ static void test_fetched_and_resolved(void **state)
 	free(a);
 }
 
+static int outermost(void *ctx, size_t i, uint64_t vaddr, const struct sym_frame *f, size_t n)
+{
+	(void)i;
+	(void)vaddr;
+	if (n && f[n - 1].function)
+		snprintf(ctx, 128, "%s", f[n - 1].function);
+	return 0;
+}
+
+/*
+ * A stripped Go program whose upstream has no debug info but serves the
+ * executable: it is fetched as the executable, and its frames are named
+ * from its .gopclntab, which its record says.
+ */
+static void test_go_executable(void **state)
+{
+	struct debuginfo_mapping_ref map = { 0, 0, 0, 1 };
+	struct debuginfo_addr_req req = { 0, 1 };
+	struct sym_elf_info info;
+	enum debuginfo_status st;
+	char reason[256], id[DEBUGINFO_HEX_MAX], name[128] = "", line[64] = "", cmd[700];
+	char exe[DEBUGINFO__PATH_MAX];
+	unsigned long long work = 0;
+	FILE *p;
+
+	(void)state;
+	if (system("command -v go >/dev/null 2>&1") != 0)
+		skip();
+	t_write("main.go", FIX_GO);
+	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
+			       "GO111MODULE=off go build -ldflags='-B 0x60c0ffee' -o gofull main.go && "
+			       "strip --strip-all -o gostripped gofull", t_dir, t_dir, t_dir, t_dir), 0);
+	assert_int_equal(sym_elf_inspect_file(t_path("gostripped"), &info, NULL), 0);
+	assert_false(info.flags & (SYM_HAS_DEBUG_INFO | SYM_HAS_SYMTAB));
+	sym_build_id_hex(info.build_id, info.build_id_len, id);
+	snprintf(cmd, sizeof(cmd), "readelf -sW '%s' | awk '$8==\"main.work\" {print $2}'",
+		 t_path("gofull"));
+	assert_non_null(p = popen(cmd, "r"));
+	assert_non_null(fgets(line, sizeof(line), p));
+	pclose(p);
+	work = strtoull(line, NULL, 16);
+	assert_true(work > 0);
+	serve(FAKE_EXECUTABLE, "gostripped");
+	req.addr = work + 4;
+	assert_int_equal(debuginfo_resolve(g_s, id, &map, &req, 1,
+					   clock_mono_ns() + 60000000000LL, outermost, name, &st,
+					   reason, sizeof(reason)), 0);
+	assert_int_equal(st, DEBUGINFO_STATUS_OK);
+	assert_string_equal(name, "main.work");
+	assert_int_equal(meta_of(id).kinds, 1u << DEBUGINFO_FILE_EXECUTABLE);
+	assert_non_null(strstr(meta_of(id).reason, "named from .gopclntab (Go 1.18-1.19 layout)"));
+	assert_int_equal(debuginfo__path(g_s, id, "executable", exe, sizeof(exe)), 0);
+	assert_true(debuginfo__file_exists(exe));
+}
+
 /* At most fetch_per_minute fetches start; the rest are recorded, not sent. */
 static void test_budget(void **state)
 {
@@ -209,7 +264,8 @@ static void test_budget(void **state)
 		snprintf(id, sizeof(id), "b0%02x", i);
 		assert_int_equal(debuginfo__fetch(s, id, b, 2), i < 2 ? ERR_NOT_FOUND : ERR_UNAVAILABLE);
 	}
-	assert_int_equal(atomic_load(&g_up.requests) - before, 2);
+	/* Two lookups, each asking for the debug info, then for a Go executable. */
+	assert_int_equal(atomic_load(&g_up.requests) - before, 4);
 	assert_int_equal(atomic_load(&s->fetches_limited), 3);
 	assert_int_equal(debuginfo__meta_get(s, "b004", &m), 0);
 	assert_int_equal(m.status, DEBUGINFO_STATUS_UPSTREAM_ERROR);
@@ -399,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_unusable_files),
 		cmocka_unit_test(test_stripped_binary),
 		cmocka_unit_test(test_fetched_and_resolved),
+		cmocka_unit_test(test_go_executable),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_query_and_tenant_budgets),
 		cmocka_unit_test(test_private_file_not_resolved_for_others),

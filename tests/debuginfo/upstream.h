@@ -19,7 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum fake_mode { FAKE_404, FAKE_FILE, FAKE_HANG, FAKE_REDIRECT };
+/* FAKE_EXECUTABLE: the file for /executable, 404 for anything else. */
+enum fake_mode { FAKE_404, FAKE_FILE, FAKE_HANG, FAKE_REDIRECT, FAKE_EXECUTABLE };
 
 struct fake_upstream {
 	int fd, port;
@@ -90,7 +91,8 @@ static inline void fake_answer(struct fake_upstream *u, int c)
 		fake_send_all(c, r, strlen(r));
 		return;
 	}
-	if (atomic_load(&u->mode) == FAKE_404) {
+	if (atomic_load(&u->mode) == FAKE_404 ||
+	    (atomic_load(&u->mode) == FAKE_EXECUTABLE && !strstr(req, "/executable "))) {
 		static const char nf[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n"
 					 "Connection: close\r\n\r\n";
 		fake_send_all(c, nf, sizeof(nf) - 1);

@@ -195,9 +195,11 @@ check_hex() {
 # serving the ELF files of DIR (-F scan); returns once every BUILD_ID is
 # served as debuginfo.  Sets DPID, DPORT, DURL.  The caller's EXIT trap must
 # call stop_debuginfod (the lib's cleanup does not know about it).
+# DEBUGINFOD_WAIT=executable waits for the executables instead (binaries
+# without debug info are served only as such).
 DPID=
 start_debuginfod() {
-	local dir=$1 id code i
+	local dir=$1 id code i kind=${DEBUGINFOD_WAIT:-debuginfo}
 	shift
 	DPORT=$((20000 + RANDOM % 20000))
 	debuginfod -F "$dir" -p "$DPORT" -d "$WORK/debuginfod.$DPORT.sqlite" \
@@ -207,13 +209,13 @@ start_debuginfod() {
 	for id in "$@"; do
 		code=
 		for i in $(seq 1 150); do
-			code=$(curl -s -o /dev/null -w '%{http_code}' "$DURL/buildid/$id/debuginfo" || true)
+			code=$(curl -s -o /dev/null -w '%{http_code}' "$DURL/buildid/$id/$kind" || true)
 			[ "$code" = 200 ] && break
 			kill -0 "$DPID" 2>/dev/null ||
 				fail "debuginfod exited: $(tail -5 "$WORK/debuginfod.$DPORT.log")"
 			sleep 0.2
 		done
-		[ "$code" = 200 ] || fail "debuginfod on $DPORT does not serve $id (HTTP $code)"
+		[ "$code" = 200 ] || fail "debuginfod on $DPORT does not serve $id's $kind (HTTP $code)"
 	done
 	note "debuginfod on port $DPORT serves $*"
 }
@@ -224,6 +226,147 @@ stop_debuginfod() {
 		wait "$DPID" 2>/dev/null || true
 		DPID=
 	fi
+}
+
+# skip_test REASON: ends the test as skipped (exit 77, CTest's SKIP_RETURN_CODE).
+skip_test() {
+	note "$1: skipped"
+	trap - EXIT
+	rm -rf "$WORK"
+	exit 77
+}
+
+# need_go_perf: sets GO to a working Go toolchain ($GO, else go on PATH) and
+# checks that perf can record here; skips the test (77) otherwise.
+need_go_perf() {
+	GO=${GO:-$(command -v go || true)}
+	[ -n "$GO" ] && "$GO" version >/dev/null 2>&1 ||
+		skip_test "no working go toolchain (package golang-go)"
+	perf record -q -o "$WORK/probe.data" -- true >/dev/null 2>&1 ||
+		skip_test "perf cannot record here"
+}
+
+# go_spin_program: the Go source of a program that runs spin(x uint64)
+# uint64 (defined on stdin, with its helpers; no imports of its own) in a
+# loop in two goroutines until the process has used argv[1] seconds of CPU
+# time (both goroutines count), like the C programs above; with argv[2],
+# the Go runtime writes its CPU profile there.  main.worker calls spin.
+go_spin_program() {
+	cat <<'EOF'
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+EOF
+	cat
+	cat <<'EOF'
+
+// cpuSeconds is the process's CPU time (user + system), not wall time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+//go:noinline
+func worker(id int, secs float64, out *uint64, wg *sync.WaitGroup) {
+	defer wg.Done()
+	x := uint64(id)
+	for cpuSeconds() < secs {
+		x = spin(x)
+	}
+	*out = x
+}
+
+func main() {
+	secs, _ := strconv.ParseFloat(os.Args[1], 64)
+	if len(os.Args) > 2 {
+		f, err := os.Create(os.Args[2])
+		if err != nil {
+			panic(err)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	var wg sync.WaitGroup
+	res := make([]uint64, 2)
+	for i := range res {
+		wg.Add(1)
+		go worker(i, secs, &res[i], &wg)
+	}
+	wg.Wait()
+	fmt.Println(res[0] ^ res[1])
+}
+EOF
+}
+
+# go_build_with_id SRC OUT [LDFLAGS]: builds the Go file SRC into OUT ($GO,
+# caches in $WORK) with a GNU build ID, the SHA-1 of SRC, which it prints.
+go_build_with_id() {
+	local src=$1 out=$2 ldflags=${3:-} h id
+	h=$(sha1sum "$src" | cut -c1-40)
+	(cd "$(dirname "$src")" && GOCACHE="$WORK/gocache" GOPATH="$WORK/gopath" \
+		GOFLAGS=-buildvcs=false GO111MODULE=off \
+		"$GO" build -ldflags="$ldflags -B 0x$h" -o "$out" "$(basename "$src")") ||
+		fail "go build of $src failed"
+	id=$(build_id "$out")
+	[ "$id" = "$h" ] || fail "$out has build ID '$id', not $h"
+	echo "$id"
+}
+
+# go_profiles BIN: three CPU profiles of the Go program BIN (go_spin_program,
+# run for 3 s of CPU time each), in $WORK: fp.pb.gz (perf --call-graph fp,
+# raw return addresses), fpcall.pb.gz (the same, callers moved into their
+# call instruction) and goruntime.pb.gz (the Go runtime's own profile,
+# goruntime.named.pprof, with its names removed).
+go_profiles() {
+	perf record -q -F 999 --call-graph fp -o "$WORK/fp.data" "$1" 3 \
+		>/dev/null 2>"$WORK/perf.err" || fail "perf record: $(head -c 300 "$WORK/perf.err")"
+	"$PERF2PPROF" -i "$WORK/fp.data" -o "$WORK/fp.pb.gz" --quiet
+	"$PERF2PPROF" -i "$WORK/fp.data" -o "$WORK/fpcall.pb.gz" --quiet --callers-in-call
+	"$1" 3 "$WORK/goruntime.named.pprof" >/dev/null
+	"$PPROFSTRIP" "$WORK/goruntime.named.pprof" "$WORK/goruntime.pb.gz"
+}
+
+# ingest_go_profiles PREFIX: go_profiles' three files to $URL as the
+# services PREFIXfp, PREFIXfpcall and PREFIXgoruntime.
+ingest_go_profiles() {
+	local p
+	for p in fp fpcall goruntime; do
+		"$UNHEX" ingest --server "$URL" --name "$1$p.cpu" "$WORK/$p.pb.gz" >/dev/null ||
+			fail "ingest of $p"
+	done
+}
+
+# pprof_traces FILE: one line per stack of a pprof file, "value<TAB>leaf;...;root",
+# from `go tool pprof -traces` ($GO; inline markers dropped, inline frames
+# kept; the first sample type).
+pprof_traces() {
+	"$GO" tool pprof -traces "$1" 2>/dev/null | awk '
+		/^-+\+-+$/ { if (s != "") print v "\t" s; s = ""; v = ""; next }
+		/^ +[0-9.]+[a-zµ]*s? +[^ ]/ && v == "" && s == "" { v = $1; $1 = ""; sub(/^ +/, ""); s = $0; next }
+		v != "" { sub(/^ +/, ""); sub(/ \(inline\)$/, ""); s = s ";" $0 }
+		END { if (s != "") print v "\t" s }' | sed 's/ (inline)//g'
+}
+
+# export_traces SERVICE OUT: waits until the cpu profiles of SERVICE on $URL
+# ($FROM..$UNTIL) are symbolized, exports them (/api/v1/pprof) to OUT.pb.gz
+# and writes their pprof_traces to OUT.traces; fails when there are none.
+export_traces() {
+	local q
+	q=$(selector "$(cpu_type "$1")" "$1")
+	wait_symbolized "$q" "$FROM" "$UNTIL"
+	curl -sS -o "$2.pb.gz" "$URL/api/v1/pprof?query=$q&from=$FROM&until=$UNTIL" ||
+		fail "pprof export of $1"
+	pprof_traces "$2.pb.gz" >"$2.traces"
+	[ -s "$2.traces" ] || fail "$1: no stacks in the export"
 }
 
 # build_id ELF: the GNU build ID of ELF, in hex.

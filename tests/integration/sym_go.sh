@@ -2,7 +2,7 @@
 # sym_go.sh - the roots of Go stacks, end to end (docs/symbolization.md,
 # "Callers: the return-address rule").  A real Go program, built with a
 # GNU build ID (-ldflags -B), split and stripped, runs goroutines that
-# spin; the stripped binary is profiled three ways:
+# spin for 3 s of CPU time; the stripped binary is profiled three ways:
 #
 #   fp      perf --call-graph fp: raw return addresses (goexit + 1 at the
 #           root of every goroutine)
@@ -22,28 +22,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 need PERF2PPROF
 need PPROFSTRIP
-GO=${GO:-$(command -v go || true)}
-skip() {
-	note "$1: skipped"
-	trap - EXIT
-	rm -rf "$WORK"
-	exit 77
-}
-[ -n "$GO" ] && "$GO" version >/dev/null 2>&1 || skip "no working go toolchain (package golang-go)"
-perf record -q -o "$WORK/probe.data" -- true >/dev/null 2>&1 || skip "perf cannot record here"
+need_go_perf
 
-cat >"$WORK/gospin.go" <<'GOEOF'
-package main
-
-import (
-	"fmt"
-	"os"
-	"runtime/pprof"
-	"strconv"
-	"sync"
-	"syscall"
-)
-
+go_spin_program >"$WORK/gospin.go" <<'GOEOF'
 //go:noinline
 func spin(x uint64) uint64 {
 	for i := 0; i < 200000; i++ {
@@ -51,55 +32,9 @@ func spin(x uint64) uint64 {
 	}
 	return x
 }
-
-// cpuSecs is the process's CPU time (user + system): the workers stop on
-// it, not on the wall clock, so a loaded machine thins no profile.
-func cpuSecs() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-}
-
-//go:noinline
-func worker(id int, secs float64, out *uint64, wg *sync.WaitGroup) {
-	defer wg.Done()
-	x := uint64(id)
-	for cpuSecs() < secs {
-		x = spin(x)
-	}
-	*out = x
-}
-
-func main() {
-	secs, _ := strconv.ParseFloat(os.Args[1], 64)
-	if len(os.Args) > 2 {
-		f, err := os.Create(os.Args[2])
-		if err != nil {
-			panic(err)
-		}
-		pprof.StartCPUProfile(f)
-		defer pprof.StopCPUProfile()
-	}
-	var wg sync.WaitGroup
-	res := make([]uint64, 2)
-	secs *= float64(len(res)) // CPU seconds of the process: secs per worker
-	for i := range res {
-		wg.Add(1)
-		go worker(i, secs, &res[i], &wg)
-	}
-	wg.Wait()
-	fmt.Println(res[0] ^ res[1])
-}
 GOEOF
 note "Go: $("$GO" version)"
-H=$(sha1sum "$WORK/gospin.go" | cut -c1-40)
-(cd "$WORK" && GOCACHE="$WORK/gocache" GOPATH="$WORK/gopath" GOFLAGS=-buildvcs=false \
-	GO111MODULE=off "$GO" build -ldflags="-B 0x$H" -o "$WORK/gospin" gospin.go) ||
-	fail "go build failed"
-ID=$(build_id "$WORK/gospin")
-[ "$ID" = "$H" ] || fail "gospin has build ID '$ID', not $H"
+ID=$(go_build_with_id "$WORK/gospin.go" "$WORK/gospin")
 objcopy --only-keep-debug "$WORK/gospin" "$WORK/gospin.debug"
 cp "$WORK/gospin" "$WORK/gospin.stripped"
 strip --strip-all "$WORK/gospin.stripped"
@@ -108,18 +43,10 @@ strip --strip-all "$WORK/gospin.stripped"
 	fail "gospin.stripped still has symbols"
 
 # ---- three profiles of the stripped binary
-perf record -q -F 999 --call-graph fp -o "$WORK/fp.data" "$WORK/gospin.stripped" 1.5 \
-	>/dev/null 2>"$WORK/perf.err" || fail "perf record: $(head -c 300 "$WORK/perf.err")"
-"$PERF2PPROF" -i "$WORK/fp.data" -o "$WORK/fp.pb.gz" --quiet
-"$PERF2PPROF" -i "$WORK/fp.data" -o "$WORK/fpcall.pb.gz" --quiet --callers-in-call
-"$WORK/gospin.stripped" 1.5 "$WORK/goruntime.named.pprof" >/dev/null
-"$PPROFSTRIP" "$WORK/goruntime.named.pprof" "$WORK/goruntime.pb.gz"
+go_profiles "$WORK/gospin.stripped"
 
 start_server "$WORK/data" --debuginfod-urls "" --symbolize-budget 20s
-for p in fp fpcall goruntime; do
-	"$UNHEX" ingest --server "$URL" --name "go$p.cpu" "$WORK/$p.pb.gz" >/dev/null ||
-		fail "ingest of $p"
-done
+ingest_go_profiles go
 FROM=$(($(date +%s) - 86400))
 UNTIL=$(($(date +%s) + 3600))
 
@@ -144,24 +71,8 @@ if jq -r '.flamebearer.names[]' <<<"$BODY" | grep -q 'gospin\.stripped+0x'; then
 fi
 note "mixed: named and raw profiles of one binary, the raw frames named"
 
-# traces FILE: one line per stack, "value<TAB>leaf;...;root", from
-# `go tool pprof -traces` (inline markers dropped; the first sample type).
-traces() {
-	"$GO" tool pprof -traces "$1" 2>/dev/null | awk '
-		/^-+\+-+$/ { if (s != "") print v "\t" s; s = ""; v = ""; next }
-		/^ +[0-9.]+[a-zµ]*s? +[^ ]/ && v == "" && s == "" { v = $1; $1 = ""; sub(/^ +/, ""); s = $0; next }
-		v != "" { sub(/^ +/, ""); sub(/ \(inline\)$/, ""); s = s ";" $0 }
-		END { if (s != "") print v "\t" s }' | sed 's/ (inline)//g'
-}
-
 for p in fp fpcall goruntime; do
-	T=$(cpu_type "go$p")
-	Q=$(selector "$T" "go$p")
-	wait_symbolized "$Q" "$FROM" "$UNTIL"
-	curl -sS -o "$WORK/$p.out.pb.gz" "$URL/api/v1/pprof?query=$Q&from=$FROM&until=$UNTIL" ||
-		fail "pprof export of $p"
-	traces "$WORK/$p.out.pb.gz" >"$WORK/$p.traces"
-	[ -s "$WORK/$p.traces" ] || fail "$p: no stacks in the export"
+	export_traces "go$p" "$WORK/$p"
 	# go tool pprof shows a location without a name as [binary].  The
 	# frame below a signal handler (runtime.sigtramp) returns to the
 	# restorer's first byte, which no real producer moves (libdw marks
@@ -186,7 +97,7 @@ for p in fp fpcall; do
 done
 
 # The Go runtime's profile, named by unhex, names what the runtime named.
-traces "$WORK/goruntime.named.pprof" | awk -F'\t' '{print $2}' | sort -u >"$WORK/want"
+pprof_traces "$WORK/goruntime.named.pprof" | awk -F'\t' '{print $2}' | sort -u >"$WORK/want"
 awk -F'\t' '{print $2}' "$WORK/goruntime.traces" | sort -u >"$WORK/got"
 diff "$WORK/want" "$WORK/got" >"$WORK/diff" ||
 	fail "goruntime: stacks differ from the Go runtime's names: $(head -20 "$WORK/diff")"
