@@ -621,18 +621,18 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
  * frames store_txn_location() refuses (lines missing, too many) or a key
  * longer than b may hold: those go the uncached way, which says why.
  */
-static int frames_key(struct buf *b, const struct store_location *f, size_t n)
+static int frames_key(struct buf *b, const struct store_location *const *f, size_t n)
 {
 	size_t need = FRAME_KEY_TAG;
 	uint8_t *o;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
-		if (f[i].n_lines > STORE_MAX_LINES)
+		if (f[i]->n_lines > STORE_MAX_LINES)
 			return ERR_TOO_LARGE;
-		if (f[i].n_lines && !f[i].lines)
+		if (f[i]->n_lines && !f[i]->lines)
 			return ERR_INVALID;
-		need += (3 + 3 * f[i].n_lines) * VARINT_MAX;
+		need += (3 + 3 * f[i]->n_lines) * VARINT_MAX;
 	}
 	buf_reset(b);
 	rc = buf_reserve(b, need);
@@ -642,13 +642,13 @@ static int frames_key(struct buf *b, const struct store_location *f, size_t n)
 	memset(o, 0, FRAME_KEY_TAG);
 	o += FRAME_KEY_TAG;
 	for (size_t i = 0; i < n; i++) {
-		o += varint_put(o, f[i].mapping_id);
-		o += varint_put(o, f[i].address);
-		o += varint_put(o, f[i].n_lines);
-		for (size_t j = 0; j < f[i].n_lines; j++) {
-			o += varint_put(o, f[i].lines[j].function_id);
-			o += varint_put(o, zigzag_encode(f[i].lines[j].line));
-			o += varint_put(o, zigzag_encode(f[i].lines[j].column));
+		o += varint_put(o, f[i]->mapping_id);
+		o += varint_put(o, f[i]->address);
+		o += varint_put(o, f[i]->n_lines);
+		for (size_t j = 0; j < f[i]->n_lines; j++) {
+			o += varint_put(o, f[i]->lines[j].function_id);
+			o += varint_put(o, zigzag_encode(f[i]->lines[j].line));
+			o += varint_put(o, zigzag_encode(f[i]->lines[j].column));
 		}
 	}
 	b->len = (size_t)(o - (uint8_t *)b->data);
@@ -656,7 +656,7 @@ static int frames_key(struct buf *b, const struct store_location *f, size_t n)
 }
 
 int store_txn_stack_of(struct store_txn *tx, uint32_t part,
-		       const struct store_location *leaf_first, size_t n, uint32_t *stack_id)
+		       const struct store_location *const *leaf_first, size_t n, uint32_t *stack_id)
 {
 	struct part *p;
 	uint32_t *ids;
@@ -683,7 +683,7 @@ int store_txn_stack_of(struct store_txn *tx, uint32_t part,
 	if (!ids)
 		return ERR_NOMEM;
 	for (size_t i = 0; i < n; i++) {
-		rc = store_txn_location(tx, part, &leaf_first[i], &ids[i]);
+		rc = store_txn_location(tx, part, leaf_first[i], &ids[i]);
 		if (rc)
 			goto out;
 	}

@@ -334,8 +334,18 @@ static size_t stack_locs(struct store *st, uint32_t part, uint32_t id, uint32_t 
 	return n;
 }
 
+/* Points p[0..n) at f[0..n). */
+static const struct store_location *const *ptrs(const struct store_location *f, size_t n,
+						 const struct store_location **p)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = &f[i];
+	return p;
+}
+
 static void test_stack_of_frames(void **state)
 {
+	const struct store_location *fp[3];
 	char *dir = tmpdir_new();
 	struct store *st = open_store(dir, 0, 0);
 	struct store_txn *tx = begin(st, "t");
@@ -351,12 +361,12 @@ static void test_stack_of_frames(void **state)
 	 * (the second time by the contents of its frames), adding nothing. */
 	write_syms(tx, &s);
 	syms_frames(&s, &line, f);
-	assert_int_equal(store_txn_stack_of(tx, s.part, f, 3, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(f, 3, fp), 3, &id), 0);
 	assert_int_equal(id, s.stack);
-	assert_int_equal(store_txn_stack_of(tx, s.part, f, 3, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(f, 3, fp), 3, &id), 0);
 	assert_int_equal(id, s.stack);
 	/* Its suffix is another stack; then as ids, the same stack again. */
-	assert_int_equal(store_txn_stack_of(tx, s.part, f + 1, 2, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(f + 1, 2, fp), 2, &id), 0);
 	assert_int_equal(id, 2);
 	ids[0] = s.loc[1];
 	ids[1] = s.loc[0];
@@ -365,22 +375,22 @@ static void test_stack_of_frames(void **state)
 	/* New frames: a new location and a new leaf node. */
 	g[0] = (struct store_location){ s.map_b, 0x999, NULL, 0 };
 	g[1] = f[2];
-	assert_int_equal(store_txn_stack_of(tx, s.part, g, 2, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), 0);
 	assert_int_equal(id, 4);
-	assert_int_equal(store_txn_stack_of(tx, s.part, g, 2, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), 0);
 	assert_int_equal(id, 4);
-	assert_int_equal(store_txn_stack_of(tx, s.part, g, 0, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 0, fp), 0, &id), 0);
 	assert_int_equal(id, 0);
 	/* What store_txn_location refuses, with the same codes. */
 	g[0].mapping_id = 99;
-	assert_int_equal(store_txn_stack_of(tx, s.part, g, 2, &id), ERR_INVALID);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), ERR_INVALID);
 	g[0].mapping_id = s.map_a;
 	g[0].n_lines = 1;
-	assert_int_equal(store_txn_stack_of(tx, s.part, g, 2, &id), ERR_INVALID); /* no lines */
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), ERR_INVALID); /* no lines */
 	memset(lines, 0, sizeof(lines));
 	g[0].lines = lines;
 	g[0].n_lines = STORE_MAX_LINES + 1;
-	assert_int_equal(store_txn_stack_of(tx, s.part, g, 2, &id), ERR_TOO_LARGE);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), ERR_TOO_LARGE);
 	assert_int_equal(commit(tx), 0);
 
 	assert_int_equal(stack_locs(st, s.part, 4, locs), 2);
@@ -398,15 +408,15 @@ static void test_stack_of_frames(void **state)
 	 * get the ids of a new txn, naming their own locations. */
 	tx = begin(st, "t");
 	g[0] = (struct store_location){ s.map_a, 0x5555, NULL, 0 };
-	assert_int_equal(store_txn_stack_of(tx, s.part, g, 2, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), 0);
 	assert_int_equal(id, 5);
 	store_txn_abort(tx);
 	tx = begin(st, "t");
 	g[1] = (struct store_location){ s.map_b, 0x7777, NULL, 0 };
-	assert_int_equal(store_txn_stack_of(tx, s.part, g + 1, 1, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g + 1, 1, fp), 1, &id), 0);
 	assert_int_equal(id, 5);
 	g[1] = f[2];
-	assert_int_equal(store_txn_stack_of(tx, s.part, g, 2, &id), 0);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), 0);
 	assert_int_equal(id, 6);
 	assert_int_equal(commit(tx), 0);
 	assert_int_equal(stack_locs(st, s.part, 6, locs), 2);
