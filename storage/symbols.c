@@ -652,6 +652,7 @@ static int frames_key(struct buf *b, const struct store_location *const *f, size
 		}
 	}
 	b->len = (size_t)(o - (uint8_t *)b->data);
+	b->data[b->len] = '\0'; /* as every struct buf keeps it */
 	return 0;
 }
 
