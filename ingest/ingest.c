@@ -48,7 +48,8 @@ struct writer {
 	uint32_t part;
 	uint32_t *map_ids;              /* pprof index -> store id, 0 = not yet */
 	uint32_t *fn_ids;
-	uint32_t *loc_ids;
+	struct store_location *frames;  /* per location, once built (frame_of) */
+	const struct store_location **frame_ptr; /* per location: &frames[i] once built, else NULL */
 	struct hmap uniq;               /* stack id -> index in ustack, per group */
 	struct ingest_stats stats;
 	struct err_msg *msg;
@@ -135,20 +136,21 @@ static int function_id(struct writer *w, uint32_t fi, uint32_t *out)
 	return 0;
 }
 
-static int location_id(struct writer *w, uint32_t li, uint32_t *out)
+/*
+ * The store form of location `li` (mapping and function ids resolved),
+ * built in w->frames on first use; its own store id is left to
+ * store_txn_stack_of(), which needs it only for frames it has not seen.
+ */
+static int frame_of(struct writer *w, uint32_t li, const struct store_location **out)
 {
 	const struct ingest_location *l = &w->p->locations[li];
-	struct store_location sl;
+	struct store_location *sl = &w->frames[li];
 	struct store_line *lines = NULL;
+	uint32_t map = 0;
 	int rc;
 
-	if (w->loc_ids[li]) {
-		*out = w->loc_ids[li];
-		return 0;
-	}
-	memset(&sl, 0, sizeof(sl));
 	if (l->mapping) {
-		rc = mapping_id(w, l->mapping, &sl.mapping_id);
+		rc = mapping_id(w, l->mapping, &map);
 		if (rc)
 			return rc;
 	}
@@ -174,13 +176,12 @@ static int location_id(struct writer *w, uint32_t li, uint32_t *out)
 				return rc;
 		}
 	}
-	sl.address = l->address;
-	sl.lines = lines;
-	sl.n_lines = l->n_lines;
-	rc = store_txn_location(w->tx, w->part, &sl, &w->loc_ids[li]);
-	if (rc)
-		return store_err(w, rc, "location");
-	*out = w->loc_ids[li];
+	sl->mapping_id = map;
+	sl->address = l->address;
+	sl->lines = lines;
+	sl->n_lines = l->n_lines;
+	w->frame_ptr[li] = sl;
+	*out = sl;
 	return 0;
 }
 
@@ -189,24 +190,26 @@ static int write_stacks(struct writer *w, uint32_t *stack_ids)
 {
 	const struct ingest_pprof *p = w->p;
 	size_t max_depth = 0;
-	uint32_t *ids;
+	const struct store_location **frames;
 	int rc;
 
 	for (size_t i = 0; i < p->n_samples; i++)
 		if (p->sample_off[i + 1] - p->sample_off[i] > max_depth)
 			max_depth = p->sample_off[i + 1] - p->sample_off[i];
-	ids = arena_alloc(w->s, (max_depth ? max_depth : 1) * sizeof(*ids));
-	if (!ids)
+	frames = arena_alloc(w->s, (max_depth ? max_depth : 1) * sizeof(*frames));
+	if (!frames)
 		return arena_failed(w->s);
 	for (size_t i = 0; i < p->n_samples; i++) {
 		size_t o = p->sample_off[i], d = p->sample_off[i + 1] - o;
 
 		for (size_t j = 0; j < d; j++) {
-			rc = location_id(w, p->stack_locs[o + j], &ids[j]);
-			if (rc)
+			uint32_t li = p->stack_locs[o + j];
+
+			frames[j] = w->frame_ptr[li];
+			if (!frames[j] && (rc = frame_of(w, li, &frames[j])))
 				return rc;
 		}
-		rc = store_txn_stack(w->tx, w->part, ids, d, &stack_ids[i]);
+		rc = store_txn_stack_of(w->tx, w->part, frames, d, &stack_ids[i]);
 		if (rc)
 			return store_err(w, rc, "stack");
 	}
@@ -214,7 +217,7 @@ static int write_stacks(struct writer *w, uint32_t *stack_ids)
 }
 
 /* For the hooks: the binaries without lines of each sample's frames, from
- * raw_loc, which location_id filled for every location of a stack. */
+ * raw_loc, which frame_of filled for every location of a stack. */
 static void note_samples(struct writer *w)
 {
 	const struct ingest_pprof *p = w->p;
@@ -370,13 +373,14 @@ static int write_samples(struct writer *w, const uint32_t *stack_ids)
 }
 
 /*
- * The writer's scratch arena holds, for one pprof: an id per mapping,
- * function and location, a store_line per line of every location, per
- * sample a stack id, its place in the group order and its share of the
- * group tables (write_group: three u32 and two i64 arrays, two u64 more
- * with span ids; the hash index is on the heap), the location ids of the
- * deepest stack (at most all of them), and per group its labels; every
- * allocation may be padded to 16 bytes.  Twice that, for the unused tails of the arena's blocks, plus
+ * The writer's scratch arena holds, for one pprof: an id per mapping and
+ * function, a store_location and a pointer to it per location, a
+ * store_line per line of every location, per sample a stack id, its place
+ * in the group order and its share of the group tables (write_group: three
+ * u32 and two i64 arrays, two u64 more with span ids; the hash index is on
+ * the heap), a pointer per frame of the deepest stack (at most every
+ * frame), and per group its labels; every allocation may be padded to 16
+ * bytes.  Twice that, for the unused tails of the arena's blocks, plus
  * its first 64 KiB block, so a small pprof still gets one block.
  */
 static size_t write_scratch_cap(const struct ingest_pprof *p)
@@ -389,10 +393,12 @@ static size_t write_scratch_cap(const struct ingest_pprof *p)
 		if (p->groups[g].n_labels > max_group_labels)
 			max_group_labels = p->groups[g].n_labels;
 	allocs = 8 + p->n_locations + 8 * p->n_groups;
-	need = 4 * (p->n_mappings + p->n_functions + p->n_locations + 3) +
+	need = 4 * (p->n_mappings + p->n_functions + 3) +
+	       (sizeof(struct store_location) + sizeof(void *)) * (p->n_locations + 1) +
 	       sizeof(struct store_line) * lines +
 	       (4 + 4 + 28 + (p->sample_span ? 16 : 0)) * p->n_samples +
-	       4 * p->sample_off[p->n_samples] + 8 * (p->n_groups + 1) +
+	       sizeof(void *) * p->sample_off[p->n_samples] +
+	       8 * (p->n_groups + 1) +
 	       sizeof(struct store_label) * (p->n_labels + max_group_labels + 1) * p->n_groups +
 	       16 * allocs;
 	return 2 * need + ((size_t)64 << 10);
@@ -420,9 +426,10 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p, const
 	hmap_init(&w.uniq, p->n_samples < HMAP_MAX ? (uint32_t)p->n_samples : HMAP_MAX, NULL);
 	w.map_ids = arena_calloc(&s, p->n_mappings + 1, sizeof(uint32_t));
 	w.fn_ids = arena_calloc(&s, p->n_functions + 1, sizeof(uint32_t));
-	w.loc_ids = arena_calloc(&s, p->n_locations + 1, sizeof(uint32_t));
+	w.frames = arena_alloc(&s, (p->n_locations + 1) * sizeof(*w.frames));
+	w.frame_ptr = arena_calloc(&s, p->n_locations + 1, sizeof(*w.frame_ptr));
 	stack_ids = arena_alloc(&s, p->n_samples * sizeof(*stack_ids));
-	if (!w.map_ids || !w.fn_ids || !w.loc_ids || !stack_ids) {
+	if (!w.map_ids || !w.fn_ids || !w.frames || !w.frame_ptr || !stack_ids) {
 		rc = err_set(msg, ERR_NOMEM, "out of memory writing the profile");
 		goto out;
 	}

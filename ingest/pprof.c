@@ -157,6 +157,7 @@ struct conv {
 	uint64_t *str_hash;         /* string index -> content hash + 1, lazily */
 	uint8_t *key_state;         /* string index as sample label key, see key_check */
 	struct idmap maps, funcs, locs;
+	uint8_t *map_jit;           /* mapping index -> a JIT mapping (perf-PID.map) */
 	unsigned fixes;             /* INGEST_FIX_* of the request */
 	struct err_msg *msg;
 };
@@ -295,11 +296,15 @@ static int conv_mappings(struct conv *c)
 	const Profile *p = c->p;
 	size_t n = p->n_mapping;
 	struct store_mapping *out;
+	uint32_t pid;
 	int rc;
 
 	out = arena_calloc(c->a, n ? n : 1, sizeof(*out));
+	c->map_jit = arena_alloc(c->t, n ? n : 1);
 	if (!out)
 		return arena_failed(c->a);
+	if (!c->map_jit)
+		return arena_failed(c->t);
 	rc = index_ids(c, &c->maps, p->mapping, n, sizeof(p->mapping[0]), "mapping");
 	if (rc)
 		return rc;
@@ -324,6 +329,7 @@ static int conv_mappings(struct conv *c)
 		o->memory_start = m->memory_start;
 		o->memory_limit = m->memory_limit;
 		o->file_offset = m->file_offset;
+		c->map_jit[i] = (uint8_t)perfmap_jit_mapping(o->filename, o->build_id, &pid);
 		o->flags = (m->has_functions ? STORE_MAP_HAS_FUNCTIONS : 0) |
 			   (m->has_filenames ? STORE_MAP_HAS_FILENAMES : 0) |
 			   (m->has_line_numbers ? STORE_MAP_HAS_LINE_NUMBERS : 0) |
@@ -396,7 +402,6 @@ static int conv_location(struct conv *c, size_t i, struct ingest_location *o)
 {
 	const struct pprof_location *l = &c->p->location[i];
 	struct ingest_line *lines = NULL;
-	uint32_t pid;
 
 	o->address = l->address;
 	if (l->mapping_id) {
@@ -410,7 +415,7 @@ static int conv_location(struct conv *c, size_t i, struct ingest_location *o)
 		/* JIT code (a perf-PID.map mapping without a build ID) has no file
 		 * offsets: its runtime address is what the process's perf map names,
 		 * and the store keeps one mapping per file name, so it is kept. */
-		if (perfmap_jit_mapping(m->filename, m->build_id, &pid))
+		if (c->map_jit[mi - 1])
 			o->address = l->address;
 		else if (ingest__normalize_address(l->address, m->memory_start, m->memory_limit,
 					      m->file_offset, &o->address)) {

@@ -226,6 +226,17 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
 		    size_t n, uint32_t *stack_id);
 
 /*
+ * The stack of the `n` locations leaf_first[0..n) points to (leaf first),
+ * given by their contents: the same ids and records as store_txn_location()
+ * for each and store_txn_stack() of their ids, but frames the writer of
+ * this partition has seen before cost one hash of their contents instead
+ * of one lookup per location.  Borrows leaf_first and the locations.
+ */
+int store_txn_stack_of(struct store_txn *tx, uint32_t part,
+		       const struct store_location *const *leaf_first, size_t n,
+		       uint32_t *stack_id);
+
+/*
  * Finds or creates the series of `labels` (any order; names unique; must hold
  * service_name and __profile_type__) and returns its id (never 0).
  */

@@ -889,10 +889,14 @@ struct part {
 	struct symtab tab[SYM_NKINDS]; /* index by enum sym_kind; [0] unused */
 	struct pool pool;
 	struct pool_mark committed_mark; /* writer only */
-	/* Whole stacks seen by the writer (location ids, leaf first) -> stack
-	 * id, so a repeated stack costs one hash instead of one trie lookup
-	 * per frame.  Holds at most STORE_MAX_STACK_CACHE bytes (keys, tables,
-	 * values); cleared by an abort that added stacks.  Writer only. */
+	/* Whole stacks seen by the writer -> stack id, so a repeated stack
+	 * costs one hash instead of one trie lookup (and, given by its
+	 * frames' contents, one location lookup) per frame.  Keys are the
+	 * location ids, leaf first (store_txn_stack), or the frames'
+	 * contents behind four zero bytes (store_txn_stack_of, symbols.c).
+	 * Holds at most STORE_MAX_STACK_CACHE bytes (keys, tables, values);
+	 * cleared by an abort that added stacks: a stack the abort keeps
+	 * holds only locations it keeps too.  Writer only. */
 	struct bmap stack_cache;
 	int dirty;                       /* in the current txn; writer only */
 };

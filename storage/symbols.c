@@ -534,34 +534,19 @@ static uint32_t stack_find(const struct part *p, uint32_t parent, uint32_t locat
 	return 0;
 }
 
-int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_first,
-		    size_t n, uint32_t *stack_id)
+/*
+ * The trie path of the stack of location ids `leaf_first` (n > 0), added
+ * where missing; *stack_id is its leaf node.
+ */
+static int stack_insert(struct store_txn *tx, struct part *p, const uint32_t *leaf_first,
+			size_t n, uint32_t *stack_id)
 {
-	struct part *p;
-	uint32_t n_loc, parent;
+	uint32_t n_loc = p->tab[SYM_LOCATION].len, parent = 0;
 	int rc;
 
-	if (n == 0) {
-		*stack_id = 0;
-		return 0;
-	}
-	if (n > STORE_MAX_STACK_DEPTH)
-		return ERR_TOO_LARGE;
-	rc = txn_part(tx, part, &p);
-	if (rc)
-		return txn_fail(tx, rc);
-	{
-		uint64_t hit;
-		if (store__bmap_get(&p->stack_cache, leaf_first, n * sizeof(*leaf_first), &hit) == 0) {
-			*stack_id = (uint32_t)hit;
-			return 0;
-		}
-	}
-	n_loc = p->tab[SYM_LOCATION].len;
 	for (size_t i = 0; i < n; i++)
 		if (leaf_first[i] == 0 || leaf_first[i] > n_loc)
 			return ERR_INVALID;
-	parent = 0;
 	for (size_t i = n; i-- > 0;) {
 		uint64_t hash = stack_hash(parent, leaf_first[i]);
 		uint32_t id = stack_find(p, parent, leaf_first[i], hash);
@@ -581,11 +566,134 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
 		}
 		parent = id;
 	}
-	/* The cache is an optimization: failing to add to it is not an error. */
-	if (store__bmap_bytes(&p->stack_cache) + n * sizeof(*leaf_first) <= STORE_MAX_STACK_CACHE)
-		(void)store__bmap_put(&p->stack_cache, leaf_first, n * sizeof(*leaf_first), parent);
 	*stack_id = parent;
 	return 0;
+}
+
+/* Adds key -> stack id to the stack cache while it has room; failing to
+ * add is not an error, the cache is an optimization. */
+static void cache_stack(struct part *p, const void *key, size_t len, uint32_t stack_id)
+{
+	if (store__bmap_bytes(&p->stack_cache) + len <= STORE_MAX_STACK_CACHE)
+		(void)store__bmap_put(&p->stack_cache, key, len, stack_id);
+}
+
+int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_first,
+		    size_t n, uint32_t *stack_id)
+{
+	struct part *p;
+	uint64_t hit;
+	int rc;
+
+	if (n == 0) {
+		*stack_id = 0;
+		return 0;
+	}
+	if (n > STORE_MAX_STACK_DEPTH)
+		return ERR_TOO_LARGE;
+	rc = txn_part(tx, part, &p);
+	if (rc)
+		return txn_fail(tx, rc);
+	if (store__bmap_get(&p->stack_cache, leaf_first, n * sizeof(*leaf_first), &hit) == 0) {
+		*stack_id = (uint32_t)hit;
+		return 0;
+	}
+	rc = stack_insert(tx, p, leaf_first, n, stack_id);
+	if (!rc)
+		cache_stack(p, leaf_first, n * sizeof(*leaf_first), *stack_id);
+	return rc;
+}
+
+/* ---- stacks by the contents of their frames -------------------------------- */
+
+/*
+ * The stack cache holds two kinds of keys: the location ids of a stack
+ * (store_txn_stack: four bytes per frame, each id >= 1) and the contents
+ * of its locations (store_txn_stack_of), which start with FRAME_KEY_TAG
+ * zero bytes, so that no key of one kind is a key of the other.  A content
+ * key holds, per frame leaf first: uv mapping_id, uv address, uv n_lines,
+ * then per line uv function_id, sv line, sv column.
+ */
+#define FRAME_KEY_TAG 4
+
+/*
+ * The content key of the frames into b; ERR_INVALID or ERR_TOO_LARGE for
+ * frames store_txn_location() refuses (lines missing, too many) or a key
+ * longer than b may hold: those go the uncached way, which says why.
+ */
+static int frames_key(struct buf *b, const struct store_location *const *f, size_t n)
+{
+	size_t need = FRAME_KEY_TAG;
+	uint8_t *o;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		if (f[i]->n_lines > STORE_MAX_LINES)
+			return ERR_TOO_LARGE;
+		if (f[i]->n_lines && !f[i]->lines)
+			return ERR_INVALID;
+		need += (3 + 3 * f[i]->n_lines) * VARINT_MAX;
+	}
+	buf_reset(b);
+	rc = buf_reserve(b, need);
+	if (rc)
+		return rc;
+	o = (uint8_t *)b->data;
+	memset(o, 0, FRAME_KEY_TAG);
+	o += FRAME_KEY_TAG;
+	for (size_t i = 0; i < n; i++) {
+		o += varint_put(o, f[i]->mapping_id);
+		o += varint_put(o, f[i]->address);
+		o += varint_put(o, f[i]->n_lines);
+		for (size_t j = 0; j < f[i]->n_lines; j++) {
+			o += varint_put(o, f[i]->lines[j].function_id);
+			o += varint_put(o, zigzag_encode(f[i]->lines[j].line));
+			o += varint_put(o, zigzag_encode(f[i]->lines[j].column));
+		}
+	}
+	b->len = (size_t)(o - (uint8_t *)b->data);
+	b->data[b->len] = '\0'; /* as every struct buf keeps it */
+	return 0;
+}
+
+int store_txn_stack_of(struct store_txn *tx, uint32_t part,
+		       const struct store_location *const *leaf_first, size_t n, uint32_t *stack_id)
+{
+	struct part *p;
+	uint32_t *ids;
+	uint64_t hit;
+	int keyed, rc;
+
+	if (n == 0) {
+		*stack_id = 0;
+		return 0;
+	}
+	if (n > STORE_MAX_STACK_DEPTH)
+		return ERR_TOO_LARGE;
+	rc = txn_part(tx, part, &p);
+	if (rc)
+		return txn_fail(tx, rc);
+	keyed = frames_key(&tx->key, leaf_first, n) == 0;
+	if (keyed && store__bmap_get(&p->stack_cache, tx->key.data, tx->key.len, &hit) == 0) {
+		*stack_id = (uint32_t)hit;
+		return 0;
+	}
+	/* First sight of these frames: as store_txn_location() for each, then
+	 * store_txn_stack() (which would cache the ids too: one key is enough). */
+	ids = malloc(n * sizeof(*ids));
+	if (!ids)
+		return ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		rc = store_txn_location(tx, part, leaf_first[i], &ids[i]);
+		if (rc)
+			goto out;
+	}
+	rc = stack_insert(tx, p, ids, n, stack_id);
+	if (!rc && keyed)
+		cache_stack(p, tx->key.data, tx->key.len, *stack_id);
+out:
+	free(ids);
+	return rc;
 }
 
 /* ---- loading a partition from disk ---------------------------------------- */

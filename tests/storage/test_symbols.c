@@ -1,6 +1,7 @@
 /* test_symbols.c - symbol partitions: round trips, deduplication, mapping
- * identity, aborts, reopen with rebuilt dedup tables, corrupt records, and a
- * reader thread racing the writer. */
+ * identity, aborts, stacks given by their frames' contents, reopen with
+ * rebuilt dedup tables, corrupt records, and a reader thread racing the
+ * writer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -301,6 +302,137 @@ static void test_abort_rolls_back(void **state)
 	tmpdir_free(dir);
 }
 
+/* The frames of write_syms' stack, leaf first, as store_txn_stack_of takes them. */
+static void syms_frames(const struct syms *s, struct store_line *line, struct store_location *f)
+{
+	line->function_id = s->fn;
+	line->line = 42;
+	line->column = 3;
+	for (int i = 0; i < 3; i++) {
+		struct store_location l = { s->map_a, 0x100 + (uint64_t)i * 16, line, 1 };
+		if (i == 2) {
+			l.mapping_id = s->map_b;
+			l.n_lines = 0;
+		}
+		f[2 - i] = l;
+	}
+}
+
+/* The location ids of stack `id`, leaf first; returns the depth. */
+static size_t stack_locs(struct store *st, uint32_t part, uint32_t id, uint32_t *out)
+{
+	struct store_symbols *sym = NULL;
+	uint32_t parent, loc;
+	size_t n = 0;
+
+	assert_int_equal(store_symbols_get(st, "t", part, &sym, NULL), 0);
+	for (; id; id = parent, n++) {
+		assert_int_equal(store_symbols_stack_node(sym, id, &parent, &loc), 0);
+		out[n] = loc;
+	}
+	store_symbols_put(sym);
+	return n;
+}
+
+/* Points p[0..n) at f[0..n). */
+static const struct store_location *const *ptrs(const struct store_location *f, size_t n,
+						 const struct store_location **p)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = &f[i];
+	return p;
+}
+
+static void test_stack_of_frames(void **state)
+{
+	const struct store_location *fp[3];
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 0);
+	struct store_txn *tx = begin(st, "t");
+	struct store_line line, lines[STORE_MAX_LINES + 1];
+	struct store_location f[3], g[2];
+	struct store_symbols *sym = NULL;
+	struct store_location_view lv;
+	struct syms s;
+	uint32_t id, id2, ids[2], locs[4];
+	(void)state;
+
+	/* The same stack as store_txn_location + store_txn_stack, found twice
+	 * (the second time by the contents of its frames), adding nothing. */
+	write_syms(tx, &s);
+	syms_frames(&s, &line, f);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(f, 3, fp), 3, &id), 0);
+	assert_int_equal(id, s.stack);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(f, 3, fp), 3, &id), 0);
+	assert_int_equal(id, s.stack);
+	/* Its suffix is another stack; then as ids, the same stack again. */
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(f + 1, 2, fp), 2, &id), 0);
+	assert_int_equal(id, 2);
+	ids[0] = s.loc[1];
+	ids[1] = s.loc[0];
+	assert_int_equal(store_txn_stack(tx, s.part, ids, 2, &id2), 0);
+	assert_int_equal(id2, 2);
+	/* New frames: a new location and a new leaf node. */
+	g[0] = (struct store_location){ s.map_b, 0x999, NULL, 0 };
+	g[1] = f[2];
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), 0);
+	assert_int_equal(id, 4);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), 0);
+	assert_int_equal(id, 4);
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 0, fp), 0, &id), 0);
+	assert_int_equal(id, 0);
+	/* What store_txn_location refuses, with the same codes. */
+	g[0].mapping_id = 99;
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), ERR_INVALID);
+	g[0].mapping_id = s.map_a;
+	g[0].n_lines = 1;
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), ERR_INVALID); /* no lines */
+	memset(lines, 0, sizeof(lines));
+	g[0].lines = lines;
+	g[0].n_lines = STORE_MAX_LINES + 1;
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), ERR_TOO_LARGE);
+	assert_int_equal(commit(tx), 0);
+
+	assert_int_equal(stack_locs(st, s.part, 4, locs), 2);
+	assert_int_equal(locs[1], s.loc[0]);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
+	assert_int_equal(store_symbols_location_count(sym), 4);
+	assert_int_equal(store_symbols_stack_count(sym), 4);
+	assert_int_equal(store_symbols_location(sym, locs[0], &lv), 0);
+	assert_int_equal(lv.mapping_id, s.map_b);
+	assert_int_equal(lv.address, 0x999);
+	assert_int_equal(lv.n_lines, 0);
+	store_symbols_put(sym);
+
+	/* An aborted stack is forgotten by the cache: the same frames later
+	 * get the ids of a new txn, naming their own locations. */
+	tx = begin(st, "t");
+	g[0] = (struct store_location){ s.map_a, 0x5555, NULL, 0 };
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), 0);
+	assert_int_equal(id, 5);
+	store_txn_abort(tx);
+	tx = begin(st, "t");
+	g[1] = (struct store_location){ s.map_b, 0x7777, NULL, 0 };
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g + 1, 1, fp), 1, &id), 0);
+	assert_int_equal(id, 5);
+	g[1] = f[2];
+	assert_int_equal(store_txn_stack_of(tx, s.part, ptrs(g, 2, fp), 2, &id), 0);
+	assert_int_equal(id, 6);
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(stack_locs(st, s.part, 6, locs), 2);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
+	assert_int_equal(store_symbols_location(sym, locs[0], &lv), 0);
+	assert_int_equal(lv.address, 0x5555);
+	assert_int_equal(store_symbols_location(sym, locs[1], &lv), 0);
+	assert_int_equal(lv.address, 0x100);
+	assert_int_equal(stack_locs(st, s.part, 5, locs), 1);
+	assert_int_equal(store_symbols_location(sym, locs[0], &lv), 0);
+	assert_int_equal(lv.address, 0x7777);
+	store_symbols_put(sym);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
 static void test_corrupt_record(void **state)
 {
 	char *dir = tmpdir_new();
@@ -442,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_mapping_address_space),
 		cmocka_unit_test(test_invalid_refs),
 		cmocka_unit_test(test_abort_rolls_back),
+		cmocka_unit_test(test_stack_of_frames),
 		cmocka_unit_test(test_corrupt_record),
 		cmocka_unit_test(test_concurrent_reader),
 	};
