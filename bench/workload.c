@@ -621,6 +621,58 @@ static const char *span_label(const struct instance *in, int64_t t, const struct
 	return buf;
 }
 
+/*
+ * The location ids of the stacks one profile has drawn, by (path, leaf
+ * variant): a profile draws ~1,000 samples over a few hundred stacks 10..60
+ * frames deep, and finding each frame's location again was a fifth of the
+ * generator's time.  The ids are those the first draw got from the writer,
+ * so the bytes do not change.
+ */
+struct drawn {
+	uint32_t *slot;  /* index + 1 into key/off, 0 empty; capacity mask + 1 */
+	uint64_t *key;   /* path << 32 | variant */
+	size_t *off;     /* into locs */
+	uint64_t *locs;
+	size_t n, mask, n_locs, cap_locs;
+};
+
+static void drawn_release(struct drawn *d)
+{
+	free(d->slot);
+	free(d->key);
+	free(d->off);
+	free(d->locs);
+}
+
+/* Room for `n` distinct stacks. */
+static int drawn_init(struct drawn *d, size_t n)
+{
+	size_t cap = 64;
+
+	memset(d, 0, sizeof(*d));
+	while (cap < 2 * n)
+		cap *= 2;
+	d->mask = cap - 1;
+	d->slot = calloc(cap, sizeof(*d->slot));
+	d->key = malloc(n * sizeof(*d->key));
+	d->off = malloc(n * sizeof(*d->off));
+	if (!d->slot || !d->key || !d->off) {
+		drawn_release(d);
+		return ERR_NOMEM;
+	}
+	return 0;
+}
+
+/* The slot of `key` (its index + 1, or 0 where it goes). */
+static uint32_t *drawn_slot(const struct drawn *d, uint64_t key)
+{
+	size_t i = hash_u64(key) & d->mask;
+
+	while (d->slot[i] && d->key[d->slot[i] - 1] != key)
+		i = (i + 1) & d->mask;
+	return &d->slot[i];
+}
+
 /* Writes one gzipped pprof to `out`; adds its Sample messages to *n_samples. */
 static int write_profile(const struct instance *in, int release, int64_t t, const struct gen_opts *o,
 			 struct buf *out, uint64_t *n_samples)
@@ -630,12 +682,17 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 	const uint32_t *rank = m->rank_path + (size_t)release * m->n_ranks;
 	uint64_t rs = seed_of(o->seed, m->service, (uint64_t)in->index, (uint64_t)t);
 	int64_t period = 1000000000 / o->hz;
-	uint64_t map_ids[N_BINS], locs[MAX_DEPTH], base[N_BINS];
+	uint64_t map_ids[N_BINS], base[N_BINS];
 	struct pw_meta meta;
+	struct drawn dr;
 	size_t n_draws, d;
 	struct pw w;
 	int rc, b;
 
+	/* CPU use varies between 70 % and 130 % of one core. */
+	n_draws = (size_t)((double)o->hz * (double)o->interval * (0.7 + 0.6 * rnd_unit(&rs)));
+	if ((rc = drawn_init(&dr, n_draws)))
+		return rc;
 	if ((rc = pw_init(&w, 2)))
 		goto out;
 	if (o->spans && (rc = pw_label_key(&w, "span_id")))
@@ -647,8 +704,6 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 				     bin->text_off, bin->path, m->build_id[release][b], &map_ids[b])))
 			goto out;
 	}
-	/* CPU use varies between 70 % and 130 % of one core. */
-	n_draws = (size_t)((double)o->hz * (double)o->interval * (0.7 + 0.6 * rnd_unit(&rs)));
 	for (d = 0; d < n_draws; d++) {
 		uint32_t id = rank[draw_rank(m, &rs)];
 		const struct path *pa = &m->paths[id];
@@ -656,9 +711,28 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 		uint64_t variant = rnd_below(&rs, pa->leaf_variants);
 		int64_t values[2] = { 1, period };
 		size_t k, n = pa->depth;
+		uint64_t key = (uint64_t)id << 32 | variant, *locs;
+		uint32_t *slot = drawn_slot(&dr, key);
 		char sbuf[17];
 		const char *span;
 
+		if (*slot) {
+			locs = dr.locs + dr.off[*slot - 1];
+			goto drawn;
+		}
+		if (dr.n_locs + n > dr.cap_locs) {
+			size_t cap = dr.cap_locs ? 2 * dr.cap_locs : 4096;
+			uint64_t *nl;
+			while (cap < dr.n_locs + n)
+				cap *= 2;
+			if (!(nl = realloc(dr.locs, cap * sizeof(*nl)))) {
+				rc = ERR_NOMEM;
+				goto out;
+			}
+			dr.locs = nl;
+			dr.cap_locs = cap;
+		}
+		locs = dr.locs + dr.n_locs;
 		for (k = 0; k < n; k++) {
 			/* leaf first: k = 0 is the sampled PC, the rest return addresses */
 			size_t fi = at(m, release, fs[n - 1 - k]);
@@ -672,6 +746,11 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 					      base[m->funcs[fs[n - 1 - k]].bin] + m->off[fi] + pos, &locs[k])))
 				goto out;
 		}
+		dr.key[dr.n] = key;
+		dr.off[dr.n] = dr.n_locs;
+		*slot = (uint32_t)++dr.n;
+		dr.n_locs += n;
+drawn:
 		span = o->spans ? span_label(in, t, o, &rs, sbuf) : NULL;
 		if ((rc = pw_sample(&w, locs, n, span, values)))
 			goto out;
@@ -684,6 +763,7 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 	rc = pw_write(&w, &meta, 1, out);
 out:
 	pw_release(&w);
+	drawn_release(&dr);
 	return rc;
 }
 
