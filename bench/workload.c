@@ -72,6 +72,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/hash.h"
+#include "base/hmap.h"
 #include "tools/elfsym.h"
 #include "tools/pprof_writer.h"
 
@@ -629,16 +630,16 @@ static const char *span_label(const struct instance *in, int64_t t, const struct
  * so the bytes do not change.
  */
 struct drawn {
-	uint32_t *slot;  /* index + 1 into key/off, 0 empty; capacity mask + 1 */
+	struct hmap ix;  /* hash_u64(key) -> index into key/off */
 	uint64_t *key;   /* path << 32 | variant */
 	size_t *off;     /* into locs */
 	uint64_t *locs;
-	size_t n, mask, n_locs, cap_locs;
+	size_t n, n_locs, cap_locs;
 };
 
 static void drawn_release(struct drawn *d)
 {
-	free(d->slot);
+	hmap_release(&d->ix);
 	free(d->key);
 	free(d->off);
 	free(d->locs);
@@ -647,30 +648,15 @@ static void drawn_release(struct drawn *d)
 /* Room for `n` distinct stacks. */
 static int drawn_init(struct drawn *d, size_t n)
 {
-	size_t cap = 64;
-
 	memset(d, 0, sizeof(*d));
-	while (cap < 2 * n)
-		cap *= 2;
-	d->mask = cap - 1;
-	d->slot = calloc(cap, sizeof(*d->slot));
-	d->key = malloc(n * sizeof(*d->key));
-	d->off = malloc(n * sizeof(*d->off));
-	if (!d->slot || !d->key || !d->off) {
+	hmap_init(&d->ix, HMAP_MAX, NULL);
+	d->key = malloc((n + 1) * sizeof(*d->key));
+	d->off = malloc((n + 1) * sizeof(*d->off));
+	if (!d->key || !d->off) {
 		drawn_release(d);
 		return ERR_NOMEM;
 	}
 	return 0;
-}
-
-/* The slot of `key` (its index + 1, or 0 where it goes). */
-static uint32_t *drawn_slot(const struct drawn *d, uint64_t key)
-{
-	size_t i = hash_u64(key) & d->mask;
-
-	while (d->slot[i] && d->key[d->slot[i] - 1] != key)
-		i = (i + 1) & d->mask;
-	return &d->slot[i];
 }
 
 /* Writes one gzipped pprof to `out`; adds its Sample messages to *n_samples. */
@@ -712,12 +698,16 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 		int64_t values[2] = { 1, period };
 		size_t k, n = pa->depth;
 		uint64_t key = (uint64_t)id << 32 | variant, *locs;
-		uint32_t *slot = drawn_slot(&dr, key);
+		struct hmap_probe pr;
+		uint32_t j;
 		char sbuf[17];
 		const char *span;
 
-		if (*slot) {
-			locs = dr.locs + dr.off[*slot - 1];
+		for (j = hmap_first(&dr.ix, hash_u64(key), &pr); j != HMAP_NONE; j = hmap_next(&dr.ix, &pr))
+			if (dr.key[j] == key)
+				break;
+		if (j != HMAP_NONE) {
+			locs = dr.locs + dr.off[j];
 			goto drawn;
 		}
 		if (dr.n_locs + n > dr.cap_locs) {
@@ -746,9 +736,10 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 					      base[m->funcs[fs[n - 1 - k]].bin] + m->off[fi] + pos, &locs[k])))
 				goto out;
 		}
+		if ((rc = hmap_put_probed(&dr.ix, &pr, (uint32_t)dr.n)))
+			goto out;
 		dr.key[dr.n] = key;
-		dr.off[dr.n] = dr.n_locs;
-		*slot = (uint32_t)++dr.n;
+		dr.off[dr.n++] = dr.n_locs;
 		dr.n_locs += n;
 drawn:
 		span = o->spans ? span_label(in, t, o, &rs, sbuf) : NULL;
