@@ -72,6 +72,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/hash.h"
+#include "base/hmap.h"
 #include "tools/elfsym.h"
 #include "tools/pprof_writer.h"
 
@@ -621,6 +622,43 @@ static const char *span_label(const struct instance *in, int64_t t, const struct
 	return buf;
 }
 
+/*
+ * The location ids of the stacks one profile has drawn, by (path, leaf
+ * variant): a profile draws ~1,000 samples over a few hundred stacks 10..60
+ * frames deep, and finding each frame's location again was a fifth of the
+ * generator's time.  The ids are those the first draw got from the writer,
+ * so the bytes do not change.
+ */
+struct drawn {
+	struct hmap ix;  /* hash_u64(key) -> index into key/off */
+	uint64_t *key;   /* path << 32 | variant */
+	size_t *off;     /* into locs */
+	uint64_t *locs;
+	size_t n, n_locs, cap_locs;
+};
+
+static void drawn_release(struct drawn *d)
+{
+	hmap_release(&d->ix);
+	free(d->key);
+	free(d->off);
+	free(d->locs);
+}
+
+/* Room for `n` distinct stacks. */
+static int drawn_init(struct drawn *d, size_t n)
+{
+	memset(d, 0, sizeof(*d));
+	hmap_init(&d->ix, HMAP_MAX, NULL);
+	d->key = malloc((n + 1) * sizeof(*d->key));
+	d->off = malloc((n + 1) * sizeof(*d->off));
+	if (!d->key || !d->off) {
+		drawn_release(d);
+		return ERR_NOMEM;
+	}
+	return 0;
+}
+
 /* Writes one gzipped pprof to `out`; adds its Sample messages to *n_samples. */
 static int write_profile(const struct instance *in, int release, int64_t t, const struct gen_opts *o,
 			 struct buf *out, uint64_t *n_samples)
@@ -630,12 +668,17 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 	const uint32_t *rank = m->rank_path + (size_t)release * m->n_ranks;
 	uint64_t rs = seed_of(o->seed, m->service, (uint64_t)in->index, (uint64_t)t);
 	int64_t period = 1000000000 / o->hz;
-	uint64_t map_ids[N_BINS], locs[MAX_DEPTH], base[N_BINS];
+	uint64_t map_ids[N_BINS], base[N_BINS];
 	struct pw_meta meta;
+	struct drawn dr;
 	size_t n_draws, d;
 	struct pw w;
 	int rc, b;
 
+	/* CPU use varies between 70 % and 130 % of one core. */
+	n_draws = (size_t)((double)o->hz * (double)o->interval * (0.7 + 0.6 * rnd_unit(&rs)));
+	if ((rc = drawn_init(&dr, n_draws)))
+		return rc;
 	if ((rc = pw_init(&w, 2)))
 		goto out;
 	if (o->spans && (rc = pw_label_key(&w, "span_id")))
@@ -647,8 +690,6 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 				     bin->text_off, bin->path, m->build_id[release][b], &map_ids[b])))
 			goto out;
 	}
-	/* CPU use varies between 70 % and 130 % of one core. */
-	n_draws = (size_t)((double)o->hz * (double)o->interval * (0.7 + 0.6 * rnd_unit(&rs)));
 	for (d = 0; d < n_draws; d++) {
 		uint32_t id = rank[draw_rank(m, &rs)];
 		const struct path *pa = &m->paths[id];
@@ -656,9 +697,32 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 		uint64_t variant = rnd_below(&rs, pa->leaf_variants);
 		int64_t values[2] = { 1, period };
 		size_t k, n = pa->depth;
+		uint64_t key = (uint64_t)id << 32 | variant, *locs;
+		struct hmap_probe pr;
+		uint32_t j;
 		char sbuf[17];
 		const char *span;
 
+		for (j = hmap_first(&dr.ix, hash_u64(key), &pr); j != HMAP_NONE; j = hmap_next(&dr.ix, &pr))
+			if (dr.key[j] == key)
+				break;
+		if (j != HMAP_NONE) {
+			locs = dr.locs + dr.off[j];
+			goto drawn;
+		}
+		if (dr.n_locs + n > dr.cap_locs) {
+			size_t cap = dr.cap_locs ? 2 * dr.cap_locs : 4096;
+			uint64_t *nl;
+			while (cap < dr.n_locs + n)
+				cap *= 2;
+			if (!(nl = realloc(dr.locs, cap * sizeof(*nl)))) {
+				rc = ERR_NOMEM;
+				goto out;
+			}
+			dr.locs = nl;
+			dr.cap_locs = cap;
+		}
+		locs = dr.locs + dr.n_locs;
 		for (k = 0; k < n; k++) {
 			/* leaf first: k = 0 is the sampled PC, the rest return addresses */
 			size_t fi = at(m, release, fs[n - 1 - k]);
@@ -672,6 +736,12 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 					      base[m->funcs[fs[n - 1 - k]].bin] + m->off[fi] + pos, &locs[k])))
 				goto out;
 		}
+		if ((rc = hmap_put_probed(&dr.ix, &pr, (uint32_t)dr.n)))
+			goto out;
+		dr.key[dr.n] = key;
+		dr.off[dr.n++] = dr.n_locs;
+		dr.n_locs += n;
+drawn:
 		span = o->spans ? span_label(in, t, o, &rs, sbuf) : NULL;
 		if ((rc = pw_sample(&w, locs, n, span, values)))
 			goto out;
@@ -684,6 +754,7 @@ static int write_profile(const struct instance *in, int release, int64_t t, cons
 	rc = pw_write(&w, &meta, 1, out);
 out:
 	pw_release(&w);
+	drawn_release(&dr);
 	return rc;
 }
 

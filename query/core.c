@@ -185,7 +185,7 @@ void query__map_release(struct qctx *q, struct qmap *m)
 static struct qmap_dense *dense_of(const struct qmap *m, uint32_t part)
 {
 	for (unsigned i = 0; i < m->n_dense; i++)
-		if (m->d[i].part == part)
+		if (m->dpart[i] == part)
 			return (struct qmap_dense *)&m->d[i];
 	return NULL;
 }
@@ -228,6 +228,7 @@ static int dense_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val,
 	if (!d) {
 		if (m->n_dense == QMAP_DENSE_PARTS)
 			return 0;
+		m->dpart[m->n_dense] = part;
 		d = &m->d[m->n_dense++];
 		memset(d, 0, sizeof(*d));
 		d->part = part;

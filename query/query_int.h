@@ -131,9 +131,10 @@ void query__ids_free(struct query__ids *ids);
  * first QMAP_DENSE_PARTS partitions get flat arrays indexed by id, which a
  * merge over ~150k trie nodes needs (a hash probe per node is a cache miss);
  * keys that do not fit (other partitions, ids far beyond the entries held)
- * go to the hash table.
+ * go to the hash table.  A day of a long store is a dozen partitions (the
+ * head's and one per block: 6 h, 1 h blocks), so there is room for 32.
  */
-enum { QMAP_DENSE_PARTS = 4 };
+enum { QMAP_DENSE_PARTS = 32 };
 
 struct qmap_dense {
 	uint32_t part;
@@ -150,6 +151,7 @@ struct qmap {
 	int dense;        /* made by query__map_init_dense */
 	unsigned n_dense;
 	size_t dense_entries;
+	uint32_t dpart[QMAP_DENSE_PARTS]; /* d[i].part, packed for the scan of each lookup */
 	struct qmap_dense d[QMAP_DENSE_PARTS];
 };
 
@@ -504,12 +506,15 @@ struct qsym_frame {
  */
 struct qmemo_gen;
 struct qmemo_tenant;
+struct qmemo_part;
 
 struct qmemo_view {
 	struct query_symmemo *m;
 	struct qmemo_gen *g;            /* referenced until query__memo_end */
 	const struct qmemo_tenant *t;   /* while read-locked */
 	struct qmemo_tenant *put;       /* while write-locked */
+	const struct qmemo_part *last;   /* partition last_part's memo, while read-locked */
+	uint32_t last_part;
 	uint64_t svc_gen;
 	uint64_t hits, stored;
 	int locked;

@@ -9,7 +9,10 @@
  * frames by two array indexes instead of hashing, looking up and decoding
  * every address again.
  *
- * Layout: one *generation* holds everything: per tenant, per partition id,
+ * Layout: one *generation* holds everything: per tenant, per partition
+ * (found by a hash of its id: the ids of the head's partitions are small,
+ * those of blocks start at STORE_BLOCK_PART_MIN, 2^31, and a query of a
+ * long store reads dozens of blocks),
  * two arrays indexed by location id (return-address and leaf answers) of
  * {frames, count, set}; the frames live in the generation's arena and
  * their strings in its base/intern.h interner (a function has many
@@ -24,6 +27,8 @@
 #include "base/arena.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/hash.h"
+#include "base/hmap.h"
 #include "base/intern.h"
 #include "debuginfo/debuginfo.h"
 
@@ -38,15 +43,17 @@ struct memo_ent {
 	uint32_t set;
 };
 
-struct memo_part {
+struct qmemo_part {
 	struct memo_ent *ent[2]; /* [leaf] by location id */
 	uint32_t cap[2];
 };
 
 struct qmemo_tenant {
 	char *name;
-	struct memo_part *parts; /* by partition id */
-	uint32_t n_parts;
+	struct qmemo_part *parts; /* dense, in the order first stored */
+	uint32_t *ids;           /* partition id of parts[i] */
+	uint32_t n_parts, cap_parts;
+	struct hmap ix;          /* hash_u64(partition id) -> i */
 };
 
 struct qmemo_gen {
@@ -95,6 +102,8 @@ static void gen_unref(struct qmemo_gen *g)
 			free(t->parts[p].ent[1]);
 		}
 		free(t->parts);
+		free(t->ids);
+		hmap_release(&t->ix);
 		free(t->name);
 	}
 	free(g->tenants);
@@ -210,15 +219,33 @@ void query__memo_begin(struct query_symmemo *m, const char *tenant, struct qmemo
 	v->locked = 1;
 }
 
+/* The memo of partition `part`, or NULL (the lock held). */
+static struct qmemo_part *find_part(const struct qmemo_tenant *t, uint32_t part)
+{
+	struct hmap_probe pr;
+
+	for (uint32_t i = hmap_first(&t->ix, hash_u64(part), &pr); i != HMAP_NONE;
+	     i = hmap_next(&t->ix, &pr))
+		if (t->ids[i] == part)
+			return &t->parts[i];
+	return NULL;
+}
+
 int query__memo_get(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
 	      const struct qsym_frame **f, uint32_t *n)
 {
-	const struct memo_part *p;
+	const struct qmemo_part *p;
 	const struct memo_ent *e;
 
-	if (!v->t || part >= v->t->n_parts)
+	if (!v->t)
 		return 0;
-	p = &v->t->parts[part];
+	/* Locations come grouped by partition: one lookup per group. */
+	if (!v->last || v->last_part != part) {
+		v->last = find_part(v->t, part);
+		v->last_part = part;
+	}
+	if (!(p = v->last))
+		return 0;
 	if (loc >= p->cap[!!leaf] || !(e = &p->ent[!!leaf][loc])->set)
 		return 0;
 	*f = e->f;
@@ -232,6 +259,7 @@ void query__memo_unlock(struct qmemo_view *v)
 	if (!v->locked)
 		return;
 	v->t = NULL;
+	v->last = NULL;
 	v->locked = 0;
 	pthread_rwlock_unlock(&v->m->lock);
 	if (v->hits)
@@ -295,6 +323,7 @@ static struct qmemo_tenant *tenant_for_put(struct qmemo_gen *g, const char *tena
 	g->tenants = nt;
 	t = &nt[g->n_tenants];
 	memset(t, 0, sizeof(*t));
+	hmap_init(&t->ix, HMAP_MAX, NULL);
 	if (!(t->name = strdup(tenant)))
 		return NULL;
 	g->array_bytes += sizeof(*t) + strlen(tenant) + 1;
@@ -319,13 +348,38 @@ void query__memo_put_begin(struct qmemo_view *v, const char *tenant)
 	v->put = tenant_for_put(m->cur, tenant);
 }
 
+/* A new, empty memo for partition `part` of t, or NULL past the cap. */
+static struct qmemo_part *add_part(struct qmemo_gen *g, struct qmemo_tenant *t, uint32_t part)
+{
+	struct hmap_probe pr;
+	size_t ix_before = hmap_bytes(&t->ix);
+
+	if (t->n_parts == t->cap_parts) {
+		uint32_t cap = t->cap_parts, icap = t->cap_parts;
+
+		if (grow_zero(g, (void **)&t->parts, &cap, sizeof(*t->parts), t->n_parts) ||
+		    grow_zero(g, (void **)&t->ids, &icap, sizeof(*t->ids), t->n_parts))
+			return NULL;
+		t->cap_parts = cap < icap ? cap : icap;
+	}
+	/* find_part ended its probe where the id is missing: probe again to insert. */
+	for (uint32_t i = hmap_first(&t->ix, hash_u64(part), &pr); i != HMAP_NONE;
+	     i = hmap_next(&t->ix, &pr))
+		;
+	if (hmap_put_probed(&t->ix, &pr, t->n_parts))
+		return NULL;
+	g->array_bytes += hmap_bytes(&t->ix) - ix_before;
+	t->ids[t->n_parts] = part;
+	return &t->parts[t->n_parts++];
+}
+
 void query__memo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf,
 	       const struct qsym_frame *f, uint32_t n)
 {
 	struct qmemo_gen *g;
 	struct qmemo_tenant *t = v->put;
 	struct qsym_frame *copy = NULL;
-	struct memo_part *p;
+	struct qmemo_part *p;
 	struct memo_ent *e;
 
 	if (!t)
@@ -333,14 +387,8 @@ void query__memo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf
 	g = v->m->cur;
 	if (gen_bytes(g) >= g->max_bytes)
 		goto fail;
-	if (part >= t->n_parts) {
-		uint32_t cap = t->n_parts;
-
-		if (grow_zero(g, (void **)&t->parts, &cap, sizeof(*t->parts), part))
-			goto fail;
-		t->n_parts = cap;
-	}
-	p = &t->parts[part];
+	if (!(p = find_part(t, part)) && !(p = add_part(g, t, part)))
+		goto fail;
 	if (loc >= p->cap[!!leaf] &&
 	    grow_zero(g, (void **)&p->ent[!!leaf], &p->cap[!!leaf], sizeof(*p->ent[0]), loc))
 		goto fail;

@@ -312,6 +312,11 @@ static void cache_forget(struct bcache *c, struct block *b)
 	pthread_mutex_unlock(&c->mu);
 }
 
+void store__block_uncache(struct store *st, struct block *b)
+{
+	cache_forget(&st->cache, b);
+}
+
 /* ---- references --------------------------------------------------------------- */
 
 void store__block_ref(struct block *b)

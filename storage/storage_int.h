@@ -1553,6 +1553,10 @@ struct block *store__block_by_ref(struct tenant *t, uint32_t ref);
 void store__block_unlist(struct tenant *t, struct block *b);
 /* Unlists b and keeps the list's reference for the grace period (t->mu held). */
 int store__block_bury(struct tenant *t, struct block *b);
+/* Drops the cache's copies of b's decoded index and symbols (no lock of t
+ * held): a block compaction or retention replaced is read again only by the
+ * readers that referenced it before, which hold their own references. */
+void store__block_uncache(struct store *st, struct block *b);
 /*
  * Drops the references of partitions and blocks retired more than
  * grace_ns ago (all of them with `all`): until then the calls without a

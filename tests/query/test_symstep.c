@@ -20,6 +20,7 @@
 #include "debuginfo/debuginfo.h"
 #include "query/query.h"
 #include "query/query_int.h"
+#include "storage/storage.h"
 
 static struct fx g_fx;
 static struct debuginfo *g_svc;
@@ -151,6 +152,50 @@ static void test_roundtrip(void **state)
 	put_named(&v, 1, 5, 1, 1);
 	query__memo_put_end(&v);
 	query__memo_end(&v);
+}
+
+/* Blocks' partitions (ids from 2^31) are memoized like the head's, many of
+ * them side by side, and storing them never empties the memo. */
+static void test_block_parts(void **state)
+{
+	const uint32_t n_parts = 200, head = 3;
+	struct query_symmemo *m;
+	struct qmemo_view v;
+	const struct qsym_frame *f;
+	uint32_t n, p;
+	char want[64];
+
+	(void)state;
+	assert_int_equal(query_symmemo_new(g_svc, 0, &m), 0);
+	query__memo_begin(m, "acme", &v);
+	query__memo_unlock(&v);
+	query__memo_put_begin(&v, "acme");
+	for (p = 0; p < n_parts; p++) {
+		put_named(&v, STORE_BLOCK_PART_MIN + p, p + 1, 1, 1 + p % 3);
+		put_named(&v, head, p + 1, 0, 1);
+	}
+	query__memo_put_end(&v);
+	query__memo_end(&v);
+	assert_int_equal(metric(m, "unhex_symbolize_memo_lookups_total{result=\"stored\"} "),
+			 2 * n_parts);
+
+	query__memo_begin(m, "acme", &v);
+	/* Interleaved partitions, as a merge of several blocks asks. */
+	for (p = n_parts; p-- > 0;) {
+		assert_int_equal(query__memo_get(&v, STORE_BLOCK_PART_MIN + p, p + 1, 1, &f, &n), 1);
+		assert_int_equal(n, 1 + p % 3);
+		name_of(want, sizeof(want), STORE_BLOCK_PART_MIN + p, p + 1, 1, 0);
+		assert_string_equal(f[0].function, want);
+		assert_int_equal(query__memo_get(&v, head, p + 1, 0, &f, &n), 1);
+		assert_int_equal(n, 1);
+		/* Same location id, another partition or role: not memoized. */
+		assert_int_equal(query__memo_get(&v, STORE_BLOCK_PART_MIN + p, p + 1, 0, &f, &n), 0);
+		assert_int_equal(query__memo_get(&v, STORE_BLOCK_PART_MIN + n_parts + p, p + 1, 1,
+						 &f, &n), 0);
+	}
+	query__memo_end(&v);
+	assert_int_equal(metric(m, "unhex_symbolize_memo_resets_total "), 0);
+	query_symmemo_free(m);
 }
 
 /* Past the cap storing stops, the next writer starts over, and a reader
@@ -487,6 +532,7 @@ int main(void)
 		cmocka_unit_test(test_jit),
 		cmocka_unit_test(test_disabled),
 		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_block_parts),
 		cmocka_unit_test(test_cap),
 		cmocka_unit_test(test_threads),
 	};

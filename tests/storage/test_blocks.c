@@ -193,6 +193,41 @@ static void test_seal_compact_same(void **state)
 	tmpdir_free(dir);
 }
 
+/* The decoded symbols of blocks compaction replaced leave the block cache at
+ * once, not when the grace period of their last readers ends: a backfill
+ * compacts a day a minute, and they pushed out the live blocks' symbols. */
+static void test_replaced_blocks_leave_cache(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st;
+	struct store_maint_stats ms;
+	char *before, *after;
+	(void)state;
+
+	fake_now = T0 + 100 * RANGE;
+	st = open_blocks(dir, 0);
+	assert_non_null(st);
+	st->grace_ns = 3600 * SEC; /* replaced blocks stay listed in the grave */
+	fill(st, T0, 3 * RANGE, 1);
+	memset(&ms, 0, sizeof(ms));
+	assert_int_equal(store_maintain(st, STORE_MAINT_SEAL_ALL, &ms, NULL), 0);
+	assert_int_equal(ms.sealed_blocks, 3);
+	before = gen_dump(st, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
+	assert_non_null(before);
+	assert_true(st->cache.bytes > 0);
+	assert_int_equal(store_maintain(st, STORE_MAINT_COMPACT_ALL, &ms, NULL), 0);
+	assert_int_equal(ms.compacted_blocks, 3);
+	assert_int_equal(st->cache.bytes, 0); /* the output was written, not read */
+	after = gen_dump(st, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
+	assert_non_null(after);
+	assert_string_equal(before, after);
+	assert_true(st->cache.bytes > 0);
+	free(after);
+	free(before);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
 /* A range sealed after its slot was compacted (a late profile) joins the
  * slot's block: the slot stays one block, every profile counted once. */
 static void test_late_range_joins_slot(void **state)
@@ -715,6 +750,7 @@ int main(void)
 		cmocka_unit_test(test_seal_only_ended_ranges),
 		cmocka_unit_test(test_late_range_joins_slot),
 		cmocka_unit_test(test_retention),
+		cmocka_unit_test(test_replaced_blocks_leave_cache),
 		cmocka_unit_test(test_interrupted_seal),
 		cmocka_unit_test(test_interrupted_compaction),
 		cmocka_unit_test(test_corrupt_blocks),
