@@ -86,6 +86,7 @@ memstore_device_bytes = 536870912
 ms_mon_client_mode = crc secure
 rgw_frontends = beast endpoint=127.0.0.1:$RGW_PORT
 rgw_data = $d/rgw
+rgw_dns_name = localhost
 EOF
 	ceph-authtool --create-keyring "$d/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
 	monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon2,v1:127.0.0.1:$mon1]" \
