@@ -291,6 +291,21 @@ static void wrong_secret(void **state)
 	objstore_close(os);
 }
 
+static void no_bucket(void **state)
+{
+	struct objstore_s3_config c = config();
+	struct objstore *os;
+	struct err_msg msg = {""};
+
+	(void)state;
+	c.bucket = "unhex-no-such-bucket";
+	os = open_s3(&c);
+	assert_int_equal(objstore_put(os, "t/x", "x", 1, 0, &msg), ERR_NOT_FOUND);
+	printf("missing bucket: %s\n", msg.text);
+	assert_non_null(strstr(msg.text, "404 NoSuchBucket"));
+	objstore_close(os);
+}
+
 static void vhost(void **state)
 {
 	struct objstore_s3_config c = config();
@@ -344,6 +359,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(multipart),
 		cmocka_unit_test(list_paged),
 		cmocka_unit_test(wrong_secret),
+		cmocka_unit_test(no_bucket),
 		cmocka_unit_test(vhost),
 	};
 	const struct CMUnitTest outage[] = {cmocka_unit_test(down)};
