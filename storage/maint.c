@@ -1155,7 +1155,7 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 	struct store_maint_stats ms;
 	struct tenant **ts = NULL;
 	size_t n = 0;
-	int rc;
+	int rc, upload_rc = 0;
 
 	if (st->read_only)
 		return err_set(msg, ERR_INVALID, "store is open read-only");
@@ -1171,8 +1171,9 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 			rc = compact_level(st, ts[i], k, clock, flags, &ms, msg);
 		if (!rc)
 			rc = expire_tenant(st, ts[i], clock, &ms, msg);
-		if (!rc)
-			store__upload_tenant(st, ts[i], &ms);
+		/* After one failed upload the bucket is likely down: the next pass retries. */
+		if (!rc && !upload_rc)
+			upload_rc = store__upload_tenant(st, ts[i], &ms);
 		store__reclaim(st, ts[i], 0);
 	}
 	add_stats(&st->maint_total, &ms);

@@ -1616,8 +1616,11 @@ int store__bw_finish(struct bw *w, const struct borigin *origins, size_t n_origi
 void store__bw_abort(struct bw *w);
 int store__fsync_dir(const char *dir);
 
-/* Uploads t's live blocks not uploaded yet to st->objstore (upload.c). */
-void store__upload_tenant(struct store *st, struct tenant *t, struct store_maint_stats *ms);
+/*
+ * Uploads t's live blocks not uploaded yet to st->objstore (upload.c);
+ * stops at the first failure (logged, counted) and returns its code.
+ */
+int store__upload_tenant(struct store *st, struct tenant *t, struct store_maint_stats *ms);
 
 /* Test hook: when UNHEX_CRASHPOINT names `point`, the process kills itself there. */
 void store__crashpoint(struct store *st, const char *point);

@@ -9,9 +9,9 @@
  * before a restart, or one whose answer was lost) is the same block when
  * its size matches.  Which blocks are uploaded is kept in memory only: a
  * restarted process puts each live block once more and is told it exists.
- * A failed upload ends the tenant's pass (the bucket is likely down; the
- * next pass retries), so an outage costs one request's retries per pass,
- * never ingest.
+ * A failed upload ends the pass's uploads, of every tenant (the bucket is
+ * likely down; the next pass retries), so an outage costs one request's
+ * retries per pass, never ingest.
  */
 #include "storage_int.h"
 
@@ -63,14 +63,14 @@ static int upload_block(struct store *st, struct block *b, struct store_maint_st
 	return 0;
 }
 
-void store__upload_tenant(struct store *st, struct tenant *t, struct store_maint_stats *ms)
+int store__upload_tenant(struct store *st, struct tenant *t, struct store_maint_stats *ms)
 {
 	struct block **bs;
 	size_t n = 0;
 	int rc = 0;
 
 	if (!st->objstore)
-		return;
+		return 0;
 	pthread_mutex_lock(&t->mu);
 	bs = malloc((t->n_blocks + 1) * sizeof(*bs));
 	for (size_t i = 0; bs && i < t->n_blocks; i++) {
@@ -84,7 +84,7 @@ void store__upload_tenant(struct store *st, struct tenant *t, struct store_maint
 	pthread_mutex_unlock(&t->mu);
 	if (!bs) {
 		ms->upload_failures++;
-		return;
+		return ERR_NOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!rc)
@@ -92,4 +92,5 @@ void store__upload_tenant(struct store *st, struct tenant *t, struct store_maint
 		store__block_put(st, bs[i]);
 	}
 	free(bs);
+	return rc;
 }
