@@ -16,7 +16,7 @@ rgw_start
 rgw_bucket unhex-it
 export S3_ENDPOINT=$RGW_URL S3_BUCKET=unhex-it
 export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-unset AWS_SESSION_TOKEN
+unset AWS_SESSION_TOKEN AWS_PROFILE AWS_SHARED_CREDENTIALS_FILE
 # Virtual-host style: libcurl resolves every *.localhost name to loopback.
 export S3_VHOST_ENDPOINT="http://localhost:$RGW_PORT"
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -306,6 +307,53 @@ static void no_bucket(void **state)
 	objstore_close(os);
 }
 
+/* Credentials from a shared credentials file, not the environment. */
+static void credentials_file(void **state)
+{
+	struct objstore_s3_config c = config();
+	char path[] = "/tmp/unhex-creds.XXXXXX", *ak = strdup(getenv("AWS_ACCESS_KEY_ID")),
+	     *sk = strdup(getenv("AWS_SECRET_ACCESS_KEY"));
+	struct objstore *os = NULL;
+	struct err_msg msg = {""};
+	struct buf b;
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	(void)state;
+	assert_non_null(f);
+	fprintf(f, "[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n"
+		   "\n[unhex]\naws_access_key_id = %s\naws_secret_access_key = %s\n", ak, sk);
+	fclose(f);
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	c.credentials_file = path;
+	c.profile = "unhex";
+	os = open_s3(&c);
+	buf_init(&b, 64);
+	assert_int_equal(objstore_put(os, "t/creds", "file", 4, 0, &msg), 0);
+	assert_int_equal(objstore_get(os, "t/creds", &b, &msg), 0);
+	assert_int_equal(b.len, 4);
+	objstore_close(os);
+	/* The default section holds keys RGW does not know. */
+	c.profile = NULL;
+	os = open_s3(&c);
+	err_clear(&msg);
+	assert_int_equal(objstore_put(os, "t/creds", "file", 4, 0, &msg), ERR_PERMISSION);
+	printf("unknown access key: %s\n", msg.text);
+	objstore_close(os);
+	/* No such file, no environment: a clear error at open. */
+	c.credentials_file = "/nonexistent/credentials";
+	err_clear(&msg);
+	assert_int_equal(objstore_open_s3(&c, &os, &msg), ERR_INVALID);
+	assert_non_null(strstr(msg.text, "/nonexistent/credentials"));
+	setenv("AWS_ACCESS_KEY_ID", ak, 1);
+	setenv("AWS_SECRET_ACCESS_KEY", sk, 1);
+	unlink(path);
+	buf_release(&b);
+	free(ak);
+	free(sk);
+}
+
 static void vhost(void **state)
 {
 	struct objstore_s3_config c = config();
@@ -360,6 +408,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(list_paged),
 		cmocka_unit_test(wrong_secret),
 		cmocka_unit_test(no_bucket),
+		cmocka_unit_test(credentials_file),
 		cmocka_unit_test(vhost),
 	};
 	const struct CMUnitTest outage[] = {cmocka_unit_test(down)};
