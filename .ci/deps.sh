@@ -3,6 +3,8 @@
 # Idempotent: when everything is present it returns without touching apt.
 set -euo pipefail
 
+# ceph-mon, ceph-osd, radosgw: the throw-away Ceph RGW of the object-storage
+# tests (tests/integration/rgw.sh).
 # libssl-dev: libcrypto (SHA-256 of tokens and debug files) and the unversioned
 # libssl.so / libcrypto.so that Debian's civetweb loads at run time for TLS.
 PACKAGES=(
@@ -13,6 +15,7 @@ PACKAGES=(
   elfutils binutils linux-perf google-perftools libgoogle-perftools-dev
   golang-go jq g++ llvm debuginfod rustc time valgrind dwz protobuf-compiler socat openssl
   openjdk-17-jdk-headless prometheus graphviz nodejs
+  ceph-mon ceph-osd radosgw
 )
 
 missing=()

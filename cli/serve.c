@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "debuginfo/debuginfo.h"
 #include "ingest/ingest.h"
+#include "objstore/objstore.h"
 #include "query/query.h"
 #include "query/regress.h"
 #include "storage/storage.h"
@@ -107,6 +108,14 @@ static void serve_help(FILE *f)
 	      "  --push-id-window T          a pushed profile ID is remembered this long, so a\n"
 	      "                              retried push is not stored twice (default 10m)\n"
 	      "  --push-id-max N             IDs remembered per window at most (default 524288)\n"
+	      "  --storage.backend B         local (default) or s3: sealed and compacted blocks\n"
+	      "                              are also uploaded to a bucket (docs/object-storage.md)\n"
+	      "  --storage.s3.endpoint URL   http(s)://host[:port] of the S3 API\n"
+	      "  --storage.s3.bucket NAME    the bucket (it must exist)\n"
+	      "  --storage.s3.region R       SigV4 region (default us-east-1)\n"
+	      "  --storage.s3.path-style     URLs endpoint/bucket/key, not bucket.endpoint/key\n"
+	      "                              (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+	      "                              AWS_SESSION_TOKEN, else ~/.aws/credentials)\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -240,7 +249,8 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
        O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
        O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE,
-       O_PUSH_ID_WINDOW, O_PUSH_ID_MAX };
+       O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_BACKEND, O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION,
+       O_S3_PATH_STYLE };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -291,6 +301,11 @@ static const struct option serve_opts[] = {
 	{ "log-requests", no_argument, NULL, O_LOG_REQUESTS },
 	{ "push-id-window", required_argument, NULL, O_PUSH_ID_WINDOW },
 	{ "push-id-max", required_argument, NULL, O_PUSH_ID_MAX },
+	{ "storage.backend", required_argument, NULL, O_BACKEND },
+	{ "storage.s3.endpoint", required_argument, NULL, O_S3_ENDPOINT },
+	{ "storage.s3.bucket", required_argument, NULL, O_S3_BUCKET },
+	{ "storage.s3.region", required_argument, NULL, O_S3_REGION },
+	{ "storage.s3.path-style", no_argument, NULL, O_S3_PATH_STYLE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -309,6 +324,8 @@ struct serve_args {
 	size_t symbol_cache_bytes;
 	struct store_retention tenant_retention[MAX_RETENTION_TENANTS];
 	size_t n_tenant_retention;
+	int s3;                          /* --storage.backend s3 */
+	struct objstore_s3_config s3cfg; /* strings borrowed from argv */
 };
 
 /* Parses "30s", "500ms", "2m", "1h", "7d", "2w" or plain seconds into nanoseconds (> 0). */
@@ -484,6 +501,16 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			else
 				a->web.max_client_connections = (int)v;
 			break;
+		case O_BACKEND:
+			if (strcmp(optarg, "local") && strcmp(optarg, "s3"))
+				return cli_usage_error("serve", "--storage.backend: \"%s\" is not local "
+							"or s3", optarg);
+			a->s3 = !strcmp(optarg, "s3");
+			break;
+		case O_S3_ENDPOINT: a->s3cfg.endpoint = optarg; break;
+		case O_S3_BUCKET: a->s3cfg.bucket = optarg; break;
+		case O_S3_REGION: a->s3cfg.region = optarg; break;
+		case O_S3_PATH_STYLE: a->s3cfg.path_style = 1; break;
 		case O_HELP: serve_help(stdout); return -1;
 		case O_LOG:
 			if (parse_level(optarg, &lvl))
@@ -529,6 +556,11 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		return cli_usage_error("serve", "--tls.cert and --tls.key go together");
 	if (a->web.auth_tokens && a->web.auth_disabled)
 		return cli_usage_error("serve", "--auth.tokens and --auth.disabled contradict each other");
+	if (a->s3 && (!a->s3cfg.endpoint || !a->s3cfg.bucket))
+		return cli_usage_error("serve", "--storage.backend s3 needs --storage.s3.endpoint and "
+					"--storage.s3.bucket");
+	if (!a->s3 && (a->s3cfg.endpoint || a->s3cfg.bucket || a->s3cfg.region))
+		return cli_usage_error("serve", "--storage.s3.* options need --storage.backend s3");
 	return 0;
 }
 
@@ -606,6 +638,7 @@ int cli_serve(int argc, char **argv)
 	struct web_server *srv = NULL;
 	struct debuginfo *sym = NULL;
 	struct query_symmemo *memo = NULL;
+	struct objstore *os = NULL;
 	struct err_msg msg;
 	sigset_t set;
 	char url[300];
@@ -635,15 +668,22 @@ int cli_serve(int argc, char **argv)
 	so.push_id_max = (uint32_t)a.push_id_max;
 	so.symbol_cache_bytes = a.symbol_cache_bytes;
 	so.maintain_interval_ns = a.maintain_ns ? a.maintain_ns : DEFAULT_MAINTAIN_NS;
+	if (a.s3 && objstore_open_s3(&a.s3cfg, &os, &msg)) {
+		log_error("--storage.backend s3: %s", msg.text);
+		return CLI_EXIT_FAIL;
+	}
+	so.objstore = os;
 	/* Debug info retention follows the blocks it depends on, at the same pace. */
 	a.sym.retain_interval_ns = so.maintain_interval_ns;
 	if (store_open(&so, &st, &msg)) {
 		log_error("cannot open the store in %s: %s", a.data, msg.text);
+		objstore_close(os);
 		return CLI_EXIT_FAIL;
 	}
 	if (debuginfo_open(st, &a.sym, &sym, &msg)) {
 		log_error("%s", msg.text);
 		store_close(st);
+		objstore_close(os);
 		return CLI_EXIT_FAIL;
 	}
 	/* Debug info first, as CI uploads it before the binaries run. */
@@ -662,6 +702,7 @@ int cli_serve(int argc, char **argv)
 		log_error("out of memory");
 		debuginfo_close(sym);
 		store_close(st);
+		objstore_close(os);
 		return CLI_EXIT_FAIL;
 	}
 	a.web.query.symbolizer = sym;
@@ -671,6 +712,7 @@ int cli_serve(int argc, char **argv)
 		query_symmemo_free(memo);
 		debuginfo_close(sym);
 		store_close(st);
+		objstore_close(os);
 		return CLI_EXIT_FAIL;
 	}
 	reachable_url(a.web.listen, web_server_port(srv), a.web.tls_cert != NULL, url, sizeof(url),
@@ -708,6 +750,7 @@ int cli_serve(int argc, char **argv)
 	query_symmemo_free(memo);
 	debuginfo_close(sym);
 	store_close(st);
+	objstore_close(os);
 	log_info("stopped");
 	return CLI_EXIT_OK;
 }

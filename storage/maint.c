@@ -47,6 +47,10 @@ static void add_stats(struct store_maint_stats *a, const struct store_maint_stat
 	a->expired_blocks += b->expired_blocks;
 	a->expired_bytes += b->expired_bytes;
 	a->dropped_epochs += b->dropped_epochs;
+	a->uploaded_blocks += b->uploaded_blocks;
+	a->uploaded_bytes += b->uploaded_bytes;
+	a->upload_failures += b->upload_failures;
+	a->upload_found += b->upload_found;
 }
 
 /* A series' label key (storage_int.h, section 4), the order of series in a block. */
@@ -1161,7 +1165,7 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 	struct store_maint_stats ms;
 	struct tenant **ts = NULL;
 	size_t n = 0;
-	int rc;
+	int rc, upload_rc = 0;
 
 	if (st->read_only)
 		return err_set(msg, ERR_INVALID, "store is open read-only");
@@ -1177,6 +1181,9 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 			rc = compact_level(st, ts[i], k, clock, flags, &ms, msg);
 		if (!rc)
 			rc = expire_tenant(st, ts[i], clock, &ms, msg);
+		/* After one failed upload the bucket is likely down: the next pass retries. */
+		if (!rc && !upload_rc)
+			upload_rc = store__upload_tenant(st, ts[i], &ms);
 		store__reclaim(st, ts[i], 0);
 	}
 	add_stats(&st->maint_total, &ms);

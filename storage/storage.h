@@ -67,6 +67,7 @@
 
 struct buf;
 struct err_msg;
+struct objstore;
 struct store;
 struct store_txn;
 struct store_symbols;
@@ -124,6 +125,15 @@ struct store_options {
 	 */
 	int64_t push_id_window_ns;
 	uint32_t push_id_max;
+	/*
+	 * A bucket (borrowed; must outlive the store), or NULL.  Set, every
+	 * maintenance pass uploads the live blocks not uploaded yet by this
+	 * process, create-once under their path in the data directory
+	 * ("blocks/<tenant>/<id>.blk"); an upload that fails is retried at the
+	 * next pass and never holds up ingest.  Reads stay local
+	 * (docs/object-storage.md says what is not built yet).
+	 */
+	struct objstore *objstore;
 };
 
 /* Partition ids at or above this name a service of a block. */
@@ -491,6 +501,10 @@ struct store_maint_stats {
 	uint64_t expired_blocks;    /* deleted by retention */
 	uint64_t expired_bytes;
 	uint64_t dropped_epochs;    /* head symbol epochs freed */
+	uint64_t uploaded_blocks;   /* put in the bucket (store_options.objstore) */
+	uint64_t uploaded_bytes;
+	uint64_t upload_failures;   /* uploads to retry at the next pass */
+	uint64_t upload_found;      /* blocks found in the bucket already (a restart) */
 };
 
 enum {

@@ -1041,6 +1041,7 @@ struct store {
 	struct bcache cache;
 	pthread_mutex_t maint_mu;   /* one maintenance pass at a time */
 	struct store_maint_stats maint_total; /* under maint_mu */
+	struct objstore *objstore;  /* borrowed; NULL: blocks stay local only */
 	struct pushids pushids;     /* push IDs claimed lately (pushid.c) */
 	pthread_t maint_thread;
 	int maint_started;
@@ -1519,6 +1520,7 @@ struct block {
 	uint64_t file_size;
 	int64_t retired_ns;     /* monotonic time it was unlisted */
 	_Atomic int bad;        /* corrupt or missing: skipped; why says why */
+	_Atomic int uploaded;   /* in the bucket (store.objstore), as far as this process knows */
 	char why[256];
 	/* Cached decoded objects (under store.cache.mu). */
 	struct bidx *index;
@@ -1621,6 +1623,12 @@ int store__bw_finish(struct bw *w, const struct borigin *origins, size_t n_origi
 		     struct err_msg *msg);
 void store__bw_abort(struct bw *w);
 int store__fsync_dir(const char *dir);
+
+/*
+ * Uploads t's live blocks not uploaded yet to st->objstore (upload.c);
+ * stops at the first failure (logged, counted) and returns its code.
+ */
+int store__upload_tenant(struct store *st, struct tenant *t, struct store_maint_stats *ms);
 
 /* Test hook: when UNHEX_CRASHPOINT names `point`, the process kills itself there. */
 void store__crashpoint(struct store *st, const char *point);

@@ -470,6 +470,7 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 	const char *cp = getenv("UNHEX_CRASHPOINT");
 
 	st->dir = strdup(opt->dir);
+	st->objstore = opt->objstore;
 	if (!st->dir)
 		return ERR_NOMEM;
 	st->block_range_ns = opt->block_range_ns ? opt->block_range_ns : DEFAULT_BLOCK_RANGE_NS;

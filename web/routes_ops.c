@@ -365,10 +365,16 @@ static void store_metrics(struct store *st, struct buf *b)
 		      "unhex_store_maintenance_total{action=\"compactions\"} %llu\n"
 		      "unhex_store_maintenance_total{action=\"compacted_blocks\"} %llu\n"
 		      "unhex_store_maintenance_total{action=\"expired_blocks\"} %llu\n"
-		      "unhex_store_maintenance_total{action=\"dropped_epochs\"} %llu\n",
+		      "unhex_store_maintenance_total{action=\"dropped_epochs\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"uploaded_blocks\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"uploaded_bytes\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"upload_failures\"} %llu\n"
+		      "unhex_store_maintenance_total{action=\"upload_found\"} %llu\n",
 		   (unsigned long long)m.sealed_blocks, (unsigned long long)m.sealed_profiles,
 		   (unsigned long long)m.compactions, (unsigned long long)m.compacted_blocks,
-		   (unsigned long long)m.expired_blocks, (unsigned long long)m.dropped_epochs);
+		   (unsigned long long)m.expired_blocks, (unsigned long long)m.dropped_epochs,
+		   (unsigned long long)m.uploaded_blocks, (unsigned long long)m.uploaded_bytes,
+		   (unsigned long long)m.upload_failures, (unsigned long long)m.upload_found);
 	{
 		struct store_push_id_stats p;
 

@@ -136,6 +136,21 @@ counts() {
 	jq -cS 'del(.bytes, .head_profiles, .blocks, .retention)' <<<"$1"
 }
 
+# wait_settled N: until the tenant anonymous has N blocks, twice 2 s apart (60 s at most).
+wait_settled() {
+	local want=$1 i s
+	for i in $(seq 1 300); do
+		s=$(tenant_stats anonymous)
+		if [ "$(jq -r '.blocks.count' <<<"$s")" = "$want" ]; then
+			sleep 2
+			s=$(tenant_stats anonymous)
+			[ "$(jq -r '.blocks.count' <<<"$s")" = "$want" ] && return 0
+		fi
+		sleep 0.2
+	done
+	fail "blocks did not settle at $want: $(jq -c '.blocks | {count, list: [.list[] | {level, range_start_ns}]}' <<<"$s")"
+}
+
 # field JSON NAME
 field() {
 	jq -r ".$2" <<<"$1"

@@ -2,7 +2,7 @@
 # includes.sh - the layering of README.md ("How it is built"), checked on
 # every #include "dir/file.h" of the tree:
 #
-#   base -> proto -> storage -> ingest, symbolize -> debuginfo -> query -> web -> cli
+#   base -> proto -> objstore -> storage -> ingest, symbolize -> debuginfo -> query -> web -> cli
 #
 #   - a module includes headers of itself and of modules to its left only
 #     (ingest and symbolize are side by side and include neither each other);
@@ -22,9 +22,9 @@ set -euo pipefail
 root=${1:?usage: includes.sh SOURCE_DIR}
 cd "$root"
 
-declare -A rank=([base]=0 [proto]=1 [storage]=2 [ingest]=3 [symbolize]=3
-	[debuginfo]=4 [query]=5 [web]=6 [cli]=7)
-declare -A public=([storage]=storage.h [ingest]=ingest.h [symbolize]=symbolize.h
+declare -A rank=([base]=0 [proto]=1 [objstore]=2 [storage]=3 [ingest]=4 [symbolize]=4
+	[debuginfo]=5 [query]=6 [web]=7 [cli]=8)
+declare -A public=([objstore]=objstore.h [storage]=storage.h [ingest]=ingest.h [symbolize]=symbolize.h
 	[debuginfo]=debuginfo.h [query]="query.h regress.h" [web]=web.h [cli]=cli.h [proto]=pbjson.h)
 # file -> the private header it may include anyway, and why
 declare -A WHITEBOX=(

@@ -1,0 +1,171 @@
+# rgw.sh - a real, throw-away Ceph RGW on 127.0.0.1 for the object-storage
+# tests: one monitor, one memstore OSD and radosgw, every file of theirs
+# under one directory of $WORK, a user with known keys.  Sourced after
+# lib.sh.  Facts behind each setting: docs/object-storage.md ("Testing").
+#
+#   need_rgw             exit 77 (skip) with a message when the Debian
+#                        packages ceph-mon, ceph-osd, radosgw are absent
+#   rgw_start            builds and starts the cluster; sets RGW_URL,
+#                        RGW_PORT, RGW_DIR, RGW_ACCESS_KEY, RGW_SECRET_KEY,
+#                        RGW_REGION
+#   rgw_bucket NAME      creates a bucket (curl's own SigV4 signing)
+#   rgw_pause/rgw_resume SIGSTOP/SIGCONT radosgw (by its pid file)
+#   rgw_stop             stops every daemon by the pid file it wrote
+#
+# The caller's EXIT trap must call rgw_stop (lib.sh's cleanup removes
+# $WORK, not the daemons), as with start_debuginfod.
+
+RGW_DIR=
+RGW_ACCESS_KEY=UNHEXTESTACCESSKEY01
+RGW_SECRET_KEY=unhexTestSecretKey0123456789abcdefghijklm
+RGW_REGION=us-east-1
+
+need_rgw() {
+	local b
+	for b in ceph-mon ceph-osd radosgw radosgw-admin ceph ceph-authtool monmaptool; do
+		command -v "$b" >/dev/null || {
+			echo "SKIP: $b is missing: install the Debian packages ceph-mon ceph-osd radosgw (.ci/deps.sh does)" >&2
+			exit 77
+		}
+	done
+}
+
+# free_port: a TCP port of 127.0.0.1 that nothing listens on right now
+# (the monitor cannot take port 0: its address goes into the monmap).
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+rgw_ceph() {
+	timeout 60 ceph -c "$RGW_DIR/ceph.conf" "$@"
+}
+
+rgw_start() {
+	local d mon1 mon2 fsid uuid id i out
+	need_rgw
+	d=$WORK/rgw
+	RGW_DIR=$d
+	mkdir -p "$d/run" "$d/log" "$d/crash" "$d/mon" "$d/osd" "$d/rgw"
+	mon1=$(free_port)
+	mon2=$(free_port)
+	RGW_PORT=$(free_port)
+	RGW_URL="http://127.0.0.1:$RGW_PORT"
+	fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+	# Authentication between the daemons is off (one host, loopback), but
+	# radosgw's built-in defaults demand a secure mon connection and would
+	# retry forever (-13) without ms_mon_client_mode.  One OSD: pools of
+	# size 1 and few PGs (RGW makes 7 pools; 32 PGs each is over the
+	# per-OSD limit).  $name and $id are ceph's own metavariables.
+	cat >"$d/ceph.conf" <<EOF
+[global]
+fsid = $fsid
+mon_host = [v2:127.0.0.1:$mon2,v1:127.0.0.1:$mon1]
+public_addr = 127.0.0.1
+auth_cluster_required = none
+auth_service_required = none
+auth_client_required = none
+osd_pool_default_size = 1
+osd_pool_default_min_size = 1
+mon_allow_pool_size_one = true
+osd_crush_chooseleaf_type = 0
+osd_pool_default_pg_num = 8
+osd_pool_default_pgp_num = 8
+osd_pool_default_pg_autoscale_mode = off
+mon_max_pg_per_osd = 1000
+run_dir = $d/run
+admin_socket = $d/run/\$name.asok
+pid_file = $d/run/\$name.pid
+log_file = $d/log/\$name.log
+crash_dir = $d/crash
+keyring = $d/keyring
+mon_data = $d/mon/\$id
+osd_data = $d/osd/\$id
+osd_objectstore = memstore
+memstore_device_bytes = 536870912
+[client.rgw]
+ms_mon_client_mode = crc secure
+rgw_frontends = beast endpoint=127.0.0.1:$RGW_PORT
+rgw_data = $d/rgw
+rgw_dns_name = localhost
+EOF
+	ceph-authtool --create-keyring "$d/keyring" --gen-key -n mon. --cap mon 'allow *' >/dev/null
+	monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$mon2,v1:127.0.0.1:$mon1]" \
+		"$d/monmap" >/dev/null
+	ceph-mon -c "$d/ceph.conf" --mkfs -i a --monmap "$d/monmap" --keyring "$d/keyring" ||
+		fail "ceph-mon --mkfs failed"
+	ceph-mon -c "$d/ceph.conf" -i a || fail "ceph-mon did not start: $(tail -5 "$d/log/mon.a.log")"
+	uuid=$(python3 -c 'import uuid; print(uuid.uuid4())')
+	id=$(rgw_ceph osd new "$uuid") || fail "ceph osd new failed"
+	mkdir -p "$d/osd/$id"
+	ceph-osd -c "$d/ceph.conf" -i "$id" --mkfs --osd-uuid "$uuid" >/dev/null 2>&1 ||
+		fail "ceph-osd --mkfs failed: $(tail -5 "$d/log/osd.$id.log")"
+	ceph-osd -c "$d/ceph.conf" -i "$id" >/dev/null 2>&1 ||
+		fail "ceph-osd did not start: $(tail -5 "$d/log/osd.$id.log")"
+	out=
+	for i in $(seq 1 300); do
+		out=$(rgw_ceph osd stat -f json 2>/dev/null || true)
+		[[ $out == *'"num_up_osds":1'* ]] && break
+		sleep 0.2
+	done
+	[[ $out == *'"num_up_osds":1'* ]] || fail "the OSD never came up: $out"
+	# radosgw forks into the background once it serves.
+	radosgw -c "$d/ceph.conf" -n client.rgw >/dev/null 2>&1 ||
+		fail "radosgw did not start: $(tail -5 "$d/log/client.rgw.log")"
+	out=
+	for i in $(seq 1 600); do
+		out=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$RGW_URL/" || true)
+		[ "$out" = 200 ] && break
+		sleep 0.2
+	done
+	[ "$out" = 200 ] || fail "radosgw on $RGW_PORT does not answer (HTTP $out)"
+	# As client.admin: `-n client.rgw` would collide with radosgw's admin socket.
+	timeout 60 radosgw-admin -c "$d/ceph.conf" user create --uid=unhex --display-name=unhex \
+		--access-key="$RGW_ACCESS_KEY" --secret-key="$RGW_SECRET_KEY" >/dev/null ||
+		fail "radosgw-admin user create failed"
+	note "Ceph RGW on $RGW_URL (mon $mon2/$mon1, osd.$id memstore)"
+}
+
+rgw_pid() { # NAME: the pid in the daemon's own pid file, "" if none
+	cat "$RGW_DIR/run/$1.pid" 2>/dev/null || true
+}
+
+rgw_bucket() {
+	local code
+	code=$(curl -s -o "$WORK/rgw-bucket.out" -w '%{http_code}' --max-time 30 -X PUT \
+		--aws-sigv4 "aws:amz:$RGW_REGION:s3" --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$RGW_URL/$1") || true
+	[ "$code" = 200 ] || fail "cannot create bucket $1 (HTTP $code): $(cat "$WORK/rgw-bucket.out")"
+}
+
+rgw_pause() {
+	local p
+	p=$(rgw_pid client.rgw)
+	[ -n "$p" ] || fail "radosgw wrote no pid file"
+	kill -STOP "$p"
+}
+
+rgw_resume() {
+	local p
+	p=$(rgw_pid client.rgw)
+	[ -n "$p" ] && kill -CONT "$p"
+}
+
+rgw_stop() {
+	local f p i
+	[ -n "$RGW_DIR" ] && [ -d "$RGW_DIR/run" ] || return 0
+	rgw_resume 2>/dev/null || true
+	for f in "$RGW_DIR"/run/client.rgw.pid "$RGW_DIR"/run/osd.*.pid "$RGW_DIR"/run/mon.*.pid; do
+		[ -f "$f" ] || continue
+		p=$(cat "$f")
+		[ -n "$p" ] || continue
+		kill -TERM "$p" 2>/dev/null || continue
+		# Not our children (they daemonized): poll until the pid is gone.
+		for i in $(seq 1 100); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
+		rm -f "$f"
+	done
+	RGW_DIR=
+}
