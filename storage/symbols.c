@@ -578,6 +578,26 @@ static void cache_stack(struct part *p, const void *key, size_t len, uint32_t st
 		(void)store__bmap_put(&p->stack_cache, key, len, stack_id);
 }
 
+/*
+ * What the two stack calls check first: the empty stack is id 0 (returns
+ * 1), a stack deeper than STORE_MAX_STACK_DEPTH is refused; else 0 with
+ * the partition in *p.
+ */
+static int stack_begin(struct store_txn *tx, uint32_t part, size_t n, struct part **p,
+		       uint32_t *stack_id)
+{
+	int rc;
+
+	if (n == 0) {
+		*stack_id = 0;
+		return 1;
+	}
+	if (n > STORE_MAX_STACK_DEPTH)
+		return ERR_TOO_LARGE;
+	rc = txn_part(tx, part, p);
+	return rc ? txn_fail(tx, rc) : 0;
+}
+
 int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_first,
 		    size_t n, uint32_t *stack_id)
 {
@@ -585,15 +605,9 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
 	uint64_t hit;
 	int rc;
 
-	if (n == 0) {
-		*stack_id = 0;
-		return 0;
-	}
-	if (n > STORE_MAX_STACK_DEPTH)
-		return ERR_TOO_LARGE;
-	rc = txn_part(tx, part, &p);
+	rc = stack_begin(tx, part, n, &p, stack_id);
 	if (rc)
-		return txn_fail(tx, rc);
+		return rc > 0 ? 0 : rc;
 	if (store__bmap_get(&p->stack_cache, leaf_first, n * sizeof(*leaf_first), &hit) == 0) {
 		*stack_id = (uint32_t)hit;
 		return 0;
@@ -664,15 +678,9 @@ int store_txn_stack_of(struct store_txn *tx, uint32_t part,
 	uint64_t hit;
 	int keyed, rc;
 
-	if (n == 0) {
-		*stack_id = 0;
-		return 0;
-	}
-	if (n > STORE_MAX_STACK_DEPTH)
-		return ERR_TOO_LARGE;
-	rc = txn_part(tx, part, &p);
+	rc = stack_begin(tx, part, n, &p, stack_id);
 	if (rc)
-		return txn_fail(tx, rc);
+		return rc > 0 ? 0 : rc;
 	keyed = frames_key(&tx->key, leaf_first, n) == 0;
 	if (keyed && store__bmap_get(&p->stack_cache, tx->key.data, tx->key.len, &hit) == 0) {
 		*stack_id = (uint32_t)hit;
