@@ -195,7 +195,9 @@ static int doomed_cb(void *ctx, const void *key, size_t klen, const void *val, s
 	if (klen > KEY_MAX)
 		return 0;
 	if (klen && k[0] == IDX) {
-		if (vlen == 8 && (int64_t)be64_get(val) < d->cutoff)
+		/* The legacy pass goes by the maps (each has its upload time,
+		 * the same as its index entry's when it has one). */
+		if (!d->legacy && vlen == 8 && (int64_t)be64_get(val) < d->cutoff)
 			d->rc = push_key(&d->keys, &d->lens, &d->n, &d->cap, key, klen, 0);
 		return d->rc;
 	}
@@ -249,8 +251,9 @@ int debuginfo_perfmap_expire(struct debuginfo *s, int64_t now_ns, uint64_t *dele
 
 		buf_init(&cur, 16);
 		g = store_aux_get(s->st, STORE_AUX_PERFMAP, d.keys[i], d.lens[i], &cur, msg);
-		/* Not found: a map without an index entry (the legacy pass), or
-		 * one deleted since the scan (then nothing is left to do). */
+		/* Not found: a map without an index entry (the legacy pass; an
+		 * eviction only takes indexed maps, and an upload since the scan
+		 * wrote one), or one deleted since the scan (nothing to do). */
 		if ((g == ERR_NOT_FOUND && d.legacy) || (!g && cur.len == 8 &&
 					   (int64_t)be64_get((const uint8_t *)cur.data) < d.cutoff)) {
 			struct store_kv kv[2] = {

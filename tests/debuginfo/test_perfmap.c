@@ -246,14 +246,15 @@ static void test_expiry(void **state)
 	assert_string_equal(name_of("exp", 7), "seven again");
 }
 
-/* A map as stored before the index: the map key only. */
-static void put_legacy(const char *tenant, uint32_t pid, int64_t uploaded_ns)
+/* A map uploaded at uploaded_ns: as stored before the index (the map key
+ * only), or `indexed` as now (0xFF key NUL be32(pid) -> be64(uploaded_ns)). */
+static void put_legacy(const char *tenant, uint32_t pid, int64_t uploaded_ns, int indexed)
 {
 	struct err_msg msg;
 	struct perfmap m;
 	struct buf val;
 	struct store_kv kv;
-	uint8_t key[64];
+	uint8_t key[64], idx[65], ts[8];
 	size_t tl = strlen(tenant);
 
 	err_clear(&msg);
@@ -264,6 +265,13 @@ static void put_legacy(const char *tenant, uint32_t pid, int64_t uploaded_ns)
 	be32_put(key + tl + 1, pid);
 	kv = (struct store_kv){ .key = key, .klen = tl + 5, .val = val.data, .vlen = val.len };
 	assert_int_equal(store_aux_write(g_st, STORE_AUX_PERFMAP, &kv, 1, &msg), 0);
+	if (indexed) {
+		idx[0] = 0xFF;
+		memcpy(idx + 1, key, tl + 5);
+		be64_put(ts, (uint64_t)uploaded_ns);
+		kv = (struct store_kv){ .key = idx, .klen = tl + 6, .val = ts, .vlen = 8 };
+		assert_int_equal(store_aux_write(g_st, STORE_AUX_PERFMAP, &kv, 1, &msg), 0);
+	}
 	buf_release(&val);
 	perfmap_release(&m);
 }
@@ -277,12 +285,15 @@ static void test_legacy_maps(void **state)
 	(void)state;
 	err_clear(&msg);
 	reopen(2, DAY);
-	put_legacy("old", 1, now - 2 * DAY);
-	put_legacy("old", 2, now);
+	put_legacy("old", 1, now - 2 * DAY, 0);
+	put_legacy("old", 2, now, 0);
+	/* An indexed map, expired: deleted once, counted once. */
+	put_legacy("old", 9, now - 2 * DAY, 1);
 	assert_string_equal(name_of("old", 1), "legacy");
 	/* The first pass reads the maps themselves: 1 expired, 2 indexed. */
 	assert_int_equal(debuginfo_perfmap_expire(g_svc, now, &n, &msg), 0);
-	assert_int_equal(n, 1);
+	assert_int_equal(n, 2);
+	assert_string_equal(name_of("old", 9), "");
 	assert_string_equal(name_of("old", 1), "");
 	assert_string_equal(name_of("old", 2), "legacy");
 	/* Indexed: it counts toward the cap (2), and goes first when full. */
