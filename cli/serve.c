@@ -108,7 +108,8 @@ static void serve_help(FILE *f)
 	      "  --perfmap-retention T       delete a JIT perf map not uploaded again for T\n"
 	      "                              (default 7d)\n"
 	      "  --perfmap-max N             perf maps kept per tenant; past it the least\n"
-	      "                              recently uploaded goes (default 1000)\n"
+	      "                              recently uploaded goes (default 1000; the limits\n"
+	      "                              file's max_perfmaps per tenant)\n"
 	      "  --push-id-window T          a pushed profile ID is remembered this long, so a\n"
 	      "                              retried push is not stored twice (default 10m)\n"
 	      "  --push-id-max N             IDs remembered per window at most (default 524288)\n"
@@ -477,6 +478,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				return cli_usage_error("serve", "--perfmap-max: \"%s\" is not a number "
 							"from 1 to 1048576", optarg);
 			a->sym.perfmap_max = (size_t)v;
+			a->web.perfmap_max = (uint32_t)v;
 			break;
 		}
 		case O_DEBUGINFO_RETENTION:

@@ -143,8 +143,8 @@ struct debuginfo_options {
 	 * 4096, at most 2^20), checked every unsym_interval_ns (0: 10 s). */
 	size_t max_unsym_entries;
 	int64_t unsym_interval_ns;
-	/* JIT perf maps: at most perfmap_max per tenant (0 picks 1000, at most
-	 * 2^20; past it the least recently uploaded goes), each deleted by the
+	/* JIT perf maps: at most perfmap_max per tenant unless a put says (0
+	 * picks 1000, at most 2^20; past it the least recently uploaded goes), each deleted by the
 	 * retention thread once its last upload is perfmap_retention_ns old
 	 * (0 picks 7 days). */
 	size_t perfmap_max;
@@ -426,13 +426,14 @@ int debuginfo_resolve(struct debuginfo *d, const char *build_id_hex,
  * is accepted) of process `pid` (1..INT32_MAX) for `tenant` (borrowed; NULL
  * is the server without tenants), replacing the one stored before, and
  * moves debuginfo_generation in the same write.  When the tenant already
- * has perfmap_max maps of other processes, the least recently uploaded is
+ * has `max` (0: the service's perfmap_max) maps of other processes, the least recently uploaded is
  * deleted in that write (counted in perfmaps_evicted).  *entries: the
  * distinct functions kept.  ERR_INVALID / ERR_TOO_LARGE name the first
  * bad line or the limit.
  */
 int debuginfo_perfmap_put(struct debuginfo *d, const char *tenant, uint32_t pid,
-			  const char *text, size_t len, size_t *entries, struct err_msg *msg);
+			  const char *text, size_t len, size_t max, size_t *entries,
+			  struct err_msg *msg);
 
 /*
  * Names runtime addresses of process `pid`'s JIT code from its stored perf

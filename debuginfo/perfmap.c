@@ -89,7 +89,8 @@ static int count_cb(void *ctx, const void *key, size_t klen, const void *val, si
 }
 
 int debuginfo_perfmap_put(struct debuginfo *d, const char *tenant, uint32_t pid,
-			  const char *text, size_t len, size_t *entries, struct err_msg *msg)
+			  const char *text, size_t len, size_t max, size_t *entries,
+			  struct err_msg *msg)
 {
 	struct perfmap m;
 	struct buf val;
@@ -128,7 +129,9 @@ int debuginfo_perfmap_put(struct debuginfo *d, const char *tenant, uint32_t pid,
 		rc = store_aux_scan(d->st, STORE_AUX_PERFMAP, idx, kv[0].klen - 3, count_cb, o,
 				    msg);
 	}
-	if (!rc && o->n >= d->perfmap_max && o->klen) {
+	if (!max || max > (1u << 20))
+		max = d->perfmap_max;
+	if (!rc && o->n >= max && o->klen) {
 		/* Full: the least recently uploaded map goes in the same write. */
 		kv[2] = (struct store_kv){ .key = o->key + 1, .klen = o->klen - 1 };
 		kv[3] = (struct store_kv){ .key = o->key, .klen = o->klen };
@@ -139,7 +142,7 @@ int debuginfo_perfmap_put(struct debuginfo *d, const char *tenant, uint32_t pid,
 		if (nkv == 4) {
 			atomic_fetch_add(&d->perfmaps_evicted, 1);
 			log_info("perf map of process %u evicted for process %u: tenant at its "
-				 "cap of %zu", be32_get(o->key + o->klen - 4), pid, d->perfmap_max);
+				 "cap of %zu", be32_get(o->key + o->klen - 4), pid, max);
 		}
 		*entries = m.n;
 	}

@@ -81,7 +81,7 @@ static void test_put_and_resolve(void **state)
 	assert_non_null(strstr(reason, "no perf map for process 42"));
 
 	gen = debuginfo_generation(g_svc);
-	assert_int_equal(debuginfo_perfmap_put(g_svc, "t1", 42, map, strlen(map), &entries, &msg),
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "t1", 42, map, strlen(map), 0, &entries, &msg),
 			 0);
 	assert_int_equal(entries, 2);
 	assert_true(debuginfo_generation(g_svc) > gen);
@@ -104,18 +104,18 @@ static void test_put_and_resolve(void **state)
 
 	/* A refused map leaves the stored one as it was. */
 	gen = debuginfo_generation(g_svc);
-	assert_int_equal(debuginfo_perfmap_put(g_svc, "t1", 42, "1000 1 x\nzz", 11, &entries, &msg),
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "t1", 42, "1000 1 x\nzz", 11, 0, &entries, &msg),
 			 ERR_INVALID);
 	assert_non_null(strstr(msg.text, "line 2"));
 	assert_int_equal(debuginfo_generation(g_svc), gen);
-	assert_int_equal(debuginfo_perfmap_put(g_svc, "t1", 0, map, strlen(map), &entries, &msg),
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "t1", 0, map, strlen(map), 0, &entries, &msg),
 			 ERR_INVALID);
 	assert_int_equal(resolve("t1", 42, r, 1, &g, reason, sizeof(reason)), DEBUGINFO_STATUS_OK);
 	assert_string_equal(g.names[0], "JS:*hot a.js:1:1");
 
 	/* The latest upload wins. */
 	err_clear(&msg);
-	assert_int_equal(debuginfo_perfmap_put(g_svc, "t1", 42, "1000 8 newer\n", 13, &entries,
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "t1", 42, "1000 8 newer\n", 13, 0, &entries,
 					       &msg),
 			 0);
 	assert_int_equal(resolve("t1", 42, r, 2, &g, reason, sizeof(reason)), DEBUGINFO_STATUS_OK);
@@ -145,7 +145,8 @@ static void reopen(size_t max, int64_t retention_ns)
 	assert_int_equal(debuginfo_open(g_st, &o, &g_svc, &msg), 0);
 }
 
-static void put(const char *tenant, uint32_t pid, const char *name)
+/* Stores a one-entry map; max: the tenant's cap for this upload (0: the service's). */
+static void put_max(const char *tenant, uint32_t pid, const char *name, size_t max)
 {
 	struct err_msg msg;
 	char map[64];
@@ -153,10 +154,15 @@ static void put(const char *tenant, uint32_t pid, const char *name)
 
 	err_clear(&msg);
 	snprintf(map, sizeof(map), "1000 100 %s\n", name);
-	assert_int_equal(debuginfo_perfmap_put(g_svc, tenant, pid, map, strlen(map), &entries,
+	assert_int_equal(debuginfo_perfmap_put(g_svc, tenant, pid, map, strlen(map), max, &entries,
 					       &msg),
 			 0);
 	assert_int_equal(entries, 1);
+}
+
+static void put(const char *tenant, uint32_t pid, const char *name)
+{
+	put_max(tenant, pid, name, 0);
 }
 
 /* The name the stored map of (tenant, pid) gives 0x1000, or "" without one. */
@@ -205,12 +211,22 @@ static void test_cap_evicts_oldest(void **state)
 	assert_string_equal(name_of("cap", 2), "two again");
 	assert_string_equal(name_of("cap", 4), "four");
 	assert_string_equal(name_of("cap", 5), "five");
+	/* A cap given with the upload (the tenant's max_perfmaps) wins. */
+	put_max("cap", 6, "six", 4);
+	assert_int_equal(evicted(), 2);
+	put_max("cap", 7, "seven", 4);
+	assert_int_equal(evicted(), 3);
+	assert_string_equal(name_of("cap", 4), "");
+	assert_string_equal(name_of("cap", 6), "six");
+	put("cap", 8, "eight"); /* back to 3: one goes per upload (4 stay) */
+	assert_int_equal(evicted(), 4);
+	assert_string_equal(name_of("cap", 2), "");
 	/* The cap is per tenant: another tenant's maps take nothing here. */
 	put("cap-other", 1, "o1");
 	put("cap-other", 2, "o2");
 	put(NULL, 1, "none");
-	assert_int_equal(evicted(), 2);
-	assert_string_equal(name_of("cap", 2), "two again");
+	assert_int_equal(evicted(), 4);
+	assert_string_equal(name_of("cap", 5), "five");
 	assert_string_equal(name_of("cap-other", 1), "o1");
 	assert_string_equal(name_of(NULL, 1), "none");
 }
@@ -317,7 +333,7 @@ static void test_tenant_ff_refused(void **state)
 
 	(void)state;
 	err_clear(&msg);
-	assert_int_equal(debuginfo_perfmap_put(g_svc, "\xff", 1, "1000 1 x\n", 9, &entries, &msg),
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "\xff", 1, "1000 1 x\n", 9, 0, &entries, &msg),
 			 ERR_INVALID);
 	assert_string_equal(name_of("\xff", 1), "");
 }

@@ -7,7 +7,7 @@
 # map is uploaded the JIT frames are hex and the symbolization object says
 # "no perf map for process PID"; a malformed map is refused naming its
 # line; after `unhex upload --perf-map` the hot function is named.  Then
-# the bounds: past --perfmap-max the oldest map is evicted, and past
+# the bounds: past the limits file's max_perfmaps the oldest map is evicted, and past
 # --perfmap-retention the maintenance pass deletes it (both in /metrics);
 # the frames are hex again with the reason.
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -144,8 +144,11 @@ jit_reason() {
 }
 
 # The cap (docs/symbolization.md, "How many, how long"): two maps per
-# tenant; two other processes' maps evict the node's, the oldest.
-start_server "$WORK/data" --debuginfod-urls "" --symbolize-budget 20s --perfmap-max 2
+# tenant (the limits file's max_perfmaps over the flag's default); two other
+# processes' maps evict the node's, the oldest.
+echo 'default max_perfmaps=2' >"$WORK/limits"
+start_server "$WORK/data" --debuginfod-urls "" --symbolize-budget 20s --perfmap-max 50 \
+	--limits-file "$WORK/limits"
 printf '1000 10 other\n' >"$WORK/other.map"
 for p in 900001 900002; do
 	http POST "/api/v1/perfmap/$p" --data-binary "@$WORK/other.map"
