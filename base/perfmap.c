@@ -154,6 +154,17 @@ int perfmap_encode(const struct perfmap *m, int64_t uploaded_ns, struct buf *out
 	return rc;
 }
 
+int perfmap_uploaded_ns(const void *data, size_t len, int64_t *uploaded_ns)
+{
+	const uint8_t *p = data;
+	uint64_t ns;
+
+	if (len < 1 || p[0] != 1 || !varint_get(p + 1, p + len, &ns) || ns > INT64_MAX)
+		return ERR_CORRUPT;
+	*uploaded_ns = (int64_t)ns;
+	return 0;
+}
+
 int perfmap_decode(const void *data, size_t len, struct perfmap *out, int64_t *uploaded_ns,
 		   struct err_msg *msg)
 {

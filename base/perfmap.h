@@ -69,6 +69,9 @@ int perfmap_encode(const struct perfmap *m, int64_t uploaded_ns, struct buf *out
 int perfmap_decode(const void *p, size_t len, struct perfmap *out, int64_t *uploaded_ns,
 		   struct err_msg *msg);
 
+/* The upload time of a stored map (its header only); ERR_CORRUPT if bad. */
+int perfmap_uploaded_ns(const void *p, size_t len, int64_t *uploaded_ns);
+
 void perfmap_release(struct perfmap *m);
 
 /*

@@ -105,6 +105,11 @@ static void serve_help(FILE *f)
 	      "  --symbol-cache-bytes N      decoded block indexes and symbols kept (default 128M)\n"
 	      "  --debuginfo-retention T     delete debug info no retained profile uses once its\n"
 	      "                              last use is older than T (default: keep forever)\n"
+	      "  --perfmap-retention T       delete a JIT perf map not uploaded again for T\n"
+	      "                              (default 7d)\n"
+	      "  --perfmap-max N             perf maps kept per tenant; past it the least\n"
+	      "                              recently uploaded goes (default 1000; the limits\n"
+	      "                              file's max_perfmaps per tenant)\n"
 	      "  --push-id-window T          a pushed profile ID is remembered this long, so a\n"
 	      "                              retried push is not stored twice (default 10m)\n"
 	      "  --push-id-max N             IDs remembered per window at most (default 524288)\n"
@@ -249,7 +254,7 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
        O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
        O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE,
-       O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_BACKEND, O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION,
+       O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_PERFMAP_RETENTION, O_PERFMAP_MAX, O_BACKEND, O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION,
        O_S3_PATH_STYLE };
 
 #define MAX_RETENTION_TENANTS 1024
@@ -301,6 +306,8 @@ static const struct option serve_opts[] = {
 	{ "log-requests", no_argument, NULL, O_LOG_REQUESTS },
 	{ "push-id-window", required_argument, NULL, O_PUSH_ID_WINDOW },
 	{ "push-id-max", required_argument, NULL, O_PUSH_ID_MAX },
+	{ "perfmap-retention", required_argument, NULL, O_PERFMAP_RETENTION },
+	{ "perfmap-max", required_argument, NULL, O_PERFMAP_MAX },
 	{ "storage.backend", required_argument, NULL, O_BACKEND },
 	{ "storage.s3.endpoint", required_argument, NULL, O_S3_ENDPOINT },
 	{ "storage.s3.bucket", required_argument, NULL, O_S3_BUCKET },
@@ -458,6 +465,22 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				return cli_usage_error("serve", "--push-id-max: \"%s\" is not a number "
 							"from 1 to 1073741824", optarg);
 			break;
+		case O_PERFMAP_RETENTION:
+			if (parse_duration(optarg, &a->sym.perfmap_retention_ns) ||
+			    a->sym.perfmap_retention_ns <= 0)
+				return cli_usage_error("serve", "--perfmap-retention: \"%s\" is not a "
+							"positive duration (7d, 12h)", optarg);
+			break;
+		case O_PERFMAP_MAX: {
+			uint64_t v;
+
+			if (cli_parse_u64(optarg, &v) || !v || v > (1u << 20))
+				return cli_usage_error("serve", "--perfmap-max: \"%s\" is not a number "
+							"from 1 to 1048576", optarg);
+			a->sym.perfmap_max = (size_t)v;
+			a->web.perfmap_max = (uint32_t)v;
+			break;
+		}
 		case O_DEBUGINFO_RETENTION:
 			if (strcmp(optarg, "0") && parse_duration(optarg, &a->sym.retention_ns))
 				return cli_usage_error("serve", "--debuginfo-retention: \"%s\" is not a "

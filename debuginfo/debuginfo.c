@@ -85,6 +85,11 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	pthread_mutex_init(&s->upload_mu, NULL);
 	pthread_mutex_init(&s->touch_mu, NULL);
 	pthread_mutex_init(&s->tfail_mu, NULL);
+	pthread_mutex_init(&s->perfmap_mu, NULL);
+	s->perfmap_max = opt->perfmap_max == 0 ? 1000
+			 : opt->perfmap_max > (1u << 20) ? (1u << 20) : opt->perfmap_max;
+	s->perfmap_retention_ns = opt->perfmap_retention_ns > 0 ? opt->perfmap_retention_ns
+							      : 7 * 86400LL * 1000000000LL;
 	atomic_init(&s->tenants, NULL);
 	debuginfo__retain_init(s);
 	s->retention_ns = opt->retention_ns > 0 ? opt->retention_ns : 0;
@@ -123,6 +128,7 @@ void debuginfo_close(struct debuginfo *s)
 	pthread_mutex_destroy(&s->touch_mu);
 	debuginfo__tenants_release(s);
 	pthread_mutex_destroy(&s->tfail_mu);
+	pthread_mutex_destroy(&s->perfmap_mu);
 	debuginfo__retain_release(s);
 	debuginfo__unsym_release(s);
 	debuginfo__hot_release(&s->hot);
@@ -154,6 +160,8 @@ void debuginfo_stats(struct debuginfo *s, struct debuginfo_stats *o)
 	o->uploads_refused = atomic_load(&s->uploads_refused);
 	o->fetches_limited = atomic_load(&s->fetches_limited);
 	o->fetches_deferred = atomic_load(&s->fetches_deferred);
+	o->perfmaps_expired = atomic_load(&s->perfmaps_expired);
+	o->perfmaps_evicted = atomic_load(&s->perfmaps_evicted);
 	o->redirects_refused = atomic_load(&s->redirects_refused);
 	o->failures_dropped = atomic_load(&s->failures_dropped);
 	o->open_indexes = debuginfo__lru_count(s);

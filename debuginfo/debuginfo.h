@@ -143,6 +143,12 @@ struct debuginfo_options {
 	 * 4096, at most 2^20), checked every unsym_interval_ns (0: 10 s). */
 	size_t max_unsym_entries;
 	int64_t unsym_interval_ns;
+	/* JIT perf maps: at most perfmap_max per tenant unless a put says (0
+	 * picks 1000, at most 2^20; past it the least recently uploaded goes), each deleted by the
+	 * retention thread once its last upload is perfmap_retention_ns old
+	 * (0 picks 7 days). */
+	size_t perfmap_max;
+	int64_t perfmap_retention_ns;
 };
 
 /*
@@ -419,11 +425,15 @@ int debuginfo_resolve(struct debuginfo *d, const char *build_id_hex,
  * Stores the perf map `text` (len bytes, borrowed; base/perfmap.h says what
  * is accepted) of process `pid` (1..INT32_MAX) for `tenant` (borrowed; NULL
  * is the server without tenants), replacing the one stored before, and
- * moves debuginfo_generation.  *entries: the distinct functions kept.
- * ERR_INVALID / ERR_TOO_LARGE name the first bad line or the limit.
+ * moves debuginfo_generation in the same write.  When the tenant already
+ * has `max` (0: the service's perfmap_max) maps of other processes, the least recently uploaded is
+ * deleted in that write (counted in perfmaps_evicted).  *entries: the
+ * distinct functions kept.  ERR_INVALID / ERR_TOO_LARGE name the first
+ * bad line or the limit.
  */
 int debuginfo_perfmap_put(struct debuginfo *d, const char *tenant, uint32_t pid,
-			  const char *text, size_t len, size_t *entries, struct err_msg *msg);
+			  const char *text, size_t len, size_t max, size_t *entries,
+			  struct err_msg *msg);
 
 /*
  * Names runtime addresses of process `pid`'s JIT code from its stored perf
@@ -436,6 +446,14 @@ int debuginfo_perfmap_resolve(struct debuginfo *d, const char *tenant, uint32_t 
 			      const struct debuginfo_addr_req *reqs, size_t n, sym_frames_fn fn,
 			      void *ctx, enum debuginfo_status *status, char *reason,
 			      size_t reason_len);
+
+/*
+ * Deletes every perf map (all tenants) last uploaded before
+ * now_ns - perfmap_retention_ns; the retention thread calls it each pass.
+ * Adds the count to *deleted (may be NULL) and to perfmaps_expired.
+ */
+int debuginfo_perfmap_expire(struct debuginfo *d, int64_t now_ns, uint64_t *deleted,
+			     struct err_msg *msg);
 
 /* New upstream lookups one query may start (struct debuginfo_asker). */
 #define DEBUGINFO_QUERY_FETCHES 8u
@@ -509,6 +527,8 @@ struct debuginfo_stats {
 	/* Distinct locations queries left without names, by why
 	 * (debuginfo_note_unresolved). */
 	uint64_t unresolved[DEBUGINFO_STATUS_COUNT];
+	/* Perf maps deleted: past perfmap_retention_ns, past perfmap_max. */
+	uint64_t perfmaps_expired, perfmaps_evicted;
 };
 
 void debuginfo_stats(struct debuginfo *d, struct debuginfo_stats *out);

@@ -717,6 +717,14 @@ struct debuginfo {
 	struct debuginfo_retention_stats retain_last, retain_total;
 
 	struct debuginfo__unsym unsym;
+
+	/* perfmap.c: one put or expiry decision at a time (count, evict,
+	 * write), and what they deleted. */
+	pthread_mutex_t perfmap_mu;
+	size_t perfmap_max;
+	int64_t perfmap_retention_ns;
+	atomic_uint_fast64_t perfmaps_expired, perfmaps_evicted;
+	atomic_int perfmap_indexed; /* a pass indexed the maps stored before the index */
 };
 
 /* An upload in progress: a temporary file under <dir>/tmp. */

@@ -317,6 +317,9 @@ static void *retain_main(void *arg)
 			err_clear(&m);
 			if (debuginfo_retain(s, s->retention_ns, clock_wall_ns(), NULL, &m))
 				log_warn("debuginfo retention: %s", m.text);
+			err_clear(&m);
+			if (debuginfo_perfmap_expire(s, clock_wall_ns(), NULL, &m))
+				log_warn("perf map expiry: %s", m.text);
 		}
 		pthread_mutex_lock(&s->mu);
 	}

@@ -59,6 +59,7 @@ void web__tenant_limits_default(struct web__tenant_limits *l)
 	l->max_label_values = (uint32_t)in.max_label_values;
 	l->debuginfo_bytes_per_hour = 16.0 * 1024 * 1024 * 1024;
 	l->max_query_bytes = (double)QUERY_DEFAULT_MAX_SCAN_BYTES;
+	l->max_perfmaps = 1000;
 	l->symbolization_off = 0;
 }
 
@@ -141,6 +142,7 @@ static const struct key {
 	{ "max_label_names", offsetof(struct web__tenant_limits, max_label_names), 1, 1e6 },
 	{ "max_label_values", offsetof(struct web__tenant_limits, max_label_values), 1, 1e9 },
 	{ "max_query_bytes", offsetof(struct web__tenant_limits, max_query_bytes), 1, 1e15 },
+	{ "max_perfmaps", offsetof(struct web__tenant_limits, max_perfmaps), 1, 1048576 },
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -840,6 +842,12 @@ int web__limits_debuginfo_admit(struct web_limits *L, const char *tenant, size_t
 	}
 	pthread_mutex_unlock(&L->mu);
 	return rc;
+}
+
+uint32_t web__limits_max_perfmaps(const struct web_limits *L, const char *tenant)
+{
+	/* The conf is read-only once the server runs: no lock. */
+	return limits_of(L, tenant)->max_perfmaps;
 }
 
 void web__limits_debuginfo_charge(struct web_limits *L, const char *tenant, size_t bytes)

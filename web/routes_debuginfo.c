@@ -710,6 +710,7 @@ static int count_missing(void *ctx, const char *build_id, int64_t last_profile_n
 static void retention_metrics(struct debuginfo *svc, struct buf *out)
 {
 	struct debuginfo_retention_stats total;
+	struct debuginfo_stats st;
 	uint64_t missing = 0;
 
 	debuginfo_retention_totals(svc, &total, NULL);
@@ -729,6 +730,15 @@ static void retention_metrics(struct debuginfo *svc, struct buf *out)
 		   "unhex_debuginfo_deleted_bytes_total %llu\n",
 		   (unsigned long long)missing, (unsigned long long)total.deleted,
 		   (unsigned long long)total.deleted_bytes);
+	debuginfo_stats(svc, &st);
+	buf_printf(out,
+		   "# HELP unhex_perfmap_deleted_total JIT perf maps deleted: not uploaded for "
+		   "--perfmap-retention (expired), or the least recently uploaded past "
+		   "--perfmap-max (evicted).\n"
+		   "# TYPE unhex_perfmap_deleted_total counter\n"
+		   "unhex_perfmap_deleted_total{reason=\"expired\"} %llu\n"
+		   "unhex_perfmap_deleted_total{reason=\"evicted\"} %llu\n",
+		   (unsigned long long)st.perfmaps_expired, (unsigned long long)st.perfmaps_evicted);
 }
 
 struct unsym_out {

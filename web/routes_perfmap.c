@@ -92,7 +92,9 @@ void web__handle_perfmap(struct web__req *rq, struct debuginfo *svc, struct web_
 	if (!rc) {
 		rq->body_state = WEB_BODY_CONSUMED;
 		rc = debuginfo_perfmap_put(svc, rq->tenant, pid, text.data ? text.data : "",
-					   text.len, &entries, &msg);
+					   text.len,
+					   web__limits_max_perfmaps(rq->srv->limits, rq->tenant),
+					   &entries, &msg);
 	}
 	buf_release(&text);
 	if (rc) {

@@ -1124,6 +1124,8 @@ static int start_limits(struct web_server *srv, struct store *st, const char *pa
 	base.max_label_bytes = (uint32_t)(srv->opt.limits.max_label_bytes < 65536
 						  ? srv->opt.limits.max_label_bytes
 						  : 65536);
+	if (srv->opt.perfmap_max)
+		base.max_perfmaps = srv->opt.perfmap_max < 1048576 ? srv->opt.perfmap_max : 1048576;
 	web__limits_conf_default(&conf, &base);
 	if (path && path[0] && (rc = web__limits_load(path, &base, &conf, msg)))
 		return rc;

@@ -118,6 +118,8 @@ struct web_options {
 	const char *auth_tokens;   /* borrowed: the token file; NULL runs open */
 	const char *limits_file;   /* borrowed: per-tenant limits (docs/limits.md);
 				    * NULL: the defaults */
+	uint32_t perfmap_max;      /* perf maps kept per tenant, the limits file's
+				    * max_perfmaps default; 0 picks 1000 */
 	int auth_disabled;         /* open on purpose: allows a non-loopback listen */
 	const char *tls_cert;      /* borrowed: PEM certificate (chain); with tls_key */
 	const char *tls_key;       /* borrowed: PEM private key; both or neither */

@@ -274,6 +274,7 @@ struct web__tenant_limits {
 	uint32_t max_label_values;       /* distinct values of one label name */
 	double debuginfo_bytes_per_hour; /* uploaded; the bucket holds one hour */
 	double max_query_bytes;          /* sample bytes one query reads (query_limits.max_scan_bytes) */
+	uint32_t max_perfmaps;           /* JIT perf maps kept (debuginfo_perfmap_put) */
 	int symbolization_off;           /* symbolization=off: queries never symbolize */
 };
 
@@ -378,6 +379,9 @@ int web__limits_debuginfo_admit(struct web_limits *L, const char *tenant, size_t
 				int *retry_s, struct err_msg *msg);
 /* Charges `bytes` of a chunked upload, read after its admission. */
 void web__limits_debuginfo_charge(struct web_limits *L, const char *tenant, size_t bytes);
+
+/* The perf maps `tenant` (borrowed) may keep (max_perfmaps). */
+uint32_t web__limits_max_perfmaps(const struct web_limits *L, const char *tenant);
 /* Appends unhex_tenant_refusals_total and the tenant gauges to /metrics. */
 int web__limits_metrics(struct web_limits *L, struct buf *b);
 

@@ -3,7 +3,8 @@
  * uploaded text, and the stored record read back.  A map that parses must
  * be sorted with distinct starts, find each entry at its start, and
  * survive encode -> decode unchanged; the bytes as a stored record must
- * decode or be refused without reading past them.  Seeds: corpus/fuzz_perfmap.
+ * decode or be refused without reading past them, and its header
+ * (perfmap_uploaded_ns) agree with the whole.  Seeds: corpus/fuzz_perfmap.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -22,8 +23,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int64_t ns;
 
 	memset(&msg, 0, sizeof(msg));
-	if (perfmap_decode(data, size, &d, &ns, &msg) == 0)
+	if (perfmap_decode(data, size, &d, &ns, &msg) == 0) {
+		int64_t hns;
+
+		/* The header alone reads what the whole record says. */
+		if (perfmap_uploaded_ns(data, size, &hns) || hns != ns)
+			abort();
 		perfmap_release(&d);
+	} else {
+		int64_t hns;
+
+		(void)perfmap_uploaded_ns(data, size, &hns); /* never reads past size */
+	}
 	if (perfmap_parse((const char *)data, size, &m, &msg) != 0)
 		return 0;
 	buf_init(&b, (size_t)64 << 20);
@@ -36,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 	if (perfmap_encode(&m, 42, &b) || perfmap_decode(b.data, b.len, &d, &ns, &msg) ||
-	    d.n != m.n || ns != 42)
+	    d.n != m.n || ns != 42 || perfmap_uploaded_ns(b.data, b.len, &ns) || ns != 42)
 		abort();
 	for (size_t i = 0; i < m.n; i++)
 		if (d.e[i].start != m.e[i].start || d.e[i].size != m.e[i].size ||

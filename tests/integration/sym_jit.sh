@@ -6,7 +6,10 @@
 # anonymous executable memory /tmp/perf-PID.map as perf does.  Before the
 # map is uploaded the JIT frames are hex and the symbolization object says
 # "no perf map for process PID"; a malformed map is refused naming its
-# line; after `unhex upload --perf-map` the hot function is named.
+# line; after `unhex upload --perf-map` the hot function is named.  Then
+# the bounds: past the limits file's max_perfmaps the oldest map is evicted, and past
+# --perfmap-retention the maintenance pass deletes it (both in /metrics);
+# the frames are hex again with the reason.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
@@ -125,5 +128,63 @@ while read -r addr; do
 done < <(sed -n 's/^ *[0-9]*: \(0x[0-9a-f]*\) M=[0-9]* JS:[*~^]*hotJitLoop .*/\1/p' "$WORK/export.raw")
 [ $checked -gt 0 ] || fail "no hotJitLoop location in /api/v1/pprof: $(grep -m5 hotJitLoop "$WORK/export.raw")"
 note "/api/v1/pprof: $checked hotJitLoop locations inside the map's entries"
+stop_server
+
+# perf_deleted REASON: unhex_perfmap_deleted_total{reason=REASON} now.
+perf_deleted() {
+	http GET /metrics
+	[ "$STATUS" = 200 ] || fail "/metrics: $STATUS"
+	sed -n "s/^unhex_perfmap_deleted_total{reason=\"$1\"} //p" <<<"$BODY"
+}
+# jit_reason: the JIT group's status and reason, after a settled query.
+jit_reason() {
+	wait_symbolized "$Q" "$FROM" "$UNTIL"
+	NAMES=$(jq -r '.flamebearer.names[]' <<<"$BODY")
+	G=$(jq -c --arg b "perf-$NPID.map" '.symbolization.buildIds[]? | select(.binary == $b)' <<<"$BODY")
+}
+
+# The cap (docs/symbolization.md, "How many, how long"): two maps per
+# tenant (the limits file's max_perfmaps over the flag's default); two other
+# processes' maps evict the node's, the oldest.
+echo 'default max_perfmaps=2' >"$WORK/limits"
+start_server "$WORK/data" --debuginfod-urls "" --symbolize-budget 20s --perfmap-max 50 \
+	--limits-file "$WORK/limits"
+printf '1000 10 other\n' >"$WORK/other.map"
+for p in 900001 900002; do
+	http POST "/api/v1/perfmap/$p" --data-binary "@$WORK/other.map"
+	[ "$STATUS" = 201 ] || fail "map of $p: $STATUS $BODY"
+done
+[ "$(perf_deleted evicted)" = 1 ] || fail "evictions after a third map: $(perf_deleted evicted)"
+jit_reason
+! grep -q hotJitLoop <<<"$NAMES" || fail "hotJitLoop named from an evicted map"
+[ "$(jq -r .status <<<"$G")" = not_found ] &&
+	[[ $(jq -r .reason <<<"$G") == "no perf map for process $NPID"* ]] ||
+	fail "JIT group after eviction: $G"
+# Uploaded again: named again (900001, now the oldest, goes).
+"$UNHEX" upload --server "$URL" --perf-map "$WORK/perf-$NPID.map" >/dev/null ||
+	fail "unhex upload --perf-map after eviction"
+[ "$(perf_deleted evicted)" = 2 ] || fail "evictions: $(perf_deleted evicted)"
+jit_reason
+grep -q '^JS:\*hotJitLoop ' <<<"$NAMES" || fail "hotJitLoop not named after uploading again"
+note "cap: $(perf_deleted evicted) maps evicted, the node's named again"
+stop_server
+
+# Expiry: with a 2 s retention the maintenance pass (every second) deletes
+# both maps (the node's and 900002), counted; the frames are hex again.
+start_server "$WORK/data" --debuginfod-urls "" --symbolize-budget 20s \
+	--perfmap-retention 2s --maintain-interval 1s
+for i in $(seq 1 120); do
+	[ "$(perf_deleted expired)" -ge 2 ] && break
+	sleep 0.5
+done
+[ "$(perf_deleted expired)" = 2 ] || fail "maps expired: $(perf_deleted expired)"
+jit_reason
+! grep -q hotJitLoop <<<"$NAMES" || fail "hotJitLoop named from an expired map"
+[ "$(jq -r .status <<<"$G")" = not_found ] &&
+	[[ $(jq -r .reason <<<"$G") == "no perf map for process $NPID"* ]] ||
+	fail "JIT group after expiry: $G"
+grep -q "perf map of process $NPID deleted" "$WORK/server.$SERVER_N.log" ||
+	fail "the server log does not say the map expired"
+note "expiry: $(perf_deleted expired) maps deleted, reason: $(jq -r .reason <<<"$G" | head -c 60)"
 stop_server
 note "sym_jit: ok"

@@ -447,7 +447,7 @@ static void test_jit(void **state)
 	assert_non_null(strstr(out.data, "anonymous executable memory (JIT code?)"));
 
 	/* Another tenant's map of the same pid changes nothing. */
-	assert_int_equal(debuginfo_perfmap_put(g_svc, "other", 77, map, strlen(map), &entries,
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "other", 77, map, strlen(map), 0, &entries,
 					       &msg), 0);
 	buf_reset(&out);
 	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
@@ -455,7 +455,7 @@ static void test_jit(void **state)
 	assert_non_null(strstr(out.data, "no perf map for process 77"));
 
 	/* The tenant's own map names both frames: only //anon stays hex. */
-	assert_int_equal(debuginfo_perfmap_put(g_svc, "jit", 77, map, strlen(map), &entries, &msg),
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "jit", 77, map, strlen(map), 0, &entries, &msg),
 			 0);
 	buf_reset(&out);
 	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
@@ -496,7 +496,7 @@ static void test_disabled(void **state)
 	assert_int_equal(store_txn_stack(tx, part, &hot, 1, &st), 0);
 	assert_int_equal(store_txn_profile(tx, series, part, &meta, &st, &value, 1), 0);
 	assert_int_equal(store_txn_commit(tx, &msg), 0);
-	assert_int_equal(debuginfo_perfmap_put(g_svc, "quiet", 78, map, strlen(map), &entries,
+	assert_int_equal(debuginfo_perfmap_put(g_svc, "quiet", 78, map, strlen(map), 0, &entries,
 					       &msg), 0);
 
 	p.query = FX_CPU "{service_name=\"node\"}";

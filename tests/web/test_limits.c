@@ -38,7 +38,7 @@ static void test_parse(void **state)
 			   "max_series=10 max_queries=2 max_labels=8 max_label_bytes=100 "
 			   "debuginfo_bytes_per_hour=1.5K max_label_names=40 "
 			   "max_label_values=7\n"
-			   "tenant scan max_query_bytes=64MiB\n";
+			   "tenant scan max_query_bytes=64MiB max_perfmaps=20\n";
 
 	(void)state;
 	assert_int_equal(parse(text, &c, &msg), 0);
@@ -57,6 +57,8 @@ static void test_parse(void **state)
 	assert_int_equal(c.n_tenants, 2);
 	assert_string_equal(c.tenants[1].name, "scan");
 	assert_true(c.tenants[1].lim.max_query_bytes == 64.0 * 1048576);
+	assert_int_equal(c.tenants[1].lim.max_perfmaps, 20);
+	assert_int_equal(c.tenants[0].lim.max_perfmaps, 1000); /* the built-in default */
 	assert_int_equal(c.tenants[1].lim.max_label_values, 7);
 	assert_int_equal(c.tenants[1].lim.max_series, 10);
 	assert_string_equal(c.tenants[0].name, "big");

@@ -122,7 +122,7 @@ static const char want_metrics[] =
 
 static void test_metrics_text(void **state)
 {
-	struct debuginfo_stats st = { 10, 11, 12, 13, 7, 8, 9, 5, 6, 15, 19, 16, 17, 14, { 0 } };
+	struct debuginfo_stats st = { 10, 11, 12, 13, 7, 8, 9, 5, 6, 15, 19, 16, 17, 14, { 0 }, 0, 0 };
 	uint64_t by[DEBUGINFO_STATUS_COUNT] = { 0 };
 	struct buf b;
 
