@@ -119,6 +119,8 @@ static void serve_help(FILE *f)
 	      "  --storage.s3.bucket NAME    the bucket (it must exist)\n"
 	      "  --storage.s3.region R       SigV4 region (default us-east-1)\n"
 	      "  --storage.s3.path-style     URLs endpoint/bucket/key, not bucket.endpoint/key\n"
+	      "  --storage.s3.cache-size N   local copies of blocks read from the bucket (blocks\n"
+	      "                              whose file is missing) take at most N (default 1G)\n"
 	      "                              (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
 	      "                              AWS_SESSION_TOKEN, else ~/.aws/credentials)\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
@@ -254,8 +256,8 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
        O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
        O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE,
-       O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_PERFMAP_RETENTION, O_PERFMAP_MAX, O_BACKEND, O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION,
-       O_S3_PATH_STYLE };
+       O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_PERFMAP_RETENTION, O_PERFMAP_MAX, O_BACKEND,
+       O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION, O_S3_PATH_STYLE, O_S3_CACHE };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
@@ -313,6 +315,7 @@ static const struct option serve_opts[] = {
 	{ "storage.s3.bucket", required_argument, NULL, O_S3_BUCKET },
 	{ "storage.s3.region", required_argument, NULL, O_S3_REGION },
 	{ "storage.s3.path-style", no_argument, NULL, O_S3_PATH_STYLE },
+	{ "storage.s3.cache-size", required_argument, NULL, O_S3_CACHE },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -333,6 +336,7 @@ struct serve_args {
 	size_t n_tenant_retention;
 	int s3;                          /* --storage.backend s3 */
 	struct objstore_s3_config s3cfg; /* strings borrowed from argv */
+	size_t s3_cache_bytes;           /* 0: the store's default */
 };
 
 /* Parses "30s", "500ms", "2m", "1h", "7d", "2w" or plain seconds into nanoseconds (> 0). */
@@ -534,6 +538,11 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_S3_BUCKET: a->s3cfg.bucket = optarg; break;
 		case O_S3_REGION: a->s3cfg.region = optarg; break;
 		case O_S3_PATH_STYLE: a->s3cfg.path_style = 1; break;
+		case O_S3_CACHE:
+			if (cli_parse_size(optarg, &a->s3_cache_bytes) || !a->s3_cache_bytes)
+				return cli_usage_error("serve", "--storage.s3.cache-size: \"%s\" is not "
+							"a size above 0", optarg);
+			break;
 		case O_HELP: serve_help(stdout); return -1;
 		case O_LOG:
 			if (parse_level(optarg, &lvl))
@@ -582,7 +591,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	if (a->s3 && (!a->s3cfg.endpoint || !a->s3cfg.bucket))
 		return cli_usage_error("serve", "--storage.backend s3 needs --storage.s3.endpoint and "
 					"--storage.s3.bucket");
-	if (!a->s3 && (a->s3cfg.endpoint || a->s3cfg.bucket || a->s3cfg.region))
+	if (!a->s3 && (a->s3cfg.endpoint || a->s3cfg.bucket || a->s3cfg.region ||
+		       a->s3_cache_bytes))
 		return cli_usage_error("serve", "--storage.s3.* options need --storage.backend s3");
 	return 0;
 }
@@ -696,6 +706,7 @@ int cli_serve(int argc, char **argv)
 		return CLI_EXIT_FAIL;
 	}
 	so.objstore = os;
+	so.objstore_cache_bytes = a.s3_cache_bytes;
 	/* Debug info retention follows the blocks it depends on, at the same pace. */
 	a.sym.retain_interval_ns = so.maintain_interval_ns;
 	if (store_open(&so, &st, &msg)) {

@@ -23,6 +23,7 @@
 #include "base/grow.h"
 #include "base/log.h"
 #include "base/varint.h"
+#include "objstore/objstore.h"
 
 #define BREC_VERSION 1
 #define MAX_BLOCKS_PER_TENANT ((size_t)1 << 24)
@@ -511,6 +512,8 @@ int store__block_open_fd(struct block *b, struct err_msg *msg)
 
 	if (!b->path)
 		return err_set(msg, ERR_NOT_FOUND, "block %s is missing", b->id_hex);
+	if (b->remote)
+		return store__rcache_fd(b->remote, b, msg);
 	fd = open(b->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENOENT) {
@@ -522,8 +525,44 @@ int store__block_open_fd(struct block *b, struct err_msg *msg)
 	return fd;
 }
 
-/* Reads and decodes the footer of the open file fd of `size` bytes. */
-static int read_footer(int fd, uint64_t size, struct bmeta *m, struct err_msg *msg)
+/*
+ * Where a footer is read from: an open file (fd >= 0), or a block's
+ * object in the bucket of which the last bytes were fetched already.
+ */
+struct bsrc {
+	int fd;
+	struct objstore *os;
+	const char *key;
+	const uint8_t *tail;
+	uint64_t tail_off;
+	size_t tail_len;
+};
+
+static int src_read(const struct bsrc *s, void *p, size_t n, uint64_t off)
+{
+	struct buf got;
+	struct err_msg m;
+	int rc;
+
+	if (s->fd >= 0)
+		return pread_all(s->fd, p, n, off);
+	if (off >= s->tail_off && off + n <= s->tail_off + s->tail_len) {
+		memcpy(p, s->tail + (off - s->tail_off), n);
+		return 0;
+	}
+	buf_init(&got, n);
+	err_clear(&m);
+	rc = objstore_get_range(s->os, s->key, off, n, &got, NULL, &m);
+	if (!rc && got.len != n)
+		rc = ERR_CORRUPT;
+	if (!rc)
+		memcpy(p, got.data, n);
+	buf_release(&got);
+	return rc;
+}
+
+/* Reads and decodes the footer of the block of `size` bytes at s. */
+static int read_footer(const struct bsrc *s, uint64_t size, struct bmeta *m, struct err_msg *msg)
 {
 	size_t tail = size < BLOCK_SUFFIX_READ ? (size_t)size : BLOCK_SUFFIX_READ;
 	uint8_t *buf = NULL;
@@ -535,7 +574,7 @@ static int read_footer(int fd, uint64_t size, struct bmeta *m, struct err_msg *m
 	if (size < BLOCK_HEADER_BYTES + BLOCK_TRAILER_BYTES)
 		return err_set(msg, ERR_CORRUPT, "%llu bytes, too short for a block",
 			       (unsigned long long)size);
-	rc = pread_all(fd, head, sizeof(head), 0);
+	rc = src_read(s, head, sizeof(head), 0);
 	if (rc)
 		return err_set(msg, rc, "cannot read its header");
 	if (memcmp(head, BLOCK_MAGIC, 8) != 0 || head[8] != BLOCK_FORMAT_VERSION)
@@ -545,7 +584,7 @@ static int read_footer(int fd, uint64_t size, struct bmeta *m, struct err_msg *m
 	buf = malloc(tail);
 	if (!buf)
 		return ERR_NOMEM;
-	rc = pread_all(fd, buf, tail, size - tail);
+	rc = src_read(s, buf, tail, size - tail);
 	if (!rc)
 		rc = store__btrailer_parse(buf + tail - BLOCK_TRAILER_BYTES, size, &flen, &fcrc, msg);
 	if (rc)
@@ -559,7 +598,7 @@ static int read_footer(int fd, uint64_t size, struct bmeta *m, struct err_msg *m
 			goto out;
 		}
 		buf = nb;
-		rc = pread_all(fd, buf, flen, size - BLOCK_TRAILER_BYTES - flen);
+		rc = src_read(s, buf, flen, size - BLOCK_TRAILER_BYTES - flen);
 		if (rc)
 			goto out;
 		foot = buf;
@@ -784,6 +823,8 @@ static struct block *block_new(struct tenant *t, const uint8_t id[BLOCK_ID_BYTES
 	return b;
 }
 
+static int block_check_meta(struct block *b, struct err_msg *msg);
+
 /* Opens the file of b, reads its footer; on failure b is marked bad. */
 static int block_load(struct block *b, struct err_msg *msg)
 {
@@ -798,10 +839,67 @@ static int block_load(struct block *b, struct err_msg *msg)
 		return err_set(msg, ERR_IO, "stat: %s", strerror(errno));
 	}
 	b->file_size = (uint64_t)sb.st_size;
-	rc = read_footer(fd, b->file_size, &b->m, msg);
+	rc = read_footer(&(struct bsrc){ .fd = fd }, b->file_size, &b->m, msg);
 	close(fd);
 	if (rc)
 		return rc;
+	return block_check_meta(b, msg);
+}
+
+/*
+ * Reads the footer of b (a record without a file) from the bucket: one
+ * suffix GET of BLOCK_SUFFIX_READ bytes (and a ranged GET of the header
+ * when the block is longer).  Then b is read through st->rcache.
+ */
+static int block_load_remote(struct store *st, struct block *b, struct err_msg *msg)
+{
+	size_t dl = strlen(st->dir);
+	struct bsrc src = { .fd = -1, .os = st->objstore };
+	struct buf tail;
+	uint64_t size = 0;
+	char *tdir = NULL;
+	int rc;
+
+	if (!st->rcache.ready || b->path)
+		return err_set(msg, ERR_NOT_FOUND, "not in a bucket");
+	/* The path its file had: its key in the bucket (upload.c). */
+	rc = store__tenant_dir(st, b->t->name, 0, &tdir, msg);
+	if (rc)
+		return rc;
+	if (asprintf(&b->path, "%s/%s.blk", tdir, b->id_hex) < 0)
+		b->path = NULL;
+	free(tdir);
+	if (!b->path)
+		return ERR_NOMEM;
+	src.key = b->path + dl + 1;
+	buf_init(&tail, BLOCK_SUFFIX_READ);
+	rc = objstore_get_suffix(st->objstore, src.key, BLOCK_SUFFIX_READ, &tail, &size, msg);
+	if (!rc && b->rec.bytes && size != b->rec.bytes)
+		rc = err_set(msg, ERR_CORRUPT, "the bucket holds %llu bytes, its record says %llu",
+			     (unsigned long long)size, (unsigned long long)b->rec.bytes);
+	if (!rc) {
+		src.tail = (const uint8_t *)tail.data;
+		src.tail_len = tail.len;
+		src.tail_off = size - tail.len;
+		b->file_size = size;
+		rc = read_footer(&src, size, &b->m, msg);
+	}
+	buf_release(&tail);
+	if (!rc)
+		rc = block_check_meta(b, msg);
+	if (rc) {
+		free(b->path);
+		b->path = NULL;
+		return rc;
+	}
+	b->remote = &st->rcache;
+	atomic_store(&b->uploaded, 1);
+	return 0;
+}
+
+/* After a footer was read: it names b, and gives b's record. */
+static int block_check_meta(struct block *b, struct err_msg *msg)
+{
 	if (memcmp(b->m.id, b->id, BLOCK_ID_BYTES) != 0 || strcmp(b->m.tenant, b->t->name) != 0) {
 		store__bmeta_release(&b->m);
 		return err_set(msg, ERR_CORRUPT, "its footer names another block or tenant");
@@ -1030,7 +1128,7 @@ static int settle(struct store *st, struct found *f, struct err_msg *msg)
 			return rc;
 		}
 	}
-	if (!f->have_file)
+	if (!f->have_file && !b->remote)
 		store__block_bad(b, "its file is missing");
 	pthread_mutex_lock(&t->mu);
 	rc = block_know(st, t, b);
@@ -1062,6 +1160,11 @@ int store__blocks_open(struct store *st, struct err_msg *msg)
 	struct dirent *de;
 	int rc = 0;
 
+	if (st->objstore && !st->read_only) {
+		rc = store__rcache_init(st, &st->rcache, st->objstore_cache_bytes, msg);
+		if (rc)
+			return rc;
+	}
 	if (asprintf(&top, "%s/%s", st->dir, BLOCKS_DIR) < 0)
 		return ERR_NOMEM;
 	d = opendir(top);
@@ -1098,9 +1201,23 @@ int store__blocks_open(struct store *st, struct err_msg *msg)
 		struct found *f = &fs.v[i];
 		struct err_msg why;
 
-		if (!f->have_file)
-			continue;
 		err_clear(&why);
+		if (!f->have_file) {
+			/* A record without a file: in the bucket, maybe. */
+			if (!st->rcache.ready)
+				continue;
+			rc = block_load_remote(st, f->b, &why);
+			if (rc == ERR_NOMEM)
+				break;
+			if (rc)
+				store__block_bad(f->b, "its file is missing, and the bucket: %s",
+						 why.text[0] ? why.text : err_str(rc));
+			else
+				log_info("blocks: %s of tenant %s has no file; read from the bucket",
+					 f->b->id_hex, f->b->t->name);
+			rc = 0;
+			continue;
+		}
 		rc = block_load(f->b, &why);
 		if (rc == ERR_NOMEM)
 			break;
@@ -1154,4 +1271,5 @@ void store__blocks_close(struct store *st)
 	while (st->cache.tail)
 		drop_entry(&st->cache, st->cache.tail);
 	pthread_mutex_unlock(&st->cache.mu);
+	store__rcache_release(&st->rcache);
 }

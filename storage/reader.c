@@ -656,7 +656,10 @@ static int check_source(struct store_reader *r, size_t i, int64_t from, int64_t 
 			}
 		}
 	}
-	if (rc == ERR_CORRUPT || (!rc && !block_ok(s->b))) {
+	/* A block read from the bucket that the bucket fails now is skipped
+	 * like a corrupt one, but not marked bad: the next query tries again. */
+	if (rc == ERR_CORRUPT || (rc && rc != ERR_NOMEM && s->b->remote) ||
+	    (!rc && !block_ok(s->b))) {
 		s->skip = 1;
 		warn(r, s->b);
 		return 0;

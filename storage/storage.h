@@ -130,10 +130,14 @@ struct store_options {
 	 * maintenance pass uploads the live blocks not uploaded yet by this
 	 * process, create-once under their path in the data directory
 	 * ("blocks/<tenant>/<id>.blk"); an upload that fails is retried at the
-	 * next pass and never holds up ingest.  Reads stay local
-	 * (docs/object-storage.md says what is not built yet).
+	 * next pass and never holds up ingest.  A block with a record but no
+	 * local file is read from the bucket: its footer at open (a suffix
+	 * GET), the whole object into a local cache when a query first needs
+	 * it (docs/object-storage.md).
 	 */
 	struct objstore *objstore;
+	/* Cap of that cache (<dir>/s3cache, emptied at open); 0: 1 GiB. */
+	uint64_t objstore_cache_bytes;
 };
 
 /* Partition ids at or above this name a service of a block. */

@@ -963,6 +963,30 @@ struct tenant {
 	_Atomic uint64_t written[CFI_N]; /* bytes written by this process */
 };
 
+/*
+ * Local copies of blocks whose file is missing but which are in the
+ * bucket (rcache.c): whole block files in <dir>/s3cache, at most `cap`
+ * bytes, least recently opened evicted first.  A reader holding an
+ * evicted copy open keeps reading it (the file is only unlinked).
+ */
+struct rcache_ent;
+struct rcache {
+	pthread_mutex_t mu;
+	int ready;
+	struct objstore *os;          /* borrowed */
+	char *dir;                    /* <data dir>/s3cache */
+	size_t prefix_len;            /* strlen(data dir) + 1: a block's key is path + this */
+	uint64_t cap, used;           /* under mu */
+	struct rcache_ent *head, *tail; /* most recently opened first */
+	uint64_t fetches, fetch_bytes, evictions, failures; /* under mu */
+};
+
+/* Empties (creates) <dir>/s3cache and sets up c for st->objstore. */
+int store__rcache_init(struct store *st, struct rcache *c, uint64_t cap, struct err_msg *msg);
+void store__rcache_release(struct rcache *c);
+/* An fd of b's local copy, fetched from the bucket first if needed; < 0 an error. */
+int store__rcache_fd(struct rcache *c, struct block *b, struct err_msg *msg);
+
 /* Decoded block objects kept across queries within a byte budget (blocks.c). */
 struct bcache_ent;
 struct bcache {
@@ -1042,6 +1066,8 @@ struct store {
 	pthread_mutex_t maint_mu;   /* one maintenance pass at a time */
 	struct store_maint_stats maint_total; /* under maint_mu */
 	struct objstore *objstore;  /* borrowed; NULL: blocks stay local only */
+	uint64_t objstore_cache_bytes;
+	struct rcache rcache;       /* local copies of blocks read from objstore */
 	struct pushids pushids;     /* push IDs claimed lately (pushid.c) */
 	pthread_t maint_thread;
 	int maint_started;
@@ -1521,6 +1547,7 @@ struct block {
 	int64_t retired_ns;     /* monotonic time it was unlisted */
 	_Atomic int bad;        /* corrupt or missing: skipped; why says why */
 	_Atomic int uploaded;   /* in the bucket (store.objstore), as far as this process knows */
+	struct rcache *remote;  /* no local file: read through this cache from the bucket */
 	char why[256];
 	/* Cached decoded objects (under store.cache.mu). */
 	struct bidx *index;

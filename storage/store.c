@@ -471,6 +471,7 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 
 	st->dir = strdup(opt->dir);
 	st->objstore = opt->objstore;
+	st->objstore_cache_bytes = opt->objstore_cache_bytes;
 	if (!st->dir)
 		return ERR_NOMEM;
 	st->block_range_ns = opt->block_range_ns ? opt->block_range_ns : DEFAULT_BLOCK_RANGE_NS;

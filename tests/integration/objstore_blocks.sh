@@ -4,7 +4,9 @@
 # uploaded, each byte-identical to its local file under the key of its path
 # in the data directory; a restarted server finds them there (create-once
 # conflict, same size) and uploads nothing twice; answers are those of a
-# local-only server.  Skips (77) only when the Ceph packages are missing.
+# local-only server.  With the block files deleted, a restart reads the
+# blocks from the bucket through a capped cache and answers the same; with
+# RGW then stopped, the blocks not cached are skipped with a warning.  Skips (77) only when the Ceph packages are missing.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/rgw.sh"
@@ -60,12 +62,15 @@ answers() {
 	local dir=$1 svc q
 	mkdir -p "$dir"
 	jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)" >"$dir/stats"
-	for svc in $(jq -r '.[]' <<<"$(curl -s "$URL/pyroscope/label-values?label=service_name")"); do
+	http GET "/pyroscope/label-values?label=service_name&from=$FROM&until=$UNTIL"
+	[ "$STATUS" = 200 ] || fail "label-values: $STATUS $BODY"
+	for svc in $(jq -r '.[]' <<<"$BODY"); do
 		q=$(selector "$CPU" "$svc")
 		http GET "/pyroscope/render?query=$q&from=$FROM&until=$UNTIL&maxNodes=65536"
 		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
 		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
 	done
+	ls "$dir"/render.* >/dev/null 2>&1 || fail "no service to compare in $dir: $BODY"
 }
 
 # ---- the reference: local only, never sealed
@@ -104,6 +109,81 @@ done
 [ "$(maint upload_failures)" = 0 ] || fail "upload failures after a restart: $(grep upload "$WORK/server.$SERVER_N.log")"
 answers "$WORK/got2"
 diff -r "$WORK/expect" "$WORK/got2" >/dev/null || fail "answers changed across a restart"
+stop_server
+
+# ---- the block files lost: the blocks are read from the bucket, through a
+# cache smaller than all of them (so copies are evicted while queries run)
+BLK="$DATA/blocks/anonymous"
+MAX=0 TOTAL=0 NBLK=0
+for f in "$BLK"/*.blk; do
+	n=$(stat -c %s "$f")
+	TOTAL=$((TOTAL + n)) NBLK=$((NBLK + 1))
+	[ "$n" -gt "$MAX" ] && MAX=$n
+done
+CAP=$((MAX + MAX / 2))
+[ "$TOTAL" -gt "$CAP" ] || fail "$NBLK blocks of $TOTAL bytes fit in a cache of $CAP bytes"
+rm -f "$BLK"/*.blk
+# cache_bytes: what the s3 cache holds now (every file; temporary ones too).
+cache_bytes() {
+	find "$DATA/s3cache" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+}
+start_server "$DATA" --maintain-interval 1000h --block-range 10m "${S3[@]}" \
+	--storage.s3.cache-size "$CAP"
+[ "$(jq -r '.blocks.count' <<<"$(tenant_stats anonymous)")" = "$NFILES" ] ||
+	fail "blocks listed without their files: $(tenant_stats anonymous)"
+answers "$WORK/got4"
+diff -r "$WORK/expect" "$WORK/got4" >/dev/null ||
+	fail "answers differ when the blocks are read from the bucket: $(diff -r "$WORK/expect" "$WORK/got4" | head -c 2000)"
+USED=$(cache_bytes)
+[ "$USED" -gt 0 ] || fail "nothing in the s3 cache"
+[ "$USED" -le "$CAP" ] || fail "the s3 cache holds $USED bytes, over its cap of $CAP"
+CACHED=$(find "$DATA/s3cache" -type f | wc -l)
+[ "$CACHED" -lt "$NBLK" ] || fail "all $NBLK blocks stayed cached under a cap of $CAP bytes"
+ls "$BLK"/*.blk >/dev/null 2>&1 && fail "block files came back in $BLK"
+note "$NBLK blocks ($TOTAL bytes) read from the bucket: same answers; cache $USED <= $CAP bytes, $CACHED copies"
+
+# RGW stopped under a running server: every answer is quick to come and
+# either warns of the blocks not cached or fails naming one (never a crash)
+rgw_stop
+# render_all WHAT: renders every service; counts warnings and 503s naming a block.
+render_all() {
+	local svc q W
+	WARNED=0 FAILED=0
+	for svc in $(cd "$WORK/expect" && ls render.* | sed 's/^render\.//'); do
+		q=$(selector "$CPU" "$svc")
+		STATUS=$(curl -sS -o "$WORK/body" -w '%{http_code}' --max-time 300 \
+			"$URL/pyroscope/render?query=$q&from=$FROM&until=$UNTIL&maxNodes=65536") ||
+			fail "render $svc $1: curl failed"
+		if [ "$STATUS" = 503 ]; then
+			grep -Eq "block [0-9a-f]{32}: the bucket: " "$WORK/body" ||
+				fail "render $svc $1: a 503 that names no block: $(cat "$WORK/body")"
+			FAILED=$((FAILED + 1))
+			continue
+		fi
+		[ "$STATUS" = 200 ] || fail "render $svc $1: $STATUS $(cat "$WORK/body")"
+		W=$(jq -r '(.warnings // [])[]' "$WORK/body")
+		if [ -n "$W" ]; then
+			grep -Eq 'block [0-9a-f]{32} .* is skipped' <<<"$W" || fail "warning without a block: $W"
+			WARNED=$((WARNED + 1))
+			note "$svc $1: $(head -n1 <<<"$W")"
+		fi
+	done
+}
+render_all "with RGW stopped"
+[ $((WARNED + FAILED)) -gt 0 ] || fail "no answer told of the blocks the stopped bucket cannot give"
+grep -q 'the bucket: ' "$WORK/server.$SERVER_N.log" || fail "no log line names the bucket's error"
+[ "$(cache_bytes)" -le "$CAP" ] || fail "the s3 cache went over its cap while RGW was down"
+stop_server
+
+# A restart with RGW stopped: the blocks cannot be found, so every answer
+# warns of them by id (the server starts all the same)
+start_server "$DATA" --maintain-interval 1000h --block-range 10m "${S3[@]}" \
+	--storage.s3.cache-size "$CAP"
+render_all "after a restart with RGW stopped"
+[ "$FAILED" = 0 ] || fail "$FAILED answers failed after a restart with RGW stopped"
+[ "$WARNED" -gt 0 ] || fail "no answer warned of the blocks missing from a stopped bucket"
+grep -q 'its file is missing, and the bucket: ' "$WORK/server.$SERVER_N.log" ||
+	fail "no log line says why the blocks are missing"
 stop_server
 
 # ---- RGW stopped: the server still starts, ingests and answers; uploads wait
