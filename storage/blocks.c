@@ -210,35 +210,11 @@ void store__brec_of(const struct bmeta *m, uint64_t bytes, struct brec *out)
 /* ---- the cache ---------------------------------------------------------------- */
 
 struct bcache_ent {
-	struct bcache_ent *prev, *next;
+	struct dlist_node lru;
 	struct block *b;
 	uint32_t svc; /* UINT32_MAX: the index */
 	size_t bytes;
 };
-
-static void lru_unlink(struct bcache *c, struct bcache_ent *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void lru_front(struct bcache *c, struct bcache_ent *e)
-{
-	e->prev = NULL;
-	e->next = c->head;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
-}
 
 void store__bidx_put(struct bidx *x)
 {
@@ -261,7 +237,7 @@ static void drop_entry(struct bcache *c, struct bcache_ent *e)
 {
 	struct block *b = e->b;
 
-	lru_unlink(c, e);
+	dlist_unlink(&c->lru, &e->lru);
 	c->bytes -= e->bytes;
 	if (e->svc == UINT32_MAX) {
 		struct bidx *x = b->index;
@@ -279,8 +255,8 @@ static void drop_entry(struct bcache *c, struct bcache_ent *e)
 
 static void evict(struct bcache *c)
 {
-	while (c->bytes > c->cap && c->tail) {
-		drop_entry(c, c->tail);
+	while (c->bytes > c->cap && c->lru.tail) {
+		drop_entry(c, dlist_entry(c->lru.tail, struct bcache_ent, lru));
 		c->evictions++;
 	}
 }
@@ -296,7 +272,7 @@ static struct bcache_ent *add_entry(struct bcache *c, struct block *b, uint32_t 
 	e->b = b;
 	e->svc = svc;
 	e->bytes = bytes;
-	lru_front(c, e);
+	dlist_push_front(&c->lru, &e->lru);
 	c->bytes += bytes;
 	return e;
 }
@@ -678,8 +654,7 @@ int store__block_index(struct store *st, struct block *b, struct bidx **out,
 	pthread_mutex_lock(&c->mu);
 	if ((x = b->index)) {
 		atomic_fetch_add(&x->refs, 1);
-		lru_unlink(c, x->ent);
-		lru_front(c, x->ent);
+		dlist_move_front(&c->lru, &x->ent->lru);
 		c->hits++;
 		pthread_mutex_unlock(&c->mu);
 		*out = x;
@@ -749,8 +724,7 @@ int store__block_syms(struct store *st, struct block *b, uint32_t svc, struct bs
 	}
 	if ((s = b->syms[svc])) {
 		atomic_fetch_add(&s->refs, 1);
-		lru_unlink(c, s->ent);
-		lru_front(c, s->ent);
+		dlist_move_front(&c->lru, &s->ent->lru);
 		c->hits++;
 		pthread_mutex_unlock(&c->mu);
 		*out = s;
@@ -1268,8 +1242,8 @@ void store__blocks_close(struct store *st)
 		}
 	}
 	pthread_mutex_lock(&st->cache.mu);
-	while (st->cache.tail)
-		drop_entry(&st->cache, st->cache.tail);
+	while (st->cache.lru.tail)
+		drop_entry(&st->cache, dlist_entry(st->cache.lru.tail, struct bcache_ent, lru));
 	pthread_mutex_unlock(&st->cache.mu);
 	store__rcache_release(&st->rcache);
 }

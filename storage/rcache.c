@@ -33,7 +33,7 @@
 #define RCACHE_CHUNK (8u << 20)
 
 struct rcache_ent {
-	struct rcache_ent *prev, *next;
+	struct dlist_node lru;
 	char *path;
 	uint64_t size;
 };
@@ -81,9 +81,9 @@ void store__rcache_release(struct rcache *c)
 {
 	if (!c->ready)
 		return;
-	while (c->head) {
-		struct rcache_ent *e = c->head;
-		c->head = e->next;
+	while (c->lru.head) {
+		struct rcache_ent *e = dlist_entry(c->lru.head, struct rcache_ent, lru);
+		dlist_unlink(&c->lru, &e->lru);
 		free(e->path);
 		free(e);
 	}
@@ -92,46 +92,23 @@ void store__rcache_release(struct rcache *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static void unlink_ent(struct rcache *c, struct rcache_ent *e)
-{
-	if (e->prev)
-		e->prev->next = e->next;
-	else
-		c->head = e->next;
-	if (e->next)
-		e->next->prev = e->prev;
-	else
-		c->tail = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void front(struct rcache *c, struct rcache_ent *e)
-{
-	e->next = c->head;
-	e->prev = NULL;
-	if (c->head)
-		c->head->prev = e;
-	c->head = e;
-	if (!c->tail)
-		c->tail = e;
-}
-
 /* The entry of `path`, moved to the front, with an fd of it (c->mu held). */
 static int open_cached(struct rcache *c, const char *path, int *fd)
 {
-	for (struct rcache_ent *e = c->head; e; e = e->next) {
+	for (struct dlist_node *n = c->lru.head; n; n = n->next) {
+		struct rcache_ent *e = dlist_entry(n, struct rcache_ent, lru);
+
 		if (strcmp(e->path, path) != 0)
 			continue;
 		*fd = open(e->path, O_RDONLY | O_CLOEXEC);
 		if (*fd < 0) { /* removed behind our back: forget it */
-			unlink_ent(c, e);
+			dlist_unlink(&c->lru, &e->lru);
 			c->used -= e->size;
 			free(e->path);
 			free(e);
 			return 0;
 		}
-		unlink_ent(c, e);
-		front(c, e);
+		dlist_move_front(&c->lru, &e->lru);
 		return 1;
 	}
 	return 0;
@@ -244,9 +221,9 @@ int store__rcache_fd(struct rcache *c, struct block *b, struct err_msg *out)
 		free(path);
 		return fd;
 	}
-	while (c->tail && c->used + b->file_size > c->cap) {
-		struct rcache_ent *old = c->tail;
-		unlink_ent(c, old);
+	while (c->lru.tail && c->used + b->file_size > c->cap) {
+		struct rcache_ent *old = dlist_entry(c->lru.tail, struct rcache_ent, lru);
+		dlist_unlink(&c->lru, &old->lru);
 		c->used -= old->size;
 		c->evictions++;
 		if (unlink(old->path) != 0 && errno != ENOENT)
@@ -276,7 +253,7 @@ int store__rcache_fd(struct rcache *c, struct block *b, struct err_msg *out)
 	c->used += e->size;
 	c->fetches++;
 	c->fetch_bytes += e->size;
-	front(c, e);
+	dlist_push_front(&c->lru, &e->lru);
 	pthread_mutex_unlock(&c->mu);
 	free(tmp);
 	return fd;

@@ -623,6 +623,7 @@
 #include <rocksdb/c.h>
 
 #include "base/buf.h"
+#include "base/dlist.h"
 #include "base/hash.h"
 #include "base/hmap.h"
 #include "base/intern.h"
@@ -977,7 +978,7 @@ struct rcache {
 	char *dir;                    /* <data dir>/s3cache */
 	size_t prefix_len;            /* strlen(data dir) + 1: a block's key is path + this */
 	uint64_t cap, used;           /* under mu */
-	struct rcache_ent *head, *tail; /* most recently opened first */
+	struct dlist lru;             /* of rcache_ent, most recently opened first */
 	uint64_t fetches, fetch_bytes, evictions, failures; /* under mu */
 };
 
@@ -991,7 +992,7 @@ int store__rcache_fd(struct rcache *c, struct block *b, struct err_msg *msg);
 struct bcache_ent;
 struct bcache {
 	pthread_mutex_t mu;
-	struct bcache_ent *head, *tail; /* most recently used first */
+	struct dlist lru;               /* of bcache_ent, most recently used first */
 	size_t bytes, cap;
 	uint64_t hits, misses, evictions;
 };
