@@ -618,9 +618,8 @@ static void download(struct debuginfo *s, const char *id, const struct found *f)
 		log_warn("debuginfo: %s from the bucket not stored: %s", f->key, msg.text);
 		return;
 	}
+	/* The commit logged it ("from token bucket"). */
 	atomic_fetch_add(&s->bucket_downloads, 1);
-	log_info("debuginfo: %s of %s from the bucket (%llu bytes%s)", debuginfo__kind_name(f->kind),
-		 id, (unsigned long long)f->size, res.unchanged ? ", already stored" : "");
 }
 
 int debuginfo__bucket_fetch(struct debuginfo *s, const char *id)
