@@ -5,7 +5,8 @@
  * under the documented key, byte for byte, and marked in its record; B
  * resolves it from the bucket, index included (no build); a build ID the
  * bucket lacks costs one listing until the miss expires; a put that fails
- * is left pending and put by a later pass; other bytes under a key are a
+ * is left pending and put by a later pass, and a lookup it cannot answer
+ * is an upstream_error; other bytes under a key are a
  * counted conflict; an index that is not one is rebuilt; a tenant's own
  * file goes under the tenant's key and answers only that tenant.
  */
@@ -309,6 +310,16 @@ static void test_put_retried(void **state)
 	assert_true(pending == 1);
 	assert_true(stats(g_a).bucket_put_failures == 1 && stats(g_a).bucket_pending == 1);
 	assert_int_equal(bucket_bits(g_a, 2), 0);
+	/* A lookup the bucket cannot answer says so, and is not a "not found". */
+	{
+		char reason[256];
+		struct named r;
+
+		assert_int_equal(resolve(g_a, 4, NULL, &r, reason, sizeof(reason)),
+				 DEBUGINFO_STATUS_UPSTREAM_ERROR);
+		assert_non_null(strstr(reason, "the bucket could not be asked"));
+		assert_true(stats(g_a).bucket_lookup_failures == 1);
+	}
 	g_a->os = g_os;
 	objstore_close(down);
 	assert_int_equal(debuginfo__bucket_sync(g_a, &pending), 0);
