@@ -67,6 +67,7 @@ static int build_kallsyms(struct debuginfo *s, const char *id, const char *src, 
 		return rc;
 	}
 	atomic_fetch_add(&s->index_builds, 1);
+	debuginfo__bucket_wake(s);
 	log_info("debuginfo: built the index of the kernel symbol map %s (%llu functions)", id,
 		 (unsigned long long)stats.locations);
 	return 0;
@@ -113,16 +114,16 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 		return ERR_TOO_LARGE;
 	if (debuginfo__file_exists(dst))
 		return 0;
+	/* Another server built it from the same files: its copy is checked
+	 * as untrusted bytes, and built here when it does not check out. */
+	if (s->os && !debuginfo__bucket_get_index(s, id, bid, blen, dst))
+		return 0;
 	if (!debuginfo__path(s, id, "kallsyms", exe, sizeof(exe)) && debuginfo__file_exists(exe))
 		return build_kallsyms(s, id, exe, dst, bid, blen);
 	if (!debuginfo__file_exists(src) &&
 	    (debuginfo__path(s, id, "executable", src, sizeof(src)) ||
 	     !debuginfo__file_exists(src)))
 		return ERR_NOT_FOUND;
-	/* Another server built it from the same files: its copy is checked
-	 * as untrusted bytes, and built here when it does not check out. */
-	if (s->os && !debuginfo__bucket_get_index(s, id, bid, blen, dst))
-		return 0;
 	opts.build_id = bid;
 	opts.build_id_len = blen;
 	opts.find_alt = find_alt;
