@@ -17,6 +17,11 @@
  *   - the debuginfod client: build IDs that are not uploaded are fetched
  *     from the upstream URLs by the workers (one fetch per build ID at a
  *     time), with a not-found cache and a retry time in the metadata.
+ *   - the bucket (debuginfo_options.objstore, optional): every file and
+ *     index stored is put in the object store the servers of a
+ *     deployment share, by a thread of its own; a build ID without a
+ *     file is looked for there before the upstreams, and an index there
+ *     is downloaded (and validated) instead of built.
  *
  * Trust.  The first file stored for a build ID wins: another upload of
  * the same bytes changes nothing, other bytes are refused (ERR_CONFLICT)
