@@ -667,36 +667,15 @@ int debuginfo__bucket_fetch(struct debuginfo *s, const char *id)
 	return ERR_NOT_FOUND;
 }
 
-struct file_sink {
-	int fd;
-};
-
-static int write_fd(void *ctx, const void *p, size_t n)
-{
-	struct file_sink *k = ctx;
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(k->fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return ERR_IO;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int debuginfo__bucket_get_index(struct debuginfo *s, const char *id, const uint8_t *bid,
 				size_t blen, const char *dst)
 {
-	char key[OBJSTORE_KEY_MAX + 1], tmp[DEBUGINFO__PATH_MAX + 32];
+	char key[OBJSTORE_KEY_MAX + 1];
+	struct debuginfo_upload *u = NULL;
 	struct debuginfo__meta m;
 	struct objstore_stat st;
+	struct upload_sink sink;
 	struct sym_index *idx;
-	struct file_sink sink;
 	struct err_msg msg;
 	struct stat fst;
 	int rc;
@@ -707,44 +686,42 @@ int debuginfo__bucket_get_index(struct debuginfo *s, const char *id, const uint8
 	rc = objstore_head(s->os, key, &st, &msg);
 	if (rc == ERR_NOT_FOUND)
 		return rc;
+	/* Into a temporary file of the uploads, under their cap. */
 	if (!rc && st.size > s->max_upload)
-		rc = err_set(&msg, ERR_TOO_LARGE, "%llu bytes, past the limit",
-			     (unsigned long long)st.size);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", dst, (int)getpid());
-	sink.fd = -1;
-	if (!rc) {
-		sink.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (sink.fd < 0)
-			rc = err_set(&msg, ERR_IO, "%s: %s", tmp, strerror(errno));
-	}
+		rc = err_set(&msg, ERR_TOO_LARGE, "%llu bytes, past the limit of %llu",
+			     (unsigned long long)st.size, (unsigned long long)s->max_upload);
 	if (!rc)
-		rc = object_each(s, key, st.size, write_fd, &sink, &msg);
-	if (!rc && fsync(sink.fd))
-		rc = err_set(&msg, ERR_IO, "%s: %s", tmp, strerror(errno));
-	if (sink.fd >= 0)
-		close(sink.fd);
+		rc = debuginfo_upload_begin(s, &u, &msg);
+	if (!rc) {
+		sink.u = u;
+		sink.msg = &msg;
+		rc = object_each(s, key, st.size, write_chunk, &sink, &msg);
+	}
+	if (!rc && fsync(u->fd))
+		rc = err_set(&msg, ERR_IO, "%s", strerror(errno));
 	if (rc) {
-		unlink(tmp);
+		debuginfo_upload_abort(u);
 		atomic_fetch_add(&s->bucket_download_failures, 1);
 		log_warn("debuginfo: cannot read %s from the bucket: %s; building it here", key,
 			 msg.text);
 		return rc;
 	}
 	/* Untrusted bytes: every offset, count and the checksum are checked. */
-	rc = sym_index_open(tmp, bid, blen, &idx, &msg);
+	rc = sym_index_open(u->path, bid, blen, &idx, &msg);
 	if (rc) {
-		unlink(tmp);
+		debuginfo_upload_abort(u);
 		atomic_fetch_add(&s->bucket_index_invalid, 1);
 		log_warn("debuginfo: the bucket's %s is not a valid index (%s); building it here",
 			 key, msg.text);
 		return ERR_CORRUPT;
 	}
 	sym_index_close(idx);
-	if (rename(tmp, dst)) {
-		log_error("debuginfo: cannot rename %s to %s: %s", tmp, dst, strerror(errno));
-		unlink(tmp);
+	if (rename(u->path, dst)) {
+		log_error("debuginfo: cannot rename %s to %s: %s", u->path, dst, strerror(errno));
+		debuginfo_upload_abort(u);
 		return ERR_IO;
 	}
+	debuginfo_upload_abort(u); /* closes it; the file is the index now */
 	debuginfo__fsync_dir(dst);
 	atomic_fetch_add(&s->bucket_index_downloads, 1);
 	if (!stat(dst, &fst))
