@@ -724,7 +724,9 @@ int debuginfo__upload_commit(struct debuginfo_upload *u, const char *build_id_he
  *   touch_mu   the touched table
  *   hot.lock   the hot cache
  * Only upload_mu is held while taking another (an upload drops an open
- * index, clears the hot cache and forgets a touch), so there is no cycle.
+ * index, clears the hot cache and forgets a touch), and bucket_pass_mu
+ * while taking upload_mu (a pass marks what it put), so there is no
+ * cycle; bucket_mu and miss_mu are taken with nothing else held.
  * Counters are atomics; everything else is set at open and read-only.
  */
 struct debuginfo {
