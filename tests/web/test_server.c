@@ -178,15 +178,23 @@ static void get(int port, const char *path, int *status, struct buf *out)
 	"/pyroscope/render?query=" PTYPE "%7Bservice_name%3D%22svc%22%7D&from=1699999000" \
 	"&until=1700001000&maxNodes=100000"
 
+/* A server with the response cap `max_response`, and its answer to RENDER_PATH. */
+static struct web_server *render(size_t max_response, int *status, struct buf *body)
+{
+	struct web_server *srv = start(max_response);
+
+	buf_init(body, 64u << 20);
+	get(web_server_port(srv), RENDER_PATH, status, body);
+	return srv;
+}
+
 static void test_flame_graph_over_the_cap_is_413(void **state)
 {
-	struct web_server *srv = start(64 << 10);
 	struct buf body;
 	int status = 0;
+	struct web_server *srv = render(64 << 10, &status, &body);
 	(void)state;
 
-	buf_init(&body, 64u << 20);
-	get(web_server_port(srv), RENDER_PATH, &status, &body);
 	assert_int_equal(status, 413);
 	assert_non_null(strstr(body.data, "output limit"));
 	get(web_server_port(srv), "/ready", &status, &body);
@@ -198,13 +206,11 @@ static void test_flame_graph_over_the_cap_is_413(void **state)
 
 static void test_flame_graph_under_the_default_cap(void **state)
 {
-	struct web_server *srv = start(0);
 	struct buf body;
 	int status = 0;
+	struct web_server *srv = render(0, &status, &body);
 	(void)state;
 
-	buf_init(&body, 64u << 20);
-	get(web_server_port(srv), RENDER_PATH, &status, &body);
 	assert_int_equal(status, 200);
 	assert_true(body.len > 64 << 10);
 	assert_non_null(strstr(body.data, "handler_number_02999"));
@@ -214,14 +220,12 @@ static void test_flame_graph_under_the_default_cap(void **state)
 
 static void test_tiny_cap_is_raised_to_the_minimum(void **state)
 {
-	struct web_server *srv = start(10);
 	struct buf body;
 	int status = 0;
+	struct web_server *srv = render(10, &status, &body);
 	(void)state;
 
-	buf_init(&body, 64u << 20);
 	/* The 413 message itself still fits. */
-	get(web_server_port(srv), RENDER_PATH, &status, &body);
 	assert_int_equal(status, 413);
 	assert_non_null(strstr(body.data, "output limit"));
 	web_server_stop(srv);
