@@ -44,6 +44,12 @@ need() {
 	[ -n "${!var:-}" ] && [ -x "${!var}" ] || fail "$var is not set to an executable (${!var:-unset})"
 }
 
+# need_cmd CMD [HINT]: fails unless the command CMD is on PATH; HINT says
+# where it comes from ("package protobuf-compiler").
+need_cmd() {
+	command -v "$1" >/dev/null || fail "$1 is not installed${2:+ ($2)}"
+}
+
 # need_promtool: installs promtool (Debian package prometheus) when it is
 # missing, as CI's .ci/deps.sh would.
 need_promtool() {
@@ -130,10 +136,24 @@ tenant_stats() {
 	echo "$BODY"
 }
 
-# counts JSON: the stats without the byte sizes (which change with flushes)
-# and where profiles are (head or blocks, which changes with sealing).
+# counts JSON: the stats without the byte sizes (which change with flushes),
+# where profiles are (head or blocks, which changes with sealing) and the
+# server's bucket requests (with --storage.backend s3).
 counts() {
-	jq -cS 'del(.bytes, .head_profiles, .blocks, .retention)' <<<"$1"
+	jq -cS 'del(.bytes, .head_profiles, .blocks, .retention, .objstore)' <<<"$1"
+}
+
+# wait_stats FILTER [TRIES]: polls the tenant anonymous's stats every 0.2 s
+# until the jq FILTER holds of them (TRIES times at most, 150 unless
+# given); the last stats are in S either way, for the caller's check.
+wait_stats() {
+	local i
+	for i in $(seq 1 "${2:-150}"); do
+		S=$(tenant_stats anonymous)
+		jq -e "$1" <<<"$S" >/dev/null && return 0
+		sleep 0.2
+	done
+	return 0
 }
 
 # wait_settled N: until the tenant anonymous has N blocks, twice 2 s apart (60 s at most).
