@@ -366,12 +366,11 @@ int cli_stats(int argc, char **argv)
 		case O_BLOCKS: blocks = 1; break;
 		case O_HELP: stats_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("stats", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("stats", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("stats", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("stats", argv);
 	if (!!data == !!server)
 		return cli_usage_error("stats", "give exactly one of --data DIR or --server URL");
 	if (tenant && data)

@@ -123,12 +123,11 @@ int cli_verify(int argc, char **argv)
 		case O_QUIET: v.quiet = 1; break;
 		case O_HELP: verify_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("verify", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("verify", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("verify", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("verify", argv);
 	if (!data)
 		return cli_usage_error("verify", "--data DIR is required");
 	err_clear(&msg);
