@@ -39,10 +39,13 @@ struct script {
 	size_t body_bytes;
 };
 
+/* The scripted server and the S3 client pointed at it. */
 struct server {
 	int fd, port;
 	pthread_t thread;
 	struct script *sc;
+	char url[64];
+	struct objstore *os;
 };
 
 static int read_request(int c, char *head, size_t *body_len)
@@ -154,10 +157,18 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-static void server_start(struct server *sv, struct script *sc)
+/* Starts the server of the script `sc` and opens sv->os, a client of it. */
+static struct objstore *server_start(struct server *sv, struct script *sc)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(a);
+	struct objstore_s3_config c = {
+		.bucket = "b", .path_style = 1, .access_key = "AK", .secret_key = "SK",
+		.max_attempts = 3, .backoff_base_ms = 1, .backoff_max_ms = 2,
+		.part_size = OBJSTORE_PART_MIN, .multipart_min = OBJSTORE_PART_MIN,
+		.parallel = 1,
+	};
+	struct err_msg msg = {""};
 
 	sv->sc = sc;
 	sv->fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -167,30 +178,19 @@ static void server_start(struct server *sv, struct script *sc)
 	assert_int_equal(getsockname(sv->fd, (struct sockaddr *)&a, &len), 0);
 	sv->port = ntohs(a.sin_port);
 	assert_int_equal(pthread_create(&sv->thread, NULL, serve, sv), 0);
+	snprintf(sv->url, sizeof(sv->url), "http://127.0.0.1:%d", sv->port);
+	c.endpoint = sv->url;
+	sv->os = NULL;
+	assert_int_equal(objstore_open_s3(&c, &sv->os, &msg), 0);
+	return sv->os;
 }
 
 static void server_stop(struct server *sv)
 {
+	objstore_close(sv->os);
 	shutdown(sv->fd, SHUT_RDWR);
 	close(sv->fd);
 	pthread_join(sv->thread, NULL);
-}
-
-static struct objstore *open_at(struct server *sv, char *url, size_t cap)
-{
-	struct objstore_s3_config c = {
-		.bucket = "b", .path_style = 1, .access_key = "AK", .secret_key = "SK",
-		.max_attempts = 3, .backoff_base_ms = 1, .backoff_max_ms = 2,
-		.part_size = OBJSTORE_PART_MIN, .multipart_min = OBJSTORE_PART_MIN,
-		.parallel = 1,
-	};
-	struct objstore *os = NULL;
-	struct err_msg msg = {""};
-
-	snprintf(url, cap, "http://127.0.0.1:%d", sv->port);
-	c.endpoint = url;
-	assert_int_equal(objstore_open_s3(&c, &os, &msg), 0);
-	return os;
 }
 
 /* 400 RequestTimeout (S3 closed a slow upload) is retried, body and all. */
@@ -200,12 +200,9 @@ static void request_timeout_retried(void **state)
 	struct server sv;
 	struct err_msg msg = {""};
 	struct objstore_stats st;
-	char url[64];
-	struct objstore *os;
+	struct objstore *os = server_start(&sv, &sc);
 
 	(void)state;
-	server_start(&sv, &sc);
-	os = open_at(&sv, url, sizeof(url));
 	assert_int_equal(objstore_put(os, "k", "0123456789", 10, 0, &msg), 0);
 	objstore_stats(os, &st);
 	assert_int_equal(sc.puts, 3);
@@ -226,7 +223,6 @@ static void request_timeout_retried(void **state)
 	assert_int_equal(st.op[OBJSTORE_OP_PUT].requests[OBJSTORE_RES_ERROR], 5);
 	assert_int_equal(st.op[OBJSTORE_OP_PUT].retries, 4);
 	assert_int_equal(st.failures, 1);
-	objstore_close(os);
 	server_stop(&sv);
 }
 
@@ -237,19 +233,15 @@ static void bad_request_final(void **state)
 	struct server sv;
 	struct err_msg msg = {""};
 	struct objstore_stats st;
-	char url[64];
-	struct objstore *os;
+	struct objstore *os = server_start(&sv, &sc);
 
 	(void)state;
-	server_start(&sv, &sc);
-	os = open_at(&sv, url, sizeof(url));
 	assert_int_equal(objstore_put(os, "k", "x", 1, 0, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "BadDigest"));
 	assert_int_equal(sc.puts, 1);
 	objstore_stats(os, &st);
 	assert_int_equal(st.op[OBJSTORE_OP_PUT].requests[OBJSTORE_RES_ERROR], 1);
 	assert_int_equal(st.op[OBJSTORE_OP_PUT].retries, 0);
-	objstore_close(os);
 	server_stop(&sv);
 }
 
@@ -261,13 +253,11 @@ static void complete_error_retried(void **state)
 	struct err_msg msg = {""};
 	struct objstore_stats st;
 	size_t n = OBJSTORE_PART_MIN + 100;
-	char url[64], *data = calloc(1, n);
-	struct objstore *os;
+	char *data = calloc(1, n);
+	struct objstore *os = server_start(&sv, &sc);
 
 	(void)state;
 	assert_non_null(data);
-	server_start(&sv, &sc);
-	os = open_at(&sv, url, sizeof(url));
 	assert_int_equal(objstore_put(os, "big", data, n, 0, &msg), 0);
 	assert_int_equal(sc.initiates, 1);
 	assert_int_equal(sc.parts, 2);
@@ -288,7 +278,6 @@ static void complete_error_retried(void **state)
 	assert_non_null(strstr(msg.text, "InternalError"));
 	assert_int_equal(sc.completes, 3);
 	assert_int_equal(sc.aborts, 1);
-	objstore_close(os);
 	server_stop(&sv);
 	free(data);
 }
