@@ -6,6 +6,7 @@
 #ifndef UNHEX_TESTS_QUERY_TREEFX_H
 #define UNHEX_TESTS_QUERY_TREEFX_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,22 @@ static inline int tfx_add(struct qctx *q, struct qtree *t, const char *path, int
 	}
 	if (!rc)
 		t->nodes[node].self[side] += v;
+	return rc;
+}
+
+/*
+ * Adds up to `n` one-frame paths "f0", "f1", ... of self 1 on side 0 to
+ * t until one fails (a tight budget): 0, or that code.
+ */
+static inline int tfx_flat(struct qctx *q, struct qtree *t, int n)
+{
+	char path[32];
+	int rc = 0;
+
+	for (int i = 0; i < n && !rc; i++) {
+		snprintf(path, sizeof(path), "f%d", i);
+		rc = tfx_add(q, t, path, 1, 0);
+	}
 	return rc;
 }
 
