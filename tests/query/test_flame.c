@@ -48,8 +48,7 @@ static void test_single(void **state)
 	size_t before;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, p, v, 6);
+	tfx_start(&q, &msg, &t, p, v, 6);
 	before = q.mem.used;
 	assert_int_equal(query__flame_build(&q, &t, 0, &f), 0);
 	assert_true(q.mem.used > before);
@@ -129,8 +128,7 @@ static void test_empty_and_budget(void **state)
 	q.mem.cap = q.mem.used + 4096;
 	assert_int_equal(query__flame_build(&q, &t, 0, &f), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "budget"));
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 int main(void)

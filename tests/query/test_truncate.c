@@ -44,8 +44,7 @@ static void test_keeps_largest(void **state)
 	uint32_t o;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, values, 5);
+	tfx_start(&q, &msg, &t, paths, values, 5);
 	/* Keys: root 18, main 15, a 8, b 7, x 5, y 1: the 4th largest is 7. */
 	truncated_to(&q, &t, 4, "main;a 2\nmain;a;other 6\nmain;b 7\n");
 	assert_int_equal(t.n, 5);
@@ -55,8 +54,7 @@ static void test_keeps_largest(void **state)
 	assert_int_equal(t.nodes[0].self[0], 3);
 	assert_int_equal(t.nodes[0].total[0], 18);
 	assert_int_equal(t.nodes[tfx_node(&t, "main;a")].total[0], 8);
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 static void test_small_tree_unchanged(void **state)
@@ -67,8 +65,7 @@ static void test_small_tree_unchanged(void **state)
 	char before[512], after[512];
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, values, 5);
+	tfx_start(&q, &msg, &t, paths, values, 5);
 	folded(&q, &t, before, sizeof(before));
 	assert_int_equal(query__truncate(&q, &t, 6), 0);
 	folded(&q, &t, after, sizeof(after));
@@ -89,8 +86,7 @@ static void test_ties_kept_and_root_only(void **state)
 	struct qtree t;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, p, v, 3);
+	tfx_start(&q, &msg, &t, p, v, 3);
 	/* The 3rd largest key is 5, which a, b and c all have. */
 	truncated_to(&q, &t, 3, "main;a 5\nmain;b 5\nmain;c 5\n");
 	/* One node: the root, and main, whose total ties with it; the rest is
@@ -148,8 +144,7 @@ static void test_other_folds(void **state)
 	struct qtree t;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, p, v, 2);
+	tfx_start(&q, &msg, &t, p, v, 2);
 	truncated_to(&q, &t, 100, "main;a 6\nmain;other 4\n");
 	query__tree_release(&q, &t);
 }

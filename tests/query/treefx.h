@@ -74,6 +74,21 @@ static inline void tfx_tree(struct qctx *q, struct qtree *t, const char *const *
 	query__tree_totals(t);
 }
 
+/* tfx_ctx() without a budget and tfx_tree() of the pairs in *t. */
+static inline void tfx_start(struct qctx *q, struct err_msg *msg, struct qtree *t,
+			     const char *const *paths, const int64_t *values, size_t n)
+{
+	tfx_ctx(q, msg, 0);
+	tfx_tree(q, t, paths, values, n);
+}
+
+/* Releases t, the last tree of q: every byte charged to q is returned. */
+#define tfx_end(q, t)                                      \
+	do {                                               \
+		query__tree_release((q), (t));             \
+		assert_int_equal((q)->mem.used, 0);        \
+	} while (0)
+
 /* The id of the child of `parent` named `name`, or QNONE. */
 static inline uint32_t tfx_child(const struct qtree *t, uint32_t parent, const char *name)
 {
