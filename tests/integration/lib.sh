@@ -129,6 +129,24 @@ expect_status() {
 	note "$what: HTTP $STATUS $(head -c 160 <<<"$BODY" | tr "\n" " ")"
 }
 
+# burst N TENANT PATH NAME [MAX_TIME]: N GETs of PATH as TENANT sent at once
+# in the background, each body into $WORK/NAME.<i> and its HTTP status
+# into $WORK/NAME.<i>.code (i from 1); burst_wait WHAT waits for them all.
+burst() {
+	local i
+	BURST_PIDS=()
+	for i in $(seq 1 "$1"); do
+		curl -sS -o "$WORK/$4.$i" -w '%{http_code}' --max-time "${5:-60}" \
+			-H "X-Scope-OrgID: $2" "$URL$3" >"$WORK/$4.$i.code" &
+		BURST_PIDS+=($!)
+	done
+}
+
+burst_wait() {
+	local p
+	for p in "${BURST_PIDS[@]}"; do wait "$p" || fail "$1 did not finish"; done
+}
+
 # tenant_stats TENANT: the server's /api/v1/stats JSON for TENANT.
 tenant_stats() {
 	http GET /api/v1/stats -H "X-Scope-OrgID: $1"
