@@ -203,7 +203,8 @@ enum objstore_result {
 	OBJSTORE_RES_OK,
 	OBJSTORE_RES_NOT_FOUND, /* 404 (a HEAD or GET of a missing key) */
 	OBJSTORE_RES_CONFLICT,  /* 409/412 (create-once of an existing key) */
-	OBJSTORE_RES_ERROR,     /* anything else: no answer, timeout, 403, 5xx... */
+	OBJSTORE_RES_ERROR,     /* anything else: no answer, timeout, 403, 5xx...,
+				 * an attempt that is then retried included */
 	OBJSTORE_RES_COUNT
 };
 
