@@ -159,12 +159,11 @@ int cli_backup(int argc, char **argv)
 		case O_CACERT: cacert = optarg; break;
 		case O_HELP: backup_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("backup", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("backup", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("backup", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("backup", argv);
 	if (!to)
 		return cli_usage_error("backup", "--to DIR is required");
 	if (data && server)
@@ -204,12 +203,11 @@ int cli_restore(int argc, char **argv)
 		case O_DATA: data = optarg; break;
 		case O_HELP: restore_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("restore", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("restore", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("restore", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("restore", argv);
 	if (!from || !data)
 		return cli_usage_error("restore", "--from BACKUP and --data DIR are required");
 	err_clear(&msg);

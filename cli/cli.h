@@ -140,4 +140,13 @@ int cli_write_out(const char *cmd, const char *path, const void *s, size_t len);
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * cli_usage_error() of the option getopt_long() just refused (unknown, or
+ * its argument missing): for the default case of every command's switch.
+ */
+int cli_bad_option(const char *cmd, char **argv);
+
+/* cli_usage_error() of argv[optind], an argument the command does not take. */
+int cli_extra_argument(const char *cmd, char **argv);
+
 #endif

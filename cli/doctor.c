@@ -541,14 +541,13 @@ int cli_doctor(int argc, char **argv)
 			break;
 		case O_HELP: doctor_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("doctor", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("doctor", argv);
 		}
 	}
 	if (optind < argc)
 		a.file = argv[optind++];
 	if (optind < argc)
-		return cli_usage_error("doctor", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("doctor", argv);
 	if (!a.file == !a.query)
 		return cli_usage_error("doctor", "give a pprof FILE or --query, one of them");
 	err_clear(&msg);

@@ -172,8 +172,7 @@ static int parse_ingest(int argc, char **argv, struct ingest_args *a)
 			break;
 		case O_HELP: ingest_help(stdout); return -1;
 		default:
-			return cli_usage_error("ingest", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("ingest", argv);
 		}
 	}
 	if (!a->server)

@@ -4,6 +4,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -52,6 +53,16 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nRun `unhex %s --help` for usage.\n", cmd);
 	return CLI_EXIT_USAGE;
+}
+
+int cli_bad_option(const char *cmd, char **argv)
+{
+	return cli_usage_error(cmd, "unknown or incomplete option \"%s\"", argv[optind - 1]);
+}
+
+int cli_extra_argument(const char *cmd, char **argv)
+{
+	return cli_usage_error(cmd, "unexpected argument \"%s\"", argv[optind]);
 }
 
 /* A decimal number at the start of s (a digit first, no sign); *end after it. */

@@ -203,12 +203,11 @@ int cli_query(int argc, char **argv)
 			break;
 		case O_HELP: query_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("query", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("query", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("query", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("query", argv);
 	rc = check_args(&a);
 	return rc ? rc : run(&a);
 }

@@ -138,12 +138,11 @@ int cli_recover(int argc, char **argv)
 		case O_DRY: dry = 1; break;
 		case O_HELP: recover_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("recover", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("recover", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("recover", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("recover", argv);
 	if (!data)
 		return cli_usage_error("recover", "--data DIR is required");
 	err_clear(&msg);

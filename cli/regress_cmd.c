@@ -226,12 +226,11 @@ int cli_regress(int argc, char **argv)
 			break;
 		case O_HELP: regress_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("regress", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("regress", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("regress", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("regress", argv);
 	rc = check_args(&a);
 	return rc ? rc : run(&a);
 }

@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "cli.h"
+#include "objstore/objstore.h"
 #include "storage/storage.h"
 #include "web/web.h"
 
@@ -27,7 +28,10 @@ static void stats_help(FILE *f)
 	      "/api/v1/stats (one tenant), over http or https (--cacert: PEM CAs to trust\n"
 	      "instead of the system's).  With --data, exits 1 when it met data it cannot\n"
 	      "read (a damaged SST block, a corrupt or missing block file); it reads what\n"
-	      "its numbers need, so only `unhex verify` checks every file.\n",
+	      "its numbers need, so only `unhex verify` checks every file.  --server, of a\n"
+	      "server with --storage.backend s3 and a token with the admin scope (or an open\n"
+	      "server): also the bucket's requests by operation and outcome, retries and\n"
+	      "bytes since the server started.\n",
 	      f);
 }
 
@@ -139,7 +143,7 @@ static int on_tenant(void *ctx, const struct store_tenant_stats *s)
 	if (c->n++)
 		c->rc = buf_putc(&c->out, ',');
 	if (!c->rc)
-		c->rc = web_stats_json(&c->out, s, c->st);
+		c->rc = web_stats_json(&c->out, s, c->st, NULL);
 	return c->rc;
 }
 
@@ -213,6 +217,38 @@ static void json_str(const char *p, const char *key, char *out, size_t n)
 	out[k] = '\0';
 }
 
+/*
+ * Prints the "objstore" object of a server with a bucket (admin scope):
+ * one row per operation, as web_objstore_json() lays them out.
+ */
+static void print_remote_objstore(const char *body)
+{
+	const char *p = strstr(body, "\"objstore\":{");
+	char backend[16];
+
+	if (!p)
+		return;
+	json_str(p, "backend", backend, sizeof(backend));
+	printf("object store %s (requests since the server started)\n", backend);
+	printf("  %-10s %10s %10s %10s %10s %10s %14s %14s\n", "operation", "ok", "not found",
+	       "conflict", "error", "retries", "bytes in", "bytes out");
+	for (int op = 0; op < OBJSTORE_OP_COUNT; op++) {
+		char pat[32];
+		const char *o;
+
+		snprintf(pat, sizeof(pat), "\"%s\":{", objstore_op_name(op));
+		o = strstr(p, pat);
+		if (!o)
+			continue;
+		printf("  %-10s", objstore_op_name(op));
+		for (int r = 0; r < OBJSTORE_RES_COUNT; r++)
+			printf(" %10llu", json_u64(o, objstore_result_name(r)));
+		printf(" %10llu %14llu %14llu\n", json_u64(o, "retries"), json_u64(o, "bytes_in"),
+		       json_u64(o, "bytes_out"));
+	}
+	printf("  %-10s %10llu\n", "failures", json_u64(p, "failures"));
+}
+
 /* Prints the "list" of our own blocks object, one block per "{...}". */
 static void print_remote_blocks(const char *blocks)
 {
@@ -250,6 +286,7 @@ static int stats_remote(const char *server, const char *cacert, const char *tena
 	struct buf body;
 	int rc;
 	const char *bytes;
+	char *os;
 
 	buf_init(&body, 1 << 20);
 	if ((rc = cli_get("stats", &t, "/api/v1/stats", &body)) != CLI_EXIT_OK) {
@@ -285,8 +322,16 @@ static int stats_remote(const char *server, const char *cacert, const char *tena
 		s.newest_ns = (int64_t)json_u64(bytes, "newest_ns");
 	}
 	print_human(&s);
+	/* The block list's scan stops where the server-wide objstore object starts. */
+	os = strstr(body.data, ",\"objstore\":{");
+	if (os)
+		*os = '\0';
 	if (blocks && bytes)
 		print_remote_blocks(bytes);
+	if (os) {
+		*os = ',';
+		print_remote_objstore(os);
+	}
 	buf_release(&body);
 	return CLI_EXIT_OK;
 }
@@ -321,12 +366,11 @@ int cli_stats(int argc, char **argv)
 		case O_BLOCKS: blocks = 1; break;
 		case O_HELP: stats_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("stats", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("stats", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("stats", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("stats", argv);
 	if (!!data == !!server)
 		return cli_usage_error("stats", "give exactly one of --data DIR or --server URL");
 	if (tenant && data)

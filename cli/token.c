@@ -142,12 +142,11 @@ int cli_token(int argc, char **argv)
 		case OPT_APPEND: file = optarg; break;
 		case OPT_HELP: token_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("token", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("token", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("token", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("token", argv);
 	if (!tenant || !scopes)
 		return cli_usage_error("token", "--tenant and --scopes are required");
 	if (file && !is_new)

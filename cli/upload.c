@@ -367,8 +367,7 @@ int cli_upload(int argc, char **argv)
 			a.timeout_ms = (int)secs * 1000;
 			break;
 		default:
-			return cli_usage_error("upload", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("upload", argv);
 		}
 	}
 	if (!kallsyms != !a.build_id)

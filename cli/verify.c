@@ -38,21 +38,38 @@ struct vctx {
 	size_t files_ok, files_bad; /* debug files */
 };
 
+/*
+ * Counts one checked item, good or bad as `error` says (NULL: good);
+ * returns whether its line is printed (a bad one, or without --quiet)
+ * after the "ok " or "BAD" that starts it.
+ */
+static int tally(const struct vctx *v, const char *error, size_t *ok, size_t *bad)
+{
+	++*(error ? bad : ok);
+	if (error || !v->quiet) {
+		fputs(error ? "BAD" : "ok ", stdout);
+		return 1;
+	}
+	return 0;
+}
+
+/* Ends a line tally() started, with its error. */
+static void end_line(const char *error)
+{
+	if (error)
+		printf(": %s", error);
+	putchar('\n');
+}
+
 static int on_family(void *ctx, const struct store_head_check *c)
 {
 	struct vctx *v = ctx;
 
-	if (c->error)
-		v->head_bad++;
-	else
-		v->head_ok++;
-	if (c->error || !v->quiet) {
-		printf("%s head/%s: %llu SST files, %llu bytes, %llu keys", c->error ? "BAD" : "ok ",
-		       c->family, (unsigned long long)c->files, (unsigned long long)c->bytes,
+	if (tally(v, c->error, &v->head_ok, &v->head_bad)) {
+		printf(" head/%s: %llu SST files, %llu bytes, %llu keys", c->family,
+		       (unsigned long long)c->files, (unsigned long long)c->bytes,
 		       (unsigned long long)c->keys);
-		if (c->error)
-			printf(": %s", c->error);
-		putchar('\n');
+		end_line(c->error);
 	}
 	return 0;
 }
@@ -61,16 +78,10 @@ static int on_debug_file(void *ctx, const struct debuginfo_file_check *c)
 {
 	struct vctx *v = ctx;
 
-	if (c->error)
-		v->files_bad++;
-	else
-		v->files_ok++;
-	if (c->error || !v->quiet) {
-		printf("%s debuginfo/%s: %s, %llu bytes%s", c->error ? "BAD" : "ok ", c->build_id,
-		       c->path, (unsigned long long)c->size, c->checked ? "" : " (no SHA-256 recorded)");
-		if (c->error)
-			printf(": %s", c->error);
-		putchar('\n');
+	if (tally(v, c->error, &v->files_ok, &v->files_bad)) {
+		printf(" debuginfo/%s: %s, %llu bytes%s", c->build_id, c->path,
+		       (unsigned long long)c->size, c->checked ? "" : " (no SHA-256 recorded)");
+		end_line(c->error);
 	}
 	return 0;
 }
@@ -79,19 +90,13 @@ static int on_block(void *ctx, const struct store_block_info *b)
 {
 	struct vctx *v = ctx;
 
-	if (b->error)
-		v->bad++;
-	else
-		v->ok++;
-	if (b->error || !v->quiet) {
-		printf("%s %s/%s level %u", b->error ? "BAD" : "ok ", b->tenant, b->id, b->level);
+	if (tally(v, b->error, &v->ok, &v->bad)) {
+		printf(" %s/%s level %u", b->tenant, b->id, b->level);
 		if (b->range_end != INT64_MAX)
 			printf(" [%lld, %lld) %llu profiles %llu bytes", (long long)b->range_start,
 			       (long long)b->range_end, (unsigned long long)b->profiles,
 			       (unsigned long long)b->bytes);
-		if (b->error)
-			printf(": %s", b->error);
-		putchar('\n');
+		end_line(b->error);
 	}
 	return 0;
 }
@@ -123,12 +128,11 @@ int cli_verify(int argc, char **argv)
 		case O_QUIET: v.quiet = 1; break;
 		case O_HELP: verify_help(stdout); return CLI_EXIT_OK;
 		default:
-			return cli_usage_error("verify", "unknown or incomplete option \"%s\"",
-					       argv[optind - 1]);
+			return cli_bad_option("verify", argv);
 		}
 	}
 	if (optind < argc)
-		return cli_usage_error("verify", "unexpected argument \"%s\"", argv[optind]);
+		return cli_extra_argument("verify", argv);
 	if (!data)
 		return cli_usage_error("verify", "--data DIR is required");
 	err_clear(&msg);

@@ -80,8 +80,8 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static int dir_put(struct objstore *os, const char *key, const void *data, size_t len,
-		   unsigned flags, struct err_msg *msg)
+static int write_object(struct objstore *os, const char *key, const void *data, size_t len,
+			unsigned flags, struct err_msg *msg)
 {
 	struct dirstore *d = (struct dirstore *)os;
 	char path[PATH_MAX], tmp[PATH_MAX], id[UUID_TEXT + 1], rel[5 + UUID_TEXT + 1];
@@ -116,11 +116,19 @@ static int dir_put(struct objstore *os, const char *key, const void *data, size_
 	} else if (rename(tmp, path)) {
 		rc = err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
 	}
-	if (!rc)
-		atomic_fetch_add(&os->bytes_out, len);
 out:
 	close(fd);
 	unlink(tmp);
+	return rc;
+}
+
+/* Each file operation is one request of objstore_stats(), never retried. */
+static int dir_put(struct objstore *os, const char *key, const void *data, size_t len,
+		   unsigned flags, struct err_msg *msg)
+{
+	int rc = write_object(os, key, data, len, flags, msg);
+
+	objstore__count(os, OBJSTORE_OP_PUT, rc, 0, 0, rc ? 0 : len);
 	return rc;
 }
 
@@ -181,7 +189,6 @@ static int read_range(struct dirstore *d, struct objstore_range *r, uint64_t *si
 	}
 	r->out->len += (size_t)len;
 	r->out->data[r->out->len] = '\0';
-	atomic_fetch_add(&d->os.bytes_in, len);
 	if (size)
 		*size = sz;
 out:
@@ -195,15 +202,20 @@ static int dir_get_ranges(struct objstore *os, struct objstore_range *r, size_t 
 	int first = 0;
 
 	for (size_t i = 0; i < n; i++) {
+		size_t before = r[i].out->len;
+
 		r[i].rc = read_range((struct dirstore *)os, &r[i], sizes, msg);
+		objstore__count(os, r[i].off == 0 && r[i].len == UINT64_MAX ? OBJSTORE_OP_GET
+									     : OBJSTORE_OP_RANGE,
+				r[i].rc, 0, r[i].rc ? 0 : r[i].out->len - before, 0);
 		if (r[i].rc && !first)
 			first = r[i].rc;
 	}
 	return first;
 }
 
-static int dir_head(struct objstore *os, const char *key, struct objstore_stat *st,
-		    struct err_msg *msg)
+static int stat_object(struct objstore *os, const char *key, struct objstore_stat *st,
+		       struct err_msg *msg)
 {
 	struct dirstore *d = (struct dirstore *)os;
 	char path[PATH_MAX];
@@ -221,6 +233,15 @@ static int dir_head(struct objstore *os, const char *key, struct objstore_stat *
 	return 0;
 }
 
+static int dir_head(struct objstore *os, const char *key, struct objstore_stat *st,
+		    struct err_msg *msg)
+{
+	int rc = stat_object(os, key, st, msg);
+
+	objstore__count(os, OBJSTORE_OP_HEAD, rc, 0, 0, 0);
+	return rc;
+}
+
 static int dir_del(struct objstore *os, const char *key, struct err_msg *msg)
 {
 	struct dirstore *d = (struct dirstore *)os;
@@ -229,6 +250,7 @@ static int dir_del(struct objstore *os, const char *key, struct err_msg *msg)
 
 	if (!rc && unlink(path) && errno != ENOENT && errno != ENOTDIR)
 		rc = err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
+	objstore__count(os, OBJSTORE_OP_DELETE, rc, 0, 0, 0);
 	return rc;
 }
 
@@ -313,6 +335,7 @@ static int dir_list(struct objstore *os, const char *prefix,
 	size_t *order = NULL;
 	int rc = walk_dir((struct dirstore *)os, "", &w, 0, msg);
 
+	objstore__count(os, OBJSTORE_OP_LIST, rc, 0, 0, 0);
 	if (!rc && w.n) {
 		/* Sort the keys with their sizes: sort indexes by key. */
 		char **sorted = malloc(w.n * sizeof(*sorted));

@@ -62,7 +62,7 @@ const char *objstore_kind(const struct objstore *os)
 static int failed(struct objstore *os, int rc)
 {
 	if (rc)
-		atomic_fetch_add(&os->failures, 1);
+		atomic_fetch_add_explicit(&os->failures, 1, memory_order_relaxed);
 	return rc;
 }
 
@@ -188,13 +188,67 @@ int objstore_list(struct objstore *os, const char *prefix,
 	return os->ops->list(os, prefix, fn, arg, msg);
 }
 
+static const char *const op_names[OBJSTORE_OP_COUNT] = {
+	"put", "part", "get", "range_get", "head", "delete", "list",
+};
+
+static const char *const result_names[OBJSTORE_RES_COUNT] = {
+	"ok", "not_found", "conflict", "error",
+};
+
+const char *objstore_op_name(enum objstore_op op)
+{
+	return (unsigned)op < OBJSTORE_OP_COUNT ? op_names[op] : "unknown";
+}
+
+const char *objstore_result_name(enum objstore_result r)
+{
+	return (unsigned)r < OBJSTORE_RES_COUNT ? result_names[r] : "unknown";
+}
+
+void objstore__count(struct objstore *os, enum objstore_op op, int rc, int retried,
+		     uint64_t bytes_in, uint64_t bytes_out)
+{
+	struct objstore__counters *c = &os->op[op];
+	enum objstore_result r = !rc ? OBJSTORE_RES_OK
+				 : rc == ERR_NOT_FOUND ? OBJSTORE_RES_NOT_FOUND
+				 : rc == ERR_CONFLICT ? OBJSTORE_RES_CONFLICT
+						      : OBJSTORE_RES_ERROR;
+
+	atomic_fetch_add_explicit(&c->requests[r], 1, memory_order_relaxed);
+	if (retried)
+		atomic_fetch_add_explicit(&c->retries, 1, memory_order_relaxed);
+	if (bytes_in)
+		atomic_fetch_add_explicit(&c->bytes_in, bytes_in, memory_order_relaxed);
+	if (bytes_out)
+		atomic_fetch_add_explicit(&c->bytes_out, bytes_out, memory_order_relaxed);
+}
+
 void objstore_stats(const struct objstore *os, struct objstore_stats *out)
 {
 	struct objstore *o = (struct objstore *)os;
 
-	out->requests = atomic_load(&o->requests);
-	out->retries = atomic_load(&o->retries);
-	out->failures = atomic_load(&o->failures);
-	out->bytes_in = atomic_load(&o->bytes_in);
-	out->bytes_out = atomic_load(&o->bytes_out);
+	for (int i = 0; i < OBJSTORE_OP_COUNT; i++) {
+		struct objstore__counters *c = &o->op[i];
+		struct objstore_op_stats *d = &out->op[i];
+
+		for (int r = 0; r < OBJSTORE_RES_COUNT; r++)
+			d->requests[r] = atomic_load_explicit(&c->requests[r], memory_order_relaxed);
+		d->retries = atomic_load_explicit(&c->retries, memory_order_relaxed);
+		d->bytes_in = atomic_load_explicit(&c->bytes_in, memory_order_relaxed);
+		d->bytes_out = atomic_load_explicit(&c->bytes_out, memory_order_relaxed);
+	}
+	out->failures = atomic_load_explicit(&o->failures, memory_order_relaxed);
+}
+
+void objstore_stats_total(const struct objstore_stats *st, struct objstore_op_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (int i = 0; i < OBJSTORE_OP_COUNT; i++) {
+		for (int r = 0; r < OBJSTORE_RES_COUNT; r++)
+			out->requests[r] += st->op[i].requests[r];
+		out->retries += st->op[i].retries;
+		out->bytes_in += st->op[i].bytes_in;
+		out->bytes_out += st->op[i].bytes_out;
+	}
 }

@@ -20,7 +20,9 @@
  *   curl multi handle, so a batch of range reads or the parts of a
  *   multipart upload run in parallel.  Every request is retried with
  *   exponential backoff and jitter on 5xx (503 SlowDown included), 429,
- *   connection failures and timeouts, at most `max_attempts` times; a
+ *   connection failures, timeouts and the error codes S3 documents as
+ *   transient (400 RequestTimeout, an InternalError inside the 200 of a
+ *   CompleteMultipartUpload), at most `max_attempts` times; a
  *   request that makes no progress for `stall_ms` is a timeout, so no call
  *   waits forever on a server that stopped answering.
  *
@@ -179,15 +181,56 @@ int objstore_list(struct objstore *os, const char *prefix,
 		  int (*fn)(void *arg, const struct objstore_entry *e), void *arg,
 		  struct err_msg *msg);
 
-/* Counters since open. */
-struct objstore_stats {
-	uint64_t requests; /* attempts sent, retries included */
-	uint64_t retries;
-	uint64_t failures; /* calls that failed */
-	uint64_t bytes_in, bytes_out;
+/*
+ * What the store did since open, by operation: one count per request
+ * sent (each attempt of a retried S3 request is one; the directory
+ * backend counts each file operation as one request, never retried).
+ */
+enum objstore_op {
+	OBJSTORE_OP_PUT,    /* a whole object's PUT; a multipart upload's initiate,
+			     * complete and abort */
+	OBJSTORE_OP_PART,   /* one part of a multipart upload */
+	OBJSTORE_OP_GET,    /* a whole object */
+	OBJSTORE_OP_RANGE,  /* a range or a suffix of an object */
+	OBJSTORE_OP_HEAD,
+	OBJSTORE_OP_DELETE,
+	OBJSTORE_OP_LIST,   /* one ListObjectsV2 page; the directory: one walk */
+	OBJSTORE_OP_COUNT
 };
 
+/* How a request ended. */
+enum objstore_result {
+	OBJSTORE_RES_OK,
+	OBJSTORE_RES_NOT_FOUND, /* 404 (a HEAD or GET of a missing key) */
+	OBJSTORE_RES_CONFLICT,  /* 409/412 (create-once of an existing key) */
+	OBJSTORE_RES_ERROR,     /* anything else: no answer, timeout, 403, 5xx...,
+				 * an attempt that is then retried included */
+	OBJSTORE_RES_COUNT
+};
+
+/* "put", "part", "get", "range_get", "head", "delete", "list". */
+const char *objstore_op_name(enum objstore_op op);
+/* "ok", "not_found", "conflict", "error". */
+const char *objstore_result_name(enum objstore_result r);
+
+struct objstore_op_stats {
+	uint64_t requests[OBJSTORE_RES_COUNT]; /* finished requests by outcome */
+	uint64_t retries;  /* requests followed by another attempt (of those) */
+	uint64_t bytes_in; /* body bytes received, retried attempts' included */
+	uint64_t bytes_out; /* body bytes sent, retried attempts' included */
+};
+
+struct objstore_stats {
+	struct objstore_op_stats op[OBJSTORE_OP_COUNT];
+	uint64_t failures; /* calls that failed after their retries (a HEAD's
+			    * "not found" is an answer, not a failure) */
+};
+
+/* A snapshot of the counters (each read atomically; thread-safe). */
 void objstore_stats(const struct objstore *os, struct objstore_stats *out);
+
+/* The sum of every operation's counters into *out. */
+void objstore_stats_total(const struct objstore_stats *st, struct objstore_op_stats *out);
 
 /* 0 when `key` is a valid key (see Design), else ERR_INVALID with a message. */
 int objstore_check_key(const char *key, struct err_msg *msg);

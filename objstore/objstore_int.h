@@ -33,11 +33,26 @@ struct objstore_ops {
 	void (*close)(struct objstore *os);
 };
 
+/* The counters of one operation (objstore_op_stats, atomic). */
+struct objstore__counters {
+	_Atomic uint64_t requests[OBJSTORE_RES_COUNT], retries, bytes_in, bytes_out;
+};
+
 /* The head of every backend's handle. */
 struct objstore {
 	const struct objstore_ops *ops;
-	_Atomic uint64_t requests, retries, failures, bytes_in, bytes_out;
+	struct objstore__counters op[OBJSTORE_OP_COUNT];
+	_Atomic uint64_t failures;
 };
+
+/*
+ * Counts one finished request of kind `op` that ended with `rc` (0,
+ * ERR_NOT_FOUND, ERR_CONFLICT, or any other failure), `retried` when
+ * another attempt follows it, and the body bytes it moved.  Relaxed
+ * atomics: many threads count at once.
+ */
+void objstore__count(struct objstore *os, enum objstore_op op, int rc, int retried,
+		     uint64_t bytes_in, uint64_t bytes_out);
 
 /* Suffix read marker of get_ranges (see objstore_ops). */
 #define OBJSTORE__SUFFIX UINT64_MAX
@@ -83,10 +98,26 @@ struct objstore__retry {
 
 /*
  * Whether an attempt that ended with libcurl's `curl_code` (0 when the
- * transfer completed) and HTTP `status` is worth another: connection
- * failures, timeouts, 5xx, 429 and 408.  1 or 0.
+ * transfer completed), HTTP `status` and S3 error `code` (the <Code> of
+ * an error answer, "" when none) is worth another: connection failures,
+ * timeouts, 5xx, 429, 408, and the codes S3 documents as transient
+ * whatever their status (400 RequestTimeout: the server closed a slow
+ * upload; InternalError and SlowDown, also inside the 200 answer of a
+ * CompleteMultipartUpload; 409 ConditionalRequestConflict: a concurrent
+ * conditional write).  1 or 0.
  */
-int objstore__retryable(int curl_code, long status);
+int objstore__retryable(int curl_code, long status, const char *code);
+
+/*
+ * What an attempt's end means: 0 (success), 1 (try again: retryable and
+ * `attempts` < `max_attempts`), or the final error: ERR_TIMEOUT or
+ * ERR_UNAVAILABLE once the retries are spent (or on an error inside a
+ * 2xx answer, `code` non-empty), else by status: 401
+ * ERR_UNAUTHENTICATED, 403 ERR_PERMISSION, 404 ERR_NOT_FOUND, 409/412
+ * ERR_CONFLICT, any other 4xx ERR_INVALID.
+ */
+int objstore__outcome(int curl_code, long status, const char *code, int attempts,
+		      int max_attempts);
 
 /*
  * The wait before attempt `attempt` + 1 (attempt >= 1 just failed):

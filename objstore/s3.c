@@ -49,6 +49,7 @@ struct s3 {
 
 /* One S3 request and its retries. */
 struct req {
+	enum objstore_op op; /* what objstore_stats() counts it as */
 	const char *method; /* "GET", "HEAD", "PUT", "POST", "DELETE" */
 	const char *key;    /* for messages */
 	struct buf url;
@@ -61,6 +62,8 @@ struct req {
 	size_t out_start;
 	struct buf err;     /* a non-2xx body, capped */
 	int too_large;      /* out's cap stopped the transfer */
+	int error_in_2xx;   /* a 2xx body may be an <Error> (CompleteMultipartUpload) */
+	char code[128];     /* the last attempt's S3 error <Code>, "" if none */
 	long status;
 	int curl_code;
 	int attempts;
@@ -80,10 +83,12 @@ static int64_t now_ns(void)
 	return clock_mono_ns();
 }
 
-static void req_init(struct req *r, struct s3 *s, const char *method, const char *key)
+static void req_init(struct req *r, struct s3 *s, enum objstore_op op, const char *method,
+		     const char *key)
 {
 	memset(r, 0, sizeof(*r));
 	r->s = s;
+	r->op = op;
 	r->method = method;
 	r->key = key;
 	buf_init(&r->url, OBJSTORE_KEY_MAX * 3 + 4096);
@@ -139,7 +144,6 @@ static size_t on_write(char *p, size_t size, size_t n, void *arg)
 		r->too_large = 1;
 		return 0; /* aborts the transfer: CURLE_WRITE_ERROR */
 	}
-	atomic_fetch_add(&r->s->os.bytes_in, n);
 	return n;
 }
 
@@ -153,7 +157,6 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
 		k = n;
 	memcpy(p, r->body + r->body_pos, k);
 	r->body_pos += k;
-	atomic_fetch_add(&r->s->os.bytes_out, k);
 	return k;
 }
 
@@ -235,7 +238,6 @@ static int req_start(struct req *r, CURLM *m)
 	}
 	r->attempts++;
 	r->in_flight = 1;
-	atomic_fetch_add(&s->os.requests, 1);
 	if (curl_multi_add_handle(m, e) != CURLM_OK) {
 		r->in_flight = 0;
 		r->easy = NULL;
@@ -254,41 +256,39 @@ static void copy_header(CURL *e, const char *name, char *out, size_t cap)
 		snprintf(out, cap, "%s", h->value);
 }
 
-/* What a finished attempt means: 0, a final error, or 1 to try again. */
-static int req_outcome(struct req *r)
+/* The S3 error code of a finished attempt's answer into r->code. */
+static void answer_code(struct req *r)
 {
-	if (r->too_large)
-		return ERR_TOO_LARGE;
-	if (objstore__retryable(r->curl_code, r->status))
-		return r->attempts < r->s->retry.max_attempts ? 1
-		       : r->curl_code == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT
-								   : ERR_UNAVAILABLE;
+	const char *body = r->err.data ? r->err.data : "";
+	size_t len = r->err.len;
+
+	r->code[0] = '\0';
 	if (r->curl_code)
-		return ERR_UNAVAILABLE;
-	switch (r->status) {
-	case 200: case 204: case 206:
-		return 0;
-	case 401:
-		return ERR_UNAUTHENTICATED;
-	case 403:
-		return ERR_PERMISSION;
-	case 404:
-		return ERR_NOT_FOUND;
-	case 409: case 412:
-		return ERR_CONFLICT;
-	default:
-		return r->status / 100 == 2 ? 0 : ERR_INVALID;
+		return;
+	if (r->status / 100 == 2) {
+		/* CompleteMultipartUpload can fail after its 200: an <Error> body. */
+		if (!r->error_in_2xx || !r->out || r->out->len == r->out_start)
+			return;
+		body = r->out->data + r->out_start;
+		len = r->out->len - r->out_start;
+		if (!strstr(body, "<Error>"))
+			return;
 	}
+	if (objstore__xml_text(body, len, "Code", r->code, sizeof(r->code)))
+		snprintf(r->code, sizeof(r->code), "%s", r->status / 100 == 2 ? "Error" : "");
 }
 
 static void req_finish(struct req *r, CURLM *m, CURLcode cc)
 {
+	curl_off_t sent = 0, got = 0;
 	int o;
 
 	r->curl_code = (int)cc;
 	r->status = 0;
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
 	curl_easy_getinfo(r->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &r->length);
+	curl_easy_getinfo(r->easy, CURLINFO_SIZE_UPLOAD_T, &sent);
+	curl_easy_getinfo(r->easy, CURLINFO_SIZE_DOWNLOAD_T, &got);
 	if (cc == CURLE_OK) {
 		copy_header(r->easy, "ETag", r->etag, sizeof(r->etag));
 		copy_header(r->easy, "Content-Range", r->content_range, sizeof(r->content_range));
@@ -297,12 +297,16 @@ static void req_finish(struct req *r, CURLM *m, CURLcode cc)
 	curl_easy_cleanup(r->easy);
 	r->easy = NULL;
 	r->in_flight = 0;
-	o = req_outcome(r);
+	answer_code(r);
+	o = r->too_large ? ERR_TOO_LARGE
+			 : objstore__outcome(r->curl_code, r->status, r->code, r->attempts,
+					     r->s->retry.max_attempts);
+	objstore__count(&r->s->os, r->op, o == 1 ? ERR_UNAVAILABLE : o, o == 1,
+			got > 0 ? (uint64_t)got : 0, sent > 0 ? (uint64_t)sent : 0);
 	if (o == 1) {
 		uint32_t rnd = (uint32_t)((uint64_t)now_ns() * 2654435761u >> 7) ^
 			       (uint32_t)(uintptr_t)r;
 
-		atomic_fetch_add(&r->s->os.retries, 1);
 		r->not_before_ns = now_ns() +
 				   objstore__backoff_ms(&r->s->retry, r->attempts, rnd) * 1000000;
 		return;
@@ -314,7 +318,7 @@ static void req_finish(struct req *r, CURLM *m, CURLcode cc)
 /* The message of a request's final failure. */
 static int req_error(struct req *r, struct err_msg *msg)
 {
-	char code[128] = "", text[256] = "";
+	char text[256] = "";
 
 	if (r->rc == ERR_TOO_LARGE)
 		return err_set(msg, r->rc, "S3 %s %s: the answer is over the reader's cap of %zu bytes",
@@ -323,11 +327,14 @@ static int req_error(struct req *r, struct err_msg *msg)
 		return err_set(msg, r->rc, "S3 %s %s: %s after %d attempts: %s", r->method, r->key,
 			       r->rc == ERR_TIMEOUT ? "timed out" : "cannot reach the server",
 			       r->attempts, r->errbuf[0] ? r->errbuf : curl_easy_strerror(r->curl_code));
-	objstore__xml_text(r->err.data ? r->err.data : "", r->err.len, "Code", code, sizeof(code));
+	if (r->status / 100 == 2 && r->code[0])
+		return err_set(msg, r->rc, "S3 %s %s: an <Error> inside the HTTP %ld answer: %s%s",
+			       r->method, r->key, r->status, r->code,
+			       r->attempts > 1 ? " after retries" : "");
 	objstore__xml_text(r->err.data ? r->err.data : "", r->err.len, "Message", text,
 			   sizeof(text));
 	return err_set(msg, r->rc, "S3 %s %s: HTTP %ld%s%s%s%s%s%s", r->method, r->key, r->status,
-		       code[0] ? " " : "", code, text[0] ? " (" : "", text, text[0] ? ")" : "",
+		       r->code[0] ? " " : "", r->code, text[0] ? " (" : "", text, text[0] ? ")" : "",
 		       r->attempts > 1 ? " after retries" : "");
 }
 
@@ -368,7 +375,7 @@ static int run(struct s3 *s, struct req *r, size_t n)
 		return ERR_NOMEM;
 	for (;;) {
 		int64_t t = now_ns(), wake = INT64_MAX;
-		int flying = 0, pending = 0, running;
+		int flying = 0, pending = 0, finished = 0, running;
 		struct CURLMsg *cm;
 		int left;
 
@@ -402,8 +409,10 @@ static int run(struct s3 *s, struct req *r, size_t n)
 				continue;
 			curl_easy_getinfo(cm->easy_handle, CURLINFO_PRIVATE, (char **)&q);
 			req_finish(q, m, cm->data.result);
+			finished++;
 		}
-		{
+		/* A slot freed: start what waits at once, not after a poll's timeout. */
+		if (!finished) {
 			int64_t wait_ms = 100;
 
 			if (wake != INT64_MAX && (wake - now_ns()) / 1000000 < wait_ms)
@@ -437,7 +446,7 @@ static int put_single(struct s3 *s, const char *key, const void *data, size_t le
 	struct req r;
 	int rc;
 
-	req_init(&r, s, "PUT", key);
+	req_init(&r, s, OBJSTORE_OP_PUT, "PUT", key);
 	r.create_once = !!(flags & OBJSTORE_CREATE_ONCE);
 	rc = req_url(&r, key, "", msg);
 	if (!rc && req_body(&r, data, len))
@@ -473,7 +482,7 @@ static void abort_upload(struct s3 *s, const char *key, const char *upload_id)
 {
 	struct req r;
 
-	req_init(&r, s, "DELETE", key);
+	req_init(&r, s, OBJSTORE_OP_PUT, "DELETE", key);
 	if (!upload_url(&r, key, upload_id, 0, NULL))
 		run(s, &r, 1);
 	req_release(&r);
@@ -523,8 +532,8 @@ static int put_multipart(struct s3 *s, const char *key, const char *data, size_t
 	}
 	buf_init(&ans, SMALL_BODY_MAX);
 	buf_init(&body, 128 + nparts * 160);
-	req_init(&init, s, "POST", key);
-	req_init(&done, s, "POST", key);
+	req_init(&init, s, OBJSTORE_OP_PUT, "POST", key);
+	req_init(&done, s, OBJSTORE_OP_PUT, "POST", key);
 	init.out = &ans;
 	rc = req_url(&init, key, "uploads=", msg);
 	if (!rc)
@@ -543,7 +552,7 @@ static int put_multipart(struct s3 *s, const char *key, const char *data, size_t
 	for (size_t i = 0; i < nparts && !rc; i++) {
 		size_t off = i * s->part_size, n = len - off < s->part_size ? len - off : s->part_size;
 
-		req_init(&parts[i], s, "PUT", key);
+		req_init(&parts[i], s, OBJSTORE_OP_PART, "PUT", key);
 		rc = upload_url(&parts[i], key, upload_id, (int)i + 1, msg);
 		if (!rc && req_body(&parts[i], data + off, n))
 			rc = err_set(msg, ERR_NOMEM, "S3 PUT %s: cannot hash part %zu", key, i + 1);
@@ -564,20 +573,13 @@ static int put_multipart(struct s3 *s, const char *key, const char *data, size_t
 	/* The upload becomes the object only now: create-once is checked here. */
 	buf_reset(&ans);
 	done.out = &ans;
+	done.error_in_2xx = 1;
 	done.create_once = !!(flags & OBJSTORE_CREATE_ONCE);
 	rc = upload_url(&done, key, upload_id, 0, msg);
 	if (!rc && req_body(&done, body.data, body.len))
 		rc = err_set(msg, ERR_NOMEM, "S3 PUT %s: cannot hash the body", key);
 	if (!rc)
 		rc = run_one(s, &done, msg);
-	/* CompleteMultipartUpload can fail with 200 and an <Error> body. */
-	if (!rc && ans.len && strstr(ans.data, "<Error>")) {
-		char code[128] = "";
-
-		objstore__xml_text(ans.data, ans.len, "Code", code, sizeof(code));
-		rc = err_set(msg, ERR_UNAVAILABLE, "S3 PUT %s: completing the upload failed: %s",
-			     key, code[0] ? code : "an <Error> answer");
-	}
 	if (!rc)
 		started = 0;
 out:
@@ -660,7 +662,9 @@ static int s3_get_ranges(struct objstore *os, struct objstore_range *g, size_t n
 	if (!r)
 		return err_set(msg, ERR_NOMEM, "S3 GET: out of memory");
 	for (size_t i = 0; i < n; i++) {
-		req_init(&r[i], s, "GET", g[i].key);
+		req_init(&r[i], s,
+			 g[i].off == 0 && g[i].len == UINT64_MAX ? OBJSTORE_OP_GET : OBJSTORE_OP_RANGE,
+			 "GET", g[i].key);
 		r[i].out = g[i].out;
 		r[i].out_start = g[i].out->len;
 		if (g[i].off == OBJSTORE__SUFFIX)
@@ -709,17 +713,27 @@ static int s3_get_ranges(struct objstore *os, struct objstore_range *g, size_t n
 	return rc ? rc : first;
 }
 
+/*
+ * One request on `key` without a body either way (HEAD, DELETE), run to
+ * its final outcome.  *r is initialized here and released by the caller
+ * (its answer's headers are read after).
+ */
+static int bodiless(struct s3 *s, struct req *r, enum objstore_op op, const char *method,
+		    const char *key, struct err_msg *msg)
+{
+	int rc;
+
+	req_init(r, s, op, method, key);
+	rc = req_url(r, key, "", msg);
+	return rc ? rc : run_one(s, r, msg);
+}
+
 static int s3_head(struct objstore *os, const char *key, struct objstore_stat *st,
 		   struct err_msg *msg)
 {
-	struct s3 *s = (struct s3 *)os;
 	struct req r;
-	int rc;
+	int rc = bodiless((struct s3 *)os, &r, OBJSTORE_OP_HEAD, "HEAD", key, msg);
 
-	req_init(&r, s, "HEAD", key);
-	rc = req_url(&r, key, "", msg);
-	if (!rc)
-		rc = run_one(s, &r, msg);
 	if (!rc && r.length < 0)
 		rc = err_set(msg, ERR_CORRUPT, "S3 HEAD %s: no Content-Length", key);
 	if (!rc) {
@@ -737,14 +751,9 @@ static int s3_head(struct objstore *os, const char *key, struct objstore_stat *s
 
 static int s3_del(struct objstore *os, const char *key, struct err_msg *msg)
 {
-	struct s3 *s = (struct s3 *)os;
 	struct req r;
-	int rc;
+	int rc = bodiless((struct s3 *)os, &r, OBJSTORE_OP_DELETE, "DELETE", key, msg);
 
-	req_init(&r, s, "DELETE", key);
-	rc = req_url(&r, key, "", msg);
-	if (!rc)
-		rc = run_one(s, &r, msg);
 	req_release(&r);
 	return rc == ERR_NOT_FOUND ? 0 : rc;
 }
@@ -759,7 +768,7 @@ static int list_page(struct s3 *s, const char *prefix, const char *token, struct
 	int rc;
 
 	buf_init(&q, 8192);
-	req_init(&r, s, "GET", prefix[0] ? prefix : "(list)");
+	req_init(&r, s, OBJSTORE_OP_LIST, "GET", prefix[0] ? prefix : "(list)");
 	r.out = xml;
 	buf_reset(xml);
 	rc = objstore__query(&q, p, token[0] ? 4 : 3);

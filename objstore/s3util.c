@@ -113,11 +113,23 @@ int objstore__url(struct buf *out, const char *endpoint, const char *bucket, int
 	return rc ? err_set(msg, rc, "S3 URL of %s: too long", key) : 0;
 }
 
-int objstore__retryable(int curl_code, long status)
+/* S3's error codes that mean "try again", whatever the HTTP status. */
+static const char *const transient_codes[] = {
+	"RequestTimeout", "InternalError", "SlowDown", "ServiceUnavailable",
+	"ConditionalRequestConflict", "OperationAborted", "Throttling", "ThrottlingException",
+	"RequestThrottled",
+};
+
+int objstore__retryable(int curl_code, long status, const char *code)
 {
 	switch (curl_code) {
 	case CURLE_OK:
-		return status >= 500 || status == 429 || status == 408;
+		if (status >= 500 || status == 429 || status == 408)
+			return 1;
+		for (size_t i = 0; code && i < sizeof(transient_codes) / sizeof(transient_codes[0]); i++)
+			if (!strcmp(code, transient_codes[i]))
+				return 1;
+		return 0;
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_OPERATION_TIMEDOUT:
@@ -131,6 +143,31 @@ int objstore__retryable(int curl_code, long status)
 		return 1;
 	default:
 		return 0;
+	}
+}
+
+int objstore__outcome(int curl_code, long status, const char *code, int attempts,
+		      int max_attempts)
+{
+	int error_in_2xx = !curl_code && status / 100 == 2 && code && code[0];
+
+	if (objstore__retryable(curl_code, status, code))
+		return attempts < max_attempts ? 1
+		       : curl_code == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT
+							       : ERR_UNAVAILABLE;
+	if (curl_code || error_in_2xx)
+		return ERR_UNAVAILABLE;
+	switch (status) {
+	case 401:
+		return ERR_UNAUTHENTICATED;
+	case 403:
+		return ERR_PERMISSION;
+	case 404:
+		return ERR_NOT_FOUND;
+	case 409: case 412:
+		return ERR_CONFLICT;
+	default:
+		return status / 100 == 2 ? 0 : ERR_INVALID;
 	}
 }
 

@@ -683,6 +683,30 @@ static int refuse(struct web__tenant_state *s, enum web__limit_reason r, int cod
 	return code;
 }
 
+/* What the message of an empty rate bucket says, by reason. */
+static const struct {
+	const char *verb, *unit, *key;
+} rate_text[WEB_LIM_COUNT] = {
+	[WEB_LIM_INGEST_BYTES] = { "sends", "bytes/s", "ingest_bytes_per_s" },
+	[WEB_LIM_INGEST_PROFILES] = { "sends", "profiles/s", "ingest_profiles_per_s" },
+	[WEB_LIM_DEBUGINFO_BYTES] = { "uploaded", "debug-info bytes per hour",
+				      "debuginfo_bytes_per_hour" },
+};
+
+/*
+ * Refuses for the rate limit `r` whose bucket holds `tokens` (<= 0) and
+ * refills at per_s: *retry_s says when it has room again, the message
+ * names the tenant, the limit as the limits file gives it and its key.
+ */
+static int rate_refuse(struct web__tenant_state *s, enum web__limit_reason r, const char *tenant,
+		       double tokens, double limit, double per_s, int *retry_s, struct err_msg *msg)
+{
+	*retry_s = retry_after(tokens, per_s);
+	return refuse(s, r, ERR_RATE_LIMITED, msg,
+		      "tenant \"%s\" %s more than its %.0f %s (limits file: %s); retry in %d s",
+		      tenant, rate_text[r].verb, limit, rate_text[r].unit, rate_text[r].key, *retry_s);
+}
+
 /*
  * The entry of a tenant that sends data (under the mutex): found, or added
  * when the allow-list and the cap let it in.
@@ -727,21 +751,16 @@ int web__limits_ingest_admit(struct web_limits *L, const char *tenant, size_t by
 	rc = admit_tenant(L, tenant, now, &s, msg);
 	if (!rc) {
 		refill(s, now);
-		if (s->bytes <= 0) {
-			*retry_s = retry_after(s->bytes, s->lim->ingest_bytes_per_s);
-			rc = refuse(s, WEB_LIM_INGEST_BYTES, ERR_RATE_LIMITED, msg,
-				    "tenant \"%s\" sends more than its %.0f bytes/s (limits file: "
-				    "ingest_bytes_per_s); retry in %d s",
-				    tenant, s->lim->ingest_bytes_per_s, *retry_s);
-		} else if (s->profiles <= 0) {
-			*retry_s = retry_after(s->profiles, s->lim->ingest_profiles_per_s);
-			rc = refuse(s, WEB_LIM_INGEST_PROFILES, ERR_RATE_LIMITED, msg,
-				    "tenant \"%s\" sends more than its %.0f profiles/s (limits file: "
-				    "ingest_profiles_per_s); retry in %d s",
-				    tenant, s->lim->ingest_profiles_per_s, *retry_s);
-		} else {
+		if (s->bytes <= 0)
+			rc = rate_refuse(s, WEB_LIM_INGEST_BYTES, tenant, s->bytes,
+					 s->lim->ingest_bytes_per_s, s->lim->ingest_bytes_per_s,
+					 retry_s, msg);
+		else if (s->profiles <= 0)
+			rc = rate_refuse(s, WEB_LIM_INGEST_PROFILES, tenant, s->profiles,
+					 s->lim->ingest_profiles_per_s,
+					 s->lim->ingest_profiles_per_s, retry_s, msg);
+		else
 			s->bytes -= (double)bytes;
-		}
 	}
 	pthread_mutex_unlock(&L->mu);
 	if (!rc)
@@ -830,15 +849,12 @@ int web__limits_debuginfo_admit(struct web_limits *L, const char *tenant, size_t
 	rc = admit_tenant(L, tenant, now, &s, msg);
 	if (!rc) {
 		refill(s, now);
-		if (s->dbg <= 0) {
-			*retry_s = retry_after(s->dbg, s->lim->debuginfo_bytes_per_hour / 3600.0);
-			rc = refuse(s, WEB_LIM_DEBUGINFO_BYTES, ERR_RATE_LIMITED, msg,
-				    "tenant \"%s\" uploaded more than its %.0f debug-info bytes per "
-				    "hour (limits file: debuginfo_bytes_per_hour); retry in %d s",
-				    tenant, s->lim->debuginfo_bytes_per_hour, *retry_s);
-		} else {
+		if (s->dbg <= 0)
+			rc = rate_refuse(s, WEB_LIM_DEBUGINFO_BYTES, tenant, s->dbg,
+					 s->lim->debuginfo_bytes_per_hour,
+					 s->lim->debuginfo_bytes_per_hour / 3600.0, retry_s, msg);
+		else
 			s->dbg -= (double)bytes;
-		}
 	}
 	pthread_mutex_unlock(&L->mu);
 	return rc;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "objstore/objstore.h"
 #include "storage/storage.h"
 #include "web_int.h"
 
@@ -96,7 +97,38 @@ static int block_json(void *ctx, const struct store_block_info *b)
 	return rc;
 }
 
-int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct store *st)
+int web_objstore_json(struct buf *out, const struct objstore *os)
+{
+	struct objstore_stats st;
+	int rc;
+
+	objstore_stats(os, &st);
+	rc = buf_puts(out, "{\"backend\":");
+	if (!rc)
+		rc = buf_put_json_str(out, objstore_kind(os), strlen(objstore_kind(os)));
+	if (!rc)
+		rc = buf_printf(out, ",\"failures\":%llu,\"ops\":{",
+				(unsigned long long)st.failures);
+	for (int op = 0; !rc && op < OBJSTORE_OP_COUNT; op++) {
+		const struct objstore_op_stats *o = &st.op[op];
+
+		rc = buf_printf(out, "%s\"%s\":{", op ? "," : "", objstore_op_name(op));
+		for (int r = 0; !rc && r < OBJSTORE_RES_COUNT; r++)
+			rc = buf_printf(out, "\"%s\":%llu,", objstore_result_name(r),
+					(unsigned long long)o->requests[r]);
+		if (!rc)
+			rc = buf_printf(out, "\"retries\":%llu,\"bytes_in\":%llu,\"bytes_out\":%llu}",
+					(unsigned long long)o->retries,
+					(unsigned long long)o->bytes_in,
+					(unsigned long long)o->bytes_out);
+	}
+	if (!rc)
+		rc = buf_puts(out, "}}");
+	return rc;
+}
+
+int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct store *st,
+		   const struct objstore *os)
 {
 	int have = s->oldest_ns || s->newest_ns;
 	int rc;
@@ -139,7 +171,14 @@ int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct s
 			rc = buf_putc(out, ']');
 	}
 	if (!rc)
-		rc = buf_puts(out, "}}");
+		rc = buf_putc(out, '}');
+	if (!rc && os) {
+		rc = buf_puts(out, ",\"objstore\":");
+		if (!rc)
+			rc = web_objstore_json(out, os);
+	}
+	if (!rc)
+		rc = buf_putc(out, '}');
 	return rc;
 }
 
@@ -164,6 +203,7 @@ static int pick_tenant(void *ctx, const struct store_tenant_stats *s)
 void web__handle_stats(struct web__req *rq, struct web__resp *rs)
 {
 	struct pick p = { .tenant = rq->tenant };
+	const struct objstore *os;
 	struct err_msg msg;
 	int rc;
 
@@ -179,7 +219,9 @@ void web__handle_stats(struct web__req *rq, struct web__resp *rs)
 	}
 	rs->status = 200;
 	rs->content_type = "application/json";
-	if (web_stats_json(&rs->body, &p.found, rq->srv->store) || buf_putc(&rs->body, '\n'))
+	/* The bucket's counters are server-wide: for whom may read /metrics. */
+	os = rq->who->scopes & WEB_SCOPE_ADMIN ? rq->srv->opt.objstore : NULL;
+	if (web_stats_json(&rs->body, &p.found, rq->srv->store, os) || buf_putc(&rs->body, '\n'))
 		web__resp_text_error(rs, ERR_NOMEM, "out of memory");
 }
 
@@ -339,6 +381,39 @@ static int store_metric_tenant(void *ctx, const struct store_tenant_stats *s)
 	return 0;
 }
 
+/* The object store's requests by operation (nothing without a bucket). */
+static void objstore_metrics(const struct objstore *os, struct buf *b)
+{
+	struct objstore_stats st;
+
+	if (!os)
+		return;
+	objstore_stats(os, &st);
+	metric_head(b, "unhex_objstore_requests_total", "counter",
+		    "Requests sent to the object store (each attempt of a retried one), by "
+		    "operation and outcome.");
+	for (int op = 0; op < OBJSTORE_OP_COUNT; op++)
+		for (int r = 0; r < OBJSTORE_RES_COUNT; r++)
+			buf_printf(b, "unhex_objstore_requests_total{op=\"%s\",result=\"%s\"} %llu\n",
+				   objstore_op_name(op), objstore_result_name(r),
+				   (unsigned long long)st.op[op].requests[r]);
+	metric_head(b, "unhex_objstore_retries_total", "counter",
+		    "Object store requests that failed and were sent again, by operation.");
+	for (int op = 0; op < OBJSTORE_OP_COUNT; op++)
+		buf_printf(b, "unhex_objstore_retries_total{op=\"%s\"} %llu\n", objstore_op_name(op),
+			   (unsigned long long)st.op[op].retries);
+	metric_head(b, "unhex_objstore_bytes_total", "counter",
+		    "Body bytes received from (in) and sent to (out) the object store, by operation.");
+	for (int op = 0; op < OBJSTORE_OP_COUNT; op++)
+		buf_printf(b, "unhex_objstore_bytes_total{op=\"%s\",direction=\"in\"} %llu\n"
+			      "unhex_objstore_bytes_total{op=\"%s\",direction=\"out\"} %llu\n",
+			   objstore_op_name(op), (unsigned long long)st.op[op].bytes_in,
+			   objstore_op_name(op), (unsigned long long)st.op[op].bytes_out);
+	metric_head(b, "unhex_objstore_failures_total", "counter",
+		    "Object store calls that failed after their retries.");
+	buf_printf(b, "unhex_objstore_failures_total %llu\n", (unsigned long long)st.failures);
+}
+
 /* The store's gauges per tenant, and what maintenance did since start. */
 static void store_metrics(struct store *st, struct buf *b)
 {
@@ -427,6 +502,7 @@ void web__handle_metrics(struct web__req *rq, struct web__resp *rs)
 			   web__reason_names[r], load(&c->rejected[r]));
 	http_metrics(rq->srv, b);
 	store_metrics(rq->srv->store, b);
+	objstore_metrics(rq->srv->opt.objstore, b);
 	web__limits_metrics(rq->srv->limits, b);
 	metric_head(b, "unhex_build_info", "gauge", "Build information; the value is always 1.");
 	buf_printf(b, "unhex_build_info{version=\"%s\"} 1\n", UNHEX_VERSION);

@@ -91,6 +91,7 @@ struct buf;
 struct debuginfo;
 struct err_msg;
 struct store;
+struct objstore;
 struct store_tenant_stats;
 struct web_server;
 
@@ -129,6 +130,9 @@ struct web_options {
 	size_t max_inflight_bytes; /* memory all requests may hold at once (503 with
 				    * Retry-After past it; docs/operations.md);
 				    * 0 picks WEB_DEFAULT_MAX_INFLIGHT_BYTES */
+	const struct objstore *objstore; /* borrowed: the bucket of --storage.backend
+				    * s3, counted on /metrics and /api/v1/stats;
+				    * NULL: none */
 	size_t max_response_bytes; /* largest response body of any route (413
 				    * past it); 0 picks WEB_DEFAULT_MAX_RESPONSE_BYTES,
 				    * less than WEB_MIN_RESPONSE_BYTES is raised to it */
@@ -206,8 +210,18 @@ int web_server_stop_within(struct web_server *srv, int64_t timeout_ns, int *runn
  * Appends the JSON object of one tenant's statistics (the body of
  * GET /api/v1/stats, also printed by `unhex stats --json`): counts, bytes,
  * blocks (with the list of the tenant's blocks read from `st`, borrowed;
- * NULL leaves the list out) and what retention removed.
+ * NULL leaves the list out), what retention removed and, when `os`
+ * (borrowed) is not NULL, the object store's requests (web_objstore_json).
  */
-int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct store *st);
+int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct store *st,
+		   const struct objstore *os);
+
+/*
+ * Appends the JSON object of the object store's counters since start
+ * (objstore_stats(): requests by operation and outcome, retries, bytes):
+ * {"backend":"s3","failures":N,"ops":{"put":{"ok":N,"not_found":N,
+ * "conflict":N,"error":N,"retries":N,"bytes_in":N,"bytes_out":N},...}}.
+ */
+int web_objstore_json(struct buf *out, const struct objstore *os);
 
 #endif

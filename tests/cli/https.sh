@@ -12,8 +12,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../integration/lib.sh"
 need UNHEX
 need WORKLOAD
-command -v socat >/dev/null || fail "socat is not installed (.ci/deps.sh installs it)"
-command -v openssl >/dev/null || fail "openssl is not installed"
+need_cmd socat ".ci/deps.sh installs it"
+need_cmd openssl
 
 TLS_PID=
 stop_tls() {

@@ -10,22 +10,16 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
-#include "storage/storage.h"
-#include "tests/symbolize/fixtures.h"
-#include "tests/symbolize/symtest.h"
+#include "fetchtest.h"
 
 static struct store *g_st;
 static struct debuginfo *g_s;
 
-static void id_of(const char *path, char *hex, uint8_t *bid, size_t *blen)
+static void id_of(const char *name, char *hex, uint8_t *bid, size_t *blen)
 {
 	struct sym_elf_info info;
 
-	assert_int_equal(sym_elf_inspect_file(path, &info, NULL), 0);
-	assert_true(info.build_id_len > 0);
-	sym_build_id_hex(info.build_id, info.build_id_len, hex);
+	assert_int_equal(ft_build_id(name, &info, hex), 0);
 	memcpy(bid, info.build_id, info.build_id_len);
 	*blen = info.build_id_len;
 }
@@ -49,9 +43,7 @@ static int has_index(const char *id)
 
 static int setup(void **state)
 {
-	struct store_options so = { 0 };
 	struct debuginfo_options o = { 0 };
-	struct err_msg msg;
 
 	(void)state;
 	t_mkdtemp();
@@ -63,20 +55,15 @@ static int setup(void **state)
 		  "dwz -m common.debug -M /nonexistent-unhex/common.debug a.debug b.debug",
 		  t_dir))
 		return -1;
-	err_clear(&msg);
-	so.dir = t_path("store");
 	o.data_dir = t_path("data");
 	o.workers = 1;
-	if (store_open(&so, &g_st, &msg) || debuginfo_open(g_st, &o, &g_s, &msg))
-		return -1;
-	return 0;
+	return ft_open(NULL, &o, &g_st, &g_s);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	debuginfo_close(g_s);
-	store_close(g_st);
+	ft_close(NULL, g_st, g_s);
 	t_rmdir();
 	return 0;
 }
@@ -89,7 +76,7 @@ static void test_good_and_bad_files(void **state)
 	struct debuginfo__meta m;
 
 	(void)state;
-	id_of(t_path("a"), id, bid, &blen);
+	id_of("a", id, bid, &blen);
 	/* Nothing stored. */
 	assert_int_equal(debuginfo__build_index(g_s, id, bid, blen), ERR_NOT_FOUND);
 	/* Not an ELF file: invalid_elf, retried later. */
@@ -130,8 +117,8 @@ static void test_dwz_alt_by_build_id(void **state)
 	struct debuginfo__meta m;
 
 	(void)state;
-	id_of(t_path("b.debug"), id, bid, &blen);
-	id_of(t_path("common.debug"), alt, abid, &ablen);
+	id_of("b.debug", id, bid, &blen);
+	id_of("common.debug", alt, abid, &ablen);
 	store_as(id, "debuginfo", t_path("b.debug"));
 	assert_int_equal(debuginfo__build_index(g_s, id, bid, blen), ERR_NOT_FOUND);
 	assert_false(has_index(id));

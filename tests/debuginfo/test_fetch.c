@@ -15,12 +15,7 @@
 
 #include "base/buf.h"
 #include "base/clock.h"
-#include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
-#include "storage/storage.h"
-#include "tests/symbolize/fixtures.h"
-#include "tests/symbolize/symtest.h"
-#include "upstream.h"
+#include "fetchtest.h"
 
 static struct fake_upstream g_up;
 static struct debuginfo_options g_opt;
@@ -33,37 +28,20 @@ static size_t g_blen;
 
 static int setup(void **state)
 {
-	struct store_options so = { 0 };
 	struct sym_elf_info info;
-	struct err_msg msg;
 
 	(void)state;
-	t_write("inl.h", FIX_C_HEADER);
-	t_write("prog.c", FIX_C);
-	if (t_run("cd '%s' && gcc -g -O2 -Wl,--build-id -o prog prog.c && "
-		  "objcopy --only-keep-debug prog prog.debug && cp prog prog.stripped && "
-		  "strip --strip-all prog.stripped", t_dir) ||
-	    sym_elf_inspect_file(t_path("prog"), &info, NULL) || !info.build_id_len)
+	if (ft_build_prog("cp prog prog.stripped && strip --strip-all prog.stripped", &info, g_id))
 		return -1;
 	memcpy(g_bid, info.build_id, info.build_id_len);
 	g_blen = info.build_id_len;
-	sym_build_id_hex(g_bid, g_blen, g_id);
-	err_clear(&msg);
-	so.dir = t_path("store");
-	if (fake_start(&g_up) || store_open(&so, &g_st, &msg) ||
-	    debuginfo_open(g_st, &g_opt, &g_s, &msg)) {
-		fprintf(stderr, "%s\n", msg.text);
-		return -1;
-	}
-	return 0;
+	return ft_open(&g_up, &g_opt, &g_st, &g_s);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	debuginfo_close(g_s);
-	store_close(g_st);
-	fake_stop(&g_up);
+	ft_close(&g_up, g_st, g_s);
 	return 0;
 }
 
@@ -133,8 +111,7 @@ static void test_stripped_binary(void **state)
 	(void)state;
 	assert_int_equal(t_run("cd '%s' && gcc -O2 -Wl,--build-id -o other prog.c && "
 			       "strip other", t_dir), 0);
-	assert_int_equal(sym_elf_inspect_file(t_path("other"), &info, NULL), 0);
-	sym_build_id_hex(info.build_id, info.build_id_len, id);
+	assert_int_equal(ft_build_id("other", &info, id), 0);
 	serve(FAKE_FILE, "other");
 	assert_int_equal(debuginfo__fetch(g_s, id, info.build_id, info.build_id_len), ERR_INVALID);
 	m = meta_of(id);
@@ -166,8 +143,7 @@ static void test_fetched_and_resolved(void **state)
 	(void)state;
 	assert_int_equal(t_run("cd '%s' && gcc -g -O1 -Wl,--build-id -o third prog.c && "
 			       "objcopy --only-keep-debug third third.debug", t_dir), 0);
-	assert_int_equal(sym_elf_inspect_file(t_path("third"), &info, NULL), 0);
-	sym_build_id_hex(info.build_id, info.build_id_len, id);
+	assert_int_equal(ft_build_id("third", &info, id), 0);
 	serve(FAKE_FILE, "third.debug");
 	n = t_func_addresses(t_path("third"), &a);
 	assert_true(n > 0);
@@ -218,9 +194,8 @@ static void test_go_executable(void **state)
 	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
 			       "GO111MODULE=off go build -ldflags='-B 0x60c0ffee' -o gofull main.go && "
 			       "strip --strip-all -o gostripped gofull", t_dir, t_dir, t_dir, t_dir), 0);
-	assert_int_equal(sym_elf_inspect_file(t_path("gostripped"), &info, NULL), 0);
+	assert_int_equal(ft_build_id("gostripped", &info, id), 0);
 	assert_false(info.flags & (SYM_HAS_DEBUG_INFO | SYM_HAS_SYMTAB));
-	sym_build_id_hex(info.build_id, info.build_id_len, id);
 	snprintf(cmd, sizeof(cmd), "readelf -sW '%s' | awk '$8==\"main.work\" {print $2}'",
 		 t_path("gofull"));
 	assert_non_null(p = popen(cmd, "r"));

@@ -11,10 +11,7 @@
 #include <cmocka.h>
 
 #include "base/clock.h"
-#include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
-#include "storage/storage.h"
-#include "tests/symbolize/symtest.h"
+#include "fetchtest.h"
 
 static struct store *g_st;
 static char g_id[DEBUGINFO_HEX_MAX];
@@ -53,9 +50,8 @@ static int setup(void **state)
 	t_mkdtemp();
 	t_write("p.c", "int main(void) { return 0; }\n");
 	if (t_run("cd '%s' && gcc -g -Wl,--build-id -o p p.c", t_dir) ||
-	    sym_elf_inspect_file(t_path("p"), &info, NULL) || !info.build_id_len)
+	    ft_build_id("p", &info, g_id))
 		return -1;
-	sym_build_id_hex(info.build_id, info.build_id_len, g_id);
 	err_clear(&msg);
 	so.dir = t_path("store");
 	return store_open(&so, &g_st, &msg);

@@ -277,24 +277,45 @@ static void check_records(struct debuginfo *s)
 	assert_string_equal(debuginfo_source_str(DEBUGINFO_SOURCE_COUNT), "none");
 }
 
-static void test_store_records(void **state)
+/*
+ * A service with only what meta.c reads (failure cap and ttl) over a store
+ * in the new temp dir `dir` (a mkdtemp template, rewritten).
+ */
+static void bare_open(struct debuginfo *s, char *dir, uint64_t max_failures, int64_t ttl_ns)
 {
 	struct store_options so = { 0 };
-	struct debuginfo s;
-	struct debuginfo__meta m;
 	struct err_msg msg;
-	char dir[] = "/tmp/unhex-meta-XXXXXX", cmd[64];
 
-	(void)state;
 	assert_non_null(mkdtemp(dir));
 	err_clear(&msg);
-	memset(&s, 0, sizeof(s));
-	pthread_mutex_init(&s.upload_mu, NULL);
-	s.max_failures = 100;
-	s.failure_ttl_ns = 86400LL * 1000000000LL;
-	atomic_init(&s.failures, -1);
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->upload_mu, NULL);
+	s->max_failures = max_failures;
+	s->failure_ttl_ns = ttl_ns;
+	atomic_init(&s->failures, -1);
 	so.dir = dir;
-	assert_int_equal(store_open(&so, &s.st, &msg), 0);
+	assert_int_equal(store_open(&so, &s->st, &msg), 0);
+}
+
+/* Closes what bare_open() opened and removes its directory. */
+static void bare_close(struct debuginfo *s, const char *dir)
+{
+	char cmd[64];
+
+	store_close(s->st);
+	pthread_mutex_destroy(&s->upload_mu);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void test_store_records(void **state)
+{
+	struct debuginfo s;
+	struct debuginfo__meta m;
+	char dir[] = "/tmp/unhex-meta-XXXXXX";
+
+	(void)state;
+	bare_open(&s, dir, 100, 86400LL * 1000000000LL);
 	assert_int_equal(debuginfo__meta_get(&s, "abcd", &m), ERR_NOT_FOUND);
 	assert_int_equal(debuginfo__meta_put(&s, "abcd", &g_meta), 0);
 	assert_int_equal(debuginfo__meta_get(&s, "abcd", &m), 0);
@@ -325,32 +346,19 @@ static void test_store_records(void **state)
 		assert_int_equal(debuginfo__meta_get(&s, "bad0", &m), ERR_CORRUPT);
 	}
 	check_records(&s);
-	store_close(s.st);
-	pthread_mutex_destroy(&s.upload_mu);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	bare_close(&s, dir);
 }
 
 /* Records of failed lookups: at most max_failures, forgotten after the ttl. */
 static void test_failure_records(void **state)
 {
-	struct store_options so = { 0 };
 	struct debuginfo s;
 	struct debuginfo__meta m;
-	struct err_msg msg;
-	char dir[] = "/tmp/unhex-meta-XXXXXX", cmd[64], id[8];
+	char dir[] = "/tmp/unhex-meta-XXXXXX", id[8];
 	uint64_t by[DEBUGINFO_STATUS_COUNT];
 
 	(void)state;
-	assert_non_null(mkdtemp(dir));
-	err_clear(&msg);
-	memset(&s, 0, sizeof(s));
-	pthread_mutex_init(&s.upload_mu, NULL);
-	s.max_failures = 3;
-	s.failure_ttl_ns = 3600LL * 1000000000LL;
-	atomic_init(&s.failures, -1);
-	so.dir = dir;
-	assert_int_equal(store_open(&so, &s.st, &msg), 0);
+	bare_open(&s, dir, 3, 3600LL * 1000000000LL);
 	/* A record with a file never counts, and is never forgotten. */
 	m = g_meta;
 	m.last_used = 0;
@@ -386,10 +394,7 @@ static void test_failure_records(void **state)
 	assert_int_equal(debuginfo__meta_get(&s, "a003", &m), 0);
 	assert_int_equal(debuginfo_count_by_status(&s, by, NULL), 0);
 	assert_int_equal(by[DEBUGINFO_STATUS_NOT_FOUND], 3); /* f000, a002, a003 */
-	store_close(s.st);
-	pthread_mutex_destroy(&s.upload_mu);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	bare_close(&s, dir);
 }
 
 static void test_names(void **state)

@@ -20,12 +20,7 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "base/err.h"
-#include "debuginfo/debuginfo_int.h"
-#include "storage/storage.h"
-#include "tests/symbolize/fixtures.h"
-#include "tests/symbolize/symtest.h"
-#include "upstream.h"
+#include "fetchtest.h"
 
 #define SECRET "t0ps3cret-9f2c"
 
@@ -36,38 +31,22 @@ static struct debuginfo *g_s;
 
 static int setup(void **state)
 {
-	struct store_options so = { 0 };
 	struct debuginfo_options o = { 0 };
 	struct sym_elf_info info;
-	struct err_msg msg;
 
 	(void)state;
-	t_write("inl.h", FIX_C_HEADER);
-	t_write("prog.c", FIX_C);
-	if (t_run("cd '%s' && gcc -g -O2 -Wl,--build-id -o prog prog.c && "
-		  "objcopy --only-keep-debug prog prog.debug", t_dir) ||
-	    sym_elf_inspect_file(t_path("prog"), &info, NULL) || !info.build_id_len)
+	if (ft_build_prog("", &info, g_id))
 		return -1;
-	sym_build_id_hex(info.build_id, info.build_id_len, g_id);
-	err_clear(&msg);
-	so.dir = t_path("store");
 	o.data_dir = t_path("data");
 	o.fetch_timeout_s = 5;
 	o.workers = 1; /* the server itself has no upstream */
-	if (fake_start(&g_up) || store_open(&so, &g_st, &msg) ||
-	    debuginfo_open(g_st, &o, &g_s, &msg)) {
-		fprintf(stderr, "%s\n", msg.text);
-		return -1;
-	}
-	return 0;
+	return ft_open(&g_up, &o, &g_st, &g_s);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	debuginfo_close(g_s);
-	store_close(g_st);
-	fake_stop(&g_up);
+	ft_close(&g_up, g_st, g_s);
 	return 0;
 }
 

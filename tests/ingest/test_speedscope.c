@@ -13,6 +13,7 @@
 #include "base/err.h"
 #include "base/json.h"
 #include "ingest/ingest_int.h"
+#include "folded.h"
 
 #define SCHEMA "\"$schema\":\"https://www.speedscope.app/file-format-schema.json\""
 #define FRAMES "\"shared\":{\"frames\":[{\"name\":\"main\"},{\"name\":\"foo\"},{\"name\":\"bar\"}]}"
@@ -49,26 +50,6 @@ static void done(struct run *r)
 	arena_release(&r->a);
 }
 
-static int64_t value(const struct ingest_pprof *p, const char *want)
-{
-	char s[256];
-
-	for (size_t i = 0; i < p->n_samples; i++) {
-		size_t n = 0;
-
-		s[0] = '\0';
-		for (size_t k = p->sample_off[i + 1]; k > p->sample_off[i]; k--) {
-			const struct ingest_location *l = &p->locations[p->stack_locs[k - 1]];
-
-			n += (size_t)snprintf(s + n, sizeof(s) - n, "%s%s", n ? ";" : "",
-					      p->functions[l->lines[0].function - 1].name);
-		}
-		if (strcmp(s, want) == 0)
-			return p->values[i];
-	}
-	return -1;
-}
-
 static void test_sampled(void **state)
 {
 	static const char json[] =
@@ -87,9 +68,9 @@ static void test_sampled(void **state)
 	assert_string_equal(r.p[0].name, "p");
 	assert_string_equal(r.p[0].unit, "milliseconds");
 	/* Weights are truncated, then multiplied by 100. */
-	assert_int_equal(value(&r.out[0], "main;foo"), 300);
-	assert_int_equal(value(&r.out[0], "main;foo;bar"), 300);
-	assert_int_equal(value(&r.out[0], "main"), 400);
+	assert_int_equal(folded_value(&r.out[0], "main;foo"), 300);
+	assert_int_equal(folded_value(&r.out[0], "main;foo;bar"), 300);
+	assert_int_equal(folded_value(&r.out[0], "main"), 400);
 	assert_int_equal(ingest__ss_unit("bytes", &mult), 0);
 	assert_int_equal(mult, 1);
 	assert_int_equal(ingest__ss_unit("furlongs", &mult), ERR_INVALID);
@@ -113,10 +94,10 @@ static void test_evented(void **state)
 
 	assert_int_equal(run(&r, json), 0);
 	assert_int_equal(r.n, 2);
-	assert_int_equal(value(&r.out[0], "main"), 2 + 5);
-	assert_int_equal(value(&r.out[0], "main;foo"), 1 + 1);
-	assert_int_equal(value(&r.out[0], "main;foo;bar"), 1);
-	assert_int_equal(value(&r.out[1], "foo"), 100);
+	assert_int_equal(folded_value(&r.out[0], "main"), 2 + 5);
+	assert_int_equal(folded_value(&r.out[0], "main;foo"), 1 + 1);
+	assert_int_equal(folded_value(&r.out[0], "main;foo;bar"), 1);
+	assert_int_equal(folded_value(&r.out[1], "foo"), 100);
 	done(&r);
 }
 

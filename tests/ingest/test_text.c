@@ -17,6 +17,7 @@
 #include "base/err.h"
 #include "base/varint.h"
 #include "ingest/ingest_int.h"
+#include "folded.h"
 
 struct run {
 	struct arena a;
@@ -47,27 +48,6 @@ static void done(struct run *r)
 	arena_release(&r->a);
 }
 
-/* The value of the stack written root first as "a;b;c", or -1. */
-static int64_t value(const struct ingest_pprof *p, const char *want)
-{
-	char s[1024];
-
-	for (size_t i = 0; i < p->n_samples; i++) {
-		size_t n = 0;
-
-		s[0] = '\0';
-		for (size_t k = p->sample_off[i + 1]; k > p->sample_off[i]; k--) {
-			const struct ingest_location *l = &p->locations[p->stack_locs[k - 1]];
-
-			n += (size_t)snprintf(s + n, sizeof(s) - n, "%s%s", n ? ";" : "",
-					      p->functions[l->lines[0].function - 1].name);
-		}
-		if (strcmp(s, want) == 0)
-			return p->values[i];
-	}
-	return -1;
-}
-
 static int64_t total(const struct ingest_pprof *p)
 {
 	int64_t t = 0;
@@ -94,13 +74,13 @@ static void test_folded(void **state)
 	(void)state;
 
 	assert_int_equal(run(&r, INGEST_FORMAT_FOLDED, body, strlen(body)), 0);
-	assert_int_equal(value(&r.p, "main;foo;bar"), 7);
-	assert_int_equal(value(&r.p, "main;foo"), 2);
-	assert_int_equal(value(&r.p, "main;a b;c"), 5);
-	assert_int_equal(value(&r.p, "main;;x"), 1);
-	assert_int_equal(value(&r.p, "main;y"), 7);
-	assert_int_equal(value(&r.p, ""), 9);
-	assert_int_equal(value(&r.p, "main;z"), 6);
+	assert_int_equal(folded_value(&r.p, "main;foo;bar"), 7);
+	assert_int_equal(folded_value(&r.p, "main;foo"), 2);
+	assert_int_equal(folded_value(&r.p, "main;a b;c"), 5);
+	assert_int_equal(folded_value(&r.p, "main;;x"), 1);
+	assert_int_equal(folded_value(&r.p, "main;y"), 7);
+	assert_int_equal(folded_value(&r.p, ""), 9);
+	assert_int_equal(folded_value(&r.p, "main;z"), 6);
 	assert_int_equal(total(&r.p), 37);
 	/* One function per distinct name. */
 	assert_int_equal(r.p.n_functions, 9);
@@ -149,8 +129,8 @@ static void test_lines(void **state)
 	(void)state;
 
 	assert_int_equal(run(&r, INGEST_FORMAT_LINES, body, strlen(body)), 0);
-	assert_int_equal(value(&r.p, "main;foo"), 3);
-	assert_int_equal(value(&r.p, "main;bar"), 1);
+	assert_int_equal(folded_value(&r.p, "main;foo"), 3);
+	assert_int_equal(folded_value(&r.p, "main;bar"), 1);
 	assert_int_equal(r.p.n_samples, 2);
 	done(&r);
 }
@@ -267,11 +247,11 @@ static void test_trie(void **state)
 	buf_init(&b, 1 << 20);
 	tserialize(root, &b);
 	assert_int_equal(run(&r, INGEST_FORMAT_TRIE, b.data, b.len), 0);
-	assert_int_equal(value(&r.p, "main;foo;bar"), 3);
-	assert_int_equal(value(&r.p, "main;foo;baz"), 4);
-	assert_int_equal(value(&r.p, "main;foo"), 2);
-	assert_int_equal(value(&r.p, "main;fob"), 1);
-	assert_int_equal(value(&r.p, "other"), 5);
+	assert_int_equal(folded_value(&r.p, "main;foo;bar"), 3);
+	assert_int_equal(folded_value(&r.p, "main;foo;baz"), 4);
+	assert_int_equal(folded_value(&r.p, "main;foo"), 2);
+	assert_int_equal(folded_value(&r.p, "main;fob"), 1);
+	assert_int_equal(folded_value(&r.p, "other"), 5);
 	assert_int_equal(total(&r.p), 15);
 	done(&r);
 	/* Every prefix is refused (a trie ends at its root's last node). */
@@ -314,11 +294,11 @@ static void test_tree(void **state)
 	node(&b, "baz", 4, 0);
 	node(&b, "other", 5, 0);
 	assert_int_equal(run(&r, INGEST_FORMAT_TREE, b.data, b.len), 0);
-	assert_int_equal(value(&r.p, "main"), 1);
-	assert_int_equal(value(&r.p, "main;foo"), 2);
-	assert_int_equal(value(&r.p, "main;foo;bar"), 3);
-	assert_int_equal(value(&r.p, "main;baz"), 4);
-	assert_int_equal(value(&r.p, "other"), 5);
+	assert_int_equal(folded_value(&r.p, "main"), 1);
+	assert_int_equal(folded_value(&r.p, "main;foo"), 2);
+	assert_int_equal(folded_value(&r.p, "main;foo;bar"), 3);
+	assert_int_equal(folded_value(&r.p, "main;baz"), 4);
+	assert_int_equal(folded_value(&r.p, "other"), 5);
 	assert_int_equal(total(&r.p), 15);
 	done(&r);
 	for (size_t n = 0; n < b.len; n++) {

@@ -123,11 +123,7 @@ crash_at compact-output-written "$WORK/crash3"
 # deletes what only the expired blocks used, and keeps what retained ones use.
 start_server "$DATA" --maintain-interval 1s --block-range 10m --retention 45m \
 	--debuginfo-retention 1s --preload-debuginfo "$WL/debug"
-for i in $(seq 1 100); do
-	S=$(tenant_stats anonymous)
-	[ "$(jq -r .retention.expired_blocks <<<"$S")" -ge 2 ] && break
-	sleep 0.2
-done
+wait_stats '.retention.expired_blocks >= 2' 100
 note "after retention: $(jq -c '{profiles, retention, blocks: [.blocks.list[] | {level, max_time_ns}]}' <<<"$S")"
 [ "$(jq -r .retention.expired_blocks <<<"$S")" = 2 ] || fail "retention expired: $S"
 CUTOFF=$(((NEWEST - 45 * 60) * 1000000000))

@@ -11,8 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 need WORKLOAD
 need PPROFINFO
-command -v protoc >/dev/null || fail "protoc (package protobuf-compiler) is not installed"
-command -v jq >/dev/null || fail "jq is not installed"
+need_cmd protoc "package protobuf-compiler"
+need_cmd jq
 PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 

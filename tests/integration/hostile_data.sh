@@ -79,14 +79,8 @@ expect_status 400 "regex needs more than" "Connect LabelValues with a backtracki
 
 # Twelve at once (the issue's slot exhaustion): all refused, then the other
 # tenant is served.
-pids=()
-for i in $(seq 1 12); do
-	curl -sS -o "$WORK/par.$i" -w '%{http_code}' --max-time 60 -H 'X-Scope-OrgID: bomb' \
-		"$URL/pyroscope/render?query=$(uri "$TYPE{k=~\"(?:a|aa)*[bc]\"}")&$RANGE" \
-		>"$WORK/par.$i.code" &
-	pids+=($!)
-done
-for p in "${pids[@]}"; do wait "$p" || fail "a concurrent bomb query did not finish"; done
+burst 12 bomb "/pyroscope/render?query=$(uri "$TYPE{k=~\"(?:a|aa)*[bc]\"}")&$RANGE" par
+burst_wait "a concurrent bomb query"
 for i in $(seq 1 12); do
 	[ "$(cat "$WORK/par.$i.code")" = 400 ] ||
 		fail "concurrent bomb $i: HTTP $(cat "$WORK/par.$i.code") $(cat "$WORK/par.$i")"
@@ -254,20 +248,14 @@ http GET "/pyroscope/render?query=$(uri "$TYPE{}")&$RANGE" -H 'X-Scope-OrgID: ne
 expect_status 200 '"numTicks":0' "a query of the refused tenant (no data, no state)"
 
 # Queries: flood may run one at a time; its burst leaves tenant calm served.
-pids=()
-for i in $(seq 1 24); do
-	curl -sS -o "$WORK/fq.$i" -w '%{http_code}' --max-time 120 -H 'X-Scope-OrgID: flood' \
-		"$URL/pyroscope/render?query=$(uri "$TYPE{service_name=~\"fl.*\"}")&$RANGE" \
-		>"$WORK/fq.$i.code" &
-	pids+=($!)
-done
+burst 24 flood "/pyroscope/render?query=$(uri "$TYPE{service_name=~\"fl.*\"}")&$RANGE" fq 120
 for i in $(seq 1 10); do
 	http GET "/pyroscope/render?query=$(uri "$TYPE{service_name=\"calm\"}")&$RANGE" \
 		-H 'X-Scope-OrgID: calm' --max-time 120
 	[ "$STATUS" = 200 ] || fail "tenant calm's query $i during flood's burst: HTTP $STATUS $BODY"
 done
 note "tenant calm: 10 queries during tenant flood's burst of 24, all HTTP 200"
-for p in "${pids[@]}"; do wait "$p" || fail "a query of tenant flood did not finish"; done
+burst_wait "a query of tenant flood"
 ok=0
 limited=0
 for i in $(seq 1 24); do

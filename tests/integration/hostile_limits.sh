@@ -10,7 +10,7 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
-command -v jq >/dev/null || fail "jq is not installed"
+need_cmd jq
 
 uri() { jq -rn --arg s "$1" '$s|@uri'; }
 TYPE=process_cpu:cpu:nanoseconds:cpu:nanoseconds

@@ -44,6 +44,12 @@ need() {
 	[ -n "${!var:-}" ] && [ -x "${!var}" ] || fail "$var is not set to an executable (${!var:-unset})"
 }
 
+# need_cmd CMD [HINT]: fails unless the command CMD is on PATH; HINT says
+# where it comes from ("package protobuf-compiler").
+need_cmd() {
+	command -v "$1" >/dev/null || fail "$1 is not installed${2:+ ($2)}"
+}
+
 # need_promtool: installs promtool (Debian package prometheus) when it is
 # missing, as CI's .ci/deps.sh would.
 need_promtool() {
@@ -123,6 +129,24 @@ expect_status() {
 	note "$what: HTTP $STATUS $(head -c 160 <<<"$BODY" | tr "\n" " ")"
 }
 
+# burst N TENANT PATH NAME [MAX_TIME]: N GETs of PATH as TENANT sent at once
+# in the background, each body into $WORK/NAME.<i> and its HTTP status
+# into $WORK/NAME.<i>.code (i from 1); burst_wait WHAT waits for them all.
+burst() {
+	local i
+	BURST_PIDS=()
+	for i in $(seq 1 "$1"); do
+		curl -sS -o "$WORK/$4.$i" -w '%{http_code}' --max-time "${5:-60}" \
+			-H "X-Scope-OrgID: $2" "$URL$3" >"$WORK/$4.$i.code" &
+		BURST_PIDS+=($!)
+	done
+}
+
+burst_wait() {
+	local p
+	for p in "${BURST_PIDS[@]}"; do wait "$p" || fail "$1 did not finish"; done
+}
+
 # tenant_stats TENANT: the server's /api/v1/stats JSON for TENANT.
 tenant_stats() {
 	http GET /api/v1/stats -H "X-Scope-OrgID: $1"
@@ -130,10 +154,24 @@ tenant_stats() {
 	echo "$BODY"
 }
 
-# counts JSON: the stats without the byte sizes (which change with flushes)
-# and where profiles are (head or blocks, which changes with sealing).
+# counts JSON: the stats without the byte sizes (which change with flushes),
+# where profiles are (head or blocks, which changes with sealing) and the
+# server's bucket requests (with --storage.backend s3).
 counts() {
-	jq -cS 'del(.bytes, .head_profiles, .blocks, .retention)' <<<"$1"
+	jq -cS 'del(.bytes, .head_profiles, .blocks, .retention, .objstore)' <<<"$1"
+}
+
+# wait_stats FILTER [TRIES]: polls the tenant anonymous's stats every 0.2 s
+# until the jq FILTER holds of them (TRIES times at most, 150 unless
+# given); the last stats are in S either way, for the caller's check.
+wait_stats() {
+	local i
+	for i in $(seq 1 "${2:-150}"); do
+		S=$(tenant_stats anonymous)
+		jq -e "$1" <<<"$S" >/dev/null && return 0
+		sleep 0.2
+	done
+	return 0
 }
 
 # wait_settled N: until the tenant anonymous has N blocks, twice 2 s apart (60 s at most).

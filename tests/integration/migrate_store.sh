@@ -206,11 +206,7 @@ stop_server
 start_server "$WORK/data" --block-range 10m --maintain-interval 1s
 http POST "/ingest?name=late.cpu&from=$((NOW - 10))&until=$NOW&format=pprof" --data-binary @"$WORK/p/late.pb"
 [ "$STATUS" = 200 ] || fail "ingest late.pb: HTTP $STATUS $BODY"
-for _ in $(seq 1 150); do
-	S=$(tenant_stats anonymous)
-	[ "$(jq -r .head_profiles <<<"$S")" = 1 ] && break
-	sleep 0.2
-done
+wait_stats '.head_profiles == 1'
 [ "$(jq -r .head_profiles <<<"$S")" = 1 ] || fail "the renamed data was not sealed: $S"
 [ "$(jq -r .blocks.count <<<"$S")" -ge 1 ] || fail "no block: $S"
 types | grep -vx "process_cpu:cpu:nanoseconds:cpu:nanoseconds" | diff - "$WORK/new2.types" >&2 ||

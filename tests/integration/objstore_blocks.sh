@@ -43,6 +43,11 @@ maint() {
 	curl -s "$URL/metrics" | awk -v a="action=\"$1\"" 'index($0, "unhex_store_maintenance_total{" a "}") == 1 { print $2 }'
 }
 
+# objm SERIES: the value of one unhex_objstore_* series of /metrics (labels as printed).
+objm() {
+	curl -s "$URL/metrics" | awk -v k="$1" 'index($0, k " ") == 1 { print $2 }'
+}
+
 # all_uploaded DATA: every live block of the server (not those compaction
 # replaced, whose files stay for the readers' grace period) is in the
 # bucket, byte for byte.
@@ -95,6 +100,15 @@ UP=$(maint uploaded_blocks)
 [ "$UP" -ge "$UPLOADED_FILES" ] || fail "uploaded_blocks $UP < $UPLOADED_FILES block files"
 [ "$(maint upload_failures)" = 0 ] || fail "upload failures: $(maint upload_failures)"
 note "$UPLOADED_FILES block files in the bucket, byte-identical ($UP uploads, compacted ones included)"
+# Each upload is one create-once PUT into an empty bucket (blocks under 16 MiB).
+PUTS=$(objm 'unhex_objstore_requests_total{op="put",result="ok"}')
+[ "$PUTS" = "$UP" ] || fail "objstore put ok $PUTS, want one per upload ($UP)"
+[ "$(objm 'unhex_objstore_bytes_total{op="put",direction="out"}')" -ge "$(maint uploaded_bytes)" ] ||
+	fail "objstore put bytes under uploaded_bytes $(maint uploaded_bytes)"
+"$UNHEX" stats --server "$URL" >"$WORK/stats.txt" || fail "unhex stats --server"
+grep -q '^object store s3' "$WORK/stats.txt" || fail "unhex stats shows no object store: $(cat "$WORK/stats.txt")"
+awk -v n="$UP" '$1 == "put" && $2 == n { ok = 1 } END { exit !ok }' "$WORK/stats.txt" ||
+	fail "unhex stats: no put row of $UP ok requests: $(cat "$WORK/stats.txt")"
 stop_server
 
 # ---- a restart: every live block is found in the bucket, none uploaded again
@@ -106,6 +120,11 @@ for i in $(seq 1 300); do
 done
 [ "$(maint upload_found)" = "$NFILES" ] || fail "upload_found $(maint upload_found), want $NFILES"
 [ "$(maint uploaded_blocks)" = 0 ] || fail "a restart uploaded blocks again: $(maint uploaded_blocks)"
+# Each block found: its PUT answered 412, then a HEAD compared the size.
+[ "$(objm 'unhex_objstore_requests_total{op="put",result="conflict"}')" = "$NFILES" ] ||
+	fail "objstore put conflicts: $(curl -s "$URL/metrics" | grep '^unhex_objstore')"
+[ "$(objm 'unhex_objstore_requests_total{op="head",result="ok"}')" = "$NFILES" ] ||
+	fail "objstore heads: $(curl -s "$URL/metrics" | grep '^unhex_objstore')"
 [ "$(maint upload_failures)" = 0 ] || fail "upload failures after a restart: $(grep upload "$WORK/server.$SERVER_N.log")"
 answers "$WORK/got2"
 diff -r "$WORK/expect" "$WORK/got2" >/dev/null || fail "answers changed across a restart"

@@ -24,8 +24,8 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
-command -v protoc >/dev/null || fail "protoc (package protobuf-compiler) is not installed"
-command -v llvm-symbolizer >/dev/null || fail "llvm-symbolizer is not installed"
+need_cmd protoc "package protobuf-compiler"
+need_cmd llvm-symbolizer
 PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 REQ=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest
 PERIOD=50000000

@@ -19,7 +19,7 @@ need UNHEX
 need PERF2PPROF
 need PPROFINFO
 need WORKLOAD
-command -v go >/dev/null || fail "go is not installed (go tool pprof is the reference reader)"
+need_cmd go "go tool pprof is the reference reader"
 export GOCACHE="$WORK/gocache" GOPATH="$WORK/gopath" HOME="$WORK" PPROF_TMPDIR="$WORK/pprof"
 
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'

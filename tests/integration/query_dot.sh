@@ -17,11 +17,11 @@
 # recursion, inline frames and names are exactly what the test says).
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
-command -v dot >/dev/null || fail "Graphviz's dot (package graphviz) is not installed"
-command -v go >/dev/null || fail "go (package golang-go) is not installed"
-command -v protoc >/dev/null || fail "protoc (package protobuf-compiler) is not installed"
-command -v jq >/dev/null || fail "jq is not installed"
-command -v python3 >/dev/null || fail "python3 is not installed"
+need_cmd dot "Graphviz, package graphviz"
+need_cmd go "package golang-go"
+need_cmd protoc "package protobuf-compiler"
+need_cmd jq
+need_cmd python3
 PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 export GOCACHE="$WORK/gocache" GOPATH="$WORK/gopath" HOME="$WORK"
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'

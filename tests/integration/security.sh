@@ -30,8 +30,8 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
-command -v python3 >/dev/null || fail "python3 is not installed"
-command -v openssl >/dev/null || fail "openssl is not installed"
+need_cmd python3
+need_cmd openssl
 
 PIDS=()
 stop_helpers() {

@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
 need PERF2PPROF
-command -v node >/dev/null || fail "node is not installed (Debian's nodejs, .ci/deps.sh)"
+need_cmd node "Debian's nodejs, .ci/deps.sh"
 
 # Runs hotJitLoop for 1.5 s of its own CPU time (not wall time: the
 # machine may be loaded), then writes its pid for the test to find the map.

@@ -28,7 +28,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 need PERF2PPROF
 need SYM_COMPARE
-command -v llvm-symbolizer >/dev/null || fail "llvm-symbolizer is not installed"
+need_cmd llvm-symbolizer
 
 GO=${GO:-$(command -v go || true)}
 RUSTC=${RUSTC:-$(command -v rustc || true)}

@@ -23,9 +23,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 need PERF2PPROF
 need SYM_COMPARE
-command -v debuginfod >/dev/null || fail "debuginfod (package debuginfod) is not installed"
-command -v debuginfod-find >/dev/null || fail "debuginfod-find is not installed"
-command -v llvm-symbolizer >/dev/null || fail "llvm-symbolizer is not installed"
+need_cmd debuginfod "package debuginfod"
+need_cmd debuginfod-find
+need_cmd llvm-symbolizer
 
 # set +e: under errexit `(exit $rc)` would end the trap before cleanup.
 trap 'rc=$?; stop_debuginfod; set +e; (exit $rc); cleanup' EXIT

@@ -23,8 +23,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
 need PERF2PPROF
-command -v debuginfod >/dev/null || fail "debuginfod (package debuginfod) is not installed"
-command -v python3 >/dev/null || fail "python3 is not installed"
+need_cmd debuginfod "package debuginfod"
+need_cmd python3
 
 PROXY_PID=
 stop_proxy() {

@@ -48,11 +48,7 @@ stop_server
 # ---- maintenance seals the old data (30 minutes: two ranges end before
 # the newest profile; the third stays in the head) without changing an answer
 start_server "$DATA" --maintain-interval 1s --block-range 10m
-for i in $(seq 1 150); do
-	S=$(tenant_stats anonymous)
-	[ "$(jq -r .blocks.count <<<"$S")" = 2 ] && break
-	sleep 0.2
-done
+wait_stats '.blocks.count == 2'
 [ "$(jq -r .blocks.count <<<"$S")" = 2 ] || fail "the old data was not sealed: $S"
 expect_counts "$S" "sealed"
 [ "$(ticks checkout blocks)" = 1734200000000 ] || fail "checkout ticks after sealing"

@@ -61,6 +61,42 @@ static void fill(char *p, size_t n, unsigned seed)
 	}
 }
 
+/* Final failures of an operation: its failed requests that were not retried. */
+static uint64_t failed_calls(const struct objstore_op_stats *o)
+{
+	return o->requests[OBJSTORE_RES_ERROR] - o->retries;
+}
+
+/* What put_get_head_delete did, request by request (a fresh handle). */
+static void check_counts(struct objstore *os, size_t put_bytes)
+{
+	struct objstore_stats st;
+	const struct objstore_op_stats *o = st.op;
+
+	objstore_stats(os, &st);
+	assert_int_equal(o[OBJSTORE_OP_PUT].requests[OBJSTORE_RES_OK], 1);
+	assert_int_equal(failed_calls(&o[OBJSTORE_OP_PUT]), 0);
+	assert_true(o[OBJSTORE_OP_PUT].bytes_out >= put_bytes);
+	if (!o[OBJSTORE_OP_PUT].retries)
+		assert_int_equal(o[OBJSTORE_OP_PUT].bytes_out, put_bytes);
+	/* Whole GETs: one read, one over the cap, one of the deleted key. */
+	assert_int_equal(o[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK], 1);
+	assert_int_equal(o[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_FOUND], 1);
+	assert_int_equal(failed_calls(&o[OBJSTORE_OP_GET]), 1);
+	assert_true(o[OBJSTORE_OP_GET].bytes_in >= put_bytes);
+	/* Four ranges read, one past the end (416). */
+	assert_int_equal(o[OBJSTORE_OP_RANGE].requests[OBJSTORE_RES_OK], 4);
+	assert_int_equal(failed_calls(&o[OBJSTORE_OP_RANGE]), 1);
+	assert_true(o[OBJSTORE_OP_RANGE].bytes_in >= 50 + 10 + 16 + put_bytes);
+	assert_int_equal(o[OBJSTORE_OP_HEAD].requests[OBJSTORE_RES_OK], 1);
+	assert_int_equal(o[OBJSTORE_OP_HEAD].requests[OBJSTORE_RES_NOT_FOUND], 1);
+	/* RGW answers 204 to the DELETE of a missing key, as S3 does. */
+	assert_int_equal(o[OBJSTORE_OP_DELETE].requests[OBJSTORE_RES_OK], 2);
+	assert_int_equal(o[OBJSTORE_OP_LIST].requests[OBJSTORE_RES_OK], 0);
+	assert_int_equal(o[OBJSTORE_OP_PART].requests[OBJSTORE_RES_OK], 0);
+	assert_int_equal(st.failures, 3);
+}
+
 static void put_get_head_delete(void **state)
 {
 	struct objstore_s3_config c = config();
@@ -124,6 +160,7 @@ static void put_get_head_delete(void **state)
 	assert_int_equal(objstore_head(os, key, &st, &msg), ERR_NOT_FOUND);
 	assert_int_equal(objstore_get(os, key, &b, &msg), ERR_NOT_FOUND);
 	assert_int_equal(objstore_delete(os, key, &msg), 0);
+	check_counts(os, sizeof(data));
 	buf_release(&b);
 	objstore_close(os);
 }
@@ -171,8 +208,14 @@ static void multipart(void **state)
 	objstore_stats(os, &before);
 	assert_int_equal(objstore_put(os, "t/big", data, n, OBJSTORE_CREATE_ONCE, &msg), 0);
 	objstore_stats(os, &after);
-	/* initiate + 3 parts + complete */
-	assert_true(after.requests - before.requests >= 5);
+	/* A HEAD for create-once, then initiate, 3 parts, complete. */
+	assert_int_equal(after.op[OBJSTORE_OP_HEAD].requests[OBJSTORE_RES_NOT_FOUND] -
+				 before.op[OBJSTORE_OP_HEAD].requests[OBJSTORE_RES_NOT_FOUND], 1);
+	assert_int_equal(after.op[OBJSTORE_OP_PUT].requests[OBJSTORE_RES_OK] -
+				 before.op[OBJSTORE_OP_PUT].requests[OBJSTORE_RES_OK], 2);
+	assert_int_equal(after.op[OBJSTORE_OP_PART].requests[OBJSTORE_RES_OK] -
+				 before.op[OBJSTORE_OP_PART].requests[OBJSTORE_RES_OK], 3);
+	assert_true(after.op[OBJSTORE_OP_PART].bytes_out - before.op[OBJSTORE_OP_PART].bytes_out >= n);
 	assert_int_equal(objstore_head(os, "t/big", &st, &msg), 0);
 	assert_int_equal(st.size, n);
 	assert_non_null(strchr(st.etag, '-')); /* a multipart ETag: md5-of-md5s "-3" */
@@ -256,6 +299,12 @@ static void list_paged(void **state)
 	}
 	assert_int_equal(objstore_put(os, "lx/other", "x", 1, 0, &msg), 0);
 	assert_int_equal(objstore_list(os, "l/", count, &s, &msg), 0);
+	{
+		struct objstore_stats st;
+
+		objstore_stats(os, &st);
+		assert_int_equal(st.op[OBJSTORE_OP_LIST].requests[OBJSTORE_RES_OK], 3);
+	}
 	assert_int_equal(s.n, 250);
 	assert_true(s.ordered);
 	assert_int_equal(s.bytes, 250 * strlen("l/k00000"));
@@ -392,8 +441,9 @@ static void down(void **state)
 	assert_true(rc == ERR_TIMEOUT || rc == ERR_UNAVAILABLE);
 	assert_non_null(strstr(msg.text, "after 3 attempts"));
 	objstore_stats(os, &st);
-	assert_int_equal(st.requests, 3);
-	assert_int_equal(st.retries, 2);
+	assert_int_equal(st.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_ERROR], 3);
+	assert_int_equal(st.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK], 0);
+	assert_int_equal(st.op[OBJSTORE_OP_GET].retries, 2);
 	assert_int_equal(st.failures, 1);
 	buf_release(&b);
 	objstore_close(os);

@@ -58,6 +58,41 @@ static int collect(void *arg, const struct objstore_entry *e)
 	return 0;
 }
 
+/* Every file operation of ops() counted once by kind and outcome. */
+static void check_counts(struct objstore *os)
+{
+	struct objstore_stats st;
+	struct objstore_op_stats all;
+	const struct objstore_op_stats *o = st.op;
+
+	objstore_stats(os, &st);
+	assert_int_equal(o[OBJSTORE_OP_PUT].requests[OBJSTORE_RES_OK], 5);
+	assert_int_equal(o[OBJSTORE_OP_PUT].requests[OBJSTORE_RES_CONFLICT], 1);
+	assert_int_equal(o[OBJSTORE_OP_PUT].bytes_out, 11 + 11 + 0 + 1 + 2);
+	assert_int_equal(o[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK], 1);
+	assert_int_equal(o[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_FOUND], 1);
+	assert_int_equal(o[OBJSTORE_OP_GET].requests[OBJSTORE_RES_ERROR], 1); /* over the cap */
+	assert_int_equal(o[OBJSTORE_OP_GET].bytes_in, 11);
+	assert_int_equal(o[OBJSTORE_OP_RANGE].requests[OBJSTORE_RES_OK], 4);
+	assert_int_equal(o[OBJSTORE_OP_RANGE].requests[OBJSTORE_RES_NOT_FOUND], 1);
+	assert_int_equal(o[OBJSTORE_OP_RANGE].requests[OBJSTORE_RES_ERROR], 1); /* past the end */
+	assert_int_equal(o[OBJSTORE_OP_RANGE].bytes_in, 4 + 3 + 11 + 1);
+	assert_int_equal(o[OBJSTORE_OP_HEAD].requests[OBJSTORE_RES_OK], 1);
+	assert_int_equal(o[OBJSTORE_OP_HEAD].requests[OBJSTORE_RES_NOT_FOUND], 1);
+	assert_int_equal(o[OBJSTORE_OP_DELETE].requests[OBJSTORE_RES_OK], 2);
+	assert_int_equal(o[OBJSTORE_OP_LIST].requests[OBJSTORE_RES_OK], 3);
+	assert_int_equal(o[OBJSTORE_OP_PART].requests[OBJSTORE_RES_OK], 0);
+	/* Refused keys and empty ranges never reach the backend, but fail. */
+	assert_int_equal(st.failures, 7);
+	objstore_stats_total(&st, &all);
+	assert_int_equal(all.requests[OBJSTORE_RES_OK], 5 + 1 + 4 + 1 + 2 + 3);
+	assert_int_equal(all.retries, 0);
+	assert_int_equal(all.bytes_in, 11 + 19);
+	assert_int_equal(all.bytes_out, 25);
+	assert_string_equal(objstore_op_name(OBJSTORE_OP_RANGE), "range_get");
+	assert_string_equal(objstore_result_name(OBJSTORE_RES_NOT_FOUND), "not_found");
+}
+
 static void ops(void **state)
 {
 	struct objstore *os;
@@ -133,6 +168,7 @@ static void ops(void **state)
 		buf_release(&o1);
 		buf_release(&o2);
 	}
+	check_counts(os);
 	buf_release(&b);
 	objstore_close(os);
 }

@@ -70,17 +70,49 @@ static void retry_policy(void **state)
 	struct objstore__retry p = {.max_attempts = 5, .base_ms = 100, .max_ms = 1000};
 
 	(void)state;
-	assert_true(objstore__retryable(CURLE_OK, 500));
-	assert_true(objstore__retryable(CURLE_OK, 503));
-	assert_true(objstore__retryable(CURLE_OK, 429));
-	assert_true(objstore__retryable(CURLE_COULDNT_CONNECT, 0));
-	assert_true(objstore__retryable(CURLE_OPERATION_TIMEDOUT, 0));
-	assert_true(objstore__retryable(CURLE_RECV_ERROR, 0));
-	assert_false(objstore__retryable(CURLE_OK, 200));
-	assert_false(objstore__retryable(CURLE_OK, 403));
-	assert_false(objstore__retryable(CURLE_OK, 404));
-	assert_false(objstore__retryable(CURLE_OK, 412));
-	assert_false(objstore__retryable(CURLE_WRITE_ERROR, 200));
+	assert_true(objstore__retryable(CURLE_OK, 500, ""));
+	assert_true(objstore__retryable(CURLE_OK, 503, "SlowDown"));
+	assert_true(objstore__retryable(CURLE_OK, 429, NULL));
+	assert_true(objstore__retryable(CURLE_COULDNT_CONNECT, 0, ""));
+	assert_true(objstore__retryable(CURLE_OPERATION_TIMEDOUT, 0, ""));
+	assert_true(objstore__retryable(CURLE_RECV_ERROR, 0, ""));
+	assert_false(objstore__retryable(CURLE_OK, 200, ""));
+	assert_false(objstore__retryable(CURLE_OK, 403, "AccessDenied"));
+	assert_false(objstore__retryable(CURLE_OK, 404, "NoSuchKey"));
+	assert_false(objstore__retryable(CURLE_OK, 412, "PreconditionFailed"));
+	assert_false(objstore__retryable(CURLE_WRITE_ERROR, 200, ""));
+	/* S3's transient codes, whatever their status. */
+	assert_true(objstore__retryable(CURLE_OK, 400, "RequestTimeout"));
+	assert_true(objstore__retryable(CURLE_OK, 200, "InternalError"));
+	assert_true(objstore__retryable(CURLE_OK, 409, "ConditionalRequestConflict"));
+	assert_false(objstore__retryable(CURLE_OK, 400, "BadDigest"));
+	assert_false(objstore__retryable(CURLE_OK, 400, "requesttimeout"));
+	assert_false(objstore__retryable(CURLE_OK, 403, "RequestTimeTooSkewed"));
+	assert_false(objstore__retryable(CURLE_OK, 400, NULL));
+
+	/* An attempt's outcome: try again while attempts are left, then fail. */
+	assert_int_equal(objstore__outcome(CURLE_OK, 400, "RequestTimeout", 1, 3), 1);
+	assert_int_equal(objstore__outcome(CURLE_OK, 400, "RequestTimeout", 2, 3), 1);
+	assert_int_equal(objstore__outcome(CURLE_OK, 400, "RequestTimeout", 3, 3), ERR_UNAVAILABLE);
+	assert_int_equal(objstore__outcome(CURLE_OK, 500, "InternalError", 1, 1), ERR_UNAVAILABLE);
+	assert_int_equal(objstore__outcome(CURLE_OPERATION_TIMEDOUT, 0, "", 5, 5), ERR_TIMEOUT);
+	assert_int_equal(objstore__outcome(CURLE_COULDNT_CONNECT, 0, "", 5, 5), ERR_UNAVAILABLE);
+	/* CompleteMultipartUpload's 200 with an <Error>: transient or final. */
+	assert_int_equal(objstore__outcome(CURLE_OK, 200, "InternalError", 1, 5), 1);
+	assert_int_equal(objstore__outcome(CURLE_OK, 200, "InternalError", 5, 5), ERR_UNAVAILABLE);
+	assert_int_equal(objstore__outcome(CURLE_OK, 200, "EntityTooSmall", 1, 5), ERR_UNAVAILABLE);
+	/* Final answers by status. */
+	assert_int_equal(objstore__outcome(CURLE_OK, 200, "", 1, 5), 0);
+	assert_int_equal(objstore__outcome(CURLE_OK, 206, "", 2, 5), 0);
+	assert_int_equal(objstore__outcome(CURLE_OK, 204, "", 1, 5), 0);
+	assert_int_equal(objstore__outcome(CURLE_OK, 400, "BadDigest", 1, 5), ERR_INVALID);
+	assert_int_equal(objstore__outcome(CURLE_OK, 401, "", 1, 5), ERR_UNAUTHENTICATED);
+	assert_int_equal(objstore__outcome(CURLE_OK, 403, "SignatureDoesNotMatch", 1, 5),
+			 ERR_PERMISSION);
+	assert_int_equal(objstore__outcome(CURLE_OK, 404, "NoSuchKey", 1, 5), ERR_NOT_FOUND);
+	assert_int_equal(objstore__outcome(CURLE_OK, 412, "PreconditionFailed", 1, 5), ERR_CONFLICT);
+	assert_int_equal(objstore__outcome(CURLE_OK, 416, "InvalidRange", 1, 5), ERR_INVALID);
+	assert_int_equal(objstore__outcome(CURLE_WRITE_ERROR, 200, "", 1, 5), ERR_UNAVAILABLE);
 	/* Exponential, half fixed and half jitter, capped. */
 	for (uint32_t rnd = 0; rnd < 1000; rnd += 37) {
 		long d1 = objstore__backoff_ms(&p, 1, rnd), d2 = objstore__backoff_ms(&p, 2, rnd);

@@ -33,8 +33,7 @@ static int dot_of(const char *const *paths, const int64_t *values, size_t n, con
 	rc = query__dot_write(&q, &t, type, max_nodes, b);
 	if (!rc)
 		rc = buf_putc(b, '\0') ? -1 : 0;
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 	return rc;
 }
 
@@ -166,8 +165,7 @@ static void test_inline_edges(void **state)
 	struct buf b;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, values, 3);
+	tfx_start(&q, &msg, &t, paths, values, 3);
 	/* helper inlined into handle on both paths; y only on its own. */
 	t.nodes[tfx_node(&t, "main;handle;helper")].inlined = 1;
 	t.nodes[tfx_node(&t, "main;serve;handle;helper")].inlined = 1;
@@ -186,8 +184,7 @@ static void test_inline_edges(void **state)
 	HAS(&b, "[label=\" 50\" weight=");
 	assert_int_equal(count(&b, "(inline)"), 1);
 	buf_release(&b);
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 static void test_redundant_residual_edges(void **state)
@@ -316,8 +313,7 @@ static void test_empty_and_budget(void **state)
 
 	(void)state;
 	/* No samples: nothing at all, as Pyroscope's empty answer. */
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, zero, 1);
+	tfx_start(&q, &msg, &t, paths, zero, 1);
 	buf_init(&b, 1 << 20);
 	assert_int_equal(query__dot_write(&q, &t, COUNT_TYPE, 100, &b), 0);
 	assert_int_equal(b.len, 0);
@@ -330,8 +326,7 @@ static void test_empty_and_budget(void **state)
 	assert_int_equal(query__dot_write(&q, &t, COUNT_TYPE, 100, &b), ERR_TOO_LARGE);
 	assert_int_equal(q.mem.used, used);
 	q.mem.cap = QUERY_DEFAULT_MAX_BYTES;
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 	buf_release(&b);
 }
 

@@ -48,8 +48,7 @@ static void test_single(void **state)
 	size_t before;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, p, v, 6);
+	tfx_start(&q, &msg, &t, p, v, 6);
 	before = q.mem.used;
 	assert_int_equal(query__flame_build(&q, &t, 0, &f), 0);
 	assert_true(q.mem.used > before);
@@ -110,9 +109,6 @@ static void test_empty_and_budget(void **state)
 	struct err_msg msg;
 	struct qctx q;
 	struct qtree t;
-	char path[32];
-	int rc = 0;
-
 	(void)state;
 	tfx_ctx(&q, &msg, 0);
 	assert_int_equal(query__tree_init(&q, &t), 0);
@@ -127,17 +123,12 @@ static void test_empty_and_budget(void **state)
 	/* A budget the tree fits in but its flame graph does not. */
 	tfx_ctx(&q, &msg, 4 << 20);
 	assert_int_equal(query__tree_init(&q, &t), 0);
-	for (int i = 0; i < 20000 && !rc; i++) {
-		snprintf(path, sizeof(path), "f%d", i);
-		rc = tfx_add(&q, &t, path, 1, 0);
-	}
-	assert_int_equal(rc, 0);
+	assert_int_equal(tfx_flat(&q, &t, 20000), 0);
 	query__tree_totals(&t);
 	q.mem.cap = q.mem.used + 4096;
 	assert_int_equal(query__flame_build(&q, &t, 0, &f), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "budget"));
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 int main(void)

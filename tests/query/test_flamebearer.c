@@ -41,8 +41,7 @@ static void test_single(void **state)
 	struct buf b;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, p, v, 5);
+	tfx_start(&q, &msg, &t, p, v, 5);
 	timeline(&m, tl, 3);
 	ms[0] = &m;
 	assert_int_equal(query__flame_build(&q, &t, 0, &f), 0);

@@ -326,6 +326,70 @@ static uint32_t add_loc(struct store_txn *tx, uint32_t part, uint32_t map, uint6
 	return id;
 }
 
+/*
+ * A transaction of `tenant` (commit_cpu ends it) with the partition of
+ * `service` and its CPU series.
+ */
+static struct store_txn *begin_cpu(const char *tenant, const char *service, uint32_t *part,
+				   uint64_t *series)
+{
+	struct store_label labels[2] = { { STORE_LABEL_SERVICE, service },
+					 { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
+	struct err_msg msg = { { 0 } };
+	struct store_txn *tx;
+
+	assert_int_equal(store_txn_begin(g_fx.st, tenant, &tx, &msg), 0);
+	assert_int_equal(store_txn_partition(tx, service, part), 0);
+	assert_int_equal(store_txn_series(tx, labels, 2, series, &msg), 0);
+	return tx;
+}
+
+/* One 10-second profile at FX_T0 of the `n` stacks, and the commit. */
+static void commit_cpu(struct store_txn *tx, uint64_t series, uint32_t part,
+		       const uint32_t *stacks, const int64_t *values, size_t n)
+{
+	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000, { 0 } };
+	struct err_msg msg = { { 0 } };
+
+	assert_int_equal(store_txn_profile(tx, series, part, &meta, stacks, values, n), 0);
+	assert_int_equal(store_txn_commit(tx, &msg), 0);
+}
+
+/* The symbolization object of `tenant`'s CPU profiles of `service` into out (reset). */
+static void symbolization_of(const char *tenant, const char *service, struct buf *out)
+{
+	char query[128];
+	struct query_params p = { 0 };
+	struct err_msg msg = { { 0 } };
+
+	snprintf(query, sizeof(query), FX_CPU "{service_name=\"%s\"}", service);
+	p.query = query;
+	p.from_ns = FX_T0 - FX_SEC;
+	p.until_ns = FX_T0 + 60 * FX_SEC;
+	p.limits.symbolizer = g_svc;
+	buf_reset(out);
+	assert_int_equal(query_symbolization(g_fx.st, tenant, &p, out, &msg), 0);
+	assert_int_equal(buf_putc(out, '\0'), 0);
+}
+
+static uint32_t add_map(struct store_txn *tx, uint32_t part, const struct store_mapping *m)
+{
+	uint32_t id;
+
+	assert_int_equal(store_txn_mapping(tx, part, m, &id), 0);
+	return id;
+}
+
+/* The stack of `n` locations, leaf first. */
+static uint32_t add_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_first,
+			  size_t n)
+{
+	uint32_t id;
+
+	assert_int_equal(store_txn_stack(tx, part, leaf_first, n, &id), 0);
+	return id;
+}
+
 /* The share after `"binary":"<binary>"` in a symbolization object. */
 static double share_of(const char *json, const char *binary)
 {
@@ -350,13 +414,8 @@ static void test_shares(void **state)
 	struct store_mapping mp = { 0x400000, 0x500000, 0, "/usr/bin/prog", bid_prog, 0 };
 	struct store_mapping ml = { 0x7f0000000000, 0x7f0000100000, 0, "/lib/libc.so.6", bid_lib, 0 };
 	struct store_mapping mn = { 0x600000, 0x700000, 0, "/usr/bin/named", "", STORE_MAP_HAS_FUNCTIONS };
-	struct store_label labels[2] = { { STORE_LABEL_SERVICE, "svc" },
-					 { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
-	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000, { 0 } };
 	struct store_function fn = { "named_main", "", "n.c", 1 };
 	struct store_line line = { 0, 5, 0 };
-	struct query_params p = { 0 };
-	struct err_msg msg = { { 0 } };
 	struct store_txn *tx;
 	uint32_t part, map_p, map_l, map_n, main_, work_, memcpy_, named, st[3], leaf_first[2];
 	int64_t values[3] = { 6, 3, 1 };
@@ -364,32 +423,24 @@ static void test_shares(void **state)
 	struct buf out;
 
 	(void)state;
-	assert_int_equal(store_txn_begin(g_fx.st, "shares", &tx, &msg), 0);
-	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
-	assert_int_equal(store_txn_mapping(tx, part, &mp, &map_p), 0);
-	assert_int_equal(store_txn_mapping(tx, part, &ml, &map_l), 0);
-	assert_int_equal(store_txn_mapping(tx, part, &mn, &map_n), 0);
-	assert_int_equal(store_txn_series(tx, labels, 2, &series, &msg), 0);
+	tx = begin_cpu("shares", "svc", &part, &series);
+	map_p = add_map(tx, part, &mp);
+	map_l = add_map(tx, part, &ml);
+	map_n = add_map(tx, part, &mn);
 	main_ = add_loc(tx, part, map_p, 0x1100, NULL);
 	work_ = add_loc(tx, part, map_p, 0x1200, NULL);
 	memcpy_ = add_loc(tx, part, map_l, 0x2300, NULL);
 	assert_int_equal(store_txn_function(tx, part, &fn, &line.function_id), 0);
 	named = add_loc(tx, part, map_n, 0x10, &line);
 	leaf_first[0] = memcpy_, leaf_first[1] = main_; /* main -> memcpy: 6 */
-	assert_int_equal(store_txn_stack(tx, part, leaf_first, 2, &st[0]), 0);
+	st[0] = add_stack(tx, part, leaf_first, 2);
 	leaf_first[0] = work_;                          /* main -> work: 3 */
-	assert_int_equal(store_txn_stack(tx, part, leaf_first, 2, &st[1]), 0);
-	assert_int_equal(store_txn_stack(tx, part, &named, 1, &st[2]), 0); /* named: 1 */
-	assert_int_equal(store_txn_profile(tx, series, part, &meta, st, values, 3), 0);
-	assert_int_equal(store_txn_commit(tx, &msg), 0);
+	st[1] = add_stack(tx, part, leaf_first, 2);
+	st[2] = add_stack(tx, part, &named, 1); /* named: 1 */
+	commit_cpu(tx, series, part, st, values, 3);
 
-	p.query = FX_CPU "{service_name=\"svc\"}";
-	p.from_ns = FX_T0 - FX_SEC;
-	p.until_ns = FX_T0 + 60 * FX_SEC;
-	p.limits.symbolizer = g_svc;
 	buf_init(&out, 1 << 30);
-	assert_int_equal(query_symbolization(g_fx.st, "shares", &p, &out, &msg), 0);
-	assert_int_equal(buf_putc(&out, '\0'), 0);
+	symbolization_of("shares", "svc", &out);
 	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":0.900000"));
 	assert_true(share_of(out.data, "prog") > 0.8999 && share_of(out.data, "prog") < 0.9001);
 	assert_true(share_of(out.data, "libc.so.6") > 0.5999 && share_of(out.data, "libc.so.6") < 0.6001);
@@ -405,12 +456,8 @@ static void test_jit(void **state)
 	struct store_mapping mj = { 0x7f0000000000, 0x7f0000100000, 0x7f0000000000,
 				    "/tmp/perf-77.map", "", 0 };
 	struct store_mapping ma = { 0x7e0000000000, 0x7e0000001000, 0, "//anon", "", 0 };
-	struct store_label labels[2] = { { STORE_LABEL_SERVICE, "node" },
-					 { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
-	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000, { 0 } };
 	static const char map[] = "7f0000001000 100 JS:*hot a.js:1:1\n"
 				  "7f0000002000 100 JS:~caller a.js:9:1\n";
-	struct query_params p = { 0 };
 	struct err_msg msg = { { 0 } };
 	struct store_txn *tx;
 	uint32_t part, map_j, map_a, hot, caller, anon, st[2], leaf_first[2];
@@ -420,28 +467,20 @@ static void test_jit(void **state)
 	struct buf out;
 
 	(void)state;
-	assert_int_equal(store_txn_begin(g_fx.st, "jit", &tx, &msg), 0);
-	assert_int_equal(store_txn_partition(tx, "node", &part), 0);
-	assert_int_equal(store_txn_mapping(tx, part, &mj, &map_j), 0);
-	assert_int_equal(store_txn_mapping(tx, part, &ma, &map_a), 0);
-	assert_int_equal(store_txn_series(tx, labels, 2, &series, &msg), 0);
+	tx = begin_cpu("jit", "node", &part, &series);
+	map_j = add_map(tx, part, &mj);
+	map_a = add_map(tx, part, &ma);
 	hot = add_loc(tx, part, map_j, 0x7f0000001010, NULL);
 	/* A return address just past the caller's entry: named at - 1. */
 	caller = add_loc(tx, part, map_j, 0x7f0000002100, NULL);
 	anon = add_loc(tx, part, map_a, 0x10, NULL);
 	leaf_first[0] = hot, leaf_first[1] = caller; /* caller -> hot: 3 */
-	assert_int_equal(store_txn_stack(tx, part, leaf_first, 2, &st[0]), 0);
-	assert_int_equal(store_txn_stack(tx, part, &anon, 1, &st[1]), 0); /* anon: 1 */
-	assert_int_equal(store_txn_profile(tx, series, part, &meta, st, values, 2), 0);
-	assert_int_equal(store_txn_commit(tx, &msg), 0);
+	st[0] = add_stack(tx, part, leaf_first, 2);
+	st[1] = add_stack(tx, part, &anon, 1); /* anon: 1 */
+	commit_cpu(tx, series, part, st, values, 2);
 
-	p.query = FX_CPU "{service_name=\"node\"}";
-	p.from_ns = FX_T0 - FX_SEC;
-	p.until_ns = FX_T0 + 60 * FX_SEC;
-	p.limits.symbolizer = g_svc;
 	buf_init(&out, 1 << 30);
-	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
-	assert_int_equal(buf_putc(&out, '\0'), 0);
+	symbolization_of("jit", "node", &out);
 	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":1.000000"));
 	assert_non_null(strstr(out.data, "no perf map for process 77"));
 	assert_non_null(strstr(out.data, "anonymous executable memory (JIT code?)"));
@@ -449,17 +488,13 @@ static void test_jit(void **state)
 	/* Another tenant's map of the same pid changes nothing. */
 	assert_int_equal(debuginfo_perfmap_put(g_svc, "other", 77, map, strlen(map), 0, &entries,
 					       &msg), 0);
-	buf_reset(&out);
-	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
-	assert_int_equal(buf_putc(&out, '\0'), 0);
+	symbolization_of("jit", "node", &out);
 	assert_non_null(strstr(out.data, "no perf map for process 77"));
 
 	/* The tenant's own map names both frames: only //anon stays hex. */
 	assert_int_equal(debuginfo_perfmap_put(g_svc, "jit", 77, map, strlen(map), 0, &entries, &msg),
 			 0);
-	buf_reset(&out);
-	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
-	assert_int_equal(buf_putc(&out, '\0'), 0);
+	symbolization_of("jit", "node", &out);
 	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":0.250000"));
 	assert_null(strstr(out.data, "no perf map"));
 	buf_release(&out);
@@ -473,12 +508,8 @@ static void test_disabled(void **state)
 {
 	struct store_mapping mj = { 0x7f0000000000, 0x7f0000100000, 0x7f0000000000,
 				    "/tmp/perf-78.map", "", 0 };
-	struct store_label labels[2] = { { STORE_LABEL_SERVICE, "node" },
-					 { STORE_LABEL_PROFILE_TYPE, FX_CPU } };
-	struct store_profile_meta meta = { FX_T0, 10 * FX_SEC, 10000000, { 0 } };
 	static const char map[] = "7f0000001000 100 JS:*hot a.js:1:1\n";
 	struct debuginfo_tenant_conf off = { "quiet", 0, 0, NULL, NULL };
-	struct query_params p = { 0 };
 	struct err_msg msg = { { 0 } };
 	struct store_txn *tx;
 	uint32_t part, map_j, hot, st;
@@ -488,38 +519,26 @@ static void test_disabled(void **state)
 	struct buf out;
 
 	(void)state;
-	assert_int_equal(store_txn_begin(g_fx.st, "quiet", &tx, &msg), 0);
-	assert_int_equal(store_txn_partition(tx, "node", &part), 0);
-	assert_int_equal(store_txn_mapping(tx, part, &mj, &map_j), 0);
-	assert_int_equal(store_txn_series(tx, labels, 2, &series, &msg), 0);
+	tx = begin_cpu("quiet", "node", &part, &series);
+	map_j = add_map(tx, part, &mj);
 	hot = add_loc(tx, part, map_j, 0x7f0000001010, NULL);
-	assert_int_equal(store_txn_stack(tx, part, &hot, 1, &st), 0);
-	assert_int_equal(store_txn_profile(tx, series, part, &meta, &st, &value, 1), 0);
-	assert_int_equal(store_txn_commit(tx, &msg), 0);
+	st = add_stack(tx, part, &hot, 1);
+	commit_cpu(tx, series, part, &st, &value, 1);
 	assert_int_equal(debuginfo_perfmap_put(g_svc, "quiet", 78, map, strlen(map), 0, &entries,
 					       &msg), 0);
 
-	p.query = FX_CPU "{service_name=\"node\"}";
-	p.from_ns = FX_T0 - FX_SEC;
-	p.until_ns = FX_T0 + 60 * FX_SEC;
-	p.limits.symbolizer = g_svc;
 	buf_init(&out, 1 << 30);
-	assert_int_equal(query_symbolization(g_fx.st, "quiet", &p, &out, &msg), 0);
-	assert_int_equal(buf_putc(&out, '\0'), 0);
+	symbolization_of("quiet", "node", &out);
 	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":0.000000")); /* named by the map */
 
 	assert_int_equal(debuginfo_tenants_set(g_svc, 1, &off, 1, &msg), 0);
-	buf_reset(&out);
-	assert_int_equal(query_symbolization(g_fx.st, "quiet", &p, &out, &msg), 0);
-	assert_int_equal(buf_putc(&out, '\0'), 0);
+	symbolization_of("quiet", "node", &out);
 	assert_non_null(strstr(out.data, "\"disabled\":true"));
 	assert_non_null(strstr(out.data, "\"unsymbolizedShare\":1.000000"));
 	assert_non_null(strstr(out.data, "\"status\":\"disabled\""));
 	assert_non_null(strstr(out.data, DEBUGINFO_DISABLED_REASON));
 	/* Another tenant is not affected. */
-	buf_reset(&out);
-	assert_int_equal(query_symbolization(g_fx.st, "jit", &p, &out, &msg), 0);
-	assert_int_equal(buf_putc(&out, '\0'), 0);
+	symbolization_of("jit", "node", &out);
 	assert_null(strstr(out.data, "disabled"));
 	assert_int_equal(debuginfo_tenants_set(g_svc, 1, NULL, 0, &msg), 0);
 	buf_release(&out);

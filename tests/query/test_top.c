@@ -26,8 +26,7 @@ static void test_top_by_self(void **state)
 	struct buf b;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, values, 3);
+	tfx_start(&q, &msg, &t, paths, values, 3);
 	buf_init(&b, 1 << 20);
 	assert_int_equal(query__top_write(&q, &t, QUERY_TOP_BY_SELF, 0, &b), 0);
 	/* Equal keys keep the order in which the names were first seen. */
@@ -38,8 +37,7 @@ static void test_top_by_self(void **state)
 			    "             0   0.00%             12 100.00%  main\n"
 			    "             0   0.00%              4  33.33%  b\n");
 	buf_release(&b);
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 static void test_top_by_total_limit(void **state)
@@ -50,8 +48,7 @@ static void test_top_by_total_limit(void **state)
 	struct buf b;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, values, 3);
+	tfx_start(&q, &msg, &t, paths, values, 3);
 	buf_init(&b, 1 << 20);
 	assert_int_equal(query__top_write(&q, &t, QUERY_TOP_BY_TOTAL, 2, &b), 0);
 	assert_string_equal(b.data,
@@ -78,8 +75,7 @@ static void test_folded(void **state)
 	struct buf b;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, p, v, 5);
+	tfx_start(&q, &msg, &t, p, v, 5);
 	buf_init(&b, 1 << 20);
 	assert_int_equal(query__folded_write(&q, &t, &b), 0);
 	/* Pre-order, children by name; a node without self prints nothing. */
@@ -89,8 +85,7 @@ static void test_folded(void **state)
 	buf_init(&b, 10);
 	assert_int_equal(query__folded_write(&q, &t, &b), ERR_TOO_LARGE);
 	buf_release(&b);
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 static const char *const lp[] = { "main;a", "main;b" };

@@ -53,8 +53,7 @@ static void test_child_by_name(void **state)
 						     &bad2), 0);
 		assert_int_equal(bad, bad2);
 	}
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 static void test_totals(void **state)
@@ -66,8 +65,7 @@ static void test_totals(void **state)
 	struct qtree t;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, v, 5);
+	tfx_start(&q, &msg, &t, paths, v, 5);
 	assert_int_equal(t.n, 6);
 	assert_int_equal(t.nodes[0].self[0], 3);     /* the empty stack */
 	assert_int_equal(t.nodes[0].total[0], 18);
@@ -141,8 +139,7 @@ static void test_sorted_children(void **state)
 	size_t n;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, v, 6);
+	tfx_start(&q, &msg, &t, paths, v, 6);
 	assert_int_equal(query__tree_sorted_children(&q, &t, 0, &k, &ids, &n), 0);
 	assert_int_equal(n, 5);
 	for (size_t i = 0; i < n; i++)
@@ -155,8 +152,7 @@ static void test_sorted_children(void **state)
 	assert_int_equal(n, 1);
 	assert_int_equal(ids[0], tfx_node(&t, "a;z"));
 	query__kids_release(&q, &k);
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 static void test_budget(void **state)
@@ -164,21 +160,14 @@ static void test_budget(void **state)
 	struct err_msg msg;
 	struct qctx q;
 	struct qtree t;
-	char path[32];
-	int rc = 0;
 
 	(void)state;
 	tfx_ctx(&q, &msg, 1 << 20);
 	assert_int_equal(query__tree_init(&q, &t), 0);
-	for (int i = 0; i < 100000 && !rc; i++) {
-		snprintf(path, sizeof(path), "f%d", i);
-		rc = tfx_add(&q, &t, path, 1, 0);
-	}
-	assert_int_equal(rc, ERR_TOO_LARGE);
+	assert_int_equal(tfx_flat(&q, &t, 100000), ERR_TOO_LARGE);
 	assert_non_null(strstr(msg.text, "budget"));
 	assert_true(q.mem.used <= q.mem.cap);
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 int main(void)

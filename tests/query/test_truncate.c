@@ -23,6 +23,16 @@ static void folded(struct qctx *q, const struct qtree *t, char *out, size_t cap)
 	buf_release(&b);
 }
 
+/* Truncates t to `n` nodes and checks its folded stacks are `want`. */
+static void truncated_to(struct qctx *q, struct qtree *t, size_t n, const char *want)
+{
+	char got[512];
+
+	assert_int_equal(query__truncate(q, t, n), 0);
+	folded(q, t, got, sizeof(got));
+	assert_string_equal(got, want);
+}
+
 static const char *const paths[] = { "main;a;x", "main;a", "main;b", "main;a;y", "" };
 static const int64_t values[] = { 5, 2, 7, 1, 3 };
 
@@ -31,16 +41,12 @@ static void test_keeps_largest(void **state)
 	struct err_msg msg;
 	struct qctx q;
 	struct qtree t;
-	char got[512];
 	uint32_t o;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, values, 5);
+	tfx_start(&q, &msg, &t, paths, values, 5);
 	/* Keys: root 18, main 15, a 8, b 7, x 5, y 1: the 4th largest is 7. */
-	assert_int_equal(query__truncate(&q, &t, 4), 0);
-	folded(&q, &t, got, sizeof(got));
-	assert_string_equal(got, "main;a 2\nmain;a;other 6\nmain;b 7\n");
+	truncated_to(&q, &t, 4, "main;a 2\nmain;a;other 6\nmain;b 7\n");
 	assert_int_equal(t.n, 5);
 	o = tfx_node(&t, "main;a;other");
 	assert_int_equal(t.nodes[o].name, QNAME_OTHER);
@@ -48,8 +54,7 @@ static void test_keeps_largest(void **state)
 	assert_int_equal(t.nodes[0].self[0], 3);
 	assert_int_equal(t.nodes[0].total[0], 18);
 	assert_int_equal(t.nodes[tfx_node(&t, "main;a")].total[0], 8);
-	query__tree_release(&q, &t);
-	assert_int_equal(q.mem.used, 0);
+	tfx_end(&q, &t);
 }
 
 static void test_small_tree_unchanged(void **state)
@@ -60,8 +65,7 @@ static void test_small_tree_unchanged(void **state)
 	char before[512], after[512];
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, paths, values, 5);
+	tfx_start(&q, &msg, &t, paths, values, 5);
 	folded(&q, &t, before, sizeof(before));
 	assert_int_equal(query__truncate(&q, &t, 6), 0);
 	folded(&q, &t, after, sizeof(after));
@@ -80,28 +84,20 @@ static void test_ties_kept_and_root_only(void **state)
 	struct err_msg msg;
 	struct qctx q;
 	struct qtree t;
-	char got[512];
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, p, v, 3);
+	tfx_start(&q, &msg, &t, p, v, 3);
 	/* The 3rd largest key is 5, which a, b and c all have. */
-	assert_int_equal(query__truncate(&q, &t, 3), 0);
-	folded(&q, &t, got, sizeof(got));
-	assert_string_equal(got, "main;a 5\nmain;b 5\nmain;c 5\n");
+	truncated_to(&q, &t, 3, "main;a 5\nmain;b 5\nmain;c 5\n");
 	/* One node: the root, and main, whose total ties with it; the rest is
 	 * main's "other". */
-	assert_int_equal(query__truncate(&q, &t, 1), 0);
-	folded(&q, &t, got, sizeof(got));
-	assert_string_equal(got, "main;other 15\n");
+	truncated_to(&q, &t, 1, "main;other 15\n");
 	assert_int_equal(t.n, 3);
 	assert_int_equal(t.nodes[0].total[0], 15);
 	query__tree_release(&q, &t);
 	/* Two children of the root, each below its total: only the root is kept. */
 	tfx_tree(&q, &t, two, v, 2);
-	assert_int_equal(query__truncate(&q, &t, 1), 0);
-	folded(&q, &t, got, sizeof(got));
-	assert_string_equal(got, "other 10\n");
+	truncated_to(&q, &t, 1, "other 10\n");
 	assert_int_equal(t.n, 2);
 	query__tree_release(&q, &t);
 }
@@ -146,14 +142,10 @@ static void test_other_folds(void **state)
 	struct err_msg msg;
 	struct qctx q;
 	struct qtree t;
-	char got[512];
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &t, p, v, 2);
-	assert_int_equal(query__truncate(&q, &t, 100), 0);
-	folded(&q, &t, got, sizeof(got));
-	assert_string_equal(got, "main;a 6\nmain;other 4\n");
+	tfx_start(&q, &msg, &t, p, v, 2);
+	truncated_to(&q, &t, 100, "main;a 6\nmain;other 4\n");
 	query__tree_release(&q, &t);
 }
 

@@ -6,6 +6,7 @@
 #ifndef UNHEX_TESTS_QUERY_TREEFX_H
 #define UNHEX_TESTS_QUERY_TREEFX_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,22 @@ static inline int tfx_add(struct qctx *q, struct qtree *t, const char *path, int
 	return rc;
 }
 
+/*
+ * Adds up to `n` one-frame paths "f0", "f1", ... of self 1 on side 0 to
+ * t until one fails (a tight budget): 0, or that code.
+ */
+static inline int tfx_flat(struct qctx *q, struct qtree *t, int n)
+{
+	char path[32];
+	int rc = 0;
+
+	for (int i = 0; i < n && !rc; i++) {
+		snprintf(path, sizeof(path), "f%d", i);
+		rc = tfx_add(q, t, path, 1, 0);
+	}
+	return rc;
+}
+
 /* A tree of `n` (path, value) pairs on side 0, totals set; aborts the test on failure. */
 static inline void tfx_tree(struct qctx *q, struct qtree *t, const char *const *paths,
 			    const int64_t *values, size_t n)
@@ -56,6 +73,21 @@ static inline void tfx_tree(struct qctx *q, struct qtree *t, const char *const *
 			abort();
 	query__tree_totals(t);
 }
+
+/* tfx_ctx() without a budget and tfx_tree() of the pairs in *t. */
+static inline void tfx_start(struct qctx *q, struct err_msg *msg, struct qtree *t,
+			     const char *const *paths, const int64_t *values, size_t n)
+{
+	tfx_ctx(q, msg, 0);
+	tfx_tree(q, t, paths, values, n);
+}
+
+/* Releases t, the last tree of q: every byte charged to q is returned. */
+#define tfx_end(q, t)                                      \
+	do {                                               \
+		query__tree_release((q), (t));             \
+		assert_int_equal((q)->mem.used, 0);        \
+	} while (0)
 
 /* The id of the child of `parent` named `name`, or QNONE. */
 static inline uint32_t tfx_child(const struct qtree *t, uint32_t parent, const char *name)

@@ -26,6 +26,26 @@ static int parse(const char *text, struct web__limits_conf *c, struct err_msg *m
 	return web__limits_parse(text, strlen(text), NULL, c, msg);
 }
 
+/* A limits file that must be refused, and what the message must say. */
+struct bad_file {
+	const char *text;
+	const char *why;
+};
+
+/* Each of the `n` files is ERR_INVALID with its reason in the message. */
+static void expect_refused(const struct bad_file *bad, size_t n)
+{
+	struct web__limits_conf c;
+	struct err_msg msg;
+
+	for (size_t i = 0; i < n; i++) {
+		int rc = parse(bad[i].text, &c, &msg);
+
+		if (rc != ERR_INVALID || !strstr(msg.text, bad[i].why))
+			fail_msg("%s: rc %d \"%s\", want \"%s\"", bad[i].text, rc, msg.text, bad[i].why);
+	}
+}
+
 static void test_parse(void **state)
 {
 	struct web__limits_conf c;
@@ -82,10 +102,7 @@ static void test_parse(void **state)
 
 static void test_parse_errors(void **state)
 {
-	static const struct {
-		const char *text;
-		const char *why;
-	} bad[] = {
+	static const struct bad_file bad[] = {
 		{ "default max_series=0\n", "line 1: max_series wants a whole number from 1" },
 		{ "\ndefault max_series=-5\n", "line 2: max_series" },
 		{ "default max_queries=1.5\n", "max_queries wants a whole number" },
@@ -110,12 +127,7 @@ static void test_parse_errors(void **state)
 	struct err_msg msg;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc = parse(bad[i].text, &c, &msg);
-
-		if (rc != ERR_INVALID || !strstr(msg.text, bad[i].why))
-			fail_msg("%s: rc %d \"%s\", want \"%s\"", bad[i].text, rc, msg.text, bad[i].why);
-	}
+	expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 	assert_int_equal(web__limits_parse("default\0", 8, NULL, &c, &msg), ERR_INVALID);
 }
 
@@ -170,10 +182,7 @@ static void test_parse_symbolization(void **state)
 
 static void test_parse_symbolization_errors(void **state)
 {
-	static const struct {
-		const char *text;
-		const char *why;
-	} bad[] = {
+	static const struct bad_file bad[] = {
 		{ "default symbolization=maybe\n", "line 1: symbolization wants on or off" },
 		{ "tenant a symbolization\n", "symbolization wants on or off" },
 		{ "tenant a symbolization=off symbolization=on\n", "symbolization given twice" },
@@ -196,12 +205,7 @@ static void test_parse_symbolization_errors(void **state)
 	struct err_msg msg;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc = parse(bad[i].text, &c, &msg);
-
-		if (rc != ERR_INVALID || !strstr(msg.text, bad[i].why))
-			fail_msg("%s: rc %d \"%s\", want \"%s\"", bad[i].text, rc, msg.text, bad[i].why);
-	}
+	expect_refused(bad, sizeof(bad) / sizeof(bad[0]));
 	{
 		/* One URL past WEB_LIMITS_URL_MAX bytes. */
 		char *line = malloc(WEB_LIMITS_URL_MAX + 64);

@@ -2,7 +2,8 @@
  * test_server.c - the server's response cap: a flame graph larger than
  * web_options.max_response_bytes is answered 413 with the encoder's
  * message, the same query under the default cap is 200, and small routes
- * are unaffected.  A real server on 127.0.0.1, port 0, over a store in a
+ * are unaffected; the object store's counters on /metrics and
+ * /api/v1/stats.  A real server on 127.0.0.1, port 0, over a store in a
  * temp dir; requests over a plain socket.
  */
 #include <setjmp.h>
@@ -18,10 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "objstore/objstore.h"
 #include "storage/storage.h"
 #include "web/web.h"
 
@@ -108,7 +111,8 @@ static int teardown(void **state)
 	return 0;
 }
 
-static struct web_server *start(size_t max_response)
+static struct web_server *start_with(size_t max_response, const struct objstore *os,
+				     const char *tokens)
 {
 	struct web_options opt;
 	struct web_server *srv = NULL;
@@ -118,13 +122,23 @@ static struct web_server *start(size_t max_response)
 	opt.listen = "127.0.0.1:0";
 	opt.threads = 4;
 	opt.max_response_bytes = max_response;
+	opt.objstore = os;
+	opt.auth_tokens = tokens;
 	if (web_server_start(g_st, &opt, &srv, &msg))
 		fail_msg("web_server_start: %s", msg.text);
 	return srv;
 }
 
-/* GETs `path`; the status in *status, the body (after the head) into out. */
-static void get(int port, const char *path, int *status, struct buf *out)
+static struct web_server *start(size_t max_response)
+{
+	return start_with(max_response, NULL, NULL);
+}
+
+/*
+ * GETs `path` as tenant t1 with the bearer `token` (NULL: none); the
+ * status in *status, the body (after the head) into out.
+ */
+static void get_as(int port, const char *path, const char *token, int *status, struct buf *out)
 {
 	struct sockaddr_in sa = { 0 };
 	char req[1024], chunk[65536];
@@ -140,7 +154,8 @@ static void get(int port, const char *path, int *status, struct buf *out)
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	n = snprintf(req, sizeof(req),
 		     "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Scope-OrgID: t1\r\n"
-		     "Connection: close\r\n\r\n", path);
+		     "%s%s%sConnection: close\r\n\r\n", path, token ? "Authorization: Bearer " : "",
+		     token ? token : "", token ? "\r\n" : "");
 	assert_int_equal(write(fd, req, (size_t)n), n);
 	buf_init(&all, 64u << 20);
 	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
@@ -154,19 +169,32 @@ static void get(int port, const char *path, int *status, struct buf *out)
 	buf_release(&all);
 }
 
+static void get(int port, const char *path, int *status, struct buf *out)
+{
+	get_as(port, path, NULL, status, out);
+}
+
 #define RENDER_PATH                                                                           \
 	"/pyroscope/render?query=" PTYPE "%7Bservice_name%3D%22svc%22%7D&from=1699999000" \
 	"&until=1700001000&maxNodes=100000"
 
+/* A server with the response cap `max_response`, and its answer to RENDER_PATH. */
+static struct web_server *render(size_t max_response, int *status, struct buf *body)
+{
+	struct web_server *srv = start(max_response);
+
+	buf_init(body, 64u << 20);
+	get(web_server_port(srv), RENDER_PATH, status, body);
+	return srv;
+}
+
 static void test_flame_graph_over_the_cap_is_413(void **state)
 {
-	struct web_server *srv = start(64 << 10);
 	struct buf body;
 	int status = 0;
+	struct web_server *srv = render(64 << 10, &status, &body);
 	(void)state;
 
-	buf_init(&body, 64u << 20);
-	get(web_server_port(srv), RENDER_PATH, &status, &body);
 	assert_int_equal(status, 413);
 	assert_non_null(strstr(body.data, "output limit"));
 	get(web_server_port(srv), "/ready", &status, &body);
@@ -178,13 +206,11 @@ static void test_flame_graph_over_the_cap_is_413(void **state)
 
 static void test_flame_graph_under_the_default_cap(void **state)
 {
-	struct web_server *srv = start(0);
 	struct buf body;
 	int status = 0;
+	struct web_server *srv = render(0, &status, &body);
 	(void)state;
 
-	buf_init(&body, 64u << 20);
-	get(web_server_port(srv), RENDER_PATH, &status, &body);
 	assert_int_equal(status, 200);
 	assert_true(body.len > 64 << 10);
 	assert_non_null(strstr(body.data, "handler_number_02999"));
@@ -194,17 +220,97 @@ static void test_flame_graph_under_the_default_cap(void **state)
 
 static void test_tiny_cap_is_raised_to_the_minimum(void **state)
 {
-	struct web_server *srv = start(10);
 	struct buf body;
 	int status = 0;
+	struct web_server *srv = render(10, &status, &body);
 	(void)state;
 
-	buf_init(&body, 64u << 20);
 	/* The 413 message itself still fits. */
-	get(web_server_port(srv), RENDER_PATH, &status, &body);
 	assert_int_equal(status, 413);
 	assert_non_null(strstr(body.data, "output limit"));
 	web_server_stop(srv);
+	buf_release(&body);
+}
+
+/* A bucket's counters (the directory backend's: same interface) are served. */
+static void test_objstore_counters(void **state)
+{
+	char root[96];
+	struct objstore *os;
+	struct objstore_stat st;
+	struct err_msg msg = { { 0 } };
+	struct web_server *srv;
+	struct buf body;
+	int status = 0;
+	static const char *const series[] = {
+		"\nunhex_objstore_requests_total{op=\"put\",result=\"ok\"} 1\n",
+		"\nunhex_objstore_requests_total{op=\"put\",result=\"conflict\"} 1\n",
+		"\nunhex_objstore_requests_total{op=\"head\",result=\"not_found\"} 1\n",
+		"\nunhex_objstore_requests_total{op=\"range_get\",result=\"error\"} 0\n",
+		"\nunhex_objstore_bytes_total{op=\"put\",direction=\"out\"} 5\n",
+		"\nunhex_objstore_retries_total{op=\"part\"} 0\n",
+		"\nunhex_objstore_failures_total 1\n",
+	};
+	(void)state;
+
+	snprintf(root, sizeof(root), "%s/bucket", g_dir);
+	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
+	assert_int_equal(objstore_put(os, "a/1", "12345", 5, OBJSTORE_CREATE_ONCE, &msg), 0);
+	assert_int_equal(objstore_put(os, "a/1", "12345", 5, OBJSTORE_CREATE_ONCE, &msg),
+			 ERR_CONFLICT);
+	assert_int_equal(objstore_head(os, "a/2", &st, &msg), ERR_NOT_FOUND);
+	srv = start_with(0, os, NULL);
+	buf_init(&body, 64u << 20);
+	get(web_server_port(srv), "/metrics", &status, &body);
+	assert_int_equal(status, 200);
+	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++)
+		if (!strstr(body.data, series[i]))
+			fail_msg("/metrics has no line %s", series[i]);
+	/* An open server: the caller has every scope, so the stats carry them too. */
+	get(web_server_port(srv), "/api/v1/stats", &status, &body);
+	assert_int_equal(status, 200);
+	assert_non_null(strstr(body.data, ",\"objstore\":{\"backend\":\"dir\",\"failures\":1,\"ops\":{"
+					  "\"put\":{\"ok\":1,\"not_found\":0,\"conflict\":1,\"error\":0,"
+					  "\"retries\":0,\"bytes_in\":0,\"bytes_out\":5},"));
+	assert_non_null(strstr(body.data, "\"list\":{\"ok\":0,"));
+	assert_string_equal(body.data + body.len - 3, "}}\n");
+	web_server_stop(srv);
+	/* With tokens: server-wide counters only for the admin scope. */
+	{
+		char path[128];
+		struct buf lines;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/tokens", g_dir);
+		buf_init(&lines, 4096);
+		assert_int_equal(web_token_line("reader-token-0001", 17, "t1", "query", NULL, &lines,
+						&msg), 0);
+		assert_int_equal(web_token_line("admin-token-00001", 17, "*", "query,admin", NULL,
+						&lines, &msg), 0);
+		f = fopen(path, "w");
+		assert_non_null(f);
+		assert_int_equal(fwrite(lines.data, 1, lines.len, f), lines.len);
+		fclose(f);
+		assert_int_equal(chmod(path, 0600), 0);
+		buf_release(&lines);
+		srv = start_with(0, os, path);
+		get_as(web_server_port(srv), "/api/v1/stats", "reader-token-0001", &status, &body);
+		assert_int_equal(status, 200);
+		assert_non_null(strstr(body.data, "\"tenant\":\"t1\""));
+		assert_null(strstr(body.data, "objstore"));
+		get_as(web_server_port(srv), "/api/v1/stats", "admin-token-00001", &status, &body);
+		assert_int_equal(status, 200);
+		assert_non_null(strstr(body.data, ",\"objstore\":{\"backend\":\"dir\""));
+		web_server_stop(srv);
+	}
+	/* Without a bucket: no objstore series, no objstore member. */
+	srv = start(0);
+	get(web_server_port(srv), "/metrics", &status, &body);
+	assert_null(strstr(body.data, "unhex_objstore_"));
+	get(web_server_port(srv), "/api/v1/stats", &status, &body);
+	assert_null(strstr(body.data, "objstore"));
+	web_server_stop(srv);
+	objstore_close(os);
 	buf_release(&body);
 }
 
@@ -214,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_flame_graph_over_the_cap_is_413),
 		cmocka_unit_test(test_flame_graph_under_the_default_cap),
 		cmocka_unit_test(test_tiny_cap_is_raised_to_the_minimum),
+		cmocka_unit_test(test_objstore_counters),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,37 @@
+/*
+ * folded.h - reading a decoded profile (struct ingest_pprof) back as
+ * folded stacks, "root;...;leaf" of each location's first function, for
+ * the tests of the decoders that build one (text, speedscope).
+ * Header-only.
+ */
+#ifndef UNHEX_TESTS_INGEST_FOLDED_H
+#define UNHEX_TESTS_INGEST_FOLDED_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ingest/ingest_int.h"
+
+/* The value of the sample whose stack, written root first as "a;b;c", is `want`; or -1. */
+static inline int64_t folded_value(const struct ingest_pprof *p, const char *want)
+{
+	char s[1024];
+
+	for (size_t i = 0; i < p->n_samples; i++) {
+		size_t n = 0;
+
+		s[0] = '\0';
+		for (size_t k = p->sample_off[i + 1]; k > p->sample_off[i]; k--) {
+			const struct ingest_location *l = &p->locations[p->stack_locs[k - 1]];
+
+			n += (size_t)snprintf(s + n, sizeof(s) - n, "%s%s", n ? ";" : "",
+					      p->functions[l->lines[0].function - 1].name);
+		}
+		if (strcmp(s, want) == 0)
+			return p->values[i];
+	}
+	return -1;
+}
+
+#endif
