@@ -130,7 +130,8 @@ static char *dump_plain(struct store *st, const char *svc, int64_t from, int64_t
 	}
 	gen_views_release(&d.gv);
 	assert_int_equal(d.rc, 0);
-	qsort(d.lines, d.n, sizeof(*d.lines), gen_cmp_str);
+	if (d.n)
+		qsort(d.lines, d.n, sizeof(*d.lines), gen_cmp_str);
 	buf_init(&all, (size_t)1 << 30);
 	for (size_t i = 0; i < d.n; i++) {
 		buf_puts(&all, d.lines[i]);
