@@ -165,11 +165,12 @@ void store__rcache_forget(struct rcache *c, struct block *b)
 void store__rcache_stats(struct rcache *c, struct store_bucket_reads *out)
 {
 	memset(out, 0, sizeof(*out));
+	for (int k = 0; k < RKIND_N; k++)
+		out->kind[k].name = kind_names[k];
 	if (!c->ready)
 		return;
 	pthread_mutex_lock(&c->mu);
 	for (int k = 0; k < RKIND_N; k++) {
-		out->kind[k].name = kind_names[k];
 		out->kind[k].gets = c->gets[k];
 		out->kind[k].bytes = c->got[k];
 		out->kind[k].needed_bytes = c->need[k];

@@ -649,7 +649,7 @@ struct store_bucket_reads {
 	uint64_t hits, misses, evictions, failures;
 	uint64_t cached_bytes, cap_bytes;
 };
-/* All zeros (and no names) when the store reads no bucket. */
+/* Zeros when the store reads no bucket. */
 void store_bucket_reads(struct store *st, struct store_bucket_reads *out);
 
 /* What the push ID memory holds and did, for /metrics. */

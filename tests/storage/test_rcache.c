@@ -201,6 +201,12 @@ static void teardown(struct fixture *f)
 	free(f->dbpart);
 }
 
+static int verify_cb(void *ctx, const struct store_block_info *b)
+{
+	(void)ctx;
+	return b->error ? 1 : 0;
+}
+
 /* A part of the range, then all of it, then again: same answers, only what is needed fetched. */
 static void test_sections_from_the_bucket(void **state)
 {
@@ -270,6 +276,14 @@ static void test_sections_from_the_bucket(void **state)
 	assert_int_equal(fetched_all(&r3), fetched_all(&r2));
 	assert_true(r3.hits > r2.hits);
 	assert_int_equal(r3.failures, 0);
+
+	/* verify reads everything: the whole object, once. */
+	assert_int_equal(store_verify(st, verify_cb, NULL, NULL), 0);
+	store_bucket_reads(st, &r3);
+	assert_int_equal(fetched(&r3, RKIND_WHOLE), f.bytes);
+	assert_int_equal(store_verify(st, verify_cb, NULL, NULL), 0);
+	store_bucket_reads(st, &r2);
+	assert_int_equal(fetched(&r2, RKIND_WHOLE), f.bytes);
 	store_close(st);
 	teardown(&f);
 }
