@@ -707,6 +707,8 @@ int cli_serve(int argc, char **argv)
 	}
 	so.objstore = os;
 	so.objstore_cache_bytes = a.s3_cache_bytes;
+	/* Debug info and its indexes are shared through the same bucket. */
+	a.sym.objstore = os;
 	/* Debug info retention follows the blocks it depends on, at the same pace. */
 	a.sym.retain_interval_ns = so.maintain_interval_ns;
 	if (store_open(&so, &st, &msg)) {

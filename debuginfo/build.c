@@ -33,7 +33,10 @@ static int find_alt(void *ctx, const uint8_t *id, size_t id_len, const char *nam
 	sym_build_id_hex(id, id_len, hex);
 	if (debuginfo__path(a->s, hex, "debuginfo", p, sizeof(p)))
 		return ERR_NOT_FOUND;
-	/* Fetched into the store under its own build ID, like any debug file. */
+	/* Fetched into the store under its own build ID, like any debug file:
+	 * from the bucket, else the upstreams. */
+	if (!debuginfo__file_exists(p) && debuginfo__bucket_due(a->s, hex))
+		debuginfo__bucket_fetch(a->s, hex);
 	if (!debuginfo__file_exists(p) && a->s->upstream)
 		debuginfo__fetch(a->s, hex, id, id_len);
 	if (debuginfo__file_exists(p)) {
@@ -64,6 +67,7 @@ static int build_kallsyms(struct debuginfo *s, const char *id, const char *src, 
 		return rc;
 	}
 	atomic_fetch_add(&s->index_builds, 1);
+	debuginfo__bucket_wake(s);
 	log_info("debuginfo: built the index of the kernel symbol map %s (%llu functions)", id,
 		 (unsigned long long)stats.locations);
 	return 0;
@@ -110,6 +114,10 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 		return ERR_TOO_LARGE;
 	if (debuginfo__file_exists(dst))
 		return 0;
+	/* Another server built it from the same files: its copy is checked
+	 * as untrusted bytes, and built here when it does not check out. */
+	if (s->os && !debuginfo__bucket_get_index(s, id, bid, blen, dst))
+		return 0;
 	if (!debuginfo__path(s, id, "kallsyms", exe, sizeof(exe)) && debuginfo__file_exists(exe))
 		return build_kallsyms(s, id, exe, dst, bid, blen);
 	if (!debuginfo__file_exists(src) &&
@@ -143,6 +151,7 @@ int debuginfo__build_index(struct debuginfo *s, const char *id, const uint8_t *b
 	}
 	atomic_fetch_add(&s->index_builds, 1);
 	note_engine(s, id, &stats);
+	debuginfo__bucket_wake(s);
 	log_info("debuginfo: built the index of %s in %.2f s (%llu ranges, %llu functions%s)", id,
 		 (double)(clock_mono_ns() - t0) / 1e9, (unsigned long long)stats.ranges,
 		 (unsigned long long)stats.functions,

@@ -97,7 +97,8 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 							     : 60LL * 1000000000LL;
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
-	if (debuginfo__unsym_init(s, opt->max_unsym_entries, opt->unsym_interval_ns)) {
+	if (debuginfo__bucket_init(s, opt) ||
+	    debuginfo__unsym_init(s, opt->max_unsym_entries, opt->unsym_interval_ns)) {
 		debuginfo_close(s);
 		return err_set(msg, ERR_NOMEM, "out of memory");
 	}
@@ -105,7 +106,7 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 	if (workers > DEBUGINFO__MAX_WORKERS)
 		workers = DEBUGINFO__MAX_WORKERS;
 	if (debuginfo__jobs_start(s, workers) || debuginfo__retain_start(s) ||
-	    debuginfo__unsym_start(s)) {
+	    debuginfo__unsym_start(s) || debuginfo__bucket_start(s)) {
 		debuginfo_close(s);
 		return err_set(msg, ERR_UNAVAILABLE, "debuginfo: cannot start a worker thread");
 	}
@@ -117,6 +118,7 @@ void debuginfo_close(struct debuginfo *s)
 {
 	if (!s)
 		return;
+	debuginfo__bucket_stop(s);
 	debuginfo__unsym_stop(s);
 	debuginfo__retain_stop(s);
 	debuginfo__jobs_stop(s);
@@ -131,6 +133,7 @@ void debuginfo_close(struct debuginfo *s)
 	pthread_mutex_destroy(&s->perfmap_mu);
 	debuginfo__retain_release(s);
 	debuginfo__unsym_release(s);
+	debuginfo__bucket_release(s);
 	debuginfo__hot_release(&s->hot);
 	debuginfo__upstreams_close(s);
 	free(s->dir);
@@ -167,6 +170,22 @@ void debuginfo_stats(struct debuginfo *s, struct debuginfo_stats *o)
 	o->open_indexes = debuginfo__lru_count(s);
 	for (int i = 0; i < DEBUGINFO_STATUS_COUNT; i++)
 		o->unresolved[i] = atomic_load(&s->unresolved[i]);
+	o->bucket = s->os != NULL;
+	o->bucket_puts = atomic_load(&s->bucket_puts);
+	o->bucket_index_puts = atomic_load(&s->bucket_index_puts);
+	o->bucket_puts_found = atomic_load(&s->bucket_puts_found);
+	o->bucket_put_conflicts = atomic_load(&s->bucket_put_conflicts);
+	o->bucket_put_failures = atomic_load(&s->bucket_put_failures);
+	o->bucket_hits = atomic_load(&s->bucket_hits);
+	o->bucket_misses = atomic_load(&s->bucket_misses);
+	o->bucket_lookup_failures = atomic_load(&s->bucket_lookup_failures);
+	o->bucket_downloads = atomic_load(&s->bucket_downloads);
+	o->bucket_index_downloads = atomic_load(&s->bucket_index_downloads);
+	o->bucket_download_failures = atomic_load(&s->bucket_download_failures);
+	o->bucket_index_invalid = atomic_load(&s->bucket_index_invalid);
+	o->bucket_bytes_in = atomic_load(&s->bucket_bytes_in);
+	o->bucket_bytes_out = atomic_load(&s->bucket_bytes_out);
+	o->bucket_pending = atomic_load(&s->bucket_pending);
 }
 
 uint64_t debuginfo_generation(const struct debuginfo *s)

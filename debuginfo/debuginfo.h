@@ -17,6 +17,11 @@
  *   - the debuginfod client: build IDs that are not uploaded are fetched
  *     from the upstream URLs by the workers (one fetch per build ID at a
  *     time), with a not-found cache and a retry time in the metadata.
+ *   - the bucket (debuginfo_options.objstore, optional): every file and
+ *     index stored is put in the object store the servers of a
+ *     deployment share, by a thread of its own; a build ID without a
+ *     file is looked for there before the upstreams, and an index there
+ *     is downloaded (and validated) instead of built.
  *
  * Trust.  The first file stored for a build ID wins: another upload of
  * the same bytes changes nothing, other bytes are refused (ERR_CONFLICT)
@@ -78,6 +83,7 @@
 
 struct buf;
 struct err_msg;
+struct objstore;
 struct store;
 struct debuginfo;
 
@@ -149,6 +155,16 @@ struct debuginfo_options {
 	 * (0 picks 7 days). */
 	size_t perfmap_max;
 	int64_t perfmap_retention_ns;
+	/* The object store every server of a deployment shares (borrowed; must
+	 * outlive the service; NULL: debug info stays on this server).  Files
+	 * and indexes stored here are put in it by a background thread (a
+	 * failed put is retried every bucket_retry_ns, 0 picks 30 s); a build
+	 * ID without a file is looked for there before debuginfod, and one
+	 * the bucket lacks is asked again after bucket_miss_ttl_ns (0 picks
+	 * 60 s).  docs/object-storage.md has the keys. */
+	struct objstore *objstore;
+	int64_t bucket_retry_ns;
+	int64_t bucket_miss_ttl_ns;
 };
 
 /*
@@ -529,6 +545,19 @@ struct debuginfo_stats {
 	uint64_t unresolved[DEBUGINFO_STATUS_COUNT];
 	/* Perf maps deleted: past perfmap_retention_ns, past perfmap_max. */
 	uint64_t perfmaps_expired, perfmaps_evicted;
+	/* The bucket (debuginfo_options.objstore; all 0 without one).  Puts:
+	 * files and indexes put, found there already with the same bytes,
+	 * found with other bytes (kept apart), failed (retried).  Lookups of
+	 * build IDs without a file: found, not there, failed.  Downloads:
+	 * files and indexes stored from it, failed or refused, indexes that
+	 * did not validate.  Bytes each way; build IDs still to put. */
+	int bucket;
+	uint64_t bucket_puts, bucket_index_puts, bucket_puts_found, bucket_put_conflicts;
+	uint64_t bucket_put_failures;
+	uint64_t bucket_hits, bucket_misses, bucket_lookup_failures;
+	uint64_t bucket_downloads, bucket_index_downloads, bucket_download_failures;
+	uint64_t bucket_index_invalid;
+	uint64_t bucket_bytes_in, bucket_bytes_out, bucket_pending;
 };
 
 void debuginfo_stats(struct debuginfo *d, struct debuginfo_stats *out);

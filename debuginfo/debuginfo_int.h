@@ -28,6 +28,8 @@
  *                 counters per (tenant, service) and its checking thread
  *   tenants.c     per-tenant settings: symbolization off, upstream lists
  *                 with their headers, failed lookups per list
+ *   bucket.c      debug files and indexes shared through the object store:
+ *                 keys, the thread that puts them, lookups of what is missing
  *
  * ==== Store records ====
  *
@@ -59,6 +61,11 @@
  *                      references the build ID, as the last retention pass
  *                      saw it; 0 none seen; absent in records written before
  *                      debug info retention, read as 0)
+ *   uvarint  bucket   (what is in the object store, bucket.c: bit
+ *                      1 << enum debuginfo_file_kind for each file put under
+ *                      the key of each of its owners, bit 1 << 3 for the
+ *                      index; absent in older records, read as 0: nothing
+ *                      is there yet, the next pass puts it)
  * A reader ignores bytes after the fields it knows (later versions append).
  * A record that ends after the reason predates owners: its files are
  * every tenant's, as all files were then.
@@ -123,7 +130,12 @@ struct debuginfo__meta {
 	int has_sha256;
 	int64_t failed;                 /* when the last failure was recorded */
 	int64_t last_profile;
+	unsigned bucket;                /* DEBUGINFO__BUCKET_* bits: in the object store */
 };
+
+/* Bits of debuginfo__meta.bucket: a file kind's bit (1 << kind), and the index. */
+#define DEBUGINFO__BUCKET_INDEX (1u << 3)
+#define DEBUGINFO__BUCKET_ALL 15u
 
 /* A background job: fetch (if needed) and build the index of one build ID. */
 struct debuginfo__job {
@@ -642,6 +654,66 @@ void debuginfo__tfail_clear(struct debuginfo *s, unsigned set, const char *id);
 /* Frees the table and the lists (at close). */
 void debuginfo__tenants_release(struct debuginfo *s);
 
+/* ---- bucket.c: debug info in the object store ---- */
+
+/* The reason of a build ID neither stored, in the bucket nor upstream. */
+#define DEBUGINFO__NOT_IN_BUCKET \
+	"not uploaded (unhex upload) to this server or any other sharing its bucket, and no " \
+	"debuginfod upstream is configured"
+
+#define DEBUGINFO__BUCKET_MISS_SLOTS 4096
+
+/* A build ID the bucket did not have, when it was asked (monotonic). */
+struct debuginfo__bucket_miss {
+	uint64_t hash;
+	int64_t at;
+};
+
+/* Reads the options and readies the locks (always); ERR_NOMEM. */
+int debuginfo__bucket_init(struct debuginfo *s, const struct debuginfo_options *opt);
+/* Starts the thread that puts files in the bucket (with a bucket only). */
+int debuginfo__bucket_start(struct debuginfo *s);
+void debuginfo__bucket_stop(struct debuginfo *s);
+void debuginfo__bucket_release(struct debuginfo *s);
+/* Asks the thread for a pass soon (a file or an index was stored). */
+void debuginfo__bucket_wake(struct debuginfo *s);
+/*
+ * One pass: puts every file and built index a record lacks the bucket bit
+ * of (bucket.c says how), in the caller's thread.  0, or the first error
+ * of the bucket (the pass stops there); *pending (may be NULL): build IDs
+ * left for the next pass.
+ */
+int debuginfo__bucket_sync(struct debuginfo *s, uint64_t *pending);
+/* 1 when the bucket may be asked about `id` now: a bucket, and no miss
+ * of `id` remembered within miss_ttl_ns. */
+int debuginfo__bucket_due(struct debuginfo *s, const char *id);
+/*
+ * Looks canonical build ID `id` up in the bucket (one LIST) and installs
+ * what it finds as uploads of its owners.  0 when a file is now stored;
+ * ERR_NOT_FOUND (a miss, remembered) or the bucket's error.
+ */
+int debuginfo__bucket_fetch(struct debuginfo *s, const char *id);
+/*
+ * Downloads the index of `id` built from the files its record describes to
+ * `dst`, validated (sym_index_open) before it is renamed there.  0,
+ * ERR_NOT_FOUND (the bucket has none), ERR_CORRUPT (it is not a valid
+ * index: build it), or the bucket's error.
+ */
+int debuginfo__bucket_get_index(struct debuginfo *s, const char *id, const uint8_t *bid,
+				size_t blen, const char *dst);
+
+/* ---- upload.c ---- */
+
+/*
+ * debuginfo_upload_commit_as; `from_bucket`: the bytes came from the
+ * bucket, so the record says they are there, and the upload is not
+ * counted as one.
+ */
+int debuginfo__upload_commit(struct debuginfo_upload *u, const char *build_id_hex,
+			     enum debuginfo_file_kind kind, const struct debuginfo_upload_by *by,
+			     int from_bucket, struct debuginfo_upload_result *res,
+			     struct err_msg *msg);
+
 /* ---- struct debuginfo ---- */
 
 /*
@@ -652,7 +724,9 @@ void debuginfo__tenants_release(struct debuginfo *s);
  *   touch_mu   the touched table
  *   hot.lock   the hot cache
  * Only upload_mu is held while taking another (an upload drops an open
- * index, clears the hot cache and forgets a touch), so there is no cycle.
+ * index, clears the hot cache and forgets a touch), and bucket_pass_mu
+ * while taking upload_mu (a pass marks what it put), so there is no
+ * cycle; bucket_mu and miss_mu are taken with nothing else held.
  * Counters are atomics; everything else is set at open and read-only.
  */
 struct debuginfo {
@@ -725,6 +799,23 @@ struct debuginfo {
 	int64_t perfmap_retention_ns;
 	atomic_uint_fast64_t perfmaps_expired, perfmaps_evicted;
 	atomic_int perfmap_indexed; /* a pass indexed the maps stored before the index */
+
+	/* bucket.c: the object store (borrowed; NULL none), its thread (under
+	 * bucket_mu), one pass at a time (bucket_pass_mu), the misses
+	 * (miss_mu; made only with a bucket), and its counters. */
+	struct objstore *os;
+	int64_t bucket_miss_ttl_ns, bucket_retry_ns;
+	pthread_mutex_t bucket_mu, bucket_pass_mu, miss_mu;
+	pthread_cond_t bucket_cv;      /* CLOCK_MONOTONIC */
+	int bucket_wake, bucket_stop, bucket_started;
+	pthread_t bucket_thread;
+	struct debuginfo__bucket_miss *misses; /* owned; DEBUGINFO__BUCKET_MISS_SLOTS */
+	atomic_uint_fast64_t bucket_puts, bucket_index_puts, bucket_puts_found;
+	atomic_uint_fast64_t bucket_put_conflicts, bucket_put_failures;
+	atomic_uint_fast64_t bucket_hits, bucket_misses, bucket_lookup_failures;
+	atomic_uint_fast64_t bucket_downloads, bucket_index_downloads;
+	atomic_uint_fast64_t bucket_download_failures, bucket_index_invalid;
+	atomic_uint_fast64_t bucket_bytes_in, bucket_bytes_out, bucket_pending;
 };
 
 /* An upload in progress: a temporary file under <dir>/tmp. */

@@ -78,46 +78,52 @@ int debuginfo__tenant_admit(struct debuginfo *s, const char *tenant)
 	return gcra_take(&s->tenant_tat[h % DEBUGINFO__TENANT_SLOTS], s->tenant_interval_ns, &wait);
 }
 
-/*
- * Whether the file at `path` is a Go executable without DWARF: its
- * .gopclntab names its frames when no debug info can be had.
- */
-static int go_without_dwarf(const char *path)
-{
+/* A fetched file as sym_elf_inspect_file saw it, once. */
+struct fetched {
 	struct sym_elf_info info;
+	int rc;               /* of sym_elf_inspect_file */
+	struct err_msg msg;   /* why it is not an ELF file */
+};
 
-	return !sym_elf_inspect_file(path, &info, NULL) && (info.flags & SYM_HAS_GOPCLNTAB) &&
-	       !(info.flags & SYM_HAS_DEBUG_INFO);
+static void inspect(const char *path, struct fetched *f)
+{
+	err_clear(&f->msg);
+	f->rc = sym_elf_inspect_file(path, &f->info, &f->msg);
 }
 
 /*
- * Checks the fetched file at `got` (a debug file, or with `exe` an
- * executable): 0, or ERR_INVALID with *st and text.
+ * Whether the fetched file is a Go executable without DWARF: its
+ * .gopclntab names its frames when no debug info can be had.
  */
-static int inspect_fetched(const uint8_t *bid, size_t blen, const char *got, int exe,
-			   enum debuginfo_status *st, char *text, size_t tlen)
+static int go_without_dwarf(const struct fetched *f)
 {
-	struct sym_elf_info info;
-	enum sym_reason reason;
-	struct err_msg msg;
-	int rc;
+	return !f->rc && (f->info.flags & SYM_HAS_GOPCLNTAB) && !(f->info.flags & SYM_HAS_DEBUG_INFO);
+}
 
-	err_clear(&msg);
+/*
+ * Checks the fetched file `f` (a debug file, or with `exe` an executable):
+ * 0, or ERR_INVALID with *st and text.
+ */
+static int check_fetched(const uint8_t *bid, size_t blen, struct fetched *f, int exe,
+			 enum debuginfo_status *st, char *text, size_t tlen)
+{
+	enum sym_reason reason = SYM_REASON_INVALID_ELF;
+	struct err_msg *msg = &f->msg;
+	int rc = f->rc;
+
 	/* Some servers hand out a stripped binary as "debuginfo": insist on
 	 * DWARF.  An executable is only worth keeping for its .gopclntab. */
-	rc = sym_elf_inspect_file(got, &info, &msg);
-	if (rc)
+	if (!rc)
+		rc = sym_elf_check(&f->info, bid, blen, !exe, &reason, msg);
+	if (!rc && exe &&
+	    (!(f->info.flags & SYM_HAS_TEXT) || (f->info.flags & SYM_SEGMENTS_FROM_DEBUG) ||
+	     !f->info.n_segments)) {
 		reason = SYM_REASON_INVALID_ELF;
-	else
-		rc = sym_elf_check(&info, bid, blen, !exe, &reason, &msg);
-	if (!rc && exe && (!(info.flags & SYM_HAS_TEXT) || (info.flags & SYM_SEGMENTS_FROM_DEBUG) ||
-			   !info.n_segments)) {
-		reason = SYM_REASON_INVALID_ELF;
-		rc = err_set(&msg, ERR_INVALID, "invalid_elf: not an executable (no code or no PT_LOAD)");
+		rc = err_set(msg, ERR_INVALID, "invalid_elf: not an executable (no code or no PT_LOAD)");
 	}
 	if (!rc)
 		return 0;
-	snprintf(text, tlen, "debuginfod served an unusable file: %s", msg.text);
+	snprintf(text, tlen, "debuginfod served an unusable file: %s", msg->text);
 	*st = debuginfo__status_of_reason(reason);
 	return ERR_INVALID;
 }
@@ -209,6 +215,7 @@ static int adopt_fetched(struct debuginfo *s, const char *owner, const char *id,
 		snprintf(text, tlen, "%s", msg.text);
 		return rc;
 	}
+	m.bucket &= ~7u; /* put again under the new owner's keys */
 	return debuginfo__meta_put(s, id, &m);
 }
 
@@ -238,6 +245,7 @@ static int fetch_through(struct debuginfo *s, unsigned set, const struct debugin
 	int64_t now = clock_wall_ns(), retry = 0;
 	enum debuginfo_status st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
 	struct err_msg msg;
+	struct fetched f;
 	char *got = NULL, text[600];
 	int tenant = set && set != DEBUGINFO__SET_SERVER, exe = 0, rc;
 
@@ -260,14 +268,17 @@ static int fetch_through(struct debuginfo *s, unsigned set, const struct debugin
 		rc = debuginfo__debuginfod_fetch_from(s, u, id, 1,
 						      clock_mono_ns() + s->fetch_timeout_ns, &got,
 						      &msg);
-		if (!rc && !go_without_dwarf(got)) {
+		if (!rc)
+			inspect(got, &f);
+		if (!rc && !go_without_dwarf(&f)) {
 			unlink(got);
 			free(got);
 			got = NULL;
 			rc = ERR_NOT_FOUND;
 		}
-	} else if (!rc && go_without_dwarf(got)) {
-		exe = 1;
+	} else if (!rc) {
+		inspect(got, &f);
+		exe = go_without_dwarf(&f);
 	}
 	if (rc == ERR_NOT_FOUND) {
 		atomic_fetch_add(&s->fetches_not_found, 1);
@@ -284,12 +295,14 @@ static int fetch_through(struct debuginfo *s, unsigned set, const struct debugin
 		return rc;
 	}
 	atomic_fetch_add(&s->fetches_ok, 1);
-	rc = inspect_fetched(bid, blen, got, exe, &st, text, sizeof(text));
+	rc = check_fetched(bid, blen, &f, exe, &st, text, sizeof(text));
 	if (!rc) {
 		pthread_mutex_lock(&s->upload_mu);
 		rc = set ? adopt_fetched(s, u->owner, id, got, exe, now, text, sizeof(text))
 			 : install_fetched(s, id, got, exe, now, "*");
 		pthread_mutex_unlock(&s->upload_mu);
+		if (!rc)
+			debuginfo__bucket_wake(s);
 		st = DEBUGINFO_STATUS_UPSTREAM_ERROR;
 		if (rc && rc != ERR_CONFLICT)
 			snprintf(text, sizeof(text), "cannot store the fetched file");

@@ -15,6 +15,41 @@
 #include "debuginfo_int.h"
 
 /*
+ * The debug file of `id`, which has none stored: from the bucket (unless
+ * it missed lately), else from the upstreams when the build ID's record
+ * lets a lookup start (with a bucket, a job may run only for the bucket's
+ * sake); without upstreams, a miss is recorded as not found.  0 when a
+ * file is stored now.
+ */
+static int obtain(struct debuginfo *s, const char *id, const uint8_t *bid, size_t blen)
+{
+	struct debuginfo__meta m;
+	int rc = ERR_NOT_FOUND;
+
+	if (debuginfo__bucket_due(s, id)) {
+		rc = debuginfo__bucket_fetch(s, id);
+		if (!rc)
+			return 0;
+	}
+	if (!s->upstream) {
+		if (s->os && rc == ERR_NOT_FOUND)
+			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_NOT_FOUND,
+					     0, DEBUGINFO__NOT_IN_BUCKET);
+		else if (s->os)
+			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
+					     DEBUGINFO_STATUS_UPSTREAM_ERROR,
+					     clock_wall_ns() + s->bucket_miss_ttl_ns,
+					     "the bucket could not be asked (the server log says why); "
+					     "asked again later");
+		return ERR_NOT_FOUND;
+	}
+	if (s->os && !debuginfo__meta_get(s, id, &m) && m.status != DEBUGINFO_STATUS_OK &&
+	    m.status != DEBUGINFO_STATUS_PENDING && m.retry_at > clock_wall_ns())
+		return ERR_NOT_FOUND;
+	return debuginfo__fetch(s, id, bid, blen);
+}
+
+/*
  * Fetches the debug file of `id` if none is stored, then builds its index;
  * for a tenant's list (set > 0), only fetches through it when that tenant
  * may not see a stored file (fetch_set decides).
@@ -39,10 +74,9 @@ static void job_run(struct debuginfo *s, const char *id, unsigned set)
 		return;
 	/* A kernel symbol map is never fetched: debuginfod serves ELF files. */
 	if (!debuginfo__file_exists(p1) && !debuginfo__file_exists(p2) &&
-	    (debuginfo__path(s, id, "kallsyms", p1, sizeof(p1)) || !debuginfo__file_exists(p1))) {
-		if (!s->upstream || debuginfo__fetch(s, id, bid, blen))
-			return;
-	}
+	    (debuginfo__path(s, id, "kallsyms", p1, sizeof(p1)) || !debuginfo__file_exists(p1)) &&
+	    obtain(s, id, bid, blen))
+		return;
 	debuginfo__build_index(s, id, bid, blen);
 }
 

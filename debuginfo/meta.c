@@ -82,12 +82,13 @@ int debuginfo__meta_encode(const struct debuginfo__meta *m, struct buf *out)
 	if (!rc && m->has_sha256) rc = buf_append(out, m->sha256, sizeof(m->sha256));
 	if (!rc) rc = buf_put_svarint(out, m->failed);
 	if (!rc) rc = buf_put_svarint(out, m->last_profile);
+	if (!rc) rc = buf_put_uvarint(out, m->bucket);
 	return rc;
 }
 
 /*
- * The fields appended after the reason: owners, sha256, failed, last_profile
- * (format in debuginfo_int.h).  Each may be absent in an older record.
+ * The fields appended after the reason: owners, sha256, failed, last_profile,
+ * bucket (format in debuginfo_int.h).  Each may be absent in an older record.
  */
 static int decode_tail(const uint8_t *p, const uint8_t *end, struct debuginfo__meta *m)
 {
@@ -129,6 +130,13 @@ static int decode_tail(const uint8_t *p, const uint8_t *end, struct debuginfo__m
 	if (!k)
 		return ERR_CORRUPT;
 	m->last_profile = zigzag_decode(n);
+	p += k;
+	if (p == end)
+		return 0;
+	k = varint_get(p, end, &n);
+	if (!k)
+		return ERR_CORRUPT;
+	m->bucket = (unsigned)n & DEBUGINFO__BUCKET_ALL;
 	return 0;
 }
 

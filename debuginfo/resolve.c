@@ -169,14 +169,18 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 			return 0;
 		have_meta = debuginfo__meta_get(s, id, &m) == 0;
 		have_file = debuginfo__has_file(s, id);
+		/* A failure recorded stands until its retry time, but a build ID
+		 * without a file is looked for in the bucket again once its
+		 * last miss there is miss_ttl old: another server may have it. */
 		if (have_meta && m.status != DEBUGINFO_STATUS_OK &&
 		    m.status != DEBUGINFO_STATUS_PENDING &&
-		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt)) {
+		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt) &&
+		    (attempt || have_file || !debuginfo__bucket_due(s, id))) {
 			*status = m.status;
 			debuginfo__copy_reason(reason, rlen, m.reason);
 			return ERR_NOT_FOUND;
 		}
-		if (!have_file && !s->upstream) {
+		if (!have_file && !s->upstream && !s->os) {
 			*status = DEBUGINFO_STATUS_NOT_FOUND;
 			debuginfo__copy_reason(reason, rlen,
 					       "not uploaded (unhex upload), and no debuginfod "
@@ -195,7 +199,7 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 							     : "the fetch found nothing");
 			return ERR_NOT_FOUND;
 		}
-		if (!have_file && !may_look_up(s, a, id, 0, status, reason, rlen))
+		if (!have_file && s->upstream && !may_look_up(s, a, id, 0, status, reason, rlen))
 			return ERR_TIMEOUT;
 		waited = debuginfo__job_await(s, id, deadline);
 		if (waited == ERR_NOMEM)
@@ -203,7 +207,8 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 		if (waited) {
 			*status = DEBUGINFO_STATUS_PENDING;
 			debuginfo__copy_reason(reason, rlen, have_file ? "building the address index"
-							     : "fetching from debuginfod");
+							     : s->upstream ? "fetching from debuginfod"
+							     : "fetching from the bucket");
 			return ERR_TIMEOUT;
 		}
 	}
@@ -356,6 +361,14 @@ int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 	rc = acquire_index(s, a, id, bid, blen, deadline_ns, &e, status, reason, reason_len);
 	if (rc) {
 		rc = rc == ERR_NOMEM ? rc : 0;
+		goto out;
+	}
+	/* The job may have brought another tenant's own file from the
+	 * bucket (bucket.c): it answers only its owners. */
+	if (a && hidden_from(s, a->tenant, id, &fetched)) {
+		debuginfo__lru_unref(s, e);
+		*status = DEBUGINFO_STATUS_NOT_FOUND;
+		debuginfo__copy_reason(reason, reason_len, "not uploaded (unhex upload)");
 		goto out;
 	}
 	rc = resolve_misses(s, e, bid, blen, map, reqs, n, missing, fn, ctx);

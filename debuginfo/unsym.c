@@ -421,7 +421,7 @@ static void check_one_tenant(struct debuginfo *s, struct answer *a, unsigned *lo
 static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 {
 	struct debuginfo__meta m;
-	int have_meta, limited, failed, have_file;
+	int have_meta, limited, failed, have_file, bucket;
 
 	if (a->set) {
 		check_one_tenant(s, a, lookups);
@@ -432,8 +432,10 @@ static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 	failed = have_meta && !limited && m.status != DEBUGINFO_STATUS_OK &&
 		 m.status != DEBUGINFO_STATUS_PENDING && m.status < DEBUGINFO_STATUS_COUNT;
 	have_file = debuginfo__has_file(s, a->id);
+	/* Another server may have stored it since the bucket last missed. */
+	bucket = !have_file && debuginfo__bucket_due(s, a->id);
 	a->reason[0] = '\0';
-	if (failed && (have_file || !s->upstream || m.retry_at > clock_wall_ns())) {
+	if (failed && (have_file || !s->upstream || m.retry_at > clock_wall_ns()) && !bucket) {
 		a->status = m.status;
 		copy_cut(a->reason, sizeof(a->reason), m.reason);
 		return;
@@ -442,13 +444,15 @@ static void check_one(struct debuginfo *s, struct answer *a, unsigned *lookups)
 		a->status = DEBUGINFO_STATUS_OK;
 		return;
 	}
-	if (!s->upstream) {
+	if (!s->upstream && !bucket) {
 		a->status = DEBUGINFO_STATUS_NOT_FOUND;
 		copy_cut(a->reason, sizeof(a->reason),
-			 "not uploaded (unhex upload), and no debuginfod upstream is configured");
+			 s->os ? DEBUGINFO__NOT_IN_BUCKET
+			       : "not uploaded (unhex upload), and no debuginfod upstream is configured");
 		return;
 	}
-	queue_lookup(s, a, lookups, limited ? m.retry_at : 0, "fetching from debuginfod");
+	queue_lookup(s, a, lookups, limited ? m.retry_at : 0,
+		     s->upstream ? "fetching from debuginfod" : "looking in the bucket");
 }
 
 static int cmp_answer(const void *a, const void *b)

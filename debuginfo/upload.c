@@ -346,11 +346,13 @@ static int compare_stored(struct debuginfo_upload *u, const char *dst, int *exis
 	return 0;
 }
 
-int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_hex,
-			       enum debuginfo_file_kind kind, const struct debuginfo_upload_by *by,
-			       struct debuginfo_upload_result *res, struct err_msg *msg)
+int debuginfo__upload_commit(struct debuginfo_upload *u, const char *build_id_hex,
+			     enum debuginfo_file_kind kind, const struct debuginfo_upload_by *by,
+			     int from_bucket, struct debuginfo_upload_result *res,
+			     struct err_msg *msg)
 {
 	struct debuginfo *s = u->s;
+	char owners[DEBUGINFO__OWNERS_MAX];
 	uint8_t bid[SYM_BUILD_ID_MAX], d[SHA256_LEN], old[SHA256_LEN];
 	size_t blen;
 	char id[DEBUGINFO_HEX_MAX], dst[DEBUGINFO__PATH_MAX], exe[DEBUGINFO__PATH_MAX];
@@ -391,6 +393,7 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 		rc = err_set(msg, ERR_CONFLICT,
 			     "build ID %s has an ELF file: a kernel symbol map is for the build "
 			     "ID of a kernel (perf buildid-list -k)", id);
+	memcpy(owners, m.owners, sizeof(owners));
 	if (!rc && exists && !same && by && by->tenant) /* a replacement: its tenant's alone now */
 		m.owners[0] = '\0';
 	if (!rc)
@@ -420,8 +423,19 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 		    (kind == DEBUGINFO_FILE_DEBUGINFO && !same &&
 		     (had_kinds & (1u << DEBUGINFO_FILE_EXECUTABLE))) ||
 		    (kind == DEBUGINFO_FILE_EXECUTABLE && !same &&
-		     (m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO))))
+		     (m.kinds & (1u << DEBUGINFO_FILE_DEBUGINFO)))) {
 			debuginfo__drop_derived(s, id, bid, blen);
+			m.bucket &= ~DEBUGINFO__BUCKET_INDEX;
+		}
+		/* New bytes, or new owners, go to the bucket under each owner's
+		 * key (bucket.c); bytes from the bucket are there already. */
+		if (from_bucket)
+			m.bucket |= 1u << kind;
+		else if (!same || strcmp(owners, m.owners) != 0)
+			m.bucket &= ~(1u << kind);
+		if ((m.kinds & ~had_kinds) & (1u << DEBUGINFO_FILE_EXECUTABLE) &&
+		    kind != DEBUGINFO_FILE_EXECUTABLE)
+			m.bucket &= ~(1u << DEBUGINFO_FILE_EXECUTABLE);
 		/* The same bytes again keep what the index build noted (build.c). */
 		if (!same || m.status != DEBUGINFO_STATUS_OK)
 			m.reason[0] = '\0';
@@ -441,11 +455,13 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 	pthread_mutex_unlock(&s->upload_mu);
 	if (!rc) {
 		res->kinds = m.kinds;
-		atomic_fetch_add(&s->uploads_ok, 1);
+		if (!from_bucket)
+			atomic_fetch_add(&s->uploads_ok, 1);
 		debuginfo__unsym_wake(s);
+		debuginfo__bucket_wake(s);
 		if (!same)
 			log_install(by, id, kind, replaced, replaced ? old : NULL, d, u->size);
-	} else if (rc == ERR_CONFLICT || rc == ERR_PERMISSION) {
+	} else if ((rc == ERR_CONFLICT || rc == ERR_PERMISSION) && !from_bucket) {
 		atomic_fetch_add(&s->uploads_refused, 1);
 		log_info("debuginfo: upload of %s for %s refused (token %s, tenant %s): %s",
 			 debuginfo__kind_name(kind), id, by && by->name ? by->name : "server",
@@ -454,6 +470,13 @@ int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_
 out:
 	debuginfo_upload_abort(u);
 	return rc;
+}
+
+int debuginfo_upload_commit_as(struct debuginfo_upload *u, const char *build_id_hex,
+			       enum debuginfo_file_kind kind, const struct debuginfo_upload_by *by,
+			       struct debuginfo_upload_result *res, struct err_msg *msg)
+{
+	return debuginfo__upload_commit(u, build_id_hex, kind, by, 0, res, msg);
 }
 
 int debuginfo_upload_commit(struct debuginfo_upload *u, const char *build_id_hex,

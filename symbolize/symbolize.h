@@ -335,6 +335,13 @@ int sym_index_build(const char *debug_path, const char *out_path,
 		    struct sym_index_stats *stats, struct err_msg *msg);
 
 /*
+ * The version of the index file format (symbolize_int.h): an index of
+ * another version is refused by sym_index_open, so whoever names index
+ * files it keeps elsewhere (debuginfo/'s bucket keys) names them by it.
+ */
+#define SYM_INDEX_FORMAT_VERSION 2u
+
+/*
  * Maps an index file read-only and validates every offset and count in it
  * (and its checksum); bytes that do not check out give ERR_CORRUPT with a
  * message.  With `want_id` (borrowed, may be NULL) a different build ID is

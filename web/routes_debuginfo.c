@@ -642,6 +642,44 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 	json_ok(rs, 200);
 }
 
+/* Debug info through the bucket (--storage.backend s3; docs/object-storage.md). */
+static int bucket_metrics_text(struct buf *out, const struct debuginfo_stats *st)
+{
+	return buf_printf(
+		out,
+		"# TYPE unhex_debuginfo_bucket_puts_total counter\n"
+		"unhex_debuginfo_bucket_puts_total{object=\"file\",result=\"stored\"} %llu\n"
+		"unhex_debuginfo_bucket_puts_total{object=\"index\",result=\"stored\"} %llu\n"
+		"unhex_debuginfo_bucket_puts_total{object=\"any\",result=\"found\"} %llu\n"
+		"unhex_debuginfo_bucket_puts_total{object=\"file\",result=\"conflict\"} %llu\n"
+		"unhex_debuginfo_bucket_puts_total{object=\"any\",result=\"error\"} %llu\n"
+		"# TYPE unhex_debuginfo_bucket_pending_build_ids gauge\n"
+		"unhex_debuginfo_bucket_pending_build_ids %llu\n"
+		"# TYPE unhex_debuginfo_bucket_lookups_total counter\n"
+		"unhex_debuginfo_bucket_lookups_total{result=\"hit\"} %llu\n"
+		"unhex_debuginfo_bucket_lookups_total{result=\"miss\"} %llu\n"
+		"unhex_debuginfo_bucket_lookups_total{result=\"error\"} %llu\n"
+		"# TYPE unhex_debuginfo_bucket_downloads_total counter\n"
+		"unhex_debuginfo_bucket_downloads_total{object=\"file\",result=\"stored\"} %llu\n"
+		"unhex_debuginfo_bucket_downloads_total{object=\"index\",result=\"stored\"} %llu\n"
+		"unhex_debuginfo_bucket_downloads_total{object=\"index\",result=\"invalid\"} %llu\n"
+		"unhex_debuginfo_bucket_downloads_total{object=\"any\",result=\"error\"} %llu\n"
+		"# TYPE unhex_debuginfo_bucket_bytes_total counter\n"
+		"unhex_debuginfo_bucket_bytes_total{direction=\"in\"} %llu\n"
+		"unhex_debuginfo_bucket_bytes_total{direction=\"out\"} %llu\n",
+		(unsigned long long)st->bucket_puts, (unsigned long long)st->bucket_index_puts,
+		(unsigned long long)st->bucket_puts_found,
+		(unsigned long long)st->bucket_put_conflicts,
+		(unsigned long long)st->bucket_put_failures, (unsigned long long)st->bucket_pending,
+		(unsigned long long)st->bucket_hits, (unsigned long long)st->bucket_misses,
+		(unsigned long long)st->bucket_lookup_failures,
+		(unsigned long long)st->bucket_downloads,
+		(unsigned long long)st->bucket_index_downloads,
+		(unsigned long long)st->bucket_index_invalid,
+		(unsigned long long)st->bucket_download_failures,
+		(unsigned long long)st->bucket_bytes_in, (unsigned long long)st->bucket_bytes_out);
+}
+
 int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *st,
 				const uint64_t *by_status)
 {
@@ -664,6 +702,8 @@ int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *s
 			rc = buf_printf(out,
 				"unhex_symbolize_unresolved_locations_total{status=\"%s\"} %llu\n",
 				debuginfo_status_str(i), (unsigned long long)st->unresolved[i]);
+	if (!rc && st->bucket)
+		rc = bucket_metrics_text(out, st);
 	return rc ? rc : buf_printf(
 		out,
 		"# TYPE unhex_debuginfo_uploads_total counter\n"

@@ -27,6 +27,7 @@ static const struct debuginfo__meta g_meta = {
 	.last_used = -5, .retry_at = 42, .reason = "alt_not_found: something",
 	.owners = "team-a,team-b", .sha256 = { 1, 2, 3, [31] = 0xff }, .has_sha256 = 1,
 	.failed = 1700000000000000001LL, .last_profile = 1700000000123456789LL,
+	.bucket = 1u | DEBUGINFO__BUCKET_INDEX,
 };
 
 static void same_meta(const struct debuginfo__meta *x, const struct debuginfo__meta *y)
@@ -45,6 +46,7 @@ static void same_meta(const struct debuginfo__meta *x, const struct debuginfo__m
 	assert_memory_equal(x->sha256, y->sha256, sizeof(x->sha256));
 	assert_true(x->failed == y->failed);
 	assert_true(x->last_profile == y->last_profile);
+	assert_int_equal(x->bucket, y->bucket);
 }
 
 /* The length of a record up to its reason: what a version before owners wrote. */
@@ -58,9 +60,10 @@ static size_t legacy_len(const struct debuginfo__meta *m)
 	l.has_sha256 = 0;
 	l.failed = 0;
 	l.last_profile = 0;
+	l.bucket = 0;
 	buf_init(&b, 1 << 20);
 	assert_int_equal(debuginfo__meta_encode(&l, &b), 0);
-	n = b.len - 4; /* the two empty length fields, failed and last_profile */
+	n = b.len - 5; /* the two empty length fields, failed, last_profile and bucket */
 	buf_release(&b);
 	return n;
 }
@@ -73,9 +76,10 @@ static size_t before_last_profile_len(const struct debuginfo__meta *m)
 	size_t n;
 
 	l.last_profile = 0;
+	l.bucket = 0;
 	buf_init(&b, 1 << 20);
 	assert_int_equal(debuginfo__meta_encode(&l, &b), 0);
-	n = b.len - 1; /* the 1-byte varint of 0 */
+	n = b.len - 2; /* the 1-byte varints of 0: last_profile, bucket */
 	buf_release(&b);
 	return n;
 }
@@ -100,9 +104,10 @@ static void test_round_trip_and_prefixes(void **state)
 	size_t sha_end = owners_end + 1 + sizeof(g_meta.sha256);
 	size_t failed_end = before_last_profile_len(&g_meta);
 
-	/* Every cut is corrupt but four: where the old version ended (its
+	/* Every cut is corrupt but five: where the old version ended (its
 	 * files are every tenant's), after the owners, after the SHA-256,
-	 * after failed (a record before debug info retention: last_profile 0). */
+	 * after failed (a record before debug info retention: last_profile 0),
+	 * after last_profile (a record before the bucket: nothing there). */
 	for (size_t cut = 0; cut < b.len; cut++) {
 		int rc = debuginfo__meta_decode(b.data, cut, &out);
 
@@ -122,6 +127,10 @@ static void test_round_trip_and_prefixes(void **state)
 			assert_int_equal(rc, 0);
 			assert_true(out.failed == g_meta.failed);
 			assert_true(out.last_profile == 0);
+		} else if (cut == b.len - 1) {
+			assert_int_equal(rc, 0);
+			assert_true(out.last_profile == g_meta.last_profile);
+			assert_int_equal(out.bucket, 0);
 		} else {
 			assert_int_equal(rc, ERR_CORRUPT);
 		}
@@ -179,8 +188,9 @@ static void test_fields_out_of_range(void **state)
 	m.has_sha256 = 0;
 	m.failed = 0;
 	m.last_profile = 0;
+	m.bucket = 0;
 	encode(&m, &b);
-	b.len -= 4; /* the empty owners and SHA-256, failed and last_profile */
+	b.len -= 5; /* the empty owners and SHA-256, failed, last_profile and bucket */
 	assert_int_equal(buf_append(&b, "\x02" "a\0" "\x00", 4), 0);
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), ERR_CORRUPT);
 	b.len -= 4;
@@ -190,7 +200,7 @@ static void test_fields_out_of_range(void **state)
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), ERR_CORRUPT);
 	buf_release(&b);
 	encode(&m, &b);
-	b.len -= 3; /* the empty SHA-256, failed and last_profile */
+	b.len -= 4; /* the empty SHA-256, failed, last_profile and bucket */
 	assert_int_equal(buf_append(&b, "\x05" "abcde", 6), 0);
 	assert_int_equal(debuginfo__meta_decode(b.data, b.len, &out), ERR_CORRUPT);
 	buf_release(&b);

@@ -3,7 +3,7 @@
 # (corpus/fuzz_pprof, corpus/fuzz_push, corpus/fuzz_multipart, corpus/fuzz_symcache)
 # with hand-rolled protobuf and symbol-cache encoders, so it needs nothing but
 # the Python standard library.
-import base64, gzip, json, os
+import base64, gzip, json, os, struct, zlib
 
 def varint(v):
     out = bytearray()
@@ -130,3 +130,32 @@ write("fuzz_symcache", "inline_chain.bin", symcache([
     (1, 3, 9, b"leaf", b"/src/inl.h"), (1, 7, 11, b"mid", b"/src/prog.c"),
     (1, 12, 9, b"top", b"/src/prog.c"), (0, 16, 9, b"work", b"/src/prog.c")]))
 write("fuzz_symcache", "symtab_only.bin", symcache([(2, 0, 0, b"std::vector<int>::push_back(int&&)", b"")]))
+
+# fuzz_symindex: symbol indexes (symbolize/symbolize_int.h, version 2): the
+# 128-byte header, range starts and locations, 24-byte locations, strtab;
+# the CRC-32 covers the header's first 124 bytes and everything after it.
+def symindex(base, ranges, locs, strtab, build_id=b"\x4a\x5a\x9b\x0a" * 5):
+    none = 0xffffffff
+    n_r, n_l = len(ranges), len(locs)
+    r = 128
+    rl = r + 4 * n_r
+    l = rl + 4 * n_r
+    s = l + 24 * n_l
+    size = s + len(strtab)
+    body = b"".join(struct.pack("<I", a) for a, _ in ranges)
+    body += b"".join(struct.pack("<I", none if i is None else i) for _, i in ranges)
+    for fn, path, line, col, parent, flags in locs:
+        body += struct.pack("<6I", none if fn is None else fn, none if path is None else path,
+                            line, col, none if parent is None else parent, flags)
+    body += strtab
+    head = b"UNHXSYMI" + struct.pack("<IIQIIII", 2, 128, base, n_r, n_l, len(strtab),
+                                     len(build_id))
+    head += build_id.ljust(64, b"\0") + struct.pack("<5I", r, rl, l, s, size)
+    crc = zlib.crc32(body, zlib.crc32(head))
+    return head + struct.pack("<I", crc) + body
+
+write("fuzz_symindex", "inline_chain.bin", symindex(
+    0x1000, [(0, 1), (0x10, 0), (0x20, None)],
+    [(0, 5, 16, 9, None, 0), (17, 22, 3, 5, 0, 1)],
+    b"work\0/src/prog.c\0leaf\0/src/inl.h\0"))
+write("fuzz_symindex", "empty.bin", symindex(0, [(0, None)], [], b"\0"))

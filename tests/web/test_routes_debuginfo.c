@@ -122,7 +122,12 @@ static const char want_metrics[] =
 
 static void test_metrics_text(void **state)
 {
-	struct debuginfo_stats st = { 10, 11, 12, 13, 7, 8, 9, 5, 6, 15, 19, 16, 17, 14, { 0 }, 0, 0 };
+	struct debuginfo_stats st = {
+		.index_builds = 10, .index_opens = 11, .cache_hits = 12, .cache_misses = 13,
+		.fetches_ok = 7, .fetches_not_found = 8, .fetches_error = 9, .uploads_ok = 5,
+		.uploads_refused = 6, .fetches_limited = 15, .fetches_deferred = 19,
+		.redirects_refused = 16, .failures_dropped = 17, .open_indexes = 14,
+	};
 	uint64_t by[DEBUGINFO_STATUS_COUNT] = { 0 };
 	struct buf b;
 
@@ -143,11 +148,51 @@ static void test_metrics_text(void **state)
 	buf_release(&b);
 }
 
+/* With a bucket, its counters come in their own families, each once. */
+static void test_metrics_bucket(void **state)
+{
+	struct debuginfo_stats st = {
+		.bucket = 1, .bucket_puts = 21, .bucket_index_puts = 22, .bucket_puts_found = 23,
+		.bucket_put_conflicts = 24, .bucket_put_failures = 25, .bucket_pending = 26,
+		.bucket_hits = 27, .bucket_misses = 28, .bucket_lookup_failures = 29,
+		.bucket_downloads = 30, .bucket_index_downloads = 31, .bucket_index_invalid = 32,
+		.bucket_download_failures = 33, .bucket_bytes_in = 34, .bucket_bytes_out = 35,
+	};
+	static const char *const want[] = {
+		"unhex_debuginfo_bucket_puts_total{object=\"file\",result=\"stored\"} 21\n",
+		"unhex_debuginfo_bucket_puts_total{object=\"index\",result=\"stored\"} 22\n",
+		"unhex_debuginfo_bucket_puts_total{object=\"any\",result=\"found\"} 23\n",
+		"unhex_debuginfo_bucket_puts_total{object=\"file\",result=\"conflict\"} 24\n",
+		"unhex_debuginfo_bucket_puts_total{object=\"any\",result=\"error\"} 25\n",
+		"unhex_debuginfo_bucket_pending_build_ids 26\n",
+		"unhex_debuginfo_bucket_lookups_total{result=\"hit\"} 27\n",
+		"unhex_debuginfo_bucket_lookups_total{result=\"miss\"} 28\n",
+		"unhex_debuginfo_bucket_lookups_total{result=\"error\"} 29\n",
+		"unhex_debuginfo_bucket_downloads_total{object=\"file\",result=\"stored\"} 30\n",
+		"unhex_debuginfo_bucket_downloads_total{object=\"index\",result=\"stored\"} 31\n",
+		"unhex_debuginfo_bucket_downloads_total{object=\"index\",result=\"invalid\"} 32\n",
+		"unhex_debuginfo_bucket_downloads_total{object=\"any\",result=\"error\"} 33\n",
+		"unhex_debuginfo_bucket_bytes_total{direction=\"in\"} 34\n",
+		"unhex_debuginfo_bucket_bytes_total{direction=\"out\"} 35\n",
+	};
+	uint64_t by[DEBUGINFO_STATUS_COUNT] = { 0 };
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 20);
+	assert_int_equal(web__debuginfo_metrics_text(&b, &st, by), 0);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_non_null(strstr(b.data, want[i]));
+	assert_non_null(strstr(b.data, "# TYPE unhex_debuginfo_bucket_puts_total counter\n"));
+	buf_release(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_record_json),
 		cmocka_unit_test(test_metrics_text),
+		cmocka_unit_test(test_metrics_bucket),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
