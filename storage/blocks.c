@@ -304,6 +304,7 @@ void store__block_ref(struct block *b)
 static void block_free(struct store *st, struct block *b)
 {
 	cache_forget(&st->cache, b);
+	store__rcache_forget(b->remote, b);
 	if (b->doomed && b->path) {
 		if (unlink(b->path) != 0 && errno != ENOENT)
 			log_warn("blocks: cannot delete %s: %s", b->path, strerror(errno));
@@ -464,7 +465,7 @@ static int block_know(struct store *st, struct tenant *t, struct block *b)
 
 /* ---- reading files ------------------------------------------------------------- */
 
-static int pread_all(int fd, void *p, size_t n, uint64_t off)
+int store__pread_all(int fd, void *p, size_t n, uint64_t off)
 {
 	size_t done = 0;
 
@@ -508,6 +509,7 @@ int store__block_open_fd(struct block *b, struct err_msg *msg)
 struct bsrc {
 	int fd;
 	struct objstore *os;
+	struct rcache *c;       /* counts the GETs */
 	const char *key;
 	const uint8_t *tail;
 	uint64_t tail_off;
@@ -521,7 +523,7 @@ static int src_read(const struct bsrc *s, void *p, size_t n, uint64_t off)
 	int rc;
 
 	if (s->fd >= 0)
-		return pread_all(s->fd, p, n, off);
+		return store__pread_all(s->fd, p, n, off);
 	if (off >= s->tail_off && off + n <= s->tail_off + s->tail_len) {
 		memcpy(p, s->tail + (off - s->tail_off), n);
 		return 0;
@@ -529,6 +531,7 @@ static int src_read(const struct bsrc *s, void *p, size_t n, uint64_t off)
 	buf_init(&got, n);
 	err_clear(&m);
 	rc = objstore_get_range(s->os, s->key, off, n, &got, NULL, &m);
+	store__rcache_count(s->c, RKIND_FOOTER, 1, got.len);
 	if (!rc && got.len != n)
 		rc = ERR_CORRUPT;
 	if (!rc)
@@ -589,6 +592,29 @@ out:
 	return rc;
 }
 
+/* Checks the stored bytes of sec (taken) and decompresses them into out. */
+static int section_decode(struct block *b, const struct bsection *sec, struct buf *stored,
+			  struct buf *out, struct err_msg *msg)
+{
+	int rc;
+
+	if (store__crc32c(0, stored->data, stored->len) != sec->crc) {
+		buf_release(stored);
+		return err_set(msg, ERR_CORRUPT, "block %s: section checksum mismatch", b->id_hex);
+	}
+	if (sec->codec == BCODEC_RAW) {
+		buf_release(out);
+		*out = *stored;
+		out->max = BLOCK_MAX_SECTION_RAW;
+		return 0;
+	}
+	rc = zstd_decompress_capped(stored->data, stored->len, sec->raw_len, out, msg);
+	buf_release(stored);
+	if (rc || out->len != sec->raw_len)
+		return err_set(msg, ERR_CORRUPT, "block %s: a section does not decompress", b->id_hex);
+	return 0;
+}
+
 int store__block_section(struct block *b, int fd, const struct bsection *sec, struct buf *out,
 			 struct err_msg *msg)
 {
@@ -598,27 +624,44 @@ int store__block_section(struct block *b, int fd, const struct bsection *sec, st
 	buf_init(&stored, sec->len + 1);
 	rc = buf_reserve(&stored, sec->len);
 	if (!rc)
-		rc = pread_all(fd, stored.data, sec->len, sec->off);
+		rc = store__pread_all(fd, stored.data, sec->len, sec->off);
 	if (rc) {
 		buf_release(&stored);
 		return err_set(msg, rc, "block %s: cannot read a section", b->id_hex);
 	}
 	stored.len = sec->len;
-	if (store__crc32c(0, stored.data, stored.len) != sec->crc) {
+	return section_decode(b, sec, &stored, out, msg);
+}
+
+void store__section_piece(const struct bsection *sec, int kind, struct rpiece *out)
+{
+	*out = (struct rpiece){ sec->off, sec->len, sec->crc, 1, kind };
+}
+
+void store__page_piece(const struct block *b, const struct bpage *pg, struct rpiece *out)
+{
+	*out = (struct rpiece){ b->m.sec[b->m.samples_sec].off + pg->off, pg->len, pg->crc, 1,
+				RKIND_PAGES };
+}
+
+int store__bread_section(struct bread *h, const struct bsection *sec, int kind, struct buf *out,
+			 struct err_msg *msg)
+{
+	struct rpiece p;
+	struct buf stored;
+	int rc;
+
+	store__section_piece(sec, kind, &p);
+	buf_init(&stored, sec->len + 1);
+	rc = buf_reserve(&stored, sec->len);
+	if (!rc)
+		rc = store__bread_read(h, &p, stored.data, msg);
+	if (rc) {
 		buf_release(&stored);
-		return err_set(msg, ERR_CORRUPT, "block %s: section checksum mismatch", b->id_hex);
+		return rc;
 	}
-	if (sec->codec == BCODEC_RAW) {
-		buf_release(out);
-		*out = stored;
-		out->max = BLOCK_MAX_SECTION_RAW;
-		return 0;
-	}
-	rc = zstd_decompress_capped(stored.data, stored.len, sec->raw_len, out, msg);
-	buf_release(&stored);
-	if (rc || out->len != sec->raw_len)
-		return err_set(msg, ERR_CORRUPT, "block %s: a section does not decompress", b->id_hex);
-	return 0;
+	stored.len = sec->len;
+	return section_decode(h->b, sec, &stored, out, msg);
 }
 
 int store__block_page(struct block *b, int fd, const struct bpage *pg, struct buf *out,
@@ -630,12 +673,31 @@ int store__block_page(struct block *b, int fd, const struct bpage *pg, struct bu
 	buf_reset(out);
 	rc = buf_reserve(out, pg->len);
 	if (!rc)
-		rc = pread_all(fd, out->data, pg->len, ss->off + pg->off);
+		rc = store__pread_all(fd, out->data, pg->len, ss->off + pg->off);
 	if (rc)
 		return err_set(msg, rc, "block %s: cannot read a page", b->id_hex);
 	out->len = pg->len;
 	if (store__crc32c(0, out->data, out->len) != pg->crc)
 		return err_set(msg, ERR_CORRUPT, "block %s: page checksum mismatch", b->id_hex);
+	return 0;
+}
+
+int store__bread_page(struct bread *h, const struct bpage *pg, struct buf *out,
+		      struct err_msg *msg)
+{
+	struct rpiece p;
+	int rc;
+
+	store__page_piece(h->b, pg, &p);
+	buf_reset(out);
+	rc = buf_reserve(out, pg->len);
+	if (!rc)
+		rc = store__bread_read(h, &p, out->data, msg);
+	if (rc)
+		return rc;
+	out->len = pg->len;
+	if (store__crc32c(0, out->data, out->len) != pg->crc)
+		return err_set(msg, ERR_CORRUPT, "block %s: page checksum mismatch", h->b->id_hex);
 	return 0;
 }
 
@@ -646,8 +708,9 @@ int store__block_index(struct store *st, struct block *b, struct bidx **out,
 {
 	struct bcache *c = &st->cache;
 	struct bidx *x;
+	struct bread h;
 	struct buf raw;
-	int fd, rc;
+	int rc;
 
 	if (!b->have_meta)
 		return err_set(msg, ERR_CORRUPT, "block %s is unreadable", b->id_hex);
@@ -667,12 +730,9 @@ int store__block_index(struct store *st, struct block *b, struct bidx **out,
 	if (!x)
 		return ERR_NOMEM;
 	buf_init(&raw, BLOCK_MAX_SECTION_RAW);
-	fd = store__block_open_fd(b, msg);
-	rc = fd < 0 ? fd : 0;
-	if (!rc)
-		rc = store__block_section(b, fd, &b->m.sec[b->m.index_sec], &raw, msg);
-	if (fd >= 0)
-		close(fd);
+	store__bread_init(&h, b);
+	rc = store__bread_section(&h, &b->m.sec[b->m.index_sec], RKIND_INDEX, &raw, msg);
+	store__bread_release(&h);
 	if (!rc)
 		rc = store__bindex_decode((const uint8_t *)raw.data, raw.len, &b->m, &x->x, msg);
 	buf_release(&raw);
@@ -709,8 +769,9 @@ int store__block_syms(struct store *st, struct block *b, uint32_t svc, struct bs
 {
 	struct bcache *c = &st->cache;
 	struct bsymtab *s;
+	struct bread h;
 	struct buf raw;
-	int fd, rc;
+	int rc;
 
 	if (!b->have_meta || svc >= b->m.n_svc)
 		return err_set(msg, ERR_CORRUPT, "block %s has no service %u", b->id_hex, svc);
@@ -737,12 +798,9 @@ int store__block_syms(struct store *st, struct block *b, uint32_t svc, struct bs
 	if (!s)
 		return ERR_NOMEM;
 	buf_init(&raw, BLOCK_MAX_SECTION_RAW);
-	fd = store__block_open_fd(b, msg);
-	rc = fd < 0 ? fd : 0;
-	if (!rc)
-		rc = store__block_section(b, fd, &b->m.sec[b->m.svc[svc].section], &raw, msg);
-	if (fd >= 0)
-		close(fd);
+	store__bread_init(&h, b);
+	rc = store__bread_section(&h, &b->m.sec[b->m.svc[svc].section], RKIND_SYMBOLS, &raw, msg);
+	store__bread_release(&h);
 	if (!rc)
 		rc = store__bsyms_decode((const uint8_t *)raw.data, raw.len, &s->s, msg);
 	buf_release(&raw);
@@ -828,7 +886,7 @@ static int block_load(struct block *b, struct err_msg *msg)
 static int block_load_remote(struct store *st, struct block *b, struct err_msg *msg)
 {
 	size_t dl = strlen(st->dir);
-	struct bsrc src = { .fd = -1, .os = st->objstore };
+	struct bsrc src = { .fd = -1, .os = st->objstore, .c = &st->rcache };
 	struct buf tail;
 	uint64_t size = 0;
 	char *tdir = NULL;
@@ -848,6 +906,7 @@ static int block_load_remote(struct store *st, struct block *b, struct err_msg *
 	src.key = b->path + dl + 1;
 	buf_init(&tail, BLOCK_SUFFIX_READ);
 	rc = objstore_get_suffix(st->objstore, src.key, BLOCK_SUFFIX_READ, &tail, &size, msg);
+	store__rcache_count(&st->rcache, RKIND_FOOTER, 1, tail.len);
 	if (!rc && b->rec.bytes && size != b->rec.bytes)
 		rc = err_set(msg, ERR_CORRUPT, "the bucket holds %llu bytes, its record says %llu",
 			     (unsigned long long)size, (unsigned long long)b->rec.bytes);

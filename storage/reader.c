@@ -98,12 +98,13 @@ static void postings(const struct bindex *x, const char *name, const char *value
  * Reads the pages of series i of block b in [from, until) and passes its
  * profiles to cb, with `sid` as their series id.
  */
-static int block_profiles(struct block *b, int fd, const struct bindex *x, uint32_t i,
+static int block_profiles(struct bread *h, const struct bindex *x, uint32_t i,
 			  uint64_t sid, int64_t from, int64_t until, struct buf *pb, struct chunk *c,
 			  int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx,
 			  struct err_msg *msg)
 {
 	const struct bser *s = &x->series[i];
+	struct block *b = h->b;
 	int rc = 0;
 
 	for (uint32_t j = 0; j < s->n_pages && !rc; j++) {
@@ -111,7 +112,7 @@ static int block_profiles(struct block *b, int fd, const struct bindex *x, uint3
 
 		if (pg->max_time < from || pg->min_time >= until)
 			continue;
-		rc = store__block_page(b, fd, pg, pb, msg);
+		rc = store__bread_page(h, pg, pb, msg);
 		if (!rc)
 			rc = store__chunk_decode(c, pb->data, pb->len, msg);
 		if (!rc && (c->part != s->svc + 1 || c->n != pg->profiles))
@@ -145,7 +146,7 @@ static int block_profiles(struct block *b, int fd, const struct bindex *x, uint3
 struct rsrc {
 	struct block *b;        /* a reference; NULL for the head */
 	struct bidx *x;         /* a reference, once loaded */
-	int fd;
+	struct bread rd;        /* its file, or the pieces of the bucket it read (pinned) */
 	int skip;               /* unreadable: its profiles are left out */
 	int checked;            /* pages and symbols of the series selected so far verified */
 	struct bsymtab **syms;  /* [n_svc]: pinned while the reader lives */
@@ -224,8 +225,7 @@ void store_reader_close(struct store_reader *r)
 		return;
 	for (size_t i = 0; i < r->n_src; i++) {
 		struct rsrc *s = &r->src[i];
-		if (s->fd >= 0)
-			close(s->fd);
+		store__bread_release(&s->rd);
 		store__bidx_put(s->x);
 		for (size_t k = 0; s->syms && k < s->b->m.n_svc; k++)
 			store__bsymtab_put(s->syms[k]);
@@ -292,7 +292,7 @@ int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		r->pinned[r->n_pinned++] = t->parts[i];
 	}
 	if (!rc) {
-		r->src[0].fd = -1;
+		store__bread_init(&r->src[0].rd, NULL);
 		r->n_src = 1;
 	}
 	for (size_t i = 0; !rc && i < t->n_blocks; i++) {
@@ -301,7 +301,7 @@ int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 			continue;
 		store__block_ref(b);
 		r->src[r->n_src].b = b;
-		r->src[r->n_src].fd = -1;
+		store__bread_init(&r->src[r->n_src].rd, b);
 		r->src[r->n_src].skip = !block_ok(b);
 		r->n_src++;
 	}
@@ -601,6 +601,67 @@ int store_reader_label_values(struct store_reader *r, const char *name,
 
 /* ---- profiles --------------------------------------------------------------------------- */
 
+/* Appends the pieces series i of x needs for [from, until): its pages in range. */
+static int series_pieces(const struct block *b, const struct bindex *x, uint32_t i,
+			 int64_t from, int64_t until, struct rpiece **v, size_t *n, size_t *cap)
+{
+	const struct bser *bs = &x->series[i];
+	int rc = 0;
+
+	for (uint32_t j = 0; j < bs->n_pages && !rc; j++) {
+		const struct bpage *pg = &x->pages[bs->page0 + j];
+
+		if (pg->max_time < from || pg->min_time >= until)
+			continue;
+		rc = GROW(*v, *cap, *n + 1, (size_t)BLOCK_MAX_PAGES, NULL);
+		if (!rc)
+			store__page_piece(b, pg, &(*v)[(*n)++]);
+	}
+	return rc;
+}
+
+/*
+ * A block read from the bucket: the symbol sections of the services and
+ * the pages in range of every series selected from source i and not
+ * checked yet, fetched together (merged ranged GETs in parallel) and
+ * pinned by the reader, so that nothing it reads later asks the bucket.
+ */
+static int prefetch(struct store_reader *r, size_t i, const struct bindex *x, int64_t from,
+		    int64_t until, struct err_msg *msg)
+{
+	struct rsrc *s = &r->src[i];
+	struct rpiece *v = NULL;
+	size_t n = 0, cap = 0;
+	uint8_t *svc = calloc(s->b->m.n_svc, 1);
+	int rc = svc ? 0 : ERR_NOMEM;
+
+	for (size_t k = 0; k < r->n_ser && !rc; k++) {
+		const struct rser *se = &r->ser[k];
+		for (size_t p = 0; p < se->n_parts && !rc; p++) {
+			const struct rpart *rp = &se->parts[p];
+			uint32_t sv;
+
+			if (rp->src != i || rp->checked)
+				continue;
+			sv = x->series[rp->id].svc;
+			if (!svc[sv] && !s->syms[sv]) {
+				svc[sv] = 1;
+				rc = GROW(v, cap, n + 1, (size_t)BLOCK_MAX_PAGES, NULL);
+				if (!rc)
+					store__section_piece(&s->b->m.sec[s->b->m.svc[sv].section],
+							     RKIND_SYMBOLS, &v[n++]);
+			}
+			if (!rc)
+				rc = series_pieces(s->b, x, (uint32_t)rp->id, from, until, &v, &n, &cap);
+		}
+	}
+	if (!rc)
+		rc = store__bread_fetch(&s->rd, v, n, msg);
+	free(v);
+	free(svc);
+	return rc;
+}
+
 /*
  * Before the first profile of block source i is passed on, every page in
  * range of every series selected from it, and the symbols of their
@@ -615,19 +676,21 @@ static int check_source(struct store_reader *r, size_t i, int64_t from, int64_t 
 
 	if (!x)
 		return 0;
-	if (s->fd < 0) {
-		err_clear(&m);
-		s->fd = store__block_open_fd(s->b, &m);
-		if (s->fd < 0) {
-			s->skip = 1;
-			warn(r, s->b);
-			return 0;
-		}
-	}
 	if (!s->syms) {
 		s->syms = calloc(s->b->m.n_svc, sizeof(*s->syms));
 		if (!s->syms)
 			return ERR_NOMEM;
+	}
+	err_clear(&m);
+	if (s->b->remote) {
+		rc = prefetch(r, i, x, from, until, &m);
+	} else if (s->rd.fd < 0) {
+		s->rd.fd = store__block_open_fd(s->b, &m);
+		if (s->rd.fd < 0) {
+			s->skip = 1;
+			warn(r, s->b);
+			return 0;
+		}
 	}
 	for (size_t k = 0; k < r->n_ser && !rc; k++) {
 		struct rser *se = &r->ser[k];
@@ -650,7 +713,7 @@ static int check_source(struct store_reader *r, size_t i, int64_t from, int64_t 
 				if (pg->max_time < from || pg->min_time >= until)
 					continue;
 				err_clear(&m);
-				rc = store__block_page(s->b, s->fd, pg, &r->page, &m);
+				rc = store__bread_page(&s->rd, pg, &r->page, &m);
 				if (rc == ERR_CORRUPT)
 					store__block_bad(s->b, "a page of it is corrupt");
 			}
@@ -698,9 +761,11 @@ int store_reader_profiles_each(struct store_reader *r, uint64_t series_id, int64
 			rc = check_source(r, rp->src, r->from, r->until);
 		if (rc || src->skip)
 			continue;
-		rc = block_profiles(src->b, src->fd, &src->x->x, (uint32_t)rp->id, series_id, from_ns,
+		rc = block_profiles(&src->rd, &src->x->x, (uint32_t)rp->id, series_id, from_ns,
 				    until_ns, &r->page, &r->c, cb, ctx, msg);
-		if (rc == ERR_CORRUPT) { /* past the check: a page decodes wrong */
+		if (rc == ERR_CORRUPT || (rc < 0 && rc != ERR_NOMEM && src->b->remote)) {
+			/* Past the check: a page decodes wrong, or (pinned pieces
+			 * make it unlikely) the bucket failed a read. */
 			src->skip = 1;
 			warn(r, src->b);
 			err_clear(msg);
@@ -835,6 +900,34 @@ int store_label_values(struct store *st, const char *tenant, const char *name,
 	return name ? strings_plain(st, tenant, name, cb, ctx) : 0;
 }
 
+/*
+ * Series i of a block read from the bucket, for a call without a reader:
+ * its pages in range and its service's symbols (which the caller's
+ * symbol view asks for next) fetched together and pinned by h.
+ */
+static int remote_series(struct store *st, struct bread *h, const struct bindex *x, uint32_t i,
+			 int64_t from, int64_t until, struct err_msg *msg)
+{
+	const struct block *b = h->b;
+	uint32_t svc = x->series[i].svc;
+	struct rpiece *v = NULL;
+	struct bsymtab *sy = NULL;
+	size_t n = 0, cap = 0;
+	int rc = GROW(v, cap, 1, (size_t)BLOCK_MAX_PAGES, NULL);
+
+	if (!rc) {
+		store__section_piece(&b->m.sec[b->m.svc[svc].section], RKIND_SYMBOLS, &v[n++]);
+		rc = series_pieces(b, x, i, from, until, &v, &n, &cap);
+	}
+	if (!rc)
+		rc = store__bread_fetch(h, v, n, msg);
+	free(v);
+	if (!rc)
+		rc = store__block_syms(st, h->b, svc, &sy, msg);
+	store__bsymtab_put(sy);
+	return rc;
+}
+
 int store_profiles_each(struct store *st, const char *tenant, uint64_t series_id,
 			int64_t from_ns, int64_t until_ns,
 			int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx,
@@ -843,10 +936,11 @@ int store_profiles_each(struct store *st, const char *tenant, uint64_t series_id
 	struct tenant *t = store__tenant_find(st, tenant);
 	struct bidx *x = NULL;
 	struct block *b;
+	struct bread h;
 	struct buf pb;
 	struct chunk c;
 	uint32_t i;
-	int fd, rc;
+	int rc;
 
 	if (!t || until_ns <= from_ns)
 		return 0;
@@ -861,23 +955,26 @@ int store_profiles_each(struct store *st, const char *tenant, uint64_t series_id
 		return 0;
 	i = (uint32_t)series_id;
 	rc = block_ok(b) ? store__block_index(st, b, &x, msg) : 0;
-	if (rc || !x || i >= x->x.n_series) {
-		store__bidx_put(x);
-		store__block_put(st, b);
-		return rc;
-	}
-	fd = store__block_open_fd(b, msg);
-	if (fd < 0) {
-		store__bidx_put(x);
-		store__block_put(st, b);
-		return fd;
-	}
+	if (rc || !x || i >= x->x.n_series)
+		goto out;
+	store__bread_init(&h, b);
+	if (b->remote)
+		rc = remote_series(st, &h, &x->x, i, from_ns, until_ns, msg);
 	buf_init(&pb, BLOCK_MAX_PAGE_BYTES);
 	store__chunk_init(&c);
-	rc = block_profiles(b, fd, &x->x, i, series_id, from_ns, until_ns, &pb, &c, cb, ctx, msg);
+	if (!rc)
+		rc = block_profiles(&h, &x->x, i, series_id, from_ns, until_ns, &pb, &c, cb, ctx, msg);
 	store__chunk_release(&c);
 	buf_release(&pb);
-	close(fd);
+	store__bread_release(&h);
+out:
+	/* Without a reader there is no answer to warn in: a block the bucket
+	 * fails is left out as an unreadable one is (the reader of the same
+	 * query, if any, warns of it; the log names the bucket's error). */
+	if (rc < 0 && rc != ERR_NOMEM && b->remote) {
+		err_clear(msg);
+		rc = 0;
+	}
 	store__bidx_put(x);
 	store__block_put(st, b);
 	return rc;

@@ -132,8 +132,9 @@ struct store_options {
 	 * ("blocks/<tenant>/<id>.blk"); an upload that fails is retried at the
 	 * next pass and never holds up ingest.  A block with a record but no
 	 * local file is read from the bucket: its footer at open (a suffix
-	 * GET), the whole object into a local cache when a query first needs
-	 * it (docs/object-storage.md).
+	 * GET), then the sections and pages each query needs by ranged GETs,
+	 * kept in a local cache (compaction and verify fetch the whole
+	 * object; docs/object-storage.md).
 	 */
 	struct objstore *objstore;
 	/* Cap of that cache (<dir>/s3cache, emptied at open); 0: 1 GiB. */
@@ -630,6 +631,26 @@ int store_restore(const char *from, const char *data, struct store_backup_stats 
  */
 int store_copy_file(const char *from, const char *to, unsigned mode, uint64_t *bytes,
 		    struct err_msg *msg);
+
+/*
+ * What was read from the bucket for blocks without a local file (the
+ * cache of store_options.objstore_cache_bytes), for /metrics and
+ * benchmarks.  By kind: the footers read at open, index sections, symbol
+ * sections, sample pages, whole blocks (compaction, verify).  bytes is
+ * what the GETs fetched; needed_bytes what of it was asked for (the
+ * sections and pages themselves, without the gaps merged GETs carried).
+ * hits and misses count pieces asked of the cache.
+ */
+struct store_bucket_reads {
+	struct {
+		const char *name; /* "footer", "index", "symbols", "pages", "whole" */
+		uint64_t gets, bytes, needed_bytes;
+	} kind[5];
+	uint64_t hits, misses, evictions, failures;
+	uint64_t cached_bytes, cap_bytes;
+};
+/* Zeros when the store reads no bucket. */
+void store_bucket_reads(struct store *st, struct store_bucket_reads *out);
 
 /* What the push ID memory holds and did, for /metrics. */
 struct store_push_id_stats {

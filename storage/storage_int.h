@@ -965,11 +965,13 @@ struct tenant {
 };
 
 /*
- * Local copies of blocks whose file is missing but which are in the
- * bucket (rcache.c): whole block files in <dir>/s3cache, at most `cap`
- * bytes, least recently opened evicted first.  A reader holding an
- * evicted copy open keeps reading it (the file is only unlinked).
+ * Pieces of blocks whose file is missing but which are in the bucket
+ * (rcache.c): the sections and pages queries read (or whole blocks, for
+ * compaction and verify), each GET's bytes one file in <dir>/s3cache, at
+ * most `cap` bytes, least recently used evicted first, never one a
+ * handle (struct bread) pins.
  */
+enum rkind { RKIND_FOOTER, RKIND_INDEX, RKIND_SYMBOLS, RKIND_PAGES, RKIND_WHOLE, RKIND_N };
 struct rcache_ent;
 struct rcache {
 	pthread_mutex_t mu;
@@ -978,15 +980,55 @@ struct rcache {
 	char *dir;                    /* <data dir>/s3cache */
 	size_t prefix_len;            /* strlen(data dir) + 1: a block's key is path + this */
 	uint64_t cap, used;           /* under mu */
-	struct dlist lru;             /* of rcache_ent, most recently opened first */
-	uint64_t fetches, fetch_bytes, evictions, failures; /* under mu */
+	struct dlist lru;             /* of rcache_ent, most recently used first */
+	/* Under mu: GETs, bytes they fetched, bytes of the pieces asked for
+	 * (sections, pages) among them, by enum rkind; pieces found cached
+	 * and not; entries evicted; reads the bucket failed. */
+	uint64_t gets[RKIND_N], got[RKIND_N], need[RKIND_N];
+	uint64_t hits, misses, evictions, failures;
+};
+
+/* A byte range of a block's object to read, with the CRC it must have. */
+struct rpiece {
+	uint64_t off, len;
+	uint32_t crc;
+	int has_crc;
+	int kind;              /* enum rkind */
+};
+
+/*
+ * A handle reading one block: its local file (fd), or pieces of its object
+ * through the cache, pinned until store__bread_release.  One thread.
+ */
+struct bread {
+	struct block *b;            /* borrowed; the caller holds a reference */
+	int fd;                     /* the local file, once opened; -1 */
+	struct rcache_ent **pin;    /* entries this handle holds */
+	size_t n_pin, cap_pin;
 };
 
 /* Empties (creates) <dir>/s3cache and sets up c for st->objstore. */
 int store__rcache_init(struct store *st, struct rcache *c, uint64_t cap, struct err_msg *msg);
 void store__rcache_release(struct rcache *c);
-/* An fd of b's local copy, fetched from the bucket first if needed; < 0 an error. */
+/* An fd of a local copy of all of b, downloaded whole first if needed; < 0 an error. */
 int store__rcache_fd(struct rcache *c, struct block *b, struct err_msg *msg);
+/* Drops every cached piece of b (its last reference is going). */
+void store__rcache_forget(struct rcache *c, struct block *b);
+/* Adds `gets` requests of `bytes` of kind to the counters (the footer reads). */
+void store__rcache_count(struct rcache *c, int kind, uint64_t gets, uint64_t bytes);
+void store__rcache_stats(struct rcache *c, struct store_bucket_reads *out);
+const char *store__rkind_name(int kind);
+
+void store__bread_init(struct bread *h, struct block *b);
+void store__bread_release(struct bread *h);
+/*
+ * Makes the n pieces (borrowed) of h's block readable without the bucket
+ * until h is released: those not cached are fetched in merged ranged GETs
+ * at once and checked against their CRCs.  A no-op for a local block.
+ */
+int store__bread_fetch(struct bread *h, const struct rpiece *p, size_t n, struct err_msg *msg);
+/* Reads piece p into dst (p->len bytes); fetches it first if it is not pinned. */
+int store__bread_read(struct bread *h, const struct rpiece *p, void *dst, struct err_msg *msg);
 
 /* Decoded block objects kept across queries within a byte budget (blocks.c). */
 struct bcache_ent;
@@ -1549,6 +1591,7 @@ struct block {
 	_Atomic int bad;        /* corrupt or missing: skipped; why says why */
 	_Atomic int uploaded;   /* in the bucket (store.objstore), as far as this process knows */
 	struct rcache *remote;  /* no local file: read through this cache from the bucket */
+	struct rcache_ent *rext; /* its pieces in that cache (under remote->mu) */
 	char why[256];
 	/* Cached decoded objects (under store.cache.mu). */
 	struct bidx *index;
@@ -1610,9 +1653,19 @@ void store__bsymtab_put(struct bsymtab *s);
 int store__block_page(struct block *b, int fd, const struct bpage *pg, struct buf *out,
 		      struct err_msg *msg);
 int store__block_open_fd(struct block *b, struct err_msg *msg);
+/* pread of exactly n bytes at off; ERR_CORRUPT when the file ends first, ERR_IO. */
+int store__pread_all(int fd, void *p, size_t n, uint64_t off);
 /* Reads and checks one whole section into out (decompressed). */
 int store__block_section(struct block *b, int fd, const struct bsection *sec, struct buf *out,
 			 struct err_msg *msg);
+/* The same through a handle (a local file, or the bucket's pieces). */
+int store__bread_section(struct bread *h, const struct bsection *sec, int kind, struct buf *out,
+			 struct err_msg *msg);
+int store__bread_page(struct bread *h, const struct bpage *pg, struct buf *out,
+		      struct err_msg *msg);
+/* The piece of page pg / of section sec of b. */
+void store__page_piece(const struct block *b, const struct bpage *pg, struct rpiece *out);
+void store__section_piece(const struct bsection *sec, int kind, struct rpiece *out);
 
 /* 'B' records (meta family): key tenant|'B'|id. */
 void store__brec_key(uint8_t k[5 + BLOCK_ID_BYTES], uint32_t tenant,

@@ -451,6 +451,49 @@ static void store_metrics(struct store *st, struct buf *b)
 		   (unsigned long long)m.uploaded_blocks, (unsigned long long)m.uploaded_bytes,
 		   (unsigned long long)m.upload_failures, (unsigned long long)m.upload_found);
 	{
+		struct store_bucket_reads r;
+
+		store_bucket_reads(st, &r);
+		metric_head(b, "unhex_store_bucket_read_requests_total", "counter",
+			    "Ranged GETs of blocks without a local file, by what they read.");
+		for (size_t i = 0; i < sizeof(r.kind) / sizeof(r.kind[0]) && r.kind[i].name; i++)
+			buf_printf(b, "unhex_store_bucket_read_requests_total{kind=\"%s\"} %llu\n",
+				   r.kind[i].name, (unsigned long long)r.kind[i].gets);
+		metric_head(b, "unhex_store_bucket_read_bytes_total", "counter",
+			    "Bytes those GETs fetched, by what they read.");
+		for (size_t i = 0; i < sizeof(r.kind) / sizeof(r.kind[0]) && r.kind[i].name; i++)
+			buf_printf(b, "unhex_store_bucket_read_bytes_total{kind=\"%s\"} %llu\n",
+				   r.kind[i].name, (unsigned long long)r.kind[i].bytes);
+		metric_head(b, "unhex_store_bucket_read_needed_bytes_total", "counter",
+			    "Of those bytes, the sections and pages asked for (the rest: gaps "
+			    "merged GETs carried).");
+		for (size_t i = 0; i < sizeof(r.kind) / sizeof(r.kind[0]) && r.kind[i].name; i++)
+			buf_printf(b, "unhex_store_bucket_read_needed_bytes_total{kind=\"%s\"} %llu\n",
+				   r.kind[i].name, (unsigned long long)r.kind[i].needed_bytes);
+		metric_head(b, "unhex_store_bucket_cache_requests_total", "counter",
+			    "Pieces of blocks asked of the s3 cache, by result.");
+		buf_printf(b, "unhex_store_bucket_cache_requests_total{result=\"hit\"} %llu\n"
+			      "unhex_store_bucket_cache_requests_total{result=\"miss\"} %llu\n",
+			   (unsigned long long)r.hits, (unsigned long long)r.misses);
+		metric_head(b, "unhex_store_bucket_cache_hit_ratio", "gauge",
+			    "Hits over pieces asked of the s3 cache since start (0 before any).");
+		buf_printf(b, "unhex_store_bucket_cache_hit_ratio %.4f\n",
+			   r.hits + r.misses ? (double)r.hits / (double)(r.hits + r.misses) : 0.0);
+		metric_head(b, "unhex_store_bucket_cache_evictions_total", "counter",
+			    "Entries the s3 cache deleted to stay under --storage.s3.cache-size.");
+		buf_printf(b, "unhex_store_bucket_cache_evictions_total %llu\n",
+			   (unsigned long long)r.evictions);
+		metric_head(b, "unhex_store_bucket_read_failures_total", "counter",
+			    "Reads of blocks the bucket failed (the block was skipped with a warning).");
+		buf_printf(b, "unhex_store_bucket_read_failures_total %llu\n",
+			   (unsigned long long)r.failures);
+		metric_head(b, "unhex_store_bucket_cache_bytes", "gauge",
+			    "Bytes the s3 cache holds, and its cap.");
+		buf_printf(b, "unhex_store_bucket_cache_bytes{state=\"used\"} %llu\n"
+			      "unhex_store_bucket_cache_bytes{state=\"cap\"} %llu\n",
+			   (unsigned long long)r.cached_bytes, (unsigned long long)r.cap_bytes);
+	}
+	{
 		struct store_push_id_stats p;
 
 		store_push_id_stats(st, &p);

@@ -272,7 +272,8 @@ static inline char *gen_dump(struct store *st, const char *tenant, int64_t from,
 	store_reader_close(r);
 	for (size_t i = 0; i < s.n; i++)
 		free(s.labels[i]);
-	qsort(d.lines, d.n, sizeof(*d.lines), gen_cmp_str);
+	if (d.n)
+		qsort(d.lines, d.n, sizeof(*d.lines), gen_cmp_str);
 	buf_init(&all, (size_t)1 << 30);
 	for (size_t i = 0; i < d.n; i++) {
 		buf_puts(&all, d.lines[i]);
