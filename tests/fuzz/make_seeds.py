@@ -130,3 +130,39 @@ write("fuzz_symcache", "inline_chain.bin", symcache([
     (1, 3, 9, b"leaf", b"/src/inl.h"), (1, 7, 11, b"mid", b"/src/prog.c"),
     (1, 12, 9, b"top", b"/src/prog.c"), (0, 16, 9, b"work", b"/src/prog.c")]))
 write("fuzz_symcache", "symtab_only.bin", symcache([(2, 0, 0, b"std::vector<int>::push_back(int&&)", b"")]))
+
+# fuzz_bucketidx: bucket index objects (storage/storage_int.h section 12);
+# the target sets the CRC itself.
+def uv(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+def sv(v):
+    return uv((v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1)
+
+def bkt_block(hi, lo, level, covers, mark=0):
+    bid = bytes([hi]) + bytes(14) + bytes([lo])
+    out = bid + uv(level) + sv(1700006400 * 10**9) + uv(600 * 10**9) + uv(10**9) + uv(5 * 10**9)
+    out += uv(4096) + uv(3) + uv(10) + uv(77) + uv(len(covers))
+    for h, l in covers:
+        out += bytes([h]) + bytes(14) + bytes([l])
+    out += uv(mark) + (sv(1700006400 * 10**9) if mark else b"")
+    return out
+
+def bkt_index(tenants):
+    body = sv(1700006400 * 10**9) + uv(len(tenants))
+    for name, blocks in tenants:
+        body += uv(len(name)) + name + uv(len(blocks)) + b"".join(blocks)
+    return b"UNHXBKTI" + bytes([1, 0, 0, 0]) + bytes(4) + body
+
+write("fuzz_bucketidx", "empty.bin", bkt_index([]))
+write("fuzz_bucketidx", "compacted.bin", bkt_index([
+    (b"a", [bkt_block(0, 1, 0, [], 1), bkt_block(0, 2, 0, [], 1),
+            bkt_block(5, 1, 1, [(0, 1), (0, 2)]), bkt_block(5, 2, 1, [(0, 1), (0, 2)], 2)]),
+    (b"tenant%2F2", [bkt_block(0, 3, 0, [])])]))
