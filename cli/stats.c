@@ -242,6 +242,23 @@ static void print_remote_blocks(const char *blocks)
 	}
 }
 
+/* What a server with a bucket did with its index (docs/object-storage.md). */
+static void print_bucket(const char *b)
+{
+	static const char *const keys[] = {
+		"index_writes", "index_failures", "index_blocks", "index_bytes", "footer_reads",
+		"deletion_marks", "deleted_blocks", "delete_failures", "syncs", "sync_failures",
+		"discovered_blocks", "unlisted_blocks", "upload_pending",
+	};
+
+	if (!b)
+		return;
+	printf("bucket (this server, since it started)\n");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		printf("  %-18s %12llu\n", keys[i], json_u64(b, keys[i]));
+	printf("  %-18s %12.1f s\n", "upload lag", (double)json_u64(b, "upload_lag_ns") / 1e9);
+}
+
 static int stats_remote(const char *server, const char *cacert, const char *tenant, int json,
 			int blocks)
 {
@@ -285,6 +302,7 @@ static int stats_remote(const char *server, const char *cacert, const char *tena
 		s.newest_ns = (int64_t)json_u64(bytes, "newest_ns");
 	}
 	print_human(&s);
+	print_bucket(strstr(body.data, "\"bucket\":{"));
 	if (blocks && bytes)
 		print_remote_blocks(bytes);
 	buf_release(&body);

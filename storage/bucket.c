@@ -624,6 +624,7 @@ void store_bucket_stats(struct store *st, struct store_bucket_stats *out)
 	pthread_mutex_lock(&st->bucket_mu);
 	*out = st->bucket;
 	pthread_mutex_unlock(&st->bucket_mu);
+	out->enabled = st->objstore != NULL;
 	if (!st->objstore)
 		return;
 	pending_all(st, &n, &oldest);

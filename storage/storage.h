@@ -560,6 +560,7 @@ void store_maint_totals(struct store *st, struct store_maint_stats *out);
 
 /* What this process did with the bucket index, since open. */
 struct store_bucket_stats {
+	int enabled;                  /* the store has a bucket (store_options.objstore) */
 	uint64_t index_writes;        /* index objects written */
 	uint64_t index_failures;      /* index passes that failed (logged) */
 	uint64_t index_blocks;        /* blocks in the last index written or read */
