@@ -333,7 +333,7 @@ int store__bucket_index_pass(struct store *st, struct err_msg *msg)
 	rc = index_get(st, &old, &old_bytes, msg);
 	if (rc == ERR_CORRUPT) {
 		/* Rebuilt from the footers; its marks' times start again. */
-		log_warn("bucket index: %s; rebuilt from the blocks", msg->text);
+		log_warn("%s; the index is rebuilt from the blocks", msg->text);
 		err_clear(msg);
 	}
 	if (rc == ERR_NOT_FOUND || rc == ERR_CORRUPT) {

@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "blockgen.h"
 #include "helpers.h"
@@ -464,12 +465,112 @@ static void test_roles(void **state)
 	tmpdir_free(dr);
 }
 
+/* Reads or writes a whole small file. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *p = malloc(1 << 20);
+
+	assert_non_null(f);
+	*len = fread(p, 1, 1 << 20, f);
+	fclose(f);
+	return p;
+}
+
+static void spill(const char *path, const char *p, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	assert_non_null(f);
+	assert_int_equal(fwrite(p, 1, len, f), len);
+	fclose(f);
+}
+
+/* A compactor killed after its output was written, before it was uploaded
+ * and indexed: at restart the old index still counts the sources, and the
+ * compactor must neither list them next to its output nor compact again
+ * before the index caught up. */
+static void test_compactor_restart(void **state)
+{
+	char *root = tmpdir_new(), *di = tmpdir_new(), *dc = tmpdir_new(), *dq = tmpdir_new();
+	char *dr = tmpdir_new(), *old, path[512], key[512];
+	struct store *i1, *c, *q, *ref;
+	struct store_bucket_stats bs;
+	struct store_maint_stats ms;
+	struct err_msg msg = { { 0 } };
+	struct objstore *os = NULL;
+	struct tenant *t;
+	size_t old_len;
+	char *want;
+	(void)state;
+
+	fake_now = T0 + 100 * RANGE;
+	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
+	i1 = open_role(di, os, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	ref = open_role(dr, NULL, 0);
+	assert_true(i1 && c && ref);
+	fill((struct store *[]){ i1, ref }, 2, "api", T0, 3 * RANGE);
+	want = gen_dump(ref, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
+	assert_int_equal(store_maintain(i1, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+	assert_int_equal(blocks_of(c), 3);
+	snprintf(path, sizeof(path), "%s/%s", root, BKT_KEY);
+	old = slurp(path, &old_len);
+
+	/* The compaction, then the crash: the upload and the index undone. */
+	memset(&ms, 0, sizeof(ms));
+	assert_int_equal(store_maintain(c, STORE_MAINT_COMPACT_ALL, &ms, NULL), 0);
+	assert_int_equal(ms.compactions, 1);
+	t = store__tenant_find(c, "t");
+	pthread_mutex_lock(&t->mu);
+	assert_int_equal(t->n_blocks, 1);
+	snprintf(key, sizeof(key), "%s/blocks/t/%s.blk", root, t->blocks[0]->id_hex);
+	pthread_mutex_unlock(&t->mu);
+	assert_int_equal(unlink(key), 0);
+	spill(path, old, old_len);
+	store_close(c);
+
+	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	assert_non_null(c);
+	assert_int_equal(blocks_of(c), 1); /* its output, not the sources again */
+	same(c, want);
+	store_bucket_stats(c, &bs);
+	assert_int_equal(bs.upload_pending, 1);
+	assert_true(bs.upload_lag_ns > 0);
+	memset(&ms, 0, sizeof(ms));
+	assert_int_equal(store_maintain(c, STORE_MAINT_COMPACT_ALL, &ms, NULL), 0);
+	assert_int_equal(ms.compactions, 0);
+	assert_int_equal(ms.uploaded_blocks, 1);
+	store_bucket_stats(c, &bs);
+	assert_int_equal(bs.upload_pending, 0);
+	assert_int_equal(bs.marks, 3);
+	q = open_role(dq, os, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
+	assert_non_null(q);
+	assert_int_equal(blocks_of(q), 1);
+	same(q, want);
+
+	store_close(i1);
+	store_close(c);
+	store_close(q);
+	store_close(ref);
+	objstore_close(os);
+	free(old);
+	free(want);
+	tmpdir_free(root);
+	tmpdir_free(di);
+	tmpdir_free(dc);
+	tmpdir_free(dq);
+	tmpdir_free(dr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_resolve),
 		cmocka_unit_test(test_roles),
+		cmocka_unit_test(test_compactor_restart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
