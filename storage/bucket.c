@@ -200,10 +200,10 @@ static int close_covers(struct build *b, struct lkey *k, size_t lo, size_t hi)
 			if ((!u || memcmp(c[u - 1], c[i], BLOCK_ID_BYTES)) &&
 			    memcmp(c[i], k->e.id, BLOCK_ID_BYTES))
 				memcpy(c[u++], c[i], BLOCK_ID_BYTES);
-		k->e.covers = arena_alloc(&b->nx->mem, u * BLOCK_ID_BYTES);
-		if (!k->e.covers)
+		k->e.covers = u ? arena_alloc(&b->nx->mem, u * BLOCK_ID_BYTES) : NULL;
+		if (u && !k->e.covers)
 			rc = arena_failed(&b->nx->mem);
-		else
+		else if (u)
 			memcpy(k->e.covers, c, u * BLOCK_ID_BYTES);
 		k->e.n_covers = (uint32_t)u;
 	}
@@ -361,10 +361,10 @@ int store__bucket_index_pass(struct store *st, struct err_msg *msg)
 			rc = 0;
 		}
 	}
-	if (!rc) {
+	if (!rc && b.n) /* an empty bucket lists nothing, and b.v is NULL */
 		qsort(b.v, b.n, sizeof(*b.v), lkey_cmp);
+	if (!rc)
 		rc = build_tenants(&b);
-	}
 	for (size_t i = 0; !rc && i < nx.n_tenants; i++) {
 		rc = mark_tenant(st, &nx.tenants[i], now, clock, &marks);
 		blocks += nx.tenants[i].n_blocks;

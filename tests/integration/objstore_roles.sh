@@ -56,6 +56,16 @@ bucket() {
 		index($0, "unhex_bucket_index_total{event=\"" e "\"}") == 1 { print $2 }
 		$1 == "unhex_bucket_" e { print $2 }'
 }
+# until SECONDS CMD...: runs CMD until it succeeds or SECONDS have passed
+# (the roles work at their own pace: a loaded machine, a sanitizer build).
+until_ok() {
+	local end=$((SECONDS + $1))
+	shift
+	while ! "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.2
+	done
+}
 maint() {
 	curl -s "$URL/metrics" | awk -v a="action=\"$1\"" 'index($0, "unhex_store_maintenance_total{" a "}") == 1 { print $2 }'
 }
@@ -133,19 +143,21 @@ note "$i workload files sent round-robin to two ingesters"
 
 # ---- the querier converges on the reference, then stays there while the
 # compactor merges the ingesters' blocks and deletes what it replaced
+converged() {
+	[ "$(jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)")" = "$(cat "$WORK/expect/stats")" ]
+}
 use qry
-for n in $(seq 1 600); do
-	[ "$(jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)")" = "$(cat "$WORK/expect/stats")" ] && break
-	sleep 0.2
-done
+until_ok 400 converged ||
+	fail "the querier holds $(jq -cS '{profiles, samples, series, blocks: .blocks.count}' <<<"$(tenant_stats anonymous)"), not $(cat "$WORK/expect/stats"); ingesters: $(for r in ing1 ing2; do use $r; jq -c '{head_profiles, blocks: .blocks.count}' <<<"$(tenant_stats anonymous)"; bucket upload_pending_blocks; done)"
+note "the querier converged after ${SECONDS}s of the test"
 answers "$WORK/got"
 diff -r "$WORK/expect" "$WORK/got" >/dev/null ||
 	fail "the querier's answers differ from one server's: $(cat "$WORK/got/stats"), not $(cat "$WORK/expect/stats"): $(diff -r "$WORK/expect" "$WORK/got" | head -c 2000)"
+compacted() {
+	[ "$(maint compactions)" -gt 0 ] && [ "$(bucket deleted_blocks)" -gt 0 ]
+}
 use comp
-for n in $(seq 1 600); do
-	[ "$(maint compactions)" -gt 0 ] && [ "$(bucket deleted_blocks)" -gt 0 ] && break
-	sleep 0.2
-done
+until_ok 300 compacted || true
 COMPACTIONS=$(maint compactions)
 DELETED=$(bucket deleted_blocks)
 [ "$COMPACTIONS" -gt 0 ] || fail "the compactor compacted nothing: $(tail -n 20 "${LOGS[comp]}")"
@@ -155,10 +167,10 @@ DELETED=$(bucket deleted_blocks)
 WRITES=$(bucket writes)
 use qry
 SYNCS=$(bucket syncs)
-for n in $(seq 1 300); do
-	[ "$(bucket syncs)" -gt $((SYNCS + 1)) ] && break
-	sleep 0.2
-done
+synced() {
+	[ "$(bucket syncs)" -gt $((SYNCS + 1)) ]
+}
+until_ok 120 synced || fail "the querier does not sync: $(tail -n 5 "${LOGS[qry]}")"
 [ "$(bucket unlisted_blocks)" -gt 0 ] || fail "the querier never unlisted a replaced block"
 answers "$WORK/got2"
 diff -r "$WORK/expect" "$WORK/got2" >/dev/null ||
@@ -166,12 +178,11 @@ diff -r "$WORK/expect" "$WORK/got2" >/dev/null ||
 note "compactor: $COMPACTIONS compactions, $DELETED blocks deleted, $WRITES index writes; querier: $(bucket discovered_blocks) blocks discovered, $(bucket unlisted_blocks) unlisted, same answers"
 
 # ---- the ingesters dropped the blocks the compactor merged
+pruned() {
+	[ "$(bucket unlisted_blocks)" -gt 0 ]
+}
 use ing1
-for n in $(seq 1 300); do
-	[ "$(bucket unlisted_blocks)" -gt 0 ] && break
-	sleep 0.2
-done
-[ "$(bucket unlisted_blocks)" -gt 0 ] ||
+until_ok 120 pruned ||
 	fail "ingester 1 kept every block the compactor merged: $(jq -c .blocks.count <<<"$(tenant_stats anonymous)")"
 [ "$(maint compactions)" = 0 ] || fail "an ingester compacted"
 

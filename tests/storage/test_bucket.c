@@ -510,6 +510,11 @@ static void test_compactor_restart(void **state)
 	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
 	ref = open_role(dr, NULL, 0);
 	assert_true(i1 && c && ref);
+	/* An empty bucket: an empty index. */
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+	store_bucket_stats(c, &bs);
+	assert_int_equal(bs.index_writes, 1);
+	assert_int_equal(bs.index_blocks, 0);
 	fill((struct store *[]){ i1, ref }, 2, "api", T0, 3 * RANGE);
 	want = gen_dump(ref, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
 	assert_int_equal(store_maintain(i1, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
