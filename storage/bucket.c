@@ -427,21 +427,28 @@ static int unlist(struct store *st, struct tenant *t, struct block *b)
 	return 0;
 }
 
-/* Whether a live block of v names `id` as a source. */
-static int is_source(struct block **v, size_t n, const uint8_t *id)
+/*
+ * The ids a sync must not list again: those of t's live blocks v[0..n)
+ * and of every source they name, sorted for bsearch (owned; *len ids).
+ */
+static int taken_ids(struct block **v, size_t n, uint8_t (**out)[BLOCK_ID_BYTES], size_t *len)
 {
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; v[i]->have_meta && j < v[i]->m.n_sources; j++)
-			if (!memcmp(v[i]->m.sources[j], id, BLOCK_ID_BYTES))
-				return 1;
-	return 0;
-}
+	size_t k = n;
 
-static int live_has(struct block **v, size_t n, const uint8_t *id)
-{
 	for (size_t i = 0; i < n; i++)
-		if (!memcmp(v[i]->id, id, BLOCK_ID_BYTES))
-			return 1;
+		k += v[i]->have_meta ? v[i]->m.n_sources : 0;
+	*out = malloc((k + 1) * BLOCK_ID_BYTES);
+	if (!*out)
+		return ERR_NOMEM;
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		memcpy((*out)[k++], v[i]->id, BLOCK_ID_BYTES);
+		for (size_t j = 0; v[i]->have_meta && j < v[i]->m.n_sources; j++)
+			memcpy((*out)[k++], v[i]->m.sources[j], BLOCK_ID_BYTES);
+	}
+	if (k)
+		qsort(*out, k, BLOCK_ID_BYTES, id_cmp);
+	*len = k;
 	return 0;
 }
 
@@ -449,8 +456,9 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 {
 	int discover = !!(st->bucket_mode & STORE_BUCKET_DISCOVER);
 	uint32_t *res = NULL;
+	uint8_t(*taken)[BLOCK_ID_BYTES] = NULL;
 	struct block **v;
-	size_t n = 0;
+	size_t n = 0, n_taken = 0;
 	uint64_t added = 0, gone = 0;
 	int rc = 0;
 
@@ -488,12 +496,16 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 				 : r == BKT_DUPLICATE ? "a duplicate" : "replaced");
 		}
 	}
+	/* Never one of ours again, nor one a block of ours replaced (an output
+	 * of ours the index has not seen yet). */
+	if (!rc && discover && xt)
+		rc = taken_ids(v, n, &taken, &n_taken);
 	for (size_t i = 0; !rc && discover && xt && i < xt->n_blocks; i++) {
 		const struct bkt_block *e = &xt->blocks[i];
 		struct err_msg why;
 		int r;
 
-		if (res[i] != BKT_LIVE || live_has(v, n, e->id) || is_source(v, n, e->id))
+		if (res[i] != BKT_LIVE || bsearch(e->id, taken, n_taken, BLOCK_ID_BYTES, id_cmp))
 			continue;
 		err_clear(&why);
 		r = store__block_add_remote(st, t, e->id, &e->rec, &why);
@@ -512,6 +524,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 		store__block_put(st, v[i]);
 	free(v);
 	free(res);
+	free(taken);
 	pthread_mutex_lock(&st->bucket_mu);
 	st->bucket.discovered_blocks += added;
 	st->bucket.unlisted_blocks += gone;
