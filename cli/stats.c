@@ -25,9 +25,11 @@ static void stats_help(FILE *f)
 	      "span) and what retention removed; --blocks lists every block with its range.\n"
 	      "--data opens the store read-only (all tenants); --server asks GET\n"
 	      "/api/v1/stats (one tenant), over http or https (--cacert: PEM CAs to trust\n"
-	      "instead of the system's).  With --data, exits 1 when it met data it cannot\n"
-	      "read (a damaged SST block, a corrupt or missing block file); it reads what\n"
-	      "its numbers need, so only `unhex verify` checks every file.\n",
+	      "instead of the system's), and, from a server with a bucket, what it did\n"
+	      "with the bucket index (docs/object-storage.md).  With --data, exits 1\n"
+	      "when it met data it cannot read (a damaged SST block, a corrupt or missing\n"
+	      "block file); it reads what its numbers need, so only `unhex verify` checks\n"
+	      "every file.\n",
 	      f);
 }
 
