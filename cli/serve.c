@@ -123,6 +123,17 @@ static void serve_help(FILE *f)
 	      "                              whose file is missing) take at most N (default 1G)\n"
 	      "                              (credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
 	      "                              AWS_SESSION_TOKEN, else ~/.aws/credentials)\n"
+	      "  --target R                  all (default: one process does everything), or one\n"
+	      "                              role of a deployment sharing a bucket: ingester\n"
+	      "                              (ingests, seals, uploads), querier (answers queries\n"
+	      "                              from the bucket index), compactor (compacts, expires,\n"
+	      "                              writes the index, deletes replaced blocks); roles\n"
+	      "                              need --storage.backend s3 (docs/object-storage.md)\n"
+	      "  --storage.s3.sync-interval T  how often ingesters and queriers read the bucket\n"
+	      "                              index (default 15s)\n"
+	      "  --storage.s3.delete-delay T how long a block the index marks stays in the\n"
+	      "                              bucket before the compactor deletes it (default 10m;\n"
+	      "                              longer than the queriers' sync interval)\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -257,9 +268,22 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
        O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE,
        O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_PERFMAP_RETENTION, O_PERFMAP_MAX, O_BACKEND,
-       O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION, O_S3_PATH_STYLE, O_S3_CACHE };
+       O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION, O_S3_PATH_STYLE, O_S3_CACHE, O_TARGET,
+       O_S3_SYNC, O_S3_DELETE_DELAY };
 
 #define MAX_RETENTION_TENANTS 1024
+#define DEFAULT_SYNC_NS (15LL * 1000000000)
+
+/* --target: which part of a scale-out deployment this process is. */
+enum target { T_ALL, T_INGESTER, T_QUERIER, T_COMPACTOR };
+static const char *const target_names[] = { "all", "ingester", "querier", "compactor" };
+/* What each does with the bucket index (storage.h). */
+static const unsigned target_modes[] = {
+	STORE_BUCKET_INDEX,
+	STORE_BUCKET_PRUNE | STORE_NO_COMPACT,
+	STORE_BUCKET_DISCOVER | STORE_NO_COMPACT,
+	STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER,
+};
 #define DEFAULT_MAINTAIN_NS (60LL * 1000000000)
 
 static const struct option serve_opts[] = {
@@ -316,6 +340,9 @@ static const struct option serve_opts[] = {
 	{ "storage.s3.region", required_argument, NULL, O_S3_REGION },
 	{ "storage.s3.path-style", no_argument, NULL, O_S3_PATH_STYLE },
 	{ "storage.s3.cache-size", required_argument, NULL, O_S3_CACHE },
+	{ "storage.s3.sync-interval", required_argument, NULL, O_S3_SYNC },
+	{ "storage.s3.delete-delay", required_argument, NULL, O_S3_DELETE_DELAY },
+	{ "target", required_argument, NULL, O_TARGET },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -337,6 +364,8 @@ struct serve_args {
 	int s3;                          /* --storage.backend s3 */
 	struct objstore_s3_config s3cfg; /* strings borrowed from argv */
 	size_t s3_cache_bytes;           /* 0: the store's default */
+	int target;                      /* enum target */
+	int64_t s3_sync_ns, s3_delete_delay_ns; /* 0: the defaults */
 };
 
 /* Parses "30s", "500ms", "2m", "1h", "7d", "2w" or plain seconds into nanoseconds (> 0). */
@@ -543,6 +572,23 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				return cli_usage_error("serve", "--storage.s3.cache-size: \"%s\" is not "
 							"a size above 0", optarg);
 			break;
+		case O_TARGET: {
+			int found = -1;
+			for (int i = 0; i < 4; i++)
+				if (!strcmp(optarg, target_names[i]))
+					found = i;
+			if (found < 0)
+				return cli_usage_error("serve", "--target: \"%s\" is not all, ingester, "
+							"querier or compactor", optarg);
+			a->target = found;
+			break;
+		}
+		case O_S3_SYNC: case O_S3_DELETE_DELAY:
+			if (parse_duration(optarg, c == O_S3_SYNC ? &a->s3_sync_ns
+								   : &a->s3_delete_delay_ns))
+				return cli_usage_error("serve", "--%s: \"%s\" is not a positive "
+							"duration (15s, 10m)", serve_opts[idx].name, optarg);
+			break;
 		case O_HELP: serve_help(stdout); return -1;
 		case O_LOG:
 			if (parse_level(optarg, &lvl))
@@ -592,8 +638,11 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		return cli_usage_error("serve", "--storage.backend s3 needs --storage.s3.endpoint and "
 					"--storage.s3.bucket");
 	if (!a->s3 && (a->s3cfg.endpoint || a->s3cfg.bucket || a->s3cfg.region ||
-		       a->s3_cache_bytes))
+		       a->s3_cache_bytes || a->s3_sync_ns || a->s3_delete_delay_ns))
 		return cli_usage_error("serve", "--storage.s3.* options need --storage.backend s3");
+	if (!a->s3 && a->target != T_ALL)
+		return cli_usage_error("serve", "--target %s needs --storage.backend s3: the roles "
+					"share their blocks through a bucket", target_names[a->target]);
 	return 0;
 }
 
@@ -710,6 +759,19 @@ int cli_serve(int argc, char **argv)
 	/* Debug info and its indexes are shared through the same bucket. */
 	a.sym.objstore = os;
 	a.web.objstore = os;
+	if (os) {
+		so.bucket_mode = target_modes[a.target];
+		/* A compactor applies the index it writes at each of its passes. */
+		if (a.target == T_INGESTER || a.target == T_QUERIER)
+			so.bucket_sync_interval_ns = a.s3_sync_ns ? a.s3_sync_ns : DEFAULT_SYNC_NS;
+		so.bucket_delete_delay_ns = a.s3_delete_delay_ns;
+	}
+	if (a.target == T_QUERIER || a.target == T_COMPACTOR)
+		a.web.no_ingest = a.target == T_QUERIER
+			? "this server is a querier (--target querier): it accepts no profiles; "
+			  "send them to an ingester"
+			: "this server is a compactor (--target compactor): it accepts no profiles; "
+			  "send them to an ingester";
 	/* Debug info retention follows the blocks it depends on, at the same pace. */
 	a.sym.retain_interval_ns = so.maintain_interval_ns;
 	if (store_open(&so, &st, &msg)) {
@@ -756,8 +818,9 @@ int cli_serve(int argc, char **argv)
 		      &all);
 	printf("unhex: listening on %s\n", url);
 	fflush(stdout);
-	log_info("serving %s on %s%s%s", a.data, all ? "all interfaces, port " : a.web.listen,
-		 all ? strrchr(url, ':') + 1 : "", a.web.tls_cert ? " (TLS)" : "");
+	log_info("serving %s on %s%s%s as --target %s", a.data,
+		 all ? "all interfaces, port " : a.web.listen, all ? strrchr(url, ':') + 1 : "",
+		 a.web.tls_cert ? " (TLS)" : "", target_names[a.target]);
 
 	for (;;) {
 		size_t n = 0;

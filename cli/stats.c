@@ -29,9 +29,10 @@ static void stats_help(FILE *f)
 	      "instead of the system's).  With --data, exits 1 when it met data it cannot\n"
 	      "read (a damaged SST block, a corrupt or missing block file); it reads what\n"
 	      "its numbers need, so only `unhex verify` checks every file.  --server, of a\n"
-	      "server with --storage.backend s3 and a token with the admin scope (or an open\n"
-	      "server): also the bucket's requests by operation and outcome, retries and\n"
-	      "bytes since the server started.\n",
+	      "server with --storage.backend s3: also what it did with the bucket index\n"
+	      "(docs/object-storage.md) and, with a token with the admin scope (or an open\n"
+	      "server), the bucket's requests by operation and outcome, retries and bytes\n"
+	      "since the server started.\n",
 	      f);
 }
 
@@ -278,6 +279,23 @@ static void print_remote_blocks(const char *blocks)
 	}
 }
 
+/* What a server with a bucket did with its index (docs/object-storage.md). */
+static void print_bucket(const char *b)
+{
+	static const char *const keys[] = {
+		"index_writes", "index_failures", "index_blocks", "index_bytes", "footer_reads",
+		"deletion_marks", "deleted_blocks", "delete_failures", "syncs", "sync_failures",
+		"discovered_blocks", "unlisted_blocks", "upload_pending",
+	};
+
+	if (!b)
+		return;
+	printf("bucket (this server, since it started)\n");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		printf("  %-18s %12llu\n", keys[i], json_u64(b, keys[i]));
+	printf("  %-18s %12.1f s\n", "upload lag", (double)json_u64(b, "upload_lag_ns") / 1e9);
+}
+
 static int stats_remote(const char *server, const char *cacert, const char *tenant, int json,
 			int blocks)
 {
@@ -322,6 +340,7 @@ static int stats_remote(const char *server, const char *cacert, const char *tena
 		s.newest_ns = (int64_t)json_u64(bytes, "newest_ns");
 	}
 	print_human(&s);
+	print_bucket(strstr(body.data, "\"bucket\":{"));
 	/* The block list's scan stops where the server-wide objstore object starts. */
 	os = strstr(body.data, ",\"objstore\":{");
 	if (os)

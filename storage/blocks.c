@@ -878,16 +878,70 @@ static int block_load(struct block *b, struct err_msg *msg)
 	return block_check_meta(b, msg);
 }
 
+static int is_block_name(const char *n, size_t suffix_len, const char *suffix);
+
+int store__block_remote_footer(struct store *st, const char *key, struct bmeta *m,
+			       uint64_t *size, struct err_msg *msg)
+{
+	struct bsrc src = { .fd = -1, .os = st->objstore, .key = key,
+			    .c = &st->rcache };
+	struct buf tail;
+	int rc;
+
+	buf_init(&tail, BLOCK_SUFFIX_READ);
+	rc = objstore_get_suffix(st->objstore, key, BLOCK_SUFFIX_READ, &tail, size, msg);
+	store__rcache_count(&st->rcache, RKIND_FOOTER, 1, tail.len);
+	if (!rc) {
+		src.tail = (const uint8_t *)tail.data;
+		src.tail_len = tail.len;
+		src.tail_off = *size - tail.len;
+		rc = read_footer(&src, *size, m, msg);
+	}
+	buf_release(&tail);
+	return rc;
+}
+
+int store__block_key(const char *tenant, const uint8_t id[BLOCK_ID_BYTES], struct buf *out)
+{
+	char esc[3 * STORE_MAX_TENANT_NAME + 1], hex[2 * BLOCK_ID_BYTES + 1];
+	int rc = escape_tenant(tenant, esc, sizeof(esc));
+
+	if (rc)
+		return rc;
+	store__block_id_hex(id, hex);
+	return buf_printf(out, "%s/%s/%s%s", BLOCKS_DIR, esc, hex, BLOCK_SUFFIX);
+}
+
+int store__block_key_parse(const char *key, char *tenant, size_t cap,
+			   uint8_t id[BLOCK_ID_BYTES])
+{
+	size_t tl = strlen(BLOCKS_DIR);
+	const char *d, *base;
+	char dir[3 * STORE_MAX_TENANT_NAME + 1];
+
+	if (strncmp(key, BLOCKS_DIR, tl) || key[tl] != '/')
+		return ERR_INVALID;
+	d = key + tl + 1;
+	base = strchr(d, '/');
+	if (!base || (size_t)(base - d) >= sizeof(dir) || strchr(base + 1, '/') ||
+	    !is_block_name(base + 1, strlen(BLOCK_SUFFIX), BLOCK_SUFFIX))
+		return ERR_INVALID;
+	memcpy(dir, d, (size_t)(base - d));
+	dir[base - d] = '\0';
+	if (unescape_tenant(dir, tenant, cap))
+		return ERR_INVALID;
+	for (int i = 0; i < BLOCK_ID_BYTES; i++)
+		id[i] = (uint8_t)(hexval(base[1 + 2 * i]) << 4 | hexval(base[2 + 2 * i]));
+	return 0;
+}
+
 /*
- * Reads the footer of b (a record without a file) from the bucket: one
- * suffix GET of BLOCK_SUFFIX_READ bytes (and a ranged GET of the header
- * when the block is longer).  Then b is read through st->rcache.
+ * Reads the footer of b (a record without a file, or a block the bucket
+ * index names) from the bucket.  Then b is read through st->rcache.
  */
 static int block_load_remote(struct store *st, struct block *b, struct err_msg *msg)
 {
 	size_t dl = strlen(st->dir);
-	struct bsrc src = { .fd = -1, .os = st->objstore, .c = &st->rcache };
-	struct buf tail;
 	uint64_t size = 0;
 	char *tdir = NULL;
 	int rc;
@@ -903,21 +957,13 @@ static int block_load_remote(struct store *st, struct block *b, struct err_msg *
 	free(tdir);
 	if (!b->path)
 		return ERR_NOMEM;
-	src.key = b->path + dl + 1;
-	buf_init(&tail, BLOCK_SUFFIX_READ);
-	rc = objstore_get_suffix(st->objstore, src.key, BLOCK_SUFFIX_READ, &tail, &size, msg);
-	store__rcache_count(&st->rcache, RKIND_FOOTER, 1, tail.len);
-	if (!rc && b->rec.bytes && size != b->rec.bytes)
+	rc = store__block_remote_footer(st, b->path + dl + 1, &b->m, &size, msg);
+	if (!rc && b->rec.bytes && size != b->rec.bytes) {
+		store__bmeta_release(&b->m);
 		rc = err_set(msg, ERR_CORRUPT, "the bucket holds %llu bytes, its record says %llu",
 			     (unsigned long long)size, (unsigned long long)b->rec.bytes);
-	if (!rc) {
-		src.tail = (const uint8_t *)tail.data;
-		src.tail_len = tail.len;
-		src.tail_off = size - tail.len;
-		b->file_size = size;
-		rc = read_footer(&src, size, &b->m, msg);
 	}
-	buf_release(&tail);
+	b->file_size = size;
 	if (!rc)
 		rc = block_check_meta(b, msg);
 	if (rc) {
@@ -978,6 +1024,40 @@ int store__block_load_unlisted(struct store *st, struct tenant *t, const char *p
 		return rc;
 	}
 	*out = b;
+	return 0;
+}
+
+int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
+			    const struct brec *rec, struct err_msg *msg)
+{
+	struct block *b = block_new(t, id);
+	int rc;
+
+	if (!b)
+		return ERR_NOMEM;
+	b->rec = *rec;
+	rc = block_load_remote(st, b, msg);
+	if (!rc) {
+		pthread_mutex_lock(&t->mu);
+		rc = block_know(st, t, b);
+		if (!rc) {
+			rc = store__block_list(t, b);
+			if (rc)
+				unknow(t, b);
+		}
+		pthread_mutex_unlock(&t->mu);
+		if (rc)
+			store__bmeta_release(&b->m);
+	}
+	if (rc) {
+		free(b->path);
+		free(b);
+		return rc;
+	}
+	for (int64_t cur = atomic_load(&st->newest_ns); b->m.max_time > cur;)
+		if (atomic_compare_exchange_weak(&st->newest_ns, &cur, b->m.max_time))
+			break;
+	store__block_put(st, b); /* the list holds it */
 	return 0;
 }
 

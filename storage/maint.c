@@ -1165,26 +1165,39 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 	struct store_maint_stats ms;
 	struct tenant **ts = NULL;
 	size_t n = 0;
-	int rc, upload_rc = 0;
+	int rc, upload_rc = 0, compact, may_compact;
 
 	if (st->read_only)
 		return err_set(msg, ERR_INVALID, "store is open read-only");
 	memset(&ms, 0, sizeof(ms));
 	pthread_mutex_lock(&st->maint_mu);
+	/* Ingesters and queriers leave compaction and retention to the
+	 * compactor, which compacts only what the bucket index has caught up
+	 * with (bucket.c). */
+	compact = !(st->bucket_mode & STORE_NO_COMPACT);
+	may_compact = compact && store__bucket_may_compact(st);
 	rc = tenants_copy(st, &ts, &n);
 	for (size_t i = 0; !rc && i < n; i++) {
 		/* One clock for the tenant's pass: what sealing left open because
 		 * its range is not over, compaction must not take as over. */
 		int64_t clock = store__clock(st);
 		rc = seal_tenant(st, ts[i], clock, flags, &ms, msg);
-		for (size_t k = 1; !rc && k < N_LEVELS; k++)
+		for (size_t k = 1; !rc && may_compact && k < N_LEVELS; k++)
 			rc = compact_level(st, ts[i], k, clock, flags, &ms, msg);
-		if (!rc)
+		if (!rc && compact)
 			rc = expire_tenant(st, ts[i], clock, &ms, msg);
 		/* After one failed upload the bucket is likely down: the next pass retries. */
 		if (!rc && !upload_rc)
 			upload_rc = store__upload_tenant(st, ts[i], &ms);
 		store__reclaim(st, ts[i], 0);
+	}
+	if (!rc && st->objstore && (st->bucket_mode & STORE_BUCKET_INDEX)) {
+		struct err_msg im;
+		/* Like an upload, a failed index pass is retried at the next one. */
+		err_clear(&im);
+		if (store__bucket_index_pass(st, &im))
+			log_warn("bucket index: %s; written again at the next maintenance pass",
+				 im.text[0] ? im.text : "failed");
 	}
 	add_stats(&st->maint_total, &ms);
 	pthread_mutex_unlock(&st->maint_mu);

@@ -139,6 +139,32 @@ struct store_options {
 	struct objstore *objstore;
 	/* Cap of that cache (<dir>/s3cache, emptied at open); 0: 1 GiB. */
 	uint64_t objstore_cache_bytes;
+	/*
+	 * What this process does with the bucket index (STORE_BUCKET_* flags,
+	 * needs objstore; docs/object-storage.md, storage_int.h section 12).
+	 */
+	unsigned bucket_mode;
+	/* Period of the index sync thread (DISCOVER, PRUNE); 0 starts none:
+	 * the caller runs store_bucket_sync(). */
+	int64_t bucket_sync_interval_ns;
+	/* How long a block stays in the bucket once the index marks it for
+	 * deletion; 0 picks 10 minutes.  Longer than the queriers' sync
+	 * interval plus their reader grace, or a query may miss a block. */
+	int64_t bucket_delete_delay_ns;
+};
+
+enum {
+	/* Rewrite the bucket index at the end of each maintenance pass, and
+	 * delete the blocks it has marked for bucket_delete_delay_ns. */
+	STORE_BUCKET_INDEX = 1 << 0,
+	/* List the blocks the index names as remote blocks, unlist those it
+	 * no longer names (queriers, compactors). */
+	STORE_BUCKET_DISCOVER = 1 << 1,
+	/* Unlist and delete this process's own uploaded blocks that the index
+	 * marks (ingesters: the compactor merged or expired them). */
+	STORE_BUCKET_PRUNE = 1 << 2,
+	/* No compaction and no retention: another process's job. */
+	STORE_NO_COMPACT = 1 << 3,
 };
 
 /* Partition ids at or above this name a service of a block. */
@@ -532,6 +558,34 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 
 /* Counters of the maintenance done by this process (background included). */
 void store_maint_totals(struct store *st, struct store_maint_stats *out);
+
+/* What this process did with the bucket index, since open. */
+struct store_bucket_stats {
+	int enabled;                  /* the store has a bucket (store_options.objstore) */
+	uint64_t index_writes;        /* index objects written */
+	uint64_t index_failures;      /* index passes that failed (logged) */
+	uint64_t index_blocks;        /* blocks in the last index written or read */
+	uint64_t index_bytes;         /* its size */
+	uint64_t footer_reads;        /* footers of new keys read by the writer */
+	uint64_t marks;               /* deletion marks the writer added */
+	uint64_t deleted_objects;     /* marked blocks deleted from the bucket */
+	uint64_t delete_failures;
+	uint64_t syncs;               /* indexes read and applied */
+	uint64_t sync_failures;
+	uint64_t discovered_blocks;   /* listed from the index */
+	uint64_t unlisted_blocks;     /* unlisted because the index no longer counts them */
+	uint64_t upload_pending;      /* live blocks of this process not uploaded yet */
+	int64_t upload_lag_ns;        /* age of the oldest of them (0: none) */
+};
+void store_bucket_stats(struct store *st, struct store_bucket_stats *out);
+
+/*
+ * Reads the bucket index (one GET) and applies it as bucket_mode says
+ * (DISCOVER, PRUNE); the sync thread calls it every
+ * bucket_sync_interval_ns, and store_open once.  Serialized with
+ * maintenance.
+ */
+int store_bucket_sync(struct store *st, struct err_msg *msg);
 
 /*
  * Checks every block of every tenant: the checksums of every section, the

@@ -611,6 +611,77 @@
  * records are deleted then and whenever a claim starts a new generation.
  * The 128-bit hash stands for the ID: a false "seen" needs two IDs of one
  * tenant colliding in 128 bits within a window.
+ *
+ * ==========================================================================
+ * 12. The bucket index (bucketidx.c, bucket.c)
+ * ==========================================================================
+ *
+ * One object per bucket, key "blocks-index" (BKT_KEY): every block of
+ * every tenant in the bucket, what each replaces, and which are marked for
+ * deletion.  Queriers and compactors find blocks with one GET of it (never a
+ * LIST per query); the process that maintains it (store_options.bucket_mode
+ * & STORE_BUCKET_INDEX) rewrites it at the end of each maintenance pass from
+ * one LIST of "blocks/", reading by suffix GET the footers of the keys the
+ * previous index does not hold.  One object for the bucket rather than one
+ * per tenant: a querier learns of new tenants from the same GET, and the
+ * whole index of a large fleet is a few MiB (docs/object-storage.md).  It
+ * lives outside "blocks/" so that the LIST never returns it.  Writing it is
+ * a plain PUT over the old one: it is computed from the LIST and the old
+ * index alone, so two writers converge.
+ *
+ * Layout (fixed-width integers little-endian; uv/sv varints as above):
+ *
+ *   offset  size  field
+ *   0       8     magic "UNHXBKTI"
+ *   8       4     format version, u32 (BKT_VERSION = 1)
+ *   12      4     CRC-32C of bytes [16, size)
+ *   16      ...   body:
+ *     sv   written_ns: the writer's wall clock
+ *     uv   n tenants (<= BKT_MAX_TENANTS), names strictly ascending bytewise
+ *     each tenant:
+ *       uv+  name (uv length 1..STORE_MAX_TENANT_NAME, bytes, no NUL)
+ *       uv   n blocks, ids strictly ascending (all tenants together <=
+ *            BKT_MAX_BLOCKS); each block:
+ *         16   block id
+ *         uv   level (<= BKT_MAX_LEVEL)
+ *         sv   range start; uv range length (> 0)
+ *         uv   min time - range start; uv max time - min time (max < end)
+ *         uv   file bytes, uv series, uv profiles, uv samples
+ *         uv   n covers (<= BKT_MAX_COVERS; all blocks together <=
+ *              BKT_MAX_ALL_COVERS); each 16 bytes, strictly ascending, never
+ *              the block's own id: every block it replaces, transitively
+ *         uv   mark: 0 none, 1 replaced, 2 duplicate, 3 expired (enum bkt_mark)
+ *         sv   if mark: the writer's wall clock when it was first marked
+ *   nothing after the last tenant; the whole object <= BKT_MAX_BYTES.
+ *
+ * Covers.  A compaction's footer names its direct sources; the index
+ * stores the closure: its sources, and what each source covered as the
+ * index held it when the output was first indexed (a source is deleted
+ * only after its output is indexed, so the closure is complete then).  So
+ * a level-0 block uploaded again after its level-1 and level-2 outputs
+ * were made, and its level-1 output deleted, is still known as covered.
+ *
+ * Which blocks count (store__bkt_resolve, the same code on both sides):
+ * among a tenant's blocks not marked, in order of level descending, then
+ * number of covers descending (a block covers more than any block it
+ * covers), then id ascending, a block is accepted unless its id or one of its covers is
+ * already the id or a cover of an accepted block.  A block inside an
+ * accepted one is thus hidden (replaced); of two compactions of the same
+ * sources (two compactors by mistake) the one first in that order wins and
+ * the other is hidden (duplicate), and a level-0 block that only the loser
+ * covered stays visible.  The writer marks every hidden block, and every
+ * accepted block whose newest profile is past its tenant's retention by
+ * its clock (expired); marks are sticky (kept from the old index while the
+ * key is listed).  A marked block's object is deleted by the writer once it
+ * has been marked for store_options.bucket_delete_delay_ns; the mark goes
+ * with the key from the next LIST.
+ *
+ * Readers (STORE_BUCKET_DISCOVER) list every accepted, unmarked block they
+ * do not know as a remote block (its footer by one suffix GET, its contents
+ * through the rcache), never one that a live block of theirs names as a
+ * source, and bury (grace for readers) the remote blocks that are no longer
+ * accepted.  STORE_BUCKET_PRUNE unlists this process's own uploaded blocks
+ * the index marks, and deletes their files and records.
  */
 #ifndef UNHEX_STORAGE_STORAGE_INT_H
 #define UNHEX_STORAGE_STORAGE_INT_H
@@ -622,6 +693,7 @@
 
 #include <rocksdb/c.h>
 
+#include "base/arena.h"
 #include "base/buf.h"
 #include "base/dlist.h"
 #include "base/hash.h"
@@ -1112,6 +1184,16 @@ struct store {
 	uint64_t objstore_cache_bytes;
 	struct rcache rcache;       /* local copies of blocks read from objstore */
 	struct pushids pushids;     /* push IDs claimed lately (pushid.c) */
+	/* The bucket index (bucket.c, section 12). */
+	unsigned bucket_mode;       /* STORE_BUCKET_* */
+	int64_t bucket_sync_ns, bucket_delete_delay_ns;
+	_Atomic int bucket_indexed; /* the last index pass wrote the index */
+	pthread_mutex_t bucket_mu;  /* guards bucket */
+	struct store_bucket_stats bucket;
+	pthread_t bucket_thread;
+	int bucket_started, bucket_stop;
+	pthread_mutex_t bucket_wait_mu;
+	pthread_cond_t bucket_cv;
 	pthread_t maint_thread;
 	int maint_started;
 	pthread_mutex_t maint_wait_mu;
@@ -1711,6 +1793,19 @@ int store__fsync_dir(const char *dir);
  */
 int store__upload_tenant(struct store *st, struct tenant *t, struct store_maint_stats *ms);
 
+/*
+ * The index pass of a maintenance pass (STORE_BUCKET_INDEX; maint_mu held):
+ * LIST, footers of new keys, marks, PUT, deletions past the delay; then,
+ * with STORE_BUCKET_DISCOVER, the new index is applied at once.
+ */
+int store__bucket_index_pass(struct store *st, struct err_msg *msg);
+/* Whether a compactor may compact now: the last index pass wrote the index
+ * and every live block of this process is uploaded (bucket.c). */
+int store__bucket_may_compact(struct store *st);
+/* At open (after the blocks): one sync, then the sync thread; and at close. */
+int store__bucket_open(struct store *st, struct err_msg *msg);
+void store__bucket_close(struct store *st);
+
 /* Test hook: when UNHEX_CRASHPOINT names `point`, the process kills itself there. */
 void store__crashpoint(struct store *st, const char *point);
 
@@ -1753,5 +1848,87 @@ static inline const struct sym_string *sv_str(const struct store_symbols *v, uin
 int store__bsyms_encode(const struct bsyms *s, struct buf *out);
 /* Appends the raw index section of `x` (pages' off ignored: implied by order). */
 int store__bindex_encode(const struct bindex *x, int64_t range_start, struct buf *out);
+
+/* ---- the bucket index (bucketidx.c, bucket.c), section 12 --------------- */
+
+#define BKT_KEY "blocks-index"
+#define BKT_MAGIC "UNHXBKTI"
+#define BKT_VERSION 1
+#define BKT_HEADER_BYTES 16
+/* Limits a reader enforces on what an index claims (ERR_CORRUPT past them). */
+#define BKT_MAX_BYTES ((size_t)256 << 20)
+#define BKT_MAX_TENANTS 65536u
+#define BKT_MAX_BLOCKS (1u << 22)
+#define BKT_MAX_COVERS 65536u
+#define BKT_MAX_ALL_COVERS (1u << 24)
+#define BKT_MAX_LEVEL 64u
+
+enum bkt_mark { BKT_LIVE = 0, BKT_REPLACED = 1, BKT_DUPLICATE = 2, BKT_EXPIRED = 3 };
+
+struct bkt_block {
+	uint8_t id[BLOCK_ID_BYTES];
+	struct brec rec;
+	uint8_t (*covers)[BLOCK_ID_BYTES]; /* ascending; in the index's arena */
+	uint32_t n_covers;
+	uint32_t mark;     /* enum bkt_mark */
+	int64_t marked_ns; /* when first marked (writer's wall clock) */
+};
+
+struct bkt_tenant {
+	const char *name;         /* in the arena */
+	struct bkt_block *blocks; /* ascending by id; in the arena */
+	size_t n_blocks;
+};
+
+/* A decoded (or built) index; everything lives in `mem`. */
+struct bkt_index {
+	int64_t written_ns;
+	struct bkt_tenant *tenants; /* ascending by name */
+	size_t n_tenants;
+	struct arena mem;
+};
+
+/* An empty index whose arena holds at most `cap` bytes (release it). */
+void store__bkt_init(struct bkt_index *x, size_t cap);
+void store__bkt_release(struct bkt_index *x);
+/*
+ * Decodes `len` bytes (untrusted) into *out (initialized here, released by
+ * the caller on success only); every count, order and cap is checked and
+ * anything else is ERR_CORRUPT with a message.
+ */
+int store__bkt_decode(const uint8_t *p, size_t len, struct bkt_index *out, struct err_msg *msg);
+/* Appends the encoding of x (tenants and blocks sorted, as decoded) to out. */
+int store__bkt_encode(const struct bkt_index *x, struct buf *out);
+/* The tenant named `name` of x, or NULL. */
+const struct bkt_tenant *store__bkt_tenant(const struct bkt_index *x, const char *name);
+/* The block `id` of t, or NULL. */
+const struct bkt_block *store__bkt_block(const struct bkt_tenant *t,
+					 const uint8_t id[BLOCK_ID_BYTES]);
+/*
+ * Section 12's rule over t's blocks: out[i] is BKT_LIVE for an accepted
+ * unmarked block, BKT_REPLACED or BKT_DUPLICATE for a hidden one, and the
+ * block's own mark for a marked one.  out has t->n_blocks entries.
+ */
+int store__bkt_resolve(const struct bkt_tenant *t, uint32_t *out);
+
+/* The key of t's block `id` ("blocks/<tenant dir>/<id>.blk") into out. */
+int store__block_key(const char *tenant, const uint8_t id[BLOCK_ID_BYTES], struct buf *out);
+/* Parses such a key: tenant name (NUL-terminated, >= STORE_MAX_TENANT_NAME + 1
+ * bytes) and id; ERR_INVALID when it is not a block key. */
+int store__block_key_parse(const char *key, char *tenant, size_t cap,
+			   uint8_t id[BLOCK_ID_BYTES]);
+/*
+ * Reads the footer of the object `key` of st->objstore (one suffix GET, a
+ * ranged GET of its header when the block is longer): *m (release it) and
+ * the object's size.
+ */
+int store__block_remote_footer(struct store *st, const char *key, struct bmeta *m,
+			       uint64_t *size, struct err_msg *msg);
+/*
+ * Lists the block `id` of t, which the bucket holds (rec from the index),
+ * as a remote block: its footer read now, its contents through st->rcache.
+ */
+int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
+			    const struct brec *rec, struct err_msg *msg);
 
 #endif

@@ -514,6 +514,18 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 	pthread_mutex_init(&st->cache.mu, NULL);
 	pthread_mutex_init(&st->maint_mu, NULL);
 	pthread_mutex_init(&st->maint_wait_mu, NULL);
+	pthread_mutex_init(&st->bucket_mu, NULL);
+	pthread_mutex_init(&st->bucket_wait_mu, NULL);
+	st->bucket_mode = opt->bucket_mode;
+	st->bucket_sync_ns = opt->bucket_sync_interval_ns;
+	st->bucket_delete_delay_ns = opt->bucket_delete_delay_ns;
+	if (opt->bucket_sync_interval_ns < 0 || opt->bucket_delete_delay_ns < 0)
+		return err_set(msg, ERR_INVALID, "store: negative durations");
+	if (opt->bucket_mode & ~(unsigned)(STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER |
+					   STORE_BUCKET_PRUNE | STORE_NO_COMPACT))
+		return err_set(msg, ERR_INVALID, "store: unknown bucket mode flags");
+	if ((opt->bucket_mode & ~(unsigned)STORE_NO_COMPACT) && !opt->objstore)
+		return err_set(msg, ERR_INVALID, "store: the bucket index needs a bucket");
 	return 0;
 }
 
@@ -628,7 +640,9 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 		log_info("store %s: upgraded from format 1; its data is in the head and is sealed "
 			 "into blocks by maintenance", opt->dir);
 	}
-	rc = store__maint_start(st);
+	rc = store__bucket_open(st, msg);
+	if (!rc)
+		rc = store__maint_start(st);
 	if (rc)
 		goto fail;
 	*out = st;
@@ -642,6 +656,7 @@ void store_close(struct store *st)
 {
 	if (!st)
 		return;
+	store__bucket_close(st);
 	store__maint_stop(st);
 	store__blocks_close(st);
 	if (st->db) {
@@ -676,6 +691,8 @@ void store_close(struct store *st)
 	pthread_mutex_destroy(&st->cache.mu);
 	pthread_mutex_destroy(&st->maint_mu);
 	pthread_mutex_destroy(&st->maint_wait_mu);
+	pthread_mutex_destroy(&st->bucket_mu);
+	pthread_mutex_destroy(&st->bucket_wait_mu);
 	pthread_mutex_destroy(&st->writer);
 	pthread_mutex_destroy(&st->mu);
 	pthread_rwlock_destroy(&st->commit_lock);

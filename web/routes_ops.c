@@ -127,6 +127,30 @@ int web_objstore_json(struct buf *out, const struct objstore *os)
 	return rc;
 }
 
+/* ,"bucket":{...} when the store has a bucket: what this process did with its index. */
+static int bucket_json(struct buf *out, struct store *st)
+{
+	struct store_bucket_stats b;
+
+	store_bucket_stats(st, &b);
+	if (!b.enabled)
+		return 0;
+	return buf_printf(out,
+			  ",\"bucket\":{\"index_writes\":%llu,\"index_failures\":%llu,"
+			  "\"index_blocks\":%llu,\"index_bytes\":%llu,\"footer_reads\":%llu,"
+			  "\"deletion_marks\":%llu,\"deleted_blocks\":%llu,"
+			  "\"delete_failures\":%llu,\"syncs\":%llu,\"sync_failures\":%llu,"
+			  "\"discovered_blocks\":%llu,\"unlisted_blocks\":%llu,"
+			  "\"upload_pending\":%llu,\"upload_lag_ns\":%lld}",
+			  (unsigned long long)b.index_writes, (unsigned long long)b.index_failures,
+			  (unsigned long long)b.index_blocks, (unsigned long long)b.index_bytes,
+			  (unsigned long long)b.footer_reads, (unsigned long long)b.marks,
+			  (unsigned long long)b.deleted_objects, (unsigned long long)b.delete_failures,
+			  (unsigned long long)b.syncs, (unsigned long long)b.sync_failures,
+			  (unsigned long long)b.discovered_blocks, (unsigned long long)b.unlisted_blocks,
+			  (unsigned long long)b.upload_pending, (long long)b.upload_lag_ns);
+}
+
 int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct store *st,
 		   const struct objstore *os)
 {
@@ -172,6 +196,8 @@ int web_stats_json(struct buf *out, const struct store_tenant_stats *s, struct s
 	}
 	if (!rc)
 		rc = buf_putc(out, '}');
+	if (!rc && st)
+		rc = bucket_json(out, st);
 	if (!rc && os) {
 		rc = buf_puts(out, ",\"objstore\":");
 		if (!rc)
@@ -414,6 +440,45 @@ static void objstore_metrics(const struct objstore *os, struct buf *b)
 	buf_printf(b, "unhex_objstore_failures_total %llu\n", (unsigned long long)st.failures);
 }
 
+/* What this process did with the bucket index (docs/object-storage.md). */
+static void bucket_metrics(struct store *st, struct buf *b)
+{
+	struct store_bucket_stats s;
+
+	store_bucket_stats(st, &s);
+	if (!s.enabled)
+		return;
+	metric_head(b, "unhex_bucket_index_total", "counter",
+		    "The bucket index since the server started, by event.");
+	buf_printf(b, "unhex_bucket_index_total{event=\"writes\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"write_failures\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"footer_reads\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"deletion_marks\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"deleted_blocks\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"delete_failures\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"syncs\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"sync_failures\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"discovered_blocks\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"unlisted_blocks\"} %llu\n",
+		   (unsigned long long)s.index_writes, (unsigned long long)s.index_failures,
+		   (unsigned long long)s.footer_reads, (unsigned long long)s.marks,
+		   (unsigned long long)s.deleted_objects, (unsigned long long)s.delete_failures,
+		   (unsigned long long)s.syncs, (unsigned long long)s.sync_failures,
+		   (unsigned long long)s.discovered_blocks, (unsigned long long)s.unlisted_blocks);
+	metric_head(b, "unhex_bucket_index_blocks", "gauge",
+		    "Blocks in the bucket index last written or read by this server.");
+	buf_printf(b, "unhex_bucket_index_blocks %llu\n", (unsigned long long)s.index_blocks);
+	metric_head(b, "unhex_bucket_index_bytes", "gauge", "Size of that index object.");
+	buf_printf(b, "unhex_bucket_index_bytes %llu\n", (unsigned long long)s.index_bytes);
+	metric_head(b, "unhex_bucket_upload_pending_blocks", "gauge",
+		    "Sealed or compacted blocks of this server not in the bucket yet.");
+	buf_printf(b, "unhex_bucket_upload_pending_blocks %llu\n",
+		   (unsigned long long)s.upload_pending);
+	metric_head(b, "unhex_bucket_upload_lag_seconds", "gauge",
+		    "Age of the oldest of them (0 when none waits).");
+	buf_printf(b, "unhex_bucket_upload_lag_seconds %.3f\n", (double)s.upload_lag_ns / 1e9);
+}
+
 /* The store's gauges per tenant, and what maintenance did since start. */
 static void store_metrics(struct store *st, struct buf *b)
 {
@@ -450,6 +515,7 @@ static void store_metrics(struct store *st, struct buf *b)
 		   (unsigned long long)m.expired_blocks, (unsigned long long)m.dropped_epochs,
 		   (unsigned long long)m.uploaded_blocks, (unsigned long long)m.uploaded_bytes,
 		   (unsigned long long)m.upload_failures, (unsigned long long)m.upload_found);
+	bucket_metrics(st, b);
 	{
 		struct store_bucket_reads r;
 

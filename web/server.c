@@ -973,6 +973,9 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 			 rs.status, msg.text);
 	} else if (web__tenant_check(rq.tenant, &msg)) {
 		set_error(&rs, rt, ERR_INVALID, msg.text, WEB_REJ_TENANT);
+	} else if ((rt->kind == R_INGEST || rt->kind == R_PUSH) && srv->opt.no_ingest) {
+		set_error(&rs, rt, ERR_UNAVAILABLE, srv->opt.no_ingest, WEB_REJ_OTHER);
+		unread = 1;
 	} else if (admit_bytes(srv, rt, ri, mg_get_header(conn, "Transfer-Encoding") != NULL,
 			       &held, &msg)) {
 		set_error(&rs, rt, ERR_UNAVAILABLE, msg.text, WEB_REJ_OTHER);

@@ -127,6 +127,9 @@ struct web_options {
 	const char *release_labels; /* borrowed; comma-separated labels that name a
 				    * release (docs/regressions.md); NULL: the default */
 	int log_requests;          /* one logfmt line per request on stderr */
+	const char *no_ingest;     /* borrowed; set, every ingest route answers 503
+				    * with this text before reading the body (a
+				    * querier or a compactor: docs/object-storage.md) */
 	size_t max_inflight_bytes; /* memory all requests may hold at once (503 with
 				    * Retry-After past it; docs/operations.md);
 				    * 0 picks WEB_DEFAULT_MAX_INFLIGHT_BYTES */

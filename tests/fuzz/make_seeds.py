@@ -159,3 +159,39 @@ write("fuzz_symindex", "inline_chain.bin", symindex(
     [(0, 5, 16, 9, None, 0), (17, 22, 3, 5, 0, 1)],
     b"work\0/src/prog.c\0leaf\0/src/inl.h\0"))
 write("fuzz_symindex", "empty.bin", symindex(0, [(0, None)], [], b"\0"))
+
+# fuzz_bucketidx: bucket index objects (storage/storage_int.h section 12);
+# the target sets the CRC itself.
+def uv(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+def sv(v):
+    return uv((v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1)
+
+def bkt_block(hi, lo, level, covers, mark=0):
+    bid = bytes([hi]) + bytes(14) + bytes([lo])
+    out = bid + uv(level) + sv(1700006400 * 10**9) + uv(600 * 10**9) + uv(10**9) + uv(5 * 10**9)
+    out += uv(4096) + uv(3) + uv(10) + uv(77) + uv(len(covers))
+    for h, l in covers:
+        out += bytes([h]) + bytes(14) + bytes([l])
+    out += uv(mark) + (sv(1700006400 * 10**9) if mark else b"")
+    return out
+
+def bkt_index(tenants):
+    body = sv(1700006400 * 10**9) + uv(len(tenants))
+    for name, blocks in tenants:
+        body += uv(len(name)) + name + uv(len(blocks)) + b"".join(blocks)
+    return b"UNHXBKTI" + bytes([1, 0, 0, 0]) + bytes(4) + body
+
+write("fuzz_bucketidx", "empty.bin", bkt_index([]))
+write("fuzz_bucketidx", "compacted.bin", bkt_index([
+    (b"a", [bkt_block(0, 1, 0, [], 1), bkt_block(0, 2, 0, [], 1),
+            bkt_block(5, 1, 1, [(0, 1), (0, 2)]), bkt_block(5, 2, 1, [(0, 1), (0, 2)], 2)]),
+    (b"tenant%2F2", [bkt_block(0, 3, 0, [])])]))

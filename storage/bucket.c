@@ -1,0 +1,720 @@
+/*
+ * bucket.c - the bucket index at work (storage_int.h section 12): the
+ * writer's pass (one LIST of "blocks/", footers of the keys the old index
+ * does not hold, marks, one PUT, deletions of blocks marked long enough),
+ * and the readers' sync (one GET, remote blocks listed and unlisted).
+ */
+#include "storage_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/err.h"
+#include "base/grow.h"
+#include "base/log.h"
+#include "objstore/objstore.h"
+
+#define DEFAULT_DELETE_DELAY_NS (600LL * 1000000000)
+/* What the writer builds in memory: the decoded caps, and then some. */
+#define BUILD_ARENA_CAP ((size_t)4 << 30)
+
+static void stat_add(struct store *st, uint64_t *field, uint64_t n)
+{
+	pthread_mutex_lock(&st->bucket_mu);
+	*field += n;
+	pthread_mutex_unlock(&st->bucket_mu);
+}
+
+/* Reads the index into *x; ERR_NOT_FOUND when there is none. */
+static int index_get(struct store *st, struct bkt_index *x, size_t *bytes, struct err_msg *msg)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b, BKT_MAX_BYTES);
+	rc = objstore_get(st->objstore, BKT_KEY, &b, msg);
+	if (!rc)
+		rc = store__bkt_decode((const uint8_t *)b.data, b.len, x, msg);
+	*bytes = b.len;
+	buf_release(&b);
+	return rc;
+}
+
+/* ---- the writer ---------------------------------------------------------------- */
+
+/* One listed block key, with where its entry comes from. */
+struct lkey {
+	char *tenant;   /* in the build arena */
+	struct bkt_block e;
+	int fresh;      /* read from its footer in this pass: covers to close */
+	uint8_t (*sources)[BLOCK_ID_BYTES]; /* its footer's, while fresh (arena) */
+	uint32_t n_sources;
+};
+
+struct build {
+	struct store *st;
+	const struct bkt_index *old;
+	struct bkt_index *nx;
+	struct lkey *v;
+	size_t n, cap;
+	int rc;
+	struct err_msg *msg;
+};
+
+static int list_cb(void *arg, const struct objstore_entry *e)
+{
+	struct build *b = arg;
+	char tenant[STORE_MAX_TENANT_NAME + 1];
+	uint8_t id[BLOCK_ID_BYTES];
+	const struct bkt_tenant *ot;
+	const struct bkt_block *ob;
+	struct lkey *k;
+
+	if (store__block_key_parse(e->key, tenant, sizeof(tenant), id))
+		return 0; /* not a block: someone else's object, or a temporary */
+	if (GROW(b->v, b->cap, b->n + 1, BKT_MAX_BLOCKS, NULL))
+		return ERR_TOO_LARGE;
+	k = &b->v[b->n];
+	memset(k, 0, sizeof(*k));
+	k->tenant = arena_strndup(&b->nx->mem, tenant, strlen(tenant));
+	if (!k->tenant)
+		return arena_failed(&b->nx->mem);
+	memcpy(k->e.id, id, BLOCK_ID_BYTES);
+	ot = store__bkt_tenant(b->old, tenant);
+	ob = ot ? store__bkt_block(ot, id) : NULL;
+	if (ob && ob->rec.bytes == e->size) {
+		k->e = *ob; /* covers stay in the old index's arena until the PUT */
+	} else {
+		k->fresh = 1;
+		k->e.rec.bytes = e->size;
+	}
+	b->n++;
+	return 0;
+}
+
+/* Reads the footer of a key the old index does not hold. */
+static int read_fresh(struct build *b, struct lkey *k)
+{
+	struct bmeta m;
+	struct buf key;
+	struct err_msg why;
+	uint64_t size = 0;
+	int rc;
+
+	buf_init(&key, OBJSTORE_KEY_MAX + 1);
+	rc = store__block_key(k->tenant, k->e.id, &key);
+	if (!rc)
+		rc = buf_putc(&key, '\0');
+	if (rc) {
+		buf_release(&key);
+		return rc;
+	}
+	err_clear(&why);
+	rc = store__block_remote_footer(b->st, key.data, &m, &size, &why);
+	stat_add(b->st, &b->st->bucket.footer_reads, 1);
+	if (!rc && (memcmp(m.id, k->e.id, BLOCK_ID_BYTES) || strcmp(m.tenant, k->tenant))) {
+		store__bmeta_release(&m);
+		rc = err_set(&why, ERR_CORRUPT, "its footer names another block or tenant");
+	}
+	if (rc) {
+		/* Left out of this index; the next pass tries again. */
+		log_warn("bucket index: %s: %s; left out", key.data,
+			 why.text[0] ? why.text : err_str(rc));
+		buf_release(&key);
+		return rc == ERR_NOMEM ? rc : 1;
+	}
+	buf_release(&key);
+	store__brec_of(&m, size, &k->e.rec);
+	k->n_sources = (uint32_t)m.n_sources;
+	if (m.n_sources) {
+		k->sources = arena_alloc(&b->nx->mem, m.n_sources * BLOCK_ID_BYTES);
+		if (k->sources)
+			memcpy(k->sources, m.sources, m.n_sources * BLOCK_ID_BYTES);
+		else
+			rc = arena_failed(&b->nx->mem);
+	}
+	store__bmeta_release(&m);
+	return rc;
+}
+
+static int lkey_cmp(const void *a, const void *b)
+{
+	const struct lkey *x = a, *y = b;
+	int c = strcmp(x->tenant, y->tenant);
+
+	return c ? c : memcmp(x->e.id, y->e.id, BLOCK_ID_BYTES);
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, BLOCK_ID_BYTES);
+}
+
+/* The entry of `id` among v[lo, hi) (sorted by id), or NULL. */
+static struct lkey *find_in(struct lkey *v, size_t lo, size_t hi, const uint8_t *id)
+{
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = memcmp(id, v[mid].e.id, BLOCK_ID_BYTES);
+		if (!c)
+			return &v[mid];
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+/*
+ * Closes the covers of a fresh entry: its sources, and what each source
+ * covers (as the old index or this pass holds it).  Fresh entries are
+ * closed level by level, so a source read in the same pass is closed first.
+ */
+static int close_covers(struct build *b, struct lkey *k, size_t lo, size_t hi)
+{
+	uint8_t(*c)[BLOCK_ID_BYTES] = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+
+	for (uint32_t i = 0; !rc && i < k->n_sources; i++) {
+		const struct lkey *s = find_in(b->v, lo, hi, k->sources[i]);
+		const struct bkt_tenant *ot = store__bkt_tenant(b->old, k->tenant);
+		const struct bkt_block *ob = s ? NULL : ot ? store__bkt_block(ot, k->sources[i]) : NULL;
+		const struct bkt_block *src = s ? &s->e : ob;
+		size_t add = 1 + (src ? src->n_covers : 0);
+
+		rc = GROW(c, cap, n + add, BKT_MAX_COVERS, NULL);
+		if (rc)
+			break;
+		memcpy(c[n++], k->sources[i], BLOCK_ID_BYTES);
+		for (uint32_t j = 0; src && j < src->n_covers; j++)
+			memcpy(c[n++], src->covers[j], BLOCK_ID_BYTES);
+	}
+	if (!rc && n) {
+		size_t u = 0;
+		qsort(c, n, BLOCK_ID_BYTES, id_cmp);
+		for (size_t i = 0; i < n; i++)
+			if ((!u || memcmp(c[u - 1], c[i], BLOCK_ID_BYTES)) &&
+			    memcmp(c[i], k->e.id, BLOCK_ID_BYTES))
+				memcpy(c[u++], c[i], BLOCK_ID_BYTES);
+		k->e.covers = u ? arena_alloc(&b->nx->mem, u * BLOCK_ID_BYTES) : NULL;
+		if (u && !k->e.covers)
+			rc = arena_failed(&b->nx->mem);
+		else if (u)
+			memcpy(k->e.covers, c, u * BLOCK_ID_BYTES);
+		k->e.n_covers = (uint32_t)u;
+	}
+	free(c);
+	return rc == ERR_TOO_LARGE ? 0 : rc; /* past the cap: the sources alone would do */
+}
+
+/* Groups the sorted keys into the new index's tenants, fresh covers closed. */
+static int build_tenants(struct build *b)
+{
+	struct bkt_index *nx = b->nx;
+	size_t nt = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < b->n; i++)
+		nt += !i || strcmp(b->v[i].tenant, b->v[i - 1].tenant);
+	nx->tenants = nt ? arena_calloc(&nx->mem, nt, sizeof(*nx->tenants)) : NULL;
+	if (nt && !nx->tenants)
+		return arena_failed(&nx->mem);
+	for (size_t i = 0; !rc && i < b->n;) {
+		size_t j = i;
+		struct bkt_tenant *t = &nx->tenants[nx->n_tenants++];
+
+		while (j < b->n && !strcmp(b->v[j].tenant, b->v[i].tenant))
+			j++;
+		for (uint32_t level = 0; !rc && level <= BKT_MAX_LEVEL; level++)
+			for (size_t q = i; !rc && q < j; q++)
+				if (b->v[q].fresh && b->v[q].e.rec.level == level)
+					rc = close_covers(b, &b->v[q], i, j);
+		t->name = b->v[i].tenant;
+		t->n_blocks = j - i;
+		t->blocks = arena_calloc(&nx->mem, j - i, sizeof(*t->blocks));
+		if (!t->blocks)
+			return arena_failed(&nx->mem);
+		for (size_t q = i; q < j; q++)
+			t->blocks[q - i] = b->v[q].e;
+		i = j;
+	}
+	return rc;
+}
+
+/* Marks what the rule hides and what retention expired; counts the new marks. */
+static int mark_tenant(struct store *st, struct bkt_tenant *t, int64_t now, int64_t clock,
+		       uint64_t *marks)
+{
+	uint32_t *res = malloc((t->n_blocks + 1) * sizeof(*res));
+	int64_t ret = store__retention(st, t->name), cutoff = INT64_MIN;
+	int rc;
+
+	if (!res)
+		return ERR_NOMEM;
+	if (ret > 0 && __builtin_sub_overflow(clock, ret, &cutoff))
+		cutoff = INT64_MIN;
+	rc = store__bkt_resolve(t, res);
+	for (size_t i = 0; !rc && i < t->n_blocks; i++) {
+		struct bkt_block *e = &t->blocks[i];
+		uint32_t m = res[i];
+
+		if (e->mark)
+			continue;
+		if (m == BKT_LIVE && e->rec.max_time < cutoff)
+			m = BKT_EXPIRED;
+		if (m != BKT_LIVE) {
+			e->mark = m;
+			e->marked_ns = now;
+			(*marks)++;
+		}
+	}
+	free(res);
+	return rc;
+}
+
+/* Deletes the objects marked at least the delay ago; errors are counted and logged. */
+static void delete_marked(struct store *st, const struct bkt_index *x, int64_t now)
+{
+	int64_t delay = st->bucket_delete_delay_ns;
+	struct buf key;
+
+	buf_init(&key, OBJSTORE_KEY_MAX + 1);
+	for (size_t i = 0; i < x->n_tenants; i++) {
+		const struct bkt_tenant *t = &x->tenants[i];
+		for (size_t j = 0; j < t->n_blocks; j++) {
+			const struct bkt_block *e = &t->blocks[j];
+			struct err_msg m;
+			int rc;
+
+			if (!e->mark || e->marked_ns > now - delay)
+				continue;
+			buf_reset(&key);
+			rc = store__block_key(t->name, e->id, &key);
+			if (!rc)
+				rc = buf_putc(&key, '\0');
+			err_clear(&m);
+			if (!rc)
+				rc = objstore_delete(st->objstore, key.data, &m);
+			if (rc) {
+				stat_add(st, &st->bucket.delete_failures, 1);
+				log_warn("bucket index: delete %s: %s; retried at the next pass",
+					 key.data, m.text[0] ? m.text : err_str(rc));
+				continue;
+			}
+			stat_add(st, &st->bucket.deleted_objects, 1);
+			log_info("bucket index: deleted block %s of tenant %s (marked %s %lld s ago)",
+				 key.data, t->name,
+				 e->mark == BKT_EXPIRED ? "expired"
+				 : e->mark == BKT_DUPLICATE ? "a duplicate" : "replaced",
+				 (long long)((now - e->marked_ns) / 1000000000));
+		}
+	}
+	buf_release(&key);
+}
+
+static int apply(struct store *st, const struct bkt_index *x, struct err_msg *msg);
+
+int store__bucket_index_pass(struct store *st, struct err_msg *msg)
+{
+	struct bkt_index old, nx;
+	struct build b;
+	struct buf out;
+	size_t old_bytes = 0;
+	uint64_t marks = 0, blocks = 0;
+	int64_t now = store__wall(st), clock = store__clock(st);
+	int rc;
+
+	memset(&b, 0, sizeof(b));
+	store__bkt_init(&nx, BUILD_ARENA_CAP);
+	rc = index_get(st, &old, &old_bytes, msg);
+	if (rc == ERR_CORRUPT) {
+		/* Rebuilt from the footers; its marks' times start again. */
+		log_warn("%s; the index is rebuilt from the blocks", msg->text);
+		err_clear(msg);
+	}
+	if (rc == ERR_NOT_FOUND || rc == ERR_CORRUPT) {
+		store__bkt_init(&old, 1);
+		rc = 0;
+	}
+	if (rc) {
+		store__bkt_release(&nx);
+		goto fail;
+	}
+	b.st = st;
+	b.old = &old;
+	b.nx = &nx;
+	b.msg = msg;
+	rc = objstore_list(st->objstore, BLOCKS_DIR "/", list_cb, &b, msg);
+	if (rc == ERR_TOO_LARGE)
+		err_set(msg, rc, "bucket index: more than %u blocks", BKT_MAX_BLOCKS);
+	for (size_t i = 0; !rc && i < b.n; i++) {
+		if (!b.v[i].fresh)
+			continue;
+		rc = read_fresh(&b, &b.v[i]);
+		if (rc == 1) { /* unreadable: dropped from this index */
+			b.v[i] = b.v[--b.n];
+			i--;
+			rc = 0;
+		}
+	}
+	if (!rc && b.n) /* an empty bucket lists nothing, and b.v is NULL */
+		qsort(b.v, b.n, sizeof(*b.v), lkey_cmp);
+	if (!rc)
+		rc = build_tenants(&b);
+	for (size_t i = 0; !rc && i < nx.n_tenants; i++) {
+		rc = mark_tenant(st, &nx.tenants[i], now, clock, &marks);
+		blocks += nx.tenants[i].n_blocks;
+	}
+	nx.written_ns = now;
+	buf_init(&out, BKT_MAX_BYTES);
+	if (!rc)
+		rc = store__bkt_encode(&nx, &out);
+	if (!rc)
+		rc = objstore_put(st->objstore, BKT_KEY, out.data, out.len, 0, msg);
+	if (!rc) {
+		pthread_mutex_lock(&st->bucket_mu);
+		st->bucket.index_writes++;
+		st->bucket.marks += marks;
+		st->bucket.index_blocks = blocks;
+		st->bucket.index_bytes = out.len;
+		pthread_mutex_unlock(&st->bucket_mu);
+		delete_marked(st, &nx, now);
+		if (st->bucket_mode & STORE_BUCKET_DISCOVER)
+			rc = apply(st, &nx, msg);
+	}
+	buf_release(&out);
+	free(b.v);
+	store__bkt_release(&nx);
+	store__bkt_release(&old);
+fail:
+	atomic_store(&st->bucket_indexed, !rc);
+	if (rc)
+		stat_add(st, &st->bucket.index_failures, 1);
+	return rc;
+}
+
+/* ---- readers ------------------------------------------------------------------- */
+
+/* Unlists b and deletes its record (it may have none); under the locks a
+ * publication takes, so a reader sees it or not, never half. */
+static int unlist(struct store *st, struct tenant *t, struct block *b)
+{
+	uint8_t rk[5 + BLOCK_ID_BYTES];
+	char *err = NULL;
+	int done = 0;
+
+	store__brec_key(rk, t->id, b->id);
+	pthread_rwlock_wrlock(&st->commit_lock);
+	rocksdb_delete_cf(st->db, st->wopt_sync, st->cf[CFI_META], (const char *)rk, sizeof(rk),
+			  &err);
+	if (!err) {
+		pthread_mutex_lock(&t->mu);
+		if (b->live && !store__block_bury(t, b)) {
+			b->doomed = !b->remote; /* a remote block has no file of ours */
+			done = 1;
+		}
+		pthread_mutex_unlock(&t->mu);
+	}
+	pthread_rwlock_unlock(&st->commit_lock);
+	if (err)
+		return store__rocks_err(NULL, ERR_IO, "unlist a block", err);
+	if (done)
+		store__block_uncache(st, b);
+	return 0;
+}
+
+/*
+ * The ids a sync must not list again: those of t's live blocks v[0..n)
+ * and of every source they name, sorted for bsearch (owned; *len ids).
+ */
+static int taken_ids(struct block **v, size_t n, uint8_t (**out)[BLOCK_ID_BYTES], size_t *len)
+{
+	size_t k = n;
+
+	for (size_t i = 0; i < n; i++)
+		k += v[i]->have_meta ? v[i]->m.n_sources : 0;
+	*out = malloc((k + 1) * BLOCK_ID_BYTES);
+	if (!*out)
+		return ERR_NOMEM;
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		memcpy((*out)[k++], v[i]->id, BLOCK_ID_BYTES);
+		for (size_t j = 0; v[i]->have_meta && j < v[i]->m.n_sources; j++)
+			memcpy((*out)[k++], v[i]->m.sources[j], BLOCK_ID_BYTES);
+	}
+	if (k)
+		qsort(*out, k, BLOCK_ID_BYTES, id_cmp);
+	*len = k;
+	return 0;
+}
+
+static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_tenant *xt)
+{
+	int discover = !!(st->bucket_mode & STORE_BUCKET_DISCOVER);
+	uint32_t *res = NULL;
+	uint8_t(*taken)[BLOCK_ID_BYTES] = NULL;
+	struct block **v;
+	size_t n = 0, n_taken = 0;
+	uint64_t added = 0, gone = 0;
+	int rc = 0;
+
+	if (xt) {
+		res = malloc((xt->n_blocks + 1) * sizeof(*res));
+		if (!res)
+			return ERR_NOMEM;
+		rc = store__bkt_resolve(xt, res);
+	}
+	pthread_mutex_lock(&t->mu);
+	v = malloc((t->n_blocks + 1) * sizeof(*v));
+	for (size_t i = 0; v && i < t->n_blocks; i++) {
+		store__block_ref(t->blocks[i]);
+		v[n++] = t->blocks[i];
+	}
+	pthread_mutex_unlock(&t->mu);
+	if (!v)
+		rc = ERR_NOMEM;
+	/* What the index no longer counts goes: a remote block it does not
+	 * accept, an uploaded block of ours it marks. */
+	for (size_t i = 0; !rc && i < n; i++) {
+		struct block *b = v[i];
+		const struct bkt_block *e = xt ? store__bkt_block(xt, b->id) : NULL;
+		uint32_t r = e ? res[e - xt->blocks] : BKT_REPLACED;
+		int drop = b->remote ? discover && r != BKT_LIVE
+				     : e && r != BKT_LIVE && atomic_load(&b->uploaded);
+
+		if (!drop)
+			continue;
+		rc = unlist(st, t, b);
+		if (!rc) {
+			gone++;
+			log_info("bucket index: block %s of tenant %s unlisted (%s)", b->id_hex, t->name,
+				 !e ? "no longer in the bucket" : r == BKT_EXPIRED ? "expired"
+				 : r == BKT_DUPLICATE ? "a duplicate" : "replaced");
+		}
+	}
+	/* Never one of ours again, nor one a block of ours replaced (an output
+	 * of ours the index has not seen yet). */
+	if (!rc && discover && xt)
+		rc = taken_ids(v, n, &taken, &n_taken);
+	for (size_t i = 0; !rc && discover && xt && i < xt->n_blocks; i++) {
+		const struct bkt_block *e = &xt->blocks[i];
+		struct err_msg why;
+		int r;
+
+		if (res[i] != BKT_LIVE || bsearch(e->id, taken, n_taken, BLOCK_ID_BYTES, id_cmp))
+			continue;
+		err_clear(&why);
+		r = store__block_add_remote(st, t, e->id, &e->rec, &why);
+		if (r == ERR_NOMEM)
+			rc = r;
+		else if (r) {
+			/* Tried again at the next sync. */
+			stat_add(st, &st->bucket.sync_failures, 1);
+			log_warn("bucket index: block of tenant %s: %s", t->name,
+				 why.text[0] ? why.text : err_str(r));
+		} else {
+			added++;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		store__block_put(st, v[i]);
+	free(v);
+	free(res);
+	free(taken);
+	pthread_mutex_lock(&st->bucket_mu);
+	st->bucket.discovered_blocks += added;
+	st->bucket.unlisted_blocks += gone;
+	pthread_mutex_unlock(&st->bucket_mu);
+	return rc;
+}
+
+static int apply(struct store *st, const struct bkt_index *x, struct err_msg *msg)
+{
+	struct tenant *t;
+	int rc = 0;
+
+	for (size_t i = 0; !rc && (st->bucket_mode & STORE_BUCKET_DISCOVER) && i < x->n_tenants;
+	     i++) {
+		pthread_mutex_lock(&st->writer);
+		rc = store__tenant_ensure(st, x->tenants[i].name, &t, msg);
+		pthread_mutex_unlock(&st->writer);
+	}
+	for (size_t i = 0; !rc; i++) {
+		pthread_mutex_lock(&st->mu);
+		t = i < st->n_tenants ? st->tenants[i] : NULL;
+		pthread_mutex_unlock(&st->mu);
+		if (!t)
+			break;
+		rc = apply_tenant(st, t, store__bkt_tenant(x, t->name));
+		store__reclaim(st, t, 0);
+	}
+	if (rc)
+		err_set(msg, rc, "bucket index: %s", err_str(rc));
+	return rc;
+}
+
+int store_bucket_sync(struct store *st, struct err_msg *msg)
+{
+	struct bkt_index x;
+	size_t bytes = 0;
+	int rc;
+
+	if (!st->objstore || !(st->bucket_mode & (STORE_BUCKET_DISCOVER | STORE_BUCKET_PRUNE)))
+		return 0;
+	rc = index_get(st, &x, &bytes, msg);
+	if (rc == ERR_NOT_FOUND) {
+		/* No index written yet: nothing to learn, and nothing to unlist. */
+		err_clear(msg);
+		return 0;
+	}
+	if (!rc) {
+		pthread_mutex_lock(&st->maint_mu);
+		rc = apply(st, &x, msg);
+		pthread_mutex_unlock(&st->maint_mu);
+		pthread_mutex_lock(&st->bucket_mu);
+		st->bucket.syncs++;
+		st->bucket.index_blocks = 0;
+		for (size_t i = 0; i < x.n_tenants; i++)
+			st->bucket.index_blocks += x.tenants[i].n_blocks;
+		st->bucket.index_bytes = bytes;
+		pthread_mutex_unlock(&st->bucket_mu);
+		store__bkt_release(&x);
+	}
+	if (rc)
+		stat_add(st, &st->bucket.sync_failures, 1);
+	return rc;
+}
+
+/* ---- compaction gate and stats ----------------------------------------------------- */
+
+/* Counts t's live local blocks not uploaded yet and the oldest's creation time. */
+static void pending(struct tenant *t, uint64_t *n, int64_t *oldest)
+{
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->n_blocks; i++) {
+		const struct block *b = t->blocks[i];
+		if (b->remote || atomic_load(&b->uploaded) || atomic_load(&b->bad) || !b->have_meta)
+			continue;
+		(*n)++;
+		if (b->m.created_ns < *oldest)
+			*oldest = b->m.created_ns;
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+static void pending_all(struct store *st, uint64_t *n, int64_t *oldest)
+{
+	*n = 0;
+	*oldest = INT64_MAX;
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < st->n_tenants; i++)
+		pending(st->tenants[i], n, oldest);
+	pthread_mutex_unlock(&st->mu);
+}
+
+int store__bucket_may_compact(struct store *st)
+{
+	uint64_t n;
+	int64_t oldest;
+
+	if (!(st->bucket_mode & STORE_BUCKET_DISCOVER))
+		return 1;
+	if (!atomic_load(&st->bucket_indexed))
+		return 0;
+	pending_all(st, &n, &oldest);
+	return n == 0;
+}
+
+void store_bucket_stats(struct store *st, struct store_bucket_stats *out)
+{
+	uint64_t n;
+	int64_t oldest, now = clock_wall_ns();
+
+	pthread_mutex_lock(&st->bucket_mu);
+	*out = st->bucket;
+	pthread_mutex_unlock(&st->bucket_mu);
+	out->enabled = st->objstore != NULL;
+	if (!st->objstore)
+		return;
+	pending_all(st, &n, &oldest);
+	out->upload_pending = n;
+	out->upload_lag_ns = n && now > oldest ? now - oldest : 0;
+}
+
+/* ---- the sync thread ----------------------------------------------------------- */
+
+static void *sync_main(void *arg)
+{
+	struct store *st = arg;
+
+	pthread_mutex_lock(&st->bucket_wait_mu);
+	while (!st->bucket_stop) {
+		struct timespec until;
+		int64_t at = clock_mono_ns() + st->bucket_sync_ns;
+		struct err_msg m;
+		int rc;
+
+		until.tv_sec = at / 1000000000;
+		until.tv_nsec = at % 1000000000;
+		pthread_cond_timedwait(&st->bucket_cv, &st->bucket_wait_mu, &until);
+		if (st->bucket_stop)
+			break;
+		pthread_mutex_unlock(&st->bucket_wait_mu);
+		err_clear(&m);
+		rc = store_bucket_sync(st, &m);
+		if (rc)
+			log_warn("bucket index sync: %s; tried again in %lld s",
+				 m.text[0] ? m.text : err_str(rc),
+				 (long long)(st->bucket_sync_ns / 1000000000));
+		pthread_mutex_lock(&st->bucket_wait_mu);
+	}
+	pthread_mutex_unlock(&st->bucket_wait_mu);
+	return NULL;
+}
+
+int store__bucket_open(struct store *st, struct err_msg *msg)
+{
+	pthread_condattr_t ca;
+	struct err_msg m;
+	int rc;
+
+	(void)msg;
+	if (!st->bucket_delete_delay_ns)
+		st->bucket_delete_delay_ns = DEFAULT_DELETE_DELAY_NS;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&st->bucket_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (!st->objstore || st->read_only ||
+	    !(st->bucket_mode & (STORE_BUCKET_DISCOVER | STORE_BUCKET_PRUNE)))
+		return 0;
+	/* A bucket down at open is no reason not to serve: the thread retries. */
+	err_clear(&m);
+	rc = store_bucket_sync(st, &m);
+	if (rc == ERR_NOMEM)
+		return rc;
+	if (rc)
+		log_warn("bucket index sync at open: %s", m.text[0] ? m.text : err_str(rc));
+	if (st->bucket_sync_ns <= 0)
+		return 0;
+	if (pthread_create(&st->bucket_thread, NULL, sync_main, st) != 0)
+		return ERR_NOMEM;
+	st->bucket_started = 1;
+	return 0;
+}
+
+void store__bucket_close(struct store *st)
+{
+	if (!st->bucket_started)
+		return;
+	pthread_mutex_lock(&st->bucket_wait_mu);
+	st->bucket_stop = 1;
+	pthread_cond_signal(&st->bucket_cv);
+	pthread_mutex_unlock(&st->bucket_wait_mu);
+	pthread_join(st->bucket_thread, NULL);
+	st->bucket_started = 0;
+}

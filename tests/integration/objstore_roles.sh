@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# objstore_roles.sh - a scale-out deployment on a real Ceph RGW, as separate
+# processes: two ingesters (--target ingester), a compactor and a querier.
+# Profiles go round-robin to the ingesters; the querier, which holds no data
+# of its own, finds the blocks through the bucket index and answers exactly
+# what one server that ingested everything answers, before and after the
+# compactor merged the ingesters' blocks (nothing counted twice).  The
+# querier refuses ingest naming its role; the ingesters drop the blocks the
+# compactor merged; a querier started on an empty data directory answers
+# the same.  Skips (77) only when the Ceph packages are missing.
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/rgw.sh"
+need UNHEX
+need WORKLOAD
+need_rgw
+
+# The roles run at once: their pids, by name, stopped by the EXIT trap.
+declare -A PIDS URLS LOGS
+stop_roles() {
+	local r
+	for r in "${!PIDS[@]}"; do
+		kill -KILL "${PIDS[$r]}" 2>/dev/null || true
+		wait "${PIDS[$r]}" 2>/dev/null || true
+	done
+}
+# set +e: under errexit `(exit $rc)` would end the trap before cleanup.
+trap 'rc=$?; stop_roles; rgw_stop; set +e; (exit $rc); cleanup' EXIT
+
+# start_role NAME DATA ARGS...: `unhex serve` as NAME; `use NAME` points
+# the lib's http helpers at it.
+start_role() {
+	local name=$1
+	shift
+	start_server "$@"
+	PIDS[$name]=$SERVER_PID
+	URLS[$name]=$URL
+	LOGS[$name]=$WORK/server.$SERVER_N.log
+	SERVER_PID=
+}
+use() {
+	URL=${URLS[$1]}
+}
+# stop_role NAME: SIGTERM, and it must exit 0.
+stop_role() {
+	local rc=0
+	kill -TERM "${PIDS[$1]}"
+	wait "${PIDS[$1]}" || rc=$?
+	unset "PIDS[$1]"
+	[ $rc -eq 0 ] || fail "$1 exited with $rc after SIGTERM"
+}
+
+# bucket NAME: the role's unhex_bucket_index_total of event NAME (or a gauge).
+bucket() {
+	curl -s "$URL/metrics" | awk -v e="$1" '
+		index($0, "unhex_bucket_index_total{event=\"" e "\"}") == 1 { print $2 }
+		$1 == "unhex_bucket_" e { print $2 }'
+}
+# until SECONDS CMD...: runs CMD until it succeeds or SECONDS have passed
+# (the roles work at their own pace: a loaded machine, a sanitizer build).
+until_ok() {
+	local end=$((SECONDS + $1))
+	shift
+	while ! "$@"; do
+		[ $SECONDS -lt $end ] || return 1
+		sleep 0.2
+	done
+}
+maint() {
+	curl -s "$URL/metrics" | awk -v a="action=\"$1\"" 'index($0, "unhex_store_maintenance_total{" a "}") == 1 { print $2 }'
+}
+
+CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
+END=1767225600
+WL="$WORK/workload"
+"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 120 --interval 60 --end "$END" \
+	--quiet
+FROM=$((END - 3 * 3600))
+UNTIL=$((END + 600))
+
+answers() {
+	local dir=$1 svc q
+	mkdir -p "$dir"
+	jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)" >"$dir/stats"
+	http GET "/pyroscope/label-values?label=service_name&from=$FROM&until=$UNTIL"
+	[ "$STATUS" = 200 ] || fail "label-values: $STATUS $BODY"
+	for svc in $(jq -r '.[]' <<<"$BODY"); do
+		q=$(selector "$CPU" "$svc")
+		http GET "/pyroscope/render?query=$q&from=$FROM&until=$UNTIL&maxNodes=65536"
+		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
+		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
+	done
+	ls "$dir"/render.* >/dev/null 2>&1 || fail "no service to compare in $dir: $BODY"
+}
+
+# ---- the reference: one local server that ingests everything
+start_server "$WORK/ref" --maintain-interval 1000h
+ingest_manifest "$WL"
+answers "$WORK/expect"
+stop_server
+note "reference: $(cat "$WORK/expect/stats")"
+
+rgw_start
+rgw_bucket unhex-roles
+export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
+unset AWS_SESSION_TOKEN AWS_PROFILE
+S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket unhex-roles
+	--storage.s3.path-style --storage.s3.sync-interval 1s --storage.s3.delete-delay 5s)
+ROLE=(--maintain-interval 1s --block-range 10m "${S3[@]}")
+
+start_role ing1 "$WORK/ing1" --target ingester "${ROLE[@]}"
+start_role ing2 "$WORK/ing2" --target ingester "${ROLE[@]}"
+start_role comp "$WORK/comp" --target compactor "${ROLE[@]}"
+start_role qry "$WORK/qry" --target querier "${ROLE[@]}"
+
+# ---- the querier and the compactor accept no profiles, and say why
+use qry
+http POST "/ingest?name=app.cpu&from=$END" --data-binary @/dev/null
+expect_status 503 "querier" "ingest to the querier"
+use comp
+http POST "/ingest?name=app.cpu&from=$END" --data-binary @/dev/null
+expect_status 503 "compactor" "ingest to the compactor"
+
+# ---- profiles round-robin over the two ingesters
+i=0
+while IFS=$'\t' read -r path name secs; do
+	case "$path" in '' | '#'*) continue ;; esac
+	if [ $((i % 2)) = 0 ]; then use ing1; else use ing2; fi
+	"$UNHEX" ingest --server "$URL" --name "$name" --from "$secs" "$WL/$path" >/dev/null ||
+		fail "$path was rejected"
+	i=$((i + 1))
+done <"$WL/manifest.tsv"
+# A profile of another tenant two hours later moves each ingester's clock,
+# so that every range of the workload is over and sealed (the ingesters'
+# heads are not queried: docs/object-storage.md, "Freshness").
+"$WORKLOAD" --out "$WORK/later" --services 1 --instances 1 --minutes 1 --interval 60 \
+	--end $((END + 7200)) --quiet
+for r in ing1 ing2; do
+	use $r
+	ingest_manifest "$WORK/later" --tenant clock
+done
+note "$i workload files sent round-robin to two ingesters"
+
+# ---- the querier converges on the reference, then stays there while the
+# compactor merges the ingesters' blocks and deletes what it replaced
+converged() {
+	[ "$(jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)")" = "$(cat "$WORK/expect/stats")" ]
+}
+use qry
+until_ok 400 converged ||
+	fail "the querier holds $(jq -cS '{profiles, samples, series, blocks: .blocks.count}' <<<"$(tenant_stats anonymous)"), not $(cat "$WORK/expect/stats"); ingesters: $(for r in ing1 ing2; do use $r; jq -c '{head_profiles, blocks: .blocks.count}' <<<"$(tenant_stats anonymous)"; bucket upload_pending_blocks; done)"
+note "the querier converged after ${SECONDS}s of the test"
+answers "$WORK/got"
+diff -r "$WORK/expect" "$WORK/got" >/dev/null ||
+	fail "the querier's answers differ from one server's: $(cat "$WORK/got/stats"), not $(cat "$WORK/expect/stats"): $(diff -r "$WORK/expect" "$WORK/got" | head -c 2000)"
+compacted() {
+	[ "$(maint compactions)" -gt 0 ] && [ "$(bucket deleted_blocks)" -gt 0 ]
+}
+use comp
+until_ok 300 compacted || true
+COMPACTIONS=$(maint compactions)
+DELETED=$(bucket deleted_blocks)
+[ "$COMPACTIONS" -gt 0 ] || fail "the compactor compacted nothing: $(tail -n 20 "${LOGS[comp]}")"
+[ "$DELETED" -gt 0 ] || fail "the compactor deleted nothing from the bucket"
+[ "$(bucket write_failures)" = 0 ] || fail "index writes failed: $(grep 'bucket index' "${LOGS[comp]}" | tail -n 5)"
+# The querier has read an index written after those deletions.
+WRITES=$(bucket writes)
+use qry
+SYNCS=$(bucket syncs)
+synced() {
+	[ "$(bucket syncs)" -gt $((SYNCS + 1)) ]
+}
+until_ok 120 synced || fail "the querier does not sync: $(tail -n 5 "${LOGS[qry]}")"
+[ "$(bucket unlisted_blocks)" -gt 0 ] || fail "the querier never unlisted a replaced block"
+answers "$WORK/got2"
+diff -r "$WORK/expect" "$WORK/got2" >/dev/null ||
+	fail "after compaction the querier's answers differ: $(diff -r "$WORK/expect" "$WORK/got2" | head -c 2000)"
+note "compactor: $COMPACTIONS compactions, $DELETED blocks deleted, $WRITES index writes; querier: $(bucket discovered_blocks) blocks discovered, $(bucket unlisted_blocks) unlisted, same answers"
+
+# ---- the ingesters dropped the blocks the compactor merged
+pruned() {
+	[ "$(bucket unlisted_blocks)" -gt 0 ]
+}
+use ing1
+until_ok 120 pruned ||
+	fail "ingester 1 kept every block the compactor merged: $(jq -c .blocks.count <<<"$(tenant_stats anonymous)")"
+[ "$(maint compactions)" = 0 ] || fail "an ingester compacted"
+
+# ---- a querier with an empty data directory finds everything at open
+stop_role qry
+start_role qry2 "$WORK/qry2" --target querier "${ROLE[@]}"
+use qry2
+answers "$WORK/got3"
+diff -r "$WORK/expect" "$WORK/got3" >/dev/null ||
+	fail "a new querier's answers differ: $(diff -r "$WORK/expect" "$WORK/got3" | head -c 2000)"
+note "a querier started empty answers the same"
+stop_role qry2
+stop_role comp
+stop_role ing1
+stop_role ing2
