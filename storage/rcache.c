@@ -186,6 +186,8 @@ void store__rcache_stats(struct rcache *c, struct store_bucket_reads *out)
 
 void store__rcache_count(struct rcache *c, int kind, uint64_t gets, uint64_t bytes)
 {
+	if (!c->ready)
+		return; /* a read-only store has no cache of the bucket to count into */
 	pthread_mutex_lock(&c->mu);
 	c->gets[kind] += gets;
 	c->got[kind] += bytes;
