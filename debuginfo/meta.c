@@ -117,26 +117,19 @@ static int decode_tail(const uint8_t *p, const uint8_t *end, struct debuginfo__m
 		m->has_sha256 = 1;
 	}
 	p += k + (size_t)n;
-	if (p == end)
-		return 0;
-	k = varint_get(p, end, &n);
-	if (!k)
-		return ERR_CORRUPT;
-	m->failed = zigzag_decode(n);
-	p += k;
-	if (p == end)
-		return 0;
-	k = varint_get(p, end, &n);
-	if (!k)
-		return ERR_CORRUPT;
-	m->last_profile = zigzag_decode(n);
-	p += k;
-	if (p == end)
-		return 0;
-	k = varint_get(p, end, &n);
-	if (!k)
-		return ERR_CORRUPT;
-	m->bucket = (unsigned)n & DEBUGINFO__BUCKET_ALL;
+	/* failed, last_profile, bucket: varints, each absent in older records. */
+	for (int field = 0; field < 3 && p != end; field++) {
+		k = varint_get(p, end, &n);
+		if (!k)
+			return ERR_CORRUPT;
+		p += k;
+		if (field == 0)
+			m->failed = zigzag_decode(n);
+		else if (field == 1)
+			m->last_profile = zigzag_decode(n);
+		else
+			m->bucket = (unsigned)n & DEBUGINFO__BUCKET_ALL;
+	}
 	return 0;
 }
 

@@ -69,13 +69,6 @@ FLAGS=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket
 FROM=$(($(date +%s) - 86400))
 UNTIL=$(($(date +%s) + 3600))
 
-# s3_get KEY OUT: the object KEY of the bucket into OUT; prints the HTTP status.
-s3_get() {
-	curl -s -o "$2" -w '%{http_code}' --max-time 30 \
-		--aws-sigv4 "aws:amz:$RGW_REGION:s3" --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" \
-		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$RGW_URL/unhex-debuginfo/$1" || true
-}
-
 # metric SERIES: its value on the server at $URL (0 when absent).
 metric() {
 	curl -s "$URL/metrics" | awk -v s="$1" 'index($0, s " ") == 1 { v = $2 } END { print v + 0 }'
@@ -104,7 +97,7 @@ start_server "$WORK/a" "${FLAGS[@]}"
 A_PID=$SERVER_PID A_URL=$URL A_N=$SERVER_N
 "$UNHEX" upload --server "$URL" "$WORK/prog.debug" >/dev/null || fail "upload to A"
 wait_metric "$PUT_FILE" 1
-[ "$(s3_get "debuginfo/$ID/debuginfo" "$WORK/obj")" = 200 ] || fail "debuginfo/$ID/debuginfo is not in the bucket"
+[ "$(rgw_request GET "unhex-debuginfo/debuginfo/$ID/debuginfo" "$WORK/obj")" = 200 ] || fail "debuginfo/$ID/debuginfo is not in the bucket"
 cmp -s "$WORK/obj" "$WORK/prog.debug" || fail "the bucket's debuginfo/$ID/debuginfo differs from the upload"
 note "A put debuginfo/$ID/debuginfo, byte-identical"
 

@@ -33,13 +33,6 @@ unset AWS_SESSION_TOKEN AWS_PROFILE
 S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket unhex-blocks
 	--storage.s3.path-style)
 
-# s3_get KEY OUT: the object KEY of the bucket into OUT; prints the HTTP status.
-s3_get() {
-	curl -s -o "$2" -w '%{http_code}' --max-time 30 \
-		--aws-sigv4 "aws:amz:$RGW_REGION:s3" --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" \
-		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$RGW_URL/unhex-blocks/$1" || true
-}
-
 # maint ACTION: the server's unhex_store_maintenance_total of ACTION.
 maint() {
 	curl -s "$URL/metrics" | awk -v a="action=\"$1\"" 'index($0, "unhex_store_maintenance_total{" a "}") == 1 { print $2 }'
@@ -57,7 +50,7 @@ all_uploaded() {
 	local data=$1 id key n=0
 	for id in $(jq -r '.blocks.list[].id' <<<"$(tenant_stats anonymous)"); do
 		key=blocks/anonymous/$id.blk
-		[ "$(s3_get "$key" "$WORK/obj")" = 200 ] || return 1
+		[ "$(rgw_request GET "unhex-blocks/$key" "$WORK/obj")" = 200 ] || return 1
 		cmp -s "$data/$key" "$WORK/obj" || fail "$key differs from its local file"
 		n=$((n + 1))
 	done

@@ -129,11 +129,17 @@ rgw_pid() { # NAME: the pid in the daemon's own pid file, "" if none
 	cat "$RGW_DIR/run/$1.pid" 2>/dev/null || true
 }
 
+# rgw_request METHOD PATH OUT: a request signed as the test user to
+# $RGW_URL/PATH (bucket/key), its body into OUT; prints the HTTP status.
+rgw_request() {
+	curl -s -o "$3" -w '%{http_code}' --max-time 30 -X "$1" \
+		--aws-sigv4 "aws:amz:$RGW_REGION:s3" --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" \
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$RGW_URL/$2" || true
+}
+
 rgw_bucket() {
 	local code
-	code=$(curl -s -o "$WORK/rgw-bucket.out" -w '%{http_code}' --max-time 30 -X PUT \
-		--aws-sigv4 "aws:amz:$RGW_REGION:s3" --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" \
-		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$RGW_URL/$1") || true
+	code=$(rgw_request PUT "$1" "$WORK/rgw-bucket.out")
 	[ "$code" = 200 ] || fail "cannot create bucket $1 (HTTP $code): $(cat "$WORK/rgw-bucket.out")"
 }
 

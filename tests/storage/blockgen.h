@@ -236,6 +236,28 @@ static inline int gen_series_cb(void *ctx, uint64_t id, uint32_t part,
 }
 
 /*
+ * The lines d gathered, sorted and joined one per line; frees them.
+ * Returns an owned string ("" for none).
+ */
+static inline char *gen_dump_join(struct gen_dump *d)
+{
+	struct buf all;
+
+	if (d->n)
+		qsort(d->lines, d->n, sizeof(*d->lines), gen_cmp_str);
+	buf_init(&all, (size_t)1 << 30);
+	for (size_t i = 0; i < d->n; i++) {
+		buf_puts(&all, d->lines[i]);
+		buf_puts(&all, "\n");
+		free(d->lines[i]);
+	}
+	free(d->lines);
+	d->lines = NULL;
+	d->n = d->cap = 0;
+	return all.data ? all.data : strdup("");
+}
+
+/*
  * Every profile of `tenant` in [from, until) through a reader, one line
  * each, sorted; *warnings gets the reader's warning count.  Returns an
  * owned string, NULL on failure.
@@ -246,7 +268,7 @@ static inline char *gen_dump(struct store *st, const char *tenant, int64_t from,
 	struct gen_dump d;
 	struct gen_series s;
 	struct store_reader *r = NULL;
-	struct buf all;
+	char *all;
 	struct err_msg msg = { { 0 } };
 
 	memset(&d, 0, sizeof(d));
@@ -272,20 +294,12 @@ static inline char *gen_dump(struct store *st, const char *tenant, int64_t from,
 	store_reader_close(r);
 	for (size_t i = 0; i < s.n; i++)
 		free(s.labels[i]);
-	if (d.n)
-		qsort(d.lines, d.n, sizeof(*d.lines), gen_cmp_str);
-	buf_init(&all, (size_t)1 << 30);
-	for (size_t i = 0; i < d.n; i++) {
-		buf_puts(&all, d.lines[i]);
-		buf_puts(&all, "\n");
-		free(d.lines[i]);
-	}
-	free(d.lines);
+	all = gen_dump_join(&d);
 	if (d.rc) {
-		buf_release(&all);
+		free(all);
 		return NULL;
 	}
-	return all.data ? all.data : strdup("");
+	return all;
 }
 
 #endif

@@ -114,7 +114,6 @@ static char *dump_plain(struct store *st, const char *svc, int64_t from, int64_t
 {
 	struct gen_series s;
 	struct gen_dump d;
-	struct buf all;
 
 	memset(&s, 0, sizeof(s));
 	memset(&d, 0, sizeof(d));
@@ -130,16 +129,7 @@ static char *dump_plain(struct store *st, const char *svc, int64_t from, int64_t
 	}
 	gen_views_release(&d.gv);
 	assert_int_equal(d.rc, 0);
-	if (d.n)
-		qsort(d.lines, d.n, sizeof(*d.lines), gen_cmp_str);
-	buf_init(&all, (size_t)1 << 30);
-	for (size_t i = 0; i < d.n; i++) {
-		buf_puts(&all, d.lines[i]);
-		buf_puts(&all, "\n");
-		free(d.lines[i]);
-	}
-	free(d.lines);
-	return all.data ? all.data : strdup("");
+	return gen_dump_join(&d);
 }
 
 struct fixture {
