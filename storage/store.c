@@ -982,6 +982,44 @@ static uint64_t memtable_bytes(struct store *st, enum cfi c)
 	return v;
 }
 
+static uint64_t rocks_property_sum(struct store *st, const char *name)
+{
+	uint64_t sum = 0;
+
+	for (int c = 0; c < CFI_N; c++) {
+		uint64_t v = 0;
+
+		if (st->cf[c] && rocksdb_property_int_cf(st->db, st->cf[c], name, &v) == 0)
+			sum += v;
+	}
+	return sum;
+}
+
+void store_memory_stats(struct store *st, struct store_memory_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->memtable_bytes = rocks_property_sum(st, "rocksdb.cur-size-all-mem-tables");
+	out->table_readers_bytes = rocks_property_sum(st, "rocksdb.estimate-table-readers-mem");
+	out->block_cache_bytes = rocksdb_cache_get_usage(st->cache_rocks);
+	out->block_cache_pinned_bytes = rocksdb_cache_get_pinned_usage(st->cache_rocks);
+	pthread_mutex_lock(&st->cache.mu);
+	out->symbol_cache_bytes = st->cache.bytes;
+	pthread_mutex_unlock(&st->cache.mu);
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < st->n_tenants; i++) {
+		struct tenant *t = st->tenants[i];
+
+		pthread_mutex_lock(&t->mu);
+		for (size_t k = 0; k < t->n_parts; k++) {
+			out->head_partitions++;
+			out->head_partitions_retired += t->parts[k]->retired != 0;
+		}
+		out->blocks_referenced += t->n_known;
+		pthread_mutex_unlock(&t->mu);
+	}
+	pthread_mutex_unlock(&st->mu);
+}
+
 /* A set of 64-bit hashes (of label keys), for counting distinct series. */
 struct hset {
 	uint64_t *v;
