@@ -1186,6 +1186,9 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 			upload_rc = store__upload_tenant(st, ts[i], &ms);
 		store__reclaim(st, ts[i], 0);
 	}
+	/* What sealing deleted stays in the memtables until they are flushed. */
+	if (!rc && (ms.sealed_blocks || ms.dropped_epochs))
+		rc = store__flush_head(st, msg);
 	add_stats(&st->maint_total, &ms);
 	pthread_mutex_unlock(&st->maint_mu);
 	free(ts);

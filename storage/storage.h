@@ -538,7 +538,7 @@ void store_maint_totals(struct store *st, struct store_maint_stats *out);
  * without blocking writers (RocksDB's properties, the caches' counters).
  */
 struct store_memory_stats {
-	uint64_t memtable_bytes;       /* RocksDB memtables, every column family */
+	uint64_t memtable_bytes;       /* RocksDB memtables, flushed ones still pinned too */
 	uint64_t table_readers_bytes;  /* RocksDB table readers outside the block cache */
 	uint64_t block_cache_bytes;    /* RocksDB's block cache (index and filter blocks too) */
 	uint64_t block_cache_pinned_bytes; /* of those, pinned by readers */

@@ -995,10 +995,29 @@ static uint64_t rocks_property_sum(struct store *st, const char *name)
 	return sum;
 }
 
+int store__flush_head(struct store *st, struct err_msg *msg)
+{
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	int rc = 0;
+
+	if (!fo)
+		return ERR_NOMEM;
+	rocksdb_flushoptions_set_wait(fo, 1);
+	for (int c = CFI_META; c < CFI_TENANT_N && !rc; c++) {
+		char *err = NULL;
+
+		rocksdb_flush_cf(st->db, fo, st->cf[c], &err);
+		if (err)
+			rc = store__rocks_err(msg, ERR_IO, "flush", err);
+	}
+	rocksdb_flushoptions_destroy(fo);
+	return rc;
+}
+
 void store_memory_stats(struct store *st, struct store_memory_stats *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->memtable_bytes = rocks_property_sum(st, "rocksdb.cur-size-all-mem-tables");
+	out->memtable_bytes = rocks_property_sum(st, "rocksdb.size-all-mem-tables");
 	out->table_readers_bytes = rocks_property_sum(st, "rocksdb.estimate-table-readers-mem");
 	out->block_cache_bytes = rocksdb_cache_get_usage(st->cache_rocks);
 	out->block_cache_pinned_bytes = rocksdb_cache_get_pinned_usage(st->cache_rocks);
