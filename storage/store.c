@@ -973,25 +973,27 @@ static int tenant_sst_bytes(struct store *st, uint32_t tenant, uint64_t *bytes,
 	return 0;
 }
 
-static uint64_t memtable_bytes(struct store *st, enum cfi c)
+/* RocksDB's integer property `name` of family c (0 when it has none). */
+static uint64_t rocks_property(struct store *st, enum cfi c, const char *name)
 {
 	uint64_t v = 0;
 
-	if (rocksdb_property_int_cf(st->db, st->cf[c], "rocksdb.cur-size-all-mem-tables", &v))
+	if (!st->cf[c] || rocksdb_property_int_cf(st->db, st->cf[c], name, &v))
 		return 0;
 	return v;
+}
+
+static uint64_t memtable_bytes(struct store *st, enum cfi c)
+{
+	return rocks_property(st, c, "rocksdb.cur-size-all-mem-tables");
 }
 
 static uint64_t rocks_property_sum(struct store *st, const char *name)
 {
 	uint64_t sum = 0;
 
-	for (int c = 0; c < CFI_N; c++) {
-		uint64_t v = 0;
-
-		if (st->cf[c] && rocksdb_property_int_cf(st->db, st->cf[c], name, &v) == 0)
-			sum += v;
-	}
+	for (int c = 0; c < CFI_N; c++)
+		sum += rocks_property(st, (enum cfi)c, name);
 	return sum;
 }
 
