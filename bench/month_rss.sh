@@ -2,8 +2,9 @@
 # month_rss.sh - a short reproducer of the month row of bench_storage.sh
 # (issue 11: "server RSS flat from day 8 on"): a month-shaped workload with
 # a release a day, ingested day by day into one `unhex serve --retention`,
-# printing after each day the server's VmRSS, VmHWM, RssAnon, the head's
-# stack nodes, the blocks and the last day's render time.  Fewer profiles
+# printing after each day the server's VmRSS, VmHWM, RssAnon, RocksDB's
+# memtables, the head's stack nodes, the blocks and the last day's render
+# time.  Fewer profiles
 # than the full month (a coarser cadence) and fewer days, so it runs in
 # about a quarter of an hour here and shows the same per-day growth.
 #
@@ -51,8 +52,8 @@ data=$OUT/server-data
 rm -rf "$data"
 # shellcheck disable=SC2086
 bench_start_server "$data" "$OUT/serve.log" --retention "$RETENTION" ${SERVE_ARGS:-}
-echo "| day | VmRSS MiB | VmHWM MiB | RssAnon MiB | head stack nodes | blocks | expired blocks | last 24 h warm ms |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| day | VmRSS MiB | VmHWM MiB | RssAnon MiB | memtables MiB | head stack nodes | blocks | expired blocks | last 24 h warm ms |"
+echo "|---|---|---|---|---|---|---|---|---|"
 start=$((END - DAYS * 86400))
 for d in $(seq 1 "$DAYS"); do
 	lo=$((start + (d - 1) * 86400))
@@ -66,7 +67,9 @@ for d in $(seq 1 "$DAYS"); do
 	sleep "$left"
 	st=$OUT/stats-day$d.json
 	"$B/cli/unhex" stats --server "$URL" --json >"$st"
+	# RocksDB's memtables (docs/api.md): the head's writes since the last seal
+	mt=$(curl -s "$URL/metrics" | awk '$1 == "unhex_store_memtable_bytes" {print $2 / 1024}')
 	echo "| $d | $(mib "$(kib "$SERVER_PID" VmRSS)") | $(mib "$(kib "$SERVER_PID" VmHWM)") |" \
-		"$(mib "$(kib "$SERVER_PID" RssAnon)") | $(json_num "$st" stacks) |" \
+		"$(mib "$(kib "$SERVER_PID" RssAnon)") | $(mib "${mt:-0}") | $(json_num "$st" stacks) |" \
 		"$(jq -r .blocks.count "$st") | $(jq -r .retention.expired_blocks "$st") | $WARM |"
 done

@@ -1191,6 +1191,9 @@ int store_maintain(struct store *st, unsigned flags, struct store_maint_stats *o
 			upload_rc = store__upload_tenant(st, ts[i], &ms);
 		store__reclaim(st, ts[i], 0);
 	}
+	/* What sealing deleted stays in the memtables until they are flushed. */
+	if (!rc && (ms.sealed_blocks || ms.dropped_epochs))
+		rc = store__flush_head(st, msg);
 	if (!rc && st->objstore && (st->bucket_mode & STORE_BUCKET_INDEX)) {
 		struct err_msg im;
 		/* Like an upload, a failed index pass is retried at the next one. */

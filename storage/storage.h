@@ -588,6 +588,24 @@ void store_bucket_stats(struct store *st, struct store_bucket_stats *out);
 int store_bucket_sync(struct store *st, struct err_msg *msg);
 
 /*
+ * What the store holds in memory now, for /metrics: the parts of the
+ * server's RSS that grow with load and are bounded by options, each read
+ * without blocking writers (RocksDB's properties, the caches' counters).
+ */
+struct store_memory_stats {
+	uint64_t memtable_bytes;       /* RocksDB memtables, flushed ones still pinned too */
+	uint64_t table_readers_bytes;  /* RocksDB table readers outside the block cache */
+	uint64_t block_cache_bytes;    /* RocksDB's block cache (index and filter blocks too) */
+	uint64_t block_cache_pinned_bytes; /* of those, pinned by readers */
+	uint64_t symbol_cache_bytes;   /* decoded block indexes and symbols */
+	uint64_t head_partitions;      /* symbol partitions in memory, retired ones included */
+	uint64_t head_partitions_retired; /* of those, dropped and waiting for readers */
+	uint64_t blocks_referenced;    /* block footers in memory: live, in the grave, pinned */
+};
+
+void store_memory_stats(struct store *st, struct store_memory_stats *out);
+
+/*
  * Checks every block of every tenant: the checksums of every section, the
  * decoding of every section and page, and every reference (stack ids of the
  * pages, ids inside the symbols, services and sources).  Calls cb per block

@@ -1342,6 +1342,14 @@ void store__epoch_forget_windows(struct tenant *t, uint32_t max_epoch, int64_t f
 				 int64_t last);
 /* Drops every closed epoch without windows, and its symbols (writer lock held). */
 int store__epochs_gc(struct store *st, struct tenant *t, uint64_t *dropped, struct err_msg *msg);
+/*
+ * Flushes the memtables of the tenant families (waiting for the flush):
+ * after sealing deleted what it moved into blocks, they hold the history
+ * of the head's writes, live and deleted, until a family fills its write
+ * buffer; the flush leaves them the live head only (docs/storage.md,
+ * "Memory").
+ */
+int store__flush_head(struct store *st, struct err_msg *msg);
 /* Loads the head of t at open and finishes an interrupted seal. */
 int store__head_open(struct store *st, struct tenant *t, struct err_msg *msg);
 /* Whether a block holds the head chunk (w, e) already. */

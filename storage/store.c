@@ -990,13 +990,72 @@ static int tenant_sst_bytes(struct store *st, uint32_t tenant, uint64_t *bytes,
 	return 0;
 }
 
-static uint64_t memtable_bytes(struct store *st, enum cfi c)
+/* RocksDB's integer property `name` of family c (0 when it has none). */
+static uint64_t rocks_property(struct store *st, enum cfi c, const char *name)
 {
 	uint64_t v = 0;
 
-	if (rocksdb_property_int_cf(st->db, st->cf[c], "rocksdb.cur-size-all-mem-tables", &v))
+	if (!st->cf[c] || rocksdb_property_int_cf(st->db, st->cf[c], name, &v))
 		return 0;
 	return v;
+}
+
+static uint64_t memtable_bytes(struct store *st, enum cfi c)
+{
+	return rocks_property(st, c, "rocksdb.cur-size-all-mem-tables");
+}
+
+static uint64_t rocks_property_sum(struct store *st, const char *name)
+{
+	uint64_t sum = 0;
+
+	for (int c = 0; c < CFI_N; c++)
+		sum += rocks_property(st, (enum cfi)c, name);
+	return sum;
+}
+
+int store__flush_head(struct store *st, struct err_msg *msg)
+{
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	int rc = 0;
+
+	if (!fo)
+		return ERR_NOMEM;
+	rocksdb_flushoptions_set_wait(fo, 1);
+	for (int c = CFI_META; c < CFI_TENANT_N && !rc; c++) {
+		char *err = NULL;
+
+		rocksdb_flush_cf(st->db, fo, st->cf[c], &err);
+		if (err)
+			rc = store__rocks_err(msg, ERR_IO, "flush", err);
+	}
+	rocksdb_flushoptions_destroy(fo);
+	return rc;
+}
+
+void store_memory_stats(struct store *st, struct store_memory_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->memtable_bytes = rocks_property_sum(st, "rocksdb.size-all-mem-tables");
+	out->table_readers_bytes = rocks_property_sum(st, "rocksdb.estimate-table-readers-mem");
+	out->block_cache_bytes = rocksdb_cache_get_usage(st->cache_rocks);
+	out->block_cache_pinned_bytes = rocksdb_cache_get_pinned_usage(st->cache_rocks);
+	pthread_mutex_lock(&st->cache.mu);
+	out->symbol_cache_bytes = st->cache.bytes;
+	pthread_mutex_unlock(&st->cache.mu);
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < st->n_tenants; i++) {
+		struct tenant *t = st->tenants[i];
+
+		pthread_mutex_lock(&t->mu);
+		for (size_t k = 0; k < t->n_parts; k++) {
+			out->head_partitions++;
+			out->head_partitions_retired += t->parts[k]->retired != 0;
+		}
+		out->blocks_referenced += t->n_known;
+		pthread_mutex_unlock(&t->mu);
+	}
+	pthread_mutex_unlock(&st->mu);
 }
 
 /* A set of 64-bit hashes (of label keys), for counting distinct series. */

@@ -3,6 +3,7 @@
  * tenant's store statistics), GET /metrics (Prometheus text exposition
  * format 0.0.4) and the small index page at GET /.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "base/log.h"
@@ -572,6 +573,45 @@ static void store_metrics(struct store *st, struct buf *b)
 		metric_head(b, "unhex_push_ids_overflow_total", "counter",
 			    "Pushed IDs stored but not remembered: the window's cap was reached.");
 		buf_printf(b, "unhex_push_ids_overflow_total %llu\n", (unsigned long long)p.overflow);
+	}
+	{
+		struct store_memory_stats ms;
+		static const struct {
+			const char *name, *help;
+			size_t off;
+		} mem[] = {
+			{ "unhex_store_memtable_bytes", "RocksDB memtables of the head, every column family.",
+			  offsetof(struct store_memory_stats, memtable_bytes) },
+			{ "unhex_store_table_readers_bytes",
+			  "RocksDB table readers held outside the block cache.",
+			  offsetof(struct store_memory_stats, table_readers_bytes) },
+			{ "unhex_store_block_cache_bytes", "RocksDB block cache in use.",
+			  offsetof(struct store_memory_stats, block_cache_bytes) },
+			{ "unhex_store_block_cache_pinned_bytes",
+			  "Of the RocksDB block cache, the part pinned by readers.",
+			  offsetof(struct store_memory_stats, block_cache_pinned_bytes) },
+			{ "unhex_store_symbol_cache_bytes",
+			  "Decoded block indexes and symbols in the symbol cache.",
+			  offsetof(struct store_memory_stats, symbol_cache_bytes) },
+			{ "unhex_store_head_partitions",
+			  "Head symbol partitions in memory, retired ones still read included.",
+			  offsetof(struct store_memory_stats, head_partitions) },
+			{ "unhex_store_head_partitions_retired",
+			  "Head symbol partitions dropped by sealing, kept for their readers.",
+			  offsetof(struct store_memory_stats, head_partitions_retired) },
+			{ "unhex_store_blocks_referenced",
+			  "Blocks whose footer is in memory: live, replaced in their grace period, read.",
+			  offsetof(struct store_memory_stats, blocks_referenced) },
+		};
+
+		store_memory_stats(st, &ms);
+		for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]); i++) {
+			uint64_t v;
+
+			memcpy(&v, (const char *)&ms + mem[i].off, sizeof(v));
+			metric_head(b, mem[i].name, "gauge", mem[i].help);
+			buf_printf(b, "%s %llu\n", mem[i].name, (unsigned long long)v);
+		}
 	}
 }
 

@@ -83,6 +83,14 @@ NBID=$(grep -c . "$WL/debug/manifest.tsv")
 grep -q "^unhex_debuginfo_missing_build_ids $NBID\$" <<<"$(curl -s "$URL/metrics")" ||
 	fail "metrics of missing debug info"
 grep -q '^unhex_store_blocks{tenant="anonymous"} 6$' <<<"$(curl -s "$URL/metrics")" || fail "metrics"
+# The memory gauges (docs/api.md): the six blocks' footers are in memory.
+M=$(curl -s "$URL/metrics")
+for g in memtable_bytes table_readers_bytes block_cache_bytes block_cache_pinned_bytes \
+	symbol_cache_bytes head_partitions head_partitions_retired blocks_referenced; do
+	grep -q "^unhex_store_$g [0-9][0-9]*\$" <<<"$M" || fail "metrics: no unhex_store_$g"
+done
+[ "$(awk '$1 == "unhex_store_blocks_referenced" {print $2}' <<<"$M")" -ge 6 ] ||
+	fail "metrics: $(grep '^unhex_store_blocks_referenced' <<<"$M")"
 stop_server
 "$UNHEX" verify --data "$DATA" >"$WORK/verify" || fail "verify: $(cat "$WORK/verify")"
 note "verify: $(tail -1 "$WORK/verify")"

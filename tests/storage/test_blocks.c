@@ -228,6 +228,52 @@ static void test_replaced_blocks_leave_cache(void **state)
 	tmpdir_free(dir);
 }
 
+/* store_memory_stats (the /metrics gauges) follows what the store holds:
+ * memtables and head partitions after ingest, the blocks' footers and the
+ * symbol cache after sealing and a read, none of the retired partitions
+ * once their grace is over; and a seal flushes the memtables, so what it
+ * deleted does not stay in memory until a write buffer fills (issue 11's
+ * month: +5 MiB a day for weeks). */
+static void test_memory_stats(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st;
+	struct store_memory_stats m;
+	uint64_t before;
+	char *dump;
+	(void)state;
+
+	fake_now = T0 + 100 * RANGE;
+	st = open_blocks(dir, 0);
+	assert_non_null(st);
+	fill(st, T0, 2 * RANGE, 1);
+	store_memory_stats(st, &m);
+	assert_true(m.memtable_bytes > 0);
+	assert_int_equal(m.head_partitions, count_parts(st));
+	assert_true(m.head_partitions >= 2); /* one per service */
+	assert_int_equal(m.head_partitions_retired, 0);
+	assert_int_equal(m.blocks_referenced, 0);
+	assert_int_equal(m.symbol_cache_bytes, 0);
+	before = m.memtable_bytes;
+	assert_int_equal(store_maintain(st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
+	store_memory_stats(st, &m);
+	/* What sealing moved into blocks and deleted leaves the memtables:
+	 * without the flush they would hold it and its deletions too. */
+	assert_true(m.memtable_bytes < before / 4);
+	assert_int_equal(m.blocks_referenced, 2);
+	assert_int_equal(m.head_partitions_retired, 0); /* reclaimed at the pass's end */
+	assert_int_equal(m.head_partitions, count_parts(st));
+	dump = gen_dump(st, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
+	assert_non_null(dump);
+	store_memory_stats(st, &m);
+	assert_true(m.symbol_cache_bytes > 0);
+	assert_int_equal(m.symbol_cache_bytes, st->cache.bytes);
+	assert_true(m.block_cache_bytes >= m.block_cache_pinned_bytes);
+	free(dump);
+	store_close(st);
+	tmpdir_free(dir);
+}
+
 /* A range sealed after its slot was compacted (a late profile) joins the
  * slot's block: the slot stays one block, every profile counted once. */
 static void test_late_range_joins_slot(void **state)
@@ -751,6 +797,7 @@ int main(void)
 		cmocka_unit_test(test_late_range_joins_slot),
 		cmocka_unit_test(test_retention),
 		cmocka_unit_test(test_replaced_blocks_leave_cache),
+		cmocka_unit_test(test_memory_stats),
 		cmocka_unit_test(test_interrupted_seal),
 		cmocka_unit_test(test_interrupted_compaction),
 		cmocka_unit_test(test_corrupt_blocks),
