@@ -463,6 +463,22 @@ static int block_know(struct store *st, struct tenant *t, struct block *b)
 	return 0;
 }
 
+/* Knows b in t and lists it, or neither (t->mu taken here). */
+static int block_know_and_list(struct store *st, struct tenant *t, struct block *b)
+{
+	int rc;
+
+	pthread_mutex_lock(&t->mu);
+	rc = block_know(st, t, b);
+	if (!rc) {
+		rc = store__block_list(t, b);
+		if (rc)
+			unknow(t, b);
+	}
+	pthread_mutex_unlock(&t->mu);
+	return rc;
+}
+
 /* ---- reading files ------------------------------------------------------------- */
 
 int store__pread_all(int fd, void *p, size_t n, uint64_t off)
@@ -1038,14 +1054,7 @@ int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id
 	b->rec = *rec;
 	rc = block_load_remote(st, b, msg);
 	if (!rc) {
-		pthread_mutex_lock(&t->mu);
-		rc = block_know(st, t, b);
-		if (!rc) {
-			rc = store__block_list(t, b);
-			if (rc)
-				unknow(t, b);
-		}
-		pthread_mutex_unlock(&t->mu);
+		rc = block_know_and_list(st, t, b);
 		if (rc)
 			store__bmeta_release(&b->m);
 	}
@@ -1243,14 +1252,7 @@ static int settle(struct store *st, struct found *f, struct err_msg *msg)
 	}
 	if (!f->have_file && !b->remote)
 		store__block_bad(b, "its file is missing");
-	pthread_mutex_lock(&t->mu);
-	rc = block_know(st, t, b);
-	if (!rc) {
-		rc = store__block_list(t, b);
-		if (rc)
-			unknow(t, b);
-	}
-	pthread_mutex_unlock(&t->mu);
+	rc = block_know_and_list(st, t, b);
 	if (rc) {
 		store__bmeta_release(&b->m);
 		free(b->path);

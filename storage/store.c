@@ -1014,7 +1014,8 @@ static uint64_t rocks_property_sum(struct store *st, const char *name)
 	return sum;
 }
 
-int store__flush_head(struct store *st, struct err_msg *msg)
+/* Flushes the memtables of column families [first, end) and waits for it. */
+static int flush_cfs(struct store *st, int first, int end, struct err_msg *msg)
 {
 	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
 	int rc = 0;
@@ -1022,7 +1023,7 @@ int store__flush_head(struct store *st, struct err_msg *msg)
 	if (!fo)
 		return ERR_NOMEM;
 	rocksdb_flushoptions_set_wait(fo, 1);
-	for (int c = CFI_META; c < CFI_TENANT_N && !rc; c++) {
+	for (int c = first; c < end && !rc; c++) {
 		char *err = NULL;
 
 		rocksdb_flush_cf(st->db, fo, st->cf[c], &err);
@@ -1031,6 +1032,11 @@ int store__flush_head(struct store *st, struct err_msg *msg)
 	}
 	rocksdb_flushoptions_destroy(fo);
 	return rc;
+}
+
+int store__flush_head(struct store *st, struct err_msg *msg)
+{
+	return flush_cfs(st, CFI_META, CFI_TENANT_N, msg);
 }
 
 void store_memory_stats(struct store *st, struct store_memory_stats *out)
@@ -1272,21 +1278,7 @@ out:
 
 int store_flush(struct store *st, struct err_msg *msg)
 {
-	rocksdb_flushoptions_t *fo;
-	int rc = 0;
-
-	if (st->read_only)
-		return 0;
-	fo = rocksdb_flushoptions_create();
-	rocksdb_flushoptions_set_wait(fo, 1);
-	for (int c = 0; c < CFI_N && !rc; c++) {
-		char *err = NULL;
-		rocksdb_flush_cf(st->db, fo, st->cf[c], &err);
-		if (err)
-			rc = store__rocks_err(msg, ERR_IO, "flush", err);
-	}
-	rocksdb_flushoptions_destroy(fo);
-	return rc;
+	return st->read_only ? 0 : flush_cfs(st, 0, CFI_N, msg);
 }
 
 int store__scan_open(struct store *st, enum cfi cf, struct scan *s, const void *lo,
