@@ -74,13 +74,7 @@ push_range() {
 	done
 }
 
-rgw_start
-rgw_bucket unhex-faults
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_PROFILE
-S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket unhex-faults
-	--storage.s3.path-style --storage.s3.sync-interval 1s --storage.s3.delete-delay 5s)
-ROLE=(--maintain-interval 1s --block-range 10m "${S3[@]}")
+roles_bucket unhex-faults
 start_role ing1 "$WORK/ing1" --target ingester "${ROLE[@]}"
 start_role ing2 "$WORK/ing2" --target ingester "${ROLE[@]}"
 start_role comp "$WORK/comp" --target compactor "${ROLE[@]}"

@@ -31,13 +31,7 @@ answers "$WORK/expect"
 stop_server
 note "reference: $(cat "$WORK/expect/stats")"
 
-rgw_start
-rgw_bucket unhex-roles
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_PROFILE
-S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket unhex-roles
-	--storage.s3.path-style --storage.s3.sync-interval 1s --storage.s3.delete-delay 5s)
-ROLE=(--maintain-interval 1s --block-range 10m "${S3[@]}")
+roles_bucket unhex-roles
 
 start_role ing1 "$WORK/ing1" --target ingester "${ROLE[@]}"
 start_role ing2 "$WORK/ing2" --target ingester "${ROLE[@]}"

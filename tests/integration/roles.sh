@@ -11,9 +11,9 @@
 #                                 the gauge unhex_bucket_EVENT) of $URL
 #   maint ACTION                  unhex_store_maintenance_total{action=ACTION}
 #   until_ok SECONDS CMD...       runs CMD until it succeeds, false after SECONDS
-#   answers DIR                   $URL's stats of the tenant anonymous and every
-#                                 service's $CPU flame graph from $FROM to
-#                                 $UNTIL, one file each, into DIR
+#   roles_bucket NAME             starts RGW, creates bucket NAME, sets S3 (the
+#                                 flags naming it) and ROLE (S3, 1 s passes,
+#                                 10-minute blocks)
 
 # The roles run at once: their pids, by name, stopped by the EXIT trap.
 declare -A PIDS URLS LOGS
@@ -71,17 +71,12 @@ until_ok() {
 	done
 }
 
-answers() {
-	local dir=$1 svc q
-	mkdir -p "$dir"
-	jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)" >"$dir/stats"
-	http GET "/pyroscope/label-values?label=service_name&from=$FROM&until=$UNTIL"
-	[ "$STATUS" = 200 ] || fail "label-values: $STATUS $BODY"
-	for svc in $(jq -r '.[]' <<<"$BODY"); do
-		q=$(selector "$CPU" "$svc")
-		http GET "/pyroscope/render?query=$q&from=$FROM&until=$UNTIL&maxNodes=65536"
-		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
-		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
-	done
-	ls "$dir"/render.* >/dev/null 2>&1 || fail "no service to compare in $dir: $BODY"
+roles_bucket() {
+	rgw_start
+	rgw_bucket "$1"
+	export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
+	unset AWS_SESSION_TOKEN AWS_PROFILE
+	S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket "$1"
+		--storage.s3.path-style --storage.s3.sync-interval 1s --storage.s3.delete-delay 5s)
+	ROLE=(--maintain-interval 1s --block-range 10m "${S3[@]}")
 }
