@@ -525,6 +525,23 @@ ingest_manifest() {
 	[ $failed -eq 0 ] || fail "$failed workload files were rejected"
 }
 
+# answers DIR: $URL's stats of the tenant anonymous and every service's
+# $CPU flame graph from $FROM to $UNTIL (the caller's), one file each, into DIR.
+answers() {
+	local dir=$1 svc q
+	mkdir -p "$dir"
+	jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)" >"$dir/stats"
+	http GET "/pyroscope/label-values?label=service_name&from=$FROM&until=$UNTIL"
+	[ "$STATUS" = 200 ] || fail "label-values: $STATUS $BODY"
+	for svc in $(jq -r '.[]' <<<"$BODY"); do
+		q=$(selector "$CPU" "$svc")
+		http GET "/pyroscope/render?query=$q&from=$FROM&until=$UNTIL&maxNodes=65536"
+		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
+		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
+	done
+	ls "$dir"/render.* >/dev/null 2>&1 || fail "no service to compare in $dir: $BODY"
+}
+
 # build_two_mapping_prog DIR: a real C program DIR/prog, built -g -O2, whose
 # time goes to its own functions and to DIR/libwork.so (two mappings, stacks
 # through both); it runs for argv[1] seconds (default 1.5).

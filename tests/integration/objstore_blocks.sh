@@ -58,21 +58,6 @@ all_uploaded() {
 	UPLOADED_FILES=$n
 }
 
-answers() {
-	local dir=$1 svc q
-	mkdir -p "$dir"
-	jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)" >"$dir/stats"
-	http GET "/pyroscope/label-values?label=service_name&from=$FROM&until=$UNTIL"
-	[ "$STATUS" = 200 ] || fail "label-values: $STATUS $BODY"
-	for svc in $(jq -r '.[]' <<<"$BODY"); do
-		q=$(selector "$CPU" "$svc")
-		http GET "/pyroscope/render?query=$q&from=$FROM&until=$UNTIL&maxNodes=65536"
-		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
-		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
-	done
-	ls "$dir"/render.* >/dev/null 2>&1 || fail "no service to compare in $dir: $BODY"
-}
-
 # ---- the reference: local only, never sealed
 start_server "$WORK/ref" --maintain-interval 1000h
 ingest_manifest "$WL"

@@ -11,64 +11,10 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/rgw.sh"
+. "$HERE/roles.sh"
 need UNHEX
 need WORKLOAD
 need_rgw
-
-# The roles run at once: their pids, by name, stopped by the EXIT trap.
-declare -A PIDS URLS LOGS
-stop_roles() {
-	local r
-	for r in "${!PIDS[@]}"; do
-		kill -KILL "${PIDS[$r]}" 2>/dev/null || true
-		wait "${PIDS[$r]}" 2>/dev/null || true
-	done
-}
-# set +e: under errexit `(exit $rc)` would end the trap before cleanup.
-trap 'rc=$?; stop_roles; rgw_stop; set +e; (exit $rc); cleanup' EXIT
-
-# start_role NAME DATA ARGS...: `unhex serve` as NAME; `use NAME` points
-# the lib's http helpers at it.
-start_role() {
-	local name=$1
-	shift
-	start_server "$@"
-	PIDS[$name]=$SERVER_PID
-	URLS[$name]=$URL
-	LOGS[$name]=$WORK/server.$SERVER_N.log
-	SERVER_PID=
-}
-use() {
-	URL=${URLS[$1]}
-}
-# stop_role NAME: SIGTERM, and it must exit 0.
-stop_role() {
-	local rc=0
-	kill -TERM "${PIDS[$1]}"
-	wait "${PIDS[$1]}" || rc=$?
-	unset "PIDS[$1]"
-	[ $rc -eq 0 ] || fail "$1 exited with $rc after SIGTERM"
-}
-
-# bucket NAME: the role's unhex_bucket_index_total of event NAME (or a gauge).
-bucket() {
-	curl -s "$URL/metrics" | awk -v e="$1" '
-		index($0, "unhex_bucket_index_total{event=\"" e "\"}") == 1 { print $2 }
-		$1 == "unhex_bucket_" e { print $2 }'
-}
-# until SECONDS CMD...: runs CMD until it succeeds or SECONDS have passed
-# (the roles work at their own pace: a loaded machine, a sanitizer build).
-until_ok() {
-	local end=$((SECONDS + $1))
-	shift
-	while ! "$@"; do
-		[ $SECONDS -lt $end ] || return 1
-		sleep 0.2
-	done
-}
-maint() {
-	curl -s "$URL/metrics" | awk -v a="action=\"$1\"" 'index($0, "unhex_store_maintenance_total{" a "}") == 1 { print $2 }'
-}
 
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 END=1767225600
@@ -78,21 +24,6 @@ WL="$WORK/workload"
 FROM=$((END - 3 * 3600))
 UNTIL=$((END + 600))
 
-answers() {
-	local dir=$1 svc q
-	mkdir -p "$dir"
-	jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)" >"$dir/stats"
-	http GET "/pyroscope/label-values?label=service_name&from=$FROM&until=$UNTIL"
-	[ "$STATUS" = 200 ] || fail "label-values: $STATUS $BODY"
-	for svc in $(jq -r '.[]' <<<"$BODY"); do
-		q=$(selector "$CPU" "$svc")
-		http GET "/pyroscope/render?query=$q&from=$FROM&until=$UNTIL&maxNodes=65536"
-		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
-		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
-	done
-	ls "$dir"/render.* >/dev/null 2>&1 || fail "no service to compare in $dir: $BODY"
-}
-
 # ---- the reference: one local server that ingests everything
 start_server "$WORK/ref" --maintain-interval 1000h
 ingest_manifest "$WL"
@@ -100,13 +31,7 @@ answers "$WORK/expect"
 stop_server
 note "reference: $(cat "$WORK/expect/stats")"
 
-rgw_start
-rgw_bucket unhex-roles
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_PROFILE
-S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket unhex-roles
-	--storage.s3.path-style --storage.s3.sync-interval 1s --storage.s3.delete-delay 5s)
-ROLE=(--maintain-interval 1s --block-range 10m "${S3[@]}")
+roles_bucket unhex-roles
 
 start_role ing1 "$WORK/ing1" --target ingester "${ROLE[@]}"
 start_role ing2 "$WORK/ing2" --target ingester "${ROLE[@]}"
