@@ -127,7 +127,9 @@ for f in "$BLK"/*.blk; do
 	TOTAL=$((TOTAL + n)) NBLK=$((NBLK + 1))
 	[ "$n" -gt "$MAX" ] && MAX=$n
 done
-CAP=$((MAX + MAX / 2))
+# Room for the pieces one render pins across every block, yet under the
+# blocks' total, so that not every piece of every block fits.
+CAP=$(((TOTAL + MAX) / 2))
 [ "$TOTAL" -gt "$CAP" ] || fail "$NBLK blocks of $TOTAL bytes fit in a cache of $CAP bytes"
 rm -f "$BLK"/*.blk
 # cache_bytes: what the s3 cache holds now (every file; temporary ones too).
