@@ -136,6 +136,8 @@ note "tracked: $(jq -c '[.[] | [.service, .binary, .status, .profiles]]' <<<"$LI
 [ "$(metric unhex_unsymbolizable_profiles_total "$T,service=\"nobid\",reason=\"no_build_id\"")" -ge 1 ] ||
 	fail "nobid not counted as no_build_id: $(grep unsymbolizable <<<"$METRICS")"
 [ "$(metric unhex_unsymbolizable_build_ids 'reason="not_found"')" -ge 1 ] || fail "gauge of not_found"
+# wait_for's last scrape read /metrics before the list: compare on a fresh one.
+scrape
 check_gauge
 # Nothing was queried: no query asked for symbols, none took time.
 grep -q '^unhex_symbolize_unresolved_locations_total{status="not_found"} 0$' <<<"$METRICS" ||
