@@ -652,6 +652,9 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
 	-addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
 	-keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>"$WORK/openssl.log" ||
 	fail "openssl req: $(cat "$WORK/openssl.log")"
+# The background job opens its own redirections after the fork: create the
+# file first, so that the loop below never reads before it exists.
+: >"$WORK/tls.out"
 "$UNHEX" serve --data "$WORK/tls" --listen 127.0.0.1:0 --auth.tokens "$TOK" \
 	--tls.cert "$WORK/cert.pem" --tls.key "$WORK/key.pem" >"$WORK/tls.out" 2>"$WORK/tls.err" &
 SERVER_PID=$!
