@@ -310,7 +310,7 @@ static int put_index(struct debuginfo *s, const char *id, const struct debuginfo
 }
 
 /* What of record `m` is still to be put: file kinds' bits, and the index's. */
-static unsigned todo(const struct debuginfo__meta *m)
+static unsigned unput(const struct debuginfo__meta *m)
 {
 	unsigned t = m->kinds & 7u & ~m->bucket;
 
@@ -325,7 +325,7 @@ struct collect {
 	int more;       /* ids is full: another pass follows */
 };
 
-static int collect_todo(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
+static int collect_unput(void *ctx, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	struct collect *c = ctx;
 	struct debuginfo__meta m;
@@ -333,7 +333,7 @@ static int collect_todo(void *ctx, const void *key, size_t klen, const void *val
 	unsigned t;
 
 	if (klen >= DEBUGINFO_HEX_MAX || debuginfo__meta_decode(val, vlen, &m) || !m.kinds ||
-	    !(t = todo(&m)))
+	    !(t = unput(&m)))
 		return 0;
 	memcpy(id, key, klen);
 	id[klen] = '\0';
@@ -358,7 +358,7 @@ static int put_one(struct debuginfo *s, const char *id)
 
 	if (debuginfo__meta_get(s, id, &m))
 		return 0;
-	t = todo(&m);
+	t = unput(&m);
 	for (int k = 0; k < 3 && !rc; k++)
 		if (t & (1u << k))
 			rc = put_file(s, id, &m, (enum debuginfo_file_kind)k);
@@ -381,7 +381,7 @@ int debuginfo__bucket_sync(struct debuginfo *s, uint64_t *pending)
 	for (int round = 0; c.more && !rc && round < 64; round++) {
 		buf_init(&c.ids, PASS_IDS_BYTES);
 		c.more = 0;
-		rc = store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, collect_todo, &c, NULL);
+		rc = store_aux_scan(s->st, STORE_AUX_DEBUGINFO, "", 0, collect_unput, &c, NULL);
 		if (rc == 1)
 			rc = 0;
 		for (size_t at = 0; at < c.ids.len; at += strlen(c.ids.data + at) + 1) {
