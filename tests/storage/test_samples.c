@@ -102,6 +102,17 @@ static int read_range(struct fixture *f, int64_t from, int64_t until, struct col
 	return rc;
 }
 
+/* The stacks both round-trip tests write, with values { 5, 7, -3, 0, 11 }:
+ * stacks[3] twice (summed), stacks[1], stacks[2] and the empty stack. */
+static void mixed_stacks(const struct fixture *f, uint32_t ids[5])
+{
+	ids[0] = f->stacks[3];
+	ids[1] = f->stacks[1];
+	ids[2] = f->stacks[3];
+	ids[3] = f->stacks[2];
+	ids[4] = 0;
+}
+
 static void test_round_trip_aggregates(void **state)
 {
 	struct fixture f;
@@ -115,11 +126,7 @@ static void test_round_trip_aggregates(void **state)
 
 	fixture_open(&f);
 	tx = begin(f.st, "t");
-	ids[0] = f.stacks[3];
-	ids[1] = f.stacks[1];
-	ids[2] = f.stacks[3];
-	ids[3] = f.stacks[2];
-	ids[4] = 0; /* the empty stack */
+	mixed_stacks(&f, ids);
 	assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 5), 0);
 	assert_int_equal(commit(tx), 0);
 	assert_int_equal(read_range(&f, t0, t0 + 1, &c), 0);
@@ -161,11 +168,7 @@ static void test_exact_content(void **state)
 
 	fixture_open(&f);
 	tx = begin(f.st, "t");
-	ids[0] = f.stacks[3];
-	ids[1] = f.stacks[1];
-	ids[2] = f.stacks[3];
-	ids[3] = f.stacks[2];
-	ids[4] = 0;
+	mixed_stacks(&f, ids);
 	assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 5), 0);
 	/* A stack id that does not exist is refused. */
 	ids[0] = 9999;
