@@ -113,12 +113,12 @@ static void test_diff_top_relative(void **state)
 }
 
 /* The absolute diff-top table down to its first two rows. */
-#define ABSOLUTE_TOP2                                                                           \
-	"# mode absolute; baseline total 20, comparison total 20\n"                              \
+#define ABSOLUTE_TOP2                                                                              \
+	"# mode absolute; baseline total 20, comparison total 20\n"                                \
 	"     base_self      comp_self     delta_self     base_total     comp_total    "           \
-	"delta_total  name\n"                                                                     \
+	"delta_total  name\n"                                                                      \
 	"             0             15            +15              0             15        "       \
-	"    +15  c [new]\n"                                                                      \
+	"    +15  c [new]\n"                                                                       \
 	"            10              0            -10             10              0        "       \
 	"    -10  b [removed]\n"
 
