@@ -305,7 +305,7 @@ static struct pb *minimal(void)
 /*
  * Breaks rule `i` of minimal() in `b` (a limit rule lowers `lim` instead or
  * as well) and returns the message the decoder must give, with *code; NULL
- * past the last rule.  One line a rule, so each case reads as cause and effect.
+ * past the last rule: each case reads as its cause next to its effect.
  */
 static const char *break_rule(int i, struct pb *b, struct ingest_limits *lim, int *code)
 {
