@@ -1133,6 +1133,17 @@ static struct sym_dwarf *dwarf_new(const struct sym_dwarf_opts *o)
 	return d;
 }
 
+/* The end of an open: hands d out, or closes it when rc is a failure. */
+static int opened(struct sym_dwarf *d, int rc, struct sym_dwarf **out)
+{
+	if (rc) {
+		sym_dwarf_close(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
 int sym_dwarf_open(const char *path, const struct sym_dwarf_opts *opts,
 		   struct sym_dwarf **out, struct err_msg *msg)
 {
@@ -1143,24 +1154,14 @@ int sym_dwarf_open(const char *path, const struct sym_dwarf_opts *opts,
 		return ERR_NOMEM;
 	sym__elf_init();
 	d->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (d->fd < 0) {
+	if (d->fd < 0)
 		rc = err_set(msg, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "%s: %s",
 			     path, strerror(errno));
-		goto out;
-	}
-	d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
-	if (!d->elf) {
+	else if (!(d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL)))
 		rc = err_set(msg, ERR_INVALID, "invalid_elf: %s: %s", path, elf_errmsg(-1));
-		goto out;
-	}
-	rc = setup(d, path, opts, msg);
-out:
-	if (rc) {
-		sym_dwarf_close(d);
-		return rc;
-	}
-	*out = d;
-	return 0;
+	else
+		rc = setup(d, path, opts, msg);
+	return opened(d, rc, out);
 }
 
 int sym_dwarf_open_mem(const void *data, size_t len, const struct sym_dwarf_opts *opts,
@@ -1175,24 +1176,14 @@ int sym_dwarf_open_mem(const void *data, size_t len, const struct sym_dwarf_opts
 		return ERR_NOMEM;
 	sym__elf_init();
 	/* libelf may convert a memory image in place: it gets a private copy. */
-	if (!(d->mem = malloc(len))) {
-		rc = ERR_NOMEM;
-		goto out;
-	}
+	if (!(d->mem = malloc(len)))
+		return opened(d, ERR_NOMEM, out);
 	memcpy(d->mem, data, len);
-	d->elf = elf_memory(d->mem, len);
-	if (!d->elf) {
+	if (!(d->elf = elf_memory(d->mem, len)))
 		rc = err_set(msg, ERR_INVALID, "invalid_elf: %s", elf_errmsg(-1));
-		goto out;
-	}
-	rc = setup(d, NULL, opts, msg);
-out:
-	if (rc) {
-		sym_dwarf_close(d);
-		return rc;
-	}
-	*out = d;
-	return 0;
+	else
+		rc = setup(d, NULL, opts, msg);
+	return opened(d, rc, out);
 }
 
 void sym_dwarf_close(struct sym_dwarf *d)
