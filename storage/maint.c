@@ -254,13 +254,10 @@ static int range_index(const struct seal *s, int64_t r)
 /* The chunk keys of the snapshot to seal: planned ranges, epochs <= max_epoch. */
 static int collect_keys(struct seal *s, struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	struct scan sc;
 	int rc;
 
-	key_tenant_tag(lo, s->t->id, TAG_CHUNK);
-	key_tenant_tag(hi, s->t->id, TAG_CHUNK + 1);
-	rc = store__scan_open_snap(s->st, CFI_SAMPLES, s->snap, &sc, lo, 5, hi, 5);
+	rc = store__scan_tag(s->st, CFI_SAMPLES, s->snap, s->t->id, TAG_CHUNK, &sc);
 	for (; !rc && rocksdb_iter_valid(sc.it); rocksdb_iter_next(sc.it)) {
 		size_t klen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(sc.it, &klen);
