@@ -42,11 +42,7 @@ FROM=$((NOW - 3600))
 UNTIL=$((NOW + 600))
 
 # total TYPE SELECTOR: the merged total of a profile type ("" when absent).
-total() {
-	http GET /pyroscope/render -G --data-urlencode "query=$1$2" -d "from=$FROM" -d "until=$UNTIL"
-	[ "$STATUS" = 200 ] || fail "render $1$2: HTTP $STATUS $BODY"
-	jq -r '.flamebearer.numTicks' <<<"$BODY"
-}
+total() { render_total "$1$2" "$FROM" "$UNTIL"; }
 
 # top_self TYPE SELECTOR N: "self name" of the N biggest self values.
 top_self() {
@@ -56,13 +52,8 @@ top_self() {
 		<<<"$BODY" | sort -k1,1nr | head -n "$3"
 }
 
-# types SELECTOR: the profile type IDs the server has for a selector, sorted.
-types() {
-	http POST /querier.v1.QuerierService/ProfileTypes -H 'Content-Type: application/json' \
-		-d "{\"start\":$((FROM * 1000)),\"end\":$((UNTIL * 1000))}"
-	[ "$STATUS" = 200 ] || fail "ProfileTypes: HTTP $STATUS $BODY"
-	jq -r '.profileTypes[].ID' <<<"$BODY" | sort
-}
+# types: the profile type IDs the server has, sorted.
+types() { profile_types "$FROM" "$UNTIL"; }
 
 # check WHAT GOT WANT
 check() {

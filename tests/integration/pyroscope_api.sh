@@ -80,25 +80,8 @@ js() { # PATH JSON [tenant]: POSTs JSON as Grafana's JSON clients do; the answer
 		-H 'Connect-Protocol-Version: 1' --data-binary "$2"
 }
 
-# pb PATH REQ_TYPE RESP_TYPE TEXT: as connect-go sends a unary call (binary
-# protobuf, Connect-Protocol-Version, its User-Agent, gzip accepted); the
-# answer decoded by protoc into $WORK/pb.txt.
-pb() {
-	local path=$1 req=$2 resp=$3 text=$4 file
-	file=$(proto_file "$req")
-	printf '%s\n' "$text" | protoc --proto_path="$PROTO_DIR" --encode="$req" "$file" \
-		>"$WORK/req.bin" || fail "protoc --encode $req"
-	http POST "$path" -H "X-Scope-OrgID: $T" -H 'Content-Type: application/proto' \
-		-H 'Connect-Protocol-Version: 1' -H 'User-Agent: connect-go/1.18.1 (go1.24.0)' \
-		-H 'Accept-Encoding: gzip' --compressed --data-binary "@$WORK/req.bin"
-	[ "$STATUS" = 200 ] || fail "proto $path: HTTP $STATUS $BODY"
-	protoc --proto_path="$PROTO_DIR" --decode="$resp" "$(proto_file "$resp")" \
-		<"$WORK/body" >"$WORK/pb.txt" || fail "proto $path: the answer is not a $resp"
-}
-proto_file() {
-	case "$1" in querier.*) echo querier.proto ;; types.*) echo types.proto ;;
-	settings.*) echo settings.proto ;; debuginfo.*) echo debuginfo.proto ;; esac
-}
+# pb PATH REQ_TYPE RESP_TYPE TEXT: connect_go as tenant $T.
+pb() { connect_go "$@" -H "X-Scope-OrgID: $T"; }
 
 # Points of a SelectSeries JSON answer grouped by service_name: "service ts value".
 json_points() {
