@@ -11,9 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 need WORKLOAD
 need PPROFINFO
-need_cmd protoc "package protobuf-compiler"
+need_protoc
 need_cmd jq
-PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 
 # One profile a minute per instance, each covering its minute: 20 x 60 files.

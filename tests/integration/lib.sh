@@ -50,6 +50,13 @@ need_cmd() {
 	command -v "$1" >/dev/null || fail "$1 is not installed${2:+ ($2)}"
 }
 
+# need_protoc: fails unless protoc is installed; sets PROTO_DIR to the
+# tree's proto/ (the messages protoc encodes and decodes, as connect_go).
+need_protoc() {
+	need_cmd protoc "package protobuf-compiler"
+	PROTO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../proto" && pwd)
+}
+
 # need_promtool: installs promtool (Debian package prometheus) when it is
 # missing, as CI's .ci/deps.sh would.
 need_promtool() {
@@ -462,8 +469,8 @@ proto_file() {
 
 # connect_go PATH REQ_TYPE RESP_TYPE TEXT [curl args...]: a unary call as
 # connect-go sends it (binary protobuf, Connect-Protocol-Version, its
-# User-Agent, gzip accepted): TEXT encoded by protoc from $PROTO_DIR, the
-# answer, which must be a 200, decoded into $WORK/pb.txt.
+# User-Agent, gzip accepted): TEXT encoded by protoc from $PROTO_DIR (see
+# need_protoc), the answer, which must be a 200, decoded into $WORK/pb.txt.
 connect_go() {
 	local path=$1 req=$2 resp=$3 text=$4
 	shift 4
