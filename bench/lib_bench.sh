@@ -1,10 +1,12 @@
 # shellcheck shell=bash
-# lib_bench.sh - sourced by bench/bench_query.sh and bench/bench_storage.sh:
+# lib_bench.sh - sourced by the bench/ scripts: the check that the build
+# has their programs; for bench/bench_query.sh and bench/bench_storage.sh
 # the server they measure, timing helpers, manifest ingest and the timed
 # render.  The caller sets B (the build dir), OUT (its output dir), PTYPE,
 # and before render SERVICE; it runs under `set -euo pipefail` and traps
 # EXIT to bench_stop_server.
 #
+#   bench_need_built SCRIPT BIN...               exits 1 unless $B/BIN exist
 #   bench_start_server DATA LOG [SERVE-ARGS...]  sets SERVER_PID and URL
 #   bench_stop_server                            SIGTERM and wait
 #   bench_ingest WL MANIFEST TAG PARALLEL        sets INGEST_S, INGEST_PAIRS,
@@ -13,6 +15,16 @@
 #                                                WARM_MIN (ms), BYTES, TICKS
 
 SERVER_PID=
+
+# bench_need_built SCRIPT BIN...: exits 1, naming SCRIPT, unless every BIN
+# (a path inside the build dir $B) is built.
+bench_need_built() {
+	local name=$1 bin
+	shift
+	for bin in "$@"; do
+		[ -x "$B/$bin" ] || { echo "$name: $B/$bin is missing; build first" >&2; exit 1; }
+	done
+}
 
 now_ns() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }
