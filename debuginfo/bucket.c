@@ -51,6 +51,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "debuginfo_int.h"
 #include "objstore/objstore.h"
 #include "storage/storage.h"
@@ -466,11 +467,7 @@ void debuginfo__bucket_stop(struct debuginfo *s)
 {
 	if (!s->bucket_started)
 		return;
-	pthread_mutex_lock(&s->bucket_mu);
-	s->bucket_stop = 1;
-	pthread_cond_signal(&s->bucket_cv);
-	pthread_mutex_unlock(&s->bucket_mu);
-	pthread_join(s->bucket_thread, NULL);
+	thread_stop(s->bucket_thread, &s->bucket_mu, &s->bucket_cv, &s->bucket_stop);
 	s->bucket_started = 0;
 }
 

@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "debuginfo_int.h"
 #include "storage/storage.h"
 
@@ -350,11 +351,7 @@ int debuginfo__retain_start(struct debuginfo *s)
 void debuginfo__retain_stop(struct debuginfo *s)
 {
 	if (s->retain_started) {
-		pthread_mutex_lock(&s->mu);
-		s->retain_stop = 1;
-		pthread_cond_broadcast(&s->retain_cv);
-		pthread_mutex_unlock(&s->mu);
-		pthread_join(s->retain_thread, NULL);
+		thread_stop(s->retain_thread, &s->mu, &s->retain_cv, &s->retain_stop);
 		s->retain_started = 0;
 	}
 }

@@ -22,6 +22,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/perfmap.h"
+#include "base/thread.h"
 #include "debuginfo_int.h"
 
 #define DEFAULT_ENTRIES 4096
@@ -638,11 +639,7 @@ void debuginfo__unsym_stop(struct debuginfo *s)
 
 	if (!u->started)
 		return;
-	pthread_mutex_lock(&u->mu);
-	u->stop = 1;
-	pthread_cond_broadcast(&u->cv);
-	pthread_mutex_unlock(&u->mu);
-	pthread_join(u->thread, NULL);
+	thread_stop(u->thread, &u->mu, &u->cv, &u->stop);
 	u->started = 0;
 }
 

@@ -21,6 +21,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "base/varint.h"
 
 /* Level k > 0 covers LEVEL_MULT[k] level-0 ranges (1 h, 6 h, 24 h by default). */
@@ -1274,10 +1275,6 @@ void store__maint_stop(struct store *st)
 {
 	if (!st->maint_started)
 		return;
-	pthread_mutex_lock(&st->maint_wait_mu);
-	st->maint_stop = 1;
-	pthread_cond_signal(&st->maint_cv);
-	pthread_mutex_unlock(&st->maint_wait_mu);
-	pthread_join(st->maint_thread, NULL);
+	thread_stop(st->maint_thread, &st->maint_wait_mu, &st->maint_cv, &st->maint_stop);
 	st->maint_started = 0;
 }
