@@ -1221,12 +1221,8 @@ static void *maint_main(void *arg)
 
 	pthread_mutex_lock(&st->maint_wait_mu);
 	while (!st->maint_stop) {
-		struct timespec until;
-		int64_t at = clock_mono_ns() + st->maint_interval_ns;
-
-		until.tv_sec = at / 1000000000;
-		until.tv_nsec = at % 1000000000;
-		pthread_cond_timedwait(&st->maint_cv, &st->maint_wait_mu, &until);
+		thread_wait_until(&st->maint_cv, &st->maint_wait_mu,
+				  clock_mono_ns() + st->maint_interval_ns);
 		if (st->maint_stop)
 			break;
 		pthread_mutex_unlock(&st->maint_wait_mu);
@@ -1257,12 +1253,7 @@ static void *maint_main(void *arg)
 
 int store__maint_start(struct store *st)
 {
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&st->maint_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	thread_cond_init_mono(&st->maint_cv);
 	if (st->maint_interval_ns <= 0 || st->read_only)
 		return 0;
 	if (pthread_create(&st->maint_thread, NULL, maint_main, st) != 0)
