@@ -118,10 +118,7 @@ for t in curl jq protoc gzip sha256sum; do
 done
 # The .proto files of the build's own source tree (CMake records it), so a
 # capture decodes with the messages that build speaks.
-SRC=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null || true)
-PROTO_DIR=${SRC:+$SRC/proto}
-[ -f "${PROTO_DIR:-/nonexistent}/querier.proto" ] || PROTO_DIR=$HERE/../proto
-PROTO_DIR=$(cd "$PROTO_DIR" && pwd)
+bench_build_source
 UNHEX=$B/cli/unhex
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/unhex-golden.XXXXXX")

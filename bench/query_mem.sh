@@ -45,9 +45,7 @@ for t in protoc jq; do
 done
 MASSIF=${MASSIF:-1}
 command -v valgrind >/dev/null || MASSIF=0
-SRC=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null || true)
-PROTO_DIR=${SRC:+$SRC/proto}
-[ -f "${PROTO_DIR:-/nonexistent}/querier.proto" ] || PROTO_DIR=$HERE/../proto
+bench_build_source
 trap lib_store_cleanup EXIT
 
 WL=${WORKLOAD:-$OUT}
