@@ -82,6 +82,9 @@ js() { # PATH JSON [tenant]: POSTs JSON as Grafana's JSON clients do; the answer
 # pb PATH REQ_TYPE RESP_TYPE TEXT: connect_go as tenant $T.
 pb() { connect_go "$@" -H "X-Scope-OrgID: $T"; }
 
+# The exemplars' profile ids of the last pb answer, sorted.
+pb_profile_ids() { sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort; }
+
 # Points of a SelectSeries JSON answer grouped by service_name: "service ts value".
 json_points() {
 	jq -r '.series[] | (.labels[] | select(.name == "service_name") | .value) as $s |
@@ -390,7 +393,7 @@ ex_points >"$WORK/got"
 same "SelectSeries exemplars (snake_case JSON)" "$WORK/got" "$WORK/want.ex"
 T=$EX pb /querier.v1.QuerierService/SelectSeries querier.v1.SelectSeriesRequest querier.v1.SelectSeriesResponse \
 	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS step: $STEP group_by: \"service_name\" exemplar_type: EXEMPLAR_TYPE_INDIVIDUAL"
-sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort >"$WORK/got"
+pb_profile_ids >"$WORK/got"
 awk '{ print $3 }' "$WORK/want.ex" | sort >"$WORK/want"
 same "SelectSeries exemplar ids (connect-go protobuf)" "$WORK/got" "$WORK/want"
 js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"step\":$STEP,\"exemplarType\":\"EXEMPLAR_TYPE_SPAN\"}" $EX
@@ -433,7 +436,7 @@ grep -q "^$ID1 " "$WORK/got" || fail "SelectHeatmap: the largest profile $ID1 is
 [ "$(jq '[.series[].slots[].counts[]] | add' <<<"$BODY")" = "$k" ] || fail "SelectHeatmap: $(jq '[.series[].slots[].counts[]] | add' <<<"$BODY") points, want $k"
 T=$EX pb /querier.v1.QuerierService/SelectHeatmap querier.v1.SelectHeatmapRequest querier.v1.SelectHeatmapResponse \
 	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS step: 15 query_type: HEATMAP_QUERY_TYPE_INDIVIDUAL exemplar_type: EXEMPLAR_TYPE_INDIVIDUAL"
-sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort >"$WORK/got.pb"
+pb_profile_ids >"$WORK/got.pb"
 awk '{ print $1 }' "$WORK/got" | sort >"$WORK/want"
 same "SelectHeatmap exemplar ids (connect-go protobuf)" "$WORK/got.pb" "$WORK/want"
 js /querier.v1.QuerierService/SelectHeatmap "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$SS_MS,\"end\":$SE_MS,\"step\":15,\"queryType\":\"HEATMAP_QUERY_TYPE_SPAN\",\"exemplarType\":\"EXEMPLAR_TYPE_SPAN\"}" $SP
