@@ -466,10 +466,7 @@ static int v1_list_one(void *ctx, const struct debuginfo_record *rec)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	const ProtobufCMessageDescriptor *req;
-} v1_methods[] = {
+static const struct web__connect_method v1_methods[] = {
 	{ "ShouldInitiateUpload", &debuginfo__v1alpha1__should_initiate_upload_request__descriptor },
 	{ "UploadFinished", &debuginfo__v1alpha1__upload_finished_request__descriptor },
 	{ "ListDebuginfo", &debuginfo__v1alpha1__list_debuginfo_request__descriptor },
@@ -516,21 +513,16 @@ static int v1_run(struct web__req *rq, struct debuginfo *svc, size_t m, int prot
 void web__handle_debuginfo_connect(struct web__req *rq, const char *method, struct web__resp *rs)
 {
 	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
-	size_t nm = sizeof(v1_methods) / sizeof(v1_methods[0]), m = nm;
+	size_t nm = sizeof(v1_methods) / sizeof(v1_methods[0]);
+	size_t m = web__connect_find(v1_methods, nm, "debuginfo.v1alpha1.DebuginfoService", method,
+				     rs);
 	struct err_msg msg;
 	struct arena a;
 	int rc, proto;
 
-	err_clear(&msg);
-	for (size_t i = 0; i < nm; i++)
-		if (!strcmp(v1_methods[i].name, method))
-			m = i;
-	if (m == nm) {
-		snprintf(msg.text, sizeof(msg.text),
-			 "debuginfo.v1alpha1.DebuginfoService has no method \"%.64s\"", method);
-		web__resp_connect_error(rs, ERR_NOT_FOUND, msg.text);
+	if (m == nm)
 		return;
-	}
+	err_clear(&msg);
 	if (!svc) {
 		web__resp_connect_error(rs, ERR_UNAVAILABLE, "symbolization is not enabled");
 		return;
