@@ -1,10 +1,13 @@
 # shellcheck shell=bash
-# lib_bench.sh - sourced by bench/bench_query.sh and bench/bench_storage.sh:
+# lib_bench.sh - sourced by the bench/ scripts: the check that the build
+# has their programs; for bench/bench_query.sh and bench/bench_storage.sh
 # the server they measure, timing helpers, manifest ingest and the timed
 # render.  The caller sets B (the build dir), OUT (its output dir), PTYPE,
 # and before render SERVICE; it runs under `set -euo pipefail` and traps
 # EXIT to bench_stop_server.
 #
+#   bench_need_built SCRIPT BIN...               exits 1 unless $B/BIN exist
+#   bench_build_source                           sets SRC and PROTO_DIR
 #   bench_start_server DATA LOG [SERVE-ARGS...]  sets SERVER_PID and URL
 #   bench_stop_server                            SIGTERM and wait
 #   bench_ingest WL MANIFEST TAG PARALLEL        sets INGEST_S, INGEST_PAIRS,
@@ -13,6 +16,27 @@
 #                                                WARM_MIN (ms), BYTES, TICKS
 
 SERVER_PID=
+
+# bench_need_built SCRIPT BIN...: exits 1, naming SCRIPT, unless every BIN
+# (a path inside the build dir $B) is built.
+bench_need_built() {
+	local name=$1 bin
+	shift
+	for bin in "$@"; do
+		[ -x "$B/$bin" ] || { echo "$name: $B/$bin is missing; build first" >&2; exit 1; }
+	done
+}
+
+# bench_build_source: sets SRC to the source tree the build in $B was
+# configured from ("" when its CMakeCache.txt does not say) and PROTO_DIR to
+# that tree's proto/ (this checkout's when it has none), absolute, so that
+# protoc speaks the messages of the build being measured.
+bench_build_source() {
+	SRC=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null || true)
+	PROTO_DIR=${SRC:+$SRC/proto}
+	[ -f "${PROTO_DIR:-/nonexistent}/querier.proto" ] || PROTO_DIR=$(dirname "${BASH_SOURCE[0]}")/../proto
+	PROTO_DIR=$(cd "$PROTO_DIR" && pwd)
+}
 
 now_ns() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }

@@ -16,6 +16,8 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: s3_query.sh BUILD_DIR [OUT_DIR]}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
 OUT=${2:-$HERE/out-s3}
 INSTANCES=${INSTANCES:-20}
 SERVICES=${SERVICES:-2}
@@ -25,9 +27,7 @@ RUNS=${RUNS:-5}
 END=1767225600
 PTYPE=process_cpu:cpu:nanoseconds:cpu:nanoseconds
 
-for bin in bench/unhex-workload cli/unhex; do
-	[ -x "$B/$bin" ] || { echo "s3_query.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+bench_need_built s3_query.sh bench/unhex-workload cli/unhex
 for c in curl jq; do
 	command -v "$c" >/dev/null || { echo "s3_query.sh: $c is needed" >&2; exit 1; }
 done
@@ -40,8 +40,6 @@ export UNHEX=$B/cli/unhex
 # shellcheck source=tests/integration/rgw.sh
 . "$HERE/../tests/integration/rgw.sh"
 need_rgw
-# shellcheck source=bench/lib_bench.sh
-. "$HERE/lib_bench.sh"
 trap 'rc=$?; bench_stop_server; rgw_stop; set +e; (exit $rc); cleanup' EXIT
 
 echo "== machine" >&2
