@@ -62,11 +62,7 @@ echo "   $(wc -l <"$WL/manifest.tsv") files; the query: service $SERVICE over [$
 
 echo "== RGW on loopback" >&2
 rgw_start
-rgw_bucket unhex-bench
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_PROFILE
-S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket unhex-bench
-	--storage.s3.path-style)
+rgw_s3 unhex-bench
 
 # metric NAME KIND: a sample of /metrics ("" KIND: the unlabelled one).
 metric() {
