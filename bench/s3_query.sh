@@ -31,21 +31,9 @@ done
 for c in curl jq; do
 	command -v "$c" >/dev/null || { echo "s3_query.sh: $c is needed" >&2; exit 1; }
 done
-rm -rf "$OUT"
-mkdir -p "$OUT"
-# rgw.sh wants lib.sh's WORK, fail and note; lib.sh's EXIT trap removes WORK.
-export UNHEX=$B/cli/unhex
-# shellcheck source=tests/integration/lib.sh
-. "$HERE/../tests/integration/lib.sh"
-# shellcheck source=tests/integration/rgw.sh
-. "$HERE/../tests/integration/rgw.sh"
-need_rgw
-# shellcheck source=bench/lib_bench.sh
-. "$HERE/lib_bench.sh"
+# shellcheck source=bench/lib_rgw.sh
+. "$HERE/lib_rgw.sh"
 trap 'rc=$?; bench_stop_server; rgw_stop; set +e; (exit $rc); cleanup' EXIT
-
-echo "== machine" >&2
-echo "   $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), nproc $(nproc), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 if [ -n "${WORKLOAD:-}" ]; then
 	WL=$(cd "$WORKLOAD" && pwd)
