@@ -42,8 +42,6 @@ stop_all() {
 }
 trap stop_all EXIT
 
-cpu_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
-
 # pprof samples of the workload: the Sample messages of every file.
 pprof_samples=${PPROF_SAMPLES:-$(cd "$WL" && cut -f1 manifest.tsv | xargs "$B/tools/pprofinfo" --json |
 	grep -o '"samples":[0-9]*' | cut -d: -f2 | awk '{s += $1} END {print s + 0}')}
