@@ -452,7 +452,16 @@ static int taken_ids(struct block **v, size_t n, uint8_t (**out)[BLOCK_ID_BYTES]
 	return 0;
 }
 
-static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_tenant *xt)
+/* Raises *v to at least x. */
+static void raise_to(_Atomic int64_t *v, int64_t x)
+{
+	for (int64_t cur = atomic_load(v); x > cur;)
+		if (atomic_compare_exchange_weak(v, &cur, x))
+			break;
+}
+
+static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_tenant *xt,
+			int64_t written_ns)
 {
 	int discover = !!(st->bucket_mode & STORE_BUCKET_DISCOVER);
 	uint32_t *res = NULL;
@@ -488,6 +497,11 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 
 		if (!drop)
 			continue;
+		/* A querier whose view is older than this index may not account
+		 * for what we drop: peers.c answers it 409.  Raised first, so a
+		 * reader that misses b sees it raised (section 13). */
+		if (!b->remote)
+			raise_to(&st->bucket_pruned_ns, written_ns);
 		rc = unlist(st, t, b);
 		if (!rc) {
 			gone++;
@@ -508,7 +522,8 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 		if (res[i] != BKT_LIVE || bsearch(e->id, taken, n_taken, BLOCK_ID_BYTES, id_cmp))
 			continue;
 		err_clear(&why);
-		r = store__block_add_remote(st, t, e->id, &e->rec, &why);
+		r = store__block_add_remote(st, t, e->id, &e->rec,
+					    (const uint8_t(*)[BLOCK_ID_BYTES])e->covers, e->n_covers, &why);
 		if (r == ERR_NOMEM)
 			rc = r;
 		else if (r) {
@@ -549,11 +564,13 @@ static int apply(struct store *st, const struct bkt_index *x, struct err_msg *ms
 		pthread_mutex_unlock(&st->mu);
 		if (!t)
 			break;
-		rc = apply_tenant(st, t, store__bkt_tenant(x, t->name));
+		rc = apply_tenant(st, t, store__bkt_tenant(x, t->name), x->written_ns);
 		store__reclaim(st, t, 0);
 	}
 	if (rc)
 		err_set(msg, rc, "bucket index: %s", err_str(rc));
+	else
+		raise_to(&st->bucket_view_ns, x->written_ns);
 	return rc;
 }
 

@@ -262,12 +262,26 @@ static inline char *gen_dump_join(struct gen_dump *d)
  * each, sorted; *warnings gets the reader's warning count.  Returns an
  * owned string, NULL on failure.
  */
+static inline char *gen_dump_reader(struct store *st, const char *tenant, struct store_reader *r,
+				    int64_t from, int64_t until, size_t *series, size_t *warnings);
+
 static inline char *gen_dump(struct store *st, const char *tenant, int64_t from, int64_t until,
 			     size_t *series, size_t *warnings)
 {
+	struct store_reader *r = NULL;
+	struct err_msg msg = { { 0 } };
+
+	if (store_reader_open(st, tenant, from, until, &r, &msg))
+		return NULL;
+	return gen_dump_reader(st, tenant, r, from, until, series, warnings);
+}
+
+/* The same through reader r, which it closes. */
+static inline char *gen_dump_reader(struct store *st, const char *tenant, struct store_reader *r,
+				    int64_t from, int64_t until, size_t *series, size_t *warnings)
+{
 	struct gen_dump d;
 	struct gen_series s;
-	struct store_reader *r = NULL;
 	char *all;
 	struct err_msg msg = { { 0 } };
 
@@ -275,8 +289,6 @@ static inline char *gen_dump(struct store *st, const char *tenant, int64_t from,
 	memset(&s, 0, sizeof(s));
 	d.st = st;
 	d.tenant = tenant;
-	if (store_reader_open(st, tenant, from, until, &r, &msg))
-		return NULL;
 	if (store_reader_series_each(r, gen_series_cb, &s)) {
 		store_reader_close(r);
 		return NULL;
