@@ -112,11 +112,12 @@ size_t store_peer_count(struct store *st)
 
 void store_peer_stats(struct store *st, size_t i, struct store_peer_stats *out)
 {
-	struct store_peer *p = &st->peers[i];
+	struct store_peer *p;
 
 	memset(out, 0, sizeof(*out));
 	if (i >= st->n_peers)
 		return;
+	p = &st->peers[i];
 	out->peer = p->url;
 	out->ok = atomic_load(&p->ok);
 	out->stale = atomic_load(&p->stale);
