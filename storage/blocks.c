@@ -1089,9 +1089,9 @@ int store__block_load_file(struct store *st, struct tenant *t, const char *path,
 	return 0;
 }
 
-int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
+int store__block_remote_new(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
 			    const struct brec *rec, const uint8_t (*covers)[BLOCK_ID_BYTES],
-			    uint32_t n_covers, struct err_msg *msg)
+			    uint32_t n_covers, struct block **out, struct err_msg *msg)
 {
 	struct block *b = block_new(t, id);
 	int rc;
@@ -1110,7 +1110,9 @@ int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id
 	}
 	rc = block_load_remote(st, b, msg);
 	if (!rc) {
-		rc = block_know_and_list(st, t, b);
+		pthread_mutex_lock(&t->mu);
+		rc = block_know(st, t, b);
+		pthread_mutex_unlock(&t->mu);
 		if (rc)
 			store__bmeta_release(&b->m);
 	}
@@ -1120,10 +1122,7 @@ int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id
 		free(b);
 		return rc;
 	}
-	for (int64_t cur = atomic_load(&st->newest_ns); b->m.max_time > cur;)
-		if (atomic_compare_exchange_weak(&st->newest_ns, &cur, b->m.max_time))
-			break;
-	store__block_put(st, b); /* the list holds it */
+	*out = b;
 	return 0;
 }
 

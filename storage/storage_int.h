@@ -2010,12 +2010,13 @@ int store__block_key_parse(const char *key, char *tenant, size_t cap,
 int store__block_remote_footer(struct store *st, const char *key, struct bmeta *m,
 			       uint64_t *size, struct err_msg *msg);
 /*
- * Lists the block `id` of t, which the bucket holds (rec from the index),
- * as a remote block: its footer read now, its contents through st->rcache.
+ * Registers the block `id` of t, which the bucket holds (rec and its covers
+ * from the index), as a remote block, unlisted: its footer read now, its
+ * contents through st->rcache.  Returns owned *out (list it under t->mu).
  */
-int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
+int store__block_remote_new(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
 			    const struct brec *rec, const uint8_t (*covers)[BLOCK_ID_BYTES],
-			    uint32_t n_covers, struct err_msg *msg);
+			    uint32_t n_covers, struct block **out, struct err_msg *msg);
 /*
  * Registers the block file at `path` (any name; the id is its footer's,
  * the tenant must be t's) unlisted, as store__block_load_unlisted does:

@@ -112,30 +112,15 @@ until_ok 120 same ||
 note "fresh: the querier answers every profile from the ingesters' heads"
 
 # ---- the transition: a profile of another tenant a day and an hour later
-# moves each ingester's clock; they seal, upload, the compactor indexes,
-# compacts and deletes, the ingesters drop what it replaced.  Every answer
-# of the querier meanwhile is the reference's, byte for byte.
+# moves an ingester's clock; it seals, uploads, the compactor indexes,
+# compacts and deletes, the ingester drops what it replaced.  First one
+# ingester, while the other still holds everything in its head, then the
+# other, whose blocks the compactor merges with its first output.  Every
+# answer of the querier meanwhile is the reference's, byte for byte.
 "$WORKLOAD" --out "$WORK/later" --services 1 --instances 1 --minutes 1 --interval 60 \
 	--end $((END + 90000)) --quiet
-for r in ing1 ing2; do
-	use $r
-	ingest_manifest "$WORK/later" --tenant clock
-done
-settled() {
-	local r
-	use comp
-	[ "$(maint compactions)" -gt 0 ] && [ "$(bucket deleted_blocks)" -gt 0 ] || return 1
-	for r in ing1 ing2; do
-		use $r
-		[ "$(bucket unlisted_blocks)" -gt 0 ] || return 1
-		[ "$(bucket upload_pending_blocks)" = 0 ] || return 1
-	done
-}
 polls=0
-use qry
-SYNCS=$(bucket syncs)
-end=$((SECONDS + 600))
-while :; do
+poll() {
 	use qry
 	# Two renders per poll (the services are known): as many polls as the
 	# roles' passes allow.
@@ -146,14 +131,43 @@ while :; do
 		fail "poll $polls: the querier's answers differ from one server's during the transition: $(differs "$WORK/expect" "$WORK/poll")"
 	fi
 	polls=$((polls + 1))
-	if settled; then
-		use qry
-		# Once more after the querier read an index newer than all that.
-		[ "$(bucket syncs)" -gt $((SYNCS + 2)) ] && break
-	fi
-	[ $SECONDS -lt $end ] ||
-		fail "the roles did not settle: compactor $(use comp; maint compactions) compactions, $(bucket deleted_blocks) deleted; ingesters $(for r in ing1 ing2; do use $r; echo "$(maint sealed_blocks) sealed $(bucket upload_pending_blocks) pending $(bucket unlisted_blocks) dropped"; done | paste -sd ';')"
-done
+}
+state() {
+	echo "compactor $(use comp; maint compactions) compactions, $(use comp; bucket deleted_blocks) deleted; $(for r in ing1 ing2; do use $r; echo "$r $(maint sealed_blocks) sealed $(bucket upload_pending_blocks) pending $(bucket unlisted_blocks) dropped"; done | paste -sd ';')"
+}
+poll_until() { # SECONDS WHAT CMD...: polls until CMD succeeds, then once more
+	local end=$((SECONDS + $1)) what=$2
+	shift 2
+	while ! "$@"; do
+		poll
+		[ $SECONDS -lt $end ] || fail "$what did not happen: $(state)"
+	done
+	poll
+}
+dropped() { # ROLE: it dropped blocks the compactor merged, and uploaded all
+	use "$1"
+	[ "$(bucket unlisted_blocks)" -gt 0 ] && [ "$(bucket upload_pending_blocks)" = 0 ]
+}
+compacted() { # N: the compactor made N outputs and deleted a replaced block
+	use comp
+	[ "$(maint compactions)" -ge "$1" ] && [ "$(bucket deleted_blocks)" -gt 0 ]
+}
+synced() { # N: the querier read N more indexes since $SYNCS
+	use qry
+	[ "$(bucket syncs)" -gt $((SYNCS + $1)) ]
+}
+first_done() { compacted 1 && dropped ing1; }
+all_done() { compacted 2 && dropped ing1 && dropped ing2 && synced 2; }
+use ing1
+ingest_manifest "$WORK/later" --tenant clock
+poll_until 600 "ingester 1's seal, upload, compaction and drop" first_done
+use ing2
+[ "$(maint sealed_blocks)" = 0 ] || fail "ingester 2 sealed before its clock moved"
+note "ingester 1 sealed, the compactor merged, ingester 1 dropped: $polls polls, $(state)"
+ingest_manifest "$WORK/later" --tenant clock
+use qry
+SYNCS=$(bucket syncs)
+poll_until 600 "ingester 2's seal, upload, compaction and drop" all_done
 use qry
 renders "$WORK/final"
 diff -r "$WORK/expect" "$WORK/final" >/dev/null ||
