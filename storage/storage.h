@@ -408,7 +408,9 @@ struct store_reader;
 /*
  * Opens a consistent view of `tenant` over [from_ns, until_ns): a snapshot
  * of the head and the blocks that overlap the range.  An unknown tenant
- * gives an empty reader.  Returns owned *out.
+ * gives an empty reader.  With store_options.peers, also what each peer
+ * holds that this view lacks, as blocks of the reader (an unanswered peer
+ * is a warning; storage_int.h section 13).  Returns owned *out.
  */
 int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		      int64_t until_ns, struct store_reader **out, struct err_msg *msg);
