@@ -12,27 +12,21 @@
 
 #include "base/err.h"
 
+/* Each code's name, HTTP status and gRPC code; its Connect code is the
+ * gRPC code's name (grpc_names), its reason phrase the status's (reasons). */
 static const struct {
 	int code;
 	const char *name;
 	int http;
-	const char *reason;
-	const char *connect;
 	int grpc;
 } want[] = {
-	{ ERR_OK, "ok", 200, "OK", "ok", 0 },
-	{ ERR_NOMEM, "out of memory", 500, "Internal Server Error", "internal", 13 },
-	{ ERR_IO, "i/o error", 500, "Internal Server Error", "internal", 13 },
-	{ ERR_CORRUPT, "corrupt data", 500, "Internal Server Error", "internal", 13 },
-	{ ERR_INVALID, "invalid input", 400, "Bad Request", "invalid_argument", 3 },
-	{ ERR_TOO_LARGE, "too large", 413, "Content Too Large", "resource_exhausted", 8 },
-	{ ERR_NOT_FOUND, "not found", 404, "Not Found", "not_found", 5 },
-	{ ERR_UNAVAILABLE, "unavailable", 503, "Service Unavailable", "unavailable", 14 },
-	{ ERR_TIMEOUT, "timed out", 504, "Gateway Timeout", "deadline_exceeded", 4 },
-	{ ERR_CONFLICT, "conflict", 409, "Conflict", "aborted", 10 },
-	{ ERR_UNAUTHENTICATED, "unauthenticated", 401, "Unauthorized", "unauthenticated", 16 },
-	{ ERR_PERMISSION, "permission denied", 403, "Forbidden", "permission_denied", 7 },
-	{ ERR_RATE_LIMITED, "rate limited", 429, "Too Many Requests", "resource_exhausted", 8 },
+	{ ERR_OK, "ok", 200, 0 }, { ERR_NOMEM, "out of memory", 500, 13 },
+	{ ERR_IO, "i/o error", 500, 13 }, { ERR_CORRUPT, "corrupt data", 500, 13 },
+	{ ERR_INVALID, "invalid input", 400, 3 }, { ERR_TOO_LARGE, "too large", 413, 8 },
+	{ ERR_NOT_FOUND, "not found", 404, 5 }, { ERR_UNAVAILABLE, "unavailable", 503, 14 },
+	{ ERR_TIMEOUT, "timed out", 504, 4 }, { ERR_CONFLICT, "conflict", 409, 10 },
+	{ ERR_UNAUTHENTICATED, "unauthenticated", 401, 16 },
+	{ ERR_PERMISSION, "permission denied", 403, 7 }, { ERR_RATE_LIMITED, "rate limited", 429, 8 },
 };
 
 /* google.rpc.Code names, by number: Connect's codes are these in snake case. */
@@ -43,17 +37,38 @@ static const char *const grpc_names[] = {
 	"unauthenticated",
 };
 
+/* RFC 9110 reason phrases: the statuses of the table, those routes set
+ * themselves, and "" for one unhex never sends. */
+static const struct {
+	int status;
+	const char *reason;
+} reasons[] = {
+	{ 200, "OK" }, { 201, "Created" }, { 400, "Bad Request" }, { 401, "Unauthorized" },
+	{ 403, "Forbidden" }, { 404, "Not Found" }, { 405, "Method Not Allowed" },
+	{ 409, "Conflict" }, { 413, "Content Too Large" }, { 415, "Unsupported Media Type" },
+	{ 422, "Unprocessable Content" }, { 429, "Too Many Requests" },
+	{ 500, "Internal Server Error" }, { 503, "Service Unavailable" },
+	{ 504, "Gateway Timeout" }, { 418, "" }, { 0, "" },
+};
+
 static void test_every_row(void **state)
 {
 	(void)state;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		print_message("%s\n", want[i].name);
 		assert_string_equal(err_str(want[i].code), want[i].name);
 		assert_int_equal(err_http_status(want[i].code), want[i].http);
-		assert_string_equal(err_http_reason(want[i].http), want[i].reason);
-		assert_string_equal(err_connect_code(want[i].code), want[i].connect);
 		assert_int_equal(err_grpc_code(want[i].code), want[i].grpc);
-		assert_string_equal(grpc_names[err_grpc_code(want[i].code)],
-				    err_connect_code(want[i].code));
+		assert_string_equal(err_connect_code(want[i].code), grpc_names[want[i].grpc]);
+	}
+}
+
+static void test_reasons(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+		print_message("%d\n", reasons[i].status);
+		assert_string_equal(err_http_reason(reasons[i].status), reasons[i].reason);
 	}
 }
 
@@ -68,18 +83,6 @@ static void test_unknown_codes(void **state)
 		assert_string_equal(err_connect_code(unknown[i]), "internal");
 		assert_int_equal(err_grpc_code(unknown[i]), 13);
 	}
-}
-
-static void test_other_reasons(void **state)
-{
-	(void)state;
-	assert_string_equal(err_http_reason(201), "Created");
-	assert_string_equal(err_http_reason(401), "Unauthorized");
-	assert_string_equal(err_http_reason(405), "Method Not Allowed");
-	assert_string_equal(err_http_reason(415), "Unsupported Media Type");
-	assert_string_equal(err_http_reason(422), "Unprocessable Content");
-	assert_string_equal(err_http_reason(418), "");
-	assert_string_equal(err_http_reason(0), "");
 }
 
 static void test_messages(void **state)
@@ -101,7 +104,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_row),
 		cmocka_unit_test(test_unknown_codes),
-		cmocka_unit_test(test_other_reasons),
+		cmocka_unit_test(test_reasons),
 		cmocka_unit_test(test_messages),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -21,10 +21,10 @@ static struct debuginfo *g_svc;
 static char g_id[2 * SYM_BUILD_ID_MAX + 1];    /* prog */
 static char g_id2[2 * SYM_BUILD_ID_MAX + 1];   /* prog2, never uploaded at first */
 
-static void open_all(void)
+/* Opens g_st in t_dir/data with `so` and g_svc on it with `o`, one worker:
+ * the directories are set here, the rest is the caller's. */
+static void open_with(struct store_options so, struct debuginfo_options o)
 {
-	struct store_options so = { 0 };
-	struct debuginfo_options o = { 0 };
 	struct err_msg msg;
 
 	err_clear(&msg);
@@ -33,6 +33,14 @@ static void open_all(void)
 	o.data_dir = t_path("data");
 	o.workers = 1;
 	assert_int_equal(debuginfo_open(g_st, &o, &g_svc, &msg), 0);
+}
+
+static void open_all(void)
+{
+	struct store_options so = { 0 };
+	struct debuginfo_options o = { 0 };
+
+	open_with(so, o);
 }
 
 static void close_all(void)

@@ -188,12 +188,11 @@ static void test_go_executable(void **state)
 	FILE *p;
 
 	(void)state;
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (!t_have_go())
 		skip();
 	t_write("main.go", FIX_GO);
-	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
-			       "GO111MODULE=off go build -ldflags='-B 0x60c0ffee' -o gofull main.go && "
-			       "strip --strip-all -o gostripped gofull", t_dir, t_dir, t_dir, t_dir), 0);
+	assert_int_equal(t_go_build("-ldflags='-B 0x60c0ffee' -o gofull main.go"), 0);
+	assert_int_equal(t_run("cd '%s' && strip --strip-all -o gostripped gofull", t_dir), 0);
 	assert_int_equal(ft_build_id("gostripped", &info, id), 0);
 	assert_false(info.flags & (SYM_HAS_DEBUG_INFO | SYM_HAS_SYMTAB));
 	snprintf(cmd, sizeof(cmd), "readelf -sW '%s' | awk '$8==\"main.work\" {print $2}'",

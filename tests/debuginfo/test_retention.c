@@ -34,18 +34,12 @@ static void open_retaining(void)
 {
 	struct store_options so = { 0 };
 	struct debuginfo_options o = { 0 };
-	struct err_msg msg;
 
-	err_clear(&msg);
-	so.dir = t_path("data");
 	so.retention_ns = 7 * DAY;
 	so.clock_ns = fake_clock;
 	so.reader_grace_ns = 1;
-	assert_int_equal(store_open(&so, &g_st, &msg), 0);
-	o.data_dir = t_path("data");
-	o.workers = 1;
 	o.retain_interval_ns = 1000 * DAY; /* the test runs the passes itself */
-	assert_int_equal(debuginfo_open(g_st, &o, &g_svc, &msg), 0);
+	open_with(so, o);
 }
 
 /* One profile at t of one location in a mapping with build ID `bid`. */

@@ -58,6 +58,15 @@ static inline int fx_setup(void **state, const char *tmpl)
 	return 0;
 }
 
+/* fx_setup() in a directory named for the ingest tests. */
+static inline int fx_setup_ingest(void **state)
+{
+	return fx_setup(state, "/tmp/unhex-ingest-XXXXXX");
+}
+
+/* A cmocka test that runs on the fixture. */
+#define FX_TEST(t) cmocka_unit_test_setup_teardown(t, fx_setup_ingest, fx_teardown)
+
 /* Closes the store and removes its directory. */
 static inline int fx_teardown(void **state)
 {

@@ -16,6 +16,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <string.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 
 enum { JE_SNAKE = 1, JE_NUM64 = 2 };
@@ -38,25 +39,12 @@ static inline void je_name(struct buf *o, const char *name, int flags)
 
 static inline void je_bytes(struct buf *o, const ProtobufCBinaryData *b, int hex)
 {
-	static const char tab[] =
-		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 	buf_puts(o, "\"");
 	if (hex) {
 		for (size_t i = 0; i < b->len; i++)
 			buf_printf(o, "%02x", b->data[i]);
 	} else {
-		for (size_t i = 0; i < b->len; i += 3) {
-			uint32_t v = (uint32_t)b->data[i] << 16;
-			size_t k = b->len - i;
-
-			if (k > 1)
-				v |= (uint32_t)b->data[i + 1] << 8;
-			if (k > 2)
-				v |= b->data[i + 2];
-			buf_printf(o, "%c%c%c%c", tab[v >> 18], tab[(v >> 12) & 63],
-				   k > 1 ? tab[(v >> 6) & 63] : '=', k > 2 ? tab[v & 63] : '=');
-		}
+		base64_encode(o, b->data, b->len);
 	}
 	buf_puts(o, "\"");
 }

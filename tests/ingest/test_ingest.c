@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <unistd.h>
 
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -14,13 +15,8 @@
 #include "ingest/ingest.h"
 #include "fixture.h"
 #include "pprof_builder.h"
-#include "push.pb-c.h"
+#include "push_builder.h"
 #include "storage/storage.h"
-
-static int setup(void **state)
-{
-	return fx_setup(state, "/tmp/unhex-ingest-XXXXXX");
-}
 
 static const struct store_label app_labels[] = {
 	{ "service_name", "app" },
@@ -538,11 +534,7 @@ static void test_push(void **state)
 	struct pb *b = pb_native_profile();
 	size_t plen, len;
 	uint8_t *pprof = pb_pack(b, 1, &plen), *body;
-	Push__V1__LabelPair l1 = PUSH__V1__LABEL_PAIR__INIT, l2 = PUSH__V1__LABEL_PAIR__INIT;
-	Push__V1__LabelPair *lp[] = { &l1, &l2 };
-	Push__V1__RawSample rs = PUSH__V1__RAW_SAMPLE__INIT, *rsp[] = { &rs };
-	Push__V1__RawProfileSeries ser = PUSH__V1__RAW_PROFILE_SERIES__INIT, *serp[] = { &ser };
-	Push__V1__PushRequest req = PUSH__V1__PUSH_REQUEST__INIT;
+	struct pushb pr;
 	struct ingest_stats stats;
 	struct err_msg msg = { { 0 } };
 	struct seen seen = { 0 };
@@ -550,43 +542,20 @@ static void test_push(void **state)
 				  "\"process_cpu\"},{\"name\":\"service_name\",\"value\":\"pj\"}],"
 				  "\"samples\":[{\"rawProfile\":\"%s\"}]}]}";
 
-	l1.name = "__name__";
-	l1.value = "process_cpu";
-	l2.name = "service_name";
-	l2.value = "pushed";
-	rs.raw_profile.data = pprof;
-	rs.raw_profile.len = plen;
-	ser.labels = lp;
-	ser.n_labels = 2;
-	ser.samples = rsp;
-	ser.n_samples = 1;
-	req.series = serp;
-	req.n_series = 1;
-	len = push__v1__push_request__get_packed_size(&req);
-	body = malloc(len);
-	push__v1__push_request__pack(&req, body);
+	pushb_init(&pr, "pushed", pprof, plen, 1);
+	body = pushb_pack(&pr, &len);
 	assert_int_equal(ingest_push(f->st, &f->lim, "t3", body, len, 0, &stats, &msg), 0);
 	assert_int_equal(stats.profiles, 2);
 	assert_int_equal(store_series_with(f->st, "t3", "service_name", "pushed", series_cb, &seen), 0);
 	assert_int_equal(seen.n, 2);
 
-	/* JSON with base64: a tiny encoder is enough here. */
+	/* JSON with base64. */
 	{
-		static const char tab[] =
-			"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 		struct buf b64, doc;
 
 		buf_init(&b64, 1 << 30);
 		buf_init(&doc, 1 << 30);
-		for (size_t i = 0; i < plen; i += 3) {
-			uint32_t v = (uint32_t)pprof[i] << 16 |
-				     (i + 1 < plen ? (uint32_t)pprof[i + 1] << 8 : 0) |
-				     (i + 2 < plen ? pprof[i + 2] : 0);
-			buf_putc(&b64, tab[v >> 18 & 63]);
-			buf_putc(&b64, tab[v >> 12 & 63]);
-			buf_putc(&b64, i + 1 < plen ? tab[v >> 6 & 63] : '=');
-			buf_putc(&b64, i + 2 < plen ? tab[v & 63] : '=');
-		}
+		assert_int_equal(base64_encode(&b64, pprof, plen), 0);
 		assert_int_equal(buf_printf(&doc, json, b64.data), 0);
 		assert_int_equal(ingest_push(f->st, &f->lim, "t3", doc.data, doc.len, 1, &stats, &msg), 0);
 		assert_int_equal(stats.profiles, 2);
@@ -862,5 +831,5 @@ int main(void)
 		cmocka_unit_test(test_speed),
 		cmocka_unit_test(test_profile_ids),
 	};
-	return cmocka_run_group_tests(tests, setup, fx_teardown);
+	return cmocka_run_group_tests(tests, fx_setup_ingest, fx_teardown);
 }

@@ -39,6 +39,29 @@ static const char *name_with(const char *const *types, size_t n, const char *stc
 	return ingest__metric_name(types, n, &stc);
 }
 
+/* The sample types of a pprof, its sample_type_config JSON (or NULL), its __name__. */
+struct name_case {
+	const char *const *types;
+	size_t n;
+	const char *stc;
+	const char *want;
+};
+
+static void expect_names(const struct name_case *c, size_t n)
+{
+	struct arena a;
+
+	arena_init(&a, 1 << 20);
+	for (size_t i = 0; i < n; i++) {
+		const char *got = name_with(c[i].types, c[i].n, c[i].stc, &a);
+
+		if (strcmp(got, c[i].want))
+			fail_msg("%s... with %s: want %s, got %s", c[i].types[0],
+				 c[i].stc ? c[i].stc : "no configuration", c[i].want, got);
+	}
+	arena_release(&a);
+}
+
 static void test_metric_name(void **state)
 {
 	static const char *const go_cpu[] = { "samples", "cpu" };
@@ -51,27 +74,31 @@ static void test_metric_name(void **state)
 	static const char *const dotnet[] = { "cpu", "exception", "alloc_samples", "alloc_size",
 					      "lock_count", "lock_time" };
 	static const char *const odd[] = { "foo", "bar" };
-	struct arena a;
+	/* Without a configuration: Pyroscope's defaults. */
+	static const struct name_case defaults[] = {
+		{ go_cpu, N(go_cpu), NULL, "process_cpu" },
+		{ go_heap, N(go_heap), NULL, "memory" },
+		/* Go's block profile reads as mutex ... */
+		{ go_lock, N(go_lock), NULL, "mutex" },
+		{ go_gr, N(go_gr), NULL, "goroutines" },
+		{ node_wall, N(node_wall), NULL, "wall" },
+		{ node_heap, N(node_heap), NULL, "memory" },
+		{ dotnet, N(dotnet), NULL, "process_cpu" },
+		/* Nothing matches: the last sample type. */
+		{ odd, N(odd), NULL, "bar" },
+	};
+	static const struct name_case configured[] = {
+		/* ... with pyroscope-go's configurations, the two kinds are apart. */
+		{ go_lock, N(go_lock), go_mutex, "mutex" },
+		{ go_lock, N(go_lock), go_block, "block" },
+		{ go_gr, N(go_gr), go_goroutine, "goroutines" },
+		/* A configuration replaces the defaults whole: goroutine without a display name. */
+		{ go_gr, N(go_gr), go_mutex, "goroutine" },
+	};
 	(void)state;
 
-	arena_init(&a, 1 << 20);
-	assert_string_equal(name_with(go_cpu, N(go_cpu), NULL, &a), "process_cpu");
-	assert_string_equal(name_with(go_heap, N(go_heap), NULL, &a), "memory");
-	/* Without a configuration Go's block profile reads as mutex ... */
-	assert_string_equal(name_with(go_lock, N(go_lock), NULL, &a), "mutex");
-	/* ... with pyroscope-go's, the two kinds are apart. */
-	assert_string_equal(name_with(go_lock, N(go_lock), go_mutex, &a), "mutex");
-	assert_string_equal(name_with(go_lock, N(go_lock), go_block, &a), "block");
-	assert_string_equal(name_with(go_gr, N(go_gr), go_goroutine, &a), "goroutines");
-	assert_string_equal(name_with(go_gr, N(go_gr), NULL, &a), "goroutines");
-	/* A configuration replaces the defaults whole: goroutine without a display name. */
-	assert_string_equal(name_with(go_gr, N(go_gr), go_mutex, &a), "goroutine");
-	assert_string_equal(name_with(node_wall, N(node_wall), NULL, &a), "wall");
-	assert_string_equal(name_with(node_heap, N(node_heap), NULL, &a), "memory");
-	assert_string_equal(name_with(dotnet, N(dotnet), NULL, &a), "process_cpu");
-	/* Nothing matches: the last sample type. */
-	assert_string_equal(name_with(odd, N(odd), NULL, &a), "bar");
-	arena_release(&a);
+	expect_names(defaults, N(defaults));
+	expect_names(configured, N(configured));
 }
 
 static void test_stc_parse(void **state)

@@ -33,12 +33,6 @@
 #include "ingest/otlp_types.h"
 #include "otlp_json_enc.h"
 
-
-static int setup(void **state)
-{
-	return fx_setup(state, "/tmp/unhex-otlpjson-XXXXXX");
-}
-
 /* Every series of a tenant as "name=value,..." lines, sorted. */
 struct seen {
 	char lines[16][512];
@@ -394,10 +388,10 @@ static void test_limits(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_same_as_protobuf, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_literal, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_invalid, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_limits, setup, fx_teardown),
+		FX_TEST(test_same_as_protobuf),
+		FX_TEST(test_literal),
+		FX_TEST(test_invalid),
+		FX_TEST(test_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

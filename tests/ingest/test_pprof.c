@@ -25,29 +25,33 @@ struct run {
 	int rc;
 };
 
-/* Converts the builder's profile with `labels`; the caller calls done(). */
-static void convert_labels(struct run *r, struct pb *b, int gz, const struct ingest_limits *lim,
-			   const struct store_label *labels, size_t n)
+/* Converts request bytes `p` with `labels`; the caller calls done(). */
+static int convert_bytes(struct run *r, const void *p, size_t len,
+			 const struct ingest_limits *lim, const struct store_label *labels, size_t n)
 {
 	struct ingest_limits def;
 	struct ingest_defaults d = { 1000, 0, NULL };
-	struct ingest_series s;
-	size_t len;
-	uint8_t *bytes = pb_pack(b, gz, &len);
+	struct ingest_series s = { labels, n, p, len, NULL, NULL };
 
 	if (!lim) {
 		ingest_limits_default(&def);
 		lim = &def;
 	}
-	s.labels = labels;
-	s.n_labels = n;
-	s.data = bytes;
-	s.len = len;
-	s.hints = NULL;
 	arena_init(&r->a, 1 << 30);
 	err_clear(&r->msg);
 	memset(&r->pp, 0, sizeof(r->pp));
 	r->rc = ingest__convert(&r->a, lim, &s, &d, &r->pp, &r->msg);
+	return r->rc;
+}
+
+/* Converts the builder's profile with `labels`; the caller calls done(). */
+static void convert_labels(struct run *r, struct pb *b, int gz, const struct ingest_limits *lim,
+			   const struct store_label *labels, size_t n)
+{
+	size_t len;
+	uint8_t *bytes = pb_pack(b, gz, &len);
+
+	convert_bytes(r, bytes, len, lim, labels, n);
 	free(bytes);
 }
 
@@ -61,17 +65,25 @@ static void done(struct run *r)
 	arena_release(&r->a);
 }
 
-/* Expects conversion to fail with `code` and a message containing `needle`. */
-static void expect_fail(struct pb *b, const struct ingest_limits *lim, int code,
-			const char *needle)
+/* Expects conversion with `labels` to fail with `code` and a message
+ * containing `needle`; frees `b`. */
+static void expect_fail_labels(struct pb *b, const struct ingest_limits *lim,
+			       const struct store_label *labels, size_t n, int code,
+			       const char *needle)
 {
 	struct run r;
 
-	convert(&r, b, 0, lim);
+	convert_labels(&r, b, 0, lim, labels, n);
 	if (r.rc != code || !strstr(r.msg.text, needle))
 		fail_msg("want %d '%s', got %d '%s'", code, needle, r.rc, r.msg.text);
 	done(&r);
 	pb_free(b);
+}
+
+static void expect_fail(struct pb *b, const struct ingest_limits *lim, int code,
+			const char *needle)
+{
+	expect_fail_labels(b, lim, base_labels, 2, code, needle);
 }
 
 static void test_native(void **state)
@@ -290,213 +302,123 @@ static struct pb *minimal(void)
 	return b;
 }
 
-static void test_validation(void **state)
+/*
+ * Breaks rule `i` of minimal() in `b` (a limit rule lowers `lim` instead or
+ * as well) and returns the message the decoder must give, with *code; NULL
+ * past the last rule: each case reads as its cause next to its effect.
+ */
+static const char *break_rule(int i, struct pb *b, struct ingest_limits *lim, int *code)
 {
-	struct ingest_limits lim;
-	struct pb *b;
-	(void)state;
+	static int64_t comments[] = { 0, 77 };
+	char long_id[600];
 
-	ingest_limits_default(&lim);
-
-	b = minimal();
-	free(b->strings[0]);
-	b->strings[0] = strdup("x");
-	expect_fail(b, NULL, ERR_INVALID, "string_table[0] must be \"\"");
-
-	b = minimal();
-	b->p.n_string_table = 0;
-	expect_fail(b, NULL, ERR_INVALID, "string_table is empty");
-
-	b = minimal();
-	b->p.n_sample_type = 0;
-	expect_fail(b, NULL, ERR_INVALID, "no sample_type");
-
-	b = minimal();
-	b->st[0].unit = 99;
-	expect_fail(b, NULL, ERR_INVALID, "sample_type 0: unit: string index 99 out of range");
-
-	b = minimal();
-	pb_sample_type(b, "samples", "count");
-	expect_fail(b, NULL, ERR_INVALID, "sample_type 1: duplicate of sample_type 0");
-
-	b = minimal();
-	pb_period(b, "cpu", "nanoseconds", 1);
-	b->period_type.type = -1;
-	expect_fail(b, NULL, ERR_INVALID, "period_type: type: string index -1 out of range");
-
-	b = minimal();
-	b->p.default_sample_type = 50;
-	expect_fail(b, NULL, ERR_INVALID, "default_sample_type: string index 50");
-
-	b = minimal();
-	b->p.drop_frames = 50;
-	expect_fail(b, NULL, ERR_INVALID, "drop_frames: string index 50");
-
-	b = minimal();
-	b->p.keep_frames = 50;
-	expect_fail(b, NULL, ERR_INVALID, "keep_frames: string index 50");
-
-	b = minimal();
-	{
-		static int64_t comments[] = { 0, 77 };
-		b->p.comment = comments;
+	*code = ERR_INVALID;
+	switch (i) {
+	case 0: free(b->strings[0]);
+		b->strings[0] = strdup("x");
+		return "string_table[0] must be \"\"";
+	case 1: b->p.n_string_table = 0; return "string_table is empty";
+	case 2: b->p.n_sample_type = 0; return "no sample_type";
+	case 3: b->st[0].unit = 99; return "sample_type 0: unit: string index 99 out of range";
+	case 4: pb_sample_type(b, "samples", "count");
+		return "sample_type 1: duplicate of sample_type 0";
+	case 5: pb_period(b, "cpu", "nanoseconds", 1);
+		b->period_type.type = -1;
+		return "period_type: type: string index -1 out of range";
+	case 6: b->p.default_sample_type = 50; return "default_sample_type: string index 50";
+	case 7: b->p.drop_frames = 50; return "drop_frames: string index 50";
+	case 8: b->p.keep_frames = 50; return "keep_frames: string index 50";
+	case 9: b->p.comment = comments;
 		b->p.n_comment = 2;
-	}
-	expect_fail(b, NULL, ERR_INVALID, "comment 1: text: string index 77");
-
-	b = minimal();
-	b->p.time_nanos = -5;
-	expect_fail(b, NULL, ERR_INVALID, "time_nanos -5 is negative");
-
-	b = minimal();
-	b->maps[0].id = 0;
-	expect_fail(b, NULL, ERR_INVALID, "mapping 0: id is 0");
-
-	b = minimal();
-	pb_mapping(b, 1, 0, 0, 0, "", "");
-	expect_fail(b, NULL, ERR_INVALID, "mapping 1: id 1 is not unique");
-
-	b = minimal();
-	b->maps[0].filename = 1000;
-	expect_fail(b, NULL, ERR_INVALID, "mapping 0: filename: string index 1000 out of range");
-
-	b = minimal();
-	b->maps[0].build_id = 1000;
-	expect_fail(b, NULL, ERR_INVALID, "mapping 0: build_id: string index 1000");
-
-	b = minimal();
-	{
-		char long_id[600];
-		memset(long_id, 'a', sizeof(long_id) - 1);
+		return "comment 1: text: string index 77";
+	case 10: b->p.time_nanos = -5; return "time_nanos -5 is negative";
+	case 11: b->maps[0].id = 0; return "mapping 0: id is 0";
+	case 12: pb_mapping(b, 1, 0, 0, 0, "", ""); return "mapping 1: id 1 is not unique";
+	case 13: b->maps[0].filename = 1000;
+		return "mapping 0: filename: string index 1000 out of range";
+	case 14: b->maps[0].build_id = 1000; return "mapping 0: build_id: string index 1000";
+	case 15: memset(long_id, 'a', sizeof(long_id) - 1);
 		long_id[sizeof(long_id) - 1] = '\0';
 		b->maps[0].build_id = pb_str(b, long_id);
+		return "mapping 0: build_id longer than 256 bytes";
+	case 16: b->fns[0].id = 0; return "function 0: id is 0";
+	case 17: pb_function(b, 1, "g", "g.c"); return "function 1: id 1 is not unique";
+	case 18: b->fns[0].name = 555; return "function 0: name: string index 555";
+	case 19: b->fns[0].system_name = 555; return "function 0: system_name: string index 555";
+	case 20: b->fns[0].filename = 555; return "function 0: filename: string index 555";
+	case 21: b->locs[0].id = 0; return "location 0: id is 0";
+	case 22: pb_location(b, 1, 0, 0, 0, 0); return "location 1: id 1 is not unique";
+	case 23: b->locs[0].mapping_id = 9; return "location 0: mapping_id 9 not found";
+	case 24: b->locs[0].address = 0x10;
+		return "location 0: address 0x10 below mapping 1 start 0x1000";
+	case 25: b->maps[0].file_offset = UINT64_MAX;
+		return "location 0: address 0x1010 overflows";
+	case 26: b->lines[0].function_id = 42;
+		return "location 0: line 0: function_id 42 not found";
+	case 27: b->smp[0].location_id[0] = 99; return "sample 0: location_id 99 not found";
+	case 28: b->smp[0].n_value = 2; return "sample 0: 2 values, want 1";
+	case 29: pb_label(b, &b->smp[0], "k", "v", 3);
+		return "sample 0: label 'k' has both str and num";
+	case 30: pb_label(b, &b->smp[0], "k", "v", 0)->key = 999;
+		return "sample 0: label 0: key: string index 999";
+	case 31: pb_label(b, &b->smp[0], "k", "v", 0)->str = 999;
+		return "sample 0: label 0: str: string index 999";
+	case 32: pb_label(b, &b->smp[0], "k", NULL, 1)->num_unit = 999;
+		return "sample 0: label 0: num_unit: string index 999";
+	case 33: pb_label(b, &b->smp[0], "bad-name", "v", 0);
+		return "sample 0: label name 'bad-name' is invalid";
+	case 34: pb_label(b, &b->smp[0], "service_name", "other", 0);
+		return "sample 0: label 'service_name' may not be set";
+	case 35: pb_label(b, &b->smp[0], "k", "v", 0);
+		pb_label(b, &b->smp[0], "k", "w", 0);
+		return "sample 0: label 'k' given twice";
 	}
-	expect_fail(b, NULL, ERR_INVALID, "mapping 0: build_id longer than 256 bytes");
+	*code = ERR_TOO_LARGE;
+	switch (i) {
+	case 36: lim->max_label_bytes = 40;
+		pb_label(b, &b->smp[0], "k", "a value that is longer than forty bytes, surely", 0);
+		return "sample 0: label 'k': value longer than 40 bytes";
+	case 37: lim->max_labels = 4; /* service_name, __name__, __profile_type__ + one */
+		pb_label(b, &b->smp[0], "a", "1", 0);
+		pb_label(b, &b->smp[0], "b", "2", 0);
+		return "sample 0: 5 series labels, more than the limit of 4";
+	case 38: lim->max_samples = 1;
+		pb_sample(b, (uint64_t[]){ 1 }, 1, (int64_t[]){ 1 }, 1);
+		return "2 samples, more than the limit of 1";
+	case 39: lim->max_stack_depth = 2;
+		pb_sample(b, (uint64_t[]){ 1, 1, 1 }, 3, (int64_t[]){ 1 }, 1);
+		return "sample 1: stack depth 3 exceeds the limit of 2";
+	case 40: lim->max_decompressed_bytes = 10; return "exceeds the limit of 10";
+	}
+	return NULL;
+}
 
-	b = minimal();
-	b->fns[0].id = 0;
-	expect_fail(b, NULL, ERR_INVALID, "function 0: id is 0");
+static void test_validation(void **state)
+{
+	int i, code, n = 0;
+	(void)state;
 
-	b = minimal();
-	pb_function(b, 1, "g", "g.c");
-	expect_fail(b, NULL, ERR_INVALID, "function 1: id 1 is not unique");
+	for (i = 0;; i++) {
+		struct ingest_limits lim;
+		struct pb *b = minimal();
+		const char *want;
 
-	b = minimal();
-	b->fns[0].name = 555;
-	expect_fail(b, NULL, ERR_INVALID, "function 0: name: string index 555");
-
-	b = minimal();
-	b->fns[0].system_name = 555;
-	expect_fail(b, NULL, ERR_INVALID, "function 0: system_name: string index 555");
-
-	b = minimal();
-	b->fns[0].filename = 555;
-	expect_fail(b, NULL, ERR_INVALID, "function 0: filename: string index 555");
-
-	b = minimal();
-	b->locs[0].id = 0;
-	expect_fail(b, NULL, ERR_INVALID, "location 0: id is 0");
-
-	b = minimal();
-	pb_location(b, 1, 0, 0, 0, 0);
-	expect_fail(b, NULL, ERR_INVALID, "location 1: id 1 is not unique");
-
-	b = minimal();
-	b->locs[0].mapping_id = 9;
-	expect_fail(b, NULL, ERR_INVALID, "location 0: mapping_id 9 not found");
-
-	b = minimal();
-	b->locs[0].address = 0x10;
-	expect_fail(b, NULL, ERR_INVALID, "location 0: address 0x10 below mapping 1 start 0x1000");
-
-	b = minimal();
-	b->maps[0].file_offset = UINT64_MAX;
-	expect_fail(b, NULL, ERR_INVALID, "location 0: address 0x1010 overflows");
-
-	b = minimal();
-	b->lines[0].function_id = 42;
-	expect_fail(b, NULL, ERR_INVALID, "location 0: line 0: function_id 42 not found");
-
-	b = minimal();
-	b->smp[0].location_id[0] = 99;
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: location_id 99 not found");
-
-	b = minimal();
-	b->smp[0].n_value = 2;
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: 2 values, want 1");
-
-	b = minimal();
-	pb_label(b, &b->smp[0], "k", "v", 3);
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: label 'k' has both str and num");
-
-	b = minimal();
-	pb_label(b, &b->smp[0], "k", "v", 0)->key = 999;
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: label 0: key: string index 999");
-
-	b = minimal();
-	pb_label(b, &b->smp[0], "k", "v", 0)->str = 999;
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: label 0: str: string index 999");
-
-	b = minimal();
-	pb_label(b, &b->smp[0], "k", NULL, 1)->num_unit = 999;
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: label 0: num_unit: string index 999");
-
-	b = minimal();
-	pb_label(b, &b->smp[0], "bad-name", "v", 0);
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: label name 'bad-name' is invalid");
-
-	b = minimal();
-	pb_label(b, &b->smp[0], "service_name", "other", 0);
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: label 'service_name' may not be set");
-
-	b = minimal();
-	pb_label(b, &b->smp[0], "k", "v", 0);
-	pb_label(b, &b->smp[0], "k", "w", 0);
-	expect_fail(b, NULL, ERR_INVALID, "sample 0: label 'k' given twice");
-
-	/* Limits. */
-	lim.max_label_bytes = 40;
-	b = minimal();
-	pb_label(b, &b->smp[0], "k", "a value that is longer than forty bytes, surely", 0);
-	expect_fail(b, &lim, ERR_TOO_LARGE, "sample 0: label 'k': value longer than 40 bytes");
-	ingest_limits_default(&lim);
-
-	lim.max_labels = 4; /* service_name, __name__, __profile_type__ + one */
-	b = minimal();
-	pb_label(b, &b->smp[0], "a", "1", 0);
-	pb_label(b, &b->smp[0], "b", "2", 0);
-	expect_fail(b, &lim, ERR_TOO_LARGE, "sample 0: 5 series labels, more than the limit of 4");
-	ingest_limits_default(&lim);
-
-	lim.max_samples = 1;
-	b = minimal();
-	pb_sample(b, (uint64_t[]){ 1 }, 1, (int64_t[]){ 1 }, 1);
-	expect_fail(b, &lim, ERR_TOO_LARGE, "2 samples, more than the limit of 1");
-	ingest_limits_default(&lim);
-
-	lim.max_stack_depth = 2;
-	b = minimal();
-	pb_sample(b, (uint64_t[]){ 1, 1, 1 }, 3, (int64_t[]){ 1 }, 1);
-	expect_fail(b, &lim, ERR_TOO_LARGE, "sample 1: stack depth 3 exceeds the limit of 2");
-	ingest_limits_default(&lim);
-
-	lim.max_decompressed_bytes = 10;
-	b = minimal();
-	expect_fail(b, &lim, ERR_TOO_LARGE, "exceeds the limit of 10");
-	ingest_limits_default(&lim);
+		ingest_limits_default(&lim);
+		want = break_rule(i, b, &lim, &code);
+		if (!want) {
+			pb_free(b);
+			break;
+		}
+		expect_fail(b, &lim, code, want);
+		n++;
+	}
+	assert_int_equal(n, 41);
 }
 
 static void expect_label_fail(const struct store_label *labels, size_t n, int code,
 			      const char *needle)
 {
-	struct pb *b = minimal();
-	struct run r;
-
-	convert_labels(&r, b, 0, NULL, labels, n);
-	if (r.rc != code || !strstr(r.msg.text, needle))
-		fail_msg("want %d '%s', got %d '%s'", code, needle, r.rc, r.msg.text);
-	done(&r);
-	pb_free(b);
+	expect_fail_labels(minimal(), NULL, labels, n, code, needle);
 }
 
 static void test_request_labels(void **state)
@@ -520,15 +442,13 @@ static void test_request_labels(void **state)
 
 static void test_truncated_and_corrupted(void **state)
 {
-	struct ingest_limits lim;
-	struct ingest_defaults d = { 1, 0, NULL };
 	struct pb *b = pb_native_profile();
 	size_t len;
 	uint8_t *bytes = pb_pack(b, 0, &len), *copy = malloc(len);
+	struct run r;
 	int ok = 0, bad = 0;
 	(void)state;
 
-	ingest_limits_default(&lim);
 	for (int gz = 0; gz < 2; gz++) {
 		if (gz) {
 			free(bytes);
@@ -536,38 +456,22 @@ static void test_truncated_and_corrupted(void **state)
 			copy = realloc(copy, len);
 		}
 		for (size_t cut = 0; cut < len; cut++) {
-			struct ingest_series s = { base_labels, 2, bytes, cut, NULL, NULL };
-			struct ingest_pprof pp;
-			struct err_msg msg = { { 0 } };
-			struct arena a;
-			int rc;
-
-			arena_init(&a, 1 << 30);
-			rc = ingest__convert(&a, &lim, &s, &d, &pp, &msg);
-			if (rc) {
-				assert_true(rc == ERR_INVALID);
-				assert_true(msg.text[0] != '\0');
+			if (convert_bytes(&r, bytes, cut, NULL, base_labels, 2)) {
+				assert_true(r.rc == ERR_INVALID);
+				assert_true(r.msg.text[0] != '\0');
 				bad++;
 			} else {
 				ok++;
 			}
-			arena_release(&a);
+			done(&r);
 		}
 		/* Flip every byte in turn. */
 		for (size_t i = 0; i < len; i++) {
-			struct ingest_series s = { base_labels, 2, copy, len, NULL, NULL };
-			struct ingest_pprof pp;
-			struct err_msg msg = { { 0 } };
-			struct arena a;
-			int rc;
-
 			memcpy(copy, bytes, len);
 			copy[i] ^= 0xa5;
-			arena_init(&a, 1 << 30);
-			rc = ingest__convert(&a, &lim, &s, &d, &pp, &msg);
-			if (rc)
-				assert_true(msg.text[0] != '\0');
-			arena_release(&a);
+			if (convert_bytes(&r, copy, len, NULL, base_labels, 2))
+				assert_true(r.msg.text[0] != '\0');
+			done(&r);
 		}
 	}
 	assert_true(bad > 0);
@@ -578,26 +482,19 @@ static void test_truncated_and_corrupted(void **state)
 
 static void test_gzip_bomb(void **state)
 {
-	struct ingest_limits lim;
-	struct ingest_defaults d = { 1, 0, NULL };
 	size_t n = (size_t)65 << 20;
 	char *zeros = calloc(1, n);
 	struct buf gz;
-	struct ingest_pprof pp;
-	struct err_msg msg = { { 0 } };
-	struct arena a;
+	struct run r;
 	(void)state;
 
-	ingest_limits_default(&lim);
 	buf_init(&gz, 1 << 30);
 	assert_int_equal(gzip_compress(zeros, n, 9, &gz), 0);
 	free(zeros);
 	assert_true(gz.len < 200 * 1024);
-	struct ingest_series s = { base_labels, 2, gz.data, gz.len, NULL, NULL };
-	arena_init(&a, 1 << 30);
-	assert_int_equal(ingest__convert(&a, &lim, &s, &d, &pp, &msg), ERR_TOO_LARGE);
-	assert_non_null(strstr(msg.text, "exceeds"));
-	arena_release(&a);
+	assert_int_equal(convert_bytes(&r, gz.data, gz.len, NULL, base_labels, 2), ERR_TOO_LARGE);
+	assert_non_null(strstr(r.msg.text, "exceeds"));
+	done(&r);
 	buf_release(&gz);
 }
 
@@ -605,16 +502,11 @@ static void test_gzip_bomb(void **state)
  * encoded: the pprof arena cap turns that into ERR_TOO_LARGE. */
 static void test_decode_memory_cap(void **state)
 {
-	struct ingest_limits lim;
-	struct ingest_defaults d = { 1, 0, NULL };
 	size_t n = 4u << 20, len = 0;
 	uint8_t *p = malloc(n + 16);
-	struct ingest_pprof pp;
-	struct err_msg msg = { { 0 } };
-	struct arena a;
+	struct run r;
 	(void)state;
 
-	ingest_limits_default(&lim);
 	/* One sample (field 2) holding ~2M empty labels (field 3, length 0). */
 	p[len++] = 0x12;
 	{
@@ -629,13 +521,11 @@ static void test_decode_memory_cap(void **state)
 			p[len++] = 0x00;
 		}
 	}
-	struct ingest_series s = { base_labels, 2, p, len, NULL, NULL };
-	arena_init(&a, 1 << 30);
-	int rc = ingest__convert(&a, &lim, &s, &d, &pp, &msg);
+	convert_bytes(&r, p, len, NULL, base_labels, 2);
 	/* Either the cap stops the decoder or the profile is rejected later. */
-	assert_true(rc == ERR_TOO_LARGE || rc == ERR_INVALID);
-	assert_true(msg.text[0] != '\0');
-	arena_release(&a);
+	assert_true(r.rc == ERR_TOO_LARGE || r.rc == ERR_INVALID);
+	assert_true(r.msg.text[0] != '\0');
+	done(&r);
 	free(p);
 }
 
@@ -671,26 +561,18 @@ static struct pb *big_profile(size_t n_samples, size_t depth, size_t n_locs)
 
 static void test_speed(void **state)
 {
-	struct ingest_limits lim;
-	struct ingest_defaults d = { 1, 0, NULL };
 	struct pb *b = big_profile(4000, 30, 500);
 	size_t len;
 	uint8_t *bytes = pb_pack(b, 1, &len);
 	int rounds = 50;
 	int64_t t0 = clock_mono_ns();
+	struct run r;
 	(void)state;
 
-	ingest_limits_default(&lim);
 	for (int i = 0; i < rounds; i++) {
-		struct ingest_series s = { base_labels, 2, bytes, len, NULL, NULL };
-		struct ingest_pprof pp;
-		struct err_msg msg = { { 0 } };
-		struct arena a;
-
-		arena_init(&a, 1 << 30);
-		assert_int_equal(ingest__convert(&a, &lim, &s, &d, &pp, &msg), 0);
-		assert_int_equal(pp.n_samples, 4000);
-		arena_release(&a);
+		assert_int_equal(convert_bytes(&r, bytes, len, NULL, base_labels, 2), 0);
+		assert_int_equal(r.pp.n_samples, 4000);
+		done(&r);
 	}
 	double secs = (double)(clock_mono_ns() - t0) / 1e9;
 	printf("ingest: decode+convert of a %zu-byte gzipped pprof (4000 samples, depth 30): "

@@ -6,11 +6,12 @@
 #include <cmocka.h>
 
 #include "base/arena.h"
+#include "base/base64.h"
 #include "base/buf.h"
 #include "base/err.h"
 #include "ingest/ingest_int.h"
 #include "pprof_builder.h"
-#include "push.pb-c.h"
+#include "push_builder.h"
 
 static struct pb *cpu_profile(void)
 {
@@ -25,18 +26,15 @@ static struct pb *cpu_profile(void)
 	return b;
 }
 
+/* Appends p in base64 to out, in the URL-safe alphabet (RFC 4648 §5) if `url`. */
 static void b64(struct buf *out, const uint8_t *p, size_t n, int url)
 {
-	const char *tab = url ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-			      : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
-			     (i + 2 < n ? p[i + 2] : 0);
-		assert_int_equal(buf_putc(out, tab[v >> 18 & 63]), 0);
-		assert_int_equal(buf_putc(out, tab[v >> 12 & 63]), 0);
-		assert_int_equal(buf_putc(out, i + 1 < n ? tab[v >> 6 & 63] : '='), 0);
-		assert_int_equal(buf_putc(out, i + 2 < n ? tab[v & 63] : '='), 0);
-	}
+	size_t from = out->len;
+
+	assert_int_equal(base64_encode(out, p, n), 0);
+	for (size_t i = from; url && i < out->len; i++)
+		if (out->data[i] == '+' || out->data[i] == '/')
+			out->data[i] = out->data[i] == '+' ? '-' : '_';
 }
 
 static int decode(const void *body, size_t len, int json, struct arena *a,
@@ -55,33 +53,16 @@ static void test_binary(void **state)
 	struct pb *b = cpu_profile();
 	size_t plen, len;
 	uint8_t *pprof = pb_pack(b, 1, &plen), *body;
-	Push__V1__LabelPair l1 = PUSH__V1__LABEL_PAIR__INIT, l2 = PUSH__V1__LABEL_PAIR__INIT;
-	Push__V1__LabelPair *lp[] = { &l1, &l2 };
-	Push__V1__RawSample rs = PUSH__V1__RAW_SAMPLE__INIT, *rsp[] = { &rs, &rs };
-	Push__V1__RawProfileSeries ser = PUSH__V1__RAW_PROFILE_SERIES__INIT, *serp[] = { &ser };
-	Push__V1__PushRequest req = PUSH__V1__PUSH_REQUEST__INIT;
+	struct pushb pr;
 	struct ingest_series *s;
 	struct err_msg msg;
 	struct arena a;
 	size_t n;
 	(void)state;
 
-	l1.name = "__name__";
-	l1.value = "process_cpu";
-	l2.name = "service_name";
-	l2.value = "pushed";
-	rs.raw_profile.data = pprof;
-	rs.raw_profile.len = plen;
-	rs.id = "uuid";
-	ser.labels = lp;
-	ser.n_labels = 2;
-	ser.samples = rsp;
-	ser.n_samples = 2;
-	req.series = serp;
-	req.n_series = 1;
-	len = push__v1__push_request__get_packed_size(&req);
-	body = malloc(len);
-	push__v1__push_request__pack(&req, body);
+	pushb_init(&pr, "pushed", pprof, plen, 2);
+	pr.rs.id = "uuid";
+	body = pushb_pack(&pr, &len);
 
 	arena_init(&a, 1 << 30);
 	assert_int_equal(decode(body, len, 0, &a, &s, &n, &msg), 0);
@@ -103,16 +84,12 @@ static void test_binary(void **state)
 	arena_release(&a);
 
 	/* Too many profiles. */
-	ser.n_samples = 2;
-	req.n_series = 1;
 	{
-		Push__V1__RawProfileSeries *three[] = { &ser, &ser, &ser };
-		req.series = three;
-		req.n_series = 3;
+		Push__V1__RawProfileSeries *three[] = { &pr.ser, &pr.ser, &pr.ser };
+		pr.req.series = three;
+		pr.req.n_series = 3;
 		free(body);
-		len = push__v1__push_request__get_packed_size(&req);
-		body = malloc(len);
-		push__v1__push_request__pack(&req, body);
+		body = pushb_pack(&pr, &len);
 	}
 	arena_init(&a, 1 << 30);
 	assert_int_equal(decode(body, len, 0, &a, &s, &n, &msg), ERR_TOO_LARGE);

@@ -18,11 +18,6 @@
 #include "pprof_builder.h"
 #include "push.pb-c.h"
 
-static int setup(void **state)
-{
-	return fx_setup(state, "/tmp/unhex-request-XXXXXX");
-}
-
 /* Every series of tenant t1 as "labels... => total", one per line, sorted by id. */
 struct listing {
 	struct fx *f;
@@ -449,14 +444,14 @@ static void test_jfr(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_go_mutex_block_apart, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_pprof_names, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_dotnet, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_scripting, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_godeltaprof, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_text_formats, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_speedscope, setup, fx_teardown),
-		cmocka_unit_test_setup_teardown(test_jfr, setup, fx_teardown),
+		FX_TEST(test_go_mutex_block_apart),
+		FX_TEST(test_pprof_names),
+		FX_TEST(test_dotnet),
+		FX_TEST(test_scripting),
+		FX_TEST(test_godeltaprof),
+		FX_TEST(test_text_formats),
+		FX_TEST(test_speedscope),
+		FX_TEST(test_jfr),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

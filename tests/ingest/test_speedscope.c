@@ -68,9 +68,7 @@ static void test_sampled(void **state)
 	assert_string_equal(r.p[0].name, "p");
 	assert_string_equal(r.p[0].unit, "milliseconds");
 	/* Weights are truncated, then multiplied by 100. */
-	assert_int_equal(folded_value(&r.out[0], "main;foo"), 300);
-	assert_int_equal(folded_value(&r.out[0], "main;foo;bar"), 300);
-	assert_int_equal(folded_value(&r.out[0], "main"), 400);
+	EXPECT_FOLDED(&r.out[0], { "main;foo", 300 }, { "main;foo;bar", 300 }, { "main", 400 });
 	assert_int_equal(ingest__ss_unit("bytes", &mult), 0);
 	assert_int_equal(mult, 1);
 	assert_int_equal(ingest__ss_unit("furlongs", &mult), ERR_INVALID);
@@ -94,9 +92,8 @@ static void test_evented(void **state)
 
 	assert_int_equal(run(&r, json), 0);
 	assert_int_equal(r.n, 2);
-	assert_int_equal(folded_value(&r.out[0], "main"), 2 + 5);
-	assert_int_equal(folded_value(&r.out[0], "main;foo"), 1 + 1);
-	assert_int_equal(folded_value(&r.out[0], "main;foo;bar"), 1);
+	EXPECT_FOLDED(&r.out[0], { "main", 2 + 5 }, { "main;foo", 1 + 1 },
+		      { "main;foo;bar", 1 });
 	assert_int_equal(folded_value(&r.out[1], "foo"), 100);
 	done(&r);
 }

@@ -48,6 +48,19 @@ static void done(struct run *r)
 	arena_release(&r->a);
 }
 
+/* Every proper prefix of the `len` bytes at `data` in format `f` is refused with a message. */
+static void expect_prefixes_refused(enum ingest_format f, const char *data, size_t len)
+{
+	struct run r;
+
+	for (size_t n = 0; n < len; n++) {
+		if (!run(&r, f, data, n) || !r.msg.text[0])
+			fail_msg("a prefix of %zu bytes of %zu: rc %d, message \"%s\"", n, len, r.rc,
+				 r.msg.text);
+		done(&r);
+	}
+}
+
 static int64_t total(const struct ingest_pprof *p)
 {
 	int64_t t = 0;
@@ -74,13 +87,8 @@ static void test_folded(void **state)
 	(void)state;
 
 	assert_int_equal(run(&r, INGEST_FORMAT_FOLDED, body, strlen(body)), 0);
-	assert_int_equal(folded_value(&r.p, "main;foo;bar"), 7);
-	assert_int_equal(folded_value(&r.p, "main;foo"), 2);
-	assert_int_equal(folded_value(&r.p, "main;a b;c"), 5);
-	assert_int_equal(folded_value(&r.p, "main;;x"), 1);
-	assert_int_equal(folded_value(&r.p, "main;y"), 7);
-	assert_int_equal(folded_value(&r.p, ""), 9);
-	assert_int_equal(folded_value(&r.p, "main;z"), 6);
+	EXPECT_FOLDED(&r.p, { "main;foo;bar", 7 }, { "main;foo", 2 }, { "main;a b;c", 5 },
+		      { "main;;x", 1 }, { "main;y", 7 }, { "", 9 }, { "main;z", 6 });
 	assert_int_equal(total(&r.p), 37);
 	/* One function per distinct name. */
 	assert_int_equal(r.p.n_functions, 9);
@@ -129,8 +137,7 @@ static void test_lines(void **state)
 	(void)state;
 
 	assert_int_equal(run(&r, INGEST_FORMAT_LINES, body, strlen(body)), 0);
-	assert_int_equal(folded_value(&r.p, "main;foo"), 3);
-	assert_int_equal(folded_value(&r.p, "main;bar"), 1);
+	EXPECT_FOLDED(&r.p, { "main;foo", 3 }, { "main;bar", 1 });
 	assert_int_equal(r.p.n_samples, 2);
 	done(&r);
 }
@@ -247,19 +254,12 @@ static void test_trie(void **state)
 	buf_init(&b, 1 << 20);
 	tserialize(root, &b);
 	assert_int_equal(run(&r, INGEST_FORMAT_TRIE, b.data, b.len), 0);
-	assert_int_equal(folded_value(&r.p, "main;foo;bar"), 3);
-	assert_int_equal(folded_value(&r.p, "main;foo;baz"), 4);
-	assert_int_equal(folded_value(&r.p, "main;foo"), 2);
-	assert_int_equal(folded_value(&r.p, "main;fob"), 1);
-	assert_int_equal(folded_value(&r.p, "other"), 5);
+	EXPECT_FOLDED(&r.p, { "main;foo;bar", 3 }, { "main;foo;baz", 4 }, { "main;foo", 2 },
+		      { "main;fob", 1 }, { "other", 5 });
 	assert_int_equal(total(&r.p), 15);
 	done(&r);
 	/* Every prefix is refused (a trie ends at its root's last node). */
-	for (size_t n = 0; n < b.len; n++) {
-		assert_int_not_equal(run(&r, INGEST_FORMAT_TRIE, b.data, n), 0);
-		assert_true(r.msg.text[0] != '\0');
-		done(&r);
-	}
+	expect_prefixes_refused(INGEST_FORMAT_TRIE, b.data, b.len);
 	/* Bytes after it too. */
 	buf_putc(&b, 0);
 	assert_int_equal(run(&r, INGEST_FORMAT_TRIE, b.data, b.len), ERR_INVALID);
@@ -294,18 +294,11 @@ static void test_tree(void **state)
 	node(&b, "baz", 4, 0);
 	node(&b, "other", 5, 0);
 	assert_int_equal(run(&r, INGEST_FORMAT_TREE, b.data, b.len), 0);
-	assert_int_equal(folded_value(&r.p, "main"), 1);
-	assert_int_equal(folded_value(&r.p, "main;foo"), 2);
-	assert_int_equal(folded_value(&r.p, "main;foo;bar"), 3);
-	assert_int_equal(folded_value(&r.p, "main;baz"), 4);
-	assert_int_equal(folded_value(&r.p, "other"), 5);
+	EXPECT_FOLDED(&r.p, { "main", 1 }, { "main;foo", 2 }, { "main;foo;bar", 3 },
+		      { "main;baz", 4 }, { "other", 5 });
 	assert_int_equal(total(&r.p), 15);
 	done(&r);
-	for (size_t n = 0; n < b.len; n++) {
-		assert_int_not_equal(run(&r, INGEST_FORMAT_TREE, b.data, n), 0);
-		assert_true(r.msg.text[0] != '\0');
-		done(&r);
-	}
+	expect_prefixes_refused(INGEST_FORMAT_TREE, b.data, b.len);
 	buf_reset(&b);
 	/* A child count the bytes cannot hold. */
 	node(&b, "", 0, 1000000);

@@ -33,10 +33,13 @@ struct both {
 	struct buf pb, js;
 	struct arena a;
 	struct json_value *j;   /* the parsed JSON response */
+	ProtobufCMessage *r;    /* the protobuf response, unpacked */
 };
 
-static void call_both(struct store *st, const char *method, const ProtobufCMessage *req,
-		      const char *json, struct both *b)
+/* Calls `method` with `req` packed and with `json`; returns the protobuf
+ * response unpacked as a `resp` (owned by b: both_release frees it). */
+static void *call_both(struct store *st, const char *method, const ProtobufCMessage *req,
+		       const ProtobufCMessageDescriptor *resp, const char *json, struct both *b)
 {
 	struct err_msg msg = { { 0 } };
 	size_t n = protobuf_c_message_get_packed_size(req);
@@ -56,10 +59,15 @@ static void call_both(struct store *st, const char *method, const ProtobufCMessa
 		fail_msg("%s json: %s", method, msg.text);
 	assert_int_equal(json_parse(b->js.data, b->js.len, &b->a, &b->j, &msg), 0);
 	free(raw);
+	b->r = protobuf_c_message_unpack(resp, NULL, b->pb.len, (const uint8_t *)b->pb.data);
+	if (!b->r)
+		fail_msg("%s proto: the response does not unpack", method);
+	return b->r;
 }
 
 static void both_release(struct both *b)
 {
+	protobuf_c_message_free_unpacked(b->r, NULL);
 	buf_release(&b->pb);
 	buf_release(&b->js);
 	arena_release(&b->a);
@@ -132,9 +140,8 @@ static void test_metadata(void **state)
 		rq.end = TO_MS;
 		snprintf(pj, sizeof(pj), "{\"start\":%lld,\"end\":%lld}", (long long)FROM_MS,
 			 (long long)TO_MS);
-		call_both(f.st, "ProfileTypes", &rq.base, pj, &b);
-		r = querier__v1__profile_types_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "ProfileTypes", &rq.base,
+			      &querier__v1__profile_types_response__descriptor, pj, &b);
 		a = jget(b.j, "profileTypes");
 		assert_int_equal(r->n_profile_types, 2);
 		assert_int_equal(r->n_profile_types, a->n);
@@ -149,19 +156,16 @@ static void test_metadata(void **state)
 			assert_string_equal(t->period_unit, jget(&a->items[i], "periodUnit")->str);
 		}
 		assert_string_equal(r->profile_types[1]->id, FX_CPU);
-		querier__v1__profile_types_response__free_unpacked(r, NULL);
 		both_release(&b);
 	}
 	{
 		Types__V1__LabelNamesRequest rq = TYPES__V1__LABEL_NAMES_REQUEST__INIT;
 		Types__V1__LabelNamesResponse *r;
 
-		call_both(f.st, "LabelNames", &rq.base, "{}", &b);
-		r = types__v1__label_names_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "LabelNames", &rq.base,
+			      &types__v1__label_names_response__descriptor, "{}", &b);
 		assert_int_equal(r->n_names, 3);
 		same_strings(r->names, r->n_names, jget(b.j, "names"));
-		types__v1__label_names_response__free_unpacked(r, NULL);
 		both_release(&b);
 	}
 	{
@@ -175,13 +179,11 @@ static void test_metadata(void **state)
 		rq.end = TO_MS;
 		snprintf(json, sizeof(json), "{\"name\":\"pod\",\"matchers\":[\"{pod=\\\"p2\\\"}\"],"
 			 "\"start\":\"%lld\",\"end\":%lld}", (long long)FROM_MS, (long long)TO_MS);
-		call_both(f.st, "LabelValues", &rq.base, json, &b);
-		r = types__v1__label_values_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "LabelValues", &rq.base,
+			      &types__v1__label_values_response__descriptor, json, &b);
 		assert_int_equal(r->n_names, 1);
 		assert_string_equal(r->names[0], "p2");
 		same_strings(r->names, r->n_names, jget(b.j, "names"));
-		types__v1__label_values_response__free_unpacked(r, NULL);
 		both_release(&b);
 	}
 	{
@@ -197,16 +199,14 @@ static void test_metadata(void **state)
 		rq.end = TO_MS;
 		snprintf(json, sizeof(json), "{\"matchers\":[\"{}\"],\"labelNames\":[\"pod\"],"
 			 "\"start\":%lld,\"end\":%lld}", (long long)FROM_MS, (long long)TO_MS);
-		call_both(f.st, "Series", &rq.base, json, &b);
-		r = querier__v1__series_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "Series", &rq.base,
+			      &querier__v1__series_response__descriptor, json, &b);
 		a = jget(b.j, "labelsSet");
 		assert_int_equal(r->n_labels_set, 3);
 		assert_int_equal(r->n_labels_set, a->n);
 		for (size_t i = 0; i < a->n; i++)
 			same_labels(r->labels_set[i]->labels, r->labels_set[i]->n_labels,
 				    jget(&a->items[i], "labels"));
-		querier__v1__series_response__free_unpacked(r, NULL);
 		both_release(&b);
 	}
 	fx_close(&f);
@@ -235,10 +235,8 @@ static void test_flamegraphs(void **state)
 		snprintf(json, sizeof(json), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":"
 			 "\"{service_name=\\\"api\\\"}\",\"start\":%lld,\"end\":%lld,\"maxNodes\":3}",
 			 (long long)FROM_MS, (long long)TO_MS);
-		call_both(f.st, "SelectMergeStacktraces", &rq.base, json, &b);
-		r = querier__v1__select_merge_stacktraces_response__unpack(NULL, b.pb.len,
-									   (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "SelectMergeStacktraces", &rq.base,
+			      &querier__v1__select_merge_stacktraces_response__descriptor, json, &b);
 		assert_non_null(r->flamegraph);
 		fg = jget(b.j, "flamegraph");
 		assert_int_equal(r->flamegraph->total, 510);
@@ -249,7 +247,6 @@ static void test_flamegraphs(void **state)
 		same_levels(r->flamegraph->levels, r->flamegraph->n_levels, jget(fg, "levels"));
 		/* maxNodes reached the engine: "other" folds the rest */
 		assert_true(r->flamegraph->n_names <= 5);
-		querier__v1__select_merge_stacktraces_response__free_unpacked(r, NULL);
 		both_release(&b);
 	}
 	{
@@ -269,9 +266,8 @@ static void test_flamegraphs(void **state)
 			 "%lld,\"end\":%lld},\"right\":{\"profileTypeID\":\"" FX_CPU "\","
 			 "\"labelSelector\":\"{pod=\\\"p1\\\"}\",\"start\":%lld,\"end\":%lld}}",
 			 (long long)FROM_MS, (long long)TO_MS, (long long)FROM_MS, (long long)TO_MS);
-		call_both(f.st, "Diff", &rq.base, json, &b);
-		r = querier__v1__diff_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "Diff", &rq.base,
+			      &querier__v1__diff_response__descriptor, json, &b);
 		assert_non_null(r->flamegraph);
 		fg = jget(b.j, "flamegraph");
 		assert_int_equal(r->flamegraph->leftticks, 510);
@@ -283,7 +279,6 @@ static void test_flamegraphs(void **state)
 		same_strings(r->flamegraph->names, r->flamegraph->n_names, jget(fg, "names"));
 		same_levels(r->flamegraph->levels, r->flamegraph->n_levels, jget(fg, "levels"));
 		assert_int_equal(r->flamegraph->levels[0]->n_values, 7);
-		querier__v1__diff_response__free_unpacked(r, NULL);
 		both_release(&b);
 	}
 	fx_close(&f);
@@ -312,9 +307,8 @@ static void test_profile_and_series(void **state)
 		snprintf(json, sizeof(json), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":"
 			 "\"{service_name=\\\"api\\\"}\",\"start\":%lld,\"end\":%lld}",
 			 (long long)FROM_MS, (long long)TO_MS);
-		call_both(f.st, "SelectMergeProfile", &rq.base, json, &b);
-		r = perftools__profiles__profile__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "SelectMergeProfile", &rq.base,
+			      &perftools__profiles__profile__descriptor, json, &b);
 		st = jget(b.j, "stringTable");
 		same_strings(r->string_table, r->n_string_table, st);
 		smp = jget(b.j, "sample");
@@ -330,7 +324,6 @@ static void test_profile_and_series(void **state)
 		assert_int_equal(sum, 510);
 		assert_int_equal(r->n_location, jget(b.j, "location")->n);
 		assert_int_equal(r->time_nanos, jint(b.j, "timeNanos"));
-		perftools__profiles__profile__free_unpacked(r, NULL);
 		both_release(&b);
 	}
 	{
@@ -348,9 +341,8 @@ static void test_profile_and_series(void **state)
 		snprintf(json, sizeof(json), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":"
 			 "\"{}\",\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"]}",
 			 (long long)FROM_MS, (long long)TO_MS);
-		call_both(f.st, "SelectSeries", &rq.base, json, &b);
-		r = querier__v1__select_series_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "SelectSeries", &rq.base,
+			      &querier__v1__select_series_response__descriptor, json, &b);
 		a = jget(b.j, "series");
 		assert_int_equal(r->n_series, 2);
 		assert_int_equal(r->n_series, a->n);
@@ -370,7 +362,6 @@ static void test_profile_and_series(void **state)
 		/* p2 (330) before p1 (180); its profiles at T0+20 s and T0+30 s end their steps. */
 		assert_true(r->series[0]->points[1]->value == 150.0);
 		assert_int_equal(r->series[0]->points[1]->timestamp, 1700000030000LL);
-		querier__v1__select_series_response__free_unpacked(r, NULL);
 		both_release(&b);
 
 		/* limit (field 9): the largest group only, in both encodings. */
@@ -378,13 +369,11 @@ static void test_profile_and_series(void **state)
 		snprintf(json, sizeof(json), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":"
 			 "\"{}\",\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],"
 			 "\"limit\":1}", (long long)FROM_MS, (long long)TO_MS);
-		call_both(f.st, "SelectSeries", &rq.base, json, &b);
-		r = querier__v1__select_series_response__unpack(NULL, b.pb.len, (uint8_t *)b.pb.data);
-		assert_non_null(r);
+		r = call_both(f.st, "SelectSeries", &rq.base,
+			      &querier__v1__select_series_response__descriptor, json, &b);
 		assert_int_equal(r->n_series, 1);
 		assert_int_equal(jget(b.j, "series")->n, 1);
 		assert_string_equal(r->series[0]->labels[0]->value, "p2");
-		querier__v1__select_series_response__free_unpacked(r, NULL);
 		both_release(&b);
 	}
 	fx_close(&f);
@@ -396,6 +385,31 @@ static int call_pb(struct store *st, const char *method, const void *body, size_
 	buf_reset(out);
 	err_clear(msg);
 	return query_connect_proto(st, "t1", method, body, len, lim, out, msg);
+}
+
+/* call_pb of SelectMergeStacktraces with `rq` packed. */
+static int call_stacks(struct store *st, const Querier__V1__SelectMergeStacktracesRequest *rq,
+		       const struct query_limits *lim, struct buf *out, struct err_msg *msg)
+{
+	uint8_t raw[4096];
+
+	assert_true(querier__v1__select_merge_stacktraces_request__get_packed_size(rq) <=
+		    sizeof(raw));
+	return call_pb(st, "SelectMergeStacktraces", raw,
+		       querier__v1__select_merge_stacktraces_request__pack(rq, raw), lim, out, msg);
+}
+
+/* The SelectMergeStacktraces answer in `out`, unpacked (owned), of a
+ * format other than the flame graph's. */
+static Querier__V1__SelectMergeStacktracesResponse *unpack_stacks(const struct buf *out)
+{
+	Querier__V1__SelectMergeStacktracesResponse *r =
+		querier__v1__select_merge_stacktraces_response__unpack(NULL, out->len,
+								       (const uint8_t *)out->data);
+
+	assert_non_null(r);
+	assert_null(r->flamegraph);
+	return r;
 }
 
 /*
@@ -472,7 +486,6 @@ static void test_tree_format(void **state)
 	Querier__V1__SelectMergeStacktracesResponse *r;
 	struct err_msg msg = { { 0 } };
 	char folded[4096], *lines[16], *save = NULL;
-	uint8_t raw[1024];
 	struct buf out;
 	struct fx f;
 	size_t n = 0;
@@ -486,13 +499,8 @@ static void test_tree_format(void **state)
 	rq.start = FROM_MS;
 	rq.end = TO_MS;
 	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_TREE;
-	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
-				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
-				 &out, &msg), 0);
-	r = querier__v1__select_merge_stacktraces_response__unpack(NULL, out.len,
-								   (uint8_t *)out.data);
-	assert_non_null(r);
-	assert_null(r->flamegraph);
+	assert_int_equal(call_stacks(f.st, &rq, NULL, &out, &msg), 0);
+	r = unpack_stacks(&out);
 	read_tree(r->tree.data, r->tree.len, folded, sizeof(folded));
 	for (char *l = strtok_r(folded, "\n", &save); l && n < 16; l = strtok_r(NULL, "\n", &save))
 		lines[n++] = l;
@@ -507,13 +515,8 @@ static void test_tree_format(void **state)
 	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_DOT;
 	rq.max_nodes = 2;
 	buf_reset(&out);
-	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
-				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
-				 &out, &msg), 0);
-	r = querier__v1__select_merge_stacktraces_response__unpack(NULL, out.len,
-								   (uint8_t *)out.data);
-	assert_non_null(r);
-	assert_null(r->flamegraph);
+	assert_int_equal(call_stacks(f.st, &rq, NULL, &out, &msg), 0);
+	r = unpack_stacks(&out);
 	assert_non_null(strstr(r->dot, "digraph \"unhex\" {"));
 	assert_non_null(strstr(r->dot, "tooltip=\"main (flat 5, cum 180 "));
 	assert_non_null(strstr(r->dot, "tooltip=\"serve (flat 0, cum 150 "));
@@ -523,9 +526,7 @@ static void test_tree_format(void **state)
 	/* pprof is SelectMergeProfile's: a 400 that says so. */
 	rq.format = QUERIER__V1__PROFILE_FORMAT__PROFILE_FORMAT_PPROF;
 	buf_reset(&out);
-	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw,
-				 querier__v1__select_merge_stacktraces_request__pack(&rq, raw), NULL,
-				 &out, &msg), ERR_INVALID);
+	assert_int_equal(call_stacks(f.st, &rq, NULL, &out, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "format"));
 	buf_release(&out);
 	fx_close(&f);
@@ -587,14 +588,10 @@ static void test_rejects(void **state)
 	assert_int_equal(call_pb(f.st, "Nope", "", 0, NULL, &out, &msg), ERR_NOT_FOUND);
 	rq.start = TO_MS;
 	rq.end = FROM_MS;
-	n = querier__v1__select_merge_stacktraces_request__pack(&rq, raw);
-	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw, n, NULL, &out, &msg),
-			 ERR_INVALID);
+	assert_int_equal(call_stacks(f.st, &rq, NULL, &out, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "end must be after start"));
 	rq.start = -5;
-	n = querier__v1__select_merge_stacktraces_request__pack(&rq, raw);
-	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw, n, NULL, &out, &msg),
-			 ERR_INVALID);
+	assert_int_equal(call_stacks(f.st, &rq, NULL, &out, &msg), ERR_INVALID);
 
 	/* limits: matcher count, response size, memory budget */
 	for (size_t i = 0; i < QUERY_MAX_MATCHERS + 1; i++)
@@ -607,18 +604,15 @@ static void test_rejects(void **state)
 		fail_msg("message: %s", msg.text);
 	rq.start = FROM_MS;
 	rq.end = TO_MS;
-	n = querier__v1__select_merge_stacktraces_request__pack(&rq, raw);
 	buf_init(&small, 32);
-	assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw, n, NULL, &small, &msg),
-			 ERR_TOO_LARGE);
+	assert_int_equal(call_stacks(f.st, &rq, NULL, &small, &msg), ERR_TOO_LARGE);
 	assert_true(msg.text[0]);
 	buf_release(&small);
 	{
 		struct query_limits lim = { 0 };
 
 		lim.max_bytes = 4096;
-		assert_int_equal(call_pb(f.st, "SelectMergeStacktraces", raw, n, &lim, &out, &msg),
-				 ERR_TOO_LARGE);
+		assert_int_equal(call_stacks(f.st, &rq, &lim, &out, &msg), ERR_TOO_LARGE);
 		assert_true(msg.text[0]);
 	}
 	buf_release(&out);

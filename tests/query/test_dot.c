@@ -159,32 +159,27 @@ static void test_inline_edges(void **state)
 	static const char *const paths[] = { "main;handle;helper", "main;serve;handle;helper",
 					     "main;x;y" };
 	static const int64_t values[] = { 30, 20, 5 };
-	struct err_msg msg;
-	struct qctx q;
-	struct qtree t;
-	struct buf b;
+	struct tfx_out x;
 
 	(void)state;
-	tfx_start(&q, &msg, &t, paths, values, 3);
+	tfx_open(&x, paths, values, 3);
 	/* helper inlined into handle on both paths; y only on its own. */
-	t.nodes[tfx_node(&t, "main;handle;helper")].inlined = 1;
-	t.nodes[tfx_node(&t, "main;serve;handle;helper")].inlined = 1;
-	t.nodes[tfx_node(&t, "main;x;y")].inlined = 1;
-	buf_init(&b, 1 << 20);
-	assert_int_equal(query__dot_write(&q, &t, COUNT_TYPE, 100, &b), 0);
-	assert_int_equal(buf_putc(&b, '\0'), 0);
-	HAS(&b, "[label=\" 50\\n (inline)\" weight=");
-	HAS(&b, "[label=\" 5\\n (inline)\" weight=");
-	assert_int_equal(count(&b, "(inline)"), 2);
-	buf_reset(&b);
+	x.t.nodes[tfx_node(&x.t, "main;handle;helper")].inlined = 1;
+	x.t.nodes[tfx_node(&x.t, "main;serve;handle;helper")].inlined = 1;
+	x.t.nodes[tfx_node(&x.t, "main;x;y")].inlined = 1;
+	assert_int_equal(query__dot_write(&x.q, &x.t, COUNT_TYPE, 100, &x.b), 0);
+	assert_int_equal(buf_putc(&x.b, '\0'), 0);
+	HAS(&x.b, "[label=\" 50\\n (inline)\" weight=");
+	HAS(&x.b, "[label=\" 5\\n (inline)\" weight=");
+	assert_int_equal(count(&x.b, "(inline)"), 2);
+	buf_reset(&x.b);
 	/* One contribution not inlined: the edge is a call. */
-	t.nodes[tfx_node(&t, "main;serve;handle;helper")].inlined = 0;
-	assert_int_equal(query__dot_write(&q, &t, COUNT_TYPE, 100, &b), 0);
-	assert_int_equal(buf_putc(&b, '\0'), 0);
-	HAS(&b, "[label=\" 50\" weight=");
-	assert_int_equal(count(&b, "(inline)"), 1);
-	buf_release(&b);
-	tfx_end(&q, &t);
+	x.t.nodes[tfx_node(&x.t, "main;serve;handle;helper")].inlined = 0;
+	assert_int_equal(query__dot_write(&x.q, &x.t, COUNT_TYPE, 100, &x.b), 0);
+	assert_int_equal(buf_putc(&x.b, '\0'), 0);
+	HAS(&x.b, "[label=\" 50\" weight=");
+	assert_int_equal(count(&x.b, "(inline)"), 1);
+	tfx_close(&x);
 }
 
 static void test_redundant_residual_edges(void **state)
@@ -305,29 +300,24 @@ static void test_empty_and_budget(void **state)
 {
 	static const char *const paths[] = { "main;a" };
 	static const int64_t zero[] = { 0 }, one[] = { 1 };
-	struct err_msg msg;
-	struct qctx q;
-	struct qtree t;
-	struct buf b;
+	struct tfx_out x;
 	size_t used;
 
 	(void)state;
 	/* No samples: nothing at all, as Pyroscope's empty answer. */
-	tfx_start(&q, &msg, &t, paths, zero, 1);
-	buf_init(&b, 1 << 20);
-	assert_int_equal(query__dot_write(&q, &t, COUNT_TYPE, 100, &b), 0);
-	assert_int_equal(b.len, 0);
-	query__tree_release(&q, &t);
+	tfx_open(&x, paths, zero, 1);
+	assert_int_equal(query__dot_write(&x.q, &x.t, COUNT_TYPE, 100, &x.b), 0);
+	assert_int_equal(x.b.len, 0);
+	query__tree_release(&x.q, &x.t);
 
 	/* The graph's tables are charged to the query's budget. */
-	tfx_tree(&q, &t, paths, one, 1);
-	used = q.mem.used;
-	q.mem.cap = used + 16;
-	assert_int_equal(query__dot_write(&q, &t, COUNT_TYPE, 100, &b), ERR_TOO_LARGE);
-	assert_int_equal(q.mem.used, used);
-	q.mem.cap = QUERY_DEFAULT_MAX_BYTES;
-	tfx_end(&q, &t);
-	buf_release(&b);
+	tfx_tree(&x.q, &x.t, paths, one, 1);
+	used = x.q.mem.used;
+	x.q.mem.cap = used + 16;
+	assert_int_equal(query__dot_write(&x.q, &x.t, COUNT_TYPE, 100, &x.b), ERR_TOO_LARGE);
+	assert_int_equal(x.q.mem.used, used);
+	x.q.mem.cap = QUERY_DEFAULT_MAX_BYTES;
+	tfx_close(&x);
 }
 
 int main(void)

@@ -68,10 +68,6 @@ static void test_single(void **state)
 
 static void test_diff(void **state)
 {
-	static const char *const lp[] = { "main;a", "main;b" };
-	static const int64_t lv[] = { 2, 3 };
-	static const char *const rp[] = { "main;b", "c" };
-	static const int64_t rv[] = { 1, 4 };
 	static const char *const names[] = { "total", "c", "main", "a", "b" };
 	static const int64_t l0[] = { 0, 5, 0, 0, 5, 0, 0 };
 	static const int64_t l1[] = { 0, 0, 0, 0, 4, 4, 1, 0, 5, 0, 0, 1, 0, 2 };
@@ -82,10 +78,7 @@ static void test_diff(void **state)
 	struct qtree l, r, d;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &l, lp, lv, 2);
-	tfx_tree(&q, &r, rp, rv, 2);
-	assert_int_equal(query__tree_diff(&q, &l, &r, &d), 0);
+	tfx_diff(&q, &msg, &l, &r, &d);
 	assert_int_equal(query__flame_build(&q, &d, 1, &f), 0);
 	assert_int_equal(f.width, 7);
 	same_names(&f, names, 5);
@@ -97,10 +90,7 @@ static void test_diff(void **state)
 	assert_int_equal(f.total[1], 5);
 	assert_int_equal(f.max_self, 4);
 	query__flame_release(&q, &f);
-	query__tree_release(&q, &d);
-	query__tree_release(&q, &l);
-	query__tree_release(&q, &r);
-	assert_int_equal(q.mem.used, 0);
+	tfx_diff_end(&q, &l, &r, &d);
 }
 
 static void test_empty_and_budget(void **state)

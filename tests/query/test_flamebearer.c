@@ -34,20 +34,16 @@ static void test_single(void **state)
 	int64_t tl[] = { 5, 0, 6 };
 	const struct qmerge *ms[1];
 	struct query__flame f;
-	struct err_msg msg;
 	struct qmerge m;
-	struct qctx q;
-	struct qtree t;
-	struct buf b;
+	struct tfx_out x;
 
 	(void)state;
-	tfx_start(&q, &msg, &t, p, v, 5);
+	tfx_open(&x, p, v, 5);
 	timeline(&m, tl, 3);
 	ms[0] = &m;
-	assert_int_equal(query__flame_build(&q, &t, 0, &f), 0);
-	buf_init(&b, 1 << 20);
-	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &b), 0);
-	assert_string_equal(b.data,
+	assert_int_equal(query__flame_build(&x.q, &x.t, 0, &f), 0);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &x.b), 0);
+	assert_string_equal(x.b.data,
 		"{\"version\":1,\"flamebearer\":{"
 		"\"names\":[\"total\",\"main\",\"a\",\"b\",\"c\",\"z\",\"x\\\"y\"],"
 		"\"levels\":[[0,11,0,0],[0,6,0,1,0,5,4,5],[0,2,2,2,0,4,3,3,0,1,1,6],[2,1,1,4]],"
@@ -58,14 +54,13 @@ static void test_single(void **state)
 		"\"watermarks\":{}}}");
 
 	/* Past the cap: ERR_TOO_LARGE, and the buffer as it was. */
-	buf_release(&b);
-	buf_init(&b, 100);
-	assert_int_equal(buf_puts(&b, "x"), 0);
-	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &b), ERR_TOO_LARGE);
-	assert_true(b.len <= 100);
-	buf_release(&b);
-	query__flame_release(&q, &f);
-	query__tree_release(&q, &t);
+	buf_release(&x.b);
+	buf_init(&x.b, 100);
+	assert_int_equal(buf_puts(&x.b, "x"), 0);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &x.b), ERR_TOO_LARGE);
+	assert_true(x.b.len <= 100);
+	query__flame_release(&x.q, &f);
+	tfx_close(&x);
 }
 
 static void test_units(void **state)
@@ -125,10 +120,6 @@ static void test_units(void **state)
 
 static void test_double(void **state)
 {
-	static const char *const lp[] = { "main;a", "main;b" };
-	static const int64_t lv[] = { 2, 3 };
-	static const char *const rp[] = { "main;b", "c" };
-	static const int64_t rv[] = { 1, 4 };
 	int64_t ltl[] = { 5 }, rtl[] = { 1, 4 };
 	const struct qmerge *ms[2];
 	struct query__flame f;
@@ -139,10 +130,7 @@ static void test_double(void **state)
 	struct buf b;
 
 	(void)state;
-	tfx_ctx(&q, &msg, 0);
-	tfx_tree(&q, &l, lp, lv, 2);
-	tfx_tree(&q, &r, rp, rv, 2);
-	assert_int_equal(query__tree_diff(&q, &l, &r, &d), 0);
+	tfx_diff(&q, &msg, &l, &r, &d);
 	assert_int_equal(query__flame_build(&q, &d, 1, &f), 0);
 	timeline(&ml, ltl, 1);
 	timeline(&mr, rtl, 2);
@@ -165,10 +153,7 @@ static void test_double(void **state)
 		"\"watermarks\":{}},\"leftTicks\":5,\"rightTicks\":5}");
 	buf_release(&b);
 	query__flame_release(&q, &f);
-	query__tree_release(&q, &d);
-	query__tree_release(&q, &l);
-	query__tree_release(&q, &r);
-	assert_int_equal(q.mem.used, 0);
+	tfx_diff_end(&q, &l, &r, &d);
 }
 
 int main(void)

@@ -104,6 +104,20 @@ static int call(struct store *st, const char *method, const char *body, struct b
 	return query_connect(st, "t1", method, body, strlen(body), NULL, out, msg);
 }
 
+/* SelectSeries of the fixture's hour in 10 s steps by pod, with `more`
+ * fields (",\"limit\":1") at the end of the request. */
+static int series_by_pod(struct store *st, const char *more, struct buf *out,
+			 struct err_msg *msg)
+{
+	const long long from_ms = FX_T0 / 1000000, to_ms = from_ms + 3600000;
+	char body[512];
+
+	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
+		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"]%s}", from_ms,
+		 to_ms, more);
+	return call(st, "SelectSeries", body, out, msg);
+}
+
 static void test_connect(void **state)
 {
 	struct fx f;
@@ -143,9 +157,7 @@ static void test_connect(void **state)
 	assert_int_equal(call(f.st, "SelectMergeProfile", body, &out, &msg), 0);
 	assert_non_null(strstr(out.data, "\"stringTable\":[\"\""));
 	assert_non_null(strstr(out.data, "\"sampleType\":[{\"type\":"));
-	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
-		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"]}", from_ms, to_ms);
-	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), 0);
+	assert_int_equal(series_by_pod(f.st, "", &out, &msg), 0);
 	assert_string_equal(out.data,
 		"{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":["
 		"{\"value\":180,\"timestamp\":\"1700000020000\",\"exemplars\":[]},"
@@ -153,18 +165,12 @@ static void test_connect(void **state)
 		"{\"labels\":[{\"name\":\"pod\",\"value\":\"p1\"}],\"points\":["
 		"{\"value\":180,\"timestamp\":\"1700000000000\",\"exemplars\":[]}]}]}");
 	/* limit: the top N groups by total, largest first (p2 330, p1 180). */
-	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
-		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],\"limit\":1}",
-		 from_ms, to_ms);
-	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), 0);
+	assert_int_equal(series_by_pod(f.st, ",\"limit\":1", &out, &msg), 0);
 	assert_string_equal(out.data,
 		"{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}],\"points\":["
 		"{\"value\":180,\"timestamp\":\"1700000020000\",\"exemplars\":[]},"
 		"{\"value\":150,\"timestamp\":\"1700000030000\",\"exemplars\":[]}]}]}");
-	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"labelSelector\":\"{}\","
-		 "\"start\":%lld,\"end\":%lld,\"step\":10,\"groupBy\":[\"pod\"],\"limit\":5}",
-		 from_ms, to_ms);
-	assert_int_equal(call(f.st, "SelectSeries", body, &out, &msg), 0);
+	assert_int_equal(series_by_pod(f.st, ",\"limit\":5", &out, &msg), 0);
 	assert_non_null(strstr(out.data, "{\"series\":[{\"labels\":[{\"name\":\"pod\",\"value\":\"p2\"}]"));
 	assert_non_null(strstr(out.data, "\"value\":\"p1\""));
 	snprintf(body, sizeof(body), "{\"profileTypeID\":\"" FX_CPU "\",\"start\":%lld,"

@@ -120,10 +120,7 @@ static void test_diff_union(void **state)
 	/* A frame named "other" keeps the reserved name id. */
 	assert_int_equal(d.nodes[tfx_node(&d, "other")].name, QNAME_OTHER);
 	assert_int_equal(d.n, 7);
-	query__tree_release(&q, &d);
-	query__tree_release(&q, &l);
-	query__tree_release(&q, &r);
-	assert_int_equal(q.mem.used, 0);
+	tfx_diff_end(&q, &l, &r, &d);
 }
 
 static void test_sorted_children(void **state)

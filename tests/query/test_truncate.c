@@ -128,10 +128,7 @@ static void test_diff_sides(void **state)
 	assert_int_equal(d.nodes[o].self[1], 2);
 	assert_int_equal(d.nodes[0].total[0], 10);
 	assert_int_equal(d.nodes[0].total[1], 11);
-	query__tree_release(&q, &d);
-	query__tree_release(&q, &l);
-	query__tree_release(&q, &r);
-	assert_int_equal(q.mem.used, 0);
+	tfx_diff_end(&q, &l, &r, &d);
 }
 
 /* A frame that is itself named "other" is never kept under its name. */

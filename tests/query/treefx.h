@@ -89,6 +89,56 @@ static inline void tfx_start(struct qctx *q, struct err_msg *msg, struct qtree *
 		assert_int_equal((q)->mem.used, 0);        \
 	} while (0)
 
+/* What a test of a text writer holds: a context without a budget, one
+ * hand-built tree and an output buffer (capped at 1 MiB). */
+struct tfx_out {
+	struct err_msg msg;
+	struct qctx q;
+	struct qtree t;
+	struct buf b;
+};
+
+/* tfx_start() of the pairs into x->t, and x->b empty. */
+static inline void tfx_open(struct tfx_out *x, const char *const *paths, const int64_t *values,
+			    size_t n)
+{
+	tfx_start(&x->q, &x->msg, &x->t, paths, values, n);
+	buf_init(&x->b, 1 << 20);
+}
+
+/* Releases x->b and, as tfx_end(), the tree. */
+#define tfx_close(x)                                       \
+	do {                                               \
+		buf_release(&(x)->b);                      \
+		tfx_end(&(x)->q, &(x)->t);                 \
+	} while (0)
+
+/* The two sides of the diff tests, {main;a 2, main;b 3} and {main;b 1, c 4}. */
+static const char *const tfx_lp[] = { "main;a", "main;b" };
+static const int64_t tfx_lv[] = { 2, 3 };
+static const char *const tfx_rp[] = { "main;b", "c" };
+static const int64_t tfx_rv[] = { 1, 4 };
+
+/* A context without a budget, the diff tests' two sides in l and r, their diff in d. */
+static inline void tfx_diff(struct qctx *q, struct err_msg *msg, struct qtree *l, struct qtree *r,
+			    struct qtree *d)
+{
+	tfx_ctx(q, msg, 0);
+	tfx_tree(q, l, tfx_lp, tfx_lv, 2);
+	tfx_tree(q, r, tfx_rp, tfx_rv, 2);
+	if (query__tree_diff(q, l, r, d))
+		abort();
+}
+
+/* Releases the trees of tfx_diff(): every byte charged to q is returned. */
+#define tfx_diff_end(q, l, r, d)                           \
+	do {                                               \
+		query__tree_release((q), (d));             \
+		query__tree_release((q), (l));             \
+		query__tree_release((q), (r));             \
+		assert_int_equal((q)->mem.used, 0);        \
+	} while (0)
+
 /* The id of the child of `parent` named `name`, or QNONE. */
 static inline uint32_t tfx_child(const struct qtree *t, uint32_t parent, const char *name)
 {

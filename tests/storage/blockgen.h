@@ -13,9 +13,37 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "helpers.h"
 #include "storage/storage.h"
 
 #define GEN_SEC 1000000000LL
+
+/* The timeline of the block tests: one-minute head windows, ten-minute
+ * blocks, from T0, a multiple of 24 h, so of every compaction level's range. */
+#define SEC GEN_SEC
+#define WINDOW (60 * SEC)
+#define RANGE (600 * SEC)
+#define T0 (1700006400LL * SEC)
+
+/*
+ * Options of a block-test store in `dir` (borrowed): that timeline, blocks
+ * sealed a minute after their end, the clock reading *now (borrowed), and
+ * what maintenance replaced freed at the end of its pass.
+ */
+static inline struct store_options gen_options(const char *dir, int64_t *now)
+{
+	struct store_options o;
+
+	memset(&o, 0, sizeof(o));
+	o.dir = dir;
+	o.window_ns = WINDOW;
+	o.block_range_ns = RANGE;
+	o.seal_delay_ns = 60 * SEC;
+	o.clock_ns = clock_at;
+	o.clock_ctx = now;
+	o.reader_grace_ns = 1;
+	return o;
+}
 
 static inline uint64_t gen_rnd(uint64_t *s)
 {

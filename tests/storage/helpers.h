@@ -36,22 +36,98 @@ static inline void tmpdir_free(char *d)
 	free(d);
 }
 
+/* Opens a store with `o`; NULL, with the reason on stderr, on failure. */
+static inline struct store *open_options(const struct store_options *o)
+{
+	struct err_msg msg = { { 0 } };
+	struct store *st = NULL;
+	int rc = store_open(o, &st, &msg);
+
+	if (rc) {
+		fprintf(stderr, "store_open(%s): %s: %s\n", o->dir, err_str(rc), msg.text);
+		return NULL;
+	}
+	return st;
+}
+
 static inline struct store *open_store(const char *dir, int read_only, int64_t window_ns)
 {
 	struct store_options o = { 0 };
-	struct err_msg msg = { { 0 } };
-	struct store *st = NULL;
-	int rc;
 
 	o.dir = dir;
 	o.read_only = read_only;
 	o.window_ns = window_ns;
-	rc = store_open(&o, &st, &msg);
-	if (rc) {
-		fprintf(stderr, "store_open(%s): %s: %s\n", dir, err_str(rc), msg.text);
-		return NULL;
+	return open_options(&o);
+}
+
+/* A store clock (store_options.clock_ns) that reads the int64_t at `ctx`,
+ * for the tests that move time themselves. */
+static inline int64_t clock_at(void *ctx)
+{
+	return *(const int64_t *)ctx;
+}
+
+/*
+ * The cmocka fixture of the tests on one store: sfx_setup opens a store
+ * (open_store(dir, 0, 0)) in a fresh directory, sfx_teardown closes it and
+ * removes the directory, whatever the test left open or failed on.
+ */
+struct sfx {
+	char *dir;
+	struct store *st;
+};
+
+static inline int sfx_setup(void **state)
+{
+	struct sfx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	f->dir = tmpdir_new();
+	f->st = open_store(f->dir, 0, 0);
+	if (!f->st) {
+		tmpdir_free(f->dir);
+		free(f);
+		return -1;
 	}
-	return st;
+	*state = f;
+	return 0;
+}
+
+static inline int sfx_teardown(void **state)
+{
+	struct sfx *f = *state;
+
+	store_close(f->st);
+	tmpdir_free(f->dir);
+	free(f);
+	return 0;
+}
+
+/* A cmocka test that runs on the fixture. */
+#define SFX_TEST(f) cmocka_unit_test_setup_teardown(f, sfx_setup, sfx_teardown)
+
+/* The fixture's store (borrowed: the fixture closes it). */
+static inline struct store *sfx_store(void **state)
+{
+	return ((struct sfx *)*state)->st;
+}
+
+/* The fixture's directory (borrowed). */
+static inline const char *sfx_dir(void **state)
+{
+	return ((struct sfx *)*state)->dir;
+}
+
+/* Closes the fixture's store and opens it again, read-only if asked, as
+ * after a restart; returns it (borrowed), NULL if it did not open. */
+static inline struct store *sfx_reopen(void **state, int read_only)
+{
+	struct sfx *f = *state;
+
+	store_close(f->st);
+	f->st = open_store(f->dir, read_only, 0);
+	return f->st;
 }
 
 /* Begins a txn or aborts the test program. */

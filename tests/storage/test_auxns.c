@@ -38,15 +38,13 @@ static const char *get(struct store *st, enum store_aux ns, const char *k, struc
 
 static void test_batch_atomic_with_deletes(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct err_msg msg = { { 0 } };
 	struct store_kv first[] = { KV("a", "1"), KV("b", "2"), KV("c", "3") };
 	struct store_kv second[] = { KV("b", NULL), KV("c", "33"), KV("d", "") };
 	char big[STORE_AUX_MAX_KEY + 1];
 	struct store_kv bad[] = { KV("e", "5"), { big, sizeof(big), "x", 1 } };
 	struct buf b;
-	(void)state;
 
 	assert_non_null(st);
 	buf_init(&b, STORE_AUX_MAX_VALUE);
@@ -66,8 +64,6 @@ static void test_batch_atomic_with_deletes(void **state)
 	/* Deleting an absent key is fine. */
 	put(st, STORE_AUX_DEBUGINFO, "zz", NULL);
 	buf_release(&b);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 struct got {
@@ -113,15 +109,13 @@ static int order_cb(void *ctx, size_t i, const void *val, size_t vlen)
 
 static void test_multi_get_in_order(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_kv kv[] = { KV("k1", "v1"), KV("k3", "v3"), KV("k5", "v5") };
 	struct store_kv keys[] = { KV("k5", NULL), KV("k0", NULL), KV("k1", NULL),
 				   KV("k4", NULL), KV("k3", NULL), KV("k1", NULL) };
 	struct store_kv *many;
 	struct got g;
 	size_t n_many = 600, present = 0;
-	(void)state;
 
 	assert_non_null(st);
 	assert_int_equal(store_aux_write(st, STORE_AUX_SYMCACHE, kv, 3, NULL), 0);
@@ -167,8 +161,6 @@ static void test_multi_get_in_order(void **state)
 						     NULL),
 				 ERR_INVALID);
 	}
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 struct scanned {
@@ -200,8 +192,7 @@ static size_t scan(struct store *st, const void *prefix, size_t plen, struct sca
 
 static void test_prefix_scan_bounds(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	static const struct {
 		const char *k;
 		size_t len;
@@ -211,7 +202,6 @@ static void test_prefix_scan_bounds(void **state)
 		{ "\xff", 1 },	   { "\xff\xff", 2 },  { "\xff\xff\x01", 3 }, { "aa\xff", 3 },
 	};
 	struct scanned s;
-	(void)state;
 
 	assert_non_null(st);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -239,8 +229,6 @@ static void test_prefix_scan_bounds(void **state)
 	assert_memory_equal(s.keys[0], "a", 1);
 	assert_memory_equal(s.keys[1], "aa\xff", 3);
 	assert_memory_equal(s.keys[11], "\xff\xff\x01", 3);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_persistence_and_read_only(void **state)
@@ -398,8 +386,7 @@ static int stats_cb(void *ctx, const struct store_tenant_stats *s)
 
 static void test_limits_and_stats_isolation(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct err_msg msg = { { 0 } };
 	struct store_kv kv = { "k", 1, NULL, STORE_AUX_MAX_VALUE + 1 };
 	struct stat_sum before = { 0 }, after = { 0 };
@@ -408,7 +395,6 @@ static void test_limits_and_stats_isolation(void **state)
 	uint64_t rnd = 88172645463325252ull;
 	uint64_t id;
 	struct buf b;
-	(void)state;
 
 	assert_non_null(st);
 	assert_non_null(big);
@@ -456,19 +442,17 @@ static void test_limits_and_stats_isolation(void **state)
 	assert_true(store_aux_bytes(st, STORE_AUX_SYMCACHE) > (2u << 20));
 	assert_int_equal(store_stats(st, stats_cb, &after, NULL), 0);
 	assert_int_equal(after.bytes, before.bytes);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_batch_atomic_with_deletes),
-		cmocka_unit_test(test_multi_get_in_order),
-		cmocka_unit_test(test_prefix_scan_bounds),
+		SFX_TEST(test_batch_atomic_with_deletes),
+		SFX_TEST(test_multi_get_in_order),
+		SFX_TEST(test_prefix_scan_bounds),
 		cmocka_unit_test(test_persistence_and_read_only),
 		cmocka_unit_test(test_old_store_without_aux),
-		cmocka_unit_test(test_limits_and_stats_isolation),
+		SFX_TEST(test_limits_and_stats_isolation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,37 +20,14 @@
 #include "helpers.h"
 #include "storage/storage_int.h"
 
-#define SEC GEN_SEC
-#define WINDOW (60 * SEC)
-#define RANGE (600 * SEC)
-#define T0 (1700006400LL * SEC) /* a multiple of 24 h, so of every level's range */
-
 static int64_t fake_now;
-
-static int64_t fake_clock(void *ctx)
-{
-	(void)ctx;
-	return fake_now;
-}
 
 static struct store *open_blocks(const char *dir, int64_t retention)
 {
-	struct store_options o = { 0 };
-	struct err_msg msg = { { 0 } };
-	struct store *st = NULL;
+	struct store_options o = gen_options(dir, &fake_now);
 
-	o.dir = dir;
-	o.window_ns = WINDOW;
-	o.block_range_ns = RANGE;
-	o.seal_delay_ns = 60 * SEC;
 	o.retention_ns = retention;
-	o.clock_ns = fake_clock;
-	o.reader_grace_ns = 1; /* what maintenance replaced goes at the end of its pass */
-	if (store_open(&o, &st, &msg)) {
-		fprintf(stderr, "store_open: %s\n", msg.text);
-		return NULL;
-	}
-	return st;
+	return open_options(&o);
 }
 
 /* Profiles of 2 services x 3 pods every 30 s over [t0, t0 + span). */

@@ -19,11 +19,6 @@
 #include "objstore/objstore.h"
 #include "storage/storage_int.h"
 
-#define SEC GEN_SEC
-#define WINDOW (60 * SEC)
-#define RANGE (600 * SEC)
-#define T0 (1700006400LL * SEC)
-
 /* ---- the format ---- */
 
 static void id_of(uint8_t id[BLOCK_ID_BYTES], int hi, int lo)
@@ -221,32 +216,14 @@ static void test_resolve(void **state)
 
 static int64_t fake_now;
 
-static int64_t fake_clock(void *ctx)
-{
-	(void)ctx;
-	return fake_now;
-}
-
 static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
 {
-	struct store_options o = { 0 };
-	struct err_msg msg = { { 0 } };
-	struct store *st = NULL;
+	struct store_options o = gen_options(dir, &fake_now);
 
-	o.dir = dir;
-	o.window_ns = WINDOW;
-	o.block_range_ns = RANGE;
-	o.seal_delay_ns = 60 * SEC;
-	o.clock_ns = fake_clock;
-	o.reader_grace_ns = 1;
 	o.objstore = os;
 	o.bucket_mode = mode;
 	o.bucket_delete_delay_ns = 30 * SEC;
-	if (store_open(&o, &st, &msg)) {
-		fprintf(stderr, "store_open: %s\n", msg.text);
-		return NULL;
-	}
-	return st;
+	return open_options(&o);
 }
 
 /* Profiles of one service x 2 pods every 30 s over [t0, t0 + span), into each of sts. */

@@ -125,18 +125,15 @@ static void write_old(struct store *st, uint64_t ids[8])
 
 static void test_renames_old_names(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct listing s;
 	struct total t = { 0 };
 	uint64_t ids[8];
-	(void)state;
 
 	assert_non_null(st);
 	write_old(st, ids);
-	store_close(st);
 	/* A store written before the migration existed has no marker. */
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	assert_non_null(st);
 	with(st, STORE_LABEL_PROFILE_TYPE, "memory:alloc_space:bytes:space:bytes", &s);
 	assert_int_equal(s.n, 2); /* ids[1] renamed, ids[7] as it was */
@@ -166,26 +163,20 @@ static void test_renames_old_names(void **state)
 	memset(&s, 0, sizeof(s));
 	assert_int_equal(store_series_each(st, "t", list_cb, &s), 0);
 	assert_int_equal(s.n, 8);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_idempotent_and_writable(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct listing a, b;
 	struct store_txn *tx;
 	uint64_t ids[8], id;
-	(void)state;
 
 	write_old(st, ids);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	memset(&a, 0, sizeof(a));
 	assert_int_equal(store_series_each(st, "t", list_cb, &a), 0);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	memset(&b, 0, sizeof(b));
 	assert_int_equal(store_series_each(st, "t", list_cb, &b), 0);
 	assert_string_equal(a.text, b.text);
@@ -195,41 +186,32 @@ static void test_idempotent_and_writable(void **state)
 	assert_int_equal(id, ids[0]);
 	store_txn_abort(tx);
 	/* A read-only open never writes. */
-	store_close(st);
-	st = open_store(dir, 1, 0);
+	st = sfx_reopen(state, 1);
 	assert_non_null(st);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 /* Old names in a store the migration already ran on are left alone (the marker). */
 static void test_marker(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx;
 	struct listing s;
-	(void)state;
 
-	store_close(st);
-	st = open_store(dir, 0, 0); /* the marker is written on the first open */
+	st = sfx_reopen(state, 0); /* the marker is written on the first open */
 	tx = begin(st, "t");
 	series(tx, "svc", "cpu", "cpu:cpu:nanoseconds::nanoseconds", NULL);
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	with(st, STORE_LABEL_NAME, "cpu", &s);
 	assert_int_equal(s.n, 1);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_renames_old_names),
-		cmocka_unit_test(test_idempotent_and_writable),
-		cmocka_unit_test(test_marker),
+		SFX_TEST(test_renames_old_names),
+		SFX_TEST(test_idempotent_and_writable),
+		SFX_TEST(test_marker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

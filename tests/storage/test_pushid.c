@@ -13,25 +13,16 @@
 
 static int64_t fake_now;
 
-static int64_t fake_clock(void *ctx)
-{
-	(void)ctx;
-	return fake_now;
-}
-
 static struct store *open_clocked(const char *dir, uint32_t max)
 {
 	struct store_options o = { 0 };
-	struct err_msg msg = { { 0 } };
-	struct store *st = NULL;
 
 	o.dir = dir;
-	o.clock_ns = fake_clock;
+	o.clock_ns = clock_at;
+	o.clock_ctx = &fake_now;
 	o.push_id_window_ns = 10 * SEC;
 	o.push_id_max = max;
-	if (store_open(&o, &st, &msg))
-		fprintf(stderr, "store_open: %s\n", msg.text);
-	return st;
+	return open_options(&o);
 }
 
 /* Claims id for tenant in its own txn; returns seen; commits or aborts. */

@@ -20,40 +20,29 @@
 #include "objstore/objstore.h"
 #include "storage/storage_int.h"
 
-#define SEC GEN_SEC
-#define WINDOW (60 * SEC)
-#define RANGE (600 * SEC)
-#define T0 (1700006400LL * SEC)
-
 static int64_t fake_now;
-
-static int64_t fake_clock(void *ctx)
-{
-	(void)ctx;
-	return fake_now;
-}
 
 static struct store *open_with(const char *dir, struct objstore *os, uint64_t cap,
 			       size_t sym_cache)
 {
-	struct store_options o = { 0 };
-	struct err_msg msg = { { 0 } };
-	struct store *st = NULL;
+	struct store_options o = gen_options(dir, &fake_now);
 
-	o.dir = dir;
-	o.window_ns = WINDOW;
-	o.block_range_ns = RANGE;
-	o.seal_delay_ns = 60 * SEC;
-	o.clock_ns = fake_clock;
-	o.reader_grace_ns = 1;
 	o.objstore = os;
 	o.objstore_cache_bytes = cap;
 	o.symbol_cache_bytes = sym_cache;
-	if (store_open(&o, &st, &msg)) {
-		fprintf(stderr, "store_open: %s\n", msg.text);
-		return NULL;
-	}
-	return st;
+	return open_options(&o);
+}
+
+/* The dump of tenant "t" over [from, until) is `want`, without a warning. */
+static void expect_dump(struct store *st, int64_t from, int64_t until, const char *want)
+{
+	size_t warn = 1;
+	char *got = gen_dump(st, "t", from, until, NULL, &warn);
+
+	assert_non_null(got);
+	assert_int_equal(warn, 0);
+	assert_string_equal(got, want);
+	free(got);
 }
 
 /* Profiles of 4 services x 3 pods every 30 s over [t0, t0 + span). */
@@ -204,7 +193,6 @@ static void test_sections_from_the_bucket(void **state)
 	struct fixture f;
 	struct store *st;
 	char *got;
-	size_t warn = 1;
 	(void)state;
 
 	setup(&f);
@@ -234,31 +222,21 @@ static void test_sections_from_the_bucket(void **state)
 		assert_true(r1.kind[k].bytes <= 2 * r1.kind[k].needed_bytes);
 
 	/* Every service, part of the range, through a reader. */
-	got = gen_dump(st, "t", PFROM, PUNTIL, NULL, &warn);
-	assert_non_null(got);
-	assert_int_equal(warn, 0);
-	assert_string_equal(got, f.part);
-	free(got);
+	expect_dump(st, PFROM, PUNTIL, f.part);
 	store_bucket_reads(st, &r1);
 	assert_true(r1.kind[RKIND_SYMBOLS].gets >= 2 && r1.kind[RKIND_SYMBOLS].needed_bytes > 36000 * 3);
 	for (int k = RKIND_INDEX; k <= RKIND_PAGES; k++)
 		assert_true(r1.kind[k].bytes <= 2 * r1.kind[k].needed_bytes);
 
 	/* All of it: byte for byte the local answer. */
-	got = gen_dump(st, "t", FROM, UNTIL, NULL, &warn);
-	assert_non_null(got);
-	assert_int_equal(warn, 0);
-	assert_string_equal(got, f.all);
-	free(got);
+	expect_dump(st, FROM, UNTIL, f.all);
 	store_bucket_reads(st, &r2);
 	assert_int_equal(fetched(&r2, RKIND_WHOLE), 0);
 	assert_true(fetched(&r2, RKIND_PAGES) > fetched(&r1, RKIND_PAGES));
 	assert_true(r2.cached_bytes > 0 && r2.cached_bytes <= r2.cap_bytes);
 
 	/* Warm: nothing more from the bucket. */
-	got = gen_dump(st, "t", FROM, UNTIL, NULL, &warn);
-	assert_string_equal(got, f.all);
-	free(got);
+	expect_dump(st, FROM, UNTIL, f.all);
 	got = dump_plain(st, "db", FROM, UNTIL);
 	assert_string_equal(got, f.plain);
 	free(got);
@@ -377,10 +355,7 @@ static void test_bucket_fails(void **state)
 	assert_true(r.failures > 0);
 	assert_int_equal(rename(moved, f.bucket), 0);
 	/* Back: the next query reads everything again. */
-	got = gen_dump(st, "t", FROM, UNTIL, NULL, &warn);
-	assert_int_equal(warn, 0);
-	assert_string_equal(got, f.all);
-	free(got);
+	expect_dump(st, FROM, UNTIL, f.all);
 	store_close(st);
 	teardown(&f);
 }

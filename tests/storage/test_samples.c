@@ -102,25 +102,41 @@ static int read_range(struct fixture *f, int64_t from, int64_t until, struct col
 	return rc;
 }
 
+/* The profile both round-trip tests write: values { 5, 7, -3, 0, 11 } on
+ * stacks[3] twice (summed), stacks[1], stacks[2] and the empty stack. */
+struct mixed {
+	uint32_t ids[5];
+	int64_t vals[5];
+	struct store_profile_meta m;
+};
+
+static void mixed_init(struct mixed *x, const struct fixture *f, int64_t t0)
+{
+	static const int64_t vals[5] = { 5, 7, -3, 0, 11 };
+	struct store_profile_meta m = { t0, SEC, 7, { 0 } };
+
+	x->ids[0] = f->stacks[3];
+	x->ids[1] = f->stacks[1];
+	x->ids[2] = f->stacks[3];
+	x->ids[3] = f->stacks[2];
+	x->ids[4] = 0;
+	memcpy(x->vals, vals, sizeof(vals));
+	x->m = m;
+}
+
 static void test_round_trip_aggregates(void **state)
 {
 	struct fixture f;
 	struct store_txn *tx;
 	struct collect c;
+	struct mixed x;
 	int64_t t0 = 1700000000 * SEC;
-	uint32_t ids[5];
-	int64_t vals[5] = { 5, 7, -3, 0, 11 };
-	struct store_profile_meta m = { t0, SEC, 7, { 0 } };
 	(void)state;
 
 	fixture_open(&f);
+	mixed_init(&x, &f, t0);
 	tx = begin(f.st, "t");
-	ids[0] = f.stacks[3];
-	ids[1] = f.stacks[1];
-	ids[2] = f.stacks[3];
-	ids[3] = f.stacks[2];
-	ids[4] = 0; /* the empty stack */
-	assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 5), 0);
+	assert_int_equal(store_txn_profile(tx, f.series, f.part, &x.m, x.ids, x.vals, 5), 0);
 	assert_int_equal(commit(tx), 0);
 	assert_int_equal(read_range(&f, t0, t0 + 1, &c), 0);
 	assert_int_equal(c.n, 1);
@@ -153,24 +169,19 @@ static void test_exact_content(void **state)
 {
 	struct fixture f;
 	struct store_txn *tx;
-	int64_t t0 = -5 * SEC; /* negative times work too */
-	uint32_t ids[5];
-	int64_t vals[5] = { 5, 7, -3, 0, 11 };
-	struct store_profile_meta m = { t0, SEC, 7, { 0 } };
+	struct mixed x;
 	(void)state;
 
 	fixture_open(&f);
+	mixed_init(&x, &f, -5 * SEC); /* negative times work too */
 	tx = begin(f.st, "t");
-	ids[0] = f.stacks[3];
-	ids[1] = f.stacks[1];
-	ids[2] = f.stacks[3];
-	ids[3] = f.stacks[2];
-	ids[4] = 0;
-	assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 5), 0);
+	assert_int_equal(store_txn_profile(tx, f.series, f.part, &x.m, x.ids, x.vals, 5), 0);
 	/* A stack id that does not exist is refused. */
-	ids[0] = 9999;
-	assert_int_equal(store_txn_profile(tx, f.series, f.part, &m, ids, vals, 5), ERR_INVALID);
-	assert_int_equal(store_txn_profile(tx, 777, f.part, &m, ids + 1, vals, 1), ERR_INVALID);
+	x.ids[0] = 9999;
+	assert_int_equal(store_txn_profile(tx, f.series, f.part, &x.m, x.ids, x.vals, 5),
+			 ERR_INVALID);
+	assert_int_equal(store_txn_profile(tx, 777, f.part, &x.m, x.ids + 1, x.vals, 1),
+			 ERR_INVALID);
 	assert_int_equal(commit(tx), 0);
 	assert_int_equal(store_profiles_each(f.st, "t", f.series, INT64_MIN, INT64_MAX, exact_cb,
 					     &f, NULL),

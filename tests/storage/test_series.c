@@ -44,8 +44,7 @@ static int str_cb(void *ctx, const char *v)
 
 static void test_find_or_create(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct store_label l[3] = {
 		{ "pod", "p1" },
@@ -55,7 +54,6 @@ static void test_find_or_create(void **state)
 	struct store_label r[3] = { l[2], l[0], l[1] }; /* same set, other order */
 	uint64_t a, b, c;
 	struct seen s = { 0 };
-	(void)state;
 
 	assert_int_equal(store_txn_series(tx, l, 3, &a, NULL), 0);
 	assert_int_equal(store_txn_series(tx, r, 3, &b, NULL), 0);
@@ -70,10 +68,9 @@ static void test_find_or_create(void **state)
 	assert_string_equal(s.text, "__profile_type__=cpu,pod=p1,service_name=api,;"
 				    "__profile_type__=cpu,pod=p2,service_name=api,;");
 	assert_int_equal(s.parts[0], s.parts[1]);
-	store_close(st);
 
 	/* After reopen the same labels give the same id; new ones continue. */
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	tx = begin(st, "t");
 	assert_int_equal(store_txn_series(tx, r, 3, &b, NULL), 0);
 	assert_int_equal(a, b);
@@ -81,14 +78,11 @@ static void test_find_or_create(void **state)
 	assert_int_equal(store_txn_series(tx, l, 3, &b, NULL), 0);
 	assert_int_equal(b, c + 1);
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_label_rules(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct err_msg msg = { { 0 } };
 	struct store_label l[3] = {
@@ -98,7 +92,6 @@ static void test_label_rules(void **state)
 	};
 	char big[STORE_MAX_LABEL_BYTES + 2];
 	uint64_t id = 12345;
-	(void)state;
 
 	assert_int_equal(store_txn_series(tx, l, 3, &id, &msg), ERR_INVALID);
 	assert_non_null(strstr(msg.text, "twice"));
@@ -118,18 +111,14 @@ static void test_label_rules(void **state)
 	assert_int_equal(store_txn_series(tx, l, 3, &id, NULL), ERR_INVALID);
 	assert_int_equal(id, 12345); /* outputs untouched on failure */
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_postings_and_labels(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct seen s = { 0 };
 	uint64_t ids[4];
-	(void)state;
 
 	assert_int_equal(add_series(tx, "api", "a", &ids[0]), 0);
 	assert_int_equal(add_series(tx, "api", "b", &ids[1]), 0);
@@ -167,18 +156,14 @@ static void test_postings_and_labels(void **state)
 	assert_int_equal(store_series_each(st, "nobody", series_cb, &s), 0);
 	assert_int_equal(store_label_names(st, "nobody", str_cb, &s), 0);
 	assert_int_equal(s.n, 0);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_abort_forgets_series(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx;
 	struct seen s = { 0 };
 	uint64_t a, b;
-	(void)state;
 
 	tx = begin(st, "t");
 	assert_int_equal(add_series(tx, "api", "a", &a), 0);
@@ -195,8 +180,6 @@ static void test_abort_forgets_series(void **state)
 	assert_int_equal(add_series(tx, "api", "a", &b), 0);
 	assert_int_equal(b, a);
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 /*
@@ -205,20 +188,17 @@ static void test_abort_forgets_series(void **state)
  */
 static void test_max_series(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx;
 	struct err_msg msg = { { 0 } };
 	uint64_t a, b;
-	(void)state;
 
 	tx = begin(st, "t");
 	store_txn_set_max_series(tx, 2);
 	assert_int_equal(add_series(tx, "api", "a", &a), 0);
 	assert_int_equal(add_series(tx, "api", "b", &b), 0);
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	tx = begin(st, "t");
 	store_txn_set_max_series(tx, 2);
 	assert_int_equal(add_series(tx, "api", "a", &b), 0);
@@ -239,8 +219,6 @@ static void test_max_series(void **state)
 	assert_int_equal(add_series(tx, "api", "a", &b), 0);
 	assert_int_equal(add_series(tx, "api", "b", &b), ERR_TOO_LARGE);
 	store_txn_abort(tx);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 /* A series of service "api" with one extra label name=value. */
@@ -262,12 +240,10 @@ static int add_named(struct store_txn *tx, const char *name, const char *value, 
  */
 static void test_max_labels(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx;
 	struct err_msg msg = { { 0 } };
 	uint64_t a, b;
-	(void)state;
 
 	/* Names: service_name, __profile_type__, pod, then one more of 4. */
 	tx = begin(st, "t");
@@ -288,9 +264,8 @@ static void test_max_labels(void **state)
 	tx = begin(st, "t");
 	assert_int_equal(add_named(tx, "rack", "r", &b, &msg), 0);
 	store_txn_abort(tx);
-	store_close(st);
 
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	tx = begin(st, "t");
 	store_txn_set_max_labels(tx, 4, 2);
 	assert_int_equal(add_named(tx, "pod", "c", &b, &msg), ERR_TOO_LARGE);
@@ -309,19 +284,15 @@ static void test_max_labels(void **state)
 	assert_int_equal(add_named(tx, "pod", "c", &b, &msg), 0);
 	assert_int_equal(add_named(tx, "pod", "d", &b, &msg), ERR_TOO_LARGE);
 	store_txn_abort(tx);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_corrupt_series(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct seen s = { 0 };
 	uint8_t k[13];
 	uint64_t a;
-	(void)state;
 
 	assert_int_equal(add_series(tx, "api", "a", &a), 0);
 	assert_int_equal(commit(tx), 0);
@@ -334,29 +305,26 @@ static void test_corrupt_series(void **state)
 	/* Label length past the end. */
 	assert_int_equal(store__raw_put(st, CFI_SERIES, k, 13, "\x01\x01\x01\x7fx", 5), 0);
 	assert_int_equal(store_series_each(st, "t", series_cb, &s), ERR_CORRUPT);
-	store_close(st);
 	/* A writer's index load fails cleanly too. */
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	{
 		struct store_txn *t2 = NULL;
 		assert_int_equal(store__raw_put(st, CFI_SERIES, k, 13, "\x07", 1), 0);
 		assert_int_equal(store_txn_begin(st, "t", &t2, NULL), ERR_CORRUPT);
 		assert_null(t2);
 	}
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_find_or_create),
-		cmocka_unit_test(test_label_rules),
-		cmocka_unit_test(test_postings_and_labels),
-		cmocka_unit_test(test_abort_forgets_series),
-		cmocka_unit_test(test_max_series),
-		cmocka_unit_test(test_max_labels),
-		cmocka_unit_test(test_corrupt_series),
+		SFX_TEST(test_find_or_create),
+		SFX_TEST(test_label_rules),
+		SFX_TEST(test_postings_and_labels),
+		SFX_TEST(test_abort_forgets_series),
+		SFX_TEST(test_max_series),
+		SFX_TEST(test_max_labels),
+		SFX_TEST(test_corrupt_series),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

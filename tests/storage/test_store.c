@@ -115,13 +115,11 @@ static void test_window_and_format(void **state)
 
 static void test_tenants_isolated(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	char names[256] = "";
 	struct store_symbols *a, *b, *c = NULL;
 	struct store_function f;
 	struct store_txn *tx = NULL;
-	(void)state;
 
 	write_one(st, "zeta", "svc", 5 * SEC, 1);
 	write_one(st, "alpha", "svc", 5 * SEC, 1);
@@ -141,25 +139,20 @@ static void test_tenants_isolated(void **state)
 	/* Bad tenant names. */
 	assert_int_equal(store_txn_begin(st, "", &tx, NULL), ERR_INVALID);
 	assert_null(tx);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	names[0] = '\0';
 	assert_int_equal(store_tenants(st, tenant_cb, names), 0);
 	assert_string_equal(names, "alpha,zeta,");
 	/* A new tenant after reopen gets a fresh id. */
 	write_one(st, "mid", "svc", 5 * SEC, 1);
 	assert_int_equal(store__tenant_find(st, "mid")->id, 3);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_atomic_and_stats(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct stats_seen ss = { 0 };
 	char names[64] = "";
-	(void)state;
 
 	write_one(st, "t", "svc", 5 * SEC, 1);
 	write_one(st, "t", "svc", 6 * SEC, 1);
@@ -181,10 +174,9 @@ static void test_atomic_and_stats(void **state)
 		if (c != STORE_CF_BLOCKS)
 			assert_true(ss.s[0].bytes[c] > 0); /* memtable share */
 	assert_int_equal(ss.s[0].bytes[STORE_CF_BLOCKS], 0); /* nothing sealed */
-	store_close(st);
 
 	/* Counts survive; sizes now come from SST files. */
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	write_one(st, "u", "svc", 5 * SEC, 1);
 	assert_int_equal(store_flush(st, NULL), 0);
 	memset(&ss, 0, sizeof(ss));
@@ -196,8 +188,6 @@ static void test_atomic_and_stats(void **state)
 	for (int i = 0; i < 2; i++)
 		for (int c = 0; c < STORE_CF_COUNT; c++)
 			assert_true(c == STORE_CF_BLOCKS || ss.s[i].bytes[c] > 0);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static int count_cb(void *ctx, const struct store_profile_view *p)
@@ -209,19 +199,17 @@ static int count_cb(void *ctx, const struct store_profile_view *p)
 
 static void test_read_only_next_to_writer(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store *ro;
 	struct stats_seen ss = { 0 };
 	struct store_txn *tx = NULL;
 	struct err_msg msg = { { 0 } };
 	int n = 0;
-	(void)state;
 
 	write_one(st, "t", "svc", 5 * SEC, 1);
 	/* The writer still holds the DB (and its LOCK): a read-only open works
 	 * and sees what was committed, including what is only in the WAL. */
-	ro = open_store(dir, 1, 0);
+	ro = open_store(sfx_dir(state), 1, 0);
 	assert_non_null(ro);
 	assert_int_equal(store_stats(ro, stats_cb, &ss, NULL), 0);
 	assert_int_equal(ss.n, 1);
@@ -236,13 +224,11 @@ static void test_read_only_next_to_writer(void **state)
 	{
 		struct store_options o = { 0 };
 		struct store *st2 = NULL;
-		o.dir = dir;
+		o.dir = sfx_dir(state);
 		err_clear(&msg);
 		assert_int_equal(store_open(&o, &st2, &msg), ERR_IO);
 		assert_non_null(strstr(msg.text, "lock"));
 	}
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 struct race {
@@ -317,9 +303,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_window_and_format),
-		cmocka_unit_test(test_tenants_isolated),
-		cmocka_unit_test(test_atomic_and_stats),
-		cmocka_unit_test(test_read_only_next_to_writer),
+		SFX_TEST(test_tenants_isolated),
+		SFX_TEST(test_atomic_and_stats),
+		SFX_TEST(test_read_only_next_to_writer),
 		cmocka_unit_test(test_concurrent_readers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,11 +93,9 @@ static void check_syms(struct store *st, const char *tenant, const struct syms *
 
 static void test_round_trip_and_reopen(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct syms s, s2;
 	struct store_txn *tx;
-	(void)state;
 
 	tx = begin(st, "t1");
 	write_syms(tx, &s);
@@ -106,9 +104,8 @@ static void test_round_trip_and_reopen(void **state)
 	assert_memory_equal(&s, &s2, sizeof(s));
 	assert_int_equal(commit(tx), 0);
 	check_syms(st, "t1", &s);
-	store_close(st);
 
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	check_syms(st, "t1", &s);
 	/* After reopen the dedup tables are rebuilt from disk: same ids. */
 	tx = begin(st, "t1");
@@ -124,19 +121,15 @@ static void test_round_trip_and_reopen(void **state)
 		assert_int_equal(id, 4);
 	}
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_mapping_identity(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct store_mapping m = { 0x1000, 0x2000, 0, "/bin/a", "abc", 0 };
 	uint32_t part, a, b, c, d, e;
 	struct store_symbols *sym;
-	(void)state;
 
 	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
 	assert_int_equal(store_txn_mapping(tx, part, &m, &a), 0);
@@ -162,21 +155,17 @@ static void test_mapping_identity(void **state)
 	assert_string_equal(m.filename, "/bin/a"); /* kept as first seen */
 	assert_int_equal(m.memory_start, 0x1000);
 	store_symbols_put(sym);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 /* File offsets and ELF virtual addresses of one binary: two mappings, also
  * after the partition is rebuilt from the store. */
 static void test_mapping_address_space(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct store_mapping off = { 0x7f0000, 0x7f8000, 0, "/bin/a", "abc", 0 };
 	struct store_mapping va = { 0x401000, 0x409000, 0x1000, "a", "abc", STORE_MAP_ADDR_VADDR };
 	uint32_t part, a, b, c, d;
-	(void)state;
 
 	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
 	assert_int_equal(store_txn_mapping(tx, part, &off, &a), 0);
@@ -185,9 +174,8 @@ static void test_mapping_address_space(void **state)
 	assert_int_equal(store_txn_mapping(tx, part, &va, &c), 0);
 	assert_int_equal(b, c);
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
 
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	tx = begin(st, "t");
 	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
 	assert_int_equal(store_txn_mapping(tx, part, &va, &c), 0);
@@ -195,19 +183,15 @@ static void test_mapping_address_space(void **state)
 	assert_int_equal(c, b);
 	assert_int_equal(d, a);
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_invalid_refs(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct store_line line = { 5, 1, 0 };
 	struct store_location l = { 0, 0x10, &line, 1 };
 	uint32_t part, id, bad[2] = { 1, 7 };
-	(void)state;
 
 	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
 	assert_int_equal(store_txn_location(tx, part, &l, &id), ERR_INVALID); /* function 5 */
@@ -221,20 +205,16 @@ static void test_invalid_refs(void **state)
 	assert_int_equal(store_txn_stack(tx, part, bad, 0, &id), 0);
 	assert_int_equal(id, 0);
 	assert_int_equal(commit(tx), 0);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_abort_rolls_back(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx;
 	struct syms s, s2;
 	struct store_symbols *sym;
 	struct store_function f = { "aborted_fn", "", "x.c", 1 };
 	uint32_t id, part2;
-	(void)state;
 
 	tx = begin(st, "t");
 	write_syms(tx, &s);
@@ -289,17 +269,14 @@ static void test_abort_rolls_back(void **state)
 	assert_int_equal(store_symbols_function(sym, 2, &f), 0);
 	assert_string_equal(f.name, "other_fn");
 	store_symbols_put(sym);
-	store_close(st);
 
 	/* Nothing of the aborted txn reached the disk. */
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
 	assert_int_equal(store_symbols_location_count(sym), 3);
 	assert_int_equal(store_symbols_function(sym, 2, &f), 0);
 	assert_string_equal(f.name, "other_fn");
 	store_symbols_put(sym);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 /* The frames of write_syms' stack, leaf first, as store_txn_stack_of takes them. */
@@ -346,8 +323,7 @@ static const struct store_location *const *ptrs(const struct store_location *f, 
 static void test_stack_of_frames(void **state)
 {
 	const struct store_location *fp[3];
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct store_line line, lines[STORE_MAX_LINES + 1];
 	struct store_location f[3], g[2];
@@ -355,7 +331,6 @@ static void test_stack_of_frames(void **state)
 	struct store_location_view lv;
 	struct syms s;
 	uint32_t id, id2, ids[2], locs[4];
-	(void)state;
 
 	/* The same stack as store_txn_location + store_txn_stack, found twice
 	 * (the second time by the contents of its frames), adding nothing. */
@@ -429,20 +404,16 @@ static void test_stack_of_frames(void **state)
 	assert_int_equal(store_symbols_location(sym, locs[0], &lv), 0);
 	assert_int_equal(lv.address, 0x7777);
 	store_symbols_put(sym);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 static void test_corrupt_record(void **state)
 {
-	char *dir = tmpdir_new();
-	struct store *st = open_store(dir, 0, 0);
+	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
 	struct store_symbols *sym = NULL;
 	struct err_msg msg = { { 0 } };
 	struct syms s;
 	uint8_t key[13];
-	(void)state;
 
 	write_syms(tx, &s);
 	assert_int_equal(commit(tx), 0);
@@ -453,30 +424,25 @@ static void test_corrupt_record(void **state)
 	key[8] = SYM_LOCATION;
 	be32_put(key + 9, 1);
 	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\xff\xff", 2), 0);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	assert_non_null(st);
 	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, &msg), ERR_CORRUPT);
 	assert_non_null(strstr(msg.text, "location 1"));
 	/* Repaired, then a stack whose parent is not below it. */
 	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x01\x00\x00", 3), 0);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
 	store_symbols_put(sym);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	key[8] = SYM_STACK;
 	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x05\x01", 2), 0);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), ERR_CORRUPT);
 	/* A gap in the ids. */
 	key[8] = SYM_FUNCTION;
 	be32_put(key + 9, 9);
 	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x01\x01\x01\x02", 4), 0);
-	store_close(st);
-	st = open_store(dir, 0, 0);
+	st = sfx_reopen(state, 0);
 	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), ERR_CORRUPT);
 	/* A writer on the corrupt partition gets the error too, not a crash. */
 	tx = begin(st, "t");
@@ -486,8 +452,6 @@ static void test_corrupt_record(void **state)
 		assert_int_equal(store_txn_function(tx, s.part, &f, &id), ERR_CORRUPT);
 	}
 	store_txn_abort(tx);
-	store_close(st);
-	tmpdir_free(dir);
 }
 
 struct race {
@@ -569,13 +533,13 @@ static void test_concurrent_reader(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip_and_reopen),
-		cmocka_unit_test(test_mapping_identity),
-		cmocka_unit_test(test_mapping_address_space),
-		cmocka_unit_test(test_invalid_refs),
-		cmocka_unit_test(test_abort_rolls_back),
-		cmocka_unit_test(test_stack_of_frames),
-		cmocka_unit_test(test_corrupt_record),
+		SFX_TEST(test_round_trip_and_reopen),
+		SFX_TEST(test_mapping_identity),
+		SFX_TEST(test_mapping_address_space),
+		SFX_TEST(test_invalid_refs),
+		SFX_TEST(test_abort_rolls_back),
+		SFX_TEST(test_stack_of_frames),
+		SFX_TEST(test_corrupt_record),
 		cmocka_unit_test(test_concurrent_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,17 +38,56 @@ static inline void t_rmdir(void)
 		fprintf(stderr, "cleanup of %s failed\n", t_dir);
 }
 
+/* Runs the shell command `prefix` followed by `fmt` formatted; 0 on success. */
+static inline int t_vrun(const char *prefix, const char *fmt, va_list ap)
+{
+	char cmd[4096];
+	int n = snprintf(cmd, sizeof(cmd), "%s", prefix), rc;
+
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return -1;
+	vsnprintf(cmd + n, sizeof(cmd) - (size_t)n, fmt, ap);
+	rc = system(cmd);
+	if (rc != 0)
+		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+	return rc;
+}
+
 static inline int t_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline int t_run(const char *fmt, ...)
 {
-	char cmd[4096];
 	va_list ap;
+	int rc;
+
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	rc = t_vrun("", fmt, ap);
 	va_end(ap);
-	int rc = system(cmd);
-	if (rc != 0)
-		fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
+	return rc;
+}
+
+/* Whether a Go toolchain is on PATH: the Go tests skip without one. */
+static inline int t_have_go(void)
+{
+	return system("command -v go >/dev/null 2>&1") == 0;
+}
+
+/*
+ * Runs `go build <args>` in t_dir, its arguments formatted from `fmt`, with
+ * HOME, the build cache and GOPATH inside t_dir and modules off (the test
+ * programs use the standard library only); 0 on success.
+ */
+static inline int t_go_build(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline int t_go_build(const char *fmt, ...)
+{
+	char pre[1280];
+	va_list ap;
+	int rc;
+
+	snprintf(pre, sizeof(pre), "cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
+		 "GO111MODULE=off go build ", t_dir, t_dir, t_dir, t_dir);
+	va_start(ap, fmt);
+	rc = t_vrun(pre, fmt, ap);
+	va_end(ap);
 	return rc;
 }
 

@@ -273,13 +273,10 @@ static void test_go_without_aranges(void **state)
 	size_t depth;
 	(void)state;
 
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (!t_have_go())
 		skip();
 	t_write("main.go", FIX_GO);
-	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
-			       "GOFLAGS=-mod=mod GO111MODULE=off go build "
-			       "-ldflags=-compressdwarf=false -o gobin main.go",
-			       t_dir, t_dir, t_dir, t_dir), 0);
+	assert_int_equal(t_go_build("-ldflags=-compressdwarf=false -o gobin main.go"), 0);
 	check_against_llvm("Go", t_path("gobin"), t_path("gobin"), 0, &st, &depth);
 	assert_exact(&st);
 	assert_true(depth >= 2);

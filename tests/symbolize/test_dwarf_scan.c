@@ -155,24 +155,38 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* `lang` (C or C++) built by `cc` from `src` at -O2, -O0 and -O2 with DWARF 4
+ * into <out>_o2, <out>_o0 and <out>_d4, each compared. */
+static void gcc_builds(const char *lang, const char *cc, const char *src, const char *out)
+{
+	static const struct {
+		const char *flags, *suffix, *what;
+	} builds[] = {
+		{ "-g -O2", "_o2", "-O2" },
+		{ "-g -O0", "_o0", "-O0" },
+		{ "-gdwarf-4 -O2", "_d4", "-O2 DWARF 4" },
+	};
+	char name[64], what[64];
+
+	for (size_t i = 0; i < sizeof(builds) / sizeof(builds[0]); i++) {
+		snprintf(name, sizeof(name), "%s%s", out, builds[i].suffix);
+		assert_int_equal(t_run("cd '%s' && %s %s -o %s %s", t_dir, cc, builds[i].flags, name,
+				       src), 0);
+		snprintf(what, sizeof(what), "%s %s", lang, builds[i].what);
+		compare(what, t_path(name), NULL, 1);
+	}
+}
+
 static void test_gcc_c(void **state)
 {
 	(void)state;
-	assert_int_equal(t_run("cd '%s' && gcc -g -O2 -o c_o2 prog.c && gcc -g -O0 -o c_o0 prog.c "
-			       "&& gcc -gdwarf-4 -O2 -o c_d4 prog.c", t_dir), 0);
-	compare("C -O2", t_path("c_o2"), NULL, 1);
-	compare("C -O0", t_path("c_o0"), NULL, 1);
-	compare("C -O2 DWARF 4", t_path("c_d4"), NULL, 1);
+	gcc_builds("C", "gcc", "prog.c", "c");
 }
 
 static void test_gcc_cxx(void **state)
 {
 	(void)state;
-	assert_int_equal(t_run("cd '%s' && g++ -g -O2 -o x_o2 prog.cc && g++ -g -O0 -o x_o0 prog.cc "
-			       "&& g++ -gdwarf-4 -O2 -o x_d4 prog.cc", t_dir), 0);
-	compare("C++ -O2", t_path("x_o2"), NULL, 1);
-	compare("C++ -O0", t_path("x_o0"), NULL, 1);
-	compare("C++ -O2 DWARF 4", t_path("x_d4"), NULL, 1);
+	gcc_builds("C++", "g++", "prog.cc", "x");
 }
 
 static void test_clang(void **state)
@@ -189,13 +203,10 @@ static void test_clang(void **state)
 static void test_go(void **state)
 {
 	(void)state;
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (!t_have_go())
 		skip();
 	t_write("main.go", FIX_GO);
-	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
-			       "GOFLAGS=-mod=mod GO111MODULE=off go build "
-			       "-ldflags=-compressdwarf=false -o gobin main.go",
-			       t_dir, t_dir, t_dir, t_dir), 0);
+	assert_int_equal(t_go_build("-ldflags=-compressdwarf=false -o gobin main.go"), 0);
 	compare("Go", t_path("gobin"), NULL, 0);
 }
 

@@ -58,25 +58,15 @@ static const char GO_PROG[] =
 
 static const char BID[] = "4a5a9b0a11223344556677889900aabbccddeeff";
 
-static int have_go(void)
-{
-	return system("command -v go >/dev/null 2>&1") == 0;
-}
-
 static void build_go(void)
 {
 	t_write("main.go", GO_PROG);
-	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
-			       "GO111MODULE=off go build -ldflags='-B 0x%s' -o gobin main.go && "
-			       "HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' GO111MODULE=off "
-			       "go build -ldflags='-s -w -B 0x%s' -o gobin.sw main.go && "
-			       "HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' GO111MODULE=off "
-			       "go build -buildmode=pie -ldflags='-B 0x%s' -o gobin.piefull main.go && "
-			       "strip --strip-all -o gobin.pie gobin.piefull && "
-			       "strip --strip-all -o gobin.stripped gobin",
-			       t_dir, t_dir, t_dir, t_dir, BID, t_dir, t_dir, t_dir, BID, t_dir, t_dir,
-			       t_dir, BID),
-			 0);
+	assert_int_equal(t_go_build("-ldflags='-B 0x%s' -o gobin main.go", BID), 0);
+	assert_int_equal(t_go_build("-ldflags='-s -w -B 0x%s' -o gobin.sw main.go", BID), 0);
+	assert_int_equal(t_go_build("-buildmode=pie -ldflags='-B 0x%s' -o gobin.piefull main.go",
+				    BID), 0);
+	assert_int_equal(t_run("cd '%s' && strip --strip-all -o gobin.pie gobin.piefull && "
+			       "strip --strip-all -o gobin.stripped gobin", t_dir), 0);
 }
 
 /* The [lo, hi) of .text of `bin`, from readelf. */
@@ -211,7 +201,7 @@ static void check_addr2line(const char *bin, const char *what)
 static void test_addr2line(void **state)
 {
 	(void)state;
-	if (!have_go())
+	if (!t_have_go())
 		skip();
 	build_go();
 	check_addr2line(t_path("gobin.stripped"), "strip --strip-all");
@@ -292,7 +282,7 @@ static void check_dwarf(const char *stripped, const char *full, const char *what
 static void test_dwarf(void **state)
 {
 	(void)state;
-	if (!have_go())
+	if (!t_have_go())
 		skip();
 	check_dwarf(t_path("gobin.stripped"), t_path("gobin"), "executable");
 	/* A PIE: the inline trees are found through relocated pointers. */
@@ -312,7 +302,7 @@ static void test_index(void **state)
 	size_t n, ka, kb;
 	(void)state;
 
-	if (!have_go())
+	if (!t_have_go())
 		skip();
 	assert_int_equal(sym_gopcln_open(t_path("gobin.stripped"), NULL, &g, NULL), 0);
 	buf_init(&out, 1u << 30);
@@ -355,7 +345,7 @@ static void test_build_engine(void **state)
 	struct err_msg msg;
 	(void)state;
 
-	if (!have_go())
+	if (!t_have_go())
 		skip();
 	err_clear(&msg);
 	assert_int_equal(sym_index_build(t_path("gobin.sw"), t_path("sw.index"), NULL, &st, &msg), 0);
@@ -421,7 +411,7 @@ static void test_damaged(void **state)
 	unsigned seed = 7;
 	(void)state;
 
-	if (!have_go())
+	if (!t_have_go())
 		skip();
 	tab = section_bytes(t_path("gobin.stripped"), &len);
 	text_range(t_path("gobin"), &lo, &hi);

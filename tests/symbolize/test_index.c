@@ -129,12 +129,10 @@ static void test_roundtrip_cxx(void **state)
 static void test_roundtrip_go(void **state)
 {
 	(void)state;
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (!t_have_go())
 		skip();
 	t_write("main.go", FIX_GO);
-	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
-			       "GO111MODULE=off go build -o gobin main.go",
-			       t_dir, t_dir, t_dir, t_dir), 0);
+	assert_int_equal(t_go_build("-o gobin main.go"), 0);
 	/* Go compresses its DWARF by default: libelf inflates it. */
 	roundtrip(t_path("gobin"), t_path("gobin"), 7);
 }
@@ -532,12 +530,10 @@ static void test_caller_rule_c(void **state)
 static void test_caller_rule_go(void **state)
 {
 	(void)state;
-	if (system("command -v go >/dev/null 2>&1") != 0)
+	if (!t_have_go())
 		skip();
 	t_write("main.go", FIX_GO);
-	assert_int_equal(t_run("cd '%s' && HOME='%s' GOCACHE='%s/gocache' GOPATH='%s/gopath' "
-			       "GO111MODULE=off go build -o gorule main.go",
-			       t_dir, t_dir, t_dir, t_dir), 0);
+	assert_int_equal(t_go_build("-o gorule main.go"), 0);
 	caller_rule(t_path("gorule"), 1);
 }
 

@@ -25,6 +25,12 @@ static void check_json(const struct debuginfo_record *r, const char *want)
 	buf_release(&b);
 }
 
+/* The record JSON of test_record_json's uploaded file, up to its "shared". */
+#define UPLOADED_HEAD                                                                              \
+	"{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"                          \
+	"\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","                 \
+	"\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"kallsyms\":false,\"retryAt\":0,"
+
 static void test_record_json(void **state)
 {
 	struct debuginfo_record r;
@@ -39,18 +45,12 @@ static void test_record_json(void **state)
 	r.uploaded_ns = 1700000000123456789LL;
 	r.last_used_ns = 1700000001999999999LL;
 	r.last_profile_ns = 1700000002500000000LL;
-	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
-		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
-		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"kallsyms\":false,\"retryAt\":0,"
-		       "\"shared\":false,\"lastProfile\":1700000002500}");
+	check_json(&r, UPLOADED_HEAD "\"shared\":false,\"lastProfile\":1700000002500}");
 	r.shared = 1;
 	r.has_sha256 = 1;
 	for (int i = 0; i < 32; i++)
 		r.sha256[i] = (uint8_t)(i * 8);
-	check_json(&r, "{\"buildId\":\"00112233\",\"source\":\"upload\",\"size\":12345,"
-		       "\"uploaded\":1700000000123,\"lastUsed\":1700000001999,\"status\":\"ok\","
-		       "\"reason\":\"\",\"debuginfo\":true,\"executable\":true,\"kallsyms\":false,\"retryAt\":0,"
-		       "\"shared\":true,\"lastProfile\":1700000002500,"
+	check_json(&r, UPLOADED_HEAD "\"shared\":true,\"lastProfile\":1700000002500,"
 		       "\"sha256\":\"00081018202830384048505860687078"
 		       "80889098a0a8b0b8c0c8d0d8e0e8f0f8\"}");
 
