@@ -1044,6 +1044,30 @@ int store__block_load_unlisted(struct store *st, struct tenant *t, const char *p
 	return 0;
 }
 
+/*
+ * After b's footer was read (rc 0): gives it its ref and partition ids in
+ * t, unlisted, into *out.  On any failure (rc, or now) frees b.
+ */
+static int know_or_free(struct store *st, struct tenant *t, struct block *b, int rc,
+			struct block **out)
+{
+	if (!rc) {
+		pthread_mutex_lock(&t->mu);
+		rc = block_know(st, t, b);
+		pthread_mutex_unlock(&t->mu);
+		if (rc)
+			store__bmeta_release(&b->m);
+	}
+	if (rc) {
+		free(b->covers);
+		free(b->path);
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
 int store__block_load_file(struct store *st, struct tenant *t, const char *path,
 			   struct block **out, struct err_msg *msg)
 {
@@ -1073,20 +1097,7 @@ int store__block_load_file(struct store *st, struct tenant *t, const char *path,
 	b->m = m;
 	b->file_size = (uint64_t)sb.st_size;
 	rc = block_check_meta(b, msg);
-	if (!rc) {
-		pthread_mutex_lock(&t->mu);
-		rc = block_know(st, t, b);
-		pthread_mutex_unlock(&t->mu);
-		if (rc)
-			store__bmeta_release(&b->m);
-	}
-	if (rc) {
-		free(b->path);
-		free(b);
-		return rc;
-	}
-	*out = b;
-	return 0;
+	return know_or_free(st, t, b, rc, out);
 }
 
 int store__block_remote_new(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
@@ -1109,21 +1120,7 @@ int store__block_remote_new(struct store *st, struct tenant *t, const uint8_t id
 		b->n_covers = n_covers;
 	}
 	rc = block_load_remote(st, b, msg);
-	if (!rc) {
-		pthread_mutex_lock(&t->mu);
-		rc = block_know(st, t, b);
-		pthread_mutex_unlock(&t->mu);
-		if (rc)
-			store__bmeta_release(&b->m);
-	}
-	if (rc) {
-		free(b->covers);
-		free(b->path);
-		free(b);
-		return rc;
-	}
-	*out = b;
-	return 0;
+	return know_or_free(st, t, b, rc, out);
 }
 
 /* ---- open: files, records, recovery --------------------------------------------- */

@@ -480,6 +480,14 @@ static void bucket_metrics(struct store *st, struct buf *b)
 	buf_printf(b, "unhex_bucket_upload_lag_seconds %.3f\n", (double)s.upload_lag_ns / 1e9);
 }
 
+/* Starts a sample line `name{ingester="url"`, the caller ends it. */
+static void peer_sample(struct buf *b, const char *name, const char *url)
+{
+	buf_printf(b, "%s{ingester=\"", name);
+	web__prom_label_value(b, url);
+	buf_putc(b, '"');
+}
+
 /* A querier's requests to its ingesters (storage_int.h section 13). */
 static void peer_metrics(struct store *st, struct buf *b)
 {
@@ -497,20 +505,19 @@ static void peer_metrics(struct store *st, struct buf *b)
 		store_peer_stats(st, i, &p);
 		v[0] = p.ok, v[1] = p.stale, v[2] = p.failed, v[3] = p.timeout, v[4] = p.too_large;
 		for (size_t k = 0; k < 5; k++) {
-			buf_puts(b, "unhex_querier_ingester_requests_total{ingester=\"");
-			web__prom_label_value(b, p.peer);
-			buf_printf(b, "\",result=\"%s\"} %llu\n", results[k], (unsigned long long)v[k]);
+			peer_sample(b, "unhex_querier_ingester_requests_total", p.peer);
+			buf_printf(b, ",result=\"%s\"} %llu\n", results[k], (unsigned long long)v[k]);
 		}
 	}
+	/* Each family's samples together, after its HELP and TYPE. */
 	metric_head(b, "unhex_querier_ingester_bytes_total", "counter",
 		    "Bytes of head blocks received from each ingester.");
 	for (size_t i = 0; i < n; i++) {
 		struct store_peer_stats p;
 
 		store_peer_stats(st, i, &p);
-		buf_puts(b, "unhex_querier_ingester_bytes_total{ingester=\"");
-		web__prom_label_value(b, p.peer);
-		buf_printf(b, "\"} %llu\n", (unsigned long long)p.bytes);
+		peer_sample(b, "unhex_querier_ingester_bytes_total", p.peer);
+		buf_printf(b, "} %llu\n", (unsigned long long)p.bytes);
 	}
 	metric_head(b, "unhex_querier_ingester_request_seconds", "summary",
 		    "Time of the head-block requests each ingester answered.");
@@ -518,12 +525,10 @@ static void peer_metrics(struct store *st, struct buf *b)
 		struct store_peer_stats p;
 
 		store_peer_stats(st, i, &p);
-		buf_puts(b, "unhex_querier_ingester_request_seconds_sum{ingester=\"");
-		web__prom_label_value(b, p.peer);
-		buf_printf(b, "\"} %.6f\n", (double)p.ns_sum / 1e9);
-		buf_puts(b, "unhex_querier_ingester_request_seconds_count{ingester=\"");
-		web__prom_label_value(b, p.peer);
-		buf_printf(b, "\"} %llu\n", (unsigned long long)p.ns_count);
+		peer_sample(b, "unhex_querier_ingester_request_seconds_sum", p.peer);
+		buf_printf(b, "} %.6f\n", (double)p.ns_sum / 1e9);
+		peer_sample(b, "unhex_querier_ingester_request_seconds_count", p.peer);
+		buf_printf(b, "} %llu\n", (unsigned long long)p.ns_count);
 	}
 }
 

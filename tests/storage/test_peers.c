@@ -21,57 +21,22 @@
 #include "objstore/objstore.h"
 #include "storage/storage_int.h"
 
-#define SEC GEN_SEC
-#define WINDOW (60 * SEC)
-#define RANGE (600 * SEC)
-#define T0 (1700006400LL * SEC)
 #define FROM (T0 - RANGE)
 #define UNTIL (T0 + 10 * RANGE)
 
 static int64_t fake_now;
 
-static int64_t fake_clock(void *ctx)
-{
-	(void)ctx;
-	return fake_now;
-}
-
 static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
 {
-	struct store_options o = { 0 };
-	struct err_msg msg = { { 0 } };
-	struct store *st = NULL;
-
-	o.dir = dir;
-	o.window_ns = WINDOW;
-	o.block_range_ns = RANGE;
-	o.seal_delay_ns = 60 * SEC;
-	o.clock_ns = fake_clock;
-	o.reader_grace_ns = 1;
-	o.objstore = os;
-	o.bucket_mode = mode;
-	o.bucket_delete_delay_ns = 30 * SEC;
-	if (store_open(&o, &st, &msg)) {
-		fprintf(stderr, "store_open: %s\n", msg.text);
-		return NULL;
-	}
-	return st;
+	return gen_open_role(dir, os, mode, &fake_now);
 }
 
-static size_t fill(struct store **sts, size_t n_sts, const char *svc, int64_t t0, int64_t span)
+static void fill(struct store **sts, size_t n_sts, const char *svc, int64_t t0, int64_t span)
 {
-	static const char *pods[2] = { "p0", "p1" };
-	size_t n = 0;
+	size_t n;
 
-	for (int64_t t = t0; t < t0 + span; t += 30 * SEC)
-		for (int p = 0; p < 2; p++) {
-			for (size_t i = 0; i < n_sts; i++)
-				assert_int_equal(gen_profile(sts[i], "t", svc, pods[p], t + p * SEC, 1,
-							     (uint64_t)(t / SEC) + (uint64_t)p),
-						 0);
-			n++;
-		}
-	return n;
+	assert_int_equal(gen_fill(sts, n_sts, svc, t0, span, &n), 0);
+	assert_true(n > 0);
 }
 
 /*
@@ -269,19 +234,17 @@ static void test_fresh(void **state)
 static void test_cap(void **state)
 {
 	char *d = tmpdir_new();
-	struct store_options o = { 0 };
+	struct store_options o;
 	struct err_msg msg = { { 0 } };
 	struct store *st = NULL;
 	struct buf out;
 	(void)state;
 
-	o.dir = d;
-	o.window_ns = WINDOW;
-	o.block_range_ns = RANGE;
-	o.clock_ns = fake_clock;
+	o = gen_options(d, &fake_now);
 	o.head_block_max_bytes = 4096;
 	fake_now = T0 + 100 * RANGE;
-	assert_int_equal(store_open(&o, &st, &msg), 0);
+	st = open_options(&o);
+	assert_non_null(st);
 	fill(&st, 1, "api", T0, 3 * RANGE);
 	buf_init(&out, 1 << 20);
 	assert_int_equal(store_head_block(st, "t", FROM, UNTIL, 0, NULL, 0, &out, &msg),
