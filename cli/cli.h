@@ -43,6 +43,17 @@ int cli_parse_timeout(const char *cmd, const char *s, uint64_t *secs);
 /* Reads a whole file into out (caller-initialized, its max applies). */
 int cli_read_file(const char *path, struct buf *out, struct err_msg *msg);
 
+/* ---- serve_peers.c: a querier's ingesters ------------------------------- */
+
+#define CLI_MAX_PEERS 256
+
+/* Splits "URL[,URL...]" (http:// or https:// each) into owned *out[0..*n). */
+int cli_peers_parse(const char *list, char ***out, size_t *n, struct err_msg *msg);
+void cli_peers_free(char **v, size_t n);
+/* The token for the ingesters: the first line of `file`, else
+ * $UNHEX_INGESTER_TOKEN, else none (*out NULL); owned. */
+int cli_peer_token(const char *file, char **out, struct err_msg *msg);
+
 /* ---- http.c: requests to a server (libcurl, http and https) -------------- */
 
 #define CLI_URL_MAX 1024

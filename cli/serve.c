@@ -134,6 +134,16 @@ static void serve_help(FILE *f)
 	      "  --storage.s3.delete-delay T how long a block the index marks stays in the\n"
 	      "                              bucket before the compactor deletes it (default 10m;\n"
 	      "                              longer than the queriers' sync interval)\n"
+	      "  --querier.ingesters URL[,URL...]  a querier asks these ingesters, at every\n"
+	      "                              query, for what the bucket does not hold yet (their\n"
+	      "                              heads and blocks not in the index): fresh within\n"
+	      "                              seconds (docs/object-storage.md \"Freshness\")\n"
+	      "  --querier.ingester-timeout T  all of them, per query (default 10s); a late or\n"
+	      "                              failed ingester is a warning of the answer\n"
+	      "  --querier.ingester-token-file F  the token sent to them (query scope, every\n"
+	      "                              tenant); else $UNHEX_INGESTER_TOKEN\n"
+	      "  --head-block-max-bytes N    largest such answer an ingester sends and a querier\n"
+	      "                              takes (default 256M)\n"
 	      "  --log-level L               error, warn, info (default) or debug\n",
 	      f);
 }
@@ -269,7 +279,8 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE,
        O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_PERFMAP_RETENTION, O_PERFMAP_MAX, O_BACKEND,
        O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION, O_S3_PATH_STYLE, O_S3_CACHE, O_TARGET,
-       O_S3_SYNC, O_S3_DELETE_DELAY };
+       O_S3_SYNC, O_S3_DELETE_DELAY, O_PEERS, O_PEER_TIMEOUT, O_PEER_TOKEN_FILE,
+       O_HEAD_BLOCK_MAX };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_SYNC_NS (15LL * 1000000000)
@@ -343,6 +354,10 @@ static const struct option serve_opts[] = {
 	{ "storage.s3.sync-interval", required_argument, NULL, O_S3_SYNC },
 	{ "storage.s3.delete-delay", required_argument, NULL, O_S3_DELETE_DELAY },
 	{ "target", required_argument, NULL, O_TARGET },
+	{ "querier.ingesters", required_argument, NULL, O_PEERS },
+	{ "querier.ingester-timeout", required_argument, NULL, O_PEER_TIMEOUT },
+	{ "querier.ingester-token-file", required_argument, NULL, O_PEER_TOKEN_FILE },
+	{ "head-block-max-bytes", required_argument, NULL, O_HEAD_BLOCK_MAX },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -366,6 +381,10 @@ struct serve_args {
 	size_t s3_cache_bytes;           /* 0: the store's default */
 	int target;                      /* enum target */
 	int64_t s3_sync_ns, s3_delete_delay_ns; /* 0: the defaults */
+	const char *peers;               /* --querier.ingesters, as given */
+	const char *peer_token_file;
+	int64_t peer_timeout_ns;         /* 0: the store's default */
+	size_t head_block_max;           /* 0: the store's default */
 };
 
 /* Parses "30s", "500ms", "2m", "1h", "7d", "2w" or plain seconds into nanoseconds (> 0). */
@@ -583,6 +602,18 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			a->target = found;
 			break;
 		}
+		case O_PEERS: a->peers = optarg; break;
+		case O_PEER_TOKEN_FILE: a->peer_token_file = optarg; break;
+		case O_PEER_TIMEOUT:
+			if (parse_duration(optarg, &a->peer_timeout_ns))
+				return cli_usage_error("serve", "--querier.ingester-timeout: \"%s\" is "
+							"not a positive duration (10s)", optarg);
+			break;
+		case O_HEAD_BLOCK_MAX:
+			if (cli_parse_size(optarg, &a->head_block_max) || !a->head_block_max)
+				return cli_usage_error("serve", "--head-block-max-bytes: \"%s\" is not "
+							"a size above 0", optarg);
+			break;
 		case O_S3_SYNC: case O_S3_DELETE_DELAY:
 			if (parse_duration(optarg, c == O_S3_SYNC ? &a->s3_sync_ns
 								   : &a->s3_delete_delay_ns))
@@ -640,6 +671,8 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 	if (!a->s3 && (a->s3cfg.endpoint || a->s3cfg.bucket || a->s3cfg.region ||
 		       a->s3_cache_bytes || a->s3_sync_ns || a->s3_delete_delay_ns))
 		return cli_usage_error("serve", "--storage.s3.* options need --storage.backend s3");
+	if ((a->peers || a->peer_timeout_ns || a->peer_token_file) && a->target != T_QUERIER)
+		return cli_usage_error("serve", "--querier.* options need --target querier");
 	if (!a->s3 && a->target != T_ALL)
 		return cli_usage_error("serve", "--target %s needs --storage.backend s3: the roles "
 					"share their blocks through a bucket", target_names[a->target]);
@@ -724,6 +757,8 @@ int cli_serve(int argc, char **argv)
 	struct err_msg msg;
 	sigset_t set;
 	char url[300];
+	char **peers = NULL, *peer_token = NULL;
+	size_t n_peers = 0;
 	int rc, sig = 0, all = 0, running = 0;
 
 	rc = parse_serve(argc, argv, &a);
@@ -756,6 +791,22 @@ int cli_serve(int argc, char **argv)
 	}
 	so.objstore = os;
 	so.objstore_cache_bytes = a.s3_cache_bytes;
+	so.head_block_max_bytes = a.head_block_max;
+	so.peer_timeout_ns = a.peer_timeout_ns;
+	if (a.peers && cli_peers_parse(a.peers, &peers, &n_peers, &msg)) {
+		log_error("--querier.ingesters: %s", msg.text);
+		objstore_close(os);
+		return CLI_EXIT_USAGE;
+	}
+	if (a.peers && cli_peer_token(a.peer_token_file, &peer_token, &msg)) {
+		log_error("--querier.ingester-token-file: %s", msg.text);
+		cli_peers_free(peers, n_peers);
+		objstore_close(os);
+		return CLI_EXIT_USAGE;
+	}
+	so.peers = (const char *const *)peers;
+	so.n_peers = n_peers;
+	so.peer_token = peer_token;
 	/* Debug info and its indexes are shared through the same bucket. */
 	a.sym.objstore = os;
 	a.web.objstore = os;
@@ -774,7 +825,14 @@ int cli_serve(int argc, char **argv)
 			  "send them to an ingester";
 	/* Debug info retention follows the blocks it depends on, at the same pace. */
 	a.sym.retain_interval_ns = so.maintain_interval_ns;
-	if (store_open(&so, &st, &msg)) {
+	rc = store_open(&so, &st, &msg);
+	/* The store keeps copies of the ingesters' URLs and token. */
+	cli_peers_free(peers, n_peers);
+	if (peer_token) {
+		memset(peer_token, 0, strlen(peer_token));
+		free(peer_token);
+	}
+	if (rc) {
 		log_error("cannot open the store in %s: %s", a.data, msg.text);
 		objstore_close(os);
 		return CLI_EXIT_FAIL;

@@ -365,6 +365,7 @@ struct meta {
 	int64_t from, until;
 	struct qmap ok;      /* series ids that qualify */
 	struct query__ids ids;
+	struct store_reader *rd; /* with a range: its series ids; NULL: the store's */
 };
 
 static int stop_cb(void *ctx, const struct store_profile_view *p)
@@ -388,7 +389,12 @@ static int meta_keep(struct meta *m)
 	for (size_t i = 0; i < m->ids.n && !rc; i++) {
 		int hit = 1;
 
-		if (m->ranged) {
+		if (m->rd) {
+			hit = store_reader_profiles_each(m->rd, m->ids.v[i], m->from, m->until, stop_cb,
+							 NULL, q->msg);
+			if (hit < 0)
+				return err_set(q->msg, hit, "reading profiles: %s", err_str(hit));
+		} else if (m->ranged) {
 			hit = store_profiles_each(q->st, q->tenant, m->ids.v[i], m->from, m->until,
 						  stop_cb, NULL, q->msg);
 			if (hit < 0)
@@ -423,9 +429,13 @@ static int meta_init(struct meta *m, struct qctx *q, char *const *ms, size_t nm,
 			return rc;
 		m->nsel++;
 	}
+	/* With a range, through a reader over it, as every read (a querier's
+	 * also asks its ingesters); without, the store's whole index. */
+	if (m->ranged)
+		rc = store_reader_open(q->st, q->tenant, m->from, m->until, &m->rd, q->msg);
 	/* Collect the series of every selector, then keep those in range. */
 	for (size_t i = 0; i < m->nsel && !rc; i++)
-		rc = query__select_series(q, &m->sels[i], query__ids_add, &m->ids);
+		rc = query__select_series_in(q, m->rd, &m->sels[i], query__ids_add, &m->ids);
 	return rc ? rc : meta_keep(m);
 }
 
@@ -436,6 +446,7 @@ static void meta_release(struct meta *m)
 	free(m->sels);
 	query__map_release(m->q, &m->ok);
 	query__ids_free(&m->ids);
+	store_reader_close(m->rd);
 }
 
 /* Calls cb once for every qualifying series of any selector. */
@@ -466,7 +477,7 @@ static int meta_each(struct meta *m, qseries_cb cb, void *ctx)
 
 	query__map_init(&e.seen);
 	for (size_t i = 0; i < m->nsel && !rc; i++)
-		rc = query__select_series(m->q, &m->sels[i], meta_each_cb, &e);
+		rc = query__select_series_in(m->q, m->rd, &m->sels[i], meta_each_cb, &e);
 	query__map_release(m->q, &e.seen);
 	return rc;
 }
@@ -1434,6 +1445,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	struct query_params p;
 	struct query_selector sel;
 	int64_t from, until;
+	struct store_reader *rd = NULL;
 	struct ss s;
 	size_t ncells = 0;
 	int rc;
@@ -1473,8 +1485,11 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		from = 0;
 	until = (s.start + (int64_t)(s.nb - 1) * s.step) * 1000000 + 1000000;
 	rc = query__names_init(q, &s.keys);
+	/* Through a reader, as every read: a querier's also asks its ingesters. */
 	if (!rc)
-		rc = query__select_series(q, &sel, ss_series, &s);
+		rc = store_reader_open(q->st, q->tenant, from, until, &rd, q->msg);
+	if (!rc)
+		rc = query__select_series_in(q, rd, &sel, ss_series, &s);
 	if (!rc) {
 		if (intern_count(&s.keys) > SIZE_MAX / s.nb)
 			rc = err_set(q->msg, ERR_TOO_LARGE, "SelectSeries: too many groups");
@@ -1493,7 +1508,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	for (size_t i = 0; i < s.n && !rc; i++) {
 		s.cur_group = s.sgroup[i];
 		s.cur_lset = s.slset ? s.slset[i] : 0;
-		rc = query__profiles_each(q, NULL, s.sid[i], from, until, ss_profile, &s);
+		rc = query__profiles_each(q, rd, s.sid[i], from, until, ss_profile, &s);
 		if (s.rc)
 			rc = s.rc;
 		else if (rc > 0)
@@ -1506,6 +1521,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	if (!rc)
 		*out = &r->base;
 	ss_release(&s);
+	store_reader_close(rd);
 	query_selector_release(&sel);
 	return rc;
 }
@@ -2019,6 +2035,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	struct query_params p;
 	struct query_selector sel;
 	int64_t from, until;
+	struct store_reader *rd = NULL;
 	struct hm h;
 	int rc;
 
@@ -2060,11 +2077,13 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	until = p.until_ns + 1000000;
 	rc = query__names_init(q, &h.s.keys);
 	if (!rc)
-		rc = query__select_series(q, &sel, ss_series, &h.s);
+		rc = store_reader_open(q->st, q->tenant, from, until, &rd, q->msg);
+	if (!rc)
+		rc = query__select_series_in(q, rd, &sel, ss_series, &h.s);
 	for (size_t i = 0; i < h.s.n && !rc; i++) {
 		h.s.cur_group = h.s.sgroup[i];
 		h.s.cur_lset = h.s.slset ? h.s.slset[i] : 0;
-		rc = query__profiles_each(q, NULL, h.s.sid[i], from, until, hm_profile, &h);
+		rc = query__profiles_each(q, rd, h.s.sid[i], from, until, hm_profile, &h);
 		if (h.s.rc)
 			rc = h.s.rc;
 		else if (rc > 0)
@@ -2083,6 +2102,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 		*out = &r->base;
 	query__mem_free(q, h.pt, h.cap, sizeof(*h.pt));
 	ss_release(&h.s);
+	store_reader_close(rd);
 	query_selector_release(&sel);
 	return rc;
 }

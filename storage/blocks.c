@@ -311,6 +311,7 @@ static void block_free(struct store *st, struct block *b)
 	}
 	store__bmeta_release(&b->m);
 	free(b->syms);
+	free(b->covers);
 	free(b->path);
 	free(b);
 }
@@ -1043,8 +1044,65 @@ int store__block_load_unlisted(struct store *st, struct tenant *t, const char *p
 	return 0;
 }
 
-int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
-			    const struct brec *rec, struct err_msg *msg)
+/*
+ * After b's footer was read (rc 0): gives it its ref and partition ids in
+ * t, unlisted, into *out.  On any failure (rc, or now) frees b.
+ */
+static int know_or_free(struct store *st, struct tenant *t, struct block *b, int rc,
+			struct block **out)
+{
+	if (!rc) {
+		pthread_mutex_lock(&t->mu);
+		rc = block_know(st, t, b);
+		pthread_mutex_unlock(&t->mu);
+		if (rc)
+			store__bmeta_release(&b->m);
+	}
+	if (rc) {
+		free(b->covers);
+		free(b->path);
+		free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+int store__block_load_file(struct store *st, struct tenant *t, const char *path,
+			   struct block **out, struct err_msg *msg)
+{
+	struct bmeta m;
+	struct block *b;
+	struct stat sb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return err_set(msg, ERR_IO, "open %s: %s", path, strerror(errno));
+	if (fstat(fd, &sb) != 0) {
+		rc = err_set(msg, ERR_IO, "stat %s: %s", path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	memset(&m, 0, sizeof(m));
+	rc = read_footer(&(struct bsrc){ .fd = fd }, (uint64_t)sb.st_size, &m, msg);
+	close(fd);
+	if (rc)
+		return rc;
+	b = block_new(t, m.id);
+	if (!b || !(b->path = strdup(path))) {
+		free(b);
+		store__bmeta_release(&m);
+		return ERR_NOMEM;
+	}
+	b->m = m;
+	b->file_size = (uint64_t)sb.st_size;
+	rc = block_check_meta(b, msg);
+	return know_or_free(st, t, b, rc, out);
+}
+
+int store__block_remote_new(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
+			    const struct brec *rec, const uint8_t (*covers)[BLOCK_ID_BYTES],
+			    uint32_t n_covers, struct block **out, struct err_msg *msg)
 {
 	struct block *b = block_new(t, id);
 	int rc;
@@ -1052,22 +1110,17 @@ int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id
 	if (!b)
 		return ERR_NOMEM;
 	b->rec = *rec;
+	if (n_covers) {
+		b->covers = malloc((size_t)n_covers * BLOCK_ID_BYTES);
+		if (!b->covers) {
+			free(b);
+			return ERR_NOMEM;
+		}
+		memcpy(b->covers, covers, (size_t)n_covers * BLOCK_ID_BYTES);
+		b->n_covers = n_covers;
+	}
 	rc = block_load_remote(st, b, msg);
-	if (!rc) {
-		rc = block_know_and_list(st, t, b);
-		if (rc)
-			store__bmeta_release(&b->m);
-	}
-	if (rc) {
-		free(b->path);
-		free(b);
-		return rc;
-	}
-	for (int64_t cur = atomic_load(&st->newest_ns); b->m.max_time > cur;)
-		if (atomic_compare_exchange_weak(&st->newest_ns, &cur, b->m.max_time))
-			break;
-	store__block_put(st, b); /* the list holds it */
-	return 0;
+	return know_or_free(st, t, b, rc, out);
 }
 
 /* ---- open: files, records, recovery --------------------------------------------- */

@@ -464,6 +464,18 @@ void store__bw_abort(struct bw *w)
 int store__bw_open(struct store *st, const char *tenant, uint32_t level, int64_t range_start,
 		   int64_t range_end, int zlevel, struct bw **out, struct err_msg *msg)
 {
+	return store__bw_open_in(st, NULL, tenant, level, range_start, range_end, zlevel, out, msg);
+}
+
+uint64_t store__bw_bytes(const struct bw *w)
+{
+	return w->off;
+}
+
+int store__bw_open_in(struct store *st, const char *dir, const char *tenant, uint32_t level,
+		      int64_t range_start, int64_t range_end, int zlevel, struct bw **out,
+		      struct err_msg *msg)
+{
 	char hex[2 * BLOCK_ID_BYTES + 1];
 	uint8_t head[BLOCK_HEADER_BYTES];
 	struct bw *w;
@@ -486,7 +498,9 @@ int store__bw_open(struct store *st, const char *tenant, uint32_t level, int64_t
 	sbuild_init(&w->sb);
 	w->tenant = strdup(tenant);
 	rc = w->tenant ? store__block_id_new(w->m.id) : ERR_NOMEM;
-	if (!rc)
+	if (!rc && dir && !(w->dir = strdup(dir)))
+		rc = ERR_NOMEM;
+	else if (!rc && !dir)
 		rc = store__tenant_dir(st, tenant, 1, &w->dir, msg);
 	if (rc)
 		goto fail;

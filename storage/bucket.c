@@ -452,13 +452,74 @@ static int taken_ids(struct block **v, size_t n, uint8_t (**out)[BLOCK_ID_BYTES]
 	return 0;
 }
 
-static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_tenant *xt)
+/* Raises *v to at least x. */
+static void raise_to(_Atomic int64_t *v, int64_t x)
+{
+	for (int64_t cur = atomic_load(v); x > cur;)
+		if (atomic_compare_exchange_weak(v, &cur, x))
+			break;
+}
+
+/* Why the index no longer counts a block, for the log. */
+static const char *gone_why(const struct bkt_block *e, uint32_t r)
+{
+	return !e ? "no longer in the bucket" : r == BKT_EXPIRED ? "expired"
+	       : r == BKT_DUPLICATE ? "a duplicate" : "replaced";
+}
+
+/* Deletes b's record, if it has one (a remote block has none). */
+static int unrecord(struct store *st, struct tenant *t, struct block *b)
+{
+	uint8_t rk[5 + BLOCK_ID_BYTES];
+	char *err = NULL;
+
+	store__brec_key(rk, t->id, b->id);
+	rocksdb_delete_cf(st->db, st->wopt_sync, st->cf[CFI_META], (const char *)rk, sizeof(rk),
+			  &err);
+	return err ? store__rocks_err(NULL, ERR_IO, "unlist a block", err) : 0;
+}
+
+/*
+ * The remote blocks the index stopped counting (drop) leave the list and
+ * the new ones it counts (add, registered) join it in one critical
+ * section under the locks a reader opens with: a reader sees the list of
+ * one index or of the next, never a block and its replacement both, nor
+ * neither (what a querier tells its ingesters, section 13, relies on it).
+ */
+static void swap_remote(struct store *st, struct tenant *t, struct block **drop, size_t n_drop,
+			struct block **add, size_t n_add, uint64_t *gone, uint64_t *added)
+{
+	pthread_rwlock_wrlock(&st->commit_lock);
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < n_drop; i++) {
+		if (drop[i]->live && !store__block_bury(t, drop[i]))
+			++*gone;
+		else
+			drop[i] = NULL;
+	}
+	for (size_t i = 0; i < n_add; i++) {
+		if (!store__block_list(t, add[i]))
+			++*added;
+	}
+	pthread_mutex_unlock(&t->mu);
+	pthread_rwlock_unlock(&st->commit_lock);
+	for (size_t i = 0; i < n_drop; i++)
+		if (drop[i])
+			store__block_uncache(st, drop[i]);
+	for (size_t i = 0; i < n_add; i++) {
+		raise_to(&st->newest_ns, add[i]->m.max_time);
+		store__block_put(st, add[i]); /* the list holds it, or it goes */
+	}
+}
+
+static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_tenant *xt,
+			int64_t written_ns)
 {
 	int discover = !!(st->bucket_mode & STORE_BUCKET_DISCOVER);
 	uint32_t *res = NULL;
 	uint8_t(*taken)[BLOCK_ID_BYTES] = NULL;
-	struct block **v;
-	size_t n = 0, n_taken = 0;
+	struct block **v, **drop = NULL, **add = NULL;
+	size_t n = 0, n_taken = 0, n_drop = 0, n_add = 0;
 	uint64_t added = 0, gone = 0;
 	int rc = 0;
 
@@ -470,30 +531,45 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 	}
 	pthread_mutex_lock(&t->mu);
 	v = malloc((t->n_blocks + 1) * sizeof(*v));
+	drop = malloc((t->n_blocks + 1) * sizeof(*drop));
 	for (size_t i = 0; v && i < t->n_blocks; i++) {
 		store__block_ref(t->blocks[i]);
 		v[n++] = t->blocks[i];
 	}
 	pthread_mutex_unlock(&t->mu);
-	if (!v)
+	if (!v || !drop)
+		rc = ERR_NOMEM;
+	if (!rc && xt && !(add = malloc((xt->n_blocks + 1) * sizeof(*add))))
 		rc = ERR_NOMEM;
 	/* What the index no longer counts goes: a remote block it does not
-	 * accept, an uploaded block of ours it marks. */
+	 * accept (with the new ones, below), an uploaded block of ours it
+	 * marks (now). */
 	for (size_t i = 0; !rc && i < n; i++) {
 		struct block *b = v[i];
 		const struct bkt_block *e = xt ? store__bkt_block(xt, b->id) : NULL;
 		uint32_t r = e ? res[e - xt->blocks] : BKT_REPLACED;
-		int drop = b->remote ? discover && r != BKT_LIVE
-				     : e && r != BKT_LIVE && atomic_load(&b->uploaded);
+		int own = !b->remote && e && r != BKT_LIVE && atomic_load(&b->uploaded);
 
-		if (!drop)
+		if (b->remote && discover && r != BKT_LIVE) {
+			rc = unrecord(st, t, b);
+			if (!rc)
+				drop[n_drop++] = b;
+			if (!rc)
+				log_info("bucket index: block %s of tenant %s unlisted (%s)", b->id_hex,
+					 t->name, gone_why(e, r));
 			continue;
+		}
+		if (!own)
+			continue;
+		/* A querier whose view is older than this index may not account
+		 * for what we drop: peers.c answers it 409.  Raised first, so a
+		 * reader that misses b sees it raised (section 13). */
+		raise_to(&st->bucket_pruned_ns, written_ns);
 		rc = unlist(st, t, b);
 		if (!rc) {
 			gone++;
 			log_info("bucket index: block %s of tenant %s unlisted (%s)", b->id_hex, t->name,
-				 !e ? "no longer in the bucket" : r == BKT_EXPIRED ? "expired"
-				 : r == BKT_DUPLICATE ? "a duplicate" : "replaced");
+				 gone_why(e, r));
 		}
 	}
 	/* Never one of ours again, nor one a block of ours replaced (an output
@@ -508,21 +584,27 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 		if (res[i] != BKT_LIVE || bsearch(e->id, taken, n_taken, BLOCK_ID_BYTES, id_cmp))
 			continue;
 		err_clear(&why);
-		r = store__block_add_remote(st, t, e->id, &e->rec, &why);
-		if (r == ERR_NOMEM)
+		r = store__block_remote_new(st, t, e->id, &e->rec,
+					    (const uint8_t(*)[BLOCK_ID_BYTES])e->covers, e->n_covers,
+					    &add[n_add], &why);
+		if (r == ERR_NOMEM) {
 			rc = r;
-		else if (r) {
+		} else if (r) {
 			/* Tried again at the next sync. */
 			stat_add(st, &st->bucket.sync_failures, 1);
 			log_warn("bucket index: block of tenant %s: %s", t->name,
 				 why.text[0] ? why.text : err_str(r));
 		} else {
-			added++;
+			n_add++;
 		}
 	}
+	if (n_drop || n_add)
+		swap_remote(st, t, drop, n_drop, add, n_add, &gone, &added);
 	for (size_t i = 0; i < n; i++)
 		store__block_put(st, v[i]);
 	free(v);
+	free(drop);
+	free(add);
 	free(res);
 	free(taken);
 	pthread_mutex_lock(&st->bucket_mu);
@@ -549,11 +631,13 @@ static int apply(struct store *st, const struct bkt_index *x, struct err_msg *ms
 		pthread_mutex_unlock(&st->mu);
 		if (!t)
 			break;
-		rc = apply_tenant(st, t, store__bkt_tenant(x, t->name));
+		rc = apply_tenant(st, t, store__bkt_tenant(x, t->name), x->written_ns);
 		store__reclaim(st, t, 0);
 	}
 	if (rc)
 		err_set(msg, rc, "bucket index: %s", err_str(rc));
+	else
+		raise_to(&st->bucket_view_ns, x->written_ns);
 	return rc;
 }
 
@@ -573,7 +657,11 @@ int store_bucket_sync(struct store *st, struct err_msg *msg)
 	}
 	if (!rc) {
 		pthread_mutex_lock(&st->maint_mu);
-		rc = apply(st, &x, msg);
+		/* Two syncs at once (the thread's and a query's, peers.c) may
+		 * read two indexes: the older one, applied last, would take back
+		 * blocks the newer one replaced. */
+		if (x.written_ns >= atomic_load(&st->bucket_view_ns))
+			rc = apply(st, &x, msg);
 		pthread_mutex_unlock(&st->maint_mu);
 		pthread_mutex_lock(&st->bucket_mu);
 		st->bucket.syncs++;

@@ -55,7 +55,7 @@ static void add_stats(struct store_maint_stats *a, const struct store_maint_stat
 }
 
 /* A series' label key (storage_int.h, section 4), the order of series in a block. */
-static int label_key(const struct store_label *l, size_t n, struct buf *out)
+int store__label_key(const struct store_label *l, size_t n, struct buf *out)
 {
 	int rc;
 
@@ -74,7 +74,7 @@ static int label_key(const struct store_label *l, size_t n, struct buf *out)
 	return rc;
 }
 
-static const char *service_of(const struct store_label *l, size_t n)
+const char *store__service_of(const struct store_label *l, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(l[i].name, STORE_LABEL_SERVICE) == 0)
@@ -82,18 +82,8 @@ static const char *service_of(const struct store_label *l, size_t n)
 	return NULL;
 }
 
-/* A series of a block being written: its service, label key and labels. */
-struct wser {
-	char *svc;
-	char *key;      /* label key bytes */
-	size_t key_len;
-	struct store_label *labels; /* strings in `text` */
-	size_t n_labels;
-	char *text;
-	size_t src0, n_src; /* the sources' parts, in the caller's array */
-};
 
-static void wser_free(struct wser *s)
+void store__wser_free(struct wser *s)
 {
 	free(s->svc);
 	free(s->key);
@@ -101,15 +91,15 @@ static void wser_free(struct wser *s)
 	free(s->text);
 }
 
-static int wser_set(struct wser *s, const struct store_label *l, size_t n, struct buf *kb)
+int store__wser_set(struct wser *s, const struct store_label *l, size_t n, struct buf *kb)
 {
 	size_t bytes = 0, at = 0;
-	const char *svc = service_of(l, n);
+	const char *svc = store__service_of(l, n);
 	int rc;
 
 	if (!svc)
 		return ERR_CORRUPT;
-	rc = label_key(l, n, kb);
+	rc = store__label_key(l, n, kb);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n; i++)
@@ -135,7 +125,7 @@ static int wser_set(struct wser *s, const struct store_label *l, size_t n, struc
 	return 0;
 }
 
-static int wser_cmp(const void *a, const void *b)
+int store__wser_cmp(const void *a, const void *b)
 {
 	const struct wser *x = a, *y = b;
 	int c = strcmp(x->svc, y->svc);
@@ -355,7 +345,7 @@ static int series_labels(struct seal *s, uint64_t id, struct wser *w, struct buf
 			p += c + len;
 		}
 		if (!rc)
-			rc = wser_set(w, l, (size_t)n, kb);
+			rc = store__wser_set(w, l, (size_t)n, kb);
 	}
 	rocksdb_free(v);
 	if (rc == ERR_CORRUPT)
@@ -396,7 +386,7 @@ static int seal_build(struct seal *s, size_t ri, size_t k0, size_t k1, char **pa
 	for (size_t i = 0; i < n_ser; i++)
 		ser[i].n_src = (i + 1 < n_ser ? ser[i + 1].src0 : k1) - ser[i].src0;
 	if (n_ser)
-		qsort(ser, n_ser, sizeof(*ser), wser_cmp);
+		qsort(ser, n_ser, sizeof(*ser), store__wser_cmp);
 	rc = store__bw_open(st, s->t->name, 0, r * st->block_range_ns, (r + 1) * st->block_range_ns,
 			    BLOCK_ZLEVEL_SEAL, &w, msg);
 	for (size_t i = 0; !rc && i < n_ser; i++) {
@@ -455,7 +445,7 @@ static int seal_build(struct seal *s, size_t ri, size_t k0, size_t k1, char **pa
 out:
 	store__bw_abort(w);
 	for (size_t i = 0; i < n_ser; i++)
-		wser_free(&ser[i]);
+		store__wser_free(&ser[i]);
 	free(ser);
 	store__chunk_release(&c);
 	buf_release(&kb);
@@ -719,7 +709,7 @@ struct cser {
 static int cser_cmp(const void *a, const void *b)
 {
 	const struct cser *x = a, *y = b;
-	int c = wser_cmp(&x->w, &y->w);
+	int c = store__wser_cmp(&x->w, &y->w);
 
 	return c ? c : (x->src > y->src) - (x->src < y->src);
 }
@@ -736,7 +726,7 @@ static int source_series(const struct bindex *x, uint32_t i, const struct bmeta 
 		l[j].name = x->str[x->labels[2 * ((size_t)s->label0 + j)]];
 		l[j].value = x->str[x->labels[2 * ((size_t)s->label0 + j) + 1]];
 	}
-	rc = wser_set(w, l, s->n_labels, kb);
+	rc = store__wser_set(w, l, s->n_labels, kb);
 	if (!rc && strcmp(w->svc, m->svc[s->svc].name) != 0)
 		rc = ERR_CORRUPT; /* its service_name label names another partition */
 	return rc;
@@ -889,7 +879,7 @@ static int compact_group(struct store *st, struct tenant *t, struct csrc *src, s
 	rc = store__bw_open(st, t->name, level, lo, hi, BLOCK_ZLEVEL_COMPACT, &w, msg);
 	for (size_t i = 0; !rc && i < n_all;) {
 		size_t j = i + 1;
-		while (j < n_all && !wser_cmp(&all[j].w, &all[i].w))
+		while (j < n_all && !store__wser_cmp(&all[j].w, &all[i].w))
 			j++;
 		if (!i || strcmp(all[i].w.svc, all[i - 1].w.svc)) {
 			rc = store__bw_service(w, all[i].w.svc, msg);
@@ -925,7 +915,7 @@ static int compact_group(struct store *st, struct tenant *t, struct csrc *src, s
 out:
 	store__bw_abort(w);
 	for (size_t i = 0; i < n_all; i++)
-		wser_free(&all[i].w);
+		store__wser_free(&all[i].w);
 	free(all);
 	free(orig);
 	free(ids);

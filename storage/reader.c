@@ -185,6 +185,8 @@ struct store_reader {
 	size_t n_warn, cap_warn;
 	struct buf kb, page;
 	struct chunk c;
+	size_t cap_src;
+	int64_t view_ns;        /* the bucket index its blocks reflect at least */
 };
 
 static void warn(struct store_reader *r, const struct block *b)
@@ -207,6 +209,18 @@ static void warn(struct store_reader *r, const struct block *b)
 		     "from this answer", b->id_hex, when, b->t->name,
 		     atomic_load(&b->bad) == 2 ? b->why : "unreadable") >= 0)
 		r->warn[r->n_warn++] = w;
+}
+
+int store__reader_warn(struct store_reader *r, const char *text)
+{
+	char *w;
+
+	if (r->n_warn >= MAX_WARNINGS)
+		return 0;
+	if (GROW(r->warn, r->cap_warn, r->n_warn + 1, MAX_WARNINGS, NULL) || !(w = strdup(text)))
+		return ERR_NOMEM;
+	r->warn[r->n_warn++] = w;
+	return 0;
 }
 
 size_t store_reader_warning_count(const struct store_reader *r)
@@ -256,8 +270,29 @@ void store_reader_close(struct store_reader *r)
 	free(r);
 }
 
+static int id_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, BLOCK_ID_BYTES);
+}
+
 int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		      int64_t until_ns, struct store_reader **out, struct err_msg *msg)
+{
+	int rc;
+
+	if (!st->n_peers)
+		return store__reader_open(st, tenant, from_ns, until_ns, NULL, 0, out, msg);
+	/* A querier: its view of the bucket and what the ingesters hold that
+	 * the view does not (peers.c). */
+	rc = store__reader_open(st, tenant, from_ns, until_ns, NULL, 0, out, msg);
+	if (!rc)
+		rc = store__peers_read(st, tenant, out, msg);
+	return rc;
+}
+
+int store__reader_open(struct store *st, const char *tenant, int64_t from_ns, int64_t until_ns,
+		       const uint8_t (*skip)[BLOCK_ID_BYTES], size_t n_skip,
+		       struct store_reader **out, struct err_msg *msg)
 {
 	struct store_reader *r = calloc(1, sizeof(*r));
 	struct tenant *t;
@@ -268,6 +303,8 @@ int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 	r->st = st;
 	r->from = from_ns;
 	r->until = until_ns;
+	/* Read before the blocks are: they reflect at least this index. */
+	r->view_ns = atomic_load(&st->bucket_view_ns);
 	hmap_init(&r->ser_ix, (uint32_t)MAX_READER_SERIES, NULL);
 	buf_init(&r->kb, STORE_MAX_LABEL_KEY);
 	buf_init(&r->page, BLOCK_MAX_PAGE_BYTES);
@@ -283,6 +320,7 @@ int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 	pthread_mutex_lock(&t->mu);
 	r->pinned = calloc(t->n_parts + 1, sizeof(*r->pinned));
 	r->src = calloc(t->n_blocks + 1, sizeof(*r->src));
+	r->cap_src = t->n_blocks + 1;
 	if (!r->pinned || !r->src)
 		rc = ERR_NOMEM;
 	for (size_t i = 0; !rc && i < t->n_parts; i++) {
@@ -297,7 +335,8 @@ int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 	}
 	for (size_t i = 0; !rc && i < t->n_blocks; i++) {
 		struct block *b = t->blocks[i];
-		if (!overlaps(b, from_ns, until_ns))
+		if (!overlaps(b, from_ns, until_ns) ||
+		    (n_skip && bsearch(b->id, skip, n_skip, BLOCK_ID_BYTES, id_cmp)))
 			continue;
 		store__block_ref(b);
 		r->src[r->n_src].b = b;
@@ -315,6 +354,74 @@ int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		return err_set(msg, rc, "reader: %s", err_str(rc));
 	}
 	*out = r;
+	return 0;
+}
+
+void store__reader_range(const struct store_reader *r, int64_t *from, int64_t *until)
+{
+	*from = r->from;
+	*until = r->until;
+}
+
+int64_t store__reader_view_ns(const struct store_reader *r)
+{
+	return r->view_ns;
+}
+
+int store__reader_ids(const struct store_reader *r, uint8_t (**out)[BLOCK_ID_BYTES], size_t *n)
+{
+	size_t k = 0;
+	uint8_t(*v)[BLOCK_ID_BYTES];
+
+	for (size_t i = 1; i < r->n_src; i++)
+		k += 1 + r->src[i].b->n_covers + (r->src[i].b->have_meta ? r->src[i].b->m.n_sources : 0);
+	v = malloc((k + 1) * BLOCK_ID_BYTES);
+	if (!v)
+		return ERR_NOMEM;
+	k = 0;
+	for (size_t i = 1; i < r->n_src; i++) {
+		const struct block *b = r->src[i].b;
+		memcpy(v[k++], b->id, BLOCK_ID_BYTES);
+		for (uint32_t j = 0; j < b->n_covers; j++)
+			memcpy(v[k++], b->covers[j], BLOCK_ID_BYTES);
+		for (size_t j = 0; b->have_meta && j < b->m.n_sources; j++)
+			memcpy(v[k++], b->m.sources[j], BLOCK_ID_BYTES);
+	}
+	if (k)
+		qsort(v, k, BLOCK_ID_BYTES, id_cmp);
+	/* A source is also among the covers the index gave: once each. */
+	if (k) {
+		size_t u = 1;
+		for (size_t i = 1; i < k; i++)
+			if (memcmp(v[i], v[u - 1], BLOCK_ID_BYTES))
+				memcpy(v[u++], v[i], BLOCK_ID_BYTES);
+		k = u;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+int store__reader_add(struct store_reader *r, struct block *b)
+{
+	int rc = GROW(r->src, r->cap_src, r->n_src + 2, (size_t)UINT32_MAX, NULL);
+
+	if (rc)
+		return rc;
+	if (!r->n_src) {
+		/* A tenant the store did not know when the reader opened: its
+		 * head is empty, and stays out of this reader. */
+		memset(&r->src[0], 0, sizeof(r->src[0]));
+		store__bread_init(&r->src[0].rd, NULL);
+		r->n_src = 1;
+	}
+	if (!r->t)
+		r->t = b->t;
+	memset(&r->src[r->n_src], 0, sizeof(r->src[0]));
+	r->src[r->n_src].b = b;
+	store__bread_init(&r->src[r->n_src].rd, b);
+	r->src[r->n_src].skip = !block_ok(b);
+	r->n_src++;
 	return 0;
 }
 

@@ -151,6 +151,21 @@ struct store_options {
 	 * deletion; 0 picks 10 minutes.  Longer than the queriers' sync
 	 * interval plus their reader grace, or a query may miss a block. */
 	int64_t bucket_delete_delay_ns;
+	/*
+	 * Queriers: the ingesters (base URLs, "http://host:port"; copied)
+	 * that every reader asks for the profiles its
+	 * bucket view does not hold yet: their heads and their blocks not in
+	 * the index (storage_int.h section 13, docs/object-storage.md
+	 * "Freshness").  Each profile is counted once; an ingester that fails
+	 * is a warning of the reader, never an error.
+	 */
+	const char *const *peers;
+	size_t n_peers;
+	const char *peer_token;   /* bearer token for them (copied), NULL: none */
+	int64_t peer_timeout_ns;  /* all of them, per reader; 0 picks 10 s */
+	/* Largest head block an ingester answers and a querier accepts;
+	 * 0 picks 256 MiB. */
+	uint64_t head_block_max_bytes;
 };
 
 enum {
@@ -393,7 +408,9 @@ struct store_reader;
 /*
  * Opens a consistent view of `tenant` over [from_ns, until_ns): a snapshot
  * of the head and the blocks that overlap the range.  An unknown tenant
- * gives an empty reader.  Returns owned *out.
+ * gives an empty reader.  With store_options.peers, also what each peer
+ * holds that this view lacks, as blocks of the reader (an unanswered peer
+ * is a warning; storage_int.h section 13).  Returns owned *out.
  */
 int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		      int64_t until_ns, struct store_reader **out, struct err_msg *msg);
@@ -732,6 +749,39 @@ struct store_push_id_stats {
 	int64_t window_ns;
 };
 void store_push_id_stats(struct store *st, struct store_push_id_stats *out);
+
+/* ---- ingesters' heads for queriers (storage_int.h section 13) ----------- */
+
+/* The route an ingester serves them on (web/). */
+#define STORE_HEAD_BLOCK_PATH "/internal/v1/head-block"
+
+/*
+ * An ingester's answer: appends to `out` one block file holding every
+ * profile of `tenant` in [from_ns, until_ns) that this store reads without
+ * the blocks named in `ids` (untrusted: `len` bytes, 16 per id, ascending),
+ * or nothing when there is none.  ERR_CONFLICT when the asker's bucket view
+ * `view_ns` is older than an index by which this store dropped blocks of
+ * its own (it must sync and ask again), ERR_INVALID for a bad list,
+ * ERR_TOO_LARGE past head_block_max_bytes.
+ */
+int store_head_block(struct store *st, const char *tenant, int64_t from_ns, int64_t until_ns,
+		     int64_t view_ns, const void *ids, size_t len, struct buf *out,
+		     struct err_msg *msg);
+
+/* What a querier's requests to one ingester did, since open. */
+struct store_peer_stats {
+	const char *peer;  /* its URL, as configured */
+	uint64_t ok;       /* answered (a block, or nothing to add) */
+	uint64_t stale;    /* 409: our index view was older than theirs */
+	uint64_t failed;   /* unreachable, an error status, an unreadable block */
+	uint64_t timeout;  /* no answer within peer_timeout_ns */
+	uint64_t too_large; /* past head_block_max_bytes */
+	uint64_t bytes;    /* bodies received */
+	uint64_t ns_sum, ns_count; /* latency of the requests that got an answer */
+};
+/* The number of peers, and the stats of peer i. */
+size_t store_peer_count(struct store *st);
+void store_peer_stats(struct store *st, size_t i, struct store_peer_stats *out);
 
 /* Flushes memtables to SST files (for accurate sizes and benchmarks). */
 int store_flush(struct store *st, struct err_msg *msg);

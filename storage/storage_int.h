@@ -682,6 +682,38 @@
  * source, and bury (grace for readers) the remote blocks that are no longer
  * accepted.  STORE_BUCKET_PRUNE unlists this process's own uploaded blocks
  * the index marks, and deletes their files and records.
+ *
+ * ==========================================================================
+ * 13. Ingesters' heads for queriers (peers.c)
+ * ==========================================================================
+ *
+ * A querier (store_options.peers) opens each reader as before, then asks
+ * every ingester, in parallel (libcurl multi, one total deadline), for
+ * what that reader does not hold: POST STORE_HEAD_BLOCK_PATH with the
+ * tenant (X-Scope-OrgID), from, until and view (the reader's
+ * bucket_view_ns) as query parameters, and as the body the ids the
+ * reader's blocks account for, 16 bytes each, ascending: every block's
+ * own id, the covers the index gave it and the sources its footer names.
+ * The ingester opens its own reader over the range without the blocks
+ * whose id is in that list and writes what it reads (its head and its
+ * other local blocks) as one block file of section 9 (level 0, range
+ * [from, until)), the answer's body; 204 when it holds nothing there.
+ * The querier registers that file unlisted (store__block_load_file) and
+ * adds it to the reader; it is deleted with the reader's last reference.
+ *
+ * Count once.  A profile of an ingester is in its head, or in a block B
+ * of its own.  The querier's view holds B (or a block covering B) exactly
+ * when B's id is in the list, so either the querier or the ingester
+ * counts it, never both.  The one way to count it nowhere: the ingester
+ * dropped B because an index marked it (STORE_BUCKET_PRUNE) that is newer
+ * than the querier's view.  The ingester remembers the written_ns of the
+ * newest index by which it dropped a block (bucket_pruned_ns) and answers
+ * 409 (ERR_CONFLICT) to a view older than that; the querier then syncs its
+ * index once and starts again with a new reader.
+ *
+ * Failures never fail a query: an ingester down, slow past the deadline,
+ * answering an error, too large (head_block_max_bytes) or still 409 after
+ * the sync is a warning of the reader naming it.
  */
 #ifndef UNHEX_STORAGE_STORAGE_INT_H
 #define UNHEX_STORAGE_STORAGE_INT_H
@@ -1188,6 +1220,10 @@ struct store {
 	unsigned bucket_mode;       /* STORE_BUCKET_* */
 	int64_t bucket_sync_ns, bucket_delete_delay_ns;
 	_Atomic int bucket_indexed; /* the last index pass wrote the index */
+	/* written_ns of the newest index applied whole (a reader's view is at
+	 * least that new), and of the newest by which this process dropped
+	 * blocks of its own (peers.c, storage_int.h section 13). */
+	_Atomic int64_t bucket_view_ns, bucket_pruned_ns;
 	pthread_mutex_t bucket_mu;  /* guards bucket */
 	struct store_bucket_stats bucket;
 	pthread_t bucket_thread;
@@ -1201,6 +1237,16 @@ struct store {
 	int maint_stop;
 	int64_t maint_interval_ns;
 	char crashpoint[64];        /* UNHEX_CRASHPOINT: test hook, section 10 */
+	/* Section 13: the ingesters a querier asks (peers.c), and the cap of a
+	 * head block either side. */
+	struct store_peer *peers;
+	size_t n_peers;
+	char *peer_token;
+	int64_t peer_timeout_ns;
+	uint64_t head_block_max;
+	char *peers_dir;            /* <dir>/ephemeral */
+	_Atomic uint64_t peers_seq;
+	int peers_curl;             /* curl_global_init called */
 };
 
 struct txn_profile {
@@ -1693,6 +1739,10 @@ struct block {
 	struct rcache *remote;  /* no local file: read through this cache from the bucket */
 	struct rcache_ent *rext; /* its pieces in that cache (under remote->mu) */
 	char why[256];
+	/* A remote block: every block the bucket index says it covers (owned;
+	 * section 12), what a querier tells ingesters it accounts for. */
+	uint8_t (*covers)[BLOCK_ID_BYTES];
+	uint32_t n_covers;
 	/* Cached decoded objects (under store.cache.mu). */
 	struct bidx *index;
 	struct bsymtab **syms;  /* [m.n_svc] */
@@ -1776,6 +1826,26 @@ void store__brec_of(const struct bmeta *m, uint64_t bytes, struct brec *out);
 
 /* ---- writing blocks (blockwrite.c) ---- */
 
+/* A series of a block being written: its service, label key and labels. */
+struct wser {
+	char *svc;
+	char *key;      /* label key bytes */
+	size_t key_len;
+	struct store_label *labels; /* strings in `text` */
+	size_t n_labels;
+	char *text;
+	size_t src0, n_src; /* the sources' parts, in the caller's array */
+};
+/* A series' label key (section 4) into out: the order of series in a block. */
+int store__label_key(const struct store_label *l, size_t n, struct buf *out);
+/* The service_name of labels l, or NULL. */
+const char *store__service_of(const struct store_label *l, size_t n);
+/* Fills s with copies of l (sorted by name) and its key; ERR_CORRUPT without a service. */
+int store__wser_set(struct wser *s, const struct store_label *l, size_t n, struct buf *kb);
+void store__wser_free(struct wser *s);
+/* qsort order of a block's series: service name, then label key. */
+int store__wser_cmp(const void *a, const void *b);
+
 struct bw;
 int store__block_id_new(uint8_t id[BLOCK_ID_BYTES]);
 void store__block_id_hex(const uint8_t id[BLOCK_ID_BYTES], char out[2 * BLOCK_ID_BYTES + 1]);
@@ -1791,6 +1861,13 @@ void store__block_id_hex(const uint8_t id[BLOCK_ID_BYTES], char out[2 * BLOCK_ID
  */
 int store__bw_open(struct store *st, const char *tenant, uint32_t level, int64_t range_start,
 		   int64_t range_end, int zlevel, struct bw **out, struct err_msg *msg);
+/* The same in directory `dir` (borrowed; it must exist) instead of the
+ * tenant's: a block that is no part of the store (peers.c). */
+int store__bw_open_in(struct store *st, const char *dir, const char *tenant, uint32_t level,
+		      int64_t range_start, int64_t range_end, int zlevel, struct bw **out,
+		      struct err_msg *msg);
+/* Bytes written to the file so far. */
+uint64_t store__bw_bytes(const struct bw *w);
 int store__bw_service(struct bw *w, const char *name, struct err_msg *msg);
 int store__bw_series(struct bw *w, const struct store_label *labels, size_t n,
 		     struct err_msg *msg);
@@ -1943,10 +2020,48 @@ int store__block_key_parse(const char *key, char *tenant, size_t cap,
 int store__block_remote_footer(struct store *st, const char *key, struct bmeta *m,
 			       uint64_t *size, struct err_msg *msg);
 /*
- * Lists the block `id` of t, which the bucket holds (rec from the index),
- * as a remote block: its footer read now, its contents through st->rcache.
+ * Registers the block `id` of t, which the bucket holds (rec and its covers
+ * from the index), as a remote block, unlisted: its footer read now, its
+ * contents through st->rcache.  Returns owned *out (list it under t->mu).
  */
-int store__block_add_remote(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
-			    const struct brec *rec, struct err_msg *msg);
+int store__block_remote_new(struct store *st, struct tenant *t, const uint8_t id[BLOCK_ID_BYTES],
+			    const struct brec *rec, const uint8_t (*covers)[BLOCK_ID_BYTES],
+			    uint32_t n_covers, struct block **out, struct err_msg *msg);
+/*
+ * Registers the block file at `path` (any name; the id is its footer's,
+ * the tenant must be t's) unlisted, as store__block_load_unlisted does:
+ * the ephemeral blocks of a reader (peers.c).  Returns owned *out.
+ */
+int store__block_load_file(struct store *st, struct tenant *t, const char *path,
+			   struct block **out, struct err_msg *msg);
+
+/* ---- readers and the ingesters' heads (reader.c, peers.c), section 13 --- */
+
+#define STORE_DEFAULT_PEER_TIMEOUT_NS (10LL * 1000000000)
+#define STORE_DEFAULT_HEAD_BLOCK_MAX ((uint64_t)256 << 20)
+#define STORE_MAX_HEAD_BLOCK_IDS ((size_t)1 << 22) /* ids in one request body */
+#define PEERS_DIR "ephemeral"
+
+/* store_reader_open without the blocks whose id is in skip[0..n_skip)
+ * (sorted), and without asking the peers. */
+int store__reader_open(struct store *st, const char *tenant, int64_t from_ns, int64_t until_ns,
+		       const uint8_t (*skip)[BLOCK_ID_BYTES], size_t n_skip,
+		       struct store_reader **out, struct err_msg *msg);
+/* The time range r was opened over. */
+void store__reader_range(const struct store_reader *r, int64_t *from, int64_t *until);
+/* The bucket index written_ns r's blocks reflect at least. */
+int64_t store__reader_view_ns(const struct store_reader *r);
+/* The ids r's blocks account for (own, covers, sources), sorted; owned. */
+int store__reader_ids(const struct store_reader *r, uint8_t (**out)[BLOCK_ID_BYTES], size_t *n);
+/* Adds block b to r as one more source; takes b's reference on success. */
+int store__reader_add(struct store_reader *r, struct block *b);
+/* Adds a warning of r (copied). */
+int store__reader_warn(struct store_reader *r, const char *text);
+/* Asks the peers for what *r lacks and adds it (may replace *r: section 13). */
+int store__peers_read(struct store *st, const char *tenant, struct store_reader **r,
+		      struct err_msg *msg);
+/* At store open and close: the peers' state, the ephemeral directory emptied. */
+int store__peers_open(struct store *st, const struct store_options *opt, struct err_msg *msg);
+void store__peers_close(struct store *st);
 
 #endif

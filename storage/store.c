@@ -640,7 +640,9 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 		log_info("store %s: upgraded from format 1; its data is in the head and is sealed "
 			 "into blocks by maintenance", opt->dir);
 	}
-	rc = store__bucket_open(st, msg);
+	rc = store__peers_open(st, opt, msg);
+	if (!rc)
+		rc = store__bucket_open(st, msg);
 	if (!rc)
 		rc = store__maint_start(st);
 	if (rc)
@@ -687,6 +689,7 @@ void store_close(struct store *st)
 	for (size_t i = 0; i < st->n_overrides; i++)
 		free((char *)st->overrides[i].tenant);
 	free(st->overrides);
+	store__peers_close(st);
 	free(st->dir);
 	pthread_mutex_destroy(&st->cache.mu);
 	pthread_mutex_destroy(&st->maint_mu);

@@ -485,6 +485,58 @@ static void bucket_metrics(struct store *st, struct buf *b)
 	buf_printf(b, "unhex_bucket_upload_lag_seconds %.3f\n", (double)s.upload_lag_ns / 1e9);
 }
 
+/* Starts a sample line `name{ingester="url"`, the caller ends it. */
+static void peer_sample(struct buf *b, const char *name, const char *url)
+{
+	buf_printf(b, "%s{ingester=\"", name);
+	web__prom_label_value(b, url);
+	buf_putc(b, '"');
+}
+
+/* A querier's requests to its ingesters (storage_int.h section 13). */
+static void peer_metrics(struct store *st, struct buf *b)
+{
+	static const char *results[] = { "ok", "stale", "failed", "timeout", "too_large" };
+	size_t n = store_peer_count(st);
+
+	if (!n)
+		return;
+	metric_head(b, "unhex_querier_ingester_requests_total", "counter",
+		    "Head-block requests of this querier to each ingester, by result.");
+	for (size_t i = 0; i < n; i++) {
+		struct store_peer_stats p;
+		uint64_t v[5];
+
+		store_peer_stats(st, i, &p);
+		v[0] = p.ok, v[1] = p.stale, v[2] = p.failed, v[3] = p.timeout, v[4] = p.too_large;
+		for (size_t k = 0; k < 5; k++) {
+			peer_sample(b, "unhex_querier_ingester_requests_total", p.peer);
+			buf_printf(b, ",result=\"%s\"} %llu\n", results[k], (unsigned long long)v[k]);
+		}
+	}
+	/* Each family's samples together, after its HELP and TYPE. */
+	metric_head(b, "unhex_querier_ingester_bytes_total", "counter",
+		    "Bytes of head blocks received from each ingester.");
+	for (size_t i = 0; i < n; i++) {
+		struct store_peer_stats p;
+
+		store_peer_stats(st, i, &p);
+		peer_sample(b, "unhex_querier_ingester_bytes_total", p.peer);
+		buf_printf(b, "} %llu\n", (unsigned long long)p.bytes);
+	}
+	metric_head(b, "unhex_querier_ingester_request_seconds", "summary",
+		    "Time of the head-block requests each ingester answered.");
+	for (size_t i = 0; i < n; i++) {
+		struct store_peer_stats p;
+
+		store_peer_stats(st, i, &p);
+		peer_sample(b, "unhex_querier_ingester_request_seconds_sum", p.peer);
+		buf_printf(b, "} %.6f\n", (double)p.ns_sum / 1e9);
+		peer_sample(b, "unhex_querier_ingester_request_seconds_count", p.peer);
+		buf_printf(b, "} %llu\n", (unsigned long long)p.ns_count);
+	}
+}
+
 /* The store's gauges per tenant, and what maintenance did since start. */
 static void store_metrics(struct store *st, struct buf *b)
 {
@@ -522,6 +574,7 @@ static void store_metrics(struct store *st, struct buf *b)
 		   (unsigned long long)m.uploaded_blocks, (unsigned long long)m.uploaded_bytes,
 		   (unsigned long long)m.upload_failures, (unsigned long long)m.upload_found);
 	bucket_metrics(st, b);
+	peer_metrics(st, b);
 	{
 		struct store_bucket_reads r;
 

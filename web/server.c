@@ -25,7 +25,7 @@
 
 enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT, R_SETTINGS,
 		  R_DEBUGINFO_V1, R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS, R_RELEASES,
-		  R_REGRESSIONS, R_BACKUP };
+		  R_REGRESSIONS, R_BACKUP, R_HEAD_BLOCK };
 
 
 /*
@@ -57,6 +57,7 @@ static const struct route {
 	{ "/api/v1/stats", "GET", R_STATS, 0, 0, WEB_SCOPE_QUERY },
 	{ "/metrics", "GET", R_METRICS, 0, 0, WEB_SCOPE_ADMIN },
 	{ "/api/v1/admin/backup", "POST", R_BACKUP, 0, 0, WEB_SCOPE_ADMIN },
+	{ "/internal/v1/head-block", "POST", R_HEAD_BLOCK, 0, 0, WEB_SCOPE_QUERY },
 	{ "/pyroscope/render", "GET", R_QUERY, WEB_Q_RENDER, 0, WEB_SCOPE_QUERY },
 	{ "/pyroscope/render-diff", "GET", R_QUERY, WEB_Q_RENDER_DIFF, 0, WEB_SCOPE_QUERY },
 	{ "/pyroscope/labels", "GET", R_QUERY, WEB_Q_LABELS, 0, WEB_SCOPE_QUERY },
@@ -365,6 +366,9 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 		break;
 	case R_BACKUP:
 		web__handle_backup(rq, rs);
+		break;
+	case R_HEAD_BLOCK:
+		web__handle_head_block(rq, rs);
 		break;
 	case R_METRICS:
 		web__handle_metrics(rq, rs);
@@ -994,7 +998,8 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 		}
 
 		if ((rt->kind != R_INGEST && rt->kind != R_PUSH && rt->kind != R_CONNECT &&
-		     rt->kind != R_SETTINGS && rt->kind != R_DEBUGINFO_V1 && rt->kind != R_SYMBOLZ) ||
+		     rt->kind != R_SETTINGS && rt->kind != R_DEBUGINFO_V1 && rt->kind != R_SYMBOLZ &&
+		     rt->kind != R_HEAD_BLOCK) ||
 		    prepare(conn, ri, rt, &rq, &rs, &unread, &held) == 0)
 			dispatch(&rq, rt, &rs);
 		if (is_query(rt)) {

@@ -549,6 +549,8 @@ void web__resp_otlp_error(struct web__resp *rs, int code, const char *message, i
 void web__handle_stats(struct web__req *rq, struct web__resp *rs);
 void web__handle_metrics(struct web__req *rq, struct web__resp *rs);
 void web__handle_backup(struct web__req *rq, struct web__resp *rs);
+/* POST STORE_HEAD_BLOCK_PATH: an ingester's head for a querier (routes_internal.c). */
+void web__handle_head_block(struct web__req *rq, struct web__resp *rs);
 void web__handle_index(struct web__req *rq, struct web__resp *rs); /* phase-1 page, unrouted */
 
 /* ---- routes_query.c: the read API over query/query.h ------------------- */

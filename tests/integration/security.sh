@@ -270,6 +270,7 @@ ROUTES=(
 	"GET|/api/v1/stats|query||"
 	"GET|/metrics|admin||"
 	"POST|/api/v1/admin/backup?to=$WORK/sec-backup|admin||"
+	"POST|/internal/v1/head-block?from_ns=0&until_ns=1&view_ns=0|query||application/octet-stream"
 	"GET|/pyroscope/render?query=$Q&from=now-1h&until=now|query||"
 	"GET|/pyroscope/render-diff?$DIFFQ|query||"
 	"GET|/pyroscope/labels|query||"

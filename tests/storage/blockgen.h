@@ -127,6 +127,44 @@ static inline int gen_profile(struct store *st, const char *tenant, const char *
 
 /* ---- canonical dump ---------------------------------------------------------------- */
 
+/*
+ * A store of gen_options sharing bucket `os` (borrowed) in a role of a
+ * scale-out deployment (bucket_mode `mode`), marked blocks deleted 30 s
+ * after their mark.  NULL when it does not open.
+ */
+static inline struct store *gen_open_role(const char *dir, struct objstore *os, unsigned mode,
+					  int64_t *now)
+{
+	struct store_options o = gen_options(dir, now);
+
+	o.objstore = os;
+	o.bucket_mode = mode;
+	o.bucket_delete_delay_ns = 30 * SEC;
+	return open_options(&o);
+}
+
+/*
+ * Profiles of tenant "t", service `svc`, two pods, every 30 s over [t0,
+ * t0 + span), each written into every store of sts[0..n_sts) (the same
+ * profile in each); *n gets how many.  0, or the first failure.
+ */
+static inline int gen_fill(struct store **sts, size_t n_sts, const char *svc, int64_t t0,
+			   int64_t span, size_t *n)
+{
+	static const char *pods[2] = { "p0", "p1" };
+	int rc = 0;
+
+	*n = 0;
+	for (int64_t t = t0; t < t0 + span && !rc; t += 30 * SEC)
+		for (int p = 0; p < 2 && !rc; p++) {
+			for (size_t i = 0; i < n_sts && !rc; i++)
+				rc = gen_profile(sts[i], "t", svc, pods[p], t + p * SEC, 1,
+						 (uint64_t)(t / SEC) + (uint64_t)p);
+			++*n;
+		}
+	return rc;
+}
+
 struct gen_views {
 	uint32_t part[4096];
 	struct store_symbols *v[4096];
@@ -290,12 +328,26 @@ static inline char *gen_dump_join(struct gen_dump *d)
  * each, sorted; *warnings gets the reader's warning count.  Returns an
  * owned string, NULL on failure.
  */
+static inline char *gen_dump_reader(struct store *st, const char *tenant, struct store_reader *r,
+				    int64_t from, int64_t until, size_t *series, size_t *warnings);
+
 static inline char *gen_dump(struct store *st, const char *tenant, int64_t from, int64_t until,
 			     size_t *series, size_t *warnings)
 {
+	struct store_reader *r = NULL;
+	struct err_msg msg = { { 0 } };
+
+	if (store_reader_open(st, tenant, from, until, &r, &msg))
+		return NULL;
+	return gen_dump_reader(st, tenant, r, from, until, series, warnings);
+}
+
+/* The same through reader r, which it closes. */
+static inline char *gen_dump_reader(struct store *st, const char *tenant, struct store_reader *r,
+				    int64_t from, int64_t until, size_t *series, size_t *warnings)
+{
 	struct gen_dump d;
 	struct gen_series s;
-	struct store_reader *r = NULL;
 	char *all;
 	struct err_msg msg = { { 0 } };
 
@@ -303,8 +355,6 @@ static inline char *gen_dump(struct store *st, const char *tenant, int64_t from,
 	memset(&s, 0, sizeof(s));
 	d.st = st;
 	d.tenant = tenant;
-	if (store_reader_open(st, tenant, from, until, &r, &msg))
-		return NULL;
 	if (store_reader_series_each(r, gen_series_cb, &s)) {
 		store_reader_close(r);
 		return NULL;

@@ -218,28 +218,15 @@ static int64_t fake_now;
 
 static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
 {
-	struct store_options o = gen_options(dir, &fake_now);
-
-	o.objstore = os;
-	o.bucket_mode = mode;
-	o.bucket_delete_delay_ns = 30 * SEC;
-	return open_options(&o);
+	return gen_open_role(dir, os, mode, &fake_now);
 }
 
-/* Profiles of one service x 2 pods every 30 s over [t0, t0 + span), into each of sts. */
+/* gen_fill, asserted; returns how many profiles each store got. */
 static size_t fill(struct store **sts, size_t n_sts, const char *svc, int64_t t0, int64_t span)
 {
-	static const char *pods[2] = { "p0", "p1" };
 	size_t n = 0;
 
-	for (int64_t t = t0; t < t0 + span; t += 30 * SEC)
-		for (int p = 0; p < 2; p++) {
-			for (size_t i = 0; i < n_sts; i++)
-				assert_int_equal(gen_profile(sts[i], "t", svc, pods[p], t + p * SEC, 1,
-							     (uint64_t)(t / SEC) + (uint64_t)p),
-						 0);
-			n++;
-		}
+	assert_int_equal(gen_fill(sts, n_sts, svc, t0, span, &n), 0);
 	return n;
 }
 

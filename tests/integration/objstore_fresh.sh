@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# objstore_fresh.sh - queriers see what ingesters hold (issue 12's freshness
+# bound, docs/object-storage.md "Freshness"), on a real Ceph RGW: two
+# ingesters, a compactor and a querier with --querier.ingesters.  Profiles
+# sent round-robin to ingesters that seal nothing (a one-day seal delay)
+# are in the querier's answers at once, exactly; then the ingesters' clocks
+# move past the delay, their blocks are sealed, uploaded, indexed,
+# compacted and dropped, and every answer the querier gives meanwhile is
+# byte-identical to one local server's (nothing counted twice, nothing
+# missing).  An ingester stopped: the answer is still 200, with a warning
+# naming it.  Skips (77) only when the Ceph packages are missing.
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/lib.sh"
+. "$HERE/rgw.sh"
+. "$HERE/roles.sh"
+need UNHEX
+need WORKLOAD
+need_rgw
+
+CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
+END=1767225600
+WL="$WORK/workload"
+"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 90 --interval 120 --end "$END" \
+	--quiet
+FROM=$((END - 3 * 3600))
+UNTIL=$((END + 600))
+
+# renders DIR: the lib's answers without the stats (a querier's
+# /api/v1/stats is its own store's, without the ingesters').
+renders() {
+	rm -rf "$1"
+	answers "$1"
+	rm -f "$1/stats"
+}
+
+# differs EXPECT GOT: what differs, in short (totals and warnings per service).
+differs() {
+	local f
+	for f in "$1"/render.*; do
+		cmp -s "$f" "$2/${f##*/}" && continue
+		echo "${f##*/}: want $(jq -c '.flamebearer.numTicks' "$f"), got $(jq -c '{total: .flamebearer.numTicks, warnings}' "$2/${f##*/}" 2>/dev/null || echo none);"
+		diff <(jq -S . "$f") <(jq -S . "$2/${f##*/}") | head -n 20
+	done
+	diff <(ls "$1") <(ls "$2") >/dev/null || echo "services: want $(ls "$1" | paste -sd ' '), got $(ls "$2" | paste -sd ' ')"
+}
+
+# renders_quick DIR: as renders, for the services of the reference.
+renders_quick() {
+	local dir=$1 f svc
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	for f in "$WORK"/expect/render.*; do
+		svc=${f##*/render.}
+		http GET "/pyroscope/render?query=$(selector "$CPU" "$svc")&from=$FROM&until=$UNTIL&maxNodes=65536"
+		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
+		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
+	done
+}
+
+# ---- the reference: one local server that ingests everything
+start_server "$WORK/ref" --maintain-interval 1000h
+ingest_manifest "$WL"
+renders "$WORK/expect"
+stop_server
+[ "$(ls "$WORK"/expect/render.* | wc -l)" = 2 ] || fail "reference services: $(ls "$WORK/expect")"
+note "reference: $(for f in "$WORK"/expect/render.*; do jq -c '.flamebearer.numTicks' "$f"; done | paste -sd ' ')"
+
+roles_bucket unhex-fresh
+# Ingesters seal a range a day after it ended, by their clock (the newest
+# profile they hold): the workload stays in their heads until a later one.
+start_role ing1 "$WORK/ing1" --target ingester "${ROLE[@]}" --seal-delay 24h
+start_role ing2 "$WORK/ing2" --target ingester "${ROLE[@]}" --seal-delay 24h
+start_role comp "$WORK/comp" --target compactor "${ROLE[@]}"
+start_role qry "$WORK/qry" --target querier "${ROLE[@]}" \
+	--querier.ingesters "${URLS[ing1]},${URLS[ing2]}" --querier.ingester-timeout 120s
+
+i=0
+while IFS=$'\t' read -r path name secs; do
+	case "$path" in '' | '#'*) continue ;; esac
+	if [ $((i % 2)) = 0 ]; then use ing1; else use ing2; fi
+	"$UNHEX" ingest --server "$URL" --name "$name" --from "$secs" "$WL/$path" >/dev/null ||
+		fail "$path was rejected"
+	i=$((i + 1))
+done <"$WL/manifest.tsv"
+note "$i workload files sent round-robin to two ingesters"
+
+# ---- fresh: nothing is sealed, the querier's store is empty, and it
+# answers exactly from the ingesters' heads
+for r in ing1 ing2; do
+	use $r
+	[ "$(maint sealed_blocks)" = 0 ] || fail "$r sealed a block already"
+done
+use qry
+[ "$(jq -r .profiles <<<"$(tenant_stats anonymous)")" = 0 ] ||
+	fail "the querier holds profiles of its own: $(tenant_stats anonymous)"
+same() {
+	renders "$WORK/got"
+	diff -r "$WORK/expect" "$WORK/got" >/dev/null
+}
+until_ok 120 same ||
+	fail "the querier's answers differ from one server's: $(differs "$WORK/expect" "$WORK/got")"
+note "fresh: the querier answers every profile from the ingesters' heads"
+
+# ---- the transition: a profile of another tenant a day and an hour later
+# moves an ingester's clock; it seals, uploads, the compactor indexes,
+# compacts and deletes, the ingester drops what it replaced.  First one
+# ingester, while the other still holds everything in its head, then the
+# other, whose blocks the compactor merges with its first output.  Every
+# answer of the querier meanwhile is the reference's, byte for byte.
+"$WORKLOAD" --out "$WORK/later" --services 1 --instances 1 --minutes 1 --interval 60 \
+	--end $((END + 90000)) --quiet
+polls=0
+poll() {
+	use qry
+	# Two renders per poll (the services are known): as many polls as the
+	# roles' passes allow.
+	renders_quick "$WORK/poll"
+	if ! diff -r "$WORK/expect" "$WORK/poll" >/dev/null; then
+		# FRESH_KEEP=DIR keeps the logs and answers of a failure.
+		[ -z "${FRESH_KEEP:-}" ] || { mkdir -p "$FRESH_KEEP" && cp -r "$WORK"/server.*.log "$WORK/poll" "$WORK/expect" "$FRESH_KEEP/"; }
+		fail "poll $polls: the querier's answers differ from one server's during the transition: $(differs "$WORK/expect" "$WORK/poll")"
+	fi
+	polls=$((polls + 1))
+}
+state() {
+	echo "compactor $(use comp; maint compactions) compactions, $(use comp; bucket deleted_blocks) deleted; $(for r in ing1 ing2; do use $r; echo "$r $(maint sealed_blocks) sealed $(bucket upload_pending_blocks) pending $(bucket unlisted_blocks) dropped"; done | paste -sd ';')"
+}
+poll_until() { # SECONDS WHAT CMD...: polls until CMD succeeds, then once more
+	local end=$((SECONDS + $1)) what=$2
+	shift 2
+	while ! "$@"; do
+		poll
+		[ $SECONDS -lt $end ] || fail "$what did not happen: $(state)"
+	done
+	poll
+}
+dropped() { # ROLE: it dropped blocks the compactor merged, and uploaded all
+	use "$1"
+	[ "$(bucket unlisted_blocks)" -gt 0 ] && [ "$(bucket upload_pending_blocks)" = 0 ]
+}
+compacted() { # N: the compactor made N outputs and deleted a replaced block
+	use comp
+	[ "$(maint compactions)" -ge "$1" ] && [ "$(bucket deleted_blocks)" -gt 0 ]
+}
+synced() { # N: the querier read N more indexes since $SYNCS
+	use qry
+	[ "$(bucket syncs)" -gt $((SYNCS + $1)) ]
+}
+first_done() { compacted 1 && dropped ing1; }
+all_done() { compacted 2 && dropped ing1 && dropped ing2 && synced 2; }
+use ing1
+ingest_manifest "$WORK/later" --tenant clock
+poll_until 600 "ingester 1's seal, upload, compaction and drop" first_done
+use ing2
+[ "$(maint sealed_blocks)" = 0 ] || fail "ingester 2 sealed before its clock moved"
+note "ingester 1 sealed, the compactor merged, ingester 1 dropped: $polls polls, $(state)"
+ingest_manifest "$WORK/later" --tenant clock
+use qry
+SYNCS=$(bucket syncs)
+poll_until 600 "ingester 2's seal, upload, compaction and drop" all_done
+use qry
+renders "$WORK/final"
+diff -r "$WORK/expect" "$WORK/final" >/dev/null ||
+	fail "after the transition the querier's answers differ: $(differs "$WORK/expect" "$WORK/final")"
+[ "$(jq -r .profiles <<<"$(tenant_stats anonymous)")" -gt 0 ] ||
+	fail "the querier never listed a block of the bucket"
+ok=$(curl -s "$URL/metrics" | awk '/^unhex_querier_ingester_requests_total\{.*result="ok"\}/ { s += $2 } END { print s + 0 }')
+[ "$ok" -gt 0 ] || fail "no ingester request counted as ok: $(curl -s "$URL/metrics" | grep unhex_querier_ingester)"
+note "transition: $polls polls, every answer the reference's; $ok ingester requests answered"
+
+# ---- an ingester down: 200, a warning naming it, the other's data kept
+DOWN=${URLS[ing2]}
+stop_role ing2
+use qry
+q=$(selector "$CPU" "$(ls "$WORK"/expect/render.* | head -n 1 | sed 's/.*render\.//')")
+http GET "/pyroscope/render?query=$q&from=$FROM&until=$UNTIL"
+expect_status 200 "flamebearer" "a render with an ingester down"
+jq -r '.warnings[]?' <<<"$BODY" | grep -qF "ingester $DOWN" ||
+	fail "no warning names the stopped ingester $DOWN: $(jq -c '.warnings' <<<"$BODY")"
+failed=$(curl -s "$URL/metrics" | awk -v u="$DOWN" 'index($0, "unhex_querier_ingester_requests_total{ingester=\"" u "\",result=\"failed\"}") == 1 { print $2 }')
+[ "${failed:-0}" -gt 0 ] || fail "the failed request to $DOWN is not counted: $(curl -s "$URL/metrics" | grep unhex_querier_ingester)"
+note "an ingester down: 200 with the warning \"$(jq -r '.warnings[0]' <<<"$BODY" | head -c 120)...\""
+
+stop_role qry
+stop_role comp
+stop_role ing1
