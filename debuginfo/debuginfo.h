@@ -558,6 +558,12 @@ struct debuginfo_stats {
 	uint64_t bucket_downloads, bucket_index_downloads, bucket_download_failures;
 	uint64_t bucket_index_invalid;
 	uint64_t bucket_bytes_in, bucket_bytes_out, bucket_pending;
+	/* Deletions from the bucket, where the bucket index is written
+	 * (bucketgc.c): build IDs deleted with all their objects, objects
+	 * deleted, failed passes or build IDs (retried), build IDs waiting
+	 * out the delay before they may go (a gauge). */
+	uint64_t bucket_deleted, bucket_deleted_objects, bucket_delete_failures;
+	uint64_t bucket_delete_waiting;
 };
 
 void debuginfo_stats(struct debuginfo *d, struct debuginfo_stats *out);

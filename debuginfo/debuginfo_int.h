@@ -816,7 +816,30 @@ struct debuginfo {
 	atomic_uint_fast64_t bucket_downloads, bucket_index_downloads;
 	atomic_uint_fast64_t bucket_download_failures, bucket_index_invalid;
 	atomic_uint_fast64_t bucket_bytes_in, bucket_bytes_out, bucket_pending;
+
+	/* bucketgc.c: the build IDs waiting to leave the bucket (under gc_mu,
+	 * taken with nothing else held, by the store's index pass only), and
+	 * what left. */
+	pthread_mutex_t gc_mu;
+	int gc_hooked;
+	struct debuginfo__doom *gc_doom; /* owned; ascending by id */
+	size_t gc_n_doom;
+	atomic_uint_fast64_t gc_deleted, gc_objects, gc_failures, gc_waiting;
 };
+
+/* ---- bucketgc.c: debug info leaves the bucket by the retention rule ---- */
+
+/* A build ID found deletable by every pass since `since` (writer's wall clock). */
+struct debuginfo__doom {
+	char id[DEBUGINFO_HEX_MAX];
+	int64_t since;
+};
+
+/* gc_start sets the store's references hook when there is a bucket;
+ * gc_release clears it (and waits for a pass under way). */
+void debuginfo__gc_init(struct debuginfo *s);
+void debuginfo__gc_start(struct debuginfo *s);
+void debuginfo__gc_release(struct debuginfo *s);
 
 /* An upload in progress: a temporary file under <dir>/tmp. */
 struct debuginfo_upload {
