@@ -7,20 +7,24 @@
  * (store_direfs_hook_set): the store says which build IDs counted blocks
  * reference and when each was last used; this pass lists "debuginfo/" once.
  *
- * Uses.  A reference by a counted block (its newest profile), or, for a
- * build ID no block referenced yet, the first pass that saw it in the
- * bucket (recorded in the store's table), so an upload waits as long as
- * on one node before it may go.
+ * Uses.  A reference by a counted block (its newest profile), a use
+ * marker (below), or, for a build ID no block referenced yet, the first
+ * pass that saw it in the bucket (recorded in the store's table), so an
+ * upload waits as long as on one node before it may go.
  *
  * The race with writers.  A build ID is deleted only after it has been
  * found deletable by every pass over pass_delay_ns (the store's delete
  * delay plus the time a profile takes to reach the index): a block an
  * ingester seals meanwhile is counted first and keeps it.  Which build IDs
  * wait for that delay is kept in memory: a restarted writer waits again.
- * A build ID used again after an idle time past the retention is put
- * again by every server that holds its files (retention.c clears its
- * bucket bits): a put finds the objects if they are still there (the same
- * bytes), and puts them back if this pass deleted them meanwhile.
+ * What the index cannot see yet, profiles in an ingester's head, every
+ * server marks in the bucket: its retention pass puts, for each build ID
+ * its own profiles used within the retention, a marker
+ * "debuginfo/<id>/used/<unix seconds>" at most once a quarter of the
+ * retention (debuginfo__gc_mark_used); the newest marker is a use, and
+ * markers past the retention are deleted.  And a build ID used again
+ * after an idle time past the retention is put again by every server that
+ * holds its files (retention.c clears its bucket bits).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +33,14 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/grow.h"
+#include "base/hash.h"
 #include "base/log.h"
 #include "debuginfo_int.h"
 #include "objstore/objstore.h"
 #include "storage/storage.h"
 
 #define PREFIX "debuginfo/"
+#define USED "used"                  /* debuginfo/<id>/used/<unix seconds> */
 #define GROUP_KEYS_BYTES (1u << 20)  /* keys of one build ID looked at */
 #define DELETE_KEYS_BYTES (16u << 20) /* keys one pass deletes (the rest: next pass) */
 #define MAX_IDS ((size_t)1 << 22)
@@ -58,6 +64,8 @@ struct gc {
 	char cur[DEBUGINFO_HEX_MAX];  /* the build ID of the keys in `keys` ("" none) */
 	struct buf keys;              /* its keys, each NUL-terminated */
 	int keys_full;                /* more than the cap: not deleted this pass */
+	int64_t used;                 /* its newest use marker's time (0: none) */
+	struct buf stale;             /* use markers past the retention, to delete */
 	struct buf del;               /* groups to delete: id, keys, then an empty string */
 	int rc;
 };
@@ -144,12 +152,14 @@ static int finish_group(struct gc *g)
 		ref->listed = 1;
 	if (ref && ref->referenced)
 		return 0;
-	if (!ref) {
+	if (!ref && g->used >= g->cutoff)
+		return 0; /* a server's profiles use it */
+	if (!ref && g->used < g->cutoff) {
 		/* No block referenced it yet: its grace starts now. */
 		rc = store_direfs_seen(g->r, g->cur, g->p->now_ns);
 		return rc == ERR_TOO_LARGE ? 0 : rc;
 	}
-	last = ref->last;
+	last = ref->last > g->used ? ref->last : g->used;
 	if (last >= g->cutoff)
 		return 0;
 	since = doomed_since(g->s, g->cur);
@@ -172,6 +182,23 @@ static int finish_group(struct gc *g)
 	return 0;
 }
 
+/*
+ * The time in the name of a use marker ("<unix seconds>"), at most now (a
+ * server's clock ahead of the writer's gains nothing); 0 when it is not one.
+ */
+static int64_t marker_time(const char *name, int64_t now)
+{
+	char *end;
+	unsigned long long sec;
+
+	if (*name < '0' || *name > '9' || strlen(name) > 12)
+		return 0;
+	sec = strtoull(name, &end, 10);
+	if (*end || !sec)
+		return 0;
+	return (int64_t)sec * 1000000000LL < now ? (int64_t)sec * 1000000000LL : now;
+}
+
 static int on_key(void *arg, const struct objstore_entry *e)
 {
 	struct gc *g = arg;
@@ -192,6 +219,15 @@ static int on_key(void *arg, const struct objstore_entry *e)
 		memcpy(g->cur, id, sizeof(id));
 		buf_reset(&g->keys);
 		g->keys_full = 0;
+		g->used = 0;
+	}
+	if (!strncmp(slash, "/" USED "/", strlen(USED) + 2)) {
+		int64_t t = marker_time(slash + strlen(USED) + 2, g->p->now_ns);
+
+		if (t > g->used)
+			g->used = t;
+		if (t && t < g->cutoff && (buf_puts(&g->stale, e->key) || buf_putc(&g->stale, '\0')))
+			g->stale.len = 0; /* past the cap: the next pass */
 	}
 	if (buf_puts(&g->keys, e->key) || buf_putc(&g->keys, '\0'))
 		g->keys_full = 1;
@@ -259,6 +295,7 @@ static int gc_pass(void *ctx, struct store_direfs *r, const struct store_direfs_
 		return 0;
 	buf_init(&g.keys, GROUP_KEYS_BYTES);
 	buf_init(&g.del, DELETE_KEYS_BYTES);
+	buf_init(&g.stale, DELETE_KEYS_BYTES);
 	pthread_mutex_lock(&s->gc_mu);
 	rc = load_refs(&g);
 	err_clear(&msg);
@@ -272,6 +309,11 @@ static int gc_pass(void *ctx, struct store_direfs *r, const struct store_direfs_
 		rc = finish_group(&g);
 	if (!rc) {
 		delete_groups(&g, &ids, &objects);
+		for (size_t at = 0; at < g.stale.len; at += strlen(g.stale.data + at) + 1) {
+			err_clear(&msg);
+			if (!objstore_delete(s->os, g.stale.data + at, &msg))
+				atomic_fetch_add(&s->gc_objects, 1);
+		}
 		/* Entries with nothing in the bucket and past the retention are
 		 * forgotten: they would only keep nothing. */
 		for (size_t i = 0; i < g.n_refs; i++)
@@ -296,12 +338,55 @@ static int gc_pass(void *ctx, struct store_direfs *r, const struct store_direfs_
 	free(g.refs);
 	buf_release(&g.keys);
 	buf_release(&g.del);
+	buf_release(&g.stale);
+	return rc;
+}
+
+/* ---- use markers: what the index cannot see yet ---- */
+
+int debuginfo__gc_mark_used(struct debuginfo *s, const char *id, int64_t last_ns, int64_t now_ns,
+			    int64_t retention_ns, unsigned *budget)
+{
+	uint64_t h = hash_bytes(id, strlen(id), 0);
+	struct debuginfo__bucket_miss *e;
+	char key[OBJSTORE_KEY_MAX + 1];
+	struct err_msg msg;
+	int rc = 0;
+
+	if (!s->os || retention_ns <= 0 || last_ns < now_ns - retention_ns || !*budget)
+		return 0;
+	pthread_mutex_lock(&s->gc_mark_mu);
+	if (!s->gc_marks)
+		s->gc_marks = calloc(DEBUGINFO__BUCKET_MISS_SLOTS, sizeof(*s->gc_marks));
+	if (!s->gc_marks) {
+		pthread_mutex_unlock(&s->gc_mark_mu);
+		return ERR_NOMEM;
+	}
+	e = &s->gc_marks[h % DEBUGINFO__BUCKET_MISS_SLOTS];
+	/* A quarter of the retention between two markers of one build ID. */
+	if (e->hash == h && now_ns - e->at < retention_ns / 4)
+		goto out;
+	snprintf(key, sizeof(key), PREFIX "%s/" USED "/%lld", id, (long long)(now_ns / 1000000000LL));
+	err_clear(&msg);
+	(*budget)--;
+	rc = objstore_put(s->os, key, "1", 1, 0, &msg);
+	if (rc) {
+		log_warn("debuginfo: cannot mark %s as used in the bucket: %s; retried at the next "
+			 "pass", id, msg.text);
+		goto out;
+	}
+	e->hash = h;
+	e->at = now_ns;
+	atomic_fetch_add(&s->gc_use_marks, 1);
+out:
+	pthread_mutex_unlock(&s->gc_mark_mu);
 	return rc;
 }
 
 void debuginfo__gc_init(struct debuginfo *s)
 {
 	pthread_mutex_init(&s->gc_mu, NULL);
+	pthread_mutex_init(&s->gc_mark_mu, NULL);
 }
 
 void debuginfo__gc_start(struct debuginfo *s)
@@ -320,6 +405,9 @@ void debuginfo__gc_release(struct debuginfo *s)
 		store_direfs_hook_set(s->st, NULL); /* waits for a pass under way */
 	s->gc_hooked = 0;
 	pthread_mutex_destroy(&s->gc_mu);
+	pthread_mutex_destroy(&s->gc_mark_mu);
+	free(s->gc_marks);
+	s->gc_marks = NULL;
 	free(s->gc_doom);
 	s->gc_doom = NULL;
 	s->gc_n_doom = 0;

@@ -193,6 +193,7 @@ void debuginfo_stats(struct debuginfo *s, struct debuginfo_stats *o)
 	o->bucket_deleted_objects = atomic_load(&s->gc_objects);
 	o->bucket_delete_failures = atomic_load(&s->gc_failures);
 	o->bucket_delete_waiting = atomic_load(&s->gc_waiting);
+	o->bucket_use_marks = atomic_load(&s->gc_use_marks);
 }
 
 uint64_t debuginfo_generation(const struct debuginfo *s)

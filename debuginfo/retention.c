@@ -229,6 +229,16 @@ int debuginfo_retain(struct debuginfo *s, int64_t retention_ns, int64_t now_ns,
 	}
 	if (reput)
 		debuginfo__bucket_wake(s);
+	/* What the bucket index cannot see yet (this server's head) is marked
+	 * there, so the bucket keeps it (bucketgc.c). */
+	{
+		unsigned budget = DEBUGINFO__USE_MARKS_PER_PASS;
+
+		for (size_t i = 0; i < r.n && budget; i++)
+			if (debuginfo__gc_mark_used(s, r.v[i].id, r.v[i].last, now_ns, retention_ns,
+						    &budget))
+				break;
+	}
 	memset(&d, 0, sizeof(d));
 	d.refs = &r;
 	if (retention_ns > 0 && !__builtin_sub_overflow(now_ns, retention_ns, &d.cutoff)) {

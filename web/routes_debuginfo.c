@@ -687,11 +687,14 @@ static int bucket_metrics_text(struct buf *out, const struct debuginfo_stats *st
 			"# TYPE unhex_debuginfo_bucket_delete_failures_total counter\n"
 			"unhex_debuginfo_bucket_delete_failures_total %llu\n"
 			"# TYPE unhex_debuginfo_bucket_delete_waiting_build_ids gauge\n"
-			"unhex_debuginfo_bucket_delete_waiting_build_ids %llu\n",
+			"unhex_debuginfo_bucket_delete_waiting_build_ids %llu\n"
+			"# TYPE unhex_debuginfo_bucket_use_marks_total counter\n"
+			"unhex_debuginfo_bucket_use_marks_total %llu\n",
 			(unsigned long long)st->bucket_deleted,
 			(unsigned long long)st->bucket_deleted_objects,
 			(unsigned long long)st->bucket_delete_failures,
-			(unsigned long long)st->bucket_delete_waiting);
+			(unsigned long long)st->bucket_delete_waiting,
+			(unsigned long long)st->bucket_use_marks);
 	return rc;
 }
 

@@ -7,7 +7,9 @@
  * is deleted with every object of its own (files, tenant copies, indexes)
  * once it has been unused past the retention and then past the delay, and
  * not before; a block that expired keeps its build ID for the retention
- * after its newest profile; keys that are not ours are left alone.
+ * after its newest profile; keys that are not ours are left alone; a
+ * build ID an ingester's head uses is marked used by that ingester and
+ * kept.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,6 +33,7 @@
 #define ID_B "bb000000000000000000000000000000000000b2" /* "short": its block expires */
 #define ID_C "cc000000000000000000000000000000000000c3" /* "keep": a recent profile */
 #define ID_D "dd000000000000000000000000000000000000d4" /* uploaded, never referenced */
+#define ID_E "ee000000000000000000000000000000000000e5" /* used in an ingester's head */
 
 static int64_t fake_now;
 
@@ -179,6 +182,44 @@ static void test_lifecycle(void **state)
 	pass(c, seen + RETENTION - SEC);
 	pass(c, seen + RETENTION - SEC + 2 * DELAY);
 	assert_int_equal(all_present(os, 3), 1);
+
+	/* E waits to go when an ingester's head (which no index counts)
+	 * uses it: that ingester's retention pass marks it used, and the
+	 * bucket keeps it; the marker goes once past the retention. */
+	{
+		struct debuginfo *dn;
+		struct debuginfo_options on = o;
+		char marker[128];
+		int64_t x = fake_now + DAY, used;
+
+		on.data_dir = di;
+		assert_int_equal(debuginfo_open(in, &on, &dn, &msg), 0);
+		debuginfo__bucket_stop(dn);
+		put(os, "debuginfo/" ID_E "/debuginfo");
+		pass(c, x);
+		pass(c, x + RETENTION + SEC);
+		debuginfo_stats(d, &ds);
+		assert_int_equal(ds.bucket_delete_waiting, 1);
+		used = x + RETENTION + 2 * SEC;
+		assert_int_equal(gen_ref_profile(in, "keep", ID_E, used), 0);
+		assert_int_equal(debuginfo_retain(dn, RETENTION, used, NULL, &msg), 0);
+		debuginfo_stats(dn, &ds);
+		assert_int_equal(ds.bucket_use_marks, 1);
+		snprintf(marker, sizeof(marker), "debuginfo/%s/used/%lld", ID_E,
+			 (long long)(used / SEC));
+		assert_true(present(os, marker));
+		/* A second pass within a quarter of the retention puts none. */
+		assert_int_equal(debuginfo_retain(dn, RETENTION, used + SEC, NULL, &msg), 0);
+		debuginfo_stats(dn, &ds);
+		assert_int_equal(ds.bucket_use_marks, 1);
+		pass(c, x + RETENTION + DELAY + 10 * SEC);
+		debuginfo_stats(d, &ds);
+		assert_int_equal(ds.bucket_delete_waiting, 0);
+		assert_true(present(os, "debuginfo/" ID_E "/debuginfo"));
+		pass(c, used + RETENTION + SEC);
+		assert_false(present(os, marker));
+		debuginfo_close(dn);
+	}
 
 	debuginfo_close(d);
 	store_close(in);
