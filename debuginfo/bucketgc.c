@@ -20,9 +20,9 @@
  * What the index cannot see yet, profiles in an ingester's head, every
  * server marks in the bucket: its retention pass puts, for each build ID
  * its own profiles used within the retention, a marker
- * "debuginfo/<id>/used/<unix seconds>" at most once a quarter of the
- * retention (debuginfo__gc_mark_used); the newest marker is a use, and
- * markers past the retention are deleted.  And a build ID used again
+ * "debuginfo/<id>/used/<unix seconds of that use>", again once the use
+ * moved a quarter of the retention on (debuginfo__gc_mark_used); the
+ * newest marker is a use, and markers past the retention are deleted.  And a build ID used again
  * after an idle time past the retention is put again by every server that
  * holds its files (retention.c clears its bucket bits).
  */
@@ -363,10 +363,14 @@ int debuginfo__gc_mark_used(struct debuginfo *s, const char *id, int64_t last_ns
 		return ERR_NOMEM;
 	}
 	e = &s->gc_marks[h % DEBUGINFO__BUCKET_MISS_SLOTS];
-	/* A quarter of the retention between two markers of one build ID. */
-	if (e->hash == h && now_ns - e->at < retention_ns / 4)
+	/* The marker names the use itself, not now, so it keeps the build ID
+	 * no longer than a block would; a new one once the use moved a
+	 * quarter of the retention past the last. */
+	if (last_ns > now_ns)
+		last_ns = now_ns;
+	if (e->hash == h && last_ns - e->at < retention_ns / 4)
 		goto out;
-	snprintf(key, sizeof(key), PREFIX "%s/" USED "/%lld", id, (long long)(now_ns / 1000000000LL));
+	snprintf(key, sizeof(key), PREFIX "%s/" USED "/%lld", id, (long long)(last_ns / 1000000000LL));
 	err_clear(&msg);
 	(*budget)--;
 	rc = objstore_put(s->os, key, "1", 1, 0, &msg);
@@ -376,7 +380,7 @@ int debuginfo__gc_mark_used(struct debuginfo *s, const char *id, int64_t last_ns
 		goto out;
 	}
 	e->hash = h;
-	e->at = now_ns;
+	e->at = last_ns;
 	atomic_fetch_add(&s->gc_use_marks, 1);
 out:
 	pthread_mutex_unlock(&s->gc_mark_mu);
@@ -393,8 +397,8 @@ void debuginfo__gc_start(struct debuginfo *s)
 {
 	struct store_direfs_hook h = { gc_pass, s };
 
-	if (!s->os)
-		return;
+	if (!s->os || s->retention_ns <= 0)
+		return; /* nothing leaves the bucket: no table is kept */
 	store_direfs_hook_set(s->st, &h);
 	s->gc_hooked = 1;
 }

@@ -848,10 +848,11 @@ struct debuginfo__doom {
 void debuginfo__gc_init(struct debuginfo *s);
 void debuginfo__gc_start(struct debuginfo *s);
 /*
- * Puts a use marker of `id` (canonical hex) in the bucket when this
- * server's profiles used it at last_ns within retention_ns of now_ns and
- * no marker of it was put in the last quarter of the retention; each put
- * takes one of *budget.  0 or the bucket's error (retried next pass).
+ * Puts a use marker of `id` (canonical hex) named by last_ns in the
+ * bucket when this server's profiles used it at last_ns, within
+ * retention_ns of now_ns, a quarter of the retention or more after the
+ * last marker this server put; each put takes one of *budget.  0 or the
+ * bucket's error (retried next pass).
  */
 int debuginfo__gc_mark_used(struct debuginfo *s, const char *id, int64_t last_ns, int64_t now_ns,
 			    int64_t retention_ns, unsigned *budget);

@@ -86,6 +86,13 @@ static int all_present(struct objstore *os, int which)
 	return n;
 }
 
+/* Copies the key listed last into arg (128 bytes). */
+static int one_key(void *arg, const struct objstore_entry *e)
+{
+	snprintf(arg, 128, "%s", e->key);
+	return 0;
+}
+
 static void pass(struct store *c, int64_t at)
 {
 	fake_now = at;
@@ -205,9 +212,12 @@ static void test_lifecycle(void **state)
 		assert_int_equal(debuginfo_retain(dn, RETENTION, used, NULL, &msg), 0);
 		debuginfo_stats(dn, &ds);
 		assert_int_equal(ds.bucket_use_marks, 1);
-		snprintf(marker, sizeof(marker), "debuginfo/%s/used/%lld", ID_E,
-			 (long long)(used / SEC));
-		assert_true(present(os, marker));
+		marker[0] = '\0';
+		assert_int_equal(objstore_list(os, "debuginfo/" ID_E "/used/", one_key, marker, &msg), 0);
+		assert_true(marker[0]);
+		/* Named by the profile's time (the head's newest for E), not later. */
+		assert_true(atoll(marker + strlen("debuginfo/" ID_E "/used/")) <= used / SEC + 60);
+		assert_true(atoll(marker + strlen("debuginfo/" ID_E "/used/")) >= used / SEC - 60);
 		/* A second pass within a quarter of the retention puts none. */
 		assert_int_equal(debuginfo_retain(dn, RETENTION, used + SEC, NULL, &msg), 0);
 		debuginfo_stats(dn, &ds);
