@@ -96,8 +96,13 @@ static int load_refs(struct gc *g)
 		if (rc)
 			return rc;
 		x = &g->refs[g->n_refs];
-		if (debuginfo__canon_id(e.build_id, x->id, NULL, NULL))
-			continue; /* not hex: no debug info is stored under it */
+		if (debuginfo__canon_id(e.build_id, x->id, NULL, NULL)) {
+			/* Not hex: no debug info is stored under it; its entry
+			 * goes once it would be past the retention. */
+			if (!e.referenced && e.last_ns < g->cutoff)
+				store_direfs_forget(g->r, i);
+			continue;
+		}
 		x->at = i;
 		x->last = e.last_ns;
 		x->referenced = e.referenced;
