@@ -2,8 +2,8 @@
  * section 13): the object round-trips and refuses truncated and corrupt
  * input; the index writer hands its hook the build IDs of the blocks the
  * index counts with their newest profile, reads each block's footer once,
- * keeps what the hook saw, drops what it forgot, and keeps a build ID's
- * last use after its blocks stop counting. */
+ * keeps what the hook saw, drops what it forgot, rebuilds a corrupt
+ * object from the footers, and says so when a footer cannot be read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -161,6 +161,21 @@ static int hook(void *ctx, struct store_direfs *r, const struct store_direfs_pas
 	return 0;
 }
 
+struct objstore_entry_copy {
+	char key[256];
+	uint64_t size;
+};
+
+/* Copies the key listed last, and its size, into arg. */
+static int last_key(void *arg, const struct objstore_entry *e)
+{
+	struct objstore_entry_copy *k = arg;
+
+	snprintf(k->key, sizeof(k->key), "%s", e->key);
+	k->size = e->size;
+	return 0;
+}
+
 static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
 {
 	struct store_options o = gen_options(dir, &fake_now);
@@ -251,6 +266,23 @@ static void test_writer(void **state)
 	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
 	assert_int_equal(h.n, 2);
 	assert_int_equal(h.last[0], T0 + RANGE + 5 * SEC);
+
+	/* A counted block whose footer cannot be read (the same size, other
+	 * bytes) makes the pass incomplete: nothing may be deleted by it. */
+	{
+		struct objstore_entry_copy k = { "", 0 };
+		char *junk;
+
+		assert_int_equal(objstore_list(os, "blocks/", last_key, &k, &msg), 0);
+		assert_true(k.key[0] && k.size > 0);
+		junk = calloc(1, (size_t)k.size);
+		assert_non_null(junk);
+		assert_int_equal(objstore_put(os, k.key, junk, (size_t)k.size, 0, &msg), 0);
+		free(junk);
+		assert_int_equal(objstore_delete(os, DIREFS_KEY, &msg), 0);
+		assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+		assert_false(h.complete);
+	}
 
 	store_direfs_hook_set(c, NULL);
 	buf_release(&b);
