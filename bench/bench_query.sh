@@ -15,6 +15,8 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: bench_query.sh BUILD_DIR [OUT_DIR]}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
 OUT=${2:-$HERE/out-query}
 INSTANCES=${INSTANCES:-20}
 MINUTES=${MINUTES:-60}
@@ -24,14 +26,10 @@ GO_PPROF=${GO_PPROF:-1}
 PERF=${PERF:-0}
 PTYPE=process_cpu:cpu:nanoseconds:cpu:nanoseconds
 
-for bin in bench/unhex-workload bench/bench-query cli/unhex; do
-	[ -x "$B/$bin" ] || { echo "bench_query.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+bench_need_built bench_query.sh bench/unhex-workload bench/bench-query cli/unhex
 command -v curl >/dev/null || { echo "bench_query.sh: curl is needed" >&2; exit 1; }
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# shellcheck source=bench/lib_bench.sh
-. "$HERE/lib_bench.sh"
 trap bench_stop_server EXIT
 
 echo "== machine" >&2

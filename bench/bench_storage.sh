@@ -46,6 +46,8 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: bench_storage.sh BUILD_DIR [OUT_DIR]}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
 OUT=${2:-$HERE/out-storage}
 SHAPES=${SHAPES:-bench diverse month}
 RUNS=${RUNS:-10}
@@ -61,14 +63,10 @@ END=1767225600 # 2026-01-01T00:00:00Z, the generator's default: fixed query rang
 PTYPE=process_cpu:cpu:nanoseconds:cpu:nanoseconds
 TICK=$(getconf CLK_TCK)
 
-for bin in bench/unhex-workload bench/bench-ingest bench/bench-query cli/unhex tools/pprofinfo; do
-	[ -x "$B/$bin" ] || { echo "bench_storage.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+bench_need_built bench_storage.sh bench/unhex-workload bench/bench-ingest bench/bench-query cli/unhex tools/pprofinfo
 command -v curl >/dev/null || { echo "bench_storage.sh: curl is needed" >&2; exit 1; }
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# shellcheck source=bench/lib_bench.sh
-. "$HERE/lib_bench.sh"
 trap bench_stop_server EXIT
 
 log() { echo "$*" >&2; }

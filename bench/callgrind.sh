@@ -38,10 +38,10 @@ B=$(cd "${1:?usage: callgrind.sh BUILD_DIR OUT_DIR}" && pwd)
 mkdir -p "${2:?usage: callgrind.sh BUILD_DIR OUT_DIR}"
 OUT=$(cd "$2" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
 . "$HERE/lib_store.sh"
-for bin in bench/unhex-workload bench/bench-ingest bench/bench-query cli/unhex; do
-	[ -x "$B/$bin" ] || { echo "callgrind.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+bench_need_built callgrind.sh bench/unhex-workload bench/bench-ingest bench/bench-query cli/unhex
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed" >&2; exit 1; }
 trap lib_store_cleanup EXIT
 

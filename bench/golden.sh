@@ -110,18 +110,15 @@ OUT=$(cd "$2" && pwd)
 rm -f "$OUT"/*.body "$OUT"/*.http "$OUT"/*.canon "$OUT"/*.req.json "$OUT"/*.req.bin \
 	"$OUT/index.tsv" "$OUT/capture.txt"
 HERE=$(cd "$(dirname "$0")" && pwd)
-for bin in cli/unhex bench/unhex-workload bench/bench-sym; do
-	[ -x "$B/$bin" ] || { echo "golden.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
+bench_need_built golden.sh cli/unhex bench/unhex-workload bench/bench-sym
 for t in curl jq protoc gzip sha256sum; do
 	command -v $t >/dev/null || { echo "golden.sh: $t is not installed" >&2; exit 1; }
 done
 # The .proto files of the build's own source tree (CMake records it), so a
 # capture decodes with the messages that build speaks.
-SRC=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null || true)
-PROTO_DIR=${SRC:+$SRC/proto}
-[ -f "${PROTO_DIR:-/nonexistent}/querier.proto" ] || PROTO_DIR=$HERE/../proto
-PROTO_DIR=$(cd "$PROTO_DIR" && pwd)
+bench_build_source
 UNHEX=$B/cli/unhex
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/unhex-golden.XXXXXX")

@@ -22,18 +22,16 @@ set -euo pipefail
 B=$(cd "${1:?usage: ingest_server.sh BUILD_DIR WORKLOAD_DIR [OUT_DIR]}" && pwd)
 WL=$(cd "${2:?usage: ingest_server.sh BUILD_DIR WORKLOAD_DIR [OUT_DIR]}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
 OUT=${3:-$HERE/out-ingest-server}
 PARALLEL=${PARALLEL:-8}
 PERF=${PERF:-0}
 TICK=$(getconf CLK_TCK)
 
-for bin in cli/unhex tools/pprofinfo; do
-	[ -x "$B/$bin" ] || { echo "ingest_server.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+bench_need_built ingest_server.sh cli/unhex tools/pprofinfo
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# shellcheck source=bench/lib_bench.sh
-. "$HERE/lib_bench.sh"
 PERF_PID=
 stop_all() {
 	if [ -n "$PERF_PID" ]; then
@@ -43,8 +41,6 @@ stop_all() {
 	bench_stop_server
 }
 trap stop_all EXIT
-
-cpu_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 
 # pprof samples of the workload: the Sample messages of every file.
 pprof_samples=${PPROF_SAMPLES:-$(cd "$WL" && cut -f1 manifest.tsv | xargs "$B/tools/pprofinfo" --json |

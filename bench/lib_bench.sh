@@ -1,18 +1,43 @@
 # shellcheck shell=bash
-# lib_bench.sh - sourced by bench/bench_query.sh and bench/bench_storage.sh:
+# lib_bench.sh - sourced by the bench/ scripts: the check that the build
+# has their programs; for bench/bench_query.sh and bench/bench_storage.sh
 # the server they measure, timing helpers, manifest ingest and the timed
 # render.  The caller sets B (the build dir), OUT (its output dir), PTYPE,
 # and before render SERVICE; it runs under `set -euo pipefail` and traps
 # EXIT to bench_stop_server.
 #
+#   bench_need_built SCRIPT BIN...               exits 1 unless $B/BIN exist
+#   bench_build_source                           sets SRC and PROTO_DIR
 #   bench_start_server DATA LOG [SERVE-ARGS...]  sets SERVER_PID and URL
 #   bench_stop_server                            SIGTERM and wait
-#   bench_ingest WL MANIFEST TAG PARALLEL        sets INGEST_S, INGEST_PAIRS,
-#                                                INGEST_FAILED
+#   bench_ingest WL MANIFEST TAG PARALLEL [URLS] sets INGEST_S, INGEST_PAIRS,
+#                                                INGEST_PROFILES, INGEST_FAILED
+#   cpu_ticks PID                                user + system CPU of PID, in ticks
 #   bench_render TAG FROM UNTIL N                sets COLD, WARM (median),
 #                                                WARM_MIN (ms), BYTES, TICKS
 
 SERVER_PID=
+
+# bench_need_built SCRIPT BIN...: exits 1, naming SCRIPT, unless every BIN
+# (a path inside the build dir $B) is built.
+bench_need_built() {
+	local name=$1 bin
+	shift
+	for bin in "$@"; do
+		[ -x "$B/$bin" ] || { echo "$name: $B/$bin is missing; build first" >&2; exit 1; }
+	done
+}
+
+# bench_build_source: sets SRC to the source tree the build in $B was
+# configured from ("" when its CMakeCache.txt does not say) and PROTO_DIR to
+# that tree's proto/ (this checkout's when it has none), absolute, so that
+# protoc speaks the messages of the build being measured.
+bench_build_source() {
+	SRC=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null || true)
+	PROTO_DIR=${SRC:+$SRC/proto}
+	[ -f "${PROTO_DIR:-/nonexistent}/querier.proto" ] || PROTO_DIR=$(dirname "${BASH_SOURCE[0]}")/../proto
+	PROTO_DIR=$(cd "$PROTO_DIR" && pwd)
+}
 
 now_ns() { date +%s%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b - a) / 1e9}'; }
@@ -43,10 +68,13 @@ bench_start_server() {
 	exit 1
 }
 
+cpu_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+
 # Every file of MANIFEST (lines of WL/manifest.tsv) through `unhex ingest`,
-# one process per series name, PARALLEL at once.
+# one process per series name, PARALLEL at once; to $URL, or with URLS
+# (servers' URLs, space-separated) the k-th series name to the (k mod n)-th.
 bench_ingest() {
-	local lists=$OUT/lists-$3 t0
+	local lists=$OUT/lists-$3 urls=${5:-$URL} t0
 	rm -rf "$lists"
 	mkdir -p "$lists"
 	awk -F'\t' -v d="$lists" '{
@@ -57,10 +85,14 @@ bench_ingest() {
 	# shellcheck disable=SC2016,SC2011
 	ls "$lists"/*.name | xargs -P "$4" -I{} bash -c '
 		list=${1%.name}.files
-		cd "$2" && xargs "$3" ingest --server "$4" --name "$(cat "$1")" <"$list" 2>/dev/null
-	' _ {} "$1" "$B/cli/unhex" "$URL" >"$OUT/ingest-$3.txt" || true
+		read -ra url <<<"$4"
+		k=$(basename "$1" .name)
+		cd "$2" && xargs "$3" ingest --server "${url[k % ${#url[@]}]}" --name "$(cat "$1")" \
+			<"$list" 2>/dev/null
+	' _ {} "$1" "$B/cli/unhex" "$urls" >"$OUT/ingest-$3.txt" || true
 	INGEST_S=$(secs "$t0" "$(now_ns)")
 	INGEST_PAIRS=$(sed -n 's/.*profiles, \([0-9]*\) samples.*/\1/p' "$OUT/ingest-$3.txt" | awk '{s += $1} END {print s + 0}')
+	INGEST_PROFILES=$(sed -n 's/.*: \([0-9]*\) profiles, .*/\1/p' "$OUT/ingest-$3.txt" | awk '{s += $1} END {print s + 0}')
 	INGEST_FAILED=$(sed -n 's/.*: \([0-9]*\) of \([0-9]*\) files.*/\1 \2/p' "$OUT/ingest-$3.txt" |
 		awk '{f += $2 - $1} END {print f + 0}')
 }

@@ -36,18 +36,16 @@ B=$(cd "${1:?usage: query_mem.sh BUILD_DIR OUT_DIR}" && pwd)
 mkdir -p "${2:?usage: query_mem.sh BUILD_DIR OUT_DIR}"
 OUT=$(cd "$2" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
 . "$HERE/lib_store.sh"
-for bin in bench/unhex-workload bench/bench-ingest bench/bench-query bench/bench-connect cli/unhex; do
-	[ -x "$B/$bin" ] || { echo "query_mem.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+bench_need_built query_mem.sh bench/unhex-workload bench/bench-ingest bench/bench-query bench/bench-connect cli/unhex
 for t in protoc jq; do
 	command -v $t >/dev/null || { echo "query_mem.sh: $t is not installed" >&2; exit 1; }
 done
 MASSIF=${MASSIF:-1}
 command -v valgrind >/dev/null || MASSIF=0
-SRC=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$B/CMakeCache.txt" 2>/dev/null || true)
-PROTO_DIR=${SRC:+$SRC/proto}
-[ -f "${PROTO_DIR:-/nonexistent}/querier.proto" ] || PROTO_DIR=$HERE/../proto
+bench_build_source
 trap lib_store_cleanup EXIT
 
 WL=${WORKLOAD:-$OUT}

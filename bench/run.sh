@@ -7,18 +7,16 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: run.sh BUILD_DIR [OUT_DIR]}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
 OUT=${2:-$HERE/out}
 INSTANCES=${INSTANCES:-20}
 MINUTES=${MINUTES:-60}
 PARALLEL=${PARALLEL:-4}
 
-for bin in bench/unhex-workload bench/bench-ingest cli/unhex; do
-	[ -x "$B/$bin" ] || { echo "run.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+bench_need_built run.sh bench/unhex-workload bench/bench-ingest cli/unhex
 rm -rf "$OUT"
 mkdir -p "$OUT"
-# shellcheck source=bench/lib_bench.sh
-. "$HERE/lib_bench.sh"
 trap bench_stop_server EXIT
 field() { # field KEY: value of KEY=... in the RESULT line
 	tr ' ' '\n' <"$OUT/bench-ingest.txt" | sed -n "s/^$1=//p" | tail -1

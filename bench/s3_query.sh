@@ -16,6 +16,8 @@ set -euo pipefail
 
 B=$(cd "${1:?usage: s3_query.sh BUILD_DIR [OUT_DIR]}" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib_bench.sh
+. "$HERE/lib_bench.sh"
 OUT=${2:-$HERE/out-s3}
 INSTANCES=${INSTANCES:-20}
 SERVICES=${SERVICES:-2}
@@ -25,27 +27,13 @@ RUNS=${RUNS:-5}
 END=1767225600
 PTYPE=process_cpu:cpu:nanoseconds:cpu:nanoseconds
 
-for bin in bench/unhex-workload cli/unhex; do
-	[ -x "$B/$bin" ] || { echo "s3_query.sh: $B/$bin is missing; build first" >&2; exit 1; }
-done
+bench_need_built s3_query.sh bench/unhex-workload cli/unhex
 for c in curl jq; do
 	command -v "$c" >/dev/null || { echo "s3_query.sh: $c is needed" >&2; exit 1; }
 done
-rm -rf "$OUT"
-mkdir -p "$OUT"
-# rgw.sh wants lib.sh's WORK, fail and note; lib.sh's EXIT trap removes WORK.
-export UNHEX=$B/cli/unhex
-# shellcheck source=tests/integration/lib.sh
-. "$HERE/../tests/integration/lib.sh"
-# shellcheck source=tests/integration/rgw.sh
-. "$HERE/../tests/integration/rgw.sh"
-need_rgw
-# shellcheck source=bench/lib_bench.sh
-. "$HERE/lib_bench.sh"
+# shellcheck source=bench/lib_rgw.sh
+. "$HERE/lib_rgw.sh"
 trap 'rc=$?; bench_stop_server; rgw_stop; set +e; (exit $rc); cleanup' EXIT
-
-echo "== machine" >&2
-echo "   $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), nproc $(nproc), load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 if [ -n "${WORKLOAD:-}" ]; then
 	WL=$(cd "$WORKLOAD" && pwd)
@@ -62,11 +50,7 @@ echo "   $(wc -l <"$WL/manifest.tsv") files; the query: service $SERVICE over [$
 
 echo "== RGW on loopback" >&2
 rgw_start
-rgw_bucket unhex-bench
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_PROFILE
-S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket unhex-bench
-	--storage.s3.path-style)
+rgw_s3 unhex-bench
 
 # metric NAME KIND: a sample of /metrics ("" KIND: the unlabelled one).
 metric() {

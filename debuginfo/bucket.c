@@ -51,6 +51,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "debuginfo_int.h"
 #include "objstore/objstore.h"
 #include "storage/storage.h"
@@ -411,12 +412,7 @@ static void *bucket_thread(void *arg)
 		int64_t now = clock_mono_ns();
 
 		if (!s->bucket_wake && next && now < next) {
-			struct timespec ts;
-			int64_t at = next;
-
-			ts.tv_sec = at / 1000000000LL;
-			ts.tv_nsec = at % 1000000000LL;
-			pthread_cond_timedwait(&s->bucket_cv, &s->bucket_mu, &ts);
+			thread_wait_until(&s->bucket_cv, &s->bucket_mu, next);
 			continue;
 		}
 		s->bucket_wake = 0;
@@ -433,8 +429,6 @@ static void *bucket_thread(void *arg)
 
 int debuginfo__bucket_init(struct debuginfo *s, const struct debuginfo_options *opt)
 {
-	pthread_condattr_t ca;
-
 	s->os = opt->objstore;
 	s->bucket_miss_ttl_ns = opt->bucket_miss_ttl_ns > 0 ? opt->bucket_miss_ttl_ns
 							   : 60LL * 1000000000LL;
@@ -442,10 +436,7 @@ int debuginfo__bucket_init(struct debuginfo *s, const struct debuginfo_options *
 	pthread_mutex_init(&s->bucket_mu, NULL);
 	pthread_mutex_init(&s->bucket_pass_mu, NULL);
 	pthread_mutex_init(&s->miss_mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->bucket_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	thread_cond_init_mono(&s->bucket_cv);
 	if (!s->os)
 		return 0;
 	s->misses = calloc(DEBUGINFO__BUCKET_MISS_SLOTS, sizeof(*s->misses));
@@ -466,11 +457,7 @@ void debuginfo__bucket_stop(struct debuginfo *s)
 {
 	if (!s->bucket_started)
 		return;
-	pthread_mutex_lock(&s->bucket_mu);
-	s->bucket_stop = 1;
-	pthread_cond_signal(&s->bucket_cv);
-	pthread_mutex_unlock(&s->bucket_mu);
-	pthread_join(s->bucket_thread, NULL);
+	thread_stop(s->bucket_thread, &s->bucket_mu, &s->bucket_cv, &s->bucket_stop);
 	s->bucket_started = 0;
 }
 

@@ -18,6 +18,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "debuginfo_int.h"
 #include "storage/storage.h"
 
@@ -322,12 +323,7 @@ static void *retain_main(void *arg)
 
 	pthread_mutex_lock(&s->mu);
 	while (!s->retain_stop) {
-		struct timespec until;
-		int64_t at = clock_mono_ns() + s->retain_interval_ns;
-
-		until.tv_sec = at / 1000000000;
-		until.tv_nsec = at % 1000000000;
-		pthread_cond_timedwait(&s->retain_cv, &s->mu, &until);
+		thread_wait_until(&s->retain_cv, &s->mu, clock_mono_ns() + s->retain_interval_ns);
 		if (s->retain_stop)
 			break;
 		pthread_mutex_unlock(&s->mu);
@@ -349,13 +345,8 @@ static void *retain_main(void *arg)
 
 void debuginfo__retain_init(struct debuginfo *s)
 {
-	pthread_condattr_t ca;
-
 	pthread_mutex_init(&s->retain_mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->retain_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	thread_cond_init_mono(&s->retain_cv);
 }
 
 int debuginfo__retain_start(struct debuginfo *s)
@@ -370,11 +361,7 @@ int debuginfo__retain_start(struct debuginfo *s)
 void debuginfo__retain_stop(struct debuginfo *s)
 {
 	if (s->retain_started) {
-		pthread_mutex_lock(&s->mu);
-		s->retain_stop = 1;
-		pthread_cond_broadcast(&s->retain_cv);
-		pthread_mutex_unlock(&s->mu);
-		pthread_join(s->retain_thread, NULL);
+		thread_stop(s->retain_thread, &s->mu, &s->retain_cv, &s->retain_stop);
 		s->retain_started = 0;
 	}
 }

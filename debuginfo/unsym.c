@@ -22,6 +22,7 @@
 #include "base/err.h"
 #include "base/hash.h"
 #include "base/perfmap.h"
+#include "base/thread.h"
 #include "debuginfo_int.h"
 
 #define DEFAULT_ENTRIES 4096
@@ -66,7 +67,6 @@ static uint64_t key_hash(const char *tenant, const char *service, const char *bi
 int debuginfo__unsym_init(struct debuginfo *s, size_t max_entries, int64_t interval_ns)
 {
 	struct debuginfo__unsym *u = &s->unsym;
-	pthread_condattr_t ca;
 
 	memset(u, 0, sizeof(*u));
 	u->max = max_entries ? max_entries : DEFAULT_ENTRIES;
@@ -84,10 +84,7 @@ int debuginfo__unsym_init(struct debuginfo *s, size_t max_entries, int64_t inter
 	hmap_init(&u->row_index, (uint32_t)u->max_rows, NULL);
 	pthread_mutex_init(&u->mu, NULL);
 	pthread_mutex_init(&u->pass_mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&u->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	thread_cond_init_mono(&u->cv);
 	return 0;
 }
 
@@ -588,12 +585,8 @@ void debuginfo_unsym_check(struct debuginfo *s)
 
 static void wait_until(struct debuginfo__unsym *u, int64_t at_mono, int for_wake)
 {
-	struct timespec ts;
-
-	ts.tv_sec = at_mono / 1000000000LL;
-	ts.tv_nsec = at_mono % 1000000000LL;
 	while (!u->stop && !(for_wake && u->wake) && clock_mono_ns() < at_mono)
-		pthread_cond_timedwait(&u->cv, &u->mu, &ts);
+		thread_wait_until(&u->cv, &u->mu, at_mono);
 }
 
 static void *unsym_main(void *arg)
@@ -638,11 +631,7 @@ void debuginfo__unsym_stop(struct debuginfo *s)
 
 	if (!u->started)
 		return;
-	pthread_mutex_lock(&u->mu);
-	u->stop = 1;
-	pthread_cond_broadcast(&u->cv);
-	pthread_mutex_unlock(&u->mu);
-	pthread_join(u->thread, NULL);
+	thread_stop(u->thread, &u->mu, &u->cv, &u->stop);
 	u->started = 0;
 }
 

@@ -103,8 +103,12 @@ struct out_cap {
 	size_t max;
 };
 
-static void out_begin(struct qctx *q, struct buf *out, struct out_cap *c)
+/* A read API's start: its context, and `out` capped to its budget. */
+static void api_begin(struct qctx *q, struct store *st, const char *tenant,
+		      const struct query_params *p, struct buf *out, struct out_cap *c,
+		      struct err_msg *msg)
 {
+	query__ctx_init(q, st, tenant, &p->limits, msg);
 	c->out = out;
 	c->max = out->max;
 	if (!out->max || out->max > q->mem.cap)
@@ -141,9 +145,8 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 
 	struct buf tl, groups;
 
-	query__ctx_init(&q, st, tenant, &p->limits, msg);
+	api_begin(&q, st, tenant, p, out, &oc, msg);
 	query__side_init(&s);
-	out_begin(&q, out, &oc);
 	buf_init(&tl, q.mem.cap);
 	buf_init(&groups, q.mem.cap);
 	rc = query__run(&q, p, QUERY__TRUNCATED, 0, &s);
@@ -176,10 +179,9 @@ int query_render_diff(struct store *st, const char *tenant, const struct query_p
 	struct qctx q;
 	int rc;
 
-	query__ctx_init(&q, st, tenant, &left->limits, msg);
+	api_begin(&q, st, tenant, left, out, &oc, msg);
 	query__side_init(&l);
 	query__side_init(&r);
-	out_begin(&q, out, &oc);
 	rc = query__run_diff(&q, left, right, QUERY__TIMELINE, &l, &r, &t);
 	if (!rc) {
 		rc = query__flame_build(&q, &t, 1, &f);
@@ -207,10 +209,9 @@ int query_pprof(struct store *st, const char *tenant, const struct query_params 
 	struct qctx q;
 	int rc;
 
-	query__ctx_init(&q, st, tenant, &p->limits, msg);
+	api_begin(&q, st, tenant, p, out, &oc, msg);
 	query__side_init(&s);
 	arena_init(&a, (q.mem.cap + 1) / 2);
-	out_begin(&q, out, &oc);
 	rc = query__run(&q, p, QUERY__COLLECTED, 0, &s);
 	if (!rc)
 		rc = query__pprof_build(&q, &s.m, s.sel.profile_type, p->from_ns, p->until_ns, &a,
@@ -238,9 +239,8 @@ static int text(struct store *st, const char *tenant, const struct query_params 
 	struct qctx q;
 	int rc;
 
-	query__ctx_init(&q, st, tenant, &p->limits, msg);
+	api_begin(&q, st, tenant, p, out, &oc, msg);
 	query__side_init(&s);
-	out_begin(&q, out, &oc);
 	rc = query__run(&q, p, QUERY__TREE, 0, &s);
 	if (!rc && kind == TEXT_DOT)
 		rc = query__dot_write(&q, &s.t, s.sel.profile_type, limit, out);
@@ -283,10 +283,9 @@ int query_diff_top(struct store *st, const char *tenant, const struct query_para
 	struct qctx q;
 	int rc;
 
-	query__ctx_init(&q, st, tenant, &left->limits, msg);
+	api_begin(&q, st, tenant, left, out, &oc, msg);
 	query__side_init(&l);
 	query__side_init(&r);
-	out_begin(&q, out, &oc);
 	rc = query__run(&q, left, QUERY__TREE, 0, &l);
 	if (!rc)
 		rc = query__run(&q, right, QUERY__TREE, 0, &r);
@@ -308,9 +307,8 @@ int query_symbolization(struct store *st, const char *tenant, const struct query
 
 	if (!p->limits.symbolizer)
 		return err_set(msg, ERR_UNAVAILABLE, "symbolization is not enabled on this server");
-	query__ctx_init(&q, st, tenant, &p->limits, msg);
+	api_begin(&q, st, tenant, p, out, &oc, msg);
 	query__side_init(&s);
-	out_begin(&q, out, &oc);
 	rc = query__run(&q, p, QUERY__COLLECTED, 0, &s);
 	if (!rc && !s.m.sym)
 		rc = err_set(msg, ERR_UNAVAILABLE, "symbolization did not run");

@@ -209,6 +209,23 @@ static int parent_fsync(const char *path)
 	return rc;
 }
 
+/*
+ * The end of a backup or a restore: on failure the partial copy is removed;
+ * on success the stats, with the time taken, go to `out` (may be NULL).
+ */
+static int finish(int rc, const char *partial, struct store_backup_stats *bs, int64_t t0,
+		  struct store_backup_stats *out)
+{
+	if (rc) {
+		nftw(partial, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		return rc;
+	}
+	bs->ns = store__mono() - t0;
+	if (out)
+		*out = *bs;
+	return 0;
+}
+
 int store_backup(struct store *st, const char *to, struct store_backup_stats *out,
 		 struct err_msg *msg)
 {
@@ -266,14 +283,7 @@ int store_backup(struct store *st, const char *to, struct store_backup_stats *ou
 	}
 out:
 	pthread_mutex_unlock(&st->maint_mu);
-	if (rc) {
-		nftw(partial, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		return rc;
-	}
-	bs.ns = store__mono() - t0;
-	if (out)
-		*out = bs;
-	return 0;
+	return finish(rc, partial, &bs, t0, out);
 }
 
 int store_restore(const char *from, const char *data, struct store_backup_stats *out,
@@ -328,12 +338,5 @@ int store_restore(const char *from, const char *data, struct store_backup_stats 
 	if (!rc && (fsync_path(partial, 1) || rename(partial, data) || parent_fsync(data)))
 		rc = err_set(msg, ERR_IO, "restore: publishing %s: %s", data, strerror(errno));
 out:
-	if (rc) {
-		nftw(partial, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		return rc;
-	}
-	bs.ns = store__mono() - t0;
-	if (out)
-		*out = bs;
-	return 0;
+	return finish(rc, partial, &bs, t0, out);
 }

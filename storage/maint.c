@@ -21,6 +21,7 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "base/varint.h"
 
 /* Level k > 0 covers LEVEL_MULT[k] level-0 ranges (1 h, 6 h, 24 h by default). */
@@ -254,13 +255,10 @@ static int range_index(const struct seal *s, int64_t r)
 /* The chunk keys of the snapshot to seal: planned ranges, epochs <= max_epoch. */
 static int collect_keys(struct seal *s, struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	struct scan sc;
 	int rc;
 
-	key_tenant_tag(lo, s->t->id, TAG_CHUNK);
-	key_tenant_tag(hi, s->t->id, TAG_CHUNK + 1);
-	rc = store__scan_open_snap(s->st, CFI_SAMPLES, s->snap, &sc, lo, 5, hi, 5);
+	rc = store__scan_tag(s->st, CFI_SAMPLES, s->snap, s->t->id, TAG_CHUNK, &sc);
 	for (; !rc && rocksdb_iter_valid(sc.it); rocksdb_iter_next(sc.it)) {
 		size_t klen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(sc.it, &klen);
@@ -1223,12 +1221,8 @@ static void *maint_main(void *arg)
 
 	pthread_mutex_lock(&st->maint_wait_mu);
 	while (!st->maint_stop) {
-		struct timespec until;
-		int64_t at = clock_mono_ns() + st->maint_interval_ns;
-
-		until.tv_sec = at / 1000000000;
-		until.tv_nsec = at % 1000000000;
-		pthread_cond_timedwait(&st->maint_cv, &st->maint_wait_mu, &until);
+		thread_wait_until(&st->maint_cv, &st->maint_wait_mu,
+				  clock_mono_ns() + st->maint_interval_ns);
 		if (st->maint_stop)
 			break;
 		pthread_mutex_unlock(&st->maint_wait_mu);
@@ -1259,12 +1253,7 @@ static void *maint_main(void *arg)
 
 int store__maint_start(struct store *st)
 {
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&st->maint_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	thread_cond_init_mono(&st->maint_cv);
 	if (st->maint_interval_ns <= 0 || st->read_only)
 		return 0;
 	if (pthread_create(&st->maint_thread, NULL, maint_main, st) != 0)
@@ -1277,10 +1266,6 @@ void store__maint_stop(struct store *st)
 {
 	if (!st->maint_started)
 		return;
-	pthread_mutex_lock(&st->maint_wait_mu);
-	st->maint_stop = 1;
-	pthread_cond_signal(&st->maint_cv);
-	pthread_mutex_unlock(&st->maint_wait_mu);
-	pthread_join(st->maint_thread, NULL);
+	thread_stop(st->maint_thread, &st->maint_wait_mu, &st->maint_cv, &st->maint_stop);
 	st->maint_started = 0;
 }

@@ -227,14 +227,11 @@ static void scan_release(struct tenant_scan *ts)
 static int scan_tenant(struct store *st, struct tenant *t, struct tenant_scan *ts,
 		       struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	size_t cap_keys = 0, cap_walls = 0;
 	struct scan sc;
 	int rc;
 
-	key_tenant_tag(lo, t->id, TAG_SERIES);
-	key_tenant_tag(hi, t->id, TAG_SERIES + 1);
-	rc = store__scan_open(st, CFI_SERIES, &sc, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_SERIES, NULL, t->id, TAG_SERIES, &sc);
 	if (rc)
 		return rc;
 	for (; !rc && rocksdb_iter_valid(sc.it); rocksdb_iter_next(sc.it)) {

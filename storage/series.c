@@ -19,14 +19,11 @@
 int store__scan_parts(struct store *st, struct tenant *t, struct bmap *map, uint32_t *max_id,
 		      struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	struct scan s;
 	uint32_t max = 0;
 	int rc;
 
-	key_tenant_tag(lo, t->id, TAG_PART);
-	key_tenant_tag(hi, t->id, TAG_PART + 1);
-	rc = store__scan_open(st, CFI_META, &s, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_META, NULL, t->id, TAG_PART, &s);
 	if (rc)
 		return rc;
 	for (; rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
@@ -126,7 +123,6 @@ static int index_labels(struct tenant *t, const uint8_t *k, size_t len, struct b
 
 int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	struct scan s;
 	struct buf lb;
 	uint32_t max_part = 0;
@@ -138,9 +134,7 @@ int store__index_load(struct store *st, struct tenant *t, struct err_msg *msg)
 	rc = store__scan_parts(st, t, &t->services, &max_part, msg);
 	if (rc)
 		goto fail;
-	key_tenant_tag(lo, t->id, TAG_SERIES);
-	key_tenant_tag(hi, t->id, TAG_SERIES + 1);
-	rc = store__scan_open(st, CFI_SERIES, &s, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_SERIES, NULL, t->id, TAG_SERIES, &s);
 	if (rc)
 		goto fail;
 	for (; rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
@@ -517,16 +511,13 @@ int store__head_series_each(struct store *st, struct tenant *t, const rocksdb_sn
 			    store_series_cb cb, void *ctx)
 {
 	struct labels_buf *lb;
-	uint8_t lo[5], hi[5];
 	struct scan s;
 	int rc;
 
 	lb = labels_buf_new();
 	if (!lb)
 		return ERR_NOMEM;
-	key_tenant_tag(lo, t->id, TAG_SERIES);
-	key_tenant_tag(hi, t->id, TAG_SERIES + 1);
-	rc = store__scan_open_snap(st, CFI_SERIES, snap, &s, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_SERIES, snap, t->id, TAG_SERIES, &s);
 	if (rc)
 		goto out;
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
@@ -759,7 +750,6 @@ int store__series_gc(struct store *st, struct tenant *t, rocksdb_writebatch_t *w
 		     struct err_msg *msg)
 {
 	struct labels_buf *lb = labels_buf_new();
-	uint8_t lo[5], hi[5];
 	struct buf k;
 	struct scan s;
 	int rc;
@@ -767,9 +757,7 @@ int store__series_gc(struct store *st, struct tenant *t, rocksdb_writebatch_t *w
 	if (!lb)
 		return ERR_NOMEM;
 	buf_init(&k, STORE_MAX_POSTING_KEY);
-	key_tenant_tag(lo, t->id, TAG_SERIES);
-	key_tenant_tag(hi, t->id, TAG_SERIES + 1);
-	rc = store__scan_open(st, CFI_SERIES, &s, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_SERIES, NULL, t->id, TAG_SERIES, &s);
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
 		size_t klen, vlen;
 		const uint8_t *key = (const uint8_t *)rocksdb_iter_key(s.it, &klen);

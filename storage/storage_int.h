@@ -1289,6 +1289,16 @@ int store__scan_open_snap(struct store *st, enum cfi cf, const rocksdb_snapshot_
 			  size_t hilen);
 /* Returns 0 at the end of a clean scan, else the iterator's error. */
 int store__scan_close(struct scan *s, struct err_msg *msg);
+/* Opens a scan over every key of one tag of a tenant (snap NULL: the latest state). */
+static inline int store__scan_tag(struct store *st, enum cfi cf, const rocksdb_snapshot_t *snap,
+				  uint32_t tenant, uint8_t tag, struct scan *s)
+{
+	uint8_t lo[5], hi[5];
+
+	key_tenant_tag(lo, tenant, tag);
+	key_tenant_tag(hi, tenant, (uint8_t)(tag + 1));
+	return store__scan_open_snap(st, cf, snap, s, lo, 5, hi, 5);
+}
 
 /* Looks up a committed tenant by name; NULL when unknown. */
 struct tenant *store__tenant_find(struct store *st, const char *name);

@@ -160,23 +160,34 @@ static void spans_sort(struct sym__span *s, size_t n)
 
 /* ---- per-CU function table ---- */
 
-static int add_func(struct sym_dwarf *d, struct sym__cu *cu, Dwarf_Die *die)
+/* Appends the code ranges of `die` to a span table, each mapping to `idx`. */
+static int add_spans(struct sym_dwarf *d, Dwarf_Die *die, uint32_t idx, struct sym__span **spans,
+		     size_t *n, size_t *cap)
 {
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
-	uint32_t fi = (uint32_t)cu->n_funcs;
-	int any = 0, rc;
+	int rc;
 
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
 		if (!good_range(lo, hi))
 			continue;
-		rc = SYM__GROW(d, cu->spans, cu->spans_cap, cu->n_spans + 1);
+		rc = SYM__GROW(d, *spans, *cap, *n + 1);
 		if (rc)
 			return rc;
-		cu->spans[cu->n_spans++] = (struct sym__span){ lo, hi, 0, fi };
-		any = 1;
+		(*spans)[(*n)++] = (struct sym__span){ lo, hi, 0, idx };
 	}
-	if (!any)
+	return 0;
+}
+
+static int add_func(struct sym_dwarf *d, struct sym__cu *cu, Dwarf_Die *die)
+{
+	uint32_t fi = (uint32_t)cu->n_funcs;
+	size_t first = cu->n_spans;
+	int rc = add_spans(d, die, fi, &cu->spans, &cu->n_spans, &cu->spans_cap);
+
+	if (rc)
+		return rc;
+	if (cu->n_spans == first)
 		return 0;
 	rc = SYM__GROW(d, cu->funcs, cu->funcs_cap, cu->n_funcs + 1);
 	if (rc)
@@ -811,19 +822,12 @@ static int build_cu_table(struct sym_dwarf *d)
 		if (unit_type != DW_UT_compile && unit_type != DW_UT_partial)
 			continue;
 		uint32_t ci = (uint32_t)d->n_cus;
-		Dwarf_Addr base, lo, hi;
-		ptrdiff_t off = 0;
-		int any = 0;
-		while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
-			if (!good_range(lo, hi))
-				continue;
-			rc = SYM__GROW(d, d->cu_spans, d->cu_spans_cap, d->n_cu_spans + 1);
-			if (rc)
-				return rc;
-			d->cu_spans[d->n_cu_spans++] = (struct sym__span){ lo, hi, 0, ci };
-			any = 1;
-		}
-		if (!any)
+		size_t first = d->n_cu_spans;
+
+		rc = add_spans(d, &cudie, ci, &d->cu_spans, &d->n_cu_spans, &d->cu_spans_cap);
+		if (rc)
+			return rc;
+		if (d->n_cu_spans == first)
 			continue;
 		if ((rc = SYM__GROW(d, d->cus, d->cus_cap, d->n_cus + 1)))
 			return rc;
@@ -1133,6 +1137,17 @@ static struct sym_dwarf *dwarf_new(const struct sym_dwarf_opts *o)
 	return d;
 }
 
+/* The end of an open: hands d out, or closes it when rc is a failure. */
+static int opened(struct sym_dwarf *d, int rc, struct sym_dwarf **out)
+{
+	if (rc) {
+		sym_dwarf_close(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
 int sym_dwarf_open(const char *path, const struct sym_dwarf_opts *opts,
 		   struct sym_dwarf **out, struct err_msg *msg)
 {
@@ -1143,24 +1158,14 @@ int sym_dwarf_open(const char *path, const struct sym_dwarf_opts *opts,
 		return ERR_NOMEM;
 	sym__elf_init();
 	d->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (d->fd < 0) {
+	if (d->fd < 0)
 		rc = err_set(msg, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "%s: %s",
 			     path, strerror(errno));
-		goto out;
-	}
-	d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
-	if (!d->elf) {
+	else if (!(d->elf = elf_begin(d->fd, ELF_C_READ_MMAP, NULL)))
 		rc = err_set(msg, ERR_INVALID, "invalid_elf: %s: %s", path, elf_errmsg(-1));
-		goto out;
-	}
-	rc = setup(d, path, opts, msg);
-out:
-	if (rc) {
-		sym_dwarf_close(d);
-		return rc;
-	}
-	*out = d;
-	return 0;
+	else
+		rc = setup(d, path, opts, msg);
+	return opened(d, rc, out);
 }
 
 int sym_dwarf_open_mem(const void *data, size_t len, const struct sym_dwarf_opts *opts,
@@ -1175,24 +1180,14 @@ int sym_dwarf_open_mem(const void *data, size_t len, const struct sym_dwarf_opts
 		return ERR_NOMEM;
 	sym__elf_init();
 	/* libelf may convert a memory image in place: it gets a private copy. */
-	if (!(d->mem = malloc(len))) {
-		rc = ERR_NOMEM;
-		goto out;
-	}
+	if (!(d->mem = malloc(len)))
+		return opened(d, ERR_NOMEM, out);
 	memcpy(d->mem, data, len);
-	d->elf = elf_memory(d->mem, len);
-	if (!d->elf) {
+	if (!(d->elf = elf_memory(d->mem, len)))
 		rc = err_set(msg, ERR_INVALID, "invalid_elf: %s", elf_errmsg(-1));
-		goto out;
-	}
-	rc = setup(d, NULL, opts, msg);
-out:
-	if (rc) {
-		sym_dwarf_close(d);
-		return rc;
-	}
-	*out = d;
-	return 0;
+	else
+		rc = setup(d, NULL, opts, msg);
+	return opened(d, rc, out);
 }
 
 void sym_dwarf_close(struct sym_dwarf *d)

@@ -483,6 +483,18 @@ int sym__elf_info(Elf *elf, struct sym_elf_info *out, struct err_msg *msg)
 	return 0;
 }
 
+/* Inspects elf (NULL: libelf refused to open the bytes) and ends it. */
+static int inspect(Elf *elf, struct sym_elf_info *out, struct err_msg *msg)
+{
+	int rc;
+
+	if (!elf)
+		return invalid(msg, "open");
+	rc = sym__elf_info(elf, out, msg);
+	elf_end(elf);
+	return rc;
+}
+
 int sym_elf_inspect(const void *data, size_t len, struct sym_elf_info *out,
 		    struct err_msg *msg)
 {
@@ -496,14 +508,7 @@ int sym_elf_inspect(const void *data, size_t len, struct sym_elf_info *out,
 	if (!copy)
 		return ERR_NOMEM;
 	memcpy(copy, data, len);
-	Elf *elf = elf_memory(copy, len);
-	if (!elf) {
-		rc = invalid(msg, "open");
-		goto out;
-	}
-	rc = sym__elf_info(elf, out, msg);
-	elf_end(elf);
-out:
+	rc = inspect(elf_memory(copy, len), out, msg);
 	free(copy);
 	return rc;
 }
@@ -520,14 +525,7 @@ int sym_elf_inspect_file(const char *path, struct sym_elf_info *out,
 		return err_set(msg, errno == ENOENT ? ERR_NOT_FOUND : ERR_IO,
 			       "cannot open the file: %s", strerror(errno));
 	sym__elf_init();
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf) {
-		rc = invalid(msg, "open");
-		goto out;
-	}
-	rc = sym__elf_info(elf, out, msg);
-	elf_end(elf);
-out:
+	rc = inspect(elf_begin(fd, ELF_C_READ_MMAP, NULL), out, msg);
 	close(fd);
 	return rc;
 }

@@ -24,6 +24,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "web_int.h"
 
 #define WATCH_PERIOD_MS 200
@@ -169,11 +170,7 @@ void web__conns_release(struct web__conns *t)
 {
 	if (!t->slots)
 		return;
-	pthread_mutex_lock(&t->lock);
-	t->stop = 1;
-	pthread_cond_signal(&t->wake);
-	pthread_mutex_unlock(&t->lock);
-	pthread_join(t->thread, NULL);
+	thread_stop(t->thread, &t->lock, &t->wake, &t->stop);
 	pthread_cond_destroy(&t->wake);
 	pthread_mutex_destroy(&t->lock);
 	free(t->slots);

@@ -739,10 +739,41 @@ static int admit_tenant(struct web_limits *L, const char *tenant, int64_t now,
 	return 0;
 }
 
-int web__limits_ingest_admit(struct web_limits *L, const char *tenant, size_t bytes,
-			     struct web__tenant_state **out, int *retry_s, struct err_msg *msg)
+/* Takes an ingest request's bytes from its tenant's buckets (under the mutex). */
+static int charge_ingest(struct web__tenant_state *s, const char *tenant, size_t bytes,
+			 int *retry_s, struct err_msg *msg)
 {
-	struct web__tenant_state *s;
+	if (s->bytes <= 0)
+		return rate_refuse(s, WEB_LIM_INGEST_BYTES, tenant, s->bytes,
+				   s->lim->ingest_bytes_per_s, s->lim->ingest_bytes_per_s, retry_s,
+				   msg);
+	if (s->profiles <= 0)
+		return rate_refuse(s, WEB_LIM_INGEST_PROFILES, tenant, s->profiles,
+				   s->lim->ingest_profiles_per_s, s->lim->ingest_profiles_per_s,
+				   retry_s, msg);
+	s->bytes -= (double)bytes;
+	return 0;
+}
+
+/* Takes an upload's bytes from its tenant's hourly debug info bucket (under the mutex). */
+static int charge_debuginfo(struct web__tenant_state *s, const char *tenant, size_t bytes,
+			    int *retry_s, struct err_msg *msg)
+{
+	if (s->dbg <= 0)
+		return rate_refuse(s, WEB_LIM_DEBUGINFO_BYTES, tenant, s->dbg,
+				   s->lim->debuginfo_bytes_per_hour,
+				   s->lim->debuginfo_bytes_per_hour / 3600.0, retry_s, msg);
+	s->dbg -= (double)bytes;
+	return 0;
+}
+
+/* Admits a tenant that sends data, refills its buckets and charges them. */
+static int admit_charged(struct web_limits *L, const char *tenant, size_t bytes,
+			 int (*charge)(struct web__tenant_state *, const char *, size_t, int *,
+				       struct err_msg *),
+			 struct web__tenant_state **out, int *retry_s, struct err_msg *msg)
+{
+	struct web__tenant_state *s = NULL;
 	int64_t now = clock_mono_ns();
 	int rc;
 
@@ -751,21 +782,18 @@ int web__limits_ingest_admit(struct web_limits *L, const char *tenant, size_t by
 	rc = admit_tenant(L, tenant, now, &s, msg);
 	if (!rc) {
 		refill(s, now);
-		if (s->bytes <= 0)
-			rc = rate_refuse(s, WEB_LIM_INGEST_BYTES, tenant, s->bytes,
-					 s->lim->ingest_bytes_per_s, s->lim->ingest_bytes_per_s,
-					 retry_s, msg);
-		else if (s->profiles <= 0)
-			rc = rate_refuse(s, WEB_LIM_INGEST_PROFILES, tenant, s->profiles,
-					 s->lim->ingest_profiles_per_s,
-					 s->lim->ingest_profiles_per_s, retry_s, msg);
-		else
-			s->bytes -= (double)bytes;
+		rc = charge(s, tenant, bytes, retry_s, msg);
 	}
 	pthread_mutex_unlock(&L->mu);
 	if (!rc)
 		*out = s;
 	return rc;
+}
+
+int web__limits_ingest_admit(struct web_limits *L, const char *tenant, size_t bytes,
+			     struct web__tenant_state **out, int *retry_s, struct err_msg *msg)
+{
+	return admit_charged(L, tenant, bytes, charge_ingest, out, retry_s, msg);
 }
 
 void web__limits_ingest_done(struct web_limits *L, struct web__tenant_state *s, uint64_t profiles,
@@ -841,23 +869,8 @@ int web__limits_debuginfo_admit(struct web_limits *L, const char *tenant, size_t
 				int *retry_s, struct err_msg *msg)
 {
 	struct web__tenant_state *s;
-	int64_t now = clock_mono_ns();
-	int rc;
 
-	*retry_s = 0;
-	pthread_mutex_lock(&L->mu);
-	rc = admit_tenant(L, tenant, now, &s, msg);
-	if (!rc) {
-		refill(s, now);
-		if (s->dbg <= 0)
-			rc = rate_refuse(s, WEB_LIM_DEBUGINFO_BYTES, tenant, s->dbg,
-					 s->lim->debuginfo_bytes_per_hour,
-					 s->lim->debuginfo_bytes_per_hour / 3600.0, retry_s, msg);
-		else
-			s->dbg -= (double)bytes;
-	}
-	pthread_mutex_unlock(&L->mu);
-	return rc;
+	return admit_charged(L, tenant, bytes, charge_debuginfo, &s, retry_s, msg);
 }
 
 uint32_t web__limits_max_perfmaps(const struct web_limits *L, const char *tenant)

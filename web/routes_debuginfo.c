@@ -202,21 +202,29 @@ struct list_out {
 	size_t n;
 };
 
+/* `key` (the JSON text before the value, e.g. ",\"name\":"), then s as a JSON string. */
+static int put_str(struct buf *out, const char *key, const char *s)
+{
+	int rc = buf_puts(out, key);
+
+	return rc ? rc : buf_put_json_str(out, s, strlen(s));
+}
+
 int web__debuginfo_record_json(struct buf *out, const struct debuginfo_record *r)
 {
 	char sha[2 * sizeof(r->sha256) + 1];
-	int rc = buf_puts(out, "{\"buildId\":");
+	int rc = put_str(out, "{\"buildId\":", r->build_id);
 
-	if (!rc) rc = buf_put_json_str(out, r->build_id, strlen(r->build_id));
 	if (!rc)
 		rc = buf_printf(out,
 				",\"source\":\"%s\",\"size\":%llu,\"uploaded\":%lld,\"lastUsed\":%lld,"
-				"\"status\":\"%s\",\"reason\":",
+				"\"status\":\"%s\"",
 				debuginfo_source_str(r->source), (unsigned long long)r->size,
 				(long long)(r->uploaded_ns / 1000000),
 				(long long)(r->last_used_ns / 1000000),
 				debuginfo_status_str(r->status));
-	if (!rc) rc = buf_put_json_str(out, r->reason, strlen(r->reason));
+	if (!rc)
+		rc = put_str(out, ",\"reason\":", r->reason);
 	if (!rc)
 		rc = buf_printf(out, ",\"debuginfo\":%s,\"executable\":%s,\"kallsyms\":%s,"
 				"\"retryAt\":%lld,\"shared\":%s,\"lastProfile\":%lld",
@@ -239,9 +247,7 @@ static int missing_one(void *ctx, const char *build_id, int64_t last_profile_ns,
 	int rc = l->n++ ? buf_putc(l->out, ',') : 0;
 
 	if (!rc)
-		rc = buf_puts(l->out, "{\"buildId\":");
-	if (!rc)
-		rc = buf_put_json_str(l->out, build_id, strlen(build_id));
+		rc = put_str(l->out, "{\"buildId\":", build_id);
 	if (!rc)
 		rc = buf_printf(l->out, ",\"lastProfile\":%lld,\"status\":\"%s\"}",
 				(long long)(last_profile_ns / 1000000), debuginfo_status_str(status));
@@ -254,26 +260,17 @@ static int unsym_one(void *ctx, const struct debuginfo_unsym_entry *e)
 	int rc = l->n++ ? buf_putc(l->out, ',') : 0;
 
 	if (!rc)
-		rc = buf_puts(l->out, "{\"tenant\":");
+		rc = put_str(l->out, "{\"tenant\":", e->tenant);
 	if (!rc)
-		rc = buf_put_json_str(l->out, e->tenant, strlen(e->tenant));
+		rc = put_str(l->out, ",\"service\":", e->service);
 	if (!rc)
-		rc = buf_puts(l->out, ",\"service\":");
+		rc = put_str(l->out, ",\"buildId\":", e->build_id);
 	if (!rc)
-		rc = buf_put_json_str(l->out, e->service, strlen(e->service));
+		rc = put_str(l->out, ",\"binary\":", e->binary);
 	if (!rc)
-		rc = buf_puts(l->out, ",\"buildId\":");
+		rc = buf_printf(l->out, ",\"status\":\"%s\"", debuginfo_status_str(e->status));
 	if (!rc)
-		rc = buf_put_json_str(l->out, e->build_id, strlen(e->build_id));
-	if (!rc)
-		rc = buf_puts(l->out, ",\"binary\":");
-	if (!rc)
-		rc = buf_put_json_str(l->out, e->binary, strlen(e->binary));
-	if (!rc)
-		rc = buf_printf(l->out, ",\"status\":\"%s\",\"reason\":",
-				debuginfo_status_str(e->status));
-	if (!rc)
-		rc = buf_put_json_str(l->out, e->reason, strlen(e->reason));
+		rc = put_str(l->out, ",\"reason\":", e->reason);
 	if (!rc)
 		rc = buf_printf(l->out,
 				",\"profiles\":%llu,\"samples\":%llu,\"firstSeen\":%lld,"
@@ -469,10 +466,7 @@ static int v1_list_one(void *ctx, const struct debuginfo_record *rec)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	const ProtobufCMessageDescriptor *req;
-} v1_methods[] = {
+static const struct web__connect_method v1_methods[] = {
 	{ "ShouldInitiateUpload", &debuginfo__v1alpha1__should_initiate_upload_request__descriptor },
 	{ "UploadFinished", &debuginfo__v1alpha1__upload_finished_request__descriptor },
 	{ "ListDebuginfo", &debuginfo__v1alpha1__list_debuginfo_request__descriptor },
@@ -519,21 +513,16 @@ static int v1_run(struct web__req *rq, struct debuginfo *svc, size_t m, int prot
 void web__handle_debuginfo_connect(struct web__req *rq, const char *method, struct web__resp *rs)
 {
 	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
-	size_t nm = sizeof(v1_methods) / sizeof(v1_methods[0]), m = nm;
+	size_t nm = sizeof(v1_methods) / sizeof(v1_methods[0]);
+	size_t m = web__connect_find(v1_methods, nm, "debuginfo.v1alpha1.DebuginfoService", method,
+				     rs);
 	struct err_msg msg;
 	struct arena a;
 	int rc, proto;
 
-	err_clear(&msg);
-	for (size_t i = 0; i < nm; i++)
-		if (!strcmp(v1_methods[i].name, method))
-			m = i;
-	if (m == nm) {
-		snprintf(msg.text, sizeof(msg.text),
-			 "debuginfo.v1alpha1.DebuginfoService has no method \"%.64s\"", method);
-		web__resp_connect_error(rs, ERR_NOT_FOUND, msg.text);
+	if (m == nm)
 		return;
-	}
+	err_clear(&msg);
 	if (!svc) {
 		web__resp_connect_error(rs, ERR_UNAVAILABLE, "symbolization is not enabled");
 		return;

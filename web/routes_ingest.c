@@ -71,6 +71,19 @@ int web__connect_codec(const struct web__req *rq, const char *service, struct we
 	return -1;
 }
 
+size_t web__connect_find(const struct web__connect_method *methods, size_t n,
+			 const char *service, const char *method, struct web__resp *rs)
+{
+	struct err_msg msg;
+
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(methods[i].name, method))
+			return i;
+	snprintf(msg.text, sizeof(msg.text), "%s has no method \"%.64s\"", service, method);
+	web__resp_connect_error(rs, ERR_NOT_FOUND, msg.text);
+	return n;
+}
+
 void web__connect_finish(struct web__resp *rs, int rc, int proto, const char *service,
 			 const struct err_msg *msg)
 {

@@ -298,6 +298,14 @@ static void metric_head(struct buf *b, const char *name, const char *type, const
 	buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A metric with one unlabelled sample. */
+static void metric_u64(struct buf *b, const char *name, const char *type, const char *help,
+		       unsigned long long v)
+{
+	metric_head(b, name, type, help);
+	buf_printf(b, "%s %llu\n", name, v);
+}
+
 static unsigned long long load(atomic_uint_fast64_t *v)
 {
 	return (unsigned long long)atomic_load_explicit(v, memory_order_relaxed);
@@ -342,25 +350,23 @@ static void http_metrics(struct web_server *srv, struct buf *b)
 		buf_printf(b, "unhex_http_request_duration_seconds_count{kind=\"%s\"} %llu\n",
 			   web__latency_names[k], load(&h->count));
 	}
-	metric_head(b, "unhex_http_inflight_bytes", "gauge",
-		    "Bytes of --max-inflight-bytes held by requests in flight.");
-	buf_printf(b, "unhex_http_inflight_bytes %zu\n",
+	metric_u64(b, "unhex_http_inflight_bytes", "gauge",
+		   "Bytes of --max-inflight-bytes held by requests in flight.",
 		   atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed));
-	metric_head(b, "unhex_http_inflight_bytes_limit", "gauge", "--max-inflight-bytes.");
-	buf_printf(b, "unhex_http_inflight_bytes_limit %zu\n", srv->opt.max_inflight_bytes);
-	metric_head(b, "unhex_http_memory_refused_total", "counter",
-		    "Requests answered 503 because the memory budget was full.");
-	buf_printf(b, "unhex_http_memory_refused_total %llu\n", load(&srv->mem_refused));
+	metric_u64(b, "unhex_http_inflight_bytes_limit", "gauge", "--max-inflight-bytes.",
+		   srv->opt.max_inflight_bytes);
+	metric_u64(b, "unhex_http_memory_refused_total", "counter",
+		   "Requests answered 503 because the memory budget was full.",
+		   load(&srv->mem_refused));
 	metric_head(b, "unhex_http_requests_in_flight", "gauge", "Requests being handled.");
 	buf_printf(b, "unhex_http_requests_in_flight %d\n",
 		   atomic_load_explicit(&srv->requests_running, memory_order_relaxed));
-	metric_head(b, "unhex_http_connections_refused_total", "counter",
-		    "Connections answered 429 for --max-client-connections.");
-	buf_printf(b, "unhex_http_connections_refused_total %llu\n",
-		   (unsigned long long)web__conns_refused(&srv->conns));
-	metric_head(b, "unhex_http_body_timeouts_total", "counter",
-		    "Requests answered 408: the body did not arrive by its deadline.");
-	buf_printf(b, "unhex_http_body_timeouts_total %llu\n", load(&srv->body_timeouts));
+	metric_u64(b, "unhex_http_connections_refused_total", "counter",
+		   "Connections answered 429 for --max-client-connections.",
+		   web__conns_refused(&srv->conns));
+	metric_u64(b, "unhex_http_body_timeouts_total", "counter",
+		   "Requests answered 408: the body did not arrive by its deadline.",
+		   load(&srv->body_timeouts));
 }
 
 struct store_metric {
@@ -436,9 +442,9 @@ static void objstore_metrics(const struct objstore *os, struct buf *b)
 			      "unhex_objstore_bytes_total{op=\"%s\",direction=\"out\"} %llu\n",
 			   objstore_op_name(op), (unsigned long long)st.op[op].bytes_in,
 			   objstore_op_name(op), (unsigned long long)st.op[op].bytes_out);
-	metric_head(b, "unhex_objstore_failures_total", "counter",
-		    "Object store calls that failed after their retries.");
-	buf_printf(b, "unhex_objstore_failures_total %llu\n", (unsigned long long)st.failures);
+	metric_u64(b, "unhex_objstore_failures_total", "counter",
+		   "Object store calls that failed after their retries.",
+		   st.failures);
 }
 
 /* What this process did with the bucket index (docs/object-storage.md). */
@@ -466,15 +472,14 @@ static void bucket_metrics(struct store *st, struct buf *b)
 		   (unsigned long long)s.deleted_objects, (unsigned long long)s.delete_failures,
 		   (unsigned long long)s.syncs, (unsigned long long)s.sync_failures,
 		   (unsigned long long)s.discovered_blocks, (unsigned long long)s.unlisted_blocks);
-	metric_head(b, "unhex_bucket_index_blocks", "gauge",
-		    "Blocks in the bucket index last written or read by this server.");
-	buf_printf(b, "unhex_bucket_index_blocks %llu\n", (unsigned long long)s.index_blocks);
-	metric_head(b, "unhex_bucket_index_bytes", "gauge", "Size of that index object.");
-	buf_printf(b, "unhex_bucket_index_bytes %llu\n", (unsigned long long)s.index_bytes);
-	metric_head(b, "unhex_bucket_upload_pending_blocks", "gauge",
-		    "Sealed or compacted blocks of this server not in the bucket yet.");
-	buf_printf(b, "unhex_bucket_upload_pending_blocks %llu\n",
-		   (unsigned long long)s.upload_pending);
+	metric_u64(b, "unhex_bucket_index_blocks", "gauge",
+		   "Blocks in the bucket index last written or read by this server.",
+		   s.index_blocks);
+	metric_u64(b, "unhex_bucket_index_bytes", "gauge", "Size of that index object.",
+		   s.index_bytes);
+	metric_u64(b, "unhex_bucket_upload_pending_blocks", "gauge",
+		   "Sealed or compacted blocks of this server not in the bucket yet.",
+		   s.upload_pending);
 	metric_head(b, "unhex_bucket_upload_lag_seconds", "gauge",
 		    "Age of the oldest of them (0 when none waits).");
 	buf_printf(b, "unhex_bucket_upload_lag_seconds %.3f\n", (double)s.upload_lag_ns / 1e9);
@@ -546,14 +551,12 @@ static void store_metrics(struct store *st, struct buf *b)
 			    "Hits over pieces asked of the s3 cache since start (0 before any).");
 		buf_printf(b, "unhex_store_bucket_cache_hit_ratio %.4f\n",
 			   r.hits + r.misses ? (double)r.hits / (double)(r.hits + r.misses) : 0.0);
-		metric_head(b, "unhex_store_bucket_cache_evictions_total", "counter",
-			    "Entries the s3 cache deleted to stay under --storage.s3.cache-size.");
-		buf_printf(b, "unhex_store_bucket_cache_evictions_total %llu\n",
-			   (unsigned long long)r.evictions);
-		metric_head(b, "unhex_store_bucket_read_failures_total", "counter",
-			    "Reads of blocks the bucket failed (the block was skipped with a warning).");
-		buf_printf(b, "unhex_store_bucket_read_failures_total %llu\n",
-			   (unsigned long long)r.failures);
+		metric_u64(b, "unhex_store_bucket_cache_evictions_total", "counter",
+			   "Entries the s3 cache deleted to stay under --storage.s3.cache-size.",
+			   r.evictions);
+		metric_u64(b, "unhex_store_bucket_read_failures_total", "counter",
+			   "Reads of blocks the bucket failed (the block was skipped with a warning).",
+			   r.failures);
 		metric_head(b, "unhex_store_bucket_cache_bytes", "gauge",
 			    "Bytes the s3 cache holds, and its cap.");
 		buf_printf(b, "unhex_store_bucket_cache_bytes{state=\"used\"} %llu\n"
@@ -564,54 +567,42 @@ static void store_metrics(struct store *st, struct buf *b)
 		struct store_push_id_stats p;
 
 		store_push_id_stats(st, &p);
-		metric_head(b, "unhex_push_ids_remembered", "gauge",
-			    "Pushed profile IDs remembered to recognize retries (docs/operations.md).");
-		buf_printf(b, "unhex_push_ids_remembered %llu\n", (unsigned long long)p.remembered);
-		metric_head(b, "unhex_push_duplicates_total", "counter",
-			    "Pushed profiles not stored again: their ID was stored within the window.");
-		buf_printf(b, "unhex_push_duplicates_total %llu\n", (unsigned long long)p.duplicates);
-		metric_head(b, "unhex_push_ids_overflow_total", "counter",
-			    "Pushed IDs stored but not remembered: the window's cap was reached.");
-		buf_printf(b, "unhex_push_ids_overflow_total %llu\n", (unsigned long long)p.overflow);
+		metric_u64(b, "unhex_push_ids_remembered", "gauge",
+			   "Pushed profile IDs remembered to recognize retries (docs/operations.md).",
+			   p.remembered);
+		metric_u64(b, "unhex_push_duplicates_total", "counter",
+			   "Pushed profiles not stored again: their ID was stored within the window.",
+			   p.duplicates);
+		metric_u64(b, "unhex_push_ids_overflow_total", "counter",
+			   "Pushed IDs stored but not remembered: the window's cap was reached.",
+			   p.overflow);
 	}
 	{
 		struct store_memory_stats ms;
-		static const struct {
-			const char *name, *help;
-			size_t off;
-		} mem[] = {
-			{ "unhex_store_memtable_bytes", "RocksDB memtables of the head, every column family.",
-			  offsetof(struct store_memory_stats, memtable_bytes) },
-			{ "unhex_store_table_readers_bytes",
-			  "RocksDB table readers held outside the block cache.",
-			  offsetof(struct store_memory_stats, table_readers_bytes) },
-			{ "unhex_store_block_cache_bytes", "RocksDB block cache in use.",
-			  offsetof(struct store_memory_stats, block_cache_bytes) },
-			{ "unhex_store_block_cache_pinned_bytes",
-			  "Of the RocksDB block cache, the part pinned by readers.",
-			  offsetof(struct store_memory_stats, block_cache_pinned_bytes) },
-			{ "unhex_store_symbol_cache_bytes",
-			  "Decoded block indexes and symbols in the symbol cache.",
-			  offsetof(struct store_memory_stats, symbol_cache_bytes) },
-			{ "unhex_store_head_partitions",
-			  "Head symbol partitions in memory, retired ones still read included.",
-			  offsetof(struct store_memory_stats, head_partitions) },
-			{ "unhex_store_head_partitions_retired",
-			  "Head symbol partitions dropped by sealing, kept for their readers.",
-			  offsetof(struct store_memory_stats, head_partitions_retired) },
-			{ "unhex_store_blocks_referenced",
-			  "Blocks whose footer is in memory: live, replaced in their grace period, read.",
-			  offsetof(struct store_memory_stats, blocks_referenced) },
-		};
 
 		store_memory_stats(st, &ms);
-		for (size_t i = 0; i < sizeof(mem) / sizeof(mem[0]); i++) {
-			uint64_t v;
-
-			memcpy(&v, (const char *)&ms + mem[i].off, sizeof(v));
-			metric_head(b, mem[i].name, "gauge", mem[i].help);
-			buf_printf(b, "%s %llu\n", mem[i].name, (unsigned long long)v);
-		}
+		metric_u64(b, "unhex_store_memtable_bytes", "gauge",
+			   "RocksDB memtables of the head, every column family.", ms.memtable_bytes);
+		metric_u64(b, "unhex_store_table_readers_bytes", "gauge",
+			   "RocksDB table readers held outside the block cache.",
+			   ms.table_readers_bytes);
+		metric_u64(b, "unhex_store_block_cache_bytes", "gauge", "RocksDB block cache in use.",
+			   ms.block_cache_bytes);
+		metric_u64(b, "unhex_store_block_cache_pinned_bytes", "gauge",
+			   "Of the RocksDB block cache, the part pinned by readers.",
+			   ms.block_cache_pinned_bytes);
+		metric_u64(b, "unhex_store_symbol_cache_bytes", "gauge",
+			   "Decoded block indexes and symbols in the symbol cache.",
+			   ms.symbol_cache_bytes);
+		metric_u64(b, "unhex_store_head_partitions", "gauge",
+			   "Head symbol partitions in memory, retired ones still read included.",
+			   ms.head_partitions);
+		metric_u64(b, "unhex_store_head_partitions_retired", "gauge",
+			   "Head symbol partitions dropped by sealing, kept for their readers.",
+			   ms.head_partitions_retired);
+		metric_u64(b, "unhex_store_blocks_referenced", "gauge",
+			   "Blocks whose footer is in memory: live, replaced in their grace period, read.",
+			   ms.blocks_referenced);
 	}
 }
 
@@ -635,15 +626,15 @@ void web__handle_metrics(struct web__req *rq, struct web__resp *rs)
 				buf_printf(b, "unhex_ingest_requests_total{endpoint=\"%s\",code=\"other\"} %llu\n",
 					   endpoint_names[ep], v);
 		}
-	metric_head(b, "unhex_ingest_bytes_total", "counter",
-		    "Request body bytes received by the ingest endpoints.");
-	buf_printf(b, "unhex_ingest_bytes_total %llu\n", load(&c->bytes));
-	metric_head(b, "unhex_ingest_samples_total", "counter",
-		    "Stored (stack, value) pairs from successful ingest requests.");
-	buf_printf(b, "unhex_ingest_samples_total %llu\n", load(&c->samples));
-	metric_head(b, "unhex_ingest_profiles_total", "counter",
-		    "Stored profiles (one per pprof sample type) from successful ingest requests.");
-	buf_printf(b, "unhex_ingest_profiles_total %llu\n", load(&c->profiles));
+	metric_u64(b, "unhex_ingest_bytes_total", "counter",
+		   "Request body bytes received by the ingest endpoints.",
+		   load(&c->bytes));
+	metric_u64(b, "unhex_ingest_samples_total", "counter",
+		   "Stored (stack, value) pairs from successful ingest requests.",
+		   load(&c->samples));
+	metric_u64(b, "unhex_ingest_profiles_total", "counter",
+		   "Stored profiles (one per pprof sample type) from successful ingest requests.",
+		   load(&c->profiles));
 	metric_head(b, "unhex_ingest_rejected_total", "counter",
 		    "Ingest requests answered with an error, by reason.");
 	for (int r = 0; r < WEB_REJ_COUNT; r++)

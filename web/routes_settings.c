@@ -211,10 +211,7 @@ static int del(struct web__req *rq, const Settings__V1__DeleteSettingsRequest *r
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	const ProtobufCMessageDescriptor *req;
-} methods[] = {
+static const struct web__connect_method methods[] = {
 	{ "Get", &settings__v1__get_settings_request__descriptor },
 	{ "Set", &settings__v1__set_settings_request__descriptor },
 	{ "Delete", &settings__v1__delete_settings_request__descriptor },
@@ -244,21 +241,15 @@ static int run(struct web__req *rq, size_t m, int proto, struct arena *a, struct
 
 void web__handle_settings(struct web__req *rq, const char *method, struct web__resp *rs)
 {
+	size_t nm = sizeof(methods) / sizeof(methods[0]);
+	size_t m = web__connect_find(methods, nm, "settings.v1.SettingsService", method, rs);
 	struct err_msg msg;
 	struct arena a;
-	size_t m = sizeof(methods) / sizeof(methods[0]);
 	int rc, proto;
 
-	err_clear(&msg);
-	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
-		if (!strcmp(methods[i].name, method))
-			m = i;
-	if (m == sizeof(methods) / sizeof(methods[0])) {
-		snprintf(msg.text, sizeof(msg.text),
-			 "settings.v1.SettingsService has no method \"%.64s\"", method);
-		web__resp_connect_error(rs, ERR_NOT_FOUND, msg.text);
+	if (m == nm)
 		return;
-	}
+	err_clear(&msg);
 	if ((proto = web__connect_codec(rq, "settings.v1", rs)) < 0)
 		return;
 	arena_init(&a, ARENA_BYTES);

@@ -660,6 +660,20 @@ void web__resp_connect_error(struct web__resp *rs, int code, const char *message
  */
 int web__connect_codec(const struct web__req *rq, const char *service, struct web__resp *rs);
 
+/* A unary method of a Connect service served in web/: its name, its request. */
+struct web__connect_method {
+	const char *name;
+	const struct ProtobufCMessageDescriptor *req;
+};
+
+/*
+ * The index of `method` in methods[0..n).  Otherwise answers 404 in
+ * Connect's error form ("SERVICE has no method ...", `service` the full
+ * name) and returns n.
+ */
+size_t web__connect_find(const struct web__connect_method *methods, size_t n,
+			 const char *service, const char *method, struct web__resp *rs);
+
 /*
  * Ends a Connect unary call whose answer is in rs->body: 200 with the
  * codec's Content-Type, or for rc != 0 Connect's JSON error with msg's

@@ -3,18 +3,11 @@
 # (corpus/fuzz_pprof, corpus/fuzz_push, corpus/fuzz_multipart, corpus/fuzz_symcache)
 # with hand-rolled protobuf and symbol-cache encoders, so it needs nothing but
 # the Python standard library.
-import base64, gzip, json, os, struct, zlib
+import base64, gzip, json, os, struct, sys, zlib
 
-def varint(v):
-    out = bytearray()
-    while True:
-        b = v & 0x7f
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration", "fixtures"))
+from pbwire import varint
 
 def key(field, wire):
     return varint(field << 3 | wire)

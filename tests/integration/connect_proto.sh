@@ -13,9 +13,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
 need WORKLOAD
-need_cmd protoc "package protobuf-compiler"
+need_protoc
 need_cmd jq
-PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 NOW_MS=$(($(date +%s) * 1000))

@@ -11,9 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 need WORKLOAD
 need PPROFINFO
-need_cmd protoc "package protobuf-compiler"
+need_protoc
 need_cmd jq
-PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 
 # One profile a minute per instance, each covering its minute: 20 x 60 files.
@@ -41,16 +40,7 @@ STEP=15
 note "reference: $N profiles, $MIN_S .. $MAX_S, total $TOTAL"
 
 pb() { # METHOD REQ_TYPE RESP_TYPE TEXT: connect-go's unary call; decoded into $WORK/pb.txt
-	local rf=querier.proto
-	case "$3" in perftools.*) rf=profile.proto ;; esac
-	printf '%s\n' "$4" | protoc --proto_path="$PROTO_DIR" --encode="$2" querier.proto \
-		>"$WORK/req.bin" || fail "protoc --encode $2"
-	http POST "/querier.v1.QuerierService/$1" -H 'Content-Type: application/proto' \
-		-H 'Connect-Protocol-Version: 1' -H 'User-Agent: connect-go/1.18.1 (go1.24.0)' \
-		-H 'Accept-Encoding: gzip' --compressed --data-binary "@$WORK/req.bin"
-	[ "$STATUS" = 200 ] || fail "$1 (protobuf): HTTP $STATUS $(head -c 300 "$WORK/body")"
-	protoc --proto_path="$PROTO_DIR" --decode="$3" $rf <"$WORK/body" >"$WORK/pb.txt" ||
-		fail "$1: the answer is not a $3"
+	connect_go "/querier.v1.QuerierService/$1" "$2" "$3" "$4"
 }
 js() { # METHOD JSON
 	http POST "/querier.v1.QuerierService/$1" -H 'Content-Type: application/json' \

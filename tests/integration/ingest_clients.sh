@@ -42,11 +42,7 @@ FROM=$((NOW - 3600))
 UNTIL=$((NOW + 600))
 
 # total TYPE SELECTOR: the merged total of a profile type ("" when absent).
-total() {
-	http GET /pyroscope/render -G --data-urlencode "query=$1$2" -d "from=$FROM" -d "until=$UNTIL"
-	[ "$STATUS" = 200 ] || fail "render $1$2: HTTP $STATUS $BODY"
-	jq -r '.flamebearer.numTicks' <<<"$BODY"
-}
+total() { render_total "$1$2" "$FROM" "$UNTIL"; }
 
 # top_self TYPE SELECTOR N: "self name" of the N biggest self values.
 top_self() {
@@ -56,13 +52,8 @@ top_self() {
 		<<<"$BODY" | sort -k1,1nr | head -n "$3"
 }
 
-# types SELECTOR: the profile type IDs the server has for a selector, sorted.
-types() {
-	http POST /querier.v1.QuerierService/ProfileTypes -H 'Content-Type: application/json' \
-		-d "{\"start\":$((FROM * 1000)),\"end\":$((UNTIL * 1000))}"
-	[ "$STATUS" = 200 ] || fail "ProfileTypes: HTTP $STATUS $BODY"
-	jq -r '.profileTypes[].ID' <<<"$BODY" | sort
-}
+# types: the profile type IDs the server has, sorted.
+types() { profile_types "$FROM" "$UNTIL"; }
 
 # check WHAT GOT WANT
 check() {
@@ -585,34 +576,33 @@ open(w + "/speedscope.json", "w").write(json.dumps(doc))
 EOF
 LSUM=$(python3 -c 'print(37+5+11+23+2)')
 CPU=process_cpu:cpu:nanoseconds:cpu:nanoseconds
+# legacy WHAT PARAMS FILE [curl args...]: FILE sent to /ingest?PARAMS over the
+# last 10 s is stored as one profile.
+legacy() {
+	local what=$1 params=$2 file=$3
+	shift 3
+	http POST "/ingest?$params&from=$((NOW - 10))&until=$NOW" "$@" --data-binary @"$WORK/$file"
+	expect_status 200 '"profiles":1' "legacy: $what"
+}
 # pyroscope-rs 0.5 (pyspy, rbspy): folded text, binary/octet-stream, 100 Hz.
-http POST "/ingest?name=pyapp%7Benv%3Dci%7D&from=$((NOW - 10))&until=$NOW&format=folded&sampleRate=100&spyName=pyspy" \
-	-H 'Content-Type: binary/octet-stream' --data-binary @"$WORK/folded.txt"
-expect_status 200 '"profiles":1' "legacy: folded (pyroscope-rs)"
+legacy "folded (pyroscope-rs)" "name=pyapp%7Benv%3Dci%7D&format=folded&sampleRate=100&spyName=pyspy" \
+	folded.txt -H 'Content-Type: binary/octet-stream'
 check "legacy folded total" "$(total "$CPU" '{service_name="pyapp"}')" "$((LSUM * 10000000))"
 check "legacy folded top" "$(top_self "$CPU" '{service_name="pyapp"}' 1)" "370000000 work"
-http POST "/ingest?name=linesapp.cpu&from=$((NOW - 10))&until=$NOW&format=lines&sampleRate=100" \
-	--data-binary @"$WORK/lines.txt"
-expect_status 200 '"profiles":1' "legacy: lines"
+legacy lines "name=linesapp.cpu&format=lines&sampleRate=100" lines.txt
 check "legacy lines total" "$(total "$CPU" '{service_name="linesapp"}')" "$((LSUM * 10000000))"
 # The first Go agent: the trie named by its content type alone, itimer at 100 Hz.
-http POST "/ingest?name=trieapp.itimer&from=$((NOW - 10))&until=$NOW&sampleRate=100&spyName=gospy" \
-	-H 'Content-Type: binary/octet-stream+trie' --data-binary @"$WORK/trie.bin"
-expect_status 200 '"profiles":1' "legacy: trie"
+legacy trie "name=trieapp.itimer&sampleRate=100&spyName=gospy" trie.bin \
+	-H 'Content-Type: binary/octet-stream+trie'
 check "legacy trie total" "$(total "$CPU" '{service_name="trieapp"}')" "$((LSUM * 10000000))"
 check "legacy trie top" "$(top_self "$CPU" '{service_name="trieapp"}' 1)" "370000000 work"
-http POST "/ingest?name=treeapp.wall&from=$((NOW - 10))&until=$NOW&format=tree&sampleRate=100" \
-	--data-binary @"$WORK/tree.bin"
-expect_status 200 '"profiles":1' "legacy: tree"
+legacy tree "name=treeapp.wall&format=tree&sampleRate=100" tree.bin
 check "legacy tree total" "$(total wall:wall:nanoseconds:cpu:nanoseconds '{service_name="treeapp"}')" \
 	"$((LSUM * 10000000))"
-http POST "/ingest?name=ssapp&from=$((NOW - 10))&until=$NOW&format=speedscope" \
-	-H 'Content-Type: application/json' --data-binary @"$WORK/speedscope.json"
-expect_status 200 '"profiles":1' "legacy: speedscope"
+legacy speedscope "name=ssapp&format=speedscope" speedscope.json -H 'Content-Type: application/json'
 check "legacy speedscope total (ms -> ns)" "$(total "$CPU" '{service_name="ssapp"}')" "$((LSUM * 1000000))"
 # Kinds without a period keep Pyroscope's empty parts.
-http POST "/ingest?name=memapp.inuse_space&from=$((NOW - 10))&until=$NOW" --data-binary @"$WORK/folded.txt"
-expect_status 200 '"profiles":1' "legacy: folded without a format (Pyroscope's default)"
+legacy "folded without a format (Pyroscope's default)" "name=memapp.inuse_space" folded.txt
 types | grep -qx 'memory:inuse_space:bytes::' || fail "legacy: memory:inuse_space:bytes:: not listed"
 # ... and are queried by them (not time-based: the values as sent).
 check "legacy memory total (empty parts)" "$(total 'memory:inuse_space:bytes::' '{service_name="memapp"}')" "$LSUM"

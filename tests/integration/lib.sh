@@ -50,6 +50,13 @@ need_cmd() {
 	command -v "$1" >/dev/null || fail "$1 is not installed${2:+ ($2)}"
 }
 
+# need_protoc: fails unless protoc is installed; sets PROTO_DIR to the
+# tree's proto/ (the messages protoc encodes and decodes, as connect_go).
+need_protoc() {
+	need_cmd protoc "package protobuf-compiler"
+	PROTO_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../proto" && pwd)
+}
+
 # need_promtool: installs promtool (Debian package prometheus) when it is
 # missing, as CI's .ci/deps.sh would.
 need_promtool() {
@@ -289,9 +296,12 @@ skip_test() {
 	exit 77
 }
 
-# need_go_perf: sets GO to a working Go toolchain ($GO, else go on PATH) and
-# checks that perf can record here; skips the test (77) otherwise.
+# need_go_perf: what a test of Go programs under perf needs: PERF2PPROF and
+# PPROFSTRIP, GO set to a working Go toolchain ($GO, else go on PATH), and
+# perf able to record here; skips the test (77) without the last two.
 need_go_perf() {
+	need PERF2PPROF
+	need PPROFSTRIP
 	GO=${GO:-$(command -v go || true)}
 	[ -n "$GO" ] && "$GO" version >/dev/null 2>&1 ||
 		skip_test "no working go toolchain (package golang-go)"
@@ -431,6 +441,47 @@ build_id() {
 cpu_type() {
 	http GET "/pyroscope/label-values?label=__profile_type__&match%5B%5D=%7Bservice_name%3D%22$1%22%7D"
 	jq -r '.[]' <<<"$BODY" | grep -m1 ':cpu:nanoseconds' || jq -r '.[0]' <<<"$BODY"
+}
+
+# profile_types FROM UNTIL: the profile type IDs the server has between
+# FROM and UNTIL (seconds), sorted.
+profile_types() {
+	http POST /querier.v1.QuerierService/ProfileTypes -H 'Content-Type: application/json' \
+		-d "{\"start\":$(($1 * 1000)),\"end\":$(($2 * 1000))}"
+	[ "$STATUS" = 200 ] || fail "ProfileTypes: HTTP $STATUS $BODY"
+	jq -r '.profileTypes[].ID' <<<"$BODY" | sort
+}
+
+# render_total QUERY FROM UNTIL: the merged total of QUERY between FROM and
+# UNTIL (seconds) by /pyroscope/render ("" when absent).
+render_total() {
+	http GET /pyroscope/render -G --data-urlencode "query=$1" -d "from=$2" -d "until=$3"
+	[ "$STATUS" = 200 ] || fail "render $1: HTTP $STATUS $BODY"
+	jq -r '.flamebearer.numTicks' <<<"$BODY"
+}
+
+# proto_file TYPE: the file of proto/ that defines the message TYPE.
+proto_file() {
+	case "$1" in querier.*) echo querier.proto ;; types.*) echo types.proto ;;
+	settings.*) echo settings.proto ;; debuginfo.*) echo debuginfo.proto ;;
+	perftools.*) echo profile.proto ;; esac
+}
+
+# connect_go PATH REQ_TYPE RESP_TYPE TEXT [curl args...]: a unary call as
+# connect-go sends it (binary protobuf, Connect-Protocol-Version, its
+# User-Agent, gzip accepted): TEXT encoded by protoc from $PROTO_DIR (see
+# need_protoc), the answer, which must be a 200, decoded into $WORK/pb.txt.
+connect_go() {
+	local path=$1 req=$2 resp=$3 text=$4
+	shift 4
+	printf '%s\n' "$text" | protoc --proto_path="$PROTO_DIR" --encode="$req" "$(proto_file "$req")" \
+		>"$WORK/req.bin" || fail "protoc --encode $req"
+	http POST "$path" -H 'Content-Type: application/proto' \
+		-H 'Connect-Protocol-Version: 1' -H 'User-Agent: connect-go/1.18.1 (go1.24.0)' \
+		-H 'Accept-Encoding: gzip' --compressed --data-binary "@$WORK/req.bin" "$@"
+	[ "$STATUS" = 200 ] || fail "proto $path: HTTP $STATUS $(head -c 300 "$WORK/body")"
+	protoc --proto_path="$PROTO_DIR" --decode="$resp" "$(proto_file "$resp")" \
+		<"$WORK/body" >"$WORK/pb.txt" || fail "proto $path: the answer is not a $resp"
 }
 
 # selector TYPE SERVICE: the urlencoded query TYPE{service_name="SERVICE"}.

@@ -129,17 +129,8 @@ ingest_all() { # the name parameter
 		[ "$STATUS" = 200 ] || fail "ingest $f: HTTP $STATUS $BODY"
 	done
 }
-types() {
-	http POST /querier.v1.QuerierService/ProfileTypes -H 'Content-Type: application/json' \
-		-d "{\"start\":$((FROM * 1000)),\"end\":$((UNTIL * 1000))}"
-	[ "$STATUS" = 200 ] || fail "ProfileTypes: HTTP $STATUS $BODY"
-	jq -r '.profileTypes[].ID' <<<"$BODY" | sort
-}
-total() {
-	http GET /pyroscope/render -G --data-urlencode "query=$1{service_name=\"$2\"}" -d "from=$FROM" -d "until=$UNTIL"
-	[ "$STATUS" = 200 ] || fail "render $1: HTTP $STATUS $BODY"
-	jq -r '.flamebearer.numTicks' <<<"$BODY"
-}
+types() { profile_types "$FROM" "$UNTIL"; }
+total() { render_total "$1{service_name=\"$2\"}" "$FROM" "$UNTIL"; } # TYPE SERVICE
 
 # Written by the old binary.
 NEW=$UNHEX

@@ -27,11 +27,7 @@ FROM=$((END - 3 * 3600))
 UNTIL=$((END + 600))
 
 rgw_start
-rgw_bucket unhex-blocks
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-unset AWS_SESSION_TOKEN AWS_PROFILE
-S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket unhex-blocks
-	--storage.s3.path-style)
+rgw_s3 unhex-blocks
 
 # maint ACTION: the server's unhex_store_maintenance_total of ACTION.
 maint() {

@@ -18,61 +18,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/rgw.sh"
 . "$HERE/roles.sh"
-need UNHEX
-need WORKLOAD
-need_rgw
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
-END=1767225600
-WL="$WORK/workload"
-"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 60 --interval 60 --end "$END" \
-	--quiet
-FROM=$((END - 2 * 3600))
-UNTIL=$((END + 600))
-# What the ingesters acknowledged, as a workload of its own (same files).
-ACKED="$WORK/acked"
-cp -rs "$WL" "$ACKED"
-rm "$ACKED/manifest.tsv" # a link to the workload's own
-: >"$ACKED/manifest.tsv"
-mapfile -t LINES < <(grep -v -e '^#' -e '^$' "$WL/manifest.tsv")
-N=${#LINES[@]}
-[ "$N" -ge 12 ] || fail "the workload has $N files"
-
-# send ROLE DIR LINE ARGS...: sends the file of manifest LINE of workload
-# DIR to ROLE; 0 when it was acknowledged (HTTP 200).  A push that takes
-# 120 s is a hang.
-send() {
-	local role=$1 dir=$2 path name secs rc=0
-	IFS=$'\t' read -r path name secs <<<"$3"
-	shift 3
-	use "$role"
-	timeout 120 "$UNHEX" ingest --server "$URL" "$@" --name "$name" --from "$secs" "$dir/$path" \
-		>"$WORK/push.out" 2>>"$WORK/push.err" || rc=$?
-	[ $rc -ne 124 ] || fail "a push to $role hung: $path"
-	return $rc
-}
-# push ROLE LINE: send; an acknowledged file goes into $ACKED, the profiles
-# and samples the ingester said it took into ACK_PROFILES and ACK_SAMPLES.
-ACK_PROFILES=0
-ACK_SAMPLES=0
-push() {
-	local p s
-	send "$1" "$WL" "$2" || return 1
-	printf '%s\n' "$2" >>"$ACKED/manifest.tsv"
-	read -r p s < <(sed -n 's/.*: \([0-9]*\) profiles, \([0-9]*\) samples$/\1 \2/p' "$WORK/push.out")
-	[ -n "$s" ] || fail "unhex ingest said: $(cat "$WORK/push.out")"
-	ACK_PROFILES=$((ACK_PROFILES + p))
-	ACK_SAMPLES=$((ACK_SAMPLES + s))
-}
-# push_range FROM TO: lines [FROM, TO) round-robin over ing1 and ing2, each
-# of which must acknowledge.
-push_range() {
-	local i r
-	for ((i = $1; i < $2; i++)); do
-		if [ $((i % 2)) = 0 ]; then r=ing1; else r=ing2; fi
-		push $r "${LINES[$i]}" || fail "$r rejected ${LINES[$i]}: $(tail -n 3 "$WORK/push.err")"
-	done
-}
+roles_workload 60
+acked_init
 
 roles_bucket unhex-faults
 start_role ing1 "$WORK/ing1" --target ingester "${ROLE[@]}"
@@ -113,17 +61,8 @@ failures() {
 }
 rgw_pause
 push_range $B $N
-# A profile of another tenant two hours later moves each ingester's clock:
-# every range of the workload is over, sealed, and its upload fails.
-"$WORKLOAD" --out "$WORK/later" --services 1 --instances 1 --minutes 1 --interval 60 \
-	--end $((END + 7200)) --quiet
-for r in ing1 ing2; do
-	while IFS= read -r line; do
-		case "$line" in '' | '#'*) continue ;; esac
-		send $r "$WORK/later" "$line" --tenant clock ||
-			fail "$r did not acknowledge the later profile with RGW paused: $(tail -n 3 "$WORK/push.err")"
-	done <"$WORK/later/manifest.tsv"
-done
+# Every range of the workload is sealed, and its upload fails.
+move_clocks ing1 ing2
 for r in ing1 ing2; do
 	use $r
 	until_ok 300 failures ||
@@ -136,13 +75,7 @@ ACK=$(wc -l <"$ACKED/manifest.tsv")
 note "$ACK of $N pushes acknowledged ($ACK_PROFILES profiles, $ACK_SAMPLES samples); RGW resumed"
 
 # ---- the reference: one local server that ingested what was acknowledged
-start_server "$WORK/ref" --maintain-interval 1000h
-ingest_manifest "$ACKED"
-answers "$WORK/expect"
-stop_server
-[ "$(jq -c '[.profiles, .samples]' "$WORK/expect/stats")" = "[$ACK_PROFILES,$ACK_SAMPLES]" ] ||
-	fail "the reference holds $(cat "$WORK/expect/stats"), not the $ACK_PROFILES profiles and $ACK_SAMPLES samples acknowledged"
-note "reference: $(cat "$WORK/expect/stats")"
+reference
 
 uploaded() {
 	[ "$(bucket upload_pending_blocks)" = 0 ]
@@ -151,9 +84,6 @@ for r in ing1 ing2; do
 	use $r
 	until_ok 300 uploaded || fail "$r still has $(bucket upload_pending_blocks) blocks pending with RGW back"
 done
-converged() {
-	[ "$(jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)")" = "$(cat "$WORK/expect/stats")" ]
-}
 for r in qry1 qry2; do
 	use $r
 	until_ok 400 converged ||

@@ -12,17 +12,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 . "$HERE/rgw.sh"
 . "$HERE/roles.sh"
-need UNHEX
-need WORKLOAD
-need_rgw
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
-END=1767225600
-WL="$WORK/workload"
-"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 120 --interval 60 --end "$END" \
-	--quiet
-FROM=$((END - 3 * 3600))
-UNTIL=$((END + 600))
+roles_workload 120
 
 # ---- the reference: one local server that ingests everything
 start_server "$WORK/ref" --maintain-interval 1000h
@@ -55,22 +46,11 @@ while IFS=$'\t' read -r path name secs; do
 		fail "$path was rejected"
 	i=$((i + 1))
 done <"$WL/manifest.tsv"
-# A profile of another tenant two hours later moves each ingester's clock,
-# so that every range of the workload is over and sealed (the ingesters'
-# heads are not queried: docs/object-storage.md, "Freshness").
-"$WORKLOAD" --out "$WORK/later" --services 1 --instances 1 --minutes 1 --interval 60 \
-	--end $((END + 7200)) --quiet
-for r in ing1 ing2; do
-	use $r
-	ingest_manifest "$WORK/later" --tenant clock
-done
+move_clocks ing1 ing2
 note "$i workload files sent round-robin to two ingesters"
 
 # ---- the querier converges on the reference, then stays there while the
 # compactor merges the ingesters' blocks and deletes what it replaced
-converged() {
-	[ "$(jq -cS '{profiles, samples, series}' <<<"$(tenant_stats anonymous)")" = "$(cat "$WORK/expect/stats")" ]
-}
 use qry
 until_ok 400 converged ||
 	fail "the querier holds $(jq -cS '{profiles, samples, series, blocks: .blocks.count}' <<<"$(tenant_stats anonymous)"), not $(cat "$WORK/expect/stats"); ingesters: $(for r in ing1 ing2; do use $r; jq -c '{head_profiles, blocks: .blocks.count}' <<<"$(tenant_stats anonymous)"; bucket upload_pending_blocks; done)"

@@ -24,9 +24,8 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
-need_cmd protoc "package protobuf-compiler"
+need_protoc
 need_cmd llvm-symbolizer
-PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 REQ=opentelemetry.proto.collector.profiles.v1development.ExportProfilesServiceRequest
 PERIOD=50000000
 

@@ -35,9 +35,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 need UNHEX
 need WORKLOAD
 need PPROFINFO
-need_cmd protoc "package protobuf-compiler"
+need_protoc
 need_cmd jq
-PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 T=wl
 
@@ -80,25 +79,11 @@ js() { # PATH JSON [tenant]: POSTs JSON as Grafana's JSON clients do; the answer
 		-H 'Connect-Protocol-Version: 1' --data-binary "$2"
 }
 
-# pb PATH REQ_TYPE RESP_TYPE TEXT: as connect-go sends a unary call (binary
-# protobuf, Connect-Protocol-Version, its User-Agent, gzip accepted); the
-# answer decoded by protoc into $WORK/pb.txt.
-pb() {
-	local path=$1 req=$2 resp=$3 text=$4 file
-	file=$(proto_file "$req")
-	printf '%s\n' "$text" | protoc --proto_path="$PROTO_DIR" --encode="$req" "$file" \
-		>"$WORK/req.bin" || fail "protoc --encode $req"
-	http POST "$path" -H "X-Scope-OrgID: $T" -H 'Content-Type: application/proto' \
-		-H 'Connect-Protocol-Version: 1' -H 'User-Agent: connect-go/1.18.1 (go1.24.0)' \
-		-H 'Accept-Encoding: gzip' --compressed --data-binary "@$WORK/req.bin"
-	[ "$STATUS" = 200 ] || fail "proto $path: HTTP $STATUS $BODY"
-	protoc --proto_path="$PROTO_DIR" --decode="$resp" "$(proto_file "$resp")" \
-		<"$WORK/body" >"$WORK/pb.txt" || fail "proto $path: the answer is not a $resp"
-}
-proto_file() {
-	case "$1" in querier.*) echo querier.proto ;; types.*) echo types.proto ;;
-	settings.*) echo settings.proto ;; debuginfo.*) echo debuginfo.proto ;; esac
-}
+# pb PATH REQ_TYPE RESP_TYPE TEXT: connect_go as tenant $T.
+pb() { connect_go "$@" -H "X-Scope-OrgID: $T"; }
+
+# The exemplars' profile ids of the last pb answer, sorted.
+pb_profile_ids() { sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort; }
 
 # Points of a SelectSeries JSON answer grouped by service_name: "service ts value".
 json_points() {
@@ -408,7 +393,7 @@ ex_points >"$WORK/got"
 same "SelectSeries exemplars (snake_case JSON)" "$WORK/got" "$WORK/want.ex"
 T=$EX pb /querier.v1.QuerierService/SelectSeries querier.v1.SelectSeriesRequest querier.v1.SelectSeriesResponse \
 	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS step: $STEP group_by: \"service_name\" exemplar_type: EXEMPLAR_TYPE_INDIVIDUAL"
-sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort >"$WORK/got"
+pb_profile_ids >"$WORK/got"
 awk '{ print $3 }' "$WORK/want.ex" | sort >"$WORK/want"
 same "SelectSeries exemplar ids (connect-go protobuf)" "$WORK/got" "$WORK/want"
 js /querier.v1.QuerierService/SelectSeries "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$S_MS,\"end\":$E_MS,\"step\":$STEP,\"exemplarType\":\"EXEMPLAR_TYPE_SPAN\"}" $EX
@@ -451,7 +436,7 @@ grep -q "^$ID1 " "$WORK/got" || fail "SelectHeatmap: the largest profile $ID1 is
 [ "$(jq '[.series[].slots[].counts[]] | add' <<<"$BODY")" = "$k" ] || fail "SelectHeatmap: $(jq '[.series[].slots[].counts[]] | add' <<<"$BODY") points, want $k"
 T=$EX pb /querier.v1.QuerierService/SelectHeatmap querier.v1.SelectHeatmapRequest querier.v1.SelectHeatmapResponse \
 	"profile_typeID: \"$CPU\" label_selector: \"{}\" start: $S_MS end: $E_MS step: 15 query_type: HEATMAP_QUERY_TYPE_INDIVIDUAL exemplar_type: EXEMPLAR_TYPE_INDIVIDUAL"
-sed -n 's/^ *profile_id: "\(.*\)"$/\1/p' "$WORK/pb.txt" | sort >"$WORK/got.pb"
+pb_profile_ids >"$WORK/got.pb"
 awk '{ print $1 }' "$WORK/got" | sort >"$WORK/want"
 same "SelectHeatmap exemplar ids (connect-go protobuf)" "$WORK/got.pb" "$WORK/want"
 js /querier.v1.QuerierService/SelectHeatmap "{\"profileTypeID\":\"$CPU\",\"labelSelector\":\"{}\",\"start\":$SS_MS,\"end\":$SE_MS,\"step\":15,\"queryType\":\"HEATMAP_QUERY_TYPE_SPAN\",\"exemplarType\":\"EXEMPLAR_TYPE_SPAN\"}" $SP

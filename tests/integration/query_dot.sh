@@ -19,10 +19,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need_cmd dot "Graphviz, package graphviz"
 need_cmd go "package golang-go"
-need_cmd protoc "package protobuf-compiler"
+need_protoc
 need_cmd jq
 need_cmd python3
-PROTO_DIR=$(cd "$HERE/../../proto" && pwd)
 export GOCACHE="$WORK/gocache" GOPATH="$WORK/gopath" HOME="$WORK"
 CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 NOW=$(date +%s)

@@ -9,7 +9,10 @@
 #                        RGW_PORT, RGW_DIR, RGW_ACCESS_KEY, RGW_SECRET_KEY,
 #                        RGW_REGION
 #   rgw_bucket NAME      creates a bucket (curl's own SigV4 signing)
+#   rgw_s3 NAME          rgw_bucket, the AWS variables, S3 (serve flags)
 #   rgw_pause/rgw_resume SIGSTOP/SIGCONT radosgw (by its pid file)
+#   rgw_down/rgw_up      terminates radosgw alone (connections refused),
+#                        starts it again on the same data
 #   rgw_stop             stops every daemon by the pid file it wrote
 #
 # The caller's EXIT trap must call rgw_stop (lib.sh's cleanup removes
@@ -108,16 +111,7 @@ EOF
 		sleep 0.2
 	done
 	[[ $out == *'"num_up_osds":1'* ]] || fail "the OSD never came up: $out"
-	# radosgw forks into the background once it serves.
-	radosgw -c "$d/ceph.conf" -n client.rgw >/dev/null 2>&1 ||
-		fail "radosgw did not start: $(tail -5 "$d/log/client.rgw.log")"
-	out=
-	for i in $(seq 1 600); do
-		out=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$RGW_URL/" || true)
-		[ "$out" = 200 ] && break
-		sleep 0.2
-	done
-	[ "$out" = 200 ] || fail "radosgw on $RGW_PORT does not answer (HTTP $out)"
+	rgw_up
 	# As client.admin: `-n client.rgw` would collide with radosgw's admin socket.
 	timeout 60 radosgw-admin -c "$d/ceph.conf" user create --uid=unhex --display-name=unhex \
 		--access-key="$RGW_ACCESS_KEY" --secret-key="$RGW_SECRET_KEY" >/dev/null ||
@@ -125,16 +119,53 @@ EOF
 	note "Ceph RGW on $RGW_URL (mon $mon2/$mon1, osd.$id memstore)"
 }
 
+# rgw_up: starts radosgw on the cluster of rgw_start (again, after
+# rgw_down: the same port, the same data in the OSD) and returns once it
+# answers.
+rgw_up() {
+	local out i
+	# radosgw forks into the background once it serves.
+	radosgw -c "$RGW_DIR/ceph.conf" -n client.rgw >/dev/null 2>&1 ||
+		fail "radosgw did not start: $(tail -5 "$RGW_DIR/log/client.rgw.log")"
+	out=
+	for i in $(seq 1 600); do
+		out=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$RGW_URL/" || true)
+		[ "$out" = 200 ] && break
+		sleep 0.2
+	done
+	[ "$out" = 200 ] || fail "radosgw on $RGW_PORT does not answer (HTTP $out)"
+}
+
+# rgw_down: terminates radosgw alone (the monitor and the OSD keep the
+# data): its port then refuses connections, until rgw_up.
+rgw_down() {
+	[ -n "$(rgw_pid client.rgw)" ] || fail "radosgw wrote no pid file"
+	rgw_end "$RGW_DIR/run/client.rgw.pid"
+	[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$RGW_URL/" || true)" = 000 ] ||
+		fail "radosgw on $RGW_PORT still answers after it was stopped"
+}
+
+# rgw_s3 BUCKET: creates BUCKET, exports the test user's keys as the AWS
+# variables and sets S3 to the `unhex serve` flags naming it (path style).
+rgw_s3() {
+	rgw_bucket "$1"
+	export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
+	unset AWS_SESSION_TOKEN AWS_PROFILE
+	S3=(--storage.backend s3 --storage.s3.endpoint "$RGW_URL" --storage.s3.bucket "$1"
+		--storage.s3.path-style)
+}
+
 rgw_pid() { # NAME: the pid in the daemon's own pid file, "" if none
 	cat "$RGW_DIR/run/$1.pid" 2>/dev/null || true
 }
 
-# rgw_request METHOD PATH OUT: a request signed as the test user to
-# $RGW_URL/PATH (bucket/key), its body into OUT; prints the HTTP status.
+# rgw_request METHOD PATH OUT [CURL ARGS...]: a request signed as the test
+# user to $RGW_URL/PATH (bucket/key), its body into OUT; prints the HTTP
+# status.
 rgw_request() {
 	curl -s -o "$3" -w '%{http_code}' --max-time 30 -X "$1" \
 		--aws-sigv4 "aws:amz:$RGW_REGION:s3" --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" \
-		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$RGW_URL/$2" || true
+		-H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "${@:4}" "$RGW_URL/$2" || true
 }
 
 rgw_bucket() {
@@ -156,22 +187,28 @@ rgw_resume() {
 	[ -n "$p" ] && kill -CONT "$p"
 }
 
-rgw_stop() {
-	local f p i
-	[ -n "$RGW_DIR" ] && [ -d "$RGW_DIR/run" ] || return 0
-	rgw_resume 2>/dev/null || true
-	for f in "$RGW_DIR"/run/client.rgw.pid "$RGW_DIR"/run/osd.*.pid "$RGW_DIR"/run/mon.*.pid; do
-		[ -f "$f" ] || continue
-		p=$(cat "$f")
-		[ -n "$p" ] || continue
-		kill -TERM "$p" 2>/dev/null || continue
-		# Not our children (they daemonized): poll until the pid is gone.
+# rgw_end PIDFILE: SIGTERM to the daemon of PIDFILE, SIGKILL if it is still
+# there 10 s later; the pid file is removed.
+rgw_end() {
+	local p i
+	p=$(cat "$1" 2>/dev/null || true)
+	if [ -n "$p" ] && kill -TERM "$p" 2>/dev/null; then
+		# Not our child (it daemonized): poll until the pid is gone.
 		for i in $(seq 1 100); do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.1
 		done
 		kill -0 "$p" 2>/dev/null && kill -KILL "$p" 2>/dev/null
-		rm -f "$f"
+	fi
+	rm -f "$1"
+}
+
+rgw_stop() {
+	local f
+	[ -n "$RGW_DIR" ] && [ -d "$RGW_DIR/run" ] || return 0
+	rgw_resume 2>/dev/null || true
+	for f in "$RGW_DIR"/run/client.rgw.pid "$RGW_DIR"/run/osd.*.pid "$RGW_DIR"/run/mon.*.pid; do
+		[ -f "$f" ] && rgw_end "$f"
 	done
 	RGW_DIR=
 }

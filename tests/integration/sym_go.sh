@@ -20,8 +20,6 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
-need PERF2PPROF
-need PPROFSTRIP
 need_go_perf
 
 go_spin_program >"$WORK/gospin.go" <<'GOEOF'

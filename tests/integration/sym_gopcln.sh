@@ -22,8 +22,6 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX
-need PERF2PPROF
-need PPROFSTRIP
 need_go_perf
 trap 'stop_debuginfod; cleanup' EXIT
 

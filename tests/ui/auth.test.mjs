@@ -18,7 +18,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './fixtures/browser.mjs';
 
 const URL0 = process.env.UNHEX_AUTH_URL;
 const TENANT = process.env.UNHEX_AUTH_TENANT;
@@ -30,12 +30,7 @@ let browser;
 
 before(async () => {
   assert.ok(URL0 && TENANT && TOKEN && OTHER, 'tests/ui/run.sh sets UNHEX_AUTH_URL, _TENANT, _TOKEN and UNHEX_OTHER_TOKEN');
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => { await browser?.close(); });

@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchChromium } from './fixtures/browser.mjs';
 import { makeTree, toFlamebearer, countNodes } from './fixtures/gen.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -31,12 +31,7 @@ let browser;
 before(async () => {
   assert.ok(URL0, 'UNHEX_URL must point at a running unhex server (tests/ui/run.sh sets it)');
   fs.mkdirSync(SHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
-      '--disable-component-update', '--no-first-run', '--disable-quic', '--disable-sync'],
-  });
+  browser = await launchChromium();
 });
 
 after(async () => { await browser?.close(); });

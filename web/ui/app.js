@@ -109,23 +109,43 @@ let flame, swCallers, swCallees, diffFlame;
 let model = null, lastResp = null, lastQuery = null, timeline = null;
 let loadSeq = 0;
 
-async function loadExplore() {
+// Runs a page's load: numbered, so that an older one finishing late changes nothing,
+// under the busy indicator, its error shown; hooks[ready] says when it is done.
+async function runLoad(ready, load) {
   const seq = ++loadSeq;
-  hooks.ready = false;
+  hooks[ready] = false;
   showError(null);
   busy(true);
   try {
+    await load(seq);
+  } catch (e) {
+    if (seq === loadSeq) { showError(e); hooks[ready] = true; }
+  } finally {
+    busy(false);
+  }
+}
+
+// Fills the profile type and service pickers from what the range holds, keeping the
+// current choices while they are offered. False when stale() says a newer load took over.
+async function pickTypeAndService(r, emptyMsg, stale = () => false) {
+  const types = await api.profileTypes(r.from * 1000, r.until * 1000);
+  if (stale()) return false;
+  const ids = types.map((t) => t.ID);
+  if (!ids.length) throw new Error(emptyMsg);
+  if (!ids.includes(state.type)) state.type = ids.find((i) => /:cpu:/.test(i)) || ids[0];
+  fillSelect($('ptype'), ids, state.type);
+  const services = await api.labelValues('service_name', [], r.from * 1000, r.until * 1000);
+  if (stale()) return false;
+  if (!services.includes(state.service)) state.service = services[0] || '';
+  fillSelect($('service'), services, state.service);
+  return true;
+}
+
+function loadExplore() {
+  return runLoad('ready', async (seq) => {
     const r = range();
-    const types = await api.profileTypes(r.from * 1000, r.until * 1000);
-    if (seq !== loadSeq) return;
-    const ids = types.map((t) => t.ID);
-    if (!ids.length) throw new Error('no profiles in this time range: widen it or send profiles to /ingest');
-    if (!ids.includes(state.type)) state.type = ids.find((i) => /:cpu:/.test(i)) || ids[0];
-    fillSelect($('ptype'), ids, state.type);
-    const services = await api.labelValues('service_name', [], r.from * 1000, r.until * 1000);
-    if (seq !== loadSeq) return;
-    if (!services.includes(state.service)) state.service = services[0] || '';
-    fillSelect($('service'), services, state.service);
+    if (!await pickTypeAndService(r, 'no profiles in this time range: widen it or send profiles to /ingest',
+      () => seq !== loadSeq)) return;
     writeState(false);
     renderFilterChips();
     const query = state.type + selector(state.service, state.sel);
@@ -142,11 +162,7 @@ async function loadExplore() {
     if (seq !== loadSeq) return;
     hooks.loads++;
     hooks.ready = true;
-  } catch (e) {
-    if (seq === loadSeq) { showError(e); hooks.ready = true; }
-  } finally {
-    busy(false);
-  }
+  });
 }
 
 function showModel(m) {
@@ -416,21 +432,10 @@ function buildSide(key, box) {
 
 function naturalSort(a) { return a.slice().sort((x, y) => x.localeCompare(y, 'en', { numeric: true })); }
 
-async function loadDiff(run) {
-  const seq = ++loadSeq;
-  hooks.diffReady = false;
-  showError(null);
-  busy(true);
-  try {
+function loadDiff(run) {
+  return runLoad('diffReady', async (seq) => {
     const r = range();
-    const types = await api.profileTypes(r.from * 1000, r.until * 1000);
-    const ids = types.map((t) => t.ID);
-    if (!ids.length) throw new Error('no profiles in this time range: widen it');
-    if (!ids.includes(state.type)) state.type = ids.find((i) => /:cpu:/.test(i)) || ids[0];
-    fillSelect($('ptype'), ids, state.type);
-    const services = await api.labelValues('service_name', [], r.from * 1000, r.until * 1000);
-    if (!services.includes(state.service)) state.service = services[0] || '';
-    fillSelect($('service'), services, state.service);
+    await pickTypeAndService(r, 'no profiles in this time range: widen it');
     const base = selector(state.service, '');
     const names = await api.labelNames([base], r.from * 1000, r.until * 1000);
     const labels = names.filter((n) => !n.startsWith('__') && n !== 'service_name');
@@ -455,11 +460,7 @@ async function loadDiff(run) {
     writeState(false);
     if (!run && seq !== loadSeq) return;
     await runDiff(seq);
-  } catch (e) {
-    if (seq === loadSeq) { showError(e); hooks.diffReady = true; }
-  } finally {
-    busy(false);
-  }
+  });
 }
 
 async function runDiff(seq) {
@@ -521,21 +522,10 @@ function renderLegend() {
 
 let releaseList = [];
 
-async function loadReleases(run) {
-  const seq = ++loadSeq;
-  hooks.releasesReady = false;
-  showError(null);
-  busy(true);
-  try {
+function loadReleases(run) {
+  return runLoad('releasesReady', async (seq) => {
     const r = range(state.from === DEFAULTS.from ? 'now-24h' : state.from, state.until);
-    const types = await api.profileTypes(r.from * 1000, r.until * 1000);
-    const ids = types.map((t) => t.ID);
-    if (!ids.length) throw new Error('no profiles in this time range: widen it');
-    if (!ids.includes(state.type)) state.type = ids.find((i) => /:cpu:/.test(i)) || ids[0];
-    fillSelect($('ptype'), ids, state.type);
-    const services = await api.labelValues('service_name', [], r.from * 1000, r.until * 1000);
-    if (!services.includes(state.service)) state.service = services[0] || '';
-    fillSelect($('service'), services, state.service);
+    await pickTypeAndService(r, 'no profiles in this time range: widen it');
     const list = await api.releases(state.service, state.type, r.from, r.until);
     if (seq !== loadSeq) return;
     releaseList = list.releases || [];
@@ -555,11 +545,7 @@ async function loadReleases(run) {
     }
     if (run) await runRegress(seq, r);
     else hooks.releasesReady = true;
-  } catch (e) {
-    if (seq === loadSeq) { showError(e); hooks.releasesReady = true; }
-  } finally {
-    busy(false);
-  }
+  });
 }
 
 async function runRegress(seq, r) {
@@ -592,12 +578,8 @@ function openRegressionDiff(row) {
 
 // ---- build IDs page ------------------------------------------------------------------
 
-async function loadSymbols() {
-  const seq = ++loadSeq;
-  hooks.symbolsReady = false;
-  showError(null);
-  busy(true);
-  try {
+function loadSymbols() {
+  return runLoad('symbolsReady', async (seq) => {
     const r = range();
     const query = state.type ? state.type + selector(state.service, state.sel) : '';
     const st = await api.symbolization(query, r.from, r.until);
@@ -609,11 +591,7 @@ async function loadSymbols() {
       `${ids.length} build ID${ids.length === 1 ? '' : 's'}, ${ids.filter((b) => b.status === 'ok').length} symbolized.`));
     renderSymbolsTable($('symbols-table'), ids);
     hooks.symbolsReady = true;
-  } catch (e) {
-    if (seq === loadSeq) { showError(e); hooks.symbolsReady = true; }
-  } finally {
-    busy(false);
-  }
+  });
 }
 
 // ---- routing --------------------------------------------------------------------
