@@ -97,6 +97,7 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 							     : 60LL * 1000000000LL;
 	pthread_cond_init(&s->work_cv, NULL);
 	pthread_cond_init(&s->done_cv, NULL);
+	debuginfo__gc_init(s);
 	if (debuginfo__bucket_init(s, opt) ||
 	    debuginfo__unsym_init(s, opt->max_unsym_entries, opt->unsym_interval_ns)) {
 		debuginfo_close(s);
@@ -110,6 +111,7 @@ int debuginfo_open(struct store *st, const struct debuginfo_options *opt,
 		debuginfo_close(s);
 		return err_set(msg, ERR_UNAVAILABLE, "debuginfo: cannot start a worker thread");
 	}
+	debuginfo__gc_start(s);
 	*out = s;
 	return 0;
 }
@@ -118,6 +120,7 @@ void debuginfo_close(struct debuginfo *s)
 {
 	if (!s)
 		return;
+	debuginfo__gc_release(s); /* before anything the hook uses goes */
 	debuginfo__bucket_stop(s);
 	debuginfo__unsym_stop(s);
 	debuginfo__retain_stop(s);
@@ -186,6 +189,11 @@ void debuginfo_stats(struct debuginfo *s, struct debuginfo_stats *o)
 	o->bucket_bytes_in = atomic_load(&s->bucket_bytes_in);
 	o->bucket_bytes_out = atomic_load(&s->bucket_bytes_out);
 	o->bucket_pending = atomic_load(&s->bucket_pending);
+	o->bucket_deleted = atomic_load(&s->gc_deleted);
+	o->bucket_deleted_objects = atomic_load(&s->gc_objects);
+	o->bucket_delete_failures = atomic_load(&s->gc_failures);
+	o->bucket_delete_waiting = atomic_load(&s->gc_waiting);
+	o->bucket_use_marks = atomic_load(&s->gc_use_marks);
 }
 
 uint64_t debuginfo_generation(const struct debuginfo *s)

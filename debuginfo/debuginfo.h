@@ -558,6 +558,13 @@ struct debuginfo_stats {
 	uint64_t bucket_downloads, bucket_index_downloads, bucket_download_failures;
 	uint64_t bucket_index_invalid;
 	uint64_t bucket_bytes_in, bucket_bytes_out, bucket_pending;
+	/* Deletions from the bucket, where the bucket index is written
+	 * (bucketgc.c): build IDs deleted with all their objects, objects
+	 * deleted, failed passes or build IDs (retried), build IDs waiting
+	 * out the delay before they may go (a gauge); use markers this server
+	 * put for build IDs its own profiles use. */
+	uint64_t bucket_deleted, bucket_deleted_objects, bucket_delete_failures;
+	uint64_t bucket_delete_waiting, bucket_use_marks;
 };
 
 void debuginfo_stats(struct debuginfo *d, struct debuginfo_stats *out);

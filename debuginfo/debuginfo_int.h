@@ -816,7 +816,47 @@ struct debuginfo {
 	atomic_uint_fast64_t bucket_downloads, bucket_index_downloads;
 	atomic_uint_fast64_t bucket_download_failures, bucket_index_invalid;
 	atomic_uint_fast64_t bucket_bytes_in, bucket_bytes_out, bucket_pending;
+
+	/* bucketgc.c: the build IDs waiting to leave the bucket (under gc_mu,
+	 * taken with nothing else held, by the store's index pass only), and
+	 * what left. */
+	pthread_mutex_t gc_mu;
+	int gc_hooked;
+	struct debuginfo__doom *gc_doom; /* owned; ascending by id */
+	size_t gc_n_doom;
+	atomic_uint_fast64_t gc_deleted, gc_objects, gc_failures, gc_waiting;
+	/* Use markers put (gc_marks: when each build ID's last was, in
+	 * DEBUGINFO__BUCKET_MISS_SLOTS hashed slots, made at the first). */
+	pthread_mutex_t gc_mark_mu;
+	struct debuginfo__bucket_miss *gc_marks;
+	atomic_uint_fast64_t gc_use_marks;
 };
+
+/* ---- bucketgc.c: debug info leaves the bucket by the retention rule ---- */
+
+/* Use markers one retention pass puts at most (the rest: the next pass). */
+#define DEBUGINFO__USE_MARKS_PER_PASS 1000u
+
+/* A build ID found deletable by every pass since `since` (writer's wall clock). */
+struct debuginfo__doom {
+	char id[DEBUGINFO_HEX_MAX];
+	int64_t since;
+};
+
+/* gc_start sets the store's references hook when there is a bucket;
+ * gc_release clears it (and waits for a pass under way). */
+void debuginfo__gc_init(struct debuginfo *s);
+void debuginfo__gc_start(struct debuginfo *s);
+/*
+ * Puts a use marker of `id` (canonical hex) named by last_ns in the
+ * bucket when this server's profiles used it at last_ns, within
+ * retention_ns of now_ns, a quarter of the retention or more after the
+ * last marker this server put; each put takes one of *budget.  0 or the
+ * bucket's error (retried next pass).
+ */
+int debuginfo__gc_mark_used(struct debuginfo *s, const char *id, int64_t last_ns, int64_t now_ns,
+			    int64_t retention_ns, unsigned *budget);
+void debuginfo__gc_release(struct debuginfo *s);
 
 /* An upload in progress: a temporary file under <dir>/tmp. */
 struct debuginfo_upload {

@@ -195,7 +195,7 @@ int debuginfo_retain(struct debuginfo *s, int64_t retention_ns, int64_t now_ns,
 	struct debuginfo_retention_stats st = { 0, 0, 0, 0 };
 	struct doomed d;
 	struct refs r;
-	int rc;
+	int rc, reput = 0;
 
 	pthread_mutex_lock(&s->retain_mu);
 	rc = collect_refs(s, &r, msg);
@@ -214,11 +214,31 @@ int debuginfo_retain(struct debuginfo *s, int64_t retention_ns, int64_t now_ns,
 		if (g || !m.kinds || m.status != DEBUGINFO_STATUS_OK)
 			st.missing++; /* no usable file: those frames stay hex */
 		if (!g && m.last_profile < r.v[i].last) {
+			/* Used again after an idle time past the retention: the
+			 * bucket may have let it go (bucketgc.c), so what this
+			 * server holds is put again (found if still there). */
+			if (s->os && m.bucket && retention_ns > 0 &&
+			    last_use(&m) < now_ns - retention_ns) {
+				m.bucket = 0;
+				reput = 1;
+			}
 			m.last_profile = r.v[i].last;
 			if (debuginfo__meta_put(s, r.v[i].id, &m))
 				log_warn("debuginfo: cannot record the last profile of %s", r.v[i].id);
 		}
 		pthread_mutex_unlock(&s->upload_mu);
+	}
+	if (reput)
+		debuginfo__bucket_wake(s);
+	/* What the bucket index cannot see yet (this server's head) is marked
+	 * there, so the bucket keeps it (bucketgc.c). */
+	{
+		unsigned budget = DEBUGINFO__USE_MARKS_PER_PASS;
+
+		for (size_t i = 0; i < r.n && budget; i++)
+			if (debuginfo__gc_mark_used(s, r.v[i].id, r.v[i].last, now_ns, retention_ns,
+						    &budget))
+				break;
 	}
 	memset(&d, 0, sizeof(d));
 	d.refs = &r;

@@ -383,6 +383,7 @@ int store__bucket_index_pass(struct store *st, struct err_msg *msg)
 		st->bucket.index_bytes = out.len;
 		pthread_mutex_unlock(&st->bucket_mu);
 		delete_marked(st, &nx, now);
+		store__direfs_pass(st, &nx, now); /* debug info by the same index (section 13) */
 		if (st->bucket_mode & STORE_BUCKET_DISCOVER)
 			rc = apply(st, &nx, msg);
 	}

@@ -597,6 +597,55 @@ struct store_bucket_stats {
 void store_bucket_stats(struct store *st, struct store_bucket_stats *out);
 
 /*
+ * Debug info references of the bucket (storage_int.h section 13).  The
+ * process that writes the bucket index (STORE_BUCKET_INDEX) also keeps,
+ * in the object "debuginfo-refs", for each build ID the newest time of a
+ * profile referencing it among the blocks the index counts (from the
+ * blocks' footers), and whether such a block references it now.  After
+ * each index it writes, it hands that table to the hook a module above
+ * set (the debug-info service deletes from the bucket by it), then puts
+ * the table, with what the hook forgot left out and what it saw added.
+ */
+struct store_direfs; /* one pass's table; valid during the hook only */
+
+struct store_direfs_entry {
+	const char *build_id; /* as the blocks' footers list it (or as seen) */
+	int64_t last_ns;      /* newest use: a counted block's newest profile, or when seen */
+	int referenced;       /* a block the index counts references it now */
+};
+
+struct store_direfs_pass {
+	int64_t now_ns;   /* the writer's wall clock */
+	/* Every counted block's references are known (a footer that could not
+	 * be read makes it 0: nothing may be deleted by this pass). */
+	int complete;
+	/*
+	 * How long a build ID must stay unreferenced before its debug info
+	 * may leave the bucket: bucket_delete_delay_ns plus the time a profile
+	 * takes to reach the index (block range + seal delay + two maintenance
+	 * intervals), so a block an ingester holds is counted first.
+	 */
+	int64_t delay_ns;
+};
+
+struct store_direfs_hook {
+	/* Borrows r, which it may change with store_direfs_forget/seen only.
+	 * Non-zero is logged; the table is written anyway. */
+	int (*pass)(void *ctx, struct store_direfs *r, const struct store_direfs_pass *p);
+	void *ctx; /* borrowed */
+};
+
+/* Sets (h borrowed, copied) or clears (NULL) the hook; waits for a running pass. */
+void store_direfs_hook_set(struct store *st, const struct store_direfs_hook *h);
+size_t store_direfs_count(const struct store_direfs *r);
+/* Entry i (< count), in ascending build ID order; build_id borrowed from r. */
+void store_direfs_at(const struct store_direfs *r, size_t i, struct store_direfs_entry *out);
+/* Leaves entry i out of the object written; ignored while it is referenced. */
+void store_direfs_forget(struct store_direfs *r, size_t i);
+/* Records a first use of `build_id` (borrowed) at at_ns, when r lacks it. */
+int store_direfs_seen(struct store_direfs *r, const char *build_id, int64_t at_ns);
+
+/*
  * Reads the bucket index (one GET) and applies it as bucket_mode says
  * (DISCOVER, PRUNE); the sync thread calls it every
  * bucket_sync_interval_ns, and store_open once.  Serialized with

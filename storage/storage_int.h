@@ -1219,6 +1219,9 @@ struct store {
 	/* The bucket index (bucket.c, section 12). */
 	unsigned bucket_mode;       /* STORE_BUCKET_* */
 	int64_t bucket_sync_ns, bucket_delete_delay_ns;
+	/* The debug info references hook (direfs.c, section 13); under maint_mu. */
+	struct store_direfs_hook direfs_hook;
+	uint64_t direfs_writes, direfs_failures; /* under bucket_mu */
 	_Atomic int bucket_indexed; /* the last index pass wrote the index */
 	/* written_ns of the newest index applied whole (a reader's view is at
 	 * least that new), and of the newest by which this process dropped
@@ -2063,5 +2066,86 @@ int store__peers_read(struct store *st, const char *tenant, struct store_reader 
 /* At store open and close: the peers' state, the ephemeral directory emptied. */
 int store__peers_open(struct store *st, const struct store_options *opt, struct err_msg *msg);
 void store__peers_close(struct store *st);
+
+
+/* ---- debug info references of the bucket (direfs.c), section 13 ---------
+ *
+ * The object "debuginfo-refs", next to "blocks-index", written by the same
+ * process right after each index it writes: for every build ID that a block
+ * the index counts references, or that the debug-info service saw in the
+ * bucket (store_direfs_seen), the newest time of such a use; and for every
+ * counted block the build IDs its footer lists, so that the next pass reads
+ * the footers of new blocks only.  Entries stay after their blocks leave
+ * (the time is what retention counts from) until the service forgets them.
+ *
+ *   header  magic "UNHXDIRF" (8) | version u8 = 1, 3 zero bytes | CRC-32C of
+ *           everything after the header (u32 little-endian)
+ *   body    written_ns (zigzag varint)
+ *           n_ids (varint), each: length (varint, 1..DIREFS_ID_MAX), bytes
+ *             (strictly ascending, bytewise), last_ns (zigzag varint)
+ *           n_tenants (varint), each: name length (varint,
+ *             1..STORE_MAX_TENANT_NAME), name (strictly ascending),
+ *             n_blocks (varint), each: id (16 bytes, strictly ascending),
+ *             n_refs (varint), refs as gaps (varint): the first is an index
+ *             into the ids, each next one is the previous + 1 + the gap;
+ *             every index < n_ids
+ *
+ * A reader caps the object's size, the ids, the blocks and all refs
+ * together (ERR_CORRUPT past them); a fuzz target is tests/fuzz/fuzz_direfs.c.
+ */
+
+#define DIREFS_KEY "debuginfo-refs"
+#define DIREFS_MAGIC "UNHXDIRF"
+#define DIREFS_VERSION 1
+#define DIREFS_HEADER_BYTES 16
+#define DIREFS_MAX_BYTES ((size_t)256 << 20)
+#define DIREFS_MAX_IDS (1u << 21)
+#define DIREFS_ID_MAX 128u
+#define DIREFS_MAX_REFS (1u << 26)
+
+struct direfs_id {
+	const char *id;   /* NUL-terminated; in the arena */
+	int64_t last_ns;
+	uint8_t referenced; /* a counted block lists it (this pass) */
+	uint8_t forget;     /* left out of the next encoding */
+};
+
+struct direfs_block {
+	uint8_t id[BLOCK_ID_BYTES];
+	uint32_t *refs;   /* ascending indexes into ids; in the arena */
+	uint32_t n_refs;
+};
+
+struct direfs_tenant {
+	const char *name;
+	struct direfs_block *blocks; /* ascending by id */
+	size_t n_blocks;
+};
+
+struct store_direfs {
+	int64_t written_ns;
+	struct direfs_id *ids;       /* ascending by id */
+	size_t n_ids;
+	struct direfs_tenant *tenants; /* ascending by name */
+	size_t n_tenants;
+	struct direfs_id *seen;      /* added by store_direfs_seen (heap), merged at encoding */
+	size_t n_seen, cap_seen;
+	struct arena mem;
+};
+
+void store__direfs_init(struct store_direfs *r, size_t cap);
+void store__direfs_release(struct store_direfs *r);
+/* Decodes `len` untrusted bytes into *out (released by the caller on success only). */
+int store__direfs_decode(const uint8_t *p, size_t len, struct store_direfs *out,
+			 struct err_msg *msg);
+/* Appends the encoding of r to out: forgotten ids left out, seen ones merged in. */
+int store__direfs_encode(const struct store_direfs *r, struct buf *out);
+/*
+ * The writer's step after index `x` was put (bucket.c): references of the
+ * blocks x counts, from the previous object and the footers of new blocks;
+ * the hook of store_direfs_hook_set; the object put.  Failures are logged
+ * and counted; they never fail the index pass.
+ */
+void store__direfs_pass(struct store *st, const struct bkt_index *x, int64_t now);
 
 #endif

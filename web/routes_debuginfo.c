@@ -634,7 +634,7 @@ void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)
 /* Debug info through the bucket (--storage.backend s3; docs/object-storage.md). */
 static int bucket_metrics_text(struct buf *out, const struct debuginfo_stats *st)
 {
-	return buf_printf(
+	int rc = buf_printf(
 		out,
 		"# TYPE unhex_debuginfo_bucket_puts_total counter\n"
 		"unhex_debuginfo_bucket_puts_total{object=\"file\",result=\"stored\"} %llu\n"
@@ -667,6 +667,24 @@ static int bucket_metrics_text(struct buf *out, const struct debuginfo_stats *st
 		(unsigned long long)st->bucket_index_invalid,
 		(unsigned long long)st->bucket_download_failures,
 		(unsigned long long)st->bucket_bytes_in, (unsigned long long)st->bucket_bytes_out);
+	if (!rc)
+		rc = buf_printf(
+			out,
+			"# TYPE unhex_debuginfo_bucket_deleted_total counter\n"
+			"unhex_debuginfo_bucket_deleted_total{object=\"build_id\"} %llu\n"
+			"unhex_debuginfo_bucket_deleted_total{object=\"object\"} %llu\n"
+			"# TYPE unhex_debuginfo_bucket_delete_failures_total counter\n"
+			"unhex_debuginfo_bucket_delete_failures_total %llu\n"
+			"# TYPE unhex_debuginfo_bucket_delete_waiting_build_ids gauge\n"
+			"unhex_debuginfo_bucket_delete_waiting_build_ids %llu\n"
+			"# TYPE unhex_debuginfo_bucket_use_marks_total counter\n"
+			"unhex_debuginfo_bucket_use_marks_total %llu\n",
+			(unsigned long long)st->bucket_deleted,
+			(unsigned long long)st->bucket_deleted_objects,
+			(unsigned long long)st->bucket_delete_failures,
+			(unsigned long long)st->bucket_delete_waiting,
+			(unsigned long long)st->bucket_use_marks);
+	return rc;
 }
 
 int web__debuginfo_metrics_text(struct buf *out, const struct debuginfo_stats *st,

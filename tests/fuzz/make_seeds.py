@@ -188,3 +188,25 @@ write("fuzz_bucketidx", "compacted.bin", bkt_index([
     (b"a", [bkt_block(0, 1, 0, [], 1), bkt_block(0, 2, 0, [], 1),
             bkt_block(5, 1, 1, [(0, 1), (0, 2)]), bkt_block(5, 2, 1, [(0, 1), (0, 2)], 2)]),
     (b"tenant%2F2", [bkt_block(0, 3, 0, [])])]))
+
+# fuzz_direfs: debuginfo-refs objects (storage/storage_int.h section 13);
+# the target sets the CRC itself.
+def direfs(ids, tenants):
+    body = sv(1700006400 * 10**9) + uv(len(ids))
+    for bid, last in ids:
+        body += uv(len(bid)) + bid + sv(last)
+    body += uv(len(tenants))
+    for name, blocks in tenants:
+        body += uv(len(name)) + name + uv(len(blocks))
+        for lo, refs in blocks:
+            body += bytes(15) + bytes([lo]) + uv(len(refs))
+            prev = None
+            for r in refs:
+                body += uv(r if prev is None else r - prev - 1)
+                prev = r
+    return b"UNHXDIRF" + bytes([1, 0, 0, 0]) + bytes(4) + body
+
+write("fuzz_direfs", "empty.bin", direfs([], []))
+write("fuzz_direfs", "two.bin", direfs(
+    [(b"aa00", 1700006400 * 10**9), (b"bb01", 1700006500 * 10**9), (b"cc", -5)],
+    [(b"t", [(1, [0, 2]), (2, [])]), (b"u", [(1, [1])])]))

@@ -9,7 +9,10 @@
 # (its own data dir, nothing uploaded to it, no debuginfod) ingests the
 # profile and names every frame A names, from the bucket: one lookup, the
 # file and the index downloaded, no index built.  A build ID in nobody's
-# bucket reports not_found with a reason naming the bucket.  Skips (77)
+# bucket reports not_found with a reason naming the bucket.  A, which
+# writes the bucket index, keeps debuginfo-refs, and marks the build ID
+# its profiles use (the deletion itself needs the block range, 10 minutes
+# at least, to pass: tests/debuginfo/test_bucketgc.c).  Skips (77)
 # only when the Ceph packages are missing.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -93,7 +96,9 @@ PUT_FILE='unhex_debuginfo_bucket_puts_total{object="file",result="stored"}'
 PUT_INDEX='unhex_debuginfo_bucket_puts_total{object="index",result="stored"}'
 
 # ---- server A: the upload, put in the bucket
-start_server "$WORK/a" "${FLAGS[@]}"
+# A writes the bucket index (--target all) and keeps debug info an hour
+# past its last use ("Debug info leaves the bucket").
+start_server "$WORK/a" "${FLAGS[@]}" --debuginfo-retention 1h --maintain-interval 2s
 A_PID=$SERVER_PID A_URL=$URL A_N=$SERVER_N
 "$UNHEX" upload --server "$URL" "$WORK/prog.debug" >/dev/null || fail "upload to A"
 wait_metric "$PUT_FILE" 1
@@ -111,6 +116,21 @@ check_hex prog "$BODY"
 wait_metric "$PUT_INDEX" 1
 [ "$(metric unhex_symbolize_index_builds_total)" = 1 ] || fail "A built $(metric unhex_symbolize_index_builds_total) indexes"
 note "A: $(wc -l <<<"$A_NAMES") names, the index put"
+
+# A's own profiles use the build ID: its retention pass marks it used in
+# the bucket, and its index pass writes debuginfo-refs; nothing is deleted.
+wait_metric unhex_debuginfo_bucket_use_marks_total 1
+code=$(rgw_request GET "unhex-debuginfo/?list-type=2&prefix=debuginfo%2F$ID%2Fused%2F" "$WORK/used.xml")
+[ "$code" = 200 ] && grep -q "<Key>debuginfo/$ID/used/[0-9]*</Key>" "$WORK/used.xml" ||
+	fail "no use marker of $ID in the bucket (HTTP $code): $(head -c 600 "$WORK/used.xml")"
+for i in $(seq 1 150); do
+	[ "$(rgw_request GET unhex-debuginfo/debuginfo-refs "$WORK/refs")" = 200 ] && break
+	sleep 0.2
+done
+[ "$(head -c 8 "$WORK/refs")" = UNHXDIRF ] || fail "no debuginfo-refs object: $(head -c 200 "$WORK/refs")"
+[ "$(metric 'unhex_debuginfo_bucket_deleted_total{object="build_id"}')" = 0 ] || fail "A deleted debug info in use"
+[ "$(rgw_request HEAD "unhex-debuginfo/debuginfo/$ID/debuginfo" "$WORK/head")" = 200 ] || fail "debuginfo/$ID/debuginfo went"
+note "A marked $ID used and wrote debuginfo-refs; nothing deleted"
 
 # ---- server B: nothing uploaded to it, running at the same time as A
 start_server "$WORK/b" "${FLAGS[@]}"

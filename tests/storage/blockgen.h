@@ -125,6 +125,48 @@ static inline int gen_profile(struct store *st, const char *tenant, const char *
 	return store_txn_commit(tx, &msg);
 }
 
+/*
+ * One profile of tenant `tenant`, service "app", at time t, whose one frame
+ * is in a mapping of build ID `build_id` (borrowed): a block holding it
+ * lists that build ID in its footer.  Returns the commit's result.
+ */
+static inline int gen_ref_profile(struct store *st, const char *tenant, const char *build_id,
+				  int64_t t)
+{
+	struct err_msg msg = { { 0 } };
+	struct store_txn *tx = NULL;
+	struct store_label l[2] = {
+		{ "__profile_type__", "process_cpu:cpu:nanoseconds:cpu:nanoseconds" },
+		{ "service_name", "app" },
+	};
+	struct store_mapping m = { 0x400000, 0x500000, 0, "/usr/bin/app", build_id, 0 };
+	struct store_location loc = { 0, 0x1234, NULL, 0 };
+	struct store_profile_meta meta = { t, 10 * GEN_SEC, 10000000, { 0 } };
+	uint64_t series;
+	uint32_t part, lid, stack;
+	int64_t v = 7;
+	int rc = store_txn_begin(st, tenant, &tx, &msg);
+
+	if (rc)
+		return rc;
+	rc = store_txn_series(tx, l, 2, &series, &msg);
+	if (!rc)
+		rc = store_txn_partition(tx, "app", &part);
+	if (!rc)
+		rc = store_txn_mapping(tx, part, &m, &loc.mapping_id);
+	if (!rc)
+		rc = store_txn_location(tx, part, &loc, &lid);
+	if (!rc)
+		rc = store_txn_stack(tx, part, &lid, 1, &stack);
+	if (!rc)
+		rc = store_txn_profile(tx, series, part, &meta, &stack, &v, 1);
+	if (rc) {
+		store_txn_abort(tx);
+		return rc;
+	}
+	return store_txn_commit(tx, &msg);
+}
+
 /* ---- canonical dump ---------------------------------------------------------------- */
 
 /*

@@ -157,6 +157,8 @@ static void test_metrics_bucket(void **state)
 		.bucket_hits = 27, .bucket_misses = 28, .bucket_lookup_failures = 29,
 		.bucket_downloads = 30, .bucket_index_downloads = 31, .bucket_index_invalid = 32,
 		.bucket_download_failures = 33, .bucket_bytes_in = 34, .bucket_bytes_out = 35,
+		.bucket_deleted = 36, .bucket_deleted_objects = 37, .bucket_delete_failures = 38,
+		.bucket_delete_waiting = 39, .bucket_use_marks = 40,
 	};
 	static const char *const want[] = {
 		"unhex_debuginfo_bucket_puts_total{object=\"file\",result=\"stored\"} 21\n",
@@ -174,6 +176,11 @@ static void test_metrics_bucket(void **state)
 		"unhex_debuginfo_bucket_downloads_total{object=\"any\",result=\"error\"} 33\n",
 		"unhex_debuginfo_bucket_bytes_total{direction=\"in\"} 34\n",
 		"unhex_debuginfo_bucket_bytes_total{direction=\"out\"} 35\n",
+		"unhex_debuginfo_bucket_deleted_total{object=\"build_id\"} 36\n",
+		"unhex_debuginfo_bucket_deleted_total{object=\"object\"} 37\n",
+		"unhex_debuginfo_bucket_delete_failures_total 38\n",
+		"unhex_debuginfo_bucket_delete_waiting_build_ids 39\n",
+		"unhex_debuginfo_bucket_use_marks_total 40\n",
 	};
 	uint64_t by[DEBUGINFO_STATUS_COUNT] = { 0 };
 	struct buf b;
