@@ -62,7 +62,7 @@ int ingest__decode_pprof(const void *data, size_t len, const struct ingest_limit
 		cap = *decoded_left;
 		by_budget = 1;
 	}
-	arena_init(pa, 1);
+	ingest__arena_init(pa, 1, lim);
 	if (is_gzip(data, len)) {
 		buf_reset(scratch);
 		rc = gunzip_capped(data, len, cap, scratch, msg);
@@ -80,7 +80,7 @@ int ingest__decode_pprof(const void *data, size_t len, const struct ingest_limit
 	}
 	if (decoded_left)
 		*decoded_left -= n;
-	arena_init(pa, ingest__pprof_arena_cap(n));
+	ingest__arena_init(pa, ingest__pprof_arena_cap(n), lim);
 	return ingest__pprof_parse(p, n, pa, out, msg);
 }
 
