@@ -892,6 +892,11 @@ int store_txn_commit(struct store_txn *tx, struct err_msg *msg)
 		le64_put(v, tx->ctr[c]);
 		store__txn_merge(tx, CFI_COUNTERS, k, 5, v, 8);
 	}
+	/* RocksDB counts every key comparison in a thread-local perf context
+	 * unless told not to (its default level is "count"); nothing reads
+	 * those counts, and a commit of new symbols compares keys thousands of
+	 * times.  The level is per thread, so each committing thread sets it. */
+	rocksdb_set_perf_level(rocksdb_disable);
 	pthread_rwlock_wrlock(&st->commit_lock);
 	if (rocksdb_writebatch_count(tx->wb) > 0) {
 		rocksdb_write(st->db, st->wopt, tx->wb, &err);
