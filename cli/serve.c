@@ -753,9 +753,11 @@ static void set_mmap_threshold(size_t v)
 
 	if (v == 0 || (t && strstr(t, "malloc.mmap_threshold")))
 		return;
+	/* glibc takes every size in range; an allocator that replaced it (a
+	 * sanitizer's, a preloaded one) may not. */
 	if (mallopt(M_MMAP_THRESHOLD, (int)v) != 1)
-		log_warn("--malloc-mmap-threshold %zu: glibc refused it; its threshold stays dynamic",
-			 v);
+		log_info("--malloc-mmap-threshold %zu: the allocator does not take it (not glibc's "
+			 "malloc?); left as it is", v);
 }
 
 int cli_serve(int argc, char **argv)
