@@ -382,7 +382,7 @@ struct serve_args {
  * then land in the heap arenas between long-lived objects, which a month of
  * ingest fragments (bench/RESULTS.md, issue 11).  Fixed, they are mapped and
  * unmapped; ingest, whose per-request blocks come from the server's block
- * pool, no longer pays for it (docs/operations.md, "Memory").
+ * pool, no longer pays for it (docs/operations.md, "Memory: the allocator").
  */
 #define DEFAULT_MMAP_THRESHOLD ((size_t)128 << 10)
 #define MIN_MMAP_THRESHOLD ((size_t)4 << 10)

@@ -1188,7 +1188,8 @@ int web_server_start(struct store *st, const struct web_options *opt,
 		srv->opt.max_response_bytes = WEB_MIN_RESPONSE_BYTES;
 	default_body_caps(&srv->opt.limits);
 	web__debuginfo_ingest_hooks(srv);
-	/* Ingest requests' arenas reuse each other's blocks (docs/operations.md, "Memory"). */
+	/* Ingest requests' arenas reuse each other's blocks (docs/operations.md,
+	 * "Memory: the allocator"). */
 	if (blockpool_init(&srv->ingest_pool, WEB_INGEST_POOL_BYTES, WEB_INGEST_POOL_BLOCK)) {
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
