@@ -138,6 +138,10 @@ grep -q "^unhex_ingest_samples_total $((STORED * 6))\$" <<<"$BODY" || fail "metr
 grep -q '^unhex_ingest_requests_total{endpoint="/push.v1.PusherService/Push",code="200"} 2$' <<<"$BODY" ||
 	fail "metrics push count: $BODY"
 grep -q '^unhex_build_info{version="' <<<"$BODY" || fail "no build info"
+# Six ingests of one pprof: the later ones' arena blocks come from the pool.
+grep -Eq '^unhex_ingest_pool_blocks_total\{from="pool"\} [1-9]' <<<"$BODY" ||
+	fail "no arena block reused: $(grep unhex_ingest_pool <<<"$BODY")"
+grep -Eq '^unhex_ingest_pool_bytes [1-9]' <<<"$BODY" || fail "the pool holds nothing: $(grep unhex_ingest_pool <<<"$BODY")"
 
 # ---- after a clean shutdown the store on disk says the same
 stop_server
