@@ -7,6 +7,8 @@
  * --judge opens the debug-info service on the store and gives ingest the
  * server's hooks (web_ingest_hooks_init), so the cost of judging binaries
  * without names at ingest is inside the measure, as in `unhex serve`.
+ * Ingest's arenas take their blocks from a block pool of the server's size
+ * (base/blockpool.h), as in `unhex serve`.
  *
  * Loads every file of DIR/manifest.tsv into memory first, opens a fresh
  * store (a temp dir under /tmp unless --data is given, which must be empty
@@ -29,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/blockpool.h"
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
@@ -82,14 +85,20 @@ static int run(const struct bench_workload *w, const char *data, const char *ten
 	struct debuginfo *sym = NULL;
 	struct ingest_hooks hooks;
 	struct ingest_limits lim;
+	struct blockpool pool;
 	struct store *st = NULL;
 	int64_t t0, c0;
 	size_t i;
 	int rc;
 
 	ingest_limits_default(&lim);
-	if ((rc = store_open(&so, &st, msg)))
+	if (blockpool_init(&pool, (size_t)32 << 20, (size_t)4 << 20))
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	lim.pool = &pool;
+	if ((rc = store_open(&so, &st, msg))) {
+		blockpool_release(&pool);
 		return rc;
+	}
 	if (judge) {
 		if ((rc = debuginfo_open(st, &dopt, &sym, msg)))
 			goto out;
@@ -124,6 +133,7 @@ static int run(const struct bench_workload *w, const char *data, const char *ten
 out:
 	debuginfo_close(sym);
 	store_close(st);
+	blockpool_release(&pool);
 	if (rc == 0)
 		r->disk_close = bench_dir_bytes(data);
 	return rc;

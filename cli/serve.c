@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -70,6 +71,9 @@ static void serve_help(FILE *f)
 	      "                              (default 30s), then exit with status 1\n"
 	      "  --max-inflight-bytes N      memory all requests may hold at once (default 4G):\n"
 	      "                              past it 503 with Retry-After\n"
+	      "  --malloc-mmap-threshold N   glibc maps allocations of N bytes or more on their\n"
+	      "                              own (default 128K, 4K to 32M), or \"dynamic\":\n"
+	      "                              glibc's own, rising threshold\n"
 	      "  --query-timeout T           deadline of one query: 30s (default), 500ms, 2m\n"
 	      "  --query-max-bytes N         memory budget of one query (default 1G)\n"
 	      "  --max-request-bytes N       largest request body (K, M, G suffixes)\n"
@@ -280,7 +284,7 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_PERFMAP_RETENTION, O_PERFMAP_MAX, O_BACKEND,
        O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION, O_S3_PATH_STYLE, O_S3_CACHE, O_TARGET,
        O_S3_SYNC, O_S3_DELETE_DELAY, O_PEERS, O_PEER_TIMEOUT, O_PEER_TOKEN_FILE,
-       O_HEAD_BLOCK_MAX };
+       O_HEAD_BLOCK_MAX, O_MMAP_THRESHOLD };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_SYNC_NS (15LL * 1000000000)
@@ -339,6 +343,7 @@ static const struct option serve_opts[] = {
 	{ "body-timeout", required_argument, NULL, O_BODY_TIMEOUT },
 	{ "idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT },
 	{ "max-inflight-bytes", required_argument, NULL, O_MAX_INFLIGHT },
+	{ "malloc-mmap-threshold", required_argument, NULL, O_MMAP_THRESHOLD },
 	{ "shutdown-timeout", required_argument, NULL, O_SHUTDOWN },
 	{ "log-requests", no_argument, NULL, O_LOG_REQUESTS },
 	{ "push-id-window", required_argument, NULL, O_PUSH_ID_WINDOW },
@@ -385,7 +390,22 @@ struct serve_args {
 	const char *peer_token_file;
 	int64_t peer_timeout_ns;         /* 0: the store's default */
 	size_t head_block_max;           /* 0: the store's default */
+	size_t mmap_threshold;           /* M_MMAP_THRESHOLD; 0: glibc's dynamic one */
 };
+
+/*
+ * glibc serves an allocation of M_MMAP_THRESHOLD bytes or more with a
+ * mapping of its own, returned to the system when freed.  Left dynamic, the
+ * threshold rises to the size of every such block freed (up to 32 MiB), and
+ * the multi-MiB buffers of sealing, compaction, decoded blocks and queries
+ * then land in the heap arenas between long-lived objects, which a month of
+ * ingest fragments (bench/RESULTS.md, issue 11).  Fixed, they are mapped and
+ * unmapped; ingest, whose per-request blocks come from the server's block
+ * pool, no longer pays for it (docs/operations.md, "Memory: the allocator").
+ */
+#define DEFAULT_MMAP_THRESHOLD ((size_t)128 << 10)
+#define MIN_MMAP_THRESHOLD ((size_t)4 << 10)
+#define MAX_MMAP_THRESHOLD ((size_t)32 << 20)
 
 /* Parses "30s", "500ms", "2m", "1h", "7d", "2w" or plain seconds into nanoseconds (> 0). */
 static int parse_duration(const char *s, int64_t *out)
@@ -420,6 +440,7 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 
 	a->data = "./data";
 	a->shutdown_ns = 30LL * 1000000000;
+	a->mmap_threshold = DEFAULT_MMAP_THRESHOLD;
 	web_options_default(&a->web);
 	optind = 1;
 	opterr = 0;
@@ -566,6 +587,18 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 				return cli_usage_error("serve", "--max-inflight-bytes: \"%s\" is not a "
 							"size of at least 16M", optarg);
 			a->web.max_inflight_bytes = v;
+			break;
+		case O_MMAP_THRESHOLD:
+			if (strcmp(optarg, "dynamic") == 0) {
+				a->mmap_threshold = 0;
+				break;
+			}
+			if (cli_parse_size(optarg, &v) || v < MIN_MMAP_THRESHOLD ||
+			    v > MAX_MMAP_THRESHOLD)
+				return cli_usage_error("serve", "--malloc-mmap-threshold: \"%s\" is "
+							"not \"dynamic\" or a size from 4K to 32M",
+							optarg);
+			a->mmap_threshold = v;
 			break;
 		case O_MAX_CONNS: case O_MAX_CLIENT_CONNS:
 			if (cli_parse_size(optarg, &v) || v == 0 || v > 65536)
@@ -745,6 +778,21 @@ static void preload_debuginfo(struct debuginfo *sym, const char *dir)
 		 stored, unchanged, failed, dir);
 }
 
+/* Fixes glibc's mmap threshold, before any thread starts; a threshold set in
+ * GLIBC_TUNABLES wins. */
+static void set_mmap_threshold(size_t v)
+{
+	const char *t = getenv("GLIBC_TUNABLES");
+
+	if (v == 0 || (t && strstr(t, "malloc.mmap_threshold")))
+		return;
+	/* glibc takes every size in range; an allocator that replaced it (a
+	 * sanitizer's, a preloaded one) may not. */
+	if (mallopt(M_MMAP_THRESHOLD, (int)v) != 1)
+		log_info("--malloc-mmap-threshold %zu: the allocator does not take it (not glibc's "
+			 "malloc?); left as it is", v);
+}
+
 int cli_serve(int argc, char **argv)
 {
 	struct serve_args a = { 0 };
@@ -769,6 +817,7 @@ int cli_serve(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	set_mmap_threshold(a.mmap_threshold);
 
 	err_clear(&msg);
 	a.sym.data_dir = a.data;

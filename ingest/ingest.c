@@ -405,7 +405,8 @@ static size_t write_scratch_cap(const struct ingest_pprof *p)
 }
 
 /* Writes `p`; with `note`, notes its frames without lines for the hooks. */
-static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p, const uint8_t *id,
+static int write_pprof(struct store_txn *tx, const struct ingest_limits *lim,
+		       const struct ingest_pprof *p, const uint8_t *id,
 		       struct ingest_stats *stats, struct raw_note *note, struct err_msg *msg)
 {
 	struct arena s;
@@ -415,7 +416,7 @@ static int write_pprof(struct store_txn *tx, const struct ingest_pprof *p, const
 
 	if (p->n_samples == 0)
 		return 0;
-	arena_init(&s, write_scratch_cap(p));
+	ingest__arena_init(&s, write_scratch_cap(p), lim);
 	memset(&w, 0, sizeof(w));
 	w.tx = tx;
 	w.s = &s;
@@ -777,7 +778,7 @@ int ingest__write(struct store *st, const struct ingest_limits *lim, const char 
 			goto out;
 		}
 		err_clear(&inner);
-		rc = write_pprof(tx, &pp[i], id, &stats, notes ? &notes[i] : NULL, &inner);
+		rc = write_pprof(tx, lim, &pp[i], id, &stats, notes ? &notes[i] : NULL, &inner);
 		if (rc) {
 			rc = prefixed(msg, i, rc, &inner);
 			goto out;
@@ -831,7 +832,7 @@ static int run(struct store *st, const struct ingest_limits *lim, const char *te
 	if (n > lim->max_profiles)
 		return err_set(msg, ERR_TOO_LARGE, "%zu profiles in one request, more than the limit of %zu",
 			       n, lim->max_profiles);
-	arena_init(&a, request_arena_cap(lim));
+	ingest__arena_init(&a, request_arena_cap(lim), lim);
 	pp = arena_calloc(&a, n ? n : 1, sizeof(*pp));
 	if (!pp) {
 		rc = err_set(msg, ERR_NOMEM, "out of memory");
@@ -898,7 +899,7 @@ int ingest_push(struct store *st, const struct ingest_limits *lim, const char *t
 	/* Decoded push bodies are at most a few times their size (JSON trees,
 	 * base64 output, protobuf-c structs). */
 	cap = len > (SIZE_MAX >> 6) ? SIZE_MAX : 32 * len + ((size_t)1 << 20);
-	arena_init(&a, cap);
+	ingest__arena_init(&a, cap, lim);
 	rc = ingest__decode_push(&a, lim, body, len, json, &series, &n, msg);
 	if (!rc) {
 		/* Push carries no request time: a pprof without time_nanos is "now". */

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct blockpool;
 struct err_msg;
 struct store;
 struct store_label;
@@ -76,6 +77,11 @@ struct ingest_limits {
 	size_t max_label_values;       /* distinct values of one label name of the tenant
 					* (both store_txn_set_max_labels) */
 	const struct ingest_hooks *hooks; /* borrowed; NULL (the default): none */
+	/* Where a request's arenas take their blocks (borrowed, shared by
+	 * every thread that ingests; base/blockpool.h): a server passes one so
+	 * that request after request reuses the same blocks.  NULL (the
+	 * default): the C heap. */
+	struct blockpool *pool;
 };
 
 /* Fills the defaults (documented in docs/ingest.md). */

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "base/arena.h"
+#include "base/blockpool.h"
 #include "base/err.h"
 #include "ingest/ingest.h"
 #include "storage/storage.h"
@@ -48,6 +49,12 @@ static inline int ingest__msg_prefix(struct err_msg *msg, int rc, const char *pr
 		return rc;
 	old = *msg;
 	return err_reset(msg, rc, "%s: %s", prefix, old.text[0] ? old.text : err_str(rc));
+}
+
+/* Initializes a per-request arena of at most `cap` bytes on lim->pool (or the C heap). */
+static inline void ingest__arena_init(struct arena *a, size_t cap, const struct ingest_limits *lim)
+{
+	arena_init_alloc(a, cap, lim && lim->pool ? &lim->pool->alloc : NULL);
 }
 
 #define INGEST_MAX_GROUPS 4096     /* distinct sample label sets in one pprof */

@@ -17,4 +17,5 @@ void ingest_limits_default(struct ingest_limits *lim)
 	lim->max_label_names = 1000;
 	lim->max_label_values = 50000;
 	lim->hooks = NULL;
+	lim->pool = NULL;
 }

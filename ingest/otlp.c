@@ -22,7 +22,7 @@ int ingest_otlp(struct store *st, const struct ingest_limits *lim, const char *t
 	if (len > lim->max_decompressed_bytes)
 		return err_set(msg, ERR_TOO_LARGE, "request of %zu bytes exceeds the limit of %zu",
 			       len, lim->max_decompressed_bytes);
-	arena_init(&a, ingest__otlp_arena_cap(len));
+	ingest__arena_init(&a, ingest__otlp_arena_cap(len), lim);
 	rc = ingest__otlp_convert(&a, lim, body, len, json, now_ns, &req, msg);
 	if (!rc)
 		rc = ingest__write(st, lim, tenant, req.profiles, req.n, &stats, msg);

@@ -438,6 +438,7 @@ static int dec_line(struct dec *d, const uint8_t *p, const uint8_t *end, size_t 
 static int dec_location(struct dec *d, const uint8_t *p, const uint8_t *end,
 			struct pprof_location *o, size_t *off, size_t hint)
 {
+	memset(o, 0, sizeof(*o));
 	*off = d->lines.n;
 	while (p < end) {
 		const uint8_t *at = p, *body = NULL, *body_end = NULL;
@@ -546,26 +547,37 @@ struct out_arrays {
 	int64_t *comment;
 };
 
+/*
+ * Arrays whose every element pass 2 writes whole (samples and their
+ * offsets, locations, which dec_location() clears first, strings, comments)
+ * are not zeroed here: the location table alone is about 100 KB of a
+ * 37 KB pprof, and clearing it was a pass over memory of its own.  Pass 2
+ * writes exactly count[f] of each (checked in dec_profile()).
+ */
 static int alloc_arrays(struct dec *d, const size_t count[F_COUNT], struct out_arrays *o)
 {
-#define ALLOC(field, n, type)                                                  \
-	do {                                                                   \
-		o->field = arena_calloc(d->a, (n) != 0 ? (n) : 1, sizeof(type));    \
-		if (!o->field)                                                 \
-			return nomem(d);                                       \
+#define ALLOC(field, n, type, zero)                                                    \
+	do {                                                                           \
+		size_t n_ = (n) != 0 ? (n) : 1;                                        \
+		o->field = (zero) ? arena_calloc(d->a, n_, sizeof(type))               \
+				  : (n_ <= SIZE_MAX / sizeof(type)                     \
+					     ? arena_alloc(d->a, n_ * sizeof(type))    \
+					     : NULL);                                  \
+		if (!o->field)                                                         \
+			return nomem(d);                                               \
 	} while (0)
 	if (count[F_SAMPLE] > SIZE_MAX / 3)
 		return nomem(d);
-	ALLOC(sample_type, count[F_SAMPLE_TYPE], struct pprof_value_type);
-	ALLOC(sample, count[F_SAMPLE], struct pprof_sample);
-	ALLOC(sample_off, 3 * count[F_SAMPLE], size_t);
-	ALLOC(mapping, count[F_MAPPING], struct pprof_mapping);
-	ALLOC(location, count[F_LOCATION], struct pprof_location);
-	ALLOC(line_off, count[F_LOCATION], size_t);
-	ALLOC(function, count[F_FUNCTION], struct pprof_function);
-	ALLOC(string_table, count[F_STRING_TABLE], const char *);
-	ALLOC(string_len, count[F_STRING_TABLE], size_t);
-	ALLOC(comment, count[F_COMMENT], int64_t);
+	ALLOC(sample_type, count[F_SAMPLE_TYPE], struct pprof_value_type, 1);
+	ALLOC(sample, count[F_SAMPLE], struct pprof_sample, 0);
+	ALLOC(sample_off, 3 * count[F_SAMPLE], size_t, 0);
+	ALLOC(mapping, count[F_MAPPING], struct pprof_mapping, 1);
+	ALLOC(location, count[F_LOCATION], struct pprof_location, 0);
+	ALLOC(line_off, count[F_LOCATION], size_t, 0);
+	ALLOC(function, count[F_FUNCTION], struct pprof_function, 1);
+	ALLOC(string_table, count[F_STRING_TABLE], const char *, 0);
+	ALLOC(string_len, count[F_STRING_TABLE], size_t, 0);
+	ALLOC(comment, count[F_COMMENT], int64_t, 0);
 #undef ALLOC
 	return 0;
 }

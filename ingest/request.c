@@ -296,7 +296,7 @@ static int text_request(struct store *st, const struct ingest_limits *lim, const
 	if (req->len > lim->max_decompressed_bytes)
 		return err_set(msg, ERR_TOO_LARGE, "profile of %zu bytes exceeds the limit of %zu",
 			       req->len, lim->max_decompressed_bytes);
-	arena_init(&a, request_cap(lim));
+	ingest__arena_init(&a, request_cap(lim), lim);
 	ingest__b_init(&b, &a, builder_cap(req->len), lim, 1);
 	rc = ingest__parse_name(&a, req->name, &nm, msg);
 	if (!rc)
@@ -364,8 +364,8 @@ static int speedscope_request(struct store *st, const struct ingest_limits *lim,
 	if (req->len > lim->max_decompressed_bytes)
 		return err_set(msg, ERR_TOO_LARGE, "profile of %zu bytes exceeds the limit of %zu",
 			       req->len, lim->max_decompressed_bytes);
-	arena_init(&a, request_cap(lim));
-	arena_init(&tree, json_mem_bound(req->len) + builder_cap(0));
+	ingest__arena_init(&a, request_cap(lim), lim);
+	ingest__arena_init(&tree, json_mem_bound(req->len) + builder_cap(0), lim);
 	rc = ingest__parse_name(&a, req->name, &nm, msg);
 	if (!rc)
 		rc = ingest__parse_speedscope(&a, &tree, req->data, req->len, lim,
@@ -437,7 +437,7 @@ static int jfr_request(struct store *st, const struct ingest_limits *lim, const 
 	memset(&jfr, 0, sizeof(jfr));
 	buf_init(&jbuf, lim->max_decompressed_bytes);
 	buf_init(&lbuf, lim->max_decompressed_bytes);
-	arena_init(&a, request_cap(lim));
+	ingest__arena_init(&a, request_cap(lim), lim);
 	rc = ingest__parse_name(&a, req->name, &nm, msg);
 	if (!rc)
 		rc = base_labels(&a, &nm, nm.app, req->spy_name, 0, &base, &nb);

@@ -146,6 +146,30 @@ rocksdb_mergeoperator_t *store__add64_merge_operator(void)
 
 /* ---- options ------------------------------------------------------------ */
 
+/*
+ * A symbol record's key is tenant, partition, kind, id (storage_int.h), and a
+ * writer appends ids in order: with a hint per 9-byte prefix the memtable
+ * inserts each record next to the previous one of its kind instead of
+ * searching its skip list from the top.  The C API has no setter for the
+ * option; the options-string parser sets it.  Without it (an older RocksDB)
+ * the options stay as they were.
+ */
+static rocksdb_options_t *with_insert_hint(rocksdb_options_t *o)
+{
+	rocksdb_options_t *h = rocksdb_options_create();
+	char *err = NULL;
+
+	rocksdb_get_options_from_string(o, "memtable_insert_with_hint_prefix_extractor=fixed:9", h,
+					&err);
+	if (err) {
+		rocksdb_free(err);
+		rocksdb_options_destroy(h);
+		return o;
+	}
+	rocksdb_options_destroy(o);
+	return h;
+}
+
 static rocksdb_options_t *cf_options(struct store *st, enum cfi c)
 {
 	rocksdb_options_t *o = rocksdb_options_create();
@@ -170,6 +194,8 @@ static rocksdb_options_t *cf_options(struct store *st, enum cfi c)
 	 * zstd; the bottommost level, where most bytes end up, uses zstd. */
 	rocksdb_options_set_compression(o, rocksdb_lz4_compression);
 	rocksdb_options_set_bottommost_compression(o, rocksdb_zstd_compression);
+	if (c == CFI_SYMBOLS)
+		o = with_insert_hint(o);
 	if (c == CFI_SAMPLES) {
 		rocksdb_options_set_merge_operator(o, store__chunk_merge_operator());
 		rocksdb_options_set_compaction_filter_factory(o, store__chunk_filter_factory());
@@ -869,6 +895,11 @@ int store_txn_commit(struct store_txn *tx, struct err_msg *msg)
 		le64_put(v, tx->ctr[c]);
 		store__txn_merge(tx, CFI_COUNTERS, k, 5, v, 8);
 	}
+	/* RocksDB counts every key comparison in a thread-local perf context
+	 * unless told not to (its default level is "count"); nothing reads
+	 * those counts, and a commit of new symbols compares keys thousands of
+	 * times.  The level is per thread, so each committing thread sets it. */
+	rocksdb_set_perf_level(rocksdb_disable);
 	pthread_rwlock_wrlock(&st->commit_lock);
 	if (rocksdb_writebatch_count(tx->wb) > 0) {
 		rocksdb_write(st->db, st->wopt, tx->wb, &err);

@@ -355,6 +355,20 @@ static void http_metrics(struct web_server *srv, struct buf *b)
 		   atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed));
 	metric_u64(b, "unhex_http_inflight_bytes_limit", "gauge", "--max-inflight-bytes.",
 		   srv->opt.max_inflight_bytes);
+	{
+		size_t held = 0;
+		uint64_t reused = 0, fresh = 0;
+
+		blockpool_stats(&srv->ingest_pool, &held, &reused, &fresh);
+		metric_u64(b, "unhex_ingest_pool_bytes", "gauge",
+			   "Bytes of freed ingest arena blocks kept for the next requests.", held);
+		metric_head(b, "unhex_ingest_pool_blocks_total", "counter",
+			    "Arena blocks ingest requests took, by where they came from.");
+		buf_printf(b, "unhex_ingest_pool_blocks_total{from=\"pool\"} %llu\n",
+			   (unsigned long long)reused);
+		buf_printf(b, "unhex_ingest_pool_blocks_total{from=\"heap\"} %llu\n",
+			   (unsigned long long)fresh);
+	}
 	metric_u64(b, "unhex_http_memory_refused_total", "counter",
 		   "Requests answered 503 because the memory budget was full.",
 		   load(&srv->mem_refused));

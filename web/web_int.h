@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/blockpool.h"
 #include "base/buf.h"
 #include "base/err.h"
 #include "web/web.h"
@@ -456,7 +457,16 @@ struct web_server {
 	struct web__histogram latency[WEB_LAT_COUNT];
 	atomic_uint_fast64_t mem_refused;   /* requests refused for the memory budget */
 	struct ingest_hooks ingest_hooks;   /* opt.limits.hooks: to the debug-info service */
+	struct blockpool ingest_pool;       /* opt.limits.pool: ingest arenas' blocks */
 };
+
+/*
+ * The blocks ingest requests' arenas leave for the next request: at most
+ * 32 MiB held (eight concurrent requests of the bench shape use about 1
+ * MiB each), none over 4 MiB (a larger profile's blocks go back to libc).
+ */
+#define WEB_INGEST_POOL_BYTES ((size_t)32 << 20)
+#define WEB_INGEST_POOL_BLOCK ((size_t)4 << 20)
 
 /*
  * Bytes an ingest request may hold per byte its profiles decode to: the

@@ -455,6 +455,57 @@ static void expect_bad(const struct w *w, int code, const char *needle)
 	arena_release(&a);
 }
 
+/*
+ * Varints of every length from 1 to 11 bytes, the 10th byte's bits past 64
+ * set or not: at the very end of the profile, followed by more fields,
+ * and at the end of a location message with more of the profile after it,
+ * where the bytes after the message must not complete a varint cut short
+ * inside it (a decoder that reads ahead for speed must still stop there).
+ * Decoded as protobuf-c decodes them, or refused by both.
+ */
+static void test_varint_lengths(void **state)
+{
+	(void)state;
+
+	for (int len = 1; len <= 11; len++) {
+		for (int where = 0; where < 3; where++) {
+			for (int last = 0; last < 0x80; last += 0x7f) {
+				struct w w = { .n = 0 }, loc = { .n = 0 }, *v = where == 2 ? &loc : &w;
+				int cut = 0;
+
+				if (where == 0)
+					put_uint(&w, 10, 1);     /* duration_nanos */
+				if (where == 2)
+					put_uint(&loc, 1, 1);    /* location id */
+				put_tag(v, where == 2 ? 3 : 9, 0); /* address, time_nanos */
+				for (int i = 0; i < len - 1; i++)
+					v->b[v->n++] = (uint8_t)(0x80 | (i * 37));
+				v->b[v->n++] = (uint8_t)last;
+				if (where == 2) {
+					/* Once whole, once cut before its last byte. */
+					for (cut = 0; cut < 2; cut++) {
+						struct w p = { .n = 0 }, l = loc;
+
+						l.n -= (size_t)cut;
+						put_bytes(&p, 4, &l);
+						put_uint(&p, 12, 0x123456789);
+						put_uint(&p, 10, 1);
+						assert_int_equal(differential(p.b, p.n) != 0,
+								 len == 11 || cut);
+					}
+					continue;
+				}
+				if (where == 1) {
+					put_uint(&w, 10, 1);
+					put_uint(&w, 12, 0x123456789);
+				}
+				/* Both refuse exactly the 11-byte one. */
+				assert_int_equal(differential(w.b, w.n) != 0, len == 11);
+			}
+		}
+	}
+}
+
 static void test_corrupted(void **state)
 {
 	struct w w, body;
@@ -604,6 +655,7 @@ int main(void)
 		cmocka_unit_test(test_differential_corpus),
 		cmocka_unit_test(test_differential_generated),
 		cmocka_unit_test(test_packed_unpacked_unknown),
+		cmocka_unit_test(test_varint_lengths),
 		cmocka_unit_test(test_corrupted),
 		cmocka_unit_test(test_memory_cap),
 		cmocka_unit_test(test_empty),

@@ -138,6 +138,10 @@ grep -q "^unhex_ingest_samples_total $((STORED * 6))\$" <<<"$BODY" || fail "metr
 grep -q '^unhex_ingest_requests_total{endpoint="/push.v1.PusherService/Push",code="200"} 2$' <<<"$BODY" ||
 	fail "metrics push count: $BODY"
 grep -q '^unhex_build_info{version="' <<<"$BODY" || fail "no build info"
+# Six ingests of one pprof: the later ones' arena blocks come from the pool.
+grep -Eq '^unhex_ingest_pool_blocks_total\{from="pool"\} [1-9]' <<<"$BODY" ||
+	fail "no arena block reused: $(grep unhex_ingest_pool <<<"$BODY")"
+grep -Eq '^unhex_ingest_pool_bytes [1-9]' <<<"$BODY" || fail "the pool holds nothing: $(grep unhex_ingest_pool <<<"$BODY")"
 
 # ---- after a clean shutdown the store on disk says the same
 stop_server
@@ -148,4 +152,17 @@ for t in perf-cli perf-raw perf-mp perf-push perf-pushbin; do
 	[ "$got" = "${SEEN[$t]}" ] || fail "$t on disk: $got, served: ${SEEN[$t]}"
 done
 "$UNHEX" stats --data "$DATA" | grep -q "tenant perf-push" || fail "human stats lack perf-push"
+
+# ---- the allocator flag: sizes out of range are refused; "dynamic" serves
+for bad in 1K 64M 0 many; do
+	rc=0
+	ERR=$("$UNHEX" serve --data "$WORK/never" --listen 127.0.0.1:0 --malloc-mmap-threshold "$bad" 2>&1) || rc=$?
+	[ "$rc" = 2 ] && grep -q -- '--malloc-mmap-threshold' <<<"$ERR" ||
+		fail "--malloc-mmap-threshold $bad: exit $rc, $ERR"
+done
+start_server "$DATA" --malloc-mmap-threshold dynamic
+OUT=$("$UNHEX" ingest --server "$URL" --tenant perf-dyn --name "$NAME" "$PPROF") ||
+	fail "ingest with a dynamic threshold: $OUT"
+[ "$(field "$(tenant_stats perf-dyn)" samples)" = "$STORED" ] || fail "perf-dyn: $(tenant_stats perf-dyn)"
+stop_server
 echo "PASS ingest_perf ($STORED samples, $PROFILES profiles per ingest)"

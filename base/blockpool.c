@@ -1,0 +1,152 @@
+/* blockpool.c - a bounded cache of freed blocks of exact sizes, as a grow_alloc hook. */
+#include "base/blockpool.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+
+/* Under AddressSanitizer a held block is poisoned past its link, so a use
+ * after its arena was released is still reported. */
+#if defined(__SANITIZE_ADDRESS__)
+#define POOL_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define POOL_ASAN 1
+#endif
+#endif
+#ifdef POOL_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/* A held block of `size` bytes, or NULL. */
+static void *take(struct blockpool *p, size_t size)
+{
+	void *b = NULL;
+
+	pthread_mutex_lock(&p->mu);
+	for (int i = 0; i < BLOCKPOOL_SIZES; i++) {
+		if (p->cls[i].n == 0 || p->cls[i].size != size)
+			continue;
+		b = p->cls[i].head;
+		memcpy(&p->cls[i].head, b, sizeof(void *));
+		p->cls[i].n--;
+		p->held -= size;
+		break;
+	}
+	if (b)
+		p->reused++;
+	else
+		p->fresh++;
+	pthread_mutex_unlock(&p->mu);
+	if (b)
+		UNPOISON((char *)b + sizeof(void *), size - sizeof(void *));
+	return b;
+}
+
+/* Keeps block b of `size` bytes when the bounds allow; frees it otherwise. */
+static void put(struct blockpool *p, void *b, size_t size)
+{
+	int slot = -1;
+
+	if (size < sizeof(void *) || size > p->max_block) {
+		free(b);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (size <= p->max_bytes - p->held) {
+		for (int i = 0; i < BLOCKPOOL_SIZES; i++) {
+			if (p->cls[i].n && p->cls[i].size == size) {
+				slot = i;
+				break;
+			}
+			if (!p->cls[i].n && slot < 0)
+				slot = i;
+		}
+	}
+	if (slot >= 0) {
+		memcpy(b, &p->cls[slot].head, sizeof(void *));
+		POISON((char *)b + sizeof(void *), size - sizeof(void *));
+		p->cls[slot].head = b;
+		p->cls[slot].size = size;
+		p->cls[slot].n++;
+		p->held += size;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (slot < 0)
+		free(b);
+}
+
+static void *pool_resize(void *ctx, void *b, size_t old_size, size_t new_size, int *rc)
+{
+	struct blockpool *p = ctx;
+	void *nb;
+
+	if (new_size == 0) {
+		put(p, b, old_size);
+		return NULL;
+	}
+	if (new_size == old_size)
+		return b;
+	nb = take(p, new_size);
+	if (!nb && !(nb = malloc(new_size))) {
+		*rc = ERR_NOMEM;
+		return NULL;
+	}
+	if (b) {
+		memcpy(nb, b, old_size < new_size ? old_size : new_size);
+		put(p, b, old_size);
+	}
+	return nb;
+}
+
+int blockpool_init(struct blockpool *p, size_t max_bytes, size_t max_block)
+{
+	assert(max_bytes > 0);
+	memset(p, 0, sizeof(*p));
+	if (pthread_mutex_init(&p->mu, NULL))
+		return ERR_NOMEM;
+	p->max_bytes = max_bytes;
+	p->max_block = max_block;
+	p->alloc.resize = pool_resize;
+	p->alloc.ctx = p;
+	return 0;
+}
+
+void blockpool_release(struct blockpool *p)
+{
+	for (int i = 0; i < BLOCKPOOL_SIZES; i++) {
+		void *b = p->cls[i].head;
+
+		while (b) {
+			void *next;
+
+			memcpy(&next, b, sizeof(void *));
+			UNPOISON(b, p->cls[i].size);
+			free(b);
+			b = next;
+		}
+		p->cls[i].head = NULL;
+		p->cls[i].n = 0;
+	}
+	p->held = 0;
+	pthread_mutex_destroy(&p->mu);
+}
+
+void blockpool_stats(struct blockpool *p, size_t *held, uint64_t *reused, uint64_t *fresh)
+{
+	pthread_mutex_lock(&p->mu);
+	if (held)
+		*held = p->held;
+	if (reused)
+		*reused = p->reused;
+	if (fresh)
+		*fresh = p->fresh;
+	pthread_mutex_unlock(&p->mu);
+}

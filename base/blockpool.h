@@ -1,0 +1,66 @@
+/*
+ * blockpool.h - a bounded, thread-safe cache of freed memory blocks, handed
+ * back to the next allocation of exactly the same size: a grow_alloc hook
+ * (base/grow.h) for the arenas that request after request fills and
+ * releases.
+ *
+ * Why: an ingest request decodes its pprofs into arenas whose blocks are
+ * 64 KiB doubling to several MiB, and frees them when it answers.  Freed to
+ * glibc, a block of 128 KiB or more is either unmapped (and the next
+ * request pays a page fault and a zeroed page per 4 KiB to map it again)
+ * or, once glibc has raised its dynamic mmap threshold past it, left in a
+ * heap arena between long-lived objects, where the next large block does
+ * not fit and the heap grows (bench/RESULTS.md, issue 11).  Arena blocks
+ * come in a few sizes, so a pool of exact sizes serves almost every one.
+ *
+ * Bounds: a freed block is kept only when it is at most `max_block` bytes,
+ * the pool then holds at most `max_bytes`, and its size is one of the
+ * BLOCKPOOL_SIZES sizes the pool currently holds (a size whose last block
+ * was taken frees its slot for another); any other block goes back to the
+ * C heap.  What the pool holds stays resident: max_bytes is memory the
+ * owner accepts to keep.
+ *
+ * Threading: every call takes the pool's mutex; the hook may be used from
+ * any number of threads at once.  Ownership: a block taken from the pool
+ * belongs to the caller until freed through the same hook.
+ */
+#ifndef UNHEX_BASE_BLOCKPOOL_H
+#define UNHEX_BASE_BLOCKPOOL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/grow.h"
+
+#define BLOCKPOOL_SIZES 16
+
+struct blockpool {
+	pthread_mutex_t mu;
+	size_t max_bytes;  /* bytes the pool may hold; > 0 */
+	size_t max_block;  /* largest block kept */
+	size_t held;       /* bytes of the blocks held */
+	struct {
+		size_t size;  /* the blocks' size; any when n == 0 */
+		void *head;   /* singly linked through each block's first pointer */
+		size_t n;
+	} cls[BLOCKPOOL_SIZES];
+	uint64_t reused;   /* allocations served from the pool */
+	uint64_t fresh;    /* allocations served by the C heap */
+	struct grow_alloc alloc; /* the hook: pass &pool->alloc */
+};
+
+/*
+ * Initializes an empty pool (caller allocates the struct, which must not
+ * move while blocks taken from it are alive).  max_bytes > 0 (a programmer
+ * error otherwise).  Returns 0 or ERR_NOMEM (the mutex).
+ */
+int blockpool_init(struct blockpool *p, size_t max_bytes, size_t max_block);
+
+/* Frees every block held.  Blocks still taken must be freed before. */
+void blockpool_release(struct blockpool *p);
+
+/* Reads the counters under the lock (any may be NULL). */
+void blockpool_stats(struct blockpool *p, size_t *held, uint64_t *reused, uint64_t *fresh);
+
+#endif

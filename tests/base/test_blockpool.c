@@ -1,0 +1,187 @@
+/* test_blockpool.c - the block pool: exact-size reuse, its bounds, arenas on it, threads. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/blockpool.h"
+#include "base/err.h"
+
+static void *get(struct blockpool *p, size_t n)
+{
+	int rc = 0;
+	void *b = grow_resize(&p->alloc, NULL, 0, n, &rc);
+
+	assert_non_null(b);
+	assert_int_equal(rc, 0);
+	return b;
+}
+
+static void drop(struct blockpool *p, void *b, size_t n)
+{
+	int rc = 0;
+
+	assert_null(grow_resize(&p->alloc, b, n, 0, &rc));
+}
+
+static void test_same_size_reused(void **state)
+{
+	struct blockpool p;
+	uint64_t reused, fresh;
+	size_t held;
+	void *a, *b;
+
+	(void)state;
+	assert_int_equal(blockpool_init(&p, 1 << 20, 1 << 20), 0);
+	a = get(&p, 4096);
+	memset(a, 0xab, 4096);
+	drop(&p, a, 4096);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 4096);
+	/* Another size is not served by the held block. */
+	b = get(&p, 8192);
+	assert_ptr_not_equal(b, a);
+	drop(&p, b, 8192);
+	b = get(&p, 4096);
+	assert_ptr_equal(b, a);
+	blockpool_stats(&p, &held, &reused, &fresh);
+	assert_int_equal(held, 8192);
+	assert_int_equal(reused, 1);
+	assert_int_equal(fresh, 2);
+	drop(&p, b, 4096);
+	blockpool_release(&p);
+}
+
+static void test_bounds(void **state)
+{
+	struct blockpool p;
+	void *blocks[BLOCKPOOL_SIZES + 2];
+	size_t held;
+
+	(void)state;
+	assert_int_equal(blockpool_init(&p, 10000, 4096), 0);
+	/* Past max_block: freed, not kept. */
+	drop(&p, get(&p, 4097), 4097);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 0);
+	/* Past max_bytes: the third 4096-byte block does not fit in 10000. */
+	for (int i = 0; i < 3; i++)
+		blocks[i] = get(&p, 4096);
+	for (int i = 0; i < 3; i++)
+		drop(&p, blocks[i], 4096);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 8192);
+	blockpool_release(&p);
+
+	/* At most BLOCKPOOL_SIZES distinct sizes. */
+	assert_int_equal(blockpool_init(&p, 1 << 20, 1 << 20), 0);
+	for (int i = 0; i < BLOCKPOOL_SIZES + 2; i++)
+		blocks[i] = get(&p, 64 + 16 * (size_t)i);
+	for (int i = 0; i < BLOCKPOOL_SIZES + 2; i++)
+		drop(&p, blocks[i], 64 + 16 * (size_t)i);
+	blockpool_stats(&p, &held, NULL, NULL);
+	{
+		size_t want = 0;
+
+		for (int i = 0; i < BLOCKPOOL_SIZES; i++)
+			want += 64 + 16 * (size_t)i;
+		assert_int_equal(held, want);
+	}
+	/* Taking a size's last block frees its slot for another size. */
+	blocks[0] = get(&p, 64);
+	drop(&p, get(&p, 5000), 5000);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_true(held >= 5000);
+	drop(&p, blocks[0], 64);
+	blockpool_release(&p);
+}
+
+/* A resize keeps the contents, as realloc. */
+static void test_resize_keeps_bytes(void **state)
+{
+	struct blockpool p;
+	int rc = 0;
+	char *b;
+
+	(void)state;
+	assert_int_equal(blockpool_init(&p, 1 << 20, 1 << 20), 0);
+	b = get(&p, 100);
+	memcpy(b, "hello", 6);
+	b = grow_resize(&p.alloc, b, 100, 200, &rc);
+	assert_non_null(b);
+	assert_string_equal(b, "hello");
+	drop(&p, b, 200);
+	blockpool_release(&p);
+}
+
+/* Arenas on the pool: the second request's blocks are the first one's. */
+static void test_arena_on_pool(void **state)
+{
+	struct blockpool p;
+	uint64_t reused, fresh;
+
+	(void)state;
+	assert_int_equal(blockpool_init(&p, 8 << 20, 4 << 20), 0);
+	for (int round = 0; round < 2; round++) {
+		struct arena a;
+
+		arena_init_alloc(&a, 16 << 20, &p.alloc);
+		for (int i = 0; i < 100; i++)
+			assert_non_null(arena_calloc(&a, 1000, 7));
+		assert_int_equal(arena_failed(&a), 0);
+		arena_release(&a);
+	}
+	blockpool_stats(&p, NULL, &reused, &fresh);
+	assert_true(fresh > 0);
+	assert_int_equal(reused, fresh);
+	blockpool_release(&p);
+}
+
+static void *worker(void *arg)
+{
+	struct blockpool *p = arg;
+
+	for (int i = 0; i < 2000; i++) {
+		size_t n = 4096u << (i % 4);
+		unsigned char *b = get(p, n);
+
+		memset(b, i & 0xff, n);
+		assert_int_equal(b[n - 1], i & 0xff);
+		drop(p, b, n);
+	}
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct blockpool p;
+	pthread_t t[4];
+	uint64_t reused, fresh;
+
+	(void)state;
+	assert_int_equal(blockpool_init(&p, 1 << 20, 1 << 20), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, worker, &p), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	blockpool_stats(&p, NULL, &reused, &fresh);
+	assert_int_equal(reused + fresh, 4 * 2000);
+	assert_true(reused > 0);
+	blockpool_release(&p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_same_size_reused),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_resize_keeps_bytes),
+		cmocka_unit_test(test_arena_on_pool),
+		cmocka_unit_test(test_threads),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
