@@ -61,13 +61,9 @@ static int put_block(struct buf *o, const struct bkt_block *b)
 int store__bkt_encode(const struct bkt_index *x, struct buf *out)
 {
 	size_t start = out->len;
-	uint8_t head[BKT_HEADER_BYTES] = { 0 };
-	uint32_t crc;
 	int rc;
 
-	memcpy(head, BKT_MAGIC, 8);
-	head[8] = BKT_VERSION;
-	rc = buf_append(out, head, sizeof(head));
+	rc = store__objhead_put(out, BKT_MAGIC, BKT_VERSION);
 	if (!rc)
 		rc = buf_put_svarint(out, x->written_ns);
 	if (!rc)
@@ -86,10 +82,7 @@ int store__bkt_encode(const struct bkt_index *x, struct buf *out)
 	}
 	if (rc)
 		return rc;
-	crc = store__crc32c(0, out->data + start + BKT_HEADER_BYTES,
-			    out->len - start - BKT_HEADER_BYTES);
-	for (int i = 0; i < 4; i++)
-		((uint8_t *)out->data)[start + 12 + i] = (uint8_t)(crc >> (8 * i));
+	store__objhead_seal(out, start);
 	return 0;
 }
 
@@ -255,20 +248,12 @@ int store__bkt_decode(const uint8_t *p, size_t len, struct bkt_index *out, struc
 	struct rd r = { p + BKT_HEADER_BYTES, p + len, msg };
 	struct bkt_index x;
 	uint64_t n = 0, blocks = 0, covers = 0;
-	uint32_t crc = 0;
 	int rc;
 
-	if (len < BKT_HEADER_BYTES || len > BKT_MAX_BYTES || memcmp(p, BKT_MAGIC, 8))
-		return err_set(msg, ERR_CORRUPT, "not a bucket index (%zu bytes)", len);
-	if (p[8] != BKT_VERSION || p[9] || p[10] || p[11])
-		return err_set(msg, ERR_CORRUPT, "bucket index of format %u, not %d",
-			       (unsigned)p[8] | (unsigned)p[9] << 8 | (unsigned)p[10] << 16 |
-				       (unsigned)p[11] << 24,
-			       BKT_VERSION);
-	for (int i = 0; i < 4; i++)
-		crc |= (uint32_t)p[12 + i] << (8 * i);
-	if (store__crc32c(0, p + BKT_HEADER_BYTES, len - BKT_HEADER_BYTES) != crc)
-		return err_set(msg, ERR_CORRUPT, "bucket index: checksum mismatch");
+	rc = store__objhead_check(p, len, BKT_MAX_BYTES, BKT_MAGIC, BKT_VERSION, "bucket index",
+				  msg);
+	if (rc)
+		return rc;
 	/* Decoded, an index takes at most a few times its bytes: a block of
 	 * 28 bytes or more becomes a struct of ~120, a cover stays 16. */
 	store__bkt_init(&x, 8 * len + 4096);

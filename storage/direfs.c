@@ -39,9 +39,8 @@ void store__direfs_release(struct store_direfs *r)
 int store__direfs_encode(const struct store_direfs *r, struct buf *out)
 {
 	size_t start = out->len;
-	uint8_t head[DIREFS_HEADER_BYTES] = { 0 };
 	uint32_t *map = malloc((r->n_ids + 1) * sizeof(*map));
-	uint32_t kept = 0, crc;
+	uint32_t kept = 0;
 	int rc;
 
 	if (!map)
@@ -49,9 +48,7 @@ int store__direfs_encode(const struct store_direfs *r, struct buf *out)
 	/* Forgotten ids go; the refs of the blocks are renumbered past them. */
 	for (size_t i = 0; i < r->n_ids; i++)
 		map[i] = r->ids[i].forget && !r->ids[i].referenced ? UINT32_MAX : kept++;
-	memcpy(head, DIREFS_MAGIC, 8);
-	head[8] = DIREFS_VERSION;
-	rc = buf_append(out, head, sizeof(head));
+	rc = store__objhead_put(out, DIREFS_MAGIC, DIREFS_VERSION);
 	if (!rc)
 		rc = buf_put_svarint(out, r->written_ns);
 	if (!rc)
@@ -96,10 +93,7 @@ int store__direfs_encode(const struct store_direfs *r, struct buf *out)
 	free(map);
 	if (rc)
 		return rc;
-	crc = store__crc32c(0, out->data + start + DIREFS_HEADER_BYTES,
-			    out->len - start - DIREFS_HEADER_BYTES);
-	for (int i = 0; i < 4; i++)
-		((uint8_t *)out->data)[start + 12 + i] = (uint8_t)(crc >> (8 * i));
+	store__objhead_seal(out, start);
 	return 0;
 }
 
@@ -220,18 +214,12 @@ int store__direfs_decode(const uint8_t *p, size_t len, struct store_direfs *out,
 	struct in in = { p + DIREFS_HEADER_BYTES, p + len, msg };
 	struct store_direfs r;
 	uint64_t n = 0, blocks = 0, refs = 0;
-	uint32_t crc = 0;
 	int rc;
 
-	if (len < DIREFS_HEADER_BYTES || len > DIREFS_MAX_BYTES || memcmp(p, DIREFS_MAGIC, 8))
-		return err_set(msg, ERR_CORRUPT, "not a debuginfo-refs object (%zu bytes)", len);
-	if (p[8] != DIREFS_VERSION || p[9] || p[10] || p[11])
-		return err_set(msg, ERR_CORRUPT, "debuginfo-refs of format %u.%u.%u.%u, not %d",
-			       p[8], p[9], p[10], p[11], DIREFS_VERSION);
-	for (int i = 0; i < 4; i++)
-		crc |= (uint32_t)p[12 + i] << (8 * i);
-	if (store__crc32c(0, p + DIREFS_HEADER_BYTES, len - DIREFS_HEADER_BYTES) != crc)
-		return err_set(msg, ERR_CORRUPT, "debuginfo-refs: checksum mismatch");
+	rc = store__objhead_check(p, len, DIREFS_MAX_BYTES, DIREFS_MAGIC, DIREFS_VERSION,
+				  "debuginfo-refs object", msg);
+	if (rc)
+		return rc;
 	store__direfs_init(&r, DECODE_GROWTH * len + 4096);
 	rc = in_sv(&in, &r.written_ns, "header");
 	if (!rc)

@@ -1540,6 +1540,21 @@ uint32_t store__crc32c(uint32_t crc, const void *p, size_t n);
 /* The table-driven path alone (tests compare it with the fast one). */
 uint32_t store__crc32c_soft(uint32_t crc, const void *p, size_t n);
 
+/*
+ * The 16-byte header of the bucket's own objects (blocks-index,
+ * debuginfo-refs: sections 12 and 13): 8 bytes of magic, the format
+ * version (u32 LE), the CRC-32C (u32 LE) of every byte after the header.
+ * store__objhead_put() appends a header with a zero CRC; store__objhead_seal()
+ * fills in the CRC of what was appended after the header at `start`;
+ * store__objhead_check() checks size (16..max), magic, version and CRC,
+ * with a message naming `what`.
+ */
+#define STORE_OBJHEAD_BYTES 16
+int store__objhead_put(struct buf *out, const char magic[8], uint32_t version);
+void store__objhead_seal(struct buf *out, size_t start);
+int store__objhead_check(const uint8_t *p, size_t len, size_t max, const char magic[8],
+			 uint32_t version, const char *what, struct err_msg *msg);
+
 /* ---- block files: codecs (blockfmt.c), section 9 ------------------------ */
 
 #define BLOCK_MAGIC "UNHXBLK\n"
@@ -1952,7 +1967,7 @@ int store__bindex_encode(const struct bindex *x, int64_t range_start, struct buf
 #define BKT_KEY "blocks-index"
 #define BKT_MAGIC "UNHXBKTI"
 #define BKT_VERSION 1
-#define BKT_HEADER_BYTES 16
+#define BKT_HEADER_BYTES STORE_OBJHEAD_BYTES
 /* Limits a reader enforces on what an index claims (ERR_CORRUPT past them). */
 #define BKT_MAX_BYTES ((size_t)256 << 20)
 #define BKT_MAX_TENANTS 65536u
@@ -2097,7 +2112,7 @@ void store__peers_close(struct store *st);
 #define DIREFS_KEY "debuginfo-refs"
 #define DIREFS_MAGIC "UNHXDIRF"
 #define DIREFS_VERSION 1
-#define DIREFS_HEADER_BYTES 16
+#define DIREFS_HEADER_BYTES STORE_OBJHEAD_BYTES
 #define DIREFS_MAX_BYTES ((size_t)256 << 20)
 #define DIREFS_MAX_IDS (1u << 21)
 #define DIREFS_ID_MAX 128u
