@@ -74,15 +74,8 @@ start_role comp "$WORK/comp" --target compactor "${ROLE[@]}"
 start_role qry "$WORK/qry" --target querier "${ROLE[@]}" \
 	--querier.ingesters "${URLS[ing1]},${URLS[ing2]}" --querier.ingester-timeout 120s
 
-i=0
-while IFS=$'\t' read -r path name secs; do
-	case "$path" in '' | '#'*) continue ;; esac
-	if [ $((i % 2)) = 0 ]; then use ing1; else use ing2; fi
-	"$UNHEX" ingest --server "$URL" --name "$name" --from "$secs" "$WL/$path" >/dev/null ||
-		fail "$path was rejected"
-	i=$((i + 1))
-done <"$WL/manifest.tsv"
-note "$i workload files sent round-robin to two ingesters"
+round_robin ing1 ing2
+note "$SENT workload files sent round-robin to two ingesters"
 
 # ---- fresh: nothing is sealed, the querier's store is empty, and it
 # answers exactly from the ingesters' heads

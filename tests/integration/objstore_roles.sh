@@ -38,16 +38,9 @@ http POST "/ingest?name=app.cpu&from=$END" --data-binary @/dev/null
 expect_status 503 "compactor" "ingest to the compactor"
 
 # ---- profiles round-robin over the two ingesters
-i=0
-while IFS=$'\t' read -r path name secs; do
-	case "$path" in '' | '#'*) continue ;; esac
-	if [ $((i % 2)) = 0 ]; then use ing1; else use ing2; fi
-	"$UNHEX" ingest --server "$URL" --name "$name" --from "$secs" "$WL/$path" >/dev/null ||
-		fail "$path was rejected"
-	i=$((i + 1))
-done <"$WL/manifest.tsv"
+round_robin ing1 ing2
 move_clocks ing1 ing2
-note "$i workload files sent round-robin to two ingesters"
+note "$SENT workload files sent round-robin to two ingesters"
 
 # ---- the querier converges on the reference, then stays there while the
 # compactor merges the ingesters' blocks and deletes what it replaced

@@ -20,6 +20,8 @@
 #   move_clocks ROLE...           a profile two hours after END to each ROLE
 #                                 (tenant clock): the workload's ranges are over
 #   converged                     $URL's tenant anonymous holds $WORK/expect/stats
+#   round_robin A B               WL's files alternately to roles A and B (all
+#                                 must be accepted); SENT: how many
 #
 # What the client saw acknowledged (objstore_faults.sh, objstore_outage.sh):
 #   acked_init                    ACKED: an empty workload of WL's files;
@@ -110,6 +112,18 @@ roles_workload() {
 # A profile of another tenant two hours after the workload moves an
 # ingester's clock: every range of the workload is over and sealed (the
 # ingesters' heads are not queried: docs/object-storage.md, "Freshness").
+round_robin() {
+	local path name secs
+	SENT=0
+	while IFS=$'\t' read -r path name secs; do
+		case "$path" in '' | '#'*) continue ;; esac
+		if [ $((SENT % 2)) = 0 ]; then use "$1"; else use "$2"; fi
+		"$UNHEX" ingest --server "$URL" --name "$name" --from "$secs" "$WL/$path" >/dev/null ||
+			fail "$path was rejected"
+		SENT=$((SENT + 1))
+	done <"$WL/manifest.tsv"
+}
+
 move_clocks() {
 	local r line
 	[ -d "$WORK/later" ] ||
