@@ -99,6 +99,18 @@ int buf_put_svarint(struct buf *b, int64_t v)
 	return buf_put_uvarint(b, zigzag_encode(v));
 }
 
+int buf_put_lstr(struct buf *b, const void *s, size_t n)
+{
+	size_t at = b->len;
+	int rc = buf_put_uvarint(b, n);
+
+	if (!rc)
+		rc = buf_append(b, s, n);
+	if (rc)
+		b->len = at; /* as the other calls: nothing half-written */
+	return rc;
+}
+
 int buf_put_be32(struct buf *b, uint32_t v)
 {
 	uint8_t t[4];

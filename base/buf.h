@@ -48,6 +48,8 @@ int buf_put_uvarint(struct buf *b, uint64_t v);
 int buf_put_svarint(struct buf *b, int64_t v);
 int buf_put_be32(struct buf *b, uint32_t v);
 int buf_put_be64(struct buf *b, uint64_t v);
+/* Appends n as a uvarint, then the n bytes at s (the codecs' string form). */
+int buf_put_lstr(struct buf *b, const void *s, size_t n);
 
 /*
  * Appends `s` as a JSON string literal, quotes included; each byte that does

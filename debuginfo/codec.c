@@ -16,10 +16,7 @@
 
 static int put_str(struct buf *out, const char *s)
 {
-	size_t n = s ? strlen(s) : 0;
-	int rc = buf_put_uvarint(out, n);
-
-	return rc ? rc : buf_append(out, s ? s : "", n);
+	return s ? buf_put_lstr(out, s, strlen(s)) : buf_put_uvarint(out, 0);
 }
 
 int debuginfo__frames_encode(const struct sym_frame *f, size_t n, struct buf *out)

@@ -136,10 +136,7 @@ int store__btrailer_parse(const uint8_t tail[BLOCK_TRAILER_BYTES], uint64_t file
 
 static int put_str(struct buf *b, const char *s)
 {
-	size_t n = strlen(s);
-	int rc = buf_put_uvarint(b, n);
-
-	return rc ? rc : buf_append(b, s, n);
+	return buf_put_lstr(b, s, strlen(s));
 }
 
 int store__bmeta_encode(const struct bmeta *m, struct buf *out)

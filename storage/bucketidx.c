@@ -72,9 +72,7 @@ int store__bkt_encode(const struct bkt_index *x, struct buf *out)
 		const struct bkt_tenant *t = &x->tenants[i];
 		size_t nl = strlen(t->name);
 
-		rc = buf_put_uvarint(out, nl);
-		if (!rc)
-			rc = buf_append(out, t->name, nl);
+		rc = buf_put_lstr(out, t->name, nl);
 		if (!rc)
 			rc = buf_put_uvarint(out, t->n_blocks);
 		for (size_t j = 0; !rc && j < t->n_blocks; j++)

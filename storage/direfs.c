@@ -58,9 +58,7 @@ int store__direfs_encode(const struct store_direfs *r, struct buf *out)
 
 		if (map[i] == UINT32_MAX)
 			continue;
-		rc = buf_put_uvarint(out, n);
-		if (!rc)
-			rc = buf_append(out, r->ids[i].id, n);
+		rc = buf_put_lstr(out, r->ids[i].id, n);
 		if (!rc)
 			rc = buf_put_svarint(out, r->ids[i].last_ns);
 	}
@@ -70,9 +68,7 @@ int store__direfs_encode(const struct store_direfs *r, struct buf *out)
 		const struct direfs_tenant *t = &r->tenants[i];
 		size_t n = strlen(t->name);
 
-		rc = buf_put_uvarint(out, n);
-		if (!rc)
-			rc = buf_append(out, t->name, n);
+		rc = buf_put_lstr(out, t->name, n);
 		if (!rc)
 			rc = buf_put_uvarint(out, t->n_blocks);
 		for (size_t j = 0; !rc && j < t->n_blocks; j++) {

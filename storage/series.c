@@ -276,10 +276,7 @@ static int check_labels(const struct store_label *labels, size_t n,
 
 static int put_str(struct buf *b, const char *s)
 {
-	size_t len = strlen(s);
-	int rc = buf_put_uvarint(b, len);
-
-	return rc ? rc : buf_append(b, s, len);
+	return buf_put_lstr(b, s, strlen(s));
 }
 
 static int put_postings(struct store_txn *tx, const struct store_label *const *sorted,

@@ -74,6 +74,29 @@ static void test_varints(void **state)
 	buf_release(&b);
 }
 
+/* A length-prefixed string: the uvarint length, then the bytes; a 200-byte
+ * one takes a two-byte length; past the cap nothing is half-written. */
+static void test_lstr(void **state)
+{
+	char big[200];
+	struct buf b;
+	(void)state;
+	memset(big, 'x', sizeof(big));
+	buf_init(&b, 6 + 2 + sizeof(big) + 1);
+	assert_int_equal(buf_put_lstr(&b, "abcd", 4), 0);
+	assert_int_equal(buf_put_lstr(&b, "", 0), 0);
+	assert_int_equal(b.len, 6);
+	assert_memory_equal(b.data, "\x04" "abcd" "\x00", 6);
+	assert_int_equal(buf_put_lstr(&b, big, sizeof(big)), 0);
+	assert_int_equal(b.len, 6 + 2 + sizeof(big));
+	assert_int_equal((uint8_t)b.data[6], 0xc8);
+	assert_int_equal((uint8_t)b.data[7], 0x01);
+	/* One byte left: the length fits, the byte does not. */
+	assert_int_not_equal(buf_put_lstr(&b, "y", 1), 0);
+	assert_int_equal(b.len, 6 + 2 + sizeof(big));
+	buf_release(&b);
+}
+
 static void test_json_string(void **state)
 {
 	struct buf b;
@@ -187,6 +210,7 @@ int main(void)
 		cmocka_unit_test(test_append_printf),
 		cmocka_unit_test(test_cap_leaves_contents),
 		cmocka_unit_test(test_varints),
+		cmocka_unit_test(test_lstr),
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_growth_policy),
 		cmocka_unit_test(test_zero_cap),
