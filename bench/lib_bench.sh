@@ -8,7 +8,8 @@
 #
 #   bench_need_built SCRIPT BIN...               exits 1 unless $B/BIN exist
 #   bench_build_source                           sets SRC and PROTO_DIR
-#   bench_start_server DATA LOG [SERVE-ARGS...]  sets SERVER_PID and URL
+#   bench_start_server DATA LOG [SERVE-ARGS...]  sets SERVER_PID and URL (env
+#                                                SERVER_CGROUP: run it in that cgroup)
 #   bench_stop_server                            SIGTERM and wait
 #   bench_ingest WL MANIFEST TAG PARALLEL [URLS] sets INGEST_S, INGEST_PAIRS,
 #                                                INGEST_PROFILES, INGEST_FAILED
@@ -53,8 +54,14 @@ bench_stop_server() {
 	SERVER_PID=
 }
 
+# With SERVER_CGROUP (a cgroup-v1 directory) the server's process moves
+# itself into that cgroup before it execs the server, so that all of the
+# server's CPU is charged there.
 bench_start_server() {
-	"$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$1" --debuginfod-urls "" "${@:3}" >"$2" 2>&1 &
+	(
+		[ -z "${SERVER_CGROUP:-}" ] || echo "$BASHPID" >"$SERVER_CGROUP/cgroup.procs"
+		exec "$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$1" --debuginfod-urls "" "${@:3}"
+	) >"$2" 2>&1 &
 	SERVER_PID=$!
 	URL=
 	for _ in $(seq 1 300); do
