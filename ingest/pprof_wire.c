@@ -671,9 +671,7 @@ static int dec_comments(struct dec *d, const uint8_t **pp, const uint8_t *end, u
 			out[(*n)++] = (int64_t)v;
 		return rc;
 	}
-	if (wt != WT_LEN)
-		return want(d, at, wt, WT_LEN);
-	rc = get_len(d, pp, end, &body, &body_end);
+	rc = get_msg(d, at, wt, pp, end, &body, &body_end);
 	while (!rc && body < body_end) {
 		rc = get_u64(d, &body, body_end, &v);
 		if (!rc && *n < cap)
