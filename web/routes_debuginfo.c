@@ -41,7 +41,6 @@
 #include "base/timeparse.h"
 #include "debuginfo/debuginfo.h"
 #include "query/query.h"
-#include "proto/pbjson.h"
 #include "web_int.h"
 
 #include "debuginfo.pb-c.h"
