@@ -235,8 +235,25 @@ static void mark(struct debuginfo *s, const char *id, unsigned bit, const char *
 	pthread_mutex_unlock(&s->upload_mu);
 }
 
-static void count_put(struct debuginfo *s, int is_index, enum put_result r, const char *key)
+/*
+ * put_once() with its outcome counted and, for a failure or a conflict,
+ * logged; 0 or the bucket's error.
+ */
+static int put_counted(struct debuginfo *s, const char *key, const char *path, uint64_t size,
+		       int is_index)
 {
+	struct err_msg msg;
+	enum put_result r;
+	int rc;
+
+	err_clear(&msg);
+	rc = put_once(s, key, path, size, is_index, &r, &msg);
+	if (rc) {
+		atomic_fetch_add(&s->bucket_put_failures, 1);
+		log_warn("debuginfo: cannot put %s in the bucket: %s; retried in %lld s", key,
+			 msg.text, (long long)(s->bucket_retry_ns / 1000000000LL));
+		return rc;
+	}
 	if (r == PUT_NEW)
 		atomic_fetch_add(is_index ? &s->bucket_index_puts : &s->bucket_puts, 1);
 	else if (r == PUT_FOUND)
@@ -247,6 +264,7 @@ static void count_put(struct debuginfo *s, int is_index, enum put_result r, cons
 			 "first upload wins): this server keeps its own, other servers get the "
 			 "bucket's", key);
 	}
+	return 0;
 }
 
 /* Puts one file of `id` under the key of each owner; 0 or the bucket's error. */
@@ -254,9 +272,7 @@ static int put_file(struct debuginfo *s, const char *id, const struct debuginfo_
 		    enum debuginfo_file_kind kind)
 {
 	char path[DEBUGINFO__PATH_MAX], key[OBJSTORE_KEY_MAX + 1], owner[DEBUGINFO__OWNERS_MAX];
-	struct err_msg msg;
 	struct stat st;
-	enum put_result r;
 	int rc;
 
 	if (debuginfo__path(s, id, debuginfo__kind_name(kind), path, sizeof(path)) ||
@@ -272,15 +288,9 @@ static int put_file(struct debuginfo *s, const char *id, const struct debuginfo_
 				 "on this server only", debuginfo__kind_name(kind), id, owner);
 			continue;
 		}
-		err_clear(&msg);
-		rc = put_once(s, key, path, (uint64_t)st.st_size, 0, &r, &msg);
-		if (rc) {
-			atomic_fetch_add(&s->bucket_put_failures, 1);
-			log_warn("debuginfo: cannot put %s in the bucket: %s; retried in %lld s", key,
-				 msg.text, (long long)(s->bucket_retry_ns / 1000000000LL));
+		rc = put_counted(s, key, path, (uint64_t)st.st_size, 0);
+		if (rc)
 			return rc;
-		}
-		count_put(s, 0, r, key);
 	}
 	mark(s, id, 1u << kind, path, &st);
 	return 0;
@@ -289,23 +299,15 @@ static int put_file(struct debuginfo *s, const char *id, const struct debuginfo_
 static int put_index(struct debuginfo *s, const char *id, const struct debuginfo__meta *m)
 {
 	char path[DEBUGINFO__PATH_MAX], key[OBJSTORE_KEY_MAX + 1];
-	struct err_msg msg;
 	struct stat st;
-	enum put_result r;
 	int rc;
 
 	if (index_key(id, m, key, sizeof(key)) ||
 	    debuginfo__path(s, id, "index", path, sizeof(path)) || stat(path, &st))
 		return 0;
-	err_clear(&msg);
-	rc = put_once(s, key, path, (uint64_t)st.st_size, 1, &r, &msg);
-	if (rc) {
-		atomic_fetch_add(&s->bucket_put_failures, 1);
-		log_warn("debuginfo: cannot put %s in the bucket: %s; retried in %lld s", key,
-			 msg.text, (long long)(s->bucket_retry_ns / 1000000000LL));
+	rc = put_counted(s, key, path, (uint64_t)st.st_size, 1);
+	if (rc)
 		return rc;
-	}
-	count_put(s, 1, r, key);
 	mark(s, id, DEBUGINFO__BUCKET_INDEX, path, &st);
 	return 0;
 }

@@ -208,6 +208,15 @@ static int want(struct dec *d, const uint8_t *at, unsigned wt, unsigned expect)
 	return fail(d, at, "known field with the wrong wire type");
 }
 
+/* The body of a known field of wire type 2 whose tag starts at `at`. */
+static inline int get_msg(struct dec *d, const uint8_t *at, unsigned wt, const uint8_t **pp,
+			  const uint8_t *end, const uint8_t **body, const uint8_t **body_end)
+{
+	int rc = want(d, at, wt, WT_LEN);
+
+	return rc ? rc : get_len(d, pp, end, body, body_end);
+}
+
 /* ---- pools -------------------------------------------------------------- */
 
 static void *pool_reserve(struct dec *d, struct pool *pl, size_t more, size_t hint)
@@ -266,9 +275,7 @@ static int rep_varints(struct dec *d, const uint8_t **pp, const uint8_t *end, un
 			pl->n++;
 		return rc;
 	}
-	if (wt != WT_LEN)
-		return want(d, at, wt, WT_LEN);
-	rc = get_len(d, pp, end, &body, &body_end);
+	rc = get_msg(d, at, wt, pp, end, &body, &body_end);
 	if (rc)
 		return rc;
 	/* At most one element per byte. */
@@ -331,23 +338,37 @@ static int dec_value_type(struct dec *d, const uint8_t *p, const uint8_t *end,
 	return rc;
 }
 
+/*
+ * Decodes a message of n_num scalar fields (dec_scalars, into num[]) that
+ * goes to `pl`: returns its slot, appended, for the caller to fill whole,
+ * or NULL with *rc set.
+ */
+static inline void *dec_pooled(struct dec *d, struct pool *pl, size_t hint, const uint8_t *p,
+			       const uint8_t *end, uint64_t *num, uint32_t n_num, int *rc)
+{
+	void *o = pool_reserve(d, pl, 1, hint);
+
+	if (!o) {
+		*rc = pool_rc(d);
+		return NULL;
+	}
+	*rc = dec_scalars(d, p, end, num, n_num, NULL, 0);
+	if (*rc)
+		return NULL;
+	pl->n++;
+	return o;
+}
+
 static int dec_label(struct dec *d, const uint8_t *p, const uint8_t *end)
 {
-	struct pprof_label *o = pool_reserve(d, &d->labels, 1, 16);
 	uint64_t v[4] = { 0 };
 	int rc;
+	struct pprof_label *o = dec_pooled(d, &d->labels, 16, p, end, v, 4, &rc);
 
 	if (!o)
-		return pool_rc(d);
-	rc = dec_scalars(d, p, end, v, 4, NULL, 0);
-	if (rc)
 		return rc;
-	memset(o, 0, sizeof(*o));
-	o->key = (int64_t)v[0];
-	o->str = (int64_t)v[1];
-	o->num = (int64_t)v[2];
-	o->num_unit = (int64_t)v[3];
-	d->labels.n++;
+	*o = (struct pprof_label){ .key = (int64_t)v[0], .str = (int64_t)v[1],
+				   .num = (int64_t)v[2], .num_unit = (int64_t)v[3] };
 	return 0;
 }
 
@@ -376,9 +397,7 @@ static int dec_sample(struct dec *d, const uint8_t *p, const uint8_t *end,
 			rc = rep_varints(d, &p, end, wt, &d->vals, 64);
 			break;
 		case 3:
-			rc = want(d, at, wt, WT_LEN);
-			if (!rc)
-				rc = get_len(d, &p, end, &body, &body_end);
+			rc = get_msg(d, at, wt, &p, end, &body, &body_end);
 			if (!rc)
 				rc = dec_label(d, body, body_end);
 			break;
@@ -418,20 +437,14 @@ static int dec_mapping(struct dec *d, const uint8_t *p, const uint8_t *end,
 
 static int dec_line(struct dec *d, const uint8_t *p, const uint8_t *end, size_t hint)
 {
-	struct pprof_line *o = pool_reserve(d, &d->lines, 1, hint);
 	uint64_t v[3] = { 0 };
 	int rc;
+	struct pprof_line *o = dec_pooled(d, &d->lines, hint, p, end, v, 3, &rc);
 
 	if (!o)
-		return pool_rc(d);
-	rc = dec_scalars(d, p, end, v, 3, NULL, 0);
-	if (rc)
 		return rc;
-	memset(o, 0, sizeof(*o));
-	o->function_id = v[0];
-	o->line = (int64_t)v[1];
-	o->column = (int64_t)v[2];
-	d->lines.n++;
+	*o = (struct pprof_line){ .function_id = v[0], .line = (int64_t)v[1],
+				  .column = (int64_t)v[2] };
 	return 0;
 }
 
@@ -450,9 +463,7 @@ static int dec_location(struct dec *d, const uint8_t *p, const uint8_t *end,
 		if (rc)
 			return rc;
 		if (f == 4) {
-			rc = want(d, at, wt, WT_LEN);
-			if (!rc)
-				rc = get_len(d, &p, end, &body, &body_end);
+			rc = get_msg(d, at, wt, &p, end, &body, &body_end);
 			if (!rc)
 				rc = dec_line(d, body, body_end, hint);
 		} else if (f == 5) {
@@ -660,9 +671,7 @@ static int dec_comments(struct dec *d, const uint8_t **pp, const uint8_t *end, u
 			out[(*n)++] = (int64_t)v;
 		return rc;
 	}
-	if (wt != WT_LEN)
-		return want(d, at, wt, WT_LEN);
-	rc = get_len(d, pp, end, &body, &body_end);
+	rc = get_msg(d, at, wt, pp, end, &body, &body_end);
 	while (!rc && body < body_end) {
 		rc = get_u64(d, &body, body_end, &v);
 		if (!rc && *n < cap)

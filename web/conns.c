@@ -161,6 +161,7 @@ int web__conns_init(struct web__conns *t, size_t n, unsigned per_addr)
 		pthread_cond_destroy(&t->wake);
 		pthread_mutex_destroy(&t->lock);
 		free(t->slots);
+		t->slots = NULL; /* web__conns_release() has nothing to do */
 		return ERR_NOMEM;
 	}
 	return 0;

@@ -41,7 +41,6 @@
 #include "base/timeparse.h"
 #include "debuginfo/debuginfo.h"
 #include "query/query.h"
-#include "proto/pbjson.h"
 #include "web_int.h"
 
 #include "debuginfo.pb-c.h"
@@ -472,17 +471,15 @@ static const struct web__connect_method v1_methods[] = {
 	{ "ListDebuginfo", &debuginfo__v1alpha1__list_debuginfo_request__descriptor },
 };
 
-static int v1_run(struct web__req *rq, struct debuginfo *svc, size_t m, int proto,
-		  struct arena *a, struct buf *out, struct err_msg *msg)
+static int v1_call(struct web__req *rq, void *ctx, size_t m, const ProtobufCMessage *req,
+		   struct arena *a, ProtobufCMessage **resp, struct err_msg *msg)
 {
-	ProtobufCMessage *req = NULL, *resp = NULL;
-	int rc;
+	struct debuginfo *svc = ctx;
+	int rc = 0;
 
-	rc = pbjson_read_message(v1_methods[m].req, proto, rq->body.data, rq->body.len, a, &req, msg);
-	if (rc)
-		return rc;
+	(void)rq;
 	if (m == 0) {
-		rc = should_upload(svc, (const void *)req, a, &resp, msg);
+		rc = should_upload(svc, (const void *)req, a, resp, msg);
 	} else if (m == 1) {
 		/* Uploads are stored when their body ends: nothing is left to finish. */
 		Debuginfo__V1alpha1__UploadFinishedResponse *r = arena_calloc(a, 1, sizeof(*r));
@@ -490,7 +487,7 @@ static int v1_run(struct web__req *rq, struct debuginfo *svc, size_t m, int prot
 		if (!r)
 			return err_set(msg, ERR_NOMEM, "out of memory");
 		debuginfo__v1alpha1__upload_finished_response__init(r);
-		resp = &r->base;
+		*resp = &r->base;
 	} else {
 		Debuginfo__V1alpha1__ListDebuginfoResponse *r = arena_calloc(a, 1, sizeof(*r));
 		struct v1_list l = { a, NULL, 0, 0 };
@@ -503,36 +500,20 @@ static int v1_run(struct web__req *rq, struct debuginfo *svc, size_t m, int prot
 			err_set(msg, rc, "ListDebuginfo: the list is larger than allowed");
 		r->object = l.v;
 		r->n_object = l.n;
-		resp = &r->base;
+		*resp = &r->base;
 	}
-	if (rc)
-		return rc;
-	return pbjson_write_message(resp, proto, PBJSON_EMIT_DEFAULTS, out);
+	return rc;
 }
+
+static const struct web__connect_service v1_service = {
+	"debuginfo.v1alpha1.DebuginfoService", "debuginfo.v1alpha1", v1_methods,
+	sizeof(v1_methods) / sizeof(v1_methods[0]), (size_t)64 << 20,
+	"symbolization is not enabled", v1_call,
+};
 
 void web__handle_debuginfo_connect(struct web__req *rq, const char *method, struct web__resp *rs)
 {
-	struct debuginfo *svc = rq->srv->opt.query.symbolizer;
-	size_t nm = sizeof(v1_methods) / sizeof(v1_methods[0]);
-	size_t m = web__connect_find(v1_methods, nm, "debuginfo.v1alpha1.DebuginfoService", method,
-				     rs);
-	struct err_msg msg;
-	struct arena a;
-	int rc, proto;
-
-	if (m == nm)
-		return;
-	err_clear(&msg);
-	if (!svc) {
-		web__resp_connect_error(rs, ERR_UNAVAILABLE, "symbolization is not enabled");
-		return;
-	}
-	if ((proto = web__connect_codec(rq, "debuginfo.v1alpha1", rs)) < 0)
-		return;
-	arena_init(&a, (size_t)64 << 20);
-	rc = v1_run(rq, svc, m, proto, &a, &rs->body, &msg);
-	arena_release(&a);
-	web__connect_finish(rs, rc, proto, "debuginfo.v1alpha1", &msg);
+	web__connect_serve(rq, &v1_service, rq->srv->opt.query.symbolizer, method, rs);
 }
 
 void web__handle_debuginfo(struct web__req *rq, struct web__resp *rs)

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/arena.h"
 #include "base/clock.h"
 #include "base/compress.h"
 #include "base/timeparse.h"
+#include "proto/pbjson.h"
 #include "web_int.h"
 
 #include "otlp_status.pb-c.h"
@@ -99,6 +101,35 @@ void web__connect_finish(struct web__resp *rs, int rc, int proto, const char *se
 	}
 	rs->status = 200;
 	rs->content_type = proto ? "application/proto" : "application/json";
+}
+
+void web__connect_serve(struct web__req *rq, const struct web__connect_service *svc, void *ctx,
+			const char *method, struct web__resp *rs)
+{
+	size_t m = web__connect_find(svc->methods, svc->n_methods, svc->name, method, rs);
+	ProtobufCMessage *req = NULL, *resp = NULL;
+	struct err_msg msg;
+	struct arena a;
+	int rc, proto;
+
+	if (m == svc->n_methods)
+		return;
+	err_clear(&msg);
+	if (svc->unavailable && !ctx) {
+		web__resp_connect_error(rs, ERR_UNAVAILABLE, svc->unavailable);
+		return;
+	}
+	if ((proto = web__connect_codec(rq, svc->package, rs)) < 0)
+		return;
+	arena_init(&a, svc->arena_bytes);
+	rc = pbjson_read_message(svc->methods[m].req, proto, rq->body.data, rq->body.len, &a, &req,
+				 &msg);
+	if (!rc)
+		rc = svc->call(rq, ctx, m, req, &a, &resp, &msg);
+	if (!rc)
+		rc = pbjson_write_message(resp, proto, PBJSON_EMIT_DEFAULTS, &rs->body);
+	arena_release(&a);
+	web__connect_finish(rs, rc, proto, svc->package, &msg);
 }
 
 enum web__reason web__reason_of_err(int code)

@@ -217,43 +217,29 @@ static const struct web__connect_method methods[] = {
 	{ "Delete", &settings__v1__delete_settings_request__descriptor },
 };
 
-static int run(struct web__req *rq, size_t m, int proto, struct arena *a, struct buf *out,
-	       struct err_msg *msg)
+static int call(struct web__req *rq, void *ctx, size_t m, const ProtobufCMessage *req,
+		struct arena *a, ProtobufCMessage **resp, struct err_msg *msg)
 {
-	ProtobufCMessage *req = NULL, *resp = NULL;
 	int rc;
 
-	rc = pbjson_read_message(methods[m].req, proto, rq->body.data, rq->body.len, a, &req, msg);
-	if (rc)
-		return rc;
+	(void)ctx;
 	pthread_mutex_lock(&rq->srv->settings_lock);
 	if (m == 0)
-		rc = get(rq, a, &resp, msg);
+		rc = get(rq, a, resp, msg);
 	else if (m == 1)
-		rc = set(rq, (const void *)req, a, &resp, msg);
+		rc = set(rq, (const void *)req, a, resp, msg);
 	else
-		rc = del(rq, (const void *)req, a, &resp, msg);
+		rc = del(rq, (const void *)req, a, resp, msg);
 	pthread_mutex_unlock(&rq->srv->settings_lock);
-	if (rc)
-		return rc;
-	return pbjson_write_message(resp, proto, PBJSON_EMIT_DEFAULTS, out);
+	return rc;
 }
+
+static const struct web__connect_service service = {
+	"settings.v1.SettingsService", "settings.v1", methods,
+	sizeof(methods) / sizeof(methods[0]), ARENA_BYTES, NULL, call,
+};
 
 void web__handle_settings(struct web__req *rq, const char *method, struct web__resp *rs)
 {
-	size_t nm = sizeof(methods) / sizeof(methods[0]);
-	size_t m = web__connect_find(methods, nm, "settings.v1.SettingsService", method, rs);
-	struct err_msg msg;
-	struct arena a;
-	int rc, proto;
-
-	if (m == nm)
-		return;
-	err_clear(&msg);
-	if ((proto = web__connect_codec(rq, "settings.v1", rs)) < 0)
-		return;
-	arena_init(&a, ARENA_BYTES);
-	rc = run(rq, m, proto, &a, &rs->body, &msg);
-	arena_release(&a);
-	web__connect_finish(rs, rc, proto, "settings.v1", &msg);
+	web__connect_serve(rq, &service, NULL, method, rs);
 }

@@ -25,7 +25,7 @@
 
 enum route_kind { R_READY, R_INGEST, R_PUSH, R_STATS, R_METRICS, R_QUERY, R_CONNECT, R_SETTINGS,
 		  R_DEBUGINFO_V1, R_SYMBOLZ, R_STATIC, R_DEBUGINFO, R_SYMSTATUS, R_RELEASES,
-		  R_REGRESSIONS, R_BACKUP, R_HEAD_BLOCK };
+		  R_REGRESSIONS, R_BACKUP, R_HEAD_BLOCK, R_KIND_COUNT };
 
 
 /*
@@ -352,8 +352,37 @@ static void set_error(struct web__resp *rs, const struct route *rt, int code, co
 	rs->reason = reason;
 }
 
+/* The handlers of the routes that pass them nothing but the request. */
+static void (*const plain_handlers[R_KIND_COUNT])(struct web__req *, struct web__resp *) = {
+	[R_STATS] = web__handle_stats,
+	[R_BACKUP] = web__handle_backup,
+	[R_HEAD_BLOCK] = web__handle_head_block,
+	[R_DEBUGINFO] = web__handle_debuginfo,
+	[R_SYMSTATUS] = web__handle_debuginfo, /* symbolization; this one merges profiles */
+	[R_SYMBOLZ] = web__handle_symbolz,
+	[R_RELEASES] = web__handle_releases,
+	[R_REGRESSIONS] = web__handle_regressions,
+	[R_STATIC] = web__handle_static,
+};
+
+/* The handlers of the Connect services: the path after the route's prefix is the method. */
+static void (*const method_handlers[R_KIND_COUNT])(struct web__req *, const char *,
+						   struct web__resp *) = {
+	[R_CONNECT] = web__handle_connect,
+	[R_SETTINGS] = web__handle_settings,
+	[R_DEBUGINFO_V1] = web__handle_debuginfo_connect,
+};
+
 static void dispatch(struct web__req *rq, const struct route *rt, struct web__resp *rs)
 {
+	if (plain_handlers[rt->kind]) {
+		plain_handlers[rt->kind](rq, rs);
+		return;
+	}
+	if (method_handlers[rt->kind]) {
+		method_handlers[rt->kind](rq, rq->path + strlen(rt->path), rs);
+		return;
+	}
 	switch (rt->kind) {
 	case R_READY:
 		rs->status = 200;
@@ -369,47 +398,15 @@ static void dispatch(struct web__req *rq, const struct route *rt, struct web__re
 		else
 			web__handle_push(rq, rs);
 		break;
-	case R_STATS:
-		web__handle_stats(rq, rs);
-		break;
-	case R_BACKUP:
-		web__handle_backup(rq, rs);
-		break;
-	case R_HEAD_BLOCK:
-		web__handle_head_block(rq, rs);
-		break;
 	case R_METRICS:
 		web__handle_metrics(rq, rs);
 		web__debuginfo_metrics(rq, rs);
 		break;
-	case R_DEBUGINFO:
-	case R_SYMSTATUS: /* the symbolization routes; this one merges profiles */
-		web__handle_debuginfo(rq, rs);
-		break;
 	case R_QUERY:
 		web__handle_query(rq, (enum web__query_route)rt->ep, rs);
 		break;
-	case R_CONNECT:
-		web__handle_connect(rq, rq->path + strlen(rt->path), rs);
-		break;
-	case R_SETTINGS:
-		web__handle_settings(rq, rq->path + strlen(rt->path), rs);
-		break;
-	case R_DEBUGINFO_V1:
-		web__handle_debuginfo_connect(rq, rq->path + strlen(rt->path), rs);
-		break;
-	case R_SYMBOLZ:
-		web__handle_symbolz(rq, rs);
-		break;
-	case R_RELEASES:
-		web__handle_releases(rq, rs);
-		break;
-	case R_REGRESSIONS:
-		web__handle_regressions(rq, rs);
-		break;
-	case R_STATIC:
-		web__handle_static(rq, rs);
-		break;
+	default:
+		assert(!"a route kind without a handler");
 	}
 }
 
@@ -1163,6 +1160,20 @@ static int start_limits(struct web_server *srv, struct store *st, const char *pa
 	return 0;
 }
 
+/*
+ * Frees what web_server_start() set up, civetweb stopped or never started;
+ * each part may still be unset (zeroed) when starting failed on the way.
+ */
+static void server_free(struct web_server *srv)
+{
+	web__conns_release(&srv->conns);
+	web__auth_free(srv->auth);
+	web__limits_free(srv->limits);
+	pthread_mutex_destroy(&srv->settings_lock);
+	blockpool_release(&srv->ingest_pool);
+	free(srv);
+}
+
 int web_server_start(struct store *st, const struct web_options *opt,
 		     struct web_server **out, struct err_msg *msg)
 {
@@ -1219,13 +1230,10 @@ int web_server_start(struct store *st, const struct web_options *opt,
 				   (unsigned)srv->opt.max_client_connections))
 		rc = err_set(msg, ERR_NOMEM, "out of memory for %d connections",
 			     srv->opt.max_connections);
-	if (!rc && (rc = start_limits(srv, st, opt->limits_file, msg)))
-		web__conns_release(&srv->conns);
+	if (!rc)
+		rc = start_limits(srv, st, opt->limits_file, msg);
 	if (rc) {
-		web__auth_free(srv->auth);
-		pthread_mutex_destroy(&srv->settings_lock);
-		blockpool_release(&srv->ingest_pool);
-		free(srv);
+		server_free(srv);
 		return rc;
 	}
 	srv->opt.limits_file = NULL; /* read here; the state is srv->limits */
@@ -1278,24 +1286,14 @@ int web_server_start(struct store *st, const struct web_options *opt,
 			     ? err_set(msg, ERR_INVALID, "%s", srv->tls_msg.text)
 			     : err_set(msg, ERR_UNAVAILABLE, "cannot listen on %s: %s", srv->listen,
 				       err_text[0] ? err_text : "civetweb failed to start");
-		web__conns_release(&srv->conns);
-		web__auth_free(srv->auth);
-		web__limits_free(srv->limits);
-		pthread_mutex_destroy(&srv->settings_lock);
-		blockpool_release(&srv->ingest_pool);
-		free(srv);
+		server_free(srv);
 		return rc;
 	}
 	mg_set_request_handler(srv->ctx, "/", on_request, srv);
 	memset(ports, 0, sizeof(ports));
 	if (mg_get_server_ports(srv->ctx, 4, ports) < 1) {
 		mg_stop(srv->ctx);
-		web__conns_release(&srv->conns);
-		web__auth_free(srv->auth);
-		web__limits_free(srv->limits);
-		pthread_mutex_destroy(&srv->settings_lock);
-		blockpool_release(&srv->ingest_pool);
-		free(srv);
+		server_free(srv);
 		return err_set(msg, ERR_UNAVAILABLE, "civetweb reports no listening port");
 	}
 	srv->port = ports[0].port;
@@ -1329,6 +1327,13 @@ struct stopper {
 	int abandoned; /* the caller gave up waiting: the thread frees this */
 };
 
+static void stopper_free(struct stopper *sp)
+{
+	pthread_cond_destroy(&sp->done_cv);
+	pthread_mutex_destroy(&sp->lock);
+	free(sp);
+}
+
 static void *stop_thread(void *arg)
 {
 	struct stopper *sp = arg;
@@ -1341,9 +1346,7 @@ static void *stop_thread(void *arg)
 	pthread_cond_signal(&sp->done_cv);
 	pthread_mutex_unlock(&sp->lock);
 	if (abandoned) {
-		pthread_cond_destroy(&sp->done_cv);
-		pthread_mutex_destroy(&sp->lock);
-		free(sp);
+		stopper_free(sp);
 	}
 	return NULL;
 }
@@ -1368,9 +1371,7 @@ int web_server_stop_within(struct web_server *srv, int64_t timeout_ns, int *runn
 	pthread_cond_init(&sp->done_cv, NULL);
 	sp->ctx = srv->ctx;
 	if (pthread_create(&t, NULL, stop_thread, sp)) {
-		pthread_cond_destroy(&sp->done_cv);
-		pthread_mutex_destroy(&sp->lock);
-		free(sp);
+		stopper_free(sp);
 		web_server_stop(srv);
 		return 0;
 	}
@@ -1394,15 +1395,8 @@ int web_server_stop_within(struct web_server *srv, int64_t timeout_ns, int *runn
 		return ERR_TIMEOUT; /* srv stays: its requests still use it */
 	}
 	pthread_join(t, NULL);
-	pthread_cond_destroy(&sp->done_cv);
-	pthread_mutex_destroy(&sp->lock);
-	free(sp);
-	web__conns_release(&srv->conns);
-	web__auth_free(srv->auth);
-	web__limits_free(srv->limits);
-	pthread_mutex_destroy(&srv->settings_lock);
-	blockpool_release(&srv->ingest_pool);
-	free(srv);
+	stopper_free(sp);
+	server_free(srv);
 	return 0;
 }
 
@@ -1411,10 +1405,5 @@ void web_server_stop(struct web_server *srv)
 	if (!srv)
 		return;
 	mg_stop(srv->ctx);
-	web__conns_release(&srv->conns);
-	web__auth_free(srv->auth);
-	web__limits_free(srv->limits);
-	pthread_mutex_destroy(&srv->settings_lock);
-	blockpool_release(&srv->ingest_pool);
-	free(srv);
+	server_free(srv);
 }

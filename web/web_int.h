@@ -694,6 +694,34 @@ size_t web__connect_find(const struct web__connect_method *methods, size_t n,
 void web__connect_finish(struct web__resp *rs, int rc, int proto, const char *service,
 			 const struct err_msg *msg);
 
+struct arena;
+struct ProtobufCMessage;
+
+/*
+ * A Connect service whose methods are all unary calls answered by call():
+ * the request decoded from either codec, the answer encoded back (with
+ * default values, PBJSON_EMIT_DEFAULTS), both in an arena of arena_bytes.
+ */
+struct web__connect_service {
+	const char *name;      /* full name: "settings.v1.SettingsService" */
+	const char *package;   /* what errors are prefixed with: "settings.v1" */
+	const struct web__connect_method *methods;
+	size_t n_methods;
+	size_t arena_bytes;
+	const char *unavailable; /* when set, a NULL ctx is answered 503 with this */
+	/* Answers methods[m]'s `req` (borrowed) into *resp, from `a`; 0 or a code. */
+	int (*call)(struct web__req *rq, void *ctx, size_t m, const struct ProtobufCMessage *req,
+		    struct arena *a, struct ProtobufCMessage **resp, struct err_msg *msg);
+};
+
+/*
+ * Serves `method` of `svc` (borrowed) with `ctx` (borrowed, given to
+ * call()): 404 for a method it lacks, 415 for a codec it lacks, then the
+ * call's answer or error (web__connect_finish).
+ */
+void web__connect_serve(struct web__req *rq, const struct web__connect_service *svc, void *ctx,
+			const char *method, struct web__resp *rs);
+
 /* Counts a finished ingest request and, for a 4xx/5xx, its reason. */
 void web__count(struct web_server *srv, enum web__endpoint ep, const struct web__resp *rs);
 
