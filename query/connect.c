@@ -1487,7 +1487,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	rc = query__names_init(q, &s.keys);
 	/* Through a reader, as every read: a querier's also asks its ingesters. */
 	if (!rc)
-		rc = store_reader_open(q->st, q->tenant, from, until, &rd, q->msg);
+		rc = query__reader_open(q, &sel, from, until, &rd);
 	if (!rc)
 		rc = query__select_series_in(q, rd, &sel, ss_series, &s);
 	if (!rc) {
@@ -2077,7 +2077,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	until = p.until_ns + 1000000;
 	rc = query__names_init(q, &h.s.keys);
 	if (!rc)
-		rc = store_reader_open(q->st, q->tenant, from, until, &rd, q->msg);
+		rc = query__reader_open(q, &sel, from, until, &rd);
 	if (!rc)
 		rc = query__select_series_in(q, rd, &sel, ss_series, &h.s);
 	for (size_t i = 0; i < h.s.n && !rc; i++) {

@@ -9,6 +9,7 @@
 #include "storage/storage.h"
 
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 int query__select(const struct query_params *p, struct query_selector *sel,
@@ -117,4 +118,24 @@ int query__select_series_in(struct qctx *q, struct store_reader *rd,
 	if (rc < 0)
 		return err_set(q->msg, rc, "reading series: %s", err_str(rc));
 	return 0;
+}
+
+int query__reader_open(struct qctx *q, const struct query_selector *sel, int64_t from_ns,
+		       int64_t until_ns, struct store_reader **out)
+{
+	struct store_label *eq = malloc((sel->n + 1) * sizeof(*eq));
+	size_t n = 0;
+	int rc;
+
+	if (!eq)
+		return err_set(q->msg, ERR_NOMEM, "out of memory (selector)");
+	if (sel->profile_type)
+		eq[n++] = (struct store_label){ STORE_LABEL_PROFILE_TYPE, sel->profile_type };
+	/* An empty value also matches a series without the label. */
+	for (size_t i = 0; i < sel->n; i++)
+		if (sel->m[i].op == QUERY_EQ && sel->m[i].value[0])
+			eq[n++] = (struct store_label){ sel->m[i].name, sel->m[i].value };
+	rc = store_reader_open_eq(q->st, q->tenant, from_ns, until_ns, eq, n, out, q->msg);
+	free(eq);
+	return rc;
 }

@@ -94,6 +94,42 @@ until_ok 120 same ||
 	fail "the querier's answers differ from one server's: $(differs "$WORK/expect" "$WORK/got")"
 note "fresh: the querier answers every profile from the ingesters' heads"
 
+# ---- what the ingesters send: a render asks them for its service's
+# series only; a read of every series (LabelNames) for all, as every read
+# did before requests carried the query's labels (format 2).  Per answer:
+# bytes over requests of both ingesters.
+head_sent() { # bytes and requests since the start
+	curl -s "$URL/metrics" | awk '/^unhex_querier_ingester_bytes_total\{/ { b += $2 }
+		/^unhex_querier_ingester_requests_total\{/ { n += $2 } END { printf "%d %d\n", b, n }'
+}
+per_answer() { # CMD...: runs it, prints the mean head-block answer it got
+	local b0 n0 b1 n1
+	read -r b0 n0 < <(head_sent)
+	"$@"
+	read -r b1 n1 < <(head_sent)
+	[ "$n1" -gt "$n0" ] || fail "no head-block request for $*"
+	echo $(((b1 - b0) / (n1 - n0)))
+}
+render_svc() {
+	http GET "/pyroscope/render?query=$(selector "$CPU" "$1")&from=$FROM&until=$UNTIL&maxNodes=65536"
+	[ "$STATUS" = 200 ] || fail "render $1: $STATUS $BODY"
+}
+label_names() {
+	http POST /querier.v1.QuerierService/LabelNames -H 'Content-Type: application/json' \
+		-d "{\"start\":$((FROM * 1000)),\"end\":$((UNTIL * 1000))}"
+	[ "$STATUS" = 200 ] || fail "LabelNames: $STATUS $BODY"
+}
+all=$(per_answer label_names)
+per=()
+for f in "$WORK"/expect/render.*; do
+	svc=${f##*/render.}
+	b=$(per_answer render_svc "$svc")
+	[ "$b" -gt 0 ] && [ "$b" -lt "$all" ] ||
+		fail "head-block answer of a render of $svc: $b bytes, of every series: $all"
+	per+=("render of $svc $b")
+done
+note "head-block bytes per answer: $(printf '%s; ' "${per[@]}")LabelNames (every series) $all"
+
 # ---- the transition: a profile of another tenant a day and an hour later
 # moves an ingester's clock; it seals, uploads, the compactor indexes,
 # compacts and deletes, the ingester drops what it replaced.  First one

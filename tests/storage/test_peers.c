@@ -349,6 +349,15 @@ static size_t body2(uint8_t *out, const uint8_t (*ids)[BLOCK_ID_BYTES], size_t n
 	return k + tail_len;
 }
 
+/* A format 2 body of ids[0..n_ids) and `tail`, refused with `code` and `why`. */
+static void refused2(const uint8_t (*ids)[BLOCK_ID_BYTES], size_t n_ids, const void *tail,
+		     size_t tail_len, int code, const char *why)
+{
+	uint8_t b[256];
+
+	refused(2, b, body2(b, ids, n_ids, tail, tail_len), code, why);
+}
+
 /* The request body: what is read, what is refused and why. */
 static void test_request(void **state)
 {
@@ -409,29 +418,28 @@ static void test_request(void **state)
 
 		memcpy(rev[0], ids[2], 16);
 		memcpy(rev[1], ids[1], 16);
-		n = body2(b, rev, 2, "\001\001a\001b", 5);
-		refused(2, b, n, ERR_INVALID, "block ids are not strictly ascending");
+		refused2(rev, 2, "\001\001a\001b", 5, ERR_INVALID, "ids are not strictly ascending");
 		memcpy(rev[0], ids[1], 16);
-		n = body2(b, rev, 2, "\001\001a\001b", 5);
-		refused(2, b, n, ERR_INVALID, "block ids are not strictly ascending");
+		refused2(rev, 2, "\001\001a\001b", 5, ERR_INVALID, "ids are not strictly ascending");
 	}
-	/* Labels: none, too many, empty, NUL, too long, out of order, repeated. */
-	n = body2(b, ids, 1, "\000", 1);
-	refused(2, b, n, ERR_INVALID, "format 2 without labels");
-	n = body2(b, ids, 1, "\201\001", 2);
-	refused(2, b, n, ERR_TOO_LARGE, "129 labels, more than 128");
-	n = body2(b, ids, 1, "\001\000\001b\000", 5);
-	refused(2, b, n, ERR_INVALID, "an empty label name");
-	n = body2(b, ids, 1, "\001\001a\000\000", 5);
-	refused(2, b, n, ERR_INVALID, "an empty label value");
-	n = body2(b, ids, 1, "\001\001a\002b\000", 6);
-	refused(2, b, n, ERR_INVALID, "a label value holds a NUL byte");
-	n = body2(b, ids, 1, "\002\001b\001a\001a\001b", 9);
-	refused(2, b, n, ERR_INVALID, "labels are not strictly ascending");
-	n = body2(b, ids, 1, "\002\001a\001b\001a\001a", 9);
-	refused(2, b, n, ERR_INVALID, "labels are not strictly ascending");
-	n = body2(b, ids, 1, "\002\001a\001b\001a\001b", 9);
-	refused(2, b, n, ERR_INVALID, "labels are not strictly ascending");
+	/* Labels: none, too many, empty, NUL, out of order, repeated, too long. */
+	static const struct {
+		const char *tail;
+		size_t len;
+		int code;
+		const char *why;
+	} bad[] = {
+		{ "\000", 1, ERR_INVALID, "format 2 without labels" },
+		{ "\201\001", 2, ERR_TOO_LARGE, "129 labels, more than 128" },
+		{ "\001\000\001b\000", 5, ERR_INVALID, "an empty label name" },
+		{ "\001\001a\000\000", 5, ERR_INVALID, "an empty label value" },
+		{ "\001\001a\002b\000", 6, ERR_INVALID, "a label value holds a NUL byte" },
+		{ "\002\001b\001a\001a\001b", 9, ERR_INVALID, "labels are not strictly ascending" },
+		{ "\002\001a\001b\001a\001a", 9, ERR_INVALID, "labels are not strictly ascending" },
+		{ "\002\001a\001b\001a\001b", 9, ERR_INVALID, "labels are not strictly ascending" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		refused2(ids, 1, bad[i].tail, bad[i].len, bad[i].code, bad[i].why);
 	memset(big, 'v', sizeof(big));
 	n = body2(b, ids, 1, "\001\001a\201\040", 5);
 	memcpy(b + n, big, sizeof(big));
