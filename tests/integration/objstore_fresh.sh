@@ -57,10 +57,31 @@ renders_quick() {
 	done
 }
 
+# series DIR: Connect Series of each service into DIR/series.<service>, by
+# two selectors (a union: their common label is the service's); sorted, as
+# Series lists them in the order of the store's series (a querier's:
+# the order of its blocks).
+series() {
+	local dir=$1 f svc
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	for f in "$WORK"/expect/render.*; do
+		svc=${f##*/render.}
+		http POST /querier.v1.QuerierService/Series -H 'Content-Type: application/json' \
+			-d "$(jq -cn --arg a "{service_name=\"$svc\"}" --arg b "$CPU{service_name=\"$svc\"}" \
+				--argjson s $((FROM * 1000)) --argjson e $((UNTIL * 1000)) \
+				'{matchers: [$a, $b], start: $s, end: $e}')"
+		[ "$STATUS" = 200 ] || fail "Series $svc: $STATUS $BODY"
+		jq -S '.labelsSet | map(.labels | sort_by(.name)) | sort' <<<"$BODY" >"$dir/series.$svc"
+		[ "$(jq length "$dir/series.$svc")" -gt 0 ] || fail "Series $svc: none: $BODY"
+	done
+}
+
 # ---- the reference: one local server that ingests everything
 start_server "$WORK/ref" --maintain-interval 1000h
 ingest_manifest "$WL"
 renders "$WORK/expect"
+series "$WORK/expect-series"
 stop_server
 [ "$(ls "$WORK"/expect/render.* | wc -l)" = 2 ] || fail "reference services: $(ls "$WORK/expect")"
 note "reference: $(for f in "$WORK"/expect/render.*; do jq -c '.flamebearer.numTicks' "$f"; done | paste -sd ' ')"
@@ -92,7 +113,10 @@ same() {
 }
 until_ok 120 same ||
 	fail "the querier's answers differ from one server's: $(differs "$WORK/expect" "$WORK/got")"
-note "fresh: the querier answers every profile from the ingesters' heads"
+series "$WORK/got-series"
+diff -r "$WORK/expect-series" "$WORK/got-series" >/dev/null ||
+	fail "the querier's Series differ from one server's: $(diff -r "$WORK/expect-series" "$WORK/got-series" | head -n 30)"
+note "fresh: the querier answers every profile (and Series) from the ingesters' heads"
 
 # ---- what the ingesters send: a render asks them for its service's
 # series only; a read of every series (LabelNames) for all, as every read
@@ -128,7 +152,20 @@ for f in "$WORK"/expect/render.*; do
 		fail "head-block answer of a render of $svc: $b bytes, of every series: $all"
 	per+=("render of $svc $b")
 done
+b=$(per_answer series "$WORK/got-series")
+[ "$b" -gt 0 ] && [ "$b" -lt "$all" ] || fail "head-block answers of Series of one service: $b bytes"
+per+=("Series of one service $b")
 note "head-block bytes per answer: $(printf '%s; ' "${per[@]}")LabelNames (every series) $all"
+# An ingester refuses an unknown format and a body that does not parse.
+use ing1
+http POST "/internal/v1/head-block?from_ns=0&until_ns=1&view_ns=0&format=3" \
+	-H 'Content-Type: application/octet-stream' --data-binary ''
+expect_status 400 "the formats are 1 and 2" "a head-block request of format 3"
+printf '\001' >"$WORK/headreq"
+http POST "/internal/v1/head-block?from_ns=0&until_ns=1&view_ns=0&format=2" \
+	-H 'Content-Type: application/octet-stream' --data-binary @"$WORK/headreq"
+expect_status 400 "the body ends before its 1 block ids" "a truncated head-block request"
+use qry
 
 # ---- the transition: a profile of another tenant a day and an hour later
 # moves an ingester's clock; it seals, uploads, the compactor indexes,
