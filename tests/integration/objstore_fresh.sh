@@ -44,15 +44,27 @@ differs() {
 	diff <(ls "$1") <(ls "$2") >/dev/null || echo "services: want $(ls "$1" | paste -sd ' '), got $(ls "$2" | paste -sd ' ')"
 }
 
+# services: the services of the reference, one a line.
+services() {
+	local f
+	for f in "$WORK"/expect/render.*; do
+		echo "${f##*/render.}"
+	done
+}
+
+# render_svc SERVICE: its CPU flame graph into BODY.
+render_svc() {
+	http GET "/pyroscope/render?query=$(selector "$CPU" "$1")&from=$FROM&until=$UNTIL&maxNodes=65536"
+	[ "$STATUS" = 200 ] || fail "render $1: $STATUS $BODY"
+}
+
 # renders_quick DIR: as renders, for the services of the reference.
 renders_quick() {
-	local dir=$1 f svc
+	local dir=$1 svc
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	for f in "$WORK"/expect/render.*; do
-		svc=${f##*/render.}
-		http GET "/pyroscope/render?query=$(selector "$CPU" "$svc")&from=$FROM&until=$UNTIL&maxNodes=65536"
-		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
+	for svc in $(services); do
+		render_svc "$svc"
 		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
 	done
 }
@@ -62,11 +74,10 @@ renders_quick() {
 # Series lists them in the order of the store's series (a querier's:
 # the order of its blocks).
 series() {
-	local dir=$1 f svc
+	local dir=$1 svc
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	for f in "$WORK"/expect/render.*; do
-		svc=${f##*/render.}
+	for svc in $(services); do
 		http POST /querier.v1.QuerierService/Series -H 'Content-Type: application/json' \
 			-d "$(jq -cn --arg a "{service_name=\"$svc\"}" --arg b "$CPU{service_name=\"$svc\"}" \
 				--argjson s $((FROM * 1000)) --argjson e $((UNTIL * 1000)) \
@@ -134,10 +145,6 @@ per_answer() { # CMD...: runs it, prints the mean head-block answer it got
 	[ "$n1" -gt "$n0" ] || fail "no head-block request for $*"
 	echo $(((b1 - b0) / (n1 - n0)))
 }
-render_svc() {
-	http GET "/pyroscope/render?query=$(selector "$CPU" "$1")&from=$FROM&until=$UNTIL&maxNodes=65536"
-	[ "$STATUS" = 200 ] || fail "render $1: $STATUS $BODY"
-}
 label_names() {
 	http POST /querier.v1.QuerierService/LabelNames -H 'Content-Type: application/json' \
 		-d "{\"start\":$((FROM * 1000)),\"end\":$((UNTIL * 1000))}"
@@ -145,8 +152,7 @@ label_names() {
 }
 all=$(per_answer label_names)
 per=()
-for f in "$WORK"/expect/render.*; do
-	svc=${f##*/render.}
+for svc in $(services); do
 	b=$(per_answer render_svc "$svc")
 	[ "$b" -gt 0 ] && [ "$b" -lt "$all" ] ||
 		fail "head-block answer of a render of $svc: $b bytes, of every series: $all"
