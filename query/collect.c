@@ -217,7 +217,7 @@ int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 		assert(m->per_profile && !m->rd_side);
 		rdp = &m->rd_side;
 	}
-	rc = store_reader_open(q->st, q->tenant, from_ns, until_ns, rdp, q->msg);
+	rc = query__reader_open(q, sel, 1, from_ns, until_ns, rdp);
 	if (rc)
 		return rc;
 	rc = query__select_series_in(q, *rdp, sel, query__ids_add, &l);

@@ -432,7 +432,7 @@ static int meta_init(struct meta *m, struct qctx *q, char *const *ms, size_t nm,
 	/* With a range, through a reader over it, as every read (a querier's
 	 * also asks its ingesters); without, the store's whole index. */
 	if (m->ranged)
-		rc = store_reader_open(q->st, q->tenant, m->from, m->until, &m->rd, q->msg);
+		rc = query__reader_open(q, m->sels, m->nsel, m->from, m->until, &m->rd);
 	/* Collect the series of every selector, then keep those in range. */
 	for (size_t i = 0; i < m->nsel && !rc; i++)
 		rc = query__select_series_in(q, m->rd, &m->sels[i], query__ids_add, &m->ids);
@@ -1487,7 +1487,7 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	rc = query__names_init(q, &s.keys);
 	/* Through a reader, as every read: a querier's also asks its ingesters. */
 	if (!rc)
-		rc = store_reader_open(q->st, q->tenant, from, until, &rd, q->msg);
+		rc = query__reader_open(q, &sel, 1, from, until, &rd);
 	if (!rc)
 		rc = query__select_series_in(q, rd, &sel, ss_series, &s);
 	if (!rc) {
@@ -2077,7 +2077,7 @@ static int select_heatmap(struct call *c, const ProtobufCMessage *msg, ProtobufC
 	until = p.until_ns + 1000000;
 	rc = query__names_init(q, &h.s.keys);
 	if (!rc)
-		rc = store_reader_open(q->st, q->tenant, from, until, &rd, q->msg);
+		rc = query__reader_open(q, &sel, 1, from, until, &rd);
 	if (!rc)
 		rc = query__select_series_in(q, rd, &sel, ss_series, &h.s);
 	for (size_t i = 0; i < h.s.n && !rc; i++) {

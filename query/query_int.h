@@ -411,6 +411,14 @@ int query__select_series(struct qctx *q, struct query_selector *sel, qseries_cb 
 int query__select_series_in(struct qctx *q, struct store_reader *rd,
 			    struct query_selector *sel, qseries_cb cb, void *ctx);
 /*
+ * store_reader_open for a read of the series of sels[0..n_sels) only (any
+ * of them): a querier asks its ingesters for the series carrying the
+ * labels every selector requires (its profile type, the values of its
+ * equality matchers).  Returns owned *out.
+ */
+int query__reader_open(struct qctx *q, const struct query_selector *sels, size_t n_sels,
+		       int64_t from_ns, int64_t until_ns, struct store_reader **out);
+/*
  * The warnings of the readers of ms[0..n) as a JSON array of strings
  * (`[]` when none): the blocks a query skipped because they are corrupt or
  * missing.

@@ -9,6 +9,7 @@
 #include "storage/storage.h"
 
 #include <assert.h>
+#include <stdlib.h>
 #include <string.h>
 
 int query__select(const struct query_params *p, struct query_selector *sel,
@@ -117,4 +118,54 @@ int query__select_series_in(struct qctx *q, struct store_reader *rd,
 	if (rc < 0)
 		return err_set(q->msg, rc, "reading series: %s", err_str(rc));
 	return 0;
+}
+
+/* The labels every series of sel carries, appended to eq[*n]: its
+ * profile type and its non-empty = matchers (an empty value also matches
+ * a series without the label). */
+static void required(const struct query_selector *sel, struct store_label *eq, size_t *n)
+{
+	if (sel->profile_type)
+		eq[(*n)++] = (struct store_label){ STORE_LABEL_PROFILE_TYPE, sel->profile_type };
+	for (size_t i = 0; i < sel->n; i++)
+		if (sel->m[i].op == QUERY_EQ && sel->m[i].value[0])
+			eq[(*n)++] = (struct store_label){ sel->m[i].name, sel->m[i].value };
+}
+
+/* 1 when every series of sel carries label l. */
+static int requires(const struct query_selector *sel, const struct store_label *l)
+{
+	if (sel->profile_type && !strcmp(l->name, STORE_LABEL_PROFILE_TYPE) &&
+	    !strcmp(l->value, sel->profile_type))
+		return 1;
+	for (size_t i = 0; i < sel->n; i++)
+		if (sel->m[i].op == QUERY_EQ && !strcmp(sel->m[i].name, l->name) &&
+		    !strcmp(sel->m[i].value, l->value))
+			return 1;
+	return 0;
+}
+
+int query__reader_open(struct qctx *q, const struct query_selector *sels, size_t n_sels,
+		       int64_t from_ns, int64_t until_ns, struct store_reader **out)
+{
+	struct store_label *eq = malloc(((n_sels ? sels[0].n : 0) + 1) * sizeof(*eq));
+	size_t n = 0, k = 0;
+	int rc;
+
+	if (!eq)
+		return err_set(q->msg, ERR_NOMEM, "out of memory (selector)");
+	if (n_sels)
+		required(&sels[0], eq, &n);
+	/* Of several selectors (a union), the labels all of them require. */
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 1;
+
+		while (j < n_sels && requires(&sels[j], &eq[i]))
+			j++;
+		if (j == n_sels)
+			eq[k++] = eq[i];
+	}
+	rc = store_reader_open_eq(q->st, q->tenant, from_ns, until_ns, eq, k, out, q->msg);
+	free(eq);
+	return rc;
 }

@@ -24,9 +24,14 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/varint.h"
 
 #define ERR_TEXT_MAX 512
 #define MAX_PEER_SERIES ((size_t)1 << 28)
+/* The largest body store__head_req_encode writes. */
+#define MAX_HEAD_REQ_BYTES                                                        \
+	(2 * VARINT_MAX + STORE_MAX_HEAD_BLOCK_IDS * BLOCK_ID_BYTES +               \
+	 2 * (size_t)STORE_MAX_LABELS * (VARINT_MAX + STORE_MAX_LABEL_BYTES))
 
 struct store_peer {
 	char *url;
@@ -129,6 +134,201 @@ void store_peer_stats(struct store *st, size_t i, struct store_peer_stats *out)
 	out->ns_count = atomic_load(&p->ns_count);
 }
 
+/* ---- the request body (section 13) ------------------------------------------------- */
+
+static int eq_cmp(const struct store_label *a, const struct store_label *b)
+{
+	int c = strcmp(a->name, b->name);
+
+	return c ? c : strcmp(a->value, b->value);
+}
+
+/* Reads one label string of the body at *p into *out (a NUL-terminated copy at *strs). */
+static int take_str(const uint8_t **p, const uint8_t *end, char **strs, const char **out,
+		    const char *what, struct err_msg *msg)
+{
+	uint64_t n;
+	size_t k = varint_get(*p, end, &n);
+
+	if (!k)
+		return err_set(msg, ERR_INVALID, "the body ends inside a label %s's length", what);
+	*p += k;
+	if (n == 0)
+		return err_set(msg, ERR_INVALID, "an empty label %s", what);
+	if (n > STORE_MAX_LABEL_BYTES)
+		return err_set(msg, ERR_TOO_LARGE, "a label %s of %" PRIu64 " bytes, more than %d",
+			       what, n, STORE_MAX_LABEL_BYTES);
+	if (n > (uint64_t)(end - *p))
+		return err_set(msg, ERR_INVALID, "the body ends inside a label %s", what);
+	if (memchr(*p, '\0', (size_t)n))
+		return err_set(msg, ERR_INVALID, "a label %s holds a NUL byte", what);
+	memcpy(*strs, *p, (size_t)n);
+	(*strs)[n] = '\0';
+	*out = *strs;
+	*strs += n + 1;
+	*p += n;
+	return 0;
+}
+
+/* The labels of a format 2 body from p on (its last part) into *r. */
+static int parse_eq(const uint8_t *p, const uint8_t *end, struct head_req *r,
+		    struct err_msg *msg)
+{
+	uint64_t n;
+	size_t k = varint_get(p, end, &n);
+	char *strs;
+	int rc = 0;
+
+	if (!k)
+		return err_set(msg, ERR_INVALID, "the body ends before its label count");
+	p += k;
+	if (n == 0)
+		return err_set(msg, ERR_INVALID, "format 2 without labels (format 1 is that)");
+	if (n > STORE_MAX_LABELS)
+		return err_set(msg, ERR_TOO_LARGE, "%" PRIu64 " labels, more than %d", n,
+			       STORE_MAX_LABELS);
+	/* A string takes at least 2 bytes of the body (length, one byte) and
+	 * its copy no more than it takes (a NUL for the length byte). */
+	if (n * 4 > (uint64_t)(end - p))
+		return err_set(msg, ERR_INVALID, "the body ends before its %" PRIu64 " labels", n);
+	r->eq = malloc((size_t)n * sizeof(*r->eq) + (size_t)(end - p));
+	if (!r->eq)
+		return ERR_NOMEM;
+	strs = (char *)(r->eq + n);
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = take_str(&p, end, &strs, &r->eq[i].name, "name", msg);
+		if (!rc)
+			rc = take_str(&p, end, &strs, &r->eq[i].value, "value", msg);
+		if (!rc && i && eq_cmp(&r->eq[i - 1], &r->eq[i]) >= 0)
+			rc = err_set(msg, ERR_INVALID, "the labels are not strictly ascending");
+	}
+	if (!rc && p != end)
+		rc = err_set(msg, ERR_INVALID, "%zu bytes after the labels", (size_t)(end - p));
+	if (rc) {
+		free(r->eq);
+		r->eq = NULL;
+		return rc;
+	}
+	r->n_eq = (size_t)n;
+	return 0;
+}
+
+int store__head_req_parse(int format, const void *body, size_t len, struct head_req *out,
+			  struct err_msg *msg)
+{
+	static const uint8_t none[1];
+	const uint8_t *p = len ? body : none, *end = p + len; /* an empty body may be NULL */
+	struct head_req r = { 0 };
+	uint64_t n = len / BLOCK_ID_BYTES;
+	int rc;
+
+	if (format != 1 && format != 2)
+		return err_set(msg, ERR_INVALID, "format=%d: the formats are 1 and 2", format);
+	if (format == 1 && len % BLOCK_ID_BYTES)
+		return err_set(msg, ERR_INVALID, "the body is not a list of %d-byte block ids",
+			       BLOCK_ID_BYTES);
+	if (format == 2) {
+		size_t k = varint_get(p, end, &n);
+
+		if (!k)
+			return err_set(msg, ERR_INVALID, "the body ends before its id count");
+		p += k;
+	}
+	if (n > STORE_MAX_HEAD_BLOCK_IDS)
+		return err_set(msg, ERR_TOO_LARGE, "%" PRIu64 " block ids, more than %zu", n,
+			       STORE_MAX_HEAD_BLOCK_IDS);
+	if (n * BLOCK_ID_BYTES > (uint64_t)(end - p))
+		return err_set(msg, ERR_INVALID, "the body ends before its %" PRIu64 " block ids", n);
+	r.ids = (const uint8_t(*)[BLOCK_ID_BYTES])p;
+	r.n_ids = (size_t)n;
+	for (size_t i = 1; i < r.n_ids; i++)
+		if (memcmp(r.ids[i - 1], r.ids[i], BLOCK_ID_BYTES) >= 0)
+			return err_set(msg, ERR_INVALID, "the block ids are not strictly ascending");
+	p += r.n_ids * BLOCK_ID_BYTES;
+	if (format == 2 && (rc = parse_eq(p, end, &r, msg)))
+		return rc;
+	*out = r;
+	return 0;
+}
+
+void store__head_req_release(struct head_req *r)
+{
+	free(r->eq);
+	r->eq = NULL;
+	r->n_eq = 0;
+}
+
+int store__head_req_matches(const struct head_req *r, const struct store_label *l, size_t n)
+{
+	for (size_t i = 0; i < r->n_eq; i++) {
+		size_t j = 0;
+
+		while (j < n && eq_cmp(&r->eq[i], &l[j]) != 0)
+			j++;
+		if (j == n)
+			return 0;
+	}
+	return 1;
+}
+
+static int eq_qsort_cmp(const void *a, const void *b)
+{
+	return eq_cmp(a, b);
+}
+
+/* A label the format carries: 1..STORE_MAX_LABEL_BYTES bytes each. */
+static int eq_fits(const struct store_label *l)
+{
+	size_t a = strlen(l->name), b = strlen(l->value);
+
+	return a && b && a <= STORE_MAX_LABEL_BYTES && b <= STORE_MAX_LABEL_BYTES;
+}
+
+int store__head_req_encode(const uint8_t (*ids)[BLOCK_ID_BYTES], size_t n_ids,
+			   const struct store_label *eq, size_t n_eq, struct buf *out,
+			   int *format)
+{
+	struct store_label *v = NULL;
+	size_t n = 0, len0 = out->len;
+	int rc = 0;
+
+	if (n_eq && !(v = malloc(n_eq * sizeof(*v))))
+		return ERR_NOMEM;
+	for (size_t i = 0; i < n_eq; i++)
+		if (eq_fits(&eq[i]))
+			v[n++] = eq[i];
+	if (n) {
+		size_t k = 1;
+
+		qsort(v, n, sizeof(*v), eq_qsort_cmp);
+		for (size_t i = 1; i < n; i++)
+			if (eq_cmp(&v[k - 1], &v[i]) != 0)
+				v[k++] = v[i];
+		n = k;
+	}
+	/* Past the cap, the first labels restrict enough. */
+	if (n > STORE_MAX_LABELS)
+		n = STORE_MAX_LABELS;
+	if (n)
+		rc = buf_put_uvarint(out, n_ids);
+	if (!rc && n_ids)
+		rc = buf_append(out, ids, n_ids * BLOCK_ID_BYTES);
+	if (!rc && n)
+		rc = buf_put_uvarint(out, n);
+	for (size_t i = 0; !rc && i < n; i++) {
+		rc = buf_put_lstr(out, v[i].name, strlen(v[i].name));
+		if (!rc)
+			rc = buf_put_lstr(out, v[i].value, strlen(v[i].value));
+	}
+	free(v);
+	if (rc) {
+		out->len = len0;
+		return rc;
+	}
+	*format = n ? 2 : 1;
+	return 0;
+}
+
 /* ---- the ingester's side ----------------------------------------------------------- */
 
 struct hser {
@@ -144,6 +344,7 @@ struct hview {
 struct hwrite {
 	struct store *st;
 	struct store_reader *r;
+	const struct head_req *req;
 	const char *tenant;
 	struct bw *w;
 	struct hser *ser;
@@ -166,6 +367,8 @@ static int collect_cb(void *ctx, uint64_t id, uint32_t part, const struct store_
 	int rc;
 
 	(void)part;
+	if (!store__head_req_matches(h->req, l, n))
+		return 0;
 	rc = GROW(h->ser, h->cap_ser, h->n_ser + 1, MAX_PEER_SERIES, NULL);
 	if (rc)
 		return rc;
@@ -302,37 +505,33 @@ static int head_write(struct hwrite *h, int64_t from, int64_t until, struct buf 
 }
 
 int store_head_block(struct store *st, const char *tenant, int64_t from_ns, int64_t until_ns,
-		     int64_t view_ns, const void *ids, size_t len, struct buf *out,
-		     struct err_msg *msg)
+		     int64_t view_ns, int format, const void *body, size_t len,
+		     struct buf *out, struct err_msg *msg)
 {
-	const uint8_t(*skip)[BLOCK_ID_BYTES] = ids;
-	size_t n = len / BLOCK_ID_BYTES;
 	struct store_reader *r = NULL;
+	struct head_req req;
 	struct hwrite h;
 	int64_t pruned;
 	int rc;
 
-	if (len % BLOCK_ID_BYTES)
-		return err_set(msg, ERR_INVALID, "the body is not a list of %d-byte block ids",
-			       BLOCK_ID_BYTES);
-	if (n > STORE_MAX_HEAD_BLOCK_IDS)
-		return err_set(msg, ERR_TOO_LARGE, "%zu block ids, more than %zu", n,
-			       STORE_MAX_HEAD_BLOCK_IDS);
-	for (size_t i = 1; i < n; i++)
-		if (memcmp(skip[i - 1], skip[i], BLOCK_ID_BYTES) >= 0)
-			return err_set(msg, ERR_INVALID, "the block ids are not strictly ascending");
 	if (until_ns <= from_ns)
 		return err_set(msg, ERR_INVALID, "empty time range");
 	if (!st->peers_dir)
 		return err_set(msg, ERR_UNAVAILABLE, "a read-only store answers no head blocks");
-	rc = store__reader_open(st, tenant, from_ns, until_ns, skip, n, &r, msg);
+	rc = store__head_req_parse(format, body, len, &req, msg);
 	if (rc)
 		return rc;
+	rc = store__reader_open(st, tenant, from_ns, until_ns, req.ids, req.n_ids, &r, msg);
+	if (rc) {
+		store__head_req_release(&req);
+		return rc;
+	}
 	/* Checked after the reader took its blocks: a block dropped before
 	 * that has raised it (bucket.c raises it before dropping). */
 	pruned = atomic_load(&st->bucket_pruned_ns);
 	if (view_ns < pruned) {
 		store_reader_close(r);
+		store__head_req_release(&req);
 		return err_set(msg, ERR_CONFLICT, "the asker's bucket index view (%" PRId64 ") is "
 			       "older than the index (%" PRId64 ") by which this ingester dropped "
 			       "blocks: sync and ask again", view_ns, pruned);
@@ -340,6 +539,7 @@ int store_head_block(struct store *st, const char *tenant, int64_t from_ns, int6
 	memset(&h, 0, sizeof(h));
 	h.st = st;
 	h.r = r;
+	h.req = &req;
 	h.tenant = tenant;
 	h.msg = msg;
 	buf_init(&h.kb, STORE_MAX_LABEL_KEY);
@@ -350,6 +550,7 @@ int store_head_block(struct store *st, const char *tenant, int64_t from_ns, int6
 	free(h.views);
 	buf_release(&h.kb);
 	store_reader_close(r);
+	store__head_req_release(&req);
 	return rc;
 }
 
@@ -411,7 +612,7 @@ static void call_release(struct call *c)
 }
 
 static int call_setup(struct store *st, struct call *c, struct store_peer *p, const char *tenant,
-		      int64_t from, int64_t until, int64_t view, const void *body, size_t len,
+		      int64_t from, int64_t until, int64_t view, int format, const struct buf *body,
 		      long timeout_ms)
 {
 	char url[4096], line[1024];
@@ -428,9 +629,10 @@ static int call_setup(struct store *st, struct call *c, struct store_peer *p, co
 	c->fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (c->fd < 0)
 		return ERR_IO;
+	/* Format 1 without the parameter: what ingesters before format 2 read. */
 	if ((size_t)snprintf(url, sizeof(url), "%s%s?from_ns=%" PRId64 "&until_ns=%" PRId64
-			     "&view_ns=%" PRId64, p->url, STORE_HEAD_BLOCK_PATH, from, until,
-			     view) >= sizeof(url))
+			     "&view_ns=%" PRId64 "%s", p->url, STORE_HEAD_BLOCK_PATH, from, until,
+			     view, format == 2 ? "&format=2" : "") >= sizeof(url))
 		return ERR_INVALID;
 	c->e = curl_easy_init();
 	if (!c->e)
@@ -448,8 +650,8 @@ static int call_setup(struct store *st, struct call *c, struct store_peer *p, co
 	curl_easy_setopt(c->e, CURLOPT_URL, url);
 	curl_easy_setopt(c->e, CURLOPT_HTTPHEADER, c->hdr);
 	curl_easy_setopt(c->e, CURLOPT_POST, 1L);
-	curl_easy_setopt(c->e, CURLOPT_POSTFIELDS, len ? body : "");
-	curl_easy_setopt(c->e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+	curl_easy_setopt(c->e, CURLOPT_POSTFIELDS, body->len ? body->data : "");
+	curl_easy_setopt(c->e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body->len);
 	curl_easy_setopt(c->e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c->e, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(c->e, CURLOPT_PRIVATE, c);
@@ -625,23 +827,28 @@ static int warn_peer(struct store_reader *r, const struct call *c, const char *w
  * One round: asks every peer for what r lacks.  *stale is set when one
  * answered 409 and `retry` allows another round (nothing is added then).
  */
-static int round_trip(struct store *st, const char *tenant, struct store_reader *r, int retry,
-		      int *stale, struct err_msg *msg)
+static int round_trip(struct store *st, const char *tenant, struct store_reader *r,
+		      const struct store_label *eq, size_t n_eq, int retry, int *stale,
+		      struct err_msg *msg)
 {
 	uint8_t(*ids)[BLOCK_ID_BYTES] = NULL;
 	struct call *c = calloc(st->n_peers, sizeof(*c));
 	long timeout_ms = (long)(st->peer_timeout_ns / 1000000);
 	size_t n_ids = 0;
 	int64_t from, until;
-	int rc = c ? 0 : ERR_NOMEM;
+	struct buf body;
+	int rc = c ? 0 : ERR_NOMEM, format = 1;
 
 	*stale = 0;
+	buf_init(&body, MAX_HEAD_REQ_BYTES);
 	store__reader_range(r, &from, &until);
 	if (!rc)
 		rc = store__reader_ids(r, &ids, &n_ids);
+	if (!rc)
+		rc = store__head_req_encode(ids, n_ids, eq, n_eq, &body, &format);
 	for (size_t i = 0; !rc && i < st->n_peers; i++) {
 		int e = call_setup(st, &c[i], &st->peers[i], tenant, from, until,
-				   store__reader_view_ns(r), ids, n_ids * BLOCK_ID_BYTES,
+				   store__reader_view_ns(r), format, &body,
 				   timeout_ms > 0 ? timeout_ms : 1);
 		if (e == ERR_NOMEM)
 			rc = e;
@@ -688,13 +895,14 @@ static int round_trip(struct store *st, const char *tenant, struct store_reader 
 		call_release(&c[i]);
 	free(c);
 	free(ids);
+	buf_release(&body);
 	if (rc)
 		err_set(msg, rc, "asking the ingesters: %s", err_str(rc));
 	return rc;
 }
 
 int store__peers_read(struct store *st, const char *tenant, struct store_reader **r,
-		      struct err_msg *msg)
+		      const struct store_label *eq, size_t n_eq, struct err_msg *msg)
 {
 	int64_t from, until;
 	int stale = 0, rc;
@@ -702,7 +910,7 @@ int store__peers_read(struct store *st, const char *tenant, struct store_reader 
 	store__reader_range(*r, &from, &until);
 	if (!st->peers_dir)
 		return 0;
-	rc = round_trip(st, tenant, *r, 1, &stale, msg);
+	rc = round_trip(st, tenant, *r, eq, n_eq, 1, &stale, msg);
 	if (!rc && stale) {
 		struct err_msg m;
 
@@ -715,7 +923,7 @@ int store__peers_read(struct store *st, const char *tenant, struct store_reader 
 		*r = NULL;
 		rc = store__reader_open(st, tenant, from, until, NULL, 0, r, msg);
 		if (!rc)
-			rc = round_trip(st, tenant, *r, 0, &stale, msg);
+			rc = round_trip(st, tenant, *r, eq, n_eq, 0, &stale, msg);
 	}
 	if (rc) {
 		store_reader_close(*r);

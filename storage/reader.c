@@ -278,6 +278,13 @@ static int id_cmp(const void *a, const void *b)
 int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		      int64_t until_ns, struct store_reader **out, struct err_msg *msg)
 {
+	return store_reader_open_eq(st, tenant, from_ns, until_ns, NULL, 0, out, msg);
+}
+
+int store_reader_open_eq(struct store *st, const char *tenant, int64_t from_ns,
+			 int64_t until_ns, const struct store_label *eq, size_t n_eq,
+			 struct store_reader **out, struct err_msg *msg)
+{
 	int rc;
 
 	if (!st->n_peers)
@@ -286,7 +293,7 @@ int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 	 * the view does not (peers.c). */
 	rc = store__reader_open(st, tenant, from_ns, until_ns, NULL, 0, out, msg);
 	if (!rc)
-		rc = store__peers_read(st, tenant, out, msg);
+		rc = store__peers_read(st, tenant, out, eq, n_eq, msg);
 	return rc;
 }
 

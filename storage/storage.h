@@ -414,6 +414,14 @@ struct store_reader;
  */
 int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		      int64_t until_ns, struct store_reader **out, struct err_msg *msg);
+/*
+ * The same, for a read of only series that carry every label eq[i] (name
+ * = value, both non-empty; borrowed during the call): a querier asks its
+ * peers for those series only, so the reader may lack the others.
+ */
+int store_reader_open_eq(struct store *st, const char *tenant, int64_t from_ns,
+			 int64_t until_ns, const struct store_label *eq, size_t n_eq,
+			 struct store_reader **out, struct err_msg *msg);
 /* Releases the view; NULL is a no-op. */
 void store_reader_close(struct store_reader *r);
 
@@ -807,15 +815,17 @@ void store_push_id_stats(struct store *st, struct store_push_id_stats *out);
 /*
  * An ingester's answer: appends to `out` one block file holding every
  * profile of `tenant` in [from_ns, until_ns) that this store reads without
- * the blocks named in `ids` (untrusted: `len` bytes, 16 per id, ascending),
- * or nothing when there is none.  ERR_CONFLICT when the asker's bucket view
- * `view_ns` is older than an index by which this store dropped blocks of
- * its own (it must sync and ask again), ERR_INVALID for a bad list,
- * ERR_TOO_LARGE past head_block_max_bytes.
+ * the blocks named in the request `body` (untrusted: `len` bytes of
+ * `format` 1, 16 bytes per id, ascending; or 2, which adds labels every
+ * series written must carry: storage_int.h section 13), or nothing when
+ * there is none.  ERR_CONFLICT when the asker's bucket view `view_ns` is
+ * older than an index by which this store dropped blocks of its own (it
+ * must sync and ask again), ERR_INVALID for a bad body, ERR_TOO_LARGE past
+ * head_block_max_bytes or a cap of the body.
  */
 int store_head_block(struct store *st, const char *tenant, int64_t from_ns, int64_t until_ns,
-		     int64_t view_ns, const void *ids, size_t len, struct buf *out,
-		     struct err_msg *msg);
+		     int64_t view_ns, int format, const void *body, size_t len,
+		     struct buf *out, struct err_msg *msg);
 
 /* What a querier's requests to one ingester did, since open. */
 struct store_peer_stats {

@@ -701,6 +701,24 @@
  * The querier registers that file unlisted (store__block_load_file) and
  * adds it to the reader; it is deleted with the reader's last reference.
  *
+ * The body (store__head_req_parse), format 1 (no format= parameter): only
+ * the ids.  Format 2 (format=2) adds the labels every series the query
+ * reads carries (store_reader_open_eq: its profile type and the
+ * equality matchers of its selector), so the ingester writes only the
+ * series that carry them all:
+ *
+ *   uv     n_ids (<= STORE_MAX_HEAD_BLOCK_IDS)
+ *   16 B   n_ids block ids, strictly ascending
+ *   uv     n_eq (1..STORE_MAX_LABELS)
+ *   n_eq x (uv len | name bytes | uv len | value bytes): each 1..
+ *          STORE_MAX_LABEL_BYTES bytes without NUL, the pairs strictly
+ *          ascending by (name, value) as strcmp orders them
+ *
+ * and nothing after.  A querier sends format 1 when it has no label to
+ * restrict by, so an ingester older than format 2 still answers it.
+ * Leaving series out keeps "count once": a series the ingester leaves out
+ * lacks a label every series the query selects carries.
+ *
  * Count once.  A profile of an ingester is in its head, or in a block B
  * of its own.  The querier's view holds B (or a block covering B) exactly
  * when B's id is in the list, so either the querier or the ingester
@@ -2075,9 +2093,38 @@ int store__reader_ids(const struct store_reader *r, uint8_t (**out)[BLOCK_ID_BYT
 int store__reader_add(struct store_reader *r, struct block *b);
 /* Adds a warning of r (copied). */
 int store__reader_warn(struct store_reader *r, const char *text);
-/* Asks the peers for what *r lacks and adds it (may replace *r: section 13). */
+/* Asks the peers for what *r lacks, restricted to the series carrying
+ * every label eq[0..n_eq) (borrowed), and adds it (may replace *r). */
 int store__peers_read(struct store *st, const char *tenant, struct store_reader **r,
-		      struct err_msg *msg);
+		      const struct store_label *eq, size_t n_eq, struct err_msg *msg);
+
+/* A head-block request body, parsed (section 13). */
+struct head_req {
+	const uint8_t (*ids)[BLOCK_ID_BYTES]; /* borrowed from the body */
+	size_t n_ids;
+	struct store_label *eq; /* owned, with its strings; NULL when n_eq is 0 */
+	size_t n_eq;
+};
+/*
+ * Parses the untrusted body[0..len) of format 1 or 2 into *out (the ids
+ * point into body).  ERR_INVALID for a bad format or body (truncated,
+ * trailing bytes, unordered or repeated ids or labels, an empty or NUL
+ * carrying label), ERR_TOO_LARGE past the caps; *out untouched then.
+ */
+int store__head_req_parse(int format, const void *body, size_t len, struct head_req *out,
+			  struct err_msg *msg);
+void store__head_req_release(struct head_req *r);
+/* 1 when the label set l[0..n) carries every label of r->eq. */
+int store__head_req_matches(const struct head_req *r, const struct store_label *l, size_t n);
+/*
+ * Appends the body asking without ids[0..n_ids) (sorted) for the series
+ * carrying every label eq[0..n_eq) (borrowed; any order, repeats, and
+ * labels the format cannot carry are dropped: a wider answer is still
+ * exact) to out; *format is the format written (1 when no label is left).
+ */
+int store__head_req_encode(const uint8_t (*ids)[BLOCK_ID_BYTES], size_t n_ids,
+			   const struct store_label *eq, size_t n_eq, struct buf *out,
+			   int *format);
 /* At store open and close: the peers' state, the ephemeral directory emptied. */
 int store__peers_open(struct store *st, const struct store_options *opt, struct err_msg *msg);
 void store__peers_close(struct store *st);

@@ -210,3 +210,22 @@ write("fuzz_direfs", "empty.bin", direfs([], []))
 write("fuzz_direfs", "two.bin", direfs(
     [(b"aa00", 1700006400 * 10**9), (b"bb01", 1700006500 * 10**9), (b"cc", -5)],
     [(b"t", [(1, [0, 2]), (2, [])]), (b"u", [(1, [1])])]))
+
+# fuzz_headreq: head-block request bodies (storage/storage_int.h section
+# 13); the first byte is the format.
+def bid(hi, lo):
+    return struct.pack(">QQ", hi, lo)
+
+def headreq(ids, labels):
+    body = uv(len(ids)) + b"".join(ids) + uv(len(labels))
+    for name, value in labels:
+        body += uv(len(name)) + name + uv(len(value)) + value
+    return b"\x02" + body
+
+write("fuzz_headreq", "ids.bin", b"\x01" + bid(1, 1) + bid(1, 2) + bid(7, 0))
+write("fuzz_headreq", "empty.bin", b"\x01")
+write("fuzz_headreq", "service.bin", headreq([bid(1, 1), bid(2, 0)],
+    [(b"service_name", b"api")]))
+write("fuzz_headreq", "selector.bin", headreq([],
+    [(b"__profile_type__", b"process_cpu:cpu:nanoseconds:cpu:nanoseconds"),
+     (b"pod", b"p0"), (b"service_name", b"api"), (b"service_name", b"db")]))

@@ -44,16 +44,47 @@ differs() {
 	diff <(ls "$1") <(ls "$2") >/dev/null || echo "services: want $(ls "$1" | paste -sd ' '), got $(ls "$2" | paste -sd ' ')"
 }
 
+# services: the services of the reference, one a line.
+services() {
+	local f
+	for f in "$WORK"/expect/render.*; do
+		echo "${f##*/render.}"
+	done
+}
+
+# render_svc SERVICE: its CPU flame graph into BODY.
+render_svc() {
+	http GET "/pyroscope/render?query=$(selector "$CPU" "$1")&from=$FROM&until=$UNTIL&maxNodes=65536"
+	[ "$STATUS" = 200 ] || fail "render $1: $STATUS $BODY"
+}
+
 # renders_quick DIR: as renders, for the services of the reference.
 renders_quick() {
-	local dir=$1 f svc
+	local dir=$1 svc
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	for f in "$WORK"/expect/render.*; do
-		svc=${f##*/render.}
-		http GET "/pyroscope/render?query=$(selector "$CPU" "$svc")&from=$FROM&until=$UNTIL&maxNodes=65536"
-		[ "$STATUS" = 200 ] || fail "render $svc: $STATUS $BODY"
+	for svc in $(services); do
+		render_svc "$svc"
 		jq -c 'del(.symbolization)' <<<"$BODY" >"$dir/render.$svc"
+	done
+}
+
+# series DIR: Connect Series of each service into DIR/series.<service>, by
+# two selectors (a union: their common label is the service's); sorted, as
+# Series lists them in the order of the store's series (a querier's:
+# the order of its blocks).
+series() {
+	local dir=$1 svc
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	for svc in $(services); do
+		http POST /querier.v1.QuerierService/Series -H 'Content-Type: application/json' \
+			-d "$(jq -cn --arg a "{service_name=\"$svc\"}" --arg b "$CPU{service_name=\"$svc\"}" \
+				--argjson s $((FROM * 1000)) --argjson e $((UNTIL * 1000)) \
+				'{matchers: [$a, $b], start: $s, end: $e}')"
+		[ "$STATUS" = 200 ] || fail "Series $svc: $STATUS $BODY"
+		jq -S '.labelsSet | map(.labels | sort_by(.name)) | sort' <<<"$BODY" >"$dir/series.$svc"
+		[ "$(jq length "$dir/series.$svc")" -gt 0 ] || fail "Series $svc: none: $BODY"
 	done
 }
 
@@ -61,6 +92,7 @@ renders_quick() {
 start_server "$WORK/ref" --maintain-interval 1000h
 ingest_manifest "$WL"
 renders "$WORK/expect"
+series "$WORK/expect-series"
 stop_server
 [ "$(ls "$WORK"/expect/render.* | wc -l)" = 2 ] || fail "reference services: $(ls "$WORK/expect")"
 note "reference: $(for f in "$WORK"/expect/render.*; do jq -c '.flamebearer.numTicks' "$f"; done | paste -sd ' ')"
@@ -92,7 +124,54 @@ same() {
 }
 until_ok 120 same ||
 	fail "the querier's answers differ from one server's: $(differs "$WORK/expect" "$WORK/got")"
-note "fresh: the querier answers every profile from the ingesters' heads"
+series "$WORK/got-series"
+diff -r "$WORK/expect-series" "$WORK/got-series" >/dev/null ||
+	fail "the querier's Series differ from one server's: $(diff -r "$WORK/expect-series" "$WORK/got-series" | head -n 30)"
+note "fresh: the querier answers every profile (and Series) from the ingesters' heads"
+
+# ---- what the ingesters send: a render asks them for its service's
+# series only; a read of every series (LabelNames) for all, as every read
+# did before requests carried the query's labels (format 2).  Per answer:
+# bytes over requests of both ingesters.
+head_sent() { # bytes and requests since the start
+	curl -s "$URL/metrics" | awk '/^unhex_querier_ingester_bytes_total\{/ { b += $2 }
+		/^unhex_querier_ingester_requests_total\{/ { n += $2 } END { printf "%d %d\n", b, n }'
+}
+per_answer() { # CMD...: runs it, prints the mean head-block answer it got
+	local b0 n0 b1 n1
+	read -r b0 n0 < <(head_sent)
+	"$@"
+	read -r b1 n1 < <(head_sent)
+	[ "$n1" -gt "$n0" ] || fail "no head-block request for $*"
+	echo $(((b1 - b0) / (n1 - n0)))
+}
+label_names() {
+	http POST /querier.v1.QuerierService/LabelNames -H 'Content-Type: application/json' \
+		-d "{\"start\":$((FROM * 1000)),\"end\":$((UNTIL * 1000))}"
+	[ "$STATUS" = 200 ] || fail "LabelNames: $STATUS $BODY"
+}
+all=$(per_answer label_names)
+per=()
+for svc in $(services); do
+	b=$(per_answer render_svc "$svc")
+	[ "$b" -gt 0 ] && [ "$b" -lt "$all" ] ||
+		fail "head-block answer of a render of $svc: $b bytes, of every series: $all"
+	per+=("render of $svc $b")
+done
+b=$(per_answer series "$WORK/got-series")
+[ "$b" -gt 0 ] && [ "$b" -lt "$all" ] || fail "head-block answers of Series of one service: $b bytes"
+per+=("Series of one service $b")
+note "head-block bytes per answer: $(printf '%s; ' "${per[@]}")LabelNames (every series) $all"
+# An ingester refuses an unknown format and a body that does not parse.
+use ing1
+http POST "/internal/v1/head-block?from_ns=0&until_ns=1&view_ns=0&format=3" \
+	-H 'Content-Type: application/octet-stream' --data-binary ''
+expect_status 400 "the formats are 1 and 2" "a head-block request of format 3"
+printf '\001' >"$WORK/headreq"
+http POST "/internal/v1/head-block?from_ns=0&until_ns=1&view_ns=0&format=2" \
+	-H 'Content-Type: application/octet-stream' --data-binary @"$WORK/headreq"
+expect_status 400 "the body ends before its 1 block ids" "a truncated head-block request"
+use qry
 
 # ---- the transition: a profile of another tenant a day and an hour later
 # moves an ingester's clock; it seals, uploads, the compactor indexes,
