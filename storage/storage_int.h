@@ -722,6 +722,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rocksdb/c.h>
 
@@ -1357,6 +1358,8 @@ int store__part_get(struct store *st, struct tenant *t, uint32_t id, int create,
 		    struct part **out, struct err_msg *msg);
 /* The listed partition `id` (live or retired), or NULL; t->mu held. */
 struct part *store__part_find(struct tenant *t, uint32_t id);
+/* Index in v (n partitions, ascending by id) of the first whose id is >= id. */
+size_t store__part_lower(struct part *const *v, size_t n, uint32_t id);
 /* Loads every partition of t with symbols on disk and an id >= from_id (open). */
 int store__parts_load(struct store *st, struct tenant *t, uint32_t from_id,
 		      struct err_msg *msg);
@@ -1540,6 +1543,8 @@ uint32_t store__crc32c(uint32_t crc, const void *p, size_t n);
 /* The table-driven path alone (tests compare it with the fast one). */
 uint32_t store__crc32c_soft(uint32_t crc, const void *p, size_t n);
 
+/* ---- the bucket's own objects (objfmt.c) ---------------------------------- */
+
 /*
  * The 16-byte header of the bucket's own objects (blocks-index,
  * debuginfo-refs: sections 12 and 13): 8 bytes of magic, the format
@@ -1554,6 +1559,44 @@ int store__objhead_put(struct buf *out, const char magic[8], uint32_t version);
 void store__objhead_seal(struct buf *out, size_t start);
 int store__objhead_check(const uint8_t *p, size_t len, size_t max, const char magic[8],
 			 uint32_t version, const char *what, struct err_msg *msg);
+
+/*
+ * A bounded reader of such an object's body, for untrusted
+ * bytes: no read passes `end`, and every failure is ERR_CORRUPT with a
+ * message "<object>: <what> ... at byte <offset in the object>", `what`
+ * naming the field read.  Borrows the bytes, `object` and `msg`.
+ * store__objrd_init() starts after the header (checked by the caller).
+ */
+struct objrd {
+	const uint8_t *start, *p, *end;
+	const char *object; /* "bucket index", "debuginfo-refs" */
+	struct err_msg *msg;
+};
+void store__objrd_init(struct objrd *r, const uint8_t *p, size_t len, const char *object,
+		       struct err_msg *msg);
+static inline size_t store__objrd_left(const struct objrd *r)
+{
+	return (size_t)(r->end - r->p);
+}
+/* Sets "<object>: bad <what> at byte N" and returns ERR_CORRUPT. */
+int store__objrd_bad(struct objrd *r, const char *what);
+/* A uvarint of at most `max`; an svarint. */
+int store__objrd_uv(struct objrd *r, uint64_t max, uint64_t *v, const char *what);
+int store__objrd_sv(struct objrd *r, int64_t *v, const char *what);
+/* A count of at most `max` items that take at least min_bytes each, so fit in what is left. */
+int store__objrd_count(struct objrd *r, uint64_t max, size_t min_bytes, uint64_t *n,
+		       const char *what);
+/* n bytes in place (*out borrows the input). */
+int store__objrd_bytes(struct objrd *r, size_t n, const uint8_t **out, const char *what);
+/* A uv length 1..max and that many bytes without a NUL, copied NUL-terminated into `a`. */
+int store__objrd_str(struct objrd *r, struct arena *a, size_t max, const char **out,
+		     const char *what);
+/*
+ * What a decoder that stopped with rc returns: rc, or ERR_CORRUPT for
+ * bytes after the last tenant, or for ERR_TOO_LARGE (a decode arena sized
+ * from the object's bytes ran out: the object lies about its counts).
+ */
+int store__objrd_end(struct objrd *r, int rc);
 
 /* ---- block files: codecs (blockfmt.c), section 9 ------------------------ */
 
@@ -1580,6 +1623,30 @@ int store__objhead_check(const uint8_t *p, size_t len, size_t max, const char ma
 /* zstd levels of sealing (fast, off the hot path anyway) and compaction. */
 #define BLOCK_ZLEVEL_SEAL 3
 #define BLOCK_ZLEVEL_COMPACT 6
+
+/*
+ * qsort and bsearch comparators by an element's first member: a block id
+ * (uint8_t[BLOCK_ID_BYTES]: bare ids, struct bkt_block, struct direfs_block),
+ * a string (const char *: struct bkt_tenant, struct direfs_tenant, struct
+ * direfs_id, an array of strings), a uint64_t.  A bsearch key has the same
+ * form: the id, the address of the string pointer, the address of the integer.
+ */
+static inline int store__cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, BLOCK_ID_BYTES);
+}
+
+static inline int store__cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static inline int store__cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 enum bsec_kind { BSEC_INDEX = 1, BSEC_SYMBOLS = 2, BSEC_SAMPLES = 3 };
 enum bsec_codec { BCODEC_RAW = 0, BCODEC_ZSTD = 1 };
