@@ -1214,13 +1214,10 @@ static int scan_tenant_dir(struct store *st, const char *dir, struct tenant *t,
 static int scan_records(struct store *st, struct tenant *t, struct found_set *fs,
 			struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	struct scan s;
 	int rc;
 
-	key_tenant_tag(lo, t->id, TAG_BLOCK);
-	key_tenant_tag(hi, t->id, TAG_BLOCK + 1);
-	rc = store__scan_open(st, CFI_META, &s, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_META, NULL, t->id, TAG_BLOCK, &s);
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
 		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);

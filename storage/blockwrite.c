@@ -1246,11 +1246,6 @@ static int add_section(struct bw *w, struct bsection *sec, size_t *n, uint32_t k
 	return rc;
 }
 
-static int by_id_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 int store__fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
@@ -1317,7 +1312,7 @@ int store__bw_finish(struct bw *w, const struct borigin *origins, size_t n_origi
 		goto out;
 	for (uint32_t i = 0; i < n_bids; i++)
 		bids[i] = intern_str(&w->bids, i);
-	qsort(bids, n_bids, sizeof(*bids), by_id_cmp);
+	qsort(bids, n_bids, sizeof(*bids), store__cmp_str);
 	w->m.min_time = w->min_time;
 	w->m.max_time = w->max_time;
 	w->m.created_ns = clock_wall_ns();

@@ -147,25 +147,10 @@ static int lkey_cmp(const void *a, const void *b)
 	return c ? c : memcmp(x->e.id, y->e.id, BLOCK_ID_BYTES);
 }
 
-static int id_cmp(const void *a, const void *b)
+/* bsearch: a block id against a key's. */
+static int lkey_id_cmp(const void *id, const void *k)
 {
-	return memcmp(a, b, BLOCK_ID_BYTES);
-}
-
-/* The entry of `id` among v[lo, hi) (sorted by id), or NULL. */
-static struct lkey *find_in(struct lkey *v, size_t lo, size_t hi, const uint8_t *id)
-{
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = memcmp(id, v[mid].e.id, BLOCK_ID_BYTES);
-		if (!c)
-			return &v[mid];
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	return memcmp(id, ((const struct lkey *)k)->e.id, BLOCK_ID_BYTES);
 }
 
 /*
@@ -180,7 +165,8 @@ static int close_covers(struct build *b, struct lkey *k, size_t lo, size_t hi)
 	int rc = 0;
 
 	for (uint32_t i = 0; !rc && i < k->n_sources; i++) {
-		const struct lkey *s = find_in(b->v, lo, hi, k->sources[i]);
+		const struct lkey *s =
+			bsearch(k->sources[i], b->v + lo, hi - lo, sizeof(*b->v), lkey_id_cmp);
 		const struct bkt_tenant *ot = store__bkt_tenant(b->old, k->tenant);
 		const struct bkt_block *ob = s ? NULL : ot ? store__bkt_block(ot, k->sources[i]) : NULL;
 		const struct bkt_block *src = s ? &s->e : ob;
@@ -195,7 +181,7 @@ static int close_covers(struct build *b, struct lkey *k, size_t lo, size_t hi)
 	}
 	if (!rc && n) {
 		size_t u = 0;
-		qsort(c, n, BLOCK_ID_BYTES, id_cmp);
+		qsort(c, n, BLOCK_ID_BYTES, store__cmp_id);
 		for (size_t i = 0; i < n; i++)
 			if ((!u || memcmp(c[u - 1], c[i], BLOCK_ID_BYTES)) &&
 			    memcmp(c[i], k->e.id, BLOCK_ID_BYTES))
@@ -448,7 +434,7 @@ static int taken_ids(struct block **v, size_t n, uint8_t (**out)[BLOCK_ID_BYTES]
 			memcpy((*out)[k++], v[i]->m.sources[j], BLOCK_ID_BYTES);
 	}
 	if (k)
-		qsort(*out, k, BLOCK_ID_BYTES, id_cmp);
+		qsort(*out, k, BLOCK_ID_BYTES, store__cmp_id);
 	*len = k;
 	return 0;
 }
@@ -582,7 +568,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 		struct err_msg why;
 		int r;
 
-		if (res[i] != BKT_LIVE || bsearch(e->id, taken, n_taken, BLOCK_ID_BYTES, id_cmp))
+		if (res[i] != BKT_LIVE || bsearch(e->id, taken, n_taken, BLOCK_ID_BYTES, store__cmp_id))
 			continue;
 		err_clear(&why);
 		r = store__block_remote_new(st, t, e->id, &e->rec,

@@ -230,16 +230,11 @@ static int plan_ranges(struct seal *s, unsigned flags)
 
 static int range_index(const struct seal *s, int64_t r)
 {
-	size_t lo = 0, hi = s->n_ranges;
+	const int64_t *at = NULL;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s->ranges[mid] < r)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->n_ranges && s->ranges[lo] == r ? (int)lo : -1;
+	if (s->n_ranges) /* ranges is NULL while empty, and bsearch wants a base */
+		at = bsearch(&r, s->ranges, s->n_ranges, sizeof(*s->ranges), i64_cmp);
+	return at ? (int)(at - s->ranges) : -1;
 }
 
 /* The chunk keys of the snapshot to seal: planned ranges, epochs <= max_epoch. */
@@ -286,16 +281,9 @@ static int collect_keys(struct seal *s, struct err_msg *msg)
 
 static const struct store_symbols *pinned_view(const struct seal *s, uint32_t part)
 {
-	size_t lo = 0, hi = s->n_pinned;
+	size_t i = store__part_lower(s->pinned, s->n_pinned, part);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s->pinned[mid]->id < part)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->n_pinned && s->pinned[lo]->id == part ? &s->views[lo] : NULL;
+	return i < s->n_pinned && s->pinned[i]->id == part ? &s->views[i] : NULL;
 }
 
 /* Reads series `id`'s labels from the snapshot into w. */

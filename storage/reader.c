@@ -56,19 +56,10 @@ static size_t series_labels(const struct bindex *x, uint32_t i, struct store_lab
 /* The string id of s in the sorted table of x, or -1. */
 static int64_t find_str(const struct bindex *x, const char *s)
 {
-	size_t lo = 0, hi = x->n_str;
+	const char **at = x->n_str ? bsearch(&s, x->str, x->n_str, sizeof(*x->str), store__cmp_str)
+				   : NULL; /* x->str is NULL while empty; bsearch wants a base */
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(x->str[mid], s);
-		if (!c)
-			return (int64_t)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	return at ? at - x->str : -1;
 }
 
 /* The postings of name=value in x: *list and *n (n 0 when none). */
@@ -270,11 +261,6 @@ void store_reader_close(struct store_reader *r)
 	free(r);
 }
 
-static int id_cmp(const void *a, const void *b)
-{
-	return memcmp(a, b, BLOCK_ID_BYTES);
-}
-
 int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		      int64_t until_ns, struct store_reader **out, struct err_msg *msg)
 {
@@ -336,7 +322,7 @@ int store__reader_open(struct store *st, const char *tenant, int64_t from_ns, in
 	for (size_t i = 0; !rc && i < t->n_blocks; i++) {
 		struct block *b = t->blocks[i];
 		if (!overlaps(b, from_ns, until_ns) ||
-		    (n_skip && bsearch(b->id, skip, n_skip, BLOCK_ID_BYTES, id_cmp)))
+		    (n_skip && bsearch(b->id, skip, n_skip, BLOCK_ID_BYTES, store__cmp_id)))
 			continue;
 		store__block_ref(b);
 		r->src[r->n_src].b = b;
@@ -388,7 +374,7 @@ int store__reader_ids(const struct store_reader *r, uint8_t (**out)[BLOCK_ID_BYT
 			memcpy(v[k++], b->m.sources[j], BLOCK_ID_BYTES);
 	}
 	if (k)
-		qsort(v, k, BLOCK_ID_BYTES, id_cmp);
+		qsort(v, k, BLOCK_ID_BYTES, store__cmp_id);
 	/* A source is also among the covers the index gave: once each. */
 	if (k) {
 		size_t u = 1;

@@ -1512,11 +1512,6 @@ struct bid_ent {
 	int64_t last;
 };
 
-static int bid_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct bid_ent *)a)->id, ((const struct bid_ent *)b)->id);
-}
-
 int store_build_ids_each(struct store *st,
 			 int (*cb)(void *ctx, const char *build_id, int64_t last_ns), void *ctx,
 			 struct err_msg *msg)
@@ -1564,7 +1559,7 @@ int store_build_ids_each(struct store *st,
 		pthread_mutex_unlock(&t->mu);
 	}
 	if (!rc && ne) /* qsort's base may not be NULL, even for 0 elements */
-		qsort(e, ne, sizeof(*e), bid_cmp);
+		qsort(e, ne, sizeof(*e), store__cmp_str);
 	for (size_t i = 0; !rc && i < ne;) {
 		size_t j = i + 1;
 		int64_t last = e[i].last;
