@@ -440,18 +440,7 @@ static int add_part(struct store_reader *r, uint32_t src, uint64_t id,
 	uint32_t i;
 	int rc;
 
-	buf_reset(&r->kb);
-	rc = buf_put_uvarint(&r->kb, n);
-	for (size_t k = 0; k < n && !rc; k++) {
-		size_t a = strlen(labels[k].name), b = strlen(labels[k].value);
-		rc = buf_put_uvarint(&r->kb, a);
-		if (!rc)
-			rc = buf_append(&r->kb, labels[k].name, a);
-		if (!rc)
-			rc = buf_put_uvarint(&r->kb, b);
-		if (!rc)
-			rc = buf_append(&r->kb, labels[k].value, b);
-	}
+	rc = store__label_key(labels, n, &r->kb);
 	if (rc)
 		return rc;
 	h = hash_bytes(r->kb.data, r->kb.len, 0x5e);
@@ -459,7 +448,6 @@ static int add_part(struct store_reader *r, uint32_t src, uint64_t id,
 		if (r->ser[i].key_len == r->kb.len && !memcmp(r->ser[i].key, r->kb.data, r->kb.len))
 			break;
 	if (i == HMAP_NONE) {
-		size_t text = 0, at;
 		rc = GROW(r->ser, r->cap_ser, r->n_ser + 1, MAX_READER_SERIES, NULL);
 		if (!rc)
 			rc = hmap_put_probed(&r->ser_ix, &pr, (uint32_t)r->n_ser);
@@ -467,9 +455,7 @@ static int add_part(struct store_reader *r, uint32_t src, uint64_t id,
 			return rc;
 		s = &r->ser[r->n_ser];
 		memset(s, 0, sizeof(*s));
-		for (size_t k = 0; k < n; k++)
-			text += strlen(labels[k].name) + strlen(labels[k].value) + 2;
-		s->key = malloc(r->kb.len + text);
+		s->key = malloc(r->kb.len + store__labels_size(labels, n));
 		s->labels = calloc(n + 1, sizeof(*s->labels));
 		if (!s->key || !s->labels) {
 			free(s->key);
@@ -479,16 +465,7 @@ static int add_part(struct store_reader *r, uint32_t src, uint64_t id,
 		}
 		memcpy(s->key, r->kb.data, r->kb.len);
 		s->key_len = r->kb.len;
-		at = r->kb.len;
-		for (size_t k = 0; k < n; k++) {
-			size_t a = strlen(labels[k].name) + 1, b = strlen(labels[k].value) + 1;
-			memcpy(s->key + at, labels[k].name, a);
-			s->labels[k].name = s->key + at;
-			at += a;
-			memcpy(s->key + at, labels[k].value, b);
-			s->labels[k].value = s->key + at;
-			at += b;
-		}
+		store__labels_copy(labels, n, s->key + r->kb.len, s->labels);
 		s->n_labels = n;
 		i = (uint32_t)r->n_ser++;
 	}

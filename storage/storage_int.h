@@ -1923,6 +1923,11 @@ struct wser {
 };
 /* A series' label key (section 4) into out: the order of series in a block. */
 int store__label_key(const struct store_label *l, size_t n, struct buf *out);
+/* The bytes the strings of n labels take NUL-terminated; copies them into
+ * text (that many bytes) and points out[0, n) at the copies. */
+size_t store__labels_size(const struct store_label *l, size_t n);
+void store__labels_copy(const struct store_label *l, size_t n, char *text,
+			struct store_label *out);
 /* The service_name of labels l, or NULL. */
 const char *store__service_of(const struct store_label *l, size_t n);
 /* Fills s with copies of l (sorted by name) and its key; ERR_CORRUPT without a service. */
