@@ -176,21 +176,11 @@ static int last_key(void *arg, const struct objstore_entry *e)
 	return 0;
 }
 
-static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
-{
-	struct store_options o = gen_options(dir, &fake_now);
-
-	o.objstore = os;
-	o.bucket_mode = mode;
-	o.bucket_delete_delay_ns = 30 * SEC;
-	return open_options(&o);
-}
-
 static void test_writer(void **state)
 {
-	char *root = tmpdir_new(), *di = tmpdir_new(), *dc = tmpdir_new();
+	struct gen_deploy dep;
 	struct err_msg msg = { { 0 } };
-	struct objstore *os = NULL;
+	struct objstore *os;
 	struct store *in, *c;
 	struct seen_by_hook h;
 	struct store_direfs_hook hk = { hook, &h };
@@ -201,9 +191,10 @@ static void test_writer(void **state)
 	(void)state;
 	memset(&h, 0, sizeof(h));
 	fake_now = T0 + 100 * RANGE;
-	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
-	in = open_role(di, os, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_NO_COMPACT);
+	assert_int_equal(gen_deploy_open(&dep, &fake_now), 0);
+	os = dep.os;
+	in = gen_deploy_role(&dep, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	c = gen_deploy_role(&dep, STORE_BUCKET_INDEX | STORE_NO_COMPACT);
 	assert_true(in && c);
 	/* A in two blocks (the newest profile counts), B in one. */
 	assert_int_equal(gen_ref_profile(in, "t", ID_A, T0 + SEC), 0);
@@ -286,12 +277,7 @@ static void test_writer(void **state)
 
 	store_direfs_hook_set(c, NULL);
 	buf_release(&b);
-	store_close(in);
-	store_close(c);
-	objstore_close(os);
-	tmpdir_free(root);
-	tmpdir_free(di);
-	tmpdir_free(dc);
+	gen_deploy_close(&dep);
 }
 
 int main(void)
