@@ -151,6 +151,16 @@ static void test_format(void **state)
 	store__bkt_release(&x);
 }
 
+/* store__bkt_resolve() over t gives want[0, t->n_blocks). */
+static void resolves_to(const struct bkt_tenant *t, const uint32_t *want)
+{
+	uint32_t r[8];
+
+	assert_int_equal(store__bkt_resolve(t, r), 0);
+	for (size_t i = 0; i < t->n_blocks; i++)
+		assert_int_equal(r[i], want[i]);
+}
+
 /* The rule of section 12 over one tenant's blocks. */
 static void test_resolve(void **state)
 {
@@ -158,7 +168,6 @@ static void test_resolve(void **state)
 	static const int o2[4][2] = { { 0, 1 }, { 0, 2 }, { 0, 4 }, { 5, 9 } };
 	struct bkt_index x;
 	struct bkt_tenant t;
-	uint32_t r[8];
 	(void)state;
 
 	store__bkt_init(&x, 1 << 20);
@@ -174,20 +183,12 @@ static void test_resolve(void **state)
 	entry(&x, &t.blocks[3], 5, 1, 1, ab, 2);
 	entry(&x, &t.blocks[4], 5, 2, 1, bc, 2);
 	t.n_blocks = 5;
-	assert_int_equal(store__bkt_resolve(&t, r), 0);
-	assert_int_equal(r[0], BKT_REPLACED);
-	assert_int_equal(r[1], BKT_REPLACED);
-	assert_int_equal(r[2], BKT_LIVE);
-	assert_int_equal(r[3], BKT_LIVE);
-	assert_int_equal(r[4], BKT_DUPLICATE);
+	resolves_to(&t, (const uint32_t[]){ BKT_REPLACED, BKT_REPLACED, BKT_LIVE, BKT_LIVE,
+					    BKT_DUPLICATE });
 	/* Marked blocks keep their mark and take no part: without A, B wins. */
 	t.blocks[3].mark = BKT_EXPIRED;
-	assert_int_equal(store__bkt_resolve(&t, r), 0);
-	assert_int_equal(r[0], BKT_LIVE);
-	assert_int_equal(r[1], BKT_REPLACED);
-	assert_int_equal(r[2], BKT_REPLACED);
-	assert_int_equal(r[3], BKT_EXPIRED);
-	assert_int_equal(r[4], BKT_LIVE);
+	resolves_to(&t, (const uint32_t[]){ BKT_LIVE, BKT_REPLACED, BKT_REPLACED, BKT_EXPIRED,
+					    BKT_LIVE });
 	t.blocks[3].mark = BKT_LIVE;
 	/* A slot's block merged again with a late block 4: the new one (a
 	 * smaller id here, same level) covers A and wins over it, and over B. */
@@ -201,14 +202,9 @@ static void test_resolve(void **state)
 					  t.blocks[6], t.blocks[3], t.blocks[4] };
 		memcpy(t.blocks, s, sizeof(s));
 	}
-	assert_int_equal(store__bkt_resolve(&t, r), 0);
-	assert_int_equal(r[0], BKT_REPLACED);
-	assert_int_equal(r[1], BKT_REPLACED);
-	assert_int_equal(r[2], BKT_LIVE);      /* only B covered it */
-	assert_int_equal(r[3], BKT_REPLACED);  /* the late block */
-	assert_int_equal(r[4], BKT_LIVE);      /* the merged slot */
-	assert_int_equal(r[5], BKT_REPLACED);  /* A, inside it */
-	assert_int_equal(r[6], BKT_DUPLICATE); /* B */
+	/* 0/3 only B covered; 0/4 the late block; 5/0 the merged slot; 5/1 A, inside it. */
+	resolves_to(&t, (const uint32_t[]){ BKT_REPLACED, BKT_REPLACED, BKT_LIVE, BKT_REPLACED,
+					    BKT_LIVE, BKT_REPLACED, BKT_DUPLICATE });
 	store__bkt_release(&x);
 }
 
