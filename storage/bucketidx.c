@@ -201,7 +201,7 @@ int store__bkt_decode(const uint8_t *p, size_t len, struct bkt_index *out, struc
 	/* Decoded, an index takes at most a few times its bytes: a block of
 	 * 28 bytes or more becomes a struct of ~120, a cover stays 16. */
 	store__bkt_init(&x, 8 * len + 4096);
-	rc = store__objrd_sv(&r, &x.written_ns, "header");
+	rc = store__objrd_sv(&r, &x.written_ns, "write time");
 	if (!rc)
 		rc = store__objrd_count(&r, BKT_MAX_TENANTS, 2, &n, "tenant count");
 	if (!rc && n) {

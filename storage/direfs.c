@@ -169,7 +169,7 @@ int store__direfs_decode(const uint8_t *p, size_t len, struct store_direfs *out,
 		return rc;
 	store__objrd_init(&in, p, len, "debuginfo-refs", msg);
 	store__direfs_init(&r, DECODE_GROWTH * len + 4096);
-	rc = store__objrd_sv(&in, &r.written_ns, "header");
+	rc = store__objrd_sv(&in, &r.written_ns, "write time");
 	if (!rc)
 		rc = store__objrd_count(&in, DIREFS_MAX_IDS, 3, &n, "id count");
 	if (!rc && n) {
