@@ -8,12 +8,12 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "objstore/objstore.h"
 
 #define DEFAULT_DELETE_DELAY_NS (600LL * 1000000000)
@@ -728,14 +728,11 @@ static void *sync_main(void *arg)
 
 	pthread_mutex_lock(&st->bucket_wait_mu);
 	while (!st->bucket_stop) {
-		struct timespec until;
-		int64_t at = clock_mono_ns() + st->bucket_sync_ns;
 		struct err_msg m;
 		int rc;
 
-		until.tv_sec = at / 1000000000;
-		until.tv_nsec = at % 1000000000;
-		pthread_cond_timedwait(&st->bucket_cv, &st->bucket_wait_mu, &until);
+		thread_wait_until(&st->bucket_cv, &st->bucket_wait_mu,
+				  clock_mono_ns() + st->bucket_sync_ns);
 		if (st->bucket_stop)
 			break;
 		pthread_mutex_unlock(&st->bucket_wait_mu);
@@ -753,17 +750,13 @@ static void *sync_main(void *arg)
 
 int store__bucket_open(struct store *st, struct err_msg *msg)
 {
-	pthread_condattr_t ca;
 	struct err_msg m;
 	int rc;
 
 	(void)msg;
 	if (!st->bucket_delete_delay_ns)
 		st->bucket_delete_delay_ns = DEFAULT_DELETE_DELAY_NS;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&st->bucket_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	thread_cond_init_mono(&st->bucket_cv);
 	if (!st->objstore || st->read_only ||
 	    !(st->bucket_mode & (STORE_BUCKET_DISCOVER | STORE_BUCKET_PRUNE)))
 		return 0;
@@ -786,10 +779,6 @@ void store__bucket_close(struct store *st)
 {
 	if (!st->bucket_started)
 		return;
-	pthread_mutex_lock(&st->bucket_wait_mu);
-	st->bucket_stop = 1;
-	pthread_cond_signal(&st->bucket_cv);
-	pthread_mutex_unlock(&st->bucket_wait_mu);
-	pthread_join(st->bucket_thread, NULL);
+	thread_stop(st->bucket_thread, &st->bucket_wait_mu, &st->bucket_cv, &st->bucket_stop);
 	st->bucket_started = 0;
 }

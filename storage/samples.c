@@ -556,27 +556,16 @@ static char *chunk_partial(void *state, const char *key, size_t key_len,
 	return out;
 }
 
-static void chunk_free_value(void *state, const char *value, size_t len)
-{
-	(void)state, (void)len;
-	free((void *)value);
-}
-
 static const char *chunk_name(void *state)
 {
 	(void)state;
 	return "unhex.chunk.v1";
 }
 
-static void chunk_state_free(void *state)
-{
-	(void)state;
-}
-
 rocksdb_mergeoperator_t *store__chunk_merge_operator(void)
 {
-	return rocksdb_mergeoperator_create(NULL, chunk_state_free, chunk_full, chunk_partial,
-					    chunk_free_value, chunk_name);
+	return rocksdb_mergeoperator_create(NULL, store__stateless_free, chunk_full,
+					    chunk_partial, store__merge_free_value, chunk_name);
 }
 
 /* ---- compaction filter: one columnar block per chunk -------------------------- */
@@ -665,7 +654,7 @@ static const char *factory_name(void *state)
 
 rocksdb_compactionfilterfactory_t *store__chunk_filter_factory(void)
 {
-	return rocksdb_compactionfilterfactory_create(NULL, chunk_state_free, filter_create,
+	return rocksdb_compactionfilterfactory_create(NULL, store__stateless_free, filter_create,
 						      factory_name);
 }
 

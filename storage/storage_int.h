@@ -1465,6 +1465,10 @@ int store__migrate(struct store *st, struct err_msg *msg);
 rocksdb_mergeoperator_t *store__chunk_merge_operator(void);
 rocksdb_compactionfilterfactory_t *store__chunk_filter_factory(void);
 rocksdb_mergeoperator_t *store__add64_merge_operator(void);
+/* Their shared callbacks (store.c): the destructor of a stateless operator or
+ * filter factory, and the free of a value a merge returned from malloc. */
+void store__stateless_free(void *state);
+void store__merge_free_value(void *state, const char *value, size_t len);
 
 /* One (stack id, span id, value) pair being sorted (samples.c, blockwrite.c). */
 struct store__span_pair {

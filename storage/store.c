@@ -121,7 +121,7 @@ static char *add64_partial(void *state, const char *key, size_t key_len,
 	return add64_merge(NULL, 0, ops, op_lens, n_ops, success, new_len);
 }
 
-static void merge_free_value(void *state, const char *value, size_t len)
+void store__merge_free_value(void *state, const char *value, size_t len)
 {
 	(void)state, (void)len;
 	free((void *)value);
@@ -133,15 +133,15 @@ static const char *add64_name(void *state)
 	return "unhex.add64.v1";
 }
 
-static void merge_state_free(void *state)
+void store__stateless_free(void *state)
 {
 	(void)state;
 }
 
 rocksdb_mergeoperator_t *store__add64_merge_operator(void)
 {
-	return rocksdb_mergeoperator_create(NULL, merge_state_free, add64_full, add64_partial,
-					    merge_free_value, add64_name);
+	return rocksdb_mergeoperator_create(NULL, store__stateless_free, add64_full,
+					    add64_partial, store__merge_free_value, add64_name);
 }
 
 /* ---- options ------------------------------------------------------------ */
