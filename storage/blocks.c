@@ -345,6 +345,31 @@ void store__block_put(struct store *st, struct block *b)
 	block_free(st, b);
 }
 
+int store__blocks_snapshot(struct tenant *t, struct block ***out, size_t *n)
+{
+	struct block **v;
+
+	pthread_mutex_lock(&t->mu);
+	v = calloc(t->n_blocks + 1, sizeof(*v));
+	if (v) {
+		for (size_t i = 0; i < t->n_blocks; i++) {
+			store__block_ref(t->blocks[i]);
+			v[i] = t->blocks[i];
+		}
+		*n = t->n_blocks;
+	}
+	pthread_mutex_unlock(&t->mu);
+	*out = v;
+	return v ? 0 : ERR_NOMEM;
+}
+
+void store__blocks_release(struct store *st, struct block **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		store__block_put(st, v[i]);
+	free(v);
+}
+
 void store__block_bad(struct block *b, const char *fmt, ...)
 {
 	int expect = 0;

@@ -505,7 +505,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 	int discover = !!(st->bucket_mode & STORE_BUCKET_DISCOVER);
 	uint32_t *res = NULL;
 	uint8_t(*taken)[BLOCK_ID_BYTES] = NULL;
-	struct block **v, **drop = NULL, **add = NULL;
+	struct block **v = NULL, **drop = NULL, **add = NULL;
 	size_t n = 0, n_taken = 0, n_drop = 0, n_add = 0;
 	uint64_t added = 0, gone = 0;
 	int rc = 0;
@@ -516,15 +516,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 			return ERR_NOMEM;
 		rc = store__bkt_resolve(xt, res);
 	}
-	pthread_mutex_lock(&t->mu);
-	v = malloc((t->n_blocks + 1) * sizeof(*v));
-	drop = malloc((t->n_blocks + 1) * sizeof(*drop));
-	for (size_t i = 0; v && i < t->n_blocks; i++) {
-		store__block_ref(t->blocks[i]);
-		v[n++] = t->blocks[i];
-	}
-	pthread_mutex_unlock(&t->mu);
-	if (!v || !drop)
+	if (store__blocks_snapshot(t, &v, &n) || !(drop = malloc((n + 1) * sizeof(*drop))))
 		rc = ERR_NOMEM;
 	if (!rc && xt && !(add = malloc((xt->n_blocks + 1) * sizeof(*add))))
 		rc = ERR_NOMEM;
@@ -587,9 +579,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 	}
 	if (n_drop || n_add)
 		swap_remote(st, t, drop, n_drop, add, n_add, &gone, &added);
-	for (size_t i = 0; i < n; i++)
-		store__block_put(st, v[i]);
-	free(v);
+	store__blocks_release(st, v, n);
 	free(drop);
 	free(add);
 	free(res);

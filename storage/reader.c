@@ -847,32 +847,6 @@ int store_reader_profiles_each(struct store_reader *r, uint64_t series_id, int64
 
 /* ---- the calls without a reader -------------------------------------------------------- */
 
-/* References the live blocks of t (all of them), for a call without a reader. */
-static int blocks_snapshot(struct tenant *t, struct block ***out, size_t *n)
-{
-	struct block **v;
-
-	pthread_mutex_lock(&t->mu);
-	v = calloc(t->n_blocks + 1, sizeof(*v));
-	if (v) {
-		for (size_t i = 0; i < t->n_blocks; i++) {
-			store__block_ref(t->blocks[i]);
-			v[i] = t->blocks[i];
-		}
-		*n = t->n_blocks;
-	}
-	pthread_mutex_unlock(&t->mu);
-	*out = v;
-	return v ? 0 : ERR_NOMEM;
-}
-
-static void blocks_release(struct store *st, struct block **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		store__block_put(st, v[i]);
-	free(v);
-}
-
 static int series_plain(struct store *st, const char *tenant, const char *name,
 			const char *value, store_series_cb cb, void *ctx)
 {
@@ -887,7 +861,7 @@ static int series_plain(struct store *st, const char *tenant, const char *name,
 	rc = name ? store__head_series_with(st, t, NULL, name, value, cb, ctx)
 		  : store__head_series_each(st, t, NULL, cb, ctx);
 	if (!rc)
-		rc = blocks_snapshot(t, &v, &n);
+		rc = store__blocks_snapshot(t, &v, &n);
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct bidx *x = NULL;
 		const uint32_t *list;
@@ -908,7 +882,7 @@ static int series_plain(struct store *st, const char *tenant, const char *name,
 		}
 		store__bidx_put(x);
 	}
-	blocks_release(st, v, n);
+	store__blocks_release(st, v, n);
 	return rc;
 }
 
@@ -943,7 +917,7 @@ static int strings_plain(struct store *st, const char *tenant, const char *name,
 	if (ss.rc)
 		rc = ss.rc;
 	if (!rc)
-		rc = blocks_snapshot(t, &v, &n);
+		rc = store__blocks_snapshot(t, &v, &n);
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct bidx *x = NULL;
 		if (!block_ok(v[i]) || store__block_index(st, v[i], &x, NULL))
@@ -951,7 +925,7 @@ static int strings_plain(struct store *st, const char *tenant, const char *name,
 		rc = index_strings(&x->x, name, &ss);
 		store__bidx_put(x);
 	}
-	blocks_release(st, v, n);
+	store__blocks_release(st, v, n);
 	if (!rc)
 		rc = strset_report(&ss, cb, ctx);
 	intern_release(&ss.in);

@@ -1852,6 +1852,10 @@ int store__block_load_unlisted(struct store *st, struct tenant *t, const char *p
 			       struct block **out, struct err_msg *msg);
 void store__block_ref(struct block *b);
 void store__block_put(struct store *st, struct block *b);
+/* References every listed block of t (taking t->mu): owned *out, *n of them;
+ * store__blocks_release() puts them all and frees the array. */
+int store__blocks_snapshot(struct tenant *t, struct block ***out, size_t *n);
+void store__blocks_release(struct store *st, struct block **v, size_t n);
 /* Fills *bi (borrowing t's and b's strings) with b's record; error is the
  * reason b was marked bad, if it was. */
 void store__block_info(const struct tenant *t, const struct block *b, struct store_block_info *bi);
