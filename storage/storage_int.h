@@ -1470,6 +1470,19 @@ rocksdb_mergeoperator_t *store__add64_merge_operator(void);
 void store__stateless_free(void *state);
 void store__merge_free_value(void *state, const char *value, size_t len);
 
+/* One (stack id, value) pair being sorted (samples.c, blockwrite.c). */
+struct store__pair {
+	uint32_t id;
+	int64_t v;
+};
+/*
+ * Copies n pairs sorted by stack id (a radix sort), with repeats summed,
+ * from in_* to ids/vals (which may be the same arrays: tmp, 2 * n entries,
+ * takes the copy); returns the count kept.
+ */
+size_t store__sort_pairs(uint32_t *ids, int64_t *vals, const uint32_t *in_ids,
+			 const int64_t *in_vals, size_t n, struct store__pair *tmp);
+
 /* One (stack id, span id, value) pair being sorted (samples.c, blockwrite.c). */
 struct store__span_pair {
 	uint32_t id;
