@@ -345,6 +345,31 @@ void store__block_put(struct store *st, struct block *b)
 	block_free(st, b);
 }
 
+int store__blocks_snapshot(struct tenant *t, struct block ***out, size_t *n)
+{
+	struct block **v;
+
+	pthread_mutex_lock(&t->mu);
+	v = calloc(t->n_blocks + 1, sizeof(*v));
+	if (v) {
+		for (size_t i = 0; i < t->n_blocks; i++) {
+			store__block_ref(t->blocks[i]);
+			v[i] = t->blocks[i];
+		}
+		*n = t->n_blocks;
+	}
+	pthread_mutex_unlock(&t->mu);
+	*out = v;
+	return v ? 0 : ERR_NOMEM;
+}
+
+void store__blocks_release(struct store *st, struct block **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		store__block_put(st, v[i]);
+	free(v);
+}
+
 void store__block_bad(struct block *b, const char *fmt, ...)
 {
 	int expect = 0;
@@ -1214,13 +1239,10 @@ static int scan_tenant_dir(struct store *st, const char *dir, struct tenant *t,
 static int scan_records(struct store *st, struct tenant *t, struct found_set *fs,
 			struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	struct scan s;
 	int rc;
 
-	key_tenant_tag(lo, t->id, TAG_BLOCK);
-	key_tenant_tag(hi, t->id, TAG_BLOCK + 1);
-	rc = store__scan_open(st, CFI_META, &s, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_META, NULL, t->id, TAG_BLOCK, &s);
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
 		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);

@@ -786,41 +786,14 @@ int store__bw_profile(struct bw *w, const struct store_symbols *src,
 	return 0;
 }
 
-struct idval {
-	uint32_t id;
-	int64_t v;
-};
-
-static int idval_cmp(const void *a, const void *b)
-{
-	const struct idval *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
 static int sort_pairs_big(uint32_t *ids, int64_t *vals, size_t n, size_t *kept)
 {
-	struct idval *t = malloc(n * sizeof(*t));
-	size_t k = 0;
+	struct store__pair *t = malloc(2 * n * sizeof(*t));
 
 	if (!t)
 		return ERR_NOMEM;
-	for (size_t i = 0; i < n; i++) {
-		t[i].id = ids[i];
-		t[i].v = vals[i];
-	}
-	qsort(t, n, sizeof(*t), idval_cmp);
-	for (size_t i = 0; i < n; i++) {
-		if (k && ids[k - 1] == t[i].id) {
-			vals[k - 1] = (int64_t)((uint64_t)vals[k - 1] + (uint64_t)t[i].v);
-			continue;
-		}
-		ids[k] = t[i].id;
-		vals[k] = t[i].v;
-		k++;
-	}
+	*kept = store__sort_pairs(ids, vals, ids, vals, n, t);
 	free(t);
-	*kept = k;
 	return 0;
 }
 
@@ -1246,11 +1219,6 @@ static int add_section(struct bw *w, struct bsection *sec, size_t *n, uint32_t k
 	return rc;
 }
 
-static int by_id_cmp(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 int store__fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
@@ -1317,7 +1285,7 @@ int store__bw_finish(struct bw *w, const struct borigin *origins, size_t n_origi
 		goto out;
 	for (uint32_t i = 0; i < n_bids; i++)
 		bids[i] = intern_str(&w->bids, i);
-	qsort(bids, n_bids, sizeof(*bids), by_id_cmp);
+	qsort(bids, n_bids, sizeof(*bids), store__cmp_str);
 	w->m.min_time = w->min_time;
 	w->m.max_time = w->max_time;
 	w->m.created_ns = clock_wall_ns();

@@ -8,12 +8,12 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/clock.h"
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "objstore/objstore.h"
 
 #define DEFAULT_DELETE_DELAY_NS (600LL * 1000000000)
@@ -147,25 +147,10 @@ static int lkey_cmp(const void *a, const void *b)
 	return c ? c : memcmp(x->e.id, y->e.id, BLOCK_ID_BYTES);
 }
 
-static int id_cmp(const void *a, const void *b)
+/* bsearch: a block id against a key's. */
+static int lkey_id_cmp(const void *id, const void *k)
 {
-	return memcmp(a, b, BLOCK_ID_BYTES);
-}
-
-/* The entry of `id` among v[lo, hi) (sorted by id), or NULL. */
-static struct lkey *find_in(struct lkey *v, size_t lo, size_t hi, const uint8_t *id)
-{
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = memcmp(id, v[mid].e.id, BLOCK_ID_BYTES);
-		if (!c)
-			return &v[mid];
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	return memcmp(id, ((const struct lkey *)k)->e.id, BLOCK_ID_BYTES);
 }
 
 /*
@@ -180,7 +165,8 @@ static int close_covers(struct build *b, struct lkey *k, size_t lo, size_t hi)
 	int rc = 0;
 
 	for (uint32_t i = 0; !rc && i < k->n_sources; i++) {
-		const struct lkey *s = find_in(b->v, lo, hi, k->sources[i]);
+		const struct lkey *s =
+			bsearch(k->sources[i], b->v + lo, hi - lo, sizeof(*b->v), lkey_id_cmp);
 		const struct bkt_tenant *ot = store__bkt_tenant(b->old, k->tenant);
 		const struct bkt_block *ob = s ? NULL : ot ? store__bkt_block(ot, k->sources[i]) : NULL;
 		const struct bkt_block *src = s ? &s->e : ob;
@@ -195,7 +181,7 @@ static int close_covers(struct build *b, struct lkey *k, size_t lo, size_t hi)
 	}
 	if (!rc && n) {
 		size_t u = 0;
-		qsort(c, n, BLOCK_ID_BYTES, id_cmp);
+		qsort(c, n, BLOCK_ID_BYTES, store__cmp_id);
 		for (size_t i = 0; i < n; i++)
 			if ((!u || memcmp(c[u - 1], c[i], BLOCK_ID_BYTES)) &&
 			    memcmp(c[i], k->e.id, BLOCK_ID_BYTES))
@@ -448,7 +434,7 @@ static int taken_ids(struct block **v, size_t n, uint8_t (**out)[BLOCK_ID_BYTES]
 			memcpy((*out)[k++], v[i]->m.sources[j], BLOCK_ID_BYTES);
 	}
 	if (k)
-		qsort(*out, k, BLOCK_ID_BYTES, id_cmp);
+		qsort(*out, k, BLOCK_ID_BYTES, store__cmp_id);
 	*len = k;
 	return 0;
 }
@@ -519,7 +505,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 	int discover = !!(st->bucket_mode & STORE_BUCKET_DISCOVER);
 	uint32_t *res = NULL;
 	uint8_t(*taken)[BLOCK_ID_BYTES] = NULL;
-	struct block **v, **drop = NULL, **add = NULL;
+	struct block **v = NULL, **drop = NULL, **add = NULL;
 	size_t n = 0, n_taken = 0, n_drop = 0, n_add = 0;
 	uint64_t added = 0, gone = 0;
 	int rc = 0;
@@ -530,15 +516,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 			return ERR_NOMEM;
 		rc = store__bkt_resolve(xt, res);
 	}
-	pthread_mutex_lock(&t->mu);
-	v = malloc((t->n_blocks + 1) * sizeof(*v));
-	drop = malloc((t->n_blocks + 1) * sizeof(*drop));
-	for (size_t i = 0; v && i < t->n_blocks; i++) {
-		store__block_ref(t->blocks[i]);
-		v[n++] = t->blocks[i];
-	}
-	pthread_mutex_unlock(&t->mu);
-	if (!v || !drop)
+	if (store__blocks_snapshot(t, &v, &n) || !(drop = malloc((n + 1) * sizeof(*drop))))
 		rc = ERR_NOMEM;
 	if (!rc && xt && !(add = malloc((xt->n_blocks + 1) * sizeof(*add))))
 		rc = ERR_NOMEM;
@@ -582,7 +560,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 		struct err_msg why;
 		int r;
 
-		if (res[i] != BKT_LIVE || bsearch(e->id, taken, n_taken, BLOCK_ID_BYTES, id_cmp))
+		if (res[i] != BKT_LIVE || bsearch(e->id, taken, n_taken, BLOCK_ID_BYTES, store__cmp_id))
 			continue;
 		err_clear(&why);
 		r = store__block_remote_new(st, t, e->id, &e->rec,
@@ -601,9 +579,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 	}
 	if (n_drop || n_add)
 		swap_remote(st, t, drop, n_drop, add, n_add, &gone, &added);
-	for (size_t i = 0; i < n; i++)
-		store__block_put(st, v[i]);
-	free(v);
+	store__blocks_release(st, v, n);
 	free(drop);
 	free(add);
 	free(res);
@@ -742,14 +718,11 @@ static void *sync_main(void *arg)
 
 	pthread_mutex_lock(&st->bucket_wait_mu);
 	while (!st->bucket_stop) {
-		struct timespec until;
-		int64_t at = clock_mono_ns() + st->bucket_sync_ns;
 		struct err_msg m;
 		int rc;
 
-		until.tv_sec = at / 1000000000;
-		until.tv_nsec = at % 1000000000;
-		pthread_cond_timedwait(&st->bucket_cv, &st->bucket_wait_mu, &until);
+		thread_wait_until(&st->bucket_cv, &st->bucket_wait_mu,
+				  clock_mono_ns() + st->bucket_sync_ns);
 		if (st->bucket_stop)
 			break;
 		pthread_mutex_unlock(&st->bucket_wait_mu);
@@ -767,17 +740,13 @@ static void *sync_main(void *arg)
 
 int store__bucket_open(struct store *st, struct err_msg *msg)
 {
-	pthread_condattr_t ca;
 	struct err_msg m;
 	int rc;
 
 	(void)msg;
 	if (!st->bucket_delete_delay_ns)
 		st->bucket_delete_delay_ns = DEFAULT_DELETE_DELAY_NS;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&st->bucket_cv, &ca);
-	pthread_condattr_destroy(&ca);
+	thread_cond_init_mono(&st->bucket_cv);
 	if (!st->objstore || st->read_only ||
 	    !(st->bucket_mode & (STORE_BUCKET_DISCOVER | STORE_BUCKET_PRUNE)))
 		return 0;
@@ -800,10 +769,6 @@ void store__bucket_close(struct store *st)
 {
 	if (!st->bucket_started)
 		return;
-	pthread_mutex_lock(&st->bucket_wait_mu);
-	st->bucket_stop = 1;
-	pthread_cond_signal(&st->bucket_cv);
-	pthread_mutex_unlock(&st->bucket_wait_mu);
-	pthread_join(st->bucket_thread, NULL);
+	thread_stop(st->bucket_thread, &st->bucket_wait_mu, &st->bucket_cv, &st->bucket_stop);
 	st->bucket_started = 0;
 }

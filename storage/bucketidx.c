@@ -86,42 +86,6 @@ int store__bkt_encode(const struct bkt_index *x, struct buf *out)
 
 /* ---- decoding --------------------------------------------------------------------- */
 
-struct rd {
-	const uint8_t *p, *end;
-	struct err_msg *msg;
-};
-
-static int rd_uv(struct rd *r, uint64_t *v, const char *what)
-{
-	size_t n = varint_get(r->p, r->end, v);
-
-	if (!n)
-		*v = 0;
-	if (!n)
-		return err_set(r->msg, ERR_CORRUPT, "bucket index: truncated at %s", what);
-	r->p += n;
-	return 0;
-}
-
-static int rd_sv(struct rd *r, int64_t *v, const char *what)
-{
-	uint64_t u = 0;
-	int rc = rd_uv(r, &u, what);
-
-	if (!rc)
-		*v = zigzag_decode(u);
-	return rc;
-}
-
-static int rd_bytes(struct rd *r, size_t n, const uint8_t **out, const char *what)
-{
-	if ((size_t)(r->end - r->p) < n)
-		return err_set(r->msg, ERR_CORRUPT, "bucket index: truncated at %s", what);
-	*out = r->p;
-	r->p += n;
-	return 0;
-}
-
 /* a + b as an int64 that must stay inside the range end; ERR_CORRUPT past it. */
 static int add_in(int64_t a, uint64_t b, int64_t *out)
 {
@@ -130,7 +94,7 @@ static int add_in(int64_t a, uint64_t b, int64_t *out)
 	return 0;
 }
 
-static int get_block(struct rd *r, struct bkt_index *x, struct bkt_block *b, uint64_t *covers)
+static int get_block(struct objrd *r, struct bkt_index *x, struct bkt_block *b, uint64_t *covers)
 {
 	struct brec *c = &b->rec;
 	const uint8_t *id = NULL;
@@ -138,95 +102,76 @@ static int get_block(struct rd *r, struct bkt_index *x, struct bkt_block *b, uin
 	int64_t s = 0;
 	int rc;
 
-	rc = rd_bytes(r, BLOCK_ID_BYTES, &id, "a block id");
+	rc = store__objrd_bytes(r, BLOCK_ID_BYTES, &id, "block id");
 	if (rc)
 		return rc;
 	memcpy(b->id, id, BLOCK_ID_BYTES);
-	rc = rd_uv(r, &v, "a level");
-	if (!rc && v > BKT_MAX_LEVEL)
-		rc = err_set(r->msg, ERR_CORRUPT, "bucket index: level %llu", (unsigned long long)v);
+	rc = store__objrd_uv(r, BKT_MAX_LEVEL, &v, "level");
 	c->level = (uint32_t)v;
 	if (!rc)
-		rc = rd_sv(r, &s, "a range");
+		rc = store__objrd_sv(r, &s, "range start");
 	if (!rc)
-		rc = rd_uv(r, &len, "a range");
+		rc = store__objrd_uv(r, UINT64_MAX, &len, "range length");
 	if (!rc)
-		rc = rd_uv(r, &d1, "a min time");
+		rc = store__objrd_uv(r, UINT64_MAX, &d1, "min time");
 	if (!rc)
-		rc = rd_uv(r, &d2, "a max time");
+		rc = store__objrd_uv(r, UINT64_MAX, &d2, "max time");
 	if (rc)
 		return rc;
 	c->range_start = s;
 	if (!len || add_in(s, len, &c->range_end) || add_in(s, d1, &c->min_time) ||
 	    add_in(c->min_time, d2, &c->max_time) || c->max_time >= c->range_end)
-		return err_set(r->msg, ERR_CORRUPT, "bucket index: block times out of their range");
-	rc = rd_uv(r, &c->bytes, "a size");
+		return store__objrd_bad(r, "block times");
+	rc = store__objrd_uv(r, UINT64_MAX, &c->bytes, "size");
 	if (!rc)
-		rc = rd_uv(r, &c->series, "counts");
+		rc = store__objrd_uv(r, UINT64_MAX, &c->series, "series count");
 	if (!rc)
-		rc = rd_uv(r, &c->profiles, "counts");
+		rc = store__objrd_uv(r, UINT64_MAX, &c->profiles, "profile count");
 	if (!rc)
-		rc = rd_uv(r, &c->samples, "counts");
+		rc = store__objrd_uv(r, UINT64_MAX, &c->samples, "sample count");
 	if (!rc)
-		rc = rd_uv(r, &n, "covers");
+		rc = store__objrd_count(r, BKT_MAX_COVERS, BLOCK_ID_BYTES, &n, "cover count");
 	if (rc)
 		return rc;
 	*covers += n;
-	if (n > BKT_MAX_COVERS || *covers > BKT_MAX_ALL_COVERS ||
-	    n * BLOCK_ID_BYTES > (uint64_t)(r->end - r->p))
-		return err_set(r->msg, ERR_CORRUPT, "bucket index: %llu covers",
-			       (unsigned long long)n);
+	if (*covers > BKT_MAX_ALL_COVERS)
+		return store__objrd_bad(r, "cover count (all blocks together)");
 	b->n_covers = (uint32_t)n;
 	b->covers = n ? arena_alloc(&x->mem, n * BLOCK_ID_BYTES) : NULL;
 	if (n && !b->covers)
 		return arena_failed(&x->mem);
 	for (uint64_t i = 0; i < n; i++) {
-		rc = rd_bytes(r, BLOCK_ID_BYTES, &id, "covers");
+		rc = store__objrd_bytes(r, BLOCK_ID_BYTES, &id, "cover");
 		if (rc)
 			return rc;
 		memcpy(b->covers[i], id, BLOCK_ID_BYTES);
 		if ((i && memcmp(b->covers[i - 1], id, BLOCK_ID_BYTES) >= 0) ||
 		    !memcmp(id, b->id, BLOCK_ID_BYTES))
-			return err_set(r->msg, ERR_CORRUPT, "bucket index: covers out of order");
+			return store__objrd_bad(r, "cover order");
 	}
-	rc = rd_uv(r, &v, "a mark");
-	if (!rc && v > BKT_EXPIRED)
-		rc = err_set(r->msg, ERR_CORRUPT, "bucket index: mark %llu", (unsigned long long)v);
+	rc = store__objrd_uv(r, BKT_EXPIRED, &v, "mark");
 	b->mark = (uint32_t)v;
 	if (!rc && b->mark)
-		rc = rd_sv(r, &b->marked_ns, "a mark");
+		rc = store__objrd_sv(r, &b->marked_ns, "mark time");
 	return rc;
 }
 
-static int get_tenant(struct rd *r, struct bkt_index *x, struct bkt_tenant *t,
+static int get_tenant(struct objrd *r, struct bkt_index *x, struct bkt_tenant *t,
 		      const struct bkt_tenant *prev, uint64_t *blocks, uint64_t *covers)
 {
-	const uint8_t *name = NULL;
-	uint64_t nl = 0, n = 0;
-	int rc = rd_uv(r, &nl, "a tenant name");
+	uint64_t n = 0;
+	int rc = store__objrd_str(r, &x->mem, STORE_MAX_TENANT_NAME, &t->name, "tenant name");
 
-	if (!rc && (!nl || nl > STORE_MAX_TENANT_NAME))
-		rc = err_set(r->msg, ERR_CORRUPT, "bucket index: a tenant name of %llu bytes",
-			     (unsigned long long)nl);
+	if (!rc && prev && strcmp(prev->name, t->name) >= 0)
+		rc = store__objrd_bad(r, "tenant order");
 	if (!rc)
-		rc = rd_bytes(r, nl, &name, "a tenant name");
-	if (rc)
-		return rc;
-	if (memchr(name, 0, nl))
-		return err_set(r->msg, ERR_CORRUPT, "bucket index: a tenant name holds a NUL");
-	t->name = arena_strndup(&x->mem, (const char *)name, nl);
-	if (!t->name)
-		return arena_failed(&x->mem);
-	if (prev && strcmp(prev->name, t->name) >= 0)
-		return err_set(r->msg, ERR_CORRUPT, "bucket index: tenants out of order");
-	rc = rd_uv(r, &n, "a block count");
+		rc = store__objrd_count(r, BKT_MAX_BLOCKS, BLOCK_ID_BYTES + 11, &n, /* the least block */
+					"block count");
 	if (rc)
 		return rc;
 	*blocks += n;
-	/* Each block takes at least 16 + 11 bytes: a count past what is left is a lie. */
-	if (*blocks > BKT_MAX_BLOCKS || n > (uint64_t)(r->end - r->p) / (BLOCK_ID_BYTES + 11))
-		return err_set(r->msg, ERR_CORRUPT, "bucket index: %llu blocks",
-			       (unsigned long long)n);
+	if (*blocks > BKT_MAX_BLOCKS)
+		return store__objrd_bad(r, "block count (all tenants together)");
 	t->n_blocks = (size_t)n;
 	t->blocks = n ? arena_calloc(&x->mem, n, sizeof(*t->blocks)) : NULL;
 	if (n && !t->blocks)
@@ -236,14 +181,14 @@ static int get_tenant(struct rd *r, struct bkt_index *x, struct bkt_tenant *t,
 		if (rc)
 			return rc;
 		if (i && memcmp(t->blocks[i - 1].id, t->blocks[i].id, BLOCK_ID_BYTES) >= 0)
-			return err_set(r->msg, ERR_CORRUPT, "bucket index: blocks out of order");
+			return store__objrd_bad(r, "block order");
 	}
 	return 0;
 }
 
 int store__bkt_decode(const uint8_t *p, size_t len, struct bkt_index *out, struct err_msg *msg)
 {
-	struct rd r = { p + BKT_HEADER_BYTES, p + len, msg };
+	struct objrd r;
 	struct bkt_index x;
 	uint64_t n = 0, blocks = 0, covers = 0;
 	int rc;
@@ -252,14 +197,13 @@ int store__bkt_decode(const uint8_t *p, size_t len, struct bkt_index *out, struc
 				  msg);
 	if (rc)
 		return rc;
+	store__objrd_init(&r, p, len, "bucket index", msg);
 	/* Decoded, an index takes at most a few times its bytes: a block of
 	 * 28 bytes or more becomes a struct of ~120, a cover stays 16. */
 	store__bkt_init(&x, 8 * len + 4096);
-	rc = rd_sv(&r, &x.written_ns, "the header");
+	rc = store__objrd_sv(&r, &x.written_ns, "write time");
 	if (!rc)
-		rc = rd_uv(&r, &n, "the tenant count");
-	if (!rc && (n > BKT_MAX_TENANTS || n > (uint64_t)(r.end - r.p) / 2))
-		rc = err_set(msg, ERR_CORRUPT, "bucket index: %llu tenants", (unsigned long long)n);
+		rc = store__objrd_count(&r, BKT_MAX_TENANTS, 2, &n, "tenant count");
 	if (!rc && n) {
 		x.tenants = arena_calloc(&x.mem, (size_t)n, sizeof(*x.tenants));
 		if (!x.tenants)
@@ -270,14 +214,10 @@ int store__bkt_decode(const uint8_t *p, size_t len, struct bkt_index *out, struc
 				&covers);
 		x.n_tenants = i + 1;
 	}
-	if (!rc && r.p != r.end)
-		rc = err_set(msg, ERR_CORRUPT, "bucket index: %zu bytes after the last tenant",
-			     (size_t)(r.end - r.p));
+	rc = store__objrd_end(&r, rc);
 	if (rc) {
-		if (rc == ERR_TOO_LARGE)
-			err_set(msg, ERR_CORRUPT, "bucket index: decodes larger than its cap");
 		store__bkt_release(&x);
-		return rc == ERR_TOO_LARGE ? ERR_CORRUPT : rc;
+		return rc;
 	}
 	*out = x;
 	return 0;
@@ -285,39 +225,20 @@ int store__bkt_decode(const uint8_t *p, size_t len, struct bkt_index *out, struc
 
 /* ---- lookups and the rule -------------------------------------------------------- */
 
+/* The arrays are NULL while empty, and bsearch wants a base. */
 const struct bkt_tenant *store__bkt_tenant(const struct bkt_index *x, const char *name)
 {
-	size_t lo = 0, hi = x->n_tenants;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(name, x->tenants[mid].name);
-		if (!c)
-			return &x->tenants[mid];
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	if (!x->n_tenants)
+		return NULL;
+	return bsearch(&name, x->tenants, x->n_tenants, sizeof(*x->tenants), store__cmp_str);
 }
 
 const struct bkt_block *store__bkt_block(const struct bkt_tenant *t,
 					 const uint8_t id[BLOCK_ID_BYTES])
 {
-	size_t lo = 0, hi = t->n_blocks;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = memcmp(id, t->blocks[mid].id, BLOCK_ID_BYTES);
-		if (!c)
-			return &t->blocks[mid];
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	if (!t->n_blocks)
+		return NULL;
+	return bsearch(id, t->blocks, t->n_blocks, sizeof(*t->blocks), store__cmp_id);
 }
 
 /* Ids taken by accepted blocks: open addressing over the ids' first 8 bytes. */

@@ -6,12 +6,8 @@
  */
 #include "storage_int.h"
 
-#include <assert.h>
 #include <pthread.h>
 #include <string.h>
-
-#include "base/buf.h"
-#include "base/err.h"
 
 #define POLY 0x82F63B78u
 
@@ -96,45 +92,4 @@ uint32_t store__crc32c_soft(uint32_t crc, const void *p, size_t n)
 {
 	pthread_once(&table_once, table_init);
 	return ~crc_soft(~crc, p, n);
-}
-
-/* ---- the header of the bucket's objects ------------------------------------------- */
-
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-int store__objhead_put(struct buf *out, const char magic[8], uint32_t version)
-{
-	uint8_t head[STORE_OBJHEAD_BYTES] = { 0 };
-
-	memcpy(head, magic, 8);
-	for (int i = 0; i < 4; i++)
-		head[8 + i] = (uint8_t)(version >> (8 * i));
-	return buf_append(out, head, sizeof(head));
-}
-
-void store__objhead_seal(struct buf *out, size_t start)
-{
-	uint8_t *p = (uint8_t *)out->data + start;
-	uint32_t crc;
-
-	assert(out->len >= start + STORE_OBJHEAD_BYTES);
-	crc = store__crc32c(0, p + STORE_OBJHEAD_BYTES, out->len - start - STORE_OBJHEAD_BYTES);
-	for (int i = 0; i < 4; i++)
-		p[12 + i] = (uint8_t)(crc >> (8 * i));
-}
-
-int store__objhead_check(const uint8_t *p, size_t len, size_t max, const char magic[8],
-			 uint32_t version, const char *what, struct err_msg *msg)
-{
-	if (len < STORE_OBJHEAD_BYTES || len > max || memcmp(p, magic, 8))
-		return err_set(msg, ERR_CORRUPT, "not a %s (%zu bytes)", what, len);
-	if (le32(p + 8) != version)
-		return err_set(msg, ERR_CORRUPT, "%s of format %u, not %u", what, le32(p + 8),
-			       version);
-	if (store__crc32c(0, p + STORE_OBJHEAD_BYTES, len - STORE_OBJHEAD_BYTES) != le32(p + 12))
-		return err_set(msg, ERR_CORRUPT, "%s: checksum mismatch", what);
-	return 0;
 }

@@ -12,7 +12,6 @@
 #include "base/err.h"
 #include "base/grow.h"
 #include "base/log.h"
-#include "base/varint.h"
 #include "objstore/objstore.h"
 
 /* Decoded, a table takes a few times its bytes (an id of 21 bytes or more
@@ -95,72 +94,24 @@ int store__direfs_encode(const struct store_direfs *r, struct buf *out)
 
 /* ---- decoding --------------------------------------------------------------------- */
 
-struct in {
-	const uint8_t *p, *end;
-	struct err_msg *msg;
-};
-
-static int corrupt(struct in *in, const char *what)
+static int in_block(struct objrd *in, struct store_direfs *r, struct direfs_block *b,
+		    const struct direfs_block *prev, uint64_t *all_refs)
 {
-	return err_set(in->msg, ERR_CORRUPT, "debuginfo-refs: bad %s at byte %zu", what,
-		       (size_t)(in->end - in->p));
-}
-
-static int in_uv(struct in *in, uint64_t *v, uint64_t max, const char *what)
-{
-	size_t n = varint_get(in->p, in->end, v);
-
-	if (!n || *v > max)
-		return corrupt(in, what);
-	in->p += n;
-	return 0;
-}
-
-static int in_sv(struct in *in, int64_t *v, const char *what)
-{
-	uint64_t u = 0;
-	int rc = in_uv(in, &u, UINT64_MAX, what);
-
-	if (!rc)
-		*v = zigzag_decode(u);
-	return rc;
-}
-
-/* A string of 1..max bytes, copied NUL-terminated into the arena. */
-static int in_str(struct in *in, struct arena *a, size_t max, const char **out, const char *what)
-{
-	uint64_t n = 0;
-	int rc = in_uv(in, &n, max, what);
+	const uint8_t *id = NULL;
+	uint64_t n = 0, at = 0;
+	int rc = store__objrd_bytes(in, BLOCK_ID_BYTES, &id, "block id");
 
 	if (rc)
 		return rc;
-	if (!n || n > (uint64_t)(in->end - in->p) || memchr(in->p, 0, (size_t)n))
-		return corrupt(in, what);
-	*out = arena_strndup(a, (const char *)in->p, (size_t)n);
-	if (!*out)
-		return arena_failed(a);
-	in->p += n;
-	return 0;
-}
-
-static int in_block(struct in *in, struct store_direfs *r, struct direfs_block *b,
-		    const struct direfs_block *prev, uint64_t *all_refs)
-{
-	uint64_t n = 0, at = 0;
-	int rc;
-
-	if (in->end - in->p < BLOCK_ID_BYTES)
-		return corrupt(in, "block id");
-	memcpy(b->id, in->p, BLOCK_ID_BYTES);
-	in->p += BLOCK_ID_BYTES;
+	memcpy(b->id, id, BLOCK_ID_BYTES);
 	if (prev && memcmp(prev->id, b->id, BLOCK_ID_BYTES) >= 0)
-		return corrupt(in, "block order");
-	rc = in_uv(in, &n, r->n_ids, "ref count");
+		return store__objrd_bad(in, "block order");
+	rc = store__objrd_count(in, r->n_ids, 1, &n, "ref count");
 	if (rc)
 		return rc;
 	*all_refs += n;
-	if (*all_refs > DIREFS_MAX_REFS || n > (uint64_t)(in->end - in->p))
-		return corrupt(in, "ref count");
+	if (*all_refs > DIREFS_MAX_REFS)
+		return store__objrd_bad(in, "ref count (all blocks together)");
 	b->n_refs = (uint32_t)n;
 	b->refs = n ? arena_alloc(&r->mem, n * sizeof(*b->refs)) : NULL;
 	if (n && !b->refs)
@@ -168,32 +119,32 @@ static int in_block(struct in *in, struct store_direfs *r, struct direfs_block *
 	for (uint64_t k = 0; k < n; k++) {
 		uint64_t gap = 0;
 
-		rc = in_uv(in, &gap, r->n_ids, "ref");
+		rc = store__objrd_uv(in, r->n_ids, &gap, "ref");
 		if (rc)
 			return rc;
 		at = k ? at + 1 + gap : gap;
 		if (at >= r->n_ids)
-			return corrupt(in, "ref");
+			return store__objrd_bad(in, "ref");
 		b->refs[k] = (uint32_t)at;
 	}
 	return 0;
 }
 
-static int in_tenant(struct in *in, struct store_direfs *r, struct direfs_tenant *t,
+static int in_tenant(struct objrd *in, struct store_direfs *r, struct direfs_tenant *t,
 		     const struct direfs_tenant *prev, uint64_t *all_blocks, uint64_t *all_refs)
 {
 	uint64_t n = 0;
-	int rc = in_str(in, &r->mem, STORE_MAX_TENANT_NAME, &t->name, "tenant name");
+	int rc = store__objrd_str(in, &r->mem, STORE_MAX_TENANT_NAME, &t->name, "tenant name");
 
 	if (!rc && prev && strcmp(prev->name, t->name) >= 0)
-		rc = corrupt(in, "tenant order");
+		rc = store__objrd_bad(in, "tenant order");
 	if (!rc)
-		rc = in_uv(in, &n, BKT_MAX_BLOCKS, "block count");
+		rc = store__objrd_count(in, BKT_MAX_BLOCKS, BLOCK_ID_BYTES + 1, &n, "block count");
 	if (rc)
 		return rc;
 	*all_blocks += n;
-	if (*all_blocks > BKT_MAX_BLOCKS || n > (uint64_t)(in->end - in->p) / (BLOCK_ID_BYTES + 1))
-		return corrupt(in, "block count");
+	if (*all_blocks > BKT_MAX_BLOCKS)
+		return store__objrd_bad(in, "block count (all tenants together)");
 	t->blocks = n ? arena_calloc(&r->mem, (size_t)n, sizeof(*t->blocks)) : NULL;
 	if (n && !t->blocks)
 		return arena_failed(&r->mem);
@@ -207,7 +158,7 @@ static int in_tenant(struct in *in, struct store_direfs *r, struct direfs_tenant
 int store__direfs_decode(const uint8_t *p, size_t len, struct store_direfs *out,
 			 struct err_msg *msg)
 {
-	struct in in = { p + DIREFS_HEADER_BYTES, p + len, msg };
+	struct objrd in;
 	struct store_direfs r;
 	uint64_t n = 0, blocks = 0, refs = 0;
 	int rc;
@@ -216,29 +167,26 @@ int store__direfs_decode(const uint8_t *p, size_t len, struct store_direfs *out,
 				  "debuginfo-refs object", msg);
 	if (rc)
 		return rc;
+	store__objrd_init(&in, p, len, "debuginfo-refs", msg);
 	store__direfs_init(&r, DECODE_GROWTH * len + 4096);
-	rc = in_sv(&in, &r.written_ns, "header");
+	rc = store__objrd_sv(&in, &r.written_ns, "write time");
 	if (!rc)
-		rc = in_uv(&in, &n, DIREFS_MAX_IDS, "id count");
-	if (!rc && n > (uint64_t)(in.end - in.p) / 3)
-		rc = corrupt(&in, "id count");
+		rc = store__objrd_count(&in, DIREFS_MAX_IDS, 3, &n, "id count");
 	if (!rc && n) {
 		r.ids = arena_calloc(&r.mem, (size_t)n, sizeof(*r.ids));
 		if (!r.ids)
 			rc = arena_failed(&r.mem);
 	}
 	for (size_t i = 0; !rc && i < n; i++) {
-		rc = in_str(&in, &r.mem, DIREFS_ID_MAX, &r.ids[i].id, "build id");
+		rc = store__objrd_str(&in, &r.mem, DIREFS_ID_MAX, &r.ids[i].id, "build id");
 		if (!rc && i && strcmp(r.ids[i - 1].id, r.ids[i].id) >= 0)
-			rc = corrupt(&in, "build id order");
+			rc = store__objrd_bad(&in, "build id order");
 		if (!rc)
-			rc = in_sv(&in, &r.ids[i].last_ns, "last use");
+			rc = store__objrd_sv(&in, &r.ids[i].last_ns, "last use");
 		r.n_ids = i + 1;
 	}
 	if (!rc)
-		rc = in_uv(&in, &n, BKT_MAX_TENANTS, "tenant count");
-	if (!rc && n > (uint64_t)(in.end - in.p) / 2)
-		rc = corrupt(&in, "tenant count");
+		rc = store__objrd_count(&in, BKT_MAX_TENANTS, 2, &n, "tenant count");
 	if (!rc && n) {
 		r.tenants = arena_calloc(&r.mem, (size_t)n, sizeof(*r.tenants));
 		if (!r.tenants)
@@ -248,13 +196,10 @@ int store__direfs_decode(const uint8_t *p, size_t len, struct store_direfs *out,
 		rc = in_tenant(&in, &r, &r.tenants[i], i ? &r.tenants[i - 1] : NULL, &blocks, &refs);
 		r.n_tenants = i + 1;
 	}
-	if (!rc && in.p != in.end)
-		rc = corrupt(&in, "end");
+	rc = store__objrd_end(&in, rc);
 	if (rc) {
-		if (rc == ERR_TOO_LARGE)
-			err_set(msg, ERR_CORRUPT, "debuginfo-refs: decodes larger than its cap");
 		store__direfs_release(&r);
-		return rc == ERR_TOO_LARGE ? ERR_CORRUPT : rc;
+		return rc;
 	}
 	*out = r;
 	return 0;
@@ -279,22 +224,10 @@ void store_direfs_forget(struct store_direfs *r, size_t i)
 	r->ids[i].forget = 1;
 }
 
+/* The entry of `id` in v (ascending), or NULL; v is NULL while empty, and bsearch wants a base. */
 static struct direfs_id *id_find(struct direfs_id *v, size_t n, const char *id)
 {
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(id, v[mid].id);
-
-		if (!c)
-			return &v[mid];
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	return n ? bsearch(&id, v, n, sizeof(*v), store__cmp_str) : NULL;
 }
 
 int store_direfs_seen(struct store_direfs *r, const char *build_id, int64_t at_ns)
@@ -356,11 +289,6 @@ static int use_cmp(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
-static int dir_id_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct direfs_id *)a)->id, ((const struct direfs_id *)b)->id);
-}
-
 static int u32_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -388,32 +316,15 @@ static int add_use(struct collect *c, const char *id, int64_t t, int ref)
 static const struct direfs_block *old_block(const struct store_direfs *old, const char *tenant,
 					    const uint8_t *id)
 {
-	size_t lo = 0, hi = old->n_tenants;
 	const struct direfs_tenant *t = NULL;
 
-	while (lo < hi && !t) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(tenant, old->tenants[mid].name);
-
-		if (!c)
-			t = &old->tenants[mid];
-		else if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	for (lo = 0, hi = t ? t->n_blocks : 0; lo < hi;) {
-		size_t mid = (lo + hi) / 2;
-		int c = memcmp(id, t->blocks[mid].id, BLOCK_ID_BYTES);
-
-		if (!c)
-			return &t->blocks[mid];
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
-	return NULL;
+	/* The arrays are NULL while empty, and bsearch wants a base. */
+	if (old->n_tenants)
+		t = bsearch(&tenant, old->tenants, old->n_tenants, sizeof(*old->tenants),
+			    store__cmp_str);
+	if (!t || !t->n_blocks)
+		return NULL;
+	return bsearch(id, t->blocks, t->n_blocks, sizeof(*t->blocks), store__cmp_id);
 }
 
 /* The build IDs of a block the old table lacks, from its footer; 1: unreadable. */
@@ -579,7 +490,7 @@ static int merge_seen(struct store_direfs *nx)
 
 	if (!nx->n_seen)
 		return 0;
-	qsort(nx->seen, nx->n_seen, sizeof(*nx->seen), dir_id_cmp);
+	qsort(nx->seen, nx->n_seen, sizeof(*nx->seen), store__cmp_str);
 	v = arena_calloc(&nx->mem, nx->n_ids + nx->n_seen, sizeof(*v));
 	map = malloc((nx->n_ids + 1) * sizeof(*map));
 	if (!v || !map) {

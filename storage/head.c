@@ -156,14 +156,11 @@ void store__epoch_forget_windows(struct tenant *t, uint32_t max_epoch, int64_t f
 
 int store__epochs_load(struct store *st, struct tenant *t, struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	struct scan s;
 	int rc;
 
 	store__epochs_free(t);
-	key_tenant_tag(lo, t->id, TAG_EPOCH);
-	key_tenant_tag(hi, t->id, TAG_EPOCH + 1);
-	rc = store__scan_open(st, CFI_META, &s, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_META, NULL, t->id, TAG_EPOCH, &s);
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
 		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
@@ -376,16 +373,8 @@ struct u64set {
 
 static int u64set_has(const struct u64set *s, uint64_t x)
 {
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s->v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->n && s->v[lo] == x;
+	/* v is NULL while empty, and bsearch wants a base. */
+	return s->n && bsearch(&x, s->v, s->n, sizeof(*s->v), store__cmp_u64);
 }
 
 /*
@@ -410,13 +399,10 @@ static int scan_chunks(struct store *st, struct tenant *t, rocksdb_writebatch_t 
 		       struct u64set *live, uint64_t *del_profiles, uint64_t *del_samples,
 		       int64_t *max_window, struct err_msg *msg)
 {
-	uint8_t lo[5], hi[5];
 	struct scan s;
 	int rc;
 
-	key_tenant_tag(lo, t->id, TAG_CHUNK);
-	key_tenant_tag(hi, t->id, TAG_CHUNK + 1);
-	rc = store__scan_open(st, CFI_SAMPLES, &s, lo, 5, hi, 5);
+	rc = store__scan_tag(st, CFI_SAMPLES, NULL, t->id, TAG_CHUNK, &s);
 	for (; !rc && rocksdb_iter_valid(s.it); rocksdb_iter_next(s.it)) {
 		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);

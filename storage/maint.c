@@ -74,6 +74,27 @@ int store__label_key(const struct store_label *l, size_t n, struct buf *out)
 	return rc;
 }
 
+size_t store__labels_size(const struct store_label *l, size_t n)
+{
+	size_t bytes = 0;
+
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
+	return bytes;
+}
+
+void store__labels_copy(const struct store_label *l, size_t n, char *text,
+			struct store_label *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t a = strlen(l[i].name) + 1, b = strlen(l[i].value) + 1;
+
+		out[i].name = memcpy(text, l[i].name, a);
+		out[i].value = memcpy(text + a, l[i].value, b);
+		text += a + b;
+	}
+}
+
 const char *store__service_of(const struct store_label *l, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -93,7 +114,7 @@ void store__wser_free(struct wser *s)
 
 int store__wser_set(struct wser *s, const struct store_label *l, size_t n, struct buf *kb)
 {
-	size_t bytes = 0, at = 0;
+	size_t bytes = store__labels_size(l, n);
 	const char *svc = store__service_of(l, n);
 	int rc;
 
@@ -102,8 +123,6 @@ int store__wser_set(struct wser *s, const struct store_label *l, size_t n, struc
 	rc = store__label_key(l, n, kb);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < n; i++)
-		bytes += strlen(l[i].name) + strlen(l[i].value) + 2;
 	s->svc = strdup(svc);
 	s->key = malloc(kb->len ? kb->len : 1);
 	s->labels = calloc(n, sizeof(*s->labels));
@@ -112,15 +131,7 @@ int store__wser_set(struct wser *s, const struct store_label *l, size_t n, struc
 		return ERR_NOMEM;
 	memcpy(s->key, kb->data, kb->len);
 	s->key_len = kb->len;
-	for (size_t i = 0; i < n; i++) {
-		size_t a = strlen(l[i].name) + 1, b = strlen(l[i].value) + 1;
-		memcpy(s->text + at, l[i].name, a);
-		s->labels[i].name = s->text + at;
-		at += a;
-		memcpy(s->text + at, l[i].value, b);
-		s->labels[i].value = s->text + at;
-		at += b;
-	}
+	store__labels_copy(l, n, s->text, s->labels);
 	s->n_labels = n;
 	return 0;
 }
@@ -230,16 +241,11 @@ static int plan_ranges(struct seal *s, unsigned flags)
 
 static int range_index(const struct seal *s, int64_t r)
 {
-	size_t lo = 0, hi = s->n_ranges;
+	const int64_t *at = NULL;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s->ranges[mid] < r)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->n_ranges && s->ranges[lo] == r ? (int)lo : -1;
+	if (s->n_ranges) /* ranges is NULL while empty, and bsearch wants a base */
+		at = bsearch(&r, s->ranges, s->n_ranges, sizeof(*s->ranges), i64_cmp);
+	return at ? (int)(at - s->ranges) : -1;
 }
 
 /* The chunk keys of the snapshot to seal: planned ranges, epochs <= max_epoch. */
@@ -286,16 +292,9 @@ static int collect_keys(struct seal *s, struct err_msg *msg)
 
 static const struct store_symbols *pinned_view(const struct seal *s, uint32_t part)
 {
-	size_t lo = 0, hi = s->n_pinned;
+	size_t i = store__part_lower(s->pinned, s->n_pinned, part);
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (s->pinned[mid]->id < part)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->n_pinned && s->pinned[lo]->id == part ? &s->views[lo] : NULL;
+	return i < s->n_pinned && s->pinned[i]->id == part ? &s->views[i] : NULL;
 }
 
 /* Reads series `id`'s labels from the snapshot into w. */

@@ -193,16 +193,9 @@ static int n_grow(uint64_t **p, size_t *cap, size_t need)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static int has_u64(const uint64_t *v, size_t n, uint64_t x)
 {
-	return n && bsearch(&x, v, n, sizeof(*v), cmp_u64) != NULL; /* v is NULL when n is 0 */
+	return n && bsearch(&x, v, n, sizeof(*v), store__cmp_u64) != NULL; /* v is NULL when n is 0 */
 }
 
 struct tenant_scan {
@@ -297,9 +290,9 @@ static int scan_tenant(struct store *st, struct tenant *t, struct tenant_scan *t
 		rc = store__scan_close(&sc, msg);
 	/* qsort's base may not be NULL, even for 0 elements (C11 7.22.5). */
 	if (!rc && ts->n_keys)
-		qsort(ts->keys, ts->n_keys, sizeof(*ts->keys), cmp_u64);
+		qsort(ts->keys, ts->n_keys, sizeof(*ts->keys), store__cmp_u64);
 	if (!rc && ts->n_walls)
-		qsort(ts->walls, ts->n_walls, sizeof(*ts->walls), cmp_u64);
+		qsort(ts->walls, ts->n_walls, sizeof(*ts->walls), store__cmp_u64);
 	return rc;
 }
 

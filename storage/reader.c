@@ -56,19 +56,10 @@ static size_t series_labels(const struct bindex *x, uint32_t i, struct store_lab
 /* The string id of s in the sorted table of x, or -1. */
 static int64_t find_str(const struct bindex *x, const char *s)
 {
-	size_t lo = 0, hi = x->n_str;
+	const char **at = x->n_str ? bsearch(&s, x->str, x->n_str, sizeof(*x->str), store__cmp_str)
+				   : NULL; /* x->str is NULL while empty; bsearch wants a base */
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(x->str[mid], s);
-		if (!c)
-			return (int64_t)mid;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	return at ? at - x->str : -1;
 }
 
 /* The postings of name=value in x: *list and *n (n 0 when none). */
@@ -270,11 +261,6 @@ void store_reader_close(struct store_reader *r)
 	free(r);
 }
 
-static int id_cmp(const void *a, const void *b)
-{
-	return memcmp(a, b, BLOCK_ID_BYTES);
-}
-
 int store_reader_open(struct store *st, const char *tenant, int64_t from_ns,
 		      int64_t until_ns, struct store_reader **out, struct err_msg *msg)
 {
@@ -343,7 +329,7 @@ int store__reader_open(struct store *st, const char *tenant, int64_t from_ns, in
 	for (size_t i = 0; !rc && i < t->n_blocks; i++) {
 		struct block *b = t->blocks[i];
 		if (!overlaps(b, from_ns, until_ns) ||
-		    (n_skip && bsearch(b->id, skip, n_skip, BLOCK_ID_BYTES, id_cmp)))
+		    (n_skip && bsearch(b->id, skip, n_skip, BLOCK_ID_BYTES, store__cmp_id)))
 			continue;
 		store__block_ref(b);
 		r->src[r->n_src].b = b;
@@ -395,7 +381,7 @@ int store__reader_ids(const struct store_reader *r, uint8_t (**out)[BLOCK_ID_BYT
 			memcpy(v[k++], b->m.sources[j], BLOCK_ID_BYTES);
 	}
 	if (k)
-		qsort(v, k, BLOCK_ID_BYTES, id_cmp);
+		qsort(v, k, BLOCK_ID_BYTES, store__cmp_id);
 	/* A source is also among the covers the index gave: once each. */
 	if (k) {
 		size_t u = 1;
@@ -461,18 +447,7 @@ static int add_part(struct store_reader *r, uint32_t src, uint64_t id,
 	uint32_t i;
 	int rc;
 
-	buf_reset(&r->kb);
-	rc = buf_put_uvarint(&r->kb, n);
-	for (size_t k = 0; k < n && !rc; k++) {
-		size_t a = strlen(labels[k].name), b = strlen(labels[k].value);
-		rc = buf_put_uvarint(&r->kb, a);
-		if (!rc)
-			rc = buf_append(&r->kb, labels[k].name, a);
-		if (!rc)
-			rc = buf_put_uvarint(&r->kb, b);
-		if (!rc)
-			rc = buf_append(&r->kb, labels[k].value, b);
-	}
+	rc = store__label_key(labels, n, &r->kb);
 	if (rc)
 		return rc;
 	h = hash_bytes(r->kb.data, r->kb.len, 0x5e);
@@ -480,7 +455,6 @@ static int add_part(struct store_reader *r, uint32_t src, uint64_t id,
 		if (r->ser[i].key_len == r->kb.len && !memcmp(r->ser[i].key, r->kb.data, r->kb.len))
 			break;
 	if (i == HMAP_NONE) {
-		size_t text = 0, at;
 		rc = GROW(r->ser, r->cap_ser, r->n_ser + 1, MAX_READER_SERIES, NULL);
 		if (!rc)
 			rc = hmap_put_probed(&r->ser_ix, &pr, (uint32_t)r->n_ser);
@@ -488,9 +462,7 @@ static int add_part(struct store_reader *r, uint32_t src, uint64_t id,
 			return rc;
 		s = &r->ser[r->n_ser];
 		memset(s, 0, sizeof(*s));
-		for (size_t k = 0; k < n; k++)
-			text += strlen(labels[k].name) + strlen(labels[k].value) + 2;
-		s->key = malloc(r->kb.len + text);
+		s->key = malloc(r->kb.len + store__labels_size(labels, n));
 		s->labels = calloc(n + 1, sizeof(*s->labels));
 		if (!s->key || !s->labels) {
 			free(s->key);
@@ -500,16 +472,7 @@ static int add_part(struct store_reader *r, uint32_t src, uint64_t id,
 		}
 		memcpy(s->key, r->kb.data, r->kb.len);
 		s->key_len = r->kb.len;
-		at = r->kb.len;
-		for (size_t k = 0; k < n; k++) {
-			size_t a = strlen(labels[k].name) + 1, b = strlen(labels[k].value) + 1;
-			memcpy(s->key + at, labels[k].name, a);
-			s->labels[k].name = s->key + at;
-			at += a;
-			memcpy(s->key + at, labels[k].value, b);
-			s->labels[k].value = s->key + at;
-			at += b;
-		}
+		store__labels_copy(labels, n, s->key + r->kb.len, s->labels);
 		s->n_labels = n;
 		i = (uint32_t)r->n_ser++;
 	}
@@ -891,32 +854,6 @@ int store_reader_profiles_each(struct store_reader *r, uint64_t series_id, int64
 
 /* ---- the calls without a reader -------------------------------------------------------- */
 
-/* References the live blocks of t (all of them), for a call without a reader. */
-static int blocks_snapshot(struct tenant *t, struct block ***out, size_t *n)
-{
-	struct block **v;
-
-	pthread_mutex_lock(&t->mu);
-	v = calloc(t->n_blocks + 1, sizeof(*v));
-	if (v) {
-		for (size_t i = 0; i < t->n_blocks; i++) {
-			store__block_ref(t->blocks[i]);
-			v[i] = t->blocks[i];
-		}
-		*n = t->n_blocks;
-	}
-	pthread_mutex_unlock(&t->mu);
-	*out = v;
-	return v ? 0 : ERR_NOMEM;
-}
-
-static void blocks_release(struct store *st, struct block **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		store__block_put(st, v[i]);
-	free(v);
-}
-
 static int series_plain(struct store *st, const char *tenant, const char *name,
 			const char *value, store_series_cb cb, void *ctx)
 {
@@ -931,7 +868,7 @@ static int series_plain(struct store *st, const char *tenant, const char *name,
 	rc = name ? store__head_series_with(st, t, NULL, name, value, cb, ctx)
 		  : store__head_series_each(st, t, NULL, cb, ctx);
 	if (!rc)
-		rc = blocks_snapshot(t, &v, &n);
+		rc = store__blocks_snapshot(t, &v, &n);
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct bidx *x = NULL;
 		const uint32_t *list;
@@ -952,7 +889,7 @@ static int series_plain(struct store *st, const char *tenant, const char *name,
 		}
 		store__bidx_put(x);
 	}
-	blocks_release(st, v, n);
+	store__blocks_release(st, v, n);
 	return rc;
 }
 
@@ -987,7 +924,7 @@ static int strings_plain(struct store *st, const char *tenant, const char *name,
 	if (ss.rc)
 		rc = ss.rc;
 	if (!rc)
-		rc = blocks_snapshot(t, &v, &n);
+		rc = store__blocks_snapshot(t, &v, &n);
 	for (size_t i = 0; i < n && !rc; i++) {
 		struct bidx *x = NULL;
 		if (!block_ok(v[i]) || store__block_index(st, v[i], &x, NULL))
@@ -995,7 +932,7 @@ static int strings_plain(struct store *st, const char *tenant, const char *name,
 		rc = index_strings(&x->x, name, &ss);
 		store__bidx_put(x);
 	}
-	blocks_release(st, v, n);
+	store__blocks_release(st, v, n);
 	if (!rc)
 		rc = strset_report(&ss, cb, ctx);
 	intern_release(&ss.in);

@@ -556,27 +556,16 @@ static char *chunk_partial(void *state, const char *key, size_t key_len,
 	return out;
 }
 
-static void chunk_free_value(void *state, const char *value, size_t len)
-{
-	(void)state, (void)len;
-	free((void *)value);
-}
-
 static const char *chunk_name(void *state)
 {
 	(void)state;
 	return "unhex.chunk.v1";
 }
 
-static void chunk_state_free(void *state)
-{
-	(void)state;
-}
-
 rocksdb_mergeoperator_t *store__chunk_merge_operator(void)
 {
-	return rocksdb_mergeoperator_create(NULL, chunk_state_free, chunk_full, chunk_partial,
-					    chunk_free_value, chunk_name);
+	return rocksdb_mergeoperator_create(NULL, store__stateless_free, chunk_full,
+					    chunk_partial, store__merge_free_value, chunk_name);
 }
 
 /* ---- compaction filter: one columnar block per chunk -------------------------- */
@@ -665,16 +654,11 @@ static const char *factory_name(void *state)
 
 rocksdb_compactionfilterfactory_t *store__chunk_filter_factory(void)
 {
-	return rocksdb_compactionfilterfactory_create(NULL, chunk_state_free, filter_create,
+	return rocksdb_compactionfilterfactory_create(NULL, store__stateless_free, filter_create,
 						      factory_name);
 }
 
 /* ---- writing ------------------------------------------------------------------ */
-
-struct pair {
-	uint32_t id;
-	int64_t v;
-};
 
 /*
  * LSD radix sort of pairs by stack id, one byte per pass, skipping the high
@@ -682,9 +666,9 @@ struct pair {
  * small, so this is usually two linear passes.  `tmp` holds 2 * n pairs;
  * returns where the sorted pairs are.
  */
-static struct pair *radix_sort(struct pair *tmp, size_t n, uint32_t max_id)
+static struct store__pair *radix_sort(struct store__pair *tmp, size_t n, uint32_t max_id)
 {
-	struct pair *a = tmp, *b = tmp + n;
+	struct store__pair *a = tmp, *b = tmp + n;
 
 	for (unsigned shift = 0; shift < 32 && (max_id >> shift); shift += 8) {
 		size_t count[256] = { 0 }, pos = 0;
@@ -699,7 +683,7 @@ static struct pair *radix_sort(struct pair *tmp, size_t n, uint32_t max_id)
 		for (size_t i = 0; i < n; i++)
 			b[count[(a[i].id >> shift) & 0xff]++] = a[i];
 		{
-			struct pair *t = a;
+			struct store__pair *t = a;
 			a = b;
 			b = t;
 		}
@@ -757,9 +741,8 @@ size_t store__sort_span_pairs(uint32_t *ids, int64_t *vals, uint64_t *spans,
 	return k;
 }
 
-/* Copies n pairs sorted by stack id, summing repeats; returns the count kept. */
-static size_t sort_pairs(uint32_t *ids, int64_t *vals, const uint32_t *in_ids,
-			 const int64_t *in_vals, size_t n, struct pair *tmp)
+size_t store__sort_pairs(uint32_t *ids, int64_t *vals, const uint32_t *in_ids,
+			 const int64_t *in_vals, size_t n, struct store__pair *tmp)
 {
 	size_t k = 0;
 	uint32_t max_id = 0;
@@ -768,8 +751,8 @@ static size_t sort_pairs(uint32_t *ids, int64_t *vals, const uint32_t *in_ids,
 	for (size_t i = 1; i < n && sorted; i++)
 		sorted = in_ids[i - 1] < in_ids[i];
 	if (sorted) {
-		memcpy(ids, in_ids, n * sizeof(*ids));
-		memcpy(vals, in_vals, n * sizeof(*vals));
+		memmove(ids, in_ids, n * sizeof(*ids)); /* the same arrays, maybe */
+		memmove(vals, in_vals, n * sizeof(*vals));
 		return n;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -830,7 +813,7 @@ int store_txn_profile_spans(struct store_txn *tx, uint64_t series_id, uint32_t p
 	if (rc)
 		return rc;
 	if (n > 1 || with_spans) {
-		tmp = malloc(with_spans ? n * sizeof(struct store__span_pair) : 2 * n * sizeof(struct pair));
+		tmp = malloc(with_spans ? n * sizeof(struct store__span_pair) : 2 * n * sizeof(struct store__pair));
 		if (!tmp)
 			return ERR_NOMEM;
 	}
@@ -844,8 +827,8 @@ int store_txn_profile_spans(struct store_txn *tx, uint64_t series_id, uint32_t p
 		tp->n = store__sort_span_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples,
 					tx->spans + tx->n_samples, stack_ids, values, spans, n, tmp);
 	else
-		tp->n = sort_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples, stack_ids,
-				   values, n, tmp);
+		tp->n = store__sort_pairs(tx->ids + tx->n_samples, tx->vals + tx->n_samples,
+					  stack_ids, values, n, tmp);
 	tx->n_samples += tp->n;
 	free(tmp);
 	return 0;

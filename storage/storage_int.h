@@ -740,6 +740,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rocksdb/c.h>
 
@@ -1375,6 +1376,8 @@ int store__part_get(struct store *st, struct tenant *t, uint32_t id, int create,
 		    struct part **out, struct err_msg *msg);
 /* The listed partition `id` (live or retired), or NULL; t->mu held. */
 struct part *store__part_find(struct tenant *t, uint32_t id);
+/* Index in v (n partitions, ascending by id) of the first whose id is >= id. */
+size_t store__part_lower(struct part *const *v, size_t n, uint32_t id);
 /* Loads every partition of t with symbols on disk and an id >= from_id (open). */
 int store__parts_load(struct store *st, struct tenant *t, uint32_t from_id,
 		      struct err_msg *msg);
@@ -1480,6 +1483,23 @@ int store__migrate(struct store *st, struct err_msg *msg);
 rocksdb_mergeoperator_t *store__chunk_merge_operator(void);
 rocksdb_compactionfilterfactory_t *store__chunk_filter_factory(void);
 rocksdb_mergeoperator_t *store__add64_merge_operator(void);
+/* Their shared callbacks (store.c): the destructor of a stateless operator or
+ * filter factory, and the free of a value a merge returned from malloc. */
+void store__stateless_free(void *state);
+void store__merge_free_value(void *state, const char *value, size_t len);
+
+/* One (stack id, value) pair being sorted (samples.c, blockwrite.c). */
+struct store__pair {
+	uint32_t id;
+	int64_t v;
+};
+/*
+ * Copies n pairs sorted by stack id (a radix sort), with repeats summed,
+ * from in_* to ids/vals (which may be the same arrays: tmp, 2 * n entries,
+ * takes the copy); returns the count kept.
+ */
+size_t store__sort_pairs(uint32_t *ids, int64_t *vals, const uint32_t *in_ids,
+			 const int64_t *in_vals, size_t n, struct store__pair *tmp);
 
 /* One (stack id, span id, value) pair being sorted (samples.c, blockwrite.c). */
 struct store__span_pair {
@@ -1558,6 +1578,8 @@ uint32_t store__crc32c(uint32_t crc, const void *p, size_t n);
 /* The table-driven path alone (tests compare it with the fast one). */
 uint32_t store__crc32c_soft(uint32_t crc, const void *p, size_t n);
 
+/* ---- the bucket's own objects (objfmt.c) ---------------------------------- */
+
 /*
  * The 16-byte header of the bucket's own objects (blocks-index,
  * debuginfo-refs: sections 12 and 13): 8 bytes of magic, the format
@@ -1572,6 +1594,44 @@ int store__objhead_put(struct buf *out, const char magic[8], uint32_t version);
 void store__objhead_seal(struct buf *out, size_t start);
 int store__objhead_check(const uint8_t *p, size_t len, size_t max, const char magic[8],
 			 uint32_t version, const char *what, struct err_msg *msg);
+
+/*
+ * A bounded reader of such an object's body, for untrusted
+ * bytes: no read passes `end`, and every failure is ERR_CORRUPT with a
+ * message "<object>: <what> ... at byte <offset in the object>", `what`
+ * naming the field read.  Borrows the bytes, `object` and `msg`.
+ * store__objrd_init() starts after the header (checked by the caller).
+ */
+struct objrd {
+	const uint8_t *start, *p, *end;
+	const char *object; /* "bucket index", "debuginfo-refs" */
+	struct err_msg *msg;
+};
+void store__objrd_init(struct objrd *r, const uint8_t *p, size_t len, const char *object,
+		       struct err_msg *msg);
+static inline size_t store__objrd_left(const struct objrd *r)
+{
+	return (size_t)(r->end - r->p);
+}
+/* Sets "<object>: bad <what> at byte N" and returns ERR_CORRUPT. */
+int store__objrd_bad(struct objrd *r, const char *what);
+/* A uvarint of at most `max`; an svarint. */
+int store__objrd_uv(struct objrd *r, uint64_t max, uint64_t *v, const char *what);
+int store__objrd_sv(struct objrd *r, int64_t *v, const char *what);
+/* A count of at most `max` items that take at least min_bytes each, so fit in what is left. */
+int store__objrd_count(struct objrd *r, uint64_t max, size_t min_bytes, uint64_t *n,
+		       const char *what);
+/* n bytes in place (*out borrows the input). */
+int store__objrd_bytes(struct objrd *r, size_t n, const uint8_t **out, const char *what);
+/* A uv length 1..max and that many bytes without a NUL, copied NUL-terminated into `a`. */
+int store__objrd_str(struct objrd *r, struct arena *a, size_t max, const char **out,
+		     const char *what);
+/*
+ * What a decoder that stopped with rc returns: rc, or ERR_CORRUPT for
+ * bytes after the last tenant, or for ERR_TOO_LARGE (a decode arena sized
+ * from the object's bytes ran out: the object lies about its counts).
+ */
+int store__objrd_end(struct objrd *r, int rc);
 
 /* ---- block files: codecs (blockfmt.c), section 9 ------------------------ */
 
@@ -1598,6 +1658,30 @@ int store__objhead_check(const uint8_t *p, size_t len, size_t max, const char ma
 /* zstd levels of sealing (fast, off the hot path anyway) and compaction. */
 #define BLOCK_ZLEVEL_SEAL 3
 #define BLOCK_ZLEVEL_COMPACT 6
+
+/*
+ * qsort and bsearch comparators by an element's first member: a block id
+ * (uint8_t[BLOCK_ID_BYTES]: bare ids, struct bkt_block, struct direfs_block),
+ * a string (const char *: struct bkt_tenant, struct direfs_tenant, struct
+ * direfs_id, an array of strings), a uint64_t.  A bsearch key has the same
+ * form: the id, the address of the string pointer, the address of the integer.
+ */
+static inline int store__cmp_id(const void *a, const void *b)
+{
+	return memcmp(a, b, BLOCK_ID_BYTES);
+}
+
+static inline int store__cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static inline int store__cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
 
 enum bsec_kind { BSEC_INDEX = 1, BSEC_SYMBOLS = 2, BSEC_SAMPLES = 3 };
 enum bsec_codec { BCODEC_RAW = 0, BCODEC_ZSTD = 1 };
@@ -1799,6 +1883,10 @@ int store__block_load_unlisted(struct store *st, struct tenant *t, const char *p
 			       struct block **out, struct err_msg *msg);
 void store__block_ref(struct block *b);
 void store__block_put(struct store *st, struct block *b);
+/* References every listed block of t (taking t->mu): owned *out, *n of them;
+ * store__blocks_release() puts them all and frees the array. */
+int store__blocks_snapshot(struct tenant *t, struct block ***out, size_t *n);
+void store__blocks_release(struct store *st, struct block **v, size_t n);
 /* Fills *bi (borrowing t's and b's strings) with b's record; error is the
  * reason b was marked bad, if it was. */
 void store__block_info(const struct tenant *t, const struct block *b, struct store_block_info *bi);
@@ -1874,6 +1962,11 @@ struct wser {
 };
 /* A series' label key (section 4) into out: the order of series in a block. */
 int store__label_key(const struct store_label *l, size_t n, struct buf *out);
+/* The bytes the strings of n labels take NUL-terminated; copies them into
+ * text (that many bytes) and points out[0, n) at the copies. */
+size_t store__labels_size(const struct store_label *l, size_t n);
+void store__labels_copy(const struct store_label *l, size_t n, char *text,
+			struct store_label *out);
 /* The service_name of labels l, or NULL. */
 const char *store__service_of(const struct store_label *l, size_t n);
 /* Fills s with copies of l (sorted by name) and its key; ERR_CORRUPT without a service. */

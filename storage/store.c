@@ -121,7 +121,7 @@ static char *add64_partial(void *state, const char *key, size_t key_len,
 	return add64_merge(NULL, 0, ops, op_lens, n_ops, success, new_len);
 }
 
-static void merge_free_value(void *state, const char *value, size_t len)
+void store__merge_free_value(void *state, const char *value, size_t len)
 {
 	(void)state, (void)len;
 	free((void *)value);
@@ -133,15 +133,15 @@ static const char *add64_name(void *state)
 	return "unhex.add64.v1";
 }
 
-static void merge_state_free(void *state)
+void store__stateless_free(void *state)
 {
 	(void)state;
 }
 
 rocksdb_mergeoperator_t *store__add64_merge_operator(void)
 {
-	return rocksdb_mergeoperator_create(NULL, merge_state_free, add64_full, add64_partial,
-					    merge_free_value, add64_name);
+	return rocksdb_mergeoperator_create(NULL, store__stateless_free, add64_full,
+					    add64_partial, store__merge_free_value, add64_name);
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -1159,13 +1159,7 @@ static uint64_t distinct_series(struct store *st, struct tenant *t)
 	hmap_init(&h.ix, STORE_MAX_SERIES, NULL);
 	buf_init(&h.key, STORE_MAX_LABEL_KEY);
 	store__head_series_each(st, t, NULL, hset_add_labels, &h);
-	pthread_mutex_lock(&t->mu);
-	v = calloc(t->n_blocks + 1, sizeof(*v));
-	for (size_t i = 0; v && i < t->n_blocks; i++) {
-		store__block_ref(t->blocks[i]);
-		v[n++] = t->blocks[i];
-	}
-	pthread_mutex_unlock(&t->mu);
+	store__blocks_snapshot(t, &v, &n); /* without memory, the head's alone */
 	for (size_t i = 0; i < n; i++) {
 		struct bidx *x = NULL;
 		if (v[i]->have_meta && !atomic_load(&v[i]->bad) &&
@@ -1180,9 +1174,8 @@ static uint64_t distinct_series(struct store *st, struct tenant *t)
 			}
 			store__bidx_put(x);
 		}
-		store__block_put(st, v[i]);
 	}
-	free(v);
+	store__blocks_release(st, v, n);
 	count = h.n;
 	free(h.v);
 	hmap_release(&h.ix);
@@ -1480,17 +1473,9 @@ int store_blocks_each(struct store *st, const char *tenant,
 
 		if (tenant && strcmp(tenant, t->name) != 0)
 			continue;
-		pthread_mutex_lock(&t->mu);
-		bs = calloc(t->n_blocks + 1, sizeof(*bs));
-		for (size_t j = 0; bs && j < t->n_blocks; j++) {
-			store__block_ref(t->blocks[j]);
-			bs[nb++] = t->blocks[j];
-		}
-		pthread_mutex_unlock(&t->mu);
-		if (!bs) {
-			rc = ERR_NOMEM;
+		rc = store__blocks_snapshot(t, &bs, &nb);
+		if (rc)
 			break;
-		}
 		for (size_t j = 0; j < nb; j++) {
 			const struct block *b = bs[j];
 			struct store_block_info bi;
@@ -1499,9 +1484,7 @@ int store_blocks_each(struct store *st, const char *tenant,
 			if (!rc)
 				rc = cb(ctx, &bi);
 		}
-		for (size_t j = 0; j < nb; j++)
-			store__block_put(st, bs[j]);
-		free(bs);
+		store__blocks_release(st, bs, nb);
 	}
 	free(v);
 	return rc;
@@ -1511,11 +1494,6 @@ struct bid_ent {
 	char *id;
 	int64_t last;
 };
-
-static int bid_cmp(const void *a, const void *b)
-{
-	return strcmp(((const struct bid_ent *)a)->id, ((const struct bid_ent *)b)->id);
-}
 
 int store_build_ids_each(struct store *st,
 			 int (*cb)(void *ctx, const char *build_id, int64_t last_ns), void *ctx,
@@ -1564,7 +1542,7 @@ int store_build_ids_each(struct store *st,
 		pthread_mutex_unlock(&t->mu);
 	}
 	if (!rc && ne) /* qsort's base may not be NULL, even for 0 elements */
-		qsort(e, ne, sizeof(*e), bid_cmp);
+		qsort(e, ne, sizeof(*e), store__cmp_str);
 	for (size_t i = 0; !rc && i < ne;) {
 		size_t j = i + 1;
 		int64_t last = e[i].last;

@@ -861,19 +861,24 @@ static int part_load(struct store *st, struct tenant *t, struct part *p, struct 
 	return 0;
 }
 
-/* Index in t->parts of the first partition whose id is >= id (t->mu held). */
-static size_t part_lower(const struct tenant *t, uint32_t id)
+size_t store__part_lower(struct part *const *v, size_t n, uint32_t id)
 {
-	size_t lo = 0, hi = t->n_parts;
+	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (t->parts[mid]->id < id)
+		if (v[mid]->id < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
+}
+
+/* Index in t->parts of the first partition whose id is >= id (t->mu held). */
+static size_t part_lower(const struct tenant *t, uint32_t id)
+{
+	return store__part_lower(t->parts, t->n_parts, id);
 }
 
 struct part *store__part_find(struct tenant *t, uint32_t id)

@@ -90,14 +90,7 @@ int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block
 		struct block **v;
 		size_t n = 0;
 
-		pthread_mutex_lock(&t->mu);
-		v = calloc(t->n_blocks + 1, sizeof(*v));
-		for (size_t j = 0; v && j < t->n_blocks; j++) {
-			store__block_ref(t->blocks[j]);
-			v[n++] = t->blocks[j];
-		}
-		pthread_mutex_unlock(&t->mu);
-		if (!v)
+		if (store__blocks_snapshot(t, &v, &n))
 			return ERR_NOMEM;
 		for (size_t j = 0; j < n; j++) {
 			struct block *b = v[j];
@@ -119,9 +112,7 @@ int store_verify(struct store *st, int (*cb)(void *ctx, const struct store_block
 			if (cb && !rc)
 				rc = cb(ctx, &bi);
 		}
-		for (size_t j = 0; j < n; j++)
-			store__block_put(st, v[j]);
-		free(v);
+		store__blocks_release(st, v, n);
 	}
 	if (!rc && bad)
 		rc = err_set(msg, ERR_CORRUPT, "some blocks are corrupt or missing");

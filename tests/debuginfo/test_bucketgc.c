@@ -37,19 +37,6 @@
 
 static int64_t fake_now;
 
-static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
-{
-	static const struct store_retention short_one = { "short", DAY };
-	struct store_options o = gen_options(dir, &fake_now);
-
-	o.objstore = os;
-	o.bucket_mode = mode;
-	o.bucket_delete_delay_ns = 30 * SEC;
-	o.retention_overrides = &short_one;
-	o.n_retention_overrides = 1;
-	return open_options(&o);
-}
-
 static void put(struct objstore *os, const char *key)
 {
 	struct err_msg msg = { { 0 } };
@@ -101,9 +88,10 @@ static void pass(struct store *c, int64_t at)
 
 static void test_lifecycle(void **state)
 {
-	char *root = tmpdir_new(), *di = tmpdir_new(), *dc = tmpdir_new();
+	static const struct store_retention short_one = { "short", DAY };
+	struct gen_deploy dep;
 	struct err_msg msg = { { 0 } };
-	struct objstore *os = NULL;
+	struct objstore *os;
 	struct store *in, *c;
 	struct debuginfo *d;
 	struct debuginfo_options o;
@@ -112,12 +100,15 @@ static void test_lifecycle(void **state)
 
 	(void)state;
 	fake_now = NOW0;
-	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
-	in = open_role(di, os, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	assert_int_equal(gen_deploy_open(&dep, &fake_now), 0);
+	os = dep.os;
+	dep.retention = &short_one;
+	dep.n_retention = 1;
+	in = gen_deploy_role(&dep, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	c = gen_deploy_role(&dep, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
 	assert_true(in && c);
 	memset(&o, 0, sizeof(o));
-	o.data_dir = dc;
+	o.data_dir = gen_deploy_dir(&dep, c);
 	o.workers = 1;
 	o.objstore = os;
 	o.retention_ns = RETENTION;
@@ -199,7 +190,7 @@ static void test_lifecycle(void **state)
 		char marker[128];
 		int64_t x = fake_now + DAY, used;
 
-		on.data_dir = di;
+		on.data_dir = gen_deploy_dir(&dep, in);
 		assert_int_equal(debuginfo_open(in, &on, &dn, &msg), 0);
 		debuginfo__bucket_stop(dn);
 		put(os, "debuginfo/" ID_E "/debuginfo");
@@ -232,12 +223,7 @@ static void test_lifecycle(void **state)
 	}
 
 	debuginfo_close(d);
-	store_close(in);
-	store_close(c);
-	objstore_close(os);
-	tmpdir_free(root);
-	tmpdir_free(di);
-	tmpdir_free(dc);
+	gen_deploy_close(&dep);
 }
 
 int main(void)

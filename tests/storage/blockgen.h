@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "helpers.h"
+#include "objstore/objstore.h"
 #include "storage/storage.h"
 
 #define GEN_SEC 1000000000LL
@@ -167,23 +168,143 @@ static inline int gen_ref_profile(struct store *st, const char *tenant, const ch
 	return store_txn_commit(tx, &msg);
 }
 
-/* ---- canonical dump ---------------------------------------------------------------- */
+/* ---- a scale-out deployment over a directory bucket ------------------------------- */
+
+#define GEN_MAX_STORES 8
 
 /*
- * A store of gen_options sharing bucket `os` (borrowed) in a role of a
- * scale-out deployment (bucket_mode `mode`), marked blocks deleted 30 s
- * after their mark.  NULL when it does not open.
+ * A bucket in a fresh directory and the stores of gen_options around it,
+ * each in a fresh directory of its own: stores in a role of a scale-out
+ * deployment (a bucket_mode; marked blocks deleted 30 s after their mark),
+ * and reference stores outside the bucket.  Every store reads the clock
+ * *now and gets the retention overrides set before it opens.
+ * gen_deploy_close() closes every store still open, then the bucket, and
+ * removes every directory.
  */
-static inline struct store *gen_open_role(const char *dir, struct objstore *os, unsigned mode,
-					  int64_t *now)
-{
-	struct store_options o = gen_options(dir, now);
+struct gen_deploy {
+	char *root;          /* the bucket's directory */
+	struct objstore *os; /* the bucket */
+	int64_t *now;        /* borrowed */
+	const struct store_retention *retention; /* borrowed; NULL: none */
+	size_t n_retention;
+	size_t n;
+	struct {
+		char *dir;
+		struct store *st; /* NULL once dropped */
+		unsigned mode;
+		int outside; /* a reference store, without the bucket */
+	} s[GEN_MAX_STORES];
+};
 
-	o.objstore = os;
-	o.bucket_mode = mode;
-	o.bucket_delete_delay_ns = 30 * SEC;
-	return open_options(&o);
+/* 0, or why the bucket did not open (then nothing is left to close). */
+static inline int gen_deploy_open(struct gen_deploy *d, int64_t *now)
+{
+	struct err_msg msg = { { 0 } };
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	d->now = now;
+	d->root = tmpdir_new();
+	rc = objstore_open_dir(d->root, &d->os, &msg);
+	if (rc) {
+		fprintf(stderr, "bucket: %s\n", msg.text);
+		tmpdir_free(d->root);
+	}
+	return rc;
 }
+
+static inline struct store *gen_deploy_start(struct gen_deploy *d, size_t i)
+{
+	struct store_options o = gen_options(d->s[i].dir, d->now);
+
+	if (!d->s[i].outside) {
+		o.objstore = d->os;
+		o.bucket_mode = d->s[i].mode;
+		o.bucket_delete_delay_ns = 30 * SEC;
+	}
+	o.retention_overrides = d->retention;
+	o.n_retention_overrides = d->n_retention;
+	d->s[i].st = open_options(&o);
+	return d->s[i].st;
+}
+
+static inline struct store *gen_deploy_add(struct gen_deploy *d, unsigned mode, int outside)
+{
+	if (d->n == GEN_MAX_STORES)
+		return NULL;
+	d->s[d->n].dir = tmpdir_new();
+	d->s[d->n].mode = mode;
+	d->s[d->n].outside = outside;
+	return gen_deploy_start(d, d->n++);
+}
+
+/* A new store in role `mode` (borrowed; NULL when it does not open). */
+static inline struct store *gen_deploy_role(struct gen_deploy *d, unsigned mode)
+{
+	return gen_deploy_add(d, mode, 0);
+}
+
+/* A new store outside the bucket, to compare with (borrowed). */
+static inline struct store *gen_deploy_ref(struct gen_deploy *d)
+{
+	return gen_deploy_add(d, 0, 1);
+}
+
+static inline size_t gen_deploy_find(const struct gen_deploy *d, const struct store *st)
+{
+	size_t i = 0;
+
+	while (i < d->n && d->s[i].st != st)
+		i++;
+	return i;
+}
+
+/* The directory of store st (borrowed). */
+static inline const char *gen_deploy_dir(const struct gen_deploy *d, const struct store *st)
+{
+	size_t i = gen_deploy_find(d, st);
+
+	return i < d->n ? d->s[i].dir : NULL;
+}
+
+/* Closes st and opens it again on its directory (a restart); NULL when it does not open. */
+static inline struct store *gen_deploy_restart(struct gen_deploy *d, struct store *st)
+{
+	size_t i = gen_deploy_find(d, st);
+
+	if (i == d->n)
+		return NULL;
+	store_close(st);
+	return gen_deploy_start(d, i);
+}
+
+/* Closes st and removes its directory. */
+static inline void gen_deploy_drop(struct gen_deploy *d, struct store *st)
+{
+	size_t i = gen_deploy_find(d, st);
+
+	if (i == d->n)
+		return;
+	store_close(st);
+	d->s[i].st = NULL;
+	tmpdir_free(d->s[i].dir);
+	d->s[i].dir = NULL;
+}
+
+static inline void gen_deploy_close(struct gen_deploy *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (d->s[i].st)
+			store_close(d->s[i].st);
+	objstore_close(d->os);
+	for (size_t i = 0; i < d->n; i++)
+		if (d->s[i].dir)
+			tmpdir_free(d->s[i].dir);
+	tmpdir_free(d->root);
+	memset(d, 0, sizeof(*d));
+}
+
+/* ---- canonical dump ---------------------------------------------------------------- */
 
 /*
  * Profiles of tenant "t", service `svc`, two pods, every 30 s over [t0,

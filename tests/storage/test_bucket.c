@@ -71,15 +71,6 @@ static void sample_index(struct bkt_index *x)
 	entry(x, &x->tenants[1].blocks[0], 3, 3, 0, NULL, 0);
 }
 
-/* Recomputes the CRC of an index in b after an edit of its body. */
-static void fix_crc(struct buf *b)
-{
-	uint32_t crc = store__crc32c(0, b->data + BKT_HEADER_BYTES, b->len - BKT_HEADER_BYTES);
-
-	for (int i = 0; i < 4; i++)
-		((uint8_t *)b->data)[12 + i] = (uint8_t)(crc >> (8 * i));
-}
-
 static void test_format(void **state)
 {
 	struct bkt_index x, y;
@@ -131,10 +122,10 @@ static void test_format(void **state)
 	buf_append(&b, a.data, BKT_HEADER_BYTES);
 	buf_put_svarint(&b, 0);
 	buf_put_uvarint(&b, (uint64_t)1 << 40);
-	fix_crc(&b);
+	store__objhead_seal(&b, 0); /* the CRC of the edited body */
 	err_clear(&msg);
 	assert_int_equal(store__bkt_decode((const uint8_t *)b.data, b.len, &y, &msg), ERR_CORRUPT);
-	assert_non_null(strstr(msg.text, "tenants"));
+	assert_non_null(strstr(msg.text, "tenant count"));
 	x.tenants[0].blocks[0].id[0] = 9;
 	buf_reset(&b);
 	assert_int_equal(store__bkt_encode(&x, &b), 0);
@@ -151,6 +142,16 @@ static void test_format(void **state)
 	store__bkt_release(&x);
 }
 
+/* store__bkt_resolve() over t gives want[0, t->n_blocks). */
+static void resolves_to(const struct bkt_tenant *t, const uint32_t *want)
+{
+	uint32_t r[8];
+
+	assert_int_equal(store__bkt_resolve(t, r), 0);
+	for (size_t i = 0; i < t->n_blocks; i++)
+		assert_int_equal(r[i], want[i]);
+}
+
 /* The rule of section 12 over one tenant's blocks. */
 static void test_resolve(void **state)
 {
@@ -158,7 +159,6 @@ static void test_resolve(void **state)
 	static const int o2[4][2] = { { 0, 1 }, { 0, 2 }, { 0, 4 }, { 5, 9 } };
 	struct bkt_index x;
 	struct bkt_tenant t;
-	uint32_t r[8];
 	(void)state;
 
 	store__bkt_init(&x, 1 << 20);
@@ -174,20 +174,12 @@ static void test_resolve(void **state)
 	entry(&x, &t.blocks[3], 5, 1, 1, ab, 2);
 	entry(&x, &t.blocks[4], 5, 2, 1, bc, 2);
 	t.n_blocks = 5;
-	assert_int_equal(store__bkt_resolve(&t, r), 0);
-	assert_int_equal(r[0], BKT_REPLACED);
-	assert_int_equal(r[1], BKT_REPLACED);
-	assert_int_equal(r[2], BKT_LIVE);
-	assert_int_equal(r[3], BKT_LIVE);
-	assert_int_equal(r[4], BKT_DUPLICATE);
+	resolves_to(&t, (const uint32_t[]){ BKT_REPLACED, BKT_REPLACED, BKT_LIVE, BKT_LIVE,
+					    BKT_DUPLICATE });
 	/* Marked blocks keep their mark and take no part: without A, B wins. */
 	t.blocks[3].mark = BKT_EXPIRED;
-	assert_int_equal(store__bkt_resolve(&t, r), 0);
-	assert_int_equal(r[0], BKT_LIVE);
-	assert_int_equal(r[1], BKT_REPLACED);
-	assert_int_equal(r[2], BKT_REPLACED);
-	assert_int_equal(r[3], BKT_EXPIRED);
-	assert_int_equal(r[4], BKT_LIVE);
+	resolves_to(&t, (const uint32_t[]){ BKT_LIVE, BKT_REPLACED, BKT_REPLACED, BKT_EXPIRED,
+					    BKT_LIVE });
 	t.blocks[3].mark = BKT_LIVE;
 	/* A slot's block merged again with a late block 4: the new one (a
 	 * smaller id here, same level) covers A and wins over it, and over B. */
@@ -201,25 +193,15 @@ static void test_resolve(void **state)
 					  t.blocks[6], t.blocks[3], t.blocks[4] };
 		memcpy(t.blocks, s, sizeof(s));
 	}
-	assert_int_equal(store__bkt_resolve(&t, r), 0);
-	assert_int_equal(r[0], BKT_REPLACED);
-	assert_int_equal(r[1], BKT_REPLACED);
-	assert_int_equal(r[2], BKT_LIVE);      /* only B covered it */
-	assert_int_equal(r[3], BKT_REPLACED);  /* the late block */
-	assert_int_equal(r[4], BKT_LIVE);      /* the merged slot */
-	assert_int_equal(r[5], BKT_REPLACED);  /* A, inside it */
-	assert_int_equal(r[6], BKT_DUPLICATE); /* B */
+	/* 0/3 only B covered; 0/4 the late block; 5/0 the merged slot; 5/1 A, inside it. */
+	resolves_to(&t, (const uint32_t[]){ BKT_REPLACED, BKT_REPLACED, BKT_LIVE, BKT_REPLACED,
+					    BKT_LIVE, BKT_REPLACED, BKT_DUPLICATE });
 	store__bkt_release(&x);
 }
 
 /* ---- stores sharing a bucket ---- */
 
 static int64_t fake_now;
-
-static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
-{
-	return gen_open_role(dir, os, mode, &fake_now);
-}
 
 /* gen_fill, asserted; returns how many profiles each store got. */
 static size_t fill(struct store **sts, size_t n_sts, const char *svc, int64_t t0, int64_t span)
@@ -273,25 +255,25 @@ static void same(struct store *st, const char *want)
 
 static void test_roles(void **state)
 {
-	char *root = tmpdir_new(), *di1 = tmpdir_new(), *di2 = tmpdir_new(), *dc = tmpdir_new();
-	char *dc2 = tmpdir_new(), *dq = tmpdir_new(), *dr = tmpdir_new();
+	struct gen_deploy d;
 	struct store *i1, *i2, *c, *c2, *q, *ref;
 	struct store_bucket_stats bs;
 	struct store_maint_stats ms;
 	struct err_msg msg = { { 0 } };
-	struct objstore *os = NULL;
+	const char *root;
 	char *want;
 	size_t n;
 	(void)state;
 
 	fake_now = T0 + 100 * RANGE;
-	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
-	i1 = open_role(di1, os, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	i2 = open_role(di2, os, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
-	c2 = open_role(dc2, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
-	q = open_role(dq, os, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
-	ref = open_role(dr, NULL, 0);
+	assert_int_equal(gen_deploy_open(&d, &fake_now), 0);
+	root = d.root;
+	i1 = gen_deploy_role(&d, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	i2 = gen_deploy_role(&d, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	c = gen_deploy_role(&d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	c2 = gen_deploy_role(&d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	q = gen_deploy_role(&d, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
+	ref = gen_deploy_ref(&d);
 	assert_true(i1 && i2 && c && c2 && q && ref);
 
 	/* Profiles sent round-robin: services to one ingester each, and the
@@ -386,10 +368,8 @@ static void test_roles(void **state)
 	assert_int_equal(bs.index_blocks, 1);
 
 	/* A new querier with an empty data directory finds it at open. */
-	store_close(q);
-	tmpdir_free(dq);
-	dq = tmpdir_new();
-	q = open_role(dq, os, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
+	gen_deploy_drop(&d, q);
+	q = gen_deploy_role(&d, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
 	assert_non_null(q);
 	assert_int_equal(blocks_of(q), 1);
 	same(q, want);
@@ -412,21 +392,8 @@ static void test_roles(void **state)
 		same(q, want);
 	}
 
-	store_close(i1);
-	store_close(i2);
-	store_close(c);
-	store_close(c2);
-	store_close(q);
-	store_close(ref);
-	objstore_close(os);
+	gen_deploy_close(&d);
 	free(want);
-	tmpdir_free(root);
-	tmpdir_free(di1);
-	tmpdir_free(di2);
-	tmpdir_free(dc);
-	tmpdir_free(dc2);
-	tmpdir_free(dq);
-	tmpdir_free(dr);
 }
 
 /* Reads or writes a whole small file. */
@@ -456,23 +423,21 @@ static void spill(const char *path, const char *p, size_t len)
  * before the index caught up. */
 static void test_compactor_restart(void **state)
 {
-	char *root = tmpdir_new(), *di = tmpdir_new(), *dc = tmpdir_new(), *dq = tmpdir_new();
-	char *dr = tmpdir_new(), *old, path[512], key[512];
+	char *old, path[512], key[512];
+	struct gen_deploy d;
 	struct store *i1, *c, *q, *ref;
 	struct store_bucket_stats bs;
 	struct store_maint_stats ms;
-	struct err_msg msg = { { 0 } };
-	struct objstore *os = NULL;
 	struct tenant *t;
 	size_t old_len;
 	char *want;
 	(void)state;
 
 	fake_now = T0 + 100 * RANGE;
-	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
-	i1 = open_role(di, os, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
-	ref = open_role(dr, NULL, 0);
+	assert_int_equal(gen_deploy_open(&d, &fake_now), 0);
+	i1 = gen_deploy_role(&d, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	c = gen_deploy_role(&d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	ref = gen_deploy_ref(&d);
 	assert_true(i1 && c && ref);
 	/* An empty bucket: an empty index. */
 	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
@@ -484,7 +449,7 @@ static void test_compactor_restart(void **state)
 	assert_int_equal(store_maintain(i1, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
 	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
 	assert_int_equal(blocks_of(c), 3);
-	snprintf(path, sizeof(path), "%s/%s", root, BKT_KEY);
+	snprintf(path, sizeof(path), "%s/%s", d.root, BKT_KEY);
 	old = slurp(path, &old_len);
 
 	/* The compaction, then the crash: the upload and the index undone. */
@@ -494,13 +459,11 @@ static void test_compactor_restart(void **state)
 	t = store__tenant_find(c, "t");
 	pthread_mutex_lock(&t->mu);
 	assert_int_equal(t->n_blocks, 1);
-	snprintf(key, sizeof(key), "%s/blocks/t/%s.blk", root, t->blocks[0]->id_hex);
+	snprintf(key, sizeof(key), "%s/blocks/t/%s.blk", d.root, t->blocks[0]->id_hex);
 	pthread_mutex_unlock(&t->mu);
 	assert_int_equal(unlink(key), 0);
 	spill(path, old, old_len);
-	store_close(c);
-
-	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	c = gen_deploy_restart(&d, c);
 	assert_non_null(c);
 	assert_int_equal(blocks_of(c), 1); /* its output, not the sources again */
 	same(c, want);
@@ -514,23 +477,14 @@ static void test_compactor_restart(void **state)
 	store_bucket_stats(c, &bs);
 	assert_int_equal(bs.upload_pending, 0);
 	assert_int_equal(bs.marks, 3);
-	q = open_role(dq, os, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
+	q = gen_deploy_role(&d, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
 	assert_non_null(q);
 	assert_int_equal(blocks_of(q), 1);
 	same(q, want);
 
-	store_close(i1);
-	store_close(c);
-	store_close(q);
-	store_close(ref);
-	objstore_close(os);
+	gen_deploy_close(&d);
 	free(old);
 	free(want);
-	tmpdir_free(root);
-	tmpdir_free(di);
-	tmpdir_free(dc);
-	tmpdir_free(dq);
-	tmpdir_free(dr);
 }
 
 int main(void)

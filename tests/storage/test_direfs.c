@@ -42,14 +42,6 @@ static void sample(struct store_direfs *r)
 	r->tenants[0].blocks[1].refs[1] = 2;
 }
 
-static void fix_crc(struct buf *b)
-{
-	uint32_t crc = store__crc32c(0, b->data + DIREFS_HEADER_BYTES, b->len - DIREFS_HEADER_BYTES);
-
-	for (int i = 0; i < 4; i++)
-		((uint8_t *)b->data)[12 + i] = (uint8_t)(crc >> (8 * i));
-}
-
 static void test_format(void **state)
 {
 	struct store_direfs r, d;
@@ -96,7 +88,7 @@ static void test_format(void **state)
 			assert_int_equal(buf_append(&b, a.data, a.len), 0);
 			((uint8_t *)b.data)[i] ^= (uint8_t)(1u << bit);
 			if (i >= DIREFS_HEADER_BYTES)
-				fix_crc(&b);
+				store__objhead_seal(&b, 0); /* the CRC of the edited body */
 			err_clear(&msg);
 			if (store__direfs_decode((const uint8_t *)b.data, b.len, &d, &msg) == 0) {
 				/* Some flips still decode (a time, a name's byte): in order. */
@@ -114,6 +106,21 @@ static void test_format(void **state)
 	err_clear(&msg);
 	assert_int_equal(store__direfs_decode((const uint8_t *)b.data, b.len, &d, &msg), ERR_CORRUPT);
 	assert_non_null(strstr(msg.text, "checksum"));
+	/* A body that checks but does not decode: the field and its offset are named. */
+	buf_reset(&b);
+	assert_int_equal(buf_append(&b, a.data, DIREFS_HEADER_BYTES + 1), 0);
+	store__objhead_seal(&b, 0);
+	err_clear(&msg);
+	assert_int_equal(store__direfs_decode((const uint8_t *)b.data, b.len, &d, &msg), ERR_CORRUPT);
+	assert_string_equal(msg.text, "debuginfo-refs: write time truncated at byte 16");
+	buf_reset(&b);
+	assert_int_equal(buf_append(&b, a.data, DIREFS_HEADER_BYTES), 0);
+	assert_int_equal(buf_put_svarint(&b, 0), 0);
+	assert_int_equal(buf_put_uvarint(&b, (uint64_t)DIREFS_MAX_IDS + 1), 0);
+	store__objhead_seal(&b, 0);
+	err_clear(&msg);
+	assert_int_equal(store__direfs_decode((const uint8_t *)b.data, b.len, &d, &msg), ERR_CORRUPT);
+	assert_string_equal(msg.text, "debuginfo-refs: id count 2097153 (at most 2097152) at byte 17");
 	buf_release(&a);
 	buf_release(&b);
 	store__direfs_release(&r);
@@ -176,21 +183,11 @@ static int last_key(void *arg, const struct objstore_entry *e)
 	return 0;
 }
 
-static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
-{
-	struct store_options o = gen_options(dir, &fake_now);
-
-	o.objstore = os;
-	o.bucket_mode = mode;
-	o.bucket_delete_delay_ns = 30 * SEC;
-	return open_options(&o);
-}
-
 static void test_writer(void **state)
 {
-	char *root = tmpdir_new(), *di = tmpdir_new(), *dc = tmpdir_new();
+	struct gen_deploy dep;
 	struct err_msg msg = { { 0 } };
-	struct objstore *os = NULL;
+	struct objstore *os;
 	struct store *in, *c;
 	struct seen_by_hook h;
 	struct store_direfs_hook hk = { hook, &h };
@@ -201,9 +198,10 @@ static void test_writer(void **state)
 	(void)state;
 	memset(&h, 0, sizeof(h));
 	fake_now = T0 + 100 * RANGE;
-	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
-	in = open_role(di, os, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_NO_COMPACT);
+	assert_int_equal(gen_deploy_open(&dep, &fake_now), 0);
+	os = dep.os;
+	in = gen_deploy_role(&dep, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	c = gen_deploy_role(&dep, STORE_BUCKET_INDEX | STORE_NO_COMPACT);
 	assert_true(in && c);
 	/* A in two blocks (the newest profile counts), B in one. */
 	assert_int_equal(gen_ref_profile(in, "t", ID_A, T0 + SEC), 0);
@@ -286,12 +284,7 @@ static void test_writer(void **state)
 
 	store_direfs_hook_set(c, NULL);
 	buf_release(&b);
-	store_close(in);
-	store_close(c);
-	objstore_close(os);
-	tmpdir_free(root);
-	tmpdir_free(di);
-	tmpdir_free(dc);
+	gen_deploy_close(&dep);
 }
 
 int main(void)

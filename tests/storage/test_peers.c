@@ -28,11 +28,6 @@
 
 static int64_t fake_now;
 
-static struct store *open_role(const char *dir, struct objstore *os, unsigned mode)
-{
-	return gen_open_role(dir, os, mode, &fake_now);
-}
-
 static void fill(struct store **sts, size_t n_sts, const char *svc, int64_t t0, int64_t span)
 {
 	size_t n;
@@ -167,23 +162,21 @@ static void same_fresh(struct store *q, struct store *in, const char *want, size
 
 static void test_fresh(void **state)
 {
-	char *root = tmpdir_new(), *di = tmpdir_new(), *dc = tmpdir_new(), *dq = tmpdir_new();
-	char *dr = tmpdir_new();
+	struct gen_deploy d;
 	struct store *in, *c, *q, *ref;
 	struct store_maint_stats ms;
 	struct err_msg msg = { { 0 } };
-	struct objstore *os = NULL;
 	size_t ids = 0;
 	char *want, *plain;
 	int rc;
 	(void)state;
 
 	fake_now = T0 + 100 * RANGE;
-	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
-	in = open_role(di, os, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	c = open_role(dc, os, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
-	q = open_role(dq, os, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
-	ref = open_role(dr, NULL, 0);
+	assert_int_equal(gen_deploy_open(&d, &fake_now), 0);
+	in = gen_deploy_role(&d, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	c = gen_deploy_role(&d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	q = gen_deploy_role(&d, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
+	ref = gen_deploy_ref(&d);
 	assert_true(in && c && q && ref);
 
 	fill((struct store *[]){ in, ref }, 2, "api", T0, 3 * RANGE);
@@ -234,14 +227,13 @@ static void test_fresh(void **state)
 	free(want);
 	want = gen_dump(ref, "t", FROM, UNTIL, NULL, NULL);
 	{
-		char *dq2 = tmpdir_new();
 		struct store *q2;
 
 		fake_now += SEC;
 		assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
 		/* q2 opens with that index; the compactor then writes a newer
 		 * one before the ingester drops by it. */
-		q2 = open_role(dq2, os, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
+		q2 = gen_deploy_role(&d, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
 		assert_non_null(q2);
 		fake_now += SEC;
 		assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
@@ -251,8 +243,7 @@ static void test_fresh(void **state)
 		assert_int_equal(rc, ERR_CONFLICT);
 		assert_int_equal(store_bucket_sync(q2, &msg), 0);
 		same_fresh(q2, in, want, &ids);
-		store_close(q2);
-		tmpdir_free(dq2);
+		gen_deploy_drop(&d, q2);
 	}
 	assert_null(fresh(q, in, &rc, &ids));
 	assert_int_equal(rc, ERR_CONFLICT);
@@ -285,17 +276,8 @@ static void test_fresh(void **state)
 		free(plain);
 	}
 
-	store_close(in);
-	store_close(c);
-	store_close(q);
-	store_close(ref);
-	objstore_close(os);
+	gen_deploy_close(&d);
 	free(want);
-	tmpdir_free(root);
-	tmpdir_free(di);
-	tmpdir_free(dc);
-	tmpdir_free(dq);
-	tmpdir_free(dr);
 }
 
 /* A head block past the cap is refused with a message naming it. */

@@ -696,6 +696,42 @@ static void test_profile_ids_corrupt(void **state)
 	buf_release(&enc);
 }
 
+/* store__sort_pairs, copying or in place, against a counting reference. */
+static void test_sort_pairs(void **state)
+{
+	enum { N = 300, IDS = 70000 };
+	static uint32_t in_ids[N], ids[N];
+	static int64_t in_vals[N], vals[N], want[IDS];
+	static struct store__pair tmp[2 * N];
+	uint64_t seed = 7;
+	(void)state;
+
+	for (int in_place = 0; in_place < 2; in_place++) {
+		size_t k;
+
+		memset(want, 0, sizeof(want));
+		for (size_t i = 0; i < N; i++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			/* Two ranges, so that the sort takes more than one byte pass. */
+			in_ids[i] = (uint32_t)(seed >> 33) % 97 + (i % 3 ? 0 : IDS - 100);
+			in_vals[i] = (int64_t)(seed >> 40) - (1 << 23);
+			want[in_ids[i]] += in_vals[i];
+		}
+		memcpy(ids, in_ids, sizeof(ids));
+		memcpy(vals, in_vals, sizeof(vals));
+		k = in_place ? store__sort_pairs(ids, vals, ids, vals, N, tmp)
+			     : store__sort_pairs(ids, vals, in_ids, in_vals, N, tmp);
+		assert_true(k > 0 && k < N);
+		for (size_t i = 0; i < k; i++) {
+			assert_true(!i || ids[i - 1] < ids[i]);
+			assert_int_equal(vals[i], want[ids[i]]);
+			want[ids[i]] = 0;
+		}
+		for (size_t i = 0; i < IDS; i++)
+			assert_int_equal(want[i], 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -709,6 +745,7 @@ int main(void)
 		cmocka_unit_test(test_span_ids),
 		cmocka_unit_test(test_profile_ids),
 		cmocka_unit_test(test_profile_ids_corrupt),
+		cmocka_unit_test(test_sort_pairs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
