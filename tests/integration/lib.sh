@@ -576,6 +576,23 @@ ingest_manifest() {
 	[ $failed -eq 0 ] || fail "$failed workload files were rejected"
 }
 
+# block_workload MINUTES INTERVAL [GENERATOR ARGS...]: the workload of the
+# block tests in WL ($WORK/workload): 2 services x 2 instances, a profile
+# every INTERVAL seconds for MINUTES up to END, a fixed time (the store's
+# clock follows the data, not the wall clock); sets CPU, END, and FROM and
+# UNTIL three hours before and ten minutes after END.  Needs WORKLOAD.
+block_workload() {
+	local minutes=$1 interval=$2
+	shift 2
+	CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
+	END=1767225600 # 2026-01-01T00:00:00Z
+	WL="$WORK/workload"
+	"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes "$minutes" \
+		--interval "$interval" --end "$END" "$@" --quiet
+	FROM=$((END - 3 * 3600))
+	UNTIL=$((END + 600))
+}
+
 # answers DIR: $URL's stats of the tenant anonymous and every service's
 # $CPU flame graph from $FROM to $UNTIL (the caller's), one file each, into DIR.
 answers() {

@@ -100,13 +100,8 @@ roles_bucket() {
 }
 
 roles_workload() {
-	CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
-	END=1767225600
-	WL="$WORK/workload"
-	"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes "$1" --interval 60 \
-		--end "$END" --quiet
+	block_workload "$1" 60
 	FROM=$((END - 60 * $1 - 3600))
-	UNTIL=$((END + 600))
 }
 
 # A profile of another tenant two hours after the workload moves an
