@@ -432,6 +432,15 @@ export_traces() {
 	[ -s "$2.traces" ] || fail "$1: no stacks in the export"
 }
 
+# split_debug BIN: BIN's debug info alone in BIN.debug (objcopy
+# --only-keep-debug) and BIN without symbols or debug info in BIN.stripped,
+# as distributions ship them.
+split_debug() {
+	objcopy --only-keep-debug "$1" "$1.debug"
+	cp "$1" "$1.stripped"
+	strip --strip-all "$1.stripped"
+}
+
 # build_id ELF: the GNU build ID of ELF, in hex.
 build_id() {
 	readelf -n "$1" 2>/dev/null | awk '/Build ID/{print $3; exit}'
