@@ -38,9 +38,9 @@ lib_store_cleanup() {
 # lib_store_dirs SCRIPT BUILD_DIR OUT_DIR: the arguments every caller takes;
 # sets B and OUT to them, absolute (OUT made), or exits with SCRIPT's usage.
 lib_store_dirs() {
-	local usage="usage: $1 BUILD_DIR OUT_DIR"
-	B=$(cd "${2:?$usage}" && pwd)
-	mkdir -p "${3:?$usage}"
+	[ -n "${2:-}" ] && [ -n "${3:-}" ] || { echo "usage: $1 BUILD_DIR OUT_DIR" >&2; exit 1; }
+	B=$(cd "$2" && pwd)
+	mkdir -p "$3"
 	OUT=$(cd "$3" && pwd)
 }
 
