@@ -16,7 +16,7 @@
 #                                 flags naming it) and ROLE (S3, 1 s passes,
 #                                 10-minute blocks)
 #   roles_workload MINUTES        WL: 2 services x 2 instances, a profile a
-#                                 minute for MINUTES up to END; CPU, FROM, UNTIL
+#                                 minute for MINUTES up to END; END, FROM, UNTIL
 #   move_clocks ROLE...           a profile two hours after END to each ROLE
 #                                 (tenant clock): the workload's ranges are over
 #   converged                     $URL's tenant anonymous holds $WORK/expect/stats
