@@ -34,21 +34,16 @@
 # Prints a Markdown table; the callgrind outputs stay in OUT_DIR.
 set -euo pipefail
 
-B=$(cd "${1:?usage: callgrind.sh BUILD_DIR OUT_DIR}" && pwd)
-mkdir -p "${2:?usage: callgrind.sh BUILD_DIR OUT_DIR}"
-OUT=$(cd "$2" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib_bench.sh
 . "$HERE/lib_bench.sh"
 . "$HERE/lib_store.sh"
+lib_store_dirs callgrind.sh "$@"
 bench_need_built callgrind.sh bench/unhex-workload bench/bench-ingest bench/bench-query cli/unhex
 command -v valgrind >/dev/null || { echo "callgrind.sh: valgrind is not installed" >&2; exit 1; }
 trap lib_store_cleanup EXIT
 
-WL=${WORKLOAD:-$OUT}
-fixed_workload "$B" "$WL"
-fixed_store "$B" "$WL/workload" "$OUT/store-raw"
-fixed_store "$B" "$WL/workload" "$OUT/store-sym" "$WL/debug"
+fixed_stores
 
 # The server's 30 s query deadline can cut a query short under callgrind on
 # a busy machine; bench-query lifts it where it can (not before golden).

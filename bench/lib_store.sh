@@ -4,8 +4,11 @@
 # programs of the build being measured, so that two builds measure the
 # same inputs.
 #
+#   lib_store_dirs SCRIPT ARGS...  sets B (BUILD_DIR) and OUT (OUT_DIR, made)
 #   fixed_workload BUILD DIR       DIR/workload (+ manifest.tsv), DIR/debug
 #   fixed_store BUILD WORKLOAD DATA [DEBUG_DIR]
+#   fixed_stores                   both stores of $B's build in $OUT, the
+#                                  workload in WL ($WORKLOAD, else $OUT)
 #   lib_store_cleanup              for the caller's EXIT trap: stops the
 #                                  server fixed_store may have running
 #
@@ -30,6 +33,15 @@ lib_store_cleanup() {
 		wait "$LIB_SERVER_PID" 2>/dev/null || true
 	fi
 	LIB_SERVER_PID=
+}
+
+# lib_store_dirs SCRIPT BUILD_DIR OUT_DIR: the arguments every caller takes;
+# sets B and OUT to them, absolute (OUT made), or exits with SCRIPT's usage.
+lib_store_dirs() {
+	[ -n "${2:-}" ] && [ -n "${3:-}" ] || { echo "usage: $1 BUILD_DIR OUT_DIR" >&2; exit 1; }
+	B=$(cd "$2" && pwd)
+	mkdir -p "$3"
+	OUT=$(cd "$3" && pwd)
 }
 
 # fixed_workload BUILD DIR: reuses DIR when it holds this exact workload.
@@ -70,6 +82,16 @@ fixed_store() {
 	done
 	echo "lib_store.sh: symbolization of $data still pending" >&2
 	return 1
+}
+
+# fixed_stores: the fixed workload in WL (WORKLOAD, else OUT; reused when it
+# is there) and the two stores the callers measure: OUT/store-raw (no
+# symbol files) and OUT/store-sym (every symbol file preloaded).
+fixed_stores() {
+	WL=${WORKLOAD:-$OUT}
+	fixed_workload "$B" "$WL"
+	fixed_store "$B" "$WL/workload" "$OUT/store-raw"
+	fixed_store "$B" "$WL/workload" "$OUT/store-sym" "$WL/debug"
 }
 
 # preload_debuginfo BUILD DATA DEBUG_DIR: `unhex serve --preload-debuginfo`,

@@ -32,13 +32,11 @@
 # Prints a Markdown table; requests, answers and logs stay in OUT_DIR.
 set -euo pipefail
 
-B=$(cd "${1:?usage: query_mem.sh BUILD_DIR OUT_DIR}" && pwd)
-mkdir -p "${2:?usage: query_mem.sh BUILD_DIR OUT_DIR}"
-OUT=$(cd "$2" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=bench/lib_bench.sh
 . "$HERE/lib_bench.sh"
 . "$HERE/lib_store.sh"
+lib_store_dirs query_mem.sh "$@"
 bench_need_built query_mem.sh bench/unhex-workload bench/bench-ingest bench/bench-query bench/bench-connect cli/unhex
 for t in protoc jq; do
 	command -v $t >/dev/null || { echo "query_mem.sh: $t is not installed" >&2; exit 1; }
@@ -48,10 +46,7 @@ command -v valgrind >/dev/null || MASSIF=0
 bench_build_source
 trap lib_store_cleanup EXIT
 
-WL=${WORKLOAD:-$OUT}
-fixed_workload "$B" "$WL"
-fixed_store "$B" "$WL/workload" "$OUT/store-raw"
-fixed_store "$B" "$WL/workload" "$OUT/store-sym" "$WL/debug"
+fixed_stores
 
 # ---- requests ------------------------------------------------------------------
 CPU=process_cpu:cpu:nanoseconds:cpu:nanoseconds

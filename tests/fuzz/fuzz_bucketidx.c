@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/buf.h"
-#include "base/err.h"
-#include "storage/storage_int.h"
+#include "fuzz_object.h"
 
 static void check(const struct bkt_index *x)
 {
@@ -47,34 +45,4 @@ static void check(const struct bkt_index *x)
 		abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	struct bkt_index x, y;
-	struct buf in, a, b;
-	uint32_t crc;
-
-	if (size < BKT_HEADER_BYTES || size > ((size_t)1 << 20))
-		return 0;
-	buf_init(&in, size);
-	if (buf_append(&in, data, size))
-		abort();
-	crc = store__crc32c(0, in.data + BKT_HEADER_BYTES, size - BKT_HEADER_BYTES);
-	for (int i = 0; i < 4; i++)
-		((uint8_t *)in.data)[12 + i] = (uint8_t)(crc >> (8 * i));
-	if (store__bkt_decode((const uint8_t *)in.data, size, &x, NULL) == 0) {
-		check(&x);
-		buf_init(&a, BKT_MAX_BYTES);
-		buf_init(&b, BKT_MAX_BYTES);
-		if (store__bkt_encode(&x, &a) ||
-		    store__bkt_decode((const uint8_t *)a.data, a.len, &y, NULL))
-			abort();
-		if (store__bkt_encode(&y, &b) || a.len != b.len || memcmp(a.data, b.data, a.len))
-			abort();
-		store__bkt_release(&y);
-		store__bkt_release(&x);
-		buf_release(&a);
-		buf_release(&b);
-	}
-	buf_release(&in);
-	return 0;
-}
+FUZZ_OBJECT_TARGET(bkt_index, bkt, BKT_MAX_BYTES)

@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/buf.h"
-#include "base/err.h"
-#include "storage/storage_int.h"
+#include "fuzz_object.h"
 
 static void check(const struct store_direfs *r)
 {
@@ -45,35 +43,4 @@ static void check(const struct store_direfs *r)
 		abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
-	struct store_direfs x, y;
-	struct buf in, a, b;
-	uint32_t crc;
-
-	if (size < DIREFS_HEADER_BYTES || size > ((size_t)1 << 20))
-		return 0;
-	buf_init(&in, size);
-	if (buf_append(&in, data, size))
-		abort();
-	crc = store__crc32c(0, in.data + DIREFS_HEADER_BYTES, size - DIREFS_HEADER_BYTES);
-	for (int i = 0; i < 4; i++)
-		((uint8_t *)in.data)[12 + i] = (uint8_t)(crc >> (8 * i));
-	if (store__direfs_decode((const uint8_t *)in.data, size, &x, NULL) == 0) {
-		check(&x);
-		buf_init(&a, DIREFS_MAX_BYTES);
-		buf_init(&b, DIREFS_MAX_BYTES);
-		if (store__direfs_encode(&x, &a) ||
-		    store__direfs_decode((const uint8_t *)a.data, a.len, &y, NULL))
-			abort();
-		check(&y);
-		if (store__direfs_encode(&y, &b) || a.len != b.len || memcmp(a.data, b.data, a.len))
-			abort();
-		store__direfs_release(&y);
-		store__direfs_release(&x);
-		buf_release(&a);
-		buf_release(&b);
-	}
-	buf_release(&in);
-	return 0;
-}
+FUZZ_OBJECT_TARGET(store_direfs, direfs, DIREFS_MAX_BYTES)

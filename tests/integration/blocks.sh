@@ -15,14 +15,8 @@ need UNHEX
 need WORKLOAD
 need PPROFINFO
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
-END=1767225600 # 2026-01-01T00:00:00Z: the store's clock follows the data
-WL="$WORK/workload"
-"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 120 --interval 60 --end "$END" \
-	--debug-dir "$WL/debug" --quiet
+block_workload 120 60 --debug-dir "$WORK/workload/debug"
 NFILES=$(grep -vc '^#' "$WL/manifest.tsv")
-FROM=$((END - 3 * 3600))
-UNTIL=$((END + 600))
 # The store's clock: the newest profile (the wall clock is far ahead).
 NEWEST=$(awk -F'\t' '!/^#/ && NF && $3 > m { m = $3 } END { print m }' "$WL/manifest.tsv")
 note "workload: $NFILES profiles over 120 minutes, the newest at $NEWEST"

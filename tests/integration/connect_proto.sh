@@ -11,12 +11,10 @@
 # for malformed protobuf, 415 for other media types) are checked.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
-need UNHEX
-need WORKLOAD
+need UNHEX WORKLOAD
 need_protoc
 need_cmd jq
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 NOW_MS=$(($(date +%s) * 1000))
 FROM_MS=$((NOW_MS - 3 * 3600 * 1000))
 UNTIL_MS=$((NOW_MS + 3600 * 1000))

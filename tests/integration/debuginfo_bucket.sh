@@ -53,9 +53,7 @@ EOF
 cc -g -O2 -Wl,--build-id -o "$WORK/prog" "$WORK/prog.c"
 cc -g -O2 -Wl,--build-id -DSALT=5 -o "$WORK/orphan" "$WORK/prog.c"
 for p in prog orphan; do
-	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
-	cp "$WORK/$p" "$WORK/$p.stripped"
-	strip --strip-all "$WORK/$p.stripped"
+	split_debug "$WORK/$p"
 done
 ID=$(build_id "$WORK/prog")
 ID_O=$(build_id "$WORK/orphan")

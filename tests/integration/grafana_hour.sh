@@ -8,12 +8,9 @@
 # Pyroscope's request-aligned grid with the reference's values.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
-need UNHEX
-need WORKLOAD
-need PPROFINFO
+need UNHEX WORKLOAD PPROFINFO
 need_protoc
 need_cmd jq
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 
 # One profile a minute per instance, each covering its minute: 20 x 60 files.
 WL="$WORK/workload"

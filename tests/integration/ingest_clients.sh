@@ -575,7 +575,6 @@ doc = {"$schema": "https://www.speedscope.app/file-format-schema.json",
 open(w + "/speedscope.json", "w").write(json.dumps(doc))
 EOF
 LSUM=$(python3 -c 'print(37+5+11+23+2)')
-CPU=process_cpu:cpu:nanoseconds:cpu:nanoseconds
 # legacy WHAT PARAMS FILE [curl args...]: FILE sent to /ingest?PARAMS over the
 # last 10 s is stored as one profile.
 legacy() {

@@ -11,6 +11,9 @@ set -euo pipefail
 WORK=$(mktemp -d /tmp/unhex-it.XXXXXX)
 SERVER_PID=
 SERVER_N=0
+# The profile type ID of the CPU profiles the workload generator writes
+# (Pyroscope's name for Go's cpu profile), which most tests query.
+CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 
 cleanup() {
 	local rc=$?
@@ -39,9 +42,13 @@ note() {
 	echo "-- $*" >&2
 }
 
+# need VAR...: fails unless every VAR names an executable.
 need() {
-	local var=$1
-	[ -n "${!var:-}" ] && [ -x "${!var}" ] || fail "$var is not set to an executable (${!var:-unset})"
+	local var
+	for var in "$@"; do
+		[ -n "${!var:-}" ] && [ -x "${!var}" ] ||
+			fail "$var is not set to an executable (${!var:-unset})"
+	done
 }
 
 # need_cmd CMD [HINT]: fails unless the command CMD is on PATH; HINT says
@@ -432,6 +439,15 @@ export_traces() {
 	[ -s "$2.traces" ] || fail "$1: no stacks in the export"
 }
 
+# split_debug BIN: BIN's debug info alone in BIN.debug (objcopy
+# --only-keep-debug) and BIN without symbols or debug info in BIN.stripped,
+# as distributions ship them.
+split_debug() {
+	objcopy --only-keep-debug "$1" "$1.debug"
+	cp "$1" "$1.stripped"
+	strip --strip-all "$1.stripped"
+}
+
 # build_id ELF: the GNU build ID of ELF, in hex.
 build_id() {
 	readelf -n "$1" 2>/dev/null | awk '/Build ID/{print $3; exit}'
@@ -574,6 +590,22 @@ ingest_manifest() {
 			>/dev/null || failed=$((failed + 1))
 	done <"$wl/manifest.tsv"
 	[ $failed -eq 0 ] || fail "$failed workload files were rejected"
+}
+
+# block_workload MINUTES INTERVAL [GENERATOR ARGS...]: the workload of the
+# block tests in WL ($WORK/workload): 2 services x 2 instances, a profile
+# every INTERVAL seconds for MINUTES up to END, a fixed time (the store's
+# clock follows the data, not the wall clock); sets END, and FROM and UNTIL
+# three hours before and ten minutes after END.  Needs WORKLOAD.
+block_workload() {
+	local minutes=$1 interval=$2
+	shift 2
+	END=1767225600 # 2026-01-01T00:00:00Z
+	WL="$WORK/workload"
+	"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes "$minutes" \
+		--interval "$interval" --end "$END" "$@" --quiet
+	FROM=$((END - 3 * 3600))
+	UNTIL=$((END + 600))
 }
 
 # answers DIR: $URL's stats of the tenant anonymous and every service's

@@ -18,13 +18,7 @@ need_rgw
 # set +e: under errexit `(exit $rc)` would end the trap before cleanup.
 trap 'rc=$?; rgw_stop; set +e; (exit $rc); cleanup' EXIT
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
-END=1767225600
-WL="$WORK/workload"
-"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 120 --interval 60 --end "$END" \
-	--quiet
-FROM=$((END - 3 * 3600))
-UNTIL=$((END + 600))
+block_workload 120 60
 
 rgw_start
 rgw_s3 unhex-blocks

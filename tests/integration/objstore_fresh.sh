@@ -17,13 +17,7 @@ need UNHEX
 need WORKLOAD
 need_rgw
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
-END=1767225600
-WL="$WORK/workload"
-"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes 90 --interval 120 --end "$END" \
-	--quiet
-FROM=$((END - 3 * 3600))
-UNTIL=$((END + 600))
+block_workload 90 120
 
 # renders DIR: the lib's answers without the stats (a querier's
 # /api/v1/stats is its own store's, without the ingesters').

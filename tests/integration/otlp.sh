@@ -91,9 +91,7 @@ EOF
 # -no-pie puts the text at ELF VA 0x40xxxx while its file offset is 0x1xxx,
 # so an address read as a file offset instead of a vaddr would not resolve.
 gcc -g -O2 -no-pie -Wl,--build-id -o "$WORK/prog" "$WORK/prog.c" || fail "gcc"
-objcopy --only-keep-debug "$WORK/prog" "$WORK/prog.debug"
-cp "$WORK/prog" "$WORK/prog.stripped"
-strip --strip-all "$WORK/prog.stripped"
+split_debug "$WORK/prog"
 ID=$(build_id "$WORK/prog.stripped")
 [ -n "$ID" ] || fail "no build ID in prog"
 note "prog build ID $ID"

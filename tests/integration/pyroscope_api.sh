@@ -32,12 +32,9 @@
 #     connect_es) calls the same methods in both codecs.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
-need UNHEX
-need WORKLOAD
-need PPROFINFO
+need UNHEX WORKLOAD PPROFINFO
 need_protoc
 need_cmd jq
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 T=wl
 
 WL="$WORK/workload"

@@ -15,14 +15,10 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 . "$HERE/lib.sh"
-need UNHEX
-need PERF2PPROF
-need PPROFINFO
-need WORKLOAD
+need UNHEX PERF2PPROF PPROFINFO WORKLOAD
 need_cmd go "go tool pprof is the reference reader"
 export GOCACHE="$WORK/gocache" GOPATH="$WORK/gopath" HOME="$WORK" PPROF_TMPDIR="$WORK/pprof"
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 NOW=$(date +%s)
 FROM=$((NOW - 3 * 3600))
 UNTIL=$((NOW + 3600))

@@ -23,7 +23,6 @@ need_protoc
 need_cmd jq
 need_cmd python3
 export GOCACHE="$WORK/gocache" GOPATH="$WORK/gopath" HOME="$WORK"
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 NOW=$(date +%s)
 FROM=$((NOW - 600))
 UNTIL=$((NOW + 600))

@@ -9,10 +9,8 @@
 #     least one query completes while ingest is going on.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
-need UNHEX
-need WORKLOAD
+need UNHEX WORKLOAD
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 Q="$CPU{service_name=\"shop-api\"}"
 WL="$WORK/workload"
 "$WORKLOAD" --out "$WL" --services 1 --instances 4 --minutes 30 --end now --quiet

@@ -16,7 +16,7 @@
 #                                 flags naming it) and ROLE (S3, 1 s passes,
 #                                 10-minute blocks)
 #   roles_workload MINUTES        WL: 2 services x 2 instances, a profile a
-#                                 minute for MINUTES up to END; CPU, FROM, UNTIL
+#                                 minute for MINUTES up to END; END, FROM, UNTIL
 #   move_clocks ROLE...           a profile two hours after END to each ROLE
 #                                 (tenant clock): the workload's ranges are over
 #   converged                     $URL's tenant anonymous holds $WORK/expect/stats
@@ -100,13 +100,8 @@ roles_bucket() {
 }
 
 roles_workload() {
-	CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
-	END=1767225600
-	WL="$WORK/workload"
-	"$WORKLOAD" --out "$WL" --services 2 --instances 2 --minutes "$1" --interval 60 \
-		--end "$END" --quiet
+	block_workload "$1" 60
 	FROM=$((END - 60 * $1 - 3600))
-	UNTIL=$((END + 600))
 }
 
 # A profile of another tenant two hours after the workload moves an

@@ -48,9 +48,7 @@ cc -g -O2 -Wl,--build-id -o "$WORK/app" "$WORK/app.c"
 cc -g -O2 -Wl,--build-id -DROUNDS=2001 -o "$WORK/served" "$WORK/app.c"
 cc -g -O2 -Wl,--build-id=none -o "$WORK/nobid" "$WORK/app.c"
 for p in app served nobid; do
-	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
-	cp "$WORK/$p" "$WORK/$p.stripped"
-	strip --strip-all "$WORK/$p.stripped"
+	split_debug "$WORK/$p"
 	profile_to_pprof "$WORK/$p.pb.gz" "$WORK/$p.stripped" 1
 done
 ID_APP=$(build_id "$WORK/app")

@@ -52,9 +52,7 @@ for p in nofp withfp; do
 	flags=-fomit-frame-pointer
 	[ $p = withfp ] && flags=-fno-omit-frame-pointer
 	cc -g -O2 $flags -o "$WORK/$p" "$WORK/deep.c"
-	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
-	cp "$WORK/$p" "$WORK/$p.stripped"
-	strip --strip-all "$WORK/$p.stripped"
+	split_debug "$WORK/$p"
 	perf record -q -F 999 --call-graph fp -o "$WORK/$p.data" "$WORK/$p.stripped" 1.5 \
 		>/dev/null 2>"$WORK/perf.err" || fail "perf record: $(head -c 300 "$WORK/perf.err")"
 	"$PERF2PPROF" -i "$WORK/$p.data" -o "$WORK/$p.pb.gz" --quiet

@@ -205,14 +205,12 @@ done
 ALT_NAME=/usr/lib/debug/.dwz/unhex-sym-dwz-test/common.debug
 [ ! -e "$ALT_NAME" ] || fail "$ALT_NAME exists; the test needs it absent"
 for p in $PROGS; do
-	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
+	split_debug "$WORK/$p"
 done
 (cd "$WORK" && dwz -m common.debug -M "$ALT_NAME" dwzc1.debug dwzc2.debug dwzc3.debug \
 	dwzx1.debug dwzx2.debug) ||
 	fail "dwz failed"
 for p in $PROGS; do
-	cp "$WORK/$p" "$WORK/$p.stripped"
-	strip --strip-all "$WORK/$p.stripped"
 	objcopy --add-gnu-debuglink="$WORK/$p.debug" "$WORK/$p.stripped"
 done
 

@@ -33,9 +33,7 @@ func spin(x uint64) uint64 {
 GOEOF
 note "Go: $("$GO" version)"
 ID=$(go_build_with_id "$WORK/gospin.go" "$WORK/gospin")
-objcopy --only-keep-debug "$WORK/gospin" "$WORK/gospin.debug"
-cp "$WORK/gospin" "$WORK/gospin.stripped"
-strip --strip-all "$WORK/gospin.stripped"
+split_debug "$WORK/gospin"
 [ "$(build_id "$WORK/gospin.stripped")" = "$ID" ] || fail "strip changed the build ID"
 ! readelf -SW "$WORK/gospin.stripped" | grep -q '\.debug_info\|\.symtab' ||
 	fail "gospin.stripped still has symbols"

@@ -143,6 +143,16 @@ jit_reason() {
 	G=$(jq -c --arg b "perf-$NPID.map" '.symbolization.buildIds[]? | select(.binary == $b)' <<<"$BODY")
 }
 
+# jit_gone HOW: with the node's map HOW (evicted, expired), its frames are
+# hex again and its JIT group says there is no perf map for the process.
+jit_gone() {
+	jit_reason
+	! grep -q hotJitLoop <<<"$NAMES" || fail "hotJitLoop named from an $1 map"
+	[ "$(jq -r .status <<<"$G")" = not_found ] &&
+		[[ $(jq -r .reason <<<"$G") == "no perf map for process $NPID"* ]] ||
+		fail "JIT group, map $1: $G"
+}
+
 # The cap (docs/symbolization.md, "How many, how long"): two maps per
 # tenant (the limits file's max_perfmaps over the flag's default); two other
 # processes' maps evict the node's, the oldest.
@@ -155,11 +165,7 @@ for p in 900001 900002; do
 	[ "$STATUS" = 201 ] || fail "map of $p: $STATUS $BODY"
 done
 [ "$(perf_deleted evicted)" = 1 ] || fail "evictions after a third map: $(perf_deleted evicted)"
-jit_reason
-! grep -q hotJitLoop <<<"$NAMES" || fail "hotJitLoop named from an evicted map"
-[ "$(jq -r .status <<<"$G")" = not_found ] &&
-	[[ $(jq -r .reason <<<"$G") == "no perf map for process $NPID"* ]] ||
-	fail "JIT group after eviction: $G"
+jit_gone evicted
 # Uploaded again: named again (900001, now the oldest, goes).
 "$UNHEX" upload --server "$URL" --perf-map "$WORK/perf-$NPID.map" >/dev/null ||
 	fail "unhex upload --perf-map after eviction"
@@ -178,11 +184,7 @@ for i in $(seq 1 120); do
 	sleep 0.5
 done
 [ "$(perf_deleted expired)" = 2 ] || fail "maps expired: $(perf_deleted expired)"
-jit_reason
-! grep -q hotJitLoop <<<"$NAMES" || fail "hotJitLoop named from an expired map"
-[ "$(jq -r .status <<<"$G")" = not_found ] &&
-	[[ $(jq -r .reason <<<"$G") == "no perf map for process $NPID"* ]] ||
-	fail "JIT group after expiry: $G"
+jit_gone expired
 grep -q "perf map of process $NPID deleted" "$WORK/server.$SERVER_N.log" ||
 	fail "the server log does not say the map expired"
 note "expiry: $(perf_deleted expired) maps deleted, reason: $(jq -r .reason <<<"$G" | head -c 60)"

@@ -207,9 +207,7 @@ for l in "${LANGS[@]}"; do
 	[ "$l" = rust ] && p=progrs
 	ID[$l]=$(build_id "$WORK/$p")
 	[ -n "${ID[$l]}" ] || fail "$p has no GNU build ID"
-	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
-	cp "$WORK/$p" "$WORK/$p.stripped"
-	strip --strip-all "$WORK/$p.stripped"
+	split_debug "$WORK/$p"
 	objcopy --add-gnu-debuglink="$WORK/$p.debug" "$WORK/$p.stripped"
 	[ "$(build_id "$WORK/$p.stripped")" = "${ID[$l]}" ] || fail "strip changed the build ID of $p"
 	if readelf -SW "$WORK/$p.stripped" | grep -q '\.debug_info\|\.symtab'; then

@@ -113,9 +113,7 @@ cc -g -O2 -Wl,--build-id -o "$WORK/progc" "$WORK/progc.c"
 c++ -g -O2 -Wl,--build-id -o "$WORK/progcc" "$WORK/progcc.cc"
 cc -g -O2 -Wl,--build-id -DORPHAN=1 -o "$WORK/orphan" "$WORK/orphan.c"
 for p in progc progcc orphan; do
-	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
-	cp "$WORK/$p" "$WORK/$p.stripped"
-	strip --strip-all "$WORK/$p.stripped"
+	split_debug "$WORK/$p"
 	objcopy --add-gnu-debuglink="$WORK/$p.debug" "$WORK/$p.stripped"
 done
 ID_C=$(build_id "$WORK/progc")

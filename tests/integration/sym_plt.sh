@@ -39,9 +39,7 @@ for variant in lazy ibt; do
 	p=plt$variant
 	# shellcheck disable=SC2086
 	cc -g -O2 -fno-builtin-memcmp $flags -o "$WORK/$p" "$WORK/plt.c"
-	objcopy --only-keep-debug "$WORK/$p" "$WORK/$p.debug"
-	cp "$WORK/$p" "$WORK/$p.stripped"
-	strip --strip-all "$WORK/$p.stripped"
+	split_debug "$WORK/$p"
 	id=$(build_id "$WORK/$p")
 	# "vaddr name" of every entry objdump labels <name@plt> (16 bytes each)
 	objdump -d -j .plt -j .plt.sec "$WORK/$p" |

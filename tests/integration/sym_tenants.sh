@@ -60,9 +60,7 @@ EOF
 	c_timed_main 1 'acc += tenant_caller(&v);' 'v++;'
 } >"$WORK/tprog.c"
 cc -g -O2 -Wl,--build-id -o "$WORK/tprog" "$WORK/tprog.c"
-objcopy --only-keep-debug "$WORK/tprog" "$WORK/tprog.debug"
-cp "$WORK/tprog" "$WORK/tprog.stripped"
-strip --strip-all "$WORK/tprog.stripped"
+split_debug "$WORK/tprog"
 ID=$(build_id "$WORK/tprog")
 [ -n "$ID" ] || fail "tprog has no build ID"
 profile_to_pprof "$WORK/tprog.pb.gz" "$WORK/tprog.stripped" 1

@@ -6,10 +6,8 @@
 # old server gave, before and after sealing, and new profiles join them.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
-need UNHEX
-need WORKLOAD
+need UNHEX WORKLOAD
 
-CPU='process_cpu:cpu:nanoseconds:cpu:nanoseconds'
 END=1767225600
 FROM=$((END - 3600))
 UNTIL=$((END + 600))

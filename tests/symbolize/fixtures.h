@@ -2,7 +2,7 @@
  * fixtures.h - source code of the programs the symbolize tests compile:
  * C with always_inline chains across a header, C++ with templates,
  * lambdas and the inlined standard library, a small Go program, and the
- * C++ pair of the DWZ integration test.
+ * C++ pair of the DWZ integration test with the command that builds it.
  */
 #ifndef UNHEX_TESTS_FIXTURES_H
 #define UNHEX_TESTS_FIXTURES_H
@@ -216,5 +216,24 @@ static const char FIX_DWZ_X2[] =
 	"\t\t\tv[i] = (long)(i * 40503u + (unsigned long)acc);\n"
 	"\t\tacc += reverse_order(v) + dwz::total<long>(v) + f(1200);\n"
 	FIX_DWZ_MAIN_END;
+
+/*
+ * The shell command (run in the directory holding shared.hh, dwzs_x1.cc
+ * and dwzs_x2.cc) that builds the pair with build IDs, splits each
+ * program's debug info into NAME.debug and lets `dwz -m` move what they
+ * share into dwzs_common.debug (its .gnu_debugaltlink names a path that
+ * does not exist: the tests hand the alt file over themselves).  It fails
+ * unless dwzs_x1.debug refers into the alt file and imports partial units.
+ */
+#define FIX_DWZ_PAIR_BUILD \
+	"for p in dwzs_x1 dwzs_x2; do " \
+	"g++ -g -O2 -Wl,--build-id -o $p $p.cc && " \
+	"objcopy --only-keep-debug $p $p.debug || exit 1; done && " \
+	"dwz -m dwzs_common.debug -M /nonexistent-unhex-dwz/dwzs.debug " \
+	"dwzs_x1.debug dwzs_x2.debug && " \
+	"readelf --debug-dump=info dwzs_x1.debug 2>/dev/null " \
+	"| grep -q 'DW_AT_specification: <alt 0x' && " \
+	"readelf --debug-dump=info dwzs_x1.debug 2>/dev/null " \
+	"| grep -q DW_TAG_imported_unit"
 
 #endif

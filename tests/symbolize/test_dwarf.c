@@ -439,15 +439,8 @@ static void test_dwz_shared_templates(void **state)
 	t_write("shared.hh", FIX_DWZ_HH);
 	t_write("dwzs_x1.cc", FIX_DWZ_X1);
 	t_write("dwzs_x2.cc", FIX_DWZ_X2);
-	assert_int_equal(t_run("cd '%s' && for p in dwzs_x1 dwzs_x2; do "
-			       "g++ -g -O2 -Wl,--build-id -o $p $p.cc && "
-			       "objcopy --only-keep-debug $p $p.debug || exit 1; done && "
-			       "dwz -m dwzs_common.debug -M /nonexistent-unhex-dwz/dwzs.debug "
-			       "dwzs_x1.debug dwzs_x2.debug && "
-			       "readelf --debug-dump=info dwzs_x1.debug 2>/dev/null "
-			       "| grep -q 'DW_AT_specification: <alt 0x' && "
-			       "readelf --debug-dump=info dwzs_x1.debug 2>/dev/null "
-			       "| grep -q DW_TAG_imported_unit", t_dir), 0);
+	assert_int_equal(t_run("cd '%s' && "
+			       FIX_DWZ_PAIR_BUILD, t_dir), 0);
 	snprintf(alt, sizeof(alt), "%s", t_path("dwzs_common.debug"));
 	o.find_alt = alt_cb;
 	for (size_t i = 0; i < 2; i++) {
