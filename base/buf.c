@@ -145,6 +145,8 @@ int buf_put_json_str(struct buf *b, const char *s, size_t n)
 		case '\n': e = "\\n"; break;
 		case '\r': e = "\\r"; break;
 		case '\t': e = "\\t"; break;
+		case '\b': e = "\\b"; break;
+		case '\f': e = "\\f"; break;
 		default:
 			/* Invalid UTF-8 (names stored before ingest refused it)
 			 * becomes U+FFFD, so the answer stays a JSON text. */

@@ -52,9 +52,11 @@ int buf_put_be64(struct buf *b, uint64_t v);
 int buf_put_lstr(struct buf *b, const void *s, size_t n);
 
 /*
- * Appends `s` as a JSON string literal, quotes included; each byte that does
- * not start a valid UTF-8 sequence is written as U+FFFD, so the result is
- * always valid JSON.
+ * Appends `s` as a JSON string literal, quotes included: `"` `\\` and
+ * \n \r \t \b \f as their short escapes, the other control bytes and
+ * DEL (0x7f) as \u00XX; each byte that does not start a valid UTF-8 sequence
+ * is written as U+FFFD, so the result is always valid JSON.  The one JSON
+ * string writer: the HTTP answers and pbjson's Connect JSON both use it.
  */
 int buf_put_json_str(struct buf *b, const char *s, size_t n);
 

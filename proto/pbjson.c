@@ -551,65 +551,6 @@ struct enc {
 	struct buf *out;
 };
 
-/* Appends a JSON string; bytes that are not UTF-8 become U+FFFD. */
-static int put_str(struct buf *b, const char *s, size_t n)
-{
-	static const char hexd[] = "0123456789abcdef";
-	size_t i = 0, run = 0;
-	int rc = buf_putc(b, '"');
-
-	while (i < n && !rc) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[8];
-		const char *e = NULL;
-		size_t elen = 2, len = 1;
-
-		if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0x80) {
-			const char *q = s + i;
-			size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-
-			if (i + k <= n && json_utf8_valid(q, k)) {
-				i += k;
-				continue;
-			}
-			e = "\xef\xbf\xbd";
-			elen = 3;
-		} else if (c == '"') {
-			e = "\\\"";
-		} else if (c == '\\') {
-			e = "\\\\";
-		} else if (c == '\n') {
-			e = "\\n";
-		} else if (c == '\r') {
-			e = "\\r";
-		} else if (c == '\t') {
-			e = "\\t";
-		} else if (c == '\b') {
-			e = "\\b";
-		} else if (c == '\f') {
-			e = "\\f";
-		} else {
-			snprintf(esc, sizeof(esc), "\\u00%c%c", hexd[c >> 4], hexd[c & 15]);
-			e = esc;
-			elen = 6;
-		}
-		rc = buf_append(b, s + run, i - run);
-		if (!rc)
-			rc = buf_append(b, e, elen);
-		i += len;
-		run = i;
-	}
-	if (!rc)
-		rc = buf_append(b, s + run, n - run);
-	if (!rc)
-		rc = buf_putc(b, '"');
-	return rc;
-}
-
 /* The shortest %g text of x that reads back as x (as a float when `single`). */
 static int put_real(struct buf *b, double x, int single)
 {
@@ -677,7 +618,7 @@ static int enc_value(struct enc *e, const ProtobufCMessageDescriptor *d,
 	case PROTOBUF_C_TYPE_STRING: {
 		const char *s = *(char *const *)p;
 
-		return s ? put_str(b, s, strlen(s)) : buf_puts(b, "\"\"");
+		return s ? buf_put_json_str(b, s, strlen(s)) : buf_puts(b, "\"\"");
 	}
 	case PROTOBUF_C_TYPE_BYTES: {
 		const ProtobufCBinaryData *bd = p;

@@ -104,6 +104,11 @@ static void test_json_string(void **state)
 	buf_init(&b, TEST_MAX);
 	assert_int_equal(buf_put_json_str(&b, "a\"b\\c\n\x01", 7), 0);
 	assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\"");
+	b.len = 0;
+	assert_int_equal(buf_put_json_str(&b, "\b\f\r\t\x1f\x7f~", 7), 0);
+	assert_string_equal(b.data, "\"\\b\\f\\r\\t\\u001f\\u007f~\"");
+	b.len = 0;
+	assert_int_equal(buf_put_json_str(&b, "a\"b\\c\n\x01", 7), 0);
 	size_t len;
 	char *d = buf_detach(&b, &len);
 	assert_int_equal(len, strlen(d));
