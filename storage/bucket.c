@@ -618,37 +618,85 @@ static int apply(struct store *st, const struct bkt_index *x, struct err_msg *ms
 	return rc;
 }
 
+/* Forgets the index the last sync read (bucket_sync_mu held). */
+static void index_forget(struct store *st)
+{
+	if (st->bucket_idx) {
+		store__bkt_release(st->bucket_idx);
+		free(st->bucket_idx);
+	}
+	st->bucket_idx = NULL;
+	st->bucket_idx_etag[0] = '\0';
+}
+
+/*
+ * The index into st->bucket_idx: read and decoded only when its ETag is
+ * not the one of the copy kept (a conditional GET: an unchanged index
+ * costs one 304, no bytes and no decoding).  ERR_NOT_FOUND when there is
+ * none; on any failure nothing is kept.  bucket_sync_mu held.
+ */
+static int index_fresh(struct store *st, struct err_msg *msg)
+{
+	char etag[OBJSTORE_ETAG_MAX] = "";
+	struct bkt_index *x = NULL;
+	int changed = 1, rc;
+	struct buf b;
+
+	buf_init(&b, BKT_MAX_BYTES);
+	rc = objstore_get_if_changed(st->objstore, BKT_KEY,
+				     st->bucket_idx ? st->bucket_idx_etag : NULL, &b, etag,
+				     &changed, msg);
+	if (!rc && changed && !(x = malloc(sizeof(*x))))
+		rc = err_set(msg, ERR_NOMEM, "bucket index: out of memory");
+	if (!rc && changed && (rc = store__bkt_decode((const uint8_t *)b.data, b.len, x, msg))) {
+		free(x);
+		x = NULL;
+	}
+	if (rc || changed)
+		index_forget(st);
+	if (x) {
+		st->bucket_idx = x;
+		st->bucket_idx_bytes = b.len;
+		/* Without a tag (a server that sends none) it is read every time. */
+		_Static_assert(sizeof(st->bucket_idx_etag) == OBJSTORE_ETAG_MAX, "ETag size");
+		memcpy(st->bucket_idx_etag, etag, sizeof(etag));
+	}
+	buf_release(&b);
+	return rc;
+}
+
 int store_bucket_sync(struct store *st, struct err_msg *msg)
 {
-	struct bkt_index x;
-	size_t bytes = 0;
+	const struct bkt_index *x;
 	int rc;
 
 	if (!st->objstore || !(st->bucket_mode & (STORE_BUCKET_DISCOVER | STORE_BUCKET_PRUNE)))
 		return 0;
-	rc = index_get(st, &x, &bytes, msg);
+	pthread_mutex_lock(&st->bucket_sync_mu);
+	rc = index_fresh(st, msg);
 	if (rc == ERR_NOT_FOUND) {
 		/* No index written yet: nothing to learn, and nothing to unlist. */
+		pthread_mutex_unlock(&st->bucket_sync_mu);
 		err_clear(msg);
 		return 0;
 	}
 	if (!rc) {
+		x = st->bucket_idx;
+		/* Applied again even when unchanged: what it means depends on
+		 * this store too (its own blocks, footers that failed to read). */
 		pthread_mutex_lock(&st->maint_mu);
-		/* Two syncs at once (the thread's and a query's, peers.c) may
-		 * read two indexes: the older one, applied last, would take back
-		 * blocks the newer one replaced. */
-		if (x.written_ns >= atomic_load(&st->bucket_view_ns))
-			rc = apply(st, &x, msg);
+		if (x->written_ns >= atomic_load(&st->bucket_view_ns))
+			rc = apply(st, x, msg);
 		pthread_mutex_unlock(&st->maint_mu);
 		pthread_mutex_lock(&st->bucket_mu);
 		st->bucket.syncs++;
 		st->bucket.index_blocks = 0;
-		for (size_t i = 0; i < x.n_tenants; i++)
-			st->bucket.index_blocks += x.tenants[i].n_blocks;
-		st->bucket.index_bytes = bytes;
+		for (size_t i = 0; i < x->n_tenants; i++)
+			st->bucket.index_blocks += x->tenants[i].n_blocks;
+		st->bucket.index_bytes = st->bucket_idx_bytes;
 		pthread_mutex_unlock(&st->bucket_mu);
-		store__bkt_release(&x);
 	}
+	pthread_mutex_unlock(&st->bucket_sync_mu);
 	if (rc)
 		stat_add(st, &st->bucket.sync_failures, 1);
 	return rc;
@@ -767,8 +815,12 @@ int store__bucket_open(struct store *st, struct err_msg *msg)
 
 void store__bucket_close(struct store *st)
 {
-	if (!st->bucket_started)
-		return;
-	thread_stop(st->bucket_thread, &st->bucket_wait_mu, &st->bucket_cv, &st->bucket_stop);
-	st->bucket_started = 0;
+	if (st->bucket_started) {
+		thread_stop(st->bucket_thread, &st->bucket_wait_mu, &st->bucket_cv,
+			    &st->bucket_stop);
+		st->bucket_started = 0;
+	}
+	pthread_mutex_lock(&st->bucket_sync_mu);
+	index_forget(st);
+	pthread_mutex_unlock(&st->bucket_sync_mu);
 }

@@ -1248,6 +1248,13 @@ struct store {
 	_Atomic int64_t bucket_view_ns, bucket_pruned_ns;
 	pthread_mutex_t bucket_mu;  /* guards bucket */
 	struct store_bucket_stats bucket;
+	/* One sync at a time; guards the index the last one read (NULL:
+	 * none) with its ETag and size, so an unchanged one is not read
+	 * again (bucket.c). */
+	pthread_mutex_t bucket_sync_mu;
+	struct bkt_index *bucket_idx;
+	char bucket_idx_etag[80];
+	size_t bucket_idx_bytes;
 	pthread_t bucket_thread;
 	int bucket_started, bucket_stop;
 	pthread_mutex_t bucket_wait_mu;

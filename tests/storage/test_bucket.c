@@ -317,6 +317,25 @@ static void test_roles(void **state)
 	assert_int_equal(store_bucket_sync(q, &msg), 0);
 	assert_int_equal(blocks_of(q), 6);
 	same(q, want);
+	/* The index unchanged, a sync reads it no more: one "not modified". */
+	{
+		struct objstore_stats o0, o1;
+		const int G = OBJSTORE_OP_GET;
+
+		objstore_stats(d.os, &o0);
+		assert_int_equal(store_bucket_sync(q, &msg), 0);
+		objstore_stats(d.os, &o1);
+		assert_int_equal(o1.op[G].requests[OBJSTORE_RES_NOT_MODIFIED] -
+					 o0.op[G].requests[OBJSTORE_RES_NOT_MODIFIED], 1);
+		assert_int_equal(o1.op[G].requests[OBJSTORE_RES_OK], o0.op[G].requests[OBJSTORE_RES_OK]);
+		assert_int_equal(o1.op[G].bytes_in, o0.op[G].bytes_in);
+		store_bucket_stats(q, &bs);
+		assert_int_equal(bs.syncs, 2);
+		assert_int_equal(bs.index_blocks, 6);
+		assert_true(bs.index_bytes > 0);
+		assert_int_equal(blocks_of(q), 6);
+		same(q, want);
+	}
 
 	/* Both compactors (by mistake) merge the same six blocks. */
 	memset(&ms, 0, sizeof(ms));
@@ -333,8 +352,19 @@ static void test_roles(void **state)
 		assert_int_equal(b1.marks, 6);
 		assert_int_equal(bs.marks, 1);
 	}
-	/* The querier unlists the six and lists exactly one of the two. */
-	assert_int_equal(store_bucket_sync(q, &msg), 0);
+	/* The querier unlists the six and lists exactly one of the two: the
+	 * index changed, so it is read whole again. */
+	{
+		struct objstore_stats o0, o1;
+
+		objstore_stats(d.os, &o0);
+		assert_int_equal(store_bucket_sync(q, &msg), 0);
+		objstore_stats(d.os, &o1);
+		assert_int_equal(o1.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK] -
+					 o0.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK], 1);
+		assert_int_equal(o1.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_MODIFIED],
+				 o0.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_MODIFIED]);
+	}
 	assert_int_equal(blocks_of(q), 1);
 	same(q, want);
 	store_bucket_stats(q, &bs);
