@@ -687,6 +687,7 @@ void store_close(struct store *st)
 		return;
 	store__bucket_close(st);
 	store__maint_stop(st);
+	store__bucket_free(st);
 	store__blocks_close(st);
 	if (st->db) {
 		if (!st->read_only)
