@@ -763,6 +763,9 @@ int store_bucket_sync(struct store *st, struct err_msg *msg)
 		/* Applied again even when unchanged: what it means depends on
 		 * this store too (its own blocks, footers that failed to read). */
 		pthread_mutex_lock(&st->maint_mu);
+		/* The writer's pass applies each index it writes: one read
+		 * before it, applied last, would take back blocks the newer one
+		 * replaced. */
 		if (x->written_ns >= atomic_load(&st->bucket_view_ns))
 			rc = apply(st, x, msg);
 		pthread_mutex_unlock(&st->maint_mu);
