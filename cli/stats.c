@@ -231,8 +231,8 @@ static void print_remote_objstore(const char *body)
 		return;
 	json_str(p, "backend", backend, sizeof(backend));
 	printf("object store %s (requests since the server started)\n", backend);
-	printf("  %-10s %10s %10s %10s %10s %10s %14s %14s\n", "operation", "ok", "not found",
-	       "conflict", "error", "retries", "bytes in", "bytes out");
+	printf("  %-10s %10s %10s %10s %10s %10s %10s %14s %14s\n", "operation", "ok", "not found",
+	       "conflict", "error", "unchanged", "retries", "bytes in", "bytes out");
 	for (int op = 0; op < OBJSTORE_OP_COUNT; op++) {
 		char pat[32];
 		const char *o;

@@ -132,66 +132,88 @@ static int dir_put(struct objstore *os, const char *key, const void *data, size_
 	return rc;
 }
 
-static int read_range(struct dirstore *d, struct objstore_range *r, uint64_t *size,
-		      struct err_msg *msg)
+/* Opens key's file for reading into *fd, its stat into *st. */
+static int open_object(struct dirstore *d, const char *key, char *path, size_t cap, int *fd,
+		       struct stat *st, struct err_msg *msg)
 {
-	char path[PATH_MAX];
-	struct stat st;
-	uint64_t off, len, sz;
-	int fd, rc;
+	int rc = path_of(d, key, path, cap, msg);
 
-	rc = path_of(d, r->key, path, sizeof(path), msg);
 	if (rc)
 		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
 		return errno == ENOENT || errno == ENOTDIR
-			       ? err_set(msg, ERR_NOT_FOUND, "%s: no such object", r->key)
+			       ? err_set(msg, ERR_NOT_FOUND, "%s: no such object", key)
 			       : err_set(msg, ERR_IO, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		rc = err_set(msg, ERR_NOT_FOUND, "%s: no such object", r->key);
-		goto out;
+	if (fstat(*fd, st) || !S_ISREG(st->st_mode)) {
+		close(*fd);
+		*fd = -1;
+		return err_set(msg, ERR_NOT_FOUND, "%s: no such object", key);
 	}
-	sz = (uint64_t)st.st_size;
+	return 0;
+}
+
+/*
+ * A file's entity tag: its inode and modification time.  A put links a
+ * new file in, so a tag names one content, as an S3 ETag does.
+ */
+static void etag_of(const struct stat *s, char *out, size_t cap)
+{
+	snprintf(out, cap, "%llx-%llx", (unsigned long long)s->st_ino,
+		 (unsigned long long)s->st_mtim.tv_sec * 1000000000ull +
+			 (unsigned long long)s->st_mtim.tv_nsec);
+}
+
+/* r's range of the open file fd (stat st, at path). */
+static int read_fd(int fd, const struct stat *st, const char *path, struct objstore_range *r,
+		   uint64_t *size, struct err_msg *msg)
+{
+	uint64_t off, len, sz = (uint64_t)st->st_size;
+	int rc;
+
 	if (r->off == OBJSTORE__SUFFIX) {
 		len = r->len < sz ? r->len : sz;
 		off = sz - len;
 	} else {
 		off = r->off;
-		if (r->len != UINT64_MAX && off >= sz) {
-			rc = err_set(msg, ERR_INVALID, "%s: range from %llu of an object of %llu bytes",
-				     r->key, (unsigned long long)off, (unsigned long long)sz);
-			goto out;
-		}
+		if (r->len != UINT64_MAX && off >= sz)
+			return err_set(msg, ERR_INVALID, "%s: range from %llu of an object of %llu bytes",
+				       r->key, (unsigned long long)off, (unsigned long long)sz);
 		len = off >= sz ? 0 : sz - off < r->len ? sz - off : r->len;
 	}
-	if (len > r->out->max - r->out->len) {
-		rc = err_set(msg, ERR_TOO_LARGE, "%s: %llu bytes over the reader's cap of %zu",
-			     r->key, (unsigned long long)len, r->out->max);
-		goto out;
-	}
+	if (len > r->out->max - r->out->len)
+		return err_set(msg, ERR_TOO_LARGE, "%s: %llu bytes over the reader's cap of %zu",
+			       r->key, (unsigned long long)len, r->out->max);
 	rc = buf_reserve(r->out, (size_t)len);
-	if (rc) {
-		rc = err_set(msg, rc, "%s: %llu bytes", r->key, (unsigned long long)len);
-		goto out;
-	}
+	if (rc)
+		return err_set(msg, rc, "%s: %llu bytes", r->key, (unsigned long long)len);
 	for (uint64_t got = 0; got < len;) {
 		ssize_t n = pread(fd, r->out->data + r->out->len + got, (size_t)(len - got),
 				  (off_t)(off + got));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			rc = err_set(msg, ERR_IO, "%s: %s", path, n ? strerror(errno) : "shrank");
-			goto out;
-		}
+		if (n <= 0)
+			return err_set(msg, ERR_IO, "%s: %s", path, n ? strerror(errno) : "shrank");
 		got += (uint64_t)n;
 	}
 	r->out->len += (size_t)len;
 	r->out->data[r->out->len] = '\0';
 	if (size)
 		*size = sz;
-out:
+	return 0;
+}
+
+static int read_range(struct dirstore *d, struct objstore_range *r, uint64_t *size,
+		      struct err_msg *msg)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd, rc = open_object(d, r->key, path, sizeof(path), &fd, &st, msg);
+
+	if (rc)
+		return rc;
+	rc = read_fd(fd, &st, path, r, size, msg);
 	close(fd);
 	return rc;
 }
@@ -227,10 +249,38 @@ static int stat_object(struct objstore *os, const char *key, struct objstore_sta
 	if (stat(path, &s) || !S_ISREG(s.st_mode))
 		return err_set(msg, ERR_NOT_FOUND, "%s: no such object", key);
 	st->size = (uint64_t)s.st_size;
-	snprintf(st->etag, sizeof(st->etag), "%llx-%llx", (unsigned long long)s.st_ino,
-		 (unsigned long long)s.st_mtim.tv_sec * 1000000000ull +
-			 (unsigned long long)s.st_mtim.tv_nsec);
+	etag_of(&s, st->etag, sizeof(st->etag));
 	return 0;
+}
+
+static int dir_get_if(struct objstore *os, const char *key, const char *etag, struct buf *out,
+		      char *etag_out, int *changed, struct err_msg *msg)
+{
+	struct objstore_range r = {.key = key, .off = 0, .len = UINT64_MAX, .out = out};
+	char path[PATH_MAX], tag[OBJSTORE_ETAG_MAX];
+	size_t before = out->len;
+	struct stat st;
+	int fd, rc = open_object((struct dirstore *)os, key, path, sizeof(path), &fd, &st, msg);
+
+	if (rc) {
+		objstore__count(os, OBJSTORE_OP_GET, rc, 0, 0, 0);
+		return rc;
+	}
+	etag_of(&st, tag, sizeof(tag));
+	if (etag && !strcmp(etag, tag)) {
+		close(fd);
+		objstore__count(os, OBJSTORE_OP_GET, OBJSTORE__NOT_MODIFIED, 0, 0, 0);
+		*changed = 0;
+		return 0;
+	}
+	rc = read_fd(fd, &st, path, &r, NULL, msg);
+	close(fd);
+	objstore__count(os, OBJSTORE_OP_GET, rc, 0, rc ? 0 : out->len - before, 0);
+	if (!rc) {
+		memcpy(etag_out, tag, sizeof(tag));
+		*changed = 1;
+	}
+	return rc;
 }
 
 static int dir_head(struct objstore *os, const char *key, struct objstore_stat *st,
@@ -375,6 +425,7 @@ static const struct objstore_ops dir_ops = {
 	.kind = "dir",
 	.put = dir_put,
 	.get_ranges = dir_get_ranges,
+	.get_if = dir_get_if,
 	.head = dir_head,
 	.del = dir_del,
 	.list = dir_list,

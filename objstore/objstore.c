@@ -159,6 +159,23 @@ int objstore_get_ranges(struct objstore *os, struct objstore_range *r, size_t n,
 	return read_ranges(os, r, n, NULL, msg);
 }
 
+int objstore_get_if_changed(struct objstore *os, const char *key, const char *etag,
+			    struct buf *out, char *etag_out, int *changed, struct err_msg *msg)
+{
+	int rc = objstore_check_key(key, msg);
+
+	/* The tag goes into a header: one token of printable ASCII, no quote. */
+	for (size_t i = 0; !rc && etag && etag[i]; i++)
+		if ((unsigned char)etag[i] < 0x21 || (unsigned char)etag[i] > 0x7e ||
+		    etag[i] == '"' || i + 1 >= OBJSTORE_ETAG_MAX)
+			rc = err_set(msg, ERR_INVALID, "%s: entity tag %.16s... is not one", key,
+				     etag);
+	if (!rc)
+		rc = os->ops->get_if(os, key, etag && etag[0] ? etag : NULL, out, etag_out, changed,
+				     msg);
+	return failed(os, rc);
+}
+
 int objstore_head(struct objstore *os, const char *key, struct objstore_stat *st,
 		  struct err_msg *msg)
 {
@@ -193,7 +210,7 @@ static const char *const op_names[OBJSTORE_OP_COUNT] = {
 };
 
 static const char *const result_names[OBJSTORE_RES_COUNT] = {
-	"ok", "not_found", "conflict", "error",
+	"ok", "not_found", "conflict", "error", "not_modified",
 };
 
 const char *objstore_op_name(enum objstore_op op)
@@ -211,6 +228,7 @@ void objstore__count(struct objstore *os, enum objstore_op op, int rc, int retri
 {
 	struct objstore__counters *c = &os->op[op];
 	enum objstore_result r = !rc ? OBJSTORE_RES_OK
+				 : rc == OBJSTORE__NOT_MODIFIED ? OBJSTORE_RES_NOT_MODIFIED
 				 : rc == ERR_NOT_FOUND ? OBJSTORE_RES_NOT_FOUND
 				 : rc == ERR_CONFLICT ? OBJSTORE_RES_CONFLICT
 						      : OBJSTORE_RES_ERROR;

@@ -155,9 +155,25 @@ struct objstore_range {
 int objstore_get_ranges(struct objstore *os, struct objstore_range *r, size_t n,
 			struct err_msg *msg);
 
+/* An entity tag's bytes with the NUL, quotes stripped. */
+#define OBJSTORE_ETAG_MAX 80
+
+/*
+ * objstore_get() unless the object's entity tag is still `etag` (NULL or
+ * "": read it in any case): then *changed is 0 and nothing is appended
+ * (S3: `If-None-Match`, answered 304; counted as result "not_modified").
+ * Else the object is appended to out, *changed is 1 and its tag ("" when
+ * the server sent none) is copied into etag_out (OBJSTORE_ETAG_MAX
+ * bytes).  The directory backend's tag is the file's inode and
+ * modification time: a put links in a new file, so a tag names one
+ * content.  A tag with a quote, a space or a control byte is ERR_INVALID.
+ */
+int objstore_get_if_changed(struct objstore *os, const char *key, const char *etag,
+			    struct buf *out, char *etag_out, int *changed, struct err_msg *msg);
+
 struct objstore_stat {
 	uint64_t size;
-	char etag[80]; /* as the server sent it, quotes stripped; "" if none */
+	char etag[OBJSTORE_ETAG_MAX]; /* as the server sent it, quotes stripped; "" if none */
 };
 
 int objstore_head(struct objstore *os, const char *key, struct objstore_stat *st,
@@ -205,12 +221,13 @@ enum objstore_result {
 	OBJSTORE_RES_CONFLICT,  /* 409/412 (create-once of an existing key) */
 	OBJSTORE_RES_ERROR,     /* anything else: no answer, timeout, 403, 5xx...,
 				 * an attempt that is then retried included */
+	OBJSTORE_RES_NOT_MODIFIED, /* 304 (a conditional GET of an unchanged object) */
 	OBJSTORE_RES_COUNT
 };
 
 /* "put", "part", "get", "range_get", "head", "delete", "list". */
 const char *objstore_op_name(enum objstore_op op);
-/* "ok", "not_found", "conflict", "error". */
+/* "ok", "not_found", "conflict", "error", "not_modified". */
 const char *objstore_result_name(enum objstore_result r);
 
 struct objstore_op_stats {

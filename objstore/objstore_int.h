@@ -24,6 +24,8 @@ struct objstore_ops {
 		   unsigned flags, struct err_msg *msg);
 	int (*get_ranges)(struct objstore *os, struct objstore_range *r, size_t n,
 			  uint64_t *sizes, struct err_msg *msg);
+	int (*get_if)(struct objstore *os, const char *key, const char *etag, struct buf *out,
+		      char *etag_out, int *changed, struct err_msg *msg);
 	int (*head)(struct objstore *os, const char *key, struct objstore_stat *st,
 		    struct err_msg *msg);
 	int (*del)(struct objstore *os, const char *key, struct err_msg *msg);
@@ -45,9 +47,13 @@ struct objstore {
 	_Atomic uint64_t failures;
 };
 
+/* A conditional GET answered "not modified" (304), for objstore__count. */
+#define OBJSTORE__NOT_MODIFIED 304
+
 /*
  * Counts one finished request of kind `op` that ended with `rc` (0,
- * ERR_NOT_FOUND, ERR_CONFLICT, or any other failure), `retried` when
+ * OBJSTORE__NOT_MODIFIED, ERR_NOT_FOUND, ERR_CONFLICT, or any other
+ * failure), `retried` when
  * another attempt follows it, and the body bytes it moved.  Relaxed
  * atomics: many threads count at once.
  */

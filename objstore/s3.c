@@ -55,6 +55,8 @@ struct req {
 	struct buf url;
 	char range[64];     /* "bytes=..." or "" */
 	int create_once;
+	char if_none_match[OBJSTORE_ETAG_MAX + 2]; /* a quoted tag, or "" */
+	int not_modified;   /* the answer was 304 to if_none_match */
 	const char *body;   /* PUT/POST body (borrowed) */
 	size_t body_len, body_pos;
 	char sha[SHA256_HEX_LEN + 1];
@@ -190,6 +192,8 @@ static int req_start(struct req *r, CURLM *m)
 		rc = add_header(r, "Range: %s", r->range);
 	if (!rc && r->create_once)
 		rc = add_header(r, "If-None-Match: %s", "*");
+	else if (!rc && r->if_none_match[0])
+		rc = add_header(r, "If-None-Match: %s", r->if_none_match);
 	if (!rc && s->creds.session_token[0])
 		rc = add_header(r, "x-amz-security-token: %s", s->creds.session_token);
 	if (!rc && !strcmp(r->method, "POST"))
@@ -301,6 +305,9 @@ static void req_finish(struct req *r, CURLM *m, CURLcode cc)
 	o = r->too_large ? ERR_TOO_LARGE
 			 : objstore__outcome(r->curl_code, r->status, r->code, r->attempts,
 					     r->s->retry.max_attempts);
+	/* RFC 9110 15.4.5: the tag we sent still names the object. */
+	if (o == ERR_INVALID && r->status == 304 && r->if_none_match[0])
+		o = OBJSTORE__NOT_MODIFIED;
 	objstore__count(&r->s->os, r->op, o == 1 ? ERR_UNAVAILABLE : o, o == 1,
 			got > 0 ? (uint64_t)got : 0, sent > 0 ? (uint64_t)sent : 0);
 	if (o == 1) {
@@ -311,7 +318,8 @@ static void req_finish(struct req *r, CURLM *m, CURLcode cc)
 				   objstore__backoff_ms(&r->s->retry, r->attempts, rnd) * 1000000;
 		return;
 	}
-	r->rc = o;
+	r->not_modified = o == OBJSTORE__NOT_MODIFIED;
+	r->rc = r->not_modified ? 0 : o;
 	r->done = 1;
 }
 
@@ -713,6 +721,46 @@ static int s3_get_ranges(struct objstore *os, struct objstore_range *g, size_t n
 	return rc ? rc : first;
 }
 
+/* r's ETag without its quotes into out (OBJSTORE_ETAG_MAX bytes). */
+static void etag_unquoted(const struct req *r, char *out)
+{
+	size_t n = strlen(r->etag);
+	const char *e = r->etag;
+
+	if (n >= 2 && e[0] == '"' && e[n - 1] == '"')
+		e++, n -= 2;
+	snprintf(out, OBJSTORE_ETAG_MAX, "%.*s", (int)n, e);
+}
+
+static int s3_get_if(struct objstore *os, const char *key, const char *etag, struct buf *out,
+		     char *etag_out, int *changed, struct err_msg *msg)
+{
+	struct req r;
+	int rc;
+
+	req_init(&r, (struct s3 *)os, OBJSTORE_OP_GET, "GET", key);
+	r.out = out;
+	r.out_start = out->len;
+	if (etag)
+		snprintf(r.if_none_match, sizeof(r.if_none_match), "\"%s\"", etag);
+	rc = req_url(&r, key, "", msg);
+	if (!rc)
+		rc = run_one((struct s3 *)os, &r, msg);
+	if (rc || r.not_modified) {
+		out->len = r.out_start;
+		if (out->data)
+			out->data[out->len] = '\0';
+	}
+	if (!rc && r.not_modified) {
+		*changed = 0;
+	} else if (!rc) {
+		etag_unquoted(&r, etag_out);
+		*changed = 1;
+	}
+	req_release(&r);
+	return rc;
+}
+
 /*
  * One request on `key` without a body either way (HEAD, DELETE), run to
  * its final outcome.  *r is initialized here and released by the caller
@@ -737,13 +785,8 @@ static int s3_head(struct objstore *os, const char *key, struct objstore_stat *s
 	if (!rc && r.length < 0)
 		rc = err_set(msg, ERR_CORRUPT, "S3 HEAD %s: no Content-Length", key);
 	if (!rc) {
-		size_t n = strlen(r.etag);
-		const char *e = r.etag;
-
-		if (n >= 2 && e[0] == '"' && e[n - 1] == '"')
-			e++, n -= 2;
 		st->size = (uint64_t)r.length;
-		snprintf(st->etag, sizeof(st->etag), "%.*s", (int)n, e);
+		etag_unquoted(&r, st->etag);
 	}
 	req_release(&r);
 	return rc;
@@ -852,6 +895,7 @@ static const struct objstore_ops s3_ops = {
 	.kind = "s3",
 	.put = s3_put,
 	.get_ranges = s3_get_ranges,
+	.get_if = s3_get_if,
 	.head = s3_head,
 	.del = s3_del,
 	.list = s3_list,

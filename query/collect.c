@@ -203,6 +203,7 @@ int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 	struct query__ids l = { .q = q };
 	struct collect c = { q, m, 0 };
 	struct store_reader **rdp;
+	int64_t rd_from = from_ns, rd_until = until_ns;
 	int rc;
 
 	/* One collect per merge, but for per-profile records (one per side). */
@@ -216,10 +217,17 @@ int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 	if (m->rd) {
 		assert(m->per_profile && !m->rd_side);
 		rdp = &m->rd_side;
+	} else if (m->rd_until > m->rd_from) {
+		rd_from = m->rd_from < from_ns ? m->rd_from : from_ns;
+		rd_until = m->rd_until > until_ns ? m->rd_until : until_ns;
 	}
-	rc = query__reader_open(q, sel, 1, from_ns, until_ns, rdp);
+	rc = query__reader_open(q, sel, 1, rd_from, rd_until, rdp);
 	if (rc)
 		return rc;
+	if (rdp == &m->rd) {
+		m->rd_from = rd_from;
+		m->rd_until = rd_until;
+	}
 	rc = query__select_series_in(q, *rdp, sel, query__ids_add, &l);
 	for (size_t i = 0; i < l.n && !rc; i++) {
 		rc = query__profiles_each(q, *rdp, l.v[i], from_ns, until_ns, add_profile, &c);

@@ -62,6 +62,10 @@ struct call {
 	int have_tree;
 	struct query__flame flame;
 	int have_flame;
+	/* A view of the query to read through when it covers [rd_from,
+	 * rd_until) (borrowed; NULL: each read opens its own). */
+	struct store_reader *rd;
+	int64_t rd_from, rd_until;
 };
 
 static void call_init(struct call *c, struct qctx *q, const struct query_limits *lim,
@@ -1437,6 +1441,20 @@ static int ss_setup(struct ss *s, const struct ss_req *req, const struct query_p
 	return 0;
 }
 
+/* The profiles SelectSeries reads for a grid of nb points of step ms from
+ * start ms: [start - step, end], in whole milliseconds, as Pyroscope reads them. */
+static void ss_range(int64_t start, int64_t step, size_t nb, int64_t *from, int64_t *until)
+{
+	int64_t last;
+
+	*from = (start - step) * 1000000;
+	if (*from < 0)
+		*from = 0;
+	/* Saturated where the nanoseconds of the last point would overflow. */
+	last = start + (int64_t)(nb - 1) * step;
+	*until = last < INT64_MAX / 1000000 ? last * 1000000 + 1000000 : INT64_MAX;
+}
+
 static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCMessage **out)
 {
 	const Querier__V1__SelectSeriesRequest *req = (const void *)msg;
@@ -1479,14 +1497,13 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		ss_release(&s);
 		return rc;
 	}
-	/* Profiles of [start - step, end], in whole milliseconds, as Pyroscope reads them. */
-	from = (s.start - s.step) * 1000000;
-	if (from < 0)
-		from = 0;
-	until = (s.start + (int64_t)(s.nb - 1) * s.step) * 1000000 + 1000000;
+	ss_range(s.start, s.step, s.nb, &from, &until);
 	rc = query__names_init(q, &s.keys);
-	/* Through a reader, as every read: a querier's also asks its ingesters. */
-	if (!rc)
+	/* Through a reader, as every read: a querier's also asks its
+	 * ingesters, so the query's view is shared when it covers the range. */
+	if (!rc && c->rd && c->rd_from <= from && until <= c->rd_until)
+		rd = c->rd;
+	else if (!rc)
 		rc = query__reader_open(q, &sel, 1, from, until, &rd);
 	if (!rc)
 		rc = query__select_series_in(q, rd, &sel, ss_series, &s);
@@ -1521,7 +1538,8 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	if (!rc)
 		*out = &r->base;
 	ss_release(&s);
-	store_reader_close(rd);
+	if (rd != c->rd)
+		store_reader_close(rd);
 	query_selector_release(&sel);
 	return rc;
 }
@@ -1639,8 +1657,24 @@ static int put_render_groups(struct call *c, const Querier__V1__SelectSeriesResp
 	return rc ? rc : buf_putc(out, '}');
 }
 
-int query__render_timeline(struct qctx *q, const struct query_params *p, struct buf *timeline,
-			   struct buf *groups)
+void query__render_read_range(const struct query_params *p, int64_t *from_ns,
+			      int64_t *until_ns)
+{
+	int64_t start = p->from_ns / 1000000, end = p->until_ns / 1000000;
+	int64_t step = render_step_s(start, end) * 1000;
+
+	/* As select_series sees the timeline's request; an empty range is
+	 * refused before any read. */
+	ss_range(start, step, end > start ? (size_t)((end - start) / step) + 1 : 1, from_ns,
+		 until_ns);
+	if (*from_ns > p->from_ns)
+		*from_ns = p->from_ns;
+	if (*until_ns < p->until_ns)
+		*until_ns = p->until_ns;
+}
+
+int query__render_timeline(struct qctx *q, const struct query_params *p,
+			   const struct qmerge *m, struct buf *timeline, struct buf *groups)
 {
 	Querier__V1__SelectSeriesRequest req = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
 	Querier__V1__SelectSeriesResponse *r;
@@ -1662,6 +1696,11 @@ int query__render_timeline(struct qctx *q, const struct query_params *p, struct 
 				     : TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM;
 	call_arena(&a, 0, &p->limits);
 	call_init(&c, q, &p->limits, &a);
+	if (m && m->rd) {
+		c.rd = m->rd;
+		c.rd_from = m->rd_from;
+		c.rd_until = m->rd_until;
+	}
 	rc = select_series(&c, &req.base, &resp);
 	r = (Querier__V1__SelectSeriesResponse *)resp;
 	/* The main timeline is the one series' (none, or several: zeros), as Pyroscope's. */

@@ -149,11 +149,14 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 	query__side_init(&s);
 	buf_init(&tl, q.mem.cap);
 	buf_init(&groups, q.mem.cap);
+	/* One view for the flame graph and the timeline, which reads a step
+	 * more: on a querier, one head-block request per ingester. */
+	query__render_read_range(p, &s.m.rd_from, &s.m.rd_until);
 	rc = query__run(&q, p, QUERY__TRUNCATED, 0, &s);
 	if (!rc)
 		rc = query__flame_build(&q, &s.t, 0, &f);
 	if (!rc) {
-		rc = query__render_timeline(&q, p, &tl, &groups);
+		rc = query__render_timeline(&q, p, &s.m, &tl, &groups);
 		s.m.tl_json = &tl;
 		s.m.groups_json = &groups;
 		ms[0] = &s.m;

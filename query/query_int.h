@@ -316,6 +316,12 @@ struct qmerge {
 	 * meanwhile; its warnings name the blocks it had to skip.
 	 */
 	struct store_reader *rd;
+	/* The range rd was opened for: collect's own, widened to cover
+	 * [rd_from, rd_until) when that is set before (rd_until > rd_from),
+	 * so a later read of the same query (render's timeline) shares the
+	 * view instead of opening another, which on a querier is another
+	 * head-block request to every ingester. */
+	int64_t rd_from, rd_until;
 	/* per-profile records collect twice (one side each): the second view */
 	struct store_reader *rd_side;
 	/* render: Pyroscope's timeline and groups, written instead of tl (borrowed) */
@@ -610,8 +616,17 @@ void query__flame_release(struct qctx *q, struct query__flame *f);
  * of every series into *groups (keyed by the first groupBy label, "*"
  * without it).
  */
-int query__render_timeline(struct qctx *q, const struct query_params *p, struct buf *timeline,
-			   struct buf *groups);
+int query__render_timeline(struct qctx *q, const struct query_params *p,
+			   const struct qmerge *m, struct buf *timeline, struct buf *groups);
+/*
+ * The range render's timeline reads for p ([from - step, until], in whole
+ * milliseconds, as Pyroscope reads it), united with p's own: what
+ * query_render opens its one reader for.  The timeline reads through m->rd
+ * (borrowed; m may be NULL) when that view covers its range, else through
+ * a view of its own.
+ */
+void query__render_read_range(const struct query_params *p, int64_t *from_ns,
+			      int64_t *until_ns);
 int query__fb_write(const struct query__flame *f, const char *profile_type,
 		    const struct qmerge *const *ms, size_t n, struct buf *out);
 

@@ -44,11 +44,24 @@ static int index_get(struct store *st, struct bkt_index *x, size_t *bytes, struc
 
 /* ---- the writer ---------------------------------------------------------------- */
 
+/* A block key whose footer was found corrupt, at the size listed then. */
+struct bkt_bad {
+	char *key;      /* owned */
+	uint64_t size;
+	int listed;     /* listed again by the current pass */
+};
+
+/* Keys remembered as corrupt at most; past it, a corrupt footer is read
+ * at every pass, as before. */
+#define MAX_BAD_FOOTERS 4096
+
 /* One listed block key, with where its entry comes from. */
 struct lkey {
 	char *tenant;   /* in the build arena */
 	struct bkt_block e;
 	int fresh;      /* read from its footer in this pass: covers to close */
+	size_t bad;     /* 1 + its index in st->bucket_bad when its footer was
+			 * found corrupt at this size (0: not) */
 	uint8_t (*sources)[BLOCK_ID_BYTES]; /* its footer's, while fresh (arena) */
 	uint32_t n_sources;
 };
@@ -89,9 +102,57 @@ static int list_cb(void *arg, const struct objstore_entry *e)
 	} else {
 		k->fresh = 1;
 		k->e.rec.bytes = e->size;
+		for (size_t i = 0; i < b->st->n_bucket_bad; i++) {
+			struct bkt_bad *x = &b->st->bucket_bad[i];
+
+			if (!strcmp(x->key, e->key)) {
+				x->listed = x->size == e->size;
+				k->bad = x->listed ? i + 1 : 0;
+				break;
+			}
+		}
 	}
 	b->n++;
 	return 0;
+}
+
+/* Remembers `key` (listed at `size`) as corrupt; past the cap, it is not. */
+static void bad_add(struct store *st, const char *key, uint64_t size)
+{
+	struct bkt_bad *v;
+	char *k;
+
+	if (st->n_bucket_bad >= MAX_BAD_FOOTERS)
+		return;
+	v = realloc(st->bucket_bad, (st->n_bucket_bad + 1) * sizeof(*v));
+	if (!v)
+		return;
+	st->bucket_bad = v;
+	k = strdup(key);
+	if (!k)
+		return;
+	v[st->n_bucket_bad++] = (struct bkt_bad){ k, size, 1 };
+}
+
+/*
+ * After a pass that listed the bucket: forgets the corrupt keys it did not
+ * list at the size remembered (deleted, or other bytes now: read again).
+ */
+static void bad_prune(struct store *st, int listed)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < st->n_bucket_bad; i++) {
+		struct bkt_bad *x = &st->bucket_bad[i];
+
+		if (x->listed || !listed) {
+			x->listed = 0;
+			st->bucket_bad[k++] = *x;
+		} else {
+			free(x->key);
+		}
+	}
+	st->n_bucket_bad = k;
 }
 
 /* Reads the footer of a key the old index does not hold. */
@@ -119,9 +180,14 @@ static int read_fresh(struct build *b, struct lkey *k)
 		rc = err_set(&why, ERR_CORRUPT, "its footer names another block or tenant");
 	}
 	if (rc) {
-		/* Left out of this index; the next pass tries again. */
+		/* Left out of this index; the next pass tries again, but for
+		 * corrupt bytes, which are left out until the object changes. */
 		log_warn("bucket index: %s: %s; left out", key.data,
 			 why.text[0] ? why.text : err_str(rc));
+		if (rc == ERR_CORRUPT) {
+			bad_add(b->st, key.data, k->e.rec.bytes);
+			stat_add(b->st, &b->st->bucket.footers_corrupt, 1);
+		}
 		buf_release(&key);
 		return rc == ERR_NOMEM ? rc : 1;
 	}
@@ -312,7 +378,7 @@ int store__bucket_index_pass(struct store *st, struct err_msg *msg)
 	size_t old_bytes = 0;
 	uint64_t marks = 0, blocks = 0;
 	int64_t now = store__wall(st), clock = store__clock(st);
-	int rc;
+	int rc, listed;
 
 	memset(&b, 0, sizeof(b));
 	store__bkt_init(&nx, BUILD_ARENA_CAP);
@@ -337,16 +403,28 @@ int store__bucket_index_pass(struct store *st, struct err_msg *msg)
 	rc = objstore_list(st->objstore, BLOCKS_DIR "/", list_cb, &b, msg);
 	if (rc == ERR_TOO_LARGE)
 		err_set(msg, rc, "bucket index: more than %u blocks", BKT_MAX_BLOCKS);
+	listed = !rc;
 	for (size_t i = 0; !rc && i < b.n; i++) {
 		if (!b.v[i].fresh)
 			continue;
-		rc = read_fresh(&b, &b.v[i]);
+		if (b.v[i].bad) {
+			/* Still reported at every pass, without reading it again. */
+			log_warn("bucket index: %s: its footer was found corrupt, and the object "
+				 "is unchanged (%llu bytes); left out",
+				 st->bucket_bad[b.v[i].bad - 1].key,
+				 (unsigned long long)b.v[i].e.rec.bytes);
+			stat_add(st, &st->bucket.footers_corrupt, 1);
+			rc = 1;
+		} else {
+			rc = read_fresh(&b, &b.v[i]);
+		}
 		if (rc == 1) { /* unreadable: dropped from this index */
 			b.v[i] = b.v[--b.n];
 			i--;
 			rc = 0;
 		}
 	}
+	bad_prune(st, listed);
 	if (!rc && b.n) /* an empty bucket lists nothing, and b.v is NULL */
 		qsort(b.v, b.n, sizeof(*b.v), lkey_cmp);
 	if (!rc)
@@ -618,37 +696,88 @@ static int apply(struct store *st, const struct bkt_index *x, struct err_msg *ms
 	return rc;
 }
 
+/* Forgets the index the last sync read (bucket_sync_mu held). */
+static void index_forget(struct store *st)
+{
+	if (st->bucket_idx) {
+		store__bkt_release(st->bucket_idx);
+		free(st->bucket_idx);
+	}
+	st->bucket_idx = NULL;
+	st->bucket_idx_etag[0] = '\0';
+}
+
+/*
+ * The index into st->bucket_idx: read and decoded only when its ETag is
+ * not the one of the copy kept (a conditional GET: an unchanged index
+ * costs one 304, no bytes and no decoding).  ERR_NOT_FOUND when there is
+ * none; on any failure nothing is kept.  bucket_sync_mu held.
+ */
+static int index_fresh(struct store *st, struct err_msg *msg)
+{
+	char etag[OBJSTORE_ETAG_MAX] = "";
+	struct bkt_index *x = NULL;
+	int changed = 1, rc;
+	struct buf b;
+
+	buf_init(&b, BKT_MAX_BYTES);
+	rc = objstore_get_if_changed(st->objstore, BKT_KEY,
+				     st->bucket_idx ? st->bucket_idx_etag : NULL, &b, etag,
+				     &changed, msg);
+	if (!rc && changed && !(x = malloc(sizeof(*x))))
+		rc = err_set(msg, ERR_NOMEM, "bucket index: out of memory");
+	if (!rc && changed && (rc = store__bkt_decode((const uint8_t *)b.data, b.len, x, msg))) {
+		free(x);
+		x = NULL;
+	}
+	if (rc || changed)
+		index_forget(st);
+	if (x) {
+		st->bucket_idx = x;
+		st->bucket_idx_bytes = b.len;
+		/* Without a tag (a server that sends none) it is read every time. */
+		_Static_assert(sizeof(st->bucket_idx_etag) == OBJSTORE_ETAG_MAX, "ETag size");
+		memcpy(st->bucket_idx_etag, etag, sizeof(etag));
+	}
+	buf_release(&b);
+	return rc;
+}
+
 int store_bucket_sync(struct store *st, struct err_msg *msg)
 {
-	struct bkt_index x;
-	size_t bytes = 0;
+	const struct bkt_index *x;
 	int rc;
 
 	if (!st->objstore || !(st->bucket_mode & (STORE_BUCKET_DISCOVER | STORE_BUCKET_PRUNE)))
 		return 0;
-	rc = index_get(st, &x, &bytes, msg);
+	pthread_mutex_lock(&st->bucket_sync_mu);
+	rc = index_fresh(st, msg);
 	if (rc == ERR_NOT_FOUND) {
 		/* No index written yet: nothing to learn, and nothing to unlist. */
+		pthread_mutex_unlock(&st->bucket_sync_mu);
 		err_clear(msg);
 		return 0;
 	}
 	if (!rc) {
+		x = st->bucket_idx;
+		/* Applied again even when unchanged: what it means depends on
+		 * this store too (its own blocks, footers that failed to read). */
 		pthread_mutex_lock(&st->maint_mu);
-		/* Two syncs at once (the thread's and a query's, peers.c) may
-		 * read two indexes: the older one, applied last, would take back
-		 * blocks the newer one replaced. */
-		if (x.written_ns >= atomic_load(&st->bucket_view_ns))
-			rc = apply(st, &x, msg);
+		/* The writer's pass applies each index it writes: one read
+		 * before it, applied last, would take back blocks the newer one
+		 * replaced. */
+		if (x->written_ns >= atomic_load(&st->bucket_view_ns))
+			rc = apply(st, x, msg);
 		pthread_mutex_unlock(&st->maint_mu);
 		pthread_mutex_lock(&st->bucket_mu);
 		st->bucket.syncs++;
 		st->bucket.index_blocks = 0;
-		for (size_t i = 0; i < x.n_tenants; i++)
-			st->bucket.index_blocks += x.tenants[i].n_blocks;
-		st->bucket.index_bytes = bytes;
+		for (size_t i = 0; i < x->n_tenants; i++)
+			st->bucket.index_blocks += x->tenants[i].n_blocks;
+		st->bucket.index_bytes = st->bucket_idx_bytes;
 		pthread_mutex_unlock(&st->bucket_mu);
-		store__bkt_release(&x);
 	}
+	pthread_mutex_unlock(&st->bucket_sync_mu);
 	if (rc)
 		stat_add(st, &st->bucket.sync_failures, 1);
 	return rc;
@@ -765,10 +894,23 @@ int store__bucket_open(struct store *st, struct err_msg *msg)
 	return 0;
 }
 
+void store__bucket_free(struct store *st)
+{
+	for (size_t i = 0; i < st->n_bucket_bad; i++)
+		free(st->bucket_bad[i].key);
+	free(st->bucket_bad);
+	st->bucket_bad = NULL;
+	st->n_bucket_bad = 0;
+}
+
 void store__bucket_close(struct store *st)
 {
-	if (!st->bucket_started)
-		return;
-	thread_stop(st->bucket_thread, &st->bucket_wait_mu, &st->bucket_cv, &st->bucket_stop);
-	st->bucket_started = 0;
+	if (st->bucket_started) {
+		thread_stop(st->bucket_thread, &st->bucket_wait_mu, &st->bucket_cv,
+			    &st->bucket_stop);
+		st->bucket_started = 0;
+	}
+	pthread_mutex_lock(&st->bucket_sync_mu);
+	index_forget(st);
+	pthread_mutex_unlock(&st->bucket_sync_mu);
 }

@@ -592,6 +592,8 @@ struct store_bucket_stats {
 	uint64_t index_blocks;        /* blocks in the last index written or read */
 	uint64_t index_bytes;         /* its size */
 	uint64_t footer_reads;        /* footers of new keys read by the writer */
+	uint64_t footers_corrupt;     /* of those, found corrupt, plus each later pass that
+				       * left the unchanged object out without reading it */
 	uint64_t marks;               /* deletion marks the writer added */
 	uint64_t deleted_objects;     /* marked blocks deleted from the bucket */
 	uint64_t delete_failures;

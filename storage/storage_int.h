@@ -1248,6 +1248,18 @@ struct store {
 	_Atomic int64_t bucket_view_ns, bucket_pruned_ns;
 	pthread_mutex_t bucket_mu;  /* guards bucket */
 	struct store_bucket_stats bucket;
+	/* One sync at a time; guards the index the last one read (NULL:
+	 * none) with its ETag and size, so an unchanged one is not read
+	 * again (bucket.c). */
+	pthread_mutex_t bucket_sync_mu;
+	struct bkt_index *bucket_idx;
+	char bucket_idx_etag[80];
+	size_t bucket_idx_bytes;
+	/* Block keys whose footer an index pass found corrupt, with the size
+	 * the bucket listed then: left out without a GET while it lists them
+	 * at that size (bucket.c; under maint_mu). */
+	struct bkt_bad *bucket_bad;
+	size_t n_bucket_bad;
 	pthread_t bucket_thread;
 	int bucket_started, bucket_stop;
 	pthread_mutex_t bucket_wait_mu;
@@ -2026,9 +2038,11 @@ int store__bucket_index_pass(struct store *st, struct err_msg *msg);
 /* Whether a compactor may compact now: the last index pass wrote the index
  * and every live block of this process is uploaded (bucket.c). */
 int store__bucket_may_compact(struct store *st);
-/* At open (after the blocks): one sync, then the sync thread; and at close. */
+/* At open (after the blocks): one sync, then the sync thread; and at close
+ * (the thread stopped), then, once no maintenance pass runs, the memory. */
 int store__bucket_open(struct store *st, struct err_msg *msg);
 void store__bucket_close(struct store *st);
+void store__bucket_free(struct store *st);
 
 /* Test hook: when UNHEX_CRASHPOINT names `point`, the process kills itself there. */
 void store__crashpoint(struct store *st, const char *point);

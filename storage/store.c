@@ -541,6 +541,7 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 	pthread_mutex_init(&st->maint_mu, NULL);
 	pthread_mutex_init(&st->maint_wait_mu, NULL);
 	pthread_mutex_init(&st->bucket_mu, NULL);
+	pthread_mutex_init(&st->bucket_sync_mu, NULL);
 	pthread_mutex_init(&st->bucket_wait_mu, NULL);
 	st->bucket_mode = opt->bucket_mode;
 	st->bucket_sync_ns = opt->bucket_sync_interval_ns;
@@ -686,6 +687,7 @@ void store_close(struct store *st)
 		return;
 	store__bucket_close(st);
 	store__maint_stop(st);
+	store__bucket_free(st);
 	store__blocks_close(st);
 	if (st->db) {
 		if (!st->read_only)
@@ -721,6 +723,7 @@ void store_close(struct store *st)
 	pthread_mutex_destroy(&st->maint_mu);
 	pthread_mutex_destroy(&st->maint_wait_mu);
 	pthread_mutex_destroy(&st->bucket_mu);
+	pthread_mutex_destroy(&st->bucket_sync_mu);
 	pthread_mutex_destroy(&st->bucket_wait_mu);
 	pthread_mutex_destroy(&st->writer);
 	pthread_mutex_destroy(&st->mu);

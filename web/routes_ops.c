@@ -474,6 +474,7 @@ static void bucket_metrics(struct store *st, struct buf *b)
 	buf_printf(b, "unhex_bucket_index_total{event=\"writes\"} %llu\n"
 		      "unhex_bucket_index_total{event=\"write_failures\"} %llu\n"
 		      "unhex_bucket_index_total{event=\"footer_reads\"} %llu\n"
+		      "unhex_bucket_index_total{event=\"footers_corrupt\"} %llu\n"
 		      "unhex_bucket_index_total{event=\"deletion_marks\"} %llu\n"
 		      "unhex_bucket_index_total{event=\"deleted_blocks\"} %llu\n"
 		      "unhex_bucket_index_total{event=\"delete_failures\"} %llu\n"
@@ -482,7 +483,8 @@ static void bucket_metrics(struct store *st, struct buf *b)
 		      "unhex_bucket_index_total{event=\"discovered_blocks\"} %llu\n"
 		      "unhex_bucket_index_total{event=\"unlisted_blocks\"} %llu\n",
 		   (unsigned long long)s.index_writes, (unsigned long long)s.index_failures,
-		   (unsigned long long)s.footer_reads, (unsigned long long)s.marks,
+		   (unsigned long long)s.footer_reads, (unsigned long long)s.footers_corrupt,
+		   (unsigned long long)s.marks,
 		   (unsigned long long)s.deleted_objects, (unsigned long long)s.delete_failures,
 		   (unsigned long long)s.syncs, (unsigned long long)s.sync_failures,
 		   (unsigned long long)s.discovered_blocks, (unsigned long long)s.unlisted_blocks);

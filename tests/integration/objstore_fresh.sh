@@ -152,6 +152,15 @@ for svc in $(services); do
 		fail "head-block answer of a render of $svc: $b bytes, of every series: $all"
 	per+=("render of $svc $b")
 done
+# A render reads its flame graph and its timeline through one view: one
+# head-block request to each ingester.
+for svc in $(services); do
+	read -r _ n0 < <(head_sent)
+	render_svc "$svc"
+	read -r _ n1 < <(head_sent)
+	[ $((n1 - n0)) = 2 ] ||
+		fail "a render of $svc asked the two ingesters $((n1 - n0)) times, want once each"
+done
 b=$(per_answer series "$WORK/got-series")
 [ "$b" -gt 0 ] && [ "$b" -lt "$all" ] || fail "head-block answers of Series of one service: $b bytes"
 per+=("Series of one service $b")

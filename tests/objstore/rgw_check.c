@@ -189,6 +189,57 @@ static void create_once(void **state)
 	objstore_close(os);
 }
 
+/*
+ * A conditional GET (If-None-Match with the last ETag): 304 while the
+ * object is unchanged, counted as "not_modified"; the whole object again
+ * once it was replaced, with its new tag.
+ */
+static void get_if_changed(void **state)
+{
+	struct objstore_s3_config c = config();
+	struct objstore *os = open_s3(&c);
+	char tag[OBJSTORE_ETAG_MAX], tag2[OBJSTORE_ETAG_MAX] = "untouched";
+	struct objstore_stats before, after;
+	struct err_msg msg = {""};
+	struct objstore_stat hs;
+	int changed = -1;
+	struct buf b;
+
+	(void)state;
+	buf_init(&b, 1 << 20);
+	assert_int_equal(objstore_put(os, "t/cond", "first", 5, 0, &msg), 0);
+	objstore_stats(os, &before);
+	assert_int_equal(objstore_get_if_changed(os, "t/cond", NULL, &b, tag, &changed, &msg), 0);
+	assert_int_equal(changed, 1);
+	assert_string_equal(b.data, "first");
+	assert_int_equal(objstore_head(os, "t/cond", &hs, &msg), 0);
+	assert_string_equal(hs.etag, tag);
+	buf_reset(&b);
+	assert_int_equal(objstore_get_if_changed(os, "t/cond", tag, &b, tag2, &changed, &msg), 0);
+	assert_int_equal(changed, 0);
+	assert_int_equal(b.len, 0);
+	assert_string_equal(tag2, "untouched");
+	assert_int_equal(objstore_put(os, "t/cond", "second", 6, 0, &msg), 0);
+	assert_int_equal(objstore_get_if_changed(os, "t/cond", tag, &b, tag2, &changed, &msg), 0);
+	assert_int_equal(changed, 1);
+	assert_string_equal(b.data, "second");
+	assert_string_not_equal(tag2, tag);
+	assert_int_equal(objstore_get_if_changed(os, "t/none", tag, &b, tag2, &changed, &msg),
+			 ERR_NOT_FOUND);
+	objstore_stats(os, &after);
+	assert_int_equal(after.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK] -
+				 before.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK], 2);
+	assert_int_equal(after.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_MODIFIED] -
+				 before.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_MODIFIED], 1);
+	assert_int_equal(after.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_FOUND] -
+				 before.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_FOUND], 1);
+	assert_int_equal(after.op[OBJSTORE_OP_GET].retries, before.op[OBJSTORE_OP_GET].retries);
+	assert_int_equal(after.failures - before.failures, 1);
+	assert_int_equal(objstore_delete(os, "t/cond", &msg), 0);
+	buf_release(&b);
+	objstore_close(os);
+}
+
 static void multipart(void **state)
 {
 	struct objstore_s3_config c = config();
@@ -454,6 +505,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest ops[] = {
 		cmocka_unit_test(put_get_head_delete),
 		cmocka_unit_test(create_once),
+		cmocka_unit_test(get_if_changed),
 		cmocka_unit_test(multipart),
 		cmocka_unit_test(list_paged),
 		cmocka_unit_test(wrong_secret),

@@ -198,12 +198,73 @@ static void put_file(void **state)
 	objstore_close(os);
 }
 
+/*
+ * A conditional GET: read with the tag the last read gave, an unchanged
+ * object is "not modified" (nothing appended, counted as such); a put
+ * links a new file in, whose tag differs, so it is read again.
+ */
+static void get_if_changed(void **state)
+{
+	char tag[OBJSTORE_ETAG_MAX], tag2[OBJSTORE_ETAG_MAX] = "untouched";
+	struct err_msg msg = {""};
+	struct objstore_stats st;
+	struct objstore_stat hs;
+	struct objstore *os;
+	int changed = -1;
+	struct buf b;
+
+	(void)state;
+	assert_int_equal(objstore_open_dir(root, &os, &msg), 0);
+	buf_init(&b, 1024);
+	assert_int_equal(objstore_get_if_changed(os, "idx", NULL, &b, tag, &changed, &msg),
+			 ERR_NOT_FOUND);
+	assert_int_equal(changed, -1);
+	assert_int_equal(objstore_put(os, "idx", "first", 5, 0, &msg), 0);
+	assert_int_equal(objstore_get_if_changed(os, "idx", NULL, &b, tag, &changed, &msg), 0);
+	assert_int_equal(changed, 1);
+	assert_string_equal(b.data, "first");
+	assert_true(tag[0]);
+	/* The tag is the one HEAD reports. */
+	assert_int_equal(objstore_head(os, "idx", &hs, &msg), 0);
+	assert_string_equal(hs.etag, tag);
+	buf_reset(&b);
+	assert_int_equal(objstore_get_if_changed(os, "idx", tag, &b, tag2, &changed, &msg), 0);
+	assert_int_equal(changed, 0);
+	assert_int_equal(b.len, 0);
+	assert_string_equal(tag2, "untouched");
+	/* "" reads whatever the tag. */
+	assert_int_equal(objstore_get_if_changed(os, "idx", "", &b, tag2, &changed, &msg), 0);
+	assert_int_equal(changed, 1);
+	assert_string_equal(tag2, tag);
+	buf_reset(&b);
+	assert_int_equal(objstore_put(os, "idx", "second", 6, 0, &msg), 0);
+	assert_int_equal(objstore_get_if_changed(os, "idx", tag, &b, tag2, &changed, &msg), 0);
+	assert_int_equal(changed, 1);
+	assert_string_equal(b.data, "second");
+	assert_string_not_equal(tag2, tag);
+	/* A tag that cannot go into a header is refused before any request. */
+	assert_int_equal(objstore_get_if_changed(os, "idx", "a\"b", &b, tag2, &changed, &msg),
+			 ERR_INVALID);
+	assert_int_equal(objstore_get_if_changed(os, "idx", "a\r\nX: y", &b, tag2, &changed,
+						 &msg),
+			 ERR_INVALID);
+	objstore_stats(os, &st);
+	assert_int_equal(st.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK], 3);
+	assert_int_equal(st.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_MODIFIED], 1);
+	assert_int_equal(st.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_FOUND], 1);
+	assert_int_equal(st.op[OBJSTORE_OP_GET].bytes_in, 5 + 5 + 6);
+	assert_string_equal(objstore_result_name(OBJSTORE_RES_NOT_MODIFIED), "not_modified");
+	buf_release(&b);
+	objstore_close(os);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(keys),
 		cmocka_unit_test_setup_teardown(ops, setup, teardown),
 		cmocka_unit_test_setup_teardown(put_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(get_if_changed, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

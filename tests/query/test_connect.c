@@ -430,6 +430,60 @@ static void test_empty_type_parts(void **state)
 	buf_release(&out);
 }
 
+/*
+ * A render reads its flame graph and its timeline through one view: a
+ * querier asks each ingester once per render (two unreachable ones here:
+ * one failed request each, one warning each), and the answer is the one of
+ * a store without ingesters but for the warnings.
+ */
+static void test_render_one_view(void **state)
+{
+	const char *peers[] = { "http://127.0.0.1:1", "http://127.0.0.1:9" };
+	struct store_options o = { 0 };
+	struct query_params p = { 0 };
+	struct err_msg msg = { { 0 } };
+	struct buf want, got;
+	struct fx g;
+	char *w;
+
+	(void)state;
+	strcpy(g.dir, "/tmp/unhex-query-XXXXXX");
+	assert_non_null(mkdtemp(g.dir));
+	o.dir = g.dir;
+	o.peers = peers;
+	o.n_peers = 2;
+	o.peer_timeout_ns = 5 * FX_SEC;
+	assert_int_equal(store_open(&o, &g.st, &msg), 0);
+	fx_fill_small(&g, 1);
+	p.query = FX_CPU "{service_name=\"api\"}";
+	p.from_ns = FX_T0;
+	p.until_ns = FX_T0 + 3600 * FX_SEC;
+	buf_init(&want, 1 << 20);
+	buf_init(&got, 1 << 20);
+	assert_int_equal(query_render(f.st, "t1", &p, &want, &msg), 0);
+	assert_int_equal(query_render(g.st, "t1", &p, &got, &msg), 0);
+	for (size_t i = 0; i < 2; i++) {
+		struct store_peer_stats s;
+
+		store_peer_stats(g.st, i, &s);
+		assert_int_equal(s.ok + s.stale + s.failed + s.timeout + s.too_large, 1);
+		assert_int_equal(s.failed, 1);
+	}
+	w = strstr(got.data, ",\"warnings\":[");
+	assert_non_null(w);
+	assert_int_equal(got.data + got.len - w, strlen(w));
+	assert_non_null(strstr(w, peers[0]));
+	assert_non_null(strstr(w, peers[1]));
+	assert_null(strstr(strstr(w, peers[0]) + 1, peers[0]));
+	assert_true(want.len > 2 && want.data[want.len - 1] == '}');
+	assert_int_equal((size_t)(w - got.data), want.len - 1);
+	assert_memory_equal(got.data, want.data, want.len - 1);
+	assert_non_null(strstr(want.data, "\"timeline\":{\"startTime\""));
+	buf_release(&want);
+	buf_release(&got);
+	fx_close(&g);
+}
+
 /* The typed methods behind /pyroscope/labels and /pyroscope/label-values. */
 static void test_typed_labels(void **state)
 {
@@ -500,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_rejects),
 		cmocka_unit_test(test_typed_labels),
 		cmocka_unit_test(test_empty_type_parts),
+		cmocka_unit_test(test_render_one_view),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -317,6 +317,25 @@ static void test_roles(void **state)
 	assert_int_equal(store_bucket_sync(q, &msg), 0);
 	assert_int_equal(blocks_of(q), 6);
 	same(q, want);
+	/* The index unchanged, a sync reads it no more: one "not modified". */
+	{
+		struct objstore_stats o0, o1;
+		const int G = OBJSTORE_OP_GET;
+
+		objstore_stats(d.os, &o0);
+		assert_int_equal(store_bucket_sync(q, &msg), 0);
+		objstore_stats(d.os, &o1);
+		assert_int_equal(o1.op[G].requests[OBJSTORE_RES_NOT_MODIFIED] -
+					 o0.op[G].requests[OBJSTORE_RES_NOT_MODIFIED], 1);
+		assert_int_equal(o1.op[G].requests[OBJSTORE_RES_OK], o0.op[G].requests[OBJSTORE_RES_OK]);
+		assert_int_equal(o1.op[G].bytes_in, o0.op[G].bytes_in);
+		store_bucket_stats(q, &bs);
+		assert_int_equal(bs.syncs, 2);
+		assert_int_equal(bs.index_blocks, 6);
+		assert_true(bs.index_bytes > 0);
+		assert_int_equal(blocks_of(q), 6);
+		same(q, want);
+	}
 
 	/* Both compactors (by mistake) merge the same six blocks. */
 	memset(&ms, 0, sizeof(ms));
@@ -333,8 +352,19 @@ static void test_roles(void **state)
 		assert_int_equal(b1.marks, 6);
 		assert_int_equal(bs.marks, 1);
 	}
-	/* The querier unlists the six and lists exactly one of the two. */
-	assert_int_equal(store_bucket_sync(q, &msg), 0);
+	/* The querier unlists the six and lists exactly one of the two: the
+	 * index changed, so it is read whole again. */
+	{
+		struct objstore_stats o0, o1;
+
+		objstore_stats(d.os, &o0);
+		assert_int_equal(store_bucket_sync(q, &msg), 0);
+		objstore_stats(d.os, &o1);
+		assert_int_equal(o1.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK] -
+					 o0.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_OK], 1);
+		assert_int_equal(o1.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_MODIFIED],
+				 o0.op[OBJSTORE_OP_GET].requests[OBJSTORE_RES_NOT_MODIFIED]);
+	}
 	assert_int_equal(blocks_of(q), 1);
 	same(q, want);
 	store_bucket_stats(q, &bs);
@@ -487,6 +517,72 @@ static void test_compactor_restart(void **state)
 	free(want);
 }
 
+/*
+ * A block key whose footer is corrupt is left out of the index, and its
+ * footer is read once: later passes report it without a GET while the
+ * bucket lists it at the same size, and read it again once it changed.
+ */
+static void test_corrupt_footer(void **state)
+{
+	struct store_bucket_stats bs;
+	struct objstore_stats o0, o1;
+	struct err_msg msg = { { 0 } };
+	uint8_t id[BLOCK_ID_BYTES];
+	struct gen_deploy d;
+	struct objstore *os;
+	struct store *c;
+	struct buf key;
+	char junk[4096];
+	(void)state;
+
+	fake_now = T0 + 100 * RANGE;
+	assert_int_equal(gen_deploy_open(&d, &fake_now), 0);
+	os = d.os;
+	c = gen_deploy_role(&d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	assert_non_null(c);
+	id_of(id, 7, 7);
+	buf_init(&key, 4096);
+	assert_int_equal(store__block_key("t", id, &key), 0);
+	memset(junk, 'x', sizeof(junk));
+	assert_int_equal(objstore_put(os, key.data, junk, sizeof(junk), 0, &msg), 0);
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+	store_bucket_stats(c, &bs);
+	assert_int_equal(bs.index_writes, 1);
+	assert_int_equal(bs.index_blocks, 0);
+	assert_int_equal(bs.footer_reads, 1);
+	assert_int_equal(bs.footers_corrupt, 1);
+	/* Twice more: reported, not read. */
+	objstore_stats(os, &o0);
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+	objstore_stats(os, &o1);
+	assert_int_equal(o1.op[OBJSTORE_OP_RANGE].requests[OBJSTORE_RES_OK] +
+				 o1.op[OBJSTORE_OP_RANGE].requests[OBJSTORE_RES_ERROR],
+			 o0.op[OBJSTORE_OP_RANGE].requests[OBJSTORE_RES_OK] +
+				 o0.op[OBJSTORE_OP_RANGE].requests[OBJSTORE_RES_ERROR]);
+	store_bucket_stats(c, &bs);
+	assert_int_equal(bs.index_writes, 3);
+	assert_int_equal(bs.index_blocks, 0);
+	assert_int_equal(bs.footer_reads, 1);
+	assert_int_equal(bs.footers_corrupt, 3);
+	/* Other bytes under the key (another size): read again. */
+	assert_int_equal(objstore_put(os, key.data, junk, sizeof(junk) - 1, 0, &msg), 0);
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+	store_bucket_stats(c, &bs);
+	assert_int_equal(bs.footer_reads, 2);
+	assert_int_equal(bs.footers_corrupt, 4);
+	/* Gone from the bucket: forgotten, so the same bytes put back are read. */
+	assert_int_equal(objstore_delete(os, key.data, &msg), 0);
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+	assert_int_equal(objstore_put(os, key.data, junk, sizeof(junk) - 1, 0, &msg), 0);
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
+	store_bucket_stats(c, &bs);
+	assert_int_equal(bs.footer_reads, 3);
+	assert_int_equal(bs.footers_corrupt, 5);
+	buf_release(&key);
+	gen_deploy_close(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -494,6 +590,7 @@ int main(void)
 		cmocka_unit_test(test_resolve),
 		cmocka_unit_test(test_roles),
 		cmocka_unit_test(test_compactor_restart),
+		cmocka_unit_test(test_corrupt_footer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

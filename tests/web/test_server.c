@@ -271,7 +271,8 @@ static void test_objstore_counters(void **state)
 	assert_int_equal(status, 200);
 	assert_non_null(strstr(body.data, ",\"objstore\":{\"backend\":\"dir\",\"failures\":1,\"ops\":{"
 					  "\"put\":{\"ok\":1,\"not_found\":0,\"conflict\":1,\"error\":0,"
-					  "\"retries\":0,\"bytes_in\":0,\"bytes_out\":5},"));
+					  "\"not_modified\":0,\"retries\":0,\"bytes_in\":0,"
+					  "\"bytes_out\":5},"));
 	assert_non_null(strstr(body.data, "\"list\":{\"ok\":0,"));
 	assert_string_equal(body.data + body.len - 3, "}}\n");
 	web_server_stop(srv);
