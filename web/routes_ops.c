@@ -389,7 +389,8 @@ static void http_metrics(struct web_server *srv, struct buf *b)
 /* glibc's own account of its heap (mallinfo2, glibc 2.33 on), read under
  * each arena's lock: what is handed out, what its arenas keep free, what is
  * mapped block by block.  Against VmRSS it tells memory in use from memory
- * the allocator keeps (docs/operations.md, "Memory: the allocator").  Under
+ * the allocator keeps (docs/operations.md, "Memory: the allocator"); glibc
+ * counts the chunks parked in each thread's tcache as in use.  Under
  * another allocator (a sanitizer's, a preloaded one) these are glibc's
  * mostly unused arenas, so they are served only where glibc is the C
  * library, and say nothing of RocksDB's or anyone's use then. */
@@ -399,7 +400,8 @@ static void malloc_metrics(struct buf *b)
 	struct mallinfo2 mi = mallinfo2();
 
 	metric_u64(b, "unhex_malloc_in_use_bytes", "gauge",
-		   "Bytes glibc's malloc has handed out from its arenas and not had back.",
+		   "Bytes glibc's malloc has handed out from its arenas and not had back, "
+		   "small chunks freed into a thread's cache (tcache) included.",
 		   mi.uordblks);
 	metric_u64(b, "unhex_malloc_free_bytes", "gauge",
 		   "Bytes free inside glibc's arenas, resident or already given back to the system.",

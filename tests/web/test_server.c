@@ -349,7 +349,7 @@ static unsigned long long heap_in_use(int port, struct buf *body)
  * freed (mapped back, or free in an arena). */
 static void test_malloc_gauges(void **state)
 {
-	const size_t big = 16u << 20, slack = 1u << 20;
+	const size_t big = 16u << 20;
 	struct web_server *srv = start(0);
 	int port = web_server_port(srv);
 	unsigned long long before, held, after;
@@ -368,8 +368,10 @@ static void test_malloc_gauges(void **state)
 	free(p);
 	after = heap_in_use(port, &body);
 #ifndef SANITIZED_MALLOC
-	/* A sanitizer's allocator is not glibc's: its blocks are not counted. */
-	if (held < before + big - slack || after + big - slack > held)
+	/* A sanitizer's allocator is not glibc's: its blocks are not counted.
+	 * The server's own allocations for the requests move the rest by far
+	 * less than the 1 MiB allowed. */
+	if (held + (1u << 20) < before + big || after + big > held + (1u << 20))
 		fail_msg("heap in use %llu, then %llu with 16 MiB held, %llu after its free", before,
 			 held, after);
 #else
