@@ -4,7 +4,10 @@
 # a release a day, ingested day by day into one `unhex serve --retention`,
 # printing after each day the server's VmRSS, VmHWM, RssAnon, RocksDB's
 # memtables, the head's stack nodes, the blocks and the last day's render
-# time.  Fewer profiles
+# time; and in OUT_DIR/memory.md, where that memory is: glibc's heap
+# (in use, free, mapped chunks), RocksDB's memtables, block cache and table
+# readers, the symbol cache, the ingest pool, the symbolization memo, the
+# head's partitions and the block footers referenced.  Fewer profiles
 # than the full month (a coarser cadence) and fewer days, so it runs in
 # about a quarter of an hour here and shows the same per-day growth.
 #
@@ -54,6 +57,35 @@ rm -rf "$data"
 bench_start_server "$data" "$OUT/serve.log" --retention "$RETENTION" ${SERVE_ARGS:-}
 echo "| day | VmRSS MiB | VmHWM MiB | RssAnon MiB | memtables MiB | head stack nodes | blocks | expired blocks | last 24 h warm ms |"
 echo "|---|---|---|---|---|---|---|---|---|"
+# memory_row DAY: one row of OUT/memory.md from /metrics (docs/api.md), in
+# MiB; "RSS - heap" is VmRSS less what glibc has handed out (arenas' chunks
+# in use and mapped chunks): the binary, thread stacks, and heap pages the
+# allocator keeps.
+memory_row() {
+	local m=$OUT/metrics-day$1.txt rss
+	curl -s "$URL/metrics" >"$m"
+	rss=$(kib "$SERVER_PID" VmRSS)
+	awk -v d="$1" -v rss="$rss" -v nodes="$(json_num "$OUT/stats-day$1.json" stacks)" '
+		$1 ~ /^unhex_/ && NF == 2 {v[$1] = $2}
+		function m(k) {return sprintf("%.1f", v[k] / 1048576)}
+		END {
+			heap = v["unhex_malloc_in_use_bytes"] + v["unhex_malloc_mmapped_bytes"]
+			printf "| %d | %.1f | %s | %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %d (%d) | %d | %d |\n",
+				d, rss / 1024, m("unhex_malloc_in_use_bytes"), m("unhex_malloc_mmapped_bytes"),
+				m("unhex_malloc_free_bytes"), rss / 1024 - heap / 1048576,
+				m("unhex_store_memtable_bytes"), m("unhex_store_block_cache_bytes"),
+				m("unhex_store_table_readers_bytes"), m("unhex_store_symbol_cache_bytes"),
+				m("unhex_ingest_pool_bytes"), m("unhex_symbolize_memo_bytes"),
+				v["unhex_store_head_partitions"], v["unhex_store_head_partitions_retired"],
+				v["unhex_store_blocks_referenced"], nodes
+		}' "$m"
+}
+{
+	echo "| day | VmRSS | malloc in use | mmapped | malloc free | RSS - heap | memtables |" \
+		"block cache | table readers | symbol cache | ingest pool | symbolize memo |" \
+		"head partitions (retired) | blocks referenced | head stack nodes |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+} >"$OUT/memory.md"
 start=$((END - DAYS * 86400))
 for d in $(seq 1 "$DAYS"); do
 	lo=$((start + (d - 1) * 86400))
@@ -72,4 +104,7 @@ for d in $(seq 1 "$DAYS"); do
 	echo "| $d | $(mib "$(kib "$SERVER_PID" VmRSS)") | $(mib "$(kib "$SERVER_PID" VmHWM)") |" \
 		"$(mib "$(kib "$SERVER_PID" RssAnon)") | $(mib "${mt:-0}") | $(json_num "$st" stacks) |" \
 		"$(jq -r .blocks.count "$st") | $(jq -r .retention.expired_blocks "$st") | $WARM |"
+	memory_row "$d" >>"$OUT/memory.md"
 done
+echo
+cat "$OUT/memory.md"

@@ -5,6 +5,9 @@
  */
 #include <stddef.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "base/log.h"
 #include "objstore/objstore.h"
@@ -383,6 +386,40 @@ static void http_metrics(struct web_server *srv, struct buf *b)
 		   load(&srv->body_timeouts));
 }
 
+/* glibc's own account of its heap (mallinfo2, glibc 2.33 on), read under
+ * each arena's lock: what is handed out, what its arenas keep free, what is
+ * mapped block by block.  Against VmRSS it tells memory in use from memory
+ * the allocator keeps (docs/operations.md, "Memory: the allocator"); glibc
+ * counts the chunks parked in each thread's tcache as in use.  Under
+ * another allocator (a sanitizer's, a preloaded one) these are glibc's
+ * mostly unused arenas, so they are served only where glibc is the C
+ * library, and say nothing of RocksDB's or anyone's use then. */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+static void malloc_metrics(struct buf *b)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	metric_u64(b, "unhex_malloc_in_use_bytes", "gauge",
+		   "Bytes glibc's malloc has handed out from its arenas and not had back, "
+		   "small chunks freed into a thread's cache (tcache) included.",
+		   mi.uordblks);
+	metric_u64(b, "unhex_malloc_free_bytes", "gauge",
+		   "Bytes free inside glibc's arenas, resident or already given back to the system.",
+		   mi.fordblks);
+	metric_u64(b, "unhex_malloc_mmapped_bytes", "gauge",
+		   "Bytes of allocations glibc mapped one by one (at or above its mmap threshold).",
+		   mi.hblkhd);
+	metric_u64(b, "unhex_malloc_top_bytes", "gauge",
+		   "Of the free bytes, the free top of the main arena (what trimming its top returns).",
+		   mi.keepcost);
+}
+#else
+static void malloc_metrics(struct buf *b)
+{
+	(void)b;
+}
+#endif
+
 struct store_metric {
 	const char *name, *type, *help;
 };
@@ -710,6 +747,7 @@ void web__handle_metrics(struct web__req *rq, struct web__resp *rs)
 		buf_printf(b, "unhex_ingest_rejected_total{reason=\"%s\"} %llu\n",
 			   web__reason_names[r], load(&c->rejected[r]));
 	http_metrics(rq->srv, b);
+	malloc_metrics(b);
 	store_metrics(rq->srv->store, b);
 	objstore_metrics(rq->srv->opt.objstore, b);
 	web__limits_metrics(rq->srv->limits, b);

@@ -85,6 +85,10 @@ for g in memtable_bytes table_readers_bytes block_cache_bytes block_cache_pinned
 done
 [ "$(awk '$1 == "unhex_store_blocks_referenced" {print $2}' <<<"$M")" -ge 6 ] ||
 	fail "metrics: $(grep '^unhex_store_blocks_referenced' <<<"$M")"
+# glibc's heap (docs/operations.md, "Memory: the allocator").
+for g in in_use_bytes free_bytes mmapped_bytes top_bytes; do
+	grep -q "^unhex_malloc_$g [0-9][0-9]*\$" <<<"$M" || fail "metrics: no unhex_malloc_$g"
+done
 stop_server
 "$UNHEX" verify --data "$DATA" >"$WORK/verify" || fail "verify: $(cat "$WORK/verify")"
 note "verify: $(tail -1 "$WORK/verify")"
