@@ -154,16 +154,23 @@ static int merge_profile(struct collect *c, const struct store_profile_view *p, 
 	}
 	if (m->n_span_sel && !p->span_ids)
 		goto counted; /* a span selector keeps no sample without a span */
+	/* The loop's invariants in locals: the stores into m->stacks could
+	 * alias the fields of m, so they were loaded again for every pair. */
+	const uint32_t *ids = p->stack_ids;
+	const int64_t *vals = p->values;
+	struct qprofiles *pp = m->per_profile;
+	const int spans = m->n_span_sel != 0;
+
 	for (size_t i = 0; i < p->n; i++) {
-		uint64_t key = hi | p->stack_ids[i];
+		uint64_t key = hi | ids[i];
 		uint32_t at;
 
-		if (m->n_span_sel && !span_selected(m, p->span_ids[i]))
+		if (spans && !span_selected(m, p->span_ids[i]))
 			continue;
-		sum += p->values[i];
+		sum += vals[i];
 		if (query__map_get(&m->index, key, &at)) {
-			m->stacks[at].value += p->values[i];
-			if (m->per_profile && (rc = profile_add(c->q, m->per_profile, at, p->values[i]))) {
+			m->stacks[at].value += vals[i];
+			if (pp && (rc = profile_add(c->q, pp, at, vals[i]))) {
 				c->rc = rc;
 				return 1;
 			}
@@ -178,10 +185,9 @@ static int merge_profile(struct collect *c, const struct store_profile_view *p, 
 			return 1;
 		}
 		m->stacks[m->n].part = p->part;
-		m->stacks[m->n].stack = p->stack_ids[i];
-		m->stacks[m->n].value = p->values[i];
-		if (m->per_profile && (rc = profile_add(c->q, m->per_profile, (uint32_t)m->n,
-							p->values[i]))) {
+		m->stacks[m->n].stack = ids[i];
+		m->stacks[m->n].value = vals[i];
+		if (pp && (rc = profile_add(c->q, pp, (uint32_t)m->n, vals[i]))) {
 			c->rc = rc;
 			return 1;
 		}
