@@ -44,6 +44,8 @@ struct collect {
 	struct qctx *q;
 	struct qmerge *m;
 	int rc;
+	int64_t from_ns, until_ns; /* the merge's profiles; more are read for m->tap */
+	size_t series;             /* the index of the series read (m->tap) */
 };
 
 void query__profiles_release(struct qctx *q, struct qprofiles *pp)
@@ -127,18 +129,19 @@ static int id_selected(const struct qmerge *m, const uint8_t *id)
 	return 0;
 }
 
-static int add_profile(void *ctx, const struct store_profile_view *p)
+/*
+ * Profile p into the merge.  *sum: the sum of the values it kept; *all:
+ * whether that is every value of p (no span selector, nothing skipped).
+ */
+static int merge_profile(struct collect *c, const struct store_profile_view *p, int64_t *sum_out,
+			 int *all)
 {
-	struct collect *c = ctx;
 	struct qmerge *m = c->m;
 	uint64_t hi = (uint64_t)p->part << 32;
 	int64_t sum = 0;
 	int rc;
 
-	if ((rc = query__ctx_check(c->q))) {
-		c->rc = rc;
-		return 1;
-	}
+	*all = 0;
 	if (m->n_id_sel && !id_selected(m, p->meta.id))
 		return 0;
 	if (m->keep && (rc = m->keep(m->keep_ctx, p)) <= 0) {
@@ -151,16 +154,23 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 	}
 	if (m->n_span_sel && !p->span_ids)
 		goto counted; /* a span selector keeps no sample without a span */
+	/* The loop's invariants in locals: the stores into m->stacks could
+	 * alias the fields of m, so they were loaded again for every pair. */
+	const uint32_t *ids = p->stack_ids;
+	const int64_t *vals = p->values;
+	struct qprofiles *pp = m->per_profile;
+	const int spans = m->n_span_sel != 0;
+
 	for (size_t i = 0; i < p->n; i++) {
-		uint64_t key = hi | p->stack_ids[i];
+		uint64_t key = hi | ids[i];
 		uint32_t at;
 
-		if (m->n_span_sel && !span_selected(m, p->span_ids[i]))
+		if (spans && !span_selected(m, p->span_ids[i]))
 			continue;
-		sum += p->values[i];
+		sum += vals[i];
 		if (query__map_get(&m->index, key, &at)) {
-			m->stacks[at].value += p->values[i];
-			if (m->per_profile && (rc = profile_add(c->q, m->per_profile, at, p->values[i]))) {
+			m->stacks[at].value += vals[i];
+			if (pp && (rc = profile_add(c->q, pp, at, vals[i]))) {
 				c->rc = rc;
 				return 1;
 			}
@@ -175,10 +185,9 @@ static int add_profile(void *ctx, const struct store_profile_view *p)
 			return 1;
 		}
 		m->stacks[m->n].part = p->part;
-		m->stacks[m->n].stack = p->stack_ids[i];
-		m->stacks[m->n].value = p->values[i];
-		if (m->per_profile && (rc = profile_add(c->q, m->per_profile, (uint32_t)m->n,
-							p->values[i]))) {
+		m->stacks[m->n].stack = ids[i];
+		m->stacks[m->n].value = vals[i];
+		if (pp && (rc = profile_add(c->q, pp, (uint32_t)m->n, vals[i]))) {
 			c->rc = rc;
 			return 1;
 		}
@@ -194,16 +203,80 @@ counted:
 		if (b >= 0 && (size_t)b < m->tl_n)
 			m->tl[b] += sum;
 	}
+	*sum_out = sum;
+	*all = !m->n_span_sel;
 	return 0;
+}
+
+/*
+ * Charges p to the query's max_query_bytes a second time, as core.c's scan
+ * charges each profile read: p is both the merge's and the tap's, which
+ * read it once each before they shared the read (docs/limits.md).
+ */
+static int charge_again(struct qctx *q, const struct store_profile_view *p)
+{
+	uint64_t pair = sizeof(uint32_t) + sizeof(int64_t) + (p->span_ids ? sizeof(uint64_t) : 0);
+
+	q->scanned += 64 + (uint64_t)p->n * pair;
+	if (q->scanned <= q->max_scan)
+		return 0;
+	if (q->scan_refused)
+		*q->scan_refused = 1;
+	return err_set(q->msg, ERR_TOO_LARGE,
+		       "the query reads more than its %llu bytes of samples (max_query_bytes, "
+		       "docs/limits.md); narrow its time range or its selector",
+		       (unsigned long long)q->max_scan);
+}
+
+static int add_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct collect *c = ctx;
+	const struct qtap *tap = c->m->tap;
+	int64_t t = p->meta.time_ns, sum = 0;
+	int merged = t >= c->from_ns && t < c->until_ns, all = 0, rc;
+
+	if ((rc = query__ctx_check(c->q))) {
+		c->rc = rc;
+		return 1;
+	}
+	if (merged && (rc = merge_profile(c, p, &sum, &all)))
+		return rc;
+	if (!tap || t < tap->from_ns || t >= tap->until_ns)
+		return 0;
+	if (merged && (rc = charge_again(c->q, p))) {
+		c->rc = rc;
+		return 1;
+	}
+	if (!all)
+		for (size_t i = sum = 0; i < p->n; i++)
+			sum += p->values[i];
+	c->rc = tap->profile(tap->ctx, c->series, p, sum);
+	return c->rc != 0;
+}
+
+struct selected {
+	struct query__ids l;
+	const struct qtap *tap;
+};
+
+/* A selected series: into the list collect reads, and told to the tap. */
+static int add_series(void *ctx, uint64_t id, uint32_t part, const struct store_label *labels,
+		      size_t n)
+{
+	struct selected *s = ctx;
+	int rc = query__ids_add(&s->l, id, part, labels, n);
+
+	return rc ? rc : s->tap->series(s->tap->ctx, id, part, labels, n);
 }
 
 int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 		   int64_t until_ns, struct qmerge *m)
 {
-	struct query__ids l = { .q = q };
-	struct collect c = { q, m, 0 };
+	struct selected sl = { { .q = q }, m->tap };
+	struct query__ids *l = &sl.l;
+	struct collect c = { q, m, 0, from_ns, until_ns, 0 };
 	struct store_reader **rdp;
-	int64_t rd_from = from_ns, rd_until = until_ns;
+	int64_t rd_from = from_ns, rd_until = until_ns, read_from = from_ns, read_until = until_ns;
 	int rc;
 
 	/* One collect per merge, but for per-profile records (one per side). */
@@ -228,19 +301,26 @@ int query__collect(struct qctx *q, struct query_selector *sel, int64_t from_ns,
 		m->rd_from = rd_from;
 		m->rd_until = rd_until;
 	}
-	rc = query__select_series_in(q, *rdp, sel, query__ids_add, &l);
-	for (size_t i = 0; i < l.n && !rc; i++) {
-		rc = query__profiles_each(q, *rdp, l.v[i], from_ns, until_ns, add_profile, &c);
+	if (m->tap) {
+		assert(rdp == &m->rd && !m->per_profile);
+		read_from = m->tap->from_ns < from_ns ? m->tap->from_ns : from_ns;
+		read_until = m->tap->until_ns > until_ns ? m->tap->until_ns : until_ns;
+	}
+	rc = m->tap ? query__select_series_in(q, *rdp, sel, add_series, &sl)
+		    : query__select_series_in(q, *rdp, sel, query__ids_add, l);
+	for (size_t i = 0; i < l->n && !rc; i++) {
+		c.series = i;
+		rc = query__profiles_each(q, *rdp, l->v[i], read_from, read_until, add_profile, &c);
 		if (c.rc)
 			rc = c.rc;
 		else if (rc > 0)
 			rc = 0;
 		else if (rc)
 			rc = err_set(q->msg, rc, "reading profiles of series %llu: %s",
-				     (unsigned long long)l.v[i], err_str(rc));
+				     (unsigned long long)l->v[i], err_str(rc));
 	}
-	m->series += l.n;
-	query__ids_free(&l);
+	m->series += l->n;
+	query__ids_free(l);
 	return rc;
 }
 

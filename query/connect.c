@@ -1139,27 +1139,55 @@ static int ss_series(void *ctx, uint64_t id, uint32_t part, const struct store_l
 	return 0;
 }
 
-static int ss_profile(void *ctx, const struct store_profile_view *p)
+/* Profile p of the current series, the sum of its values `sum`, into its point. */
+static int ss_add(struct ss *s, const struct store_profile_view *p, int64_t sum)
 {
-	struct ss *s = ctx;
-	int64_t t = p->meta.time_ns / 1000000, b = 0, sum = 0;
+	int64_t t = p->meta.time_ns / 1000000, b = 0;
 	size_t at;
 
-	if ((s->rc = query__ctx_check(s->q)))
-		return 1;
 	if (t > s->start)
 		b = (t - s->start + s->step - 1) / s->step;
 	if ((size_t)b >= s->nb)
 		return 0;
-	for (size_t i = 0; i < p->n; i++)
-		sum += p->values[i];
 	at = (size_t)s->cur_group * s->nb + (size_t)b;
 	s->cells[at] += sum;
 	s->cnt[at]++;
-	if (s->ex.q && !uuid_is_nil(p->meta.id) &&
-	    (s->rc = query__ex_add(&s->ex, at, p->meta.id, t, sum, s->cur_lset)))
-		return 1;
+	if (s->ex.q && !uuid_is_nil(p->meta.id))
+		return query__ex_add(&s->ex, at, p->meta.id, t, sum, s->cur_lset);
 	return 0;
+}
+
+static int ss_profile(void *ctx, const struct store_profile_view *p)
+{
+	struct ss *s = ctx;
+	int64_t sum = 0;
+
+	if ((s->rc = query__ctx_check(s->q)))
+		return 1;
+	for (size_t i = 0; i < p->n; i++)
+		sum += p->values[i];
+	return (s->rc = ss_add(s, p, sum)) != 0;
+}
+
+/* The zeroed points of every group, once the series are selected. */
+static int ss_cells(struct ss *s)
+{
+	size_t ncells;
+	int rc;
+
+	if (intern_count(&s->keys) > SIZE_MAX / s->nb)
+		return err_set(s->q->msg, ERR_TOO_LARGE, "SelectSeries: too many groups");
+	ncells = intern_count(&s->keys) * s->nb;
+	rc = query__mem_grow(s->q, (void **)&s->cells, &s->ccap, sizeof(*s->cells), ncells,
+			     "series points");
+	if (!rc)
+		rc = query__mem_grow(s->q, (void **)&s->cnt, &s->ncap, sizeof(*s->cnt), ncells,
+				     "series points");
+	if (!rc) {
+		memset(s->cells, 0, ncells * sizeof(*s->cells));
+		memset(s->cnt, 0, ncells * sizeof(*s->cnt));
+	}
+	return rc;
 }
 
 /* Exemplar e as a message, its strings copied into the response. */
@@ -1465,7 +1493,6 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 	int64_t from, until;
 	struct store_reader *rd = NULL;
 	struct ss s;
-	size_t ncells = 0;
 	int rc;
 
 	rc = req_params(req->profile_typeid, req->label_selector, req->start, req->end, 0, c->lim,
@@ -1507,21 +1534,8 @@ static int select_series(struct call *c, const ProtobufCMessage *msg, ProtobufCM
 		rc = query__reader_open(q, &sel, 1, from, until, &rd);
 	if (!rc)
 		rc = query__select_series_in(q, rd, &sel, ss_series, &s);
-	if (!rc) {
-		if (intern_count(&s.keys) > SIZE_MAX / s.nb)
-			rc = err_set(q->msg, ERR_TOO_LARGE, "SelectSeries: too many groups");
-		ncells = intern_count(&s.keys) * s.nb;
-	}
 	if (!rc)
-		rc = query__mem_grow(q, (void **)&s.cells, &s.ccap, sizeof(*s.cells), ncells,
-				     "series points");
-	if (!rc)
-		rc = query__mem_grow(q, (void **)&s.cnt, &s.ncap, sizeof(*s.cnt), ncells,
-				     "series points");
-	if (!rc) {
-		memset(s.cells, 0, ncells * sizeof(*s.cells));
-		memset(s.cnt, 0, ncells * sizeof(*s.cnt));
-	}
+		rc = ss_cells(&s);
 	for (size_t i = 0; i < s.n && !rc; i++) {
 		s.cur_group = s.sgroup[i];
 		s.cur_lset = s.slset ? s.slset[i] : 0;
@@ -1673,27 +1687,50 @@ void query__render_read_range(const struct query_params *p, int64_t *from_ns,
 		*until_ns = p->until_ns;
 }
 
+/* The SelectSeries request of render's timeline for p, its step in seconds. */
+static void render_req(const struct query_params *p, Querier__V1__SelectSeriesRequest *req,
+		       int64_t *step)
+{
+	int64_t start = p->from_ns / 1000000, end = p->until_ns / 1000000;
+
+	*step = render_step_s(start, end);
+	req->profile_typeid = (char *)p->profile_type;
+	req->label_selector = (char *)(p->query ? p->query : "");
+	req->start = start;
+	req->end = end;
+	req->step = (double)*step;
+	req->group_by = (char **)p->group_by;
+	req->n_group_by = p->n_group_by;
+	req->aggregation = p->average ? TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE
+				      : TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM;
+}
+
+/* The timeline and groups of render p from SelectSeries' answer r. */
+static int render_write(struct call *c, const struct query_params *p,
+			const Querier__V1__SelectSeriesResponse *r, int64_t step,
+			struct buf *timeline, struct buf *groups)
+{
+	int64_t start = p->from_ns / 1000000, end = p->until_ns / 1000000;
+	/* The main timeline is the one series' (none, or several: zeros), as Pyroscope's. */
+	int rc = put_render_timeline(r->n_series == 1 ? r->series[0] : NULL, start, end, step,
+				     timeline);
+
+	if (!rc && p->n_group_by)
+		rc = put_render_groups(c, r, p->group_by[0], start, end, step, groups);
+	return rc;
+}
+
 int query__render_timeline(struct qctx *q, const struct query_params *p,
 			   const struct qmerge *m, struct buf *timeline, struct buf *groups)
 {
 	Querier__V1__SelectSeriesRequest req = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
-	Querier__V1__SelectSeriesResponse *r;
 	ProtobufCMessage *resp = NULL;
-	int64_t start = p->from_ns / 1000000, end = p->until_ns / 1000000, step;
+	int64_t step;
 	struct arena a;
 	struct call c;
 	int rc;
 
-	step = render_step_s(start, end);
-	req.profile_typeid = (char *)p->profile_type;
-	req.label_selector = (char *)(p->query ? p->query : "");
-	req.start = start;
-	req.end = end;
-	req.step = (double)step;
-	req.group_by = (char **)p->group_by;
-	req.n_group_by = p->n_group_by;
-	req.aggregation = p->average ? TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_AVERAGE
-				     : TYPES__V1__TIME_SERIES_AGGREGATION_TYPE__TIME_SERIES_AGGREGATION_TYPE_SUM;
+	render_req(p, &req, &step);
 	call_arena(&a, 0, &p->limits);
 	call_init(&c, q, &p->limits, &a);
 	if (m && m->rd) {
@@ -1702,16 +1739,118 @@ int query__render_timeline(struct qctx *q, const struct query_params *p,
 		c.rd_until = m->rd_until;
 	}
 	rc = select_series(&c, &req.base, &resp);
-	r = (Querier__V1__SelectSeriesResponse *)resp;
-	/* The main timeline is the one series' (none, or several: zeros), as Pyroscope's. */
 	if (!rc)
-		rc = put_render_timeline(r->n_series == 1 ? r->series[0] : NULL, start, end, step,
-					 timeline);
-	if (!rc && p->n_group_by)
-		rc = put_render_groups(&c, r, p->group_by[0], start, end, step, groups);
+		rc = render_write(&c, p, (Querier__V1__SelectSeriesResponse *)resp, step, timeline,
+				  groups);
 	call_release(&c);
 	arena_release(&a);
 	return rc;
+}
+
+struct rtap {
+	struct query__rtap t; /* first: what the caller holds */
+	struct ss s;
+	int64_t step;         /* seconds */
+};
+
+static int rtap_profile(void *ctx, size_t i, const struct store_profile_view *p, int64_t sum)
+{
+	struct ss *s = ctx;
+	int rc;
+
+	if (!s->cells && (rc = ss_cells(s)))
+		return rc;
+	s->cur_group = s->sgroup[i];
+	return ss_add(s, p, sum);
+}
+
+/*
+ * As select_series sets up render_req's request, up to its read: the same
+ * checks (any failing leaves the timeline to query__render_timeline, which
+ * reports it where it did), grid and series grouping, without exemplars.
+ */
+int query__render_tap(struct qctx *q, const struct query_params *p, struct query__rtap **out)
+{
+	Querier__V1__SelectSeriesRequest req = QUERIER__V1__SELECT_SERIES_REQUEST__INIT;
+	struct query_params sp;
+	struct err_msg em;
+	struct rtap *t;
+	int64_t from, until, rd_from, rd_until;
+	int rc;
+
+	*out = NULL;
+	if (!(t = calloc(1, sizeof(*t))))
+		return 0;
+	t->s.q = q;
+	render_req(p, &req, &t->step);
+	{
+		const struct ss_req sr = { req.step, req.limit, (int)req.aggregation, req.group_by,
+					   req.n_group_by };
+
+		/* A start or end of 0 is "now" to SelectSeries: read when it is. */
+		rc = !req.start || !req.end;
+		if (!rc)
+			rc = req_params(req.profile_typeid, req.label_selector, req.start, req.end, 0,
+					&p->limits, &sp, &em);
+		if (!rc)
+			rc = req_strings_max(req.n_group_by, "groupBy", &em);
+		if (!rc)
+			rc = ss_setup(&t->s, &sr, &sp, &em);
+	}
+	if (!rc) {
+		ss_range(t->s.start, t->s.step, t->s.nb, &from, &until);
+		query__render_read_range(p, &rd_from, &rd_until);
+		rc = from < rd_from || until > rd_until;
+	}
+	if (rc) {
+		query__render_tap_free(&t->t);
+		return 0;
+	}
+	rc = query__names_init(q, &t->s.keys);
+	if (rc) {
+		query__render_tap_free(&t->t);
+		return rc;
+	}
+	t->t.tap.series = ss_series;
+	t->t.tap.profile = rtap_profile;
+	t->t.tap.ctx = &t->s;
+	t->t.tap.from_ns = from;
+	t->t.tap.until_ns = until;
+	*out = &t->t;
+	return 0;
+}
+
+int query__render_tap_timeline(struct qctx *q, const struct query_params *p,
+			       struct query__rtap *rt, struct buf *timeline, struct buf *groups)
+{
+	struct rtap *t = (struct rtap *)rt;
+	Querier__V1__SelectSeriesResponse *r = NULL;
+	struct arena a;
+	struct call c;
+	int rc = 0;
+
+	if (!t->s.cells)
+		rc = ss_cells(&t->s);
+	if (rc)
+		return rc;
+	call_arena(&a, 0, &p->limits);
+	call_init(&c, q, &p->limits, &a);
+	rc = ss_response(&c, &t->s, &r);
+	if (!rc)
+		rc = render_write(&c, p, r, t->step, timeline, groups);
+	call_release(&c);
+	arena_release(&a);
+	return rc;
+}
+
+void query__render_tap_free(struct query__rtap *rt)
+{
+	struct rtap *t = (struct rtap *)rt;
+
+	if (!t)
+		return;
+	ss_release(&t->s);
+	free(t);
 }
 
 /* ---- SelectHeatmap ------------------------------------------------------------- */

@@ -144,19 +144,26 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 	int rc;
 
 	struct buf tl, groups;
+	struct query__rtap *tap = NULL;
 
 	api_begin(&q, st, tenant, p, out, &oc, msg);
 	query__side_init(&s);
 	buf_init(&tl, q.mem.cap);
 	buf_init(&groups, q.mem.cap);
 	/* One view for the flame graph and the timeline, which reads a step
-	 * more: on a querier, one head-block request per ingester. */
+	 * more: on a querier, one head-block request per ingester.  The
+	 * timeline's points are summed as collect decodes each profile, not
+	 * by a second read of the range. */
 	query__render_read_range(p, &s.m.rd_from, &s.m.rd_until);
-	rc = query__run(&q, p, QUERY__TRUNCATED, 0, &s);
+	rc = query__render_tap(&q, p, &tap);
+	s.m.tap = tap ? &tap->tap : NULL;
+	if (!rc)
+		rc = query__run(&q, p, QUERY__TRUNCATED, 0, &s);
 	if (!rc)
 		rc = query__flame_build(&q, &s.t, 0, &f);
 	if (!rc) {
-		rc = query__render_timeline(&q, p, &s.m, &tl, &groups);
+		rc = tap ? query__render_tap_timeline(&q, p, tap, &tl, &groups)
+			 : query__render_timeline(&q, p, &s.m, &tl, &groups);
 		s.m.tl_json = &tl;
 		s.m.groups_json = &groups;
 		ms[0] = &s.m;
@@ -166,6 +173,7 @@ int query_render(struct store *st, const char *tenant, const struct query_params
 	}
 	rc = out_end(&q, &oc, rc, FB_TOO_LARGE, FB_NOMEM);
 	query__side_release(&q, &s);
+	query__render_tap_free(tap);
 	buf_release(&tl);
 	buf_release(&groups);
 	return rc;

@@ -57,6 +57,7 @@
 
 struct buf;
 struct store_profile_view;
+struct store_label;
 struct store_symbols;
 
 /* ---- budget and deadline ------------------------------------------------- */
@@ -283,6 +284,23 @@ struct qprofiles {
 /* Decides per profile whether a collect takes it (1) or skips it (0); < 0 fails. */
 typedef int (*qprofile_keep)(void *ctx, const struct store_profile_view *p);
 
+/*
+ * A reader of the profiles collect reads, beside the merge (render's
+ * timeline, connect.c): told of each selected series in turn (series(),
+ * as a qseries_cb), then of each profile of the i-th of them with
+ * from_ns <= time_ns < until_ns, whatever the merge keeps of it, with the
+ * sum of all its values.  collect reads the union of that range and its
+ * own once; a profile in both counts twice against max_query_bytes, as
+ * when the timeline read it again.  An error either returns stops collect.
+ */
+struct qtap {
+	int (*series)(void *ctx, uint64_t series_id, uint32_t part,
+		      const struct store_label *labels, size_t n);
+	int (*profile)(void *ctx, size_t i, const struct store_profile_view *p, int64_t sum);
+	void *ctx;
+	int64_t from_ns, until_ns;
+};
+
 struct qmerge {
 	struct qstack *stacks; /* distinct (part, stack) with summed values */
 	size_t n, cap;
@@ -326,6 +344,7 @@ struct qmerge {
 	struct store_reader *rd_side;
 	/* render: Pyroscope's timeline and groups, written instead of tl (borrowed) */
 	const struct buf *tl_json, *groups_json;
+	const struct qtap *tap; /* borrowed; NULL: none */
 };
 
 void query__profiles_release(struct qctx *q, struct qprofiles *pp);
@@ -618,6 +637,21 @@ void query__flame_release(struct qctx *q, struct query__flame *f);
  */
 int query__render_timeline(struct qctx *q, const struct query_params *p,
 			   const struct qmerge *m, struct buf *timeline, struct buf *groups);
+/*
+ * The same timeline read by collect as it reads the flame graph's profiles
+ * (one decode of each): query__render_tap sets up *out (owned) and
+ * (*out)->tap for m->tap before the collect; query__render_tap_timeline
+ * writes what the tap gathered.  *out stays NULL when the timeline's
+ * request is not one the tap answers as SelectSeries would (then
+ * query__render_timeline reads it, and reports what is wrong with it).
+ */
+struct query__rtap {
+	struct qtap tap;
+};
+int query__render_tap(struct qctx *q, const struct query_params *p, struct query__rtap **out);
+int query__render_tap_timeline(struct qctx *q, const struct query_params *p,
+			       struct query__rtap *t, struct buf *timeline, struct buf *groups);
+void query__render_tap_free(struct query__rtap *t);
 /*
  * The range render's timeline reads for p ([from - step, until], in whole
  * milliseconds, as Pyroscope reads it), united with p's own: what

@@ -320,6 +320,36 @@ static int magic_spans(int magic)
 	return magic == CHUNK_MAGIC_SPANS || magic == CHUNK_MAGIC_IDS_SPANS;
 }
 
+/*
+ * varint_get for the sample columns, which are most of a read's decoding:
+ * a one-byte varint at once, and with VARINT_MAX bytes left a longer one
+ * without a bound check per byte.  Accepts and refuses exactly what
+ * varint_get does.
+ */
+static inline size_t sample_varint(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+	uint64_t v;
+
+	if (p < end && p[0] < 0x80) {
+		*out = p[0];
+		return 1;
+	}
+	if (end - p < VARINT_MAX)
+		return varint_get(p, end, out);
+	v = p[0] & 0x7f;
+	for (unsigned n = 1; n < VARINT_MAX - 1; n++) {
+		v |= (uint64_t)(p[n] & 0x7f) << (7 * n);
+		if (!(p[n] & 0x80)) {
+			*out = v;
+			return n + 1;
+		}
+	}
+	if (p[VARINT_MAX - 1] > 1)
+		return 0;
+	*out = v | (uint64_t)p[VARINT_MAX - 1] << 63;
+	return VARINT_MAX;
+}
+
 /* Decodes one payload, appending its profiles; ids/vals hold offsets until the end. */
 static int decode_payload(struct chunk *c, int magic, const uint8_t *p, const uint8_t *end)
 {
@@ -368,7 +398,7 @@ static int decode_payload(struct chunk *c, int magic, const uint8_t *p, const ui
 		uint64_t last = 0, d;
 		cp->ids = (const uint32_t *)(uintptr_t)c->n_samples; /* offset for now */
 		for (size_t j = 0; j < cp->n; j++) {
-			if (!(k = varint_get(p, end, &d)) ||
+			if (!(k = sample_varint(p, end, &d)) ||
 			    (j && d == 0 && !magic_spans(magic)) || (last += d) > UINT32_MAX)
 				return ERR_CORRUPT;
 			p += k;
@@ -377,7 +407,7 @@ static int decode_payload(struct chunk *c, int magic, const uint8_t *p, const ui
 	}
 	for (size_t i = base; i < c->n_samples; i++) {
 		uint64_t v;
-		if (!(k = varint_get(p, end, &v)))
+		if (!(k = sample_varint(p, end, &v)))
 			return ERR_CORRUPT;
 		p += k;
 		c->vals[i] = zigzag_decode(v);

@@ -507,6 +507,80 @@ static void test_scan_budget(void **state)
 	fx_close(&f);
 }
 
+/* Whether the first "samples" array of timeline JSON s holds a nonzero value. */
+static int nonzero_sample(const char *s)
+{
+	const char *p = strstr(s, "\"samples\":[");
+
+	for (p = p ? p + 11 : ""; *p && *p != ']'; p++)
+		if (*p >= '1' && *p <= '9')
+			return 1;
+	return 0;
+}
+
+/*
+ * render's timeline, summed while collect reads the flame graph's profiles
+ * (query__render_tap), is the one a SelectSeries of its own read writes
+ * (query__render_timeline without a reader): with and without groupBy,
+ * sum and average, profiles in the step before `from` (point 0) and an
+ * unaligned range.
+ */
+static void test_render_timeline_is_select_series(void **state)
+{
+	static const char *const by_instance[] = { "instance" };
+	static const char *const by_two[] = { "instance", "env" };
+	static const char *const by_none[] = { "nolabel" };
+	static const struct {
+		const char *const *by;
+		size_t n_by;
+		int average;
+		int64_t from_s, until_s;
+	} cases[] = {
+		{ NULL, 0, 0, 95, 300 },         { NULL, 0, 1, 95, 300 },
+		{ by_instance, 1, 0, 95, 300 },  { by_two, 2, 1, 95, 300 },
+		{ by_none, 1, 0, 95, 300 },      { by_instance, 1, 1, -600, 7200 },
+		{ NULL, 0, 0, 381, 395 },
+	};
+	struct fx f;
+	struct buf out;
+	struct err_msg msg = { { 0 } };
+
+	(void)state;
+	fx_open(&f);
+	fill(&f, NULL, 40, FX_T0);
+	buf_init(&out, 1 << 30);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct query_params p = params(FX_CPU);
+		struct buf tl, groups;
+		struct qctx q;
+
+		p.from_ns = FX_T0 + cases[i].from_s * FX_SEC + 123000000;
+		p.until_ns = FX_T0 + cases[i].until_s * FX_SEC;
+		p.group_by = cases[i].by;
+		p.n_group_by = cases[i].n_by;
+		p.average = cases[i].average;
+		buf_init(&tl, 1 << 30);
+		buf_init(&groups, 1 << 30);
+		query__ctx_init(&q, f.st, "t1", &p.limits, &msg);
+		assert_int_equal(query__render_timeline(&q, &p, NULL, &tl, &groups), 0);
+		assert_int_equal(buf_putc(&tl, '\0'), 0);
+		assert_int_equal(buf_putc(&groups, '\0'), 0);
+		buf_reset(&out);
+		assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+		assert_int_equal(buf_putc(&out, '\0'), 0);
+		/* Profiles fell in the timeline (in the groups' with several
+		 * series, as Pyroscope's), and render wrote the same. */
+		assert_true(nonzero_sample(cases[i].n_by ? groups.data : tl.data));
+		assert_non_null(strstr(out.data, tl.data));
+		if (cases[i].n_by)
+			assert_non_null(strstr(out.data, groups.data));
+		buf_release(&tl);
+		buf_release(&groups);
+	}
+	buf_release(&out);
+	fx_close(&f);
+}
+
 /* A shared budget of `limit` bytes for query_reserve. */
 struct grant {
 	size_t total, limit;
@@ -576,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_diff_self),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_scan_budget),
+		cmocka_unit_test(test_render_timeline_is_select_series),
 		cmocka_unit_test(test_reserve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
