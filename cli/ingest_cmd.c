@@ -99,6 +99,31 @@ static void refused(const char *what, int status, const struct buf *resp)
 		resp->data ? resp->data : "");
 }
 
+/*
+ * cli_http_request, retried while the server answers 503 (server busy:
+ * its in-flight memory or a slot is taken, docs/operations.md) or 429 (a
+ * tenant's rate, docs/limits.md): both say "retry shortly" with
+ * Retry-After: 1.  Waits 1, 2, 4, 4... seconds, RETRIES times at most, then
+ * returns the last answer.
+ */
+#define RETRIES 8
+static int request_retrying(const struct ingest_args *a, const struct cli_request *req,
+			    int *status, struct buf *resp, struct err_msg *msg)
+{
+	unsigned wait_s = 1;
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		buf_reset(resp);
+		rc = cli_http_request(a->http, req, status, resp, msg);
+		if (rc || (*status != 503 && *status != 429) || attempt == RETRIES)
+			return rc;
+		sleep(wait_s);
+		if (wait_s < 4)
+			wait_s *= 2;
+	}
+}
+
 /* Sends one file; prints the failure and returns non-zero when it was not accepted. */
 static int send_file(const struct ingest_args *a, const char *path, const char *file,
 		     unsigned long long *profiles, unsigned long long *samples, size_t *bytes)
@@ -121,7 +146,7 @@ static int send_file(const struct ingest_args *a, const char *path, const char *
 		req.body = data.data;
 		req.len = data.len;
 		req.timeout_ms = a->timeout_ms;
-		rc = cli_http_request(a->http, &req, &status, &resp, &msg);
+		rc = request_retrying(a, &req, &status, &resp, &msg);
 	}
 	if (rc) {
 		fprintf(stderr, "unhex ingest: %s: %s\n", file, msg.text);
@@ -216,7 +241,7 @@ static int send_batch(const struct ingest_args *a, struct batch *b, char *const 
 	hr.body = body;
 	hr.len = len;
 	hr.timeout_ms = a->timeout_ms;
-	rc = cli_http_request(a->http, &hr, &status, &resp, &msg);
+	rc = request_retrying(a, &hr, &status, &resp, &msg);
 	if (rc)
 		fprintf(stderr, "unhex ingest: %s: %s\n", what, msg.text);
 	else if (status != 200)

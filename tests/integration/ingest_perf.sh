@@ -195,9 +195,21 @@ for bad in 1K 64M 0 many; do
 	[ "$rc" = 2 ] && grep -q -- '--malloc-mmap-threshold' <<<"$ERR" ||
 		fail "--malloc-mmap-threshold $bad: exit $rc, $ERR"
 done
-start_server "$DATA" --malloc-mmap-threshold dynamic
+# ---- and `unhex ingest` retries what the server asks it to retry: tenant
+# slow takes half a file per second, so the second and third files get 429
+# (Retry-After) first and are accepted on a later try.
+SIZE=$(stat -c %s "$PPROF")
+printf 'tenant slow ingest_bytes_per_s=%d burst_s=1\n' $((SIZE / 2 + 1)) >"$WORK/limits"
+start_server "$DATA" --malloc-mmap-threshold dynamic --limits-file "$WORK/limits"
 OUT=$("$UNHEX" ingest --server "$URL" --tenant perf-dyn --name "$NAME" "$PPROF") ||
 	fail "ingest with a dynamic threshold: $OUT"
 [ "$(field "$(tenant_stats perf-dyn)" samples)" = "$STORED" ] || fail "perf-dyn: $(tenant_stats perf-dyn)"
+OUT=$("$UNHEX" ingest --server "$URL" --tenant slow --name "$NAME" \
+	"$WORK"/copy1.pb.gz "$WORK"/copy2.pb.gz "$WORK"/copy3.pb.gz 2>&1) || fail "ingest past a rate: $OUT"
+grep -q "3 of 3 files accepted" <<<"$OUT" || fail "ingest past a rate: $OUT"
+[ "$(field "$(tenant_stats slow)" samples)" = $((3 * STORED)) ] || fail "slow: $(tenant_stats slow)"
+http GET /metrics
+grep -Eq '^unhex_ingest_requests_total\{endpoint="/ingest",code="429"\} [1-9]' <<<"$BODY" ||
+	fail "no 429 was retried: $(grep unhex_ingest_requests_total <<<"$BODY")"
 stop_server
 echo "PASS ingest_perf ($STORED samples, $PROFILES profiles per ingest)"
