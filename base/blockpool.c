@@ -83,25 +83,56 @@ static void put(struct blockpool *p, void *b, size_t size)
 		free(b);
 }
 
+/*
+ * The size of the block that holds `size` bytes: the size itself in exact
+ * mode; with size classes the class above it, or 0 for a C heap block
+ * (below min_block or above max_block), or size 0.
+ */
+static size_t block_of(const struct blockpool *p, size_t size)
+{
+	size_t c;
+
+	if (!p->min_block)
+		return size;
+	if (size < p->min_block || size > p->max_block)
+		return 0;
+	for (c = p->min_block; c < size; c *= 2)
+		if (c + c / 2 >= size)
+			return c + c / 2;
+	return c;
+}
+
 static void *pool_resize(void *ctx, void *b, size_t old_size, size_t new_size, int *rc)
 {
 	struct blockpool *p = ctx;
+	size_t ob = block_of(p, old_size), nb_size = block_of(p, new_size);
 	void *nb;
 
+	if (b && !ob && new_size && !nb_size) { /* the C heap's, both */
+		if (!(nb = realloc(b, new_size)))
+			*rc = ERR_NOMEM;
+		return nb;
+	}
 	if (new_size == 0) {
-		put(p, b, old_size);
+		if (ob)
+			put(p, b, ob);
+		else
+			free(b);
 		return NULL;
 	}
-	if (new_size == old_size)
-		return b;
-	nb = take(p, new_size);
-	if (!nb && !(nb = malloc(new_size))) {
+	if (b && ob == nb_size && (ob || new_size == old_size))
+		return b; /* the block it has holds it */
+	nb = nb_size ? take(p, nb_size) : NULL;
+	if (!nb && !(nb = malloc(nb_size ? nb_size : new_size))) {
 		*rc = ERR_NOMEM;
 		return NULL;
 	}
 	if (b) {
 		memcpy(nb, b, old_size < new_size ? old_size : new_size);
-		put(p, b, old_size);
+		if (ob)
+			put(p, b, ob);
+		else
+			free(b);
 	}
 	return nb;
 }
@@ -117,6 +148,18 @@ int blockpool_init(struct blockpool *p, size_t max_bytes, size_t max_block)
 	p->alloc.resize = pool_resize;
 	p->alloc.ctx = p;
 	return 0;
+}
+
+int blockpool_init_classes(struct blockpool *p, size_t max_bytes, size_t min_block,
+			   size_t max_block)
+{
+	int rc;
+
+	assert(min_block >= 64 && !(min_block & (min_block - 1)) && max_block > min_block);
+	rc = blockpool_init(p, max_bytes, max_block);
+	if (!rc)
+		p->min_block = min_block;
+	return rc;
 }
 
 void blockpool_release(struct blockpool *p)

@@ -20,6 +20,14 @@
  * C heap.  What the pool holds stays resident: max_bytes is memory the
  * owner accepts to keep.
  *
+ * Size classes (blockpool_init_classes): for tables that grow by doubling
+ * from sizes no two of which need be equal (a query's hash tables, id
+ * arrays and tree nodes), a block is made with its size rounded up to the
+ * next class, 2^k or 3 * 2^(k-1) bytes, so a block of 40 KiB answers any
+ * request in (32, 48] KiB and at most a third of a block is slack.  A
+ * table that grows within its block keeps it (no copy).  Requests below
+ * `min_block`, or above `max_block`, go to the C heap as they are (realloc).
+ *
  * Threading: every call takes the pool's mutex; the hook may be used from
  * any number of threads at once.  Ownership: a block taken from the pool
  * belongs to the caller until freed through the same hook.
@@ -33,13 +41,14 @@
 
 #include "base/grow.h"
 
-#define BLOCKPOOL_SIZES 16
+#define BLOCKPOOL_SIZES 32
 
 struct blockpool {
 	pthread_mutex_t mu;
 	size_t max_bytes;  /* bytes the pool may hold; > 0 */
 	size_t max_block;  /* largest block kept */
 	size_t held;       /* bytes of the blocks held */
+	size_t min_block;  /* size classes: smallest block; 0 in exact mode */
 	struct {
 		size_t size;  /* the blocks' size; any when n == 0 */
 		void *head;   /* singly linked through each block's first pointer */
@@ -56,6 +65,14 @@ struct blockpool {
  * error otherwise).  Returns 0 or ERR_NOMEM (the mutex).
  */
 int blockpool_init(struct blockpool *p, size_t max_bytes, size_t max_block);
+
+/*
+ * A pool of size classes (above): blocks from min_block (a power of two,
+ * at least 64 bytes) to max_block bytes (larger than min_block).  Returns 0
+ * or ERR_NOMEM.
+ */
+int blockpool_init_classes(struct blockpool *p, size_t max_bytes, size_t min_block,
+			   size_t max_block);
 
 /* Frees every block held.  Blocks still taken must be freed before. */
 void blockpool_release(struct blockpool *p);

@@ -72,7 +72,7 @@ static void *budget_resize(void *ctx, void *p, size_t old_size, size_t new_size,
 
 	assert(b->used >= old_size);
 	if (new_size == 0) {
-		free(p);
+		grow_resize(b->inner, p, old_size, 0, rc);
 		b->used -= old_size;
 		return NULL;
 	}
@@ -80,11 +80,9 @@ static void *budget_resize(void *ctx, void *p, size_t old_size, size_t new_size,
 		*rc = ERR_TOO_LARGE;
 		return NULL;
 	}
-	np = realloc(p, new_size);
-	if (!np) {
-		*rc = ERR_NOMEM;
+	np = grow_resize(b->inner, p, old_size, new_size, rc);
+	if (!np)
 		return NULL;
-	}
 	b->used = b->used - old_size + new_size;
 	return np;
 }
@@ -96,4 +94,5 @@ void grow_budget_init(struct grow_budget *b, size_t cap)
 	b->cap = cap;
 	b->alloc.resize = budget_resize;
 	b->alloc.ctx = b;
+	b->inner = NULL;
 }

@@ -92,6 +92,9 @@ struct grow_budget {
 	size_t used;
 	size_t cap;
 	struct grow_alloc alloc;
+	/* Where the counted bytes come from: NULL (what grow_budget_init sets)
+	 * is the C heap; the owner may set a pool (base/blockpool.h) after init. */
+	const struct grow_alloc *inner;
 };
 
 /* cap > 0 (a programmer error otherwise). */

@@ -7,6 +7,9 @@
 #
 #   bash bench/ingest_server.sh BUILD_DIR WORKLOAD_DIR [OUT_DIR]
 #   env: PARALLEL=8    concurrent `unhex ingest`
+#        BATCH=N       `unhex ingest --batch N`: N files of a series per
+#                      push.v1 request (default 1: one /ingest request per
+#                      file); stored pairs are then read from /api/v1/stats
 #        PERF=1        perf record -g the server during the ingest
 #                      (OUT/perf.data)
 #        PPROF_SAMPLES=N  the workload's pprof samples, when known (else
@@ -55,6 +58,9 @@ fi
 t0=$(cpu_ticks "$SERVER_PID")
 bench_ingest "$WL" "$WL/manifest.tsv" run "$PARALLEL"
 t1=$(cpu_ticks "$SERVER_PID")
+if [ "${BATCH:-1}" -gt 1 ]; then
+	INGEST_PAIRS=$(curl -sS --fail "$URL/api/v1/stats" | grep -o '"samples":[0-9]*' | head -1 | cut -d: -f2)
+fi
 awk -v f="$(wc -l <"$WL/manifest.tsv")" -v p="$INGEST_PAIRS" -v s="$pprof_samples" \
 	-v fail="$INGEST_FAILED" -v c="$((t1 - t0))" -v t="$TICK" -v w="$INGEST_S" 'BEGIN {
 	cpu = c / t

@@ -80,6 +80,9 @@ cpu_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
 # Every file of MANIFEST (lines of WL/manifest.tsv) through `unhex ingest`,
 # one process per series name, PARALLEL at once; to $URL, or with URLS
 # (servers' URLs, space-separated) the k-th series name to the (k mod n)-th.
+# With BATCH=N > 1, `unhex ingest --batch N` (push.v1, N files per request),
+# whose summary has no profile and sample counts: INGEST_PAIRS and
+# INGEST_PROFILES are then 0 and the caller reads the store's.
 bench_ingest() {
 	local lists=$OUT/lists-$3 urls=${5:-$URL} t0
 	rm -rf "$lists"
@@ -95,8 +98,8 @@ bench_ingest() {
 		read -ra url <<<"$4"
 		k=$(basename "$1" .name)
 		cd "$2" && xargs "$3" ingest --server "${url[k % ${#url[@]}]}" --name "$(cat "$1")" \
-			<"$list" 2>/dev/null
-	' _ {} "$1" "$B/cli/unhex" "$urls" >"$OUT/ingest-$3.txt" || true
+			--batch "$5" <"$list" 2>/dev/null
+	' _ {} "$1" "$B/cli/unhex" "$urls" "${BATCH:-1}" >"$OUT/ingest-$3.txt" || true
 	INGEST_S=$(secs "$t0" "$(now_ns)")
 	INGEST_PAIRS=$(sed -n 's/.*profiles, \([0-9]*\) samples.*/\1/p' "$OUT/ingest-$3.txt" | awk '{s += $1} END {print s + 0}')
 	INGEST_PROFILES=$(sed -n 's/.*: \([0-9]*\) profiles, .*/\1/p' "$OUT/ingest-$3.txt" | awk '{s += $1} END {print s + 0}')

@@ -151,6 +151,44 @@ static int may_look_up(struct debuginfo *s, struct debuginfo_asker *a, const cha
 }
 
 /*
+ * 1 when looking `id` up would fail without trying anything: a failure
+ * recorded stands until its retry time, or there is no file and nowhere to
+ * get one.  *status and reason then say why.  `attempt` > 0 after a fetch
+ * or build was awaited.
+ */
+static int settled_miss(struct debuginfo *s, const char *id, int attempt,
+			enum debuginfo_status *status, char *reason, size_t rlen)
+{
+	struct debuginfo__meta m;
+	int have_meta = debuginfo__meta_get(s, id, &m) == 0;
+	int have_file = debuginfo__has_file(s, id);
+
+	/* A build ID without a file is looked for in the bucket again once
+	 * its last miss there is miss_ttl old: another server may have it. */
+	if (have_meta && m.status != DEBUGINFO_STATUS_OK && m.status != DEBUGINFO_STATUS_PENDING &&
+	    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt) &&
+	    (attempt || have_file || !debuginfo__bucket_due(s, id))) {
+		*status = m.status;
+		debuginfo__copy_reason(reason, rlen, m.reason);
+		return 1;
+	}
+	if (!have_file && !s->upstream && !s->os) {
+		*status = DEBUGINFO_STATUS_NOT_FOUND;
+		debuginfo__copy_reason(reason, rlen,
+				       "not uploaded (unhex upload), and no debuginfod "
+				       "upstream is configured");
+		/* Recorded once, so GET /api/v1/debuginfo and the build-ID gauge
+		 * list what queries need; no retry time, so a restart with an
+		 * upstream fetches it at once. */
+		if (!have_meta)
+			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_NOT_FOUND,
+					     0, reason);
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * Gets the open index of `id`, queuing a fetch or build and waiting for it
  * until the deadline; a fetch only as asker `a` may (may_look_up).  On
  * failure *status/reason say why.
@@ -160,39 +198,14 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 			 struct debuginfo__open_index **out, enum debuginfo_status *status,
 			 char *reason, size_t rlen)
 {
-	struct debuginfo__meta m;
-
 	for (int attempt = 0; attempt < 2; attempt++) {
-		int have_meta, have_file, waited;
+		int have_file, waited;
 
 		if (!debuginfo__lru_acquire(s, id, bid, blen, out))
 			return 0;
-		have_meta = debuginfo__meta_get(s, id, &m) == 0;
+		if (settled_miss(s, id, attempt, status, reason, rlen))
+			return ERR_NOT_FOUND;
 		have_file = debuginfo__has_file(s, id);
-		/* A failure recorded stands until its retry time, but a build ID
-		 * without a file is looked for in the bucket again once its
-		 * last miss there is miss_ttl old: another server may have it. */
-		if (have_meta && m.status != DEBUGINFO_STATUS_OK &&
-		    m.status != DEBUGINFO_STATUS_PENDING &&
-		    (m.retry_at > clock_wall_ns() || (!have_file && !s->upstream) || attempt) &&
-		    (attempt || have_file || !debuginfo__bucket_due(s, id))) {
-			*status = m.status;
-			debuginfo__copy_reason(reason, rlen, m.reason);
-			return ERR_NOT_FOUND;
-		}
-		if (!have_file && !s->upstream && !s->os) {
-			*status = DEBUGINFO_STATUS_NOT_FOUND;
-			debuginfo__copy_reason(reason, rlen,
-					       "not uploaded (unhex upload), and no debuginfod "
-					       "upstream is configured");
-			/* Recorded once, so GET /api/v1/debuginfo and the build-ID
-			 * gauge list what queries need; no retry time, so a restart
-			 * with an upstream fetches it at once. */
-			if (!have_meta)
-				debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
-						     DEBUGINFO_STATUS_NOT_FOUND, 0, reason);
-			return ERR_NOT_FOUND;
-		}
 		if (attempt) {
 			*status = have_file ? DEBUGINFO_STATUS_INVALID_ELF : DEBUGINFO_STATUS_NOT_FOUND;
 			debuginfo__copy_reason(reason, rlen, have_file ? "the index could not be built"
@@ -347,6 +360,14 @@ int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 				    reason_len);
 		if (rc)
 			return rc == ERR_NOMEM ? rc : 0;
+	}
+	/* The cache holds only what a file resolved, and is dropped with the
+	 * file: a build ID that settled as missing has nothing there, and its
+	 * addresses are not looked up one by one (each render of a stripped
+	 * binary without debug info asked the cache for all of them). */
+	if (settled_miss(s, id, 0, status, reason, reason_len)) {
+		atomic_fetch_add(&s->cache_misses, n);
+		return 0;
 	}
 	missing = calloc(n, 1);
 	if (!missing)

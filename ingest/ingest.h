@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct arena;
 struct blockpool;
 struct err_msg;
 struct store;
@@ -163,6 +164,19 @@ struct ingest_request {
 int ingest_pyroscope(struct store *st, const struct ingest_limits *lim, const char *tenant,
 		     const struct ingest_request *req, struct ingest_stats *out,
 		     struct err_msg *msg);
+
+/*
+ * The labels of a pprof sent to /ingest as application `name`
+ * ("app.cpu{env=prod}"): service_name (the braces' one, else the
+ * application name without a known kind suffix), __name__ when the suffix
+ * is a known kind (ingest__kind_name), then the braces' labels.  Allocated
+ * from `a`.  A client that sends the same pprofs through push.v1 (`unhex
+ * ingest --batch`) gives its series these labels, so both land in the same
+ * series.  A malformed name is ERR_INVALID, one past the label caps
+ * ERR_TOO_LARGE.
+ */
+int ingest_legacy_labels(struct arena *a, const char *name, struct store_label **labels,
+			 size_t *n, struct err_msg *msg);
 
 /*
  * Pyroscope's `push.v1.PusherService/Push`: a PushRequest in binary protobuf

@@ -287,14 +287,6 @@ struct ingest_name {
 int ingest__parse_name(struct arena *a, const char *name, struct ingest_name *out,
 		       struct err_msg *msg);
 
-/*
- * The labels of a pprof sent to /ingest: service_name (the braces' one,
- * else the application name without a known kind suffix), __name__ when
- * the suffix is a known kind (ingest__kind_name), then the braces' labels.
- * Allocated from `a`; returns owned-by-arena *labels.
- */
-int ingest__parse_legacy_name(struct arena *a, const char *name,
-			      struct store_label **labels, size_t *n, struct err_msg *msg);
 
 /* ---- naming.c ----------------------------------------------------------- */
 

@@ -224,8 +224,8 @@ int ingest__parse_name(struct arena *a, const char *name, struct ingest_name *ou
 	return 0;
 }
 
-int ingest__parse_legacy_name(struct arena *a, const char *name,
-			      struct store_label **labels, size_t *n, struct err_msg *msg)
+int ingest_legacy_labels(struct arena *a, const char *name, struct store_label **labels,
+			 size_t *n, struct err_msg *msg)
 {
 	struct ingest_name nm;
 	struct store_label *lab;

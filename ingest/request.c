@@ -191,7 +191,7 @@ static int pprof_request(struct store *st, const struct ingest_limits *lim, cons
 	int rc;
 
 	arena_init(&a, (size_t)4 << 20);
-	rc = ingest__parse_legacy_name(&a, req->name, &labels, &n, msg);
+	rc = ingest_legacy_labels(&a, req->name, &labels, &n, msg);
 	if (rc == ERR_NOMEM)
 		err_set(msg, rc, "name: %s", err_str(rc));
 	if (!rc && req->sample_type_config) {

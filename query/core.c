@@ -51,6 +51,7 @@ void query__ctx_init(struct qctx *q, struct store *st, const char *tenant,
 	q->tenant = tenant;
 	q->deadline_ns = clock_mono_ns() + timeout;
 	grow_budget_init(&q->mem, lim && lim->max_bytes ? lim->max_bytes : QUERY_DEFAULT_MAX_BYTES);
+	q->mem.inner = lim ? lim->heap : NULL;
 	q->msg = msg;
 	q->tick = 0;
 	q->symbolizer = lim ? lim->symbolizer : NULL;

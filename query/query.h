@@ -119,6 +119,7 @@ int query_selector_matches(const struct query_selector *sel,
 /* ---- parameters --------------------------------------------------------- */
 
 struct debuginfo;
+struct grow_alloc;
 
 /*
  * A query's share of a memory budget it shares with other work (web's
@@ -154,6 +155,11 @@ struct query_limits {
 	/* The shared budget the query's tables are charged to as they grow
 	 * (borrowed; NULL: only max_bytes bounds them). */
 	const struct query_reserve *reserve;
+	/* Where the query's tables get their bytes (borrowed; NULL: the C
+	 * heap): the server's is a pool of size classes (base/blockpool.h), so
+	 * a query reuses the pages earlier ones touched instead of faulting in
+	 * fresh ones.  Must allow use from any thread. */
+	const struct grow_alloc *heap;
 	/*
 	 * Query-time symbolization (borrowed; NULL: frames without lines stay
 	 * `binary+0xoffset`).  With a service, the distinct unsymbolized

@@ -328,6 +328,23 @@ void web__prom_label_value(struct buf *b, const char *s)
 }
 
 /* The HTTP layer's own: latency histograms, the memory budget, connections. */
+
+/* unhex_<name>_pool_bytes and unhex_<name>_pool_blocks_total of a block pool. */
+static void pool_metrics(struct buf *b, struct blockpool *pool, const char *name,
+			 const char *help_bytes, const char *help_blocks)
+{
+	char metric[64];
+	size_t held = 0;
+	uint64_t reused = 0, fresh = 0;
+
+	blockpool_stats(pool, &held, &reused, &fresh);
+	snprintf(metric, sizeof(metric), "unhex_%s_pool_bytes", name);
+	metric_u64(b, metric, "gauge", help_bytes, held);
+	snprintf(metric, sizeof(metric), "unhex_%s_pool_blocks_total", name);
+	metric_head(b, metric, "counter", help_blocks);
+	buf_printf(b, "%s{from=\"pool\"} %llu\n%s{from=\"heap\"} %llu\n", metric,
+		   (unsigned long long)reused, metric, (unsigned long long)fresh);
+}
 static void http_metrics(struct web_server *srv, struct buf *b)
 {
 	metric_head(b, "unhex_http_request_duration_seconds", "histogram",
@@ -358,20 +375,12 @@ static void http_metrics(struct web_server *srv, struct buf *b)
 		   atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed));
 	metric_u64(b, "unhex_http_inflight_bytes_limit", "gauge", "--max-inflight-bytes.",
 		   srv->opt.max_inflight_bytes);
-	{
-		size_t held = 0;
-		uint64_t reused = 0, fresh = 0;
-
-		blockpool_stats(&srv->ingest_pool, &held, &reused, &fresh);
-		metric_u64(b, "unhex_ingest_pool_bytes", "gauge",
-			   "Bytes of freed ingest arena blocks kept for the next requests.", held);
-		metric_head(b, "unhex_ingest_pool_blocks_total", "counter",
-			    "Arena blocks ingest requests took, by where they came from.");
-		buf_printf(b, "unhex_ingest_pool_blocks_total{from=\"pool\"} %llu\n",
-			   (unsigned long long)reused);
-		buf_printf(b, "unhex_ingest_pool_blocks_total{from=\"heap\"} %llu\n",
-			   (unsigned long long)fresh);
-	}
+	pool_metrics(b, &srv->ingest_pool, "ingest",
+		     "Bytes of freed ingest arena blocks kept for the next requests.",
+		     "Arena blocks ingest requests took, by where they came from.");
+	pool_metrics(b, &srv->query_pool, "query",
+		     "Bytes of freed query table blocks kept for the next queries.",
+		     "Table blocks of 128 KiB or more queries took, by where they came from.");
 	metric_u64(b, "unhex_http_memory_refused_total", "counter",
 		   "Requests answered 503 because the memory budget was full.",
 		   load(&srv->mem_refused));

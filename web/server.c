@@ -1171,6 +1171,7 @@ static void server_free(struct web_server *srv)
 	web__limits_free(srv->limits);
 	pthread_mutex_destroy(&srv->settings_lock);
 	blockpool_release(&srv->ingest_pool);
+	blockpool_release(&srv->query_pool);
 	free(srv);
 }
 
@@ -1212,6 +1213,15 @@ int web_server_start(struct store *st, const struct web_options *opt,
 		return err_set(msg, ERR_NOMEM, "out of memory");
 	}
 	srv->opt.limits.pool = &srv->ingest_pool;
+	/* So do queries' tables, which otherwise fault in fresh pages each time. */
+	if (blockpool_init_classes(&srv->query_pool, WEB_QUERY_POOL_BYTES, WEB_QUERY_POOL_MIN_BLOCK,
+				   WEB_QUERY_POOL_MAX_BLOCK)) {
+		blockpool_release(&srv->ingest_pool);
+		pthread_mutex_destroy(&srv->settings_lock);
+		free(srv);
+		return err_set(msg, ERR_NOMEM, "out of memory");
+	}
+	srv->opt.query.heap = &srv->query_pool.alloc;
 	srv->max_queries = srv->opt.threads - (srv->opt.threads / 4 > 2 ? srv->opt.threads / 4 : 2);
 	if (srv->max_queries < 1)
 		srv->max_queries = 1;

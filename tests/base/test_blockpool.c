@@ -1,4 +1,7 @@
-/* test_blockpool.c - the block pool: exact-size reuse, its bounds, arenas on it, threads. */
+/*
+ * test_blockpool.c - the block pool: exact-size reuse, its bounds, arenas on
+ * it, threads, size classes and a byte budget drawing from a pool.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -118,6 +121,82 @@ static void test_resize_keeps_bytes(void **state)
 	blockpool_release(&p);
 }
 
+/*
+ * Size classes: a block of 2^k or 3 * 2^(k-1) bytes serves every size up to
+ * it; growth inside a block keeps it; sizes outside [min, max] are the C
+ * heap's and never held.
+ */
+static void test_classes(void **state)
+{
+	struct blockpool p;
+	uint64_t reused, fresh;
+	size_t held;
+	char *a, *b;
+	int rc = 0;
+
+	(void)state;
+	assert_int_equal(blockpool_init_classes(&p, 1 << 20, 4096, 1 << 16), 0);
+	a = get(&p, 5000); /* class 6144 */
+	memset(a, 0x5a, 5000);
+	b = grow_resize(&p.alloc, a, 5000, 6144, &rc); /* same block */
+	assert_ptr_equal(b, a);
+	b = grow_resize(&p.alloc, a, 6144, 6145, &rc); /* class 8192: moved, bytes kept */
+	assert_non_null(b);
+	assert_ptr_not_equal(b, a);
+	for (size_t i = 0; i < 5000; i++)
+		assert_int_equal((unsigned char)b[i], 0x5a);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 6144); /* a, held */
+	a = get(&p, 4097); /* class 6144: a again */
+	blockpool_stats(&p, &held, &reused, &fresh);
+	assert_int_equal(held, 0);
+	assert_int_equal(reused, 1);
+	drop(&p, a, 4097);
+	drop(&p, b, 6145);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 6144 + 8192);
+	/* Below min and above max: the C heap, resized and freed as realloc does. */
+	a = get(&p, 100);
+	memcpy(a, "small", 6);
+	a = grow_resize(&p.alloc, a, 100, 3000, &rc);
+	assert_string_equal(a, "small");
+	a = grow_resize(&p.alloc, a, 3000, 5000, &rc); /* into a class block */
+	assert_string_equal(a, "small");
+	a = grow_resize(&p.alloc, a, 5000, (1 << 16) + 1, &rc); /* out of the classes */
+	assert_string_equal(a, "small");
+	drop(&p, a, (1 << 16) + 1);
+	blockpool_stats(&p, &held, NULL, NULL);
+	/* The 5000-byte request took the 6144 block, and gave it back when it
+	 * grew out of the classes. */
+	assert_int_equal(held, 6144 + 8192);
+	blockpool_release(&p);
+}
+
+/* A byte budget on a pool counts the caller's sizes and refunds them. */
+static void test_budget_on_pool(void **state)
+{
+	struct blockpool p;
+	struct grow_budget bud;
+	size_t held;
+	void *a;
+	int rc = 0;
+
+	(void)state;
+	assert_int_equal(blockpool_init_classes(&p, 1 << 20, 4096, 1 << 16), 0);
+	grow_budget_init(&bud, 10000);
+	bud.inner = &p.alloc;
+	a = grow_resize(&bud.alloc, NULL, 0, 5000, &rc);
+	assert_non_null(a);
+	assert_int_equal(bud.used, 5000);
+	assert_null(grow_resize(&bud.alloc, a, 5000, 20000, &rc));
+	assert_int_equal(rc, ERR_TOO_LARGE);
+	assert_null(grow_resize(&bud.alloc, a, 5000, 0, &rc));
+	assert_int_equal(bud.used, 0);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 6144);
+	blockpool_release(&p);
+}
+
 /* Arenas on the pool: the second request's blocks are the first one's. */
 static void test_arena_on_pool(void **state)
 {
@@ -180,6 +259,8 @@ int main(void)
 		cmocka_unit_test(test_same_size_reused),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_resize_keeps_bytes),
+		cmocka_unit_test(test_classes),
+		cmocka_unit_test(test_budget_on_pool),
 		cmocka_unit_test(test_arena_on_pool),
 		cmocka_unit_test(test_threads),
 	};

@@ -93,7 +93,7 @@ static void test_legacy_names(void **state)
 		int rc;
 
 		arena_init(&a, 1 << 30);
-		rc = ingest__parse_legacy_name(&a, cases[i].name, &l, &n, &msg);
+		rc = ingest_legacy_labels(&a, cases[i].name, &l, &n, &msg);
 		if (!cases[i].want) {
 			if (rc != ERR_INVALID || !strstr(msg.text, cases[i].err))
 				fail_msg("'%s': want error '%s', got %d '%s'", cases[i].name,
@@ -127,7 +127,7 @@ static void test_long_name(void **state)
 	memset(name, 'a', INGEST_MAX_NAME_BYTES + 9);
 	name[INGEST_MAX_NAME_BYTES + 9] = '\0';
 	arena_init(&a, 1 << 30);
-	assert_int_equal(ingest__parse_legacy_name(&a, name, &l, &n, &msg), ERR_TOO_LARGE);
+	assert_int_equal(ingest_legacy_labels(&a, name, &l, &n, &msg), ERR_TOO_LARGE);
 	arena_release(&a);
 	free(name);
 }

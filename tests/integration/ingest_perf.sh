@@ -99,6 +99,41 @@ http POST /push.v1.PusherService/Push -H 'X-Scope-OrgID: perf-pushbin' \
 expect_status 200 '' "push.v1 binary, gzipped"
 [ -z "$BODY" ] || fail "binary push answered with a body: $BODY"
 
+# ---- 6. unhex ingest --batch 2 (tenant perf-batch): three copies of the
+# pprof in two push.v1 requests (2 + 1), into the series /ingest gives NAME
+for i in 1 2 3; do cp "$PPROF" "$WORK/copy$i.pb.gz"; done
+OUT=$("$UNHEX" ingest --server "$URL" --tenant perf-batch --name "$NAME" --batch 2 \
+	"$WORK"/copy1.pb.gz "$WORK"/copy2.pb.gz "$WORK"/copy3.pb.gz) || fail "unhex ingest --batch: $OUT"
+note "unhex ingest --batch 2: $OUT"
+case "$OUT" in *"3 of 3 files accepted"*"in 2 push.v1 requests"*) ;;
+*) fail "unhex ingest --batch summary: $OUT" ;;
+esac
+S=$(tenant_stats perf-batch)
+[ "$(field "$S" samples)" = $((3 * STORED)) ] || fail "perf-batch: samples $(field "$S" samples), want 3 x $STORED"
+[ "$(field "$S" profiles)" = $((3 * PROFILES)) ] || fail "perf-batch: profiles $(field "$S" profiles)"
+series_of() {
+	http POST /querier.v1.QuerierService/Series -H 'Content-Type: application/json' \
+		-H "X-Scope-OrgID: $1" -d '{"matchers":["{}"],"start":0,"end":4102444800000}'
+	[ "$STATUS" = 200 ] || fail "Series of $1: $STATUS $BODY"
+	jq -cS '.labelsSet | map(.labels | sort_by(.name)) | sort' <<<"$BODY"
+}
+[ "$(series_of perf-batch)" = "$(series_of perf-cli)" ] ||
+	fail "--batch series differ from /ingest's: $(series_of perf-batch) vs $(series_of perf-cli)"
+# A request is stored whole or not at all: a batch with a broken file is refused.
+head -c 100 "$PPROF" >"$WORK/broken.pb.gz"
+rc=0
+OUT=$("$UNHEX" ingest --server "$URL" --tenant perf-batch --name "$NAME" --batch 2 \
+	"$WORK"/copy1.pb.gz "$WORK"/broken.pb.gz 2>&1) || rc=$?
+[ "$rc" = 1 ] && grep -q "0 of 2 files accepted" <<<"$OUT" && grep -q 'HTTP 4' <<<"$OUT" ||
+	fail "a batch with a broken file: exit $rc, $OUT"
+[ "$(field "$(tenant_stats perf-batch)" samples)" = $((3 * STORED)) ] || fail "the refused batch stored samples"
+rc=0
+OUT=$("$UNHEX" ingest --server "$URL" --name "$NAME" --batch 2 --from 1700000000 "$PPROF" 2>&1) || rc=$?
+[ "$rc" = 2 ] && grep -q -- '--from needs --batch 1' <<<"$OUT" || fail "--batch with --from: exit $rc, $OUT"
+rc=0
+OUT=$("$UNHEX" ingest --server "$URL" --name "$NAME" --batch 1025 "$PPROF" 2>&1) || rc=$?
+[ "$rc" = 2 ] || fail "--batch 1025: exit $rc, $OUT"
+
 # ---- stats per tenant equal what pprofinfo says
 declare -A SEEN
 for t in perf-cli perf-raw perf-mp perf-push perf-pushbin; do
@@ -134,11 +169,11 @@ OUT=$("$UNHEX" stats --server "$URL" --tenant perf-cli)
 grep -Eq "samples +$STORED\$" <<<"$OUT" || fail "unhex stats --server: $OUT"
 http GET /metrics
 expect_status 200 unhex_ingest_samples_total "GET /metrics"
-grep -q "^unhex_ingest_samples_total $((STORED * 6))\$" <<<"$BODY" || fail "metrics samples: $BODY"
-grep -q '^unhex_ingest_requests_total{endpoint="/push.v1.PusherService/Push",code="200"} 2$' <<<"$BODY" ||
+grep -q "^unhex_ingest_samples_total $((STORED * 9))\$" <<<"$BODY" || fail "metrics samples: $BODY"
+grep -q '^unhex_ingest_requests_total{endpoint="/push.v1.PusherService/Push",code="200"} 4$' <<<"$BODY" ||
 	fail "metrics push count: $BODY"
 grep -q '^unhex_build_info{version="' <<<"$BODY" || fail "no build info"
-# Six ingests of one pprof: the later ones' arena blocks come from the pool.
+# Nine profiles of one pprof in seven requests: the later ones' arena blocks come from the pool.
 grep -Eq '^unhex_ingest_pool_blocks_total\{from="pool"\} [1-9]' <<<"$BODY" ||
 	fail "no arena block reused: $(grep unhex_ingest_pool <<<"$BODY")"
 grep -Eq '^unhex_ingest_pool_bytes [1-9]' <<<"$BODY" || fail "the pool holds nothing: $(grep unhex_ingest_pool <<<"$BODY")"
@@ -160,9 +195,21 @@ for bad in 1K 64M 0 many; do
 	[ "$rc" = 2 ] && grep -q -- '--malloc-mmap-threshold' <<<"$ERR" ||
 		fail "--malloc-mmap-threshold $bad: exit $rc, $ERR"
 done
-start_server "$DATA" --malloc-mmap-threshold dynamic
+# ---- and `unhex ingest` retries what the server asks it to retry: tenant
+# slow takes half a file per second, so the second and third files get 429
+# (Retry-After) first and are accepted on a later try.
+SIZE=$(stat -c %s "$PPROF")
+printf 'tenant slow ingest_bytes_per_s=%d burst_s=1\n' $((SIZE / 2 + 1)) >"$WORK/limits"
+start_server "$DATA" --malloc-mmap-threshold dynamic --limits-file "$WORK/limits"
 OUT=$("$UNHEX" ingest --server "$URL" --tenant perf-dyn --name "$NAME" "$PPROF") ||
 	fail "ingest with a dynamic threshold: $OUT"
 [ "$(field "$(tenant_stats perf-dyn)" samples)" = "$STORED" ] || fail "perf-dyn: $(tenant_stats perf-dyn)"
+OUT=$("$UNHEX" ingest --server "$URL" --tenant slow --name "$NAME" \
+	"$WORK"/copy1.pb.gz "$WORK"/copy2.pb.gz "$WORK"/copy3.pb.gz 2>&1) || fail "ingest past a rate: $OUT"
+grep -q "3 of 3 files accepted" <<<"$OUT" || fail "ingest past a rate: $OUT"
+[ "$(field "$(tenant_stats slow)" samples)" = $((3 * STORED)) ] || fail "slow: $(tenant_stats slow)"
+http GET /metrics
+grep -Eq '^unhex_ingest_requests_total\{endpoint="/ingest",code="429"\} [1-9]' <<<"$BODY" ||
+	fail "no 429 was retried: $(grep unhex_ingest_requests_total <<<"$BODY")"
 stop_server
 echo "PASS ingest_perf ($STORED samples, $PROFILES profiles per ingest)"

@@ -75,5 +75,12 @@ note "$files ingests in $(((T1 - T0) / 1000000)) ms while 6 query loops ran: $OK
 [ "$DURING" -gt 0 ] || fail "no query completed while ingest ran"
 S=$(tenant_stats anonymous)
 [ "$(field "$S" profiles)" -gt 0 ] || fail "nothing stored"
+# The queries' large tables came back for the next queries, within the cap.
+http GET /metrics
+POOLED=$(awk '$1 == "unhex_query_pool_blocks_total{from=\"pool\"}" {print $2}' <<<"$BODY")
+HELD=$(awk '$1 == "unhex_query_pool_bytes" {print $2}' <<<"$BODY")
+note "query pool: $POOLED blocks reused, $HELD bytes held"
+[ "${POOLED:-0}" -gt 0 ] || fail "no query table block was reused: $(grep unhex_query_pool <<<"$BODY")"
+[ "${HELD:-0}" -gt 0 ] && [ "$HELD" -le $((128 << 20)) ] || fail "query pool holds $HELD bytes"
 stop_server
 echo "ok: query limits and concurrency"
