@@ -338,6 +338,21 @@ void query__names_release(struct intern *nm)
 	intern_release(nm);
 }
 
+/* Whether the bytes are all ASCII: eight at a time, as nearly every name is. */
+static int all_ascii(const char *s, size_t len)
+{
+	uint64_t w, acc = 0;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);
+		acc |= w;
+	}
+	for (; i < len; i++)
+		acc |= (unsigned char)s[i];
+	return !(acc & 0x8080808080808080ULL);
+}
+
 int query__names_intern(struct qctx *q, struct intern *nm, const char *s, size_t len, uint32_t *id)
 {
 	char *clean = NULL;
@@ -345,7 +360,7 @@ int query__names_intern(struct qctx *q, struct intern *nm, const char *s, size_t
 
 	/* Names from debug info or stored before ingest cleaned them may not be
 	 * UTF-8; every answer (JSON, protobuf, pprof) must be. */
-	if (!json_utf8_valid(s, len)) {
+	if (!all_ascii(s, len) && !json_utf8_valid(s, len)) {
 		if (len > SIZE_MAX / 3 || !(clean = malloc(3 * len + 1)))
 			return err_set(q->msg, ERR_NOMEM, "out of memory (names)");
 		len = json_utf8_clean(s, len, clean);
