@@ -253,6 +253,11 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	if (!s)
 		cur = 0;
 	assert(cur < b->t->n);
+	/* The locations' memo entries are far apart: start loading them all
+	 * before the descent waits on each in turn. */
+	for (size_t i = 0; i < depth; i++)
+		query__map_prefetch(b->path[i].pc ? &b->leaf_loc_memo : &b->loc_memo,
+				    (uint64_t)part << 32 | b->path[i].loc);
 	/* Then descend, creating tree nodes frame by frame. */
 	while (depth-- > 0) {
 		const struct step *st = &b->path[depth];

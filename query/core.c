@@ -216,6 +216,25 @@ int query__map_get(const struct qmap *m, uint64_t key, uint32_t *val)
 	}
 }
 
+void query__map_prefetch(const struct qmap *m, uint64_t key)
+{
+	if (m->n_dense) {
+		const struct qmap_dense *d = dense_of(m, (uint32_t)(key >> 32));
+		uint32_t id = (uint32_t)key;
+
+		if (d && id < d->size) {
+			__builtin_prefetch(&d->v[id]);
+			return;
+		}
+	}
+	if (m->n) {
+		size_t i = hash_u64(key) & (m->cap - 1);
+
+		__builtin_prefetch(&m->vals[i]);
+		__builtin_prefetch(&m->keys[i]);
+	}
+}
+
 /*
  * Stores into the flat array of the key's partition when that is cheap:
  * returns 1 when stored, 0 when the key belongs in the hash table.
