@@ -196,7 +196,13 @@ struct qtree {
 	struct intern names;
 	struct qnode *nodes;
 	size_t n, cap;
-	struct qmap children;  /* parent << 32 | name -> node */
+	/* Index of the children by (parent, name), open addressing: a slot is
+	 * the high half of the pair's hash << 32 | the node id, 0 when empty
+	 * (the root is no one's child).  Probes compare the hash half first,
+	 * then the node's own parent and name: one load per probe, and the
+	 * node read on a hit is the one the caller reads next. */
+	uint64_t *kids;
+	size_t kids_cap;  /* power of two or 0 */
 };
 
 #define QNONE UINT32_MAX
