@@ -26,8 +26,11 @@ enum { MAX_STACK_DEPTH = 1 << 16 };
 struct step {
 	uint32_t stack;
 	uint32_t loc;
-	uint8_t pc; /* resolved as a PC (leaf) */
+	uint32_t off; /* the location's frames when memoized before the descent, else NOT_YET */
+	uint8_t pc;   /* resolved as a PC (leaf) */
 };
+
+#define NOT_YET UINT32_MAX
 
 /* What a raw frame's name needs of its mapping, decoded once per mapping. */
 struct rawmap {
@@ -253,18 +256,27 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	if (!s)
 		cur = 0;
 	assert(cur < b->t->n);
-	/* The locations' memo entries are far apart: start loading them all
-	 * before the descent waits on each in turn. */
+	/* The locations' memo entries, and the frames they point to, are far
+	 * apart: start loading them all before the descent waits on each in
+	 * turn.  The lookups of the second pass do not depend on each other. */
 	for (size_t i = 0; i < depth; i++)
 		query__map_prefetch(b->path[i].pc ? &b->leaf_loc_memo : &b->loc_memo,
 				    (uint64_t)part << 32 | b->path[i].loc);
+	for (size_t i = 0; i < depth; i++) {
+		struct step *st = &b->path[i];
+
+		if (query__map_get(st->pc ? &b->leaf_loc_memo : &b->loc_memo,
+				   (uint64_t)part << 32 | st->loc, &st->off))
+			__builtin_prefetch(&b->frames[st->off]);
+		else
+			st->off = NOT_YET;
+	}
 	/* Then descend, creating tree nodes frame by frame. */
 	while (depth-- > 0) {
 		const struct step *st = &b->path[depth];
-		uint32_t off, count;
+		uint32_t off = st->off, count;
 
-		rc = resolve_location(b, part, sym, st->loc, st->pc, &off);
-		if (rc)
+		if (off == NOT_YET && (rc = resolve_location(b, part, sym, st->loc, st->pc, &off)))
 			return rc;
 		count = b->frames[off];
 		for (uint32_t i = 0; i < count; i++) {
