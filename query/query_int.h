@@ -188,6 +188,7 @@ struct qnode {
 				* ID, "" when its mapping has none; 0 a named frame */
 	uint8_t inlined;       /* every stack reached it as a frame inlined into its
 				* parent's (one location, several lines): build.c */
+	uint8_t indexed;       /* its children are in the tree's index (tree.c) */
 	int64_t self[2];
 	int64_t total[2];
 };
@@ -196,12 +197,14 @@ struct qtree {
 	struct intern names;
 	struct qnode *nodes;
 	size_t n, cap;
-	/* Index of the children by (parent, name), open addressing: a slot is
-	 * the high half of the pair's hash << 32 | the node id, 0 when empty
-	 * (the root is no one's child).  Probes compare the hash half first,
-	 * then the node's own parent and name: one load per probe, and the
-	 * node read on a hit is the one the caller reads next. */
+	/* Index of the children by (parent, name) of the nodes with more than a
+	 * few (a shorter list of siblings is walked instead), open addressing:
+	 * a slot is the high half of the pair's hash << 32 | the node id, 0 when
+	 * empty (the root is no one's child).  Probes compare the hash half
+	 * first, then the node's own parent and name: one load per probe, and
+	 * the node read on a hit is the one the caller reads next. */
 	uint64_t *kids;
+	size_t kids_n;    /* nodes in the index */
 	size_t kids_cap;  /* power of two or 0 */
 };
 
