@@ -19,6 +19,25 @@
 /* A corrupt trie must not loop forever: stacks deeper than this are refused. */
 enum { MAX_STACK_DEPTH = 1 << 16 };
 
+/* In fn_memo: the function has no name (or is not found); its line is skipped. */
+#define NO_NAME (UINT32_MAX - 1)
+
+/* A trie node on the way root-ward, kept for the way back down. */
+struct step {
+	uint32_t stack;
+	uint32_t loc;
+	uint32_t off; /* the location's frames when memoized before the descent, else NOT_YET */
+	uint8_t pc;   /* resolved as a PC (leaf) */
+};
+
+#define NOT_YET UINT32_MAX
+
+/* What a raw frame's name needs of its mapping, decoded once per mapping. */
+struct rawmap {
+	const char *file; /* base name, in the symbol view */
+	uint32_t bid;     /* name id of the build ID ("" when none) */
+};
+
 struct builder {
 	struct qctx *q;
 	struct qtree *t;
@@ -29,12 +48,16 @@ struct builder {
 	 * other frames than the same location as a caller: separate memos. */
 	const struct qsym *sym;
 	struct qmap leaf_memo, leaf_loc_memo;
+	/* Interning a name hashes it: a name a partition's function or mapping
+	 * gave once is looked up by id after. */
+	struct qmap fn_memo;    /* part << 32 | function id -> name id or NO_NAME */
+	struct qmap map_memo;   /* part << 32 | mapping id -> index in rawmaps */
+	struct rawmap *rawmaps;
+	size_t nrawmaps, rmcap;
 	uint32_t *frames;       /* [count, build id name, name ids...] per location */
 	size_t nframes, fcap;
-	uint32_t *path;
+	struct step *path;
 	size_t pcap;
-	uint8_t *roles; /* per path entry: 1 when resolved as a PC (leaf) */
-	size_t rcap;
 };
 
 static const char *base_name(const char *path)
@@ -76,6 +99,59 @@ static int push_frame(struct builder *b, uint32_t name)
 	return rc;
 }
 
+/* The name id of function `fn` of partition `part`: NO_NAME when it has none. */
+static int function_name(struct builder *b, uint32_t part, struct store_symbols *sym,
+			 uint32_t fn, uint32_t *name)
+{
+	uint64_t key = (uint64_t)part << 32 | fn;
+	struct store_function f;
+	int rc;
+
+	if (query__map_get(&b->fn_memo, key, name))
+		return 0;
+	if (store_symbols_function(sym, fn, &f) || !f.name || !f.name[0])
+		*name = NO_NAME;
+	else if ((rc = query__names_intern(b->q, &b->t->names, f.name, strlen(f.name), name)))
+		return rc;
+	return query__map_put(b->q, &b->fn_memo, key, *name);
+}
+
+/* The file and build ID a raw frame of mapping `mp_id` is named by. */
+static int raw_mapping(struct builder *b, uint32_t part, struct store_symbols *sym,
+		       uint32_t mp_id, const struct rawmap **out)
+{
+	uint64_t key = (uint64_t)part << 32 | mp_id;
+	struct store_mapping mp;
+	struct rawmap *rm;
+	const char *bid = "";
+	uint32_t at;
+	int rc;
+
+	if (query__map_get(&b->map_memo, key, &at)) {
+		*out = &b->rawmaps[at];
+		return 0;
+	}
+	rc = query__mem_grow(b->q, (void **)&b->rawmaps, &b->rmcap, sizeof(*b->rawmaps),
+			     b->nrawmaps + 1, "mapping table");
+	if (rc)
+		return rc;
+	rm = &b->rawmaps[b->nrawmaps];
+	rm->file = "[unknown]";
+	if (mp_id && !store_symbols_mapping(sym, mp_id, &mp)) {
+		if (mp.filename && mp.filename[0])
+			rm->file = base_name(mp.filename);
+		if (mp.build_id)
+			bid = mp.build_id;
+	}
+	rc = query__names_intern(b->q, &b->t->names, bid, strlen(bid), &rm->bid);
+	if (!rc)
+		rc = query__map_put(b->q, &b->map_memo, key, (uint32_t)b->nrawmaps);
+	if (rc)
+		return rc;
+	*out = &b->rawmaps[b->nrawmaps++];
+	return 0;
+}
+
 /* Resolves location `loc` of `sym` to frame names (outermost first), memoized. */
 static int resolve_location(struct builder *b, uint32_t part, struct store_symbols *sym,
 			    uint32_t loc, int leaf, uint32_t *off)
@@ -98,17 +174,14 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 	if ((rc = push_frame(b, 0)) || (rc = push_frame(b, 0)))
 		return rc;
 	for (size_t i = lv.n_lines; i-- > 0;) {
-		struct store_function f;
-
-		if (!lv.lines[i].function_id ||
-		    store_symbols_function(sym, lv.lines[i].function_id, &f) || !f.name || !f.name[0])
+		if (!lv.lines[i].function_id)
 			continue;
-		rc = query__names_intern(q, &b->t->names, f.name, strlen(f.name), &name);
-		if (!rc)
+		rc = function_name(b, part, sym, lv.lines[i].function_id, &name);
+		if (!rc && name != NO_NAME)
 			rc = push_frame(b, name);
 		if (rc)
 			return rc;
-		count++;
+		count += name != NO_NAME;
 	}
 	nsf = lv.n_lines ? 0 : query__sym_frames(b->sym, part, loc, leaf, &sf);
 	for (size_t i = nsf; i-- > 0;) { /* outermost first */
@@ -120,22 +193,16 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 		count++;
 	}
 	if (!count) {
-		struct store_mapping mp;
+		const struct rawmap *rm;
 		char tmp[512];
-		const char *file = "[unknown]", *bid = "";
 		size_t n;
 
-		if (lv.mapping_id && !store_symbols_mapping(sym, lv.mapping_id, &mp)) {
-			if (mp.filename && mp.filename[0])
-				file = base_name(mp.filename);
-			if (mp.build_id)
-				bid = mp.build_id;
-		}
-		/* Marks the frame raw: "" when the mapping has no build ID. */
-		rc = query__names_intern(q, &b->t->names, bid, strlen(bid), &b->frames[start + 1]);
+		rc = raw_mapping(b, part, sym, lv.mapping_id, &rm);
 		if (rc)
 			return rc;
-		n = placeholder_name(tmp, file, lv.address);
+		/* Marks the frame raw: "" when the mapping has no build ID. */
+		b->frames[start + 1] = rm->bid;
+		n = placeholder_name(tmp, rm->file, lv.address);
 		rc = query__names_intern(q, &b->t->names, tmp, n, &name);
 		if (!rc)
 			rc = push_frame(b, name);
@@ -178,29 +245,38 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		    (rc = query__mem_grow(q, (void **)&b->path, &b->pcap, sizeof(*b->path), depth + 1,
 					  "stack path")))
 			return rc;
-		if (depth >= b->rcap &&
-		    (rc = query__mem_grow(q, (void **)&b->roles, &b->rcap, sizeof(*b->roles), depth + 1,
-					  "stack path")))
-			return rc;
-		b->roles[depth] = (uint8_t)pc;
-		b->path[depth++] = s;
 		if (store_symbols_stack_node(sym, s, &parent, &loc))
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, s);
+		b->path[depth].stack = s;
+		b->path[depth].loc = loc;
+		b->path[depth++].pc = (uint8_t)pc;
 		pc = query__sym_kernel(b->sym, part, loc);
 		s = parent;
 	}
 	if (!s)
 		cur = 0;
 	assert(cur < b->t->n);
+	/* The locations' memo entries, and the frames they point to, are far
+	 * apart: start loading them all before the descent waits on each in
+	 * turn.  The lookups of the second pass do not depend on each other. */
+	for (size_t i = 0; i < depth; i++)
+		query__map_prefetch(b->path[i].pc ? &b->leaf_loc_memo : &b->loc_memo,
+				    (uint64_t)part << 32 | b->path[i].loc);
+	for (size_t i = 0; i < depth; i++) {
+		struct step *st = &b->path[i];
+
+		if (query__map_get(st->pc ? &b->leaf_loc_memo : &b->loc_memo,
+				   (uint64_t)part << 32 | st->loc, &st->off))
+			__builtin_prefetch(&b->frames[st->off]);
+		else
+			st->off = NOT_YET;
+	}
 	/* Then descend, creating tree nodes frame by frame. */
 	while (depth-- > 0) {
-		uint32_t off, count;
+		const struct step *st = &b->path[depth];
+		uint32_t off = st->off, count;
 
-		s = b->path[depth];
-		if (store_symbols_stack_node(sym, s, &parent, &loc))
-			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, s);
-		rc = resolve_location(b, part, sym, loc, b->roles[depth], &off);
-		if (rc)
+		if (off == NOT_YET && (rc = resolve_location(b, part, sym, st->loc, st->pc, &off)))
 			return rc;
 		count = b->frames[off];
 		for (uint32_t i = 0; i < count; i++) {
@@ -217,8 +293,8 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 		}
 		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
 			b->t->nodes[cur].build_id = b->frames[off + 1];
-		rc = query__map_put(q, b->roles[depth] ? &b->leaf_memo : &b->trie_memo,
-				    (uint64_t)part << 32 | s, cur);
+		rc = query__map_put(q, st->pc ? &b->leaf_memo : &b->trie_memo,
+				    (uint64_t)part << 32 | st->stack, cur);
 		if (rc)
 			return rc;
 	}
@@ -246,6 +322,8 @@ int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree
 	query__map_init_dense(&b.loc_memo);
 	query__map_init_dense(&b.leaf_memo);
 	query__map_init_dense(&b.leaf_loc_memo);
+	query__map_init_dense(&b.fn_memo);
+	query__map_init_dense(&b.map_memo);
 	b.sym = m->sym;
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		uint32_t node = 0;
@@ -265,9 +343,11 @@ int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree
 	query__map_release(q, &b.loc_memo);
 	query__map_release(q, &b.leaf_memo);
 	query__map_release(q, &b.leaf_loc_memo);
+	query__map_release(q, &b.fn_memo);
+	query__map_release(q, &b.map_memo);
+	query__mem_free(q, b.rawmaps, b.rmcap, sizeof(*b.rawmaps));
 	query__mem_free(q, b.frames, b.fcap, sizeof(*b.frames));
 	query__mem_free(q, b.path, b.pcap, sizeof(*b.path));
-	query__mem_free(q, b.roles, b.rcap, sizeof(*b.roles));
 	if (rc)
 		query__tree_release(q, t);
 	return rc;

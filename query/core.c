@@ -217,6 +217,25 @@ int query__map_get(const struct qmap *m, uint64_t key, uint32_t *val)
 	}
 }
 
+void query__map_prefetch(const struct qmap *m, uint64_t key)
+{
+	if (m->n_dense) {
+		const struct qmap_dense *d = dense_of(m, (uint32_t)(key >> 32));
+		uint32_t id = (uint32_t)key;
+
+		if (d && id < d->size) {
+			__builtin_prefetch(&d->v[id]);
+			return;
+		}
+	}
+	if (m->n) {
+		size_t i = hash_u64(key) & (m->cap - 1);
+
+		__builtin_prefetch(&m->vals[i]);
+		__builtin_prefetch(&m->keys[i]);
+	}
+}
+
 /*
  * Stores into the flat array of the key's partition when that is cheap:
  * returns 1 when stored, 0 when the key belongs in the hash table.
@@ -339,6 +358,21 @@ void query__names_release(struct intern *nm)
 	intern_release(nm);
 }
 
+/* Whether the bytes are all ASCII: eight at a time, as nearly every name is. */
+static int all_ascii(const char *s, size_t len)
+{
+	uint64_t w, acc = 0;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		memcpy(&w, s + i, 8);
+		acc |= w;
+	}
+	for (; i < len; i++)
+		acc |= (unsigned char)s[i];
+	return !(acc & 0x8080808080808080ULL);
+}
+
 int query__names_intern(struct qctx *q, struct intern *nm, const char *s, size_t len, uint32_t *id)
 {
 	char *clean = NULL;
@@ -346,7 +380,7 @@ int query__names_intern(struct qctx *q, struct intern *nm, const char *s, size_t
 
 	/* Names from debug info or stored before ingest cleaned them may not be
 	 * UTF-8; every answer (JSON, protobuf, pprof) must be. */
-	if (!json_utf8_valid(s, len)) {
+	if (!all_ascii(s, len) && !json_utf8_valid(s, len)) {
 		if (len > SIZE_MAX / 3 || !(clean = malloc(3 * len + 1)))
 			return err_set(q->msg, ERR_NOMEM, "out of memory (names)");
 		len = json_utf8_clean(s, len, clean);

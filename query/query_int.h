@@ -162,6 +162,8 @@ void query__map_release(struct qctx *q, struct qmap *m);
 /* query__map_get returns 1 and sets *val when `key` is present, else 0. */
 int query__map_get(const struct qmap *m, uint64_t key, uint32_t *val);
 int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val);
+/* Starts loading the memory a query__map_get of `key` will read (a hint only). */
+void query__map_prefetch(const struct qmap *m, uint64_t key);
 
 /* ---- interned names -------------------------------------------------------- */
 
@@ -187,6 +189,7 @@ struct qnode {
 				* ID, "" when its mapping has none; 0 a named frame */
 	uint8_t inlined;       /* every stack reached it as a frame inlined into its
 				* parent's (one location, several lines): build.c */
+	uint8_t indexed;       /* its children are in the tree's index (tree.c) */
 	int64_t self[2];
 	int64_t total[2];
 };
@@ -195,7 +198,15 @@ struct qtree {
 	struct intern names;
 	struct qnode *nodes;
 	size_t n, cap;
-	struct qmap children;  /* parent << 32 | name -> node */
+	/* Index of the children by (parent, name) of the nodes with more than a
+	 * few (a shorter list of siblings is walked instead), open addressing:
+	 * a slot is the high half of the pair's hash << 32 | the node id, 0 when
+	 * empty (the root is no one's child).  Probes compare the hash half
+	 * first, then the node's own parent and name: one load per probe, and
+	 * the node read on a hit is the one the caller reads next. */
+	uint64_t *kids;
+	size_t kids_n;    /* nodes in the index */
+	size_t kids_cap;  /* power of two or 0 */
 };
 
 #define QNONE UINT32_MAX

@@ -5,6 +5,7 @@
 #include "query_int.h"
 
 #include "base/err.h"
+#include "base/hash.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -15,7 +16,6 @@ int query__tree_init(struct qctx *q, struct qtree *t)
 	int rc;
 
 	memset(t, 0, sizeof(*t));
-	query__map_init(&t->children);
 	rc = query__names_init(q, &t->names);
 	if (rc)
 		return rc;
@@ -37,20 +37,107 @@ void query__tree_release(struct qctx *q, struct qtree *t)
 {
 	query__names_release(&t->names);
 	query__mem_free(q, t->nodes, t->cap, sizeof(*t->nodes));
-	query__map_release(q, &t->children);
+	query__mem_free(q, t->kids, t->kids_cap, sizeof(*t->kids));
 	memset(t, 0, sizeof(*t));
+}
+
+/* A node with more children than this has them in the index. */
+enum { KIDS_LISTED = 4 };
+
+/* The high half of the hash of (parent, name): its low bits are the first slot. */
+static uint32_t kid_hash(uint32_t parent, uint32_t name)
+{
+	return (uint32_t)(hash_u64((uint64_t)parent << 32 | name) >> 32);
+}
+
+/* In the index: the node of child `name` of `parent`, QNONE when none. */
+static uint32_t kid_find(const struct qtree *t, uint32_t parent, uint32_t name)
+{
+	uint32_t h = kid_hash(parent, name);
+	size_t mask = t->kids_cap - 1, i;
+
+	for (i = h & mask; t->kids[i]; i = (i + 1) & mask) {
+		uint32_t id = (uint32_t)t->kids[i];
+
+		if ((uint32_t)(t->kids[i] >> 32) == h && t->nodes[id].parent == parent &&
+		    t->nodes[id].name == name)
+			return id;
+	}
+	return QNONE;
+}
+
+/* Adds node `id` to the index, which has room. */
+static void kid_add(struct qtree *t, uint32_t id)
+{
+	uint32_t h = kid_hash(t->nodes[id].parent, t->nodes[id].name);
+	size_t mask = t->kids_cap - 1, i;
+
+	for (i = h & mask; t->kids[i]; i = (i + 1) & mask)
+		;
+	t->kids[i] = (uint64_t)h << 32 | id;
+	t->kids_n++;
+}
+
+/* Makes room in the index for `more` nodes: doubles it (from 64 slots) past 3/4 full. */
+static int kids_reserve(struct qctx *q, struct qtree *t, size_t more)
+{
+	size_t ncap = t->kids_cap ? t->kids_cap : 64, kc = 0, mask, i, j;
+	uint64_t *kids = NULL;
+	int rc;
+
+	while ((t->kids_n + more) * 4 > ncap * 3)
+		ncap *= 2;
+	if (ncap == t->kids_cap)
+		return 0;
+	rc = query__mem_grow(q, (void **)&kids, &kc, sizeof(*kids), ncap, "tree index");
+	if (rc)
+		return rc;
+	/* query__mem_grow rounds to powers of two starting at 16, so kc == ncap. */
+	memset(kids, 0, kc * sizeof(*kids));
+	mask = kc - 1;
+	for (i = 0; i < t->kids_cap; i++) {
+		if (!t->kids[i])
+			continue;
+		for (j = (t->kids[i] >> 32) & mask; kids[j]; j = (j + 1) & mask)
+			;
+		kids[j] = t->kids[i];
+	}
+	query__mem_free(q, t->kids, t->kids_cap, sizeof(*t->kids));
+	t->kids = kids;
+	t->kids_cap = kc;
+	return 0;
+}
+
+/*
+ * The node of child `name` of `parent`, QNONE when none; *listed is how
+ * many children the walk of an unindexed parent's list passed.
+ */
+static uint32_t child_of(const struct qtree *t, uint32_t parent, uint32_t name, size_t *listed)
+{
+	uint32_t c;
+
+	*listed = 0;
+	if (t->nodes[parent].indexed)
+		return kid_find(t, parent, name);
+	for (c = t->nodes[parent].first_child; c != QNONE; c = t->nodes[c].next_sibling) {
+		if (t->nodes[c].name == name)
+			return c;
+		++*listed;
+	}
+	return QNONE;
 }
 
 int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name,
 		      uint32_t *out)
 {
-	uint64_t key = (uint64_t)parent << 32 | name;
 	struct qnode *c;
+	size_t listed;
 	uint32_t id;
 	int rc;
 
 	assert(parent < t->n && name < intern_count(&t->names));
-	if (query__map_get(&t->children, key, &id)) {
+	id = child_of(t, parent, name, &listed);
+	if (id != QNONE) {
 		*out = id;
 		return 0;
 	}
@@ -59,10 +146,19 @@ int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t
 	rc = query__mem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), t->n + 1, "tree");
 	if (rc)
 		return rc;
+	/* The new child makes listed + 1: past the list's length, index them all. */
+	if (t->nodes[parent].indexed || listed >= KIDS_LISTED) {
+		rc = kids_reserve(q, t, 1 + (t->nodes[parent].indexed ? 0 : listed));
+		if (rc)
+			return rc;
+		if (!t->nodes[parent].indexed) {
+			for (id = t->nodes[parent].first_child; id != QNONE;
+			     id = t->nodes[id].next_sibling)
+				kid_add(t, id);
+			t->nodes[parent].indexed = 1;
+		}
+	}
 	id = (uint32_t)t->n;
-	rc = query__map_put(q, &t->children, key, id);
-	if (rc)
-		return rc;
 	c = &t->nodes[id];
 	memset(c, 0, sizeof(*c));
 	c->name = name;
@@ -71,6 +167,8 @@ int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t
 	c->next_sibling = t->nodes[parent].first_child;
 	t->nodes[parent].first_child = id;
 	t->n++;
+	if (t->nodes[parent].indexed)
+		kid_add(t, id);
 	*out = id;
 	return 0;
 }
@@ -94,16 +192,16 @@ void query__tree_totals(struct qtree *t)
 
 int query__tree_call_site(struct qctx *q, struct qtree *t, const char *const *site, size_t n)
 {
-	uint32_t at = 0, name, v;
+	uint32_t at = 0, name;
 	uint8_t *keep = NULL;
-	size_t cap = 0;
+	size_t cap = 0, listed;
 	int rc;
 
 	for (size_t i = 0; i < n && at != QNONE; i++) {
 		rc = query__names_intern(q, &t->names, site[i], strlen(site[i]), &name);
 		if (rc)
 			return rc;
-		at = query__map_get(&t->children, (uint64_t)at << 32 | name, &v) ? v : QNONE;
+		at = child_of(t, at, name, &listed);
 	}
 	rc = query__mem_grow(q, (void **)&keep, &cap, 1, t->n, "call site");
 	if (rc)

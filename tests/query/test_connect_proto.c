@@ -611,7 +611,7 @@ static void test_rejects(void **state)
 	{
 		struct query_limits lim = { 0 };
 
-		lim.max_bytes = 4096;
+		lim.max_bytes = 1024;
 		assert_int_equal(call_stacks(f.st, &rq, &lim, &out, &msg), ERR_TOO_LARGE);
 		assert_true(msg.text[0]);
 	}
