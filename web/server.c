@@ -16,10 +16,14 @@
 
 #include <civetweb.h>
 
+#include "base/arena.h"
 #include "base/clock.h"
 #include "base/compress.h"
 #include "base/log.h"
+#include "proto/pbjson.h"
 #include "web_int.h"
+
+#include "push.pb-c.h"
 
 #define ERRORS_OTLP 2
 
@@ -536,6 +540,40 @@ static int admit_bytes(struct web_server *srv, const struct route *rt,
 }
 
 /*
+ * What the profiles of a binary PushRequest may decode to together, read
+ * with protobuf-c: for each its gzip trailer's size (at least its own, at
+ * most `max`), or its own length when it is raw.  Returns 0 when the body
+ * is JSON or not a PushRequest readable within 2 x its size + 1 MiB of
+ * memory (the decode then says what is wrong): the caller keeps the
+ * container bound.
+ */
+static int push_bound(const struct web__req *rq, size_t max, size_t *sum)
+{
+	Push__V1__PushRequest *req;
+	ProtobufCAllocator al;
+	struct arena a;
+	size_t len = rq->body.len;
+
+	if (!rq->content_type || web__media_type_is(rq->content_type, "application/json") ||
+	    len > (SIZE_MAX - (1 << 20)) / 2)
+		return 0;
+	arena_init(&a, 2 * len + (1 << 20));
+	pbjson_arena_allocator(&a, &al);
+	req = push__v1__push_request__unpack(&al, len, (const uint8_t *)rq->body.data);
+	*sum = 0;
+	for (size_t i = 0; req && i < req->n_series; i++)
+		for (size_t j = 0; j < req->series[i]->n_samples; j++) {
+			const ProtobufCBinaryData *d = &req->series[i]->samples[j]->raw_profile;
+			size_t isize = gzip_isize((const char *)d->data, d->len);
+			size_t b = isize ? inflate_bound(isize, d->len, max) : d->len;
+
+			*sum = b > SIZE_MAX - *sum ? SIZE_MAX : *sum + b;
+		}
+	arena_release(&a);
+	return req != NULL;
+}
+
+/*
  * After the body is read and inflated, before it is decoded: an ingest
  * request holds WEB_INGEST_AMPLIFICATION bytes per byte its profiles may
  * decode to.  A gzipped payload says how much that is in its trailer; in a
@@ -554,6 +592,8 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 	size_t isize = gzip_isize(rq->body.data, len);
 	int container = rt->kind == R_PUSH ||
 			(rq->content_type && web__media_type_is(rq->content_type, "multipart/form-data"));
+	size_t sum = 0;
+	int pushed = 0;
 
 	if (isize)
 		dec = inflate_bound(isize, len, max);
@@ -561,6 +601,14 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 		dec = len > max / WEB_CONTAINER_INFLATE ? max : len * WEB_CONTAINER_INFLATE;
 	else
 		dec = len;
+	/* A binary push says what its profiles inflate to: the request holds
+	 * for their sum, and they may inflate to that much together (a trailer
+	 * that lies gets 413), where the container bound would have it hold
+	 * for 16 times its body. */
+	if (rt->kind == R_PUSH && !isize && push_bound(rq, max, &sum) && sum < dec) {
+		dec = sum < len ? len : sum;
+		pushed = 1;
+	}
 	if (dec > (srv->opt.max_inflight_bytes - *held) / WEB_INGEST_AMPLIFICATION)
 		dec = (srv->opt.max_inflight_bytes - *held) / WEB_INGEST_AMPLIFICATION;
 	if (dec < len)
@@ -575,7 +623,7 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 	 * inflating is CPU the memory budget does not see, as each profile's
 	 * buffer is freed before the next is inflated. */
 	total = len > SIZE_MAX / WEB_CONTAINER_INFLATE ? SIZE_MAX : len * WEB_CONTAINER_INFLATE;
-	if (total < dec)
+	if (total < dec || pushed)
 		total = dec;
 	if (total < rq->lim.max_request_decoded_bytes)
 		rq->lim.max_request_decoded_bytes = total;

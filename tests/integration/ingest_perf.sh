@@ -98,6 +98,25 @@ http POST /push.v1.PusherService/Push -H 'X-Scope-OrgID: perf-pushbin' \
 	-H 'Content-Type: application/proto' -H 'Content-Encoding: gzip' --data-binary @"$WORK/push.bin.gz"
 expect_status 200 '' "push.v1 binary, gzipped"
 [ -z "$BODY" ] || fail "binary push answered with a body: $BODY"
+# The server holds for what a binary push's profiles say they inflate to
+# (their gzip trailers), not 16 times the body: a trailer that understates
+# its profile is refused, nothing stored (tenant perf-liar).
+cp "$PPROF" "$WORK/liar.pb.gz"
+printf '\x10\x00\x00\x00' | dd of="$WORK/liar.pb.gz" bs=1 seek=$(($(stat -c %s "$PPROF") - 4)) conv=notrunc 2>/dev/null
+ld 0a "$WORK/liar.pb.gz" >"$WORK/sample.bin"
+: >"$WORK/lseries.bin"
+for kv in __name__=process_cpu service_name=perftest; do
+	printf '%s' "${kv%%=*}" >"$WORK/k"
+	printf '%s' "${kv#*=}" >"$WORK/v"
+	{ ld 0a "$WORK/k"; ld 12 "$WORK/v"; } >"$WORK/pair.bin"
+	ld 0a "$WORK/pair.bin" >>"$WORK/lseries.bin"
+done
+ld 12 "$WORK/sample.bin" >>"$WORK/lseries.bin"
+ld 0a "$WORK/lseries.bin" >"$WORK/liar.bin"
+http POST /push.v1.PusherService/Push -H 'X-Scope-OrgID: perf-liar' \
+	-H 'Content-Type: application/proto' --data-binary @"$WORK/liar.bin"
+expect_status 413 '' "push.v1 of a pprof whose gzip trailer understates it"
+note "understated trailer: $BODY"
 
 # ---- 6. unhex ingest --batch 2 (tenant perf-batch): three copies of the
 # pprof in two push.v1 requests (2 + 1), into the series /ingest gives NAME
