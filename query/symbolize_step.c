@@ -112,15 +112,11 @@ void query__sym_free(struct qctx *q, struct qsym *s)
 	free(s);
 }
 
-size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
-		   const struct qsym_frame **frames)
+/* The resolved frames of s->locs[idx]; 0 when it has none. */
+static size_t loc_frames(const struct qsym *s, uint32_t idx, const struct qsym_frame **frames)
 {
-	uint32_t at;
-	const struct qloc *l;
+	const struct qloc *l = &s->locs[idx];
 
-	if (!s || !query__map_get(leaf ? &s->leaf : &s->nonleaf, (uint64_t)part << 32 | loc, &at))
-		return 0;
-	l = &s->locs[at];
 	if (!l->n_frames)
 		return 0;
 	if (l->state == ST_MEMO)
@@ -130,6 +126,16 @@ size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int 
 	else
 		return 0;
 	return l->n_frames;
+}
+
+size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
+		   const struct qsym_frame **frames)
+{
+	uint32_t at;
+
+	if (!s || !query__map_get(leaf ? &s->leaf : &s->nonleaf, (uint64_t)part << 32 | loc, &at))
+		return 0;
+	return loc_frames(s, at, frames);
 }
 
 static const char *base_name(const char *path)
@@ -611,85 +617,6 @@ static int gset_add(struct qctx *q, struct gsets *gs, uint32_t *set, uint32_t g)
 	return 0;
 }
 
-/*
- * Pass 3: a stack with unnamed frames counts once toward the unnamed
- * total and once against each build ID with an unnamed frame on it (so a
- * missing libc at the leaf does not hide a missing program above it).
- * memo[r]: trie node in role r (1: a PC, 0: a return address) -> the set of
- * groups unnamed on root..node.  A node's role depends on the node
- * leaf-ward of it (see collect), its ancestors' do not.
- */
-static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
-{
-	struct gsets gs;
-	struct qmap memo[2];
-	uint32_t *path = NULL;
-	uint8_t *roles = NULL;
-	size_t pcap = 0, rcap = 0;
-	int rc = 0;
-
-	memset(&gs, 0, sizeof(gs));
-	query__map_init(&gs.index);
-	query__map_init_dense(&memo[0]);
-	query__map_init_dense(&memo[1]);
-	for (size_t i = 0; i < m->n && !rc; i++) {
-		struct store_symbols *sym;
-		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
-		uint32_t parent, loc, idx, set = 0;
-		size_t depth = 0;
-		int pc;
-
-		s->total += m->stacks[i].value;
-		if (!st)
-			continue;
-		if ((rc = query__views_get(q, v, part, &sym)))
-			break;
-		store_symbols_stack_node(sym, st, &parent, &loc);
-		pc = query__sym_kernel(s, part, loc);
-		/* Walk root-ward to a memoized node, then fill the memo downward. */
-		for (uint32_t n = parent; n && !query__map_get(&memo[pc], (uint64_t)part << 32 | n, &set);) {
-			uint32_t pp, ll;
-
-			if (depth >= pcap &&
-			    ((rc = query__mem_grow(q, (void **)&path, &pcap, sizeof(*path), depth + 1,
-					     "stack path")) ||
-			     (rc = query__mem_grow(q, (void **)&roles, &rcap, sizeof(*roles), pcap,
-					     "stack path"))))
-				break;
-			roles[depth] = (uint8_t)pc;
-			path[depth++] = n;
-			store_symbols_stack_node(sym, n, &pp, &ll);
-			pc = query__sym_kernel(s, part, ll);
-			n = pp;
-			set = 0;
-		}
-		while (!rc && depth-- > 0) {
-			uint32_t pp, ll;
-
-			store_symbols_stack_node(sym, path[depth], &pp, &ll);
-			if ((rc = add_loc(q, s, sym, part, ll, roles[depth], &idx)))
-				break;
-			if (unresolved(s, idx) && (rc = gset_add(q, &gs, &set, s->locs[idx].group)))
-				break;
-			rc = query__map_put(q, &memo[roles[depth]], (uint64_t)part << 32 | path[depth], set);
-		}
-		if (!rc && !(rc = add_loc(q, s, sym, part, loc, 1, &idx)) && unresolved(s, idx))
-			rc = gset_add(q, &gs, &set, s->locs[idx].group);
-		if (rc)
-			break;
-		if (set)
-			s->unnamed += m->stacks[i].value;
-		for (uint32_t k = set; k; k = gs.v[k].parent)
-			s->groups[gs.v[k].group].unnamed += m->stacks[i].value;
-	}
-	query__map_release(q, &memo[0]);
-	query__map_release(q, &memo[1]);
-	query__map_release(q, &gs.index);
-	query__mem_free(q, gs.v, gs.cap, sizeof(*gs.v));
-	query__mem_free(q, path, pcap, sizeof(*path));
-	query__mem_free(q, roles, rcap, sizeof(*roles));
-	return rc;
-}
 
 /* ---- unwinding or symbolization ---------------------------------------- */
 
@@ -781,9 +708,9 @@ static int ugroup_of(struct qctx *q, struct qsym *s, struct store_symbols *sym, 
 	return query__map_put(q, &s->mapug, key, g1);
 }
 
-/* The out-of-line function of a frame (a location in a role), or NULL. */
-static const char *frame_name(const struct qsym *s, struct store_symbols *sym, uint32_t part,
-			      uint32_t loc, int leaf, const struct store_location_view *lv)
+/* The out-of-line function of frame s->locs[idx], or NULL. */
+static const char *frame_name(const struct qsym *s, struct store_symbols *sym, uint32_t idx,
+			      const struct store_location_view *lv)
 {
 	const struct qsym_frame *f;
 	struct store_function fn;
@@ -795,81 +722,274 @@ static const char *frame_name(const struct qsym *s, struct store_symbols *sym, u
 			return NULL;
 		return fn.name;
 	}
-	n = query__sym_frames(s, part, loc, leaf, &f);
+	n = loc_frames(s, idx, &f);
 	return n ? f[n - 1].function : NULL;
 }
 
+/* ---- passes 3 and 4: one memoized walk of the trie --------------------------- */
+
 /*
- * Pass 4: per binary of the outermost user-space frame, how many samples'
- * stacks reach an entry point, stop at a named function that is none or
- * at an address outside every mapping (a broken unwinder), stop at a frame
- * without a name (symbolization first), or are one or two frames deep in
- * an interpreter.
+ * Pass 3 (unnamed samples): a stack with unnamed frames counts once toward
+ * the unnamed total and once against each build ID with an unnamed frame on
+ * it (so a missing libc at the leaf does not hide a missing program above
+ * it).  Pass 4 (unwinding): per binary of the outermost user-space frame,
+ * how many samples' stacks reach an entry point, stop at a named function
+ * that is none or at an address outside every mapping (a broken unwinder),
+ * stop at a frame without a name (symbolization first), or are one or two
+ * frames deep in an interpreter.
+ *
+ * Both are folds over a stack's path from the root, so they are memoized
+ * per trie node in its role (1: a PC, 0: a return address; see collect): a
+ * node's fold is its parent's, in the role the node gives it, plus the
+ * node's own frame.  Each (node, role) of the merge is decoded once,
+ * however many stacks share it.
  */
-static int diagnose(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
+enum {
+	UF_JUNK = 1,       /* the outermost user frame is outside every mapping */
+	UF_RAW = 2,        /* ... arrived without lines */
+	UF_NAMED = 4,      /* ... has a name */
+	UF_OUTER = UF_JUNK | UF_RAW | UF_NAMED,
+	UF_ENTRY = 8,      /* some user frame is an entry point */
+	UF_GO = 16,        /* ... a runtime.* function */
+	UF_GO_ROOTED = 32, /* ... runtime.goexit or runtime.mstart */
+};
+
+/* One frame: a location in a role. */
+struct pframe {
+	uint32_t idx;   /* in s->locs */
+	uint32_t map;   /* mapping id; 0 none */
+	uint8_t user;   /* not a kernel frame */
+	uint8_t flags;  /* UF_* of this frame alone */
+};
+
+/* The fold over a path root..node. */
+struct pfold {
+	uint32_t set;      /* the groups unnamed on the path (struct gsets) */
+	uint32_t root_map; /* the mapping of the outermost user frame that has one; 0 none */
+	uint32_t depth;    /* frames on the path */
+	uint8_t user;      /* user frames, counted up to 3: only 0, 1-2 and more matter */
+	uint8_t flags;     /* UF_* */
+};
+
+struct pstep {
+	uint32_t node, loc;
+	uint8_t role, kern;
+};
+
+struct pwalk {
+	struct gsets gs;
+	struct qmap memo[2]; /* part << 32 | trie node in role r -> index in folds */
+	struct pfold *folds;
+	size_t n_folds, cap_folds;
+	struct pstep *path;
+	size_t cap_path;
+};
+
+/* The frame of location `loc` in `role`; kern: it is a kernel frame. */
+static int frame_of(struct qctx *q, struct qsym *s, struct store_symbols *sym, uint32_t part,
+		    uint32_t loc, int role, int kern, struct pframe *f)
 {
+	struct store_location_view lv;
+	const char *name;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	if ((rc = add_loc(q, s, sym, part, loc, role, &f->idx)))
+		return rc;
+	if (kern)
+		return 0;
+	if (store_symbols_location(sym, loc, &lv))
+		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part, loc);
+	name = frame_name(s, sym, f->idx, &lv);
+	f->user = 1;
+	f->map = lv.mapping_id;
+	f->flags = (lv.mapping_id ? 0 : UF_JUNK) | (lv.n_lines ? 0 : UF_RAW);
+	if (name)
+		f->flags |= UF_NAMED | (is_entry(name) ? UF_ENTRY : 0) |
+			    (!strncmp(name, "runtime.", 8) ? UF_GO : 0) |
+			    (name_is(name, "runtime.goexit") || name_is(name, "runtime.mstart") ?
+				     UF_GO_ROOTED : 0);
+	return 0;
+}
+
+/* *o becomes the fold of the path *o was, extended leaf-ward by frame f. */
+static void fold_child(struct pfold *o, const struct pframe *f)
+{
+	if (o->depth < UINT32_MAX)
+		o->depth++;
+	if (!f->user)
+		return;
+	if (!o->user)
+		o->flags |= f->flags & UF_OUTER;
+	o->flags |= f->flags & ~UF_OUTER;
+	if (!o->root_map)
+		o->root_map = f->map;
+	if (o->user < 3)
+		o->user++;
+}
+
+/* *o becomes the fold of the path *o was, extended root-ward by frame f. */
+static void fold_parent(struct pfold *o, const struct pframe *f)
+{
+	o->depth++;
+	if (!f->user)
+		return;
+	o->flags = (o->flags & ~UF_OUTER) | f->flags;
+	if (f->map)
+		o->root_map = f->map;
+	if (o->user < 3)
+		o->user++;
+}
+
+/*
+ * *out: the index in w->folds of stack node `st` (a PC, role 1).  Walks
+ * root-ward to a memoized node, then fills the memo leaf-ward.
+ */
+static int path_fold(struct qctx *q, struct qsym *s, struct pwalk *w, struct store_symbols *sym,
+		     uint32_t part, uint32_t st, uint32_t *out)
+{
+	uint32_t n = st, fi = UINT32_MAX;
+	size_t depth = 0;
+	int role = 1, rc;
+
+	while (n && !query__map_get(&w->memo[role], (uint64_t)part << 32 | n, &fi)) {
+		struct pstep *p;
+
+		if ((rc = query__mem_grow(q, (void **)&w->path, &w->cap_path, sizeof(*w->path),
+					  depth + 1, "stack path")))
+			return rc;
+		p = &w->path[depth++];
+		p->node = n;
+		p->role = (uint8_t)role;
+		if (store_symbols_stack_node(sym, p->node, &n, &p->loc))
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part,
+				       p->node);
+		p->kern = (uint8_t)query__sym_kernel(s, part, p->loc);
+		role = p->kern;
+	}
+	while (depth-- > 0) {
+		const struct pstep *p = &w->path[depth];
+		struct pfold o;
+		struct pframe f;
+
+		if ((rc = frame_of(q, s, sym, part, p->loc, p->role, p->kern, &f)))
+			return rc;
+		if (fi == UINT32_MAX)
+			memset(&o, 0, sizeof(o));
+		else
+			o = w->folds[fi];
+		if (unresolved(s, f.idx) && (rc = gset_add(q, &w->gs, &o.set, s->locs[f.idx].group)))
+			return rc;
+		fold_child(&o, &f);
+		if ((rc = query__mem_grow(q, (void **)&w->folds, &w->cap_folds, sizeof(*w->folds),
+					  w->n_folds + 1, "stack folds")))
+			return rc;
+		fi = (uint32_t)w->n_folds;
+		w->folds[w->n_folds++] = o;
+		if ((rc = query__map_put(q, &w->memo[p->role], (uint64_t)part << 32 | p->node, fi)))
+			return rc;
+	}
+	*out = fi;
+	return 0;
+}
+
+/*
+ * The unwinding fold of a stack deeper than MAX_DEPTH: of its MAX_DEPTH
+ * leaf-most frames, as the diagnosis has always judged such stacks.
+ */
+static int leaf_fold(struct qctx *q, struct qsym *s, struct store_symbols *sym, uint32_t part,
+		     uint32_t st, struct pfold *o)
+{
+	int role = 1, rc;
+
+	memset(o, 0, sizeof(*o));
+	for (size_t depth = 0; st && depth < MAX_DEPTH; depth++) {
+		uint32_t loc;
+		int kern;
+		struct pframe f;
+
+		if (store_symbols_stack_node(sym, st, &st, &loc))
+			break;
+		kern = query__sym_kernel(s, part, loc);
+		if ((rc = frame_of(q, s, sym, part, loc, role, kern, &f)))
+			return rc;
+		fold_parent(o, &f);
+		role = kern;
+	}
+	return 0;
+}
+
+/* Adds the unwinding signature `f` of a stack of `value` samples to its binary's. */
+static int add_signature(struct qctx *q, struct qsym *s, struct store_symbols *sym,
+			 uint32_t part, const struct pfold *f, int64_t value)
+{
+	struct ugroup *u;
+	uint32_t g1;
+	int rc;
+
+	/* A root that arrived with its name was unwound by a runtime's own
+	 * profiler (Java, Python, Go's runtime/pprof), whose roots are its
+	 * language's, not the native entry points: only raw roots, which
+	 * a native unwinder produced, are judged.  A root outside every
+	 * mapping is an address the unwinder read from junk; the stack counts
+	 * for the binary of the outermost frame that has one. */
+	if (!f->user || !(f->flags & UF_RAW))
+		return 0;
+	if ((rc = ugroup_of(q, s, sym, part, f->root_map, &g1)) || !g1)
+		return rc;
+	u = &s->ug[g1 - 1];
+	u->total += value;
+	u->go |= !!(f->flags & UF_GO);
+	if (f->flags & UF_GO_ROOTED)
+		u->go_rooted += value;
+	if (f->flags & UF_ENTRY)
+		u->complete += value;
+	else if (!(f->flags & (UF_NAMED | UF_JUNK)))
+		u->root_unnamed += value;
+	else
+		u->truncated += value;
+	if (f->user <= 2 && is_interpreter(u->binary))
+		u->short_interp += value;
+	return 0;
+}
+
+/* Passes 3 and 4 over every stack of the merge. */
+static int walk(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
+{
+	struct pwalk w;
 	int rc = 0;
 
+	memset(&w, 0, sizeof(w));
+	query__map_init(&w.gs.index);
+	query__map_init_dense(&w.memo[0]);
+	query__map_init_dense(&w.memo[1]);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
-		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part, parent, loc;
-		uint32_t root_map = 0, g1;
-		const char *root_name = NULL;
-		size_t user = 0, depth = 0;
-		int leaf = 1, entry = 0, go = 0, go_rooted = 0, junk = 0, raw = 0;
-		struct ugroup *u;
+		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part, fi = 0;
+		int64_t value = m->stacks[i].value;
+		struct pfold f;
 
-		if (!st || (rc = query__views_get(q, v, part, &sym)))
+		s->total += value;
+		if (!st)
 			continue;
-		for (; st && depth < MAX_DEPTH; st = parent, depth++) {
-			struct store_location_view lv;
-			const char *name;
-			int kern;
-
-			if (store_symbols_stack_node(sym, st, &parent, &loc) ||
-			    store_symbols_location(sym, loc, &lv))
-				break;
-			kern = query__sym_kernel(s, part, loc);
-			if (!kern) {
-				name = frame_name(s, sym, part, loc, leaf, &lv);
-				user++;
-				/* A root outside every mapping is an address the unwinder
-				 * read from junk; the stack counts for the binary of the
-				 * outermost frame that has one. */
-				junk = !lv.mapping_id;
-				raw = !lv.n_lines;
-				if (lv.mapping_id)
-					root_map = lv.mapping_id;
-				root_name = name;
-				if (name) {
-					entry |= is_entry(name);
-					go |= !strncmp(name, "runtime.", 8);
-					go_rooted |= name_is(name, "runtime.goexit") ||
-						     name_is(name, "runtime.mstart");
-				}
-			}
-			leaf = kern;
-		}
-		/* A root that arrived with its name was unwound by a runtime's own
-		 * profiler (Java, Python, Go's runtime/pprof), whose roots are its
-		 * language's, not the native entry points: only raw roots, which
-		 * a native unwinder produced, are judged. */
-		if (!user || !raw || (rc = ugroup_of(q, s, sym, part, root_map, &g1)) || !g1)
-			continue;
-		u = &s->ug[g1 - 1];
-		u->total += m->stacks[i].value;
-		u->go |= go;
-		if (go_rooted)
-			u->go_rooted += m->stacks[i].value;
-		if (entry)
-			u->complete += m->stacks[i].value;
-		else if (!root_name && !junk)
-			u->root_unnamed += m->stacks[i].value;
-		else
-			u->truncated += m->stacks[i].value;
-		if (user <= 2 && is_interpreter(u->binary))
-			u->short_interp += m->stacks[i].value;
+		if ((rc = query__views_get(q, v, part, &sym)) ||
+		    (rc = path_fold(q, s, &w, sym, part, st, &fi)))
+			break;
+		f = w.folds[fi];
+		if (f.set)
+			s->unnamed += value;
+		for (uint32_t k = f.set; k; k = w.gs.v[k].parent)
+			s->groups[w.gs.v[k].group].unnamed += value;
+		if (f.depth > MAX_DEPTH && (rc = leaf_fold(q, s, sym, part, st, &f)))
+			break;
+		rc = add_signature(q, s, sym, part, &f, value);
 	}
+	query__map_release(q, &w.memo[0]);
+	query__map_release(q, &w.memo[1]);
+	query__map_release(q, &w.gs.index);
+	query__mem_free(q, w.gs.v, w.gs.cap, sizeof(*w.gs.v));
+	query__mem_free(q, w.folds, w.cap_folds, sizeof(*w.folds));
+	query__mem_free(q, w.path, w.cap_path, sizeof(*w.path));
 	return rc;
 }
 
@@ -1007,9 +1127,7 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	if (!rc && !off)
 		remember(q, s);
 	if (!rc)
-		rc = measure(q, s, m, &v);
-	if (!rc)
-		rc = diagnose(q, s, m, &v);
+		rc = walk(q, s, m, &v);
 	query__views_release(&v);
 	return rc;
 }
