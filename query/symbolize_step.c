@@ -324,57 +324,145 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 }
 
 /*
- * Pass 1: every distinct (location, leafness) reachable from the stacks.  A
- * trie node's own role depends on the node leaf-ward of it (a kernel frame
- * makes it a PC), its ancestors' roles do not: once a node was walked in
- * either role its ancestors are registered.
+ * The trie as the merge uses it.  A trie node's own role depends on the
+ * node leaf-ward of it (a kernel frame makes it a PC), its ancestors' roles
+ * do not: the parent of a node is in the role the node's own frame gives
+ * it, whatever the node's role.  Pass 1 makes one pnode per (trie node,
+ * role) the stacks reach, linked to its parent's, so that passes 3 and 4
+ * follow indexes instead of decoding the trie and looking frames up again.
  */
-static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
-{
-	struct qmap seen; /* part << 32 | trie node -> roles walked: 1 return address, 2 PC */
-	uint32_t idx, parent, loc;
-	int rc = 0;
+enum {
+	UF_JUNK = 1,       /* the outermost user frame is outside every mapping */
+	UF_RAW = 2,        /* ... arrived without lines */
+	UF_NAMED = 4,      /* ... has a name */
+	UF_OUTER = UF_JUNK | UF_RAW | UF_NAMED,
+	UF_ENTRY = 8,      /* some user frame is an entry point */
+	UF_GO = 16,        /* ... a runtime.* function */
+	UF_GO_ROOTED = 32, /* ... runtime.goexit or runtime.mstart */
+};
 
-	query__map_init_dense(&seen);
+/* The fold of passes 3 and 4 over a path root..node. */
+struct pfold {
+	uint32_t set;      /* the groups unnamed on the path (struct gsets) */
+	uint32_t root_map; /* the mapping of the outermost user frame that has one; 0 none */
+	uint32_t depth;    /* frames on the path */
+	uint8_t user;      /* user frames, counted up to 3: only 0, 1-2 and more matter */
+	uint8_t flags;     /* UF_* */
+};
+
+#define NO_PNODE UINT32_MAX
+
+struct pnode {
+	uint32_t loc;      /* its location */
+	uint32_t idx;      /* its frame (the location in its role): index in s->locs */
+	uint32_t parent;   /* its parent's pnode; NO_PNODE at the root */
+	uint8_t kern;      /* a kernel frame: the parent is a PC */
+	uint8_t done;      /* fold is known */
+	struct pfold fold;
+};
+
+struct ptrie {
+	struct pnode *v;
+	size_t n, cap;
+	uint32_t *of_stack;  /* m->stacks[i] -> its pnode; NO_PNODE for the empty stack */
+	size_t cap_of;
+	struct qmap memo[2]; /* part << 32 | trie node in role r (1: a PC) -> pnode */
+};
+
+static void ptrie_release(struct qctx *q, struct ptrie *t)
+{
+	query__mem_free(q, t->v, t->cap, sizeof(*t->v));
+	query__mem_free(q, t->of_stack, t->cap_of, sizeof(*t->of_stack));
+	query__map_release(q, &t->memo[0]);
+	query__map_release(q, &t->memo[1]);
+}
+
+/* *out: a new pnode of trie node `node` (location `loc`) in `role`. */
+static int new_pnode(struct qctx *q, struct qsym *s, struct ptrie *t, struct store_symbols *sym,
+		     uint32_t part, uint32_t node, uint32_t loc, int role, uint32_t *out)
+{
+	struct pnode *p;
+	uint32_t idx;
+	int rc;
+
+	if (t->n >= NO_PNODE - 1)
+		return err_set(q->msg, ERR_TOO_LARGE, "symbolization: too many stack nodes");
+	if ((rc = add_loc(q, s, sym, part, loc, role, &idx)) ||
+	    (rc = query__mem_grow(q, (void **)&t->v, &t->cap, sizeof(*t->v), t->n + 1,
+				  "stack nodes")) ||
+	    (rc = query__map_put(q, &t->memo[role], (uint64_t)part << 32 | node, (uint32_t)t->n)))
+		return rc;
+	p = &t->v[t->n];
+	memset(p, 0, sizeof(*p));
+	p->loc = loc;
+	p->idx = idx;
+	p->parent = NO_PNODE;
+	p->kern = (uint8_t)query__sym_kernel(s, part, loc);
+	*out = (uint32_t)t->n++;
+	return 0;
+}
+
+/*
+ * The pnode of stack `st` (a PC) in *out, making those of its path up to
+ * the first one made already.  Walks root-ward; child is the pnode made
+ * last, which the next one becomes the parent of.
+ */
+static int collect_stack(struct qctx *q, struct qsym *s, struct ptrie *t,
+			 struct store_symbols *sym, uint32_t part, uint32_t st, uint32_t *out)
+{
+	uint32_t n = st, child = NO_PNODE, e, other, parent, loc;
+	size_t depth = 0;
+	int role = 1, rc;
+
+	for (;;) {
+		uint64_t key = (uint64_t)part << 32 | n;
+
+		if (query__map_get(&t->memo[role], key, &e))
+			parent = 0;
+		else if (child != NO_PNODE && ++depth > MAX_DEPTH)
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack too deep", part);
+		else if (query__map_get(&t->memo[!role], key, &other)) {
+			/* Walked in the other role: its ancestors are known. */
+			if ((rc = new_pnode(q, s, t, sym, part, n, t->v[other].loc, role, &e)))
+				return rc;
+			t->v[e].parent = t->v[other].parent;
+			parent = 0;
+		} else {
+			if (store_symbols_stack_node(sym, n, &parent, &loc))
+				return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found",
+					       part, n);
+			if ((rc = new_pnode(q, s, t, sym, part, n, loc, role, &e)))
+				return rc;
+		}
+		if (child == NO_PNODE)
+			*out = e;
+		else
+			t->v[child].parent = e;
+		if (!parent)
+			return 0;
+		child = e;
+		role = t->v[e].kern;
+		n = parent;
+	}
+}
+
+/* Pass 1: every distinct (location, role) reachable from the stacks. */
+static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v,
+		   struct ptrie *t)
+{
+	int rc;
+
+	if ((rc = query__mem_grow(q, (void **)&t->of_stack, &t->cap_of, sizeof(*t->of_stack),
+				  m->n, "stack nodes")))
+		return rc;
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
-		size_t depth = 0;
-		int pc;
 
-		if (!st)
-			continue;
-		if ((rc = query__views_get(q, v, part, &sym)))
-			break;
-		if (store_symbols_stack_node(sym, st, &parent, &loc)) {
-			rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, st);
-			break;
-		}
-		if ((rc = add_loc(q, s, sym, part, loc, 1, &idx)))
-			break;
-		pc = query__sym_kernel(s, part, loc);
-		for (st = parent; st; st = parent) {
-			uint64_t key = (uint64_t)part << 32 | st;
-			uint32_t roles = 0, bit = pc ? 2 : 1;
-
-			if (query__map_get(&seen, key, &roles) && (roles & bit))
-				break;
-			if (++depth > MAX_DEPTH) {
-				rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack too deep", part);
-				break;
-			}
-			if (store_symbols_stack_node(sym, st, &parent, &loc)) {
-				rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found",
-					     part, st);
-				break;
-			}
-			if ((rc = add_loc(q, s, sym, part, loc, pc, &idx)) ||
-			    (rc = query__map_put(q, &seen, key, roles | bit)) || roles)
-				break;
-			pc = query__sym_kernel(s, part, loc);
-		}
+		t->of_stack[i] = NO_PNODE;
+		if (st && !(rc = query__views_get(q, v, part, &sym)))
+			rc = collect_stack(q, s, t, sym, part, st, &t->of_stack[i]);
 	}
-	query__map_release(q, &seen);
 	return rc;
 }
 
@@ -739,68 +827,31 @@ static const char *frame_name(const struct qsym *s, struct store_symbols *sym, u
  * frames deep in an interpreter.
  *
  * Both are folds over a stack's path from the root, so they are memoized
- * per trie node in its role (1: a PC, 0: a return address; see collect): a
- * node's fold is its parent's, in the role the node gives it, plus the
- * node's own frame.  Each (node, role) of the merge is decoded once,
- * however many stacks share it.
+ * per pnode (a trie node in its role): a pnode's fold is its parent's plus
+ * its own frame.  Each pnode's frame is looked at once, however many stacks
+ * share it.
  */
-enum {
-	UF_JUNK = 1,       /* the outermost user frame is outside every mapping */
-	UF_RAW = 2,        /* ... arrived without lines */
-	UF_NAMED = 4,      /* ... has a name */
-	UF_OUTER = UF_JUNK | UF_RAW | UF_NAMED,
-	UF_ENTRY = 8,      /* some user frame is an entry point */
-	UF_GO = 16,        /* ... a runtime.* function */
-	UF_GO_ROOTED = 32, /* ... runtime.goexit or runtime.mstart */
-};
 
 /* One frame: a location in a role. */
 struct pframe {
-	uint32_t idx;   /* in s->locs */
 	uint32_t map;   /* mapping id; 0 none */
 	uint8_t user;   /* not a kernel frame */
 	uint8_t flags;  /* UF_* of this frame alone */
 };
 
-/* The fold over a path root..node. */
-struct pfold {
-	uint32_t set;      /* the groups unnamed on the path (struct gsets) */
-	uint32_t root_map; /* the mapping of the outermost user frame that has one; 0 none */
-	uint32_t depth;    /* frames on the path */
-	uint8_t user;      /* user frames, counted up to 3: only 0, 1-2 and more matter */
-	uint8_t flags;     /* UF_* */
-};
-
-struct pstep {
-	uint32_t node, loc;
-	uint8_t role, kern;
-};
-
-struct pwalk {
-	struct gsets gs;
-	struct qmap memo[2]; /* part << 32 | trie node in role r -> index in folds */
-	struct pfold *folds;
-	size_t n_folds, cap_folds;
-	struct pstep *path;
-	size_t cap_path;
-};
-
-/* The frame of location `loc` in `role`; kern: it is a kernel frame. */
-static int frame_of(struct qctx *q, struct qsym *s, struct store_symbols *sym, uint32_t part,
-		    uint32_t loc, int role, int kern, struct pframe *f)
+static int frame_of(struct qctx *q, const struct qsym *s, struct store_symbols *sym,
+		    uint32_t part, const struct pnode *p, struct pframe *f)
 {
 	struct store_location_view lv;
 	const char *name;
-	int rc;
 
 	memset(f, 0, sizeof(*f));
-	if ((rc = add_loc(q, s, sym, part, loc, role, &f->idx)))
-		return rc;
-	if (kern)
+	if (p->kern)
 		return 0;
-	if (store_symbols_location(sym, loc, &lv))
-		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part, loc);
-	name = frame_name(s, sym, f->idx, &lv);
+	if (store_symbols_location(sym, p->loc, &lv))
+		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part,
+			       p->loc);
+	name = frame_name(s, sym, p->idx, &lv);
 	f->user = 1;
 	f->map = lv.mapping_id;
 	f->flags = (lv.mapping_id ? 0 : UF_JUNK) | (lv.n_lines ? 0 : UF_RAW);
@@ -841,55 +892,48 @@ static void fold_parent(struct pfold *o, const struct pframe *f)
 		o->user++;
 }
 
+struct pwalk {
+	struct gsets gs;
+	uint32_t *path;
+	size_t cap_path;
+};
+
 /*
- * *out: the index in w->folds of stack node `st` (a PC, role 1).  Walks
- * root-ward to a memoized node, then fills the memo leaf-ward.
+ * Sets the fold of pnode `e` (of partition `part`): walks root-ward to a
+ * pnode whose fold is known, then fills the folds leaf-ward.
  */
-static int path_fold(struct qctx *q, struct qsym *s, struct pwalk *w, struct store_symbols *sym,
-		     uint32_t part, uint32_t st, uint32_t *out)
+static int node_fold(struct qctx *q, struct qsym *s, struct ptrie *t, struct pwalk *w,
+		     struct store_symbols *sym, uint32_t part, uint32_t e)
 {
-	uint32_t n = st, fi = UINT32_MAX;
 	size_t depth = 0;
-	int role = 1, rc;
+	int rc;
 
-	while (n && !query__map_get(&w->memo[role], (uint64_t)part << 32 | n, &fi)) {
-		struct pstep *p;
-
+	for (; e != NO_PNODE && !t->v[e].done; e = t->v[e].parent) {
+		/* A path longer than there are pnodes loops: a corrupt trie. */
+		if (depth >= t->n)
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack loops", part);
 		if ((rc = query__mem_grow(q, (void **)&w->path, &w->cap_path, sizeof(*w->path),
 					  depth + 1, "stack path")))
 			return rc;
-		p = &w->path[depth++];
-		p->node = n;
-		p->role = (uint8_t)role;
-		if (store_symbols_stack_node(sym, p->node, &n, &p->loc))
-			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part,
-				       p->node);
-		p->kern = (uint8_t)query__sym_kernel(s, part, p->loc);
-		role = p->kern;
+		w->path[depth++] = e;
 	}
 	while (depth-- > 0) {
-		const struct pstep *p = &w->path[depth];
+		struct pnode *p = &t->v[w->path[depth]];
 		struct pfold o;
 		struct pframe f;
 
-		if ((rc = frame_of(q, s, sym, part, p->loc, p->role, p->kern, &f)))
+		if ((rc = frame_of(q, s, sym, part, p, &f)))
 			return rc;
-		if (fi == UINT32_MAX)
+		if (p->parent == NO_PNODE)
 			memset(&o, 0, sizeof(o));
 		else
-			o = w->folds[fi];
-		if (unresolved(s, f.idx) && (rc = gset_add(q, &w->gs, &o.set, s->locs[f.idx].group)))
+			o = t->v[p->parent].fold;
+		if (unresolved(s, p->idx) && (rc = gset_add(q, &w->gs, &o.set, s->locs[p->idx].group)))
 			return rc;
 		fold_child(&o, &f);
-		if ((rc = query__mem_grow(q, (void **)&w->folds, &w->cap_folds, sizeof(*w->folds),
-					  w->n_folds + 1, "stack folds")))
-			return rc;
-		fi = (uint32_t)w->n_folds;
-		w->folds[w->n_folds++] = o;
-		if ((rc = query__map_put(q, &w->memo[p->role], (uint64_t)part << 32 | p->node, fi)))
-			return rc;
+		p->fold = o;
+		p->done = 1;
 	}
-	*out = fi;
 	return 0;
 }
 
@@ -897,24 +941,19 @@ static int path_fold(struct qctx *q, struct qsym *s, struct pwalk *w, struct sto
  * The unwinding fold of a stack deeper than MAX_DEPTH: of its MAX_DEPTH
  * leaf-most frames, as the diagnosis has always judged such stacks.
  */
-static int leaf_fold(struct qctx *q, struct qsym *s, struct store_symbols *sym, uint32_t part,
-		     uint32_t st, struct pfold *o)
+static int leaf_fold(struct qctx *q, const struct qsym *s, const struct ptrie *t,
+		     struct store_symbols *sym, uint32_t part, uint32_t e, struct pfold *o)
 {
-	int role = 1, rc;
+	int rc;
 
 	memset(o, 0, sizeof(*o));
-	for (size_t depth = 0; st && depth < MAX_DEPTH; depth++) {
-		uint32_t loc;
-		int kern;
+	for (size_t depth = 0; e != NO_PNODE && depth < MAX_DEPTH; depth++) {
 		struct pframe f;
 
-		if (store_symbols_stack_node(sym, st, &st, &loc))
-			break;
-		kern = query__sym_kernel(s, part, loc);
-		if ((rc = frame_of(q, s, sym, part, loc, role, kern, &f)))
+		if ((rc = frame_of(q, s, sym, part, &t->v[e], &f)))
 			return rc;
 		fold_parent(o, &f);
-		role = kern;
+		e = t->v[e].parent;
 	}
 	return 0;
 }
@@ -953,42 +992,38 @@ static int add_signature(struct qctx *q, struct qsym *s, struct store_symbols *s
 	return 0;
 }
 
-/* Passes 3 and 4 over every stack of the merge. */
-static int walk(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
+/* Passes 3 and 4 over every stack of the merge, on the pnodes of pass 1. */
+static int walk(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v,
+		struct ptrie *t)
 {
 	struct pwalk w;
 	int rc = 0;
 
 	memset(&w, 0, sizeof(w));
 	query__map_init(&w.gs.index);
-	query__map_init_dense(&w.memo[0]);
-	query__map_init_dense(&w.memo[1]);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
-		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part, fi = 0;
+		uint32_t e = t->of_stack[i], part = m->stacks[i].part;
 		int64_t value = m->stacks[i].value;
 		struct pfold f;
 
 		s->total += value;
-		if (!st)
+		if (e == NO_PNODE)
 			continue;
 		if ((rc = query__views_get(q, v, part, &sym)) ||
-		    (rc = path_fold(q, s, &w, sym, part, st, &fi)))
+		    (rc = node_fold(q, s, t, &w, sym, part, e)))
 			break;
-		f = w.folds[fi];
+		f = t->v[e].fold;
 		if (f.set)
 			s->unnamed += value;
 		for (uint32_t k = f.set; k; k = w.gs.v[k].parent)
 			s->groups[w.gs.v[k].group].unnamed += value;
-		if (f.depth > MAX_DEPTH && (rc = leaf_fold(q, s, sym, part, st, &f)))
+		if (f.depth > MAX_DEPTH && (rc = leaf_fold(q, s, t, sym, part, e, &f)))
 			break;
 		rc = add_signature(q, s, sym, part, &f, value);
 	}
-	query__map_release(q, &w.memo[0]);
-	query__map_release(q, &w.memo[1]);
 	query__map_release(q, &w.gs.index);
 	query__mem_free(q, w.gs.v, w.gs.cap, sizeof(*w.gs.v));
-	query__mem_free(q, w.folds, w.cap_folds, sizeof(*w.folds));
 	query__mem_free(q, w.path, w.cap_path, sizeof(*w.path));
 	return rc;
 }
@@ -1098,6 +1133,7 @@ static void disable_groups(struct qsym *s)
 int query__symbolize(struct qctx *q, struct qmerge *m)
 {
 	struct qviews v;
+	struct ptrie t;
 	struct qsym *s;
 	int off, rc;
 
@@ -1113,12 +1149,18 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	query__map_init(&s->kern);
 	query__map_init(&s->mapug);
 	memset(&v, 0, sizeof(v));
+	memset(&t, 0, sizeof(t));
+	query__map_init_dense(&t.memo[0]);
+	query__map_init_dense(&t.memo[1]);
 	m->sym = s;
 	/* Off: no memo, no service call; the groups are still measured, so the
 	 * answer says which binaries stay hex and why. */
 	off = !debuginfo_tenant_symbolizes(q->symbolizer, q->tenant);
 	query__memo_begin(off ? NULL : q->symmemo, q->tenant, &s->memo);
-	rc = collect(q, s, m, &v);
+	rc = collect(q, s, m, &v, &t);
+	/* Passes 3 and 4 follow the pnodes: the trie's ids are done with. */
+	query__map_release(q, &t.memo[0]);
+	query__map_release(q, &t.memo[1]);
 	query__memo_unlock(&s->memo);
 	if (!rc && off)
 		disable_groups(s);
@@ -1127,7 +1169,8 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	if (!rc && !off)
 		remember(q, s);
 	if (!rc)
-		rc = walk(q, s, m, &v);
+		rc = walk(q, s, m, &v, &t);
+	ptrie_release(q, &t);
 	query__views_release(&v);
 	return rc;
 }
