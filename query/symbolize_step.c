@@ -353,9 +353,10 @@ struct pfold {
 #define NO_PNODE UINT32_MAX
 
 struct pnode {
-	uint32_t loc;      /* its location */
 	uint32_t idx;      /* its frame (the location in its role): index in s->locs */
 	uint32_t parent;   /* its parent's pnode; NO_PNODE at the root */
+	uint32_t twin;     /* the same trie node's pnode in the other role; NO_PNODE none */
+	uint8_t role;      /* 1: a PC, 0: a return address */
 	uint8_t kern;      /* a kernel frame: the parent is a PC */
 	uint8_t done;      /* fold is known */
 	struct pfold fold;
@@ -366,20 +367,19 @@ struct ptrie {
 	size_t n, cap;
 	uint32_t *of_stack;  /* m->stacks[i] -> its pnode; NO_PNODE for the empty stack */
 	size_t cap_of;
-	struct qmap memo[2]; /* part << 32 | trie node in role r (1: a PC) -> pnode */
+	struct qmap memo;    /* part << 32 | trie node -> its first pnode */
 };
 
 static void ptrie_release(struct qctx *q, struct ptrie *t)
 {
 	query__mem_free(q, t->v, t->cap, sizeof(*t->v));
 	query__mem_free(q, t->of_stack, t->cap_of, sizeof(*t->of_stack));
-	query__map_release(q, &t->memo[0]);
-	query__map_release(q, &t->memo[1]);
+	query__map_release(q, &t->memo);
 }
 
-/* *out: a new pnode of trie node `node` (location `loc`) in `role`. */
+/* *out: a new pnode of location `loc` in `role`, its parent not yet known. */
 static int new_pnode(struct qctx *q, struct qsym *s, struct ptrie *t, struct store_symbols *sym,
-		     uint32_t part, uint32_t node, uint32_t loc, int role, uint32_t *out)
+		     uint32_t part, uint32_t loc, int role, uint32_t *out)
 {
 	struct pnode *p;
 	uint32_t idx;
@@ -388,15 +388,15 @@ static int new_pnode(struct qctx *q, struct qsym *s, struct ptrie *t, struct sto
 	if (t->n >= NO_PNODE - 1)
 		return err_set(q->msg, ERR_TOO_LARGE, "symbolization: too many stack nodes");
 	if ((rc = add_loc(q, s, sym, part, loc, role, &idx)) ||
-	    (rc = query__mem_grow(q, (void **)&t->v, &t->cap, sizeof(*t->v), t->n + 1,
-				  "stack nodes")) ||
-	    (rc = query__map_put(q, &t->memo[role], (uint64_t)part << 32 | node, (uint32_t)t->n)))
+	    (t->n == t->cap && (rc = query__mem_grow(q, (void **)&t->v, &t->cap, sizeof(*t->v),
+						     t->n + 1, "stack nodes"))))
 		return rc;
 	p = &t->v[t->n];
 	memset(p, 0, sizeof(*p));
-	p->loc = loc;
 	p->idx = idx;
 	p->parent = NO_PNODE;
+	p->twin = NO_PNODE;
+	p->role = (uint8_t)role;
 	p->kern = (uint8_t)query__sym_kernel(s, part, loc);
 	*out = (uint32_t)t->n++;
 	return 0;
@@ -416,22 +416,30 @@ static int collect_stack(struct qctx *q, struct qsym *s, struct ptrie *t,
 
 	for (;;) {
 		uint64_t key = (uint64_t)part << 32 | n;
+		int known = query__map_get(&t->memo, key, &e);
 
-		if (query__map_get(&t->memo[role], key, &e))
+		if (known && t->v[e].role != role && t->v[e].twin != NO_PNODE)
+			e = t->v[e].twin;
+		if (known && t->v[e].role == role)
 			parent = 0;
 		else if (child != NO_PNODE && ++depth > MAX_DEPTH)
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack too deep", part);
-		else if (query__map_get(&t->memo[!role], key, &other)) {
+		else if (known) {
 			/* Walked in the other role: its ancestors are known. */
-			if ((rc = new_pnode(q, s, t, sym, part, n, t->v[other].loc, role, &e)))
+			other = e;
+			if ((rc = new_pnode(q, s, t, sym, part, s->locs[t->v[other].idx].loc, role,
+					    &e)))
 				return rc;
 			t->v[e].parent = t->v[other].parent;
+			t->v[e].twin = other;
+			t->v[other].twin = e;
 			parent = 0;
 		} else {
 			if (store_symbols_stack_node(sym, n, &parent, &loc))
 				return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found",
 					       part, n);
-			if ((rc = new_pnode(q, s, t, sym, part, n, loc, role, &e)))
+			if ((rc = new_pnode(q, s, t, sym, part, loc, role, &e)) ||
+			    (rc = query__map_put(q, &t->memo, key, e)))
 				return rc;
 		}
 		if (child == NO_PNODE)
@@ -848,9 +856,9 @@ static int frame_of(struct qctx *q, const struct qsym *s, struct store_symbols *
 	memset(f, 0, sizeof(*f));
 	if (p->kern)
 		return 0;
-	if (store_symbols_location(sym, p->loc, &lv))
+	if (store_symbols_location(sym, s->locs[p->idx].loc, &lv))
 		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part,
-			       p->loc);
+			       s->locs[p->idx].loc);
 	name = frame_name(s, sym, p->idx, &lv);
 	f->user = 1;
 	f->map = lv.mapping_id;
@@ -1150,8 +1158,7 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	query__map_init(&s->mapug);
 	memset(&v, 0, sizeof(v));
 	memset(&t, 0, sizeof(t));
-	query__map_init_dense(&t.memo[0]);
-	query__map_init_dense(&t.memo[1]);
+	query__map_init_dense(&t.memo);
 	m->sym = s;
 	/* Off: no memo, no service call; the groups are still measured, so the
 	 * answer says which binaries stay hex and why. */
@@ -1159,8 +1166,7 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	query__memo_begin(off ? NULL : q->symmemo, q->tenant, &s->memo);
 	rc = collect(q, s, m, &v, &t);
 	/* Passes 3 and 4 follow the pnodes: the trie's ids are done with. */
-	query__map_release(q, &t.memo[0]);
-	query__map_release(q, &t.memo[1]);
+	query__map_release(q, &t.memo);
 	query__memo_unlock(&s->memo);
 	if (!rc && off)
 		disable_groups(s);
