@@ -845,6 +845,7 @@ struct pframe {
 	uint32_t map;   /* mapping id; 0 none */
 	uint8_t user;   /* not a kernel frame */
 	uint8_t flags;  /* UF_* of this frame alone */
+	uint8_t known;  /* in struct pwalk: filled in */
 };
 
 static int frame_of(struct qctx *q, const struct qsym *s, struct store_symbols *sym,
@@ -904,6 +905,8 @@ struct pwalk {
 	struct gsets gs;
 	uint32_t *path;
 	size_t cap_path;
+	struct pframe *frames; /* per s->locs entry: pnodes share frames */
+	size_t cap_frames;
 };
 
 /*
@@ -927,18 +930,19 @@ static int node_fold(struct qctx *q, struct qsym *s, struct ptrie *t, struct pwa
 	}
 	while (depth-- > 0) {
 		struct pnode *p = &t->v[w->path[depth]];
+		struct pframe *f = &w->frames[p->idx];
 		struct pfold o;
-		struct pframe f;
 
-		if ((rc = frame_of(q, s, sym, part, p, &f)))
+		if (!f->known && (rc = frame_of(q, s, sym, part, p, f)))
 			return rc;
+		f->known = 1;
 		if (p->parent == NO_PNODE)
 			memset(&o, 0, sizeof(o));
 		else
 			o = t->v[p->parent].fold;
 		if (unresolved(s, p->idx) && (rc = gset_add(q, &w->gs, &o.set, s->locs[p->idx].group)))
 			return rc;
-		fold_child(&o, &f);
+		fold_child(&o, f);
 		p->fold = o;
 		p->done = 1;
 	}
@@ -1009,6 +1013,10 @@ static int walk(struct qctx *q, struct qsym *s, const struct qmerge *m, struct q
 
 	memset(&w, 0, sizeof(w));
 	query__map_init(&w.gs.index);
+	rc = query__mem_grow(q, (void **)&w.frames, &w.cap_frames, sizeof(*w.frames), s->n_locs,
+			     "stack frames");
+	if (!rc && w.frames)
+		memset(w.frames, 0, w.cap_frames * sizeof(*w.frames));
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t e = t->of_stack[i], part = m->stacks[i].part;
@@ -1033,6 +1041,7 @@ static int walk(struct qctx *q, struct qsym *s, const struct qmerge *m, struct q
 	query__map_release(q, &w.gs.index);
 	query__mem_free(q, w.gs.v, w.gs.cap, sizeof(*w.gs.v));
 	query__mem_free(q, w.path, w.cap_path, sizeof(*w.path));
+	query__mem_free(q, w.frames, w.cap_frames, sizeof(*w.frames));
 	return rc;
 }
 
