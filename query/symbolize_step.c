@@ -531,28 +531,37 @@ struct areq {
  * radix sort (leaf, then the address a byte at a time, skipping bytes all
  * requests share), several times faster than qsort on ~10^5 addresses.
  */
+static unsigned areq_digit(const struct areq *r, int pass)
+{
+	return pass ? (unsigned)(r->addr >> (8 * (pass - 1))) & 255 : r->leaf & 1;
+}
+
 static void sort_areq(struct areq *a, struct areq *tmp, size_t n)
 {
 	struct areq *src = a, *dst = tmp;
-	size_t cnt[256];
+	size_t cnt[9][256];
 
-	for (int pass = -1; pass < 8; pass++) {
-		int shift = pass * 8;
-		size_t sum = 0;
+	/* A pass permutes, so the digit counts of every pass are those of
+	 * the input: one loop counts them all. */
+	memset(cnt, 0, sizeof(cnt));
+	for (size_t i = 0; i < n; i++) {
+		cnt[0][a[i].leaf & 1]++;
+		for (int b = 0; b < 8; b++)
+			cnt[1 + b][(a[i].addr >> (8 * b)) & 255]++;
+	}
+	for (int pass = 0; pass < 9; pass++) {
+		size_t *c = cnt[pass], sum = 0;
 
-		memset(cnt, 0, sizeof(cnt));
-		for (size_t i = 0; i < n; i++)
-			cnt[pass < 0 ? src[i].leaf & 1 : (src[i].addr >> shift) & 255]++;
-		if (n && cnt[pass < 0 ? src[0].leaf & 1 : (src[0].addr >> shift) & 255] == n)
+		if (!n || c[areq_digit(&src[0], pass)] == n)
 			continue; /* one digit value: this pass would not move anything */
 		for (size_t d = 0; d < 256; d++) {
-			size_t c = cnt[d];
+			size_t k = c[d];
 
-			cnt[d] = sum;
-			sum += c;
+			c[d] = sum;
+			sum += k;
 		}
 		for (size_t i = 0; i < n; i++)
-			dst[cnt[pass < 0 ? src[i].leaf & 1 : (src[i].addr >> shift) & 255]++] = src[i];
+			dst[c[areq_digit(&src[i], pass)]++] = src[i];
 		src = dst;
 		dst = src == a ? tmp : a;
 	}
@@ -923,7 +932,8 @@ static int node_fold(struct qctx *q, struct qsym *s, struct ptrie *t, struct pwa
 		/* A path longer than there are pnodes loops: a corrupt trie. */
 		if (depth >= t->n)
 			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack loops", part);
-		if ((rc = query__mem_grow(q, (void **)&w->path, &w->cap_path, sizeof(*w->path),
+		if (depth == w->cap_path &&
+		    (rc = query__mem_grow(q, (void **)&w->path, &w->cap_path, sizeof(*w->path),
 					  depth + 1, "stack path")))
 			return rc;
 		w->path[depth++] = e;
