@@ -112,15 +112,11 @@ void query__sym_free(struct qctx *q, struct qsym *s)
 	free(s);
 }
 
-size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
-		   const struct qsym_frame **frames)
+/* The resolved frames of s->locs[idx]; 0 when it has none. */
+static size_t loc_frames(const struct qsym *s, uint32_t idx, const struct qsym_frame **frames)
 {
-	uint32_t at;
-	const struct qloc *l;
+	const struct qloc *l = &s->locs[idx];
 
-	if (!s || !query__map_get(leaf ? &s->leaf : &s->nonleaf, (uint64_t)part << 32 | loc, &at))
-		return 0;
-	l = &s->locs[at];
 	if (!l->n_frames)
 		return 0;
 	if (l->state == ST_MEMO)
@@ -130,6 +126,16 @@ size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int 
 	else
 		return 0;
 	return l->n_frames;
+}
+
+size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
+		   const struct qsym_frame **frames)
+{
+	uint32_t at;
+
+	if (!s || !query__map_get(leaf ? &s->leaf : &s->nonleaf, (uint64_t)part << 32 | loc, &at))
+		return 0;
+	return loc_frames(s, at, frames);
 }
 
 static const char *base_name(const char *path)
@@ -318,57 +324,153 @@ static int add_loc(struct qctx *q, struct qsym *s, struct store_symbols *sym, ui
 }
 
 /*
- * Pass 1: every distinct (location, leafness) reachable from the stacks.  A
- * trie node's own role depends on the node leaf-ward of it (a kernel frame
- * makes it a PC), its ancestors' roles do not: once a node was walked in
- * either role its ancestors are registered.
+ * The trie as the merge uses it.  A trie node's own role depends on the
+ * node leaf-ward of it (a kernel frame makes it a PC), its ancestors' roles
+ * do not: the parent of a node is in the role the node's own frame gives
+ * it, whatever the node's role.  Pass 1 makes one pnode per (trie node,
+ * role) the stacks reach, linked to its parent's, so that passes 3 and 4
+ * follow indexes instead of decoding the trie and looking frames up again.
  */
-static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
-{
-	struct qmap seen; /* part << 32 | trie node -> roles walked: 1 return address, 2 PC */
-	uint32_t idx, parent, loc;
-	int rc = 0;
+enum {
+	UF_JUNK = 1,       /* the outermost user frame is outside every mapping */
+	UF_RAW = 2,        /* ... arrived without lines */
+	UF_NAMED = 4,      /* ... has a name */
+	UF_OUTER = UF_JUNK | UF_RAW | UF_NAMED,
+	UF_ENTRY = 8,      /* some user frame is an entry point */
+	UF_GO = 16,        /* ... a runtime.* function */
+	UF_GO_ROOTED = 32, /* ... runtime.goexit or runtime.mstart */
+};
 
-	query__map_init_dense(&seen);
+/* The fold of passes 3 and 4 over a path root..node. */
+struct pfold {
+	uint32_t set;      /* the groups unnamed on the path (struct gsets) */
+	uint32_t root_map; /* the mapping of the outermost user frame that has one; 0 none */
+	uint32_t depth;    /* frames on the path */
+	uint8_t user;      /* user frames, counted up to 3: only 0, 1-2 and more matter */
+	uint8_t flags;     /* UF_* */
+};
+
+#define NO_PNODE UINT32_MAX
+
+struct pnode {
+	uint32_t idx;      /* its frame (the location in its role): index in s->locs */
+	uint32_t parent;   /* its parent's pnode; NO_PNODE at the root */
+	uint32_t twin;     /* the same trie node's pnode in the other role; NO_PNODE none */
+	uint8_t role;      /* 1: a PC, 0: a return address */
+	uint8_t kern;      /* a kernel frame: the parent is a PC */
+	uint8_t done;      /* fold is known */
+	struct pfold fold;
+};
+
+struct ptrie {
+	struct pnode *v;
+	size_t n, cap;
+	uint32_t *of_stack;  /* m->stacks[i] -> its pnode; NO_PNODE for the empty stack */
+	size_t cap_of;
+	struct qmap memo;    /* part << 32 | trie node -> its first pnode */
+};
+
+static void ptrie_release(struct qctx *q, struct ptrie *t)
+{
+	query__mem_free(q, t->v, t->cap, sizeof(*t->v));
+	query__mem_free(q, t->of_stack, t->cap_of, sizeof(*t->of_stack));
+	query__map_release(q, &t->memo);
+}
+
+/* *out: a new pnode of location `loc` in `role`, its parent not yet known. */
+static int new_pnode(struct qctx *q, struct qsym *s, struct ptrie *t, struct store_symbols *sym,
+		     uint32_t part, uint32_t loc, int role, uint32_t *out)
+{
+	struct pnode *p;
+	uint32_t idx;
+	int rc;
+
+	if (t->n >= NO_PNODE - 1)
+		return err_set(q->msg, ERR_TOO_LARGE, "symbolization: too many stack nodes");
+	if ((rc = add_loc(q, s, sym, part, loc, role, &idx)) ||
+	    (t->n == t->cap && (rc = query__mem_grow(q, (void **)&t->v, &t->cap, sizeof(*t->v),
+						     t->n + 1, "stack nodes"))))
+		return rc;
+	p = &t->v[t->n];
+	memset(p, 0, sizeof(*p));
+	p->idx = idx;
+	p->parent = NO_PNODE;
+	p->twin = NO_PNODE;
+	p->role = (uint8_t)role;
+	p->kern = (uint8_t)query__sym_kernel(s, part, loc);
+	*out = (uint32_t)t->n++;
+	return 0;
+}
+
+/*
+ * The pnode of stack `st` (a PC) in *out, making those of its path up to
+ * the first one made already.  Walks root-ward; child is the pnode made
+ * last, which the next one becomes the parent of.
+ */
+static int collect_stack(struct qctx *q, struct qsym *s, struct ptrie *t,
+			 struct store_symbols *sym, uint32_t part, uint32_t st, uint32_t *out)
+{
+	uint32_t n = st, child = NO_PNODE, e, other, parent, loc;
+	size_t depth = 0;
+	int role = 1, rc;
+
+	for (;;) {
+		uint64_t key = (uint64_t)part << 32 | n;
+		int known = query__map_get(&t->memo, key, &e);
+
+		if (known && t->v[e].role != role && t->v[e].twin != NO_PNODE)
+			e = t->v[e].twin;
+		if (known && t->v[e].role == role)
+			parent = 0;
+		else if (child != NO_PNODE && ++depth > MAX_DEPTH)
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack too deep", part);
+		else if (known) {
+			/* Walked in the other role: its ancestors are known. */
+			other = e;
+			if ((rc = new_pnode(q, s, t, sym, part, s->locs[t->v[other].idx].loc, role,
+					    &e)))
+				return rc;
+			t->v[e].parent = t->v[other].parent;
+			t->v[e].twin = other;
+			t->v[other].twin = e;
+			parent = 0;
+		} else {
+			if (store_symbols_stack_node(sym, n, &parent, &loc))
+				return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found",
+					       part, n);
+			if ((rc = new_pnode(q, s, t, sym, part, loc, role, &e)) ||
+			    (rc = query__map_put(q, &t->memo, key, e)))
+				return rc;
+		}
+		if (child == NO_PNODE)
+			*out = e;
+		else
+			t->v[child].parent = e;
+		if (!parent)
+			return 0;
+		child = e;
+		role = t->v[e].kern;
+		n = parent;
+	}
+}
+
+/* Pass 1: every distinct (location, role) reachable from the stacks. */
+static int collect(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v,
+		   struct ptrie *t)
+{
+	int rc;
+
+	if ((rc = query__mem_grow(q, (void **)&t->of_stack, &t->cap_of, sizeof(*t->of_stack),
+				  m->n, "stack nodes")))
+		return rc;
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
 		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
-		size_t depth = 0;
-		int pc;
 
-		if (!st)
-			continue;
-		if ((rc = query__views_get(q, v, part, &sym)))
-			break;
-		if (store_symbols_stack_node(sym, st, &parent, &loc)) {
-			rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found", part, st);
-			break;
-		}
-		if ((rc = add_loc(q, s, sym, part, loc, 1, &idx)))
-			break;
-		pc = query__sym_kernel(s, part, loc);
-		for (st = parent; st; st = parent) {
-			uint64_t key = (uint64_t)part << 32 | st;
-			uint32_t roles = 0, bit = pc ? 2 : 1;
-
-			if (query__map_get(&seen, key, &roles) && (roles & bit))
-				break;
-			if (++depth > MAX_DEPTH) {
-				rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack too deep", part);
-				break;
-			}
-			if (store_symbols_stack_node(sym, st, &parent, &loc)) {
-				rc = err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u not found",
-					     part, st);
-				break;
-			}
-			if ((rc = add_loc(q, s, sym, part, loc, pc, &idx)) ||
-			    (rc = query__map_put(q, &seen, key, roles | bit)) || roles)
-				break;
-			pc = query__sym_kernel(s, part, loc);
-		}
+		t->of_stack[i] = NO_PNODE;
+		if (st && !(rc = query__views_get(q, v, part, &sym)))
+			rc = collect_stack(q, s, t, sym, part, st, &t->of_stack[i]);
 	}
-	query__map_release(q, &seen);
 	return rc;
 }
 
@@ -429,28 +531,37 @@ struct areq {
  * radix sort (leaf, then the address a byte at a time, skipping bytes all
  * requests share), several times faster than qsort on ~10^5 addresses.
  */
+static unsigned areq_digit(const struct areq *r, int pass)
+{
+	return pass ? (unsigned)(r->addr >> (8 * (pass - 1))) & 255 : r->leaf & 1;
+}
+
 static void sort_areq(struct areq *a, struct areq *tmp, size_t n)
 {
 	struct areq *src = a, *dst = tmp;
-	size_t cnt[256];
+	size_t cnt[9][256];
 
-	for (int pass = -1; pass < 8; pass++) {
-		int shift = pass * 8;
-		size_t sum = 0;
+	/* A pass permutes, so the digit counts of every pass are those of
+	 * the input: one loop counts them all. */
+	memset(cnt, 0, sizeof(cnt));
+	for (size_t i = 0; i < n; i++) {
+		cnt[0][a[i].leaf & 1]++;
+		for (int b = 0; b < 8; b++)
+			cnt[1 + b][(a[i].addr >> (8 * b)) & 255]++;
+	}
+	for (int pass = 0; pass < 9; pass++) {
+		size_t *c = cnt[pass], sum = 0;
 
-		memset(cnt, 0, sizeof(cnt));
-		for (size_t i = 0; i < n; i++)
-			cnt[pass < 0 ? src[i].leaf & 1 : (src[i].addr >> shift) & 255]++;
-		if (n && cnt[pass < 0 ? src[0].leaf & 1 : (src[0].addr >> shift) & 255] == n)
+		if (!n || c[areq_digit(&src[0], pass)] == n)
 			continue; /* one digit value: this pass would not move anything */
 		for (size_t d = 0; d < 256; d++) {
-			size_t c = cnt[d];
+			size_t k = c[d];
 
-			cnt[d] = sum;
-			sum += c;
+			c[d] = sum;
+			sum += k;
 		}
 		for (size_t i = 0; i < n; i++)
-			dst[cnt[pass < 0 ? src[i].leaf & 1 : (src[i].addr >> shift) & 255]++] = src[i];
+			dst[c[areq_digit(&src[i], pass)]++] = src[i];
 		src = dst;
 		dst = src == a ? tmp : a;
 	}
@@ -611,85 +722,6 @@ static int gset_add(struct qctx *q, struct gsets *gs, uint32_t *set, uint32_t g)
 	return 0;
 }
 
-/*
- * Pass 3: a stack with unnamed frames counts once toward the unnamed
- * total and once against each build ID with an unnamed frame on it (so a
- * missing libc at the leaf does not hide a missing program above it).
- * memo[r]: trie node in role r (1: a PC, 0: a return address) -> the set of
- * groups unnamed on root..node.  A node's role depends on the node
- * leaf-ward of it (see collect), its ancestors' do not.
- */
-static int measure(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
-{
-	struct gsets gs;
-	struct qmap memo[2];
-	uint32_t *path = NULL;
-	uint8_t *roles = NULL;
-	size_t pcap = 0, rcap = 0;
-	int rc = 0;
-
-	memset(&gs, 0, sizeof(gs));
-	query__map_init(&gs.index);
-	query__map_init_dense(&memo[0]);
-	query__map_init_dense(&memo[1]);
-	for (size_t i = 0; i < m->n && !rc; i++) {
-		struct store_symbols *sym;
-		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part;
-		uint32_t parent, loc, idx, set = 0;
-		size_t depth = 0;
-		int pc;
-
-		s->total += m->stacks[i].value;
-		if (!st)
-			continue;
-		if ((rc = query__views_get(q, v, part, &sym)))
-			break;
-		store_symbols_stack_node(sym, st, &parent, &loc);
-		pc = query__sym_kernel(s, part, loc);
-		/* Walk root-ward to a memoized node, then fill the memo downward. */
-		for (uint32_t n = parent; n && !query__map_get(&memo[pc], (uint64_t)part << 32 | n, &set);) {
-			uint32_t pp, ll;
-
-			if (depth >= pcap &&
-			    ((rc = query__mem_grow(q, (void **)&path, &pcap, sizeof(*path), depth + 1,
-					     "stack path")) ||
-			     (rc = query__mem_grow(q, (void **)&roles, &rcap, sizeof(*roles), pcap,
-					     "stack path"))))
-				break;
-			roles[depth] = (uint8_t)pc;
-			path[depth++] = n;
-			store_symbols_stack_node(sym, n, &pp, &ll);
-			pc = query__sym_kernel(s, part, ll);
-			n = pp;
-			set = 0;
-		}
-		while (!rc && depth-- > 0) {
-			uint32_t pp, ll;
-
-			store_symbols_stack_node(sym, path[depth], &pp, &ll);
-			if ((rc = add_loc(q, s, sym, part, ll, roles[depth], &idx)))
-				break;
-			if (unresolved(s, idx) && (rc = gset_add(q, &gs, &set, s->locs[idx].group)))
-				break;
-			rc = query__map_put(q, &memo[roles[depth]], (uint64_t)part << 32 | path[depth], set);
-		}
-		if (!rc && !(rc = add_loc(q, s, sym, part, loc, 1, &idx)) && unresolved(s, idx))
-			rc = gset_add(q, &gs, &set, s->locs[idx].group);
-		if (rc)
-			break;
-		if (set)
-			s->unnamed += m->stacks[i].value;
-		for (uint32_t k = set; k; k = gs.v[k].parent)
-			s->groups[gs.v[k].group].unnamed += m->stacks[i].value;
-	}
-	query__map_release(q, &memo[0]);
-	query__map_release(q, &memo[1]);
-	query__map_release(q, &gs.index);
-	query__mem_free(q, gs.v, gs.cap, sizeof(*gs.v));
-	query__mem_free(q, path, pcap, sizeof(*path));
-	query__mem_free(q, roles, rcap, sizeof(*roles));
-	return rc;
-}
 
 /* ---- unwinding or symbolization ---------------------------------------- */
 
@@ -781,9 +813,9 @@ static int ugroup_of(struct qctx *q, struct qsym *s, struct store_symbols *sym, 
 	return query__map_put(q, &s->mapug, key, g1);
 }
 
-/* The out-of-line function of a frame (a location in a role), or NULL. */
-static const char *frame_name(const struct qsym *s, struct store_symbols *sym, uint32_t part,
-			      uint32_t loc, int leaf, const struct store_location_view *lv)
+/* The out-of-line function of frame s->locs[idx], or NULL. */
+static const char *frame_name(const struct qsym *s, struct store_symbols *sym, uint32_t idx,
+			      const struct store_location_view *lv)
 {
 	const struct qsym_frame *f;
 	struct store_function fn;
@@ -795,81 +827,231 @@ static const char *frame_name(const struct qsym *s, struct store_symbols *sym, u
 			return NULL;
 		return fn.name;
 	}
-	n = query__sym_frames(s, part, loc, leaf, &f);
+	n = loc_frames(s, idx, &f);
 	return n ? f[n - 1].function : NULL;
 }
 
+/* ---- passes 3 and 4: one memoized walk of the trie --------------------------- */
+
 /*
- * Pass 4: per binary of the outermost user-space frame, how many samples'
- * stacks reach an entry point, stop at a named function that is none or
- * at an address outside every mapping (a broken unwinder), stop at a frame
- * without a name (symbolization first), or are one or two frames deep in
- * an interpreter.
+ * Pass 3 (unnamed samples): a stack with unnamed frames counts once toward
+ * the unnamed total and once against each build ID with an unnamed frame on
+ * it (so a missing libc at the leaf does not hide a missing program above
+ * it).  Pass 4 (unwinding): per binary of the outermost user-space frame,
+ * how many samples' stacks reach an entry point, stop at a named function
+ * that is none or at an address outside every mapping (a broken unwinder),
+ * stop at a frame without a name (symbolization first), or are one or two
+ * frames deep in an interpreter.
+ *
+ * Both are folds over a stack's path from the root, so they are memoized
+ * per pnode (a trie node in its role): a pnode's fold is its parent's plus
+ * its own frame.  Each pnode's frame is looked at once, however many stacks
+ * share it.
  */
-static int diagnose(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v)
+
+/* One frame: a location in a role. */
+struct pframe {
+	uint32_t map;   /* mapping id; 0 none */
+	uint8_t user;   /* not a kernel frame */
+	uint8_t flags;  /* UF_* of this frame alone */
+	uint8_t known;  /* in struct pwalk: filled in */
+};
+
+static int frame_of(struct qctx *q, const struct qsym *s, struct store_symbols *sym,
+		    uint32_t part, const struct pnode *p, struct pframe *f)
 {
+	struct store_location_view lv;
+	const char *name;
+
+	memset(f, 0, sizeof(*f));
+	if (p->kern)
+		return 0;
+	if (store_symbols_location(sym, s->locs[p->idx].loc, &lv))
+		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part,
+			       s->locs[p->idx].loc);
+	name = frame_name(s, sym, p->idx, &lv);
+	f->user = 1;
+	f->map = lv.mapping_id;
+	f->flags = (lv.mapping_id ? 0 : UF_JUNK) | (lv.n_lines ? 0 : UF_RAW);
+	if (name)
+		f->flags |= UF_NAMED | (is_entry(name) ? UF_ENTRY : 0) |
+			    (!strncmp(name, "runtime.", 8) ? UF_GO : 0) |
+			    (name_is(name, "runtime.goexit") || name_is(name, "runtime.mstart") ?
+				     UF_GO_ROOTED : 0);
+	return 0;
+}
+
+/* *o becomes the fold of the path *o was, extended leaf-ward by frame f. */
+static void fold_child(struct pfold *o, const struct pframe *f)
+{
+	if (o->depth < UINT32_MAX)
+		o->depth++;
+	if (!f->user)
+		return;
+	if (!o->user)
+		o->flags |= f->flags & UF_OUTER;
+	o->flags |= f->flags & ~UF_OUTER;
+	if (!o->root_map)
+		o->root_map = f->map;
+	if (o->user < 3)
+		o->user++;
+}
+
+/* *o becomes the fold of the path *o was, extended root-ward by frame f. */
+static void fold_parent(struct pfold *o, const struct pframe *f)
+{
+	o->depth++;
+	if (!f->user)
+		return;
+	o->flags = (o->flags & ~UF_OUTER) | f->flags;
+	if (f->map)
+		o->root_map = f->map;
+	if (o->user < 3)
+		o->user++;
+}
+
+struct pwalk {
+	struct gsets gs;
+	uint32_t *path;
+	size_t cap_path;
+	struct pframe *frames; /* per s->locs entry: pnodes share frames */
+	size_t cap_frames;
+};
+
+/*
+ * Sets the fold of pnode `e` (of partition `part`): walks root-ward to a
+ * pnode whose fold is known, then fills the folds leaf-ward.
+ */
+static int node_fold(struct qctx *q, struct qsym *s, struct ptrie *t, struct pwalk *w,
+		     struct store_symbols *sym, uint32_t part, uint32_t e)
+{
+	size_t depth = 0;
+	int rc;
+
+	for (; e != NO_PNODE && !t->v[e].done; e = t->v[e].parent) {
+		/* A path longer than there are pnodes loops: a corrupt trie. */
+		if (depth >= t->n)
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack loops", part);
+		if (depth == w->cap_path &&
+		    (rc = query__mem_grow(q, (void **)&w->path, &w->cap_path, sizeof(*w->path),
+					  depth + 1, "stack path")))
+			return rc;
+		w->path[depth++] = e;
+	}
+	while (depth-- > 0) {
+		struct pnode *p = &t->v[w->path[depth]];
+		struct pframe *f = &w->frames[p->idx];
+		struct pfold o;
+
+		if (!f->known && (rc = frame_of(q, s, sym, part, p, f)))
+			return rc;
+		f->known = 1;
+		if (p->parent == NO_PNODE)
+			memset(&o, 0, sizeof(o));
+		else
+			o = t->v[p->parent].fold;
+		if (unresolved(s, p->idx) && (rc = gset_add(q, &w->gs, &o.set, s->locs[p->idx].group)))
+			return rc;
+		fold_child(&o, f);
+		p->fold = o;
+		p->done = 1;
+	}
+	return 0;
+}
+
+/*
+ * The unwinding fold of a stack deeper than MAX_DEPTH: of its MAX_DEPTH
+ * leaf-most frames, as the diagnosis has always judged such stacks.
+ */
+static int leaf_fold(struct qctx *q, const struct qsym *s, const struct ptrie *t,
+		     struct store_symbols *sym, uint32_t part, uint32_t e, struct pfold *o)
+{
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	for (size_t depth = 0; e != NO_PNODE && depth < MAX_DEPTH; depth++) {
+		struct pframe f;
+
+		if ((rc = frame_of(q, s, sym, part, &t->v[e], &f)))
+			return rc;
+		fold_parent(o, &f);
+		e = t->v[e].parent;
+	}
+	return 0;
+}
+
+/* Adds the unwinding signature `f` of a stack of `value` samples to its binary's. */
+static int add_signature(struct qctx *q, struct qsym *s, struct store_symbols *sym,
+			 uint32_t part, const struct pfold *f, int64_t value)
+{
+	struct ugroup *u;
+	uint32_t g1;
+	int rc;
+
+	/* A root that arrived with its name was unwound by a runtime's own
+	 * profiler (Java, Python, Go's runtime/pprof), whose roots are its
+	 * language's, not the native entry points: only raw roots, which
+	 * a native unwinder produced, are judged.  A root outside every
+	 * mapping is an address the unwinder read from junk; the stack counts
+	 * for the binary of the outermost frame that has one. */
+	if (!f->user || !(f->flags & UF_RAW))
+		return 0;
+	if ((rc = ugroup_of(q, s, sym, part, f->root_map, &g1)) || !g1)
+		return rc;
+	u = &s->ug[g1 - 1];
+	u->total += value;
+	u->go |= !!(f->flags & UF_GO);
+	if (f->flags & UF_GO_ROOTED)
+		u->go_rooted += value;
+	if (f->flags & UF_ENTRY)
+		u->complete += value;
+	else if (!(f->flags & (UF_NAMED | UF_JUNK)))
+		u->root_unnamed += value;
+	else
+		u->truncated += value;
+	if (f->user <= 2 && is_interpreter(u->binary))
+		u->short_interp += value;
+	return 0;
+}
+
+/* Passes 3 and 4 over every stack of the merge, on the pnodes of pass 1. */
+static int walk(struct qctx *q, struct qsym *s, const struct qmerge *m, struct qviews *v,
+		struct ptrie *t)
+{
+	struct pwalk w;
 	int rc = 0;
 
+	memset(&w, 0, sizeof(w));
+	query__map_init(&w.gs.index);
+	rc = query__mem_grow(q, (void **)&w.frames, &w.cap_frames, sizeof(*w.frames), s->n_locs,
+			     "stack frames");
+	if (!rc && w.frames)
+		memset(w.frames, 0, w.cap_frames * sizeof(*w.frames));
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		struct store_symbols *sym;
-		uint32_t st = m->stacks[i].stack, part = m->stacks[i].part, parent, loc;
-		uint32_t root_map = 0, g1;
-		const char *root_name = NULL;
-		size_t user = 0, depth = 0;
-		int leaf = 1, entry = 0, go = 0, go_rooted = 0, junk = 0, raw = 0;
-		struct ugroup *u;
+		uint32_t e = t->of_stack[i], part = m->stacks[i].part;
+		int64_t value = m->stacks[i].value;
+		struct pfold f;
 
-		if (!st || (rc = query__views_get(q, v, part, &sym)))
+		s->total += value;
+		if (e == NO_PNODE)
 			continue;
-		for (; st && depth < MAX_DEPTH; st = parent, depth++) {
-			struct store_location_view lv;
-			const char *name;
-			int kern;
-
-			if (store_symbols_stack_node(sym, st, &parent, &loc) ||
-			    store_symbols_location(sym, loc, &lv))
-				break;
-			kern = query__sym_kernel(s, part, loc);
-			if (!kern) {
-				name = frame_name(s, sym, part, loc, leaf, &lv);
-				user++;
-				/* A root outside every mapping is an address the unwinder
-				 * read from junk; the stack counts for the binary of the
-				 * outermost frame that has one. */
-				junk = !lv.mapping_id;
-				raw = !lv.n_lines;
-				if (lv.mapping_id)
-					root_map = lv.mapping_id;
-				root_name = name;
-				if (name) {
-					entry |= is_entry(name);
-					go |= !strncmp(name, "runtime.", 8);
-					go_rooted |= name_is(name, "runtime.goexit") ||
-						     name_is(name, "runtime.mstart");
-				}
-			}
-			leaf = kern;
-		}
-		/* A root that arrived with its name was unwound by a runtime's own
-		 * profiler (Java, Python, Go's runtime/pprof), whose roots are its
-		 * language's, not the native entry points: only raw roots, which
-		 * a native unwinder produced, are judged. */
-		if (!user || !raw || (rc = ugroup_of(q, s, sym, part, root_map, &g1)) || !g1)
-			continue;
-		u = &s->ug[g1 - 1];
-		u->total += m->stacks[i].value;
-		u->go |= go;
-		if (go_rooted)
-			u->go_rooted += m->stacks[i].value;
-		if (entry)
-			u->complete += m->stacks[i].value;
-		else if (!root_name && !junk)
-			u->root_unnamed += m->stacks[i].value;
-		else
-			u->truncated += m->stacks[i].value;
-		if (user <= 2 && is_interpreter(u->binary))
-			u->short_interp += m->stacks[i].value;
+		if ((rc = query__views_get(q, v, part, &sym)) ||
+		    (rc = node_fold(q, s, t, &w, sym, part, e)))
+			break;
+		f = t->v[e].fold;
+		if (f.set)
+			s->unnamed += value;
+		for (uint32_t k = f.set; k; k = w.gs.v[k].parent)
+			s->groups[w.gs.v[k].group].unnamed += value;
+		if (f.depth > MAX_DEPTH && (rc = leaf_fold(q, s, t, sym, part, e, &f)))
+			break;
+		rc = add_signature(q, s, sym, part, &f, value);
 	}
+	query__map_release(q, &w.gs.index);
+	query__mem_free(q, w.gs.v, w.gs.cap, sizeof(*w.gs.v));
+	query__mem_free(q, w.path, w.cap_path, sizeof(*w.path));
+	query__mem_free(q, w.frames, w.cap_frames, sizeof(*w.frames));
 	return rc;
 }
 
@@ -978,6 +1160,7 @@ static void disable_groups(struct qsym *s)
 int query__symbolize(struct qctx *q, struct qmerge *m)
 {
 	struct qviews v;
+	struct ptrie t;
 	struct qsym *s;
 	int off, rc;
 
@@ -993,12 +1176,16 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	query__map_init(&s->kern);
 	query__map_init(&s->mapug);
 	memset(&v, 0, sizeof(v));
+	memset(&t, 0, sizeof(t));
+	query__map_init_dense(&t.memo);
 	m->sym = s;
 	/* Off: no memo, no service call; the groups are still measured, so the
 	 * answer says which binaries stay hex and why. */
 	off = !debuginfo_tenant_symbolizes(q->symbolizer, q->tenant);
 	query__memo_begin(off ? NULL : q->symmemo, q->tenant, &s->memo);
-	rc = collect(q, s, m, &v);
+	rc = collect(q, s, m, &v, &t);
+	/* Passes 3 and 4 follow the pnodes: the trie's ids are done with. */
+	query__map_release(q, &t.memo);
 	query__memo_unlock(&s->memo);
 	if (!rc && off)
 		disable_groups(s);
@@ -1007,9 +1194,8 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	if (!rc && !off)
 		remember(q, s);
 	if (!rc)
-		rc = measure(q, s, m, &v);
-	if (!rc)
-		rc = diagnose(q, s, m, &v);
+		rc = walk(q, s, m, &v, &t);
+	ptrie_release(q, &t);
 	query__views_release(&v);
 	return rc;
 }
