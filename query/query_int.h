@@ -212,6 +212,8 @@ struct qtree {
 #define QNONE UINT32_MAX
 
 int query__tree_init(struct qctx *q, struct qtree *t);
+/* Makes room for `n` nodes (a hint: the tree grows past it as needed). */
+int query__tree_reserve(struct qctx *q, struct qtree *t, size_t n);
 void query__tree_release(struct qctx *q, struct qtree *t);
 /* Finds or creates the child `name` of `parent`. */
 int query__tree_child(struct qctx *q, struct qtree *t, uint32_t parent, uint32_t name,
@@ -574,6 +576,13 @@ void query__memo_put(struct qmemo_view *v, uint32_t part, uint32_t loc, int leaf
 		     const struct qsym_frame *f, uint32_t n);
 void query__memo_put_end(struct qmemo_view *v);
 void query__memo_end(struct qmemo_view *v);
+
+/*
+ * The (trie node, role) pairs symbolization walked over the merge's stacks
+ * (0 without it): about the tree nodes the name tree will have, so the
+ * tree can be sized once instead of doubling (each doubling copied).
+ */
+size_t query__sym_walked(const struct qsym *s);
 
 /*
  * symbolize: runs the step for `m` when q->symbolizer is set (else, or when

@@ -91,6 +91,7 @@ struct qsym {
 	int64_t total, unnamed;
 	int pending;
 	int disabled;               /* the tenant's symbolization is off */
+	size_t walked;              /* (trie node, role) pairs of the stacks: pnodes made */
 	struct qmemo_view memo;
 };
 
@@ -126,6 +127,11 @@ static size_t loc_frames(const struct qsym *s, uint32_t idx, const struct qsym_f
 	else
 		return 0;
 	return l->n_frames;
+}
+
+size_t query__sym_walked(const struct qsym *s)
+{
+	return s ? s->walked : 0;
 }
 
 size_t query__sym_frames(const struct qsym *s, uint32_t part, uint32_t loc, int leaf,
@@ -1195,6 +1201,7 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 		remember(q, s);
 	if (!rc)
 		rc = walk(q, s, m, &v, &t);
+	s->walked = t.n;
 	ptrie_release(q, &t);
 	query__views_release(&v);
 	return rc;

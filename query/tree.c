@@ -33,6 +33,11 @@ int query__tree_init(struct qctx *q, struct qtree *t)
 	return 0;
 }
 
+int query__tree_reserve(struct qctx *q, struct qtree *t, size_t n)
+{
+	return query__mem_grow(q, (void **)&t->nodes, &t->cap, sizeof(*t->nodes), n, "tree");
+}
+
 void query__tree_release(struct qctx *q, struct qtree *t)
 {
 	query__names_release(&t->names);
