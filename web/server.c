@@ -1230,7 +1230,8 @@ static void server_free(struct web_server *srv)
  * The pools of memory blocks requests leave for the next ones
  * (docs/operations.md, "Memory: the allocator"): ingest requests' arenas,
  * queries' tables (which otherwise fault in fresh pages each time) and
- * request bodies.  0, or ERR_NOMEM with none of them set up.
+ * request bodies; blocks of a size no request used for WEB_POOL_IDLE_NS
+ * leave.  0, or ERR_NOMEM with none of them set up.
  */
 static int init_pools(struct web_server *srv)
 {
@@ -1247,6 +1248,9 @@ static int init_pools(struct web_server *srv)
 		blockpool_release(&srv->ingest_pool);
 		return ERR_NOMEM;
 	}
+	blockpool_set_idle(&srv->ingest_pool, WEB_POOL_IDLE_NS);
+	blockpool_set_idle(&srv->query_pool, WEB_POOL_IDLE_NS);
+	blockpool_set_idle(&srv->body_pool, WEB_POOL_IDLE_NS);
 	return 0;
 }
 

@@ -494,6 +494,15 @@ struct web_server {
 #define WEB_BODY_POOL_MAX_BLOCK ((size_t)8 << 20)
 
 /*
+ * Blocks of a size that no request of a pool took or gave back for this
+ * long are freed at the pool's next give-back (blockpool_set_idle): one
+ * query over a month of stacks filled the query pool from 27 to 95 MiB,
+ * which then stayed resident though no later query needed it
+ * (bench/RESULTS.md, "The month with the pools").
+ */
+#define WEB_POOL_IDLE_NS (30 * 1000000000LL)
+
+/*
  * Bytes an ingest request may hold per byte its profiles decode to: the
  * worst case measured (issue 15: 30 MiB of empty pprof strings peaked at
  * 1.4 GB, 47x).  A profile inside a push or multipart body may inflate to
