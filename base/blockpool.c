@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/err.h"
 
 /* Under AddressSanitizer a held block is poisoned past its link, so a use
@@ -38,6 +39,8 @@ static void *take(struct blockpool *p, size_t size)
 		memcpy(&p->cls[i].head, b, sizeof(void *));
 		p->cls[i].n--;
 		p->held -= size;
+		if (p->idle_ns)
+			p->cls[i].used_ns = clock_mono_ns();
 		break;
 	}
 	if (b)
@@ -50,16 +53,57 @@ static void *take(struct blockpool *p, size_t size)
 	return b;
 }
 
+/* Frees the blocks of a list taken off the pool, `size` bytes each. */
+static void free_list(void *b, size_t size)
+{
+	while (b) {
+		void *next;
+
+		memcpy(&next, b, sizeof(void *));
+		UNPOISON(b, size);
+		free(b);
+		b = next;
+	}
+}
+
+/*
+ * Under the lock: takes off the pool the blocks of every size unused since
+ * before now - idle_ns, into gone[] (heads) and sizes[]; returns how many
+ * lists.
+ */
+static int decay(struct blockpool *p, int64_t now, void **gone, size_t *sizes)
+{
+	int n = 0;
+
+	for (int i = 0; i < BLOCKPOOL_SIZES; i++) {
+		if (!p->cls[i].n || now - p->cls[i].used_ns <= p->idle_ns)
+			continue;
+		gone[n] = p->cls[i].head;
+		sizes[n++] = p->cls[i].size;
+		p->held -= p->cls[i].n * p->cls[i].size;
+		p->cls[i].head = NULL;
+		p->cls[i].n = 0;
+	}
+	return n;
+}
+
 /* Keeps block b of `size` bytes when the bounds allow; frees it otherwise. */
 static void put(struct blockpool *p, void *b, size_t size)
 {
-	int slot = -1;
+	void *gone[BLOCKPOOL_SIZES];
+	size_t sizes[BLOCKPOOL_SIZES];
+	int slot = -1, n_gone = 0;
+	int64_t now = 0;
 
 	if (size < sizeof(void *) || size > p->max_block) {
 		free(b);
 		return;
 	}
+	if (p->idle_ns) /* set before the pool is shared: read without the lock */
+		now = clock_mono_ns();
 	pthread_mutex_lock(&p->mu);
+	if (p->idle_ns)
+		n_gone = decay(p, now, gone, sizes);
 	if (size <= p->max_bytes - p->held) {
 		for (int i = 0; i < BLOCKPOOL_SIZES; i++) {
 			if (p->cls[i].n && p->cls[i].size == size) {
@@ -76,11 +120,14 @@ static void put(struct blockpool *p, void *b, size_t size)
 		p->cls[slot].head = b;
 		p->cls[slot].size = size;
 		p->cls[slot].n++;
+		p->cls[slot].used_ns = now;
 		p->held += size;
 	}
 	pthread_mutex_unlock(&p->mu);
 	if (slot < 0)
 		free(b);
+	for (int i = 0; i < n_gone; i++)
+		free_list(gone[i], sizes[i]);
 }
 
 /*
@@ -162,19 +209,16 @@ int blockpool_init_classes(struct blockpool *p, size_t max_bytes, size_t min_blo
 	return rc;
 }
 
+void blockpool_set_idle(struct blockpool *p, int64_t idle_ns)
+{
+	assert(idle_ns > 0);
+	p->idle_ns = idle_ns;
+}
+
 void blockpool_release(struct blockpool *p)
 {
 	for (int i = 0; i < BLOCKPOOL_SIZES; i++) {
-		void *b = p->cls[i].head;
-
-		while (b) {
-			void *next;
-
-			memcpy(&next, b, sizeof(void *));
-			UNPOISON(b, p->cls[i].size);
-			free(b);
-			b = next;
-		}
+		free_list(p->cls[i].head, p->cls[i].size);
 		p->cls[i].head = NULL;
 		p->cls[i].n = 0;
 	}

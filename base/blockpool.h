@@ -49,10 +49,12 @@ struct blockpool {
 	size_t max_block;  /* largest block kept */
 	size_t held;       /* bytes of the blocks held */
 	size_t min_block;  /* size classes: smallest block; 0 in exact mode */
+	int64_t idle_ns;   /* blockpool_set_idle; 0: blocks kept however long unused */
 	struct {
 		size_t size;  /* the blocks' size; any when n == 0 */
 		void *head;   /* singly linked through each block's first pointer */
 		size_t n;
+		int64_t used_ns; /* monotonic: a block of it last taken or given back */
 	} cls[BLOCKPOOL_SIZES];
 	uint64_t reused;   /* allocations served from the pool */
 	uint64_t fresh;    /* allocations served by the C heap */
@@ -73,6 +75,16 @@ int blockpool_init(struct blockpool *p, size_t max_bytes, size_t max_block);
  */
 int blockpool_init_classes(struct blockpool *p, size_t max_bytes, size_t min_block,
 			   size_t max_block);
+
+/*
+ * Decay (idle_ns > 0): from now on, each time a block is given back, the
+ * blocks of every size none of whose blocks was taken or given back in
+ * the last idle_ns are freed.  What one large request left (a query over
+ * a month of stacks) then leaves the process once requests of its kind
+ * stop needing it, instead of staying resident up to max_bytes.  Call
+ * before the pool is shared.
+ */
+void blockpool_set_idle(struct blockpool *p, int64_t idle_ns);
 
 /* Frees every block held.  Blocks still taken must be freed before. */
 void blockpool_release(struct blockpool *p);

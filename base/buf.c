@@ -13,16 +13,22 @@
 
 void buf_init(struct buf *b, size_t max)
 {
+	buf_init_alloc(b, max, NULL);
+}
+
+void buf_init_alloc(struct buf *b, size_t max, const struct grow_alloc *heap)
+{
 	b->data = NULL;
 	b->len = 0;
 	b->alloc = 0;
 	assert(max > 0);
 	b->max = max < SIZE_MAX ? max : SIZE_MAX - 1; /* room for the NUL */
+	b->heap = heap;
 }
 
 void buf_release(struct buf *b)
 {
-	free(b->data);
+	grow_free(b->heap, b->data, b->alloc, 1);
 	b->data = NULL;
 	b->len = 0;
 	b->alloc = 0;
@@ -41,7 +47,7 @@ int buf_reserve(struct buf *b, size_t extra)
 		return 0;
 	if (!b->alloc && want < FIRST_ALLOC)
 		want = FIRST_ALLOC < most ? FIRST_ALLOC : most;
-	return grow_array(&b->data, &b->alloc, 1, want, most, NULL);
+	return grow_array(&b->data, &b->alloc, 1, want, most, b->heap);
 }
 
 int buf_append(struct buf *b, const void *p, size_t n)
@@ -184,6 +190,7 @@ char *buf_detach(struct buf *b, size_t *len)
 {
 	char *p = b->data;
 
+	assert(!b->heap); /* the caller frees it with free() */
 	if (len)
 		*len = b->len;
 	b->data = NULL;

@@ -16,15 +16,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct grow_alloc;
+
 struct buf {
 	char *data;  /* owned; NULL until the first append */
 	size_t len;
 	size_t alloc;
 	size_t max;  /* maximum len; > 0 */
+	const struct grow_alloc *heap; /* borrowed; NULL: the C heap */
 };
 
 /* Initializes an empty buffer of at most `max` (> 0) bytes; allocates nothing. */
 void buf_init(struct buf *b, size_t max);
+
+/*
+ * Like buf_init, its memory taken from and given back through `heap`
+ * (base/grow.h; borrowed, must outlive the buffer; NULL is the C heap):
+ * e.g. a block pool, for buffers that request after request fills and
+ * frees.  Such a buffer cannot be detached.
+ */
+void buf_init_alloc(struct buf *b, size_t max, const struct grow_alloc *heap);
 void buf_release(struct buf *b);
 
 /* Empties the buffer, keeping its allocation. */

@@ -244,7 +244,7 @@ static int decode_body(struct mg_connection *conn, size_t cap, size_t max, struc
 	if (strcasecmp(enc, "gzip") != 0)
 		return err_set(msg, ERR_INVALID, "Content-Encoding \"%.64s\" not supported (use gzip)",
 			       enc);
-	buf_init(&out, cap);
+	buf_init_alloc(&out, cap, body->heap);
 	rc = gunzip_capped(body->data, body->len, cap, &out, msg);
 	if (rc) {
 		if (rc == ERR_TOO_LARGE)
@@ -557,7 +557,9 @@ static int push_bound(const struct web__req *rq, size_t max, size_t *sum)
 	if (!rq->content_type || web__media_type_is(rq->content_type, "application/json") ||
 	    len > (SIZE_MAX - (1 << 20)) / 2)
 		return 0;
-	arena_init(&a, 2 * len + (1 << 20));
+	/* The ingest pool's blocks: a fresh mapping per request, faulted in
+	 * and unmapped again, cost more than the unpack itself. */
+	arena_init_alloc(&a, 2 * len + (1 << 20), &rq->srv->ingest_pool.alloc);
 	pbjson_arena_allocator(&a, &al);
 	req = push__v1__push_request__unpack(&al, len, (const uint8_t *)rq->body.data);
 	*sum = 0;
@@ -986,7 +988,7 @@ static int on_request(struct mg_connection *conn, void *cbdata)
 	rq.lim = srv->opt.limits;
 	rq.qlim = srv->opt.query;
 	who = open_principal;
-	buf_init(&rq.body, srv->opt.limits.max_request_bytes);
+	buf_init_alloc(&rq.body, srv->opt.limits.max_request_bytes, &srv->body_pool.alloc);
 	buf_init(&rs.body, srv->opt.max_response_bytes);
 	rs.reason = WEB_REJ_OTHER;
 	err_clear(&msg);
@@ -1220,7 +1222,36 @@ static void server_free(struct web_server *srv)
 	pthread_mutex_destroy(&srv->settings_lock);
 	blockpool_release(&srv->ingest_pool);
 	blockpool_release(&srv->query_pool);
+	blockpool_release(&srv->body_pool);
 	free(srv);
+}
+
+/*
+ * The pools of memory blocks requests leave for the next ones
+ * (docs/operations.md, "Memory: the allocator"): ingest requests' arenas,
+ * queries' tables (which otherwise fault in fresh pages each time) and
+ * request bodies; blocks of a size no request used for WEB_POOL_IDLE_NS
+ * leave.  0, or ERR_NOMEM with none of them set up.
+ */
+static int init_pools(struct web_server *srv)
+{
+	if (blockpool_init(&srv->ingest_pool, WEB_INGEST_POOL_BYTES, WEB_INGEST_POOL_BLOCK))
+		return ERR_NOMEM;
+	if (blockpool_init_classes(&srv->query_pool, WEB_QUERY_POOL_BYTES, WEB_QUERY_POOL_MIN_BLOCK,
+				   WEB_QUERY_POOL_MAX_BLOCK)) {
+		blockpool_release(&srv->ingest_pool);
+		return ERR_NOMEM;
+	}
+	if (blockpool_init_classes(&srv->body_pool, WEB_BODY_POOL_BYTES, WEB_BODY_POOL_MIN_BLOCK,
+				   WEB_BODY_POOL_MAX_BLOCK)) {
+		blockpool_release(&srv->query_pool);
+		blockpool_release(&srv->ingest_pool);
+		return ERR_NOMEM;
+	}
+	blockpool_set_idle(&srv->ingest_pool, WEB_POOL_IDLE_NS);
+	blockpool_set_idle(&srv->query_pool, WEB_POOL_IDLE_NS);
+	blockpool_set_idle(&srv->body_pool, WEB_POOL_IDLE_NS);
+	return 0;
 }
 
 int web_server_start(struct store *st, const struct web_options *opt,
@@ -1253,22 +1284,12 @@ int web_server_start(struct store *st, const struct web_options *opt,
 		srv->opt.max_response_bytes = WEB_MIN_RESPONSE_BYTES;
 	default_body_caps(&srv->opt.limits);
 	web__debuginfo_ingest_hooks(srv);
-	/* Ingest requests' arenas reuse each other's blocks (docs/operations.md,
-	 * "Memory: the allocator"). */
-	if (blockpool_init(&srv->ingest_pool, WEB_INGEST_POOL_BYTES, WEB_INGEST_POOL_BLOCK)) {
+	if (init_pools(srv)) {
 		pthread_mutex_destroy(&srv->settings_lock);
 		free(srv);
 		return err_set(msg, ERR_NOMEM, "out of memory");
 	}
 	srv->opt.limits.pool = &srv->ingest_pool;
-	/* So do queries' tables, which otherwise fault in fresh pages each time. */
-	if (blockpool_init_classes(&srv->query_pool, WEB_QUERY_POOL_BYTES, WEB_QUERY_POOL_MIN_BLOCK,
-				   WEB_QUERY_POOL_MAX_BLOCK)) {
-		blockpool_release(&srv->ingest_pool);
-		pthread_mutex_destroy(&srv->settings_lock);
-		free(srv);
-		return err_set(msg, ERR_NOMEM, "out of memory");
-	}
 	srv->opt.query.heap = &srv->query_pool.alloc;
 	srv->max_queries = srv->opt.threads - (srv->opt.threads / 4 > 2 ? srv->opt.threads / 4 : 2);
 	if (srv->max_queries < 1)

@@ -459,6 +459,7 @@ struct web_server {
 	struct ingest_hooks ingest_hooks;   /* opt.limits.hooks: to the debug-info service */
 	struct blockpool ingest_pool;       /* opt.limits.pool: ingest arenas' blocks */
 	struct blockpool query_pool;        /* opt.query.heap: queries' tables */
+	struct blockpool body_pool;         /* request bodies, as read and as inflated */
 };
 
 /*
@@ -479,6 +480,27 @@ struct web_server {
 #define WEB_QUERY_POOL_BYTES ((size_t)128 << 20)
 #define WEB_QUERY_POOL_MIN_BLOCK ((size_t)128 << 10)
 #define WEB_QUERY_POOL_MAX_BLOCK ((size_t)64 << 20)
+
+/*
+ * The buffers request bodies are read (and inflated) into, left for the
+ * next request: at most 32 MiB held, in size classes from 128 KiB (smaller
+ * bodies come from glibc's heap) to 8 MiB.  A push of 16 bench-shape
+ * pprofs is about 300 KiB: without the pool every such body was a fresh
+ * mapping, faulted in by the socket reads and unmapped after the answer
+ * (bench/RESULTS.md, "Push bodies and their admission from pools").
+ */
+#define WEB_BODY_POOL_BYTES ((size_t)32 << 20)
+#define WEB_BODY_POOL_MIN_BLOCK ((size_t)128 << 10)
+#define WEB_BODY_POOL_MAX_BLOCK ((size_t)8 << 20)
+
+/*
+ * Blocks of a size that no request of a pool took or gave back for this
+ * long are freed at the pool's next give-back (blockpool_set_idle): one
+ * query over a month of stacks filled the query pool from 27 to 95 MiB,
+ * which then stayed resident though no later query needed it
+ * (bench/RESULTS.md, "The month with the pools").
+ */
+#define WEB_POOL_IDLE_NS (30 * 1000000000LL)
 
 /*
  * Bytes an ingest request may hold per byte its profiles decode to: the

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/arena.h"
 #include "base/blockpool.h"
@@ -253,6 +254,58 @@ static void test_threads(void **state)
 	blockpool_release(&p);
 }
 
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/*
+ * Decay: blocks of a size unused for longer than the idle time leave at the
+ * next give-back; a size in use stays; nothing decays without
+ * blockpool_set_idle.
+ */
+static void test_idle_decay(void **state)
+{
+	struct blockpool p, q;
+	size_t held;
+	void *big, *small;
+
+	(void)state;
+	assert_int_equal(blockpool_init(&p, 8 << 20, 4 << 20), 0);
+	assert_int_equal(blockpool_init(&q, 8 << 20, 4 << 20), 0);
+	blockpool_set_idle(&p, 1000 * 1000000LL); /* 1 s */
+	for (int i = 0; i < 2; i++) {
+		struct blockpool *x = i ? &q : &p;
+
+		big = get(x, 1 << 20);
+		small = get(x, 4096);
+		drop(x, big, 1 << 20);
+		drop(x, small, 4096);
+		blockpool_stats(x, &held, NULL, NULL);
+		assert_int_equal(held, (1 << 20) + 4096);
+	}
+	pause_ms(1200);
+	/* The small size is used again; the big one has been idle 1.2 s. */
+	for (int i = 0; i < 2; i++) {
+		struct blockpool *x = i ? &q : &p;
+
+		small = get(x, 4096);
+		drop(x, small, 4096);
+		blockpool_stats(x, &held, NULL, NULL);
+		assert_int_equal(held, i ? (1 << 20) + 4096 : 4096);
+	}
+	/* A size taken and given back within the idle time stays. */
+	small = get(&p, 4096);
+	drop(&p, small, 4096);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 4096);
+	blockpool_release(&p);
+	blockpool_release(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -263,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_budget_on_pool),
 		cmocka_unit_test(test_arena_on_pool),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_idle_decay),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
