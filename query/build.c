@@ -4,7 +4,10 @@
  * the stack trie root-ward only until a memoized trie node, so a prefix
  * shared by many stacks is resolved once; a location names its frames from
  * its lines, else from query-time symbolization, else as
- * `<binary>+0x<address>`.
+ * `<binary>+0x<address>`.  After query-time symbolization, whose first pass
+ * walked the same stacks into (trie node, role) pnodes, the build follows
+ * those (resolve_walked) with arrays instead of decoding the trie and
+ * hashing each node again.
  */
 #include "query_int.h"
 
@@ -31,6 +34,9 @@ struct step {
 };
 
 #define NOT_YET UINT32_MAX
+
+/* About the bytes a reserved name costs: its table entry and index slots. */
+#define NAME_BYTES 48
 
 /* What a raw frame's name needs of its mapping, decoded once per mapping. */
 struct rawmap {
@@ -404,6 +410,13 @@ static int walk_arrays(struct builder *b, const struct qmerge *m)
 	memset(b->of_pnode, 0xff, n_p * sizeof(*b->of_pnode));
 	memset(b->of_entry, 0xff, n_locs * sizeof(*b->of_entry));
 	b->walked = 1;
+	/* A raw frame's name (`<file>+0x<address>`) is its location's alone:
+	 * room for about a name per entry, made once rather than by doubling
+	 * (each doubling rehashed every name), while that takes little of the
+	 * budget.  Without it the names grow as they come. */
+	if (n_locs < UINT32_MAX - 2 &&
+	    n_locs + 2 <= (b->q->mem.cap - b->q->mem.used) / 4 / NAME_BYTES)
+		(void)intern_reserve(&b->t->names, (uint32_t)n_locs + 2);
 	return 0;
 }
 
