@@ -243,6 +243,32 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 	return query__map_put(b->q, memo, key, *off);
 }
 
+/*
+ * Moves *cur down through the frames of one location (at b->frames[off]),
+ * creating the tree nodes missing.
+ */
+static int descend(struct builder *b, uint32_t off, uint32_t *cur)
+{
+	uint32_t count = b->frames[off];
+	int rc;
+
+	for (uint32_t i = 0; i < count; i++) {
+		size_t before = b->t->n;
+
+		rc = query__tree_child(b->q, b->t, *cur, b->frames[off + 2 + i], cur);
+		if (rc)
+			return rc;
+		/* Frames after a location's first are inlined into the one before. */
+		if (b->t->n != before)
+			b->t->nodes[*cur].inlined = i > 0;
+		else if (!i)
+			b->t->nodes[*cur].inlined = 0;
+	}
+	if (b->frames[off + 1] && !b->t->nodes[*cur].build_id)
+		b->t->nodes[*cur].build_id = b->frames[off + 1];
+	return 0;
+}
+
 /* Returns in *node the tree node of stack `stack` of partition `part`. */
 static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint32_t *node)
 {
@@ -302,25 +328,12 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	/* Then descend, creating tree nodes frame by frame. */
 	while (depth-- > 0) {
 		const struct step *st = &b->path[depth];
-		uint32_t off = st->off, count;
+		uint32_t off = st->off;
 
 		if (off == NOT_YET && (rc = resolve_location(b, part, sym, st->loc, st->pc, &off)))
 			return rc;
-		count = b->frames[off];
-		for (uint32_t i = 0; i < count; i++) {
-			size_t before = b->t->n;
-
-			rc = query__tree_child(q, b->t, cur, b->frames[off + 2 + i], &cur);
-			if (rc)
-				return rc;
-			/* Frames after a location's first are inlined into the one before. */
-			if (b->t->n != before)
-				b->t->nodes[cur].inlined = i > 0;
-			else if (!i)
-				b->t->nodes[cur].inlined = 0;
-		}
-		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
-			b->t->nodes[cur].build_id = b->frames[off + 1];
+		if ((rc = descend(b, off, &cur)))
+			return rc;
 		rc = query__map_put(q, st->pc ? &b->leaf_memo : &b->trie_memo,
 				    (uint64_t)part << 32 | st->stack, cur);
 		if (rc)
@@ -341,7 +354,7 @@ static int resolve_walked(struct builder *b, const struct qmerge *m, size_t i, u
 	struct qctx *q = b->q;
 	struct store_symbols *sym = NULL;
 	uint32_t part = m->stacks[i].part, e = query__sym_walk_stack(b->sym, m, i), cur;
-	uint32_t idx, loc, off, count;
+	uint32_t idx, loc, off;
 	size_t depth = 0;
 	int rc, leaf;
 
@@ -373,21 +386,8 @@ static int resolve_walked(struct builder *b, const struct qmerge *m, size_t i, u
 				return rc;
 			b->of_entry[idx] = off;
 		}
-		count = b->frames[off];
-		for (uint32_t k = 0; k < count; k++) {
-			size_t before = b->t->n;
-
-			rc = query__tree_child(q, b->t, cur, b->frames[off + 2 + k], &cur);
-			if (rc)
-				return rc;
-			/* Frames after a location's first are inlined into the one before. */
-			if (b->t->n != before)
-				b->t->nodes[cur].inlined = k > 0;
-			else if (!k)
-				b->t->nodes[cur].inlined = 0;
-		}
-		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
-			b->t->nodes[cur].build_id = b->frames[off + 1];
+		if ((rc = descend(b, off, &cur)))
+			return rc;
 		b->of_pnode[pe] = cur;
 	}
 	*node = cur;
