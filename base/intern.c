@@ -61,6 +61,16 @@ int intern_find(const struct intern *t, const void *s, size_t len, uint32_t *id)
 	return 0;
 }
 
+int intern_reserve(struct intern *t, uint32_t n)
+{
+	int rc;
+
+	if (n > t->max)
+		return ERR_TOO_LARGE;
+	rc = hmap_reserve(&t->index, n);
+	return rc ? rc : GROW(t->v, t->cap, n, t->max, t->alloc);
+}
+
 int intern_put(struct intern *t, const void *s, size_t len, uint32_t *id)
 {
 	struct hmap_probe pr;

@@ -60,6 +60,15 @@ void intern_clear(struct intern *t);
  */
 int intern_put(struct intern *t, const void *s, size_t len, uint32_t *id);
 
+/*
+ * Makes room in the table and the index for `n` strings in all, so that
+ * interning up to n grows neither (each growth copies, and rehashes every
+ * string).  Returns 0, ERR_TOO_LARGE (n past max_strings, or the alloc
+ * hook's budget) or ERR_NOMEM; on failure the interner is as it was, minus
+ * any part of the room made.  Ids do not depend on it.
+ */
+int intern_reserve(struct intern *t, uint32_t n);
+
 /* Sets *id and returns 0 when the bytes are interned; ERR_NOT_FOUND otherwise. */
 int intern_find(const struct intern *t, const void *s, size_t len, uint32_t *id);
 

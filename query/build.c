@@ -4,7 +4,10 @@
  * the stack trie root-ward only until a memoized trie node, so a prefix
  * shared by many stacks is resolved once; a location names its frames from
  * its lines, else from query-time symbolization, else as
- * `<binary>+0x<address>`.
+ * `<binary>+0x<address>`.  After query-time symbolization, whose first pass
+ * walked the same stacks into (trie node, role) pnodes, the build follows
+ * those (resolve_walked) with arrays instead of decoding the trie and
+ * hashing each node again.
  */
 #include "query_int.h"
 
@@ -32,6 +35,9 @@ struct step {
 
 #define NOT_YET UINT32_MAX
 
+/* About the bytes a reserved name costs: its table entry and index slots. */
+#define NAME_BYTES 48
+
 /* What a raw frame's name needs of its mapping, decoded once per mapping. */
 struct rawmap {
 	const char *file; /* base name, in the symbol view */
@@ -58,6 +64,11 @@ struct builder {
 	size_t nframes, fcap;
 	struct step *path;
 	size_t pcap;
+	/* Following symbolization's walk (resolve_walked): the tree node of
+	 * each pnode and the frames of each entry, NOT_YET before. */
+	int walked;
+	uint32_t *of_pnode, *of_entry;
+	size_t cap_of_pnode, cap_of_entry;
 };
 
 static const char *base_name(const char *path)
@@ -152,22 +163,20 @@ static int raw_mapping(struct builder *b, uint32_t part, struct store_symbols *s
 	return 0;
 }
 
-/* Resolves location `loc` of `sym` to frame names (outermost first), memoized. */
-static int resolve_location(struct builder *b, uint32_t part, struct store_symbols *sym,
-			    uint32_t loc, int leaf, uint32_t *off)
+/*
+ * Appends the frame names (outermost first) of location `loc` of `sym` to
+ * b->frames; *off is where they start.  Its symbolized frames are `sf`,
+ * `nsf` of them (used only when the location has no lines).
+ */
+static int location_frames(struct builder *b, uint32_t part, struct store_symbols *sym,
+			   uint32_t loc, const struct qsym_frame *sf, size_t nsf, uint32_t *off)
 {
 	struct store_location_view lv;
 	struct qctx *q = b->q;
-	struct qmap *memo = leaf ? &b->leaf_loc_memo : &b->loc_memo;
-	uint64_t key = (uint64_t)part << 32 | loc;
 	size_t start = b->nframes;
-	const struct qsym_frame *sf;
 	uint32_t name, count = 0;
-	size_t nsf;
 	int rc;
 
-	if (query__map_get(memo, key, off))
-		return 0;
 	rc = store_symbols_location(sym, loc, &lv);
 	if (rc)
 		return err_set(q->msg, ERR_CORRUPT, "partition %u: location %u not found", part, loc);
@@ -183,7 +192,8 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 			return rc;
 		count += name != NO_NAME;
 	}
-	nsf = lv.n_lines ? 0 : query__sym_frames(b->sym, part, loc, leaf, &sf);
+	if (lv.n_lines)
+		nsf = 0;
 	for (size_t i = nsf; i-- > 0;) { /* outermost first */
 		rc = query__names_intern(q, &b->t->names, sf[i].function, sf[i].function_len, &name);
 		if (!rc)
@@ -212,7 +222,51 @@ static int resolve_location(struct builder *b, uint32_t part, struct store_symbo
 	}
 	b->frames[start] = count;
 	*off = (uint32_t)start;
-	return query__map_put(q, memo, key, *off);
+	return 0;
+}
+
+/* Resolves location `loc` of `sym` to frame names (outermost first), memoized. */
+static int resolve_location(struct builder *b, uint32_t part, struct store_symbols *sym,
+			    uint32_t loc, int leaf, uint32_t *off)
+{
+	struct qmap *memo = leaf ? &b->leaf_loc_memo : &b->loc_memo;
+	uint64_t key = (uint64_t)part << 32 | loc;
+	const struct qsym_frame *sf = NULL;
+	size_t nsf;
+	int rc;
+
+	if (query__map_get(memo, key, off))
+		return 0;
+	nsf = query__sym_frames(b->sym, part, loc, leaf, &sf);
+	if ((rc = location_frames(b, part, sym, loc, sf, nsf, off)))
+		return rc;
+	return query__map_put(b->q, memo, key, *off);
+}
+
+/*
+ * Moves *cur down through the frames of one location (at b->frames[off]),
+ * creating the tree nodes missing.
+ */
+static int descend(struct builder *b, uint32_t off, uint32_t *cur)
+{
+	uint32_t count = b->frames[off];
+	int rc;
+
+	for (uint32_t i = 0; i < count; i++) {
+		size_t before = b->t->n;
+
+		rc = query__tree_child(b->q, b->t, *cur, b->frames[off + 2 + i], cur);
+		if (rc)
+			return rc;
+		/* Frames after a location's first are inlined into the one before. */
+		if (b->t->n != before)
+			b->t->nodes[*cur].inlined = i > 0;
+		else if (!i)
+			b->t->nodes[*cur].inlined = 0;
+	}
+	if (b->frames[off + 1] && !b->t->nodes[*cur].build_id)
+		b->t->nodes[*cur].build_id = b->frames[off + 1];
+	return 0;
 }
 
 /* Returns in *node the tree node of stack `stack` of partition `part`. */
@@ -274,31 +328,95 @@ static int resolve_stack(struct builder *b, uint32_t part, uint32_t stack, uint3
 	/* Then descend, creating tree nodes frame by frame. */
 	while (depth-- > 0) {
 		const struct step *st = &b->path[depth];
-		uint32_t off = st->off, count;
+		uint32_t off = st->off;
 
 		if (off == NOT_YET && (rc = resolve_location(b, part, sym, st->loc, st->pc, &off)))
 			return rc;
-		count = b->frames[off];
-		for (uint32_t i = 0; i < count; i++) {
-			size_t before = b->t->n;
-
-			rc = query__tree_child(q, b->t, cur, b->frames[off + 2 + i], &cur);
-			if (rc)
-				return rc;
-			/* Frames after a location's first are inlined into the one before. */
-			if (b->t->n != before)
-				b->t->nodes[cur].inlined = i > 0;
-			else if (!i)
-				b->t->nodes[cur].inlined = 0;
-		}
-		if (b->frames[off + 1] && !b->t->nodes[cur].build_id)
-			b->t->nodes[cur].build_id = b->frames[off + 1];
+		if ((rc = descend(b, off, &cur)))
+			return rc;
 		rc = query__map_put(q, st->pc ? &b->leaf_memo : &b->trie_memo,
 				    (uint64_t)part << 32 | st->stack, cur);
 		if (rc)
 			return rc;
 	}
 	*node = cur;
+	return 0;
+}
+
+/*
+ * Returns in *node the tree node of m->stacks[i] by symbolization's walk
+ * (query__sym_walk_*): as resolve_stack, with the pnodes' parents for the
+ * trie and arrays by pnode (b->of_pnode) and by entry (b->of_entry) for
+ * the memos.  The same nodes are made in the same order.
+ */
+static int resolve_walked(struct builder *b, const struct qmerge *m, size_t i, uint32_t *node)
+{
+	struct qctx *q = b->q;
+	struct store_symbols *sym = NULL;
+	uint32_t part = m->stacks[i].part, e = query__sym_walk_stack(b->sym, m, i), cur;
+	uint32_t idx, loc, off;
+	size_t depth = 0;
+	int rc, leaf;
+
+	assert(e != QSYM_NO_WALK);
+	while (e != QSYM_ROOT && b->of_pnode[e] == NOT_YET) {
+		if (depth >= MAX_STACK_DEPTH)
+			return err_set(q->msg, ERR_CORRUPT, "partition %u: stack %u deeper than %d",
+				       part, m->stacks[i].stack, MAX_STACK_DEPTH);
+		if (depth >= b->pcap &&
+		    (rc = query__mem_grow(q, (void **)&b->path, &b->pcap, sizeof(*b->path), depth + 1,
+					  "stack path")))
+			return rc;
+		b->path[depth++].stack = e; /* here: the pnode */
+		e = query__sym_walk_node(b->sym, e, &idx, &loc, &leaf);
+	}
+	cur = e == QSYM_ROOT ? 0 : b->of_pnode[e];
+	assert(cur < b->t->n);
+	while (depth-- > 0) {
+		uint32_t pe = b->path[depth].stack;
+
+		(void)query__sym_walk_node(b->sym, pe, &idx, &loc, &leaf);
+		off = b->of_entry[idx];
+		if (off == NOT_YET) {
+			const struct qsym_frame *sf = NULL;
+			size_t nsf = query__sym_walk_frames(b->sym, idx, &sf);
+
+			if ((!sym && (rc = query__views_get(q, &b->views, part, &sym))) ||
+			    (rc = location_frames(b, part, sym, loc, sf, nsf, &off)))
+				return rc;
+			b->of_entry[idx] = off;
+		}
+		if ((rc = descend(b, off, &cur)))
+			return rc;
+		b->of_pnode[pe] = cur;
+	}
+	*node = cur;
+	return 0;
+}
+
+/* Sets up b->of_pnode and b->of_entry when symbolization's walk of m is kept. */
+static int walk_arrays(struct builder *b, const struct qmerge *m)
+{
+	size_t n_locs, n_p = query__sym_walk_size(b->sym, &n_locs);
+	int rc;
+
+	if (!m->n || query__sym_walk_stack(b->sym, m, 0) == QSYM_NO_WALK)
+		return 0;
+	if ((rc = query__mem_grow(b->q, (void **)&b->of_pnode, &b->cap_of_pnode,
+				  sizeof(*b->of_pnode), n_p ? n_p : 1, "stack nodes")) ||
+	    (rc = query__mem_grow(b->q, (void **)&b->of_entry, &b->cap_of_entry,
+				  sizeof(*b->of_entry), n_locs ? n_locs : 1, "frame table")))
+		return rc;
+	memset(b->of_pnode, 0xff, n_p * sizeof(*b->of_pnode));
+	memset(b->of_entry, 0xff, n_locs * sizeof(*b->of_entry));
+	b->walked = 1;
+	/* A raw frame's name (`<file>+0x<address>`) is its location's alone:
+	 * room for about a name per entry, made once rather than by doubling
+	 * (each doubling rehashed every name), while that takes little of the
+	 * budget.  Without it the names grow as they come. */
+	if (n_locs < UINT32_MAX - 2 &&
+	    n_locs + 2 <= (b->q->mem.cap - b->q->mem.used) / 4 / NAME_BYTES)
+		(void)intern_reserve(&b->t->names, (uint32_t)n_locs + 2);
 	return 0;
 }
 
@@ -334,12 +452,16 @@ int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree
 	query__map_init_dense(&b.fn_memo);
 	query__map_init_dense(&b.map_memo);
 	b.sym = m->sym;
+	rc = walk_arrays(&b, m);
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		uint32_t node = 0;
 
 		if ((i & 1023) == 1023 && (rc = query__ctx_check(q)))
 			break;
-		rc = resolve_stack(&b, m->stacks[i].part, m->stacks[i].stack, &node);
+		if (b.walked)
+			rc = resolve_walked(&b, m, i, &node);
+		else
+			rc = resolve_stack(&b, m->stacks[i].part, m->stacks[i].stack, &node);
 		if (!rc)
 			t->nodes[node].self[0] += m->stacks[i].value;
 		if (!rc && node_of)
@@ -357,6 +479,10 @@ int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree
 	query__mem_free(q, b.rawmaps, b.rmcap, sizeof(*b.rawmaps));
 	query__mem_free(q, b.frames, b.fcap, sizeof(*b.frames));
 	query__mem_free(q, b.path, b.pcap, sizeof(*b.path));
+	query__mem_free(q, b.of_pnode, b.cap_of_pnode, sizeof(*b.of_pnode));
+	query__mem_free(q, b.of_entry, b.cap_of_entry, sizeof(*b.of_entry));
+	/* The walk served this tree: its memory goes back to the budget. */
+	query__sym_walk_release(q, m->sym);
 	if (rc)
 		query__tree_release(q, t);
 	return rc;

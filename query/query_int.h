@@ -585,6 +585,30 @@ void query__memo_end(struct qmemo_view *v);
 size_t query__sym_walked(const struct qsym *s);
 
 /*
+ * The walk of pass 1 kept for the tree build: one pnode per (trie node,
+ * role) the merge's stacks reach, linked root-ward, each naming its entry
+ * (idx) among the step's distinct (location, role) pairs.  The build
+ * follows it instead of decoding the trie and hashing every node again.
+ *
+ * query__sym_walk_stack: the pnode of m->stacks[i], QSYM_ROOT for the empty
+ * stack, QSYM_NO_WALK when no walk of this merge is kept.
+ * query__sym_walk_size: the pnodes (ids below it) and, in *n_locs, the
+ * entries (idx below it).
+ * query__sym_walk_node: the entry, location and role (1: a leaf, a PC) of
+ * pnode e; returns its parent's pnode, QSYM_ROOT for the outermost frame.
+ * query__sym_walk_frames: query__sym_frames() of entry idx.
+ * query__sym_walk_release: frees the walk (the tree is built).
+ */
+#define QSYM_NO_WALK UINT32_MAX
+#define QSYM_ROOT (UINT32_MAX - 1)
+uint32_t query__sym_walk_stack(const struct qsym *s, const struct qmerge *m, size_t i);
+size_t query__sym_walk_size(const struct qsym *s, size_t *n_locs);
+uint32_t query__sym_walk_node(const struct qsym *s, uint32_t e, uint32_t *idx, uint32_t *loc,
+			      int *leaf);
+size_t query__sym_walk_frames(const struct qsym *s, uint32_t idx, const struct qsym_frame **frames);
+void query__sym_walk_release(struct qctx *q, struct qsym *s);
+
+/*
  * symbolize: runs the step for `m` when q->symbolizer is set (else, or when
  * it ran already, nothing); fills m->sym.
  */

@@ -15,6 +15,7 @@
 #include "debuginfo/debuginfo.h"
 #include "storage/storage.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,14 +93,19 @@ struct qsym {
 	int pending;
 	int disabled;               /* the tenant's symbolization is off */
 	size_t walked;              /* (trie node, role) pairs of the stacks: pnodes made */
+	struct ptrie *kept;         /* pass 1's pnodes, kept for the tree build; NULL none */
+	size_t n_stacks;            /* the merge's stacks kept->of_stack maps */
 	struct qmemo_view memo;
 };
+
+static void ptrie_release(struct qctx *q, struct ptrie *t);
 
 void query__sym_free(struct qctx *q, struct qsym *s)
 {
 	if (!s)
 		return;
 	query__memo_end(&s->memo);
+	query__sym_walk_release(q, s);
 	arena_release(&s->strs);
 	query__mem_free(q, s->locs, s->cap_locs, sizeof(*s->locs));
 	query__mem_free(q, s->frames, s->cap_frames, sizeof(*s->frames));
@@ -381,6 +387,47 @@ static void ptrie_release(struct qctx *q, struct ptrie *t)
 	query__mem_free(q, t->v, t->cap, sizeof(*t->v));
 	query__mem_free(q, t->of_stack, t->cap_of, sizeof(*t->of_stack));
 	query__map_release(q, &t->memo);
+}
+
+void query__sym_walk_release(struct qctx *q, struct qsym *s)
+{
+	if (!s || !s->kept)
+		return;
+	ptrie_release(q, s->kept);
+	free(s->kept);
+	s->kept = NULL;
+}
+
+uint32_t query__sym_walk_stack(const struct qsym *s, const struct qmerge *m, size_t i)
+{
+	if (!s || !s->kept || s->n_stacks != m->n)
+		return QSYM_NO_WALK;
+	assert(i < m->n);
+	return s->kept->of_stack[i] == NO_PNODE ? QSYM_ROOT : s->kept->of_stack[i];
+}
+
+size_t query__sym_walk_size(const struct qsym *s, size_t *n_locs)
+{
+	*n_locs = s && s->kept ? s->n_locs : 0;
+	return s && s->kept ? s->kept->n : 0;
+}
+
+uint32_t query__sym_walk_node(const struct qsym *s, uint32_t e, uint32_t *idx, uint32_t *loc,
+			      int *leaf)
+{
+	const struct pnode *p = &s->kept->v[e];
+
+	assert(e < s->kept->n);
+	*idx = p->idx;
+	*loc = s->locs[p->idx].loc;
+	*leaf = s->locs[p->idx].leaf;
+	return p->parent == NO_PNODE ? QSYM_ROOT : p->parent;
+}
+
+size_t query__sym_walk_frames(const struct qsym *s, uint32_t idx, const struct qsym_frame **frames)
+{
+	assert(idx < s->n_locs);
+	return loc_frames(s, idx, frames);
 }
 
 /* *out: a new pnode of location `loc` in `role`, its parent not yet known. */
@@ -1202,7 +1249,13 @@ int query__symbolize(struct qctx *q, struct qmerge *m)
 	if (!rc)
 		rc = walk(q, s, m, &v, &t);
 	s->walked = t.n;
-	ptrie_release(q, &t);
+	/* The tree build follows the same pnodes instead of the trie. */
+	if (!rc && (s->kept = malloc(sizeof(*s->kept)))) {
+		*s->kept = t;
+		s->n_stacks = m->n;
+	} else {
+		ptrie_release(q, &t);
+	}
 	query__views_release(&v);
 	return rc;
 }

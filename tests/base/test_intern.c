@@ -146,6 +146,42 @@ static void test_budget(void **state)
 	assert_int_equal(b.used, 0);
 }
 
+static void test_reserve(void **state)
+{
+	struct grow_budget b;
+	struct intern t;
+	uint32_t id;
+	size_t before;
+	(void)state;
+
+	grow_budget_init(&b, 1 << 20);
+	intern_init(&t, 1000, 1 << 20, &b.alloc);
+	assert_int_equal(intern_reserve(&t, 1001), ERR_TOO_LARGE);
+	assert_int_equal(intern_reserve(&t, 500), 0);
+	assert_true(t.cap >= 500);
+	before = t.cap * sizeof(*t.v) + hmap_bytes(&t.index);
+	/* Up to the reservation, neither the table nor the index grows. */
+	for (uint32_t i = 0; i < 500; i++) {
+		char s[16];
+		int n = snprintf(s, sizeof(s), "s%u", i);
+
+		assert_int_equal(intern_put(&t, s, (size_t)n, &id), 0);
+		assert_int_equal(id, i);
+	}
+	assert_int_equal(t.cap * sizeof(*t.v) + hmap_bytes(&t.index), before);
+	assert_int_equal(intern_put(&t, "s7", 2, &id), 0);
+	assert_int_equal(id, 7);
+	intern_release(&t);
+	assert_int_equal(b.used, 0);
+
+	/* Past the budget: refused, the interner still works. */
+	grow_budget_init(&b, 4096);
+	intern_init(&t, 100000, 1 << 20, &b.alloc);
+	assert_int_equal(intern_reserve(&t, 50000), ERR_TOO_LARGE);
+	intern_release(&t);
+	assert_int_equal(b.used, 0);
+}
+
 static void test_clear(void **state)
 {
 	struct intern t;
@@ -173,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_byte_cap),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_clear),
+		cmocka_unit_test(test_reserve),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
