@@ -1108,15 +1108,44 @@ static int walk(struct qctx *q, struct qsym *s, const struct qmerge *m, struct q
 	return rc;
 }
 
-/* What the signatures of `u` say: NULL when nothing points at the unwinder. */
-static const char *unwind_verdict(const struct ugroup *u, const char **fix)
+/* The symbolization states of the merges ms[n] (at most MAX_SYMS) into ss; their count. */
+#define MAX_SYMS 64
+static size_t syms_of(const struct qmerge *const *ms, size_t n, const struct qsym **ss)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < MAX_SYMS; i++)
+		if (ms[i] && ms[i]->sym)
+			ss[k++] = ms[i]->sym;
+	return k;
+}
+
+/* The stacks' roots of every binary of the merges: what a verdict weighs against. */
+static int64_t all_roots(const struct qsym *const *ss, size_t n)
+{
+	int64_t sum = 0;
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t g = 0; ss[i] && g < ss[i]->n_ug; g++)
+			sum += ss[i]->ug[g].total;
+	return sum;
+}
+
+/*
+ * What the signatures of `u` say: NULL when nothing points at the unwinder.
+ * `roots`: all_roots() of the merges.
+ */
+static const char *unwind_verdict(const struct ugroup *u, int64_t roots, const char **fix)
 {
 	/* Go's runtime/pprof leaves runtime.goexit out of its stacks: a Go
 	 * binary none of whose stacks reach goexit or mstart had its roots
 	 * removed by the producer, not lost by an unwinder. */
 	int64_t truncated = u->go && !u->go_rooted ? 0 : u->truncated;
 
-	if (u->total <= 0)
+	/* A binary under 5 % of the roots is not judged, as `unhex doctor
+	 * FILE` does not: the few samples a profiler takes while ld.so loads
+	 * the program stop in its named functions whatever the unwinder. */
+	if (u->total <= 0 || u->total < roots / 20)
 		return NULL;
 	if (u->short_interp * 2 >= u->total) {
 		*fix = "the interpreter's own frames are all the unwinder sees: profile with the "
@@ -1139,11 +1168,12 @@ static const char *unwind_verdict(const struct ugroup *u, const char **fix)
 static int unwinding_json(struct buf *out, const struct qsym *const *ss, size_t n, int all)
 {
 	int first = 1, rc = buf_puts(out, ",\"unwinding\":[");
+	int64_t roots = all_roots(ss, n);
 
 	for (size_t i = 0; i < n && !rc; i++)
 		for (size_t g = 0; ss[i] && g < ss[i]->n_ug && !rc; g++) {
 			const struct ugroup *u = &ss[i]->ug[g];
-			const char *fix = "", *verdict = unwind_verdict(u, &fix);
+			const char *fix = "", *verdict = unwind_verdict(u, roots, &fix);
 			double t = u->total > 0 ? (double)u->total : 1.0;
 
 			if (!verdict && !all)
@@ -1312,13 +1342,9 @@ static int put_object(const struct qmerge *const *ms, size_t n, int all, struct 
 	if (!rc)
 		rc = buf_putc(out, ']');
 	if (!rc) {
-		const struct qsym *ss[64];
-		size_t k = 0;
+		const struct qsym *ss[MAX_SYMS];
 
-		for (size_t i = 0; i < n && k < 64; i++)
-			if (ms[i] && ms[i]->sym)
-				ss[k++] = ms[i]->sym;
-		rc = unwinding_json(out, ss, k, all);
+		rc = unwinding_json(out, ss, syms_of(ms, n, ss), all);
 	}
 	if (!rc)
 		rc = buf_putc(out, '}');
@@ -1327,7 +1353,9 @@ static int put_object(const struct qmerge *const *ms, size_t n, int all, struct 
 
 int query__sym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
 {
+	const struct qsym *ss[MAX_SYMS];
 	int needed = 0, rc;
+	int64_t roots = all_roots(ss, syms_of(ms, n, ss));
 
 	for (size_t i = 0; i < n; i++) {
 		const struct qsym *s = ms[i] ? ms[i]->sym : NULL;
@@ -1339,7 +1367,7 @@ int query__sym_json(const struct qmerge *const *ms, size_t n, struct buf *out)
 		for (size_t g = 0; g < s->n_ug; g++) {
 			const char *fix;
 
-			if (unwind_verdict(&s->ug[g], &fix))
+			if (unwind_verdict(&s->ug[g], roots, &fix))
 				needed = 1;
 		}
 		for (size_t g = 0; g < s->n_groups; g++)
