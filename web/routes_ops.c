@@ -693,6 +693,26 @@ static void store_metrics(struct store *st, struct buf *b)
 			   p.overflow);
 	}
 	{
+		struct store_page_cache_stats pc;
+
+		store_page_cache_stats(st, &pc);
+		metric_head(b, "unhex_store_page_cache_bytes", "gauge",
+			    "Decoded sample pages of blocks the page cache holds, and its cap.");
+		buf_printf(b, "unhex_store_page_cache_bytes{state=\"used\"} %llu\n"
+			      "unhex_store_page_cache_bytes{state=\"cap\"} %llu\n",
+			   (unsigned long long)pc.bytes, (unsigned long long)pc.cap_bytes);
+		metric_u64(b, "unhex_store_page_cache_entries", "gauge",
+			   "Pages the page cache holds.", pc.entries);
+		metric_head(b, "unhex_store_page_cache_requests_total", "counter",
+			    "Pages of blocks asked of the page cache, by result.");
+		buf_printf(b, "unhex_store_page_cache_requests_total{result=\"hit\"} %llu\n"
+			      "unhex_store_page_cache_requests_total{result=\"miss\"} %llu\n",
+			   (unsigned long long)pc.hits, (unsigned long long)pc.misses);
+		metric_u64(b, "unhex_store_page_cache_evictions_total", "counter",
+			   "Pages the page cache dropped to stay under --page-cache-bytes.",
+			   pc.evictions);
+	}
+	{
 		struct store_memory_stats ms;
 
 		store_memory_stats(st, &ms);
