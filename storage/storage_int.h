@@ -1176,7 +1176,8 @@ struct bcache {
  * Decoded sample pages of blocks kept across queries (pcache.c): entries
  * keyed by (block, page offset), which name the same bytes for the life of
  * the process (blocks are immutable), on one LRU list and in a chained hash
- * table, all of them under `cap` bytes.  Everything under mu.
+ * table, all of them under `cap` bytes (fixed at init; pinned pages may
+ * exceed it while pinned).  Everything else under mu.
  */
 struct pcache_ent;
 struct bpage;
