@@ -107,6 +107,7 @@ static void serve_help(FILE *f)
 	      "                              before it is sealed (default a quarter of the range)\n"
 	      "  --maintain-interval T       how often to seal, compact and expire (default 1m)\n"
 	      "  --symbol-cache-bytes N      decoded block indexes and symbols kept (default 128M)\n"
+	      "  --page-cache-bytes N        decoded sample pages of blocks kept (default 64M)\n"
 	      "  --debuginfo-retention T     delete debug info no retained profile uses once its\n"
 	      "                              last use is older than T (default: keep forever)\n"
 	      "  --perfmap-retention T       delete a JIT perf map not uploaded again for T\n"
@@ -278,7 +279,7 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_DEBUGINFOD, O_DEBUGINFOD_HEADERS, O_SYM_BUDGET, O_MAX_DEBUGINFO, O_UPLOAD_TOKEN, O_PRELOAD_DEBUG,
        O_SYM_MEMO, O_AUTH_TOKENS, O_AUTH_DISABLED, O_TLS_CERT, O_TLS_KEY, O_FETCH_RATE,
        O_TENANT_FETCH_RATE, O_RELEASE_LABELS, O_RETENTION, O_RETENTION_TENANT,
-       O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_DEBUGINFO_RETENTION,
+       O_BLOCK_RANGE, O_SEAL_DELAY, O_MAINTAIN, O_SYMCACHE, O_PAGECACHE, O_DEBUGINFO_RETENTION,
        O_MAX_CONNS, O_MAX_CLIENT_CONNS, O_HEADER_TIMEOUT, O_BODY_TIMEOUT, O_IDLE_TIMEOUT,
        O_MAX_INFLIGHT, O_SHUTDOWN, O_LOG_REQUESTS, O_LIMITS_FILE,
        O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_PERFMAP_RETENTION, O_PERFMAP_MAX, O_BACKEND,
@@ -336,6 +337,7 @@ static const struct option serve_opts[] = {
 	{ "seal-delay", required_argument, NULL, O_SEAL_DELAY },
 	{ "maintain-interval", required_argument, NULL, O_MAINTAIN },
 	{ "symbol-cache-bytes", required_argument, NULL, O_SYMCACHE },
+	{ "page-cache-bytes", required_argument, NULL, O_PAGECACHE },
 	{ "debuginfo-retention", required_argument, NULL, O_DEBUGINFO_RETENTION },
 	{ "max-connections", required_argument, NULL, O_MAX_CONNS },
 	{ "max-client-connections", required_argument, NULL, O_MAX_CLIENT_CONNS },
@@ -379,6 +381,7 @@ struct serve_args {
 	int64_t push_id_window_ns;
 	uint64_t push_id_max;
 	size_t symbol_cache_bytes;
+	size_t page_cache_bytes;
 	struct store_retention tenant_retention[MAX_RETENTION_TENANTS];
 	size_t n_tenant_retention;
 	int s3;                          /* --storage.backend s3 */
@@ -562,6 +565,11 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 		case O_SYMCACHE:
 			if (cli_parse_size(optarg, &a->symbol_cache_bytes) || !a->symbol_cache_bytes)
 				return cli_usage_error("serve", "--symbol-cache-bytes: \"%s\" is not a "
+							"positive size", optarg);
+			break;
+		case O_PAGECACHE:
+			if (cli_parse_size(optarg, &a->page_cache_bytes) || !a->page_cache_bytes)
+				return cli_usage_error("serve", "--page-cache-bytes: \"%s\" is not a "
 							"positive size", optarg);
 			break;
 		case O_HEADER_TIMEOUT: case O_BODY_TIMEOUT: case O_IDLE_TIMEOUT: {
@@ -833,6 +841,7 @@ int cli_serve(int argc, char **argv)
 	so.push_id_window_ns = a.push_id_window_ns;
 	so.push_id_max = (uint32_t)a.push_id_max;
 	so.symbol_cache_bytes = a.symbol_cache_bytes;
+	so.page_cache_bytes = a.page_cache_bytes;
 	so.maintain_interval_ns = a.maintain_ns ? a.maintain_ns : DEFAULT_MAINTAIN_NS;
 	if (a.s3 && objstore_open_s3(&a.s3cfg, &os, &msg)) {
 		log_error("--storage.backend s3: %s", msg.text);

@@ -292,6 +292,7 @@ static void cache_forget(struct bcache *c, struct block *b)
 void store__block_uncache(struct store *st, struct block *b)
 {
 	cache_forget(&st->cache, b);
+	store__pcache_forget(b->pages, b);
 }
 
 /* ---- references --------------------------------------------------------------- */
@@ -304,6 +305,7 @@ void store__block_ref(struct block *b)
 static void block_free(struct store *st, struct block *b)
 {
 	cache_forget(&st->cache, b);
+	store__pcache_forget(b->pages, b);
 	store__rcache_forget(b->remote, b);
 	if (b->doomed && b->path) {
 		if (unlink(b->path) != 0 && errno != ENOENT)
@@ -381,6 +383,8 @@ void store__block_bad(struct block *b, const char *fmt, ...)
 	vsnprintf(b->why, sizeof(b->why), fmt, ap);
 	va_end(ap);
 	atomic_store_explicit(&b->bad, 2, memory_order_release);
+	/* After the mark: store__pcache_add checks it under the cache's lock. */
+	store__pcache_forget(b->pages, b);
 	log_warn("block %s of tenant %s: %s; its profiles are skipped", b->id_hex, b->t->name,
 		 b->why);
 }
@@ -743,6 +747,33 @@ int store__bread_page(struct bread *h, const struct bpage *pg, struct buf *out,
 	return 0;
 }
 
+int store__bread_chunk(struct bread *h, uint32_t svc, const struct bpage *pg, struct buf *pb,
+		       struct chunk *c, struct page_view *out, struct pcache_ent **pin,
+		       struct err_msg *msg)
+{
+	struct block *b = h->b;
+	int rc;
+
+	*pin = store__pcache_get(b->pages, b, pg, out);
+	if (*pin)
+		return 0;
+	rc = store__bread_page(h, pg, pb, msg);
+	if (!rc)
+		rc = store__chunk_decode(c, pb->data, pb->len, msg);
+	if (!rc && (c->part != svc + 1 || c->n != pg->profiles))
+		rc = err_set(msg, ERR_CORRUPT, "block %s: a page disagrees with its index",
+			     b->id_hex);
+	if (rc)
+		return rc;
+	*pin = store__pcache_add(b->pages, b, pg, c, out);
+	if (!*pin) {
+		out->part = c->part;
+		out->n = c->n;
+		out->profs = c->profs;
+	}
+	return 0;
+}
+
 /* ---- cached objects ---------------------------------------------------------- */
 
 int store__block_index(struct store *st, struct block *b, struct bidx **out,
@@ -884,13 +915,15 @@ int store__block_syms(struct store *st, struct block *b, uint32_t svc, struct bs
 
 /* ---- registering --------------------------------------------------------------- */
 
-static struct block *block_new(struct tenant *t, const uint8_t id[BLOCK_ID_BYTES])
+static struct block *block_new(struct store *st, struct tenant *t,
+			       const uint8_t id[BLOCK_ID_BYTES])
 {
 	struct block *b = calloc(1, sizeof(*b));
 
 	if (!b)
 		return NULL;
 	b->t = t;
+	b->pages = &st->pages;
 	b->refs = 1;
 	memcpy(b->id, id, BLOCK_ID_BYTES);
 	store__block_id_hex(id, b->id_hex);
@@ -1045,7 +1078,7 @@ int store__block_load_unlisted(struct store *st, struct tenant *t, const char *p
 			return err_set(msg, ERR_INVALID, "%s is not a block file name", path);
 		id[i] = (uint8_t)(h << 4 | l);
 	}
-	b = block_new(t, id);
+	b = block_new(st, t, id);
 	if (!b || !(b->path = strdup(path))) {
 		free(b);
 		return ERR_NOMEM;
@@ -1113,7 +1146,7 @@ int store__block_load_file(struct store *st, struct tenant *t, const char *path,
 	close(fd);
 	if (rc)
 		return rc;
-	b = block_new(t, m.id);
+	b = block_new(st, t, m.id);
 	if (!b || !(b->path = strdup(path))) {
 		free(b);
 		store__bmeta_release(&m);
@@ -1129,7 +1162,7 @@ int store__block_remote_new(struct store *st, struct tenant *t, const uint8_t id
 			    const struct brec *rec, const uint8_t (*covers)[BLOCK_ID_BYTES],
 			    uint32_t n_covers, struct block **out, struct err_msg *msg)
 {
-	struct block *b = block_new(t, id);
+	struct block *b = block_new(st, t, id);
 	int rc;
 
 	if (!b)
@@ -1161,7 +1194,7 @@ struct found_set {
 	size_t n, cap;
 };
 
-static struct found *found_get(struct found_set *s, struct tenant *t,
+static struct found *found_get(struct store *st, struct found_set *s, struct tenant *t,
 			       const uint8_t id[BLOCK_ID_BYTES])
 {
 	for (size_t i = 0; i < s->n; i++)
@@ -1170,7 +1203,7 @@ static struct found *found_get(struct found_set *s, struct tenant *t,
 	if (GROW(s->v, s->cap, s->n + 1, MAX_BLOCKS_PER_TENANT, NULL))
 		return NULL;
 	memset(&s->v[s->n], 0, sizeof(s->v[s->n]));
-	s->v[s->n].b = block_new(t, id);
+	s->v[s->n].b = block_new(st, t, id);
 	if (!s->v[s->n].b)
 		return NULL;
 	return &s->v[s->n++];
@@ -1223,7 +1256,7 @@ static int scan_tenant_dir(struct store *st, const char *dir, struct tenant *t,
 		}
 		for (int i = 0; i < BLOCK_ID_BYTES; i++)
 			id[i] = (uint8_t)(hexval(de->d_name[2 * i]) << 4 | hexval(de->d_name[2 * i + 1]));
-		f = found_get(fs, t, id);
+		f = found_get(st, fs, t, id);
 		if (!f) {
 			free(path);
 			rc = ERR_NOMEM;
@@ -1254,7 +1287,7 @@ static int scan_records(struct store *st, struct tenant *t, struct found_set *fs
 			rc = err_set(msg, ERR_CORRUPT, "meta: bad block record of tenant %s", t->name);
 			break;
 		}
-		f = found_get(fs, t, k + 5);
+		f = found_get(st, fs, t, k + 5);
 		if (!f) {
 			rc = ERR_NOMEM;
 			break;

@@ -100,22 +100,19 @@ static int block_profiles(struct bread *h, const struct bindex *x, uint32_t i,
 
 	for (uint32_t j = 0; j < s->n_pages && !rc; j++) {
 		const struct bpage *pg = &x->pages[s->page0 + j];
+		struct pcache_ent *pin = NULL;
+		struct page_view v;
 
 		if (pg->max_time < from || pg->min_time >= until)
 			continue;
-		rc = store__bread_page(h, pg, pb, msg);
-		if (!rc)
-			rc = store__chunk_decode(c, pb->data, pb->len, msg);
-		if (!rc && (c->part != s->svc + 1 || c->n != pg->profiles))
-			rc = err_set(msg, ERR_CORRUPT, "block %s: a page disagrees with its index",
-				     b->id_hex);
+		rc = store__bread_chunk(h, s->svc, pg, pb, c, &v, &pin, msg);
 		if (rc == ERR_CORRUPT) {
 			store__block_bad(b, "a page of it is corrupt");
 			break;
 		}
-		for (size_t k = 0; k < c->n && !rc; k++) {
+		for (size_t k = 0; !rc && k < v.n; k++) {
 			struct store_profile_view pv;
-			const struct chunk_profile *cp = &c->profs[k];
+			const struct chunk_profile *cp = &v.profs[k];
 
 			if (cp->meta.time_ns < from || cp->meta.time_ns >= until)
 				continue;
@@ -128,6 +125,7 @@ static int block_profiles(struct bread *h, const struct bindex *x, uint32_t i,
 			pv.span_ids = cp->spans;
 			rc = cb(ctx, &pv);
 		}
+		store__pcache_unpin(b->pages, pin);
 	}
 	return rc;
 }
@@ -787,7 +785,9 @@ static int check_source(struct store_reader *r, size_t i, int64_t from, int64_t 
 			}
 			for (uint32_t j = 0; j < bs->n_pages && !rc; j++) {
 				const struct bpage *pg = &x->pages[bs->page0 + j];
-				if (pg->max_time < from || pg->min_time >= until)
+				/* A cached page passed its check when it was read. */
+				if (pg->max_time < from || pg->min_time >= until ||
+				    store__pcache_holds(s->b->pages, s->b, pg))
 					continue;
 				err_clear(&m);
 				rc = store__bread_page(&s->rd, pg, &r->page, &m);

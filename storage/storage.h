@@ -101,6 +101,8 @@ struct store_options {
 	size_t n_retention_overrides;
 	/* Decoded block indexes and symbols kept across queries; 0 picks 128 MiB. */
 	size_t symbol_cache_bytes;
+	/* Decoded sample pages of blocks kept across queries; 0 picks 64 MiB. */
+	size_t page_cache_bytes;
 	/* Period of the background maintenance thread (seal, compact, expire);
 	 * 0 starts none: the caller runs store_maintain(). */
 	int64_t maintain_interval_ns;
@@ -680,6 +682,18 @@ struct store_memory_stats {
 };
 
 void store_memory_stats(struct store *st, struct store_memory_stats *out);
+
+/*
+ * The cache of decoded block pages (store_options.page_cache_bytes), for
+ * /metrics: what it holds and its cap, and since the open the pages asked
+ * of it found (hits) and not (misses, then read and decoded), and the
+ * entries it dropped to stay under the cap.
+ */
+struct store_page_cache_stats {
+	uint64_t bytes, cap_bytes, entries;
+	uint64_t hits, misses, evictions;
+};
+void store_page_cache_stats(struct store *st, struct store_page_cache_stats *out);
 
 /*
  * Checks every block of every tenant: the checksums of every section, the

@@ -346,6 +346,13 @@
  * (starting at STORE_BLOCK_PART_MIN): an id names one immutable symbol table
  * for the life of the process, which is what the query engine's
  * symbolization memo (keyed by tenant, partition, location) relies on.
+ * The sample pages a query reads are kept decoded too, in a second LRU
+ * cache of at most store_options.page_cache_bytes (struct pcache), keyed
+ * by (block, page offset): a page enters it once it passed its CRC and its
+ * index's checks and decoded, readers use it in place while they pin it,
+ * and a block's pages leave it when the block is marked bad, replaced
+ * (store__block_uncache) or freed, so a warm query of sealed data reads
+ * no page and decompresses nothing.
  *
  * ==========================================================================
  * 9. Block files
@@ -387,7 +394,10 @@
  * ranged GETs of object storage (issue 12).  Every byte read is checked: the
  * footer by its CRC, each section by the CRC in the footer, each page by
  * the CRC in the index.  CRC-32C is computed with the SSE4.2 instruction
- * (crc32c.c), several GB/s, so checking costs nothing next to zstd.
+ * (crc32c.c), several GB/s, so checking costs nothing next to zstd.  A
+ * query reads each page in its range twice on a block's first use (once to
+ * check every page before passing on any profile, once to decode it), and
+ * not at all while the page cache (section 8) holds it decoded.
  *
  * Footer (BLOCK_FOOTER_VERSION = 1), fields in this order:
  *
@@ -1162,6 +1172,60 @@ struct bcache {
 	uint64_t hits, misses, evictions;
 };
 
+/*
+ * Decoded sample pages of blocks kept across queries (pcache.c): entries
+ * keyed by (block, page offset), which name the same bytes for the life of
+ * the process (blocks are immutable), on one LRU list and in a chained hash
+ * table, all of them under `cap` bytes (fixed at init; pinned pages may
+ * exceed it while pinned).  Everything else under mu.
+ */
+struct pcache_ent;
+struct bpage;
+struct chunk;
+struct pcache {
+	pthread_mutex_t mu;
+	struct dlist lru;               /* of pcache_ent, most recently used first */
+	struct pcache_ent **tab;        /* hash chains; mask + 1 of them, or NULL */
+	size_t mask;
+	size_t n, bytes, cap;
+	uint64_t hits, misses, evictions;
+};
+
+/* A decoded page: its profiles sorted by time, all of partition `part`. */
+struct page_view {
+	uint32_t part;
+	size_t n;
+	const struct chunk_profile *profs;
+};
+
+/* Sets up an empty cache of at most cap bytes (> 0). */
+void store__pcache_init(struct pcache *c, size_t cap);
+/* Frees every entry; none may be pinned. */
+void store__pcache_release(struct pcache *c);
+/*
+ * Page pg of b if cached: the entry, pinned (never evicted nor freed until
+ * store__pcache_unpin), with *out viewing its profiles; else NULL.
+ * Counts a hit or a miss.
+ */
+struct pcache_ent *store__pcache_get(struct pcache *c, const struct block *b,
+				     const struct bpage *pg, struct page_view *out);
+/* Whether page pg of b is cached (no pin, nothing counted). */
+int store__pcache_holds(struct pcache *c, const struct block *b, const struct bpage *pg);
+/*
+ * Caches a copy of ch (borrowed; page pg of b, read, checked against its
+ * CRC and the index, decoded): returns the entry pinned and *out viewing
+ * it, or NULL (then *out is untouched) when the page is larger than a
+ * fraction of the cap, memory is short, or b is bad.  A page another
+ * thread cached first is returned instead of the copy.
+ */
+struct pcache_ent *store__pcache_add(struct pcache *c, struct block *b, const struct bpage *pg,
+				     const struct chunk *ch, struct page_view *out);
+/* Releases a pin of store__pcache_get/add (NULL: nothing). */
+void store__pcache_unpin(struct pcache *c, struct pcache_ent *e);
+/* Drops every entry of b; pinned ones are freed at their last unpin. */
+void store__pcache_forget(struct pcache *c, struct block *b);
+void store__pcache_stats(struct pcache *c, struct store_page_cache_stats *out);
+
 /* ---- push IDs (pushid.c), section 11 ------------------------------------ */
 
 struct pushid_entry {
@@ -1229,6 +1293,7 @@ struct store {
 	_Atomic uint32_t next_bref; /* block refs: 1, 2, ... per process */
 	_Atomic uint32_t next_bpart; /* partition ids of blocks, from STORE_BLOCK_PART_MIN */
 	struct bcache cache;
+	struct pcache pages;        /* decoded sample pages of blocks (pcache.c) */
 	pthread_mutex_t maint_mu;   /* one maintenance pass at a time */
 	struct store_maint_stats maint_total; /* under maint_mu */
 	struct objstore *objstore;  /* borrowed; NULL: blocks stay local only */
@@ -1878,6 +1943,9 @@ struct block {
 	/* Cached decoded objects (under store.cache.mu). */
 	struct bidx *index;
 	struct bsymtab **syms;  /* [m.n_svc] */
+	/* Its decoded sample pages (store.pages); the list under pages->mu. */
+	struct pcache *pages;
+	struct dlist page_ents;
 };
 
 /* Opens the blocks directory at store open: section 10's recovery. */
@@ -1949,6 +2017,16 @@ int store__bread_section(struct bread *h, const struct bsection *sec, int kind, 
 			 struct err_msg *msg);
 int store__bread_page(struct bread *h, const struct bpage *pg, struct buf *out,
 		      struct err_msg *msg);
+/*
+ * Page pg of series of service svc of h's block, decoded: from the page
+ * cache (*pin set: unpin after the last use of *out), or read, checked
+ * against its CRC and the index, decoded into c (pb its bytes) and then
+ * cached when it fits (*pin set) or not (*pin NULL, *out views c).
+ * ERR_CORRUPT when the page is; the caller marks the block bad.
+ */
+int store__bread_chunk(struct bread *h, uint32_t svc, const struct bpage *pg, struct buf *pb,
+		       struct chunk *c, struct page_view *out, struct pcache_ent **pin,
+		       struct err_msg *msg);
 /* The piece of page pg / of section sec of b. */
 void store__page_piece(const struct block *b, const struct bpage *pg, struct rpiece *out);
 void store__section_piece(const struct bsection *sec, int kind, struct rpiece *out);

@@ -20,6 +20,7 @@
 #define DEFAULT_WINDOW_NS ((int64_t)600 * 1000000000)
 #define DEFAULT_BLOCK_RANGE_NS ((int64_t)3600 * 1000000000)
 #define DEFAULT_SYMBOL_CACHE_BYTES ((size_t)128 << 20)
+#define DEFAULT_PAGE_CACHE_BYTES ((size_t)64 << 20)
 #define DEFAULT_GRACE_NS ((int64_t)120 * 1000000000)
 #define DEFAULT_PUSH_ID_WINDOW_NS ((int64_t)600 * 1000000000)
 #define DEFAULT_PUSH_ID_MAX 524288u
@@ -538,6 +539,8 @@ static int copy_options(struct store *st, const struct store_options *opt, struc
 	st->next_bref = 1;
 	st->next_bpart = STORE_BLOCK_PART_MIN;
 	pthread_mutex_init(&st->cache.mu, NULL);
+	store__pcache_init(&st->pages,
+			   opt->page_cache_bytes ? opt->page_cache_bytes : DEFAULT_PAGE_CACHE_BYTES);
 	pthread_mutex_init(&st->maint_mu, NULL);
 	pthread_mutex_init(&st->maint_wait_mu, NULL);
 	pthread_mutex_init(&st->bucket_mu, NULL);
@@ -720,6 +723,7 @@ void store_close(struct store *st)
 	store__peers_close(st);
 	free(st->dir);
 	pthread_mutex_destroy(&st->cache.mu);
+	store__pcache_release(&st->pages);
 	pthread_mutex_destroy(&st->maint_mu);
 	pthread_mutex_destroy(&st->maint_wait_mu);
 	pthread_mutex_destroy(&st->bucket_mu);
@@ -1074,6 +1078,11 @@ static int flush_cfs(struct store *st, int first, int end, struct err_msg *msg)
 int store__flush_head(struct store *st, struct err_msg *msg)
 {
 	return flush_cfs(st, CFI_META, CFI_TENANT_N, msg);
+}
+
+void store_page_cache_stats(struct store *st, struct store_page_cache_stats *out)
+{
+	store__pcache_stats(&st->pages, out);
 }
 
 void store_memory_stats(struct store *st, struct store_memory_stats *out)

@@ -309,6 +309,24 @@ static void metric_u64(struct buf *b, const char *name, const char *type, const 
 	buf_printf(b, "%s %llu\n", name, v);
 }
 
+/* A cache's counter of lookups by result="hit"/"miss". */
+static void metric_hits(struct buf *b, const char *name, const char *help, uint64_t hits,
+			uint64_t misses)
+{
+	metric_head(b, name, "counter", help);
+	buf_printf(b, "%s{result=\"hit\"} %llu\n%s{result=\"miss\"} %llu\n", name,
+		   (unsigned long long)hits, name, (unsigned long long)misses);
+}
+
+/* A cache's gauge of bytes by state="used"/"cap". */
+static void metric_used_cap(struct buf *b, const char *name, const char *help, uint64_t used,
+			    uint64_t cap)
+{
+	metric_head(b, name, "gauge", help);
+	buf_printf(b, "%s{state=\"used\"} %llu\n%s{state=\"cap\"} %llu\n", name,
+		   (unsigned long long)used, name, (unsigned long long)cap);
+}
+
 static unsigned long long load(atomic_uint_fast64_t *v)
 {
 	return (unsigned long long)atomic_load_explicit(v, memory_order_relaxed);
@@ -660,11 +678,8 @@ static void store_metrics(struct store *st, struct buf *b)
 		for (size_t i = 0; i < sizeof(r.kind) / sizeof(r.kind[0]) && r.kind[i].name; i++)
 			buf_printf(b, "unhex_store_bucket_read_needed_bytes_total{kind=\"%s\"} %llu\n",
 				   r.kind[i].name, (unsigned long long)r.kind[i].needed_bytes);
-		metric_head(b, "unhex_store_bucket_cache_requests_total", "counter",
-			    "Pieces of blocks asked of the s3 cache, by result.");
-		buf_printf(b, "unhex_store_bucket_cache_requests_total{result=\"hit\"} %llu\n"
-			      "unhex_store_bucket_cache_requests_total{result=\"miss\"} %llu\n",
-			   (unsigned long long)r.hits, (unsigned long long)r.misses);
+		metric_hits(b, "unhex_store_bucket_cache_requests_total",
+			    "Pieces of blocks asked of the s3 cache, by result.", r.hits, r.misses);
 		metric_head(b, "unhex_store_bucket_cache_hit_ratio", "gauge",
 			    "Hits over pieces asked of the s3 cache since start (0 before any).");
 		buf_printf(b, "unhex_store_bucket_cache_hit_ratio %.4f\n",
@@ -675,11 +690,8 @@ static void store_metrics(struct store *st, struct buf *b)
 		metric_u64(b, "unhex_store_bucket_read_failures_total", "counter",
 			   "Reads of blocks the bucket failed (the block was skipped with a warning).",
 			   r.failures);
-		metric_head(b, "unhex_store_bucket_cache_bytes", "gauge",
-			    "Bytes the s3 cache holds, and its cap.");
-		buf_printf(b, "unhex_store_bucket_cache_bytes{state=\"used\"} %llu\n"
-			      "unhex_store_bucket_cache_bytes{state=\"cap\"} %llu\n",
-			   (unsigned long long)r.cached_bytes, (unsigned long long)r.cap_bytes);
+		metric_used_cap(b, "unhex_store_bucket_cache_bytes",
+				"Bytes the s3 cache holds, and its cap.", r.cached_bytes, r.cap_bytes);
 	}
 	{
 		struct store_push_id_stats p;
@@ -694,6 +706,21 @@ static void store_metrics(struct store *st, struct buf *b)
 		metric_u64(b, "unhex_push_ids_overflow_total", "counter",
 			   "Pushed IDs stored but not remembered: the window's cap was reached.",
 			   p.overflow);
+	}
+	{
+		struct store_page_cache_stats pc;
+
+		store_page_cache_stats(st, &pc);
+		metric_used_cap(b, "unhex_store_page_cache_bytes",
+				"Decoded sample pages of blocks the page cache holds, and its cap.",
+				pc.bytes, pc.cap_bytes);
+		metric_u64(b, "unhex_store_page_cache_entries", "gauge",
+			   "Pages the page cache holds.", pc.entries);
+		metric_hits(b, "unhex_store_page_cache_requests_total",
+			    "Pages of blocks asked of the page cache, by result.", pc.hits, pc.misses);
+		metric_u64(b, "unhex_store_page_cache_evictions_total", "counter",
+			   "Pages the page cache dropped to stay under --page-cache-bytes.",
+			   pc.evictions);
 	}
 	{
 		struct store_memory_stats ms;

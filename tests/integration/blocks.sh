@@ -85,6 +85,11 @@ for g in memtable_bytes table_readers_bytes block_cache_bytes block_cache_pinned
 done
 [ "$(awk '$1 == "unhex_store_blocks_referenced" {print $2}' <<<"$M")" -ge 6 ] ||
 	fail "metrics: $(grep '^unhex_store_blocks_referenced' <<<"$M")"
+# The page cache: the answers above read the blocks' pages and kept them.
+grep -q '^unhex_store_page_cache_bytes{state="cap"} 67108864$' <<<"$M" || fail "metrics: page cache cap"
+[ "$(awk '$1 == "unhex_store_page_cache_requests_total{result=\"miss\"}" {print $2}' <<<"$M")" -gt 0 ] &&
+	[ "$(awk '$1 == "unhex_store_page_cache_entries" {print $2}' <<<"$M")" -gt 0 ] ||
+	fail "metrics: $(grep '^unhex_store_page_cache' <<<"$M")"
 # glibc's heap (docs/operations.md, "Memory: the allocator").
 for g in in_use_bytes free_bytes mmapped_bytes top_bytes; do
 	grep -q "^unhex_malloc_$g [0-9][0-9]*\$" <<<"$M" || fail "metrics: no unhex_malloc_$g"
