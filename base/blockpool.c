@@ -215,6 +215,24 @@ void blockpool_set_idle(struct blockpool *p, int64_t idle_ns)
 	p->idle_ns = idle_ns;
 }
 
+size_t blockpool_decay(struct blockpool *p)
+{
+	void *gone[BLOCKPOOL_SIZES];
+	size_t sizes[BLOCKPOOL_SIZES], before, freed;
+	int n_gone;
+
+	if (!p->idle_ns)
+		return 0;
+	pthread_mutex_lock(&p->mu);
+	before = p->held;
+	n_gone = decay(p, clock_mono_ns(), gone, sizes);
+	freed = before - p->held;
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < n_gone; i++)
+		free_list(gone[i], sizes[i]);
+	return freed;
+}
+
 void blockpool_release(struct blockpool *p)
 {
 	for (int i = 0; i < BLOCKPOOL_SIZES; i++) {

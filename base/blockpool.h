@@ -86,6 +86,14 @@ int blockpool_init_classes(struct blockpool *p, size_t max_bytes, size_t min_blo
  */
 void blockpool_set_idle(struct blockpool *p, int64_t idle_ns);
 
+/*
+ * Frees now, without waiting for a give-back, the blocks the decay above
+ * would free (nothing when blockpool_set_idle was never called): what an
+ * owner calls from a timer, so that a pool left full by the last request
+ * before a quiet spell leaves too.  Returns the bytes freed.
+ */
+size_t blockpool_decay(struct blockpool *p);
+
 /* Frees every block held.  Blocks still taken must be freed before. */
 void blockpool_release(struct blockpool *p);
 

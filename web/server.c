@@ -18,6 +18,7 @@
 
 #include "base/arena.h"
 #include "base/clock.h"
+#include "base/thread.h"
 #include "base/compress.h"
 #include "base/log.h"
 #include "proto/pbjson.h"
@@ -1216,6 +1217,9 @@ static int start_limits(struct web_server *srv, struct store *st, const char *pa
  */
 static void server_free(struct web_server *srv)
 {
+	thread_stop(srv->sweep_thread, &srv->sweep_mu, &srv->sweep_cv, &srv->sweep_stop);
+	pthread_cond_destroy(&srv->sweep_cv);
+	pthread_mutex_destroy(&srv->sweep_mu);
 	web__conns_release(&srv->conns);
 	web__auth_free(srv->auth);
 	web__limits_free(srv->limits);
@@ -1224,6 +1228,31 @@ static void server_free(struct web_server *srv)
 	blockpool_release(&srv->query_pool);
 	blockpool_release(&srv->body_pool);
 	free(srv);
+}
+
+/*
+ * The pools' sweep: a give-back frees what has been idle, but a server that
+ * answers one large query and then none (a quiet night) would keep that
+ * query's tables until its next request; every WEB_POOL_SWEEP_NS this frees
+ * them without one.
+ */
+static void *sweep_pools(void *arg)
+{
+	struct web_server *srv = arg;
+
+	pthread_mutex_lock(&srv->sweep_mu);
+	while (!srv->sweep_stop) {
+		thread_wait_until(&srv->sweep_cv, &srv->sweep_mu, clock_mono_ns() + WEB_POOL_SWEEP_NS);
+		if (srv->sweep_stop)
+			break;
+		pthread_mutex_unlock(&srv->sweep_mu);
+		blockpool_decay(&srv->ingest_pool);
+		blockpool_decay(&srv->query_pool);
+		blockpool_decay(&srv->body_pool);
+		pthread_mutex_lock(&srv->sweep_mu);
+	}
+	pthread_mutex_unlock(&srv->sweep_mu);
+	return NULL;
 }
 
 /*
@@ -1251,6 +1280,16 @@ static int init_pools(struct web_server *srv)
 	blockpool_set_idle(&srv->ingest_pool, WEB_POOL_IDLE_NS);
 	blockpool_set_idle(&srv->query_pool, WEB_POOL_IDLE_NS);
 	blockpool_set_idle(&srv->body_pool, WEB_POOL_IDLE_NS);
+	pthread_mutex_init(&srv->sweep_mu, NULL);
+	thread_cond_init_mono(&srv->sweep_cv);
+	if (pthread_create(&srv->sweep_thread, NULL, sweep_pools, srv)) {
+		pthread_cond_destroy(&srv->sweep_cv);
+		pthread_mutex_destroy(&srv->sweep_mu);
+		blockpool_release(&srv->body_pool);
+		blockpool_release(&srv->query_pool);
+		blockpool_release(&srv->ingest_pool);
+		return ERR_NOMEM;
+	}
 	return 0;
 }
 

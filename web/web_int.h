@@ -460,6 +460,10 @@ struct web_server {
 	struct blockpool ingest_pool;       /* opt.limits.pool: ingest arenas' blocks */
 	struct blockpool query_pool;        /* opt.query.heap: queries' tables */
 	struct blockpool body_pool;         /* request bodies, as read and as inflated */
+	pthread_t sweep_thread;             /* blockpool_decay of the pools above */
+	pthread_mutex_t sweep_mu;
+	pthread_cond_t sweep_cv;            /* monotonic (thread_cond_init_mono) */
+	int sweep_stop;                     /* under sweep_mu */
 };
 
 /*
@@ -495,12 +499,14 @@ struct web_server {
 
 /*
  * Blocks of a size that no request of a pool took or gave back for this
- * long are freed at the pool's next give-back (blockpool_set_idle): one
+ * long are freed at the pool's next give-back (blockpool_set_idle), or by
+ * the server's sweep every WEB_POOL_SWEEP_NS when no request comes: one
  * query over a month of stacks filled the query pool from 27 to 95 MiB,
  * which then stayed resident though no later query needed it
  * (bench/RESULTS.md, "The month with the pools").
  */
 #define WEB_POOL_IDLE_NS (30 * 1000000000LL)
+#define WEB_POOL_SWEEP_NS (10 * 1000000000LL)
 
 /*
  * Bytes an ingest request may hold per byte its profiles decode to: the

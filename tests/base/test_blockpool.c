@@ -306,6 +306,51 @@ static void test_idle_decay(void **state)
 	blockpool_release(&q);
 }
 
+/*
+ * blockpool_decay: an idle pool lets its blocks go without a give-back;
+ * a block used within the idle time stays; a pool without an idle time
+ * keeps everything.
+ */
+static void test_decay_on_timer(void **state)
+{
+	struct blockpool p, q;
+	size_t held;
+	void *a, *a2, *b;
+
+	(void)state;
+	assert_int_equal(blockpool_init(&p, 8 << 20, 4 << 20), 0);
+	assert_int_equal(blockpool_init(&q, 8 << 20, 4 << 20), 0);
+	blockpool_set_idle(&p, 300 * 1000000LL); /* 0.3 s */
+	for (int i = 0; i < 2; i++) {
+		struct blockpool *x = i ? &q : &p;
+
+		a = get(x, 1 << 20);
+		a2 = get(x, 1 << 20);
+		b = get(x, 2 << 20);
+		drop(x, a, 1 << 20);
+		drop(x, a2, 1 << 20);
+		drop(x, b, 2 << 20);
+	}
+	assert_int_equal(blockpool_decay(&p), 0); /* all used just now */
+	assert_int_equal(blockpool_decay(&q), 0);
+	pause_ms(400);
+	/* Taking one 1 MiB block (no give-back) keeps the other of its size. */
+	a = get(&p, 1 << 20);
+	assert_int_equal(blockpool_decay(&p), 2 << 20);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 1 << 20);
+	assert_int_equal(blockpool_decay(&q), 0);
+	blockpool_stats(&q, &held, NULL, NULL);
+	assert_int_equal(held, 4 << 20);
+	drop(&p, a, 1 << 20);
+	pause_ms(400);
+	assert_int_equal(blockpool_decay(&p), 2 << 20);
+	blockpool_stats(&p, &held, NULL, NULL);
+	assert_int_equal(held, 0);
+	blockpool_release(&p);
+	blockpool_release(&q);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -317,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_arena_on_pool),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_idle_decay),
+		cmocka_unit_test(test_decay_on_timer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
