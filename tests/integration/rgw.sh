@@ -16,7 +16,9 @@
 #   rgw_stop             stops every daemon by the pid file it wrote
 #
 # The caller's EXIT trap must call rgw_stop (lib.sh's cleanup removes
-# $WORK, not the daemons), as with start_debuginfod.
+# $WORK, not the daemons), as with start_debuginfod.  A test killed
+# without its trap running (SIGKILL, as ctest's timeout sends) is covered
+# by rgw_guard's watchdog.
 
 RGW_DIR=
 RGW_ACCESS_KEY=UNHEXTESTACCESSKEY01
@@ -49,6 +51,7 @@ rgw_start() {
 	d=$WORK/rgw
 	RGW_DIR=$d
 	mkdir -p "$d/run" "$d/log" "$d/crash" "$d/mon" "$d/osd" "$d/rgw"
+	rgw_guard
 	mon1=$(free_port)
 	mon2=$(free_port)
 	RGW_PORT=$(free_port)
@@ -117,6 +120,26 @@ EOF
 		--access-key="$RGW_ACCESS_KEY" --secret-key="$RGW_SECRET_KEY" >/dev/null ||
 		fail "radosgw-admin user create failed"
 	note "Ceph RGW on $RGW_URL (mon $mon2/$mon1, osd.$id memstore)"
+}
+
+# rgw_guard: the daemons fork away from the test, so a test that dies
+# without its EXIT trap (kill -9; ctest's timeout kills the test and its
+# children, not these) would leave a monitor, an OSD and radosgw running
+# and $WORK on disk.  A watchdog, forked twice so that it is nobody's
+# child either, waits for the test's shell to go and then kills what the
+# pid files still name (rgw_stop removes them: after a normal end there is
+# nothing left to kill) and removes $WORK.  Called by rgw_start.
+rgw_guard() {
+	local owner=$$ dir=$RGW_DIR work=$WORK
+	( (
+		set +e
+		trap '' HUP INT TERM
+		while kill -0 "$owner" 2>/dev/null; do sleep 2; done
+		for f in "$dir"/run/*.pid; do
+			[ -f "$f" ] && kill -KILL "$(cat "$f")"
+		done
+		rm -rf "$work"
+	) </dev/null >/dev/null 2>&1 & )
 }
 
 # rgw_up: starts radosgw on the cluster of rgw_start (again, after
