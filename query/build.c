@@ -37,6 +37,8 @@ struct step {
 
 /* About the bytes a reserved name costs: its table entry and index slots. */
 #define NAME_BYTES 48
+/* About the bytes a reserved key of a qmap costs (12 per slot, <= 3/4 full, doubling). */
+#define RAW_KEY_BYTES 32
 
 /* What a raw frame's name needs of its mapping, decoded once per mapping. */
 struct rawmap {
@@ -88,9 +90,12 @@ static const char *base_name(const char *path)
 
 static int push_frame(struct builder *b, uint32_t name)
 {
-	int rc = query__mem_grow(b->q, (void **)&b->frames, &b->fcap, sizeof(*b->frames),
-				 b->nframes + 1, "frame table");
+	int rc = 0;
 
+	/* Three or more a location: the call to grow was 1.5 % of a render. */
+	if (b->nframes >= b->fcap)
+		rc = query__mem_grow(b->q, (void **)&b->frames, &b->fcap, sizeof(*b->frames),
+				     b->nframes + 1, "frame table");
 	if (!rc)
 		b->frames[b->nframes++] = name;
 	return rc;
@@ -448,6 +453,10 @@ static int walk_arrays(struct builder *b, const struct qmerge *m)
 	if (!b->deferred && n_locs < UINT32_MAX - 2 &&
 	    n_locs + 2 <= (b->q->mem.cap - b->q->mem.used) / 4 / NAME_BYTES)
 		(void)intern_reserve(&b->t->names, (uint32_t)n_locs + 2);
+	/* Deferred, a raw frame costs a key of the map instead (growing it
+	 * rehashed every key at each doubling). */
+	if (b->deferred && n_locs <= (b->q->mem.cap - b->q->mem.used) / 4 / RAW_KEY_BYTES)
+		(void)query__map_reserve(b->q, &b->raw_memo, n_locs);
 	return 0;
 }
 

@@ -162,6 +162,8 @@ void query__map_release(struct qctx *q, struct qmap *m);
 /* query__map_get returns 1 and sets *val when `key` is present, else 0. */
 int query__map_get(const struct qmap *m, uint64_t key, uint32_t *val);
 int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val);
+/* Makes room in the hash table for `n` more keys without growing (dense parts aside). */
+int query__map_reserve(struct qctx *q, struct qmap *m, size_t n);
 /* Starts loading the memory a query__map_get of `key` will read (a hint only). */
 void query__map_prefetch(const struct qmap *m, uint64_t key);
 
