@@ -37,12 +37,18 @@ struct step {
 
 /* About the bytes a reserved name costs: its table entry and index slots. */
 #define NAME_BYTES 48
+/* About the bytes a reserved key of a qmap costs (12 per slot, <= 3/4 full, doubling). */
+#define RAW_KEY_BYTES 32
 
 /* What a raw frame's name needs of its mapping, decoded once per mapping. */
 struct rawmap {
 	const char *file; /* base name, in the symbol view */
 	uint32_t bid;     /* name id of the build ID ("" when none) */
+	uint32_t file_id; /* deferred names: name id of the file, cut; else QNONE */
 };
+
+/* A deferred name is keyed by file id << RAW_ADDR_BITS | address. */
+enum { RAW_ADDR_BITS = 44, RAW_FILE_IDS = 1 << (64 - RAW_ADDR_BITS) };
 
 struct builder {
 	struct qctx *q;
@@ -58,6 +64,10 @@ struct builder {
 	 * gave once is looked up by id after. */
 	struct qmap fn_memo;    /* part << 32 | function id -> name id or NO_NAME */
 	struct qmap map_memo;   /* part << 32 | mapping id -> index in rawmaps */
+	/* Deferred raw names (query__build_tree_deferred): (file, address)
+	 * -> index in t->raw. */
+	int deferred;
+	struct qmap raw_memo;
 	struct rawmap *rawmaps;
 	size_t nrawmaps, rmcap;
 	uint32_t *frames;       /* [count, build id name, name ids...] per location */
@@ -78,33 +88,14 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-/*
- * Writes "<file>+0x<hex address>" (file cut at 400 bytes) into out[512] and
- * returns its length.  By hand: snprintf was 4 % of a query that names
- * ~150k raw frames.
- */
-static size_t placeholder_name(char *out, const char *file, uint64_t addr)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t n = strnlen(file, 400), d = 1;
-
-	memcpy(out, file, n);
-	memcpy(out + n, "+0x", 3);
-	n += 3;
-	while (d < 16 && addr >> (4 * d))
-		d++;
-	for (size_t i = d; i-- > 0; addr >>= 4)
-		out[n + i] = hex[addr & 15];
-	n += d;
-	out[n] = '\0';
-	return n;
-}
-
 static int push_frame(struct builder *b, uint32_t name)
 {
-	int rc = query__mem_grow(b->q, (void **)&b->frames, &b->fcap, sizeof(*b->frames),
-				 b->nframes + 1, "frame table");
+	int rc = 0;
 
+	/* Three or more a location: the call to grow was 1.5 % of a render. */
+	if (b->nframes >= b->fcap)
+		rc = query__mem_grow(b->q, (void **)&b->frames, &b->fcap, sizeof(*b->frames),
+				     b->nframes + 1, "frame table");
 	if (!rc)
 		b->frames[b->nframes++] = name;
 	return rc;
@@ -155,11 +146,52 @@ static int raw_mapping(struct builder *b, uint32_t part, struct store_symbols *s
 			bid = mp.build_id;
 	}
 	rc = query__names_intern(b->q, &b->t->names, bid, strlen(bid), &rm->bid);
+	rm->file_id = QNONE;
+	if (!rc && b->deferred) {
+		size_t n = strnlen(rm->file, 400), i = 0;
+
+		/* Only an ASCII file: its name is then the same made whole here
+		 * or when truncation keeps it (cleaning cannot differ). */
+		while (i < n && !((unsigned char)rm->file[i] & 0x80))
+			i++;
+		if (i == n)
+			rc = query__names_intern(b->q, &b->t->names, rm->file, n, &rm->file_id);
+	}
 	if (!rc)
 		rc = query__map_put(b->q, &b->map_memo, key, (uint32_t)b->nrawmaps);
 	if (rc)
 		return rc;
 	*out = &b->rawmaps[b->nrawmaps++];
+	return 0;
+}
+
+/*
+ * The deferred name (QNAME_RAW | index in t->raw) of the raw frame of
+ * `addr` in the file of name id `file`: equal file and address, equal
+ * name, as interning the written name would give.
+ */
+static int raw_deferred(struct builder *b, uint32_t file, uint64_t addr, uint32_t *name)
+{
+	uint64_t key = (uint64_t)file << RAW_ADDR_BITS | addr;
+	struct qtree *t = b->t;
+	uint32_t at;
+	int rc;
+
+	if (query__map_get(&b->raw_memo, key, &at)) {
+		*name = QNAME_RAW | at;
+		return 0;
+	}
+	if (t->nraw >= HMAP_MAX - 1)
+		return err_set(b->q->msg, ERR_TOO_LARGE, "too many raw frames");
+	rc = query__mem_grow(b->q, (void **)&t->raw, &t->rawcap, sizeof(*t->raw), t->nraw + 1,
+			     "names");
+	if (!rc)
+		rc = query__map_put(b->q, &b->raw_memo, key, (uint32_t)t->nraw);
+	if (rc)
+		return rc;
+	t->raw[t->nraw].addr = addr;
+	t->raw[t->nraw].file = file;
+	*name = QNAME_RAW | (uint32_t)t->nraw++;
 	return 0;
 }
 
@@ -212,8 +244,12 @@ static int location_frames(struct builder *b, uint32_t part, struct store_symbol
 			return rc;
 		/* Marks the frame raw: "" when the mapping has no build ID. */
 		b->frames[start + 1] = rm->bid;
-		n = placeholder_name(tmp, rm->file, lv.address);
-		rc = query__names_intern(q, &b->t->names, tmp, n, &name);
+		if (rm->file_id < RAW_FILE_IDS && lv.address >> RAW_ADDR_BITS == 0) {
+			rc = raw_deferred(b, rm->file_id, lv.address, &name);
+		} else {
+			n = query__raw_name(tmp, rm->file, lv.address);
+			rc = query__names_intern(q, &b->t->names, tmp, n, &name);
+		}
 		if (!rc)
 			rc = push_frame(b, name);
 		if (rc)
@@ -414,19 +450,18 @@ static int walk_arrays(struct builder *b, const struct qmerge *m)
 	 * room for about a name per entry, made once rather than by doubling
 	 * (each doubling rehashed every name), while that takes little of the
 	 * budget.  Without it the names grow as they come. */
-	if (n_locs < UINT32_MAX - 2 &&
+	if (!b->deferred && n_locs < UINT32_MAX - 2 &&
 	    n_locs + 2 <= (b->q->mem.cap - b->q->mem.used) / 4 / NAME_BYTES)
 		(void)intern_reserve(&b->t->names, (uint32_t)n_locs + 2);
+	/* Deferred, a raw frame costs a key of the map instead (growing it
+	 * rehashed every key at each doubling). */
+	if (b->deferred && n_locs <= (b->q->mem.cap - b->q->mem.used) / 4 / RAW_KEY_BYTES)
+		(void)query__map_reserve(b->q, &b->raw_memo, n_locs);
 	return 0;
 }
 
-int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
-{
-	return query__build_tree_nodes(q, m, t, NULL);
-}
-
-int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree *t,
-			    uint32_t *node_of)
+static int build(struct qctx *q, const struct qmerge *m, struct qtree *t, uint32_t *node_of,
+		 int deferred)
 {
 	struct builder b;
 	size_t hint = query__sym_walked(m->sym) + 1;
@@ -445,6 +480,8 @@ int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree
 	memset(&b, 0, sizeof(b));
 	b.q = q;
 	b.t = t;
+	b.deferred = deferred;
+	query__map_init(&b.raw_memo);
 	query__map_init_dense(&b.trie_memo);
 	query__map_init_dense(&b.loc_memo);
 	query__map_init_dense(&b.leaf_memo);
@@ -476,6 +513,7 @@ int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree
 	query__map_release(q, &b.leaf_loc_memo);
 	query__map_release(q, &b.fn_memo);
 	query__map_release(q, &b.map_memo);
+	query__map_release(q, &b.raw_memo);
 	query__mem_free(q, b.rawmaps, b.rmcap, sizeof(*b.rawmaps));
 	query__mem_free(q, b.frames, b.fcap, sizeof(*b.frames));
 	query__mem_free(q, b.path, b.pcap, sizeof(*b.path));
@@ -486,4 +524,20 @@ int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree
 	if (rc)
 		query__tree_release(q, t);
 	return rc;
+}
+
+int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t)
+{
+	return build(q, m, t, NULL, 0);
+}
+
+int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree *t,
+			    uint32_t *node_of)
+{
+	return build(q, m, t, node_of, 0);
+}
+
+int query__build_tree_deferred(struct qctx *q, const struct qmerge *m, struct qtree *t)
+{
+	return build(q, m, t, NULL, 1);
 }

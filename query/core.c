@@ -309,6 +309,15 @@ static int qmap_rehash(struct qctx *q, struct qmap *m)
 	return 0;
 }
 
+int query__map_reserve(struct qctx *q, struct qmap *m, size_t n)
+{
+	int rc = 0;
+
+	while (!rc && (m->n + n) * 4 > m->cap * 3)
+		rc = qmap_rehash(q, m);
+	return rc;
+}
+
 int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val)
 {
 	size_t mask, i;

@@ -50,7 +50,12 @@ int query__run(struct qctx *q, const struct query_params *p, enum query__stage l
 		rc = query__symbolize(q, &s->m);
 	if (rc || last == QUERY__COLLECTED)
 		return rc;
-	rc = query__build_tree(q, &s->m, &s->t);
+	/* A tree truncated next defers its raw frames' names to truncation;
+	 * the call-site filter and the whole-tree answers read every name. */
+	if (last == QUERY__TRUNCATED && !p->n_call_site)
+		rc = query__build_tree_deferred(q, &s->m, &s->t);
+	else
+		rc = query__build_tree(q, &s->m, &s->t);
 	if (rc)
 		return rc;
 	s->have_tree = 1;

@@ -162,12 +162,24 @@ void query__map_release(struct qctx *q, struct qmap *m);
 /* query__map_get returns 1 and sets *val when `key` is present, else 0. */
 int query__map_get(const struct qmap *m, uint64_t key, uint32_t *val);
 int query__map_put(struct qctx *q, struct qmap *m, uint64_t key, uint32_t val);
+/* Makes room in the hash table for `n` more keys without growing (dense parts aside). */
+int query__map_reserve(struct qctx *q, struct qmap *m, size_t n);
 /* Starts loading the memory a query__map_get of `key` will read (a hint only). */
 void query__map_prefetch(const struct qmap *m, uint64_t key);
 
 /* ---- interned names -------------------------------------------------------- */
 
 enum { QNAME_TOTAL = 0, QNAME_OTHER = 1 };
+
+/*
+ * A raw frame's name not written yet (query__build_tree_deferred): the bit
+ * QNAME_RAW over an index into the tree's `raw`.  Interned ids stay below
+ * HMAP_MAX, so the two never meet.
+ */
+#define QNAME_RAW 0x80000000u
+
+/* Writes "<file>+0x<hex address>" (file cut at 400 bytes) into out[512]; returns its length. */
+size_t query__raw_name(char *out, const char *file, uint64_t addr);
 
 /*
  * A name table: intern_init() on the query's budget, then "total" and
@@ -194,10 +206,18 @@ struct qnode {
 	int64_t total[2];
 };
 
+/* A deferred raw frame name: its file (cut, ASCII) as a name id, and its address. */
+struct qraw {
+	uint64_t addr;
+	uint32_t file;
+};
+
 struct qtree {
 	struct intern names;
 	struct qnode *nodes;
 	size_t n, cap;
+	struct qraw *raw; /* the names QNAME_RAW | i (only before truncation) */
+	size_t nraw, rawcap;
 	/* Index of the children by (parent, name) of the nodes with more than a
 	 * few (a shorter list of siblings is walked instead), open addressing:
 	 * a slot is the high half of the pair's hash << 32 | the node id, 0 when
@@ -479,6 +499,14 @@ int query__build_tree(struct qctx *q, const struct qmerge *m, struct qtree *t);
 /* The same, also setting node_of[i] (m->n entries) to the tree node of m->stacks[i]. */
 int query__build_tree_nodes(struct qctx *q, const struct qmerge *m, struct qtree *t,
 			    uint32_t *node_of);
+/*
+ * The same, for a tree that only query__truncate() reads next: a raw
+ * frame's name is QNAME_RAW | i (t->raw[i]), written only when truncation
+ * keeps its node (query__tree_copy_name).  Most raw frames of a large
+ * query are folded into "other", and formatting and interning each was
+ * ~12 % of such a render.
+ */
+int query__build_tree_deferred(struct qctx *q, const struct qmerge *m, struct qtree *t);
 
 /*
  * truncate (truncate.c): keeps the nodes of *t whose total (the larger

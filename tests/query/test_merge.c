@@ -291,6 +291,33 @@ static void test_two_builds_line_up(void **state)
 	assert_int_equal(query_folded(f.st, "t1", &p, &out, &msg), 0);
 	assert_non_null(strstr(out.data, "libfoo.so+0x"));
 	assert_null(strstr(out.data, "main"));
+
+	/* The flame graph names raw frames when truncation keeps them (the
+	 * tree defers them): the same names and merges as the whole tree's,
+	 * also across two builds of one file name. */
+	fx_add(&f, "t1", "raw", FX_CPU, NULL, FX_T0 + FX_SEC, st, v2, 2, "/opt/y/libfoo.so", "4444",
+	       0x100, 1);
+	buf_reset(&out);
+	assert_int_equal(query_folded(f.st, "t1", &p, &out, &msg), 0);
+	ref_parse_folded(&want, out.data);
+	assert_int_equal(want.n, 2);
+	buf_reset(&out);
+	p.max_nodes = QUERY_MAX_MAX_NODES;
+	assert_int_equal(query_render(f.st, "t1", &p, &out, &msg), 0);
+	{
+		struct arena a;
+		struct json_value *j;
+		long long root = -1;
+
+		arena_init(&a, 1 << 30);
+		parse_json(&a, &out, &j);
+		decode_levels(json_get(j, "flamebearer"), 4, 0, &got, &root, 1);
+		assert_int_equal(root, 10 + 1 + 2);
+		assert_true(ref_equal(&want, &got));
+		arena_release(&a);
+	}
+	ref_free(&got);
+	ref_free(&want);
 	buf_release(&out);
 	fx_close(&f);
 }
