@@ -583,6 +583,29 @@ static int wire_next(const uint8_t **p, const uint8_t *end, uint64_t *field, uns
 }
 
 /*
+ * The next field `want` of the message bytes [*p, end) whose fields 1 to
+ * `known` are all length-delimited (its body in *body and *len): 1 with
+ * it, 0 at the end, -1 when the bytes are not such a message.
+ */
+static int wire_field(const uint8_t **p, const uint8_t *end, uint64_t want, uint64_t known,
+		      const uint8_t **body, size_t *len)
+{
+	uint64_t f;
+	unsigned wt;
+	int rc;
+
+	while ((rc = wire_next(p, end, &f, &wt, body, len)) > 0) {
+		if (f > known)
+			continue;
+		if (wt != 2)
+			return -1;
+		if (f == want)
+			return 1;
+	}
+	return rc;
+}
+
+/*
  * What the profiles of a binary PushRequest (proto/push.proto) may decode
  * to together: for each its gzip trailer's size (at least its own, at most
  * `max`), or its own length when it is raw.  Read off the wire bytes, not
@@ -598,40 +621,23 @@ static int push_bound(const struct web__req *rq, size_t max, size_t *sum)
 	const uint8_t *p = (const uint8_t *)rq->body.data, *end = p + rq->body.len;
 	const uint8_t *series, *sample, *prof;
 	size_t series_len, sample_len, prof_len;
-	uint64_t f;
-	unsigned wt;
 	int rc;
 
 	*sum = 0;
 	if (!rq->content_type || web__media_type_is(rq->content_type, "application/json"))
 		return 0;
-	while ((rc = wire_next(&p, end, &f, &wt, &series, &series_len)) > 0) {
+	/* PushRequest.series (1); RawProfileSeries.samples (2) next to its
+	 * labels (1); RawSample.raw_profile (1) next to its ID (2). */
+	while ((rc = wire_field(&p, end, 1, 1, &series, &series_len)) > 0) {
 		const uint8_t *q = series, *q_end = series + series_len;
 
-		if (f != 1) /* PushRequest.series */
-			continue;
-		if (wt != 2)
-			return 0;
-		while ((rc = wire_next(&q, q_end, &f, &wt, &sample, &sample_len)) > 0) {
+		while ((rc = wire_field(&q, q_end, 2, 2, &sample, &sample_len)) > 0) {
 			const uint8_t *r = sample, *r_end = sample + sample_len;
 
-			if (f != 1 && f != 2) /* RawProfileSeries.labels, .samples */
-				continue;
-			if (wt != 2)
-				return 0;
-			if (f != 2)
-				continue;
-			while ((rc = wire_next(&r, r_end, &f, &wt, &prof, &prof_len)) > 0) {
-				size_t isize, b;
+			while ((rc = wire_field(&r, r_end, 1, 2, &prof, &prof_len)) > 0) {
+				size_t isize = gzip_isize((const char *)prof, prof_len);
+				size_t b = isize ? inflate_bound(isize, prof_len, max) : prof_len;
 
-				if (f != 1 && f != 2) /* RawSample.raw_profile, .ID */
-					continue;
-				if (wt != 2)
-					return 0;
-				if (f != 1)
-					continue;
-				isize = gzip_isize((const char *)prof, prof_len);
-				b = isize ? inflate_bound(isize, prof_len, max) : prof_len;
 				*sum = b > SIZE_MAX - *sum ? SIZE_MAX : *sum + b;
 			}
 			if (rc < 0)
