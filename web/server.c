@@ -16,15 +16,12 @@
 
 #include <civetweb.h>
 
-#include "base/arena.h"
 #include "base/clock.h"
 #include "base/thread.h"
 #include "base/compress.h"
 #include "base/log.h"
-#include "proto/pbjson.h"
+#include "base/varint.h"
 #include "web_int.h"
-
-#include "push.pb-c.h"
 
 #define ERRORS_OTLP 2
 
@@ -541,39 +538,116 @@ static int admit_bytes(struct web_server *srv, const struct route *rt,
 }
 
 /*
- * What the profiles of a binary PushRequest may decode to together, read
- * with protobuf-c: for each its gzip trailer's size (at least its own, at
- * most `max`), or its own length when it is raw.  Returns 0 when the body
- * is JSON or not a PushRequest readable within 2 x its size + 1 MiB of
- * memory (the decode then says what is wrong): the caller keeps the
- * container bound.
+ * The next field of the protobuf message bytes [*p, end): its number and
+ * wire type, and for a length-delimited field its bytes in *body and *len;
+ * a varint, fixed64 or fixed32 is skipped.  1 when there is one, 0 at the
+ * end, -1 when the bytes are not a message (a truncated field, a group,
+ * wire type 6 or 7, a length past the end).
+ */
+static int wire_next(const uint8_t **p, const uint8_t *end, uint64_t *field, unsigned *wt,
+		     const uint8_t **body, size_t *len)
+{
+	uint64_t tag, v;
+	size_t n;
+
+	if (*p == end)
+		return 0;
+	if (!(n = varint_get(*p, end, &tag)) || tag >> 3 == 0)
+		return -1;
+	*p += n;
+	*field = tag >> 3;
+	*wt = (unsigned)(tag & 7);
+	switch (*wt) {
+	case 0:
+		n = varint_get(*p, end, &v);
+		break;
+	case 1:
+		n = end - *p >= 8 ? 8 : 0;
+		break;
+	case 2:
+		if (!(n = varint_get(*p, end, &v)) || v > (uint64_t)(end - *p - n))
+			return -1;
+		*body = *p + n;
+		*len = (size_t)v;
+		n += (size_t)v;
+		break;
+	case 5:
+		n = end - *p >= 4 ? 4 : 0;
+		break;
+	default:
+		return -1;
+	}
+	if (!n)
+		return -1;
+	*p += n;
+	return 1;
+}
+
+/*
+ * The next field `want` of the message bytes [*p, end) whose fields 1 to
+ * `known` are all length-delimited (its body in *body and *len): 1 with
+ * it, 0 at the end, -1 when the bytes are not such a message.
+ */
+static int wire_field(const uint8_t **p, const uint8_t *end, uint64_t want, uint64_t known,
+		      const uint8_t **body, size_t *len)
+{
+	uint64_t f;
+	unsigned wt;
+	int rc;
+
+	while ((rc = wire_next(p, end, &f, &wt, body, len)) > 0) {
+		if (f > known)
+			continue;
+		if (wt != 2)
+			return -1;
+		if (f == want)
+			return 1;
+	}
+	return rc;
+}
+
+/*
+ * What the profiles of a binary PushRequest (proto/push.proto) may decode
+ * to together: for each its gzip trailer's size (at least its own, at most
+ * `max`), or its own length when it is raw.  Read off the wire bytes, not
+ * unpacked: the ingest unpacks the request after this, and an unpack here
+ * too copied every profile once more.  Every raw_profile field is counted,
+ * also one a later one of its sample replaces, so the sum is never below
+ * what the ingest decodes.  Returns 0 when the body is JSON or not
+ * protobuf message bytes, or a known field has the wrong wire type (the
+ * decode then says what is wrong): the caller keeps the container bound.
  */
 static int push_bound(const struct web__req *rq, size_t max, size_t *sum)
 {
-	Push__V1__PushRequest *req;
-	ProtobufCAllocator al;
-	struct arena a;
-	size_t len = rq->body.len;
+	const uint8_t *p = (const uint8_t *)rq->body.data, *end = p + rq->body.len;
+	const uint8_t *series, *sample, *prof;
+	size_t series_len, sample_len, prof_len;
+	int rc;
 
-	if (!rq->content_type || web__media_type_is(rq->content_type, "application/json") ||
-	    len > (SIZE_MAX - (1 << 20)) / 2)
-		return 0;
-	/* The ingest pool's blocks: a fresh mapping per request, faulted in
-	 * and unmapped again, cost more than the unpack itself. */
-	arena_init_alloc(&a, 2 * len + (1 << 20), &rq->srv->ingest_pool.alloc);
-	pbjson_arena_allocator(&a, &al);
-	req = push__v1__push_request__unpack(&al, len, (const uint8_t *)rq->body.data);
 	*sum = 0;
-	for (size_t i = 0; req && i < req->n_series; i++)
-		for (size_t j = 0; j < req->series[i]->n_samples; j++) {
-			const ProtobufCBinaryData *d = &req->series[i]->samples[j]->raw_profile;
-			size_t isize = gzip_isize((const char *)d->data, d->len);
-			size_t b = isize ? inflate_bound(isize, d->len, max) : d->len;
+	if (!rq->content_type || web__media_type_is(rq->content_type, "application/json"))
+		return 0;
+	/* PushRequest.series (1); RawProfileSeries.samples (2) next to its
+	 * labels (1); RawSample.raw_profile (1) next to its ID (2). */
+	while ((rc = wire_field(&p, end, 1, 1, &series, &series_len)) > 0) {
+		const uint8_t *q = series, *q_end = series + series_len;
 
-			*sum = b > SIZE_MAX - *sum ? SIZE_MAX : *sum + b;
+		while ((rc = wire_field(&q, q_end, 2, 2, &sample, &sample_len)) > 0) {
+			const uint8_t *r = sample, *r_end = sample + sample_len;
+
+			while ((rc = wire_field(&r, r_end, 1, 2, &prof, &prof_len)) > 0) {
+				size_t isize = gzip_isize((const char *)prof, prof_len);
+				size_t b = isize ? inflate_bound(isize, prof_len, max) : prof_len;
+
+				*sum = b > SIZE_MAX - *sum ? SIZE_MAX : *sum + b;
+			}
+			if (rc < 0)
+				return 0;
 		}
-	arena_release(&a);
-	return req != NULL;
+		if (rc < 0)
+			return 0;
+	}
+	return rc == 0;
 }
 
 /*
