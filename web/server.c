@@ -20,7 +20,6 @@
 #include "base/thread.h"
 #include "base/compress.h"
 #include "base/log.h"
-#include "base/varint.h"
 #include "web_int.h"
 
 #define ERRORS_OTLP 2
@@ -450,31 +449,6 @@ static int mem_busy(struct web_server *srv, size_t want, struct err_msg *msg)
 }
 
 /*
- * The uncompressed size a gzip stream declares in its trailer (ISIZE,
- * RFC 1952 2.3.1: modulo 2^32), or 0 when `p` is not gzip.  Untrusted: it
- * only sizes the reservation, and the inflate is capped at it.
- */
-static size_t gzip_isize(const char *p, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)p;
-
-	if (n < 18 || u[0] != 0x1f || u[1] != 0x8b)
-		return 0;
-	return (size_t)u[n - 4] | (size_t)u[n - 3] << 8 | (size_t)u[n - 2] << 16 |
-	       (size_t)u[n - 1] << 24;
-}
-
-/* An inflate bound from a declared size: at least `floor`, at most `max`. */
-static size_t inflate_bound(size_t isize, size_t floor, size_t max)
-{
-	if (max >= ((size_t)1 << 32))
-		return max; /* ISIZE wraps at 4 GiB: it says nothing then */
-	if (isize < floor)
-		isize = floor;
-	return isize < max ? isize : max;
-}
-
-/*
  * Whether a query route takes the memory budget as its tables grow
  * (query_limits.reserve).  Releases and regressions keep budgets of their
  * own beside the query's (a release's index, the change-point statistics),
@@ -538,119 +512,6 @@ static int admit_bytes(struct web_server *srv, const struct route *rt,
 }
 
 /*
- * The next field of the protobuf message bytes [*p, end): its number and
- * wire type, and for a length-delimited field its bytes in *body and *len;
- * a varint, fixed64 or fixed32 is skipped.  1 when there is one, 0 at the
- * end, -1 when the bytes are not a message (a truncated field, a group,
- * wire type 6 or 7, a length past the end).
- */
-static int wire_next(const uint8_t **p, const uint8_t *end, uint64_t *field, unsigned *wt,
-		     const uint8_t **body, size_t *len)
-{
-	uint64_t tag, v;
-	size_t n;
-
-	if (*p == end)
-		return 0;
-	if (!(n = varint_get(*p, end, &tag)) || tag >> 3 == 0)
-		return -1;
-	*p += n;
-	*field = tag >> 3;
-	*wt = (unsigned)(tag & 7);
-	switch (*wt) {
-	case 0:
-		n = varint_get(*p, end, &v);
-		break;
-	case 1:
-		n = end - *p >= 8 ? 8 : 0;
-		break;
-	case 2:
-		if (!(n = varint_get(*p, end, &v)) || v > (uint64_t)(end - *p - n))
-			return -1;
-		*body = *p + n;
-		*len = (size_t)v;
-		n += (size_t)v;
-		break;
-	case 5:
-		n = end - *p >= 4 ? 4 : 0;
-		break;
-	default:
-		return -1;
-	}
-	if (!n)
-		return -1;
-	*p += n;
-	return 1;
-}
-
-/*
- * The next field `want` of the message bytes [*p, end) whose fields 1 to
- * `known` are all length-delimited (its body in *body and *len): 1 with
- * it, 0 at the end, -1 when the bytes are not such a message.
- */
-static int wire_field(const uint8_t **p, const uint8_t *end, uint64_t want, uint64_t known,
-		      const uint8_t **body, size_t *len)
-{
-	uint64_t f;
-	unsigned wt;
-	int rc;
-
-	while ((rc = wire_next(p, end, &f, &wt, body, len)) > 0) {
-		if (f > known)
-			continue;
-		if (wt != 2)
-			return -1;
-		if (f == want)
-			return 1;
-	}
-	return rc;
-}
-
-/*
- * What the profiles of a binary PushRequest (proto/push.proto) may decode
- * to together: for each its gzip trailer's size (at least its own, at most
- * `max`), or its own length when it is raw.  Read off the wire bytes, not
- * unpacked: the ingest unpacks the request after this, and an unpack here
- * too copied every profile once more.  Every raw_profile field is counted,
- * also one a later one of its sample replaces, so the sum is never below
- * what the ingest decodes.  Returns 0 when the body is JSON or not
- * protobuf message bytes, or a known field has the wrong wire type (the
- * decode then says what is wrong): the caller keeps the container bound.
- */
-static int push_bound(const struct web__req *rq, size_t max, size_t *sum)
-{
-	const uint8_t *p = (const uint8_t *)rq->body.data, *end = p + rq->body.len;
-	const uint8_t *series, *sample, *prof;
-	size_t series_len, sample_len, prof_len;
-	int rc;
-
-	*sum = 0;
-	if (!rq->content_type || web__media_type_is(rq->content_type, "application/json"))
-		return 0;
-	/* PushRequest.series (1); RawProfileSeries.samples (2) next to its
-	 * labels (1); RawSample.raw_profile (1) next to its ID (2). */
-	while ((rc = wire_field(&p, end, 1, 1, &series, &series_len)) > 0) {
-		const uint8_t *q = series, *q_end = series + series_len;
-
-		while ((rc = wire_field(&q, q_end, 2, 2, &sample, &sample_len)) > 0) {
-			const uint8_t *r = sample, *r_end = sample + sample_len;
-
-			while ((rc = wire_field(&r, r_end, 1, 2, &prof, &prof_len)) > 0) {
-				size_t isize = gzip_isize((const char *)prof, prof_len);
-				size_t b = isize ? inflate_bound(isize, prof_len, max) : prof_len;
-
-				*sum = b > SIZE_MAX - *sum ? SIZE_MAX : *sum + b;
-			}
-			if (rc < 0)
-				return 0;
-		}
-		if (rc < 0)
-			return 0;
-	}
-	return rc == 0;
-}
-
-/*
  * After the body is read and inflated, before it is decoded: an ingest
  * request holds WEB_INGEST_AMPLIFICATION bytes per byte its profiles may
  * decode to.  A gzipped payload says how much that is in its trailer; in a
@@ -666,14 +527,14 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 {
 	struct web_server *srv = rq->srv;
 	size_t max = srv->opt.limits.max_decompressed_bytes, len = rq->body.len, dec, want, total;
-	size_t isize = gzip_isize(rq->body.data, len);
+	size_t isize = web__gzip_isize(rq->body.data, len);
 	int container = rt->kind == R_PUSH ||
 			(rq->content_type && web__media_type_is(rq->content_type, "multipart/form-data"));
 	size_t sum = 0;
 	int pushed = 0;
 
 	if (isize)
-		dec = inflate_bound(isize, len, max);
+		dec = web__inflate_bound(isize, len, max);
 	else if (container)
 		dec = len > max / WEB_CONTAINER_INFLATE ? max : len * WEB_CONTAINER_INFLATE;
 	else
@@ -682,7 +543,9 @@ static int admit_decode(struct web__req *rq, const struct route *rt, size_t *hel
 	 * for their sum, and they may inflate to that much together (a trailer
 	 * that lies gets 413), where the container bound would have it hold
 	 * for 16 times its body. */
-	if (rt->kind == R_PUSH && !isize && push_bound(rq, max, &sum) && sum < dec) {
+	if (rt->kind == R_PUSH && !isize && rq->content_type &&
+	    !web__media_type_is(rq->content_type, "application/json") &&
+	    web__push_bound((const uint8_t *)rq->body.data, len, max, &sum) && sum < dec) {
 		dec = sum < len ? len : sum;
 		pushed = 1;
 	}
@@ -763,7 +626,7 @@ static int prepare(struct mg_connection *conn, const struct mg_request_info *ri,
 					  memory_order_relaxed);
 	if (rc == 0 && enc && strcasecmp(enc, "gzip") == 0) {
 		/* The inflated body is held until the answer is sent. */
-		cap = inflate_bound(gzip_isize(rq->body.data, rq->body.len), rq->body.len, cap);
+		cap = web__inflate_bound(web__gzip_isize(rq->body.data, rq->body.len), rq->body.len, cap);
 		if (mem_reserve(srv, cap, held))
 			rc = mem_busy(srv, cap, &msg);
 	}

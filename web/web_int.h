@@ -29,6 +29,36 @@
 #include "base/err.h"
 #include "web/web.h"
 
+/* ---- pushbound.c -------------------------------------------------------- */
+
+/*
+ * The uncompressed size a gzip stream declares in its trailer (ISIZE,
+ * RFC 1952 2.3.1: modulo 2^32), or 0 when `p` is not gzip.  Untrusted: it
+ * only sizes a reservation, and the inflate is capped at it.
+ */
+size_t web__gzip_isize(const char *p, size_t n);
+
+/* An inflate bound from a declared size: at least `floor`, at most `max`. */
+size_t web__inflate_bound(size_t isize, size_t floor, size_t max);
+
+/*
+ * What one profile of n bytes may decode to: its gzip trailer's size (at
+ * least n, at most `max`), or n when it is not gzip.
+ */
+size_t web__profile_bound(const char *p, size_t n, size_t max);
+
+/*
+ * What the profiles of the binary push.v1 PushRequest [body, body +
+ * body_len) may decode to together: the sum of web__profile_bound over
+ * every raw_profile field, read off the wire bytes without unpacking them
+ * (saturating at SIZE_MAX).  1 with *sum; 0 when the bytes are not protobuf
+ * message bytes or a field of the schema has another wire type than the
+ * schema's (*sum then means nothing; the decode says what is wrong).  Bytes
+ * protobuf-c unpacks as a PushRequest always give 1 and a *sum at least
+ * that of the profiles it unpacks.
+ */
+int web__push_bound(const uint8_t *body, size_t body_len, size_t max, size_t *sum);
+
 /* ---- params.c ----------------------------------------------------------- */
 
 /*

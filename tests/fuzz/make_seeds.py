@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 # make_seeds.py - writes the small seed corpus of the fuzz targets
-# (corpus/fuzz_pprof, corpus/fuzz_push, corpus/fuzz_multipart, corpus/fuzz_symcache)
+# (corpus/fuzz_pprof, corpus/fuzz_push, corpus/fuzz_pushbound, corpus/fuzz_multipart,
+# corpus/fuzz_symcache)
 # with hand-rolled protobuf and symbol-cache encoders, so it needs nothing but
 # the Python standard library.
 import base64, gzip, json, os, struct, sys, zlib
@@ -99,6 +100,12 @@ write("fuzz_pprof", "unpacked_raw.pb", profile(True, unpacked=True))
 write("fuzz_push", "binary.bin", b"\x00" + push_binary(gzip.compress(go, mtime=0)))
 write("fuzz_push", "json.json", b"\x01" + push_json(gzip.compress(native, mtime=0)))
 write("fuzz_push", "json_urlsafe.json", b"\x01" + push_json(native, url=True))
+write("fuzz_pushbound", "gzip.bin", push_binary(gzip.compress(go, mtime=0)))
+write("fuzz_pushbound", "raw.bin", push_binary(native))
+# Two samples, the second's raw_profile given twice (the last one counts).
+write("fuzz_pushbound", "two_samples.bin",
+      ld(1, ld(2, ld(1, gzip.compress(native, mtime=0))) +
+            ld(2, ld(1, b"x") + ld(1, gzip.compress(go, mtime=0)) + ld(2, b"id-2"))))
 pyroscope = [(b"profile", b"profile.pprof", gzip.compress(native, mtime=0)),
              (b"sample_type_config", b"sample_type_config.json",
               b'{"cpu":{"units":"nanoseconds","display-name":"cpu"}}')]
