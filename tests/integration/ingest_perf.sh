@@ -214,6 +214,12 @@ for bad in 1K 64M 0 many; do
 	[ "$rc" = 2 ] && grep -q -- '--malloc-mmap-threshold' <<<"$ERR" ||
 		fail "--malloc-mmap-threshold $bad: exit $rc, $ERR"
 done
+for bad in 64K 128M 0 many; do
+	rc=0
+	ERR=$("$UNHEX" serve --data "$WORK/never" --listen 127.0.0.1:0 --malloc-trim-threshold "$bad" 2>&1) || rc=$?
+	[ "$rc" = 2 ] && grep -q -- '--malloc-trim-threshold' <<<"$ERR" ||
+		fail "--malloc-trim-threshold $bad: exit $rc, $ERR"
+done
 # ---- and `unhex ingest` retries what the server asks it to retry: tenant
 # slow takes half a file per second, so the second and third files get 429
 # (Retry-After) first and are accepted on a later try.
