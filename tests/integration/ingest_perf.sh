@@ -207,18 +207,11 @@ for t in perf-cli perf-raw perf-mp perf-push perf-pushbin; do
 done
 "$UNHEX" stats --data "$DATA" | grep -q "tenant perf-push" || fail "human stats lack perf-push"
 
-# ---- the allocator flag: sizes out of range are refused; "dynamic" serves
-for bad in 1K 64M 0 many; do
-	rc=0
-	ERR=$("$UNHEX" serve --data "$WORK/never" --listen 127.0.0.1:0 --malloc-mmap-threshold "$bad" 2>&1) || rc=$?
-	[ "$rc" = 2 ] && grep -q -- '--malloc-mmap-threshold' <<<"$ERR" ||
-		fail "--malloc-mmap-threshold $bad: exit $rc, $ERR"
-done
-for bad in 64K 128M 0 many; do
-	rc=0
-	ERR=$("$UNHEX" serve --data "$WORK/never" --listen 127.0.0.1:0 --malloc-trim-threshold "$bad" 2>&1) || rc=$?
-	[ "$rc" = 2 ] && grep -q -- '--malloc-trim-threshold' <<<"$ERR" ||
-		fail "--malloc-trim-threshold $bad: exit $rc, $ERR"
+# ---- the allocator flags: sizes out of range are refused; "dynamic" serves
+for flag_bad in mmap:1K mmap:64M mmap:0 mmap:many trim:64K trim:128M trim:0 trim:many; do
+	flag=--malloc-${flag_bad%%:*}-threshold bad=${flag_bad#*:} rc=0
+	ERR=$("$UNHEX" serve --data "$WORK/never" --listen 127.0.0.1:0 "$flag" "$bad" 2>&1) || rc=$?
+	[ "$rc" = 2 ] && grep -q -- "$flag" <<<"$ERR" || fail "$flag $bad: exit $rc, $ERR"
 done
 # ---- and `unhex ingest` retries what the server asks it to retry: tenant
 # slow takes half a file per second, so the second and third files get 429
