@@ -13,22 +13,82 @@
 #include <assert.h>
 #include <string.h>
 
+/* The longest int64 in decimal: "-9223372036854775808". */
+#define I64_CHARS 20
+
 /*
- * Appends v in decimal.  By hand: a flame graph is mostly integers, and
- * buf_printf costs several times more per number.
+ * Writes v in decimal at p, two digits per division, and returns the end:
+ * at most I64_CHARS characters.  By hand: a flame graph is mostly
+ * integers, and buf_printf costs several times more per number.
  */
-static int put_i64(struct buf *b, int64_t v)
+static char *dec_i64(char *p, int64_t v)
 {
-	char tmp[24], *p = tmp + sizeof(tmp);
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324"
+				    "25262728293031323334353637383940414243444546474849"
+				    "50515253545556575859606162636465666768697071727374"
+				    "75767778798081828384858687888990919293949596979899";
+	char tmp[I64_CHARS], *t = tmp + sizeof(tmp);
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
 
-	do {
-		*--p = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
+	while (u >= 100) {
+		size_t d = (size_t)(u % 100) * 2;
+
+		u /= 100;
+		*--t = pairs[d + 1];
+		*--t = pairs[d];
+	}
+	if (u >= 10) {
+		*--t = pairs[u * 2 + 1];
+		*--t = pairs[u * 2];
+	} else {
+		*--t = (char)('0' + u);
+	}
 	if (v < 0)
-		*--p = '-';
-	return buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+		*p++ = '-';
+	memcpy(p, t, (size_t)(tmp + sizeof(tmp) - t));
+	return p + (tmp + sizeof(tmp) - t);
+}
+
+/* Appends v in decimal. */
+static int put_i64(struct buf *b, int64_t v)
+{
+	char tmp[I64_CHARS];
+
+	return buf_append(b, tmp, (size_t)(dec_i64(tmp, v) - tmp));
+}
+
+/*
+ * Appends `[v0,v1,...]`.  A flame graph's levels are most of the document:
+ * the row is written in place, into room reserved once for its longest
+ * form.  A buffer too near its cap for that takes the values one by one,
+ * so the cap refuses exactly the documents it refused before.
+ */
+static int put_row(struct buf *out, const int64_t *v, size_t n)
+{
+	char *p, *start;
+	int rc;
+
+	if (n > (SIZE_MAX - 2) / (I64_CHARS + 1) || buf_reserve(out, n * (I64_CHARS + 1) + 2)) {
+		rc = buf_putc(out, '[');
+		for (size_t i = 0; i < n && !rc; i++) {
+			if (i)
+				rc = buf_putc(out, ',');
+			if (!rc)
+				rc = put_i64(out, v[i]);
+		}
+		return rc ? rc : buf_putc(out, ']');
+	}
+	start = p = out->data + out->len;
+	*p++ = '[';
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = ',';
+		p = dec_i64(p, v[i]);
+	}
+	*p++ = ']';
+	out->len += (size_t)(p - start);
+	out->data[out->len] = '\0';
+	return 0;
 }
 
 /* Appends `"names":[...],"levels":[[...],...]`. */
@@ -48,15 +108,7 @@ static int put_levels(const struct query__flame *f, struct buf *out)
 		if (d)
 			rc = buf_putc(out, ',');
 		if (!rc)
-			rc = buf_putc(out, '[');
-		for (size_t i = 0; i < f->n_values[d] && !rc; i++) {
-			if (i)
-				rc = buf_putc(out, ',');
-			if (!rc)
-				rc = put_i64(out, f->levels[d][i]);
-		}
-		if (!rc)
-			rc = buf_putc(out, ']');
+			rc = put_row(out, f->levels[d], f->n_values[d]);
 	}
 	if (!rc)
 		rc = buf_putc(out, ']');
@@ -99,17 +151,12 @@ static int put_timeline(struct buf *out, const struct qmerge *m)
 						 : buf_puts(out, "null");
 		return rc;
 	}
-	rc = buf_printf(out, "{\"startTime\":%lld,\"samples\":[",
+	rc = buf_printf(out, "{\"startTime\":%lld,\"samples\":",
 			    (long long)(m->tl_start_ns / 1000000000LL));
-
-	for (size_t i = 0; i < m->tl_n && !rc; i++) {
-		if (i)
-			rc = buf_putc(out, ',');
-		if (!rc)
-			rc = put_i64(out, m->tl[i]);
-	}
 	if (!rc)
-		rc = buf_printf(out, "],\"durationDelta\":%lld,\"watermarks\":{}}",
+		rc = put_row(out, m->tl, m->tl_n);
+	if (!rc)
+		rc = buf_printf(out, ",\"durationDelta\":%lld,\"watermarks\":{}}",
 				(long long)(m->tl_step_ns / 1000000000LL));
 	return rc;
 }

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "treefx.h"
@@ -59,6 +60,48 @@ static void test_single(void **state)
 	assert_int_equal(buf_puts(&x.b, "x"), 0);
 	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &x.b), ERR_TOO_LARGE);
 	assert_true(x.b.len <= 100);
+	query__flame_release(&x.q, &f);
+	tfx_close(&x);
+}
+
+/*
+ * Integers at every width and sign, INT64_MIN and INT64_MAX included, as
+ * printf writes them; and a document exactly as long as the cap still
+ * fits (rows are written into room reserved for their longest form, which
+ * must not make the cap refuse a document it holds).
+ */
+static void test_integers(void **state)
+{
+	static const char *const p[] = { "main" };
+	static const int64_t v[] = { 7 };
+	int64_t tl[] = { INT64_MIN, INT64_MAX, -1, 0, 9, 10, 99, 100, 101, 999, 1000,
+			 -100, 1234567890123, -9876543210, 10000000000000000LL };
+	char want[512], *w = want;
+	const struct qmerge *ms[1];
+	struct query__flame f;
+	struct qmerge m;
+	struct tfx_out x;
+	struct buf exact;
+	size_t len;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(tl) / sizeof(tl[0]); i++)
+		w += sprintf(w, "%s%lld", i ? "," : "[", (long long)tl[i]);
+	strcpy(w, "]");
+	tfx_open(&x, p, v, 1);
+	timeline(&m, tl, sizeof(tl) / sizeof(tl[0]));
+	ms[0] = &m;
+	assert_int_equal(query__flame_build(&x.q, &x.t, 0, &f), 0);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &x.b), 0);
+	assert_non_null(strstr(x.b.data, want));
+	len = x.b.len;
+	buf_init(&exact, len);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &exact), 0);
+	assert_string_equal(exact.data, x.b.data);
+	buf_release(&exact);
+	buf_init(&exact, len - 1);
+	assert_int_equal(query__fb_write(&f, CPU, ms, 1, &exact), ERR_TOO_LARGE);
+	buf_release(&exact);
 	query__flame_release(&x.q, &f);
 	tfx_close(&x);
 }
@@ -160,6 +203,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_single),
+		cmocka_unit_test(test_integers),
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_double),
 	};
