@@ -563,6 +563,9 @@ static int seal_publish(struct seal *s, size_t ri, size_t k0, size_t k1, const c
 	}
 	store__epoch_forget_windows(t, s->max_epoch, s->ranges[ri] * s->wpr,
 				    (s->ranges[ri] + 1) * s->wpr - 1);
+	/* Their decoded copies would only age out of the page cache. */
+	for (size_t i = k0; i < k1; i++)
+		store__pcache_head_forget(&st->pages, s->keys[i].key, s->keys[i].klen);
 	/* Series whose every chunk is sealed leave the head. */
 	{
 		struct gc_ctx g = { { s->keys + k0, k1 - k0 }, st, t };

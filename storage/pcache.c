@@ -13,6 +13,18 @@
  * Pages larger than PCACHE_FRACTION of the cap are not cached, so that one
  * page never empties the cache.  Pinned pages may take the cache past its
  * cap for as long as they are pinned: one page per reader at most.
+ *
+ * Head chunks.  The head's sample chunks (one RocksDB value per series,
+ * window and epoch) are decoded on every read too, and a warm query of
+ * recent data read them all again.  They share the cache and its cap:
+ * an entry with no block, keyed by the chunk's RocksDB key, which also
+ * keeps the value bytes it decoded.  A head value changes (ingest appends
+ * to it, compaction re-encodes it, sealing deletes it), so a lookup gives
+ * the entry only when its bytes are the ones the reader holds: a hit costs
+ * a compare of the stored (compressed) bytes instead of zstd and the
+ * column decode, and can never show a chunk as it was.  An entry whose
+ * value changed is replaced at the next add; sealing drops the entries of
+ * the chunks it deletes.
  */
 #include "storage_int.h"
 
@@ -29,8 +41,10 @@ struct pcache_ent {
 	struct dlist_node lru;      /* on pcache.lru while cached */
 	struct dlist_node on_block; /* on block.page_ents while cached */
 	struct pcache_ent *next;    /* hash chain */
-	struct block *b;
-	uint64_t off;               /* the page's offset in its samples section */
+	struct block *b;            /* NULL: a head chunk */
+	uint64_t off;               /* the page's offset in its samples section; head: key hash */
+	const uint8_t *hkey;        /* head: its key (hklen bytes), then its value (hvlen) */
+	size_t hklen, hvlen;
 	size_t bytes;               /* of the allocation */
 	int pins;
 	int cached;                 /* in the table; 0: freed at the last unpin */
@@ -52,14 +66,17 @@ void store__pcache_init(struct pcache *c, size_t cap)
 	c->cap = cap;
 }
 
-static struct pcache_ent **find(struct pcache *c, const struct block *b, uint64_t off)
+/* The entry of page off of b, or (b NULL) of the head chunk whose key hashes to off. */
+static struct pcache_ent **find(struct pcache *c, const struct block *b, uint64_t off,
+				const uint8_t *key, size_t klen)
 {
 	struct pcache_ent **at;
 
 	if (!c->tab)
 		return NULL;
 	for (at = &c->tab[chain_of(b, off, c->mask)]; *at; at = &(*at)->next)
-		if ((*at)->b == b && (*at)->off == off)
+		if ((*at)->b == b && (*at)->off == off &&
+		    (b || ((*at)->hklen == klen && !memcmp((*at)->hkey, key, klen))))
 			return at;
 	return NULL;
 }
@@ -67,12 +84,13 @@ static struct pcache_ent **find(struct pcache *c, const struct block *b, uint64_
 /* Takes e out of the table, the LRU list and its block's list (c->mu held). */
 static void unlink_entry(struct pcache *c, struct pcache_ent *e)
 {
-	struct pcache_ent **at = find(c, e->b, e->off);
+	struct pcache_ent **at = find(c, e->b, e->off, e->hkey, e->hklen);
 
 	assert(at && *at == e);
 	*at = e->next;
 	dlist_unlink(&c->lru, &e->lru);
-	dlist_unlink(&e->b->page_ents, &e->on_block);
+	if (e->b)
+		dlist_unlink(&e->b->page_ents, &e->on_block);
 	c->n--;
 	c->bytes -= e->bytes;
 	e->cached = 0;
@@ -152,7 +170,7 @@ struct pcache_ent *store__pcache_get(struct pcache *c, const struct block *b,
 	struct pcache_ent **at, *e = NULL;
 
 	pthread_mutex_lock(&c->mu);
-	at = find(c, b, pg->off);
+	at = find(c, b, pg->off, NULL, 0);
 	if (at) {
 		e = *at;
 		pin(c, e, out);
@@ -169,13 +187,16 @@ int store__pcache_holds(struct pcache *c, const struct block *b, const struct bp
 	int held;
 
 	pthread_mutex_lock(&c->mu);
-	held = find(c, b, pg->off) != NULL;
+	held = find(c, b, pg->off, NULL, 0) != NULL;
 	pthread_mutex_unlock(&c->mu);
 	return held;
 }
 
-/* A copy of ch in one allocation, its profiles pointing into it; NULL past max bytes. */
-static struct pcache_ent *copy_chunk(const struct chunk *ch, size_t max)
+/*
+ * A copy of ch in one allocation, its profiles pointing into it, and room
+ * for `extra` more bytes at its end (e->hkey); NULL past max bytes.
+ */
+static struct pcache_ent *copy_chunk(const struct chunk *ch, size_t extra, size_t max)
 {
 	size_t ns = ch->n_samples, bytes;
 	struct pcache_ent *e;
@@ -188,7 +209,7 @@ static struct pcache_ent *copy_chunk(const struct chunk *ch, size_t max)
 		return NULL;
 	bytes = sizeof(*e) + ch->n * sizeof(struct chunk_profile) + ns * sizeof(*vals) +
 		(ch->spans ? ns * sizeof(*spans) : 0) + ns * sizeof(*ids);
-	if (bytes > max || !(e = malloc(bytes)))
+	if (bytes > max || extra > max - bytes || !(e = malloc(bytes + extra)))
 		return NULL;
 	memset(e, 0, sizeof(*e));
 	vals = (int64_t *)(void *)(e->profs + ch->n);
@@ -207,25 +228,57 @@ static struct pcache_ent *copy_chunk(const struct chunk *ch, size_t max)
 		e->profs[i].vals = vals + at;
 		e->profs[i].spans = spans ? spans + at : NULL;
 	}
-	e->bytes = bytes;
+	e->hkey = (const uint8_t *)(ids + ns);
+	e->bytes = bytes + extra;
 	e->v.part = ch->part;
 	e->v.n = ch->n;
 	e->v.profs = e->profs;
 	return e;
 }
 
+/*
+ * Puts e (not yet in the table) in the cache, pinned, with *out viewing it
+ * (c->mu held; released here).  With no memory for the table, frees e and
+ * returns NULL.
+ */
+static struct pcache_ent *insert(struct pcache *c, struct pcache_ent *e, struct page_view *out)
+{
+	size_t k;
+
+	grow_table(c);
+	if (!c->tab) {
+		pthread_mutex_unlock(&c->mu);
+		free(e);
+		return NULL;
+	}
+	k = chain_of(e->b, e->off, c->mask);
+	e->next = c->tab[k];
+	c->tab[k] = e;
+	dlist_push_front(&c->lru, &e->lru);
+	if (e->b)
+		dlist_push_front(&e->b->page_ents, &e->on_block);
+	e->cached = 1;
+	c->n++;
+	c->bytes += e->bytes;
+	e->pins = 1;
+	evict(c);
+	*out = e->v;
+	pthread_mutex_unlock(&c->mu);
+	return e;
+}
+
 struct pcache_ent *store__pcache_add(struct pcache *c, struct block *b, const struct bpage *pg,
 				     const struct chunk *ch, struct page_view *out)
 {
-	struct pcache_ent *e = copy_chunk(ch, c->cap / PCACHE_FRACTION), **at;
-	size_t k;
+	struct pcache_ent *e = copy_chunk(ch, 0, c->cap / PCACHE_FRACTION), **at;
 
 	if (!e)
 		return NULL;
 	e->b = b;
 	e->off = pg->off;
+	e->hkey = NULL;
 	pthread_mutex_lock(&c->mu);
-	if ((at = find(c, b, pg->off))) { /* another reader was faster */
+	if ((at = find(c, b, pg->off, NULL, 0))) { /* another reader was faster */
 		struct pcache_ent *won = *at;
 		pin(c, won, out);
 		pthread_mutex_unlock(&c->mu);
@@ -238,25 +291,85 @@ struct pcache_ent *store__pcache_add(struct pcache *c, struct block *b, const st
 		free(e);
 		return NULL;
 	}
-	grow_table(c);
-	if (!c->tab) {
-		pthread_mutex_unlock(&c->mu);
-		free(e);
-		return NULL;
+	return insert(c, e, out);
+}
+
+/* Head entries: their key's hash stands for the page offset. */
+static uint64_t head_hash(const uint8_t *key, size_t klen)
+{
+	return hash_bytes(key, klen, 0x68656164u);
+}
+
+/* Whether e holds the value v of vlen bytes. */
+static int same_value(const struct pcache_ent *e, const void *v, size_t vlen)
+{
+	return e->hvlen == vlen && !memcmp(e->hkey + e->hklen, v, vlen);
+}
+
+struct pcache_ent *store__pcache_head_get(struct pcache *c, const uint8_t *key, size_t klen,
+					  const void *v, size_t vlen, struct page_view *out)
+{
+	uint64_t h = head_hash(key, klen);
+	struct pcache_ent **at, *e = NULL;
+
+	pthread_mutex_lock(&c->mu);
+	at = find(c, NULL, h, key, klen);
+	if (at && same_value(*at, v, vlen)) {
+		e = *at;
+		pin(c, e, out);
+		c->head_hits++;
+	} else {
+		c->head_misses++;
 	}
-	k = chain_of(b, pg->off, c->mask);
-	e->next = c->tab[k];
-	c->tab[k] = e;
-	dlist_push_front(&c->lru, &e->lru);
-	dlist_push_front(&b->page_ents, &e->on_block);
-	e->cached = 1;
-	c->n++;
-	c->bytes += e->bytes;
-	e->pins = 1;
-	evict(c);
-	*out = e->v;
 	pthread_mutex_unlock(&c->mu);
 	return e;
+}
+
+struct pcache_ent *store__pcache_head_add(struct pcache *c, const uint8_t *key, size_t klen,
+					  const void *v, size_t vlen, const struct chunk *ch,
+					  struct page_view *out)
+{
+	size_t max = c->cap / PCACHE_FRACTION;
+	struct pcache_ent *e, **at;
+
+	if (klen > max || vlen > max - klen || !(e = copy_chunk(ch, klen + vlen, max)))
+		return NULL;
+	e->b = NULL;
+	e->off = head_hash(key, klen);
+	e->hklen = klen;
+	e->hvlen = vlen;
+	memcpy((uint8_t *)(uintptr_t)e->hkey, key, klen);
+	memcpy((uint8_t *)(uintptr_t)e->hkey + klen, v, vlen);
+	pthread_mutex_lock(&c->mu);
+	if ((at = find(c, NULL, e->off, key, klen))) {
+		struct pcache_ent *old = *at;
+
+		if (same_value(old, v, vlen)) { /* another reader was faster */
+			pin(c, old, out);
+			pthread_mutex_unlock(&c->mu);
+			free(e);
+			return old;
+		}
+		drop(c, old); /* the chunk changed since: its readers keep their pins */
+	}
+	return insert(c, e, out);
+}
+
+void store__pcache_head_forget(struct pcache *c, const uint8_t *key, size_t klen)
+{
+	struct pcache_ent **at;
+
+	pthread_mutex_lock(&c->mu);
+	if ((at = find(c, NULL, head_hash(key, klen), key, klen)))
+		drop(c, *at);
+	pthread_mutex_unlock(&c->mu);
+}
+
+const void *store__pcache_head_value(const struct pcache_ent *e, size_t *vlen)
+{
+	assert(!e->b);
+	*vlen = e->hvlen;
+	return e->hkey + e->hklen;
 }
 
 void store__pcache_unpin(struct pcache *c, struct pcache_ent *e)
@@ -292,6 +405,8 @@ void store__pcache_stats(struct pcache *c, struct store_page_cache_stats *out)
 	out->entries = c->n;
 	out->hits = c->hits;
 	out->misses = c->misses;
+	out->head_hits = c->head_hits;
+	out->head_misses = c->head_misses;
 	out->evictions = c->evictions;
 	pthread_mutex_unlock(&c->mu);
 }

@@ -945,27 +945,85 @@ int store__txn_flush_profiles(struct store_txn *tx, struct err_msg *msg)
 
 /* ---- reading the head ------------------------------------------------------------ */
 
-/* Passes the profiles of c in [from, until) to cb; returns cb's non-zero value. */
-static int emit(const struct chunk *c, uint64_t series_id, int64_t from_ns, int64_t until_ns,
-		int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx)
+/* Passes the profiles of profs[0..n) in [from, until) to cb; returns cb's non-zero value. */
+static int emit(const struct chunk_profile *profs, size_t n, uint64_t series_id, int64_t from_ns,
+		int64_t until_ns, int (*cb)(void *ctx, const struct store_profile_view *p),
+		void *ctx)
 {
 	int rc = 0;
 
-	for (size_t i = 0; i < c->n && !rc; i++) {
+	for (size_t i = 0; i < n && !rc; i++) {
 		struct store_profile_view pv;
 
-		if (c->profs[i].meta.time_ns < from_ns || c->profs[i].meta.time_ns >= until_ns)
+		if (profs[i].meta.time_ns < from_ns || profs[i].meta.time_ns >= until_ns)
 			continue;
 		pv.series_id = series_id;
-		pv.part = c->profs[i].part;
-		pv.meta = c->profs[i].meta;
-		pv.n = c->profs[i].n;
-		pv.stack_ids = c->profs[i].ids;
-		pv.values = c->profs[i].vals;
-		pv.span_ids = c->profs[i].spans;
+		pv.part = profs[i].part;
+		pv.meta = profs[i].meta;
+		pv.n = profs[i].n;
+		pv.stack_ids = profs[i].ids;
+		pv.values = profs[i].vals;
+		pv.span_ids = profs[i].spans;
 		rc = cb(ctx, &pv);
 	}
 	return rc;
+}
+
+/*
+ * One window of a series as store__head_profiles reads it: its first
+ * chunk from the page cache (`hit`, pinned; pcache.c, "Head chunks"), and
+ * when the window has chunks of other epochs, all of them decoded into c.
+ */
+struct hwin {
+	struct store *st;
+	struct chunk c;
+	struct pcache_ent *hit;
+	struct page_view hv;
+	int in_c; /* c holds what hit holds: hit was cached from c */
+};
+
+static int hwin_emit(struct hwin *h, uint64_t series_id, int64_t from_ns, int64_t until_ns,
+		     int (*cb)(void *ctx, const struct store_profile_view *p), void *ctx)
+{
+	int rc = h->hit ? emit(h->hv.profs, h->hv.n, series_id, from_ns, until_ns, cb, ctx)
+			: emit(h->c.profs, h->c.n, series_id, from_ns, until_ns, cb, ctx);
+
+	store__pcache_unpin(&h->st->pages, h->hit);
+	h->hit = NULL;
+	h->in_c = 0;
+	h->c.n = h->c.n_samples = 0;
+	return rc;
+}
+
+/* Adds the chunk of key k (value v) to the window; `first`: of a new window. */
+static int hwin_add(struct hwin *h, const uint8_t *k, size_t klen, const char *v, size_t vlen,
+		    int first, struct err_msg *msg)
+{
+	int rc;
+
+	if (first && (h->hit = store__pcache_head_get(&h->st->pages, k, klen, v, vlen, &h->hv)))
+		return 0;
+	if (h->hit) {
+		/* A second epoch's chunk: the window is merged in c, uncached. */
+		if (!h->in_c) {
+			size_t hlen;
+			const void *hval = store__pcache_head_value(h->hit, &hlen);
+
+			rc = store__chunk_decode_more(&h->c, hval, hlen, msg);
+			if (rc)
+				return rc;
+		}
+		store__pcache_unpin(&h->st->pages, h->hit);
+		h->hit = NULL;
+		h->in_c = 0;
+	}
+	rc = store__chunk_decode_more(&h->c, v, vlen, msg);
+	if (rc)
+		return rc;
+	if (first)
+		h->hit = store__pcache_head_add(&h->st->pages, k, klen, v, vlen, &h->c, &h->hv);
+	h->in_c = h->hit != NULL;
+	return 0;
 }
 
 int store__head_profiles(struct store *st, struct tenant *t, const rocksdb_snapshot_t *snap,
@@ -974,9 +1032,9 @@ int store__head_profiles(struct store *st, struct tenant *t, const rocksdb_snaps
 			 struct err_msg *msg)
 {
 	uint8_t lo[CHUNK_KEY_LEN], hi[CHUNK_KEY_LEN];
+	struct hwin h = { .st = st };
 	int64_t cur = 0;
 	int have = 0;
-	struct chunk c;
 	struct scan s;
 	int rc;
 
@@ -984,7 +1042,7 @@ int store__head_profiles(struct store *st, struct tenant *t, const rocksdb_snaps
 		return 0;
 	store__chunk_key(lo, t->id, series_id, floor_div(from_ns, st->window_ns), 0);
 	store__chunk_key(hi, t->id, series_id, floor_div(until_ns - 1, st->window_ns) + 1, 0);
-	store__chunk_init(&c);
+	store__chunk_init(&h.c);
 	rc = store__scan_open_snap(st, CFI_SAMPLES, snap, &s, lo, CHUNK_KEY_LEN_V1, hi,
 				   CHUNK_KEY_LEN_V1);
 	/* The chunks of one window (one per epoch that wrote to it) are merged by time. */
@@ -995,6 +1053,7 @@ int store__head_profiles(struct store *st, struct tenant *t, const rocksdb_snaps
 		uint64_t sid;
 		int64_t w;
 		uint32_t e;
+		int first;
 
 		if (store__chunk_key_parse(k, klen, &sid, &w, &e) || sid != series_id) {
 			rc = err_set(msg, ERR_CORRUPT, "series %llu of tenant %s: bad chunk key",
@@ -1003,15 +1062,12 @@ int store__head_profiles(struct store *st, struct tenant *t, const rocksdb_snaps
 		}
 		if (st->read_only && store__head_covered(st, t, w, e))
 			continue; /* a block has it; a writer would have deleted it */
-		if (have && w != cur) {
-			rc = emit(&c, series_id, from_ns, until_ns, cb, ctx);
-			c.n = c.n_samples = 0;
-			if (rc)
-				break;
-		}
+		if (have && w != cur && (rc = hwin_emit(&h, series_id, from_ns, until_ns, cb, ctx)))
+			break;
+		first = !have || w != cur;
 		cur = w;
 		have = 1;
-		rc = store__chunk_decode_more(&c, v, vlen, msg);
+		rc = hwin_add(&h, k, klen, v, vlen, first, msg);
 		if (rc) {
 			err_set(msg, rc, "series %llu of tenant %s: corrupt sample chunk",
 				(unsigned long long)series_id, t->name);
@@ -1019,11 +1075,12 @@ int store__head_profiles(struct store *st, struct tenant *t, const rocksdb_snaps
 		}
 	}
 	if (!rc && have)
-		rc = emit(&c, series_id, from_ns, until_ns, cb, ctx);
+		rc = hwin_emit(&h, series_id, from_ns, until_ns, cb, ctx);
+	store__pcache_unpin(&st->pages, h.hit);
 	if (rc)
 		store__scan_close(&s, NULL);
 	else
 		rc = store__scan_close(&s, msg);
-	store__chunk_release(&c);
+	store__chunk_release(&h.c);
 	return rc;
 }

@@ -684,14 +684,16 @@ struct store_memory_stats {
 void store_memory_stats(struct store *st, struct store_memory_stats *out);
 
 /*
- * The cache of decoded block pages (store_options.page_cache_bytes), for
- * /metrics: what it holds and its cap, and since the open the pages asked
- * of it found (hits) and not (misses, then read and decoded), and the
+ * The cache of decoded block pages and head chunks
+ * (store_options.page_cache_bytes), for /metrics: what it holds and its
+ * cap, and since the open the pages asked of it found (hits) and not
+ * (misses, then read and decoded), the same for head chunks, and the
  * entries it dropped to stay under the cap.
  */
 struct store_page_cache_stats {
 	uint64_t bytes, cap_bytes, entries;
 	uint64_t hits, misses, evictions;
+	uint64_t head_hits, head_misses; /* head chunks asked of it, found and not */
 };
 void store_page_cache_stats(struct store *st, struct store_page_cache_stats *out);
 

@@ -1175,9 +1175,11 @@ struct bcache {
 /*
  * Decoded sample pages of blocks kept across queries (pcache.c): entries
  * keyed by (block, page offset), which name the same bytes for the life of
- * the process (blocks are immutable), on one LRU list and in a chained hash
- * table, all of them under `cap` bytes (fixed at init; pinned pages may
- * exceed it while pinned).  Everything else under mu.
+ * the process (blocks are immutable), and head chunks keyed by their
+ * RocksDB key and checked against the value bytes a reader holds; on one
+ * LRU list and in a chained hash table, all of them under `cap` bytes
+ * (fixed at init; pinned pages may exceed it while pinned).  Everything
+ * else under mu.
  */
 struct pcache_ent;
 struct bpage;
@@ -1189,6 +1191,7 @@ struct pcache {
 	size_t mask;
 	size_t n, bytes, cap;
 	uint64_t hits, misses, evictions;
+	uint64_t head_hits, head_misses; /* head chunks (store__pcache_head_get) */
 };
 
 /* A decoded page: its profiles sorted by time, all of partition `part`. */
@@ -1224,6 +1227,26 @@ struct pcache_ent *store__pcache_add(struct pcache *c, struct block *b, const st
 void store__pcache_unpin(struct pcache *c, struct pcache_ent *e);
 /* Drops every entry of b; pinned ones are freed at their last unpin. */
 void store__pcache_forget(struct pcache *c, struct block *b);
+/*
+ * Head chunks (pcache.c, "Head chunks"): the chunk stored under RocksDB key
+ * `key` decoded, if the cache holds it decoded from exactly the value v of
+ * vlen bytes: the entry pinned, *out viewing it; else NULL.  Counts a head
+ * hit or miss.
+ */
+struct pcache_ent *store__pcache_head_get(struct pcache *c, const uint8_t *key, size_t klen,
+					  const void *v, size_t vlen, struct page_view *out);
+/*
+ * Caches a copy of ch, decoded from value v of key (both borrowed), in
+ * place of any entry of that key: returns it pinned and *out viewing it,
+ * or NULL as store__pcache_add does.
+ */
+struct pcache_ent *store__pcache_head_add(struct pcache *c, const uint8_t *key, size_t klen,
+					  const void *v, size_t vlen, const struct chunk *ch,
+					  struct page_view *out);
+/* Drops the entry of head chunk `key`, if any (its chunk was deleted). */
+void store__pcache_head_forget(struct pcache *c, const uint8_t *key, size_t klen);
+/* The value a head entry was decoded from (vlen bytes), valid while pinned. */
+const void *store__pcache_head_value(const struct pcache_ent *e, size_t *vlen);
 void store__pcache_stats(struct pcache *c, struct store_page_cache_stats *out);
 
 /* ---- push IDs (pushid.c), section 11 ------------------------------------ */

@@ -712,12 +712,15 @@ static void store_metrics(struct store *st, struct buf *b)
 
 		store_page_cache_stats(st, &pc);
 		metric_used_cap(b, "unhex_store_page_cache_bytes",
-				"Decoded sample pages of blocks the page cache holds, and its cap.",
+				"Decoded block pages and head chunks the page cache holds, and its cap.",
 				pc.bytes, pc.cap_bytes);
 		metric_u64(b, "unhex_store_page_cache_entries", "gauge",
-			   "Pages the page cache holds.", pc.entries);
+			   "Pages and head chunks the page cache holds.", pc.entries);
 		metric_hits(b, "unhex_store_page_cache_requests_total",
 			    "Pages of blocks asked of the page cache, by result.", pc.hits, pc.misses);
+		metric_hits(b, "unhex_store_page_cache_head_requests_total",
+			    "Head chunks asked of the page cache, by result.", pc.head_hits,
+			    pc.head_misses);
 		metric_u64(b, "unhex_store_page_cache_evictions_total", "counter",
 			   "Pages the page cache dropped to stay under --page-cache-bytes.",
 			   pc.evictions);

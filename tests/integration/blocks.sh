@@ -90,6 +90,10 @@ grep -q '^unhex_store_page_cache_bytes{state="cap"} 67108864$' <<<"$M" || fail "
 [ "$(awk '$1 == "unhex_store_page_cache_requests_total{result=\"miss\"}" {print $2}' <<<"$M")" -gt 0 ] &&
 	[ "$(awk '$1 == "unhex_store_page_cache_entries" {print $2}' <<<"$M")" -gt 0 ] ||
 	fail "metrics: $(grep '^unhex_store_page_cache' <<<"$M")"
+for r in hit miss; do
+	grep -q "^unhex_store_page_cache_head_requests_total{result=\"$r\"} [0-9][0-9]*\$" <<<"$M" ||
+		fail "metrics: no head $r count"
+done
 # glibc's heap (docs/operations.md, "Memory: the allocator").
 for g in in_use_bytes free_bytes mmapped_bytes top_bytes; do
 	grep -q "^unhex_malloc_$g [0-9][0-9]*\$" <<<"$M" || fail "metrics: no unhex_malloc_$g"

@@ -2,7 +2,8 @@
  * sealed data answers the same cold and warm and the warm one reads no
  * page; the cache stays under its cap by evicting the least recently used
  * pages, never a pinned one; the pages of a block leave it when the block
- * is compacted away, expired or marked bad, pinned ones at their unpin. */
+ * is compacted away, expired or marked bad, pinned ones at their unpin;
+ * head chunks are cached only as long as their bytes stay the same. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -323,6 +324,93 @@ static void test_blocks_leave(void **state)
 	tmpdir_free(dir);
 }
 
+/*
+ * Head chunks: a warm read of the head decodes nothing and answers as the
+ * cold one; an append to a window, a second epoch's chunk in a window and
+ * RocksDB's re-encoding of the chunks each change what the head holds,
+ * and the cached answer is then the answer of a store opened afresh (no
+ * cache); sealing drops the head's entries.
+ */
+static void test_head_chunks(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store_page_cache_stats a, b;
+	struct store *st;
+	char *cold, *warm, *d;
+	(void)state;
+
+	fake_now = T0 + 100 * RANGE;
+	st = open_cap(dir, 0, 0);
+	assert_non_null(st);
+	fill(st, T0, 3 * 60 * SEC);
+	cold = dump_all(st);
+	a = pstats(st);
+	assert_int_equal(a.head_hits, 0);
+	assert_true(a.head_misses > 0);
+	assert_int_equal(a.entries, a.head_misses); /* one per window of a series */
+	assert_int_equal(a.hits + a.misses, 0);      /* no block yet */
+	warm = dump_all(st);
+	b = pstats(st);
+	assert_string_equal(warm, cold);
+	assert_int_equal(b.head_misses, a.head_misses);
+	assert_int_equal(b.head_hits, a.head_misses);
+	free(warm);
+
+	/* An append to the first window: that window is read again. */
+	assert_int_equal(gen_profile(st, "t", "api", "p0", T0 + 7 * SEC, 1, 99), 0);
+	warm = dump_all(st);
+	assert_string_not_equal(warm, cold);
+	b = pstats(st);
+	assert_int_equal(b.head_misses, a.head_misses + 1);
+	store_close(st);
+	st = open_cap(dir, 0, 0);
+	assert_non_null(st);
+	d = dump_all(st);
+	assert_string_equal(d, warm);
+	free(d);
+	free(warm);
+	free(cold);
+
+	/* A seal starts an epoch: a window of the next range gets a chunk of
+	 * the new epoch beside its chunk of the old one.  Read cold (cache
+	 * emptied by a reopen) and warm. */
+	fill(st, T0 + RANGE, 3 * 60 * SEC);
+	fake_now = T0 + RANGE + 3 * 60 * SEC;
+	assert_int_equal(store_maintain(st, 0, NULL, NULL), 0);
+	assert_non_null(block_at(st, T0));
+	assert_int_equal(gen_profile(st, "t", "db", "p1", T0 + RANGE + 9 * SEC, 1, 98), 0);
+	warm = dump_all(st);
+	for (int round = 0; round < 2; round++) {
+		store_close(st);
+		st = open_cap(dir, 0, 0);
+		assert_non_null(st);
+		for (int i = 0; i < 2; i++) { /* cold, then warm */
+			d = dump_all(st);
+			assert_string_equal(d, warm);
+			free(d);
+		}
+	}
+	assert_true(pstats(st).head_hits > 0);
+
+	/* RocksDB's compaction re-encodes the chunks: new bytes, same profiles. */
+	a = pstats(st);
+	assert_int_equal(store_compact(st, NULL), 0);
+	d = dump_all(st);
+	assert_string_equal(d, warm);
+	b = pstats(st);
+	assert_true(b.head_misses > a.head_misses);
+	free(d);
+	free(warm);
+
+	/* Sealing deletes the chunks, and their entries: what stays are the
+	 * pages of the block sealed above (none of the new one is read yet). */
+	assert_true(pstats(st).entries > entries_of(st, block_at(st, T0)));
+	assert_int_equal(store_maintain(st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
+	assert_int_equal(pstats(st).entries, entries_of(st, block_at(st, T0)));
+	store_close(st);
+	tmpdir_free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_cap_evicts),
 		cmocka_unit_test(test_pins),
 		cmocka_unit_test(test_blocks_leave),
+		cmocka_unit_test(test_head_chunks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
