@@ -39,6 +39,18 @@ static void fill(struct store *st, int64_t t0, int64_t span)
 						 0);
 }
 
+/* A store in dir, the clock far past T0, retention `retention`, filled over [T0, T0 + span). */
+static struct store *open_filled(const char *dir, int64_t retention, int64_t span)
+{
+	struct store *st;
+
+	fake_now = T0 + 100 * RANGE;
+	st = open_cap(dir, 0, retention);
+	assert_non_null(st);
+	fill(st, T0, span);
+	return st;
+}
+
 static struct store_page_cache_stats pstats(struct store *st)
 {
 	struct store_page_cache_stats s;
@@ -91,10 +103,7 @@ static void test_cold_warm_same(void **state)
 	char *head, *cold, *warm;
 	(void)state;
 
-	fake_now = T0 + 100 * RANGE;
-	st = open_cap(dir, 0, 0);
-	assert_non_null(st);
-	fill(st, T0, 3 * RANGE);
+	st = open_filled(dir, 0, 3 * RANGE);
 	head = dump_all(st);
 	assert_int_equal(store_maintain(st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
 	a = pstats(st);
@@ -134,10 +143,7 @@ static void test_cap_evicts(void **state)
 	size_t cap;
 	(void)state;
 
-	fake_now = T0 + 100 * RANGE;
-	st = open_cap(dir, 0, 0);
-	assert_non_null(st);
-	fill(st, T0, 10 * RANGE);
+	st = open_filled(dir, 0, 10 * RANGE);
 	assert_int_equal(store_maintain(st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
 	all = dump_all(st);
 	a = pstats(st);
@@ -268,10 +274,7 @@ static void test_blocks_leave(void **state)
 	(void)state;
 
 	/* Retention: the clock is the newest profile. */
-	fake_now = T0 + 100 * RANGE;
-	st = open_cap(dir, 0, 3 * RANGE);
-	assert_non_null(st);
-	fill(st, T0, 2 * RANGE);
+	st = open_filled(dir, 3 * RANGE, 2 * RANGE);
 	assert_int_equal(store_maintain(st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
 	d = dump_all(st);
 	free(d);
@@ -339,10 +342,7 @@ static void test_head_chunks(void **state)
 	char *cold, *warm, *d;
 	(void)state;
 
-	fake_now = T0 + 100 * RANGE;
-	st = open_cap(dir, 0, 0);
-	assert_non_null(st);
-	fill(st, T0, 3 * 60 * SEC);
+	st = open_filled(dir, 0, 3 * 60 * SEC);
 	cold = dump_all(st);
 	a = pstats(st);
 	assert_int_equal(a.head_hits, 0);
