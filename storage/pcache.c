@@ -306,6 +306,24 @@ static int same_value(const struct pcache_ent *e, const void *v, size_t vlen)
 	return e->hvlen == vlen && !memcmp(e->hkey + e->hklen, v, vlen);
 }
 
+/* Unpins e (c->mu held). */
+static void unpin_locked(struct pcache *c, struct pcache_ent *e)
+{
+	assert(e->pins > 0);
+	if (--e->pins == 0) {
+		if (!e->cached)
+			free(e);
+		else
+			evict(c); /* it may have been kept past the cap while pinned */
+	}
+}
+
+/*
+ * The value bytes are compared outside c->mu: an entry's key and value never
+ * change once it is in the table, and the pin keeps it alive, so the one lock
+ * is never held for a compare of up to an eighth of the cap.  A lookup is
+ * counted a hit while it compares and moved to the misses if the bytes differ.
+ */
 struct pcache_ent *store__pcache_head_get(struct pcache *c, const uint8_t *key, size_t klen,
 					  const void *v, size_t vlen, struct page_view *out)
 {
@@ -314,7 +332,7 @@ struct pcache_ent *store__pcache_head_get(struct pcache *c, const uint8_t *key, 
 
 	pthread_mutex_lock(&c->mu);
 	at = find(c, NULL, h, key, klen);
-	if (at && same_value(*at, v, vlen)) {
+	if (at && (*at)->hvlen == vlen) {
 		e = *at;
 		pin(c, e, out);
 		c->head_hits++;
@@ -322,6 +340,14 @@ struct pcache_ent *store__pcache_head_get(struct pcache *c, const uint8_t *key, 
 		c->head_misses++;
 	}
 	pthread_mutex_unlock(&c->mu);
+	if (e && !same_value(e, v, vlen)) {
+		pthread_mutex_lock(&c->mu);
+		c->head_hits--;
+		c->head_misses++;
+		unpin_locked(c, e);
+		pthread_mutex_unlock(&c->mu);
+		e = NULL;
+	}
 	return e;
 }
 
@@ -377,13 +403,7 @@ void store__pcache_unpin(struct pcache *c, struct pcache_ent *e)
 	if (!e)
 		return;
 	pthread_mutex_lock(&c->mu);
-	assert(e->pins > 0);
-	if (--e->pins == 0) {
-		if (!e->cached)
-			free(e);
-		else
-			evict(c); /* it may have been kept past the cap while pinned */
-	}
+	unpin_locked(c, e);
 	pthread_mutex_unlock(&c->mu);
 }
 
