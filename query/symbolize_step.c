@@ -637,7 +637,8 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 	struct areq *a = NULL, *tmp = NULL;
 	struct debuginfo_addr_req *reqs = NULL;
 	uint32_t *which = NULL;
-	size_t *start = NULL, total = 0, most = 0;
+	size_t *start = NULL, total = 0, most = 0, cap_a = 0, cap_tmp = 0, cap_reqs = 0,
+	       cap_which = 0;
 	int rc = 0;
 
 	if (deadline > q->deadline_ns)
@@ -654,15 +655,21 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 	}
 	if (!total)
 		return 0;
+	/* Every location that wants a name, each render: a unresolvable
+	 * binary's stay wanted.  From the query's budget and its pool, which
+	 * keeps the pages resident, rather than fresh mappings each time. */
 	start = calloc(s->n_groups + 1, sizeof(*start));
-	a = calloc(total, sizeof(*a));
-	tmp = calloc(most, sizeof(*tmp));
-	reqs = calloc(most, sizeof(*reqs));
-	which = calloc(most, sizeof(*which));
-	if (!start || !a || !tmp || !reqs || !which) {
+	if (!start) {
 		rc = err_set(q->msg, ERR_NOMEM, "symbolization: out of memory");
 		goto out;
 	}
+	if ((rc = query__mem_grow(q, (void **)&a, &cap_a, sizeof(*a), total, "addresses")) ||
+	    (rc = query__mem_grow(q, (void **)&tmp, &cap_tmp, sizeof(*tmp), most, "addresses")) ||
+	    (rc = query__mem_grow(q, (void **)&reqs, &cap_reqs, sizeof(*reqs), most,
+				  "addresses")) ||
+	    (rc = query__mem_grow(q, (void **)&which, &cap_which, sizeof(*which), most,
+				  "addresses")))
+		goto out;
 	for (size_t g = 0, at = 0; g < s->n_groups; g++) {
 		struct qgroup *gr = &s->groups[g];
 
@@ -720,10 +727,10 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 	}
 out:
 	free(start);
-	free(a);
-	free(tmp);
-	free(reqs);
-	free(which);
+	query__mem_free(q, a, cap_a, sizeof(*a));
+	query__mem_free(q, tmp, cap_tmp, sizeof(*tmp));
+	query__mem_free(q, reqs, cap_reqs, sizeof(*reqs));
+	query__mem_free(q, which, cap_which, sizeof(*which));
 	return rc;
 }
 
