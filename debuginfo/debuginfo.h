@@ -505,6 +505,20 @@ int debuginfo_resolve_as(struct debuginfo *d, struct debuginfo_asker *a,
 			 char *reason, size_t reason_len);
 
 /*
+ * Whether debuginfo_resolve_as would answer `n` addresses of the build ID
+ * without looking at them: a build ID that is not hex, a tenant whose
+ * symbolization is off, or one that settled as missing (not uploaded and
+ * nowhere to fetch it from, or a failed fetch not due again yet) for a
+ * tenant without upstreams of its own that may see its file.  Returns 1
+ * with *status and `reason` as debuginfo_resolve_as would set them (and
+ * counts the n cache misses it would count), else 0: call it.  Spares a
+ * caller sorting addresses nobody will look at.
+ */
+int debuginfo_resolve_settled(struct debuginfo *d, struct debuginfo_asker *a,
+			      const char *build_id_hex, size_t n, enum debuginfo_status *status,
+			      char *reason, size_t reason_len);
+
+/*
  * A counter that changes whenever frames resolved earlier may no longer be
  * right: the debug info of a build ID was replaced.  Callers that keep
  * resolved frames of their own (the query's symbolization memo) drop them

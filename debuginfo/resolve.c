@@ -310,6 +310,62 @@ static int hidden_from(struct debuginfo *s, const char *tenant, const char *id, 
 	return 1;
 }
 
+/*
+ * What debuginfo_resolve_as answers before it looks at any address: a
+ * build ID that is not hex, no address asked, a tenant whose symbolization
+ * is off.  Returns 1 when answered (*status, reason set), else 0 with the
+ * canonical id in id/bid/blen.
+ */
+static int answered_first(struct debuginfo *s, struct debuginfo_asker *a, const char *build_id_hex,
+			  size_t n, char id[DEBUGINFO_HEX_MAX], uint8_t bid[SYM_BUILD_ID_MAX],
+			  size_t *blen, enum debuginfo_status *status, char *reason,
+			  size_t reason_len)
+{
+	*status = DEBUGINFO_STATUS_OK;
+	debuginfo__copy_reason(reason, reason_len, "");
+	if (debuginfo__canon_id(build_id_hex, id, bid, blen)) {
+		*status = DEBUGINFO_STATUS_NO_BUILD_ID;
+		debuginfo__copy_reason(reason, reason_len, "the mapping's build ID is not hex");
+		return 1;
+	}
+	if (!n)
+		return 1;
+	if (a && !debuginfo_tenant_symbolizes(s, a->tenant)) {
+		*status = DEBUGINFO_STATUS_DISABLED;
+		debuginfo__copy_reason(reason, reason_len, DEBUGINFO_DISABLED_REASON);
+		return 1;
+	}
+	return 0;
+}
+
+/* A settled miss answers n addresses at once, each a cache miss. */
+static int settled_for(struct debuginfo *s, const char *id, size_t n,
+		       enum debuginfo_status *status, char *reason, size_t reason_len)
+{
+	if (!settled_miss(s, id, 0, status, reason, reason_len))
+		return 0;
+	atomic_fetch_add(&s->cache_misses, n);
+	return 1;
+}
+
+int debuginfo_resolve_settled(struct debuginfo *s, struct debuginfo_asker *a,
+			      const char *build_id_hex, size_t n, enum debuginfo_status *status,
+			      char *reason, size_t reason_len)
+{
+	uint8_t bid[SYM_BUILD_ID_MAX];
+	char id[DEBUGINFO_HEX_MAX];
+	size_t blen;
+	int fetched = 0;
+
+	assert(s && status && (reason || reason_len == 0));
+	if (answered_first(s, a, build_id_hex, n, id, bid, &blen, status, reason, reason_len))
+		return 1;
+	/* A tenant's own upstreams, or a file it may not see: the whole way. */
+	if (a && (debuginfo__tenant_set(s, a->tenant) || hidden_from(s, a->tenant, id, &fetched)))
+		return 0;
+	return settled_for(s, id, n, status, reason, reason_len);
+}
+
 int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 			 const char *build_id_hex, const struct debuginfo_mapping_ref *map,
 			 const struct debuginfo_addr_req *reqs, size_t n, int64_t deadline_ns,
@@ -325,20 +381,8 @@ int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 	int fetched = 0, rc;
 
 	assert(s && map && (reqs || n == 0) && fn && status && (reason || reason_len == 0));
-	*status = DEBUGINFO_STATUS_OK;
-	debuginfo__copy_reason(reason, reason_len, "");
-	if (debuginfo__canon_id(build_id_hex, id, bid, &blen)) {
-		*status = DEBUGINFO_STATUS_NO_BUILD_ID;
-		debuginfo__copy_reason(reason, reason_len, "the mapping's build ID is not hex");
+	if (answered_first(s, a, build_id_hex, n, id, bid, &blen, status, reason, reason_len))
 		return 0;
-	}
-	if (!n)
-		return 0;
-	if (a && !debuginfo_tenant_symbolizes(s, a->tenant)) {
-		*status = DEBUGINFO_STATUS_DISABLED;
-		debuginfo__copy_reason(reason, reason_len, DEBUGINFO_DISABLED_REASON);
-		return 0;
-	}
 	set = a ? debuginfo__tenant_set(s, a->tenant) : 0;
 	/* Before the cache: frames cached from A's file are A's too.  A
 	 * tenant with upstreams of its own asks them for what it may not see. */
@@ -365,10 +409,8 @@ int debuginfo_resolve_as(struct debuginfo *s, struct debuginfo_asker *a,
 	 * file: a build ID that settled as missing has nothing there, and its
 	 * addresses are not looked up one by one (each render of a stripped
 	 * binary without debug info asked the cache for all of them). */
-	if (settled_miss(s, id, 0, status, reason, reason_len)) {
-		atomic_fetch_add(&s->cache_misses, n);
+	if (settled_for(s, id, n, status, reason, reason_len))
 		return 0;
-	}
 	missing = calloc(n, 1);
 	if (!missing)
 		return ERR_NOMEM;

@@ -52,6 +52,7 @@ struct qgroup {
 	enum debuginfo_status status;
 	char reason[256];
 	int kernel;          /* the kernel's mapping: named from a symbol map */
+	int answered;        /* resolve_groups: its status needed no address */
 	int64_t unnamed;
 	size_t n_want;
 	size_t n_unresolved;  /* distinct locations left without names */
@@ -628,6 +629,24 @@ static int resolvable(const struct qgroup *g)
 	return g->build_id[0] || g->jit_pid;
 }
 
+/* Groups whose addresses resolve_groups sends to the service. */
+static int asks(const struct qgroup *g)
+{
+	return resolvable(g) && g->n_want && !g->answered;
+}
+
+/* What the service's answer for group g means for the query. */
+static void group_status(struct qsym *s, struct qgroup *gr)
+{
+	if (gr->status == DEBUGINFO_STATUS_PENDING)
+		s->pending = 1;
+	if (gr->kernel && gr->status == DEBUGINFO_STATUS_NOT_FOUND)
+		snprintf(gr->reason, sizeof(gr->reason),
+			 "kernel symbols not uploaded: unhex upload --kallsyms /proc/kallsyms "
+			 "--build-id %s, as root on a machine running this kernel",
+			 gr->build_id);
+}
+
 /* Pass 2: one service call per build ID (or JIT process), addresses sorted. */
 static int resolve_groups(struct qctx *q, struct qsym *s)
 {
@@ -643,12 +662,22 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 
 	if (deadline > q->deadline_ns)
 		deadline = q->deadline_ns;
-	/* One pass over the locations buckets the wanted ones by group. */
+	/* One pass over the locations buckets the wanted ones by group; a
+	 * build ID that settled as missing (every render of a binary whose
+	 * debug info nobody has) is answered without them. */
 	for (size_t g = 0; g < s->n_groups; g++) {
 		struct qgroup *gr = &s->groups[g];
 
+		gr->answered = 0;
 		if (!resolvable(gr) || !gr->n_want)
 			continue;
+		if (!gr->jit_pid &&
+		    debuginfo_resolve_settled(q->symbolizer, &asker, gr->build_id, gr->n_want,
+					      &gr->status, gr->reason, sizeof(gr->reason))) {
+			gr->answered = 1;
+			group_status(s, gr);
+			continue;
+		}
 		total += gr->n_want;
 		if (gr->n_want > most)
 			most = gr->n_want;
@@ -674,14 +703,14 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 		struct qgroup *gr = &s->groups[g];
 
 		start[g] = at;
-		if (resolvable(gr))
+		if (asks(gr))
 			at += gr->n_want;
 	}
 	for (size_t i = 0; i < s->n_locs; i++) {
 		const struct qloc *l = &s->locs[i];
 		size_t *at;
 
-		if (l->state != ST_WANT || !resolvable(&s->groups[l->group]))
+		if (l->state != ST_WANT || !asks(&s->groups[l->group]))
 			continue;
 		at = &start[l->group];
 		a[*at].addr = l->addr;
@@ -696,7 +725,7 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 		struct areq *ga;
 		size_t n = gr->n_want;
 
-		if (!resolvable(gr) || !n)
+		if (!asks(gr))
 			continue;
 		ga = a + start[g] - n;
 		sort_areq(ga, tmp, n);
@@ -717,13 +746,7 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 		if (rc && !q->msg->text[0])
 			err_set(q->msg, rc, "symbolizing %s: %s",
 				gr->jit_pid ? gr->binary : gr->build_id, err_str(rc));
-		if (gr->status == DEBUGINFO_STATUS_PENDING)
-			s->pending = 1;
-		if (gr->kernel && gr->status == DEBUGINFO_STATUS_NOT_FOUND)
-			snprintf(gr->reason, sizeof(gr->reason),
-				 "kernel symbols not uploaded: unhex upload --kallsyms /proc/kallsyms "
-				 "--build-id %s, as root on a machine running this kernel",
-				 gr->build_id);
+		group_status(s, gr);
 	}
 out:
 	free(start);

@@ -184,6 +184,21 @@ static void test_statuses_and_budget(void **state)
 	assert_int_equal(st, DEBUGINFO_STATUS_NOT_FOUND);
 	assert_int_equal(g.n_called, 0);
 	assert_string_equal(debuginfo_status_str(st), "not_found");
+	/* Settled: answered the same without the addresses. */
+	{
+		enum debuginfo_status st2 = DEBUGINFO_STATUS_OK;
+		char reason2[256] = "";
+
+		assert_int_equal(debuginfo_resolve_settled(g_svc, NULL, g_id2, 5, &st2, reason2,
+							   sizeof(reason2)),
+				 1);
+		assert_int_equal(st2, st);
+		assert_string_equal(reason2, reason);
+		assert_int_equal(debuginfo_resolve_settled(g_svc, NULL, "not-hex", 5, &st2, reason2,
+							   sizeof(reason2)),
+				 1);
+		assert_int_equal(st2, DEBUGINFO_STATUS_NO_BUILD_ID);
+	}
 	/* ... and listed, so users see which build IDs queries need. */
 	{
 		struct debuginfo_record rec;
@@ -216,6 +231,10 @@ static void test_statuses_and_budget(void **state)
 			 0);
 	assert_int_equal(st, DEBUGINFO_STATUS_OK);
 	assert_true(g.n_called >= 1);
+	/* With its file there, the addresses must be looked at. */
+	assert_int_equal(debuginfo_resolve_settled(g_svc, NULL, g_id2, 1, &st, reason,
+						   sizeof(reason)),
+			 0);
 
 	/* A mapping without a hex build ID. */
 	assert_int_equal(debuginfo_resolve(g_svc, "not-hex", &map, &req, 1, clock_mono_ns(),
