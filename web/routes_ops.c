@@ -400,8 +400,8 @@ static void http_metrics(struct web_server *srv, struct buf *b)
 		     "Bytes of freed query table blocks kept for the next queries.",
 		     "Table blocks of 128 KiB or more queries took, by where they came from.");
 	pool_metrics(b, &srv->body_pool, "body",
-		     "Bytes of freed request body buffers kept for the next requests.",
-		     "Body buffers of 128 KiB or more requests took, by where they came from.");
+		     "Bytes of freed request and response body buffers kept for the next requests.",
+		     "Request and response body buffers of 128 KiB or more, by where they came from.");
 	metric_u64(b, "unhex_http_memory_refused_total", "counter",
 		   "Requests answered 503 because the memory budget was full.",
 		   load(&srv->mem_refused));
