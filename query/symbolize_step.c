@@ -684,9 +684,10 @@ static int resolve_groups(struct qctx *q, struct qsym *s)
 	}
 	if (!total)
 		return 0;
-	/* Every location that wants a name, each render: a unresolvable
-	 * binary's stay wanted.  From the query's budget and its pool, which
-	 * keeps the pages resident, rather than fresh mappings each time. */
+	/* Room for the wanted locations of the groups not answered above
+	 * (asks()), on every render that has any.  From the query's budget
+	 * and its pool, which keeps the pages resident, rather than fresh
+	 * mappings each time. */
 	start = calloc(s->n_groups + 1, sizeof(*start));
 	if (!start) {
 		rc = err_set(q->msg, ERR_NOMEM, "symbolization: out of memory");
