@@ -43,6 +43,15 @@
 
 #define BLOCKPOOL_SIZES 32
 
+/*
+ * Huge pages: outside AddressSanitizer builds, a block of BLOCKPOOL_HUGE
+ * bytes or more is a mapping of its own, aligned to BLOCKPOOL_HUGE, and
+ * its whole BLOCKPOOL_HUGE extents are advised as transparent huge pages
+ * (a no-op where THP is "never"); freeing it unmaps it.  Smaller blocks
+ * come from malloc.
+ */
+#define BLOCKPOOL_HUGE ((size_t)2 << 20)
+
 struct blockpool {
 	pthread_mutex_t mu;
 	size_t max_bytes;  /* bytes the pool may hold; > 0 */

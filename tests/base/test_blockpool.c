@@ -351,6 +351,50 @@ static void test_decay_on_timer(void **state)
 	blockpool_release(&q);
 }
 
+/* Blocks of BLOCKPOOL_HUGE bytes or more: whole, reused, and grown with
+ * their bytes, whatever pages back them. */
+static void test_huge_blocks(void **state)
+{
+	const size_t big = BLOCKPOOL_HUGE + BLOCKPOOL_HUGE / 2 + 100;
+	struct blockpool p;
+	uint64_t reused, fresh;
+	size_t held;
+	unsigned char *a, *b;
+	int rc = 0;
+
+	(void)state;
+	assert_int_equal(blockpool_init(&p, 4 * BLOCKPOOL_HUGE, 4 * BLOCKPOOL_HUGE), 0);
+	a = get(&p, big);
+#if !defined(__SANITIZE_ADDRESS__)
+	assert_int_equal((uintptr_t)a % BLOCKPOOL_HUGE, 0);
+#endif
+	memset(a, 0x5c, big);
+	drop(&p, a, big);
+	b = get(&p, big);
+	assert_ptr_equal(b, a);
+	/* Held, it kept its bytes past the pool's link in its first pointer. */
+	assert_int_equal(b[big - 1], 0x5c);
+	memset(b, 0x5c, sizeof(void *));
+	/* Grown into a block of another size: the bytes move with it. */
+	b = grow_resize(&p.alloc, b, big, 2 * BLOCKPOOL_HUGE + 1, &rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(b);
+	assert_int_equal(b[0], 0x5c);
+	assert_int_equal(b[big - 1], 0x5c);
+	memset(b, 0x3a, 2 * BLOCKPOOL_HUGE + 1);
+	drop(&p, b, 2 * BLOCKPOOL_HUGE + 1);
+	/* Past max_block: freed at once, not held. */
+	a = get(&p, 5 * BLOCKPOOL_HUGE);
+	memset(a, 1, 5 * BLOCKPOOL_HUGE);
+	drop(&p, a, 5 * BLOCKPOOL_HUGE);
+	blockpool_stats(&p, &held, &reused, &fresh);
+	/* Both sizes held: the first block was given back when it grew. */
+	assert_int_equal(held, big + 2 * BLOCKPOOL_HUGE + 1);
+	assert_int_equal(reused, 1);
+	assert_int_equal(fresh, 3);
+	blockpool_release(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -363,6 +407,7 @@ int main(void)
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_idle_decay),
 		cmocka_unit_test(test_decay_on_timer),
+		cmocka_unit_test(test_huge_blocks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
