@@ -179,9 +179,13 @@ stop_server
 CLOSED=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 start_server "$WORK/data2" --debuginfod-urls "http://127.0.0.1:$CLOSED"
 "$UNHEX" ingest --server "$URL" --name "app.cpu" "$WORK/app.pb.gz" >/dev/null || fail "ingest on data2"
-wait_for "app as upstream_error" '[ "$(entry app "$ID_APP" status)" = upstream_error ]'
+# app's other binaries (libc, ld.so, ...) are looked up too, a few per check:
+# the gauge is compared once none is pending, on a scrape taken after that.
+wait_for "app as upstream_error, nothing pending" \
+	'[ "$(entry app "$ID_APP" status)" = upstream_error ] && [ "$(pending)" = 0 ]'
 [ "$(metric unhex_unsymbolizable_profiles_total "$T,service=\"app\",reason=\"upstream_error\"")" -ge 1 ] ||
 	fail "app not counted as upstream_error: $(grep unsymbolizable <<<"$METRICS")"
+scrape
 check_gauge
 note "unreachable upstream: $(entry app "$ID_APP" reason)"
 stop_server
