@@ -328,6 +328,14 @@ int debuginfo__meta_put(struct debuginfo *s, const char *id, const struct debugi
 void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
 			  enum debuginfo_status st, int64_t retry_at, const char *reason);
 /*
+ * The same for a lookup (bucket or upstream) that started because `id` had
+ * no file: nothing is recorded when one is there now, stored by an upload
+ * or another lookup meanwhile, whose record must not turn into this
+ * failure until its retry time.  Takes upload_mu.
+ */
+void debuginfo__meta_fail_lookup(struct debuginfo *s, const char *id, unsigned source,
+				 enum debuginfo_status st, int64_t retry_at, const char *reason);
+/*
  * 1 when `tenant` may see the files of record `m`: NULL (every tenant's
  * view) sees every record; a tenant sees a record with a file whose owners
  * are "*" or name it.

@@ -230,7 +230,7 @@ static void record_failure(struct debuginfo *s, unsigned set, const char *id,
 	if (set)
 		debuginfo__tfail_put(s, set, id, st, retry_at, text);
 	else
-		debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, st, retry_at, text);
+		debuginfo__meta_fail_lookup(s, id, DEBUGINFO_SOURCE_DEBUGINFOD, st, retry_at, text);
 }
 
 /*

@@ -33,14 +33,15 @@ static int obtain(struct debuginfo *s, const char *id, const uint8_t *bid, size_
 	}
 	if (!s->upstream) {
 		if (s->os && rc == ERR_NOT_FOUND)
-			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_NOT_FOUND,
-					     0, DEBUGINFO__NOT_IN_BUCKET);
+			debuginfo__meta_fail_lookup(s, id, DEBUGINFO_SOURCE_NONE,
+						    DEBUGINFO_STATUS_NOT_FOUND, 0,
+						    DEBUGINFO__NOT_IN_BUCKET);
 		else if (s->os)
-			debuginfo__meta_fail(s, id, DEBUGINFO_SOURCE_NONE,
-					     DEBUGINFO_STATUS_UPSTREAM_ERROR,
-					     clock_wall_ns() + s->bucket_miss_ttl_ns,
-					     "the bucket could not be asked (the server log says why); "
-					     "asked again later");
+			debuginfo__meta_fail_lookup(s, id, DEBUGINFO_SOURCE_NONE,
+						    DEBUGINFO_STATUS_UPSTREAM_ERROR,
+						    clock_wall_ns() + s->bucket_miss_ttl_ns,
+						    "the bucket could not be asked (the server log says "
+						    "why); asked again later");
 		return ERR_NOT_FOUND;
 	}
 	if (s->os && !debuginfo__meta_get(s, id, &m) && m.status != DEBUGINFO_STATUS_OK &&

@@ -295,21 +295,34 @@ static int failure_room(struct debuginfo *s, int64_t now)
 	       (uint64_t)atomic_load(&s->failures) < s->max_failures;
 }
 
-void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
-			  enum debuginfo_status st, int64_t retry_at, const char *reason)
+/* debuginfo__meta_fail, and with `lookup` debuginfo__meta_fail_lookup. */
+static void record_fail(struct debuginfo *s, const char *id, unsigned source,
+			enum debuginfo_status st, int64_t retry_at, const char *reason, int lookup)
 {
 	struct debuginfo__meta m;
 	int64_t now = clock_wall_ns();
 	int fresh = debuginfo__meta_get(s, id, &m) != 0;
 
-	if (fresh)
-		memset(&m, 0, sizeof(m));
+	/* Room before upload_mu: a sweep takes it. */
 	if (fresh && !failure_room(s, now)) {
 		atomic_fetch_add(&s->failures_dropped, 1);
 		log_debug("debuginfo: %s: not recorded, %llu records of failed lookups exist", id,
 			  (unsigned long long)s->max_failures);
 		return;
 	}
+	if (lookup) {
+		pthread_mutex_lock(&s->upload_mu);
+		/* An upload (or another lookup) stored a file while this one
+		 * ran: its record stands, the failure is moot. */
+		if (debuginfo__has_file(s, id)) {
+			pthread_mutex_unlock(&s->upload_mu);
+			log_debug("debuginfo: %s: a file arrived during the failed lookup", id);
+			return;
+		}
+		fresh = debuginfo__meta_get(s, id, &m) != 0;
+	}
+	if (fresh)
+		memset(&m, 0, sizeof(m));
 	if (!m.source)
 		m.source = source;
 	m.status = st;
@@ -320,6 +333,20 @@ void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
 		log_warn("debuginfo: cannot record the status of %s", id);
 	else if (fresh)
 		atomic_fetch_add(&s->failures, 1);
+	if (lookup)
+		pthread_mutex_unlock(&s->upload_mu);
+}
+
+void debuginfo__meta_fail(struct debuginfo *s, const char *id, unsigned source,
+			  enum debuginfo_status st, int64_t retry_at, const char *reason)
+{
+	record_fail(s, id, source, st, retry_at, reason, 0);
+}
+
+void debuginfo__meta_fail_lookup(struct debuginfo *s, const char *id, unsigned source,
+				 enum debuginfo_status st, int64_t retry_at, const char *reason)
+{
+	record_fail(s, id, source, st, retry_at, reason, 1);
 }
 
 /* ---- typed records ---- */

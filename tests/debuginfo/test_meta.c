@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "base/buf.h"
@@ -397,6 +398,60 @@ static void test_failure_records(void **state)
 	bare_close(&s, dir);
 }
 
+/*
+ * A failed lookup started because a build ID had no file: when an upload
+ * stored one meanwhile, the upload's record stands (else the frames stay
+ * hex until the retry time); without a file the failure is recorded, and
+ * debuginfo__meta_fail (an index build's verdict on a file) always is.
+ */
+static void test_lookup_failure_after_upload(void **state)
+{
+	struct debuginfo s;
+	struct debuginfo__meta m;
+	char dir[] = "/tmp/unhex-meta-XXXXXX", path[256];
+	const char *id = "ab01";
+	FILE *f;
+
+	(void)state;
+	bare_open(&s, dir, 100, 86400LL * 1000000000LL);
+	s.dir = dir;
+	debuginfo__meta_fail_lookup(&s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
+				    DEBUGINFO_STATUS_UPSTREAM_ERROR, 99, "no file: recorded");
+	assert_int_equal(debuginfo__meta_get(&s, id, &m), 0);
+	assert_int_equal(m.status, DEBUGINFO_STATUS_UPSTREAM_ERROR);
+	assert_int_equal(atomic_load(&s.failures), 1);
+
+	/* The upload: its file, then its record. */
+	snprintf(path, sizeof(path), "%s/ab", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/ab/%s", dir, id);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/ab/%s/debuginfo", dir, id);
+	assert_non_null(f = fopen(path, "w"));
+	assert_int_equal(fclose(f), 0);
+	m = g_meta;
+	m.kinds = 1;
+	m.status = DEBUGINFO_STATUS_OK;
+	m.retry_at = 0;
+	m.reason[0] = '\0';
+	assert_int_equal(debuginfo__meta_put(&s, id, &m), 0);
+
+	debuginfo__meta_fail_lookup(&s, id, DEBUGINFO_SOURCE_DEBUGINFOD,
+				    DEBUGINFO_STATUS_UPSTREAM_ERROR, 99, "file: ignored");
+	assert_int_equal(debuginfo__meta_get(&s, id, &m), 0);
+	assert_int_equal(m.status, DEBUGINFO_STATUS_OK);
+	assert_true(m.retry_at == 0);
+	assert_string_equal(m.reason, "");
+
+	debuginfo__meta_fail(&s, id, DEBUGINFO_SOURCE_NONE, DEBUGINFO_STATUS_INVALID_ELF, 0,
+			     "the file is not ELF");
+	assert_int_equal(debuginfo__meta_get(&s, id, &m), 0);
+	assert_int_equal(m.status, DEBUGINFO_STATUS_INVALID_ELF);
+	assert_int_equal(m.kinds, 1);
+	s.dir = NULL;
+	bare_close(&s, dir);
+}
+
 static void test_names(void **state)
 {
 	static const char *const want[DEBUGINFO_STATUS_COUNT] = {
@@ -434,6 +489,7 @@ int main(void)
 		cmocka_unit_test(test_visibility),
 		cmocka_unit_test(test_store_records),
 		cmocka_unit_test(test_failure_records),
+		cmocka_unit_test(test_lookup_failure_after_upload),
 		cmocka_unit_test(test_names),
 	};
 
