@@ -134,6 +134,7 @@ note "A marked $ID used and wrote debuginfo-refs; nothing deleted"
 start_server "$WORK/b" "${FLAGS[@]}"
 "$UNHEX" ingest --server "$URL" --name prog.cpu "$WORK/prog.pb.gz" >/dev/null || fail "ingest to B"
 "$UNHEX" ingest --server "$URL" --name orphan.cpu "$WORK/orphan.pb.gz" >/dev/null || fail "ingest of orphan to B"
+T_INGEST=$SECONDS
 wait_symbolized "$Q" "$FROM" "$UNTIL"
 B_NAMES=$(names_of "$BODY")
 [ "$B_NAMES" = "$A_NAMES" ] || fail "B names differ from A's: $(diff <(echo "$A_NAMES") <(echo "$B_NAMES") | head -20)"
@@ -152,10 +153,22 @@ QO=$(selector "$(cpu_type orphan)" orphan)
 wait_symbolized "$QO" "$FROM" "$UNTIL"
 http GET "/api/v1/debuginfo/$ID_O"
 expect_status 200 'sharing its bucket' "B's record of the orphan $ID_O"
+# The background check asks the bucket about every binary of the profiles
+# too, a few per check: count once it has, and while no miss is 60 s old
+# (then the bucket is asked again, by design).
+for i in $(seq 1 300); do
+	http GET "/api/v1/debuginfo?unsymbolizable=1"
+	[ "$STATUS" = 200 ] && [ "$(jq '[.[] | select(.status == "pending")] | length' <<<"$BODY")" = 0 ] && break
+	sleep 0.2
+done
 misses=$(metric 'unhex_debuginfo_bucket_lookups_total{result="miss"}')
 wait_symbolized "$QO" "$FROM" "$UNTIL"
-[ "$(metric 'unhex_debuginfo_bucket_lookups_total{result="miss"}')" = "$misses" ] ||
-	fail "a repeated query of the orphan asked the bucket again"
+if [ $((SECONDS - T_INGEST)) -lt 50 ]; then
+	[ "$(metric 'unhex_debuginfo_bucket_lookups_total{result="miss"}')" = "$misses" ] ||
+		fail "a repeated query of the orphan asked the bucket again"
+else
+	note "the orphan's repeated query came $((SECONDS - T_INGEST)) s after the ingest: its miss count is not compared"
+fi
 [ "$(metric 'unhex_debuginfo_bucket_puts_total{object="any",result="error"}')" = 0 ] || fail "B: put errors"
 stop_server
 

@@ -214,10 +214,11 @@ for flag_bad in mmap:1K mmap:64M mmap:0 mmap:many trim:64K trim:128M trim:0 trim
 	[ "$rc" = 2 ] && grep -q -- "$flag" <<<"$ERR" || fail "$flag $bad: exit $rc, $ERR"
 done
 # ---- and `unhex ingest` retries what the server asks it to retry: tenant
-# slow takes half a file per second, so the second and third files get 429
-# (Retry-After) first and are accepted on a later try.
+# slow takes a quarter of a file per second, so the first leaves a debt of
+# 3 s (more than a slow run's round trip) and the second and third files get
+# 429 (Retry-After) first and are accepted on a later try.
 SIZE=$(stat -c %s "$PPROF")
-printf 'tenant slow ingest_bytes_per_s=%d burst_s=1\n' $((SIZE / 2 + 1)) >"$WORK/limits"
+printf 'tenant slow ingest_bytes_per_s=%d burst_s=1\n' $((SIZE / 4 + 1)) >"$WORK/limits"
 start_server "$DATA" --malloc-mmap-threshold dynamic --limits-file "$WORK/limits"
 OUT=$("$UNHEX" ingest --server "$URL" --tenant perf-dyn --name "$NAME" "$PPROF") ||
 	fail "ingest with a dynamic threshold: $OUT"

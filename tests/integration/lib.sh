@@ -188,19 +188,27 @@ wait_stats() {
 	return 0
 }
 
-# wait_settled N: until the tenant anonymous has N blocks, twice 2 s apart (60 s at most).
+# wait_settled N [LEVELS]: until the tenant anonymous has N blocks (whose
+# sorted levels are the JSON array LEVELS, when given), twice 2 s apart
+# (two minutes at most).  A pass seals its ranges one after another and
+# compacts only after: the count alone may pass through N while sealing,
+# LEVELS names the final shape.
 wait_settled() {
-	local want=$1 i s
-	for i in $(seq 1 300); do
+	local want=$1 levels=${2:-} i s
+	settled() {
+		[ "$(jq -r '.blocks.count' <<<"$s")" = "$want" ] &&
+			{ [ -z "$levels" ] || [ "$(jq -c '[.blocks.list[].level] | sort' <<<"$s")" = "$levels" ]; }
+	}
+	for i in $(seq 1 600); do
 		s=$(tenant_stats anonymous)
-		if [ "$(jq -r '.blocks.count' <<<"$s")" = "$want" ]; then
+		if settled; then
 			sleep 2
 			s=$(tenant_stats anonymous)
-			[ "$(jq -r '.blocks.count' <<<"$s")" = "$want" ] && return 0
+			settled && return 0
 		fi
 		sleep 0.2
 	done
-	fail "blocks did not settle at $want: $(jq -c '.blocks | {count, list: [.list[] | {level, range_start_ns}]}' <<<"$s")"
+	fail "blocks did not settle at $want ${levels:+$levels }: $(jq -c '.blocks | {count, list: [.list[] | {level, range_start_ns}]}' <<<"$s")"
 }
 
 # field JSON NAME
@@ -266,12 +274,24 @@ check_hex() {
 # without debug info are served only as such).
 DPID=
 start_debuginfod() {
-	local dir=$1 id code i kind=${DEBUGINFOD_WAIT:-debuginfo}
+	local dir=$1 id code i try kind=${DEBUGINFOD_WAIT:-debuginfo}
 	shift
-	DPORT=$((20000 + RANDOM % 20000))
-	debuginfod -F "$dir" -p "$DPORT" -d "$WORK/debuginfod.$DPORT.sqlite" \
-		>"$WORK/debuginfod.$DPORT.log" 2>&1 &
-	DPID=$!
+	# A port below the ephemeral range (32768 on), so no client socket
+	# holds it; another test's server may: a debuginfod that cannot bind
+	# exits, and the next try takes another port.
+	for try in 1 2 3 4 5; do
+		DPORT=$((20000 + RANDOM % 12000))
+		debuginfod -F "$dir" -p "$DPORT" -d "$WORK/debuginfod.$DPORT.sqlite" \
+			>"$WORK/debuginfod.$DPORT.log" 2>&1 &
+		DPID=$!
+		for i in $(seq 1 50); do
+			kill -0 "$DPID" 2>/dev/null || break
+			grep -q "started http server on" "$WORK/debuginfod.$DPORT.log" && break 2
+			sleep 0.1
+		done
+		kill -0 "$DPID" 2>/dev/null && break
+		note "debuginfod could not start on $DPORT: $(tail -1 "$WORK/debuginfod.$DPORT.log")"
+	done
 	DURL="http://127.0.0.1:$DPORT"
 	for id in "$@"; do
 		code=

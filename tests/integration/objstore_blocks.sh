@@ -58,7 +58,7 @@ stop_server
 DATA="$WORK/data"
 start_server "$DATA" --maintain-interval 1s --block-range 10m "${S3[@]}"
 ingest_manifest "$WL"
-wait_settled 6
+wait_settled 6 '[0,0,0,0,0,1]'
 for i in $(seq 1 300); do
 	all_uploaded "$DATA" && break
 	sleep 0.2

@@ -95,7 +95,7 @@ until_ok() {
 roles_bucket() {
 	rgw_start
 	rgw_s3 "$1"
-	S3+=(--storage.s3.sync-interval 1s --storage.s3.delete-delay 5s)
+	S3+=(--storage.s3.sync-interval 1s --storage.s3.delete-delay 20s)
 	ROLE=(--maintain-interval 1s --block-range 10m "${S3[@]}")
 }
 

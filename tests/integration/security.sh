@@ -584,6 +584,7 @@ grep -qx hot_loop <<<"$(names_a)" || fail "the file put back is not used"
 # within the same budget (docs/symbolization.md, "Alerting before anyone
 # looks"): count from here.
 HITS0=$(wc -l <"$WORK/redir.port.hits")
+T_BUDGET=$SECONDS
 http POST "/ingest?name=redirected.cpu&format=pprof" -H "$(bearer "$OPS")" \
 	--data-binary @"$WORK/many.pb.gz"
 expect_status 200 '"samples":' "a profile of 40 unknown build IDs"
@@ -602,7 +603,10 @@ http GET "/pyroscope/render?query=$QRB&from=now-1h&until=now" -H "$(bearer "$B_A
 [ "$STATUS" = 200 ] || fail "team-b's render of unknown build IDs: $STATUS $BODY"
 UPSTREAM=$(($(wc -l <"$WORK/redir.port.hits") - HITS0))
 [ "$UPSTREAM" -ge 1 ] || fail "the upstream was never asked"
-[ "$UPSTREAM" -le 5 ] || fail "40 unknown build IDs made $UPSTREAM upstream lookups (budget 5)"
+# The budget is 5 at once, then one more every 12 s: a slow run earns more.
+BUDGET=$((5 + (SECONDS - T_BUDGET) / 12))
+[ "$UPSTREAM" -le "$BUDGET" ] ||
+	fail "40 unknown build IDs made $UPSTREAM upstream lookups (budget $BUDGET)"
 [ ! -s "$WORK/catch.port.hits" ] ||
 	fail "the redirect to 127.0.0.1:$CATCH was followed: $(cat "$WORK/catch.port.hits")"
 http GET /metrics -H "$(bearer "$OPS")"
