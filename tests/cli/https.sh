@@ -44,9 +44,6 @@ objcopy --only-keep-debug "$WORK/prog" "$WORK/prog.debug"
 start_server "$WORK/data"
 
 # ---- the TLS endpoint in front of it, on a port that was free a moment ago
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 for attempt in 1 2 3 4 5; do
 	TPORT=$(free_port)
 	socat "OPENSSL-LISTEN:$TPORT,bind=127.0.0.1,reuseaddr,fork,cert=$WORK/cert.pem,key=$WORK/key.pem,verify=0" \

@@ -158,7 +158,7 @@ expect_status 200 'sharing its bucket' "B's record of the orphan $ID_O"
 # (then the bucket is asked again, by design).
 for i in $(seq 1 300); do
 	http GET "/api/v1/debuginfo?unsymbolizable=1"
-	[ "$STATUS" = 200 ] && [ "$(jq '[.[] | select(.status == "pending")] | length' <<<"$BODY")" = 0 ] && break
+	[ "$STATUS" = 200 ] && [ "$(pending_binaries "$BODY")" = 0 ] && break
 	sleep 0.2
 done
 misses=$(metric 'unhex_debuginfo_bucket_lookups_total{result="miss"}')

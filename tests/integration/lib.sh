@@ -42,6 +42,33 @@ note() {
 	echo "-- $*" >&2
 }
 
+# A developer's shell may name debuginfod servers (Fedora and Ubuntu set
+# DEBUGINFOD_URLS in every login shell): `unhex serve` would take them as
+# its default upstream.  A test that wants an upstream passes
+# --debuginfod-urls.
+unset DEBUGINFOD_URLS
+
+# free_port [N]: N (default 1) distinct TCP ports of 127.0.0.1 that nothing
+# listens on right now, one per line.  They lie below the kernel's
+# ephemeral range, so no client socket takes one before its server binds
+# it; another test's server still may, so a caller retries where it can.
+free_port() {
+	python3 - "${1:-1}" <<'EOF'
+import random, socket, sys
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+lo, hi = (10000, lo) if lo > 11000 else (lo, 65536)
+held = []
+while len(held) < int(sys.argv[1]):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(lo, hi)))
+        held.append(s)
+    except OSError:
+        s.close()
+print("\n".join(str(s.getsockname()[1]) for s in held))
+EOF
+}
+
 # need VAR...: fails unless every VAR names an executable.
 need() {
 	local var
@@ -194,21 +221,25 @@ wait_stats() {
 # compacts only after: the count alone may pass through N while sealing,
 # LEVELS names the final shape.
 wait_settled() {
-	local want=$1 levels=${2:-} i s
-	settled() {
-		[ "$(jq -r '.blocks.count' <<<"$s")" = "$want" ] &&
-			{ [ -z "$levels" ] || [ "$(jq -c '[.blocks.list[].level] | sort' <<<"$s")" = "$levels" ]; }
-	}
+	local want=$1 levels=${2:-null} i s
+	local settled='.blocks.count == $n and ($l == null or ([.blocks.list[].level] | sort) == $l)'
 	for i in $(seq 1 600); do
 		s=$(tenant_stats anonymous)
-		if settled; then
+		if jq -e --argjson n "$want" --argjson l "$levels" "$settled" <<<"$s" >/dev/null; then
 			sleep 2
 			s=$(tenant_stats anonymous)
-			settled && return 0
+			jq -e --argjson n "$want" --argjson l "$levels" "$settled" <<<"$s" >/dev/null && return 0
 		fi
 		sleep 0.2
 	done
-	fail "blocks did not settle at $want ${levels:+$levels }: $(jq -c '.blocks | {count, list: [.list[] | {level, range_start_ns}]}' <<<"$s")"
+	fail "blocks did not settle at $want${2:+ $2}: $(jq -c '.blocks | {count, list: [.list[] | {level, range_start_ns}]}' <<<"$s")"
+}
+
+# pending_binaries JSON: how many binaries of a GET
+# /api/v1/debuginfo?unsymbolizable=1 answer the background check has not
+# looked up yet.
+pending_binaries() {
+	jq '[.[] | select(.status == "pending")] | length' <<<"$1"
 }
 
 # field JSON NAME
@@ -276,11 +307,10 @@ DPID=
 start_debuginfod() {
 	local dir=$1 id code i try kind=${DEBUGINFOD_WAIT:-debuginfo}
 	shift
-	# A port below the ephemeral range (32768 on), so no client socket
-	# holds it; another test's server may: a debuginfod that cannot bind
-	# exits, and the next try takes another port.
+	# Another test's server may take the port first: a debuginfod that
+	# cannot bind exits, and the next try takes another port.
 	for try in 1 2 3 4 5; do
-		DPORT=$((20000 + RANDOM % 12000))
+		DPORT=$(free_port)
 		debuginfod -F "$dir" -p "$DPORT" -d "$WORK/debuginfod.$DPORT.sqlite" \
 			>"$WORK/debuginfod.$DPORT.log" 2>&1 &
 		DPID=$!

@@ -35,12 +35,6 @@ need_rgw() {
 	done
 }
 
-# free_port: a TCP port of 127.0.0.1 that nothing listens on right now
-# (the monitor cannot take port 0: its address goes into the monmap).
-free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 rgw_ceph() {
 	timeout 60 ceph -c "$RGW_DIR/ceph.conf" "$@"
 }
@@ -52,9 +46,9 @@ rgw_start() {
 	RGW_DIR=$d
 	mkdir -p "$d/run" "$d/log" "$d/crash" "$d/mon" "$d/osd" "$d/rgw"
 	rgw_guard
-	mon1=$(free_port)
-	mon2=$(free_port)
-	RGW_PORT=$(free_port)
+	# lib.sh's free_port: the monitor cannot take port 0 (its address goes
+	# into the monmap), and radosgw must come back on its port (rgw_up).
+	{ read -r mon1; read -r mon2; read -r RGW_PORT; } < <(free_port 3)
 	RGW_URL="http://127.0.0.1:$RGW_PORT"
 	fsid=$(python3 -c 'import uuid; print(uuid.uuid4())')
 	# Authentication between the daemons is off (one host, loopback), but

@@ -114,13 +114,8 @@ wait_for() {
 }
 
 T='tenant="anonymous"'
-# pending: COUNT of tracked binaries still without an answer in $LIST.
-pending() {
-	jq '[.[] | select(.status == "pending")] | length' <<<"$LIST"
-}
-
 wait_for "every binary checked, app counted as not_found" \
-	'[ "$(pending)" = 0 ] && [ "$(entry app "$ID_APP" status)" = not_found ] && [ "$(entry served "$ID_SERVED" status)" = ok ] &&
+	'[ "$(pending_binaries "$LIST")" = 0 ] && [ "$(entry app "$ID_APP" status)" = not_found ] && [ "$(entry served "$ID_SERVED" status)" = ok ] &&
 	 [ "$(metric unhex_unsymbolizable_profiles_total "$T,service=\"app\",reason=\"not_found\"")" -ge 1 ]'
 note "app: $(entry app "$ID_APP" reason)"
 note "tracked: $(jq -c '[.[] | [.service, .binary, .status, .profiles]]' <<<"$LIST")"
@@ -182,7 +177,7 @@ start_server "$WORK/data2" --debuginfod-urls "http://127.0.0.1:$CLOSED"
 # app's other binaries (libc, ld.so, ...) are looked up too, a few per check:
 # the gauge is compared once none is pending, on a scrape taken after that.
 wait_for "app as upstream_error, nothing pending" \
-	'[ "$(entry app "$ID_APP" status)" = upstream_error ] && [ "$(pending)" = 0 ]'
+	'[ "$(entry app "$ID_APP" status)" = upstream_error ] && [ "$(pending_binaries "$LIST")" = 0 ]'
 [ "$(metric unhex_unsymbolizable_profiles_total "$T,service=\"app\",reason=\"upstream_error\"")" -ge 1 ] ||
 	fail "app not counted as upstream_error: $(grep unsymbolizable <<<"$METRICS")"
 scrape

@@ -15,6 +15,9 @@
 # after editing web/ui.
 set -euo pipefail
 
+# The server has no upstream: a shell's DEBUGINFOD_URLS would become its
+# default (as in tests/integration/lib.sh).
+unset DEBUGINFOD_URLS
 BUILD=${1:?usage: tests/ui/run.sh BUILD_DIR}
 BUILD=$(cd "$BUILD" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
