@@ -19,7 +19,9 @@
 #   unhex-workload --out WL --services 1 --instances 20 --minutes 60 \
 #                  --end 1767225600 --seed 1 --quiet
 # Prints one line: files, stored pairs, pprof samples (tools/pprofinfo),
-# server CPU seconds and pprof samples per server CPU-second.
+# server CPU seconds, pprof samples per server CPU-second and the
+# server's minor page faults over the ingest (about 13 µs each on the
+# VM of bench/RESULTS.md).
 set -euo pipefail
 
 B=$(cd "${1:?usage: ingest_server.sh BUILD_DIR WORKLOAD_DIR [OUT_DIR]}" && pwd)
@@ -56,14 +58,16 @@ if [ "$PERF" = 1 ]; then
 	sleep 1
 fi
 t0=$(cpu_ticks "$SERVER_PID")
+f0=$(minor_faults "$SERVER_PID")
 bench_ingest "$WL" "$WL/manifest.tsv" run "$PARALLEL"
 t1=$(cpu_ticks "$SERVER_PID")
+f1=$(minor_faults "$SERVER_PID")
 if [ "${BATCH:-1}" -gt 1 ]; then
 	INGEST_PAIRS=$(curl -sS --fail "$URL/api/v1/stats" | grep -o '"samples":[0-9]*' | head -1 | cut -d: -f2)
 fi
 awk -v f="$(wc -l <"$WL/manifest.tsv")" -v p="$INGEST_PAIRS" -v s="$pprof_samples" \
-	-v fail="$INGEST_FAILED" -v c="$((t1 - t0))" -v t="$TICK" -v w="$INGEST_S" 'BEGIN {
+	-v fail="$INGEST_FAILED" -v c="$((t1 - t0))" -v mf="$((f1 - f0))" -v t="$TICK" -v w="$INGEST_S" 'BEGIN {
 	cpu = c / t
-	printf "files %d, failed %d, stored pairs %d, pprof samples %d, wall %.2f s, server CPU %.2f s = %.0f pprof samples per server CPU-second\n",
-		f, fail, p, s, w, cpu, (cpu > 0 ? s / cpu : 0)
+	printf "files %d, failed %d, stored pairs %d, pprof samples %d, wall %.2f s, server CPU %.2f s = %.0f pprof samples per server CPU-second, %d minor faults\n",
+		f, fail, p, s, w, cpu, (cpu > 0 ? s / cpu : 0), mf
 }'

@@ -76,6 +76,8 @@ bench_start_server() {
 }
 
 cpu_ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; }
+# minor_faults PID: the process's minor page faults so far.
+minor_faults() { awk '{sub(/.*\) /, ""); print $8}' "/proc/$1/stat"; }
 
 # Every file of MANIFEST (lines of WL/manifest.tsv) through `unhex ingest`,
 # one process per series name, PARALLEL at once; to $URL, or with URLS
