@@ -14,6 +14,9 @@
 #                      (OUT/perf.data)
 #        PPROF_SAMPLES=N  the workload's pprof samples, when known (else
 #                      counted with tools/pprofinfo)
+#        SERVER_CPU=K  the server (and its RocksDB threads) on CPU K alone,
+#                      the clients on the other CPUs: the target's "per
+#                      core", without the clients preempting the server
 #
 # WORKLOAD_DIR is a directory made by unhex-workload, e.g.
 #   unhex-workload --out WL --services 1 --instances 20 --minutes 60 \
@@ -51,7 +54,13 @@ trap stop_all EXIT
 pprof_samples=${PPROF_SAMPLES:-$(cd "$WL" && cut -f1 manifest.tsv | xargs "$B/tools/pprofinfo" --json |
 	grep -o '"samples":[0-9]*' | cut -d: -f2 | awk '{s += $1} END {print s + 0}')}
 
+if [ -n "${SERVER_CPU:-}" ]; then
+	others=$(seq 0 $(($(nproc) - 1)) | grep -vx "$SERVER_CPU" | paste -sd,)
+	[ -n "$others" ] || { echo "ingest_server.sh: SERVER_CPU needs two CPUs" >&2; exit 1; }
+	SERVER_TASKSET=$SERVER_CPU
+fi
 bench_start_server "$OUT/data" "$OUT/serve.log"
+[ -z "${SERVER_CPU:-}" ] || taskset -pc "$others" $$ >/dev/null
 if [ "$PERF" = 1 ]; then
 	perf record -g -o "$OUT/perf.data" -p "$SERVER_PID" >"$OUT/perf.log" 2>&1 &
 	PERF_PID=$!

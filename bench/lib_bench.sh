@@ -56,11 +56,13 @@ bench_stop_server() {
 
 # With SERVER_CGROUP (a cgroup-v1 directory) the server's process moves
 # itself into that cgroup before it execs the server, so that all of the
-# server's CPU is charged there.
+# server's CPU is charged there.  With SERVER_TASKSET (a taskset CPU list)
+# the server runs on those CPUs only.
 bench_start_server() {
 	(
 		[ -z "${SERVER_CGROUP:-}" ] || echo "$BASHPID" >"$SERVER_CGROUP/cgroup.procs"
-		exec "$B/cli/unhex" serve --listen 127.0.0.1:0 --data "$1" --debuginfod-urls "" "${@:3}"
+		exec ${SERVER_TASKSET:+taskset -c "$SERVER_TASKSET"} "$B/cli/unhex" serve \
+			--listen 127.0.0.1:0 --data "$1" --debuginfod-urls "" "${@:3}"
 	) >"$2" 2>&1 &
 	SERVER_PID=$!
 	URL=
