@@ -1196,7 +1196,7 @@ static uint64_t distinct_series(struct store *st, struct tenant *t)
 }
 
 /* Adds what the blocks of t hold to s. */
-static void block_stats(struct store *st, struct tenant *t, struct store_tenant_stats *s)
+static void block_stats(struct tenant *t, struct store_tenant_stats *s)
 {
 	int64_t oldest = INT64_MAX, newest = INT64_MIN;
 
@@ -1229,9 +1229,6 @@ static void block_stats(struct store *st, struct tenant *t, struct store_tenant_
 		s->oldest_ns = oldest;
 		s->newest_ns = newest;
 	}
-	/* With blocks, a label set may be in several places. */
-	if (s->blocks)
-		s->series = distinct_series(st, t);
 }
 
 /*
@@ -1247,6 +1244,7 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 {
 	struct tenant **v = NULL;
 	uint64_t (*ctr)[CTR_N] = NULL;
+	struct store_tenant_stats *blk = NULL;
 	uint64_t mem[CFI_N], total_records = 0;
 	size_t n = 0;
 	int rc = tenants_snapshot(st, &v, &n);
@@ -1254,17 +1252,28 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 	if (rc)
 		return rc;
 	ctr = calloc(n ? n : 1, sizeof(*ctr));
-	if (!ctr) {
-		free(v);
-		return ERR_NOMEM;
+	blk = calloc(n ? n : 1, sizeof(*blk));
+	if (!ctr || !blk) {
+		rc = ERR_NOMEM;
+		goto out;
 	}
-	for (size_t i = 0; i < n; i++) {
+	/* The counters and the block lists as of one moment: a seal moves
+	 * profiles from the head's counters to a block in one commit
+	 * (seal_publish), and counters read before it with a list read after
+	 * would count them twice.  Commits wait for these gets and list walks,
+	 * as for a reader's snapshot. */
+	pthread_rwlock_rdlock(&st->commit_lock);
+	for (size_t i = 0; !rc && i < n; i++) {
 		rc = read_counters(st, v[i]->id, ctr[i], msg);
-		if (rc)
-			goto out;
+		if (!rc)
+			block_stats(v[i], &blk[i]);
+	}
+	pthread_rwlock_unlock(&st->commit_lock);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < n; i++)
 		for (int c = 1; c < CTR_EXP_BLOCKS; c++)
 			total_records += ctr[i][c];
-	}
 	for (int c = 0; c < CFI_TENANT_N; c++)
 		mem[c] = memtable_bytes(st, (enum cfi)c);
 	for (size_t i = 0; i < n; i++) {
@@ -1274,16 +1283,17 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 		rc = tenant_sst_bytes(st, v[i]->id, sst, msg);
 		if (rc)
 			goto out;
-		memset(&s, 0, sizeof(s));
+		s = blk[i]; /* the blocks' share; the head's is added */
 		s.tenant = v[i]->name;
-		s.series = ctr[i][CTR_SERIES];
-		s.profiles = ctr[i][CTR_PROFILES];
-		s.samples = ctr[i][CTR_SAMPLES];
-		s.stacks = ctr[i][CTR_STACKS];
-		s.locations = ctr[i][CTR_LOCATIONS];
-		s.functions = ctr[i][CTR_FUNCTIONS];
-		s.mappings = ctr[i][CTR_MAPPINGS];
-		s.head_profiles = s.profiles;
+		/* With blocks, a label set may be in several places. */
+		s.series = s.blocks ? distinct_series(st, v[i]) : ctr[i][CTR_SERIES];
+		s.profiles += ctr[i][CTR_PROFILES];
+		s.samples += ctr[i][CTR_SAMPLES];
+		s.stacks += ctr[i][CTR_STACKS];
+		s.locations += ctr[i][CTR_LOCATIONS];
+		s.functions += ctr[i][CTR_FUNCTIONS];
+		s.mappings += ctr[i][CTR_MAPPINGS];
+		s.head_profiles = ctr[i][CTR_PROFILES];
 		s.expired_blocks = ctr[i][CTR_EXP_BLOCKS];
 		s.expired_bytes = ctr[i][CTR_EXP_BYTES];
 		s.expired_profiles = ctr[i][CTR_EXP_PROFILES];
@@ -1300,7 +1310,6 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 				share = total_records ? (double)records / (double)total_records : 0;
 			s.bytes[cf_public((enum cfi)c)] += sst[c] + (uint64_t)(share * (double)mem[c]);
 		}
-		block_stats(st, v[i], &s);
 		pthread_mutex_lock(&v[i]->mu);
 		for (size_t j = 0; j < v[i]->n_parts; j++)
 			s.head_unreadable += v[i]->parts[j]->broken != NULL;
@@ -1310,6 +1319,7 @@ int store_stats(struct store *st, int (*cb)(void *ctx, const struct store_tenant
 			goto out;
 	}
 out:
+	free(blk);
 	free(ctr);
 	free(v);
 	return rc;

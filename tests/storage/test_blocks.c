@@ -766,6 +766,73 @@ static void test_readers_during_maintenance(void **state)
 	tmpdir_free(dir);
 }
 
+struct stats_race {
+	struct store *st;
+	uint64_t profiles, samples; /* what every read must say */
+	_Atomic int stop;
+	_Atomic int bad;
+	_Atomic int reads;
+};
+
+static void *stats_main(void *arg)
+{
+	struct stats_race *r = arg;
+
+	while (!atomic_load(&r->stop)) {
+		struct tstats t;
+
+		memset(&t, 0, sizeof(t));
+		if (store_stats(r->st, stats_cb, &t, NULL) != 0 || t.n != 1 ||
+		    t.s.profiles != r->profiles || t.s.samples != r->samples)
+			atomic_fetch_add(&r->bad, 1);
+		atomic_fetch_add(&r->reads, 1);
+	}
+	return NULL;
+}
+
+/*
+ * A seal moves profiles from the head's counters to a block in one
+ * commit: statistics read meanwhile count every profile once, never in
+ * both places (nor in neither).
+ */
+static void test_stats_during_maintenance(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store_tenant_stats s;
+	struct stats_race r;
+	pthread_t th;
+	(void)state;
+
+	fake_now = T0 + 100 * RANGE;
+	r.st = open_blocks(dir, 0);
+	fill(r.st, T0, 4 * RANGE, 1);
+	s = stats_of(r.st);
+	assert_true(s.profiles > 0);
+	r.profiles = s.profiles;
+	r.samples = s.samples;
+	r.stop = 0;
+	r.bad = 0;
+	r.reads = 0;
+	assert_int_equal(pthread_create(&th, NULL, stats_main, &r), 0);
+	while (atomic_load(&r.reads) < 1)
+		usleep(1000);
+	for (int i = 1; i <= 4; i++) {
+		fake_now = T0 + i * RANGE;
+		assert_int_equal(store_maintain(r.st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
+	}
+	assert_int_equal(store_maintain(r.st, STORE_MAINT_COMPACT_ALL, NULL, NULL), 0);
+	atomic_store(&r.stop, 1);
+	pthread_join(th, NULL);
+	assert_int_equal(r.bad, 0);
+	s = stats_of(r.st);
+	assert_int_equal(s.blocks, 1);
+	assert_int_equal(s.head_profiles, 0);
+	assert_int_equal(s.profiles, r.profiles);
+	assert_int_equal(s.samples, r.samples);
+	store_close(r.st);
+	tmpdir_free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -779,6 +846,7 @@ int main(void)
 		cmocka_unit_test(test_interrupted_compaction),
 		cmocka_unit_test(test_corrupt_blocks),
 		cmocka_unit_test(test_readers_during_maintenance),
+		cmocka_unit_test(test_stats_during_maintenance),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
