@@ -197,7 +197,8 @@ stop_server
 start_server "$WORK/data" --block-range 10m --maintain-interval 1s
 http POST "/ingest?name=late.cpu&from=$((NOW - 10))&until=$NOW&format=pprof" --data-binary @"$WORK/p/late.pb"
 [ "$STATUS" = 200 ] || fail "ingest late.pb: HTTP $STATUS $BODY"
-wait_stats '.head_profiles == 1'
+# Two minutes at most: the 1 s pass of an ASan build on a loaded machine.
+wait_stats '.head_profiles == 1' 600
 [ "$(jq -r .head_profiles <<<"$S")" = 1 ] || fail "the renamed data was not sealed: $S"
 [ "$(jq -r .blocks.count <<<"$S")" -ge 1 ] || fail "no block: $S"
 types | grep -vx "process_cpu:cpu:nanoseconds:cpu:nanoseconds" | diff - "$WORK/new2.types" >&2 ||
