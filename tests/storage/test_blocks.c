@@ -707,33 +707,70 @@ static void test_corrupt_blocks(void **state)
 	tmpdir_free(dir);
 }
 
+/* A thread that reads (r->read says whether a read was right) while the
+ * test seals and compacts. */
 struct race {
 	struct store *st;
-	const char *expect;
+	int (*read)(struct race *r);
+	const char *expect;         /* reader_read: the dump every read gives */
+	uint64_t profiles, samples; /* stats_read: what every read counts */
 	_Atomic int stop;
 	_Atomic int bad;
 	_Atomic int reads;
 };
 
-static void *reader_main(void *arg)
+static void *race_main(void *arg)
 {
 	struct race *r = arg;
 
 	while (!atomic_load(&r->stop)) {
-		char *d = gen_dump(r->st, "t", T0, T0 + 4 * RANGE, NULL, NULL);
-		if (!d || strcmp(d, r->expect) != 0)
+		if (!r->read(r))
 			atomic_fetch_add(&r->bad, 1);
-		free(d);
 		atomic_fetch_add(&r->reads, 1);
 	}
 	return NULL;
 }
 
+/* Seals the four ranges fill() wrote one by one, then compacts, while
+ * r->read runs in a loop from before the first seal to after the
+ * compaction; the wrong reads. */
+static int race_maintain(struct race *r)
+{
+	pthread_t th;
+	int at;
+
+	r->stop = 0;
+	r->bad = 0;
+	r->reads = 0;
+	assert_int_equal(pthread_create(&th, NULL, race_main, r), 0);
+	while (atomic_load(&r->reads) < 1)
+		usleep(1000);
+	for (int i = 1; i <= 4; i++) {
+		fake_now = T0 + i * RANGE;
+		assert_int_equal(store_maintain(r->st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
+	}
+	assert_int_equal(store_maintain(r->st, STORE_MAINT_COMPACT_ALL, NULL, NULL), 0);
+	at = atomic_load(&r->reads);
+	while (atomic_load(&r->reads) < at + 2)
+		usleep(1000);
+	atomic_store(&r->stop, 1);
+	pthread_join(th, NULL);
+	return atomic_load(&r->bad);
+}
+
+static int reader_read(struct race *r)
+{
+	char *d = gen_dump(r->st, "t", T0, T0 + 4 * RANGE, NULL, NULL);
+	int ok = d && strcmp(d, r->expect) == 0;
+
+	free(d);
+	return ok;
+}
+
 static void test_readers_during_maintenance(void **state)
 {
 	char *dir = tmpdir_new(), *expect;
-	struct race r;
-	pthread_t th;
+	struct race r = { 0 };
 	(void)state;
 
 	fake_now = T0 + 100 * RANGE;
@@ -741,53 +778,20 @@ static void test_readers_during_maintenance(void **state)
 	fill(r.st, T0, 4 * RANGE, 1);
 	expect = gen_dump(r.st, "t", T0, T0 + 4 * RANGE, NULL, NULL);
 	r.expect = expect;
-	r.stop = 0;
-	r.bad = 0;
-	r.reads = 0;
-	assert_int_equal(pthread_create(&th, NULL, reader_main, &r), 0);
-	while (atomic_load(&r.reads) < 1)
-		usleep(1000);
-	/* Seal range by range, then compact, while the reader reads. */
-	for (int i = 1; i <= 4; i++) {
-		fake_now = T0 + i * RANGE;
-		assert_int_equal(store_maintain(r.st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
-	}
-	assert_int_equal(store_maintain(r.st, STORE_MAINT_COMPACT_ALL, NULL, NULL), 0);
-	{
-		int at = atomic_load(&r.reads);
-		while (atomic_load(&r.reads) < at + 2)
-			usleep(1000);
-	}
-	atomic_store(&r.stop, 1);
-	pthread_join(th, NULL);
-	assert_int_equal(r.bad, 0);
+	r.read = reader_read;
+	assert_int_equal(race_maintain(&r), 0);
 	store_close(r.st);
 	free(expect);
 	tmpdir_free(dir);
 }
 
-struct stats_race {
-	struct store *st;
-	uint64_t profiles, samples; /* what every read must say */
-	_Atomic int stop;
-	_Atomic int bad;
-	_Atomic int reads;
-};
-
-static void *stats_main(void *arg)
+static int stats_read(struct race *r)
 {
-	struct stats_race *r = arg;
+	struct tstats t;
 
-	while (!atomic_load(&r->stop)) {
-		struct tstats t;
-
-		memset(&t, 0, sizeof(t));
-		if (store_stats(r->st, stats_cb, &t, NULL) != 0 || t.n != 1 ||
-		    t.s.profiles != r->profiles || t.s.samples != r->samples)
-			atomic_fetch_add(&r->bad, 1);
-		atomic_fetch_add(&r->reads, 1);
-	}
-	return NULL;
+	memset(&t, 0, sizeof(t));
+	return store_stats(r->st, stats_cb, &t, NULL) == 0 && t.n == 1 &&
+	       t.s.profiles == r->profiles && t.s.samples == r->samples;
 }
 
 /*
@@ -799,8 +803,7 @@ static void test_stats_during_maintenance(void **state)
 {
 	char *dir = tmpdir_new();
 	struct store_tenant_stats s;
-	struct stats_race r;
-	pthread_t th;
+	struct race r = { 0 };
 	(void)state;
 
 	fake_now = T0 + 100 * RANGE;
@@ -810,20 +813,8 @@ static void test_stats_during_maintenance(void **state)
 	assert_true(s.profiles > 0);
 	r.profiles = s.profiles;
 	r.samples = s.samples;
-	r.stop = 0;
-	r.bad = 0;
-	r.reads = 0;
-	assert_int_equal(pthread_create(&th, NULL, stats_main, &r), 0);
-	while (atomic_load(&r.reads) < 1)
-		usleep(1000);
-	for (int i = 1; i <= 4; i++) {
-		fake_now = T0 + i * RANGE;
-		assert_int_equal(store_maintain(r.st, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
-	}
-	assert_int_equal(store_maintain(r.st, STORE_MAINT_COMPACT_ALL, NULL, NULL), 0);
-	atomic_store(&r.stop, 1);
-	pthread_join(th, NULL);
-	assert_int_equal(r.bad, 0);
+	r.read = stats_read;
+	assert_int_equal(race_maintain(&r), 0);
 	s = stats_of(r.st);
 	assert_int_equal(s.blocks, 1);
 	assert_int_equal(s.head_profiles, 0);
