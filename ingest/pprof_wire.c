@@ -53,6 +53,7 @@ struct dec {
 	struct err_msg *msg;
 	const uint8_t *start;      /* first byte of the profile, for offsets in messages */
 	size_t len;
+	const uint8_t *readable;   /* start + len: get_varint() may read up to it */
 	const char *what;          /* the message being decoded, for messages */
 	size_t idx;
 	struct pool ids, vals, labels, lines;
@@ -83,9 +84,29 @@ static int nomem(struct dec *d)
 
 /* ---- primitives --------------------------------------------------------- */
 
-/* Reads a varint at *pp (before end); advances *pp.  -1 when truncated or
- * longer than 10 bytes.  Bits past 64 are dropped, as protobuf-c does. */
-static inline int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+/* The end of a varint read past its message's end: *pp = p and *out = v
+ * when it ends by `end`, else -1 (truncated). */
+static inline int varint_end(const uint8_t **pp, const uint8_t *p, const uint8_t *end, uint64_t v,
+			     uint64_t *out)
+{
+	if (p > end)
+		return -1;
+	*out = v;
+	*pp = p;
+	return 0;
+}
+
+/*
+ * Reads a varint at *pp (before end); advances *pp.  -1 when truncated or
+ * longer than 10 bytes.  Bits past 64 are dropped, as protobuf-c does.
+ * The bytes up to `readable` (>= end: the end of the whole profile) may be
+ * read; with ten of them left, the bytes are read without a bound check
+ * each and the varint checked against `end` once.  Most of a pprof's bytes
+ * are addresses, varints of 5 to 7 bytes that end their location message,
+ * so `end` alone would rarely allow it.
+ */
+static inline int get_varint(const uint8_t **pp, const uint8_t *end, const uint8_t *readable,
+			     uint64_t *out)
 {
 	const uint8_t *p = *pp;
 	uint64_t v = 0;
@@ -94,6 +115,47 @@ static inline int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *o
 		*out = *p;
 		*pp = p + 1;
 		return 0;
+	}
+	if (readable - p >= 10 && p < end) {
+		uint64_t b = p[1];
+
+		/* Unrolled: the first byte has its high bit set. */
+		v = (uint64_t)(p[0] & 0x7f) | (b & 0x7f) << 7;
+		if (b < 0x80)
+			return varint_end(pp, p + 2, end, v, out);
+		b = p[2];
+		v |= (b & 0x7f) << 14;
+		if (b < 0x80)
+			return varint_end(pp, p + 3, end, v, out);
+		b = p[3];
+		v |= (b & 0x7f) << 21;
+		if (b < 0x80)
+			return varint_end(pp, p + 4, end, v, out);
+		b = p[4];
+		v |= (b & 0x7f) << 28;
+		if (b < 0x80)
+			return varint_end(pp, p + 5, end, v, out);
+		b = p[5];
+		v |= (b & 0x7f) << 35;
+		if (b < 0x80)
+			return varint_end(pp, p + 6, end, v, out);
+		b = p[6];
+		v |= (b & 0x7f) << 42;
+		if (b < 0x80)
+			return varint_end(pp, p + 7, end, v, out);
+		b = p[7];
+		v |= (b & 0x7f) << 49;
+		if (b < 0x80)
+			return varint_end(pp, p + 8, end, v, out);
+		b = p[8];
+		v |= (b & 0x7f) << 56;
+		if (b < 0x80)
+			return varint_end(pp, p + 9, end, v, out);
+		b = p[9];
+		v |= b << 63;
+		if (b < 0x80)
+			return varint_end(pp, p + 10, end, v, out);
+		return -1;
 	}
 	for (unsigned shift = 0; shift < 70; shift += 7) {
 		uint8_t b;
@@ -119,7 +181,7 @@ static inline int get_tag(struct dec *d, const uint8_t **pp, const uint8_t *end,
 	const uint8_t *at = *pp;
 	uint64_t t;
 
-	if (get_varint(pp, end, &t))
+	if (get_varint(pp, end, d->readable, &t))
 		return fail(d, at, "truncated or overlong tag");
 	if (t >> 3 == 0 || t >> 3 > 0x1fffffff)
 		return fail(d, at, "bad field number");
@@ -132,7 +194,7 @@ static inline int get_u64(struct dec *d, const uint8_t **pp, const uint8_t *end,
 {
 	const uint8_t *at = *pp;
 
-	if (get_varint(pp, end, out))
+	if (get_varint(pp, end, d->readable, out))
 		return fail(d, at, "truncated or overlong varint");
 	return 0;
 }
@@ -144,7 +206,7 @@ static inline int get_len(struct dec *d, const uint8_t **pp, const uint8_t *end,
 	const uint8_t *at = *pp;
 	uint64_t n;
 
-	if (get_varint(pp, end, &n))
+	if (get_varint(pp, end, d->readable, &n))
 		return fail(d, at, "truncated or overlong length");
 	if (n > (uint64_t)(end - *pp))
 		return fail(d, at, "length past the end of the enclosing message");
@@ -285,6 +347,12 @@ static int rep_varints(struct dec *d, const uint8_t **pp, const uint8_t *end, un
 	while (body < body_end) {
 		if (*body < 0x80) {
 			out[k++] = *body++;
+			continue;
+		}
+		/* Two bytes: location ids up to 16383. */
+		if (body_end - body >= 2 && body[1] < 0x80) {
+			out[k++] = (uint64_t)(body[0] & 0x7f) | (uint64_t)body[1] << 7;
+			body += 2;
 			continue;
 		}
 		rc = get_u64(d, &body, body_end, &out[k]);
@@ -448,11 +516,37 @@ static int dec_line(struct dec *d, const uint8_t *p, const uint8_t *end, size_t 
 	return 0;
 }
 
+/*
+ * The location of a raw-address profile: id, mapping_id and address as
+ * varints with one-byte tags, nothing else (no lines, not folded).  Decodes
+ * it into *o and returns 1; 0 for any other field or a bad varint, which
+ * dec_location()'s general loop then decodes or reports from the start.
+ * Repeated fields: the last one wins, as there.
+ */
+static inline int location_fast(const struct dec *d, const uint8_t *p, const uint8_t *end,
+				struct pprof_location *o)
+{
+	uint64_t v[3] = { 0, 0, 0 };
+
+	while (p < end) {
+		unsigned tag = *p++;
+
+		if (tag != 1 << 3 && tag != 2 << 3 && tag != 3 << 3)
+			return 0;
+		if (get_varint(&p, end, d->readable, &v[(tag >> 3) - 1]))
+			return 0;
+	}
+	*o = (struct pprof_location){ .id = v[0], .mapping_id = v[1], .address = v[2] };
+	return 1;
+}
+
 static int dec_location(struct dec *d, const uint8_t *p, const uint8_t *end,
 			struct pprof_location *o, size_t *off, size_t hint)
 {
-	memset(o, 0, sizeof(*o));
 	*off = d->lines.n;
+	if (location_fast(d, p, end, o))
+		return 0;
+	memset(o, 0, sizeof(*o));
 	while (p < end) {
 		const uint8_t *at = p, *body = NULL, *body_end = NULL;
 		uint32_t f = 0;
@@ -765,6 +859,7 @@ int ingest__pprof_parse(const uint8_t *p, size_t n, struct arena *a, struct ppro
 	if (!p)
 		p = (const uint8_t *)"";
 	d.start = p;
+	d.readable = p + n;
 	rc = count_fields(&d, p, p + n, count);
 	if (!rc)
 		rc = alloc_arrays(&d, count, &o);

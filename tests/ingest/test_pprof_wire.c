@@ -440,6 +440,33 @@ static void test_packed_unpacked_unknown(void **state)
 	}
 }
 
+/*
+ * Packed location ids whose body ends inside a two-byte id, with the rest
+ * of the id (and more fields) right after the body: refused by both
+ * decoders, as a decoder that reads a two-byte id whole must check it
+ * against the body's end, not the profile's.
+ */
+static void test_packed_cut_inside(void **state)
+{
+	const uint8_t ids[] = { 0x05, 0xac, 0x02, 0x07, 0x81, 0x01 }; /* 5, 300, 7, 129 */
+	(void)state;
+
+	for (size_t keep = 0; keep <= sizeof(ids); keep++) {
+		struct w p = { .n = 0 }, s = { .n = 0 }, packed = { .n = 0 };
+
+		memcpy(packed.b, ids, keep);
+		packed.n = keep;
+		put_bytes(&s, 1, &packed);
+		/* Right after the body, a byte that would end the cut id: the
+		 * tag of an unpacked value (field 2), then the value. */
+		put_uint(&s, 2, 1);
+		put_bytes(&p, 2, &s);
+		put_uint(&p, 12, 0x123456789);
+		put_uint(&p, 9, 0x123456789);
+		assert_int_equal(differential(p.b, p.n) != 0, keep == 2 || keep == 5);
+	}
+}
+
 /* Expects ERR_INVALID (or `code`) with `needle` in the message. */
 static void expect_bad(const struct w *w, int code, const char *needle)
 {
@@ -490,6 +517,10 @@ static void test_varint_lengths(void **state)
 						put_bytes(&p, 4, &l);
 						put_uint(&p, 12, 0x123456789);
 						put_uint(&p, 10, 1);
+						/* Ten bytes more than any varint, so a
+						 * reader ahead may read them. */
+						put_uint(&p, 9, 0x123456789);
+						put_uint(&p, 9, 0x123456789);
 						assert_int_equal(differential(p.b, p.n) != 0,
 								 len == 11 || cut);
 					}
@@ -656,6 +687,7 @@ int main(void)
 		cmocka_unit_test(test_differential_generated),
 		cmocka_unit_test(test_packed_unpacked_unknown),
 		cmocka_unit_test(test_varint_lengths),
+		cmocka_unit_test(test_packed_cut_inside),
 		cmocka_unit_test(test_corrupted),
 		cmocka_unit_test(test_memory_cap),
 		cmocka_unit_test(test_empty),
