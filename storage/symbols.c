@@ -6,6 +6,7 @@
  */
 #include "storage_int.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -637,25 +638,32 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
  */
 static int frames_key(struct buf *b, const struct store_location *const *f, size_t n)
 {
-	size_t need = FRAME_KEY_TAG;
+	/* Room for every frame without lines; a frame with lines asks for more. */
+	size_t room = FRAME_KEY_TAG + 3 * VARINT_MAX * n;
 	uint8_t *o;
 	int rc;
 
-	for (size_t i = 0; i < n; i++) {
-		if (f[i]->n_lines > STORE_MAX_LINES)
-			return ERR_TOO_LARGE;
-		if (f[i]->n_lines && !f[i]->lines)
-			return ERR_INVALID;
-		need += (3 + 3 * f[i]->n_lines) * VARINT_MAX;
-	}
 	buf_reset(b);
-	rc = buf_reserve(b, need);
+	rc = buf_reserve(b, room);
 	if (rc)
 		return rc;
 	o = (uint8_t *)b->data;
 	memset(o, 0, FRAME_KEY_TAG);
 	o += FRAME_KEY_TAG;
 	for (size_t i = 0; i < n; i++) {
+		if (f[i]->n_lines) {
+			size_t at = (size_t)(o - (uint8_t *)b->data);
+
+			if (f[i]->n_lines > STORE_MAX_LINES)
+				return ERR_TOO_LARGE;
+			if (!f[i]->lines)
+				return ERR_INVALID;
+			room += 3 * VARINT_MAX * f[i]->n_lines;
+			rc = buf_reserve(b, room);
+			if (rc)
+				return rc;
+			o = (uint8_t *)b->data + at;
+		}
 		o += varint_put(o, f[i]->mapping_id);
 		o += varint_put(o, f[i]->address);
 		o += varint_put(o, f[i]->n_lines);
@@ -665,6 +673,7 @@ static int frames_key(struct buf *b, const struct store_location *const *f, size
 			o += varint_put(o, zigzag_encode(f[i]->lines[j].column));
 		}
 	}
+	assert((size_t)(o - (uint8_t *)b->data) <= room);
 	b->len = (size_t)(o - (uint8_t *)b->data);
 	b->data[b->len] = '\0'; /* as every struct buf keeps it */
 	return 0;
