@@ -198,6 +198,8 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 			 struct debuginfo__open_index **out, enum debuginfo_status *status,
 			 char *reason, size_t rlen)
 {
+	int had_file = 1;
+
 	for (int attempt = 0; attempt < 2; attempt++) {
 		int have_file, waited;
 
@@ -206,6 +208,12 @@ static int acquire_index(struct debuginfo *s, struct debuginfo_asker *a, const c
 		if (settled_miss(s, id, attempt, status, reason, rlen))
 			return ERR_NOT_FOUND;
 		have_file = debuginfo__has_file(s, id);
+		/* The file arrived (an upload) while a fetch was awaited: no
+		 * one has tried to build its index yet, so this round waits
+		 * for a build as a first one would.  Once: had_file is now 1. */
+		if (attempt && have_file && !had_file)
+			attempt = 0;
+		had_file = have_file;
 		if (attempt) {
 			*status = have_file ? DEBUGINFO_STATUS_INVALID_ELF : DEBUGINFO_STATUS_NOT_FOUND;
 			debuginfo__copy_reason(reason, rlen, have_file ? "the index could not be built"

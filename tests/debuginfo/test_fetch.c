@@ -5,13 +5,16 @@
  * binary), a good .debug file stored (every tenant's) and then resolved
  * from, a Go executable fetched when no debug info is served, the budget of fetches per minute, the budgets of one query and one
  * tenant, a tenant's query that may not use another's file, and a fetch
- * that finds an upload already stored.
+ * that finds an upload already stored, and a query waiting on a fetch
+ * while an upload of the same build ID lands.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/clock.h"
@@ -422,6 +425,76 @@ static void test_upload_first(void **state)
 	assert_int_equal(meta_of(g_id).source, DEBUGINFO_SOURCE_UPLOAD);
 }
 
+struct resolve_call {
+	const char *id;
+	uint64_t addr;
+	enum debuginfo_status st;
+	char reason[256];
+	size_t frames;
+	int rc;
+};
+
+static void *resolve_thread(void *arg)
+{
+	struct resolve_call *c = arg;
+	struct debuginfo_mapping_ref map = { 0, 0, 0, 1 };
+	struct debuginfo_addr_req req = { c->addr, 1 };
+
+	c->rc = debuginfo_resolve(g_s, c->id, &map, &req, 1, clock_mono_ns() + 60000000000LL,
+				  count, &c->frames, &c->st, c->reason, sizeof(c->reason));
+	return NULL;
+}
+
+/*
+ * A query waits for a fetch that finds nothing (the upstream hangs past
+ * the fetch timeout) while CI uploads the same build ID: the query builds
+ * the index of the uploaded file and names the frame, instead of saying
+ * the index could not be built, which no one tried.
+ */
+static void test_upload_during_fetch(void **state)
+{
+	struct resolve_call c = { 0 };
+	struct debuginfo_upload_result res;
+	struct debuginfo_upload *u;
+	struct sym_elf_info info;
+	struct err_msg msg;
+	char id[DEBUGINFO_HEX_MAX];
+	pthread_t th;
+	uint64_t *a;
+	size_t n;
+	int hung;
+	struct buf b;
+
+	(void)state;
+	assert_int_equal(t_run("cd '%s' && gcc -g -Os -Wl,--build-id -o fifth prog.c && "
+			       "objcopy --only-keep-debug fifth fifth.debug", t_dir), 0);
+	assert_int_equal(ft_build_id("fifth", &info, id), 0);
+	n = t_func_addresses(t_path("fifth"), &a);
+	assert_true(n > 0);
+	serve(FAKE_HANG, NULL);
+	hung = atomic_load(&g_up.hung);
+	c.id = id;
+	c.addr = a[0];
+	assert_int_equal(pthread_create(&th, NULL, resolve_thread, &c), 0);
+	/* The fetch is under way once the upstream holds its connection. */
+	for (int i = 0; i < 1000 && atomic_load(&g_up.hung) == hung; i++)
+		usleep(10000);
+	assert_true(atomic_load(&g_up.hung) > hung);
+	buf_init(&b, 1 << 30);
+	assert_int_equal(buf_read_file(&b, t_path("fifth.debug")), 0);
+	err_clear(&msg);
+	assert_int_equal(debuginfo_upload_begin(g_s, &u, &msg), 0);
+	assert_int_equal(debuginfo_upload_write(u, b.data, b.len, &msg), 0);
+	assert_int_equal(debuginfo_upload_commit(u, id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
+	buf_release(&b);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	if (c.rc != 0 || c.st != DEBUGINFO_STATUS_OK)
+		fail_msg("rc %d, status %d: %s", c.rc, (int)c.st, c.reason);
+	assert_true(c.frames > 0);
+	assert_int_equal(meta_of(id).source, DEBUGINFO_SOURCE_UPLOAD);
+	free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +507,7 @@ int main(void)
 		cmocka_unit_test(test_query_and_tenant_budgets),
 		cmocka_unit_test(test_private_file_not_resolved_for_others),
 		cmocka_unit_test(test_upload_first),
+		cmocka_unit_test(test_upload_during_fetch),
 	};
 	int rc;
 

@@ -33,6 +33,7 @@ struct fake_upstream {
 	atomic_int refused;   /* requests answered 401 */
 	int held[64];         /* connections left hanging */
 	int n_held;
+	atomic_int hung;      /* connections held so far (a test waits for one) */
 };
 
 /* Binds and listens on 127.0.0.1, port 0; 0 or -1. */
@@ -126,6 +127,7 @@ static inline void *fake_serve(void *arg)
 			return NULL; /* the listening socket was shut down */
 		if (atomic_load(&u->mode) == FAKE_HANG && u->n_held < 64) {
 			u->held[u->n_held++] = c;
+			atomic_fetch_add(&u->hung, 1);
 			continue;
 		}
 		fake_answer(u, c);
