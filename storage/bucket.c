@@ -577,46 +577,81 @@ static void swap_remote(struct store *st, struct tenant *t, struct block **drop,
 	}
 }
 
+/*
+ * The ids a sync keeps listed although the index no longer counts them:
+ * every block that a new block which could not be read this sync
+ * replaces, directly or through the blocks it replaces (held[i] marks the
+ * index's blocks[i] that could not be read).  Until the new block can be
+ * read, its sources hold its profiles; without them a querier would
+ * answer without those profiles until the next sync.  Sorted for bsearch
+ * (owned; *len ids).
+ */
+static int held_ids(const struct bkt_tenant *xt, uint8_t *held, uint8_t (**out)[BLOCK_ID_BYTES],
+		    size_t *len)
+{
+	size_t k = 0;
+	int changed = 1;
+
+	/* Down the chain of replacements: a pass per compaction level. */
+	while (changed) {
+		changed = 0;
+		for (size_t i = 0; i < xt->n_blocks; i++) {
+			for (uint32_t j = 0; held[i] && j < xt->blocks[i].n_covers; j++) {
+				const struct bkt_block *c = store__bkt_block(xt, xt->blocks[i].covers[j]);
+
+				if (c && !held[c - xt->blocks]) {
+					held[c - xt->blocks] = 1;
+					changed = 1;
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < xt->n_blocks; i++)
+		k += held[i] ? xt->blocks[i].n_covers : 0;
+	*out = malloc((k + 1) * BLOCK_ID_BYTES);
+	if (!*out)
+		return ERR_NOMEM;
+	k = 0;
+	for (size_t i = 0; i < xt->n_blocks; i++)
+		for (uint32_t j = 0; held[i] && j < xt->blocks[i].n_covers; j++)
+			memcpy((*out)[k++], xt->blocks[i].covers[j], BLOCK_ID_BYTES);
+	if (k)
+		qsort(*out, k, BLOCK_ID_BYTES, store__cmp_id);
+	*len = k;
+	return 0;
+}
+
 static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_tenant *xt,
 			int64_t written_ns)
 {
 	int discover = !!(st->bucket_mode & STORE_BUCKET_DISCOVER);
 	uint32_t *res = NULL;
-	uint8_t(*taken)[BLOCK_ID_BYTES] = NULL;
+	uint8_t(*taken)[BLOCK_ID_BYTES] = NULL, (*kept)[BLOCK_ID_BYTES] = NULL;
+	uint8_t *held = NULL;
 	struct block **v = NULL, **drop = NULL, **add = NULL;
-	size_t n = 0, n_taken = 0, n_drop = 0, n_add = 0;
+	size_t n = 0, n_taken = 0, n_kept = 0, n_drop = 0, n_add = 0;
 	uint64_t added = 0, gone = 0;
 	int rc = 0;
 
 	if (xt) {
 		res = malloc((xt->n_blocks + 1) * sizeof(*res));
-		if (!res)
-			return ERR_NOMEM;
-		rc = store__bkt_resolve(xt, res);
+		held = calloc(xt->n_blocks + 1, 1);
+		if (!res || !held)
+			rc = ERR_NOMEM;
+		else
+			rc = store__bkt_resolve(xt, res);
 	}
 	if (store__blocks_snapshot(t, &v, &n) || !(drop = malloc((n + 1) * sizeof(*drop))))
 		rc = ERR_NOMEM;
 	if (!rc && xt && !(add = malloc((xt->n_blocks + 1) * sizeof(*add))))
 		rc = ERR_NOMEM;
-	/* What the index no longer counts goes: a remote block it does not
-	 * accept (with the new ones, below), an uploaded block of ours it
-	 * marks (now). */
+	/* An uploaded block of ours the index marks goes now. */
 	for (size_t i = 0; !rc && i < n; i++) {
 		struct block *b = v[i];
 		const struct bkt_block *e = xt ? store__bkt_block(xt, b->id) : NULL;
 		uint32_t r = e ? res[e - xt->blocks] : BKT_REPLACED;
-		int own = !b->remote && e && r != BKT_LIVE && atomic_load(&b->uploaded);
 
-		if (b->remote && discover && r != BKT_LIVE) {
-			rc = unrecord(st, t, b);
-			if (!rc)
-				drop[n_drop++] = b;
-			if (!rc)
-				log_info("bucket index: block %s of tenant %s unlisted (%s)", b->id_hex,
-					 t->name, gone_why(e, r));
-			continue;
-		}
-		if (!own)
+		if (b->remote || !e || r == BKT_LIVE || !atomic_load(&b->uploaded))
 			continue;
 		/* A querier whose view is older than this index may not account
 		 * for what we drop: peers.c answers it 409.  Raised first, so a
@@ -629,8 +664,9 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 				 gone_why(e, r));
 		}
 	}
-	/* Never one of ours again, nor one a block of ours replaced (an output
-	 * of ours the index has not seen yet). */
+	/* The new blocks the index counts: never one of ours again, nor one a
+	 * block of ours replaced (an output of ours the index has not seen
+	 * yet). */
 	if (!rc && discover && xt)
 		rc = taken_ids(v, n, &taken, &n_taken);
 	for (size_t i = 0; !rc && discover && xt && i < xt->n_blocks; i++) {
@@ -648,6 +684,7 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 			rc = r;
 		} else if (r) {
 			/* Tried again at the next sync. */
+			held[i] = 1;
 			stat_add(st, &st->bucket.sync_failures, 1);
 			log_warn("bucket index: block of tenant %s: %s", t->name,
 				 why.text[0] ? why.text : err_str(r));
@@ -655,13 +692,44 @@ static int apply_tenant(struct store *st, struct tenant *t, const struct bkt_ten
 			n_add++;
 		}
 	}
+	if (!rc && discover && xt)
+		rc = held_ids(xt, held, &kept, &n_kept);
+	/* A remote block the index no longer accepts goes as the new ones
+	 * join, unless a new block that could not be read replaces it. */
+	for (size_t i = 0; !rc && discover && i < n; i++) {
+		struct block *b = v[i];
+		const struct bkt_block *e = xt ? store__bkt_block(xt, b->id) : NULL;
+		uint32_t r = e ? res[e - xt->blocks] : BKT_REPLACED;
+
+		if (!b->remote || r == BKT_LIVE)
+			continue;
+		if (n_kept && bsearch(b->id, kept, n_kept, BLOCK_ID_BYTES, store__cmp_id)) {
+			log_info("bucket index: block %s of tenant %s kept until the block that "
+				 "replaces it can be read", b->id_hex, t->name);
+			continue;
+		}
+		rc = unrecord(st, t, b);
+		if (!rc) {
+			drop[n_drop++] = b;
+			log_info("bucket index: block %s of tenant %s unlisted (%s)", b->id_hex,
+				 t->name, gone_why(e, r));
+		}
+	}
+	/* Never a new block listed next to a block it replaces. */
+	if (rc) {
+		for (size_t i = 0; i < n_add; i++)
+			store__block_put(st, add[i]);
+		n_add = 0;
+	}
 	if (n_drop || n_add)
 		swap_remote(st, t, drop, n_drop, add, n_add, &gone, &added);
 	store__blocks_release(st, v, n);
 	free(drop);
 	free(add);
 	free(res);
+	free(held);
 	free(taken);
+	free(kept);
 	pthread_mutex_lock(&st->bucket_mu);
 	st->bucket.discovered_blocks += added;
 	st->bucket.unlisted_blocks += gone;

@@ -426,6 +426,109 @@ static void test_roles(void **state)
 	free(want);
 }
 
+/* The name of the one block object in root that is not in `before` (of n). */
+static void new_block_name(const char *root, char before[][256], size_t n, char *out, size_t len)
+{
+	char path[512];
+	struct dirent *de;
+	DIR *d;
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "%s/blocks/t", root);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		size_t i;
+
+		if (!strstr(de->d_name, ".blk") || strstr(de->d_name, ".tmp"))
+			continue;
+		for (i = 0; i < n && strcmp(before[i], de->d_name); i++)
+			;
+		if (i == n) {
+			assert_true(out[0] == '\0'); /* only one */
+			snprintf(out, len, "%s/%s", path, de->d_name);
+		}
+	}
+	closedir(d);
+	assert_true(out[0] != '\0');
+}
+
+static size_t block_names(const char *root, char names[][256], size_t cap)
+{
+	char path[512];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/blocks/t", root);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (strstr(de->d_name, ".blk") && !strstr(de->d_name, ".tmp") && n < cap)
+			snprintf(names[n++], 256, "%s", de->d_name);
+	closedir(d);
+	return n;
+}
+
+/*
+ * A querier whose sync cannot read the block that replaces its blocks
+ * (its footer's read fails: gone, here) keeps the blocks it replaces
+ * until a sync can: every profile once, before, during and after.
+ */
+static void test_replacement_unreadable(void **state)
+{
+	char before[16][256], moved[1100], path[1024];
+	struct gen_deploy d;
+	struct store *i1, *c, *q, *ref;
+	struct store_bucket_stats bs;
+	struct store_maint_stats ms;
+	struct err_msg msg = { { 0 } };
+	size_t n_before;
+	char *want;
+	(void)state;
+
+	fake_now = T0 + 100 * RANGE;
+	assert_int_equal(gen_deploy_open(&d, &fake_now), 0);
+	i1 = gen_deploy_role(&d, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	c = gen_deploy_role(&d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	q = gen_deploy_role(&d, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
+	ref = gen_deploy_ref(&d);
+	assert_true(i1 && c && q && ref);
+	assert_true(fill((struct store *[]){ i1, ref }, 2, "api", T0, 3 * RANGE) > 0);
+	want = gen_dump(ref, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
+	assert_non_null(want);
+	assert_int_equal(store_maintain(i1, STORE_MAINT_SEAL_ALL, NULL, NULL), 0);
+	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0); /* the first index */
+	assert_int_equal(store_bucket_sync(q, &msg), 0);
+	assert_int_equal(blocks_of(q), 3);
+	same(q, want);
+
+	/* The compactor merges the three; its output's object goes away. */
+	n_before = block_names(d.root, before, 16);
+	assert_int_equal(n_before, 3);
+	memset(&ms, 0, sizeof(ms));
+	assert_int_equal(store_maintain(c, STORE_MAINT_COMPACT_ALL, &ms, NULL), 0);
+	assert_int_equal(ms.compactions, 1);
+	new_block_name(d.root, before, n_before, path, sizeof(path));
+	snprintf(moved, sizeof(moved), "%s.aside", path);
+	assert_int_equal(rename(path, moved), 0);
+
+	/* The sync fails to read it and keeps the three. */
+	assert_int_equal(store_bucket_sync(q, &msg), 0);
+	store_bucket_stats(q, &bs);
+	assert_true(bs.sync_failures > 0);
+	assert_int_equal(blocks_of(q), 3);
+	same(q, want);
+
+	/* Back in the bucket: the next sync swaps the three for it. */
+	assert_int_equal(rename(moved, path), 0);
+	assert_int_equal(store_bucket_sync(q, &msg), 0);
+	assert_int_equal(blocks_of(q), 1);
+	same(q, want);
+	gen_deploy_close(&d);
+	free(want);
+}
+
 /* Reads or writes a whole small file. */
 static char *slurp(const char *path, size_t *len)
 {
@@ -591,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_roles),
 		cmocka_unit_test(test_compactor_restart),
 		cmocka_unit_test(test_corrupt_footer),
+		cmocka_unit_test(test_replacement_unreadable),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
