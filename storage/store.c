@@ -151,14 +151,16 @@ rocksdb_mergeoperator_t *store__add64_merge_operator(void)
  * A symbol record's key is tenant, partition, kind, id (storage_int.h), and a
  * writer appends ids in order: with a hint per 9-byte prefix the memtable
  * inserts each record next to the previous one of its kind instead of
- * searching its skip list from the top.  A counter (5 bytes) and a chunk
- * (25 bytes) take a merge operand per commit under the same key, each
- * sorted right before the one of the commit before: a hint per whole key
- * does for them what the prefix does for symbols (28 M of the 440 M
- * instructions of RocksDB's writes in callgrind's count of 1,200 pprofs
- * of the bench workload).  The C API has no setter for the option; the
- * options-string parser sets it.  Without it (an older RocksDB) the
- * options stay as they were.
+ * searching its skip list from the top.  A counter (5 bytes) takes a merge
+ * operand per commit under the same key, each sorted right before the one
+ * of the commit before: a hint per whole key does for them what the prefix
+ * does for symbols (17 M of the 440 M instructions of RocksDB's writes in
+ * callgrind's count of 1,200 pprofs of the bench workload).  Chunks would
+ * save 12 M more, but the memtable keeps a hint (a splice in its arena, a
+ * node of a hash map on the heap) per distinct key, and a fleet's chunk
+ * keys, one per series and window, are many.  The C API has no setter
+ * for the option; the options-string parser sets it.  Without it (an older
+ * RocksDB) the options stay as they were.
  */
 static rocksdb_options_t *with_insert_hint(rocksdb_options_t *o, const char *opt)
 {
@@ -203,8 +205,7 @@ static rocksdb_options_t *cf_options(struct store *st, enum cfi c)
 		o = with_insert_hint(o, "memtable_insert_with_hint_prefix_extractor=fixed:9");
 	else if (c == CFI_COUNTERS)
 		o = with_insert_hint(o, "memtable_insert_with_hint_prefix_extractor=fixed:5");
-	else if (c == CFI_SAMPLES)
-		o = with_insert_hint(o, "memtable_insert_with_hint_prefix_extractor=fixed:25");
+
 	if (c == CFI_SAMPLES) {
 		rocksdb_options_set_merge_operator(o, store__chunk_merge_operator());
 		rocksdb_options_set_compaction_filter_factory(o, store__chunk_filter_factory());
