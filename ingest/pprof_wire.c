@@ -117,44 +117,14 @@ static inline int get_varint(const uint8_t **pp, const uint8_t *end, const uint8
 		return 0;
 	}
 	if (readable - p >= 10 && p < end) {
-		uint64_t b = p[1];
+		v = p[0] & 0x7f;
+		for (unsigned i = 1; i < 10; i++) {
+			uint64_t b = p[i];
 
-		/* Unrolled: the first byte has its high bit set. */
-		v = (uint64_t)(p[0] & 0x7f) | (b & 0x7f) << 7;
-		if (b < 0x80)
-			return varint_end(pp, p + 2, end, v, out);
-		b = p[2];
-		v |= (b & 0x7f) << 14;
-		if (b < 0x80)
-			return varint_end(pp, p + 3, end, v, out);
-		b = p[3];
-		v |= (b & 0x7f) << 21;
-		if (b < 0x80)
-			return varint_end(pp, p + 4, end, v, out);
-		b = p[4];
-		v |= (b & 0x7f) << 28;
-		if (b < 0x80)
-			return varint_end(pp, p + 5, end, v, out);
-		b = p[5];
-		v |= (b & 0x7f) << 35;
-		if (b < 0x80)
-			return varint_end(pp, p + 6, end, v, out);
-		b = p[6];
-		v |= (b & 0x7f) << 42;
-		if (b < 0x80)
-			return varint_end(pp, p + 7, end, v, out);
-		b = p[7];
-		v |= (b & 0x7f) << 49;
-		if (b < 0x80)
-			return varint_end(pp, p + 8, end, v, out);
-		b = p[8];
-		v |= (b & 0x7f) << 56;
-		if (b < 0x80)
-			return varint_end(pp, p + 9, end, v, out);
-		b = p[9];
-		v |= b << 63;
-		if (b < 0x80)
-			return varint_end(pp, p + 10, end, v, out);
+			v |= (b & 0x7f) << (7 * i); /* the 10th byte: its low bit only */
+			if (b < 0x80)
+				return varint_end(pp, p + i + 1, end, v, out);
+		}
 		return -1;
 	}
 	for (unsigned shift = 0; shift < 70; shift += 7) {
