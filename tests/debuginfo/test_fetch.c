@@ -401,23 +401,30 @@ static void test_private_file_not_resolved_for_others(void **state)
 	debuginfo_close(s);
 }
 
-/* A file uploaded before a fetch ends stays: the first file wins. */
-static void test_upload_first(void **state)
+/* Uploads the file at `path` as the debug info of build ID `id`. */
+static void upload(const char *path, const char *id)
 {
 	struct debuginfo_upload_result res;
 	struct debuginfo_upload *u;
 	struct err_msg msg;
-	char dst[DEBUGINFO__PATH_MAX];
 	struct buf b;
 
-	(void)state;
 	buf_init(&b, 1 << 30);
-	assert_int_equal(buf_read_file(&b, t_path("prog")), 0);
+	assert_int_equal(buf_read_file(&b, path), 0);
 	err_clear(&msg);
 	assert_int_equal(debuginfo_upload_begin(g_s, &u, &msg), 0);
 	assert_int_equal(debuginfo_upload_write(u, b.data, b.len, &msg), 0);
-	assert_int_equal(debuginfo_upload_commit(u, g_id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
+	assert_int_equal(debuginfo_upload_commit(u, id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
 	buf_release(&b);
+}
+
+/* A file uploaded before a fetch ends stays: the first file wins. */
+static void test_upload_first(void **state)
+{
+	char dst[DEBUGINFO__PATH_MAX];
+
+	(void)state;
+	upload(t_path("prog"), g_id);
 	serve(FAKE_FILE, "prog.debug");
 	assert_int_equal(debuginfo__fetch(g_s, g_id, g_bid, g_blen), 0);
 	assert_int_equal(debuginfo__path(g_s, g_id, "debuginfo", dst, sizeof(dst)), 0);
@@ -454,16 +461,12 @@ static void *resolve_thread(void *arg)
 static void test_upload_during_fetch(void **state)
 {
 	struct resolve_call c = { 0 };
-	struct debuginfo_upload_result res;
-	struct debuginfo_upload *u;
 	struct sym_elf_info info;
-	struct err_msg msg;
 	char id[DEBUGINFO_HEX_MAX];
 	pthread_t th;
 	uint64_t *a;
 	size_t n;
 	int hung;
-	struct buf b;
 
 	(void)state;
 	assert_int_equal(t_run("cd '%s' && gcc -g -Os -Wl,--build-id -o fifth prog.c && "
@@ -480,13 +483,7 @@ static void test_upload_during_fetch(void **state)
 	for (int i = 0; i < 1000 && atomic_load(&g_up.hung) == hung; i++)
 		usleep(10000);
 	assert_true(atomic_load(&g_up.hung) > hung);
-	buf_init(&b, 1 << 30);
-	assert_int_equal(buf_read_file(&b, t_path("fifth.debug")), 0);
-	err_clear(&msg);
-	assert_int_equal(debuginfo_upload_begin(g_s, &u, &msg), 0);
-	assert_int_equal(debuginfo_upload_write(u, b.data, b.len, &msg), 0);
-	assert_int_equal(debuginfo_upload_commit(u, id, DEBUGINFO_FILE_DEBUGINFO, &res, &msg), 0);
-	buf_release(&b);
+	upload(t_path("fifth.debug"), id);
 	assert_int_equal(pthread_join(th, NULL), 0);
 	if (c.rc != 0 || c.st != DEBUGINFO_STATUS_OK)
 		fail_msg("rc %d, status %d: %s", c.rc, (int)c.st, c.reason);

@@ -426,48 +426,31 @@ static void test_roles(void **state)
 	free(want);
 }
 
-/* The name of the one block object in root that is not in `before` (of n). */
-static void new_block_name(const char *root, char before[][256], size_t n, char *out, size_t len)
+/*
+ * A deployment of one ingester, one compactor (which indexes and finds
+ * blocks) and the reference store, at fake_now = T0 + 100 ranges.
+ */
+static void open_ingest_compact(struct gen_deploy *d, struct store **i1, struct store **c,
+				struct store **ref)
 {
-	char path[512];
-	struct dirent *de;
-	DIR *d;
-
-	out[0] = '\0';
-	snprintf(path, sizeof(path), "%s/blocks/t", root);
-	d = opendir(path);
-	assert_non_null(d);
-	while ((de = readdir(d))) {
-		size_t i;
-
-		if (!strstr(de->d_name, ".blk") || strstr(de->d_name, ".tmp"))
-			continue;
-		for (i = 0; i < n && strcmp(before[i], de->d_name); i++)
-			;
-		if (i == n) {
-			assert_true(out[0] == '\0'); /* only one */
-			snprintf(out, len, "%s/%s", path, de->d_name);
-		}
-	}
-	closedir(d);
-	assert_true(out[0] != '\0');
+	fake_now = T0 + 100 * RANGE;
+	assert_int_equal(gen_deploy_open(d, &fake_now), 0);
+	*i1 = gen_deploy_role(d, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
+	*c = gen_deploy_role(d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	*ref = gen_deploy_ref(d);
+	assert_true(*i1 && *c && *ref);
 }
 
-static size_t block_names(const char *root, char names[][256], size_t cap)
+/* The bucket path of the one block store `c` lists in tenant t. */
+static void only_block_path(struct store *c, const char *root, char *out, size_t len)
 {
-	char path[512];
-	struct dirent *de;
-	size_t n = 0;
-	DIR *d;
+	struct tenant *t = store__tenant_find(c, "t");
 
-	snprintf(path, sizeof(path), "%s/blocks/t", root);
-	d = opendir(path);
-	assert_non_null(d);
-	while ((de = readdir(d)))
-		if (strstr(de->d_name, ".blk") && !strstr(de->d_name, ".tmp") && n < cap)
-			snprintf(names[n++], 256, "%s", de->d_name);
-	closedir(d);
-	return n;
+	assert_non_null(t);
+	pthread_mutex_lock(&t->mu);
+	assert_int_equal(t->n_blocks, 1);
+	snprintf(out, len, "%s/blocks/t/%s.blk", root, t->blocks[0]->id_hex);
+	pthread_mutex_unlock(&t->mu);
 }
 
 /*
@@ -477,23 +460,18 @@ static size_t block_names(const char *root, char names[][256], size_t cap)
  */
 static void test_replacement_unreadable(void **state)
 {
-	char before[16][256], moved[1100], path[1024];
+	char moved[600], path[512];
 	struct gen_deploy d;
 	struct store *i1, *c, *q, *ref;
 	struct store_bucket_stats bs;
 	struct store_maint_stats ms;
 	struct err_msg msg = { { 0 } };
-	size_t n_before;
 	char *want;
 	(void)state;
 
-	fake_now = T0 + 100 * RANGE;
-	assert_int_equal(gen_deploy_open(&d, &fake_now), 0);
-	i1 = gen_deploy_role(&d, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	c = gen_deploy_role(&d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
+	open_ingest_compact(&d, &i1, &c, &ref);
 	q = gen_deploy_role(&d, STORE_BUCKET_DISCOVER | STORE_NO_COMPACT);
-	ref = gen_deploy_ref(&d);
-	assert_true(i1 && c && q && ref);
+	assert_non_null(q);
 	assert_true(fill((struct store *[]){ i1, ref }, 2, "api", T0, 3 * RANGE) > 0);
 	want = gen_dump(ref, "t", T0 - RANGE, T0 + 10 * RANGE, NULL, NULL);
 	assert_non_null(want);
@@ -504,12 +482,10 @@ static void test_replacement_unreadable(void **state)
 	same(q, want);
 
 	/* The compactor merges the three; its output's object goes away. */
-	n_before = block_names(d.root, before, 16);
-	assert_int_equal(n_before, 3);
 	memset(&ms, 0, sizeof(ms));
 	assert_int_equal(store_maintain(c, STORE_MAINT_COMPACT_ALL, &ms, NULL), 0);
 	assert_int_equal(ms.compactions, 1);
-	new_block_name(d.root, before, n_before, path, sizeof(path));
+	only_block_path(c, d.root, path, sizeof(path));
 	snprintf(moved, sizeof(moved), "%s.aside", path);
 	assert_int_equal(rename(path, moved), 0);
 
@@ -561,17 +537,11 @@ static void test_compactor_restart(void **state)
 	struct store *i1, *c, *q, *ref;
 	struct store_bucket_stats bs;
 	struct store_maint_stats ms;
-	struct tenant *t;
 	size_t old_len;
 	char *want;
 	(void)state;
 
-	fake_now = T0 + 100 * RANGE;
-	assert_int_equal(gen_deploy_open(&d, &fake_now), 0);
-	i1 = gen_deploy_role(&d, STORE_BUCKET_PRUNE | STORE_NO_COMPACT);
-	c = gen_deploy_role(&d, STORE_BUCKET_INDEX | STORE_BUCKET_DISCOVER);
-	ref = gen_deploy_ref(&d);
-	assert_true(i1 && c && ref);
+	open_ingest_compact(&d, &i1, &c, &ref);
 	/* An empty bucket: an empty index. */
 	assert_int_equal(store_maintain(c, 0, NULL, NULL), 0);
 	store_bucket_stats(c, &bs);
@@ -589,11 +559,7 @@ static void test_compactor_restart(void **state)
 	memset(&ms, 0, sizeof(ms));
 	assert_int_equal(store_maintain(c, STORE_MAINT_COMPACT_ALL, &ms, NULL), 0);
 	assert_int_equal(ms.compactions, 1);
-	t = store__tenant_find(c, "t");
-	pthread_mutex_lock(&t->mu);
-	assert_int_equal(t->n_blocks, 1);
-	snprintf(key, sizeof(key), "%s/blocks/t/%s.blk", d.root, t->blocks[0]->id_hex);
-	pthread_mutex_unlock(&t->mu);
+	only_block_path(c, d.root, key, sizeof(key));
 	assert_int_equal(unlink(key), 0);
 	spill(path, old, old_len);
 	c = gen_deploy_restart(&d, c);
