@@ -50,7 +50,7 @@
  *         0      4     tenant = 0
  *         4      1     'F'
  *   value 0      4     magic "UNHX"
- *         4      1     format version (STORE_FORMAT_VERSION = 2)
+ *         4      1     format version (STORE_FORMAT_VERSION = 3)
  *         5      8     window_ns, u64 BE: the sample chunk window.  The value
  *                      given at creation is used for the life of the store.
  *         13     16    store id: random bytes, named by the head origins of
@@ -58,7 +58,10 @@
  *
  * Format 1 (the release before blocks) had a 13-byte value and no store id;
  * such a store is read as it is and upgraded at its first read-write open
- * (section 10, "Upgrade").
+ * (section 10, "Upgrade").  Format 2 (the release before runs of symbols,
+ * section 5) had this record with version 2: its data is read as it is,
+ * and a read-write open writes version 3, so that a format 2 release
+ * refuses the store instead of failing on its runs.
  *
  * Tenant name -> id (ids are dense from 1; the next id is max + 1 at open):
  *
@@ -167,11 +170,32 @@
  * 5. symbols
  * ==========================================================================
  *
+ * A txn writes the new symbols of a kind in a partition as one run: the
+ * ids first .. first+n-1 in one key.
+ *
  *   key   0      4     tenant id
  *         4      4     partition id, u32 BE
  *         8      1     kind: SYM_STRING 1, SYM_MAPPING 2, SYM_FUNCTION 3,
  *                      SYM_LOCATION 4, SYM_STACK 5
- *         9      4     id, u32 BE, dense from 1 per (partition, kind)
+ *         9      4     first id, u32 BE; ids are dense from 1 per
+ *                      (partition, kind)
+ *         13     1     SYM_RUN_TAG 'R'
+ *   value              per symbol, in id order: uv length, then its record
+ *                      (below); at least one symbol, at most
+ *                      SYM_RUN_MAX_VALUE bytes.  A run is written when the
+ *                      txn moves to another partition, when it reaches
+ *                      STORE_SYM_RUN_BYTES, and at commit.
+ *
+ * Format 2 wrote each symbol as its record under the first 13 bytes of that
+ * key (no tag, the id its own).  Such keys are read as they are, before and
+ * between runs: keys sort by kind and id either way, and ids never repeat.
+ *
+ * Why runs: a RocksDB memtable insert costs about 3,000 instructions with
+ * Debian's librocksdb (bench/RESULTS.md), and ingest of the bench workload
+ * adds some 65 symbols per pprof: one put per symbol was 14 % of ingest's
+ * instructions, one put per run is a few per commit.
+ *
+ * The record of each kind:
  *
  *   SYM_STRING   value = the string bytes (no NUL), at most STORE_MAX_STRING.
  *   SYM_MAPPING  uv memory_start, uv memory_limit, uv file_offset,
@@ -598,9 +622,12 @@
  *
  * Upgrade.  A format 1 store is read as it is: its chunk keys are epoch 0,
  * its partitions (from 1) are epoch 0's.  The first read-write open writes
- * epoch records 0 and 1 for every tenant and the format 2 record with a new
+ * epoch records 0 and 1 for every tenant and the format 3 record with a new
  * store id; new writes go to epoch 1, and maintenance seals the old data
- * into blocks like any other.  Nothing is rewritten at open.
+ * into blocks like any other.  A format 2 store is read as it is too; the
+ * first read-write open writes the format 3 record (same store id), and
+ * new symbols follow the old records of their partitions as runs
+ * (section 5).  Nothing is rewritten at open.
  *
  * ==========================================================================
  * 11. Push IDs (pushid.c)
@@ -763,7 +790,7 @@
 #include "base/varint.h"
 #include "storage/storage.h"
 
-#define STORE_FORMAT_VERSION 2
+#define STORE_FORMAT_VERSION 3
 #define FORMAT_RECORD_LEN 29
 #define STORE_MAGIC "UNHX"
 #define CHUNK_MAGIC 0xC1
@@ -776,6 +803,13 @@
 #define STORE_MAX_LABELS 128
 #define STORE_MAX_LABEL_BYTES 4096
 #define STORE_MAX_STRING (64 * 1024)
+/* A run of new symbols (section 5) is written once it holds this many bytes;
+ * one more symbol may follow, so a run's value is below twice this plus a
+ * longest string. */
+#define STORE_SYM_RUN_BYTES (16 * 1024)
+#define SYM_RUN_MAX_VALUE (STORE_SYM_RUN_BYTES + STORE_MAX_STRING + 16)
+/* The last byte of a run's 14-byte key. */
+#define SYM_RUN_TAG 'R'
 #define STORE_MAX_LINES 1024
 #define STORE_MAX_STACK_DEPTH 16384
 #define STORE_MAX_SYMBOLS (1u << 30)          /* per kind per partition */
@@ -1407,6 +1441,15 @@ struct store_txn {
 	 * tenant's mutex each time cost ~9 % of ingest. */
 	uint32_t last_part_id;
 	struct part *last_part;
+	/* New symbols of one partition, a run per kind (section 5): one
+	 * RocksDB put per run, not per symbol.  Written when the txn moves to
+	 * another partition, when a run reaches STORE_SYM_RUN_BYTES, and at
+	 * commit. */
+	struct part *run_part;
+	struct sym_run {
+		struct buf b; /* uv length, then the record's value, per symbol */
+		uint32_t first, n; /* ids first .. first+n-1 */
+	} run[SYM_NKINDS];
 	/* Windows of the profiles added, for the epoch's window set. */
 	int64_t *wins;
 	size_t n_wins, cap_wins;
@@ -1431,6 +1474,9 @@ static inline size_t key_tenant_tag(uint8_t *k, uint32_t tenant, uint8_t tag)
 
 /* Translates a RocksDB error string (freed here) into `code` with a message. */
 int store__rocks_err(struct err_msg *msg, int code, const char *what, char *err);
+
+/* Puts the txn's pending runs of new symbols into its batch (symbols.c). */
+void store__txn_put_runs(struct store_txn *tx);
 
 /* Adds a put to the txn batch and accounts its bytes. */
 void store__txn_put(struct store_txn *tx, enum cfi cf, const void *k, size_t klen,

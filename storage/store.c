@@ -413,8 +413,9 @@ static int put_format(struct store *st, struct err_msg *msg)
 
 /*
  * Reads or writes the format record; sets st->window_ns and st->store_id.
- * *upgrade is set for a format 1 store (no store id, no epochs, chunk keys
- * without an epoch): its data is read as it is, as epoch 0 (section 10).
+ * *upgrade is the format of an older store, else 0: format 1 (no store id,
+ * no epochs, chunk keys without an epoch), whose data is read as it is, as
+ * epoch 0; format 2 (symbols one record each), read as it is (section 10).
  */
 static int load_format(struct store *st, int64_t want_window, int *upgrade, struct err_msg *msg)
 {
@@ -432,14 +433,14 @@ static int load_format(struct store *st, int64_t want_window, int *upgrade, stru
 		uint8_t ver = vlen > 4 ? (uint8_t)val[4] : 0;
 		int64_t w = ok ? (int64_t)be64_get((const uint8_t *)val + 5) : 0;
 
-		if (ok && ver == STORE_FORMAT_VERSION && vlen == FORMAT_RECORD_LEN)
+		if (ok && ver >= 2 && ver <= STORE_FORMAT_VERSION && vlen == FORMAT_RECORD_LEN)
 			memcpy(st->store_id, val + 13, 16);
 		rocksdb_free(val);
 		if (!ok || w <= 0)
 			return err_set(msg, ERR_CORRUPT, "%s: not an unhex store (bad format record)",
 				       "meta");
-		if (ver == 1 && vlen == 13) {
-			*upgrade = 1;
+		if ((ver == 1 && vlen == 13) || (ver == 2 && vlen == FORMAT_RECORD_LEN)) {
+			*upgrade = ver;
 		} else if (ver != STORE_FORMAT_VERSION || vlen != FORMAT_RECORD_LEN) {
 			return err_set(msg, ERR_CORRUPT, "store format version %u, expected %u",
 				       ver, STORE_FORMAT_VERSION);
@@ -668,16 +669,22 @@ int store_open(const struct store_options *opt, struct store **out, struct err_m
 	if (rc)
 		goto fail;
 	if (upgrade && !st->read_only) {
-		/* Every tenant has its epochs now: the store is of this format. */
-		if (store__block_id_new(st->store_id)) {
+		/* Every tenant has its epochs now: the store is of this format.
+		 * From format 2 nothing else changes: new symbols are written as
+		 * runs, and the record keeps an older release from opening a store
+		 * it cannot read. */
+		if (upgrade == 1 && store__block_id_new(st->store_id)) {
 			rc = err_set(msg, ERR_IO, "no random bytes for the store id");
 			goto fail;
 		}
 		rc = put_format(st, msg);
 		if (rc)
 			goto fail;
-		log_info("store %s: upgraded from format 1; its data is in the head and is sealed "
-			 "into blocks by maintenance", opt->dir);
+		if (upgrade == 1)
+			log_info("store %s: upgraded from format 1; its data is in the head and is "
+				 "sealed into blocks by maintenance", opt->dir);
+		else
+			log_info("store %s: upgraded from format %d", opt->dir, upgrade);
 	}
 	rc = store__peers_open(st, opt, msg);
 	if (!rc)
@@ -785,6 +792,8 @@ static void txn_free(struct store_txn *tx)
 	free(tx->wins);
 	buf_release(&tx->key);
 	buf_release(&tx->val);
+	for (int k = 0; k < SYM_NKINDS; k++)
+		buf_release(&tx->run[k].b);
 	free(tx);
 }
 
@@ -813,6 +822,8 @@ int store_txn_begin(struct store *st, const char *tenant, struct store_txn **out
 	tx->max_time = INT64_MIN;
 	buf_init(&tx->key, STORE_MAX_LABEL_KEY);
 	buf_init(&tx->val, STORE_MAX_TXN_VALUE);
+	for (int k = 0; k < SYM_NKINDS; k++)
+		buf_init(&tx->run[k].b, SYM_RUN_MAX_VALUE);
 	tx->wb = rocksdb_writebatch_create();
 	pthread_mutex_lock(&st->writer);
 	tx->t = store__tenant_find(st, tenant);
@@ -902,6 +913,7 @@ int store_txn_commit(struct store_txn *tx, struct err_msg *msg)
 	rc = store__txn_flush_profiles(tx, msg);
 	if (rc)
 		goto fail;
+	store__txn_put_runs(tx);
 	for (int c = 1; c < CTR_N; c++) {
 		uint8_t k[5];
 		char v[8];

@@ -134,16 +134,66 @@ static int append(struct part *p, enum sym_kind k, const void *e, uint64_t hash,
 	return 0;
 }
 
-static void put_record(struct store_txn *tx, struct part *p, enum sym_kind k, uint32_t id,
-		       const void *v, size_t vlen)
+/* Marks the txn unusable after a failure that may have left partial state. */
+static int txn_fail(struct store_txn *tx, int rc)
 {
-	uint8_t key[13];
+	if (rc != ERR_INVALID && rc != ERR_TOO_LARGE)
+		tx->failed = 1;
+	return rc;
+}
 
+/* Puts kind k's pending run of new symbols into the batch. */
+static void put_run(struct store_txn *tx, enum sym_kind k)
+{
+	struct sym_run *r = &tx->run[k];
+	uint8_t key[14];
+
+	if (!r->n)
+		return;
+	assert(tx->run_part);
 	be32_put(key, tx->t->id);
-	be32_put(key + 4, p->id);
+	be32_put(key + 4, tx->run_part->id);
 	key[8] = (uint8_t)k;
-	be32_put(key + 9, id);
-	store__txn_put(tx, CFI_SYMBOLS, key, 13, v, vlen);
+	be32_put(key + 9, r->first);
+	key[13] = SYM_RUN_TAG;
+	store__txn_put(tx, CFI_SYMBOLS, key, sizeof(key), r->b.data, r->b.len);
+	buf_reset(&r->b);
+	r->n = 0;
+}
+
+void store__txn_put_runs(struct store_txn *tx)
+{
+	for (int k = 1; k < SYM_NKINDS; k++)
+		put_run(tx, (enum sym_kind)k);
+}
+
+/*
+ * Adds new symbol `id` of kind k (the record's value v[0..vlen)) to the
+ * txn's run of p's new symbols of that kind.  Ids of a kind grow by one
+ * within a partition, so a run is its first id and the values in order.
+ */
+static int put_record(struct store_txn *tx, struct part *p, enum sym_kind k, uint32_t id,
+		      const void *v, size_t vlen)
+{
+	struct sym_run *r = &tx->run[k];
+	int rc;
+
+	if (tx->run_part != p) {
+		store__txn_put_runs(tx);
+		tx->run_part = p;
+	}
+	if (!r->n)
+		r->first = id;
+	assert(id == r->first + r->n);
+	rc = buf_put_lstr(&r->b, v, vlen);
+	if (rc) {
+		tx->failed = 1; /* the symbol is in memory, not in the batch */
+		return rc;
+	}
+	r->n++;
+	if (r->b.len >= STORE_SYM_RUN_BYTES)
+		put_run(tx, k);
+	return 0;
 }
 
 /* ---- strings ------------------------------------------------------------ */
@@ -201,8 +251,7 @@ static int txn_string(struct store_txn *tx, struct part *p, const char *s, uint3
 	rc = str_add(p, s, len, id);
 	if (rc)
 		return rc;
-	put_record(tx, p, SYM_STRING, *id, s, len);
-	return 0;
+	return put_record(tx, p, SYM_STRING, *id, s, len);
 }
 
 /* ---- partitions for the txn ---------------------------------------------- */
@@ -228,14 +277,6 @@ static int txn_part(struct store_txn *tx, uint32_t part, struct part **out)
 		tx->last_part = p;
 		*out = p;
 	}
-	return rc;
-}
-
-/* Marks the txn unusable after a failure that may have left partial state. */
-static int txn_fail(struct store_txn *tx, int rc)
-{
-	if (rc != ERR_INVALID && rc != ERR_TOO_LARGE)
-		tx->failed = 1;
 	return rc;
 }
 
@@ -333,9 +374,10 @@ int store_txn_mapping(struct store_txn *tx, uint32_t part, const struct store_ma
 		rc = encode_mapping(&tx->val, &e);
 	if (rc)
 		return txn_fail(tx, rc);
-	put_record(tx, p, SYM_MAPPING, *id, tx->val.data, tx->val.len);
-	tx->ctr[CTR_MAPPINGS]++;
-	return 0;
+	rc = put_record(tx, p, SYM_MAPPING, *id, tx->val.data, tx->val.len);
+	if (!rc)
+		tx->ctr[CTR_MAPPINGS]++;
+	return rc;
 }
 
 /* ---- functions ----------------------------------------------------------- */
@@ -416,9 +458,10 @@ int store_txn_function(struct store_txn *tx, uint32_t part, const struct store_f
 		rc = encode_function(&tx->val, &e);
 	if (rc)
 		return txn_fail(tx, rc);
-	put_record(tx, p, SYM_FUNCTION, *id, tx->val.data, tx->val.len);
-	tx->ctr[CTR_FUNCTIONS]++;
-	return 0;
+	rc = put_record(tx, p, SYM_FUNCTION, *id, tx->val.data, tx->val.len);
+	if (!rc)
+		tx->ctr[CTR_FUNCTIONS]++;
+	return rc;
 }
 
 /* ---- locations ----------------------------------------------------------- */
@@ -507,9 +550,10 @@ int store_txn_location(struct store_txn *tx, uint32_t part, const struct store_l
 		rc = encode_location(&tx->val, entry(p, SYM_LOCATION, *id));
 	if (rc)
 		return txn_fail(tx, rc);
-	put_record(tx, p, SYM_LOCATION, *id, tx->val.data, tx->val.len);
-	tx->ctr[CTR_LOCATIONS]++;
-	return 0;
+	rc = put_record(tx, p, SYM_LOCATION, *id, tx->val.data, tx->val.len);
+	if (!rc)
+		tx->ctr[CTR_LOCATIONS]++;
+	return rc;
 }
 
 /* ---- stacks -------------------------------------------------------------- */
@@ -562,7 +606,9 @@ static int stack_insert(struct store_txn *tx, struct part *p, const uint32_t *le
 				return txn_fail(tx, rc);
 			vlen = varint_put(v, e.parent);
 			vlen += varint_put(v + vlen, e.location);
-			put_record(tx, p, SYM_STACK, id, v, vlen);
+			rc = put_record(tx, p, SYM_STACK, id, v, vlen);
+			if (rc)
+				return rc;
 			tx->ctr[CTR_STACKS]++;
 		}
 		parent = id;
@@ -827,6 +873,34 @@ static int load_record(struct part *p, enum sym_kind kind, uint32_t id, const ui
 	return rc;
 }
 
+/* Loads the run v[0..vlen) of kind `kind` from id *id on; on failure *id
+ * is the id of the symbol that failed. */
+static int load_run(struct part *p, enum sym_kind kind, uint32_t *id, const uint8_t *v,
+		    size_t vlen, struct buf *lines)
+{
+	const uint8_t *q = v, *end = v + vlen;
+
+	if (vlen == 0 || vlen > SYM_RUN_MAX_VALUE)
+		return ERR_CORRUPT;
+	while (q < end) {
+		uint64_t n;
+		int rc = get_uv(&q, end, &n);
+
+		if (!rc && n > (uint64_t)(end - q))
+			rc = ERR_CORRUPT;
+		if (!rc)
+			rc = load_record(p, kind, *id, q, (size_t)n, lines);
+		if (rc)
+			return rc;
+		q += n;
+		if (q < end && *id == UINT32_MAX)
+			return ERR_CORRUPT;
+		if (q < end)
+			++*id;
+	}
+	return 0;
+}
+
 static int part_load(struct store *st, struct tenant *t, struct part *p, struct err_msg *msg)
 {
 	uint8_t lo[8], hi[8];
@@ -845,15 +919,22 @@ static int part_load(struct store *st, struct tenant *t, struct part *p, struct 
 		const uint8_t *k = (const uint8_t *)rocksdb_iter_key(s.it, &klen);
 		const uint8_t *v = (const uint8_t *)rocksdb_iter_value(s.it, &vlen);
 
-		if (klen != 13 || k[8] == 0 || k[8] >= SYM_NKINDS) {
+		uint32_t id;
+
+		if ((klen != 13 && (klen != 14 || k[13] != SYM_RUN_TAG)) || k[8] == 0 ||
+		    k[8] >= SYM_NKINDS) {
 			rc = err_set(msg, ERR_CORRUPT, "symbols: bad key in partition %u of %s",
 				     p->id, t->name);
 			break;
 		}
-		rc = load_record(p, (enum sym_kind)k[8], be32_get(k + 9), v, vlen, &lines);
+		id = be32_get(k + 9);
+		if (klen == 13)
+			rc = load_record(p, (enum sym_kind)k[8], id, v, vlen, &lines);
+		else
+			rc = load_run(p, (enum sym_kind)k[8], &id, v, vlen, &lines);
 		if (rc) {
 			err_set(msg, rc, "symbols: bad %s %u in partition %u of %s",
-				kind_name[k[8]], be32_get(k + 9), p->id, t->name);
+				kind_name[k[8]], id, p->id, t->name);
 			break;
 		}
 	}

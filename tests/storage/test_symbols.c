@@ -1,7 +1,7 @@
 /* test_symbols.c - symbol partitions: round trips, deduplication, mapping
  * identity, aborts, stacks given by their frames' contents, reopen with
- * rebuilt dedup tables, corrupt records, and a reader thread racing the
- * writer. */
+ * rebuilt dedup tables, runs of new symbols across partitions, corrupt
+ * records and runs, and a reader thread racing the writer. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -406,44 +406,77 @@ static void test_stack_of_frames(void **state)
 	store_symbols_put(sym);
 }
 
+/* The key of tenant 1's run of kind k in partition `part` from id `first`
+ * (storage_int.h section 5); a 13-byte prefix is the key of one record. */
+static void run_key(uint8_t key[14], uint32_t part, enum sym_kind k, uint32_t first)
+{
+	be32_put(key, 1);
+	be32_put(key + 4, part);
+	key[8] = (uint8_t)k;
+	be32_put(key + 9, first);
+	key[13] = SYM_RUN_TAG;
+}
+
+/* Opens the store again; the partition loads with `want`, msg naming `what`. */
+static struct store *reopen_expect(void **state, uint32_t part, int want, const char *what)
+{
+	struct store *st = sfx_reopen(state, 0);
+	struct store_symbols *sym = NULL;
+	struct err_msg msg = { { 0 } };
+
+	assert_non_null(st);
+	assert_int_equal(store_symbols_get(st, "t", part, &sym, &msg), want);
+	if (what)
+		assert_non_null(strstr(msg.text, what));
+	store_symbols_put(sym);
+	return st;
+}
+
 static void test_corrupt_record(void **state)
 {
 	struct store *st = sfx_store(state);
 	struct store_txn *tx = begin(st, "t");
-	struct store_symbols *sym = NULL;
-	struct err_msg msg = { { 0 } };
 	struct syms s;
-	uint8_t key[13];
+	struct buf good;
+	uint8_t key[14];
 
 	write_syms(tx, &s);
 	assert_int_equal(commit(tx), 0);
-	/* Location 1 of tenant 1, partition 1: a truncated varint.  The head's
-	 * partitions load at open: a bad one leaves the store usable. */
-	be32_put(key, 1);
-	be32_put(key + 4, s.part);
-	key[8] = SYM_LOCATION;
-	be32_put(key + 9, 1);
-	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\xff\xff", 2), 0);
-	st = sfx_reopen(state, 0);
-	assert_non_null(st);
-	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, &msg), ERR_CORRUPT);
-	assert_non_null(strstr(msg.text, "location 1"));
-	/* Repaired, then a stack whose parent is not below it. */
-	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x01\x00\x00", 3), 0);
-	st = sfx_reopen(state, 0);
-	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
-	store_symbols_put(sym);
-	st = sfx_reopen(state, 0);
-	key[8] = SYM_STACK;
-	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x05\x01", 2), 0);
-	st = sfx_reopen(state, 0);
-	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), ERR_CORRUPT);
-	/* A gap in the ids. */
-	key[8] = SYM_FUNCTION;
-	be32_put(key + 9, 9);
-	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x01\x01\x01\x02", 4), 0);
-	st = sfx_reopen(state, 0);
-	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), ERR_CORRUPT);
+	/* The txn wrote one run per kind: locations 1-3 in one value.  Its
+	 * first record a truncated varint.  The head's partitions load at
+	 * open: a bad one leaves the store usable. */
+	run_key(key, s.part, SYM_LOCATION, 1);
+	buf_init(&good, 1 << 16);
+	assert_int_equal(store__raw_get(st, CFI_SYMBOLS, key, 14, &good), 0);
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 14, "\x02\xff\xff", 3), 0);
+	st = reopen_expect(state, s.part, ERR_CORRUPT, "location 1");
+	/* Its last record cut short: the error names the third location. */
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 14, good.data, good.len - 1), 0);
+	st = reopen_expect(state, s.part, ERR_CORRUPT, "location 3");
+	/* An empty run. */
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 14, "", 0), 0);
+	st = reopen_expect(state, s.part, ERR_CORRUPT, "location 1");
+	/* Repaired. */
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 14, good.data, good.len), 0);
+	st = reopen_expect(state, s.part, 0, NULL);
+	check_syms(st, "t", &s);
+	buf_release(&good);
+	/* A record of the format before runs (13-byte key) after a run loads:
+	 * stack 4, below stack 3. */
+	run_key(key, s.part, SYM_STACK, 4);
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x03\x01", 2), 0);
+	st = reopen_expect(state, s.part, 0, NULL);
+	/* Then a stack whose parent is not below it. */
+	run_key(key, s.part, SYM_STACK, 5);
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x06\x01", 2), 0);
+	st = reopen_expect(state, s.part, ERR_CORRUPT, "stack 5");
+	/* A gap in the ids, as a record and as a run. */
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 13, "\x04\x01", 2), 0);
+	st = reopen_expect(state, s.part, 0, NULL);
+	run_key(key, s.part, SYM_FUNCTION, 3);
+	assert_int_equal(store__raw_put(st, CFI_SYMBOLS, key, 14, "\x04\x01\x01\x01\x02", 5),
+			 0);
+	st = reopen_expect(state, s.part, ERR_CORRUPT, "function 3");
 	/* A writer on the corrupt partition gets the error too, not a crash. */
 	tx = begin(st, "t");
 	{
@@ -452,6 +485,53 @@ static void test_corrupt_record(void **state)
 		assert_int_equal(store_txn_function(tx, s.part, &f, &id), ERR_CORRUPT);
 	}
 	store_txn_abort(tx);
+}
+
+/*
+ * One txn adds thousands of functions to two partitions in turn: a run ends
+ * at each change of partition and at STORE_SYM_RUN_BYTES, and every id
+ * reads back after reopen.
+ */
+static void test_runs(void **state)
+{
+	enum { N = 3000, TURN = 700 };
+	struct store *st = sfx_store(state);
+	struct store_txn *tx = begin(st, "t");
+	uint32_t part[2], n[2] = { 0, 0 }, id;
+	char name[64];
+
+	assert_int_equal(store_txn_partition(tx, "a", &part[0]), 0);
+	assert_int_equal(store_txn_partition(tx, "b", &part[1]), 0);
+	for (int i = 0; i < N; i++) {
+		int w = i / TURN % 2;
+		struct store_function f = { name, "", "runs.c", i };
+
+		snprintf(name, sizeof(name), "function %d, named long enough to fill runs", i);
+		assert_int_equal(store_txn_function(tx, part[w], &f, &id), 0);
+		assert_int_equal(id, ++n[w]);
+	}
+	assert_int_equal(commit(tx), 0);
+	st = sfx_reopen(state, 0);
+	for (int w = 0; w < 2; w++) {
+		struct store_symbols *sym = NULL;
+		struct store_function f;
+		uint32_t next = 0;
+
+		assert_int_equal(store_symbols_get(st, "t", part[w], &sym, NULL), 0);
+		for (int i = 0; i < N; i++) {
+			if (i / TURN % 2 != w)
+				continue;
+			snprintf(name, sizeof(name), "function %d, named long enough to fill runs",
+				 i);
+			assert_int_equal(store_symbols_function(sym, ++next, &f), 0);
+			assert_string_equal(f.name, name);
+			assert_string_equal(f.filename, "runs.c");
+			assert_int_equal(f.start_line, i);
+		}
+		assert_int_equal(next, n[w]);
+		assert_int_equal(store_symbols_function(sym, next + 1, &f), ERR_NOT_FOUND);
+		store_symbols_put(sym);
+	}
 }
 
 struct race {
@@ -540,6 +620,7 @@ int main(void)
 		SFX_TEST(test_abort_rolls_back),
 		SFX_TEST(test_stack_of_frames),
 		SFX_TEST(test_corrupt_record),
+		SFX_TEST(test_runs),
 		cmocka_unit_test(test_concurrent_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
