@@ -671,11 +671,23 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
  * The stack cache holds two kinds of keys: the location ids of a stack
  * (store_txn_stack: four bytes per frame, each id >= 1) and the contents
  * of its locations (store_txn_stack_of), which start with FRAME_KEY_TAG
- * zero bytes, so that no key of one kind is a key of the other.  A content
- * key holds, per frame leaf first: uv mapping_id, uv address, uv n_lines,
- * then per line uv function_id, sv line, sv column.
+ * zero bytes, so that no key of one kind is a key of the other.
+ *
+ * A content key holds, per frame leaf first, one word of 8 bytes in host
+ * order: mapping_id << 48 | address for a frame without lines whose
+ * mapping id is below FRAME_KEY_ESC and whose address is below 2^48 (the
+ * frames of a raw-address profile), stored with one write.  Any other
+ * frame is the word FRAME_KEY_ESC << 48, then uv mapping_id, uv address,
+ * uv n_lines, and per line uv function_id, sv line, sv column.  No plain
+ * word is the escape word, and what follows the escape delimits itself,
+ * so equal keys are equal frames.  The keys live in memory only.
+ *
+ * Why words: varints cost about 35 instructions per frame of the bench
+ * workload (6 % of ingest's, bench/RESULTS.md); a word costs a few, for
+ * about the same bytes.
  */
 #define FRAME_KEY_TAG 4
+#define FRAME_KEY_ESC 0xffffu
 
 /*
  * The content key of the frames into b; ERR_INVALID or ERR_TOO_LARGE for
@@ -684,8 +696,8 @@ int store_txn_stack(struct store_txn *tx, uint32_t part, const uint32_t *leaf_fi
  */
 static int frames_key(struct buf *b, const struct store_location *const *f, size_t n)
 {
-	/* Room for every frame without lines; a frame with lines asks for more. */
-	size_t room = FRAME_KEY_TAG + 3 * VARINT_MAX * n;
+	/* Room for a word per frame; a frame that escapes asks for more. */
+	size_t room = FRAME_KEY_TAG + 8 * n;
 	uint8_t *o;
 	int rc;
 
@@ -697,26 +709,36 @@ static int frames_key(struct buf *b, const struct store_location *const *f, size
 	memset(o, 0, FRAME_KEY_TAG);
 	o += FRAME_KEY_TAG;
 	for (size_t i = 0; i < n; i++) {
-		if (f[i]->n_lines) {
-			size_t at = (size_t)(o - (uint8_t *)b->data);
+		const struct store_location *l = f[i];
+		uint64_t w;
+		size_t at;
 
-			if (f[i]->n_lines > STORE_MAX_LINES)
-				return ERR_TOO_LARGE;
-			if (!f[i]->lines)
-				return ERR_INVALID;
-			room += 3 * VARINT_MAX * f[i]->n_lines;
-			rc = buf_reserve(b, room);
-			if (rc)
-				return rc;
-			o = (uint8_t *)b->data + at;
+		if (l->n_lines == 0 && l->mapping_id < FRAME_KEY_ESC && l->address >> 48 == 0) {
+			w = (uint64_t)l->mapping_id << 48 | l->address;
+			memcpy(o, &w, 8);
+			o += 8;
+			continue;
 		}
-		o += varint_put(o, f[i]->mapping_id);
-		o += varint_put(o, f[i]->address);
-		o += varint_put(o, f[i]->n_lines);
-		for (size_t j = 0; j < f[i]->n_lines; j++) {
-			o += varint_put(o, f[i]->lines[j].function_id);
-			o += varint_put(o, zigzag_encode(f[i]->lines[j].line));
-			o += varint_put(o, zigzag_encode(f[i]->lines[j].column));
+		if (l->n_lines > STORE_MAX_LINES)
+			return ERR_TOO_LARGE;
+		if (l->n_lines && !l->lines)
+			return ERR_INVALID;
+		at = (size_t)(o - (uint8_t *)b->data);
+		room += 3 * VARINT_MAX * (1 + l->n_lines);
+		rc = buf_reserve(b, room);
+		if (rc)
+			return rc;
+		o = (uint8_t *)b->data + at;
+		w = (uint64_t)FRAME_KEY_ESC << 48;
+		memcpy(o, &w, 8);
+		o += 8;
+		o += varint_put(o, l->mapping_id);
+		o += varint_put(o, l->address);
+		o += varint_put(o, l->n_lines);
+		for (size_t j = 0; j < l->n_lines; j++) {
+			o += varint_put(o, l->lines[j].function_id);
+			o += varint_put(o, zigzag_encode(l->lines[j].line));
+			o += varint_put(o, zigzag_encode(l->lines[j].column));
 		}
 	}
 	assert((size_t)(o - (uint8_t *)b->data) <= room);

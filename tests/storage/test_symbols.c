@@ -406,6 +406,59 @@ static void test_stack_of_frames(void **state)
 	store_symbols_put(sym);
 }
 
+/*
+ * The cache key of a stack's frames is a word per frame where it can be:
+ * frames that need the long form (an address of 2^48 or more, lines) are
+ * told apart from each other and from the plain frames whose word would
+ * have the same bits, and found again.
+ */
+static void test_stack_key_forms(void **state)
+{
+	struct store *st = sfx_store(state);
+	struct store_txn *tx = begin(st, "t");
+	const struct store_location *fp[1];
+	struct store_symbols *sym = NULL;
+	struct store_location_view lv;
+	struct store_line line;
+	struct syms s;
+	enum { N = 6 };
+	struct store_location f[N];
+	uint32_t id[N], again, parent, loc;
+
+	write_syms(tx, &s);
+	assert_int_equal(s.map_b, s.map_a + 1);
+	line = (struct store_line){ s.fn, 7, 0 };
+	/* map_a | 2^48 + 0x100 would be map_b's word for 0x100. */
+	f[0] = (struct store_location){ s.map_a, ((uint64_t)1 << 48) | 0x100, NULL, 0 };
+	f[1] = (struct store_location){ s.map_b, 0x100, NULL, 0 };
+	f[2] = (struct store_location){ s.map_b, 0xffffffff81000000ull, NULL, 0 };
+	f[3] = (struct store_location){ s.map_b, 0xffffffff81000010ull, NULL, 0 };
+	f[4] = (struct store_location){ s.map_b, 0x100, &line, 1 };
+	f[5] = (struct store_location){ s.map_b, 0x200, NULL, 0 };
+	for (int i = 0; i < N; i++) {
+		fp[0] = &f[i];
+		assert_int_equal(store_txn_stack_of(tx, s.part, fp, 1, &id[i]), 0);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(id[i], id[j]);
+	}
+	for (int i = 0; i < N; i++) {
+		fp[0] = &f[i];
+		assert_int_equal(store_txn_stack_of(tx, s.part, fp, 1, &again), 0);
+		assert_int_equal(again, id[i]);
+	}
+	assert_int_equal(commit(tx), 0);
+	assert_int_equal(store_symbols_get(st, "t", s.part, &sym, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(store_symbols_stack_node(sym, id[i], &parent, &loc), 0);
+		assert_int_equal(parent, 0);
+		assert_int_equal(store_symbols_location(sym, loc, &lv), 0);
+		assert_int_equal(lv.mapping_id, f[i].mapping_id);
+		assert_int_equal(lv.address, f[i].address);
+		assert_int_equal(lv.n_lines, f[i].n_lines);
+	}
+	store_symbols_put(sym);
+}
+
 /* The key of tenant 1's run of kind k in partition `part` from id `first`
  * (storage_int.h section 5); a 13-byte prefix is the key of one record. */
 static void run_key(uint8_t key[14], uint32_t part, enum sym_kind k, uint32_t first)
@@ -619,6 +672,7 @@ int main(void)
 		SFX_TEST(test_invalid_refs),
 		SFX_TEST(test_abort_rolls_back),
 		SFX_TEST(test_stack_of_frames),
+		SFX_TEST(test_stack_key_forms),
 		SFX_TEST(test_corrupt_record),
 		SFX_TEST(test_runs),
 		cmocka_unit_test(test_concurrent_reader),
