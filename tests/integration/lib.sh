@@ -642,6 +642,19 @@ ingest_manifest() {
 	[ $failed -eq 0 ] || fail "$failed workload files were rejected"
 }
 
+# fixture_store NAME: the data directory fixtures/NAME.tar.gz (a store an
+# older release wrote, as fixtures/NAME.README says) in DATA ($WORK/data);
+# sets END, the fixtures' workload's end, and FROM and UNTIL an hour before
+# and ten minutes after it.
+fixture_store() {
+	END=1767225600
+	FROM=$((END - 3600))
+	UNTIL=$((END + 600))
+	DATA="$WORK/data"
+	mkdir -p "$DATA"
+	tar xzf "$(dirname "${BASH_SOURCE[0]}")/fixtures/$1.tar.gz" -C "$DATA"
+}
+
 # block_workload MINUTES INTERVAL [GENERATOR ARGS...]: the workload of the
 # block tests in WL ($WORK/workload): 2 services x 2 instances, a profile
 # every INTERVAL seconds for MINUTES up to END, a fixed time (the store's

@@ -7,13 +7,7 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX WORKLOAD
-
-END=1767225600
-FROM=$((END - 3600))
-UNTIL=$((END + 600))
-DATA="$WORK/data"
-mkdir -p "$DATA"
-tar xzf "$HERE/fixtures/store-format1.tar.gz" -C "$DATA"
+fixture_store store-format1
 
 expect_counts() {
 	local s=$1 what=$2

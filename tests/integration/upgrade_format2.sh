@@ -8,13 +8,7 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 need UNHEX WORKLOAD
-
-END=1767225600
-FROM=$((END - 3600))
-UNTIL=$((END + 600))
-DATA="$WORK/data"
-mkdir -p "$DATA"
-tar xzf "$HERE/fixtures/store-format2.tar.gz" -C "$DATA"
+fixture_store store-format2
 OLD='{"locations":1699,"mappings":14,"profiles":120,"samples":6240,"series":8,"stacks":19904}'
 
 symbol_counts() {
