@@ -113,6 +113,57 @@ static void test_window_and_format(void **state)
 	tmpdir_free(dir);
 }
 
+/*
+ * The format record's version (storage_int.h, section 2): a format 2 store
+ * opens read-only as it is, and a read-write open writes format 3 with the
+ * same store id; a later version is refused, named.
+ */
+static void test_format_versions(void **state)
+{
+	char *dir = tmpdir_new();
+	struct store *st = open_store(dir, 0, 30 * SEC);
+	struct store_options o = { 0 };
+	struct err_msg msg = { { 0 } };
+	uint8_t k[5], id[16];
+	char want[64];
+	struct buf v;
+	(void)state;
+
+	key_tenant_tag(k, 0, TAG_FORMAT);
+	buf_init(&v, 64);
+	assert_int_equal(store__raw_get(st, CFI_META, k, 5, &v), 0);
+	assert_int_equal(v.len, FORMAT_RECORD_LEN);
+	assert_int_equal((uint8_t)v.data[4], STORE_FORMAT_VERSION);
+	memcpy(id, v.data + 13, 16);
+	v.data[4] = 2;
+	assert_int_equal(store__raw_put(st, CFI_META, k, 5, v.data, v.len), 0);
+	store_close(st);
+	st = open_store(dir, 1, 0);
+	buf_reset(&v);
+	assert_int_equal(store__raw_get(st, CFI_META, k, 5, &v), 0);
+	assert_int_equal((uint8_t)v.data[4], 2);
+	assert_memory_equal(st->store_id, id, 16);
+	store_close(st);
+	st = open_store(dir, 0, 0);
+	buf_reset(&v);
+	assert_int_equal(store__raw_get(st, CFI_META, k, 5, &v), 0);
+	assert_int_equal((uint8_t)v.data[4], STORE_FORMAT_VERSION);
+	assert_memory_equal(v.data + 13, id, 16);
+	assert_memory_equal(st->store_id, id, 16);
+	v.data[4] = STORE_FORMAT_VERSION + 1;
+	assert_int_equal(store__raw_put(st, CFI_META, k, 5, v.data, v.len), 0);
+	store_close(st);
+	o.dir = dir;
+	st = NULL;
+	assert_int_equal(store_open(&o, &st, &msg), ERR_CORRUPT);
+	assert_null(st);
+	snprintf(want, sizeof(want), "store format version %d, expected %d",
+		 STORE_FORMAT_VERSION + 1, STORE_FORMAT_VERSION);
+	assert_non_null(strstr(msg.text, want));
+	buf_release(&v);
+	tmpdir_free(dir);
+}
+
 static void test_tenants_isolated(void **state)
 {
 	struct store *st = sfx_store(state);
@@ -303,6 +354,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_window_and_format),
+		cmocka_unit_test(test_format_versions),
 		SFX_TEST(test_tenants_isolated),
 		SFX_TEST(test_atomic_and_stats),
 		SFX_TEST(test_read_only_next_to_writer),
