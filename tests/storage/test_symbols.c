@@ -587,6 +587,57 @@ static void test_runs(void **state)
 	}
 }
 
+/*
+ * The largest run: a string run just short of STORE_SYM_RUN_BYTES, then a
+ * string of STORE_MAX_STRING bytes in the same run, which the run's buffer
+ * must take (SYM_RUN_MAX_VALUE), and which reads back whole.
+ */
+static void test_run_largest(void **state)
+{
+	struct store *st = sfx_store(state);
+	struct store_txn *tx = begin(st, "t");
+	struct store_symbols *sym = NULL;
+	struct store_function f = { NULL, "", "", 0 };
+	size_t filled = 0;
+	uint32_t part, id, n = 0;
+	char *big = malloc(STORE_MAX_STRING + 1), small[128];
+
+	assert_non_null(big);
+	assert_int_equal(store_txn_partition(tx, "svc", &part), 0);
+	/* Each name is a string record of 1 + 100 bytes in the run. */
+	while (filled + 101 < STORE_SYM_RUN_BYTES) {
+		snprintf(small, sizeof(small), "%0100u", n);
+		f.name = small;
+		assert_int_equal(store_txn_function(tx, part, &f, &id), 0);
+		filled += 101;
+		n++;
+	}
+	/* One more name brings the run to STORE_SYM_RUN_BYTES - 1 bytes. */
+	assert_true(STORE_SYM_RUN_BYTES - 1 - filled >= 2 && STORE_SYM_RUN_BYTES - 1 - filled <= 102);
+	memset(small, 'y', sizeof(small));
+	small[STORE_SYM_RUN_BYTES - 1 - filled - 1] = '\0';
+	f.name = small;
+	assert_int_equal(store_txn_function(tx, part, &f, &id), 0);
+	n++;
+	memset(big, 'x', STORE_MAX_STRING);
+	big[STORE_MAX_STRING] = '\0';
+	f.name = big;
+	assert_int_equal(store_txn_function(tx, part, &f, &id), 0);
+	assert_int_equal(id, n + 1);
+	assert_int_equal(commit(tx), 0);
+	st = sfx_reopen(state, 0);
+	assert_int_equal(store_symbols_get(st, "t", part, &sym, NULL), 0);
+	assert_int_equal(store_symbols_function(sym, n + 1, &f), 0);
+	assert_int_equal(strlen(f.name), STORE_MAX_STRING);
+	assert_int_equal(store_symbols_function(sym, n - 1, &f), 0);
+	snprintf(small, sizeof(small), "%0100u", n - 2);
+	assert_string_equal(f.name, small);
+	assert_int_equal(store_symbols_function(sym, n, &f), 0);
+	assert_int_equal(strlen(f.name), STORE_SYM_RUN_BYTES - 1 - filled - 1);
+	store_symbols_put(sym);
+	free(big);
+}
+
 struct race {
 	struct store *st;
 	uint32_t part;
@@ -675,6 +726,7 @@ int main(void)
 		SFX_TEST(test_stack_key_forms),
 		SFX_TEST(test_corrupt_record),
 		SFX_TEST(test_runs),
+		SFX_TEST(test_run_largest),
 		cmocka_unit_test(test_concurrent_reader),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
