@@ -19,6 +19,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/err.h"
+#include "base/gate.h"
 #include "base/log.h"
 #include "cli.h"
 #include "debuginfo/debuginfo.h"
@@ -56,6 +57,9 @@ static void serve_help(FILE *f)
 	      "  --preload-debuginfo DIR     store every DIR/<build-id>.debug as if uploaded\n"
 	      "  --threads N                 worker threads (default 16); queries may use all\n"
 	      "                              but a quarter of them (at least 2 kept for ingest)\n"
+	      "  --ingest-concurrency N      ingest requests decoding and writing at once, 1 to\n"
+	      "                              1024 (default: the CPUs unhex may use); others\n"
+	      "                              wait their turn, bodies read\n"
 	      "  --max-connections N         connections served at once (default 512; at least\n"
 	      "                              --threads)\n"
 	      "  --max-client-connections N  of those, from one client address (default 64);\n"
@@ -289,7 +293,7 @@ enum { O_DATA = 256, O_LISTEN, O_PRELOAD, O_THREADS, O_MAX_REQ, O_MAX_DEC, O_MAX
        O_PUSH_ID_WINDOW, O_PUSH_ID_MAX, O_PERFMAP_RETENTION, O_PERFMAP_MAX, O_BACKEND,
        O_S3_ENDPOINT, O_S3_BUCKET, O_S3_REGION, O_S3_PATH_STYLE, O_S3_CACHE, O_TARGET,
        O_S3_SYNC, O_S3_DELETE_DELAY, O_PEERS, O_PEER_TIMEOUT, O_PEER_TOKEN_FILE,
-       O_HEAD_BLOCK_MAX, O_MMAP_THRESHOLD, O_TRIM_THRESHOLD };
+       O_HEAD_BLOCK_MAX, O_MMAP_THRESHOLD, O_TRIM_THRESHOLD, O_INGEST_CONCURRENCY };
 
 #define MAX_RETENTION_TENANTS 1024
 #define DEFAULT_SYNC_NS (15LL * 1000000000)
@@ -312,6 +316,7 @@ static const struct option serve_opts[] = {
 	{ "preload", required_argument, NULL, O_PRELOAD },
 	{ "preload-debuginfo", required_argument, NULL, O_PRELOAD_DEBUG },
 	{ "threads", required_argument, NULL, O_THREADS },
+	{ "ingest-concurrency", required_argument, NULL, O_INGEST_CONCURRENCY },
 	{ "max-request-bytes", required_argument, NULL, O_MAX_REQ },
 	{ "max-decompressed-bytes", required_argument, NULL, O_MAX_DEC },
 	{ "max-samples", required_argument, NULL, O_MAX_SAMPLES },
@@ -608,6 +613,12 @@ static int parse_serve(int argc, char **argv, struct serve_args *a)
 			if (parse_duration(optarg, &a->shutdown_ns))
 				return cli_usage_error("serve", "--shutdown-timeout: \"%s\" is not a "
 							"positive duration (30s, 500ms)", optarg);
+			break;
+		case O_INGEST_CONCURRENCY:
+			if (cli_parse_size(optarg, &v) || v == 0 || v > GATE_MAX_LIMIT)
+				return cli_usage_error("serve", "--ingest-concurrency: \"%s\" is not a "
+							"number from 1 to %d", optarg, GATE_MAX_LIMIT);
+			a->web.ingest_concurrency = (uint32_t)v;
 			break;
 		case O_MAX_INFLIGHT:
 			/* A cap, never "unlimited": 0 is refused like any size below 16M. */

@@ -417,7 +417,9 @@ void web__handle_ingest(struct web__req *rq, enum web__endpoint ep, struct web__
 		return;
 	}
 	if (rc == 0) {
+		gate_enter(&rq->srv->ingest_gate);
 		rc = ingest_pyroscope(rq->srv->store, &lim, rq->tenant, &req, &st, &msg);
+		gate_leave(&rq->srv->ingest_gate);
 		web__limits_ingest_done(rq->srv->limits, ts, st.profiles, rc, msg.text);
 	}
 	if (rc) {
@@ -457,8 +459,10 @@ void web__handle_push(struct web__req *rq, struct web__resp *rs)
 		web__resp_connect_error(rs, rc, msg.text);
 		return;
 	}
+	gate_enter(&rq->srv->ingest_gate);
 	rc = ingest_push(rq->srv->store, &lim, rq->tenant, rq->body.data, rq->body.len, json, &st,
 			 &msg);
+	gate_leave(&rq->srv->ingest_gate);
 	web__limits_ingest_done(rq->srv->limits, ts, st.profiles, rc, msg.text);
 	if (rc) {
 		web__resp_connect_error(rs, rc, msg.text);
@@ -528,8 +532,10 @@ void web__handle_otlp(struct web__req *rq, struct web__resp *rs)
 		web__resp_otlp_error(rs, rc, msg.text, json);
 		return;
 	}
+	gate_enter(&rq->srv->ingest_gate);
 	rc = ingest_otlp(rq->srv->store, &lim, rq->tenant, rq->body.data, rq->body.len, json,
 			 clock_wall_ns(), &st, &msg);
+	gate_leave(&rq->srv->ingest_gate);
 	web__limits_ingest_done(rq->srv->limits, ts, st.profiles, rc, msg.text);
 	if (rc) {
 		web__resp_otlp_error(rs, rc, msg.text, json);

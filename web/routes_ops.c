@@ -363,6 +363,26 @@ static void pool_metrics(struct buf *b, struct blockpool *pool, const char *name
 	buf_printf(b, "%s{from=\"pool\"} %llu\n%s{from=\"heap\"} %llu\n", metric,
 		   (unsigned long long)reused, metric, (unsigned long long)fresh);
 }
+/* The ingest gate (base/gate.h, --ingest-concurrency). */
+static void gate_metrics(struct buf *b, struct gate *g)
+{
+	uint32_t inside = 0, waiting = 0;
+	uint64_t waits = 0, wait_ns = 0;
+
+	gate_stats(g, &inside, &waiting, &waits, &wait_ns);
+	metric_u64(b, "unhex_ingest_concurrency_limit", "gauge",
+		   "--ingest-concurrency: ingest requests decoding and writing at once.", g->limit);
+	metric_u64(b, "unhex_ingest_running", "gauge",
+		   "Ingest requests decoding and writing now.", inside);
+	metric_u64(b, "unhex_ingest_waiting", "gauge",
+		   "Ingest requests, bodies read, waiting for their turn.", waiting);
+	metric_u64(b, "unhex_ingest_waited_total", "counter",
+		   "Ingest requests that waited for their turn.", waits);
+	metric_head(b, "unhex_ingest_wait_seconds_total", "counter",
+		    "Time ingest requests spent waiting for their turn.");
+	buf_printf(b, "unhex_ingest_wait_seconds_total %.9f\n", (double)wait_ns / 1e9);
+}
+
 static void http_metrics(struct web_server *srv, struct buf *b)
 {
 	metric_head(b, "unhex_http_request_duration_seconds", "histogram",
@@ -393,6 +413,7 @@ static void http_metrics(struct web_server *srv, struct buf *b)
 		   atomic_load_explicit(&srv->inflight_bytes, memory_order_relaxed));
 	metric_u64(b, "unhex_http_inflight_bytes_limit", "gauge", "--max-inflight-bytes.",
 		   srv->opt.max_inflight_bytes);
+	gate_metrics(b, &srv->ingest_gate);
 	pool_metrics(b, &srv->ingest_pool, "ingest",
 		     "Bytes of freed ingest arena blocks kept for the next requests.",
 		     "Arena blocks ingest requests took, by where they came from.");

@@ -1166,6 +1166,8 @@ static void server_free(struct web_server *srv)
 	blockpool_release(&srv->ingest_pool);
 	blockpool_release(&srv->query_pool);
 	blockpool_release(&srv->body_pool);
+	if (srv->ingest_gate.limit)
+		gate_destroy(&srv->ingest_gate);
 	free(srv);
 }
 
@@ -1268,6 +1270,11 @@ int web_server_start(struct store *st, const struct web_options *opt,
 		return err_set(msg, ERR_NOMEM, "out of memory");
 	}
 	srv->opt.limits.pool = &srv->ingest_pool;
+	if (!srv->opt.ingest_concurrency)
+		srv->opt.ingest_concurrency = gate_cpus_available();
+	if (srv->opt.ingest_concurrency > GATE_MAX_LIMIT)
+		srv->opt.ingest_concurrency = GATE_MAX_LIMIT;
+	gate_init(&srv->ingest_gate, srv->opt.ingest_concurrency);
 	srv->opt.query.heap = &srv->query_pool.alloc;
 	srv->max_queries = srv->opt.threads - (srv->opt.threads / 4 > 2 ? srv->opt.threads / 4 : 2);
 	if (srv->max_queries < 1)

@@ -136,6 +136,9 @@ struct web_options {
 	const struct objstore *objstore; /* borrowed: the bucket of --storage.backend
 				    * s3, counted on /metrics and /api/v1/stats;
 				    * NULL: none */
+	uint32_t ingest_concurrency; /* ingest requests inflating, decoding and
+				    * writing at once (base/gate.h), 1 to
+				    * GATE_MAX_LIMIT; 0 picks gate_cpus_available() */
 	size_t max_response_bytes; /* largest response body of any route (413
 				    * past it); 0 picks WEB_DEFAULT_MAX_RESPONSE_BYTES,
 				    * less than WEB_MIN_RESPONSE_BYTES is raised to it */

@@ -27,6 +27,7 @@
 #include "base/blockpool.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/gate.h"
 #include "web/web.h"
 
 /* ---- pushbound.c -------------------------------------------------------- */
@@ -488,6 +489,7 @@ struct web_server {
 	atomic_uint_fast64_t mem_refused;   /* requests refused for the memory budget */
 	struct ingest_hooks ingest_hooks;   /* opt.limits.hooks: to the debug-info service */
 	struct blockpool ingest_pool;       /* opt.limits.pool: ingest arenas' blocks */
+	struct gate ingest_gate;            /* opt.ingest_concurrency requests at a time */
 	struct blockpool query_pool;        /* opt.query.heap: queries' tables */
 	struct blockpool body_pool;         /* request bodies, as read and as inflated */
 	pthread_t sweep_thread;             /* blockpool_decay of the pools above */

@@ -185,4 +185,38 @@ grep -qi '^retry-after: 1' "$WORK/h503" || fail "503 without Retry-After: $(cat 
 http GET /metrics
 [ "$(metric unhex_http_memory_refused_total)" -ge 1 ] || fail "/metrics: no memory refusal counted"
 
+# ---- 5. --ingest-concurrency (docs/operations.md, "Ingest: one request
+# per CPU at a time"): a cap from 1 to 1024, never 0; at 1, sixteen pushes
+# sent at once all wait their turn and are all stored.
+for bad in 0 1025 x; do
+	if "$UNHEX" serve --data "$WORK/data-bad" --ingest-concurrency "$bad" >"$WORK/bad.log" 2>&1; then
+		fail "--ingest-concurrency $bad was taken"
+	fi
+	grep -q 'ingest-concurrency' "$WORK/bad.log" || fail "--ingest-concurrency $bad: $(cat "$WORK/bad.log")"
+done
+stop_server
+start_server "$WORK/data" --ingest-concurrency 1
+http GET /metrics
+expect_metric unhex_ingest_concurrency_limit 1
+waited0=$(metric unhex_ingest_waited_total)
+python3 -c 'for i in range(3000): print("main;f%d;g%d 1" % (i, i % 7))' >"$WORK/gate.txt"
+pids=()
+for i in $(seq 16); do
+	curl -sS -o /dev/null -w '%{http_code}\n' -X POST -H 'X-Scope-OrgID: gate' \
+		--data-binary @"$WORK/gate.txt" \
+		"$URL/ingest?name=$(uri "app.cpu{i=$i}")&from=$((NOW - 10))&until=$NOW&format=folded" \
+		>"$WORK/gate.$i" &
+	pids+=($!)
+done
+wait "${pids[@]}" # not the server's
+for i in $(seq 16); do
+	[ "$(cat "$WORK/gate.$i")" = 200 ] || fail "push $i through a gate of one: $(cat "$WORK/gate.$i")"
+done
+render gate $((NOW - 60)) $((NOW + 60))
+expect_status 200 '"numTicks":480000000000' "sixteen pushes through a gate of one, all stored"
+http GET /metrics
+expect_metric unhex_ingest_running 0
+expect_metric unhex_ingest_waiting 0
+note "through a gate of one: $(($(metric unhex_ingest_waited_total) - waited0)) of 16 pushes waited"
+
 note "hostile_limits: ok"
