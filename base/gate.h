@@ -8,8 +8,8 @@
  * them mid-pprof: each switch evicts the others' tables from the caches,
  * and each request holds its arenas the whole time, so the block pool
  * keeps (and first faults in) one set per request.  Admitted no more than
- * CPUs at a time, the bench server on one CPU ingests its hour with about
- * 5 % less CPU and 3,100 fewer page faults (of 11,200; bench/RESULTS.md,
+ * CPUs at a time, the bench server on one CPU ingests its hour with 1.5-5 %
+ * less CPU and 3,100 fewer page faults (of 11,200; bench/RESULTS.md,
  * "Ingest through a gate"), and only `limit` requests' decoded pprofs are
  * in memory at once.
  *
